@@ -1,0 +1,99 @@
+/* automation.h: automations loaded from YAML (automation.c) and matched against events (match.c). */
+#ifndef SPUR_AUTOMATION_H
+#define SPUR_AUTOMATION_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+struct config;
+struct event;
+struct yerrs;
+
+enum agent_kind { AGENT_CLAUDE, AGENT_CODEX, AGENT_OPENCODE, AGENT_COMMAND };
+enum proof_kind { PROOF_PULL_REQUEST, PROOF_COMMIT, PROOF_ARTIFACTS, PROOF_REPORT, PROOF_NONE };
+enum concurrency_key { CONC_THREAD, CONC_AUTOMATION, CONC_NONE };
+enum on_busy { BUSY_QUEUE, BUSY_CANCEL_RUNNING, BUSY_SKIP };
+enum webhook_auth { WH_AUTH_NONE, WH_AUTH_HMAC, WH_AUTH_STANDARD, WH_AUTH_BEARER };
+
+/* A generic webhook declared by an automation's webhook trigger. */
+struct webhook_def {
+	char		*org;
+	char		*name;
+	enum webhook_auth auth;
+	char		*secret;	/* name of the org secret */
+	char		*header;	/* hmac: header carrying the signature */
+	char		*prefix;	/* hmac: e.g. "sha256=" */
+	int		 base64;	/* hmac: encoding base64 (else hex) */
+	char		*id_header;	/* hmac: header whose value deduplicates */
+	char		*text_path;	/* payload path of the external text */
+	char		*thread_path;	/* payload path keying the thread */
+};
+
+/* A schedule trigger. */
+struct schedule_def {
+	char		*org;
+	char		*automation;
+	char		*cron;		/* as written */
+	char		*timezone;	/* IANA name, "UTC" by default */
+	struct cron	*parsed;
+};
+
+struct automation {
+	char		 *name;
+	char		 *org;
+	char		 *file;
+	enum agent_kind	  agent;
+	char		 *agent_name;	/* "claude", ... */
+	char		 *model;
+	char		**command;	/* NULL-terminated, agent: command */
+	char		 *prompt;
+	char		 *repository;
+	enum proof_kind	  proof;
+	char		**artifacts;	/* NULL-terminated */
+	char		**secrets;	/* NULL-terminated */
+	char		**network_allow; /* NULL-terminated, NULL: none */
+	long long	  timeout;	/* seconds, 0: the config's */
+	enum concurrency_key conc_key;
+	enum on_busy	  on_busy;
+	int		  report_thread;
+	int		  authors_any;	/* authors: any */
+	int		  bots;
+	/* triggers are private to automation.c/match.c */
+	struct trigger	 *triggers;
+	size_t		  ntriggers;
+};
+
+struct automation_set;
+
+/* Loads every *.yaml of dir; all problems go to errs; NULL if any. */
+struct automation_set	*automation_load(const struct config *, const char *dir, struct yerrs *);
+struct automation_set	*automation_set_ref(struct automation_set *);
+void			 automation_set_unref(struct automation_set *);
+size_t			 automation_count(const struct automation_set *);
+const struct automation	*automation_get(const struct automation_set *, size_t);
+const struct automation	*automation_find(const struct automation_set *, const char *org,
+			     const char *name);
+const struct webhook_def *automation_webhook(const struct automation_set *, const char *org,
+			     const char *name);
+size_t			 automation_schedules(const struct automation_set *,
+			     const struct schedule_def ***);
+
+/*
+ * Matching. Fills out[] with the automations the event starts (at most max),
+ * returns how many matched. Cost does not grow with automations of other orgs,
+ * sources or event types.
+ */
+size_t			 automation_match(const struct automation_set *, const struct event *,
+			     const struct automation **out, size_t max);
+/* Why a not-matching automation did not match: the first failing condition, in YAML order. */
+char			*automation_why(const struct automation *, const struct event *);
+
+/* The automation as JSON: what a run keeps so a reload does not change it. */
+json_t			*automation_to_json(const struct automation *);
+struct automation	*automation_from_json(const json_t *);
+void			 automation_free(struct automation *);
+
+const char		*agent_kind_name(enum agent_kind);
+const char		*proof_kind_name(enum proof_kind);
+
+#endif

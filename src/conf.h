@@ -1,0 +1,103 @@
+/* conf.h: spur.yaml as loaded and validated; secrets resolved from env: and file: references. */
+#ifndef SPUR_CONFIG_H
+#define SPUR_CONFIG_H
+
+#include <stddef.h>
+
+struct yerrs;
+
+/* A resolved secret. ref ("env:NAME", "file:PATH") may be shown; value never is. */
+struct secret {
+	char	*ref;
+	char	*value;
+	size_t	 len;
+};
+
+struct org_github {
+	struct secret	*webhook_secret;
+	struct secret	*token;
+	long long	 app_id;		/* 0: none */
+	struct secret	*private_key;
+	char		*api_url;
+	char		*git_url;
+};
+
+struct org_slack {
+	struct secret	*signing_secret;
+	struct secret	*bot_token;
+	char		*api_url;
+};
+
+struct org_linear {
+	struct secret	*webhook_secret;
+	struct secret	*api_key;
+	char		*api_url;
+};
+
+struct named_secret {
+	char		*name;
+	struct secret	*secret;
+};
+
+struct org {
+	char			*name;
+	struct org_github	*github;	/* NULL when not configured */
+	struct org_slack	*slack;
+	struct org_linear	*linear;
+	struct named_secret	*agents;	/* agent name -> model API key */
+	size_t			 nagents;
+	struct named_secret	*secrets;	/* automation-visible secrets */
+	size_t			 nsecrets;
+};
+
+struct agent_conf {
+	char	 *name;
+	char	**command;	/* NULL-terminated argv, NULL: the agent's default */
+	char	 *api_url;	/* NULL: the vendor's */
+};
+
+enum sandbox_backend { SANDBOX_BWRAP, SANDBOX_NONE };
+
+struct config {
+	char			*file;
+	char			*dir;		/* directory of file: relative paths start here */
+	char			**listen;
+	size_t			 nlisten;
+	char			*data_dir;	/* absolute */
+	char			*automations_dir; /* absolute */
+	char			*public_url;
+	unsigned long long	 limit_body;
+	unsigned long long	 limit_header;	/* all request headers together */
+	int			 limit_headers;	/* header count */
+	long long		 limit_idle;	/* seconds a connection may stay silent */
+	int			 limit_runs;
+	int			 limit_queue;
+	long long		 retention_events; /* seconds events are kept (>= 30d) */
+	long long		 schedule_catch_up; /* seconds */
+	struct {
+		enum sandbox_backend	 backend;
+		char			*user;
+		long long		 timeout;
+		unsigned long long	 memory;
+		int			 pids;
+		unsigned long long	 output;
+		long long		 session_idle;
+	} sandbox;
+	struct agent_conf	*agents;
+	size_t			 nagents;
+	struct org		*orgs;
+	size_t			 norgs;
+};
+
+/* Loads and validates; every problem is added to errs. NULL when any was found. */
+struct config		*config_load(const char *path, struct yerrs *);
+void			 config_free(struct config *);
+const char		*config_default_path(void);
+struct org		*config_org(const struct config *, const char *);
+const struct agent_conf	*config_agent(const struct config *, const char *);
+struct secret		*org_secret(const struct org *, const char *);
+struct secret		*org_agent_key(const struct org *, const char *);
+/* Every resolved secret value of the config, for tests and log scrubbing. */
+size_t			 config_secrets(const struct config *, const struct secret **, size_t);
+
+#endif

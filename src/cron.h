@@ -1,0 +1,20 @@
+/* cron.h: 5-field cron expressions evaluated in an IANA time zone. */
+#ifndef SPUR_CRON_H
+#define SPUR_CRON_H
+
+#include <stdint.h>
+
+struct cron;
+
+/*
+ * Parses expr for the zone tz (NULL or "" means UTC). On error returns NULL,
+ * sets *cause and *col (1-based column in expr of the problem).
+ */
+struct cron	*cron_parse(const char *expr, const char *tz, char **cause, int *col);
+void		 cron_free(struct cron *);
+/* The first fire time strictly after `after` (UTC seconds), or -1 if none within 5 years. */
+int64_t		 cron_next(const struct cron *, int64_t after);
+/* Formats t as ISO 8601 in the cron's zone with its offset, e.g. 2026-03-08T03:00:00-07:00. */
+char		*cron_format_local(const struct cron *, int64_t t);
+
+#endif

@@ -1,0 +1,122 @@
+/* crypto.c: the one HMAC helper, hex and base64, constant-time comparison and random ids. */
+#include "spur.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <stdlib.h>
+#include <string.h>
+
+void
+hmac_sha256(const void *key, size_t keylen, const void *msg, size_t msglen,
+    unsigned char out[32])
+{
+	unsigned int	 outlen = 32;
+
+	if (HMAC(EVP_sha256(), key, (int)keylen, msg, msglen, out, &outlen) == NULL)
+		fatal("HMAC-SHA256 failed");
+}
+
+void
+hex_encode(const unsigned char *in, size_t n, char *out)
+{
+	static const char	 digits[] = "0123456789abcdef";
+	size_t			 i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 0xf];
+	}
+	out[2 * n] = '\0';
+}
+
+static int
+hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Decodes exactly outlen bytes from 2*outlen hex digits; -1 on any other shape. */
+int
+hex_decode(const char *s, size_t len, unsigned char *out, size_t outlen)
+{
+	size_t	 i;
+	int	 hi, lo;
+
+	if (len != 2 * outlen)
+		return -1;
+	for (i = 0; i < outlen; i++) {
+		if ((hi = hex_value(s[2 * i])) < 0 || (lo = hex_value(s[2 * i + 1])) < 0)
+			return -1;
+		out[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+char *
+base64_encode(const unsigned char *in, size_t n)
+{
+	char	*out = xmalloc(4 * ((n + 2) / 3) + 1);
+
+	EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+	return out;
+}
+
+/* Decodes standard base64 (padding required when the length asks for it). */
+int
+base64_decode(const char *s, size_t len, unsigned char **out, size_t *outlen)
+{
+	unsigned char	*p;
+	int		 n;
+	size_t		 pad = 0;
+
+	if (len % 4 != 0 || len > (size_t)1 << 30)
+		return -1;
+	p = xmalloc(len / 4 * 3 + 1);
+	if ((n = EVP_DecodeBlock(p, (const unsigned char *)s, (int)len)) < 0) {
+		free(p);
+		return -1;
+	}
+	if (len >= 1 && s[len - 1] == '=')
+		pad++;
+	if (len >= 2 && s[len - 2] == '=')
+		pad++;
+	*out = p;
+	*outlen = (size_t)n - pad;
+	return 0;
+}
+
+int
+ct_equal(const void *a, const void *b, size_t n)
+{
+	return CRYPTO_memcmp(a, b, n) == 0;
+}
+
+void
+random_bytes(void *p, size_t n)
+{
+	if (RAND_bytes(p, (int)n) != 1)
+		fatal("RAND_bytes failed");
+}
+
+char *
+random_id(const char *prefix)
+{
+	static const char	 alphabet[] = "0123456789abcdefghjkmnpqrstvwxyz";
+	unsigned char		 r[20];
+	char			 s[21];
+	size_t			 i;
+
+	random_bytes(r, sizeof r);
+	for (i = 0; i < 20; i++)
+		s[i] = alphabet[r[i] & 31];
+	s[20] = '\0';
+	return xprintf("%s%s", prefix, s);
+}

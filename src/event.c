@@ -1,0 +1,121 @@
+/* event.c: creating, freeing and (de)serializing the normalized event. */
+#include "spur.h"
+#include "event.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct event *
+event_new(const char *org, const char *source)
+{
+	struct event	*ev = xcalloc(1, sizeof *ev);
+
+	ev->org = xstrdup(org);
+	ev->source = xstrdup(source);
+	ev->text = xstrdup("");
+	ev->received_at = now_ms();
+	ev->meta = json_object();
+	return ev;
+}
+
+void
+event_free(struct event *ev)
+{
+	if (ev == NULL)
+		return;
+	free(ev->id);
+	free(ev->org);
+	free(ev->source);
+	free(ev->type);
+	free(ev->delivery);
+	free(ev->thread);
+	free(ev->actor.id);
+	free(ev->actor.name);
+	free(ev->actor.role);
+	free(ev->text);
+	free(ev->url);
+	free(ev->repository);
+	free(ev->dedup);
+	json_decref(ev->payload);
+	json_decref(ev->meta);
+	free(ev);
+}
+
+static json_t *
+json_str_or_null(const char *s)
+{
+	return s != NULL ? json_string(s) : json_null();
+}
+
+json_t *
+event_to_json(const struct event *ev)
+{
+	char	 ts[40];
+	json_t	*j, *actor;
+
+	format_time(ev->received_at, ts, sizeof ts);
+	actor = json_pack("{s:o,s:o,s:o,s:b}", "id", json_str_or_null(ev->actor.id),
+	    "name", json_str_or_null(ev->actor.name), "role",
+	    json_str_or_null(ev->actor.role), "bot", ev->actor.bot);
+	j = json_pack("{s:o,s:s,s:s,s:o,s:o,s:s,s:o,s:o,s:s,s:o,s:o}",
+	    "id", json_str_or_null(ev->id), "org", ev->org, "source", ev->source,
+	    "type", json_str_or_null(ev->type), "delivery", json_str_or_null(ev->delivery),
+	    "received_at", ts, "thread", json_str_or_null(ev->thread), "actor", actor,
+	    "text", ev->text != NULL ? ev->text : "", "url", json_str_or_null(ev->url),
+	    "repository", json_str_or_null(ev->repository));
+	if (j == NULL)
+		fatal("event_to_json: cannot pack");
+	json_object_set(j, "payload", ev->payload != NULL ? ev->payload : json_null());
+	json_object_set(j, "meta", ev->meta);
+	json_object_set_new(j, "received_at_ms", json_integer(ev->received_at));
+	return j;
+}
+
+static char *
+json_dup_str(const json_t *j, const char *key)
+{
+	const char	*s = json_string_value(json_object_get(j, key));
+
+	return s != NULL ? xstrdup(s) : NULL;
+}
+
+struct event *
+event_from_json(const json_t *j)
+{
+	struct event	*ev;
+	const json_t	*actor = json_object_get(j, "actor");
+	const char	*org = json_string_value(json_object_get(j, "org"));
+	const char	*source = json_string_value(json_object_get(j, "source"));
+
+	if (org == NULL || source == NULL)
+		return NULL;
+	ev = event_new(org, source);
+	ev->id = json_dup_str(j, "id");
+	ev->type = json_dup_str(j, "type");
+	ev->delivery = json_dup_str(j, "delivery");
+	ev->received_at = json_integer_value(json_object_get(j, "received_at_ms"));
+	ev->thread = json_dup_str(j, "thread");
+	ev->actor.id = json_dup_str(actor, "id");
+	ev->actor.name = json_dup_str(actor, "name");
+	ev->actor.role = json_dup_str(actor, "role");
+	ev->actor.bot = json_is_true(json_object_get(actor, "bot"));
+	free(ev->text);
+	ev->text = json_dup_str(j, "text");
+	if (ev->text == NULL)
+		ev->text = xstrdup("");
+	ev->url = json_dup_str(j, "url");
+	ev->repository = json_dup_str(j, "repository");
+	if (json_object_get(j, "payload") != NULL)
+		ev->payload = json_incref(json_object_get(j, "payload"));
+	if (json_is_object(json_object_get(j, "meta"))) {
+		json_decref(ev->meta);
+		ev->meta = json_deep_copy(json_object_get(j, "meta"));
+	}
+	return ev;
+}
+
+const char *
+event_meta_str(const struct event *ev, const char *key)
+{
+	return json_string_value(json_object_get(ev->meta, key));
+}

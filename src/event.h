@@ -1,0 +1,56 @@
+/* event.h: the normalized event of SPEC section 6, the one shape every source produces. */
+#ifndef SPUR_EVENT_H
+#define SPUR_EVENT_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+struct event {
+	char	*id;		/* evt_... */
+	char	*org;
+	char	*source;	/* github slack linear webhook schedule */
+	char	*type;		/* issue_comment.created, app_mention, Issue.update, schedule, ... */
+	char	*delivery;	/* the delivery id the source gave, or one made up */
+	int64_t	 received_at;	/* ms since the epoch */
+	char	*thread;
+	struct {
+		char	*id;
+		char	*name;
+		char	*role;	/* github author_association, else NULL */
+		int	 bot;
+	} actor;
+	char	*text;		/* third-party free text, "" when none */
+	char	*url;
+	char	*repository;	/* owner/repo (github), else NULL */
+	char	*dedup;		/* deduplication key within the org, NULL: none */
+	json_t	*payload;	/* the source's JSON payload (a form is decoded to JSON) */
+	/*
+	 * Source-specific facts used by matching and delivery (an object, never NULL):
+	 *  github:  label, comment_id, review_comment_id, installation_id, number,
+	 *           is_pull_request, head_ref, head_repo, base_ref, fork
+	 *  slack:   team, channel, ts, thread_ts, command, response_url
+	 *  linear:  team, issue_id, identifier, to_state, to_state_type,
+	 *           from_state_id, state_changed, labels (list of names)
+	 *  webhook: hook
+	 *  schedule: automation, scheduled_at
+	 */
+	json_t	*meta;
+};
+
+struct event	*event_new(const char *org, const char *source);
+void		 event_free(struct event *);
+/* The event as SPEC section 6 JSON (payload and meta included). */
+json_t		*event_to_json(const struct event *);
+struct event	*event_from_json(const json_t *);
+/* meta string value or NULL. */
+const char	*event_meta_str(const struct event *, const char *);
+
+/* json.c: the one dotted-path lookup ("pull_request.labels.0.name"). */
+json_t		*json_path(const json_t *, const char *path);
+const char	*json_path_str(const json_t *, const char *path);
+/* A scalar as text for matching: strings as is, numbers and booleans printed; NULL otherwise. */
+char		*json_scalar_text(const json_t *);
+/* Parses with a depth limit and a size limit; -1 with cause otherwise. */
+json_t		*json_parse_bounded(const char *, size_t, int maxdepth, char **cause);
+
+#endif

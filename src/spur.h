@@ -1,0 +1,83 @@
+/* spur.h: what every file of spur shares: allocation, logging, buffers, small helpers. */
+#ifndef SPUR_H
+#define SPUR_H
+
+#include "config.h"
+
+#include <sys/types.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define SPUR_ARRLEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* xmalloc.c: allocation that never returns NULL (out of memory is fatal). */
+void	*xmalloc(size_t);
+void	*xcalloc(size_t, size_t);
+void	*xrealloc(void *, size_t);
+void	*xreallocarray(void *, size_t, size_t);
+char	*xstrdup(const char *);
+char	*xstrndup(const char *, size_t);
+int	 xasprintf(char **, const char *, ...) __attribute__((format(printf, 2, 3)));
+int	 xvasprintf(char **, const char *, va_list);
+char	*xprintf(const char *, ...) __attribute__((format(printf, 1, 2)));
+void	 freezero_str(char *);
+
+/* log.c: one line per happening, key=value, to stderr. */
+enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+void	 log_init(enum log_level, const char *);
+void	 log_set_level(enum log_level);
+enum log_level log_get_level(void);
+void	 log_msg(enum log_level, const char *, ...) __attribute__((format(printf, 2, 3)));
+#define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
+#define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
+__attribute__((noreturn, format(printf, 1, 2)))
+void	 fatal(const char *, ...);
+/* Quotes a value for key=value logs: bare when safe, else "..." with escapes; static buffer ring. */
+const char *log_q(const char *);
+
+/* buf.c: a growable byte buffer with an optional bound. */
+struct buf {
+	char	*data;
+	size_t	 len;
+	size_t	 cap;
+	size_t	 max;	/* 0: unbounded */
+};
+void	 buf_init(struct buf *, size_t max);
+void	 buf_free(struct buf *);
+int	 buf_add(struct buf *, const void *, size_t);	/* -1 when max reached */
+int	 buf_adds(struct buf *, const char *);
+int	 buf_addf(struct buf *, const char *, ...) __attribute__((format(printf, 2, 3)));
+int	 buf_addc(struct buf *, char);
+char	*buf_cstr(struct buf *);	/* NUL-terminated view, still owned by buf */
+char	*buf_take(struct buf *);	/* NUL-terminated, caller frees, buf emptied */
+void	 buf_reset(struct buf *);
+
+/* util.c */
+int	 parse_duration(const char *, long long *secs, char **cause);
+int	 parse_size(const char *, unsigned long long *bytes, char **cause);
+char	*format_time(int64_t ms, char *out, size_t len);	/* ISO 8601 UTC with ms */
+int64_t	 now_ms(void);
+int	 mkdir_p(const char *, mode_t);
+int	 rm_rf(const char *);
+char	*path_join(const char *, const char *);
+char	*path_dirname(const char *);
+int	 read_file(const char *, size_t max, char **out, size_t *len, char **cause);
+int	 glob_match(const char *pattern, const char *s);	/* shell-style, fnmatch */
+int	 valid_name(const char *);	/* [A-Za-z0-9][A-Za-z0-9_.-]* */
+
+/* crypto.c: one HMAC helper, encodings, constant-time compare, random ids. */
+void	 hmac_sha256(const void *key, size_t keylen, const void *msg, size_t msglen,
+	     unsigned char out[32]);
+void	 hex_encode(const unsigned char *, size_t, char *out);	/* out: 2n+1 */
+int	 hex_decode(const char *, size_t, unsigned char *out, size_t outlen);
+char	*base64_encode(const unsigned char *, size_t);
+int	 base64_decode(const char *, size_t, unsigned char **out, size_t *outlen);
+int	 ct_equal(const void *, const void *, size_t);
+void	 random_bytes(void *, size_t);
+char	*random_id(const char *prefix);	/* prefix + 20 base32 chars (100 bits) */
+
+#endif

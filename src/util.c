@@ -1,0 +1,238 @@
+/* util.c: durations, sizes, times, paths and files: small helpers with no better home. */
+#include "spur.h"
+
+#include <sys/stat.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+/* Durations: a positive integer and one unit of s, m, h, d. */
+int
+parse_duration(const char *s, long long *secs, char **cause)
+{
+	char		*end;
+	long long	 n, mult;
+
+	errno = 0;
+	if (!isdigit((unsigned char)*s))
+		goto bad;
+	n = strtoll(s, &end, 10);
+	if (errno != 0 || n < 0)
+		goto bad;
+	if (strcmp(end, "s") == 0)
+		mult = 1;
+	else if (strcmp(end, "m") == 0)
+		mult = 60;
+	else if (strcmp(end, "h") == 0)
+		mult = 3600;
+	else if (strcmp(end, "d") == 0)
+		mult = 86400;
+	else
+		goto bad;
+	if (n > (long long)1e12 / mult)
+		goto bad;
+	*secs = n * mult;
+	return 0;
+bad:
+	xasprintf(cause, "invalid duration \"%s\" (expected e.g. 90s, 20m, 2h, 7d)", s);
+	return -1;
+}
+
+/* Sizes: an integer and a unit of B, KiB, MiB, GiB (KB, MB, GB accepted as the same). */
+int
+parse_size(const char *s, unsigned long long *bytes, char **cause)
+{
+	static const struct { const char *u; unsigned long long m; } units[] = {
+		{ "", 1 }, { "B", 1 }, { "KiB", 1ULL << 10 }, { "MiB", 1ULL << 20 },
+		{ "GiB", 1ULL << 30 }, { "TiB", 1ULL << 40 }, { "K", 1ULL << 10 },
+		{ "KB", 1ULL << 10 }, { "M", 1ULL << 20 }, { "MB", 1ULL << 20 },
+		{ "G", 1ULL << 30 }, { "GB", 1ULL << 30 },
+	};
+	char			*end;
+	unsigned long long	 n;
+	size_t			 i;
+
+	errno = 0;
+	if (!isdigit((unsigned char)*s))
+		goto bad;
+	n = strtoull(s, &end, 10);
+	if (errno != 0)
+		goto bad;
+	for (i = 0; i < SPUR_ARRLEN(units); i++) {
+		if (strcmp(end, units[i].u) == 0) {
+			if (n > (1ULL << 62) / units[i].m)
+				goto bad;
+			*bytes = n * units[i].m;
+			return 0;
+		}
+	}
+bad:
+	xasprintf(cause, "invalid size \"%s\" (expected e.g. 512KiB, 25MiB, 4GiB)", s);
+	return -1;
+}
+
+int64_t
+now_ms(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+char *
+format_time(int64_t ms, char *out, size_t len)
+{
+	time_t		 t = (time_t)(ms / 1000);
+	struct tm	 tm;
+	char		 tmp[32];
+
+	gmtime_r(&t, &tm);
+	strftime(tmp, sizeof tmp, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, len, "%s.%03dZ", tmp, (int)(ms % 1000));
+	return out;
+}
+
+int
+mkdir_p(const char *path, mode_t mode)
+{
+	char	*p, *s;
+	int	 r = 0;
+
+	s = xstrdup(path);
+	for (p = s + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(s, mode) != 0 && errno != EEXIST) {
+			r = -1;
+			goto out;
+		}
+		*p = '/';
+	}
+	if (mkdir(s, mode) != 0 && errno != EEXIST)
+		r = -1;
+out:
+	free(s);
+	return r;
+}
+
+/* Removes a tree without following symlinks (a workspace is hostile ground). */
+int
+rm_rf(const char *path)
+{
+	struct stat	 st;
+	DIR		*d;
+	struct dirent	*de;
+	char		*sub;
+	int		 r = 0;
+
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path);
+	chmod(path, 0700);
+	if ((d = opendir(path)) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		sub = path_join(path, de->d_name);
+		if (rm_rf(sub) != 0)
+			r = -1;
+		free(sub);
+	}
+	closedir(d);
+	if (rmdir(path) != 0)
+		r = -1;
+	return r;
+}
+
+char *
+path_join(const char *a, const char *b)
+{
+	if (b[0] == '/' || a == NULL || a[0] == '\0')
+		return xstrdup(b);
+	if (a[strlen(a) - 1] == '/')
+		return xprintf("%s%s", a, b);
+	return xprintf("%s/%s", a, b);
+}
+
+char *
+path_dirname(const char *p)
+{
+	const char	*slash = strrchr(p, '/');
+
+	if (slash == NULL)
+		return xstrdup(".");
+	if (slash == p)
+		return xstrdup("/");
+	return xstrndup(p, slash - p);
+}
+
+/* Reads a whole file, refusing one larger than max bytes. */
+int
+read_file(const char *path, size_t max, char **out, size_t *len, char **cause)
+{
+	struct buf	 b;
+	char		 tmp[8192];
+	ssize_t		 n;
+	int		 fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	buf_init(&b, max);
+	for (;;) {
+		n = read(fd, tmp, sizeof tmp);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			xasprintf(cause, "%s: %s", path, strerror(errno));
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		if (buf_add(&b, tmp, n) != 0) {
+			xasprintf(cause, "%s: larger than %zu bytes", path, max);
+			goto fail;
+		}
+	}
+	close(fd);
+	if (len != NULL)
+		*len = b.len;
+	*out = buf_take(&b);
+	return 0;
+fail:
+	close(fd);
+	buf_free(&b);
+	return -1;
+}
+
+int
+glob_match(const char *pattern, const char *s)
+{
+	return fnmatch(pattern, s, 0) == 0;
+}
+
+int
+valid_name(const char *s)
+{
+	const char	*p;
+
+	if (!isalnum((unsigned char)*s))
+		return 0;
+	for (p = s; *p != '\0'; p++) {
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.')
+			return 0;
+	}
+	return p - s <= 128;
+}

@@ -1,0 +1,46 @@
+/* ytree.h: YAML files as a small tree of nodes that remember their line and column. */
+#ifndef SPUR_YAML_H
+#define SPUR_YAML_H
+
+#include <stddef.h>
+
+enum ynode_type { YNODE_SCALAR, YNODE_MAP, YNODE_SEQ };
+
+struct ynode {
+	enum ynode_type	  type;
+	int		  line;		/* 1-based */
+	int		  col;		/* 1-based */
+	char		 *value;	/* scalar text */
+	int		  plain;	/* scalar was unquoted (may be null/bool/number) */
+	struct ynode	**items;	/* seq: items; map: key 2i, value 2i+1 */
+	size_t		  n;		/* seq: items; map: pairs */
+};
+
+/* Errors collected while loading, each "FILE:LINE:COL: error: MESSAGE". */
+struct yerrs {
+	char	**msgs;
+	size_t	  n;
+};
+
+void		 yerrs_init(struct yerrs *);
+void		 yerrs_free(struct yerrs *);
+void		 yerrs_add(struct yerrs *, const char *file, int line, int col,
+		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void		 yerrs_node(struct yerrs *, const char *file, const struct ynode *,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void		 yerrs_move(struct yerrs *dst, struct yerrs *src);
+
+/* Loads one document; on a syntax error adds it to errs and returns NULL. */
+struct ynode	*yaml_load_file(const char *path, struct yerrs *);
+struct ynode	*yaml_load_string(const char *file, const char *, size_t, struct yerrs *);
+void		 ynode_free(struct ynode *);
+
+const char	*ymap_key(const struct ynode *, size_t);
+struct ynode	*ymap_value(const struct ynode *, size_t);
+struct ynode	*ymap_get(const struct ynode *, const char *);
+int		 ynode_is_null(const struct ynode *);
+const char	*ynode_type_name(const struct ynode *);
+/* Scalar as a boolean (true/false/yes/no); -1 if it is not one. */
+int		 ynode_bool(const struct ynode *);
+
+#endif
