@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 struct config;
-struct event;
+struct spur_event;
 struct yerrs;
 
 enum agent_kind { AGENT_CLAUDE, AGENT_CODEX, AGENT_OPENCODE, AGENT_COMMAND };
@@ -58,9 +58,11 @@ struct automation {
 	int		  report_thread;
 	int		  authors_any;	/* authors: any */
 	int		  bots;
-	/* triggers are private to automation.c/match.c */
+	/* triggers are private to automation.c/match.c (trigger.h) */
 	struct trigger	 *triggers;
 	size_t		  ntriggers;
+	int		  checks[3];	/* on, authors, bots in YAML order, for why */
+	size_t		  nchecks;
 };
 
 struct automation_set;
@@ -83,10 +85,10 @@ size_t			 automation_schedules(const struct automation_set *,
  * returns how many matched. Cost does not grow with automations of other orgs,
  * sources or event types.
  */
-size_t			 automation_match(const struct automation_set *, const struct event *,
+size_t			 automation_match(const struct automation_set *, const struct spur_event *,
 			     const struct automation **out, size_t max);
 /* Why a not-matching automation did not match: the first failing condition, in YAML order. */
-char			*automation_why(const struct automation *, const struct event *);
+char			*automation_why(const struct automation *, const struct spur_event *);
 
 /* The automation as JSON: what a run keeps so a reload does not change it. */
 json_t			*automation_to_json(const struct automation *);

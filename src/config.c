@@ -1,0 +1,923 @@
+/* config.c: loads spur.yaml, checks every key, resolves secret references, reports all errors. */
+#include "spur.h"
+#include "conf.h"
+#include "ytree.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SECRET_FILE_MAX	(1 << 20)
+
+/* What a walker needs to report an error: the file and where errors go. */
+struct cfgctx {
+	const char	*file;
+	const char	*dir;
+	struct yerrs	*errs;
+};
+
+static void
+cfg_error(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+cfg_error(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*msg;
+
+	va_start(ap, fmt);
+	xvasprintf(&msg, fmt, ap);
+	va_end(ap);
+	yerrs_node(c->errs, c->file, n, "%s", msg);
+	free(msg);
+}
+
+static int
+cfg_is_map(struct cfgctx *c, const struct ynode *n, const char *what)
+{
+	if (n != NULL && n->type == YNODE_MAP)
+		return 1;
+	cfg_error(c, n, "\"%s\" must be a mapping, not %s", what, ynode_type_name(n));
+	return 0;
+}
+
+static const char *
+cfg_scalar(struct cfgctx *c, const struct ynode *n, const char *what)
+{
+	if (n != NULL && n->type == YNODE_SCALAR && !ynode_is_null(n))
+		return n->value;
+	cfg_error(c, n, "\"%s\" must be a string, not %s", what, ynode_type_name(n));
+	return NULL;
+}
+
+static void
+cfg_str(struct cfgctx *c, const struct ynode *n, const char *what, char **out)
+{
+	const char	*s;
+
+	if ((s = cfg_scalar(c, n, what)) == NULL)
+		return;
+	free(*out);
+	*out = xstrdup(s);
+}
+
+static void
+cfg_duration(struct cfgctx *c, const struct ynode *n, const char *what, long long *out)
+{
+	const char	*s;
+	char		*cause;
+
+	if ((s = cfg_scalar(c, n, what)) == NULL)
+		return;
+	if (parse_duration(s, out, &cause) != 0) {
+		cfg_error(c, n, "\"%s\": %s", what, cause);
+		free(cause);
+	}
+}
+
+static void
+cfg_size(struct cfgctx *c, const struct ynode *n, const char *what, unsigned long long *out)
+{
+	const char	*s;
+	char		*cause;
+
+	if ((s = cfg_scalar(c, n, what)) == NULL)
+		return;
+	if (parse_size(s, out, &cause) != 0) {
+		cfg_error(c, n, "\"%s\": %s", what, cause);
+		free(cause);
+	}
+}
+
+static void
+cfg_int(struct cfgctx *c, const struct ynode *n, const char *what, long long min,
+    long long max, long long *out)
+{
+	const char	*s;
+	char		*end;
+	long long	 v;
+
+	if ((s = cfg_scalar(c, n, what)) == NULL)
+		return;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (!n->plain || errno != 0 || end == s || *end != '\0' || v < min || v > max) {
+		cfg_error(c, n, "\"%s\" must be an integer from %lld to %lld", what, min,
+		    max);
+		return;
+	}
+	*out = v;
+}
+
+static void
+cfg_url(struct cfgctx *c, const struct ynode *n, const char *what, char **out)
+{
+	const char	*s;
+
+	if ((s = cfg_scalar(c, n, what)) == NULL)
+		return;
+	if (strncmp(s, "http://", 7) != 0 && strncmp(s, "https://", 8) != 0) {
+		cfg_error(c, n, "\"%s\" must be an http:// or https:// URL", what);
+		return;
+	}
+	free(*out);
+	*out = xstrdup(s);
+	while (strlen(*out) > 8 && (*out)[strlen(*out) - 1] == '/')
+		(*out)[strlen(*out) - 1] = '\0';
+}
+
+static void
+cfg_unknown(struct cfgctx *c, const struct ynode *m, size_t i, const char *where)
+{
+	cfg_error(c, m->items[2 * i], "unknown key \"%s\"%s%s", ymap_key(m, i),
+	    where != NULL ? " in " : "", where != NULL ? where : "");
+}
+
+static void
+secret_free(struct secret *s)
+{
+	if (s == NULL)
+		return;
+	if (s->value != NULL) {
+		explicit_bzero(s->value, s->len);
+		free(s->value);
+	}
+	free(s->ref);
+	free(s);
+}
+
+/*
+ * A secret is a reference, env:NAME or file:PATH, never a literal: a literal
+ * would sit in version control. The value itself is never put in a message.
+ */
+static struct secret *
+cfg_secret(struct cfgctx *c, const struct ynode *n, const char *what)
+{
+	struct secret	*s;
+	const char	*v, *ref;
+	char		*path, *data, *cause;
+	size_t		 len;
+
+	if (n == NULL || n->type != YNODE_SCALAR || ynode_is_null(n)) {
+		cfg_error(c, n, "\"%s\" must be a secret reference (env:NAME or file:PATH)",
+		    what);
+		return NULL;
+	}
+	ref = n->value;
+	if (strncmp(ref, "env:", 4) == 0) {
+		if (ref[4] == '\0') {
+			cfg_error(c, n, "\"%s\": env: needs a variable name", what);
+			return NULL;
+		}
+		if ((v = getenv(ref + 4)) == NULL) {
+			cfg_error(c, n, "\"%s\": environment variable %s is not set", what,
+			    ref + 4);
+			return NULL;
+		}
+		if (*v == '\0') {
+			cfg_error(c, n, "\"%s\": environment variable %s is empty", what,
+			    ref + 4);
+			return NULL;
+		}
+		s = xcalloc(1, sizeof *s);
+		s->ref = xstrdup(ref);
+		s->value = xstrdup(v);
+		s->len = strlen(v);
+		return s;
+	}
+	if (strncmp(ref, "file:", 5) == 0) {
+		if (ref[5] == '\0') {
+			cfg_error(c, n, "\"%s\": file: needs a path", what);
+			return NULL;
+		}
+		path = path_join(c->dir, ref + 5);
+		if (read_file(path, SECRET_FILE_MAX, &data, &len, &cause) != 0) {
+			cfg_error(c, n, "\"%s\": cannot read secret file: %s", what, cause);
+			free(cause);
+			free(path);
+			return NULL;
+		}
+		free(path);
+		if (len > 0 && data[len - 1] == '\n')
+			data[--len] = '\0';
+		if (len > 0 && data[len - 1] == '\r')
+			data[--len] = '\0';
+		if (len == 0 || strlen(data) != len) {
+			cfg_error(c, n, "\"%s\": secret file %s is empty or binary", what,
+			    ref + 5);
+			explicit_bzero(data, len);
+			free(data);
+			return NULL;
+		}
+		s = xcalloc(1, sizeof *s);
+		s->ref = xstrdup(ref);
+		s->value = data;
+		s->len = len;
+		return s;
+	}
+	cfg_error(c, n, "\"%s\" must be a secret reference (env:NAME or file:PATH), "
+	    "not a literal value", what);
+	return NULL;
+}
+
+/* host:port, [v6]:port or :port; the port is required. */
+static int
+cfg_listen_valid(const char *s)
+{
+	const char	*colon;
+	char		*end;
+	long		 port;
+
+	if (s[0] == '[') {
+		if ((colon = strstr(s, "]:")) == NULL)
+			return 0;
+		colon++;
+	} else if ((colon = strrchr(s, ':')) == NULL)
+		return 0;
+	errno = 0;
+	port = strtol(colon + 1, &end, 10);
+	return colon[1] != '\0' && *end == '\0' && errno == 0 && port >= 0 && port <= 65535;
+}
+
+static void
+cfg_listen(struct cfgctx *c, struct config *cf, const struct ynode *n)
+{
+	size_t	 i;
+
+	if (n->type == YNODE_SCALAR && !ynode_is_null(n)) {
+		if (!cfg_listen_valid(n->value)) {
+			cfg_error(c, n, "\"listen\": invalid address \"%s\" (expected HOST:PORT)",
+			    n->value);
+			return;
+		}
+		cf->listen = xcalloc(1, sizeof *cf->listen);
+		cf->listen[0] = xstrdup(n->value);
+		cf->nlisten = 1;
+		return;
+	}
+	if (n->type != YNODE_SEQ || n->n == 0) {
+		cfg_error(c, n, "\"listen\" must be an address or a non-empty list of addresses");
+		return;
+	}
+	cf->listen = xcalloc(n->n, sizeof *cf->listen);
+	for (i = 0; i < n->n; i++) {
+		const struct ynode *item = n->items[i];
+		if (item->type != YNODE_SCALAR || !cfg_listen_valid(item->value)) {
+			cfg_error(c, item, "\"listen\": invalid address (expected HOST:PORT)");
+			continue;
+		}
+		cf->listen[cf->nlisten++] = xstrdup(item->value);
+	}
+}
+
+static void
+cfg_limits(struct cfgctx *c, struct config *cf, const struct ynode *m)
+{
+	size_t		 i;
+	long long	 v;
+
+	if (!cfg_is_map(c, m, "limits"))
+		return;
+	for (i = 0; i < m->n; i++) {
+		const char		*k = ymap_key(m, i);
+		const struct ynode	*n = ymap_value(m, i);
+
+		if (strcmp(k, "body") == 0)
+			cfg_size(c, n, "limits.body", &cf->limit_body);
+		else if (strcmp(k, "header") == 0)
+			cfg_size(c, n, "limits.header", &cf->limit_header);
+		else if (strcmp(k, "headers") == 0) {
+			v = cf->limit_headers;
+			cfg_int(c, n, "limits.headers", 1, 10000, &v);
+			cf->limit_headers = (int)v;
+		} else if (strcmp(k, "idle") == 0)
+			cfg_duration(c, n, "limits.idle", &cf->limit_idle);
+		else if (strcmp(k, "runs") == 0) {
+			v = cf->limit_runs;
+			cfg_int(c, n, "limits.runs", 1, 4096, &v);
+			cf->limit_runs = (int)v;
+		} else if (strcmp(k, "queue") == 0) {
+			v = cf->limit_queue;
+			cfg_int(c, n, "limits.queue", 1, 100000000, &v);
+			cf->limit_queue = (int)v;
+		} else
+			cfg_unknown(c, m, i, "limits");
+	}
+	if (cf->limit_body == 0)
+		cfg_error(c, m, "\"limits.body\" must be at least 1 byte");
+}
+
+static void
+cfg_sandbox(struct cfgctx *c, struct config *cf, const struct ynode *m)
+{
+	size_t		 i;
+	long long	 v;
+	const char	*s;
+
+	if (!cfg_is_map(c, m, "sandbox"))
+		return;
+	for (i = 0; i < m->n; i++) {
+		const char		*k = ymap_key(m, i);
+		const struct ynode	*n = ymap_value(m, i);
+
+		if (strcmp(k, "backend") == 0) {
+			if ((s = cfg_scalar(c, n, "sandbox.backend")) == NULL)
+				continue;
+			if (strcmp(s, "bwrap") == 0)
+				cf->sandbox.backend = SANDBOX_BWRAP;
+			else if (strcmp(s, "none") == 0)
+				cf->sandbox.backend = SANDBOX_NONE;
+			else
+				cfg_error(c, n, "\"sandbox.backend\" must be bwrap or none");
+		} else if (strcmp(k, "user") == 0)
+			cfg_str(c, n, "sandbox.user", &cf->sandbox.user);
+		else if (strcmp(k, "timeout") == 0)
+			cfg_duration(c, n, "sandbox.timeout", &cf->sandbox.timeout);
+		else if (strcmp(k, "memory") == 0)
+			cfg_size(c, n, "sandbox.memory", &cf->sandbox.memory);
+		else if (strcmp(k, "pids") == 0) {
+			v = cf->sandbox.pids;
+			cfg_int(c, n, "sandbox.pids", 8, 1000000, &v);
+			cf->sandbox.pids = (int)v;
+		} else if (strcmp(k, "output") == 0)
+			cfg_size(c, n, "sandbox.output", &cf->sandbox.output);
+		else if (strcmp(k, "session_idle") == 0)
+			cfg_duration(c, n, "sandbox.session_idle", &cf->sandbox.session_idle);
+		else
+			cfg_unknown(c, m, i, "sandbox");
+	}
+	if (cf->sandbox.timeout <= 0)
+		cfg_error(c, m, "\"sandbox.timeout\" must be positive");
+}
+
+static const char *known_agents[] = { "claude", "codex", "opencode", "command" };
+
+static int
+cfg_known_agent(const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < SPUR_ARRLEN(known_agents); i++) {
+		if (strcmp(name, known_agents[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static char **
+cfg_argv(struct cfgctx *c, const struct ynode *n, const char *what)
+{
+	char	**argv;
+	size_t	  i;
+
+	if (n->type != YNODE_SEQ || n->n == 0) {
+		cfg_error(c, n, "\"%s\" must be a non-empty list of strings", what);
+		return NULL;
+	}
+	argv = xcalloc(n->n + 1, sizeof *argv);
+	for (i = 0; i < n->n; i++) {
+		if (n->items[i]->type != YNODE_SCALAR) {
+			cfg_error(c, n->items[i], "\"%s\" items must be strings", what);
+			argv[i] = xstrdup("");
+			continue;
+		}
+		argv[i] = xstrdup(n->items[i]->value);
+	}
+	return argv;
+}
+
+static void
+cfg_agents(struct cfgctx *c, struct config *cf, const struct ynode *m)
+{
+	size_t	 i, j;
+	char	 what[128];
+
+	if (!cfg_is_map(c, m, "agents"))
+		return;
+	cf->agents = xcalloc(m->n, sizeof *cf->agents);
+	for (i = 0; i < m->n; i++) {
+		const char		*name = ymap_key(m, i);
+		const struct ynode	*a = ymap_value(m, i);
+		struct agent_conf	*ac;
+
+		if (!cfg_known_agent(name)) {
+			cfg_error(c, m->items[2 * i],
+			    "unknown agent \"%s\" (expected claude, codex, opencode or command)",
+			    name);
+			continue;
+		}
+		snprintf(what, sizeof what, "agents.%s", name);
+		if (!cfg_is_map(c, a, what))
+			continue;
+		ac = &cf->agents[cf->nagents++];
+		ac->name = xstrdup(name);
+		for (j = 0; j < a->n; j++) {
+			const char *k = ymap_key(a, j);
+			snprintf(what, sizeof what, "agents.%s.%s", name, k);
+			if (strcmp(k, "command") == 0)
+				ac->command = cfg_argv(c, ymap_value(a, j), what);
+			else if (strcmp(k, "api_url") == 0)
+				cfg_url(c, ymap_value(a, j), what, &ac->api_url);
+			else
+				cfg_unknown(c, a, j, NULL);
+		}
+	}
+}
+
+static void
+cfg_github(struct cfgctx *c, struct org *o, const struct ynode *m)
+{
+	struct org_github	*g;
+	size_t			 i;
+
+	if (!cfg_is_map(c, m, "github"))
+		return;
+	g = o->github = xcalloc(1, sizeof *g);
+	g->api_url = xstrdup("https://api.github.com");
+	g->git_url = xstrdup("https://github.com");
+	for (i = 0; i < m->n; i++) {
+		const char		*k = ymap_key(m, i);
+		const struct ynode	*n = ymap_value(m, i);
+
+		if (strcmp(k, "webhook_secret") == 0)
+			g->webhook_secret = cfg_secret(c, n, "github.webhook_secret");
+		else if (strcmp(k, "token") == 0)
+			g->token = cfg_secret(c, n, "github.token");
+		else if (strcmp(k, "app_id") == 0)
+			cfg_int(c, n, "github.app_id", 1, (long long)1 << 50, &g->app_id);
+		else if (strcmp(k, "private_key") == 0)
+			g->private_key = cfg_secret(c, n, "github.private_key");
+		else if (strcmp(k, "api_url") == 0)
+			cfg_url(c, n, "github.api_url", &g->api_url);
+		else if (strcmp(k, "git_url") == 0)
+			cfg_url(c, n, "github.git_url", &g->git_url);
+		else
+			cfg_unknown(c, m, i, "github");
+	}
+	if (ymap_get(m, "webhook_secret") == NULL)
+		cfg_error(c, m, "\"github.webhook_secret\" is required");
+	if ((g->app_id != 0) != (ymap_get(m, "private_key") != NULL))
+		cfg_error(c, m, "\"github.app_id\" and \"github.private_key\" go together");
+}
+
+static void
+cfg_slack(struct cfgctx *c, struct org *o, const struct ynode *m)
+{
+	struct org_slack	*s;
+	size_t			 i;
+
+	if (!cfg_is_map(c, m, "slack"))
+		return;
+	s = o->slack = xcalloc(1, sizeof *s);
+	s->api_url = xstrdup("https://slack.com/api");
+	for (i = 0; i < m->n; i++) {
+		const char		*k = ymap_key(m, i);
+		const struct ynode	*n = ymap_value(m, i);
+
+		if (strcmp(k, "signing_secret") == 0)
+			s->signing_secret = cfg_secret(c, n, "slack.signing_secret");
+		else if (strcmp(k, "bot_token") == 0)
+			s->bot_token = cfg_secret(c, n, "slack.bot_token");
+		else if (strcmp(k, "api_url") == 0)
+			cfg_url(c, n, "slack.api_url", &s->api_url);
+		else
+			cfg_unknown(c, m, i, "slack");
+	}
+	if (ymap_get(m, "signing_secret") == NULL)
+		cfg_error(c, m, "\"slack.signing_secret\" is required");
+}
+
+static void
+cfg_linear(struct cfgctx *c, struct org *o, const struct ynode *m)
+{
+	struct org_linear	*l;
+	size_t			 i;
+
+	if (!cfg_is_map(c, m, "linear"))
+		return;
+	l = o->linear = xcalloc(1, sizeof *l);
+	l->api_url = xstrdup("https://api.linear.app/graphql");
+	for (i = 0; i < m->n; i++) {
+		const char		*k = ymap_key(m, i);
+		const struct ynode	*n = ymap_value(m, i);
+
+		if (strcmp(k, "webhook_secret") == 0)
+			l->webhook_secret = cfg_secret(c, n, "linear.webhook_secret");
+		else if (strcmp(k, "api_key") == 0)
+			l->api_key = cfg_secret(c, n, "linear.api_key");
+		else if (strcmp(k, "api_url") == 0)
+			cfg_url(c, n, "linear.api_url", &l->api_url);
+		else
+			cfg_unknown(c, m, i, "linear");
+	}
+	if (ymap_get(m, "webhook_secret") == NULL)
+		cfg_error(c, m, "\"linear.webhook_secret\" is required");
+}
+
+static void
+cfg_org_agents(struct cfgctx *c, struct org *o, const struct ynode *m)
+{
+	size_t	 i;
+	char	 what[128];
+
+	if (!cfg_is_map(c, m, "agents"))
+		return;
+	o->agents = xcalloc(m->n, sizeof *o->agents);
+	for (i = 0; i < m->n; i++) {
+		const char		*name = ymap_key(m, i);
+		const struct ynode	*a = ymap_value(m, i), *key;
+		size_t			 j;
+
+		if (!cfg_known_agent(name) || strcmp(name, "command") == 0) {
+			cfg_error(c, m->items[2 * i],
+			    "unknown agent \"%s\" (expected claude, codex or opencode)", name);
+			continue;
+		}
+		snprintf(what, sizeof what, "agents.%s", name);
+		if (!cfg_is_map(c, a, what))
+			continue;
+		for (j = 0; j < a->n; j++) {
+			if (strcmp(ymap_key(a, j), "api_key") != 0)
+				cfg_unknown(c, a, j, what);
+		}
+		if ((key = ymap_get(a, "api_key")) == NULL) {
+			cfg_error(c, a, "\"%s.api_key\" is required", what);
+			continue;
+		}
+		snprintf(what, sizeof what, "agents.%s.api_key", name);
+		o->agents[o->nagents].name = xstrdup(name);
+		o->agents[o->nagents].secret = cfg_secret(c, key, what);
+		o->nagents++;
+	}
+}
+
+static void
+cfg_org_secrets(struct cfgctx *c, struct org *o, const struct ynode *m)
+{
+	size_t	 i;
+
+	if (!cfg_is_map(c, m, "secrets"))
+		return;
+	o->secrets = xcalloc(m->n, sizeof *o->secrets);
+	for (i = 0; i < m->n; i++) {
+		const char	*name = ymap_key(m, i);
+		const char	*p;
+
+		for (p = name; *p != '\0'; p++) {
+			if (!isalnum((unsigned char)*p) && *p != '_')
+				break;
+		}
+		if (*p != '\0' || isdigit((unsigned char)*name) || *name == '\0') {
+			cfg_error(c, m->items[2 * i], "secret name \"%s\" must be a valid "
+			    "environment variable name", name);
+			continue;
+		}
+		o->secrets[o->nsecrets].name = xstrdup(name);
+		o->secrets[o->nsecrets].secret = cfg_secret(c, ymap_value(m, i), name);
+		o->nsecrets++;
+	}
+}
+
+static void
+cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
+{
+	size_t	 i, j;
+
+	if (!cfg_is_map(c, m, "orgs"))
+		return;
+	cf->orgs = xcalloc(m->n, sizeof *cf->orgs);
+	for (i = 0; i < m->n; i++) {
+		const char		*name = ymap_key(m, i);
+		const struct ynode	*o = ymap_value(m, i);
+		struct org		*org;
+
+		if (!valid_name(name) || strchr(name, '.') != NULL) {
+			cfg_error(c, m->items[2 * i], "org name \"%s\" must be letters, "
+			    "digits, - and _", name);
+			continue;
+		}
+		if (ynode_is_null(o)) {
+			org = &cf->orgs[cf->norgs++];
+			org->name = xstrdup(name);
+			continue;
+		}
+		if (!cfg_is_map(c, o, name))
+			continue;
+		org = &cf->orgs[cf->norgs++];
+		org->name = xstrdup(name);
+		for (j = 0; j < o->n; j++) {
+			const char		*k = ymap_key(o, j);
+			const struct ynode	*n = ymap_value(o, j);
+
+			if (strcmp(k, "github") == 0)
+				cfg_github(c, org, n);
+			else if (strcmp(k, "slack") == 0)
+				cfg_slack(c, org, n);
+			else if (strcmp(k, "linear") == 0)
+				cfg_linear(c, org, n);
+			else if (strcmp(k, "agents") == 0)
+				cfg_org_agents(c, org, n);
+			else if (strcmp(k, "secrets") == 0)
+				cfg_org_secrets(c, org, n);
+			else
+				cfg_unknown(c, o, j, name);
+		}
+	}
+}
+
+static void
+cfg_simple_section(struct cfgctx *c, const struct ynode *m, const char *section,
+    const char *key, long long *out, long long min)
+{
+	size_t	 i;
+	char	 what[64];
+
+	if (!cfg_is_map(c, m, section))
+		return;
+	snprintf(what, sizeof what, "%s.%s", section, key);
+	for (i = 0; i < m->n; i++) {
+		if (strcmp(ymap_key(m, i), key) == 0) {
+			cfg_duration(c, ymap_value(m, i), what, out);
+			if (*out < min)
+				cfg_error(c, ymap_value(m, i), "\"%s\" must be at least %llds",
+				    what, min);
+		} else
+			cfg_unknown(c, m, i, section);
+	}
+}
+
+static void
+cfg_defaults(struct config *cf)
+{
+	cf->data_dir = xstrdup("./var");
+	cf->automations_dir = xstrdup("./automations");
+	cf->limit_body = 25ULL << 20;
+	cf->limit_header = 64ULL << 10;
+	cf->limit_headers = 100;
+	cf->limit_idle = 30;
+	cf->limit_runs = 4;
+	cf->limit_queue = 10000;
+	cf->retention_events = 30 * 86400;
+	cf->schedule_catch_up = 3600;
+	cf->sandbox.backend = SANDBOX_BWRAP;
+	cf->sandbox.user = xstrdup("spur-run");
+	cf->sandbox.timeout = 30 * 60;
+	cf->sandbox.memory = 4ULL << 30;
+	cf->sandbox.pids = 1024;
+	cf->sandbox.output = 16ULL << 20;
+	cf->sandbox.session_idle = 7 * 86400;
+}
+
+/* Makes a path from the config absolute, relative to the config's directory. */
+static char *
+cfg_abspath(const char *dir, const char *p)
+{
+	char	*cwd, *joined, *abs;
+
+	if (p[0] == '/')
+		return xstrdup(p);
+	joined = path_join(dir, p);
+	if (joined[0] == '/')
+		return joined;
+	if ((cwd = getcwd(NULL, 0)) == NULL)
+		fatal("getcwd: %s", strerror(errno));
+	abs = path_join(cwd, joined);
+	free(cwd);
+	free(joined);
+	return abs;
+}
+
+const char *
+config_default_path(void)
+{
+	const char	*p = getenv("SPUR_CONFIG");
+
+	return p != NULL && *p != '\0' ? p : "spur.yaml";
+}
+
+struct config *
+config_load(const char *path, struct yerrs *errs)
+{
+	struct config	*cf;
+	struct ynode	*root;
+	struct cfgctx	 c;
+	size_t		 i, before = errs->n;
+	char		*tmp;
+
+	if ((root = yaml_load_file(path, errs)) == NULL)
+		return NULL;
+	cf = xcalloc(1, sizeof *cf);
+	cf->file = xstrdup(path);
+	cf->dir = path_dirname(path);
+	cfg_defaults(cf);
+	c.file = path;
+	c.dir = cf->dir;
+	c.errs = errs;
+	if (!cfg_is_map(&c, root, "the configuration"))
+		goto out;
+	for (i = 0; i < root->n; i++) {
+		const char		*k = ymap_key(root, i);
+		const struct ynode	*n = ymap_value(root, i);
+
+		if (strcmp(k, "listen") == 0)
+			cfg_listen(&c, cf, n);
+		else if (strcmp(k, "data_dir") == 0)
+			cfg_str(&c, n, "data_dir", &cf->data_dir);
+		else if (strcmp(k, "automations") == 0)
+			cfg_str(&c, n, "automations", &cf->automations_dir);
+		else if (strcmp(k, "public_url") == 0)
+			cfg_url(&c, n, "public_url", &cf->public_url);
+		else if (strcmp(k, "limits") == 0)
+			cfg_limits(&c, cf, n);
+		else if (strcmp(k, "sandbox") == 0)
+			cfg_sandbox(&c, cf, n);
+		else if (strcmp(k, "agents") == 0)
+			cfg_agents(&c, cf, n);
+		else if (strcmp(k, "orgs") == 0)
+			cfg_orgs(&c, cf, n);
+		else if (strcmp(k, "retention") == 0)
+			cfg_simple_section(&c, n, "retention", "events",
+			    &cf->retention_events, 30 * 86400);
+		else if (strcmp(k, "schedules") == 0)
+			cfg_simple_section(&c, n, "schedules", "catch_up",
+			    &cf->schedule_catch_up, 0);
+		else
+			cfg_unknown(&c, root, i, NULL);
+	}
+	if (cf->norgs == 0 && errs->n == before)
+		cfg_error(&c, root, "\"orgs\" must define at least one org");
+out:
+	if (cf->nlisten == 0) {
+		cf->listen = xcalloc(1, sizeof *cf->listen);
+		cf->listen[0] = xstrdup("127.0.0.1:8080");
+		cf->nlisten = 1;
+	}
+	if (cf->public_url == NULL)
+		cf->public_url = xprintf("http://%s", cf->listen[0]);
+	tmp = cf->data_dir;
+	cf->data_dir = cfg_abspath(cf->dir, tmp);
+	free(tmp);
+	tmp = cf->automations_dir;
+	cf->automations_dir = cfg_abspath(cf->dir, tmp);
+	free(tmp);
+	ynode_free(root);
+	if (errs->n != before) {
+		config_free(cf);
+		return NULL;
+	}
+	return cf;
+}
+
+static void
+named_secrets_free(struct named_secret *s, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		free(s[i].name);
+		secret_free(s[i].secret);
+	}
+	free(s);
+}
+
+void
+config_free(struct config *cf)
+{
+	size_t	 i, j;
+
+	if (cf == NULL)
+		return;
+	for (i = 0; i < cf->nlisten; i++)
+		free(cf->listen[i]);
+	free(cf->listen);
+	for (i = 0; i < cf->nagents; i++) {
+		free(cf->agents[i].name);
+		for (j = 0; cf->agents[i].command && cf->agents[i].command[j]; j++)
+			free(cf->agents[i].command[j]);
+		free(cf->agents[i].command);
+		free(cf->agents[i].api_url);
+	}
+	free(cf->agents);
+	for (i = 0; i < cf->norgs; i++) {
+		struct org *o = &cf->orgs[i];
+		free(o->name);
+		if (o->github != NULL) {
+			secret_free(o->github->webhook_secret);
+			secret_free(o->github->token);
+			secret_free(o->github->private_key);
+			free(o->github->api_url);
+			free(o->github->git_url);
+			free(o->github);
+		}
+		if (o->slack != NULL) {
+			secret_free(o->slack->signing_secret);
+			secret_free(o->slack->bot_token);
+			free(o->slack->api_url);
+			free(o->slack);
+		}
+		if (o->linear != NULL) {
+			secret_free(o->linear->webhook_secret);
+			secret_free(o->linear->api_key);
+			free(o->linear->api_url);
+			free(o->linear);
+		}
+		named_secrets_free(o->agents, o->nagents);
+		named_secrets_free(o->secrets, o->nsecrets);
+	}
+	free(cf->orgs);
+	free(cf->file);
+	free(cf->dir);
+	free(cf->data_dir);
+	free(cf->automations_dir);
+	free(cf->public_url);
+	free(cf->sandbox.user);
+	free(cf);
+}
+
+struct org *
+config_org(const struct config *cf, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < cf->norgs; i++) {
+		if (strcmp(cf->orgs[i].name, name) == 0)
+			return &cf->orgs[i];
+	}
+	return NULL;
+}
+
+const struct agent_conf *
+config_agent(const struct config *cf, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < cf->nagents; i++) {
+		if (strcmp(cf->agents[i].name, name) == 0)
+			return &cf->agents[i];
+	}
+	return NULL;
+}
+
+struct secret *
+org_secret(const struct org *o, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < o->nsecrets; i++) {
+		if (strcmp(o->secrets[i].name, name) == 0)
+			return o->secrets[i].secret;
+	}
+	return NULL;
+}
+
+struct secret *
+org_agent_key(const struct org *o, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < o->nagents; i++) {
+		if (strcmp(o->agents[i].name, name) == 0)
+			return o->agents[i].secret;
+	}
+	return NULL;
+}
+
+static size_t
+config_secrets_add(const struct secret **out, size_t max, size_t n, const struct secret *s)
+{
+	if (s != NULL && n < max)
+		out[n] = s;
+	return s != NULL ? n + 1 : n;
+}
+
+size_t
+config_secrets(const struct config *cf, const struct secret **out, size_t max)
+{
+	size_t	 i, j, n = 0;
+
+	for (i = 0; i < cf->norgs; i++) {
+		const struct org *o = &cf->orgs[i];
+		if (o->github != NULL) {
+			n = config_secrets_add(out, max, n, o->github->webhook_secret);
+			n = config_secrets_add(out, max, n, o->github->token);
+			n = config_secrets_add(out, max, n, o->github->private_key);
+		}
+		if (o->slack != NULL) {
+			n = config_secrets_add(out, max, n, o->slack->signing_secret);
+			n = config_secrets_add(out, max, n, o->slack->bot_token);
+		}
+		if (o->linear != NULL) {
+			n = config_secrets_add(out, max, n, o->linear->webhook_secret);
+			n = config_secrets_add(out, max, n, o->linear->api_key);
+		}
+		for (j = 0; j < o->nagents; j++)
+			n = config_secrets_add(out, max, n, o->agents[j].secret);
+		for (j = 0; j < o->nsecrets; j++)
+			n = config_secrets_add(out, max, n, o->secrets[j].secret);
+	}
+	return n;
+}

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct event *
-event_new(const char *org, const char *source)
+struct spur_event *
+spur_event_new(const char *org, const char *source)
 {
-	struct event	*ev = xcalloc(1, sizeof *ev);
+	struct spur_event	*ev = xcalloc(1, sizeof *ev);
 
 	ev->org = xstrdup(org);
 	ev->source = xstrdup(source);
@@ -19,7 +19,7 @@ event_new(const char *org, const char *source)
 }
 
 void
-event_free(struct event *ev)
+spur_event_free(struct spur_event *ev)
 {
 	if (ev == NULL)
 		return;
@@ -48,7 +48,7 @@ json_str_or_null(const char *s)
 }
 
 json_t *
-event_to_json(const struct event *ev)
+spur_event_to_json(const struct spur_event *ev)
 {
 	char	 ts[40];
 	json_t	*j, *actor;
@@ -79,17 +79,17 @@ json_dup_str(const json_t *j, const char *key)
 	return s != NULL ? xstrdup(s) : NULL;
 }
 
-struct event *
-event_from_json(const json_t *j)
+struct spur_event *
+spur_event_from_json(const json_t *j)
 {
-	struct event	*ev;
+	struct spur_event	*ev;
 	const json_t	*actor = json_object_get(j, "actor");
 	const char	*org = json_string_value(json_object_get(j, "org"));
 	const char	*source = json_string_value(json_object_get(j, "source"));
 
 	if (org == NULL || source == NULL)
 		return NULL;
-	ev = event_new(org, source);
+	ev = spur_event_new(org, source);
 	ev->id = json_dup_str(j, "id");
 	ev->type = json_dup_str(j, "type");
 	ev->delivery = json_dup_str(j, "delivery");
@@ -115,7 +115,7 @@ event_from_json(const json_t *j)
 }
 
 const char *
-event_meta_str(const struct event *ev, const char *key)
+spur_event_meta_str(const struct spur_event *ev, const char *key)
 {
 	return json_string_value(json_object_get(ev->meta, key));
 }

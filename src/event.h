@@ -1,11 +1,12 @@
-/* event.h: the normalized event of SPEC section 6, the one shape every source produces. */
+/* event.h: the normalized event of SPEC section 6, the one shape every source produces.
+ * Named spur_event because libevent owns "struct event" and event_new(). */
 #ifndef SPUR_EVENT_H
 #define SPUR_EVENT_H
 
 #include <jansson.h>
 #include <stdint.h>
 
-struct event {
+struct spur_event {
 	char	*id;		/* evt_... */
 	char	*org;
 	char	*source;	/* github slack linear webhook schedule */
@@ -37,13 +38,13 @@ struct event {
 	json_t	*meta;
 };
 
-struct event	*event_new(const char *org, const char *source);
-void		 event_free(struct event *);
+struct spur_event	*spur_event_new(const char *org, const char *source);
+void		 spur_event_free(struct spur_event *);
 /* The event as SPEC section 6 JSON (payload and meta included). */
-json_t		*event_to_json(const struct event *);
-struct event	*event_from_json(const json_t *);
+json_t		*spur_event_to_json(const struct spur_event *);
+struct spur_event	*spur_event_from_json(const json_t *);
 /* meta string value or NULL. */
-const char	*event_meta_str(const struct event *, const char *);
+const char	*spur_event_meta_str(const struct spur_event *, const char *);
 
 /* json.c: the one dotted-path lookup ("pull_request.labels.0.name"). */
 json_t		*json_path(const json_t *, const char *path);

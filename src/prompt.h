@@ -4,17 +4,32 @@
 
 #include <stddef.h>
 
-struct event;
+struct spur_event;
 
-#define PROMPT_DATA_MAX	(64 * 1024)
+#define PROMPT_DATA_MAX	(64 * 1024)	/* bytes of free text (or payload) kept, after cleaning */
+#define PROMPT_FIELD_MAX 1024		/* bytes of a one-line field (title, name, ...) kept */
 #define PROMPT_NONCE_LEN 16	/* hex characters: 64 bits */
 
 /*
  * The saved prompt verbatim, then the event's third-party fields as one
- * fenced data block whose markers carry nonce. nonce NULL: a fresh random one.
+ * fenced data block whose markers carry nonce (the exact format is at the
+ * top of prompt.c). nonce NULL, or not PROMPT_NONCE_LEN lowercase hex
+ * digits: a fresh random one. Never fails; the caller frees the result.
  */
-char	*prompt_build(const char *saved, const struct event *, const char *nonce);
-/* Strips what a human reader would not see (zero-width, bidi, tags, HTML comments). */
+char	*prompt_build(const char *saved, const struct spur_event *, const char *nonce);
+/* A fresh random nonce: PROMPT_NONCE_LEN lowercase hex digits, caller frees. */
+char	*prompt_nonce_new(void);
+/*
+ * Strips what a human reader would not see (zero-width, bidi, tags, control
+ * characters and terminal escapes, HTML comments); invalid UTF-8 becomes
+ * U+FFFD and CRLF becomes LF. Returns a NUL-terminated copy, caller frees.
+ */
 char	*prompt_clean(const char *, size_t);
+/*
+ * Defuses text that imitates a data block marker: on every line holding the
+ * words SPUR DATA (any case, spacing, fullwidth or look-alike letters), the
+ * angle brackets and their look-alikes become [ and ]. Expects cleaned text.
+ */
+char	*prompt_neutralize(const char *, size_t);
 
 #endif

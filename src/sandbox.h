@@ -2,6 +2,7 @@
 #ifndef SPUR_SANDBOX_H
 #define SPUR_SANDBOX_H
 
+#include <sys/types.h>
 #include <stddef.h>
 #include "conf.h"
 
@@ -24,15 +25,19 @@ struct sandbox_spec {
 	const char		 *home;		/* host dir, read-write at HOME (kept per session) */
 	const char		 *stdin_data;	/* written to the agent's stdin, then closed */
 	size_t			  stdin_len;
-	long long		  timeout;	/* seconds */
+	long long		  timeout;	/* seconds, 0: none */
+	long long		  grace_ms;	/* SIGTERM -> SIGKILL, 0: 5 s */
 	unsigned long long	  memory;	/* bytes, 0: no limit */
 	int			  pids;		/* 0: no limit */
 	unsigned long long	  output_max;	/* bytes of stdout+stderr before the run is killed */
 	enum sandbox_backend	  backend;
-	const char		 *user;		/* host user to run as when spur is root */
+	const char		 *user;		/* host user to run as when spur is root (bwrap) */
 	const struct sandbox_bind *binds;	/* extra binds (agent installs, sockets) */
-	size_t			  nbinds;
+	size_t			  nbinds;	/* at most SANDBOX_BINDS_MAX */
 };
+
+#define SANDBOX_BINDS_MAX	16
+#define SANDBOX_HOME		"/home/spur"	/* where spec->home is; env HOME must say so */
 
 struct sandbox_exit {
 	int	 status;	/* exit status when exited */
@@ -43,16 +48,36 @@ struct sandbox_exit {
 	char	*cause;		/* why it ended badly, NULL otherwise */
 };
 
+/* Output chunks as they come, fd 1 (stdout) or 2 (stderr); at most output_max in all. */
 typedef void (*sandbox_output_cb)(const char *, size_t, int fd, void *);
+/* Called once, after every process of the sandbox is gone; may sandbox_free. */
 typedef void (*sandbox_exit_cb)(struct sandbox *, const struct sandbox_exit *, void *);
 
+/*
+ * Starts argv in a new sandbox. The spec and everything it points to (stdin_data
+ * included) must stay valid until the exit callback. -1 and cause when it could
+ * not start: no such user, a directory missing, bwrap not executable.
+ */
 struct sandbox	*sandbox_start(struct event_base *, const struct sandbox_spec *,
 		     sandbox_output_cb, sandbox_exit_cb, void *, char **cause);
 /* SIGTERM now, SIGKILL after the grace period; the exit callback still comes. */
 void		 sandbox_cancel(struct sandbox *);
+/* Kills whatever still runs (no callback after this) and frees. */
 void		 sandbox_free(struct sandbox *);
 pid_t		 sandbox_pid(const struct sandbox *);
-/* Whether this machine can run bwrap sandboxes; cause says why not. */
-int		 sandbox_available(char **cause);
+/*
+ * Whether this machine can run bwrap sandboxes as user (when spur is root;
+ * NULL: as spur itself): runs a trivial sandbox once and caches the answer.
+ * 0 when it can; -1 and cause (bwrap's own words) when not.
+ */
+int		 sandbox_available(const char *user, char **cause);
+/*
+ * Makes a host directory a sandbox may own: mkdir -p, mode 0700, and when spur
+ * is root, owned by user. For the workspace, artifacts and home directories.
+ */
+int		 sandbox_prepare_dir(const char *path, const char *user, char **cause);
+
+/* seccomp.c (HAVE_SECCOMP): a memfd holding the BPF filter bwrap loads; -1 and cause. */
+int		 seccomp_filter_fd(char **cause);
 
 #endif

@@ -7,7 +7,7 @@
 
 struct config;
 struct org;
-struct event;
+struct spur_event;
 struct webhook_def;
 
 struct header {
@@ -25,7 +25,11 @@ struct source_req {
 	const char			*body;	/* raw bytes, NUL-terminated for convenience */
 	size_t				 len;
 	int64_t				 now_ms;
+	int				 no_verify; /* spur fire: normalize only, check no signature or timestamp */
 	const struct webhook_def	*webhook; /* generic hooks: the definition, NULL if none */
+	int				 unverified; /* spur fire: normalize without checking
+						      signatures or timestamps; never
+						      set by the listener */
 };
 
 enum source_verdict {
@@ -37,7 +41,7 @@ enum source_verdict {
 
 struct source_result {
 	enum source_verdict	 verdict;
-	struct event		*event;
+	struct spur_event		*event;
 	int			 status;
 	char			*reply;		/* JSON body for SOURCE_REPLY */
 	char			*cause;
@@ -54,13 +58,59 @@ void			 source_result_free(struct source_result *);
 /* Case-insensitive header lookup; NULL when absent. */
 const char		*source_header(const struct source_req *, const char *);
 /*
- * Checks "hex" against HMAC-SHA256(key, parts...) in constant time.
+ * Checks "hex" against HMAC-SHA256(key, msg) in constant time.
  * Used by every source, so there is one comparison and one HMAC.
+ * Returns 0 on a match, -1 on a mismatch, -2 when given_hex is not 64 hex
+ * digits (the HMAC is computed in every case, so all three take as long).
  */
-int			 source_check_hmac_hex(const char *key, size_t keylen,
+int			 source_check_hmac_hex(const void *key, size_t keylen,
 			     const char *given_hex, const void *msg, size_t msglen);
 /* Decodes application/x-www-form-urlencoded into a JSON object of strings. */
 struct json_t		*form_decode(const char *, size_t);
+
+/*
+ * Helpers the source-*.c files share (source.c), so that every source words
+ * its answers, bounds its JSON and treats a missing secret the same way.
+ */
+#define SOURCE_JSON_DEPTH	64	/* deeper payloads are refused (400) */
+#define SOURCE_MAX_SIGNATURES	16	/* entries of a multi-signature header looked at */
+
+enum source_body { SOURCE_BODY_JSON, SOURCE_BODY_FORM, SOURCE_BODY_OTHER };
+
+struct secret;
+
+/*
+ * The HMAC key for a secret, or a fixed dummy key when the secret is missing
+ * (unknown org, source not configured): returns 0 for a real key, -1 for the
+ * dummy, so the caller still does the same work and then refuses.
+ */
+int			 source_key(const struct secret *, const void **key,
+			     size_t *keylen);
+/* Classifies Content-Type; a missing or form type whose body opens with '{' is JSON. */
+enum source_body	 source_body_kind(const struct source_req *);
+/* Parses a JSON object body with the depth bound; NULL with cause otherwise. */
+struct json_t		*source_parse_object(const char *, size_t, char **cause);
+/* Parses a decimal integer (at most 18 digits, optional '-'); -1 if not one. */
+int			 source_parse_int(const char *, int64_t *);
+/* Checks that at_ms is within window_ms of now_ms either way; cause says which side. */
+int			 source_check_window(int64_t at_ms, int64_t now_ms, int64_t window_ms,
+			     const char *what, char **cause);
+void			 source_unauthorized(struct source_result *, const char *, ...)
+			     __attribute__((format(printf, 2, 3)));
+void			 source_bad(struct source_result *, const char *, ...)
+			     __attribute__((format(printf, 2, 3)));
+/* Answers status with body (stolen) and stores nothing. */
+void			 source_reply(struct source_result *, int, struct json_t *);
+/*
+ * Copies at most len - 1 bytes of s into buf with anything but printable
+ * ASCII replaced by '?': request text quoted in a cause stays short and
+ * valid UTF-8 for the JSON 400 detail.
+ */
+const char		*source_safe(const char *, char *buf, size_t len);
+/* A new event of this request's org and source, received at req->now_ms. */
+struct spur_event		*source_event_new(const struct source_req *, const char *);
+/* A copy of the string or scalar at path, or NULL. */
+char			*source_path_text(const struct json_t *, const char *);
 
 extern const struct source source_github;
 extern const struct source source_slack;

@@ -1,11 +1,215 @@
 /* spur.c: the command line: one table of commands, each with its usage and handler. */
 #include "spur.h"
+#include "automation.h"
+#include "cmd.h"
+#include "conf.h"
+#include "store.h"
+#include "ytree.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int	cmd_version(const struct cmd *, int, char **);
+static int	cmd_help(const struct cmd *, int, char **);
+
+static const struct cmd cmds[] = {
+	{ "serve", "[-v] [-c FILE]",
+	  "Runs the engine in the foreground, logging to stderr. SIGHUP reloads the\n"
+	  "config and automations (an invalid set is refused and the old one kept);\n"
+	  "SIGTERM or SIGINT stops accepting, finishes in-flight requests and exits 0.",
+	  cmd_serve },
+	{ "check", "[-c FILE]",
+	  "Validates the config and every automation; prints one\n"
+	  "FILE:LINE:COL: error: MESSAGE line per problem and exits 1 if there is any.",
+	  cmd_check },
+	{ "fire", "[-c FILE] --org ORG --source SRC [--event NAME] [-H 'Name: value']... "
+	  "[--why] [--prompt] [--json] FILE",
+	  "Dry run of one payload: prints the normalized event, each automation that\n"
+	  "matches and the exact prompt its run would get. --why also says why each\n"
+	  "other automation did not match; --prompt prints only the prompts. No\n"
+	  "signature is verified, nothing is stored or started.",
+	  cmd_fire },
+	{ "runs", "[-c FILE] [--org ORG] [--state STATE] [--limit N] [--json]",
+	  "Lists runs, newest first: id, org, automation, state, thread, start, duration.",
+	  cmd_runs },
+	{ "show", "[-c FILE] [--json] RUN",
+	  "Shows one run: event, prompt, state history with reasons, result, proof,\n"
+	  "reports and network connections.",
+	  cmd_show },
+	{ "logs", "[-c FILE] [-f] RUN",
+	  "Prints the run's agent output; -f follows it until the run ends.",
+	  cmd_logs },
+	{ "cancel", "[-c FILE] RUN",
+	  "Ends a queued or running run: its sandbox is killed, its state becomes\n"
+	  "cancelled and the thread is told.",
+	  cmd_cancel },
+	{ "retry", "[-c FILE] RUN",
+	  "Starts a new run from the same event and automation.",
+	  cmd_retry },
+	{ "schedules", "[-c FILE] [--org ORG] [--next N] [--json]",
+	  "Lists every schedule and its next N fire times (default 3), in UTC and in\n"
+	  "the schedule's time zone.",
+	  cmd_schedules },
+	{ "version", "", "Prints the version.", cmd_version },
+	{ "help", "[COMMAND]", "Prints usage.", cmd_help },
+};
+
+void
+cmd_usage(const struct cmd *c, int to_stderr)
+{
+	FILE	*f = to_stderr ? stderr : stdout;
+
+	fprintf(f, "usage: spur %s %s\n\n%s\n", c->name, c->usage, c->help);
+	if (strcmp(c->name, "version") != 0 && strcmp(c->name, "help") != 0)
+		fprintf(f, "\n-c FILE defaults to $SPUR_CONFIG, else ./spur.yaml.\n");
+}
+
+static void
+usage_all(FILE *f)
+{
+	size_t	 i;
+
+	fprintf(f, "usage: spur COMMAND [OPTIONS]\n\n"
+	    "spur turns events (GitHub, Slack, Linear, webhooks, schedules) into\n"
+	    "sandboxed coding-agent runs.\n\ncommands:\n");
+	for (i = 0; i < SPUR_ARRLEN(cmds); i++)
+		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].usage);
+	fprintf(f, "\nspur COMMAND --help prints a command's usage.\n"
+	    "Exit status: 0 done, 1 what was asked failed, 2 usage error.\n");
+}
+
+static int
+cmd_version(const struct cmd *c, int argc, char **argv)
+{
+	if (argc > 1) {
+		if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+			cmd_usage(c, 0);
+			return EXIT_OK;
+		}
+		cmd_usage(c, 1);
+		return EXIT_USAGE;
+	}
+	printf("spur %s\n", PACKAGE_VERSION);
+	return EXIT_OK;
+}
+
+static const struct cmd *
+cmd_find(const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < SPUR_ARRLEN(cmds); i++) {
+		if (strcmp(cmds[i].name, name) == 0)
+			return &cmds[i];
+	}
+	return NULL;
+}
+
+static int
+cmd_help(const struct cmd *c, int argc, char **argv)
+{
+	const struct cmd	*which;
+
+	if (argc < 2) {
+		usage_all(stdout);
+		return EXIT_OK;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		cmd_usage(c, 0);
+		return EXIT_OK;
+	}
+	if ((which = cmd_find(argv[1])) == NULL) {
+		fprintf(stderr, "spur: unknown command \"%s\"\n", argv[1]);
+		return EXIT_USAGE;
+	}
+	cmd_usage(which, 0);
+	return EXIT_OK;
+}
+
+int
+cmd_load(const char *path, struct config **confp, struct automation_set **setp)
+{
+	struct yerrs		 errs;
+	struct config		*conf;
+	struct automation_set	*set = NULL;
+	size_t			 i;
+
+	yerrs_init(&errs);
+	conf = config_load(path, &errs);
+	if (conf != NULL && setp != NULL)
+		set = automation_load(conf, conf->automations_dir, &errs);
+	for (i = 0; i < errs.n; i++)
+		fprintf(stderr, "%s\n", errs.msgs[i]);
+	if (errs.n > 0) {
+		yerrs_free(&errs);
+		if (set != NULL)
+			automation_set_unref(set);
+		config_free(conf);
+		return -1;
+	}
+	yerrs_free(&errs);
+	*confp = conf;
+	if (setp != NULL)
+		*setp = set;
+	return 0;
+}
+
+struct store *
+cmd_store(const char *path, struct config **confp)
+{
+	struct store	*st;
+	char		*cause;
+
+	if (cmd_load(path, confp, NULL) != 0)
+		return NULL;
+	if ((st = store_open((*confp)->data_dir, 0, &cause)) == NULL) {
+		fprintf(stderr, "spur: %s\n", cause);
+		free(cause);
+		config_free(*confp);
+		*confp = NULL;
+	}
+	return st;
+}
+
+void
+cmd_print_json(json_t *j)
+{
+	char	*s = json_dumps(j, JSON_INDENT(2) | JSON_ENSURE_ASCII);
+
+	printf("%s\n", s);
+	free(s);
+}
 
 int
 main(int argc, char **argv)
 {
-	printf("spur %s\n", PACKAGE_VERSION);
-	return 0;
+	const struct cmd	*c;
+	int			 i;
+
+	log_init(LOG_INFO, "spur");
+	if (argc < 2) {
+		usage_all(stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage_all(stdout);
+		return EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0)
+		return cmd_version(cmd_find("version"), 1, argv);
+	if ((c = cmd_find(argv[1])) == NULL) {
+		fprintf(stderr, "spur: unknown command \"%s\"\n\n", argv[1]);
+		usage_all(stderr);
+		return EXIT_USAGE;
+	}
+	for (i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			cmd_usage(c, 0);
+			return EXIT_OK;
+		}
+	}
+	return c->run(c, argc - 1, argv + 1);
 }

@@ -1,0 +1,1681 @@
+/* automation.c: loading and validating the automations directory (SPEC section 4), and an automation as JSON for runs. */
+#include "spur.h"
+#include "automation.h"
+#include "conf.h"
+#include "cron.h"
+#include "event.h"
+#include "trigger.h"
+#include "ytree.h"
+
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* More files than this in one directory is a mistake, not a setup. */
+#define AUTOMATION_MAX_FILES	100000
+
+/* What is known across files while a directory loads: names and hooks are unique per org. */
+struct aseen {
+	char	*org;
+	char	*name;
+	char	*file;
+};
+
+struct aload {
+	const struct config	*conf;
+	struct yerrs		*errs;
+	const char		*file;
+	const struct org	*org;		/* of the automation being read */
+	struct automation	*a;
+	struct aseen		*names;
+	size_t			 nnames;
+	struct aseen		*hooks;
+	size_t			 nhooks;
+	struct ynode		*one;		/* get_items: a lone scalar as a list */
+};
+
+static const char *const top_keys[] = {
+	"name", "org", "on", "agent", "model", "command", "prompt", "repository", "proof",
+	"artifacts", "secrets", "network", "timeout", "concurrency", "report", "authors",
+	"bots", NULL
+};
+static const char *const on_keys[] = {
+	"github", "slack", "linear", "schedule", "webhook", NULL
+};
+static const char *const github_keys[] = {
+	"events", "repositories", "text", "where", "labels", NULL
+};
+static const char *const slack_keys[] = {
+	"events", "channels", "text", "where", NULL
+};
+static const char *const linear_keys[] = {
+	"events", "teams", "to_state", "to_state_type", "labels", "text", "where", NULL
+};
+static const char *const schedule_keys[] = { "cron", "timezone", NULL };
+static const char *const webhook_keys[] = { "name", "auth", "text", "thread", "where", NULL };
+static const char *const hmac_keys[] = {
+	"secret", "header", "prefix", "encoding", "id_header", NULL
+};
+static const char *const secret_keys[] = { "secret", NULL };
+static const char *const network_keys[] = { "allow", NULL };
+static const char *const concurrency_keys[] = { "key", "on_busy", NULL };
+static const char *const where_ops[] = { "equals", "in", "match", "exists", "not", NULL };
+
+static const char *const agent_names[] = { "claude", "codex", "opencode", "command", NULL };
+static const char *const proof_names[] = {
+	"pull_request", "commit", "artifacts", "report", "none", NULL
+};
+static const char *const conc_key_names[] = { "thread", "automation", "none", NULL };
+static const char *const on_busy_names[] = { "queue", "cancel_running", "skip", NULL };
+static const char *const state_types[] = {
+	"triage", "backlog", "unstarted", "started", "completed", "canceled", NULL
+};
+
+/*
+ * GitHub webhook events and their actions (from GitHub's webhook documentation and
+ * @octokit/webhooks-examples). An event with no actions is written without one;
+ * "*" accepts any action (repository_dispatch actions are chosen by the sender).
+ */
+static const struct {
+	const char	*event;
+	const char	*actions;	/* space separated */
+} github_events[] = {
+	{ "branch_protection_rule", "created edited deleted" },
+	{ "check_run", "created completed rerequested requested_action" },
+	{ "check_suite", "completed requested rerequested" },
+	{ "code_scanning_alert", "appeared_in_branch closed_by_user created fixed reopened "
+	    "reopened_by_user" },
+	{ "commit_comment", "created" },
+	{ "create", "" },
+	{ "delete", "" },
+	{ "dependabot_alert", "auto_dismissed auto_reopened created dismissed fixed "
+	    "reintroduced reopened" },
+	{ "deploy_key", "created deleted" },
+	{ "deployment", "created" },
+	{ "deployment_review", "approved rejected requested" },
+	{ "deployment_status", "created" },
+	{ "discussion", "answered category_changed closed created deleted edited labeled "
+	    "locked pinned reopened transferred unanswered unlabeled unlocked unpinned" },
+	{ "discussion_comment", "created deleted edited" },
+	{ "fork", "" },
+	{ "gollum", "" },
+	{ "installation", "created deleted new_permissions_accepted suspend unsuspend" },
+	{ "installation_repositories", "added removed" },
+	{ "issue_comment", "created deleted edited" },
+	{ "issues", "assigned closed deleted demilestoned edited labeled locked milestoned "
+	    "opened pinned reopened transferred typed unassigned unlabeled unlocked "
+	    "unpinned untyped" },
+	{ "label", "created deleted edited" },
+	{ "member", "added edited removed" },
+	{ "membership", "added removed" },
+	{ "merge_group", "checks_requested destroyed" },
+	{ "milestone", "closed created deleted edited opened" },
+	{ "organization", "deleted member_added member_invited member_removed renamed" },
+	{ "package", "published updated" },
+	{ "page_build", "" },
+	{ "ping", "" },
+	{ "project", "closed created deleted edited reopened" },
+	{ "project_card", "converted created deleted edited moved" },
+	{ "project_column", "created deleted edited moved" },
+	{ "projects_v2_item", "archived converted created deleted edited reordered "
+	    "restored" },
+	{ "public", "" },
+	{ "pull_request", "assigned auto_merge_disabled auto_merge_enabled closed "
+	    "converted_to_draft demilestoned dequeued edited enqueued labeled locked "
+	    "milestoned opened ready_for_review reopened review_request_removed "
+	    "review_requested synchronize unassigned unlabeled unlocked" },
+	{ "pull_request_review", "dismissed edited submitted" },
+	{ "pull_request_review_comment", "created deleted edited" },
+	{ "pull_request_review_thread", "resolved unresolved" },
+	{ "push", "" },
+	{ "registry_package", "published updated" },
+	{ "release", "created deleted edited prereleased published released unpublished" },
+	{ "repository", "archived created deleted edited privatized publicized renamed "
+	    "transferred unarchived" },
+	{ "repository_dispatch", "*" },
+	{ "repository_import", "" },
+	{ "repository_vulnerability_alert", "create dismiss reopen resolve" },
+	{ "secret_scanning_alert", "created publicly_leaked reopened resolved validated" },
+	{ "security_advisory", "performed published updated withdrawn" },
+	{ "sponsorship", "cancelled created edited pending_cancellation pending_tier_change "
+	    "tier_changed" },
+	{ "star", "created deleted" },
+	{ "status", "" },
+	{ "sub_issues", "parent_issue_added parent_issue_removed sub_issue_added "
+	    "sub_issue_removed" },
+	{ "team", "added_to_repository created deleted edited removed_from_repository" },
+	{ "team_add", "" },
+	{ "watch", "started" },
+	{ "workflow_dispatch", "" },
+	{ "workflow_job", "completed in_progress queued waiting" },
+	{ "workflow_run", "completed in_progress requested" },
+};
+
+static const char *const slack_events[] = { "app_mention", "message", "slash_command", NULL };
+static const char *const linear_types[] = {
+	"Issue", "Comment", "Project", "Cycle", "IssueLabel", "Reaction", NULL
+};
+static const char *const linear_actions[] = { "create", "update", "remove", NULL };
+
+static int
+name_index(const char *const *names, const char *s)
+{
+	int	 i;
+
+	for (i = 0; names[i] != NULL; i++) {
+		if (strcmp(names[i], s) == 0)
+			return i;
+	}
+	return -1;
+}
+
+/* "a, b or c", for messages listing what is allowed. */
+static char *
+names_join(const char *const *names)
+{
+	struct buf	 b;
+	int		 i;
+
+	buf_init(&b, 0);
+	for (i = 0; names[i] != NULL; i++) {
+		if (i > 0)
+			buf_adds(&b, names[i + 1] == NULL ? " or " : ", ");
+		buf_adds(&b, names[i]);
+	}
+	return buf_take(&b);
+}
+
+/* Edit distance, bounded: enough to suggest the key a typo meant. */
+static size_t
+edit_distance(const char *a, const char *b)
+{
+	size_t	 la = strlen(a), lb = strlen(b), i, j, prev[64], cur[64], c;
+
+	if (la >= 63 || lb >= 63)
+		return 99;
+	for (j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (j = 1; j <= lb; j++) {
+			c = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			if (prev[j] + 1 < c)
+				c = prev[j] + 1;
+			if (cur[j - 1] + 1 < c)
+				c = cur[j - 1] + 1;
+			cur[j] = c;
+		}
+		memcpy(prev, cur, (lb + 1) * sizeof *prev);
+	}
+	return prev[lb];
+}
+
+static const char *
+suggest(const char *const *names, const char *s)
+{
+	size_t	 d, best = 3;
+	int	 i, found = -1;
+
+	for (i = 0; names[i] != NULL; i++) {
+		if ((d = edit_distance(names[i], s)) < best) {
+			best = d;
+			found = i;
+		}
+	}
+	return found >= 0 ? names[found] : NULL;
+}
+
+/*
+ * Checks that m is a mapping whose keys are all in keys and none repeats.
+ * what is the dotted place ("on.github"), NULL at the top. -1 if m is not a mapping.
+ */
+static int
+map_check(struct aload *l, const struct ynode *m, const char *what, const char *const *keys)
+{
+	const struct ynode	*k;
+	const char		*s, *hint;
+	size_t			 i, j;
+
+	if (m == NULL || m->type != YNODE_MAP) {
+		if (what == NULL)
+			yerrs_node(l->errs, l->file, m, "an automation must be a mapping");
+		else
+			yerrs_node(l->errs, l->file, m, "\"%s\" must be a mapping", what);
+		return -1;
+	}
+	for (i = 0; i < m->n; i++) {
+		k = m->items[2 * i];
+		if (k->type != YNODE_SCALAR) {
+			yerrs_node(l->errs, l->file, k, "a key must be a string");
+			continue;
+		}
+		s = k->value;
+		for (j = 0; j < i; j++) {
+			if (m->items[2 * j]->type == YNODE_SCALAR &&
+			    strcmp(ymap_key(m, j), s) == 0)
+				break;
+		}
+		if (j < i) {
+			yerrs_node(l->errs, l->file, k, "duplicate key \"%s\"", s);
+			continue;
+		}
+		if (keys == NULL || name_index(keys, s) >= 0)
+			continue;
+		hint = suggest(keys, s);
+		yerrs_node(l->errs, l->file, k, "unknown key \"%s\"%s%s%s%s%s", s,
+		    what != NULL ? " in " : "", what != NULL ? what : "",
+		    hint != NULL ? " (did you mean \"" : "", hint != NULL ? hint : "",
+		    hint != NULL ? "\"?)" : "");
+	}
+	return 0;
+}
+
+/* A scalar's text, or an error naming what it is for. */
+static char *
+get_string(struct aload *l, const struct ynode *n, const char *what)
+{
+	if (n == NULL || n->type != YNODE_SCALAR || ynode_is_null(n)) {
+		yerrs_node(l->errs, l->file, n, "\"%s\" must be a string, not %s", what,
+		    ynode_type_name(n));
+		return NULL;
+	}
+	return xstrdup(n->value);
+}
+
+/* The items of a list of strings (a lone scalar counts as a list of one); -1 with an error. */
+static int
+get_items(struct aload *l, const struct ynode *n, const char *what,
+    struct ynode *const **items, size_t *count)
+{
+	size_t	 i;
+
+	if (n != NULL && n->type == YNODE_SCALAR && !ynode_is_null(n)) {
+		l->one = (struct ynode *)n;
+		*items = &l->one;
+		*count = 1;
+		return 0;
+	}
+	if (n == NULL || n->type != YNODE_SEQ) {
+		yerrs_node(l->errs, l->file, n, "\"%s\" must be a list of strings, not %s",
+		    what, ynode_type_name(n));
+		return -1;
+	}
+	if (n->n == 0) {
+		yerrs_node(l->errs, l->file, n, "\"%s\" must not be empty", what);
+		return -1;
+	}
+	for (i = 0; i < n->n; i++) {
+		if (n->items[i]->type != YNODE_SCALAR || ynode_is_null(n->items[i])) {
+			yerrs_node(l->errs, l->file, n->items[i],
+			    "\"%s\" must be a list of strings", what);
+			return -1;
+		}
+	}
+	*items = n->items;
+	*count = n->n;
+	return 0;
+}
+
+/* A NULL-terminated copy of a list of strings. */
+static char **
+get_list(struct aload *l, const struct ynode *n, const char *what, size_t *count)
+{
+	struct ynode *const	*items;
+	char			**out;
+	size_t			  i, c;
+
+	if (get_items(l, n, what, &items, &c) != 0)
+		return NULL;
+	out = xcalloc(c + 1, sizeof *out);
+	for (i = 0; i < c; i++)
+		out[i] = xstrdup(items[i]->value);
+	if (count != NULL)
+		*count = c;
+	return out;
+}
+
+static void
+list_free(char **list)
+{
+	size_t	 i;
+
+	if (list == NULL)
+		return;
+	for (i = 0; list[i] != NULL; i++)
+		free(list[i]);
+	free(list);
+}
+
+/* One of names, or an error listing them; -1 then. */
+static int
+get_enum(struct aload *l, const struct ynode *n, const char *what, const char *const *names)
+{
+	char	*all;
+	int	 i;
+
+	if (n != NULL && n->type == YNODE_SCALAR && (i = name_index(names, n->value)) >= 0)
+		return i;
+	all = names_join(names);
+	if (n != NULL && n->type == YNODE_SCALAR)
+		yerrs_node(l->errs, l->file, n, "\"%s\" must be %s, not \"%s\"", what, all,
+		    n->value);
+	else
+		yerrs_node(l->errs, l->file, n, "\"%s\" must be %s, not %s", what, all,
+		    ynode_type_name(n));
+	free(all);
+	return -1;
+}
+
+static int
+get_bool(struct aload *l, const struct ynode *n, const char *what)
+{
+	int	 b = ynode_bool(n);
+
+	if (b < 0)
+		yerrs_node(l->errs, l->file, n, "\"%s\" must be true or false", what);
+	return b;
+}
+
+static struct regex *
+get_regex(struct aload *l, const struct ynode *n, const char *what)
+{
+	struct regex	*re;
+	char		*cause;
+	size_t		 off;
+
+	if (n == NULL || n->type != YNODE_SCALAR || ynode_is_null(n)) {
+		yerrs_node(l->errs, l->file, n, "\"%s\" must be a regular expression, not %s",
+		    what, ynode_type_name(n));
+		return NULL;
+	}
+	if ((re = regex_compile(n->value, &cause, &off)) == NULL) {
+		yerrs_node(l->errs, l->file, n, "invalid regex \"%s\": %s at offset %zu",
+		    n->value, cause, off);
+		free(cause);
+	}
+	return re;
+}
+
+/* Payload paths: dotted segments, none empty. */
+static int
+valid_path(const char *p)
+{
+	const char	*s;
+
+	if (*p == '\0' || *p == '.' || p[strlen(p) - 1] == '.' || strlen(p) > 512)
+		return 0;
+	for (s = p; *s != '\0'; s++) {
+		if (s[0] == '.' && s[1] == '.')
+			return 0;
+	}
+	return 1;
+}
+
+/* A secret name the automation refers to must be one of its org's secrets. */
+static char *
+get_secret(struct aload *l, const struct ynode *n, const char *what)
+{
+	char	*s;
+
+	if ((s = get_string(l, n, what)) == NULL)
+		return NULL;
+	if (l->org != NULL && org_secret(l->org, s) == NULL) {
+		yerrs_node(l->errs, l->file, n, "secret \"%s\" is not defined in org \"%s\"",
+		    s, l->org->name);
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/*
+ * A YAML scalar as the text json_scalar_text gives the same JSON value, so `true`,
+ * `42` and `"42"` compare the way a reader of the YAML expects.
+ */
+static char *
+scalar_norm(const struct ynode *n)
+{
+	const char	*s = n->value;
+	char		*end;
+	long long	 ll;
+	double		 d;
+	int		 b;
+
+	if (!n->plain)
+		return xstrdup(s);
+	if (ynode_is_null(n))
+		return xstrdup("null");
+	if ((b = ynode_bool(n)) >= 0)
+		return xstrdup(b ? "true" : "false");
+	if (*s == '\0' || strspn(s, "0123456789+-.eE") != strlen(s))
+		return xstrdup(s);
+	errno = 0;
+	ll = strtoll(s, &end, 10);
+	if (*end == '\0' && errno == 0)
+		return xprintf("%lld", ll);
+	d = strtod(s, &end);
+	if (*end == '\0' && errno == 0)
+		return xprintf("%.17g", d);
+	return xstrdup(s);
+}
+
+static struct cond *
+cond_new(enum cond_op op, const char *path)
+{
+	struct cond	*c = xcalloc(1, sizeof *c);
+
+	c->op = op;
+	if (path != NULL)
+		c->path = xstrdup(path);
+	return c;
+}
+
+static void
+cond_add(struct cond *group, struct cond *kid)
+{
+	group->kids = xreallocarray(group->kids, group->nkids + 1, sizeof *group->kids);
+	group->kids[group->nkids++] = kid;
+}
+
+static struct cond *parse_where_map(struct aload *, const struct ynode *, const char *);
+
+/* What one payload path must be: a scalar (equals) or a mapping of operators. */
+static struct cond *
+parse_path_value(struct aload *l, const char *path, const struct ynode *v, const char *what)
+{
+	struct cond		*all, *c;
+	struct ynode *const	*items;
+	const char		*op;
+	char			*place;
+	size_t			 i, j, count;
+	int			 b;
+
+	if (v != NULL && v->type == YNODE_SCALAR) {
+		c = cond_new(COND_EQUALS, path);
+		c->value = scalar_norm(v);
+		return c;
+	}
+	if (v == NULL || v->type != YNODE_MAP || v->n == 0) {
+		yerrs_node(l->errs, l->file, v, "\"%s\" in %s must be a scalar or a mapping "
+		    "of operators (equals, in, match, exists, not)", path, what);
+		return NULL;
+	}
+	place = xprintf("%s.%s", what, path);
+	map_check(l, v, place, where_ops);
+	all = cond_new(COND_ALL, NULL);
+	for (i = 0; i < v->n; i++) {
+		op = ymap_key(v, i);
+		c = NULL;
+		switch (name_index(where_ops, op)) {
+		case 0:		/* equals */
+			if (ymap_value(v, i)->type != YNODE_SCALAR) {
+				yerrs_node(l->errs, l->file, ymap_value(v, i),
+				    "\"equals\" must be a scalar");
+				break;
+			}
+			c = cond_new(COND_EQUALS, path);
+			c->value = scalar_norm(ymap_value(v, i));
+			break;
+		case 1:		/* in */
+			if (get_items(l, ymap_value(v, i), "in", &items, &count) != 0)
+				break;
+			c = cond_new(COND_IN, path);
+			c->values = xcalloc(count, sizeof *c->values);
+			for (j = 0; j < count; j++)
+				c->values[j] = scalar_norm(items[j]);
+			c->nvalues = count;
+			break;
+		case 2:		/* match */
+			c = cond_new(COND_MATCH, path);
+			if ((c->re = get_regex(l, ymap_value(v, i), "match")) == NULL) {
+				cond_free(c);
+				c = NULL;
+			}
+			break;
+		case 3:		/* exists */
+			if ((b = get_bool(l, ymap_value(v, i), "exists")) < 0)
+				break;
+			c = cond_new(COND_EXISTS, path);
+			c->exists = b;
+			break;
+		case 4:		/* not */
+			c = parse_path_value(l, path, ymap_value(v, i), what);
+			if (c != NULL) {
+				struct cond	*not = cond_new(COND_NOT, path);
+
+				cond_add(not, c);
+				c = not;
+			}
+			break;
+		default:	/* reported by map_check */
+			break;
+		}
+		if (c != NULL)
+			cond_add(all, c);
+	}
+	free(place);
+	if (all->nkids == 1) {
+		c = all->kids[0];
+		all->nkids = 0;
+		cond_free(all);
+		return c;
+	}
+	return all;
+}
+
+/* A `where` mapping: every path must hold; `any` holds alternatives (each such a mapping). */
+static struct cond *
+parse_where_map(struct aload *l, const struct ynode *m, const char *what)
+{
+	struct cond		*all, *any, *c;
+	const struct ynode	*v;
+	const char		*path;
+	size_t			 i, j;
+
+	if (m == NULL || m->type != YNODE_MAP) {
+		yerrs_node(l->errs, l->file, m, "\"%s\" must be a mapping of payload paths, "
+		    "not %s", what, ynode_type_name(m));
+		return NULL;
+	}
+	map_check(l, m, what, NULL);
+	all = cond_new(COND_ALL, NULL);
+	for (i = 0; i < m->n; i++) {
+		path = ymap_key(m, i);
+		v = ymap_value(m, i);
+		if (strcmp(path, "any") == 0) {
+			if (v->type != YNODE_SEQ || v->n == 0) {
+				yerrs_node(l->errs, l->file, v,
+				    "\"any\" must be a list of alternatives");
+				continue;
+			}
+			any = cond_new(COND_ANY, NULL);
+			for (j = 0; j < v->n; j++) {
+				if ((c = parse_where_map(l, v->items[j], "any")) != NULL)
+					cond_add(any, c);
+			}
+			cond_add(all, any);
+			continue;
+		}
+		if (!valid_path(path)) {
+			yerrs_node(l->errs, l->file, m->items[2 * i],
+			    "invalid payload path \"%s\"", path);
+			continue;
+		}
+		if ((c = parse_path_value(l, path, v, what)) != NULL)
+			cond_add(all, c);
+	}
+	return all;
+}
+
+static int
+github_event_valid(struct aload *l, const struct ynode *n)
+{
+	const char	*s = n->value, *dot = strchr(s, '.'), *acts, *p;
+	size_t		 i, elen = dot != NULL ? (size_t)(dot - s) : strlen(s), alen;
+
+	for (i = 0; i < SPUR_ARRLEN(github_events); i++) {
+		if (strlen(github_events[i].event) == elen &&
+		    strncmp(github_events[i].event, s, elen) == 0)
+			break;
+	}
+	if (i == SPUR_ARRLEN(github_events)) {
+		yerrs_node(l->errs, l->file, n, "unknown github event \"%.*s\"", (int)elen, s);
+		return 0;
+	}
+	if (dot == NULL)
+		return 1;
+	acts = github_events[i].actions;
+	alen = strlen(dot + 1);
+	if (strcmp(acts, "*") == 0 && alen > 0)
+		return 1;
+	for (p = acts; alen > 0 && *p != '\0'; p += strcspn(p, " "), p += strspn(p, " ")) {
+		if (strcspn(p, " ") == alen && strncmp(p, dot + 1, alen) == 0)
+			return 1;
+	}
+	if (*acts == '\0')
+		yerrs_node(l->errs, l->file, n, "github event \"%s\" has no actions; write "
+		    "\"%s\"", github_events[i].event, github_events[i].event);
+	else
+		yerrs_node(l->errs, l->file, n, "unknown action \"%s\" of github event \"%s\" "
+		    "(known: %s)", dot + 1, github_events[i].event, acts);
+	return 0;
+}
+
+static int
+event_valid(struct aload *l, enum trigger_source src, const struct ynode *n)
+{
+	const char	*s = n->value, *dot;
+	char		*type, *all;
+	int		 ok;
+
+	switch (src) {
+	case TRIG_GITHUB:
+		return github_event_valid(l, n);
+	case TRIG_SLACK:
+		if (name_index(slack_events, s) >= 0)
+			return 1;
+		all = names_join(slack_events);
+		yerrs_node(l->errs, l->file, n, "unknown slack event \"%s\" (expected %s)", s,
+		    all);
+		free(all);
+		return 0;
+	case TRIG_LINEAR:
+		dot = strchr(s, '.');
+		type = dot != NULL ? xstrndup(s, dot - s) : xstrdup(s);
+		ok = name_index(linear_types, type) >= 0;
+		if (!ok) {
+			all = names_join(linear_types);
+			yerrs_node(l->errs, l->file, n, "unknown linear event \"%s\" "
+			    "(expected %s, with .create, .update or .remove)", s, all);
+			free(all);
+		} else if (dot != NULL && name_index(linear_actions, dot + 1) < 0) {
+			yerrs_node(l->errs, l->file, n, "unknown action \"%s\" of linear event "
+			    "\"%s\" (expected create, update or remove)", dot + 1, type);
+			ok = 0;
+		}
+		free(type);
+		return ok;
+	default:
+		return 0;
+	}
+}
+
+static void
+seen_add(struct aseen **list, size_t *n, const char *org, const char *name, const char *file)
+{
+	*list = xreallocarray(*list, *n + 1, sizeof **list);
+	(*list)[*n].org = xstrdup(org);
+	(*list)[*n].name = xstrdup(name);
+	(*list)[*n].file = xstrdup(file);
+	(*n)++;
+}
+
+static const struct aseen *
+seen_find(const struct aseen *list, size_t n, const char *org, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(list[i].org, org) == 0 && strcmp(list[i].name, name) == 0)
+			return &list[i];
+	}
+	return NULL;
+}
+
+static void
+seen_free(struct aseen *list, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		free(list[i].org);
+		free(list[i].name);
+		free(list[i].file);
+	}
+	free(list);
+}
+
+static void
+trigger_add_check(struct trigger *t, enum trigger_check c)
+{
+	if (t->nchecks < TRIGGER_MAX_CHECKS)
+		t->checks[t->nchecks++] = c;
+}
+
+static void
+parse_schedule(struct aload *l, struct trigger *t, const struct ynode *m)
+{
+	const struct ynode	*cn = ymap_get(m, "cron"), *tn = ymap_get(m, "timezone");
+	struct schedule_def	*s;
+	struct cron		*probe;
+	char			*cause = NULL;
+	int			 col = 0;
+
+	s = t->schedule = xcalloc(1, sizeof *t->schedule);
+	s->org = xstrdup(l->a->org != NULL ? l->a->org : "");
+	s->automation = xstrdup(l->a->name != NULL ? l->a->name : "");
+	if (tn != NULL && (s->timezone = get_string(l, tn, "timezone")) == NULL)
+		return;
+	if (s->timezone == NULL)
+		s->timezone = xstrdup("UTC");
+	if (cn == NULL) {
+		yerrs_node(l->errs, l->file, m, "%s needs \"cron\"", t->label);
+		return;
+	}
+	if ((s->cron = get_string(l, cn, "cron")) == NULL)
+		return;
+	if ((s->parsed = cron_parse(s->cron, s->timezone, &cause, &col)) != NULL)
+		return;
+	/* Tell a bad zone from a bad expression: the expression alone may parse. */
+	if (tn != NULL) {
+		char	*cause2 = NULL;
+		int	 col2 = 0;
+
+		probe = cron_parse(s->cron, NULL, &cause2, &col2);
+		free(cause2);
+		if (probe != NULL) {
+			cron_free(probe);
+			yerrs_node(l->errs, l->file, tn, "invalid timezone \"%s\": %s",
+			    s->timezone, cause != NULL ? cause : "unknown zone");
+			free(cause);
+			return;
+		}
+	}
+	if (col < 1)
+		col = 1;
+	/* Point at the character: a quoted scalar starts one column before its text. */
+	yerrs_add(l->errs, l->file, cn->line, cn->col + (cn->plain ? 0 : 1) + (col - 1),
+	    "invalid cron \"%s\": %s", s->cron, cause != NULL ? cause : "invalid");
+	free(cause);
+}
+
+static void
+parse_webhook_auth(struct aload *l, struct webhook_def *w, const struct ynode *n)
+{
+	const struct ynode	*v, *e;
+	const char		*kind;
+
+	if (n != NULL && n->type == YNODE_SCALAR && strcmp(n->value, "none") == 0) {
+		w->auth = WH_AUTH_NONE;
+		return;
+	}
+	if (n == NULL || n->type != YNODE_MAP || n->n != 1) {
+		yerrs_node(l->errs, l->file, n, "\"auth\" must be none, or a mapping with "
+		    "one of hmac, standard_webhooks, bearer");
+		return;
+	}
+	kind = ymap_key(n, 0);
+	v = ymap_value(n, 0);
+	if (strcmp(kind, "hmac") == 0) {
+		w->auth = WH_AUTH_HMAC;
+		if (map_check(l, v, "auth.hmac", hmac_keys) != 0)
+			return;
+		if (ymap_get(v, "secret") == NULL)
+			yerrs_node(l->errs, l->file, v, "auth.hmac needs \"secret\"");
+		else
+			w->secret = get_secret(l, ymap_get(v, "secret"), "secret");
+		if (ymap_get(v, "header") == NULL)
+			yerrs_node(l->errs, l->file, v, "auth.hmac needs \"header\" (the header "
+			    "carrying the signature)");
+		else
+			w->header = get_string(l, ymap_get(v, "header"), "header");
+		if (ymap_get(v, "prefix") != NULL)
+			w->prefix = get_string(l, ymap_get(v, "prefix"), "prefix");
+		else
+			w->prefix = xstrdup("");
+		if ((e = ymap_get(v, "encoding")) != NULL) {
+			static const char *const encodings[] = { "hex", "base64", NULL };
+
+			w->base64 = get_enum(l, e, "encoding", encodings) == 1;
+		}
+		if (ymap_get(v, "id_header") != NULL)
+			w->id_header = get_string(l, ymap_get(v, "id_header"), "id_header");
+		return;
+	}
+	if (strcmp(kind, "standard_webhooks") == 0 || strcmp(kind, "bearer") == 0) {
+		w->auth = kind[0] == 's' ? WH_AUTH_STANDARD : WH_AUTH_BEARER;
+		if (map_check(l, v, kind[0] == 's' ? "auth.standard_webhooks" : "auth.bearer",
+		    secret_keys) != 0)
+			return;
+		if (ymap_get(v, "secret") == NULL)
+			yerrs_node(l->errs, l->file, v, "auth.%s needs \"secret\"", kind);
+		else
+			w->secret = get_secret(l, ymap_get(v, "secret"), "secret");
+		return;
+	}
+	yerrs_node(l->errs, l->file, n->items[0], "unknown auth \"%s\" (expected hmac, "
+	    "standard_webhooks, bearer or none)", kind);
+}
+
+static void
+parse_webhook(struct aload *l, struct trigger *t, const struct ynode *m)
+{
+	struct webhook_def	*w;
+	const struct ynode	*nn = ymap_get(m, "name"), *an = ymap_get(m, "auth"), *v;
+	const struct aseen	*prev;
+	const char		*org = l->a->org;
+
+	w = t->webhook = xcalloc(1, sizeof *t->webhook);
+	w->org = xstrdup(org != NULL ? org : "");
+	if (nn == NULL)
+		yerrs_node(l->errs, l->file, m, "%s needs \"name\" (served at "
+		    "/o/ORG/hooks/NAME)", t->label);
+	else if ((w->name = get_string(l, nn, "name")) != NULL) {
+		if (!valid_name(w->name))
+			yerrs_node(l->errs, l->file, nn, "invalid webhook name \"%s\" (letters, "
+			    "digits, '_', '-', '.')", w->name);
+		else if (strcmp(w->name, "github") == 0 || strcmp(w->name, "slack") == 0 ||
+		    strcmp(w->name, "linear") == 0)
+			yerrs_node(l->errs, l->file, nn, "webhook name \"%s\" is reserved",
+			    w->name);
+		else if (org != NULL && (prev = seen_find(l->hooks, l->nhooks, org,
+		    w->name)) != NULL)
+			yerrs_node(l->errs, l->file, nn, "duplicate webhook \"%s\" in org "
+			    "\"%s\" (also in %s)", w->name, org, prev->file);
+		else if (org != NULL)
+			seen_add(&l->hooks, &l->nhooks, org, w->name, l->file);
+	}
+	if (an == NULL)
+		yerrs_node(l->errs, l->file, m, "%s needs \"auth\" (write auth: none for a "
+		    "hook anyone may call)", t->label);
+	else
+		parse_webhook_auth(l, w, an);
+	if ((v = ymap_get(m, "text")) != NULL &&
+	    (w->text_path = get_string(l, v, "text")) != NULL && !valid_path(w->text_path))
+		yerrs_node(l->errs, l->file, v, "invalid payload path \"%s\"", w->text_path);
+	if ((v = ymap_get(m, "thread")) != NULL &&
+	    (w->thread_path = get_string(l, v, "thread")) != NULL &&
+	    !valid_path(w->thread_path))
+		yerrs_node(l->errs, l->file, v, "invalid payload path \"%s\"", w->thread_path);
+	if ((v = ymap_get(m, "where")) != NULL) {
+		char	*what = xprintf("%s.where", t->label);
+
+		t->where = parse_where_map(l, v, what);
+		free(what);
+		if (t->where != NULL)
+			trigger_add_check(t, CHECK_WHERE);
+	}
+}
+
+static char **
+parse_events(struct aload *l, struct trigger *t, const struct ynode *v, const char *what)
+{
+	struct ynode *const	*items;
+	size_t			 i, count;
+
+	if (get_items(l, v, what, &items, &count) != 0)
+		return NULL;
+	for (i = 0; i < count; i++)
+		event_valid(l, t->source, items[i]);
+	return get_list(l, v, what, &t->nevents);
+}
+
+/* A github, slack or linear trigger: conditions kept in the order they are written. */
+static void
+parse_source_trigger(struct aload *l, struct trigger *t, const struct ynode *m)
+{
+	const struct ynode	*v;
+	const char		*key;
+	char			*what;
+	size_t			 i;
+
+	for (i = 0; m != NULL && i < m->n; i++) {
+		key = ymap_key(m, i);
+		v = ymap_value(m, i);
+		what = xprintf("%s.%s", t->label, key);
+		if (strcmp(key, "events") == 0) {
+			if ((t->events = parse_events(l, t, v, what)) != NULL)
+				trigger_add_check(t, CHECK_EVENTS);
+		} else if (strcmp(key, "repositories") == 0) {
+			t->repositories = get_list(l, v, what, &t->nrepositories);
+			if (t->repositories != NULL)
+				trigger_add_check(t, CHECK_REPOSITORIES);
+		} else if (strcmp(key, "text") == 0) {
+			if ((t->text = get_regex(l, v, what)) != NULL)
+				trigger_add_check(t, CHECK_TEXT);
+		} else if (strcmp(key, "where") == 0) {
+			if ((t->where = parse_where_map(l, v, what)) != NULL)
+				trigger_add_check(t, CHECK_WHERE);
+		} else if (strcmp(key, "labels") == 0) {
+			if ((t->labels = get_list(l, v, what, &t->nlabels)) != NULL)
+				trigger_add_check(t, CHECK_LABELS);
+		} else if (strcmp(key, "teams") == 0) {
+			if ((t->teams = get_list(l, v, what, &t->nteams)) != NULL)
+				trigger_add_check(t, CHECK_TEAMS);
+		} else if (strcmp(key, "channels") == 0) {
+			if ((t->channels = get_list(l, v, what, &t->nchannels)) != NULL)
+				trigger_add_check(t, CHECK_CHANNELS);
+		} else if (strcmp(key, "to_state") == 0) {
+			if ((t->to_state = get_string(l, v, what)) != NULL)
+				trigger_add_check(t, CHECK_TO_STATE);
+		} else if (strcmp(key, "to_state_type") == 0) {
+			if (get_enum(l, v, what, state_types) >= 0) {
+				t->to_state_type = xstrdup(v->value);
+				trigger_add_check(t, CHECK_TO_STATE_TYPE);
+			}
+		}
+		free(what);
+	}
+}
+
+static void
+parse_trigger(struct aload *l, enum trigger_source src, const struct ynode *m,
+    const char *label)
+{
+	static const char *const *const keys[] = {
+		github_keys, slack_keys, linear_keys, schedule_keys, webhook_keys
+	};
+	struct automation	*a = l->a;
+	struct trigger		*t;
+
+	if (ynode_is_null(m) && (src == TRIG_GITHUB || src == TRIG_SLACK ||
+	    src == TRIG_LINEAR))
+		m = NULL;	/* "slack:" alone: every event of the source */
+	else if (map_check(l, m, label, keys[src]) != 0)
+		return;
+	a->triggers = xreallocarray(a->triggers, a->ntriggers + 1, sizeof *a->triggers);
+	t = &a->triggers[a->ntriggers++];
+	memset(t, 0, sizeof *t);
+	t->source = src;
+	t->label = xstrdup(label);
+	if (src == TRIG_SCHEDULE)
+		parse_schedule(l, t, m);
+	else if (src == TRIG_WEBHOOK)
+		parse_webhook(l, t, m);
+	else
+		parse_source_trigger(l, t, m);
+}
+
+static void
+parse_on(struct aload *l, const struct ynode *on)
+{
+	const struct ynode	*v;
+	const char		*key;
+	char			*label;
+	size_t			 i, j;
+	int			 src;
+
+	if (map_check(l, on, "on", on_keys) != 0)
+		return;
+	for (i = 0; i < on->n; i++) {
+		key = ymap_key(on, i);
+		v = ymap_value(on, i);
+		if ((src = name_index(on_keys, key)) < 0)
+			continue;	/* reported by map_check */
+		if (v->type != YNODE_SEQ) {
+			label = xprintf("on.%s", key);
+			parse_trigger(l, src, v, label);
+			free(label);
+			continue;
+		}
+		/* A list holds several triggers of one source. */
+		if (v->n == 0)
+			yerrs_node(l->errs, l->file, v, "\"on.%s\" must not be empty", key);
+		for (j = 0; j < v->n; j++) {
+			label = xprintf("on.%s[%zu]", key, j);
+			parse_trigger(l, src, v->items[j], label);
+			free(label);
+		}
+	}
+	if (l->a->ntriggers == 0 && on->n == 0)
+		yerrs_node(l->errs, l->file, on, "\"on\" needs at least one trigger (github, "
+		    "slack, linear, schedule or webhook)");
+}
+
+/* Repositories are OWNER/REPO, as GitHub spells them. */
+static int
+valid_repository(const char *s)
+{
+	const char	*slash = strchr(s, '/');
+	char		*owner;
+	int		 ok;
+
+	if (slash == NULL || strchr(slash + 1, '/') != NULL)
+		return 0;
+	owner = xstrndup(s, slash - s);
+	ok = valid_name(owner) && valid_name(slash + 1);
+	free(owner);
+	return ok;
+}
+
+/* network.allow: host names, "*." wildcards, an optional port; no schemes or paths. */
+static int
+valid_host(const char *s)
+{
+	const char	*p = s;
+
+	if (strncmp(p, "*.", 2) == 0)
+		p += 2;
+	if (*p == '\0' || *p == '.' || *p == '-' || strlen(s) > 253)
+		return 0;
+	if (strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:") !=
+	    strlen(p))
+		return 0;
+	if ((p = strchr(p, ':')) != NULL)
+		return p[1] != '\0' && strspn(p + 1, "0123456789") == strlen(p + 1);
+	return 1;
+}
+
+static void
+parse_list_checked(struct aload *l, const struct ynode *v, const char *what, char ***out,
+    int (*check)(const char *), const char *bad)
+{
+	struct ynode *const	*items;
+	size_t			 i, count;
+	int			 ok = 1;
+
+	if (get_items(l, v, what, &items, &count) != 0)
+		return;
+	for (i = 0; i < count; i++) {
+		if (!check(items[i]->value)) {
+			yerrs_node(l->errs, l->file, items[i], bad, items[i]->value);
+			ok = 0;
+		}
+	}
+	if (ok)
+		*out = get_list(l, v, what, NULL);
+}
+
+/* Artifact globs stay under the run's artifacts directory. */
+static int
+valid_artifact(const char *s)
+{
+	const char	*p;
+
+	if (*s == '\0' || *s == '/')
+		return 0;
+	for (p = s; (p = strstr(p, "..")) != NULL; p += 2) {
+		if ((p == s || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
+			return 0;
+	}
+	return 1;
+}
+
+static void
+parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen_on)
+{
+	struct automation	*a = l->a;
+	struct ynode *const	*items;
+	size_t			 i, count;
+	char			*s;
+	int			 e;
+
+	if (strcmp(key, "on") == 0) {
+		parse_on(l, v);
+		a->checks[a->nchecks++] = TOP_ON;
+		*seen_on = 1;
+	} else if (strcmp(key, "model") == 0)
+		a->model = get_string(l, v, key);
+	else if (strcmp(key, "command") == 0)
+		a->command = get_list(l, v, key, NULL);
+	else if (strcmp(key, "prompt") == 0) {
+		if ((a->prompt = get_string(l, v, key)) != NULL && a->prompt[0] == '\0')
+			yerrs_node(l->errs, l->file, v, "\"prompt\" must not be empty");
+	} else if (strcmp(key, "repository") == 0) {
+		if ((a->repository = get_string(l, v, key)) != NULL &&
+		    !valid_repository(a->repository))
+			yerrs_node(l->errs, l->file, v, "\"repository\" must be OWNER/REPO, "
+			    "not \"%s\"", a->repository);
+	} else if (strcmp(key, "proof") == 0) {
+		if ((e = get_enum(l, v, key, proof_names)) >= 0)
+			a->proof = e;
+	} else if (strcmp(key, "artifacts") == 0)
+		parse_list_checked(l, v, key, &a->artifacts, valid_artifact,
+		    "artifact glob \"%s\" must be relative to the artifacts directory");
+	else if (strcmp(key, "secrets") == 0) {
+		if (get_items(l, v, key, &items, &count) != 0)
+			return;
+		a->secrets = xcalloc(count + 1, sizeof *a->secrets);
+		for (i = 0; i < count; i++) {
+			if ((s = get_secret(l, items[i], "secrets")) != NULL)
+				a->secrets[i] = s;
+			else
+				a->secrets[i] = xstrdup("");
+		}
+	} else if (strcmp(key, "network") == 0) {
+		if (map_check(l, v, "network", network_keys) != 0 ||
+		    ymap_get(v, "allow") == NULL)
+			return;
+		parse_list_checked(l, ymap_get(v, "allow"), "network.allow",
+		    &a->network_allow, valid_host,
+		    "invalid host \"%s\" in network.allow (a host name, \"*.\" allowed, "
+		    "optional :port)");
+	} else if (strcmp(key, "timeout") == 0) {
+		s = NULL;
+		if (v->type != YNODE_SCALAR || parse_duration(v->value, &a->timeout, &s) != 0 ||
+		    a->timeout == 0) {
+			free(s);
+			yerrs_node(l->errs, l->file, v, "\"timeout\" must be a duration (90s, "
+			    "20m, 2h, 7d), not %s%s%s", v->type == YNODE_SCALAR ? "\"" : "",
+			    v->type == YNODE_SCALAR ? v->value : ynode_type_name(v),
+			    v->type == YNODE_SCALAR ? "\"" : "");
+			a->timeout = 0;
+		}
+	} else if (strcmp(key, "concurrency") == 0) {
+		if (map_check(l, v, "concurrency", concurrency_keys) != 0)
+			return;
+		if (ymap_get(v, "key") != NULL &&
+		    (e = get_enum(l, ymap_get(v, "key"), "concurrency.key", conc_key_names)) >= 0)
+			a->conc_key = e;
+		if (ymap_get(v, "on_busy") != NULL && (e = get_enum(l, ymap_get(v, "on_busy"),
+		    "concurrency.on_busy", on_busy_names)) >= 0)
+			a->on_busy = e;
+	} else if (strcmp(key, "report") == 0) {
+		static const char *const reports[] = { "thread", "none", NULL };
+
+		if ((e = get_enum(l, v, key, reports)) >= 0)
+			a->report_thread = e == 0;
+	} else if (strcmp(key, "authors") == 0) {
+		static const char *const authors[] = { "members", "any", NULL };
+
+		if ((e = get_enum(l, v, key, authors)) >= 0)
+			a->authors_any = e == 1;
+		a->checks[a->nchecks++] = TOP_AUTHORS;
+	} else if (strcmp(key, "bots") == 0) {
+		if ((e = get_bool(l, v, key)) >= 0)
+			a->bots = e;
+		a->checks[a->nchecks++] = TOP_BOTS;
+	}
+}
+
+/* The automation's name and org come first: names, hooks and secrets are checked against them. */
+static void
+parse_identity(struct aload *l, const struct ynode *root, const char *base)
+{
+	struct automation	*a = l->a;
+	const struct ynode	*n;
+	const struct aseen	*prev;
+	char			*all;
+
+	if ((n = ymap_get(root, "name")) != NULL) {
+		if ((a->name = get_string(l, n, "name")) != NULL && !valid_name(a->name)) {
+			yerrs_node(l->errs, l->file, n, "invalid automation name \"%s\" "
+			    "(letters, digits, '_', '-', '.')", a->name);
+			free(a->name);
+			a->name = NULL;
+		}
+	} else {
+		a->name = xstrndup(base, strlen(base) - strlen(".yaml"));
+		if (!valid_name(a->name)) {
+			yerrs_add(l->errs, l->file, 1, 1, "the file name gives the invalid "
+			    "automation name \"%s\"; set \"name\"", a->name);
+			free(a->name);
+			a->name = NULL;
+		}
+	}
+	if ((n = ymap_get(root, "org")) != NULL) {
+		if ((a->org = get_string(l, n, "org")) != NULL && l->conf != NULL &&
+		    (l->org = config_org(l->conf, a->org)) == NULL) {
+			yerrs_node(l->errs, l->file, n, "unknown org \"%s\"", a->org);
+			free(a->org);
+			a->org = NULL;
+		}
+	} else if (l->conf != NULL && l->conf->norgs == 1) {
+		l->org = &l->conf->orgs[0];
+		a->org = xstrdup(l->org->name);
+	} else if (l->conf != NULL && l->conf->norgs == 0)
+		yerrs_add(l->errs, l->file, 1, 1, "no org is configured");
+	else
+		yerrs_add(l->errs, l->file, 1, 1, "missing \"org\" (required when several "
+		    "orgs are configured)");
+	if (a->name == NULL || a->org == NULL)
+		return;
+	if ((prev = seen_find(l->names, l->nnames, a->org, a->name)) != NULL) {
+		n = ymap_get(root, "name");
+		all = xprintf("duplicate automation name \"%s\" in org \"%s\" (also in %s)",
+		    a->name, a->org, prev->file);
+		if (n != NULL)
+			yerrs_node(l->errs, l->file, n, "%s", all);
+		else
+			yerrs_add(l->errs, l->file, 1, 1, "%s", all);
+		free(all);
+	} else
+		seen_add(&l->names, &l->nnames, a->org, a->name, l->file);
+}
+
+/* Reads one file into an automation; NULL when it had any error (all of them reported). */
+static struct automation *
+automation_parse(struct aload *l, const char *path, const char *base)
+{
+	struct automation	*a;
+	const struct ynode	*n, *agent_node = NULL;
+	struct ynode		*root;
+	size_t			 nerr = l->errs->n, i;
+	int			 seen_on = 0, e, seen_authors = 0, seen_bots = 0;
+
+	if ((root = yaml_load_file(path, l->errs)) == NULL)
+		return NULL;
+	a = l->a = xcalloc(1, sizeof *a);
+	l->org = NULL;
+	a->file = xstrdup(path);
+	a->agent = AGENT_CLAUDE;
+	a->proof = PROOF_REPORT;
+	a->conc_key = CONC_THREAD;
+	a->on_busy = BUSY_QUEUE;
+	a->report_thread = 1;
+	if (map_check(l, root, NULL, top_keys) != 0)
+		goto out;
+	parse_identity(l, root, base);
+	if ((agent_node = ymap_get(root, "agent")) != NULL) {
+		if (agent_node->type == YNODE_SCALAR &&
+		    (e = name_index(agent_names, agent_node->value)) >= 0)
+			a->agent = e;
+		else
+			yerrs_node(l->errs, l->file, agent_node, "unknown agent \"%s\" "
+			    "(expected claude, codex, opencode or command)",
+			    agent_node->type == YNODE_SCALAR ? agent_node->value : "");
+	}
+	a->agent_name = xstrdup(agent_kind_name(a->agent));
+	for (i = 0; i < root->n; i++) {
+		if (strcmp(ymap_key(root, i), "authors") == 0)
+			seen_authors = 1;
+		if (strcmp(ymap_key(root, i), "bots") == 0)
+			seen_bots = 1;
+		parse_top_key(l, ymap_key(root, i), ymap_value(root, i), &seen_on);
+	}
+	if (!seen_on)
+		yerrs_add(l->errs, l->file, 1, 1, "missing \"on\" (the triggers)");
+	if (!seen_authors)
+		a->checks[a->nchecks++] = TOP_AUTHORS;
+	if (!seen_bots)
+		a->checks[a->nchecks++] = TOP_BOTS;
+
+	/* What the keys mean together. */
+	if ((n = ymap_get(root, "command")) != NULL && a->agent != AGENT_COMMAND)
+		yerrs_node(l->errs, l->file, n, "\"command\" is only for agent: command");
+	if (a->agent == AGENT_COMMAND && n == NULL)
+		yerrs_node(l->errs, l->file, agent_node, "agent: command needs \"command\" "
+		    "(the argv to run)");
+	if (a->agent != AGENT_COMMAND && ymap_get(root, "prompt") == NULL)
+		yerrs_add(l->errs, l->file, 1, 1, "missing \"prompt\" (the saved prompt)");
+	if ((n = ymap_get(root, "artifacts")) != NULL && a->proof != PROOF_ARTIFACTS)
+		yerrs_node(l->errs, l->file, n, "\"artifacts\" is only for proof: artifacts");
+	if (a->proof == PROOF_ARTIFACTS && n == NULL)
+		yerrs_node(l->errs, l->file, ymap_get(root, "proof"), "proof: artifacts needs "
+		    "\"artifacts\" (the globs that must match)");
+	if (a->prompt == NULL)
+		a->prompt = xstrdup("");
+out:
+	ynode_free(root);
+	l->a = NULL;
+	if (l->errs->n != nerr) {
+		automation_free(a);
+		return NULL;
+	}
+	return a;
+}
+
+static int
+automation_file_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The *.yaml files of dir, sorted; -1 with an error if it cannot be read. */
+static int
+automation_files(const char *dir, struct yerrs *errs, char ***out, size_t *count)
+{
+	DIR		*d;
+	struct dirent	*de;
+	struct stat	 sb;
+	char		**names = NULL, *path;
+	size_t		  n = 0, len;
+
+	if ((d = opendir(dir)) == NULL) {
+		yerrs_add(errs, dir, 1, 1, "cannot read the automations directory: %s",
+		    strerror(errno));
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		len = strlen(de->d_name);
+		if (de->d_name[0] == '.' || len <= 5 || strcmp(de->d_name + len - 5,
+		    ".yaml") != 0)
+			continue;
+		path = path_join(dir, de->d_name);
+		if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+			free(path);
+			continue;
+		}
+		free(path);
+		if (n == AUTOMATION_MAX_FILES) {
+			yerrs_add(errs, dir, 1, 1, "more than %d automation files",
+			    AUTOMATION_MAX_FILES);
+			break;
+		}
+		names = xreallocarray(names, n + 1, sizeof *names);
+		names[n++] = xstrdup(de->d_name);
+	}
+	closedir(d);
+	qsort(names, n, sizeof *names, automation_file_cmp);
+	*out = names;
+	*count = n;
+	return 0;
+}
+
+static void
+automation_set_free(struct automation_set *set)
+{
+	size_t	 i;
+
+	for (i = 0; i < set->n; i++)
+		automation_free(set->list[i]);
+	free(set->list);
+	free(set->webhooks);
+	free(set->schedules);
+	match_index_free(set->index);
+	free(set);
+}
+
+struct automation_set *
+automation_load(const struct config *conf, const char *dir, struct yerrs *errs)
+{
+	struct automation_set	*set;
+	struct automation	*a;
+	struct aload		 l;
+	char			**files = NULL, *path;
+	size_t			  nfiles = 0, nerr = errs->n, i, j;
+
+	memset(&l, 0, sizeof l);
+	l.conf = conf;
+	l.errs = errs;
+	set = xcalloc(1, sizeof *set);
+	set->refs = 1;
+	if (automation_files(dir, errs, &files, &nfiles) == 0) {
+		for (i = 0; i < nfiles; i++) {
+			path = path_join(dir, files[i]);
+			l.file = path;
+			if ((a = automation_parse(&l, path, files[i])) != NULL) {
+				set->list = xreallocarray(set->list, set->n + 1,
+				    sizeof *set->list);
+				set->list[set->n++] = a;
+			}
+			free(path);
+			free(files[i]);
+		}
+		free(files);
+	}
+	seen_free(l.names, l.nnames);
+	seen_free(l.hooks, l.nhooks);
+	if (errs->n != nerr) {
+		automation_set_free(set);
+		return NULL;
+	}
+	for (i = 0; i < set->n; i++) {
+		a = set->list[i];
+		for (j = 0; j < a->ntriggers; j++) {
+			if (a->triggers[j].webhook != NULL) {
+				set->webhooks = xreallocarray(set->webhooks,
+				    set->nwebhooks + 1, sizeof *set->webhooks);
+				set->webhooks[set->nwebhooks++] = a->triggers[j].webhook;
+			}
+			if (a->triggers[j].schedule != NULL) {
+				set->schedules = xreallocarray(set->schedules,
+				    set->nschedules + 1, sizeof *set->schedules);
+				set->schedules[set->nschedules++] = a->triggers[j].schedule;
+			}
+		}
+	}
+	set->index = match_index_build(set);
+	log_debug("automations loaded dir=%s count=%zu", log_q(dir), set->n);
+	return set;
+}
+
+struct automation_set *
+automation_set_ref(struct automation_set *set)
+{
+	set->refs++;
+	return set;
+}
+
+void
+automation_set_unref(struct automation_set *set)
+{
+	if (set != NULL && --set->refs == 0)
+		automation_set_free(set);
+}
+
+size_t
+automation_count(const struct automation_set *set)
+{
+	return set != NULL ? set->n : 0;
+}
+
+const struct automation *
+automation_get(const struct automation_set *set, size_t i)
+{
+	return set != NULL && i < set->n ? set->list[i] : NULL;
+}
+
+const struct automation *
+automation_find(const struct automation_set *set, const char *org, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; set != NULL && i < set->n; i++) {
+		if (strcmp(set->list[i]->org, org) == 0 &&
+		    strcmp(set->list[i]->name, name) == 0)
+			return set->list[i];
+	}
+	return NULL;
+}
+
+const struct webhook_def *
+automation_webhook(const struct automation_set *set, const char *org, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; set != NULL && i < set->nwebhooks; i++) {
+		if (strcmp(set->webhooks[i]->org, org) == 0 &&
+		    strcmp(set->webhooks[i]->name, name) == 0)
+			return set->webhooks[i];
+	}
+	return NULL;
+}
+
+size_t
+automation_schedules(const struct automation_set *set, const struct schedule_def ***out)
+{
+	*out = set != NULL ? (const struct schedule_def **)set->schedules : NULL;
+	return set != NULL ? set->nschedules : 0;
+}
+
+void
+trigger_clear(struct trigger *t)
+{
+	size_t	 i;
+
+	free(t->label);
+	for (i = 0; i < t->nevents; i++)
+		free(t->events[i]);
+	free(t->events);
+	list_free(t->repositories);
+	regex_free(t->text);
+	cond_free(t->where);
+	list_free(t->labels);
+	list_free(t->teams);
+	free(t->to_state);
+	free(t->to_state_type);
+	list_free(t->channels);
+	if (t->schedule != NULL) {
+		free(t->schedule->org);
+		free(t->schedule->automation);
+		free(t->schedule->cron);
+		free(t->schedule->timezone);
+		cron_free(t->schedule->parsed);
+		free(t->schedule);
+	}
+	if (t->webhook != NULL) {
+		free(t->webhook->org);
+		free(t->webhook->name);
+		free(t->webhook->secret);
+		free(t->webhook->header);
+		free(t->webhook->prefix);
+		free(t->webhook->id_header);
+		free(t->webhook->text_path);
+		free(t->webhook->thread_path);
+		free(t->webhook);
+	}
+}
+
+void
+automation_free(struct automation *a)
+{
+	size_t	 i;
+
+	if (a == NULL)
+		return;
+	free(a->name);
+	free(a->org);
+	free(a->file);
+	free(a->agent_name);
+	free(a->model);
+	list_free(a->command);
+	free(a->prompt);
+	free(a->repository);
+	list_free(a->artifacts);
+	list_free(a->secrets);
+	list_free(a->network_allow);
+	for (i = 0; i < a->ntriggers; i++)
+		trigger_clear(&a->triggers[i]);
+	free(a->triggers);
+	free(a);
+}
+
+const char *
+agent_kind_name(enum agent_kind k)
+{
+	return (unsigned)k < SPUR_ARRLEN(agent_names) - 1 ? agent_names[k] : "unknown";
+}
+
+const char *
+proof_kind_name(enum proof_kind k)
+{
+	return (unsigned)k < SPUR_ARRLEN(proof_names) - 1 ? proof_names[k] : "unknown";
+}
+
+static json_t *
+json_str_list(char **list)
+{
+	json_t	*j = json_array();
+	size_t	 i;
+
+	for (i = 0; list != NULL && list[i] != NULL; i++)
+		json_array_append_new(j, json_string(list[i]));
+	return j;
+}
+
+static json_t *
+json_str_or_null(const char *s)
+{
+	return s != NULL ? json_string(s) : json_null();
+}
+
+json_t *
+automation_to_json(const struct automation *a)
+{
+	json_t	*j;
+
+	j = json_object();
+	json_object_set_new(j, "name", json_string(a->name));
+	json_object_set_new(j, "org", json_string(a->org));
+	json_object_set_new(j, "file", json_str_or_null(a->file));
+	json_object_set_new(j, "agent", json_string(agent_kind_name(a->agent)));
+	json_object_set_new(j, "model", json_str_or_null(a->model));
+	json_object_set_new(j, "command", a->command != NULL ? json_str_list(a->command) :
+	    json_null());
+	json_object_set_new(j, "prompt", json_string(a->prompt != NULL ? a->prompt : ""));
+	json_object_set_new(j, "repository", json_str_or_null(a->repository));
+	json_object_set_new(j, "proof", json_string(proof_kind_name(a->proof)));
+	json_object_set_new(j, "artifacts", json_str_list(a->artifacts));
+	json_object_set_new(j, "secrets", json_str_list(a->secrets));
+	json_object_set_new(j, "network", json_pack("{s:o}", "allow",
+	    json_str_list(a->network_allow)));
+	json_object_set_new(j, "timeout", json_integer(a->timeout));
+	json_object_set_new(j, "concurrency", json_pack("{s:s,s:s}",
+	    "key", conc_key_names[a->conc_key], "on_busy", on_busy_names[a->on_busy]));
+	json_object_set_new(j, "report", json_string(a->report_thread ? "thread" : "none"));
+	json_object_set_new(j, "authors", json_string(a->authors_any ? "any" : "members"));
+	json_object_set_new(j, "bots", json_boolean(a->bots));
+	return j;
+}
+
+/* A list of strings, NULL-terminated; *bad set when j is neither null nor such a list. */
+static char **
+json_list_dup(const json_t *j, int *bad)
+{
+	char	**out;
+	json_t	 *v;
+	size_t	  i;
+
+	if (j == NULL || json_is_null(j) || (json_is_array(j) && json_array_size(j) == 0))
+		return NULL;
+	if (!json_is_array(j)) {
+		*bad = 1;
+		return NULL;
+	}
+	out = xcalloc(json_array_size(j) + 1, sizeof *out);
+	json_array_foreach(j, i, v) {
+		if (!json_is_string(v)) {
+			*bad = 1;
+			out[i] = xstrdup("");
+		} else
+			out[i] = xstrdup(json_string_value(v));
+	}
+	return out;
+}
+
+static char *
+json_str_dup(const json_t *j, const char *key, int required, int *bad)
+{
+	const json_t	*v = json_object_get(j, key);
+
+	if (json_is_string(v))
+		return xstrdup(json_string_value(v));
+	if (required || (v != NULL && !json_is_null(v)))
+		*bad = 1;
+	return NULL;
+}
+
+static int
+json_enum(const json_t *j, const char *key, const char *const *names, int def, int *bad)
+{
+	const char	*s = json_string_value(json_object_get(j, key));
+	int		 i;
+
+	if (s == NULL)
+		return def;
+	if ((i = name_index(names, s)) < 0)
+		*bad = 1;
+	return i < 0 ? def : i;
+}
+
+struct automation *
+automation_from_json(const json_t *j)
+{
+	static const char *const reports[] = { "thread", "none", NULL };
+	static const char *const authors[] = { "members", "any", NULL };
+	struct automation	*a;
+	const json_t		*conc, *v;
+	int			 bad = 0;
+
+	if (!json_is_object(j))
+		return NULL;
+	a = xcalloc(1, sizeof *a);
+	a->name = json_str_dup(j, "name", 1, &bad);
+	a->org = json_str_dup(j, "org", 1, &bad);
+	a->file = json_str_dup(j, "file", 0, &bad);
+	a->agent = json_enum(j, "agent", agent_names, AGENT_CLAUDE, &bad);
+	a->agent_name = xstrdup(agent_kind_name(a->agent));
+	a->model = json_str_dup(j, "model", 0, &bad);
+	a->command = json_list_dup(json_object_get(j, "command"), &bad);
+	if ((a->prompt = json_str_dup(j, "prompt", 0, &bad)) == NULL)
+		a->prompt = xstrdup("");
+	a->repository = json_str_dup(j, "repository", 0, &bad);
+	a->proof = json_enum(j, "proof", proof_names, PROOF_REPORT, &bad);
+	a->artifacts = json_list_dup(json_object_get(j, "artifacts"), &bad);
+	a->secrets = json_list_dup(json_object_get(j, "secrets"), &bad);
+	a->network_allow = json_list_dup(json_path(j, "network.allow"), &bad);
+	if ((v = json_object_get(j, "timeout")) != NULL) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
+			bad = 1;
+		else
+			a->timeout = json_integer_value(v);
+	}
+	conc = json_object_get(j, "concurrency");
+	a->conc_key = json_enum(conc, "key", conc_key_names, CONC_THREAD, &bad);
+	a->on_busy = json_enum(conc, "on_busy", on_busy_names, BUSY_QUEUE, &bad);
+	a->report_thread = json_enum(j, "report", reports, 0, &bad) == 0;
+	a->authors_any = json_enum(j, "authors", authors, 0, &bad) == 1;
+	a->bots = json_is_true(json_object_get(j, "bots"));
+	a->checks[a->nchecks++] = TOP_ON;
+	a->checks[a->nchecks++] = TOP_AUTHORS;
+	a->checks[a->nchecks++] = TOP_BOTS;
+	if (bad) {
+		automation_free(a);
+		return NULL;
+	}
+	return a;
+}

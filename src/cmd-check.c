@@ -1,0 +1,281 @@
+/* cmd-check.c: `spur check` and `spur fire`: the configuration and automations, without the engine. */
+#include "spur.h"
+#include "automation.h"
+#include "cmd.h"
+#include "conf.h"
+#include "event.h"
+#include "prompt.h"
+#include "source.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define FIRE_MAX_HEADERS	64
+#define FIRE_MAX_BODY		(25 << 20)
+#define FIRE_MAX_MATCHES	256
+
+int
+cmd_check(const struct cmd *c, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct config		*conf;
+	struct automation_set	*set;
+	const char		*path = NULL;
+	int			 ch;
+
+	while ((ch = getopt_long(argc, argv, "c:", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		default:
+			cmd_usage(c, 1);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		cmd_usage(c, 1);
+		return EXIT_USAGE;
+	}
+	if (path == NULL)
+		path = config_default_path();
+	if (cmd_load(path, &conf, &set) != 0)
+		return EXIT_FAILED;
+	printf("%s: ok (%zu org%s, %zu automation%s)\n", path, conf->norgs,
+	    conf->norgs == 1 ? "" : "s", automation_count(set),
+	    automation_count(set) == 1 ? "" : "s");
+	automation_set_unref(set);
+	config_free(conf);
+	return EXIT_OK;
+}
+
+/* "Name: value" into a header; the strings point into arg, which is modified. */
+static int
+fire_header(char *arg, struct header *h)
+{
+	char	*colon = strchr(arg, ':');
+
+	if (colon == NULL || colon == arg)
+		return -1;
+	*colon++ = '\0';
+	while (*colon == ' ' || *colon == '\t')
+		colon++;
+	h->name = arg;
+	h->value = colon;
+	return 0;
+}
+
+static int
+fire_has_header(const struct header *h, size_t n, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		if (strcasecmp(h[i].name, name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int
+cmd_fire(const struct cmd *c, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "org", required_argument, NULL, 'o' },
+		{ "source", required_argument, NULL, 's' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "header", required_argument, NULL, 'H' },
+		{ "why", no_argument, NULL, 'w' },
+		{ "prompt", no_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct config		*conf = NULL;
+	struct automation_set	*set = NULL;
+	const struct automation	*matches[FIRE_MAX_MATCHES];
+	struct header		 headers[FIRE_MAX_HEADERS];
+	struct source_req	 sr;
+	struct source_result	 res;
+	const struct source	*src;
+	const char		*path = NULL, *org = NULL, *source = NULL, *evname = NULL;
+	const char		*hook;
+	char			*body = NULL, *cause = NULL, *prompt;
+	size_t			 nh = 0, len, n, i, j;
+	int			 ch, why = 0, only_prompt = 0, json = 0, rc = EXIT_FAILED;
+	json_t			*out = NULL, *list, *nomatch;
+
+	while ((ch = getopt_long(argc, argv, "c:H:", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': path = optarg; break;
+		case 'o': org = optarg; break;
+		case 's': source = optarg; break;
+		case 'e': evname = optarg; break;
+		case 'w': why = 1; break;
+		case 'p': only_prompt = 1; break;
+		case 'j': json = 1; break;
+		case 'H':
+			if (nh == FIRE_MAX_HEADERS - 2 || fire_header(optarg, &headers[nh]) != 0) {
+				fprintf(stderr, "spur fire: bad header \"%s\" (expected "
+				    "'Name: value')\n", optarg);
+				return EXIT_USAGE;
+			}
+			nh++;
+			break;
+		default:
+			cmd_usage(c, 1);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1 || org == NULL || source == NULL) {
+		cmd_usage(c, 1);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[optind], "-") == 0) {
+		struct buf b;
+		char tmp[8192];
+		ssize_t r;
+		buf_init(&b, FIRE_MAX_BODY);
+		while ((r = read(0, tmp, sizeof tmp)) > 0) {
+			if (buf_add(&b, tmp, r) != 0) {
+				fprintf(stderr, "spur fire: standard input too large\n");
+				buf_free(&b);
+				return EXIT_FAILED;
+			}
+		}
+		len = b.len;
+		body = buf_take(&b);
+	} else if (read_file(argv[optind], FIRE_MAX_BODY, &body, &len, &cause) != 0) {
+		fprintf(stderr, "spur fire: %s\n", cause);
+		free(cause);
+		return EXIT_FAILED;
+	}
+	if (cmd_load(path != NULL ? path : config_default_path(), &conf, &set) != 0)
+		goto out;
+	if (config_org(conf, org) == NULL) {
+		fprintf(stderr, "spur fire: no org \"%s\" in the configuration\n", org);
+		goto out;
+	}
+	/* A generic hook is named either by --source NAME or --source webhook --event NAME. */
+	hook = source;
+	if (strcmp(source, "webhook") == 0) {
+		if (evname == NULL) {
+			fprintf(stderr, "spur fire: --source webhook needs --event HOOKNAME\n");
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		hook = evname;
+	}
+	src = source_find(hook);
+	if (src == &source_github && evname != NULL &&
+	    !fire_has_header(headers, nh, "X-GitHub-Event")) {
+		headers[nh].name = "X-GitHub-Event";
+		headers[nh++].value = evname;
+	}
+	if (!fire_has_header(headers, nh, "Content-Type")) {
+		headers[nh].name = "Content-Type";
+		headers[nh++].value = body[0] == '{' || body[0] == '[' ?
+		    "application/json" : "application/x-www-form-urlencoded";
+	}
+	memset(&sr, 0, sizeof sr);
+	memset(&res, 0, sizeof res);
+	sr.conf = conf;
+	sr.org = config_org(conf, org);
+	sr.org_name = org;
+	sr.hook = hook;
+	sr.headers = headers;
+	sr.nheaders = nh;
+	sr.body = body;
+	sr.len = len;
+	sr.now_ms = now_ms();
+	sr.no_verify = 1;
+	if (src == &source_webhook) {
+		sr.webhook = automation_webhook(set, org, hook);
+		if (sr.webhook == NULL) {
+			fprintf(stderr, "spur fire: no automation of org %s declares the "
+			    "webhook \"%s\"\n", org, hook);
+			goto out;
+		}
+	}
+	src->handle(&sr, &res);
+	if (res.verdict != SOURCE_EVENT) {
+		if (res.verdict == SOURCE_REPLY)
+			printf("%s\n", res.reply != NULL ? res.reply : "");
+		else
+			fprintf(stderr, "spur fire: %s\n", res.cause != NULL ? res.cause :
+			    "not an event");
+		rc = res.verdict == SOURCE_REPLY ? EXIT_OK : EXIT_FAILED;
+		source_result_free(&res);
+		goto out;
+	}
+	res.event->id = random_id("evt_");
+	n = automation_match(set, res.event, matches, FIRE_MAX_MATCHES);
+	out = json_object();
+	json_object_set_new(out, "event", spur_event_to_json(res.event));
+	list = json_array();
+	for (i = 0; i < n; i++) {
+		prompt = prompt_build(matches[i]->prompt, res.event, NULL);
+		if (only_prompt)
+			fwrite(prompt, 1, strlen(prompt), stdout);
+		json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "automation",
+		    matches[i]->name, "file", matches[i]->file, "prompt", prompt));
+		free(prompt);
+	}
+	json_object_set_new(out, "matches", list);
+	nomatch = json_array();
+	if (why) {
+		for (i = 0; i < automation_count(set); i++) {
+			const struct automation *a = automation_get(set, i);
+			char *reason;
+			for (j = 0; j < n; j++) {
+				if (matches[j] == a)
+					break;
+			}
+			if (j < n || strcmp(a->org, org) != 0)
+				continue;
+			reason = automation_why(a, res.event);
+			json_array_append_new(nomatch, json_pack("{s:s,s:s,s:s}", "automation",
+			    a->name, "file", a->file, "why", reason != NULL ? reason :
+			    "matched"));
+			free(reason);
+		}
+	}
+	json_object_set_new(out, "not_matched", nomatch);
+	if (only_prompt)
+		;
+	else if (json)
+		cmd_print_json(out);
+	else {
+		char *evs = json_dumps(json_object_get(out, "event"), JSON_INDENT(2));
+		printf("event:\n%s\n", evs);
+		free(evs);
+		if (n == 0)
+			printf("\nno automation matches\n");
+		json_array_foreach(list, i, nomatch) {
+			printf("\nmatch: %s (%s)\n--- prompt ---\n%s\n--- end of prompt ---\n",
+			    json_string_value(json_object_get(nomatch, "automation")),
+			    json_string_value(json_object_get(nomatch, "file")),
+			    json_string_value(json_object_get(nomatch, "prompt")));
+		}
+		json_array_foreach(json_object_get(out, "not_matched"), i, nomatch) {
+			printf("\nno match: %s: %s\n",
+			    json_string_value(json_object_get(nomatch, "automation")),
+			    json_string_value(json_object_get(nomatch, "why")));
+		}
+	}
+	source_result_free(&res);
+	rc = EXIT_OK;
+out:
+	json_decref(out);
+	free(body);
+	if (set != NULL)
+		automation_set_unref(set);
+	config_free(conf);
+	return rc;
+}

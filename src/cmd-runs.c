@@ -1,0 +1,336 @@
+/* cmd-runs.c: `spur runs`, `show`, `logs`, `cancel` and `retry`: the store as the CLI sees it. */
+#include "spur.h"
+#include "cmd.h"
+#include "conf.h"
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Parses -c FILE, --json, --org, --state, --limit, -f; returns the first operand index. */
+struct runs_opts {
+	const char	*config;
+	const char	*org;
+	const char	*state;
+	int		 limit;
+	int		 json;
+	int		 follow;
+};
+
+static int
+runs_getopt(const struct cmd *c, int argc, char **argv, struct runs_opts *o, int operands)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "org", required_argument, NULL, 'o' },
+		{ "state", required_argument, NULL, 's' },
+		{ "limit", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "follow", no_argument, NULL, 'f' },
+		{ NULL, 0, NULL, 0 }
+	};
+	enum run_state	 st;
+	int		 ch;
+
+	memset(o, 0, sizeof *o);
+	o->limit = 100;
+	while ((ch = getopt_long(argc, argv, "c:f", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': o->config = optarg; break;
+		case 'o': o->org = optarg; break;
+		case 's':
+			if (run_state_parse(optarg, &st) != 0) {
+				fprintf(stderr, "spur %s: unknown state \"%s\"\n", c->name, optarg);
+				return -1;
+			}
+			o->state = optarg;
+			break;
+		case 'n': o->limit = atoi(optarg); break;
+		case 'j': o->json = 1; break;
+		case 'f':
+			if (strcmp(c->name, "logs") != 0)
+				return -1;
+			o->follow = 1;
+			break;
+		default:
+			return -1;
+		}
+	}
+	if (argc - optind != operands)
+		return -1;
+	if (o->config == NULL)
+		o->config = config_default_path();
+	return optind;
+}
+
+static const char *
+jstr(const json_t *j, const char *key)
+{
+	const char	*s = json_string_value(json_object_get(j, key));
+
+	return s != NULL ? s : "-";
+}
+
+static void
+format_duration(json_t *ms, char *out, size_t len)
+{
+	long long	 v;
+
+	if (!json_is_integer(ms)) {
+		snprintf(out, len, "-");
+		return;
+	}
+	v = json_integer_value(ms);
+	if (v < 10000)
+		snprintf(out, len, "%lld.%03llds", v / 1000, v % 1000);
+	else if (v < 3600000)
+		snprintf(out, len, "%lldm%02llds", v / 60000, v / 1000 % 60);
+	else
+		snprintf(out, len, "%lldh%02lldm", v / 3600000, v / 60000 % 60);
+}
+
+int
+cmd_runs(const struct cmd *c, int argc, char **argv)
+{
+	struct runs_opts	 o;
+	struct config		*conf;
+	struct store		*st;
+	json_t			*list, *r;
+	size_t			 i;
+	char			 dur[32];
+
+	if (runs_getopt(c, argc, argv, &o, 0) < 0) {
+		cmd_usage(c, 1);
+		return EXIT_USAGE;
+	}
+	if ((st = cmd_store(o.config, &conf)) == NULL)
+		return EXIT_FAILED;
+	list = store_runs_json(st, o.org, o.state, o.limit);
+	if (o.json)
+		cmd_print_json(list);
+	else {
+		printf("%-24s %-12s %-24s %-12s %-40s %-24s %s\n", "ID", "ORG", "AUTOMATION",
+		    "STATE", "THREAD", "STARTED", "DURATION");
+		json_array_foreach(list, i, r) {
+			format_duration(json_object_get(r, "duration_ms"), dur, sizeof dur);
+			printf("%-24s %-12s %-24s %-12s %-40s %-24s %s\n", jstr(r, "id"),
+			    jstr(r, "org"), jstr(r, "automation"), jstr(r, "state"),
+			    jstr(r, "thread"), jstr(r, "started_at"), dur);
+		}
+	}
+	json_decref(list);
+	store_close(st);
+	config_free(conf);
+	return EXIT_OK;
+}
+
+int
+cmd_show(const struct cmd *c, int argc, char **argv)
+{
+	struct runs_opts	 o;
+	struct config		*conf;
+	struct store		*st;
+	json_t			*r, *h;
+	size_t			 i;
+	int			 idx;
+	char			 dur[32];
+
+	if ((idx = runs_getopt(c, argc, argv, &o, 1)) < 0) {
+		cmd_usage(c, 1);
+		return EXIT_USAGE;
+	}
+	if ((st = cmd_store(o.config, &conf)) == NULL)
+		return EXIT_FAILED;
+	if ((r = store_run_json(st, argv[idx], 1)) == NULL) {
+		fprintf(stderr, "spur show: no such run %s\n", argv[idx]);
+		store_close(st);
+		config_free(conf);
+		return EXIT_FAILED;
+	}
+	if (o.json)
+		cmd_print_json(r);
+	else {
+		format_duration(json_object_get(r, "duration_ms"), dur, sizeof dur);
+		printf("run:        %s\norg:        %s\nautomation: %s\nstate:      %s\n"
+		    "reason:     %s\nthread:     %s\nsession:    %s\nevent:      %s\n"
+		    "created:    %s\nstarted:    %s\nended:      %s\nduration:   %s\n"
+		    "proof:      %s\n", jstr(r, "id"), jstr(r, "org"),
+		    jstr(r, "automation"), jstr(r, "state"), jstr(r, "reason"),
+		    jstr(r, "thread"), jstr(r, "session"), jstr(r, "event_id"),
+		    jstr(r, "created_at"), jstr(r, "started_at"), jstr(r, "ended_at"), dur,
+		    jstr(r, "proof"));
+		printf("\nhistory:\n");
+		json_array_foreach(json_object_get(r, "history"), i, h)
+			printf("  %s  %-12s %s\n", jstr(h, "at"), jstr(h, "state"),
+			    jstr(h, "reason"));
+		printf("\nreports:\n");
+		json_array_foreach(json_object_get(r, "reports"), i, h)
+			printf("  %-10s %-10s attempts=%lld %s\n", jstr(h, "kind"),
+			    jstr(h, "state"), (long long)json_integer_value(
+			    json_object_get(h, "attempts")), jstr(h, "error"));
+		printf("\nconnections:\n");
+		json_array_foreach(json_object_get(r, "connections"), i, h)
+			printf("  %s  %s:%lld %s in=%lld out=%lld\n", jstr(h, "at"),
+			    jstr(h, "host"), (long long)json_integer_value(
+			    json_object_get(h, "port")), jstr(h, "verdict"),
+			    (long long)json_integer_value(json_object_get(h, "bytes_in")),
+			    (long long)json_integer_value(json_object_get(h, "bytes_out")));
+		printf("\nprompt:\n%s\n\nresult:\n%s\n", jstr(r, "prompt"), jstr(r, "result"));
+	}
+	json_decref(r);
+	store_close(st);
+	config_free(conf);
+	return EXIT_OK;
+}
+
+int
+cmd_logs(const struct cmd *c, int argc, char **argv)
+{
+	struct runs_opts	 o;
+	struct config		*conf;
+	struct store		*st;
+	enum run_state		 state;
+	char			*path, buf[8192];
+	ssize_t			 n;
+	int			 idx, fd = -1, rc = EXIT_OK;
+
+	if ((idx = runs_getopt(c, argc, argv, &o, 1)) < 0) {
+		cmd_usage(c, 1);
+		return EXIT_USAGE;
+	}
+	if ((st = cmd_store(o.config, &conf)) == NULL)
+		return EXIT_FAILED;
+	if (store_run_get_state(st, argv[idx], &state) != 0) {
+		fprintf(stderr, "spur logs: no such run %s\n", argv[idx]);
+		rc = EXIT_FAILED;
+		goto out;
+	}
+	path = run_log_path(conf->data_dir, argv[idx]);
+	for (;;) {
+		if (fd == -1)
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd != -1) {
+			while ((n = read(fd, buf, sizeof buf)) > 0)
+				fwrite(buf, 1, n, stdout);
+			fflush(stdout);
+		}
+		if (!o.follow || (store_run_get_state(st, argv[idx], &state) == 0 &&
+		    run_state_terminal(state))) {
+			/* One last read: the run may have written its tail as it ended. */
+			if (fd != -1 && o.follow) {
+				while ((n = read(fd, buf, sizeof buf)) > 0)
+					fwrite(buf, 1, n, stdout);
+			}
+			break;
+		}
+		usleep(200 * 1000);
+	}
+	if (fd != -1)
+		close(fd);
+	free(path);
+out:
+	store_close(st);
+	config_free(conf);
+	return rc;
+}
+
+/* Tells a running engine to look at the store again (cancel requests, new runs). */
+static void
+runs_poke_engine(const char *data_dir)
+{
+	char	*path = path_join(data_dir, "spur.pid"), *s, *cause;
+	long	 pid;
+
+	if (read_file(path, 64, &s, NULL, &cause) == 0) {
+		pid = strtol(s, NULL, 10);
+		if (pid > 1)
+			kill((pid_t)pid, SIGUSR1);
+		free(s);
+	} else
+		free(cause);
+	free(path);
+}
+
+int
+cmd_cancel(const struct cmd *c, int argc, char **argv)
+{
+	struct runs_opts	 o;
+	struct config		*conf;
+	struct store		*st;
+	enum run_state		 state;
+	char			*cause = NULL;
+	int			 idx, rc = EXIT_OK;
+
+	if ((idx = runs_getopt(c, argc, argv, &o, 1)) < 0) {
+		cmd_usage(c, 1);
+		return EXIT_USAGE;
+	}
+	if ((st = cmd_store(o.config, &conf)) == NULL)
+		return EXIT_FAILED;
+	if (store_run_get_state(st, argv[idx], &state) != 0) {
+		fprintf(stderr, "spur cancel: no such run %s\n", argv[idx]);
+		rc = EXIT_FAILED;
+	} else if (state == RUN_QUEUED) {
+		if (store_run_set_state(st, argv[idx], RUN_CANCELLED, "cancelled by user",
+		    &cause) == 0) {
+			printf("%s cancelled\n", argv[idx]);
+			runs_poke_engine(conf->data_dir);
+		} else if (store_run_get_state(st, argv[idx], &state) == 0 &&
+		    state == RUN_RUNNING) {
+			/* It started between our read and our write. */
+			store_run_request_cancel(st, argv[idx], "cancelled by user");
+			runs_poke_engine(conf->data_dir);
+			printf("%s cancelling\n", argv[idx]);
+		} else {
+			fprintf(stderr, "spur cancel: %s\n", cause);
+			rc = EXIT_FAILED;
+		}
+	} else if (state == RUN_RUNNING) {
+		store_run_request_cancel(st, argv[idx], "cancelled by user");
+		runs_poke_engine(conf->data_dir);
+		printf("%s cancelling\n", argv[idx]);
+	} else {
+		fprintf(stderr, "spur cancel: run %s already ended (%s)\n", argv[idx],
+		    run_state_name(state));
+		rc = EXIT_FAILED;
+	}
+	free(cause);
+	store_close(st);
+	config_free(conf);
+	return rc;
+}
+
+int
+cmd_retry(const struct cmd *c, int argc, char **argv)
+{
+	struct runs_opts	 o;
+	struct config		*conf;
+	struct store		*st;
+	char			*cause = NULL, *id;
+	int			 idx, rc = EXIT_OK;
+
+	if ((idx = runs_getopt(c, argc, argv, &o, 1)) < 0) {
+		cmd_usage(c, 1);
+		return EXIT_USAGE;
+	}
+	if ((st = cmd_store(o.config, &conf)) == NULL)
+		return EXIT_FAILED;
+	if ((id = store_run_retry(st, argv[idx], &cause)) == NULL) {
+		fprintf(stderr, "spur retry: %s\n", cause);
+		rc = EXIT_FAILED;
+	} else {
+		printf("%s\n", id);
+		runs_poke_engine(conf->data_dir);
+	}
+	free(id);
+	free(cause);
+	store_close(st);
+	config_free(conf);
+	return rc;
+}

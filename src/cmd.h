@@ -1,0 +1,39 @@
+/* cmd.h: the commands of the spur binary (SPEC section 2) and what they share. */
+#ifndef SPUR_CMD_H
+#define SPUR_CMD_H
+
+#include <jansson.h>
+
+struct config;
+struct automation_set;
+struct store;
+
+#define EXIT_OK		0
+#define EXIT_FAILED	1
+#define EXIT_USAGE	2
+
+struct cmd {
+	const char	*name;
+	const char	*usage;		/* after "spur NAME " */
+	const char	*help;		/* one paragraph */
+	int		(*run)(const struct cmd *, int, char **);
+};
+
+int	cmd_serve(const struct cmd *, int, char **);
+int	cmd_check(const struct cmd *, int, char **);
+int	cmd_fire(const struct cmd *, int, char **);
+int	cmd_runs(const struct cmd *, int, char **);
+int	cmd_show(const struct cmd *, int, char **);
+int	cmd_logs(const struct cmd *, int, char **);
+int	cmd_cancel(const struct cmd *, int, char **);
+int	cmd_retry(const struct cmd *, int, char **);
+int	cmd_schedules(const struct cmd *, int, char **);
+
+void	cmd_usage(const struct cmd *, int to_stderr);
+/* Loads config and automations, printing every error; -1 if any. */
+int	cmd_load(const char *path, struct config **, struct automation_set **);
+/* Opens the store of a configured data dir for the CLI. */
+struct store *cmd_store(const char *path, struct config **);
+void	cmd_print_json(json_t *);
+
+#endif

@@ -1,0 +1,18 @@
+/* dispatch.h: takes queued runs from the store and starts them within the limits. */
+#ifndef SPUR_DISPATCH_H
+#define SPUR_DISPATCH_H
+
+struct engine;
+struct dispatch;
+
+struct dispatch	*dispatch_create(struct engine *, char **cause);
+void		 dispatch_free(struct dispatch *);
+/* Something changed (new runs, a run ended, a reload): look at the queue again. */
+void		 dispatch_kick(struct dispatch *);
+/* Cancels a run this engine is running; 0 if it was found. */
+int		 dispatch_cancel(struct dispatch *, const char *run, const char *reason);
+int		 dispatch_running(const struct dispatch *);
+/* Ends every running run (shutdown). */
+void		 dispatch_shutdown(struct dispatch *);
+
+#endif

@@ -1,0 +1,726 @@
+/* sandbox-bwrap.c: one agent process in its own bubblewrap sandbox (or, for development, in none). */
+#include "spur.h"
+#include "proc.h"
+#include "sandbox.h"
+
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#define SANDBOX_ARGS_MAX	(1024 * 1024)	/* bwrap options, environment included */
+
+/*
+ * How the limits are enforced (no cgroup is needed, none is assumed):
+ *  - memory: RLIMIT_DATA on bwrap and everything under it. It counts heap and
+ *    private writable mappings but not address space merely reserved
+ *    (PROT_NONE), so V8 and Go runtimes still start; RLIMIT_AS would not let
+ *    them. It is per process, not per sandbox: several processes may each use
+ *    up to the limit.
+ *  - processes: RLIMIT_NPROC, counted by the kernel per real uid. Sandboxes run
+ *    as sandbox.user, so a fork bomb hits it and stays inside; the budget is
+ *    shared by all sandboxes of that user at once.
+ *  - time and output: supervised from the event loop (proc.c).
+ */
+
+struct sandbox {
+	struct proc		*proc;
+	int			 info_fd;	/* bwrap --info-fd: the sandbox's pid 1 */
+	pid_t			 ns_init;
+	long long		 timeout;
+	unsigned long long	 output_max;
+	struct sandbox_exit	 exit;
+	sandbox_output_cb	 output_cb;
+	sandbox_exit_cb		 exit_cb;
+	void			*arg;
+};
+
+/* A bwrap command line being built: its options go through a memfd (--args), not argv. */
+struct sandbox_cmd {
+	struct buf	 args;
+	char		*path;
+	char		**argv;
+	int		 keep[PROC_KEEP_MAX];
+	size_t		 nkeep;
+	int		 info_rd;
+	int		 drop;
+	uid_t		 uid;
+	gid_t		 gid;
+	char		*stage_src[3];
+	char		*stage_dst[3];
+	size_t		 nstage;
+};
+
+/* What programs need from /etc; nothing else of the host's configuration. */
+static const char *sandbox_etc[] = {
+	"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/alternatives",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/localtime", "/etc/nsswitch.conf", "/etc/mime.types",
+	"/etc/protocols", "/etc/services",
+};
+
+/* Top-level directories that are links into /usr on a merged system, else bound. */
+static const char *sandbox_top[] = {
+	"bin", "sbin", "lib", "lib32", "lib64", "libx32",
+};
+
+static void
+sandbox_arg(struct sandbox_cmd *c, const char *s)
+{
+	(void)buf_add(&c->args, s, strlen(s) + 1);
+}
+
+static void
+sandbox_args(struct sandbox_cmd *c, const char *a, const char *b, const char *d)
+{
+	sandbox_arg(c, a);
+	if (b != NULL)
+		sandbox_arg(c, b);
+	if (d != NULL)
+		sandbox_arg(c, d);
+}
+
+/* Passes fd to bwrap; returns the number it has there. */
+static const char *
+sandbox_fd(struct sandbox_cmd *c, int fd, char *num, size_t len)
+{
+	if (c->nkeep >= PROC_KEEP_MAX)
+		fatal("sandbox: too many descriptors");
+	c->keep[c->nkeep] = fd;
+	snprintf(num, len, "%zu", 3 + c->nkeep);
+	c->nkeep++;
+	return num;
+}
+
+static int
+sandbox_memfd(const char *name, const void *data, size_t len, char **cause)
+{
+	const char	*p = data;
+	ssize_t		 n;
+	int		 fd;
+
+	if ((fd = memfd_create(name, MFD_CLOEXEC)) == -1) {
+		*cause = xprintf("memfd_create: %s", strerror(errno));
+		return -1;
+	}
+	while (len > 0) {
+		if ((n = write(fd, p, len)) <= 0) {
+			if (n == -1 && errno == EINTR)
+				continue;
+			*cause = xprintf("memfd write: %s", strerror(errno));
+			close(fd);
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	if (lseek(fd, 0, SEEK_SET) != 0) {
+		*cause = xprintf("memfd seek: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Adds a file made of text at dest, read-only. */
+static int
+sandbox_data(struct sandbox_cmd *c, const char *dest, const char *text, char **cause)
+{
+	char	num[16];
+	int	fd;
+
+	if ((fd = sandbox_memfd("spur-etc", text, strlen(text), cause)) == -1)
+		return -1;
+	sandbox_args(c, "--ro-bind-data", sandbox_fd(c, fd, num, sizeof num), dest);
+	return 0;
+}
+
+/*
+ * When spur is root the sandbox user cannot reach the session's directories:
+ * they sit below the data directory, mode 0700. So the child, still root,
+ * takes a private mount namespace, bind-mounts each one onto a tmpfs at
+ * SANDBOX_STAGE and only then drops to the user and runs bwrap, which binds
+ * them from there. The host's mount table never changes.
+ */
+#define SANDBOX_STAGE	"/mnt"
+
+static int
+sandbox_stage_cb(void *arg)
+{
+	struct sandbox_cmd	*c = arg;
+	size_t			 i;
+
+	if (unshare(CLONE_NEWNS) != 0)
+		return -1;
+	if (mount(NULL, "/", NULL, MS_REC|MS_SLAVE, NULL) != 0)
+		return -1;
+	if (mount("spur", SANDBOX_STAGE, "tmpfs", MS_NOSUID|MS_NODEV,
+	    "mode=0755,size=64k") != 0)
+		return -1;
+	for (i = 0; i < c->nstage; i++) {
+		if (mkdir(c->stage_dst[i], 0755) != 0)
+			return -1;
+		if (mount(c->stage_src[i], c->stage_dst[i], NULL, MS_BIND|MS_REC,
+		    NULL) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Binds a host directory read-write, staged when spur is root. */
+static int
+sandbox_bind_dir(struct sandbox_cmd *c, const char *host, const char *inside,
+    char **cause)
+{
+	struct stat	st;
+
+	if (stat(host, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		*cause = xprintf("%s: %s", host, errno != 0 ? strerror(errno) :
+		    "not a directory");
+		return -1;
+	}
+	if (!c->drop) {
+		sandbox_args(c, "--bind", host, inside);
+		return 0;
+	}
+	c->stage_src[c->nstage] = xstrdup(host);
+	c->stage_dst[c->nstage] = xprintf(SANDBOX_STAGE "/%zu", c->nstage);
+	sandbox_args(c, "--bind", c->stage_dst[c->nstage], inside);
+	c->nstage++;
+	return 0;
+}
+
+static int
+sandbox_inside_path(const char *p)
+{
+	return p != NULL && p[0] == '/' && p[1] != '\0' && strstr(p, "/..") == NULL &&
+	    strstr(p, "//") == NULL;
+}
+
+static void
+sandbox_cmd_free(struct sandbox_cmd *c)
+{
+	size_t	i;
+
+	for (i = 0; i < c->nkeep; i++)
+		close(c->keep[i]);
+	c->nkeep = 0;
+	if (c->info_rd != -1)
+		close(c->info_rd);
+	c->info_rd = -1;
+	if (c->argv != NULL) {
+		for (i = 0; c->argv[i] != NULL; i++)
+			free(c->argv[i]);
+		free(c->argv);
+	}
+	c->argv = NULL;
+	for (i = 0; i < c->nstage; i++) {
+		free(c->stage_src[i]);
+		free(c->stage_dst[i]);
+	}
+	c->nstage = 0;
+	free(c->path);
+	c->path = NULL;
+	buf_free(&c->args);
+}
+
+/* Who the sandbox runs as: sandbox.user when spur is root, else spur itself. */
+static int
+sandbox_user(struct sandbox_cmd *c, const char *user, char **cause)
+{
+	struct passwd	*pw;
+
+	c->drop = 0;
+	c->uid = getuid();
+	c->gid = getgid();
+	if (geteuid() != 0)
+		return 0;
+	if (user == NULL || *user == '\0') {
+		*cause = xstrdup("spur runs as root: sandbox.user must name an "
+		    "unprivileged user to run sandboxes as");
+		return -1;
+	}
+	errno = 0;
+	if ((pw = getpwnam(user)) == NULL) {
+		*cause = xprintf("sandbox user %s does not exist (create it, e.g. "
+		    "useradd --system %s)", user, user);
+		return -1;
+	}
+	if (pw->pw_uid == 0 || pw->pw_gid == 0) {
+		*cause = xprintf("sandbox user %s is root or in group root", user);
+		return -1;
+	}
+	c->drop = 1;
+	c->uid = pw->pw_uid;
+	c->gid = pw->pw_gid;
+	return 0;
+}
+
+/* Everything bwrap is told, from namespaces to the environment. */
+static int
+sandbox_build(struct sandbox_cmd *c, const struct sandbox_spec *spec, char **cause)
+{
+	struct stat	 st;
+	char		 num[16], link[256], top[32], *text;
+	char		*const *e;
+	const char	*eq;
+	ssize_t		 n;
+	size_t		 i, argc;
+	int		 fd, info[2];
+
+	memset(c, 0, sizeof *c);
+	c->info_rd = -1;
+	buf_init(&c->args, SANDBOX_ARGS_MAX);
+	if (spec->workspace == NULL || spec->artifacts == NULL || spec->home == NULL) {
+		*cause = xstrdup("sandbox needs workspace, artifacts and home directories");
+		goto fail;
+	}
+	if (spec->nbinds > SANDBOX_BINDS_MAX) {
+		*cause = xprintf("too many binds (%zu, at most %d)", spec->nbinds,
+		    SANDBOX_BINDS_MAX);
+		goto fail;
+	}
+	if (sandbox_user(c, spec->user, cause) != 0)
+		goto fail;
+
+	sandbox_args(c, "--unshare-user", "--unshare-ipc", "--unshare-pid");
+	sandbox_args(c, "--unshare-net", "--unshare-uts", "--unshare-cgroup-try");
+	sandbox_args(c, "--disable-userns", "--hostname", "spur");
+	sandbox_args(c, "--new-session", "--die-with-parent", NULL);
+	sandbox_args(c, "--cap-drop", "ALL", NULL);
+
+	sandbox_args(c, "--ro-bind", "/usr", "/usr");
+	for (i = 0; i < SPUR_ARRLEN(sandbox_top); i++) {
+		snprintf(top, sizeof top, "/%s", sandbox_top[i]);
+		if (lstat(top, &st) != 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			if ((n = readlink(top, link, sizeof link - 1)) <= 0)
+				continue;
+			link[n] = '\0';
+			sandbox_args(c, "--symlink", link, top);
+		} else if (S_ISDIR(st.st_mode))
+			sandbox_args(c, "--ro-bind", top, top);
+	}
+	for (i = 0; i < SPUR_ARRLEN(sandbox_etc); i++)
+		sandbox_args(c, "--ro-bind-try", sandbox_etc[i], sandbox_etc[i]);
+	text = xprintf("spur:x:%u:%u:spur:" SANDBOX_HOME ":/bin/sh\n"
+	    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+	    (unsigned)c->uid, (unsigned)c->gid);
+	fd = sandbox_data(c, "/etc/passwd", text, cause);
+	free(text);
+	if (fd != 0)
+		goto fail;
+	text = xprintf("spur:x:%u:\nnogroup:x:65534:\n", (unsigned)c->gid);
+	fd = sandbox_data(c, "/etc/group", text, cause);
+	free(text);
+	if (fd != 0)
+		goto fail;
+	if (sandbox_data(c, "/etc/hosts", "127.0.0.1\tlocalhost spur\n"
+	    "::1\tlocalhost\n", cause) != 0)
+		goto fail;
+	if (sandbox_data(c, "/etc/hostname", "spur\n", cause) != 0)
+		goto fail;
+
+	sandbox_args(c, "--proc", "/proc", NULL);
+	sandbox_args(c, "--dev", "/dev", NULL);
+	sandbox_args(c, "--tmpfs", "/tmp", NULL);
+	if (sandbox_bind_dir(c, spec->workspace, "/workspace", cause) != 0 ||
+	    sandbox_bind_dir(c, spec->artifacts, "/artifacts", cause) != 0 ||
+	    sandbox_bind_dir(c, spec->home, SANDBOX_HOME, cause) != 0)
+		goto fail;
+	for (i = 0; i < spec->nbinds; i++) {
+		if (spec->binds[i].host == NULL || spec->binds[i].host[0] != '/' ||
+		    !sandbox_inside_path(spec->binds[i].inside)) {
+			*cause = xprintf("bad bind %zu: paths must be absolute", i);
+			goto fail;
+		}
+		sandbox_args(c, spec->binds[i].rw ? "--bind" : "--ro-bind",
+		    spec->binds[i].host, spec->binds[i].inside);
+	}
+	sandbox_args(c, "--chdir", "/workspace", NULL);
+
+#ifdef HAVE_SECCOMP
+	if ((fd = seccomp_filter_fd(cause)) == -1)
+		goto fail;
+	sandbox_args(c, "--seccomp", sandbox_fd(c, fd, num, sizeof num), NULL);
+#endif
+	if (pipe2(info, O_CLOEXEC) != 0) {
+		*cause = xprintf("pipe: %s", strerror(errno));
+		goto fail;
+	}
+	c->info_rd = info[0];
+	fcntl(info[0], F_SETFL, O_NONBLOCK);
+	sandbox_args(c, "--info-fd", sandbox_fd(c, info[1], num, sizeof num), NULL);
+
+	sandbox_arg(c, "--clearenv");
+	for (e = spec->env; e != NULL && *e != NULL; e++) {
+		if ((eq = strchr(*e, '=')) == NULL || eq == *e) {
+			*cause = xstrdup("bad environment entry (expected NAME=VALUE)");
+			goto fail;
+		}
+		sandbox_arg(c, "--setenv");
+		(void)buf_add(&c->args, *e, (size_t)(eq - *e));
+		(void)buf_addc(&c->args, '\0');
+		sandbox_arg(c, eq + 1);
+	}
+	if (c->args.max != 0 && c->args.len >= c->args.max) {
+		*cause = xstrdup("sandbox environment too large");
+		goto fail;
+	}
+	/* Not argv: the environment holds secrets, and argv is readable by anyone. */
+	if ((fd = sandbox_memfd("spur-args", c->args.data, c->args.len, cause)) == -1)
+		goto fail;
+
+	for (argc = 0; spec->argv[argc] != NULL; argc++)
+		;
+	c->argv = xcalloc(argc + 5, sizeof *c->argv);
+	c->argv[0] = xstrdup("bwrap");
+	c->argv[1] = xstrdup("--args");
+	c->argv[2] = xstrdup(sandbox_fd(c, fd, num, sizeof num));
+	c->argv[3] = xstrdup("--");
+	for (i = 0; i < argc; i++)
+		c->argv[4 + i] = xstrdup(spec->argv[i]);
+	c->path = xstrdup(BWRAP_PATH);
+	explicit_bzero(c->args.data, c->args.len);
+	return 0;
+
+fail:
+	if (c->args.data != NULL)
+		explicit_bzero(c->args.data, c->args.len);
+	sandbox_cmd_free(c);
+	return -1;
+}
+
+/* The host pid of the sandbox's pid 1, from what bwrap wrote to --info-fd. */
+static pid_t
+sandbox_ns_init(struct sandbox *sb)
+{
+	char		 buf[4096];
+	json_t		*j;
+	json_error_t	 err;
+	ssize_t		 n;
+
+	if (sb->ns_init > 0 || sb->info_fd == -1)
+		return sb->ns_init;
+	n = read(sb->info_fd, buf, sizeof buf - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if ((j = json_loads(buf, 0, &err)) != NULL) {
+		if (json_is_integer(json_object_get(j, "child-pid")))
+			sb->ns_init = (pid_t)json_integer_value(json_object_get(j, "child-pid"));
+		json_decref(j);
+	}
+	return sb->ns_init;
+}
+
+/*
+ * SIGTERM to every process in the sandbox's pid namespace but its pid 1.
+ * Signalling bwrap itself would end it at once and SIGKILL everything, so the
+ * agent would never get its chance to stop cleanly.
+ */
+static void
+sandbox_term_cb(struct proc *p, void *arg)
+{
+	struct sandbox	*sb = arg;
+	struct stat	 ns, st;
+	struct dirent	*de;
+	DIR		*d;
+	char		 path[64];
+	pid_t		 init, pid;
+	int		 sent = 0;
+
+	if ((init = sandbox_ns_init(sb)) <= 0)
+		goto fallback;
+	snprintf(path, sizeof path, "/proc/%ld/ns/pid", (long)init);
+	if (stat(path, &ns) != 0 || (d = opendir("/proc")) == NULL)
+		goto fallback;
+	while ((de = readdir(d)) != NULL) {
+		if ((pid = (pid_t)strtol(de->d_name, NULL, 10)) <= 0 || pid == init)
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/ns/pid", (long)pid);
+		if (stat(path, &st) != 0 || st.st_ino != ns.st_ino ||
+		    st.st_dev != ns.st_dev)
+			continue;
+		if (kill(pid, SIGTERM) == 0)
+			sent++;
+	}
+	closedir(d);
+	log_debug("sandbox term init=%ld signalled=%d", (long)init, sent);
+	return;
+fallback:
+	proc_kill(p, SIGTERM);
+}
+
+static void
+sandbox_output_cb_(const char *data, size_t len, int fd, void *arg)
+{
+	struct sandbox	*sb = arg;
+
+	if (sb->output_cb != NULL)
+		sb->output_cb(data, len, fd, sb->arg);
+}
+
+static void
+sandbox_exit_cb_(struct proc *p, const struct proc_exit *pe, void *arg)
+{
+	struct sandbox	*sb = arg;
+
+	sb->exit.status = pe->status;
+	sb->exit.signal = pe->signal;
+	sb->exit.timed_out = pe->timed_out;
+	sb->exit.output_exceeded = pe->output_exceeded;
+	sb->exit.cancelled = pe->cancelled;
+	free(sb->exit.cause);
+	sb->exit.cause = NULL;
+	if (pe->cancelled)
+		sb->exit.cause = xstrdup("cancelled");
+	else if (pe->timed_out)
+		sb->exit.cause = xprintf("timed out after %llds", sb->timeout);
+	else if (pe->output_exceeded)
+		sb->exit.cause = xprintf("output exceeded %llu bytes", sb->output_max);
+	else if (pe->signal != 0)
+		sb->exit.cause = xprintf("killed by signal %d", pe->signal);
+	else if (pe->status != 0)
+		sb->exit.cause = xprintf("exited with status %d", pe->status);
+	sb->exit_cb(sb, &sb->exit, sb->arg);
+}
+
+struct sandbox *
+sandbox_start(struct event_base *base, const struct sandbox_spec *spec,
+    sandbox_output_cb output_cb, sandbox_exit_cb exit_cb, void *arg, char **cause)
+{
+	struct sandbox		*sb;
+	struct sandbox_cmd	 c;
+	struct proc_spec	 ps;
+	const char		*path = NULL;
+	char			*const *e;
+
+	if (spec->argv == NULL || spec->argv[0] == NULL) {
+		*cause = xstrdup("no command to run");
+		return NULL;
+	}
+	memset(&ps, 0, sizeof ps);
+	memset(&c, 0, sizeof c);
+	c.info_rd = -1;
+	if (spec->backend == SANDBOX_NONE) {
+		/* No isolation at all: spur's own user, the workspace, the env, the limits. */
+		for (e = spec->env; e != NULL && *e != NULL; e++) {
+			if (strncmp(*e, "PATH=", 5) == 0)
+				path = *e + 5;
+		}
+		if ((c.path = proc_which(spec->argv[0], path)) == NULL) {
+			*cause = xprintf("%s: command not found", spec->argv[0]);
+			return NULL;
+		}
+		ps.path = c.path;
+		ps.argv = spec->argv;
+		ps.env = spec->env;
+		ps.cwd = spec->workspace;
+	} else {
+		if (sandbox_build(&c, spec, cause) != 0)
+			return NULL;
+		ps.path = c.path;
+		ps.argv = c.argv;
+		ps.keep = c.keep;
+		ps.nkeep = c.nkeep;
+		ps.drop = c.drop;
+		ps.uid = c.uid;
+		ps.gid = c.gid;
+		ps.term = sandbox_term_cb;
+		if (c.nstage > 0) {
+			ps.setup = sandbox_stage_cb;
+			ps.setup_arg = &c;
+		}
+	}
+	ps.rlimit_data = spec->memory;
+	ps.rlimit_nproc = spec->pids > 0 ? (unsigned long long)spec->pids : 0;
+	ps.stdin_data = spec->stdin_data;
+	ps.stdin_len = spec->stdin_len;
+	ps.timeout_ms = spec->timeout > 0 ? spec->timeout * 1000 : 0;
+	ps.grace_ms = spec->grace_ms;
+	ps.output_max = spec->output_max;
+
+	sb = xcalloc(1, sizeof *sb);
+	sb->info_fd = c.info_rd;
+	c.info_rd = -1;
+	sb->timeout = spec->timeout;
+	sb->output_max = spec->output_max;
+	sb->output_cb = output_cb;
+	sb->exit_cb = exit_cb;
+	sb->arg = arg;
+	sb->proc = proc_start(base, &ps, sandbox_output_cb_, sandbox_exit_cb_, sb, cause);
+	sandbox_cmd_free(&c);
+	if (sb->proc == NULL) {
+		if (sb->info_fd != -1)
+			close(sb->info_fd);
+		free(sb);
+		return NULL;
+	}
+	log_info("sandbox started run=%s pid=%ld backend=%s", log_q(spec->run_id ?
+	    spec->run_id : "-"), (long)proc_pid(sb->proc),
+	    spec->backend == SANDBOX_NONE ? "none" : "bwrap");
+	return sb;
+}
+
+void
+sandbox_cancel(struct sandbox *sb)
+{
+	proc_cancel(sb->proc);
+}
+
+void
+sandbox_free(struct sandbox *sb)
+{
+	if (sb == NULL)
+		return;
+	proc_free(sb->proc);
+	if (sb->info_fd != -1)
+		close(sb->info_fd);
+	free(sb->exit.cause);
+	free(sb);
+}
+
+pid_t
+sandbox_pid(const struct sandbox *sb)
+{
+	return proc_pid(sb->proc);
+}
+
+int
+sandbox_prepare_dir(const char *path, const char *user, char **cause)
+{
+	struct passwd	*pw;
+	int		 fd;
+
+	if (mkdir_p(path, 0700) != 0) {
+		*cause = xprintf("mkdir %s: %s", path, strerror(errno));
+		return -1;
+	}
+	/* O_NOFOLLOW: never chown what a link left in a reused directory points at. */
+	if ((fd = open(path, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1) {
+		*cause = xprintf("open %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fchmod(fd, 0700) != 0) {
+		*cause = xprintf("chmod %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (geteuid() == 0 && user != NULL) {
+		if ((pw = getpwnam(user)) == NULL) {
+			*cause = xprintf("sandbox user %s does not exist", user);
+			close(fd);
+			return -1;
+		}
+		if (fchown(fd, pw->pw_uid, pw->pw_gid) != 0) {
+			*cause = xprintf("chown %s: %s", path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+int
+sandbox_available(const char *user, char **cause)
+{
+	static int		 cached = -2;
+	static char		*cached_user, *cached_cause;
+	struct sandbox_spec	 spec;
+	struct sandbox_cmd	 c;
+	struct proc_spec	 ps;
+	char			 tmpl[] = "/tmp/spur-check-XXXXXX", *out = NULL;
+	char			*ws = NULL, *art = NULL, *home = NULL, *why = NULL;
+	char			*argv[] = { "true", NULL };
+	int			 status;
+
+	if (cached != -2 && ((user == NULL && cached_user == NULL) ||
+	    (user != NULL && cached_user != NULL && strcmp(user, cached_user) == 0)))
+		goto done;
+	free(cached_user);
+	free(cached_cause);
+	cached_user = user != NULL ? xstrdup(user) : NULL;
+	cached_cause = NULL;
+	cached = -1;
+
+	if (access(BWRAP_PATH, X_OK) != 0) {
+		cached_cause = xprintf("%s: %s", BWRAP_PATH, strerror(errno));
+		goto done;
+	}
+	if (mkdtemp(tmpl) == NULL) {
+		cached_cause = xprintf("mkdtemp: %s", strerror(errno));
+		goto done;
+	}
+	ws = path_join(tmpl, "w");
+	art = path_join(tmpl, "a");
+	home = path_join(tmpl, "h");
+	if (sandbox_prepare_dir(ws, user, &why) != 0 ||
+	    sandbox_prepare_dir(art, user, &why) != 0 ||
+	    sandbox_prepare_dir(home, user, &why) != 0)
+		goto clean;
+	memset(&spec, 0, sizeof spec);
+	spec.argv = argv;
+	spec.env = (char *[]){ "PATH=/usr/bin:/bin", NULL };
+	spec.workspace = ws;
+	spec.artifacts = art;
+	spec.home = home;
+	spec.user = user;
+	if (sandbox_build(&c, &spec, &why) != 0)
+		goto clean;
+	memset(&ps, 0, sizeof ps);
+	ps.path = c.path;
+	ps.argv = c.argv;
+	ps.keep = c.keep;
+	ps.nkeep = c.nkeep;
+	ps.drop = c.drop;
+	ps.uid = c.uid;
+	ps.gid = c.gid;
+	if (c.nstage > 0) {
+		ps.setup = sandbox_stage_cb;
+		ps.setup_arg = &c;
+	}
+	ps.timeout_ms = 10000;
+	status = proc_run(&ps, 4096, &out, &why);
+	sandbox_cmd_free(&c);
+	if (status == -1)
+		goto clean;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		if (out != NULL)
+			out[strcspn(out, "\n")] = '\0';
+		why = xprintf("bwrap failed (status %d): %s", status,
+		    out != NULL && *out != '\0' ? out : "no message");
+		goto clean;
+	}
+	cached = 0;
+clean:
+	if (why != NULL) {
+		cached_cause = xprintf("bubblewrap sandbox unavailable%s%s: %s",
+		    user != NULL && geteuid() == 0 ? " as user " : "",
+		    user != NULL && geteuid() == 0 ? user : "", why);
+		free(why);
+	}
+	free(out);
+	free(ws);
+	free(art);
+	free(home);
+	rm_rf(tmpl);
+done:
+	if (cached != 0 && cause != NULL)
+		*cause = xstrdup(cached_cause != NULL ? cached_cause : "unknown");
+	return cached == 0 ? 0 : -1;
+}

@@ -1,0 +1,253 @@
+/* serve.c: `spur serve`: builds the engine, runs the loop, reloads on SIGHUP, stops on SIGTERM. */
+#include "spur.h"
+#include "automation.h"
+#include "cmd.h"
+#include "conf.h"
+#include "dispatch.h"
+#include "ingest.h"
+#include "serve.h"
+#include "store.h"
+#include "ytree.h"
+
+#include <sys/resource.h>
+#include <event2/event.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SERVE_DRAIN_MS		5000
+#define SERVE_PRUNE_SECS	3600
+
+static struct event	*serve_drain_ev;
+static int64_t		 serve_drain_until;
+
+/* More descriptors than the default 1024: idle clients must not starve the listener. */
+static void
+serve_raise_nofile(void)
+{
+	struct rlimit	 rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static void
+serve_drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct engine	*e = arg;
+	struct timeval	 tv = { 0, 50 * 1000 };
+
+	ingest_flush(e->ingest);
+	if (server_busy(e->server) == 0 || now_ms() > serve_drain_until) {
+		/* One more short turn so that the last answers leave their buffers. */
+		tv.tv_usec = 100 * 1000;
+		event_base_loopexit(e->base, &tv);
+		return;
+	}
+	evtimer_add(serve_drain_ev, &tv);
+}
+
+static void
+serve_stop_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct engine	*e = arg;
+	struct timeval	 tv = { 0, 0 };
+
+	if (e->stopping) {
+		log_warn("event=serve.stop_again signal=%d", (int)sig);
+		return;
+	}
+	e->stopping = 1;
+	log_info("event=serve.stopping signal=%s", sig == SIGTERM ? "TERM" : "INT");
+	server_stop_accepting(e->server);
+	if (e->dispatch != NULL)
+		dispatch_shutdown(e->dispatch);
+	serve_drain_until = now_ms() + SERVE_DRAIN_MS;
+	serve_drain_ev = evtimer_new(e->base, serve_drain_cb, e);
+	evtimer_add(serve_drain_ev, &tv);
+}
+
+/* Re-reads config and automations; an invalid set is refused whole and the old one stays. */
+static void
+serve_reload(struct engine *e)
+{
+	struct yerrs		 errs;
+	struct config		*conf;
+	struct automation_set	*set = NULL;
+	size_t			 i;
+
+	log_info("event=reload.start config=%s", log_q(e->config_path));
+	yerrs_init(&errs);
+	conf = config_load(e->config_path, &errs);
+	if (conf != NULL)
+		set = automation_load(conf, conf->automations_dir, &errs);
+	if (errs.n > 0) {
+		for (i = 0; i < errs.n; i++)
+			log_error("event=reload.error error=%s", log_q(errs.msgs[i]));
+		log_error("event=reload.refused errors=%zu kept=old", errs.n);
+		yerrs_free(&errs);
+		if (set != NULL)
+			automation_set_unref(set);
+		config_free(conf);
+		return;
+	}
+	yerrs_free(&errs);
+	if (strcmp(conf->data_dir, e->conf->data_dir) != 0)
+		log_warn("event=reload.ignored key=data_dir reason=\"needs a restart\"");
+	if (conf->nlisten != e->conf->nlisten ||
+	    strcmp(conf->listen[0], e->conf->listen[0]) != 0)
+		log_warn("event=reload.ignored key=listen reason=\"needs a restart\"");
+	automation_set_unref(e->automations);
+	e->automations = set;
+	/* Keep the old config's data_dir and listen: they cannot change without a restart. */
+	free(conf->data_dir);
+	conf->data_dir = xstrdup(e->conf->data_dir);
+	config_free(e->conf);
+	e->conf = conf;
+	log_info("event=reload.done automations=%zu orgs=%zu", automation_count(set),
+	    conf->norgs);
+	if (e->dispatch != NULL)
+		dispatch_kick(e->dispatch);
+}
+
+static void
+serve_hup_cb(evutil_socket_t sig, short what, void *arg)
+{
+	serve_reload(arg);
+}
+
+static void
+serve_prune_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct engine	*e = arg;
+	int		 n;
+
+	n = store_prune_events(e->store, now_ms() - e->conf->retention_events * 1000);
+	if (n > 0)
+		log_info("event=store.pruned events=%d", n);
+}
+
+/* Writes data_dir/spur.pid so that the CLI can signal the engine (cancel). */
+static void
+serve_pidfile(struct engine *e, int remove)
+{
+	char	*path = path_join(e->conf->data_dir, "spur.pid");
+	FILE	*f;
+
+	if (remove)
+		unlink(path);
+	else if ((f = fopen(path, "w")) != NULL) {
+		fprintf(f, "%ld\n", (long)getpid());
+		fclose(f);
+	}
+	free(path);
+}
+
+int
+cmd_serve(const struct cmd *c, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct engine	 e;
+	struct event	*sigterm, *sigint, *sighup, *prune;
+	struct timeval	 tv = { SERVE_PRUNE_SECS, 0 };
+	const char	*path = NULL;
+	char		*cause = NULL;
+	int		 ch, rc = EXIT_FAILED;
+
+	while ((ch = getopt_long(argc, argv, "c:v", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'v':
+			log_set_level(LOG_DEBUG);
+			break;
+		default:
+			cmd_usage(c, 1);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		cmd_usage(c, 1);
+		return EXIT_USAGE;
+	}
+	memset(&e, 0, sizeof e);
+	e.config_path = xstrdup(path != NULL ? path : config_default_path());
+	if (cmd_load(e.config_path, &e.conf, &e.automations) != 0) {
+		log_error("event=serve.refused reason=\"invalid configuration\" config=%s",
+		    log_q(e.config_path));
+		free(e.config_path);
+		return EXIT_FAILED;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	serve_raise_nofile();
+	if (e.conf->sandbox.backend == SANDBOX_NONE)
+		log_warn("event=sandbox.disabled backend=none warning=\"runs are NOT "
+		    "isolated: development only\"");
+	if ((e.store = store_open(e.conf->data_dir, 0, &cause)) == NULL) {
+		log_error("event=store.open_failed error=%s", log_q(cause));
+		goto out;
+	}
+	e.base = event_base_new();
+	e.metrics = metrics_create();
+	e.ingest = ingest_create(&e);
+	if ((e.server = server_create(&e, &cause)) == NULL) {
+		log_error("event=serve.listen_failed error=%s", log_q(cause));
+		goto out;
+	}
+	if ((e.dispatch = dispatch_create(&e, &cause)) == NULL) {
+		log_error("event=dispatch.failed error=%s", log_q(cause));
+		goto out;
+	}
+	sigterm = evsignal_new(e.base, SIGTERM, serve_stop_cb, &e);
+	sigint = evsignal_new(e.base, SIGINT, serve_stop_cb, &e);
+	sighup = evsignal_new(e.base, SIGHUP, serve_hup_cb, &e);
+	prune = event_new(e.base, -1, EV_PERSIST, serve_prune_cb, &e);
+	evsignal_add(sigterm, NULL);
+	evsignal_add(sigint, NULL);
+	evsignal_add(sighup, NULL);
+	evtimer_add(prune, &tv);
+	serve_prune_cb(-1, 0, &e);
+	serve_pidfile(&e, 0);
+	log_info("event=serve.ready version=%s config=%s data_dir=%s automations=%zu "
+	    "orgs=%zu port=%d", PACKAGE_VERSION, log_q(e.config_path),
+	    log_q(e.conf->data_dir), automation_count(e.automations), e.conf->norgs,
+	    server_port(e.server));
+	dispatch_kick(e.dispatch);
+	event_base_dispatch(e.base);
+	ingest_flush(e.ingest);
+	serve_pidfile(&e, 1);
+	event_free(sigterm);
+	event_free(sigint);
+	event_free(sighup);
+	event_free(prune);
+	if (serve_drain_ev != NULL)
+		event_free(serve_drain_ev);
+	log_info("event=serve.stopped");
+	rc = EXIT_OK;
+out:
+	free(cause);
+	dispatch_free(e.dispatch);
+	server_free(e.server);
+	ingest_free(e.ingest);
+	metrics_free(e.metrics);
+	store_close(e.store);
+	if (e.base != NULL)
+		event_base_free(e.base);
+	if (e.automations != NULL)
+		automation_set_unref(e.automations);
+	config_free(e.conf);
+	free(e.config_path);
+	return rc;
+}

@@ -1,0 +1,50 @@
+/* serve.h: the running engine: what `spur serve` holds while it runs. */
+#ifndef SPUR_SERVE_H
+#define SPUR_SERVE_H
+
+#include <stdint.h>
+
+struct event_base;
+struct config;
+struct automation_set;
+struct store;
+struct server;
+struct ingest;
+struct metrics;
+struct dispatch;
+struct scheduler;
+struct outbox;
+
+struct engine {
+	struct event_base	*base;
+	struct config		*conf;
+	struct automation_set	*automations;
+	struct store		*store;
+	struct server		*server;
+	struct ingest		*ingest;
+	struct metrics		*metrics;
+	struct dispatch		*dispatch;
+	struct scheduler	*scheduler;
+	struct outbox		*outbox;
+	char			*config_path;
+	int			 stopping;
+};
+
+/* server.c: the HTTP listener. */
+struct server	*server_create(struct engine *, char **cause);
+void		 server_free(struct server *);
+/* Stops accepting; in-flight requests finish. */
+void		 server_stop_accepting(struct server *);
+int		 server_busy(const struct server *);
+/* The port actually bound for the first address (for listen: ...:0). */
+int		 server_port(const struct server *);
+
+/* metrics.c: counters for /metrics. */
+struct metrics	*metrics_create(void);
+void		 metrics_free(struct metrics *);
+void		 metrics_request(struct metrics *, const char *route, int status);
+void		 metrics_count(struct metrics *, const char *name, long long);
+void		 metrics_run_duration(struct metrics *, double seconds);
+char		*metrics_render(struct metrics *, struct engine *);
+
+#endif

@@ -1,0 +1,339 @@
+/* source-github.c: GitHub webhooks: the X-Hub-Signature-256 check, ping, and payloads to normalized events. */
+#include "spur.h"
+#include "conf.h"
+#include "event.h"
+#include "source.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GITHUB_SIG_HEADER	"X-Hub-Signature-256"
+#define GITHUB_SIG_PREFIX	"sha256="
+
+/*
+ * The events spur acts on, and where their facts live: "subject" is the issue
+ * or pull request that is the thread, "item" the thing the event is about
+ * (whose author, body and link the event carries). Other events are still
+ * accepted, with what can be found generically.
+ */
+static const struct github_shape {
+	const char	*event;
+	const char	*subject;
+	const char	*item;
+	int		 titled;	/* text is title + "\n\n" + body */
+	const char	*id_key;	/* meta key for item.id */
+} github_shapes[] = {
+	{ "issue_comment", "issue", "comment", 0, "comment_id" },
+	{ "pull_request_review_comment", "pull_request", "comment", 0, "review_comment_id" },
+	{ "pull_request_review", "pull_request", "review", 0, "review_id" },
+	{ "issues", "issue", "issue", 1, NULL },
+	{ "pull_request", "pull_request", "pull_request", 1, NULL },
+};
+
+static void	github_handle(const struct source_req *, struct source_result *);
+
+const struct source source_github = { "github", github_handle };
+
+/* Why a request cannot be checked against a real secret, or NULL when it can. */
+static char *
+github_no_key(const struct source_req *req, const void **key, size_t *keylen)
+{
+	const struct secret	*s = NULL;
+
+	if (req->org != NULL && req->org->github != NULL)
+		s = req->org->github->webhook_secret;
+	if (source_key(s, key, keylen) == 0)
+		return NULL;
+	if (req->org == NULL)
+		return xprintf("unknown org");
+	if (req->org->github == NULL)
+		return xprintf("github is not configured for this org");
+	return xprintf("github.webhook_secret is not set for this org");
+}
+
+/* The signature problem of a request, or NULL when it is signed by key. */
+static char *
+github_check_signature(const struct source_req *req, const void *key, size_t keylen)
+{
+	const char	*sig = source_header(req, GITHUB_SIG_HEADER);
+	char		 alg[17];
+	size_t		 n;
+
+	if (sig == NULL) {
+		if (source_header(req, "X-Hub-Signature") != NULL)
+			return xprintf("only the SHA-1 X-Hub-Signature was sent; "
+			    GITHUB_SIG_HEADER " is required");
+		return xprintf("missing " GITHUB_SIG_HEADER " header");
+	}
+	if (strncmp(sig, GITHUB_SIG_PREFIX, strlen(GITHUB_SIG_PREFIX)) != 0) {
+		n = strcspn(sig, "=");
+		if (sig[n] == '=' && n > 0 && n < sizeof alg) {
+			memcpy(alg, sig, n);
+			alg[n] = '\0';
+			return xprintf(GITHUB_SIG_HEADER " algorithm %s is not accepted; "
+			    "sha256 is required", source_safe(alg, alg, sizeof alg));
+		}
+		return xprintf(GITHUB_SIG_HEADER " does not start with " GITHUB_SIG_PREFIX);
+	}
+	switch (source_check_hmac_hex(key, keylen, sig + strlen(GITHUB_SIG_PREFIX),
+	    req->body, req->len)) {
+	case 0:
+		return NULL;
+	case -2:
+		return xprintf(GITHUB_SIG_HEADER " is not sha256= and 64 hex digits");
+	default:
+		return xprintf(GITHUB_SIG_HEADER " does not match the body");
+	}
+}
+
+/* X-GitHub-Event names are lowercase words; anything else is not GitHub. */
+static int
+github_valid_event(const char *s)
+{
+	size_t	 n = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_");
+
+	return n > 0 && n <= 64 && s[n] == '\0';
+}
+
+/* The payload from a JSON body or from the payload= field of a form body. */
+static json_t *
+github_payload(const struct source_req *req, char **cause)
+{
+	json_t		*form, *j;
+	const char	*s;
+	char		 ct[65];
+
+	switch (source_body_kind(req)) {
+	case SOURCE_BODY_JSON:
+		return source_parse_object(req->body, req->len, cause);
+	case SOURCE_BODY_FORM:
+		if ((form = form_decode(req->body, req->len)) == NULL) {
+			*cause = xstrdup("malformed form body");
+			return NULL;
+		}
+		if ((s = json_string_value(json_object_get(form, "payload"))) == NULL) {
+			json_decref(form);
+			*cause = xstrdup("form body has no payload field");
+			return NULL;
+		}
+		j = source_parse_object(s, json_string_length(json_object_get(form,
+		    "payload")), cause);
+		json_decref(form);
+		return j;
+	default:
+		xasprintf(cause, "Content-Type %s is neither application/json nor "
+		    "application/x-www-form-urlencoded",
+		    source_safe(source_header(req, "Content-Type"), ct, sizeof ct));
+		return NULL;
+	}
+}
+
+static const struct github_shape *
+github_shape(const char *event)
+{
+	size_t	 i;
+
+	for (i = 0; i < SPUR_ARRLEN(github_shapes); i++) {
+		if (strcmp(github_shapes[i].event, event) == 0)
+			return &github_shapes[i];
+	}
+	return NULL;
+}
+
+/* The pull request facts matching and delivery need: branches and whether it comes from a fork. */
+static void
+github_pull_meta(const json_t *pr, json_t *meta)
+{
+	const char	*head_repo, *base_repo;
+	const json_t	*v;
+
+	if ((v = json_path(pr, "head.ref")) != NULL && json_is_string(v))
+		json_object_set(meta, "head_ref", (json_t *)v);
+	if ((v = json_path(pr, "base.ref")) != NULL && json_is_string(v))
+		json_object_set(meta, "base_ref", (json_t *)v);
+	head_repo = json_path_str(pr, "head.repo.full_name");
+	base_repo = json_path_str(pr, "base.repo.full_name");
+	if (head_repo != NULL)
+		json_object_set_new(meta, "head_repo", json_string(head_repo));
+	/* A deleted head repository can only have been a fork. */
+	if (base_repo != NULL)
+		json_object_set_new(meta, "fork", json_boolean(head_repo == NULL ||
+		    strcmp(head_repo, base_repo) != 0));
+}
+
+/* "title\n\nbody", or the title alone when the body is empty. */
+static char *
+github_titled_text(const json_t *obj)
+{
+	const char	*title = json_string_value(json_object_get(obj, "title"));
+	const char	*body = json_string_value(json_object_get(obj, "body"));
+
+	if (title == NULL)
+		title = "";
+	if (body == NULL || *body == '\0')
+		return xstrdup(title);
+	return xprintf("%s\n\n%s", title, body);
+}
+
+static int
+github_normalize(const struct source_req *req, const char *name, json_t *payload,
+    struct spur_event *ev, char **cause)
+{
+	const struct github_shape	*shape = github_shape(name);
+	const json_t			*subject = NULL, *item = NULL, *sender, *v;
+	const char			*action, *repo, *delivery, *hook_id, *s;
+	json_int_t			 number = -1;
+
+	action = json_string_value(json_object_get(payload, "action"));
+	repo = json_path_str(payload, "repository.full_name");
+	if (shape != NULL) {
+		subject = json_object_get(payload, shape->subject);
+		item = json_object_get(payload, shape->item);
+		if (!json_is_object(subject)) {
+			xasprintf(cause, "%s payload has no %s object", name, shape->subject);
+			return -1;
+		}
+		if (!json_is_object(item)) {
+			xasprintf(cause, "%s payload has no %s object", name, shape->item);
+			return -1;
+		}
+		if (!json_is_integer(json_object_get(subject, "number"))) {
+			xasprintf(cause, "%s payload has no %s.number", name, shape->subject);
+			return -1;
+		}
+		if (repo == NULL) {
+			xasprintf(cause, "%s payload has no repository.full_name", name);
+			return -1;
+		}
+	} else {
+		/* Any other event: the pull request or issue it names, if any. */
+		subject = json_object_get(payload, "pull_request");
+		if (!json_is_object(subject))
+			subject = json_object_get(payload, "issue");
+		if (!json_is_object(subject))
+			subject = NULL;
+	}
+	if (subject != NULL && json_is_integer(json_object_get(subject, "number")))
+		number = json_integer_value(json_object_get(subject, "number"));
+
+	ev->type = action != NULL ? xprintf("%s.%s", name, action) : xstrdup(name);
+
+	delivery = source_header(req, "X-GitHub-Delivery");
+	hook_id = source_header(req, "X-GitHub-Hook-ID");
+	if (delivery != NULL && *delivery != '\0') {
+		ev->delivery = xstrdup(delivery);
+		ev->dedup = xprintf("github:%s:%s", hook_id != NULL ? hook_id : "",
+		    delivery);
+	} else
+		ev->delivery = random_id("dlv_");
+
+	if (repo != NULL) {
+		ev->repository = xstrdup(repo);
+		if (number >= 0)
+			ev->thread = xprintf("github:%s#%lld", repo, (long long)number);
+		else
+			ev->thread = xprintf("github:%s", repo);
+	} else
+		ev->thread = xprintf("github:%s", ev->delivery);
+
+	/* The sender did it; an event without one is credited to the item's author. */
+	sender = json_object_get(payload, "sender");
+	if (!json_is_object(sender) && item != NULL)
+		sender = json_object_get(item, "user");
+	if (json_is_object(sender)) {
+		ev->actor.id = source_path_text(sender, "id");
+		ev->actor.name = source_path_text(sender, "login");
+		s = json_string_value(json_object_get(sender, "type"));
+		ev->actor.bot = s != NULL && strcmp(s, "Bot") == 0;
+	}
+	if (item != NULL)
+		ev->actor.role = source_path_text(item, "author_association");
+
+	if (item != NULL) {
+		free(ev->text);
+		if (shape->titled)
+			ev->text = github_titled_text(item);
+		else if ((s = json_string_value(json_object_get(item, "body"))) != NULL)
+			ev->text = xstrdup(s);
+		else
+			ev->text = xstrdup("");
+		ev->url = source_path_text(item, "html_url");
+	} else if (subject != NULL)
+		ev->url = source_path_text(subject, "html_url");
+
+	if (number >= 0)
+		json_object_set_new(ev->meta, "number", json_integer(number));
+	if (subject != NULL) {
+		/* An issue that is a pull request carries a pull_request key. */
+		json_object_set_new(ev->meta, "is_pull_request", json_boolean(
+		    json_object_get(payload, "pull_request") == subject ||
+		    json_object_get(subject, "pull_request") != NULL));
+		if ((s = json_string_value(json_object_get(subject, "title"))) != NULL)
+			json_object_set_new(ev->meta, "title", json_string(s));
+	}
+	if (shape != NULL && shape->id_key != NULL &&
+	    (v = json_object_get(item, "id")) != NULL && json_is_integer(v))
+		json_object_set(ev->meta, shape->id_key, (json_t *)v);
+	if ((v = json_path(payload, "installation.id")) != NULL && json_is_integer(v))
+		json_object_set(ev->meta, "installation_id", (json_t *)v);
+	if (action != NULL && (strcmp(action, "labeled") == 0 ||
+	    strcmp(action, "unlabeled") == 0) &&
+	    (s = json_path_str(payload, "label.name")) != NULL)
+		json_object_set_new(ev->meta, "label", json_string(s));
+	if ((v = json_object_get(payload, "pull_request")) != NULL && json_is_object(v))
+		github_pull_meta(v, ev->meta);
+	return 0;
+}
+
+static void
+github_handle(const struct source_req *req, struct source_result *res)
+{
+	const void	*key;
+	size_t		 keylen;
+	char		*nokey = NULL, *sigcause = NULL, *cause = NULL;
+	const char	*name;
+	json_t		*payload;
+	struct spur_event	*ev;
+
+	memset(res, 0, sizeof *res);
+	if (!req->unverified) {
+		nokey = github_no_key(req, &key, &keylen);
+		sigcause = github_check_signature(req, key, keylen);
+		if (nokey != NULL || sigcause != NULL) {
+			source_unauthorized(res, "%s", nokey != NULL ? nokey : sigcause);
+			free(nokey);
+			free(sigcause);
+			return;
+		}
+	}
+
+	name = source_header(req, "X-GitHub-Event");
+	if (name == NULL) {
+		source_bad(res, "missing X-GitHub-Event header");
+		return;
+	}
+	if (!github_valid_event(name)) {
+		source_bad(res, "X-GitHub-Event is not an event name");
+		return;
+	}
+	if (strcmp(name, "ping") == 0) {
+		source_reply(res, 200, json_pack("{s:b}", "ok", 1));
+		return;
+	}
+	if ((payload = github_payload(req, &cause)) == NULL) {
+		source_bad(res, "%s", cause);
+		free(cause);
+		return;
+	}
+	ev = source_event_new(req, "github");
+	ev->payload = payload;
+	if (github_normalize(req, name, payload, ev, &cause) != 0) {
+		source_bad(res, "%s", cause);
+		free(cause);
+		spur_event_free(ev);
+		return;
+	}
+	res->verdict = SOURCE_EVENT;
+	res->status = 200;
+	res->event = ev;
+}

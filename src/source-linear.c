@@ -1,0 +1,252 @@
+/* source-linear.c: Linear webhooks: the Linear-Signature check, the webhookTimestamp window, and payloads to events. */
+#include "spur.h"
+#include "conf.h"
+#include "event.h"
+#include "source.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LINEAR_SIG_HEADER	"Linear-Signature"
+#define LINEAR_WINDOW_MS	(60 * 1000)
+
+static void	linear_handle(const struct source_req *, struct source_result *);
+
+const struct source source_linear = { "linear", linear_handle };
+
+/* Why a request cannot be checked against a real secret, or NULL when it can. */
+static char *
+linear_no_key(const struct source_req *req, const void **key, size_t *keylen)
+{
+	const struct secret	*s = NULL;
+
+	if (req->org != NULL && req->org->linear != NULL)
+		s = req->org->linear->webhook_secret;
+	if (source_key(s, key, keylen) == 0)
+		return NULL;
+	if (req->org == NULL)
+		return xprintf("unknown org");
+	if (req->org->linear == NULL)
+		return xprintf("linear is not configured for this org");
+	return xprintf("linear.webhook_secret is not set for this org");
+}
+
+static char *
+linear_check_signature(const struct source_req *req, const void *key, size_t keylen)
+{
+	const char	*sig = source_header(req, LINEAR_SIG_HEADER);
+
+	if (sig == NULL)
+		return xprintf("missing " LINEAR_SIG_HEADER " header");
+	switch (source_check_hmac_hex(key, keylen, sig, req->body, req->len)) {
+	case 0:
+		return NULL;
+	case -2:
+		return xprintf(LINEAR_SIG_HEADER " is not 64 hex digits");
+	default:
+		return xprintf(LINEAR_SIG_HEADER " does not match the body");
+	}
+}
+
+/*
+ * The replay window is in the signed payload, not a header. A payload without
+ * one cannot be placed in time, so it is refused like a stale one.
+ */
+static char *
+linear_check_time(const struct source_req *req, const json_t *payload)
+{
+	const json_t	*ts = json_object_get(payload, "webhookTimestamp");
+	char		*cause = NULL;
+	int64_t		 at;
+
+	if (json_is_integer(ts))
+		at = json_integer_value(ts);
+	else if (json_is_real(ts))
+		at = (int64_t)json_real_value(ts);
+	else
+		return xprintf("payload has no numeric webhookTimestamp");
+	if (source_check_window(at, req->now_ms, LINEAR_WINDOW_MS, "webhookTimestamp",
+	    &cause) != 0)
+		return cause;
+	return NULL;
+}
+
+/* The issue a payload is about: the issue itself, or the one a comment (or other child) belongs to. */
+static const char *
+linear_issue_id(const char *type, const json_t *data)
+{
+	const char	*s;
+
+	if (strcmp(type, "Issue") == 0)
+		return json_string_value(json_object_get(data, "id"));
+	if ((s = json_string_value(json_object_get(data, "issueId"))) != NULL)
+		return s;
+	return json_path_str(data, "issue.id");
+}
+
+/* Issue state facts: where it is now, where it came from, and whether this update moved it. */
+static void
+linear_state_meta(const json_t *payload, const json_t *data, json_t *meta)
+{
+	const char	*from, *to_id;
+
+	if (json_path_str(data, "state.name") != NULL)
+		json_object_set_new(meta, "to_state",
+		    json_string(json_path_str(data, "state.name")));
+	if (json_path_str(data, "state.type") != NULL)
+		json_object_set_new(meta, "to_state_type",
+		    json_string(json_path_str(data, "state.type")));
+	from = json_path_str(payload, "updatedFrom.stateId");
+	to_id = json_string_value(json_object_get(data, "stateId"));
+	if (to_id == NULL)
+		to_id = json_path_str(data, "state.id");
+	if (from != NULL)
+		json_object_set_new(meta, "from_state_id", json_string(from));
+	json_object_set_new(meta, "state_changed", json_boolean(from != NULL &&
+	    to_id != NULL && strcmp(from, to_id) != 0));
+}
+
+static int
+linear_normalize(const struct source_req *req, json_t *payload, struct spur_event *ev,
+    char **cause)
+{
+	const json_t	*data = json_object_get(payload, "data"), *labels, *l, *actor;
+	const char	*type, *action, *issue_id, *delivery, *s, *created, *hook;
+	json_t		*names;
+	size_t		 i;
+
+	type = json_string_value(json_object_get(payload, "type"));
+	action = json_string_value(json_object_get(payload, "action"));
+	if (type == NULL || action == NULL) {
+		*cause = xstrdup(type == NULL ? "payload has no type" :
+		    "payload has no action");
+		return -1;
+	}
+	if (!json_is_object(data)) {
+		*cause = xstrdup("payload has no data object");
+		return -1;
+	}
+	issue_id = linear_issue_id(type, data);
+	if (issue_id == NULL && strcmp(type, "Comment") == 0) {
+		*cause = xstrdup("Comment payload has no data.issueId");
+		return -1;
+	}
+	if (issue_id == NULL && json_string_value(json_object_get(data, "id")) == NULL) {
+		*cause = xstrdup("payload has no data.id");
+		return -1;
+	}
+
+	ev->type = xprintf("%s.%s", type, action);
+	/* Other kinds of objects (projects, cycles) are threads of their own. */
+	ev->thread = xprintf("linear:%s", issue_id != NULL ? issue_id :
+	    json_string_value(json_object_get(data, "id")));
+
+	/* Retries repeat createdAt (when it happened), not webhookTimestamp (when sent). */
+	delivery = source_header(req, "Linear-Delivery");
+	created = json_string_value(json_object_get(payload, "createdAt"));
+	hook = json_string_value(json_object_get(payload, "webhookId"));
+	if (delivery != NULL && *delivery != '\0')
+		ev->delivery = xstrdup(delivery);
+	else if (hook != NULL && created != NULL)
+		ev->delivery = xprintf("%s:%s", hook, created);
+	if (ev->delivery != NULL)
+		ev->dedup = xprintf("linear:%s", ev->delivery);
+	else
+		ev->delivery = random_id("dlv_");
+
+	actor = json_object_get(payload, "actor");
+	if (json_is_object(actor)) {
+		ev->actor.id = source_path_text(actor, "id");
+		ev->actor.name = source_path_text(actor, "name");
+	}
+	s = json_string_value(json_object_get(actor, "type"));
+	ev->actor.bot = (json_object_get(payload, "botActor") != NULL &&
+	    !json_is_null(json_object_get(payload, "botActor"))) ||
+	    (s != NULL && strcmp(s, "user") != 0);
+
+	s = NULL;
+	if (strcmp(type, "Comment") == 0)
+		s = json_string_value(json_object_get(data, "body"));
+	else if (strcmp(type, "Issue") == 0)
+		s = json_string_value(json_object_get(data, "description"));
+	if (s != NULL) {
+		free(ev->text);
+		ev->text = xstrdup(s);
+	}
+	ev->url = source_path_text(payload, "url");
+	if (ev->url == NULL)
+		ev->url = source_path_text(data, "url");
+
+	if (issue_id != NULL)
+		json_object_set_new(ev->meta, "issue_id", json_string(issue_id));
+	if ((s = json_string_value(json_object_get(data, "identifier"))) != NULL ||
+	    (s = json_path_str(data, "issue.identifier")) != NULL)
+		json_object_set_new(ev->meta, "identifier", json_string(s));
+	if ((s = json_path_str(data, "team.key")) != NULL ||
+	    (s = json_path_str(data, "issue.team.key")) != NULL)
+		json_object_set_new(ev->meta, "team", json_string(s));
+	if ((s = json_string_value(json_object_get(data, "title"))) != NULL ||
+	    (s = json_path_str(data, "issue.title")) != NULL)
+		json_object_set_new(ev->meta, "title", json_string(s));
+	if (strcmp(type, "Issue") == 0)
+		linear_state_meta(payload, data, ev->meta);
+
+	labels = json_object_get(data, "labels");
+	if (!json_is_array(labels))
+		labels = json_path(data, "issue.labels");
+	names = json_array();
+	json_array_foreach(labels, i, l) {
+		if ((s = json_string_value(json_object_get(l, "name"))) != NULL)
+			json_array_append_new(names, json_string(s));
+	}
+	json_object_set_new(ev->meta, "labels", names);
+	return 0;
+}
+
+static void
+linear_handle(const struct source_req *req, struct source_result *res)
+{
+	const void	*key;
+	size_t		 keylen;
+	char		*nokey, *sigcause, *cause = NULL;
+	json_t		*payload;
+	struct spur_event	*ev;
+
+	memset(res, 0, sizeof *res);
+	if (!req->unverified) {
+		nokey = linear_no_key(req, &key, &keylen);
+		sigcause = linear_check_signature(req, key, keylen);
+		if (nokey != NULL || sigcause != NULL) {
+			source_unauthorized(res, "%s", nokey != NULL ? nokey : sigcause);
+			free(nokey);
+			free(sigcause);
+			return;
+		}
+	}
+	if (source_body_kind(req) != SOURCE_BODY_JSON) {
+		source_bad(res, "Linear payloads are application/json");
+		return;
+	}
+	if ((payload = source_parse_object(req->body, req->len, &cause)) == NULL) {
+		source_bad(res, "%s", cause);
+		free(cause);
+		return;
+	}
+	if (!req->unverified && (cause = linear_check_time(req, payload)) != NULL) {
+		source_unauthorized(res, "%s", cause);
+		free(cause);
+		json_decref(payload);
+		return;
+	}
+	ev = source_event_new(req, "linear");
+	ev->payload = payload;
+	if (linear_normalize(req, payload, ev, &cause) != 0) {
+		source_bad(res, "%s", cause);
+		free(cause);
+		spur_event_free(ev);
+		return;
+	}
+	res->verdict = SOURCE_EVENT;
+	res->status = 200;
+	res->event = ev;
+}

@@ -1,0 +1,317 @@
+/* source-slack.c: Slack requests: the v0 signing secret check, url_verification, Events API and slash commands to events. */
+#include "spur.h"
+#include "conf.h"
+#include "event.h"
+#include "source.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SLACK_SIG_HEADER	"X-Slack-Signature"
+#define SLACK_TS_HEADER		"X-Slack-Request-Timestamp"
+#define SLACK_WINDOW_MS		(300 * 1000)
+
+static void	slack_handle(const struct source_req *, struct source_result *);
+
+const struct source source_slack = { "slack", slack_handle };
+
+/* Why a request cannot be checked against a real secret, or NULL when it can. */
+static char *
+slack_no_key(const struct source_req *req, const void **key, size_t *keylen)
+{
+	const struct secret	*s = NULL;
+
+	if (req->org != NULL && req->org->slack != NULL)
+		s = req->org->slack->signing_secret;
+	if (source_key(s, key, keylen) == 0)
+		return NULL;
+	if (req->org == NULL)
+		return xprintf("unknown org");
+	if (req->org->slack == NULL)
+		return xprintf("slack is not configured for this org");
+	return xprintf("slack.signing_secret is not set for this org");
+}
+
+/* The signature problem of a request, or NULL when key signed "v0:" ts ":" body. */
+static char *
+slack_check_signature(const struct source_req *req, const void *key, size_t keylen)
+{
+	const char	*ts = source_header(req, SLACK_TS_HEADER);
+	const char	*sig = source_header(req, SLACK_SIG_HEADER);
+	char		*msg, *cause = NULL, version[17];
+	size_t		 tslen, msglen, n;
+	int64_t		 secs;
+	int		 r;
+
+	if (ts == NULL)
+		return xprintf("missing " SLACK_TS_HEADER " header");
+	if (sig == NULL)
+		return xprintf("missing " SLACK_SIG_HEADER " header");
+	if (source_parse_int(ts, &secs) != 0 || secs < 0)
+		return xprintf(SLACK_TS_HEADER " is not a number of seconds");
+	if (source_check_window(secs * 1000, req->now_ms, SLACK_WINDOW_MS,
+	    SLACK_TS_HEADER, &cause) != 0)
+		return cause;
+	if (strncmp(sig, "v0=", 3) != 0) {
+		n = strcspn(sig, "=");
+		if (sig[n] == '=' && n > 0 && n < sizeof version) {
+			memcpy(version, sig, n);
+			version[n] = '\0';
+			return xprintf(SLACK_SIG_HEADER " version %s is not accepted; "
+			    "v0 is required", source_safe(version, version, sizeof version));
+		}
+		return xprintf(SLACK_SIG_HEADER " does not start with v0=");
+	}
+
+	/* The signed base string is "v0:" ts ":" body; ts was checked to be short. */
+	tslen = strlen(ts);
+	msglen = 3 + tslen + 1 + req->len;
+	msg = xmalloc(msglen + 1);
+	memcpy(msg, "v0:", 3);
+	memcpy(msg + 3, ts, tslen);
+	msg[3 + tslen] = ':';
+	memcpy(msg + 4 + tslen, req->body, req->len);
+	r = source_check_hmac_hex(key, keylen, sig + 3, msg, msglen);
+	free(msg);
+	switch (r) {
+	case 0:
+		return NULL;
+	case -2:
+		return xprintf(SLACK_SIG_HEADER " is not v0= and 64 hex digits");
+	default:
+		return xprintf(SLACK_SIG_HEADER " does not match the request");
+	}
+}
+
+static void
+slack_meta_str(json_t *meta, const char *key, const char *value)
+{
+	if (value != NULL)
+		json_object_set_new(meta, key, json_string(value));
+}
+
+/*
+ * An Events API event_callback. The thread is slack:{team}/{channel}/{thread_ts
+ * or ts}; an event without a channel or ts (not a message) keys on what it has.
+ *
+ * Deduplication: Slack retries carry the same event_id, but the same message
+ * can also arrive under several event_ids (re-sent, or shared channels), so
+ * messages are keyed on (channel, ts) and their type: "slack:{type}:{channel}:
+ * {ts}". The type stays in the key because one mention arrives both as
+ * app_mention and as message with different event_ids; keying them together
+ * would let whichever came first silently drop the other, and an automation on
+ * app_mention would miss mentions at random. Other events key on event_id.
+ */
+static int
+slack_event(const struct source_req *req, json_t *payload, struct source_result *res)
+{
+	const json_t	*e = json_object_get(payload, "event"), *msg;
+	const char	*type, *event_id, *team, *channel, *ts, *thread_ts, *user;
+	const char	*subtype, *text, *bot_id;
+	struct spur_event	*ev;
+	int		 is_message;
+
+	event_id = json_string_value(json_object_get(payload, "event_id"));
+	if (!json_is_object(e)) {
+		source_bad(res, "event_callback has no event object");
+		return -1;
+	}
+	if ((type = json_string_value(json_object_get(e, "type"))) == NULL) {
+		source_bad(res, "event_callback has no event.type");
+		return -1;
+	}
+	if (event_id == NULL) {
+		source_bad(res, "event_callback has no event_id");
+		return -1;
+	}
+	team = json_string_value(json_object_get(payload, "team_id"));
+	if (team == NULL)
+		team = json_string_value(json_object_get(e, "team"));
+	if (team == NULL) {
+		source_bad(res, "event_callback has no team_id");
+		return -1;
+	}
+	is_message = strcmp(type, "app_mention") == 0 || strcmp(type, "message") == 0;
+
+	/* An edited message carries the message itself one level down. */
+	subtype = json_string_value(json_object_get(e, "subtype"));
+	msg = e;
+	if (subtype != NULL && strcmp(subtype, "message_changed") == 0 &&
+	    json_is_object(json_object_get(e, "message")))
+		msg = json_object_get(e, "message");
+
+	channel = json_string_value(json_object_get(e, "channel"));
+	if (channel == NULL)
+		channel = json_path_str(e, "item.channel");
+	ts = json_string_value(json_object_get(e, "ts"));
+	if (ts == NULL)
+		ts = json_path_str(e, "item.ts");
+	if (is_message && channel == NULL) {
+		source_bad(res, "%s event has no channel", type);
+		return -1;
+	}
+	if (is_message && ts == NULL) {
+		source_bad(res, "%s event has no ts", type);
+		return -1;
+	}
+	thread_ts = json_string_value(json_object_get(msg, "thread_ts"));
+	user = json_string_value(json_object_get(msg, "user"));
+	bot_id = json_string_value(json_object_get(msg, "bot_id"));
+	text = json_string_value(json_object_get(msg, "text"));
+
+	ev = source_event_new(req, "slack");
+	ev->payload = json_incref(payload);
+	ev->type = xstrdup(type);
+	ev->delivery = xstrdup(event_id);
+	ev->thread = xprintf("slack:%s/%s/%s", team, channel != NULL ? channel : "",
+	    thread_ts != NULL ? thread_ts : ts != NULL ? ts : event_id);
+	if (is_message)
+		ev->dedup = xprintf("slack:%s:%s:%s", type, channel, ts);
+	else
+		ev->dedup = xprintf("slack:%s", event_id);
+	ev->actor.id = xstrdup(user != NULL ? user : bot_id != NULL ? bot_id : "");
+	ev->actor.name = xstrdup(ev->actor.id);
+	ev->actor.bot = bot_id != NULL ||
+	    (subtype != NULL && strcmp(subtype, "bot_message") == 0);
+	if (text != NULL) {
+		free(ev->text);
+		ev->text = xstrdup(text);
+	}
+	slack_meta_str(ev->meta, "team", team);
+	slack_meta_str(ev->meta, "channel", channel);
+	slack_meta_str(ev->meta, "ts", ts);
+	slack_meta_str(ev->meta, "thread_ts", thread_ts);
+	slack_meta_str(ev->meta, "subtype", subtype);
+	res->verdict = SOURCE_EVENT;
+	res->status = 200;
+	res->event = ev;
+	return 0;
+}
+
+/*
+ * A slash command form. It has no ts, so the trigger_id (unique per
+ * invocation) stands in for it in the thread key and as the delivery; the
+ * actor's name is the user id, as for every Slack event.
+ */
+static int
+slack_command(const struct source_req *req, json_t *form, struct source_result *res)
+{
+	static const char	*required[] = { "command", "team_id", "channel_id", "user_id" };
+	const char		*command, *team, *channel, *user, *trigger, *text;
+	struct spur_event		*ev;
+	size_t			 i;
+
+	if (json_object_get(form, "command") == NULL &&
+	    json_object_get(form, "payload") != NULL) {
+		source_bad(res, "Slack interactive payloads are not supported");
+		return -1;
+	}
+	for (i = 0; i < SPUR_ARRLEN(required); i++) {
+		if (json_object_get(form, required[i]) == NULL) {
+			source_bad(res, "slash command form has no %s field", required[i]);
+			return -1;
+		}
+	}
+	command = json_string_value(json_object_get(form, "command"));
+	team = json_string_value(json_object_get(form, "team_id"));
+	channel = json_string_value(json_object_get(form, "channel_id"));
+	user = json_string_value(json_object_get(form, "user_id"));
+	trigger = json_string_value(json_object_get(form, "trigger_id"));
+	text = json_string_value(json_object_get(form, "text"));
+
+	ev = source_event_new(req, "slack");
+	ev->payload = json_incref(form);
+	ev->type = xstrdup("slash_command");
+	if (trigger != NULL && *trigger != '\0') {
+		ev->delivery = xstrdup(trigger);
+		ev->dedup = xprintf("slack:command:%s", trigger);
+	} else
+		ev->delivery = random_id("dlv_");
+	ev->thread = xprintf("slack:%s/%s/%s", team, channel, ev->delivery);
+	ev->actor.id = xstrdup(user);
+	ev->actor.name = xstrdup(user);
+	if (text != NULL) {
+		free(ev->text);
+		ev->text = xstrdup(text);
+	}
+	slack_meta_str(ev->meta, "team", team);
+	slack_meta_str(ev->meta, "channel", channel);
+	slack_meta_str(ev->meta, "command", command);
+	slack_meta_str(ev->meta, "response_url",
+	    json_string_value(json_object_get(form, "response_url")));
+	res->verdict = SOURCE_EVENT;
+	res->status = 200;
+	res->event = ev;
+	return 0;
+}
+
+static void
+slack_json(const struct source_req *req, struct source_result *res)
+{
+	json_t		*payload;
+	const char	*type, *challenge;
+	char		*cause = NULL, safe[65];
+
+	if ((payload = source_parse_object(req->body, req->len, &cause)) == NULL) {
+		source_bad(res, "%s", cause);
+		free(cause);
+		return;
+	}
+	type = json_string_value(json_object_get(payload, "type"));
+	if (type == NULL)
+		source_bad(res, "Slack payload has no type");
+	else if (strcmp(type, "url_verification") == 0) {
+		challenge = json_string_value(json_object_get(payload, "challenge"));
+		if (challenge == NULL)
+			source_bad(res, "url_verification has no challenge");
+		else
+			source_reply(res, 200, json_pack("{s:s}", "challenge", challenge));
+	} else if (strcmp(type, "event_callback") == 0)
+		slack_event(req, payload, res);
+	else if (strcmp(type, "app_rate_limited") == 0)
+		source_reply(res, 200, json_pack("{s:b}", "ok", 1));
+	else
+		source_bad(res, "unsupported Slack payload type %s",
+		    source_safe(type, safe, sizeof safe));
+	json_decref(payload);
+}
+
+static void
+slack_handle(const struct source_req *req, struct source_result *res)
+{
+	const void	*key;
+	size_t		 keylen;
+	char		*nokey, *sigcause, ct[65];
+	json_t		*form;
+
+	memset(res, 0, sizeof *res);
+	if (!req->unverified) {
+		nokey = slack_no_key(req, &key, &keylen);
+		sigcause = slack_check_signature(req, key, keylen);
+		if (nokey != NULL || sigcause != NULL) {
+			source_unauthorized(res, "%s", nokey != NULL ? nokey : sigcause);
+			free(nokey);
+			free(sigcause);
+			return;
+		}
+	}
+
+	switch (source_body_kind(req)) {
+	case SOURCE_BODY_JSON:
+		slack_json(req, res);
+		break;
+	case SOURCE_BODY_FORM:
+		if ((form = form_decode(req->body, req->len)) == NULL) {
+			source_bad(res, "malformed form body");
+			break;
+		}
+		slack_command(req, form, res);
+		json_decref(form);
+		break;
+	default:
+		source_bad(res, "Content-Type %s is neither application/json nor "
+		    "application/x-www-form-urlencoded",
+		    source_safe(source_header(req, "Content-Type"), ct, sizeof ct));
+		break;
+	}
+}

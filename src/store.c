@@ -1,0 +1,940 @@
+/* store.c: sqlite3 in WAL mode with versioned migrations; the one place that speaks SQL. */
+#include "spur.h"
+#include "event.h"
+#include "store.h"
+
+#include <sqlite3.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define STORE_BUSY_MS	5000
+
+struct store {
+	sqlite3		*db;
+	char		*path;
+	int		 readonly;
+	sqlite3_stmt	*ins_event;
+	sqlite3_stmt	*find_dup;
+	sqlite3_stmt	*ins_run;
+	sqlite3_stmt	*ins_hist;
+};
+
+static const char *run_state_names[RUN_NSTATES] = {
+	"queued", "running", "completed", "needs_review", "failed", "timed_out",
+	"cancelled"
+};
+
+/*
+ * Migrations, applied in order at start; PRAGMA user_version is the number applied.
+ * Never edit one that has shipped: add the next.
+ */
+static const char *store_migrations[] = {
+	/* 1: the first schema */
+	"CREATE TABLE events ("
+	"  id TEXT PRIMARY KEY, org TEXT NOT NULL, source TEXT NOT NULL, type TEXT,"
+	"  delivery TEXT, dedup TEXT, thread TEXT, received_at INTEGER NOT NULL,"
+	"  json TEXT NOT NULL);"
+	"CREATE UNIQUE INDEX events_dedup ON events(org, dedup) WHERE dedup IS NOT NULL;"
+	"CREATE INDEX events_received ON events(received_at);"
+	"CREATE TABLE runs ("
+	"  id TEXT PRIMARY KEY, org TEXT NOT NULL, automation TEXT NOT NULL,"
+	"  event TEXT NOT NULL, thread TEXT, session TEXT, state TEXT NOT NULL,"
+	"  reason TEXT, conc_key TEXT, automation_json TEXT NOT NULL, prompt TEXT,"
+	"  result TEXT, proof TEXT, agent_session TEXT, created_at INTEGER NOT NULL,"
+	"  started_at INTEGER, ended_at INTEGER, seq INTEGER NOT NULL DEFAULT 0);"
+	"CREATE INDEX runs_state ON runs(state, created_at);"
+	"CREATE INDEX runs_created ON runs(created_at);"
+	"CREATE INDEX runs_event ON runs(event);"
+	"CREATE TABLE run_history ("
+	"  run TEXT NOT NULL, state TEXT NOT NULL, reason TEXT, at INTEGER NOT NULL);"
+	"CREATE INDEX run_history_run ON run_history(run);"
+	"CREATE TABLE sessions ("
+	"  id TEXT PRIMARY KEY, org TEXT NOT NULL, thread TEXT NOT NULL,"
+	"  workspace TEXT NOT NULL, agent_session TEXT, branch TEXT,"
+	"  state TEXT NOT NULL, created_at INTEGER NOT NULL, used_at INTEGER NOT NULL);"
+	"CREATE UNIQUE INDEX sessions_live ON sessions(org, thread) WHERE state = 'live';"
+	"CREATE TABLE reports ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT, run TEXT NOT NULL, kind TEXT NOT NULL,"
+	"  target TEXT NOT NULL, body TEXT, state TEXT NOT NULL, attempts INTEGER NOT NULL"
+	"  DEFAULT 0, next_at INTEGER NOT NULL, last_error TEXT, created_at INTEGER NOT NULL,"
+	"  sent_at INTEGER);"
+	"CREATE INDEX reports_due ON reports(state, next_at);"
+	"CREATE TABLE connections ("
+	"  run TEXT NOT NULL, at INTEGER NOT NULL, host TEXT, port INTEGER,"
+	"  bytes_in INTEGER, bytes_out INTEGER, verdict TEXT);"
+	"CREATE INDEX connections_run ON connections(run);",
+	/* 2: cancel requests from the CLI for runs the engine is running */
+	"ALTER TABLE runs ADD COLUMN cancel_requested TEXT;",
+};
+
+const char *
+run_state_name(enum run_state s)
+{
+	return s < RUN_NSTATES ? run_state_names[s] : "unknown";
+}
+
+int
+run_state_parse(const char *s, enum run_state *out)
+{
+	int	 i;
+
+	for (i = 0; i < RUN_NSTATES; i++) {
+		if (strcmp(s, run_state_names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+int
+run_state_terminal(enum run_state s)
+{
+	return s != RUN_QUEUED && s != RUN_RUNNING;
+}
+
+static int
+store_exec(struct store *st, const char *sql, char **cause)
+{
+	char	*err = NULL;
+
+	if (sqlite3_exec(st->db, sql, NULL, NULL, &err) != SQLITE_OK) {
+		xasprintf(cause, "%s", err != NULL ? err : sqlite3_errmsg(st->db));
+		sqlite3_free(err);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+store_user_version(struct store *st)
+{
+	sqlite3_stmt	*s;
+	int		 version = -1;
+
+	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		version = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	return version;
+}
+
+/* Each step re-reads the version inside its transaction: the CLI and the engine may race. */
+static int
+store_migrate(struct store *st, char **cause)
+{
+	int	 version, i;
+	char	*sql;
+
+	for (i = 0; i < (int)SPUR_ARRLEN(store_migrations); i++) {
+		if (store_exec(st, "BEGIN IMMEDIATE", cause) != 0)
+			return -1;
+		if ((version = store_user_version(st)) < 0) {
+			xasprintf(cause, "%s", sqlite3_errmsg(st->db));
+			goto fail;
+		}
+		if (version > (int)SPUR_ARRLEN(store_migrations)) {
+			xasprintf(cause, "store schema version %d is newer than this spur (%zu)",
+			    version, SPUR_ARRLEN(store_migrations));
+			goto fail;
+		}
+		if (version > i) {
+			store_exec(st, "COMMIT", NULL);
+			continue;
+		}
+		if (store_exec(st, store_migrations[i], cause) != 0)
+			goto fail;
+		sql = xprintf("PRAGMA user_version = %d", i + 1);
+		if (store_exec(st, sql, cause) != 0 || store_exec(st, "COMMIT", cause) != 0) {
+			free(sql);
+			goto fail;
+		}
+		free(sql);
+		log_debug("event=store.migrated version=%d", i + 1);
+	}
+	return 0;
+fail:
+	store_exec(st, "ROLLBACK", NULL);
+	return -1;
+}
+
+static int
+store_prepare(struct store *st, const char *sql, sqlite3_stmt **out)
+{
+	if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, out, NULL) !=
+	    SQLITE_OK) {
+		log_error("event=store.prepare error=%s", log_q(sqlite3_errmsg(st->db)));
+		return -1;
+	}
+	return 0;
+}
+
+struct store *
+store_open(const char *data_dir, int readonly, char **cause)
+{
+	struct store	*st;
+	int		 flags;
+
+	if (!readonly && mkdir_p(data_dir, 0700) != 0) {
+		xasprintf(cause, "%s: %s", data_dir, strerror(errno));
+		return NULL;
+	}
+	if (!readonly)
+		chmod(data_dir, 0700);
+	st = xcalloc(1, sizeof *st);
+	st->readonly = readonly;
+	st->path = path_join(data_dir, "spur.db");
+	/* The CLI opens read-write too when it must change a run (cancel, retry). */
+	flags = readonly ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	if (sqlite3_open_v2(st->path, &st->db, flags | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		xasprintf(cause, "%s: %s", st->path,
+		    st->db != NULL ? sqlite3_errmsg(st->db) : "cannot open");
+		goto fail;
+	}
+	sqlite3_busy_timeout(st->db, STORE_BUSY_MS);
+	if (!readonly) {
+		umask(077);
+		if (store_exec(st, "PRAGMA journal_mode=WAL", cause) != 0)
+			goto fail;
+	}
+	/* FULL: a commit is on disk before the 200 goes out (group commit keeps it cheap). */
+	if (store_exec(st, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON", cause) != 0)
+		goto fail;
+	if (store_migrate(st, cause) != 0)
+		goto fail;
+	if (store_prepare(st, "INSERT INTO events (id, org, source, type, delivery, "
+	    "dedup, thread, received_at, json) VALUES (?,?,?,?,?,?,?,?,?)",
+	    &st->ins_event) != 0 ||
+	    store_prepare(st, "SELECT id FROM events WHERE org = ? AND dedup = ?",
+	    &st->find_dup) != 0 ||
+	    store_prepare(st, "INSERT INTO runs (id, org, automation, event, thread, state, "
+	    "reason, conc_key, automation_json, prompt, created_at) VALUES "
+	    "(?,?,?,?,?,'queued','matched',?,?,?,?)", &st->ins_run) != 0 ||
+	    store_prepare(st, "INSERT INTO run_history (run, state, reason, at) VALUES "
+	    "(?,?,?,?)", &st->ins_hist) != 0) {
+		xasprintf(cause, "%s: cannot prepare statements", st->path);
+		goto fail;
+	}
+	return st;
+fail:
+	store_close(st);
+	return NULL;
+}
+
+void
+store_close(struct store *st)
+{
+	if (st == NULL)
+		return;
+	sqlite3_finalize(st->ins_event);
+	sqlite3_finalize(st->find_dup);
+	sqlite3_finalize(st->ins_run);
+	sqlite3_finalize(st->ins_hist);
+	if (st->db != NULL)
+		sqlite3_close(st->db);
+	free(st->path);
+	free(st);
+}
+
+const char *
+store_path(const struct store *st)
+{
+	return st->path;
+}
+
+void *
+store_db(struct store *st)
+{
+	return st->db;
+}
+
+int
+store_writable(struct store *st)
+{
+	struct stat	 sb;
+
+	if (stat(st->path, &sb) != 0)
+		return -1;
+	if (sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return 0;
+}
+
+static void
+bind_text(sqlite3_stmt *s, int i, const char *v)
+{
+	if (v == NULL)
+		sqlite3_bind_null(s, i);
+	else
+		sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+}
+
+static int
+store_step_done(struct store *st, sqlite3_stmt *s)
+{
+	int	 rc = sqlite3_step(s);
+
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return rc == SQLITE_DONE ? 0 : rc;
+}
+
+static int
+store_history(struct store *st, const char *run, const char *state, const char *reason,
+    int64_t at)
+{
+	bind_text(st->ins_hist, 1, run);
+	bind_text(st->ins_hist, 2, state);
+	bind_text(st->ins_hist, 3, reason);
+	sqlite3_bind_int64(st->ins_hist, 4, at);
+	return store_step_done(st, st->ins_hist);
+}
+
+/* Returns the id of the event already stored under this dedup key, or NULL. */
+static char *
+store_find_dup(struct store *st, const char *org, const char *dedup)
+{
+	char	*id = NULL;
+
+	bind_text(st->find_dup, 1, org);
+	bind_text(st->find_dup, 2, dedup);
+	if (sqlite3_step(st->find_dup) == SQLITE_ROW)
+		id = xstrdup((const char *)sqlite3_column_text(st->find_dup, 0));
+	sqlite3_reset(st->find_dup);
+	sqlite3_clear_bindings(st->find_dup);
+	return id;
+}
+
+static int
+store_ingest_one(struct store *st, struct ingest_item *it)
+{
+	struct spur_event	*ev = it->event;
+	json_t		*j;
+	char		*text, *old, *aj;
+	size_t		 i;
+	int		 rc;
+
+	if (ev->dedup != NULL && (old = store_find_dup(st, ev->org, ev->dedup)) != NULL) {
+		free(ev->id);
+		ev->id = old;
+		it->duplicate = 1;
+		return 0;
+	}
+	j = spur_event_to_json(ev);
+	text = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	bind_text(st->ins_event, 1, ev->id);
+	bind_text(st->ins_event, 2, ev->org);
+	bind_text(st->ins_event, 3, ev->source);
+	bind_text(st->ins_event, 4, ev->type);
+	bind_text(st->ins_event, 5, ev->delivery);
+	bind_text(st->ins_event, 6, ev->dedup);
+	bind_text(st->ins_event, 7, ev->thread);
+	sqlite3_bind_int64(st->ins_event, 8, ev->received_at);
+	bind_text(st->ins_event, 9, text);
+	rc = store_step_done(st, st->ins_event);
+	free(text);
+	if (rc != 0)
+		return -1;
+	for (i = 0; i < it->nruns; i++) {
+		struct new_run *r = &it->runs[i];
+		aj = json_dumps(r->automation_json, JSON_COMPACT);
+		bind_text(st->ins_run, 1, r->id);
+		bind_text(st->ins_run, 2, ev->org);
+		bind_text(st->ins_run, 3, r->automation);
+		bind_text(st->ins_run, 4, ev->id);
+		bind_text(st->ins_run, 5, ev->thread);
+		bind_text(st->ins_run, 6, r->conc_key);
+		bind_text(st->ins_run, 7, aj);
+		bind_text(st->ins_run, 8, r->prompt);
+		sqlite3_bind_int64(st->ins_run, 9, ev->received_at);
+		rc = store_step_done(st, st->ins_run);
+		free(aj);
+		if (rc != 0 || store_history(st, r->id, "queued", "matched",
+		    ev->received_at) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * One transaction for every delivery that arrived while the last commit ran:
+ * throughput is not bounded by one fsync per request, and no 200 goes out
+ * before the commit that holds its event returned.
+ */
+int
+store_ingest(struct store *st, struct ingest_item *items, size_t n, char **cause)
+{
+	size_t	 i;
+
+	if (store_exec(st, "BEGIN IMMEDIATE", cause) != 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		items[i].duplicate = items[i].failed = 0;
+		if (store_ingest_one(st, &items[i]) != 0) {
+			xasprintf(cause, "%s", sqlite3_errmsg(st->db));
+			store_exec(st, "ROLLBACK", NULL);
+			return -1;
+		}
+	}
+	if (store_exec(st, "COMMIT", cause) != 0) {
+		store_exec(st, "ROLLBACK", NULL);
+		return -1;
+	}
+	return 0;
+}
+
+static long long
+store_scalar_int(struct store *st, const char *sql, const char *arg)
+{
+	sqlite3_stmt	*s;
+	long long	 v = -1;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	if (arg != NULL)
+		bind_text(s, 1, arg);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+long long
+store_count_runs(struct store *st, enum run_state state)
+{
+	return store_scalar_int(st, "SELECT count(*) FROM runs WHERE state = ?",
+	    run_state_name(state));
+}
+
+int
+store_prune_events(struct store *st, int64_t before_ms)
+{
+	sqlite3_stmt	*s;
+	int		 rc;
+
+	if (sqlite3_prepare_v2(st->db, "DELETE FROM events WHERE received_at < ? AND "
+	    "NOT EXISTS (SELECT 1 FROM runs WHERE runs.event = events.id AND "
+	    "runs.state IN ('queued', 'running'))", -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(s, 1, before_ms);
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return -1;
+	return sqlite3_changes(st->db);
+}
+
+int
+store_run_get_state(struct store *st, const char *run, enum run_state *out)
+{
+	sqlite3_stmt	*s;
+	int		 r = -1;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT state FROM runs WHERE id = ?", -1, &s,
+	    NULL) != SQLITE_OK)
+		return -1;
+	bind_text(s, 1, run);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		r = run_state_parse((const char *)sqlite3_column_text(s, 0), out);
+	sqlite3_finalize(s);
+	return r;
+}
+
+/* queued -> running | cancelled | failed; running -> any terminal; nothing leaves a terminal state. */
+static int
+run_transition_ok(enum run_state from, enum run_state to)
+{
+	if (from == RUN_QUEUED)
+		return to == RUN_RUNNING || to == RUN_CANCELLED || to == RUN_FAILED;
+	if (from == RUN_RUNNING)
+		return run_state_terminal(to);
+	return 0;
+}
+
+int
+store_run_set_state(struct store *st, const char *run, enum run_state to,
+    const char *reason, char **cause)
+{
+	sqlite3_stmt	*s;
+	enum run_state	 from;
+	int64_t		 now = now_ms();
+	int		 rc;
+
+	if (store_exec(st, "BEGIN IMMEDIATE", cause) != 0)
+		return -1;
+	if (store_run_get_state(st, run, &from) != 0) {
+		xasprintf(cause, "no such run %s", run);
+		goto fail;
+	}
+	if (!run_transition_ok(from, to)) {
+		xasprintf(cause, "run %s is %s, cannot become %s", run, run_state_name(from),
+		    run_state_name(to));
+		goto fail;
+	}
+	if (sqlite3_prepare_v2(st->db, "UPDATE runs SET state = ?, reason = ?, "
+	    "started_at = CASE WHEN ? = 'running' THEN ? ELSE started_at END, "
+	    "ended_at = CASE WHEN ? NOT IN ('queued', 'running') THEN ? ELSE ended_at END "
+	    "WHERE id = ?", -1, &s, NULL) != SQLITE_OK) {
+		xasprintf(cause, "%s", sqlite3_errmsg(st->db));
+		goto fail;
+	}
+	bind_text(s, 1, run_state_name(to));
+	bind_text(s, 2, reason);
+	bind_text(s, 3, run_state_name(to));
+	sqlite3_bind_int64(s, 4, now);
+	bind_text(s, 5, run_state_name(to));
+	sqlite3_bind_int64(s, 6, now);
+	bind_text(s, 7, run);
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE || store_history(st, run, run_state_name(to), reason, now) != 0) {
+		xasprintf(cause, "%s", sqlite3_errmsg(st->db));
+		goto fail;
+	}
+	if (store_exec(st, "COMMIT", cause) != 0)
+		goto fail;
+	return 0;
+fail:
+	store_exec(st, "ROLLBACK", NULL);
+	return -1;
+}
+
+static int	store_exec_bind(struct store *, const char *, const char **, size_t,
+		    const int64_t *, size_t);
+
+static json_t *
+col_json_text(sqlite3_stmt *s, int i)
+{
+	const char	*t = (const char *)sqlite3_column_text(s, i);
+
+	return t != NULL ? json_string(t) : json_null();
+}
+
+static json_t *
+col_time(sqlite3_stmt *s, int i)
+{
+	char	 ts[40];
+
+	if (sqlite3_column_type(s, i) == SQLITE_NULL)
+		return json_null();
+	return json_string(format_time(sqlite3_column_int64(s, i), ts, sizeof ts));
+}
+
+#define RUN_COLUMNS "id, org, automation, event, thread, session, state, reason, " \
+	"result, proof, created_at, started_at, ended_at, prompt, automation_json, " \
+	"agent_session"
+
+static json_t *
+store_run_row(struct store *st, sqlite3_stmt *s, int full)
+{
+	json_t		*j, *hist, *reports, *conns, *ev;
+	sqlite3_stmt	*h;
+	const char	*id = (const char *)sqlite3_column_text(s, 0);
+	int64_t		 start, end;
+
+	j = json_object();
+	json_object_set_new(j, "id", col_json_text(s, 0));
+	json_object_set_new(j, "org", col_json_text(s, 1));
+	json_object_set_new(j, "automation", col_json_text(s, 2));
+	json_object_set_new(j, "event_id", col_json_text(s, 3));
+	json_object_set_new(j, "thread", col_json_text(s, 4));
+	json_object_set_new(j, "session", col_json_text(s, 5));
+	json_object_set_new(j, "state", col_json_text(s, 6));
+	json_object_set_new(j, "reason", col_json_text(s, 7));
+	json_object_set_new(j, "result", col_json_text(s, 8));
+	json_object_set_new(j, "proof", col_json_text(s, 9));
+	json_object_set_new(j, "created_at", col_time(s, 10));
+	json_object_set_new(j, "started_at", col_time(s, 11));
+	json_object_set_new(j, "ended_at", col_time(s, 12));
+	if (sqlite3_column_type(s, 11) != SQLITE_NULL) {
+		start = sqlite3_column_int64(s, 11);
+		end = sqlite3_column_type(s, 12) != SQLITE_NULL ?
+		    sqlite3_column_int64(s, 12) : now_ms();
+		json_object_set_new(j, "duration_ms", json_integer(end - start));
+	} else
+		json_object_set_new(j, "duration_ms", json_null());
+	if (!full)
+		return j;
+	json_object_set_new(j, "prompt", col_json_text(s, 13));
+	json_object_set_new(j, "agent_session", col_json_text(s, 15));
+	ev = store_event_json(st, (const char *)sqlite3_column_text(s, 3));
+	json_object_set_new(j, "event", ev != NULL ? ev : json_null());
+	hist = json_array();
+	if (sqlite3_prepare_v2(st->db, "SELECT state, at, reason FROM run_history WHERE "
+	    "run = ? ORDER BY rowid", -1, &h, NULL) == SQLITE_OK) {
+		bind_text(h, 1, id);
+		while (sqlite3_step(h) == SQLITE_ROW) {
+			json_array_append_new(hist, json_pack("{s:o,s:o,s:o}", "state",
+			    col_json_text(h, 0), "at", col_time(h, 1), "reason",
+			    col_json_text(h, 2)));
+		}
+		sqlite3_finalize(h);
+	}
+	json_object_set_new(j, "history", hist);
+	reports = json_array();
+	if (sqlite3_prepare_v2(st->db, "SELECT kind, state, attempts, last_error, "
+	    "created_at, sent_at FROM reports WHERE run = ? ORDER BY id", -1, &h,
+	    NULL) == SQLITE_OK) {
+		bind_text(h, 1, id);
+		while (sqlite3_step(h) == SQLITE_ROW) {
+			json_array_append_new(reports, json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}",
+			    "kind", col_json_text(h, 0), "state", col_json_text(h, 1),
+			    "attempts", (json_int_t)sqlite3_column_int64(h, 2), "error",
+			    col_json_text(h, 3), "created_at", col_time(h, 4), "sent_at",
+			    col_time(h, 5)));
+		}
+		sqlite3_finalize(h);
+	}
+	json_object_set_new(j, "reports", reports);
+	conns = json_array();
+	if (sqlite3_prepare_v2(st->db, "SELECT at, host, port, bytes_in, bytes_out, "
+	    "verdict FROM connections WHERE run = ? ORDER BY rowid", -1, &h,
+	    NULL) == SQLITE_OK) {
+		bind_text(h, 1, id);
+		while (sqlite3_step(h) == SQLITE_ROW) {
+			json_array_append_new(conns, json_pack("{s:o,s:o,s:I,s:I,s:I,s:o}",
+			    "at", col_time(h, 0), "host", col_json_text(h, 1), "port",
+			    (json_int_t)sqlite3_column_int64(h, 2), "bytes_in",
+			    (json_int_t)sqlite3_column_int64(h, 3), "bytes_out",
+			    (json_int_t)sqlite3_column_int64(h, 4), "verdict",
+			    col_json_text(h, 5)));
+		}
+		sqlite3_finalize(h);
+	}
+	json_object_set_new(j, "connections", conns);
+	{
+		const char *aj = (const char *)sqlite3_column_text(s, 14);
+		json_t *a = aj != NULL ? json_loads(aj, 0, NULL) : NULL;
+		json_object_set_new(j, "automation_config", a != NULL ? a : json_null());
+	}
+	return j;
+}
+
+json_t *
+store_run_json(struct store *st, const char *run, int full)
+{
+	sqlite3_stmt	*s;
+	json_t		*j = NULL;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?",
+	    -1, &s, NULL) != SQLITE_OK)
+		return NULL;
+	bind_text(s, 1, run);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		j = store_run_row(st, s, full);
+	sqlite3_finalize(s);
+	return j;
+}
+
+json_t *
+store_runs_json(struct store *st, const char *org, const char *state, int limit)
+{
+	sqlite3_stmt	*s;
+	json_t		*list = json_array();
+
+	if (sqlite3_prepare_v2(st->db, "SELECT " RUN_COLUMNS " FROM runs WHERE "
+	    "(?1 IS NULL OR org = ?1) AND (?2 IS NULL OR state = ?2) "
+	    "ORDER BY created_at DESC, rowid DESC LIMIT ?3", -1, &s, NULL) != SQLITE_OK)
+		return list;
+	bind_text(s, 1, org);
+	bind_text(s, 2, state);
+	sqlite3_bind_int(s, 3, limit > 0 ? limit : -1);
+	while (sqlite3_step(s) == SQLITE_ROW)
+		json_array_append_new(list, store_run_row(st, s, 0));
+	sqlite3_finalize(s);
+	return list;
+}
+
+static json_t *
+store_ids(struct store *st, const char *sql, const char *arg, int n)
+{
+	sqlite3_stmt	*s;
+	json_t		*list = json_array();
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return list;
+	if (arg != NULL)
+		bind_text(s, 1, arg);
+	if (n > 0)
+		sqlite3_bind_int(s, 2, n);
+	while (sqlite3_step(s) == SQLITE_ROW)
+		json_array_append_new(list, col_json_text(s, 0));
+	sqlite3_finalize(s);
+	return list;
+}
+
+json_t *
+store_queued(struct store *st, int n)
+{
+	return store_ids(st, "SELECT id FROM runs WHERE state = ?1 ORDER BY created_at, "
+	    "rowid LIMIT ?2", "queued", n > 0 ? n : 1000000);
+}
+
+json_t *
+store_runs_in_state(struct store *st, enum run_state state)
+{
+	return store_ids(st, "SELECT id FROM runs WHERE state = ?1 ORDER BY created_at",
+	    run_state_name(state), 0);
+}
+
+/* Sets one text column of a run; only the columns listed may be set this way. */
+int
+store_run_update(struct store *st, const char *run, const char *field, const char *value)
+{
+	static const char	*fields[] = { "session", "result", "proof", "agent_session" };
+	sqlite3_stmt		*s;
+	char			*sql;
+	size_t			 i;
+	int			 rc;
+
+	for (i = 0; i < SPUR_ARRLEN(fields); i++) {
+		if (strcmp(fields[i], field) == 0)
+			break;
+	}
+	if (i == SPUR_ARRLEN(fields))
+		fatal("store_run_update: unknown field %s", field);
+	sql = xprintf("UPDATE runs SET %s = ? WHERE id = ?", fields[i]);
+	rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	free(sql);
+	if (rc != SQLITE_OK)
+		return -1;
+	bind_text(s, 1, value);
+	bind_text(s, 2, run);
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int
+store_run_result(struct store *st, const char *run, const char *result, const char *proof,
+    const char *agent_session)
+{
+	sqlite3_stmt	*s;
+	int		 rc;
+
+	if (sqlite3_prepare_v2(st->db, "UPDATE runs SET result = ?, proof = ?, "
+	    "agent_session = coalesce(?, agent_session) WHERE id = ?", -1, &s,
+	    NULL) != SQLITE_OK)
+		return -1;
+	bind_text(s, 1, result);
+	bind_text(s, 2, proof);
+	bind_text(s, 3, agent_session);
+	bind_text(s, 4, run);
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+char *
+store_run_retry(struct store *st, const char *run, char **cause)
+{
+	sqlite3_stmt	*s;
+	char		*id = random_id("run_");
+	int64_t		 now = now_ms();
+	int		 rc;
+
+	if (store_exec(st, "BEGIN IMMEDIATE", cause) != 0)
+		goto fail;
+	if (sqlite3_prepare_v2(st->db, "INSERT INTO runs (id, org, automation, event, "
+	    "thread, state, reason, conc_key, automation_json, prompt, created_at) "
+	    "SELECT ?, org, automation, event, thread, 'queued', ?, conc_key, "
+	    "automation_json, NULL, ? FROM runs WHERE id = ?", -1, &s, NULL) != SQLITE_OK) {
+		xasprintf(cause, "%s", sqlite3_errmsg(st->db));
+		goto rollback;
+	}
+	{
+		char *reason = xprintf("retry of %s", run);
+		bind_text(s, 1, id);
+		bind_text(s, 2, reason);
+		sqlite3_bind_int64(s, 3, now);
+		bind_text(s, 4, run);
+		rc = sqlite3_step(s);
+		sqlite3_finalize(s);
+		if (rc != SQLITE_DONE || sqlite3_changes(st->db) != 1) {
+			xasprintf(cause, "no such run %s", run);
+			free(reason);
+			goto rollback;
+		}
+		rc = store_history(st, id, "queued", reason, now);
+		free(reason);
+		if (rc != 0) {
+			xasprintf(cause, "%s", sqlite3_errmsg(st->db));
+			goto rollback;
+		}
+	}
+	if (store_exec(st, "COMMIT", cause) != 0)
+		goto rollback;
+	return id;
+rollback:
+	store_exec(st, "ROLLBACK", NULL);
+fail:
+	free(id);
+	return NULL;
+}
+
+/* Asks the engine to cancel a running run (the CLI cannot kill it itself). */
+int
+store_run_request_cancel(struct store *st, const char *run, const char *reason)
+{
+	const char	*args[] = { reason, run };
+
+	return store_exec_bind(st, "UPDATE runs SET cancel_requested = ? WHERE id = ? "
+	    "AND state = 'running'", args, 2, NULL, 0);
+}
+
+json_t *
+store_cancel_requests(struct store *st)
+{
+	sqlite3_stmt	*s;
+	json_t		*list = json_array();
+
+	if (sqlite3_prepare_v2(st->db, "SELECT id, cancel_requested FROM runs WHERE "
+	    "state = 'running' AND cancel_requested IS NOT NULL", -1, &s, NULL) != SQLITE_OK)
+		return list;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		json_array_append_new(list, json_pack("{s:o,s:o}", "id", col_json_text(s, 0),
+		    "reason", col_json_text(s, 1)));
+	}
+	sqlite3_finalize(s);
+	return list;
+}
+
+json_t *
+store_event_json(struct store *st, const char *event)
+{
+	sqlite3_stmt	*s;
+	json_t		*j = NULL;
+
+	if (event == NULL || sqlite3_prepare_v2(st->db, "SELECT json FROM events WHERE "
+	    "id = ?", -1, &s, NULL) != SQLITE_OK)
+		return NULL;
+	bind_text(s, 1, event);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		j = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
+	sqlite3_finalize(s);
+	return j;
+}
+
+json_t *
+store_session_live(struct store *st, const char *org, const char *thread)
+{
+	sqlite3_stmt	*s;
+	json_t		*j = NULL;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT id, workspace, agent_session, branch FROM "
+	    "sessions WHERE org = ? AND thread = ? AND state = 'live'", -1, &s,
+	    NULL) != SQLITE_OK)
+		return NULL;
+	bind_text(s, 1, org);
+	bind_text(s, 2, thread);
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		j = json_pack("{s:o,s:o,s:o,s:o}", "id", col_json_text(s, 0), "workspace",
+		    col_json_text(s, 1), "agent_session", col_json_text(s, 2), "branch",
+		    col_json_text(s, 3));
+	}
+	sqlite3_finalize(s);
+	return j;
+}
+
+static int
+store_exec_bind(struct store *st, const char *sql, const char **args, size_t n,
+    const int64_t *ints, size_t nints)
+{
+	sqlite3_stmt	*s;
+	size_t		 i;
+	int		 rc;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) {
+		log_error("event=store.error error=%s", log_q(sqlite3_errmsg(st->db)));
+		return -1;
+	}
+	for (i = 0; i < n; i++)
+		bind_text(s, (int)i + 1, args[i]);
+	for (i = 0; i < nints; i++)
+		sqlite3_bind_int64(s, (int)(n + i) + 1, ints[i]);
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE) {
+		log_error("event=store.error error=%s", log_q(sqlite3_errmsg(st->db)));
+		return -1;
+	}
+	return 0;
+}
+
+int
+store_session_create(struct store *st, const char *id, const char *org,
+    const char *thread, const char *workspace)
+{
+	const char	*args[] = { id, org, thread, workspace };
+	int64_t		 now = now_ms(), ints[] = { now, now };
+
+	return store_exec_bind(st, "INSERT INTO sessions (id, org, thread, workspace, "
+	    "state, created_at, used_at) VALUES (?, ?, ?, ?, 'live', ?, ?)", args, 4, ints, 2);
+}
+
+int
+store_session_touch(struct store *st, const char *id, const char *agent_session)
+{
+	const char	*args[] = { agent_session, id };
+	int64_t		 ints[] = { now_ms() };
+
+	return store_exec_bind(st, "UPDATE sessions SET agent_session = coalesce(?1, "
+	    "agent_session), used_at = ?3 WHERE id = ?2", args, 2, ints, 1);
+}
+
+int
+store_session_end(struct store *st, const char *id)
+{
+	const char	*args[] = { id };
+
+	return store_exec_bind(st, "UPDATE sessions SET state = 'ended' WHERE id = ?",
+	    args, 1, NULL, 0);
+}
+
+json_t *
+store_sessions_idle(struct store *st, int64_t before_ms)
+{
+	sqlite3_stmt	*s;
+	json_t		*list = json_array();
+
+	if (sqlite3_prepare_v2(st->db, "SELECT id, workspace FROM sessions WHERE state = "
+	    "'live' AND used_at < ? AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.session "
+	    "= sessions.id AND runs.state IN ('queued', 'running'))", -1, &s,
+	    NULL) != SQLITE_OK)
+		return list;
+	sqlite3_bind_int64(s, 1, before_ms);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		json_array_append_new(list, json_pack("{s:o,s:o}", "id", col_json_text(s, 0),
+		    "workspace", col_json_text(s, 1)));
+	}
+	sqlite3_finalize(s);
+	return list;
+}
+
+int
+store_report_add(struct store *st, const char *run, const char *kind, json_t *target,
+    const char *body)
+{
+	char		*t = json_dumps(target, JSON_COMPACT);
+	const char	*args[] = { run, kind, t, body };
+	int64_t		 now = now_ms(), ints[] = { now, now };
+	int		 r;
+
+	r = store_exec_bind(st, "INSERT INTO reports (run, kind, target, body, state, "
+	    "next_at, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)", args, 4, ints, 2);
+	free(t);
+	return r;
+}
+
+/* Where a run's agent output is kept: data_dir/runs/RUN/output.log. */
+char *
+run_log_path(const char *data_dir, const char *run)
+{
+	return xprintf("%s/runs/%s/output.log", data_dir, run);
+}

@@ -1,0 +1,85 @@
+/* store.h: the sqlite3 store: events, runs and their history, sessions, reports. */
+#ifndef SPUR_STORE_H
+#define SPUR_STORE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct store;
+struct spur_event;
+
+enum run_state {
+	RUN_QUEUED, RUN_RUNNING, RUN_COMPLETED, RUN_NEEDS_REVIEW, RUN_FAILED,
+	RUN_TIMED_OUT, RUN_CANCELLED, RUN_NSTATES
+};
+
+/* A run to create together with its event. */
+struct new_run {
+	char	*id;
+	char	*automation;
+	char	*conc_key;	/* concurrency key value, NULL: none */
+	char	*prompt;
+	json_t	*automation_json;
+};
+
+/* One delivery to commit; filled in by store_ingest. */
+struct ingest_item {
+	struct spur_event	*event;
+	struct new_run	*runs;
+	size_t		 nruns;
+	/* results */
+	int		 duplicate;	/* seen before: event->id is the old id, no runs */
+	int		 failed;
+};
+
+struct store	*store_open(const char *data_dir, int readonly, char **cause);
+void		 store_close(struct store *);
+const char	*store_path(const struct store *);
+/* 0 when a write transaction can be taken right now. */
+int		 store_writable(struct store *);
+/* Commits every item's event and runs in one transaction (group commit). -1: nothing committed. */
+int		 store_ingest(struct store *, struct ingest_item *, size_t, char **cause);
+/* Count of runs in a state. */
+long long	 store_count_runs(struct store *, enum run_state);
+/* Removes events older than the cutoff that no run refers to. */
+int		 store_prune_events(struct store *, int64_t before_ms);
+
+const char	*run_state_name(enum run_state);
+int		 run_state_parse(const char *, enum run_state *);
+int		 run_state_terminal(enum run_state);
+/* Moves a run to a state, checking the transition and storing time and reason. */
+int		 store_run_set_state(struct store *, const char *run, enum run_state,
+		     const char *reason, char **cause);
+int		 store_run_get_state(struct store *, const char *run, enum run_state *);
+/* Runs as JSON objects (the shape of `spur show --json`). */
+json_t		*store_run_json(struct store *, const char *run, int full);
+json_t		*store_runs_json(struct store *, const char *org, const char *state, int limit);
+/* Oldest queued runs (ids), at most n. */
+json_t		*store_queued(struct store *, int n);
+json_t		*store_runs_in_state(struct store *, enum run_state);
+int		 store_run_update(struct store *, const char *run, const char *field,
+		     const char *value);
+int		 store_run_result(struct store *, const char *run, const char *result,
+		     const char *proof, const char *agent_session);
+/* A new run for an existing event and automation snapshot (spur retry). */
+char		*store_run_retry(struct store *, const char *run, char **cause);
+int		 store_run_request_cancel(struct store *, const char *run, const char *reason);
+json_t		*store_cancel_requests(struct store *);
+json_t		*store_event_json(struct store *, const char *event);
+
+/* Sessions: the live one of a thread, or a new one. */
+json_t		*store_session_live(struct store *, const char *org, const char *thread);
+int		 store_session_create(struct store *, const char *id, const char *org,
+		     const char *thread, const char *workspace);
+int		 store_session_touch(struct store *, const char *id, const char *agent_session);
+int		 store_session_end(struct store *, const char *id);
+json_t		*store_sessions_idle(struct store *, int64_t before_ms);
+
+/* Reports to send (the outbox). */
+int		 store_report_add(struct store *, const char *run, const char *kind,
+		     json_t *target, const char *body);
+char		*run_log_path(const char *data_dir, const char *run);
+void		*store_db(struct store *);	/* sqlite3 *, for modules with their own queries */
+
+#endif

@@ -1,0 +1,294 @@
+"""spurtest: black-box test harness: a real `spur serve` on a free port, driven over HTTP, TAP out."""
+import hashlib
+import hmac
+import base64
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+SPUR = os.environ.get("SPUR") or os.path.join(os.path.dirname(__file__), "..", "..", "spur")
+SRCDIR = os.environ.get("SPUR_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FIXTURES = os.path.join(SRCDIR, "tests", "fixtures")
+NODE_MODULES = os.path.join(SRCDIR, "tests", "node_modules")
+
+# Recognizable secret values: no log, CLI output or answer may ever contain them.
+SECRETS = {
+    "T_GH_SECRET": "gh-webhook-secret-5f1e0c7a9b",
+    "T_GH_TOKEN": "ghp_tokenvalue_8d2b7e11aa",
+    "T_SLACK_SECRET": "slack-signing-secret-77c3d1",
+    "T_SLACK_TOKEN": "xoxb-slack-bot-token-4e9a",
+    "T_LINEAR_SECRET": "linear-webhook-secret-a1b2c3",
+    "T_LINEAR_KEY": "lin_api_key_0f0f0f0f",
+    "T_HOOK_SECRET": "generic-hook-secret-9e8d7c",
+    "T_STD_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    "T_NPM_TOKEN": "npm_token_value_31337",
+    "T_ANTHROPIC_KEY": "sk-ant-real-key-c0ffee",
+}
+
+
+class Tap:
+    """Minimal TAP producer; the exit status says whether everything passed."""
+
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, name, diag=None):
+        self.n += 1
+        print("%s %d - %s" % ("ok" if cond else "not ok", self.n, name))
+        if not cond:
+            self.failed += 1
+            if diag is not None:
+                for line in str(diag).splitlines()[:40]:
+                    print("#   " + line)
+        sys.stdout.flush()
+        return cond
+
+    def eq(self, got, want, name):
+        return self.ok(got == want, name, "got:  %r\nwant: %r" % (got, want))
+
+    def contains(self, haystack, needle, name):
+        return self.ok(needle in haystack, name, "%r not in:\n%s" % (needle, haystack))
+
+    def skip(self, name, reason):
+        self.n += 1
+        print("ok %d - %s # SKIP %s" % (self.n, name, reason))
+        sys.stdout.flush()
+
+    def skip_all(self, reason):
+        print("1..0 # SKIP %s" % reason)
+        sys.exit(0)
+
+    def done(self):
+        print("1..%d" % self.n)
+        sys.exit(1 if self.failed else 0)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def env_with_secrets(extra=None):
+    env = dict(os.environ)
+    env.update(SECRETS)
+    if extra:
+        env.update(extra)
+    return env
+
+
+DEFAULT_ORGS = """\
+orgs:
+  acme:
+    github:
+      webhook_secret: env:T_GH_SECRET
+      token: env:T_GH_TOKEN
+    slack:
+      signing_secret: env:T_SLACK_SECRET
+      bot_token: env:T_SLACK_TOKEN
+    linear:
+      webhook_secret: env:T_LINEAR_SECRET
+      api_key: env:T_LINEAR_KEY
+    secrets:
+      HOOK_SECRET: env:T_HOOK_SECRET
+      STD_SECRET: env:T_STD_SECRET
+      NPM_TOKEN: env:T_NPM_TOKEN
+"""
+
+
+class Spur:
+    """One engine with its own directory, config and port."""
+
+    def __init__(self, config_extra="", orgs=DEFAULT_ORGS, automations=None, env=None,
+                 port=None, verbose=False):
+        self.dir = tempfile.mkdtemp(prefix="spur-test-")
+        self.port = port or free_port()
+        self.config = os.path.join(self.dir, "spur.yaml")
+        self.auto_dir = os.path.join(self.dir, "automations")
+        os.makedirs(self.auto_dir)
+        for name, text in (automations or {}).items():
+            self.write_automation(name, text)
+        self.write_config(config_extra, orgs)
+        self.env = env_with_secrets(env)
+        self.proc = None
+        self.log_path = os.path.join(self.dir, "serve.log")
+        self.verbose = verbose
+
+    def write_automation(self, name, text):
+        with open(os.path.join(self.auto_dir, name), "w") as f:
+            f.write(text)
+
+    def write_config(self, extra="", orgs=DEFAULT_ORGS):
+        with open(self.config, "w") as f:
+            f.write("listen: 127.0.0.1:%d\n" % self.port)
+            f.write("data_dir: ./var\n")
+            f.write("automations: ./automations\n")
+            f.write(extra)
+            f.write(orgs)
+
+    @property
+    def data_dir(self):
+        return os.path.join(self.dir, "var")
+
+    def cli(self, *args, stdin=None, timeout=60):
+        p = subprocess.run([SPUR] + list(args) + ([] if "-c" in args else []),
+                           input=stdin, capture_output=True, env=self.env, timeout=timeout,
+                           cwd=self.dir)
+        return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+
+    def c(self, cmd, *args, **kw):
+        """A CLI command with this engine's config."""
+        return self.cli(cmd, "-c", self.config, *args, **kw)
+
+    def start(self, wait=True, extra_args=()):
+        self.logf = open(self.log_path, "ab")
+        args = [SPUR, "serve", "-c", self.config] + (["-v"] if self.verbose else []) + list(extra_args)
+        self.proc = subprocess.Popen(args, stdout=self.logf, stderr=self.logf, env=self.env,
+                                     cwd=self.dir)
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("spur serve exited %d:\n%s" % (self.proc.returncode, self.logs()))
+            try:
+                st, _, _ = self.request("GET", "/healthz", timeout=1)
+                if st == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("spur serve not ready:\n" + self.logs())
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.logf.close()
+        self.proc = None
+        return rc
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.logf.close()
+        self.proc = None
+
+    def logs(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def request(self, method, path, body=None, headers=None, timeout=10):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            if isinstance(body, str):
+                body = body.encode()
+            conn.request(method, path, body=body, headers=headers or {})
+            r = conn.getresponse()
+            data = r.read()
+            return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
+        finally:
+            conn.close()
+
+    def post_json(self, path, body, headers=None):
+        st, h, data = self.request("POST", path, body, headers)
+        try:
+            return st, h, json.loads(data) if data else None
+        except ValueError:
+            return st, h, data
+
+    def db(self):
+        con = sqlite3.connect("file:%s?mode=ro" % os.path.join(self.data_dir, "spur.db"), uri=True, timeout=10)
+        con.row_factory = sqlite3.Row
+        return con
+
+    def query(self, sql, *args):
+        con = self.db()
+        try:
+            return [dict(r) for r in con.execute(sql, args)]
+        finally:
+            con.close()
+
+    def cleanup(self):
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cleanup()
+
+
+# Signatures, made independently of spur's own code.
+def github_sig(secret, body):
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def slack_headers(secret, body, ts=None):
+    ts = str(int(ts if ts is not None else time.time()))
+    base = b"v0:" + ts.encode() + b":" + body
+    return {"X-Slack-Request-Timestamp": ts,
+            "X-Slack-Signature": "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()}
+
+
+def linear_sig(secret, body):
+    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def std_headers(secret, msg_id, body, ts=None):
+    ts = str(int(ts if ts is not None else time.time()))
+    key = base64.b64decode(secret[len("whsec_"):])
+    sig = base64.b64encode(hmac.new(key, ("%s.%s." % (msg_id, ts)).encode() + body, hashlib.sha256).digest()).decode()
+    return {"webhook-id": msg_id, "webhook-timestamp": ts, "webhook-signature": "v1," + sig}
+
+
+def github_headers(body, event="issue_comment", delivery=None, hook_id="1", secret=None):
+    return {"Content-Type": "application/json", "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery or os.urandom(8).hex(), "X-GitHub-Hook-ID": hook_id,
+            "X-Hub-Signature-256": github_sig(secret or SECRETS["T_GH_SECRET"], body)}
+
+
+def github_comment(body_text="/fix the tests", repo="acme/api", number=7, assoc="MEMBER",
+                   sender_type="User", pr=True, comment_id=1001):
+    issue = {"number": number, "title": "Tests fail", "body": "they fail",
+             "html_url": "https://github.com/%s/pull/%d" % (repo, number),
+             "user": {"login": "alice", "id": 1, "type": "User"}}
+    if pr:
+        issue["pull_request"] = {"url": "https://api.github.com/repos/%s/pulls/%d" % (repo, number)}
+    return {"action": "created", "issue": issue,
+            "comment": {"id": comment_id, "body": body_text, "author_association": assoc,
+                        "html_url": "https://github.com/%s/pull/%d#issuecomment-%d" % (repo, number, comment_id),
+                        "user": {"login": "alice", "id": 1, "type": sender_type}},
+            "repository": {"full_name": repo, "name": repo.split("/")[1],
+                           "owner": {"login": repo.split("/")[0]}, "default_branch": "main"},
+            "sender": {"login": "alice", "id": 1, "type": sender_type},
+            "installation": {"id": 42}}
+
+
+def grep_secrets(text):
+    """The names of test secrets whose values appear in text."""
+    return [k for k, v in SECRETS.items() if v in text]

@@ -1,0 +1,110 @@
+"""spur.yaml validation: every problem reported as FILE:LINE:COL: error: MESSAGE (SPEC section 3)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spurtest import Spur, Tap, grep_secrets, SECRETS
+
+t = Tap()
+
+BROKEN = """\
+listen: 127.0.0.1:8080
+data_dir: ./var
+lmits:
+  body: 25MiB
+limits:
+  body: 25 MB
+  runs: four
+  queue: 10
+sandbox:
+  timeout: 30 minutes
+  memory: 4GiB
+  backend: docker
+orgs:
+  acme:
+    github:
+      webhook_secret: a-literal-secret-value
+      token: env:T_DOES_NOT_EXIST
+    slack:
+      signing_secret: file:./nope.txt
+    secrets:
+      NPM_TOKEN: env:T_NPM_TOKEN
+      bad-name: env:T_NPM_TOKEN
+    colour: blue
+"""
+
+with Spur() as s:
+    with open(s.config, "w") as f:
+        f.write(BROKEN)
+    rc, out, err = s.c("check")
+    t.eq(rc, 1, "check of a broken config exits 1")
+    lines = [l for l in err.splitlines() if l]
+    want = [
+        '%s:3:1: error: unknown key "lmits"' % s.config,
+        '%s:6:9: error: "limits.body": invalid size "25 MB" (expected e.g. 512KiB, 25MiB, 4GiB)' % s.config,
+        '%s:7:9: error: "limits.runs" must be an integer from 1 to 4096' % s.config,
+        '%s:10:12: error: "sandbox.timeout": invalid duration "30 minutes" (expected e.g. 90s, 20m, 2h, 7d)' % s.config,
+        '%s:12:12: error: "sandbox.backend" must be bwrap or none' % s.config,
+        '%s:16:23: error: "github.webhook_secret" must be a secret reference (env:NAME or file:PATH), not a literal value' % s.config,
+        '%s:17:14: error: "github.token": environment variable T_DOES_NOT_EXIST is not set' % s.config,
+    ]
+    for w in want:
+        t.ok(w in lines, "reported: " + w.split(": error: ")[1], err)
+    t.ok(any(l.startswith(s.config + ":19:23: error: \"slack.signing_secret\": cannot read secret file") for l in lines),
+         "an unreadable secret file is reported at its position", err)
+    t.ok(any(l.startswith(s.config + ":22:7: error: secret name \"bad-name\"") for l in lines),
+         "a bad secret name is reported", err)
+    t.ok((s.config + ':23:5: error: unknown key "colour" in acme') in lines, "an unknown key in an org is reported", err)
+    t.eq(len(lines), 10, "every error is reported, one line each")
+    t.ok("a-literal-secret-value" not in err, "the literal secret value is not echoed")
+    t.eq(out, "", "nothing on stdout")
+
+    # serve refuses with the same messages
+    rc, out, err2 = s.c("serve")
+    t.eq(rc, 1, "serve refuses an invalid config (exit 1)")
+    for w in want:
+        t.contains(err2, w, "serve reports: " + w.split(": error: ")[1][:50])
+
+    # YAML syntax error
+    with open(s.config, "w") as f:
+        f.write("listen: [unclosed\norgs: {}\n")
+    rc, out, err = s.c("check")
+    t.ok(rc == 1 and err.startswith(s.config + ":") and "YAML syntax" in err, "a YAML syntax error has a position", err)
+
+    # wrong types
+    with open(s.config, "w") as f:
+        f.write("listen: 127.0.0.1:1\nlimits: 5\norgs:\n  acme:\n    github: [1]\n")
+    rc, out, err = s.c("check")
+    t.contains(err, s.config + ':2:9: error: "limits" must be a mapping, not a scalar', "a scalar where a mapping belongs")
+    t.contains(err, s.config + ':5:13: error: "github" must be a mapping, not a list', "a list where a mapping belongs")
+
+    # no orgs
+    with open(s.config, "w") as f:
+        f.write("listen: 127.0.0.1:1\n")
+    rc, out, err = s.c("check")
+    t.ok(rc == 1 and '"orgs" must define at least one org' in err, "a config without orgs is refused", err)
+
+    # file: secrets: trailing newline dropped, relative to the config
+    with open(os.path.join(s.dir, "gh.secret"), "w") as f:
+        f.write(SECRETS["T_GH_SECRET"] + "\n")
+    with open(s.config, "w") as f:
+        f.write("listen: 127.0.0.1:1\nlimits: {body: 1KiB}\norgs:\n  acme:\n    github: {webhook_secret: file:gh.secret}\n")
+    rc, out, err = s.c("check")
+    t.eq(rc, 0, "a file: secret relative to the config is read")
+    t.eq(grep_secrets(out + err), [], "check prints no secret value")
+
+    # listen lists, addresses
+    with open(s.config, "w") as f:
+        f.write("listen: [127.0.0.1:1, '[::1]:2', 'nonsense']\norgs: {acme: }\n")
+    rc, out, err = s.c("check")
+    t.contains(err, s.config + ":1:34: error: \"listen\": invalid address", "a bad listen address in a list")
+
+    # data_dir is created 0700
+    s.write_config()
+    s.start()
+    mode = os.stat(s.data_dir).st_mode & 0o777
+    t.eq(oct(mode), oct(0o700), "data_dir is created with mode 0700")
+    t.ok(os.path.exists(os.path.join(s.data_dir, "spur.db")), "the store is in data_dir")
+    t.eq(s.stop(), 0, "serve exits 0 on SIGTERM")
+
+t.done()

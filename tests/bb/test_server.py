@@ -1,0 +1,156 @@
+"""The listener: health, metrics, routes, request limits, signals, reload, logs (SPEC sections 2, 5, 10)."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spurtest import Spur, Tap, grep_secrets, SECRETS
+
+t = Tap()
+
+with Spur("limits:\n  body: 64KiB\n  idle: 2s\n  header: 8KiB\n  headers: 50\n") as s:
+    s.start()
+    st, h, body = s.request("GET", "/healthz")
+    t.ok(st == 200 and body == b"ok\n", "GET /healthz answers 200 ok", (st, body))
+    st, h, body = s.request("POST", "/healthz")
+    t.eq(st, 405, "POST /healthz is 405")
+    st, h, body = s.request("GET", "/nope")
+    t.eq(st, 404, "an unknown route is 404")
+    st, h, body = s.request("GET", "/o/acme/hooks/github")
+    t.eq(st, 405, "GET on a webhook route is 405")
+    t.eq(h.get("allow"), "POST", "and says Allow: POST")
+    st, h, body = s.request("PUT", "/o/acme/hooks/slack", b"{}")
+    t.eq(st, 405, "PUT on a webhook route is 405")
+
+    # 413 from Content-Length, without reading the rest
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    sock.sendall(b"POST /o/acme/hooks/github HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 104857600\r\n\r\n" + b"{" * 1000)
+    sock.settimeout(5)
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except socket.timeout:
+        pass
+    sock.close()
+    t.ok(data.startswith(b"HTTP/1.1 413"), "a body over limits.body is answered 413 before it is sent", data[:100])
+    st, h, body = s.request("POST", "/o/acme/hooks/github", b"x" * (70 * 1024),
+                            {"Content-Type": "application/json"})
+    t.eq(st, 413, "a 70 KiB body against a 64 KiB limit is 413")
+
+    # header limits
+    try:
+        st, h, body = s.request("GET", "/healthz", headers={"X-Big": "a" * 9000})
+    except (ConnectionError, OSError) as e:
+        st = "closed"
+    t.ok(st in (400, 413, 431, "closed"), "headers over limits.header are refused", st)
+    many = dict(("X-H%d" % i, "v") for i in range(60))
+    many["Content-Type"] = "application/json"
+    st, h, body = s.request("POST", "/o/acme/hooks/github", b"{}", many)
+    t.eq(st, 431, "more headers than limits.headers is 431")
+
+    # a slow client is dropped after limits.idle, and the engine keeps answering meanwhile
+    slow = socket.create_connection(("127.0.0.1", s.port))
+    slow.sendall(b"POST /o/acme/hooks/github HTTP/1.1\r\nHost: x\r\n")
+    t0 = time.time()
+    st, _, _ = s.request("GET", "/healthz")
+    t.eq(st, 200, "healthz answers while a slow client holds a connection")
+    slow.settimeout(10)
+    try:
+        got = slow.recv(100)
+    except socket.timeout:
+        got = b"timeout"
+    waited = time.time() - t0
+    t.ok(got != b"timeout" and waited < 8, "the slow client is disconnected after the idle limit (%.1fs)" % waited, got)
+    slow.close()
+
+    # many idle connections do not stop it
+    idle = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(300)]
+    st, _, _ = s.request("GET", "/healthz")
+    t.eq(st, 200, "healthz answers with 300 idle connections open")
+    for c in idle:
+        c.close()
+
+    # garbage
+    g = socket.create_connection(("127.0.0.1", s.port))
+    g.sendall(os.urandom(2048) + b"\r\n\r\n")
+    g.settimeout(3)
+    try:
+        g.recv(100)
+    except OSError:
+        pass
+    g.close()
+    st, _, _ = s.request("GET", "/healthz")
+    t.eq(st, 200, "random bytes do not hurt the engine")
+
+    # metrics
+    st, h, body = s.request("GET", "/metrics")
+    text = body.decode()
+    t.ok(st == 200 and h.get("content-type", "").startswith("text/plain"), "GET /metrics is text", h)
+    t.contains(text, 'spur_http_requests_total{route="healthz",status="200"}', "metrics count requests by route and status")
+    t.contains(text, 'spur_http_requests_total{route="github",status="405"}', "including refused ones")
+    t.contains(text, 'spur_runs{state="queued"} 0', "metrics give runs by state")
+    t.contains(text, "spur_queue_depth 0", "and the queue depth")
+    t.contains(text, "# TYPE spur_http_requests_total counter", "in the Prometheus text format")
+
+    # the CLI reads while the daemon writes
+    rc, out, err = s.c("runs")
+    t.eq(rc, 0, "the CLI works while serve runs")
+
+    # healthz says 503 when the store cannot be written
+    con = s.db()
+    con.close()
+    import sqlite3
+    lock = sqlite3.connect(os.path.join(s.data_dir, "spur.db"), timeout=1, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    st, _, body = s.request("GET", "/healthz", timeout=20)
+    t.eq(st, 503, "healthz is 503 while the store cannot be written")
+    lock.execute("ROLLBACK")
+    lock.close()
+    st, _, _ = s.request("GET", "/healthz")
+    t.eq(st, 200, "and 200 again once it can")
+
+    # SIGHUP reload: a bad config is refused and the old one kept
+    with open(s.config, "a") as f:
+        f.write("bogus_key: 1\n")
+    s.proc.send_signal(signal.SIGHUP)
+    time.sleep(0.5)
+    st, _, _ = s.request("GET", "/healthz")
+    t.eq(st, 200, "an invalid reload keeps serving")
+    logs = s.logs()
+    t.contains(logs, "event=reload.refused", "the refused reload is logged")
+    t.contains(logs, 'unknown key \\"bogus_key\\"', "with why")
+    s.write_config("limits:\n  body: 64KiB\n")
+    s.proc.send_signal(signal.SIGHUP)
+    time.sleep(0.5)
+    t.contains(s.logs(), "event=reload.done", "a valid reload is applied")
+
+    # SIGTERM: finish and exit 0
+    rc = s.stop()
+    t.eq(rc, 0, "SIGTERM exits 0")
+    logs = s.logs()
+    t.contains(logs, "event=serve.stopped", "and logs the stop")
+    t.eq(grep_secrets(logs), [], "no secret value appears in the log")
+    t.ok(all(" level=" in l for l in logs.splitlines() if l), "every log line is leveled key=value")
+
+# SIGINT too
+with Spur() as s:
+    s.start()
+    t.eq(s.stop(signal.SIGINT), 0, "SIGINT exits 0")
+
+# a port already taken
+with Spur() as a:
+    a.start()
+    with Spur(port=a.port) as b:
+        rc, out, err = b.c("serve", timeout=10)
+        t.ok(rc == 1 and "cannot listen" in err, "a taken port is a clear error, exit 1", err)
+
+t.done()

@@ -1,0 +1,670 @@
+/* test-sandbox.c: real sandboxes on a libevent loop: output, status, stdin, limits, escapes, survivors. */
+#include "spur.h"
+#include "proc.h"
+#include "sandbox.h"
+#include "tap.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#define USER	"spur-run"
+
+static struct event_base *base;
+static char	 root[] = "/tmp/spur-test-sandbox-XXXXXX";
+static char	*ws, *art, *home, *datadir, *secret;
+static char	*skip_reason;
+static char	 marker[64];
+
+struct result {
+	struct buf		 out;
+	struct buf		 err;
+	struct sandbox_exit	 exit;
+	int			 done;
+	int64_t			 ms;
+	int64_t			 start;
+};
+
+static void
+skip(const char *what)
+{
+	printf("ok %d # SKIP %s: %s\n", ++tap_n, what, skip_reason);
+}
+
+static void
+result_output_cb(const char *data, size_t len, int fd, void *arg)
+{
+	struct result	*r = arg;
+
+	(void)buf_add(fd == 1 ? &r->out : &r->err, data, len);
+}
+
+static void
+result_exit_cb(struct sandbox *sb, const struct sandbox_exit *e, void *arg)
+{
+	struct result	*r = arg;
+
+	r->exit = *e;
+	r->exit.cause = e->cause != NULL ? xstrdup(e->cause) : NULL;
+	r->done = 1;
+	r->ms = now_ms() - r->start;
+	sandbox_free(sb);
+}
+
+static void
+result_free(struct result *r)
+{
+	buf_free(&r->out);
+	buf_free(&r->err);
+	free(r->exit.cause);
+}
+
+static char *env_default[] = {
+	"PATH=/usr/bin:/bin", "HOME=" SANDBOX_HOME, "LANG=C.UTF-8",
+	"SPUR_RUN=run_test", "SPUR_SESSION=ses_test", NULL
+};
+
+static void
+spec_init(struct sandbox_spec *s, char **argv)
+{
+	memset(s, 0, sizeof *s);
+	s->run_id = "run_test";
+	s->session_id = "ses_test";
+	s->argv = argv;
+	s->env = env_default;
+	s->workspace = ws;
+	s->artifacts = art;
+	s->home = home;
+	s->timeout = 20;
+	s->grace_ms = 500;
+	s->output_max = 1 << 20;
+	s->pids = 256;
+	s->backend = SANDBOX_BWRAP;
+	s->user = USER;
+}
+
+/* Runs one sandbox to its end on the loop; 0 when it started. */
+static int
+run(const struct sandbox_spec *s, struct result *r, char **cause)
+{
+	struct sandbox	*sb;
+
+	memset(r, 0, sizeof *r);
+	buf_init(&r->out, 4 << 20);
+	buf_init(&r->err, 4 << 20);
+	r->start = now_ms();
+	*cause = NULL;
+	if ((sb = sandbox_start(base, s, result_output_cb, result_exit_cb, r, cause)) == NULL)
+		return -1;
+	while (!r->done)
+		event_base_loop(base, EVLOOP_ONCE);
+	/* Nothing of ours may be left on the loop once the run has ended. */
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	return 0;
+}
+
+/* Processes anywhere on the host whose command line holds the marker. */
+static int
+survivors(const char *mark)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		 path[300], *data;
+	size_t		 len, i;
+	int		 n = 0;
+	pid_t		 self = getpid();
+
+	if ((d = opendir("/proc")) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if (atoi(de->d_name) <= 0 || atoi(de->d_name) == self)
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/cmdline", de->d_name);
+		if (read_file(path, 65536, &data, &len, NULL) != 0)
+			continue;
+		for (i = 0; i < len; i++) {
+			if (data[i] == '\0')
+				data[i] = ' ';
+		}
+		if (len > 0 && strstr(data, mark) != NULL)
+			n++;
+		free(data);
+	}
+	closedir(d);
+	return n;
+}
+
+static int
+ensure_user(void)
+{
+	if (geteuid() != 0)
+		return 0;
+	if (getpwnam(USER) != NULL)
+		return 0;
+	if (system("useradd --system --no-create-home --shell /usr/sbin/nologin "
+	    USER " >/dev/null 2>&1") != 0 || getpwnam(USER) == NULL) {
+		skip_reason = xstrdup("cannot create user " USER " (useradd failed)");
+		return -1;
+	}
+	return 0;
+}
+
+static void
+setup(void)
+{
+	FILE	*f;
+	char	*cause = NULL, *content;
+
+	if (mkdtemp(root) == NULL)
+		fatal("mkdtemp");
+	ws = path_join(root, "ws");
+	art = path_join(root, "art");
+	home = path_join(root, "home");
+	datadir = path_join(root, "data");
+	secret = path_join(datadir, "secret.txt");
+	if (skip_reason == NULL) {
+		ok(sandbox_prepare_dir(ws, USER, &cause) == 0, "prepare workspace");
+		ok(sandbox_prepare_dir(art, USER, &cause) == 0, "prepare artifacts");
+		ok(sandbox_prepare_dir(home, USER, &cause) == 0, "prepare home");
+		free(cause);
+	} else {
+		mkdir(ws, 0700);
+		mkdir(art, 0700);
+		mkdir(home, 0700);
+	}
+	mkdir(datadir, 0755);
+	content = xprintf("TOPSECRET-%s\n", marker);
+	if ((f = fopen(secret, "w")) == NULL)
+		fatal("%s", secret);
+	fputs(content, f);
+	fclose(f);
+	chmod(secret, 0644);	/* world-readable: only the binds keep it out */
+	free(content);
+	chmod(root, 0755);
+}
+
+static void
+test_prepare_dir(void)
+{
+	struct stat	 st;
+	char		*cause = NULL, *p;
+
+	if (skip_reason != NULL || geteuid() != 0) {
+		p = skip_reason;
+		skip_reason = p != NULL ? p : "not root";
+		skip("prepare_dir owner");
+		skip_reason = p;
+		return;
+	}
+	ok(stat(ws, &st) == 0 && st.st_uid == getpwnam(USER)->pw_uid &&
+	    (st.st_mode & 0777) == 0700, "workspace owned by " USER ", mode 0700");
+	p = path_join(root, "x/y");
+	ok(sandbox_prepare_dir(p, "spur-no-such-user", &cause) == -1 && cause != NULL &&
+	    strstr(cause, "does not exist") != NULL, "prepare_dir: unknown user is an error");
+	free(cause);
+	free(p);
+}
+
+static void
+test_simple(void)
+{
+	struct sandbox_spec	 s;
+	struct result		 r;
+	char			*cause;
+	char			*argv[] = { "sh", "-c", "echo hello; echo oops >&2; id -u; pwd; "
+				    "echo $HOME; exit 7", NULL };
+
+	if (skip_reason != NULL) {
+		skip("simple command");
+		return;
+	}
+	spec_init(&s, argv);
+	if (!ok(run(&s, &r, &cause) == 0, "simple command starts")) {
+		printf("# cause: %s\n", cause);
+		free(cause);
+		return;
+	}
+	ok(strncmp(buf_cstr(&r.out), "hello\n", 6) == 0, "stdout arrives");
+	is_str(buf_cstr(&r.err), "oops\n", "stderr arrives apart");
+	ok(strstr(buf_cstr(&r.out), "\n/workspace\n/home/spur\n") != NULL,
+	    "runs in /workspace with HOME");
+	if (geteuid() == 0) {
+		char *uid = xprintf("\n%u\n", (unsigned)getpwnam(USER)->pw_uid);
+
+		ok(strstr(buf_cstr(&r.out), uid) != NULL, "runs as " USER "'s uid");
+		free(uid);
+	}
+	is_int(r.exit.status, 7, "exit status");
+	is_int(r.exit.signal, 0, "no signal");
+	ok(!r.exit.timed_out && !r.exit.output_exceeded && !r.exit.cancelled, "no flags");
+	ok(r.exit.cause != NULL && strstr(r.exit.cause, "status 7") != NULL, "cause says status");
+	result_free(&r);
+}
+
+static void
+test_stdin(void)
+{
+	struct sandbox_spec	 s;
+	struct result		 r;
+	char			*cause, *data;
+	size_t			 i, len = 300000;
+	char			*argv[] = { "sh", "-c", "cat; echo END", NULL };
+
+	if (skip_reason != NULL) {
+		skip("stdin");
+		return;
+	}
+	data = xmalloc(len + 1);
+	for (i = 0; i < len; i++)
+		data[i] = 'a' + (char)(i % 26);
+	data[len] = '\0';
+	spec_init(&s, argv);
+	s.stdin_data = data;
+	s.stdin_len = len;
+	if (!ok(run(&s, &r, &cause) == 0, "stdin: starts"))
+		free(cause);
+	else {
+		ok(r.out.len == len + 4 && memcmp(r.out.data, data, len) == 0 &&
+		    memcmp(r.out.data + len, "END\n", 4) == 0,
+		    "stdin: 300 KB delivered whole, then closed");
+		is_int(r.exit.status, 0, "stdin: exit 0");
+		result_free(&r);
+	}
+	free(data);
+}
+
+static void
+test_timeout_term(void)
+{
+	struct sandbox_spec	 s;
+	struct result		 r;
+	char			*cause;
+	char			 script[256];
+	char			*argv[] = { "bash", "-c", script, marker, NULL };
+
+	if (skip_reason != NULL) {
+		skip("timeout with SIGTERM trapped");
+		return;
+	}
+	snprintf(script, sizeof script, "trap 'echo got-term' TERM; echo started; "
+	    "while :; do sleep 0.05; done # %s", marker);
+	spec_init(&s, argv);
+	s.timeout = 1;
+	s.grace_ms = 800;
+	if (!ok(run(&s, &r, &cause) == 0, "timeout: starts")) {
+		free(cause);
+		return;
+	}
+	ok(r.exit.timed_out, "timeout: timed_out set");
+	ok(strstr(buf_cstr(&r.out), "got-term") != NULL, "timeout: SIGTERM reached the agent");
+	ok(r.ms >= 1700 && r.ms < 5000, "timeout: SIGKILL after the grace (%lld ms)",
+	    (long long)r.ms);
+	ok(r.exit.signal == SIGKILL || r.exit.status != 0, "timeout: ended by a kill");
+	is_int(survivors(marker), 0, "timeout: no process survives");
+	result_free(&r);
+}
+
+static void
+test_loop_timeout(void)
+{
+	struct sandbox_spec	 s;
+	struct result		 r;
+	char			*cause;
+	char			*argv[] = { "sh", "-c", "while :; do :; done", marker, NULL };
+
+	if (skip_reason != NULL) {
+		skip("endless loop");
+		return;
+	}
+	spec_init(&s, argv);
+	s.timeout = 1;
+	if (!ok(run(&s, &r, &cause) == 0, "loop: starts")) {
+		free(cause);
+		return;
+	}
+	ok(r.exit.timed_out && r.ms < 3000, "loop: killed by the timeout (%lld ms)",
+	    (long long)r.ms);
+	ok(r.exit.cause != NULL && strstr(r.exit.cause, "timed out") != NULL, "loop: cause");
+	is_int(survivors(marker), 0, "loop: no process survives");
+	result_free(&r);
+}
+
+static void
+test_output_max(void)
+{
+	struct sandbox_spec	 s;
+	struct result		 r;
+	char			*cause;
+	char			*argv[] = { "yes", marker, NULL };
+
+	if (skip_reason != NULL) {
+		skip("output_max");
+		return;
+	}
+	spec_init(&s, argv);
+	s.output_max = 100000;
+	if (!ok(run(&s, &r, &cause) == 0, "output: starts")) {
+		free(cause);
+		return;
+	}
+	ok(r.exit.output_exceeded, "output: output_exceeded set");
+	is_int(r.out.len + r.err.len, 100000, "output: exactly output_max delivered");
+	ok(r.ms < 3000, "output: killed at once");
+	is_int(survivors(marker), 0, "output: no process survives");
+	result_free(&r);
+}
+
+static void
+test_fork_bomb(void)
+{
+	struct sandbox_spec	 s;
+	struct result		 r;
+	char			*cause;
+	char			*argv[] = { "bash", "-c", "b() { b | b & }; b; sleep 30", marker, NULL };
+
+	if (skip_reason != NULL || geteuid() != 0) {
+		if (skip_reason == NULL)
+			printf("ok %d # SKIP fork bomb: RLIMIT_NPROC would count the "
+			    "tester's own processes when not root\n", ++tap_n);
+		else
+			skip("fork bomb");
+		return;
+	}
+	spec_init(&s, argv);
+	s.pids = 64;
+	s.timeout = 2;
+	s.grace_ms = 300;
+	if (!ok(run(&s, &r, &cause) == 0, "fork bomb: starts")) {
+		free(cause);
+		return;
+	}
+	ok(r.done && r.ms < 5000, "fork bomb: the run ended (%lld ms)", (long long)r.ms);
+	ok(strstr(buf_cstr(&r.err), "Resource temporarily unavailable") != NULL ||
+	    strstr(buf_cstr(&r.err), "retry") != NULL, "fork bomb: hit the process limit");
+	is_int(survivors(marker), 0, "fork bomb: no process survives");
+	result_free(&r);
+}
+
+static void
+test_memory(void)
+{
+	struct sandbox_spec	 s;
+	struct result		 r;
+	char			*cause;
+	char			*argv[] = { "python3", "-c",
+				    "x = bytearray(1 << 30); print('allocated')", marker, NULL };
+
+	if (skip_reason != NULL) {
+		skip("memory hog");
+		return;
+	}
+	spec_init(&s, argv);
+	s.memory = 128ULL << 20;
+	s.timeout = 10;
+	if (!ok(run(&s, &r, &cause) == 0, "memory: starts")) {
+		free(cause);
+		return;
+	}
+	ok(strstr(buf_cstr(&r.out), "allocated") == NULL, "memory: 1 GiB not allocated under 128 MiB");
+	ok(!r.exit.timed_out && r.exit.status != 0, "memory: the hog ended by itself, failed");
+	ok(strstr(buf_cstr(&r.err), "MemoryError") != NULL, "memory: MemoryError");
+	is_int(survivors(marker), 0, "memory: no process survives");
+	result_free(&r);
+}
+
+static void
+test_escape(void)
+{
+	struct sandbox_spec	 s;
+	struct result		 r;
+	struct sockaddr_in	 sin;
+	socklen_t		 slen = sizeof sin;
+	char			*cause, *script, *data, pid[32], port[16], *p;
+	char			*argv[8];
+	size_t			 len;
+	int			 lfd, blocked = 0;
+	char			*canary = "SPUR_TEST_CANARY_7f3a9c";
+
+	if (skip_reason != NULL) {
+		skip("escape attempts");
+		return;
+	}
+	setenv("SPUR_TEST_CANARY", canary, 1);
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (lfd == -1 || bind(lfd, (struct sockaddr *)&sin, sizeof sin) != 0 ||
+	    listen(lfd, 5) != 0 || getsockname(lfd, (struct sockaddr *)&sin, &slen) != 0)
+		fatal("listen");
+	snprintf(port, sizeof port, "%d", ntohs(sin.sin_port));
+	snprintf(pid, sizeof pid, "%ld", (long)getpid());
+
+	/* The hostile script is the agent's own file in its workspace. */
+	p = xprintf("%s/tests/fixtures/sandbox/escape.sh", getenv("SPUR_SRCDIR") ?
+	    getenv("SPUR_SRCDIR") : ".");
+	if (read_file(p, 65536, &data, &len, &cause) != 0)
+		fatal("%s", cause);
+	free(p);
+	script = path_join(ws, "escape.sh");
+	{
+		FILE *f = fopen(script, "w");
+
+		fwrite(data, 1, len, f);
+		fclose(f);
+	}
+	free(data);
+	argv[0] = "bash";
+	argv[1] = "/workspace/escape.sh";
+	argv[2] = secret;
+	argv[3] = datadir;
+	argv[4] = pid;
+	argv[5] = port;
+	argv[6] = canary;
+	argv[7] = NULL;
+	spec_init(&s, argv);
+	if (!ok(run(&s, &r, &cause) == 0, "escape: starts")) {
+		printf("# %s\n", cause);
+		free(cause);
+		goto out;
+	}
+	for (p = buf_cstr(&r.out); (p = strstr(p, "BLOCKED ")) != NULL; p++)
+		blocked++;
+	printf("# %s", buf_cstr(&r.out));
+	ok(strstr(buf_cstr(&r.out), "DONE") != NULL, "escape: the script ran to its end");
+	ok(strstr(buf_cstr(&r.out), "ESCAPED") == NULL, "escape: no attempt succeeded");
+	is_int(blocked, 16, "escape: all 16 attempts blocked");
+	/* Honest check: the same script outside sees the secret and the canary. */
+	{
+		char *cmd = xprintf("bash %s %s %s %s %s %s | grep -c ESCAPED >/dev/null",
+		    script, secret, datadir, pid, port, canary);
+
+		ok(system(cmd) == 0, "escape: the same script outside does escape");
+		free(cmd);
+	}
+	result_free(&r);
+out:
+	unlink(script);
+	free(script);
+	close(lfd);
+	unsetenv("SPUR_TEST_CANARY");
+}
+
+static void
+test_bad_start(void)
+{
+	struct sandbox_spec	 s;
+	struct sandbox		*sb;
+	struct result		 r;
+	char			*cause = NULL;
+	char			*argv[] = { "true", NULL };
+	char			*nocmd[] = { "spur-no-such-command", NULL };
+
+	memset(&r, 0, sizeof r);
+	spec_init(&s, argv);
+	if (geteuid() == 0) {
+		s.user = "spur-no-such-user";
+		sb = sandbox_start(base, &s, result_output_cb, result_exit_cb, &r, &cause);
+		ok(sb == NULL && cause != NULL && strstr(cause, "spur-no-such-user") != NULL,
+		    "unknown sandbox user: clear cause");
+		free(cause);
+		cause = NULL;
+		s.user = NULL;
+		sb = sandbox_start(base, &s, result_output_cb, result_exit_cb, &r, &cause);
+		ok(sb == NULL && cause != NULL && strstr(cause, "sandbox.user") != NULL,
+		    "root without sandbox.user: refused");
+		free(cause);
+		cause = NULL;
+		s.user = USER;
+	}
+	s.workspace = "/nonexistent/spur";
+	sb = sandbox_start(base, &s, result_output_cb, result_exit_cb, &r, &cause);
+	ok(sb == NULL && cause != NULL && strstr(cause, "/nonexistent/spur") != NULL,
+	    "missing workspace: clear cause");
+	free(cause);
+	cause = NULL;
+	spec_init(&s, nocmd);
+	s.backend = SANDBOX_NONE;
+	sb = sandbox_start(base, &s, result_output_cb, result_exit_cb, &r, &cause);
+	ok(sb == NULL && cause != NULL && strstr(cause, "not found") != NULL,
+	    "backend none: unknown command is a cause");
+	free(cause);
+	ok(!r.done, "no callback for a run that did not start");
+}
+
+static void
+test_none(void)
+{
+	struct sandbox_spec	 s;
+	struct result		 r;
+	char			*cause, *want;
+	char			*env[] = { "PATH=/usr/bin:/bin", "FOO=bar", NULL };
+	char			*argv[] = { "sh", "-c", "echo $FOO; pwd; env | wc -l", NULL };
+	char			*argv2[] = { "sh", "-c", "sleep 5 & sleep 10", marker, NULL };
+
+	spec_init(&s, argv);
+	s.backend = SANDBOX_NONE;
+	s.env = env;
+	if (!ok(run(&s, &r, &cause) == 0, "none: starts")) {
+		free(cause);
+		return;
+	}
+	want = xprintf("bar\n%s\n", ws);
+	ok(strncmp(buf_cstr(&r.out), want, strlen(want)) == 0, "none: env and workspace");
+	ok(atoi(buf_cstr(&r.out) + strlen(want)) <= 4, "none: only the given environment");
+	is_int(r.exit.status, 0, "none: exit 0");
+	free(want);
+	result_free(&r);
+
+	spec_init(&s, argv2);
+	s.backend = SANDBOX_NONE;
+	s.timeout = 1;
+	s.grace_ms = 300;
+	if (!ok(run(&s, &r, &cause) == 0, "none timeout: starts")) {
+		free(cause);
+		return;
+	}
+	ok(r.exit.timed_out && r.ms < 3000, "none: timeout works (%lld ms)", (long long)r.ms);
+	is_int(survivors(marker), 0, "none: the whole process group is gone");
+	result_free(&r);
+}
+
+static void
+test_cancel_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	sandbox_cancel(arg);
+}
+
+static void
+test_cancel(void)
+{
+	struct sandbox_spec	 s;
+	struct result		 r;
+	struct sandbox		*sb;
+	struct timeval		 tv = { 0, 300000 };
+	char			*cause = NULL;
+	char			*argv[] = { "sleep", "30", marker, NULL };
+
+	if (skip_reason != NULL) {
+		skip("cancel");
+		return;
+	}
+	memset(&r, 0, sizeof r);
+	buf_init(&r.out, 1 << 20);
+	buf_init(&r.err, 1 << 20);
+	spec_init(&s, argv);
+	r.start = now_ms();
+	sb = sandbox_start(base, &s, result_output_cb, result_exit_cb, &r, &cause);
+	if (!ok(sb != NULL, "cancel: starts")) {
+		free(cause);
+		return;
+	}
+	event_base_once(base, -1, EV_TIMEOUT, test_cancel_cb, sb, &tv);
+	while (!r.done)
+		event_base_loop(base, EVLOOP_ONCE);
+	ok(r.exit.cancelled && !r.exit.timed_out, "cancel: cancelled set");
+	ok(r.ms < 2000, "cancel: ended promptly (%lld ms)", (long long)r.ms);
+	is_int(survivors(marker), 0, "cancel: no process survives");
+	result_free(&r);
+}
+
+int
+main(void)
+{
+	char	*cause = NULL, id[16];
+	int	 i;
+
+	log_init(LOG_WARN, "test-sandbox");
+	signal(SIGPIPE, SIG_IGN);
+	random_bytes(id, sizeof id);
+	snprintf(marker, sizeof marker, "spur-marker-");
+	for (i = 0; i < 8; i++)
+		snprintf(marker + strlen(marker), 3, "%02x", (unsigned char)id[i]);
+	base = event_base_new();
+
+	if (ensure_user() == 0 && sandbox_available(USER, &cause) != 0) {
+		skip_reason = cause;
+		cause = NULL;
+	}
+	if (skip_reason != NULL)
+		printf("# sandbox cases skipped: %s\n", skip_reason);
+	setup();
+
+	test_prepare_dir();
+	test_bad_start();
+	test_none();
+	test_simple();
+	test_stdin();
+	test_output_max();
+	test_loop_timeout();
+	test_timeout_term();
+	test_cancel();
+	test_fork_bomb();
+	test_memory();
+	test_escape();
+
+	/* The second answer comes from the cache, the same. */
+	ok((sandbox_available(USER, &cause) == 0) == (skip_reason == NULL),
+	    "sandbox_available: cached answer");
+	free(cause);
+
+	rm_rf(root);
+	free(ws);
+	free(art);
+	free(home);
+	free(datadir);
+	free(secret);
+	free(skip_reason);
+	event_base_free(base);
+	return tap_done();
+}
