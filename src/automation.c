@@ -228,6 +228,22 @@ suggest(const char *const *names, const char *s)
 	return found >= 0 ? names[found] : NULL;
 }
 
+/* Whether key i of m repeats an earlier key (only the first counts; map_check reports the rest). */
+static int
+key_repeated(const struct ynode *m, size_t i)
+{
+	size_t	 j;
+
+	if (m->items[2 * i]->type != YNODE_SCALAR)
+		return 1;
+	for (j = 0; j < i; j++) {
+		if (m->items[2 * j]->type == YNODE_SCALAR &&
+		    strcmp(ymap_key(m, j), ymap_key(m, i)) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * Checks that m is a mapping whose keys are all in keys and none repeats.
  * what is the dotted place ("on.github"), NULL at the top. -1 if m is not a mapping.
@@ -237,7 +253,7 @@ map_check(struct aload *l, const struct ynode *m, const char *what, const char *
 {
 	const struct ynode	*k;
 	const char		*s, *hint;
-	size_t			 i, j;
+	size_t			 i;
 
 	if (m == NULL || m->type != YNODE_MAP) {
 		if (what == NULL)
@@ -253,12 +269,7 @@ map_check(struct aload *l, const struct ynode *m, const char *what, const char *
 			continue;
 		}
 		s = k->value;
-		for (j = 0; j < i; j++) {
-			if (m->items[2 * j]->type == YNODE_SCALAR &&
-			    strcmp(ymap_key(m, j), s) == 0)
-				break;
-		}
-		if (j < i) {
+		if (key_repeated(m, i)) {
 			yerrs_node(l->errs, l->file, k, "duplicate key \"%s\"", s);
 			continue;
 		}
@@ -507,6 +518,8 @@ parse_path_value(struct aload *l, const char *path, const struct ynode *v, const
 	map_check(l, v, place, where_ops);
 	all = cond_new(COND_ALL, NULL);
 	for (i = 0; i < v->n; i++) {
+		if (key_repeated(v, i))
+			continue;
 		op = ymap_key(v, i);
 		c = NULL;
 		switch (name_index(where_ops, op)) {
@@ -583,6 +596,8 @@ parse_where_map(struct aload *l, const struct ynode *m, const char *what)
 	map_check(l, m, what, NULL);
 	all = cond_new(COND_ALL, NULL);
 	for (i = 0; i < m->n; i++) {
+		if (key_repeated(m, i))
+			continue;
 		path = ymap_key(m, i);
 		v = ymap_value(m, i);
 		if (strcmp(path, "any") == 0) {
@@ -903,6 +918,8 @@ parse_source_trigger(struct aload *l, struct trigger *t, const struct ynode *m)
 	size_t			 i;
 
 	for (i = 0; m != NULL && i < m->n; i++) {
+		if (key_repeated(m, i))
+			continue;
 		key = ymap_key(m, i);
 		v = ymap_value(m, i);
 		what = xprintf("%s.%s", t->label, key);
@@ -981,6 +998,8 @@ parse_on(struct aload *l, const struct ynode *on)
 	if (map_check(l, on, "on", on_keys) != 0)
 		return;
 	for (i = 0; i < on->n; i++) {
+		if (key_repeated(on, i))
+			continue;
 		key = ymap_key(on, i);
 		v = ymap_value(on, i);
 		if ((src = name_index(on_keys, key)) < 0)
@@ -1250,6 +1269,8 @@ automation_parse(struct aload *l, const char *path, const char *base)
 	}
 	a->agent_name = xstrdup(agent_kind_name(a->agent));
 	for (i = 0; i < root->n; i++) {
+		if (key_repeated(root, i))
+			continue;	/* reported by map_check */
 		if (strcmp(ymap_key(root, i), "authors") == 0)
 			seen_authors = 1;
 		if (strcmp(ymap_key(root, i), "bots") == 0)

@@ -36,7 +36,7 @@
  *	author, author role, author bot ("yes"), thread.
  *     The source's own fields:
  *	github:   "pull request" or "issue" (meta.number), title (the PR's or
- *	          issue's), branch ("HEAD -> BASE"), fork (the head repository
+ *	          issue's), branch and base branch (a PR's), fork (the head repository
  *	          of a PR from a fork), label (the label added), labels (the PR's
  *	          or issue's, comma-separated), file (a review comment's
  *	          "path:line")
@@ -630,8 +630,6 @@ prompt_field_list(struct buf *b, const char *label, const json_t *list, const ch
 static void
 prompt_github(struct buf *b, const json_t *root)
 {
-	const char	*head = json_path_str(root, "meta.head_ref");
-	const char	*base = json_path_str(root, "meta.base_ref");
 	const char	*path = json_path_str(root, "payload.comment.path");
 	const json_t	*line, *labels;
 	char		*s;
@@ -639,11 +637,8 @@ prompt_github(struct buf *b, const json_t *root)
 	prompt_field_path(b, json_is_true(json_path(root, "meta.is_pull_request")) ?
 	    "pull request" : "issue", root, "meta.number");
 	prompt_field_path(b, "title", root, "meta.title");
-	if (head != NULL) {
-		s = base != NULL ? xprintf("%s -> %s", head, base) : xstrdup(head);
-		prompt_field(b, "branch", s);
-		free(s);
-	}
+	prompt_field_path(b, "branch", root, "meta.head_ref");
+	prompt_field_path(b, "base branch", root, "meta.base_ref");
 	if (json_is_true(json_path(root, "meta.fork")))
 		prompt_field_path(b, "fork", root, "meta.head_repo");
 	prompt_field_path(b, "label", root, "meta.label");

@@ -296,7 +296,7 @@ github_handle(const struct source_req *req, struct source_result *res)
 	struct spur_event	*ev;
 
 	memset(res, 0, sizeof *res);
-	if (!req->unverified) {
+	if (!req->no_verify) {
 		nokey = github_no_key(req, &key, &keylen);
 		sigcause = github_check_signature(req, key, keylen);
 		if (nokey != NULL || sigcause != NULL) {

@@ -213,7 +213,7 @@ linear_handle(const struct source_req *req, struct source_result *res)
 	struct spur_event	*ev;
 
 	memset(res, 0, sizeof *res);
-	if (!req->unverified) {
+	if (!req->no_verify) {
 		nokey = linear_no_key(req, &key, &keylen);
 		sigcause = linear_check_signature(req, key, keylen);
 		if (nokey != NULL || sigcause != NULL) {
@@ -232,7 +232,7 @@ linear_handle(const struct source_req *req, struct source_result *res)
 		free(cause);
 		return;
 	}
-	if (!req->unverified && (cause = linear_check_time(req, payload)) != NULL) {
+	if (!req->no_verify && (cause = linear_check_time(req, payload)) != NULL) {
 		source_unauthorized(res, "%s", cause);
 		free(cause);
 		json_decref(payload);

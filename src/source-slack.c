@@ -285,7 +285,7 @@ slack_handle(const struct source_req *req, struct source_result *res)
 	json_t		*form;
 
 	memset(res, 0, sizeof *res);
-	if (!req->unverified) {
+	if (!req->no_verify) {
 		nokey = slack_no_key(req, &key, &keylen);
 		sigcause = slack_check_signature(req, key, keylen);
 		if (nokey != NULL || sigcause != NULL) {

@@ -281,8 +281,8 @@ webhook_handle(const struct source_req *req, struct source_result *res)
 	struct spur_event			*ev;
 
 	memset(res, 0, sizeof *res);
-	/* An unknown hook is refused even unverified: there is nothing to normalize by. */
-	if ((!req->unverified || def == NULL || req->org == NULL) &&
+	/* An unknown hook is refused even with no_verify: there is nothing to normalize by. */
+	if ((!req->no_verify || def == NULL || req->org == NULL) &&
 	    (cause = webhook_verify(req)) != NULL) {
 		source_unauthorized(res, "%s", cause);
 		free(cause);

@@ -27,9 +27,6 @@ struct source_req {
 	int64_t				 now_ms;
 	int				 no_verify; /* spur fire: normalize only, check no signature or timestamp */
 	const struct webhook_def	*webhook; /* generic hooks: the definition, NULL if none */
-	int				 unverified; /* spur fire: normalize without checking
-						      signatures or timestamps; never
-						      set by the listener */
 };
 
 enum source_verdict {

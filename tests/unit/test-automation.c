@@ -1,0 +1,508 @@
+/* test-automation.c: the automation loader against broken fixtures, and the matcher against a table of events. */
+#include "spur.h"
+#include "automation.h"
+#include "conf.h"
+#include "event.h"
+#include "ytree.h"
+#include "tap.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char	*srcdir;
+
+/* Two orgs, as a test config: demo (the demo's secrets) and acme. */
+static struct named_secret demo_secrets[] = {
+	{ "DEPLOY_HOOK_SECRET", NULL }, { "NPM_TOKEN", NULL },
+};
+static struct named_secret acme_secrets[] = { { "ACME_ONLY", NULL } };
+static struct org two_orgs[] = {
+	{ .name = "demo", .secrets = demo_secrets, .nsecrets = 2 },
+	{ .name = "acme", .secrets = acme_secrets, .nsecrets = 1 },
+};
+static struct config conf2 = { .orgs = two_orgs, .norgs = 2 };
+static struct config conf1 = { .orgs = two_orgs, .norgs = 1 };
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Entries of dir (not starting with '.'), sorted; with suffix, only those ending so. */
+static size_t
+dir_list(const char *dir, const char *suffix, char ***out)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		**names = NULL;
+	size_t		  n = 0, len;
+
+	if ((d = opendir(dir)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		len = strlen(de->d_name);
+		if (de->d_name[0] == '.')
+			continue;
+		if (suffix != NULL && (len < strlen(suffix) ||
+		    strcmp(de->d_name + len - strlen(suffix), suffix) != 0))
+			continue;
+		names = xreallocarray(names, n + 1, sizeof *names);
+		names[n++] = xstrdup(de->d_name);
+	}
+	closedir(d);
+	qsort(names, n, sizeof *names, name_cmp);
+	*out = names;
+	return n;
+}
+
+static void
+dir_list_free(char **names, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* Every "DIR/" in s removed, so messages compare independently of where the tree is. */
+static char *
+strip_dir(const char *s, const char *dir)
+{
+	char	*prefix = xprintf("%s/", dir), *out = xstrdup(s), *p;
+
+	while ((p = strstr(out, prefix)) != NULL)
+		memmove(p, p + strlen(prefix), strlen(p + strlen(prefix)) + 1);
+	free(prefix);
+	return out;
+}
+
+/* Each broken/CASE directory loads to NULL with exactly the errors of CASE/expect. */
+static void
+test_broken(void)
+{
+	struct automation_set	*set;
+	struct yerrs		 errs;
+	char			*base, *dir, *path, *text, *cause, *line, *save, *got;
+	char			**cases, **want = NULL;
+	size_t			 ncases, i, j, nwant, len;
+
+	base = xprintf("%s/tests/fixtures/automations/broken", srcdir);
+	ncases = dir_list(base, NULL, &cases);
+	ok(ncases >= 15, "broken fixtures found (%zu)", ncases);
+	for (i = 0; i < ncases; i++) {
+		dir = xprintf("%s/%s", base, cases[i]);
+		path = xprintf("%s/expect", dir);
+		if (read_file(path, 1 << 20, &text, &len, &cause) != 0) {
+			ok(0, "%s: expect: %s", cases[i], cause);
+			free(cause);
+			free(path);
+			free(dir);
+			continue;
+		}
+		nwant = 0;
+		for (line = strtok_r(text, "\n", &save); line != NULL;
+		    line = strtok_r(NULL, "\n", &save)) {
+			want = xreallocarray(want, nwant + 1, sizeof *want);
+			want[nwant++] = line;
+		}
+		yerrs_init(&errs);
+		set = automation_load(&conf2, dir, &errs);
+		ok(set == NULL, "%s: refused", cases[i]);
+		automation_set_unref(set);
+		is_int(errs.n, nwant, "%s: %zu errors", cases[i], nwant);
+		for (j = 0; j < errs.n || j < nwant; j++) {
+			got = j < errs.n ? strip_dir(errs.msgs[j], dir) : NULL;
+			is_str(got, j < nwant ? want[j] : NULL, "%s: error %zu", cases[i], j);
+			free(got);
+		}
+		yerrs_free(&errs);
+		free(text);
+		free(path);
+		free(dir);
+	}
+	free(want);
+	dir_list_free(cases, ncases);
+	free(base);
+}
+
+static char *
+names_join(const struct automation **list, size_t n)
+{
+	struct buf	 b;
+	size_t		 i;
+
+	buf_init(&b, 0);
+	buf_adds(&b, "");
+	for (i = 0; i < n; i++)
+		buf_addf(&b, "%s%s", i > 0 ? "," : "", list[i]->name);
+	return buf_take(&b);
+}
+
+static char *
+json_names_join(const json_t *list)
+{
+	struct buf	 b;
+	json_t		*v;
+	size_t		 i;
+
+	buf_init(&b, 0);
+	buf_adds(&b, "");
+	json_array_foreach(list, i, v)
+		buf_addf(&b, "%s%s", i > 0 ? "," : "", json_string_value(v));
+	return buf_take(&b);
+}
+
+/* One row of the table: the event, which automations it starts, and why some do not. */
+static void
+test_match_case(const struct automation_set *set, const char *file, const char *name)
+{
+	const struct automation	*out[32], *a;
+	struct spur_event	*ev;
+	json_error_t		 jerr;
+	json_t			*j, *why;
+	const char		*key, *slash;
+	char			*got, *want, *org, *w;
+	size_t			 n, i, k;
+	int			 matched;
+
+	if ((j = json_load_file(file, 0, &jerr)) == NULL) {
+		ok(0, "%s: %s", name, jerr.text);
+		return;
+	}
+	ev = spur_event_from_json(json_object_get(j, "event"));
+	if (!ok(ev != NULL, "%s: event", name)) {
+		json_decref(j);
+		return;
+	}
+	n = automation_match(set, ev, out, SPUR_ARRLEN(out));
+	got = names_join(out, n);
+	want = json_names_join(json_object_get(j, "match"));
+	is_str(got, want, "%s: matches", name);
+	free(got);
+	free(want);
+
+	/* match and why agree on every automation of the set. */
+	for (i = 0; i < automation_count(set); i++) {
+		a = automation_get(set, i);
+		matched = 0;
+		for (k = 0; k < n; k++)
+			matched |= out[k] == a;
+		w = automation_why(a, ev);
+		if (matched != (w == NULL))
+			ok(0, "%s: why and match disagree on %s/%s: %s", name, a->org,
+			    a->name, w != NULL ? w : "(null)");
+		free(w);
+	}
+
+	why = json_object_get(j, "why");
+	json_object_foreach(why, key, json_t *v) {
+		slash = strchr(key, '/');
+		org = slash != NULL ? xstrndup(key, slash - key) : xstrdup(ev->org);
+		a = automation_find(set, org, slash != NULL ? slash + 1 : key);
+		if (ok(a != NULL, "%s: automation %s exists", name, key)) {
+			w = automation_why(a, ev);
+			is_str(w, json_string_value(v), "%s: why %s", name, key);
+			free(w);
+		}
+		free(org);
+	}
+	spur_event_free(ev);
+	json_decref(j);
+}
+
+static void
+test_match(void)
+{
+	struct automation_set	*set;
+	struct yerrs		 errs;
+	char			*dir, *events, *file, **names;
+	size_t			 n, i;
+	size_t			 u;
+
+	dir = xprintf("%s/tests/fixtures/automations/match/automations", srcdir);
+	yerrs_init(&errs);
+	set = automation_load(&conf2, dir, &errs);
+	for (u = 0; u < errs.n; u++)
+		printf("# %s\n", errs.msgs[u]);
+	if (!ok(set != NULL && errs.n == 0, "match fixtures load")) {
+		yerrs_free(&errs);
+		free(dir);
+		return;
+	}
+	is_int(automation_count(set), 12, "12 automations");
+	ok(automation_find(set, "acme", "fix-on-comment") !=
+	    automation_find(set, "demo", "fix-on-comment"), "one name, two orgs");
+	ok(automation_find(set, "demo", "nope") == NULL, "find: unknown name");
+
+	events = xprintf("%s/tests/fixtures/automations/match/events", srcdir);
+	n = dir_list(events, ".json", &names);
+	ok(n >= 20, "event table (%zu rows)", n);
+	for (i = 0; i < n; i++) {
+		file = xprintf("%s/%s", events, names[i]);
+		test_match_case(set, file, names[i]);
+		free(file);
+	}
+	dir_list_free(names, n);
+	free(events);
+	yerrs_free(&errs);
+	automation_set_unref(set);
+	free(dir);
+}
+
+/* The webhook and schedule definitions the listener and scheduler ask for. */
+static void
+test_defs(void)
+{
+	struct automation_set		*set;
+	struct yerrs			 errs;
+	const struct webhook_def	*w;
+	const struct schedule_def	**sched;
+	const struct automation		*a;
+	char				*dir;
+	size_t				 n;
+
+	dir = xprintf("%s/tests/fixtures/automations/match/automations", srcdir);
+	yerrs_init(&errs);
+	set = automation_load(&conf2, dir, &errs);
+	free(dir);
+	if (!ok(set != NULL, "defs: load"))
+		return;
+	w = automation_webhook(set, "demo", "deploy");
+	if (ok(w != NULL, "webhook deploy")) {
+		is_int(w->auth, WH_AUTH_HMAC, "hmac");
+		is_str(w->secret, "DEPLOY_HOOK_SECRET", "secret name");
+		is_str(w->header, "X-Signature", "header");
+		is_str(w->prefix, "sha256=", "prefix");
+		is_int(w->base64, 0, "hex");
+		is_str(w->text_path, "message", "text path");
+		is_str(w->thread_path, "deploy.id", "thread path");
+	}
+	ok(automation_webhook(set, "acme", "deploy") == NULL, "webhook: per org");
+	ok(automation_webhook(set, "demo", "github") == NULL, "webhook: not a provider");
+	n = automation_schedules(set, &sched);
+	if (is_int(n, 1, "one schedule")) {
+		is_str(sched[0]->org, "demo", "schedule org");
+		is_str(sched[0]->automation, "nightly", "schedule automation");
+		is_str(sched[0]->cron, "0 3 * * *", "schedule cron");
+		is_str(sched[0]->timezone, "Europe/Paris", "schedule zone");
+		ok(sched[0]->parsed != NULL, "schedule parsed");
+	}
+	a = automation_find(set, "demo", "fix-on-comment");
+	if (ok(a != NULL, "defaults: found")) {
+		is_int(a->agent, AGENT_CLAUDE, "agent");
+		is_int(a->proof, PROOF_PULL_REQUEST, "proof");
+		is_int(a->conc_key, CONC_THREAD, "concurrency key default");
+		is_int(a->on_busy, BUSY_QUEUE, "on_busy default");
+		ok(a->report_thread, "report default");
+		ok(!a->authors_any && !a->bots, "authors and bots defaults");
+		is_int(a->timeout, 0, "timeout default");
+	}
+	/* The set outlives a reload while a reference is held. */
+	automation_set_ref(set);
+	automation_set_unref(set);
+	is_str(automation_get(set, 0)->name, "fix-on-comment", "still there after unref");
+	ok(automation_get(set, 99) == NULL, "get: out of range");
+	automation_set_unref(set);
+	yerrs_free(&errs);
+}
+
+static char *
+tmp_dir(void)
+{
+	char	*d = xstrdup("/tmp/spur-test-automation.XXXXXX");
+
+	if (mkdtemp(d) == NULL)
+		fatal("mkdtemp");
+	return d;
+}
+
+static void
+tmp_write(const char *dir, const char *name, const char *text)
+{
+	char	*path = path_join(dir, name);
+	FILE	*f;
+
+	if ((f = fopen(path, "w")) == NULL)
+		fatal("fopen %s", path);
+	fputs(text, f);
+	fclose(f);
+	free(path);
+}
+
+/* With one org, `org` may be left out; a reload must not change what a run keeps. */
+static void
+test_json(void)
+{
+	struct automation_set	*set;
+	struct automation	*back;
+	const struct automation	*a;
+	struct yerrs		 errs;
+	json_t			*j, *j2;
+	char			*dir = tmp_dir(), *s1, *s2;
+
+	tmp_write(dir, "full.yaml",
+	    "on:\n"
+	    "  slack: { events: [slash_command] }\n"
+	    "agent: command\n"
+	    "model: sonnet\n"
+	    "command: [./tools/agent.sh, --fast]\n"
+	    "prompt: |\n  Do the thing.\n  Carefully.\n"
+	    "repository: demo/api\n"
+	    "proof: artifacts\n"
+	    "artifacts: [report.md, \"out/*.json\"]\n"
+	    "secrets: [NPM_TOKEN]\n"
+	    "network: { allow: [api.example.com, \"*.example.org\"] }\n"
+	    "timeout: 20m\n"
+	    "concurrency: { key: automation, on_busy: cancel_running }\n"
+	    "report: none\n"
+	    "authors: any\n"
+	    "bots: true\n");
+	yerrs_init(&errs);
+	set = automation_load(&conf1, dir, &errs);
+	if (!ok(set != NULL, "one org: org may be left out")) {
+		printf("# %s\n", errs.n > 0 ? errs.msgs[0] : "");
+		goto out;
+	}
+	a = automation_get(set, 0);
+	is_str(a->org, "demo", "org defaults to the only one");
+	is_str(a->name, "full", "name defaults to the file name");
+	is_int(a->timeout, 1200, "timeout 20m");
+	is_str(a->prompt, "Do the thing.\nCarefully.\n", "prompt as written");
+	j = automation_to_json(a);
+	s1 = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+	s2 = strip_dir(s1, dir);
+	is_str(s2, "{\"agent\":\"command\",\"artifacts\":[\"report.md\",\"out/*.json\"],"
+	    "\"authors\":\"any\",\"bots\":true,\"command\":[\"./tools/agent.sh\",\"--fast\"],"
+	    "\"concurrency\":{\"key\":\"automation\",\"on_busy\":\"cancel_running\"},"
+	    "\"file\":\"full.yaml\",\"model\":\"sonnet\",\"name\":\"full\","
+	    "\"network\":{\"allow\":[\"api.example.com\",\"*.example.org\"]},\"org\":\"demo\","
+	    "\"proof\":\"artifacts\",\"prompt\":\"Do the thing.\\nCarefully.\\n\","
+	    "\"report\":\"none\",\"repository\":\"demo/api\",\"secrets\":[\"NPM_TOKEN\"],"
+	    "\"timeout\":1200}", "to_json");
+	free(s2);
+	back = automation_from_json(j);
+	if (ok(back != NULL, "from_json")) {
+		j2 = automation_to_json(back);
+		s2 = json_dumps(j2, JSON_SORT_KEYS | JSON_COMPACT);
+		is_str(s2, s1, "round trip");
+		free(s2);
+		json_decref(j2);
+		is_int(back->agent, AGENT_COMMAND, "agent back");
+		is_str(back->command[1], "--fast", "argv back");
+		ok(back->command[2] == NULL, "argv terminated");
+		is_int(back->on_busy, BUSY_CANCEL_RUNNING, "on_busy back");
+		ok(!back->report_thread && back->authors_any && back->bots, "flags back");
+		automation_free(back);
+	}
+	free(s1);
+	/* Bad shapes are refused, not guessed at. */
+	json_object_set_new(j, "agent", json_string("gpt"));
+	ok(automation_from_json(j) == NULL, "from_json: unknown agent");
+	json_object_set_new(j, "agent", json_string("claude"));
+	json_object_set_new(j, "secrets", json_string("NPM_TOKEN"));
+	ok(automation_from_json(j) == NULL, "from_json: secrets not a list");
+	json_object_del(j, "secrets");
+	json_object_del(j, "name");
+	ok(automation_from_json(j) == NULL, "from_json: no name");
+	json_decref(j);
+	j = json_pack("[]");
+	ok(automation_from_json(j) == NULL, "from_json: not an object");
+	json_decref(j);
+	automation_set_unref(set);
+out:
+	yerrs_free(&errs);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* A pathological pattern gives up as no match instead of stalling the loop. */
+static void
+test_regex_limit(void)
+{
+	struct automation_set	*set;
+	const struct automation	*out[4];
+	struct spur_event	*ev;
+	struct yerrs		 errs;
+	struct timespec		 t0, t1;
+	char			*dir = tmp_dir(), text[64];
+	double			 secs;
+	size_t			 n;
+
+	tmp_write(dir, "slow.yaml",
+	    "on: { slack: { events: message, text: '^(a|a)*b$' } }\n"
+	    "prompt: x\n");
+	tmp_write(dir, "fast.yaml",
+	    "on: { slack: { events: message, text: 'a' } }\n"
+	    "prompt: x\n");
+	yerrs_init(&errs);
+	set = automation_load(&conf1, dir, &errs);
+	if (!ok(set != NULL, "regex: load"))
+		goto out;
+	memset(text, 'a', sizeof text - 1);
+	text[sizeof text - 1] = '\0';
+	ev = spur_event_new("demo", "slack");
+	ev->type = xstrdup("message");
+	free(ev->text);
+	ev->text = xstrdup(text);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	n = automation_match(set, ev, out, SPUR_ARRLEN(out));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+	is_int(n, 1, "the limited pattern does not match, the other does");
+	is_str(n > 0 ? out[0]->name : NULL, "fast", "fast matched");
+	ok(secs < 5.0, "bounded time (%.3fs)", secs);
+	spur_event_free(ev);
+	automation_set_unref(set);
+out:
+	yerrs_free(&errs);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* A bad file does not hide the good ones' problems, and a missing directory is an error. */
+static void
+test_load_misc(void)
+{
+	struct automation_set	*set;
+	struct yerrs		 errs;
+	char			*dir = tmp_dir(), *missing;
+
+	yerrs_init(&errs);
+	set = automation_load(&conf1, dir, &errs);
+	ok(set != NULL && automation_count(set) == 0 && errs.n == 0, "empty directory: empty set");
+	automation_set_unref(set);
+	tmp_write(dir, "notes.txt", "not yaml: [");
+	tmp_write(dir, ".hidden.yaml", "not yaml: [");
+	tmp_write(dir, "x.yml", "not yaml: [");
+	set = automation_load(&conf1, dir, &errs);
+	ok(set != NULL && errs.n == 0, "only *.yaml files are read");
+	automation_set_unref(set);
+	missing = path_join(dir, "nope");
+	set = automation_load(&conf1, missing, &errs);
+	ok(set == NULL && errs.n == 1, "missing directory: an error");
+	yerrs_free(&errs);
+	free(missing);
+	rm_rf(dir);
+	free(dir);
+}
+
+int
+main(void)
+{
+	log_init(LOG_ERROR, "test-automation");
+	if ((srcdir = getenv("SPUR_SRCDIR")) == NULL)
+		srcdir = "../..";
+	test_broken();
+	test_match();
+	test_defs();
+	test_json();
+	test_regex_limit();
+	test_load_misc();
+	return tap_done();
+}
