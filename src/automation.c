@@ -219,6 +219,9 @@ suggest(const char *const *names, const char *s)
 	size_t	 d, best = 3;
 	int	 i, found = -1;
 
+	/* A short word is within two edits of too much. */
+	if (strlen(s) < 4)
+		best = 2;
 	for (i = 0; names[i] != NULL; i++) {
 		if ((d = edit_distance(names[i], s)) < best) {
 			best = d;
@@ -1235,6 +1238,37 @@ parse_identity(struct aload *l, const struct ynode *root, const char *base)
 		seen_add(&l->names, &l->nnames, a->org, a->name, l->file);
 }
 
+/* Where an error of file points, from its "FILE:LINE:COL: " prefix. */
+static void
+errs_position(const char *msg, size_t skip, long *line, long *col)
+{
+	char	*end;
+
+	*line = strtol(msg + skip, &end, 10);
+	*col = *end == ':' ? strtol(end + 1, NULL, 10) : 0;
+}
+
+/* A file's errors in the order of the file (checks run in their own order), stable. */
+static void
+errs_sort(struct yerrs *errs, size_t from, const char *file)
+{
+	size_t	 i, j, skip = strlen(file) + 1;
+	long	 li, ci, lj, cj;
+	char	*m;
+
+	for (i = from + 1; i < errs->n; i++) {
+		m = errs->msgs[i];
+		errs_position(m, skip, &li, &ci);
+		for (j = i; j > from; j--) {
+			errs_position(errs->msgs[j - 1], skip, &lj, &cj);
+			if (lj < li || (lj == li && cj <= ci))
+				break;
+			errs->msgs[j] = errs->msgs[j - 1];
+		}
+		errs->msgs[j] = m;
+	}
+}
+
 /* Reads one file into an automation; NULL when it had any error (all of them reported). */
 static struct automation *
 automation_parse(struct aload *l, const char *path, const char *base)
@@ -1302,6 +1336,7 @@ automation_parse(struct aload *l, const char *path, const char *base)
 out:
 	ynode_free(root);
 	l->a = NULL;
+	errs_sort(l->errs, nerr, path);
 	if (l->errs->n != nerr) {
 		automation_free(a);
 		return NULL;
@@ -1350,7 +1385,8 @@ automation_files(const char *dir, struct yerrs *errs, char ***out, size_t *count
 		names[n++] = xstrdup(de->d_name);
 	}
 	closedir(d);
-	qsort(names, n, sizeof *names, automation_file_cmp);
+	if (n > 0)
+		qsort(names, n, sizeof *names, automation_file_cmp);
 	*out = names;
 	*count = n;
 	return 0;

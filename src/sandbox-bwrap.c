@@ -350,6 +350,8 @@ sandbox_build(struct sandbox_cmd *c, const struct sandbox_spec *spec, char **cau
 		sandbox_args(c, spec->binds[i].rw ? "--bind" : "--ro-bind",
 		    spec->binds[i].host, spec->binds[i].inside);
 	}
+	/* Last: the root bwrap built is a tmpfs; nothing but the binds above stays writable. */
+	sandbox_args(c, "--remount-ro", "/", NULL);
 	sandbox_args(c, "--chdir", "/workspace", NULL);
 
 #ifdef HAVE_SECCOMP

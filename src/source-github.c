@@ -1,4 +1,4 @@
-/* source-github.c: GitHub webhooks: the X-Hub-Signature-256 check, ping, and payloads to normalized events. */
+/* source-github.c: GitHub webhooks: X-Hub-Signature-256, ping, payloads to events. */
 #include "spur.h"
 #include "conf.h"
 #include "event.h"
@@ -15,6 +15,11 @@
  * or pull request that is the thread, "item" the thing the event is about
  * (whose author, body and link the event carries). Other events are still
  * accepted, with what can be found generically.
+ *
+ * For issues and pull requests the text is the title, a blank line and the
+ * body: the title is often the whole request ("Crash on empty input"), and
+ * text: regexes and the prompt should see it. Comments and reviews are their
+ * body alone.
  */
 static const struct github_shape {
 	const char	*event;

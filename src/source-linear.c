@@ -1,4 +1,4 @@
-/* source-linear.c: Linear webhooks: the Linear-Signature check, the webhookTimestamp window, and payloads to events. */
+/* source-linear.c: Linear webhooks: Linear-Signature, the webhookTimestamp window, events. */
 #include "spur.h"
 #include "conf.h"
 #include "event.h"
@@ -71,7 +71,7 @@ linear_check_time(const struct source_req *req, const json_t *payload)
 	return NULL;
 }
 
-/* The issue a payload is about: the issue itself, or the one a comment (or other child) belongs to. */
+/* The issue a payload is about: the issue itself, or the one a comment belongs to. */
 static const char *
 linear_issue_id(const char *type, const json_t *data)
 {

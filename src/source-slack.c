@@ -1,4 +1,4 @@
-/* source-slack.c: Slack requests: the v0 signing secret check, url_verification, Events API and slash commands to events. */
+/* source-slack.c: Slack: v0 signatures, url_verification, Events API and slash commands. */
 #include "spur.h"
 #include "conf.h"
 #include "event.h"
@@ -169,8 +169,10 @@ slack_event(const struct source_req *req, json_t *payload, struct source_result 
 		ev->dedup = xprintf("slack:%s:%s:%s", type, channel, ts);
 	else
 		ev->dedup = xprintf("slack:%s", event_id);
-	ev->actor.id = xstrdup(user != NULL ? user : bot_id != NULL ? bot_id : "");
-	ev->actor.name = xstrdup(ev->actor.id);
+	if (user != NULL || bot_id != NULL) {
+		ev->actor.id = xstrdup(user != NULL ? user : bot_id);
+		ev->actor.name = xstrdup(ev->actor.id);
+	}
 	ev->actor.bot = bot_id != NULL ||
 	    (subtype != NULL && strcmp(subtype, "bot_message") == 0);
 	if (text != NULL) {

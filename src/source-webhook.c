@@ -1,4 +1,4 @@
-/* source-webhook.c: generic webhooks declared by automations: hmac, Standard Webhooks, bearer or no auth, any JSON to an event. */
+/* source-webhook.c: generic hooks of automations: hmac, Standard Webhooks, bearer or none. */
 #include "spur.h"
 #include "automation.h"
 #include "conf.h"
@@ -22,7 +22,7 @@ static void	webhook_handle(const struct source_req *, struct source_result *);
 
 const struct source source_webhook = { "webhook", webhook_handle };
 
-/* Compares a signature given in base64 with want in constant time; -2 when it is not base64 of 32 bytes. */
+/* Compares a base64 signature with want in constant time; -2 when it is not base64 of 32 bytes. */
 static int
 webhook_check_base64(const unsigned char want[32], const char *given, size_t len)
 {
@@ -43,7 +43,7 @@ webhook_check_base64(const unsigned char want[32], const char *given, size_t len
 /* auth hmac: HMAC-SHA256(secret, body) in def->header, after def->prefix, hex or base64. */
 static char *
 webhook_check_hmac(const struct source_req *req, const struct webhook_def *def,
-    const void *key, size_t keylen)
+    const void *key, size_t keylen, int *hashed)
 {
 	const char	*header = def->header != NULL ? def->header : WEBHOOK_HMAC_HEADER;
 	const char	*prefix = def->prefix != NULL ? def->prefix : "";
@@ -58,6 +58,7 @@ webhook_check_hmac(const struct source_req *req, const struct webhook_def *def,
 		return xprintf("%s does not start with %s", source_safe(header, safe,
 		    sizeof safe), prefix);
 	sig += strlen(prefix);
+	*hashed = 1;
 	if (def->base64) {
 		hmac_sha256(key, keylen, req->body, req->len, want);
 		r = webhook_check_base64(want, sig, strlen(sig));
@@ -78,7 +79,7 @@ webhook_check_hmac(const struct source_req *req, const struct webhook_def *def,
  */
 static char *
 webhook_check_standard(const struct source_req *req, const struct secret *secret,
-    int nokey)
+    int nokey, int *hashed)
 {
 	const char	*id = source_header(req, "webhook-id");
 	const char	*ts = source_header(req, "webhook-timestamp");
@@ -125,6 +126,7 @@ webhook_check_standard(const struct source_req *req, const struct secret *secret
 	n = (size_t)snprintf(msg, msglen + 1, "%s.%s.", id, ts);
 	memcpy(msg + n, req->body, req->len);
 	hmac_sha256(key, keylen, msg, msglen, want);
+	*hashed = 1;
 	free(msg);
 	if (decoded != NULL) {
 		explicit_bzero(decoded, keylen);
@@ -153,7 +155,10 @@ webhook_check_standard(const struct source_req *req, const struct secret *secret
 	return NULL;
 }
 
-/* auth bearer: Authorization: Bearer <secret>. Both sides are hashed first so the comparison takes the same time whatever the lengths. */
+/*
+ * auth bearer: Authorization: Bearer <secret>. Both sides are hashed first so
+ * the comparison takes the same time whatever the lengths.
+ */
 static char *
 webhook_check_bearer(const struct source_req *req, const void *key, size_t keylen)
 {
@@ -210,27 +215,32 @@ webhook_verify(const struct source_req *req)
 	size_t				 keylen;
 	unsigned char			 burn[32];
 	char				*nokey, *cause = NULL;
+	int				 hashed = 0;
 
 	nokey = webhook_no_key(req, &secret);
 	source_key(nokey != NULL ? NULL : secret, &key, &keylen);
-	if (def == NULL || req->org == NULL) {
-		/* Cost what an hmac hook costs, so unknown names cannot be told apart. */
+	if (def != NULL && req->org != NULL) {
+		switch (def->auth) {
+		case WH_AUTH_NONE:
+			break;
+		case WH_AUTH_HMAC:
+			cause = webhook_check_hmac(req, def, key, keylen, &hashed);
+			break;
+		case WH_AUTH_STANDARD:
+			cause = webhook_check_standard(req, secret, nokey != NULL, &hashed);
+			break;
+		case WH_AUTH_BEARER:
+			cause = webhook_check_bearer(req, key, keylen);
+			break;
+		}
+	}
+	/*
+	 * Every refused request costs one HMAC over the body, whatever the hook's
+	 * auth and whether it exists, so timing tells nothing about which hooks
+	 * there are.
+	 */
+	if (!hashed && (cause != NULL || nokey != NULL))
 		hmac_sha256(key, keylen, req->body, req->len, burn);
-		return nokey;
-	}
-	switch (def->auth) {
-	case WH_AUTH_NONE:
-		break;
-	case WH_AUTH_HMAC:
-		cause = webhook_check_hmac(req, def, key, keylen);
-		break;
-	case WH_AUTH_STANDARD:
-		cause = webhook_check_standard(req, secret, nokey != NULL);
-		break;
-	case WH_AUTH_BEARER:
-		cause = webhook_check_bearer(req, key, keylen);
-		break;
-	}
 	if (nokey != NULL) {
 		free(cause);
 		return nokey;

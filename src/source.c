@@ -1,4 +1,4 @@
-/* source.c: the webhook source table and what every source-*.c shares: headers, HMAC check, forms, answers. */
+/* source.c: the source table and what every source-*.c shares: headers, HMAC, forms, answers. */
 #include "spur.h"
 #include "conf.h"
 #include "event.h"

@@ -12,6 +12,13 @@ static int tap_n, tap_failed;
 #define is_str(got, want, ...) tap_is_str((got), (want), __FILE__, __LINE__, __VA_ARGS__)
 #define is_int(got, want, ...) tap_is_int((long long)(got), (long long)(want), __FILE__, __LINE__, __VA_ARGS__)
 
+static inline int tap_ok(int, const char *, int, const char *, ...)
+    __attribute__((format(printf, 4, 5)));
+static inline int tap_is_str(const char *, const char *, const char *, int, const char *, ...)
+    __attribute__((format(printf, 5, 6)));
+static inline int tap_is_int(long long, long long, const char *, int, const char *, ...)
+    __attribute__((format(printf, 5, 6)));
+
 static inline int
 tap_ok(int cond, const char *file, int line, const char *fmt, ...)
 {
@@ -31,11 +38,16 @@ tap_ok(int cond, const char *file, int line, const char *fmt, ...)
 }
 
 static inline int
-tap_is_str(const char *got, const char *want, const char *file, int line, const char *name, ...)
+tap_is_str(const char *got, const char *want, const char *file, int line, const char *fmt, ...)
 {
 	int	 eq = (got == NULL && want == NULL) ||
 	    (got != NULL && want != NULL && strcmp(got, want) == 0);
+	char	 name[512];
+	va_list	 ap;
 
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof name, fmt, ap);
+	va_end(ap);
 	tap_ok(eq, file, line, "%s", name);
 	if (!eq)
 		printf("#   got:  %s\n#   want: %s\n", got ? got : "(null)", want ? want : "(null)");
@@ -43,8 +55,14 @@ tap_is_str(const char *got, const char *want, const char *file, int line, const 
 }
 
 static inline int
-tap_is_int(long long got, long long want, const char *file, int line, const char *name, ...)
+tap_is_int(long long got, long long want, const char *file, int line, const char *fmt, ...)
 {
+	char	 name[512];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof name, fmt, ap);
+	va_end(ap);
 	tap_ok(got == want, file, line, "%s", name);
 	if (got != want)
 		printf("#   got:  %lld\n#   want: %lld\n", got, want);

@@ -7,6 +7,7 @@
 #include "tap.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +16,19 @@
 
 static const char	*srcdir;
 
+/* is_str and is_int with a formatted test name. */
+#define is_strf(got, want, ...) ({ char *n_ = xprintf(__VA_ARGS__); \
+	int r_ = tap_is_str((got), (want), __FILE__, __LINE__, n_); free(n_); r_; })
+#define is_intf(got, want, ...) ({ char *n_ = xprintf(__VA_ARGS__); \
+	int r_ = tap_is_int((long long)(got), (long long)(want), __FILE__, __LINE__, n_); \
+	free(n_); r_; })
+
 /* Two orgs, as a test config: demo (the demo's secrets) and acme. */
+static struct secret a_secret = { "env:SECRET", "not-used", 8 };
 static struct named_secret demo_secrets[] = {
-	{ "DEPLOY_HOOK_SECRET", NULL }, { "NPM_TOKEN", NULL },
+	{ "DEPLOY_HOOK_SECRET", &a_secret }, { "NPM_TOKEN", &a_secret },
 };
-static struct named_secret acme_secrets[] = { { "ACME_ONLY", NULL } };
+static struct named_secret acme_secrets[] = { { "ACME_ONLY", &a_secret } };
 static struct org two_orgs[] = {
 	{ .name = "demo", .secrets = demo_secrets, .nsecrets = 2 },
 	{ .name = "acme", .secrets = acme_secrets, .nsecrets = 1 },
@@ -115,10 +124,10 @@ test_broken(void)
 		set = automation_load(&conf2, dir, &errs);
 		ok(set == NULL, "%s: refused", cases[i]);
 		automation_set_unref(set);
-		is_int(errs.n, nwant, "%s: %zu errors", cases[i], nwant);
+		is_intf(errs.n, nwant, "%s: %zu errors", cases[i], nwant);
 		for (j = 0; j < errs.n || j < nwant; j++) {
 			got = j < errs.n ? strip_dir(errs.msgs[j], dir) : NULL;
-			is_str(got, j < nwant ? want[j] : NULL, "%s: error %zu", cases[i], j);
+			is_strf(got, j < nwant ? want[j] : NULL, "%s: error %zu", cases[i], j);
 			free(got);
 		}
 		yerrs_free(&errs);
@@ -165,7 +174,7 @@ test_match_case(const struct automation_set *set, const char *file, const char *
 	const struct automation	*out[32], *a;
 	struct spur_event	*ev;
 	json_error_t		 jerr;
-	json_t			*j, *why;
+	json_t			*j, *why, *v;
 	const char		*key, *slash;
 	char			*got, *want, *org, *w;
 	size_t			 n, i, k;
@@ -183,7 +192,7 @@ test_match_case(const struct automation_set *set, const char *file, const char *
 	n = automation_match(set, ev, out, SPUR_ARRLEN(out));
 	got = names_join(out, n);
 	want = json_names_join(json_object_get(j, "match"));
-	is_str(got, want, "%s: matches", name);
+	is_strf(got, want, "%s: matches", name);
 	free(got);
 	free(want);
 
@@ -201,13 +210,13 @@ test_match_case(const struct automation_set *set, const char *file, const char *
 	}
 
 	why = json_object_get(j, "why");
-	json_object_foreach(why, key, json_t *v) {
+	json_object_foreach(why, key, v) {
 		slash = strchr(key, '/');
 		org = slash != NULL ? xstrndup(key, slash - key) : xstrdup(ev->org);
 		a = automation_find(set, org, slash != NULL ? slash + 1 : key);
 		if (ok(a != NULL, "%s: automation %s exists", name, key)) {
 			w = automation_why(a, ev);
-			is_str(w, json_string_value(v), "%s: why %s", name, key);
+			is_strf(w, json_string_value(v), "%s: why %s", name, key);
 			free(w);
 		}
 		free(org);
@@ -382,7 +391,7 @@ test_json(void)
 	    "\"concurrency\":{\"key\":\"automation\",\"on_busy\":\"cancel_running\"},"
 	    "\"file\":\"full.yaml\",\"model\":\"sonnet\",\"name\":\"full\","
 	    "\"network\":{\"allow\":[\"api.example.com\",\"*.example.org\"]},\"org\":\"demo\","
-	    "\"proof\":\"artifacts\",\"prompt\":\"Do the thing.\\nCarefully.\\n\","
+	    "\"prompt\":\"Do the thing.\\nCarefully.\\n\",\"proof\":\"artifacts\","
 	    "\"report\":\"none\",\"repository\":\"demo/api\",\"secrets\":[\"NPM_TOKEN\"],"
 	    "\"timeout\":1200}", "to_json");
 	free(s2);
@@ -421,7 +430,34 @@ out:
 	free(dir);
 }
 
-/* A pathological pattern gives up as no match instead of stalling the loop. */
+/* Runs automation_match with stderr sent to a file; returns what was logged. */
+static char *
+match_logged(const struct automation_set *set, const struct spur_event *ev,
+    const struct automation **out, size_t max, size_t *n, const char *dir)
+{
+	char	*path = path_join(dir, "stderr"), *text = NULL, *cause;
+	size_t	 len;
+	int	 fd, saved;
+
+	fflush(stderr);
+	saved = dup(2);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600)) == -1)
+		fatal("open %s", path);
+	dup2(fd, 2);
+	close(fd);
+	*n = automation_match(set, ev, out, max);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	if (read_file(path, 1 << 20, &text, &len, &cause) != 0) {
+		free(cause);
+		text = xstrdup("");
+	}
+	free(path);
+	return text;
+}
+
+/* A pathological pattern gives up as no match (and says so) instead of stalling the loop. */
 static void
 test_regex_limit(void)
 {
@@ -430,33 +466,39 @@ test_regex_limit(void)
 	struct spur_event	*ev;
 	struct yerrs		 errs;
 	struct timespec		 t0, t1;
-	char			*dir = tmp_dir(), text[64];
+	char			*dir = tmp_dir(), text[64], *logged;
 	double			 secs;
 	size_t			 n;
 
+	/* Without a limit this backtracks 2^62 times on "aaa...a!". */
 	tmp_write(dir, "slow.yaml",
-	    "on: { slack: { events: message, text: '^(a|a)*b$' } }\n"
+	    "on: { slack: { events: message, text: '^(a+)+$' } }\n"
 	    "prompt: x\n");
 	tmp_write(dir, "fast.yaml",
-	    "on: { slack: { events: message, text: 'a' } }\n"
+	    "on: { slack: { events: message, text: 'a!' } }\n"
 	    "prompt: x\n");
 	yerrs_init(&errs);
 	set = automation_load(&conf1, dir, &errs);
 	if (!ok(set != NULL, "regex: load"))
 		goto out;
-	memset(text, 'a', sizeof text - 1);
+	memset(text, 'a', sizeof text - 2);
+	text[sizeof text - 2] = '!';
 	text[sizeof text - 1] = '\0';
 	ev = spur_event_new("demo", "slack");
 	ev->type = xstrdup("message");
 	free(ev->text);
 	ev->text = xstrdup(text);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	n = automation_match(set, ev, out, SPUR_ARRLEN(out));
+	logged = match_logged(set, ev, out, SPUR_ARRLEN(out), &n, dir);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	secs = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 	is_int(n, 1, "the limited pattern does not match, the other does");
 	is_str(n > 0 ? out[0]->name : NULL, "fast", "fast matched");
 	ok(secs < 5.0, "bounded time (%.3fs)", secs);
+	ok(strstr(logged, "regex limit hit") != NULL && strstr(logged, "^(a+)+$") != NULL,
+	    "the limit is logged with the pattern");
+	ok(strstr(logged, "aaaa") == NULL, "the third-party text is not logged");
+	free(logged);
 	spur_event_free(ev);
 	automation_set_unref(set);
 out:
@@ -495,7 +537,7 @@ test_load_misc(void)
 int
 main(void)
 {
-	log_init(LOG_ERROR, "test-automation");
+	log_init(LOG_WARN, "test-automation");
 	if ((srcdir = getenv("SPUR_SRCDIR")) == NULL)
 		srcdir = "../..";
 	test_broken();

@@ -465,7 +465,7 @@ test_neutralize(void)
 static char *
 text_of(struct spur_event *ev)
 {
-	char		*out = prompt_build("", ev, NONCE), *t, *r;
+	char		*out = prompt_build("", ev, NONCE), *t;
 	const char	*s, *e;
 
 	s = strstr(out, "\ntext:\n");
@@ -476,9 +476,8 @@ text_of(struct spur_event *ev)
 	}
 	s += strlen("\ntext:\n");
 	t = xstrndup(s, e + 1 - s);
-	r = t;
 	free(out);
-	return r;
+	return t;
 }
 
 static void

@@ -1,4 +1,4 @@
-/* test-source.c: webhook sources: published signature vectors, every rejection, malformed payloads, normalization. */
+/* test-source.c: sources: published vectors, every rejection, bad payloads, normalization. */
 #include "spur.h"
 #include "automation.h"
 #include "conf.h"
@@ -47,6 +47,21 @@ static struct source_req req;
 static struct source_result res;
 static char		*srcdir;
 
+/* A formatted test name: tap.h's is_str and is_int print their name as given. */
+static const char *
+nm(const char *fmt, ...)
+{
+	static char	 names[4][256];
+	static int	 next;
+	char		*n = names[next++ % 4];
+	va_list		 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(n, sizeof names[0], fmt, ap);
+	va_end(ap);
+	return n;
+}
+
 static void
 req_new(const struct org *org, const char *hook, const char *body, int64_t now)
 {
@@ -85,8 +100,8 @@ refused(enum source_verdict verdict, const char *want, const char *name)
 	size_t	 i;
 	int	 leak = 0;
 
-	is_int(res.verdict, verdict, "%s: verdict", name);
-	is_int(res.status, verdict == SOURCE_BAD ? 400 : 401, "%s: status", name);
+	is_int(res.verdict, verdict, nm("%s: verdict", name));
+	is_int(res.status, verdict == SOURCE_BAD ? 400 : 401, nm("%s: status", name));
 	ok(res.event == NULL && res.reply == NULL, "%s: no event, no reply", name);
 	if (!ok(res.cause != NULL && strstr(res.cause, want) != NULL,
 	    "%s: cause says \"%s\"", name, want))
@@ -99,7 +114,7 @@ refused(enum source_verdict verdict, const char *want, const char *name)
 static int
 accepted(const char *name)
 {
-	if (!is_int(res.verdict, SOURCE_EVENT, "%s: accepted", name)) {
+	if (!is_int(res.verdict, SOURCE_EVENT, nm("%s: accepted", name))) {
 		printf("#   cause: %s\n", res.cause ? res.cause : "(null)");
 		return 0;
 	}
@@ -412,22 +427,22 @@ test_github_normalize(void)
 		}
 		ev = res.event;
 		ok(ev->id == NULL, "%s: id left to the store", c->file);
-		is_str(ev->org, "acme", "%s: org", c->file);
-		is_str(ev->source, "github", "%s: source", c->file);
-		is_str(ev->type, c->type, "%s: type", c->file);
-		is_str(ev->thread, c->thread, "%s: thread", c->file);
-		is_str(ev->actor.id, c->actor_id, "%s: actor id", c->file);
-		is_str(ev->actor.name, c->actor_name, "%s: actor name", c->file);
-		is_str(ev->actor.role, c->role, "%s: actor role", c->file);
-		is_int(ev->actor.bot, c->bot, "%s: actor bot", c->file);
-		is_str(ev->text, c->text, "%s: text", c->file);
-		is_str(ev->url, c->url, "%s: url", c->file);
-		is_str(ev->repository, "Codertocat/Hello-World", "%s: repository", c->file);
-		is_str(ev->delivery, "72d3162e-cc78-11e3-81ab-4c9367dc0958", "%s: delivery",
-		    c->file);
+		is_str(ev->org, "acme", nm("%s: org", c->file));
+		is_str(ev->source, "github", nm("%s: source", c->file));
+		is_str(ev->type, c->type, nm("%s: type", c->file));
+		is_str(ev->thread, c->thread, nm("%s: thread", c->file));
+		is_str(ev->actor.id, c->actor_id, nm("%s: actor id", c->file));
+		is_str(ev->actor.name, c->actor_name, nm("%s: actor name", c->file));
+		is_str(ev->actor.role, c->role, nm("%s: actor role", c->file));
+		is_int(ev->actor.bot, c->bot, nm("%s: actor bot", c->file));
+		is_str(ev->text, c->text, nm("%s: text", c->file));
+		is_str(ev->url, c->url, nm("%s: url", c->file));
+		is_str(ev->repository, "Codertocat/Hello-World", nm("%s: repository", c->file));
+		is_str(ev->delivery, "72d3162e-cc78-11e3-81ab-4c9367dc0958", nm("%s: delivery",
+		    c->file));
 		is_str(ev->dedup, "github:292430182:72d3162e-cc78-11e3-81ab-4c9367dc0958",
-		    "%s: dedup", c->file);
-		is_int(ev->received_at, 1700000000000LL, "%s: received_at", c->file);
+		    nm("%s: dedup", c->file));
+		is_int(ev->received_at, 1700000000000LL, nm("%s: received_at", c->file));
 		ok(json_is_object(ev->payload), "%s: payload kept", c->file);
 		free(body);
 	}

@@ -1,0 +1,96 @@
+/* agent-claude.c: Claude Code in print mode, its stream-json output, and how it resumes. */
+#include "spur.h"
+#include "agent.h"
+
+#include <string.h>
+
+/*
+ * claude -p reads the prompt from stdin when none is given as an argument.
+ * stream-json needs --verbose in print mode; permissions are skipped because
+ * the sandbox, not the agent, is the boundary (and claude refuses that flag as
+ * root, which a sandbox never is).
+ */
+static void
+claude_args(struct agent_args *aa, const struct agent_request *req)
+{
+	agent_args_add(aa, "-p");
+	agent_args_add(aa, "--output-format");
+	agent_args_add(aa, "stream-json");
+	agent_args_add(aa, "--verbose");
+	agent_args_add(aa, "--dangerously-skip-permissions");
+	if (req->model != NULL) {
+		agent_args_add(aa, "--model");
+		agent_args_add(aa, req->model);
+	}
+	if (req->resume != NULL) {
+		agent_args_add(aa, "--resume");
+		agent_args_add(aa, req->resume);
+	}
+}
+
+/* The assistant's last text, in case the result line carries none. */
+static void
+claude_assistant(struct agent_stream *s, const json_t *j)
+{
+	json_t		*content, *part;
+	const char	*text;
+	size_t		 i;
+	int		 first = 1;
+
+	content = json_object_get(json_object_get(j, "message"), "content");
+	if (!json_is_array(content))
+		return;
+	json_array_foreach(content, i, part) {
+		if ((text = agent_json_str(part, "type")) == NULL || strcmp(text, "text") != 0)
+			continue;
+		if ((text = agent_json_str(part, "text")) == NULL)
+			continue;
+		if (first)
+			buf_reset(&s->text);
+		first = 0;
+		(void)buf_adds(&s->text, text);
+	}
+}
+
+static void
+claude_line(struct agent_stream *s, const json_t *j)
+{
+	const char	*type, *v, *subtype;
+	json_t		*errors;
+
+	if ((type = agent_json_str(j, "type")) == NULL)
+		return;
+	if ((v = agent_json_str(j, "session_id")) != NULL)
+		agent_set(&s->r.session, v);
+	if (strcmp(type, "assistant") == 0) {
+		claude_assistant(s, j);
+		return;
+	}
+	if (strcmp(type, "result") != 0)
+		return;
+	s->final = 1;
+	subtype = agent_json_str(j, "subtype");
+	v = agent_json_str(j, "result");
+	agent_set(&s->r.message, v != NULL ? v :
+	    (s->text.len > 0 ? buf_cstr(&s->text) : NULL));
+	if (json_is_true(json_object_get(j, "is_error")) ||
+	    (subtype != NULL && strcmp(subtype, "success") != 0)) {
+		s->r.error = 1;
+		errors = json_object_get(j, "errors");
+		if (json_is_array(errors) && json_is_string(json_array_get(errors, 0)))
+			agent_set(&s->r.error_text,
+			    json_string_value(json_array_get(errors, 0)));
+		else if (v != NULL)
+			agent_set(&s->r.error_text, v);
+		else
+			agent_set(&s->r.error_text, subtype != NULL ? subtype : "error");
+	}
+}
+
+const struct agent agent_claude = {
+	.name = "claude",
+	.command = "claude",
+	.args = claude_args,
+	.line = claude_line,
+	.final_required = 1,
+};

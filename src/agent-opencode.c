@@ -1,0 +1,74 @@
+/* agent-opencode.c: OpenCode's run command, its JSON events, and how it resumes. */
+#include "spur.h"
+#include "agent.h"
+
+#include <string.h>
+
+/*
+ * opencode run appends stdin to the message when stdin is not a terminal, so
+ * the prompt goes there like for every agent (no argv length limit, not in ps).
+ */
+static void
+opencode_args(struct agent_args *aa, const struct agent_request *req)
+{
+	agent_args_add(aa, "run");
+	agent_args_add(aa, "--format");
+	agent_args_add(aa, "json");
+	if (req->resume != NULL) {
+		agent_args_add(aa, "--session");
+		agent_args_add(aa, req->resume);
+	}
+	if (req->model != NULL) {
+		agent_args_add(aa, "-m");
+		agent_args_add(aa, req->model);
+	}
+}
+
+/*
+ * Events: step_start, text (a finished text part), tool_use, step_finish
+ * (part.reason "tool-calls" when the model goes on), error. Every one carries
+ * sessionID. The final message is the text of the last step that had text.
+ */
+static void
+opencode_line(struct agent_stream *s, const json_t *j)
+{
+	const char	*type, *v, *reason;
+	json_t		*part, *err;
+
+	if ((type = agent_json_str(j, "type")) == NULL)
+		return;
+	if (s->r.session == NULL && (v = agent_json_str(j, "sessionID")) != NULL)
+		agent_set(&s->r.session, v);
+	part = json_object_get(j, "part");
+	if (strcmp(type, "step_start") == 0)
+		buf_reset(&s->text);
+	else if (strcmp(type, "text") == 0) {
+		if ((v = agent_json_str(part, "text")) != NULL) {
+			if (s->text.len > 0)
+				(void)buf_addc(&s->text, '\n');
+			(void)buf_adds(&s->text, v);
+		}
+	} else if (strcmp(type, "step_finish") == 0) {
+		if (s->text.len > 0)
+			agent_set(&s->r.message, buf_cstr(&s->text));
+		reason = agent_json_str(part, "reason");
+		if (reason == NULL || strcmp(reason, "tool-calls") != 0)
+			s->final = 1;
+	} else if (strcmp(type, "error") == 0) {
+		s->final = 1;
+		s->r.error = 1;
+		err = json_object_get(j, "error");
+		if ((v = agent_json_str(json_object_get(err, "data"), "message")) == NULL &&
+		    (v = agent_json_str(err, "message")) == NULL)
+			v = agent_json_str(err, "name");
+		agent_set(&s->r.error_text, v != NULL ? v : "error");
+	}
+}
+
+const struct agent agent_opencode = {
+	.name = "opencode",
+	.command = "opencode",
+	.args = opencode_args,
+	.line = opencode_line,
+	.final_required = 1,
+};

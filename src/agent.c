@@ -1,0 +1,283 @@
+/* agent.c: the table of agent CLIs, their argv, and the bounded line reader all their streams share. */
+#include "spur.h"
+#include "conf.h"
+#include "agent.h"
+#include "event.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct agent *agent_table[] = {
+	&agent_claude, &agent_codex, &agent_opencode, &agent_command,
+};
+
+#define AGENT_ARGS_MAX	256
+
+const struct agent *
+agent_find(const char *name)
+{
+	size_t	i;
+
+	if (name == NULL)
+		return NULL;
+	for (i = 0; i < SPUR_ARRLEN(agent_table); i++) {
+		if (strcmp(agent_table[i]->name, name) == 0)
+			return agent_table[i];
+	}
+	return NULL;
+}
+
+const char *
+agent_name(const struct agent *a)
+{
+	return a->name;
+}
+
+void
+agent_args_add(struct agent_args *aa, const char *s)
+{
+	if (aa->argc >= AGENT_ARGS_MAX)
+		return;
+	aa->argv = xreallocarray(aa->argv, aa->argc + 2, sizeof *aa->argv);
+	aa->argv[aa->argc++] = xstrdup(s);
+	aa->argv[aa->argc] = NULL;
+}
+
+/* A model name or session id goes into argv: it must not read as a flag or hold controls. */
+static int
+agent_valid_id(const char *s)
+{
+	size_t	i;
+
+	if (s == NULL || *s == '\0' || *s == '-' || strlen(s) > AGENT_ID_MAX)
+		return 0;
+	for (i = 0; s[i] != '\0'; i++) {
+		if (!isalnum((unsigned char)s[i]) && strchr("-_.:/@[]+=", s[i]) == NULL)
+			return 0;
+	}
+	return 1;
+}
+
+char **
+agent_argv(const struct agent *a, const struct agent_conf *conf,
+    const struct agent_request *req, char **cause)
+{
+	struct agent_args	 aa = { NULL, 0 };
+	char *const		*base;
+	char			*fallback[2];
+	size_t			 i;
+
+	if (req->model != NULL && !agent_valid_id(req->model)) {
+		*cause = xstrdup("invalid model name");
+		return NULL;
+	}
+	if (req->resume != NULL && !agent_valid_id(req->resume)) {
+		*cause = xstrdup("invalid agent session id to resume");
+		return NULL;
+	}
+	if (a->command == NULL)
+		base = req->command;
+	else if (conf != NULL && conf->command != NULL && conf->command[0] != NULL)
+		base = conf->command;
+	else {
+		fallback[0] = (char *)a->command;
+		fallback[1] = NULL;
+		base = fallback;
+	}
+	if (base == NULL || base[0] == NULL || *base[0] == '\0') {
+		*cause = xprintf("agent %s needs a command", a->name);
+		return NULL;
+	}
+	for (i = 0; base[i] != NULL; i++)
+		agent_args_add(&aa, base[i]);
+	if (a->args != NULL)
+		a->args(&aa, req);
+	if (aa.argc >= AGENT_ARGS_MAX) {
+		agent_argv_free(aa.argv);
+		*cause = xprintf("agent %s: too many arguments", a->name);
+		return NULL;
+	}
+	return aa.argv;
+}
+
+void
+agent_argv_free(char **argv)
+{
+	size_t	i;
+
+	if (argv == NULL)
+		return;
+	for (i = 0; argv[i] != NULL; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+void
+agent_set(char **field, const char *s)
+{
+	static const char	 cut[] = "\n[cut: message longer than 64 KiB]";
+	size_t			 len;
+
+	free(*field);
+	*field = NULL;
+	if (s == NULL)
+		return;
+	len = strlen(s);
+	if (len <= AGENT_MESSAGE_MAX) {
+		*field = xstrdup(s);
+		return;
+	}
+	*field = xmalloc(AGENT_MESSAGE_MAX + sizeof cut);
+	memcpy(*field, s, AGENT_MESSAGE_MAX);
+	memcpy(*field + AGENT_MESSAGE_MAX, cut, sizeof cut);
+}
+
+const char *
+agent_json_str(const json_t *j, const char *key)
+{
+	json_t	*v = json_object_get(j, key);
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+struct agent_stream *
+agent_stream_create(const struct agent *a)
+{
+	struct agent_stream	*s;
+
+	s = xcalloc(1, sizeof *s);
+	s->agent = a;
+	buf_init(&s->line, AGENT_LINE_MAX);
+	/* Twice the kept tail, so that keeping the last part moves memory seldom. */
+	buf_init(&s->tail, 0);
+	buf_init(&s->text, AGENT_MESSAGE_MAX + 1);
+	return s;
+}
+
+/* One complete line: a JSON object for the agent, anything else is ignored (logs, banners). */
+static void
+agent_stream_line(struct agent_stream *s, const char *p, size_t len)
+{
+	json_t	*j;
+	char	*cause = NULL;
+
+	while (len > 0 && (p[len - 1] == '\r' || p[len - 1] == ' '))
+		len--;
+	if (len == 0 || p[0] != '{')
+		return;
+	if ((j = json_parse_bounded(p, len, 64, &cause)) == NULL) {
+		free(cause);
+		return;
+	}
+	if (json_is_object(j))
+		s->agent->line(s, j);
+	json_decref(j);
+}
+
+/* The command agent: keep the last AGENT_MESSAGE_MAX bytes of stdout. */
+static void
+agent_stream_tail(struct agent_stream *s, const char *data, size_t len)
+{
+	size_t	keep;
+
+	if (len >= AGENT_MESSAGE_MAX) {
+		buf_reset(&s->tail);
+		(void)buf_add(&s->tail, data + len - AGENT_MESSAGE_MAX, AGENT_MESSAGE_MAX);
+		return;
+	}
+	(void)buf_add(&s->tail, data, len);
+	if (s->tail.len > 2 * AGENT_MESSAGE_MAX) {
+		keep = AGENT_MESSAGE_MAX;
+		memmove(s->tail.data, s->tail.data + s->tail.len - keep, keep);
+		s->tail.len = keep;
+		s->tail.data[keep] = '\0';
+	}
+}
+
+void
+agent_stream_feed(struct agent_stream *s, const char *data, size_t len)
+{
+	const char	*nl;
+	size_t		 n;
+
+	if (s->agent->line == NULL) {
+		agent_stream_tail(s, data, len);
+		return;
+	}
+	while (len > 0) {
+		nl = memchr(data, '\n', len);
+		n = nl != NULL ? (size_t)(nl - data) : len;
+		if (!s->skipping && buf_add(&s->line, data, n) != 0) {
+			log_warn("agent line over %d bytes skipped agent=%s",
+			    AGENT_LINE_MAX, s->agent->name);
+			s->skipping = 1;
+			buf_reset(&s->line);
+		}
+		if (nl == NULL)
+			return;
+		if (!s->skipping)
+			agent_stream_line(s, s->line.data != NULL ? s->line.data : "",
+			    s->line.len);
+		s->skipping = 0;
+		buf_reset(&s->line);
+		data += n + 1;
+		len -= n + 1;
+	}
+}
+
+void
+agent_stream_end(struct agent_stream *s, int exit_ok, struct agent_result *out)
+{
+	char	*p, *e;
+
+	if (s->agent->line == NULL) {
+		/* The whole of stdout is the message, trimmed. */
+		p = buf_cstr(&s->tail);
+		while (isspace((unsigned char)*p))
+			p++;
+		e = p + strlen(p);
+		while (e > p && isspace((unsigned char)e[-1]))
+			e--;
+		*e = '\0';
+		agent_set(&s->r.message, *p != '\0' ? p : NULL);
+	} else {
+		if (!s->skipping && s->line.len > 0)
+			agent_stream_line(s, s->line.data, s->line.len);
+		buf_reset(&s->line);
+		if (s->agent->final_required && !s->final) {
+			s->r.error = 1;
+			if (s->r.error_text == NULL)
+				s->r.error_text = xprintf("%s ended without a final "
+				    "result", s->agent->name);
+		}
+	}
+	if (!exit_ok) {
+		s->r.error = 1;
+		if (s->r.error_text == NULL)
+			s->r.error_text = xprintf("%s exited with failure", s->agent->name);
+	}
+	*out = s->r;
+	memset(&s->r, 0, sizeof s->r);
+}
+
+void
+agent_stream_free(struct agent_stream *s)
+{
+	if (s == NULL)
+		return;
+	buf_free(&s->line);
+	buf_free(&s->tail);
+	buf_free(&s->text);
+	agent_result_clear(&s->r);
+	free(s);
+}
+
+void
+agent_result_clear(struct agent_result *r)
+{
+	free(r->message);
+	free(r->session);
+	free(r->error_text);
+	memset(r, 0, sizeof *r);
+}

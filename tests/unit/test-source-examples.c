@@ -1,0 +1,197 @@
+/* test-source-examples.c: every @octokit/webhooks-examples payload, signed and normalized. */
+#include "spur.h"
+#include "conf.h"
+#include "event.h"
+#include "source.h"
+#include "tap.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SECRET		"examples-secret"
+#define EXAMPLES	"tests/node_modules/@octokit/webhooks-examples/api.github.com/index.json"
+
+static struct secret secret = { "env:X", SECRET, sizeof SECRET - 1 };
+static struct org_github github = { .webhook_secret = &secret };
+static struct org org = { .name = "acme", .github = &github };
+
+/* The event, the object keyed by the thread number, and the object the event is about. */
+static const struct {
+	const char	*name;
+	const char	*subject;
+	const char	*item;
+	int		 titled;
+} events[] = {
+	{ "issue_comment", "issue", "comment", 0 },
+	{ "pull_request_review_comment", "pull_request", "comment", 0 },
+	{ "pull_request_review", "pull_request", "review", 0 },
+	{ "issues", "issue", "issue", 1 },
+	{ "pull_request", "pull_request", "pull_request", 1 },
+};
+
+static const char *
+nm(const char *fmt, ...)
+{
+	static char	 names[4][256];
+	static int	 next;
+	char		*n = names[next++ % 4];
+	va_list		 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(n, sizeof names[0], fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+/* Signs body and hands it to the GitHub source as event NAME. */
+static void
+run(const char *name, const char *body, struct source_result *res)
+{
+	struct header		 h[4];
+	struct source_req	 req;
+	unsigned char		 mac[32];
+	char			 hex[65], sig[80];
+
+	hmac_sha256(SECRET, strlen(SECRET), body, strlen(body), mac);
+	hex_encode(mac, sizeof mac, hex);
+	snprintf(sig, sizeof sig, "sha256=%s", hex);
+	h[0].name = "Content-Type";
+	h[0].value = "application/json";
+	h[1].name = "X-GitHub-Event";
+	h[1].value = name;
+	h[2].name = "X-GitHub-Delivery";
+	h[2].value = "d-1";
+	h[3].name = "X-Hub-Signature-256";
+	h[3].value = sig;
+	memset(&req, 0, sizeof req);
+	req.org = &org;
+	req.org_name = "acme";
+	req.hook = "github";
+	req.headers = h;
+	req.nheaders = 4;
+	req.body = body;
+	req.len = strlen(body);
+	req.now_ms = 1;
+	source_github.handle(&req, res);
+}
+
+/* What the text should be, worked out here independently of source-github.c. */
+static char *
+want_text(const json_t *item, int titled)
+{
+	const char	*title = json_string_value(json_object_get(item, "title"));
+	const char	*body = json_string_value(json_object_get(item, "body"));
+
+	if (!titled)
+		return xstrdup(body != NULL ? body : "");
+	if (body == NULL || *body == '\0')
+		return xstrdup(title != NULL ? title : "");
+	return xprintf("%s\n\n%s", title, body);
+}
+
+static void
+check(const char *name, size_t idx, const json_t *ex, const char *subject_key,
+    const char *item_key, int titled)
+{
+	struct source_result	 res;
+	const json_t		*subject = json_object_get(ex, subject_key);
+	const json_t		*item = json_object_get(ex, item_key);
+	const char		*action = json_string_value(json_object_get(ex, "action"));
+	char			*body, *type, *thread, *text, *id;
+
+	memset(&res, 0, sizeof res);
+	body = json_dumps(ex, JSON_COMPACT);
+	run(name, body, &res);
+	if (!is_int(res.verdict, SOURCE_EVENT, nm("%s[%zu] %s: accepted", name, idx,
+	    action))) {
+		printf("#   cause: %s\n", res.cause != NULL ? res.cause : "(null)");
+		free(body);
+		source_result_free(&res);
+		return;
+	}
+	type = xprintf("%s.%s", name, action);
+	thread = xprintf("github:%s#%lld", json_path_str(ex, "repository.full_name"),
+	    (long long)json_integer_value(json_object_get(subject, "number")));
+	text = want_text(item, titled);
+	id = json_scalar_text(json_path(ex, "sender.id"));
+	is_str(res.event->type, type, nm("%s[%zu]: type %s", name, idx, type));
+	is_str(res.event->thread, thread, nm("%s[%zu]: thread", name, idx));
+	is_str(res.event->actor.name, json_path_str(ex, "sender.login"),
+	    nm("%s[%zu]: actor name", name, idx));
+	is_str(res.event->actor.id, id, nm("%s[%zu]: actor id", name, idx));
+	is_str(res.event->actor.role, json_string_value(json_object_get(item,
+	    "author_association")), nm("%s[%zu]: actor role", name, idx));
+	is_int(res.event->actor.bot, strcmp(json_path_str(ex, "sender.type"), "Bot") == 0,
+	    nm("%s[%zu]: actor bot", name, idx));
+	is_str(res.event->text, text, nm("%s[%zu]: text", name, idx));
+	is_str(res.event->url, json_string_value(json_object_get(item, "html_url")),
+	    nm("%s[%zu]: url", name, idx));
+	free(id);
+	free(text);
+	free(thread);
+	free(type);
+	free(body);
+	source_result_free(&res);
+}
+
+int
+main(void)
+{
+	const char	*srcdir = getenv("SPUR_SRCDIR");
+	char		*path, *data, *cause = NULL, *body;
+	size_t		 len, i, j, k, seen;
+	json_t		*all, *def, *ex;
+	json_error_t	 err;
+	struct source_result res;
+
+	if (srcdir == NULL || *srcdir == '\0') {
+		printf("1..0 # SKIP SPUR_SRCDIR is not set (make check sets it)\n");
+		return 0;
+	}
+	path = xprintf("%s/%s", srcdir, EXAMPLES);
+	if (read_file(path, 64 << 20, &data, &len, &cause) != 0) {
+		printf("1..0 # SKIP %s: run npm ci in tests/ (%s)\n", EXAMPLES, cause);
+		free(cause);
+		free(path);
+		return 0;
+	}
+	free(path);
+	all = json_loadb(data, len, 0, &err);
+	free(data);
+	if (!ok(json_is_array(all), "index.json is a list of event definitions"))
+		return tap_done();
+
+	for (k = 0; k < SPUR_ARRLEN(events); k++) {
+		seen = 0;
+		json_array_foreach(all, i, def) {
+			if (strcmp(json_string_value(json_object_get(def, "name")),
+			    events[k].name) != 0)
+				continue;
+			json_array_foreach(json_object_get(def, "examples"), j, ex) {
+				check(events[k].name, j, ex, events[k].subject,
+				    events[k].item, events[k].titled);
+				seen++;
+			}
+		}
+		ok(seen >= 4, "%s: %zu examples walked", events[k].name, seen);
+	}
+
+	/* ping is answered, not stored. */
+	seen = 0;
+	json_array_foreach(all, i, def) {
+		if (strcmp(json_string_value(json_object_get(def, "name")), "ping") != 0)
+			continue;
+		json_array_foreach(json_object_get(def, "examples"), j, ex) {
+			memset(&res, 0, sizeof res);
+			body = json_dumps(ex, JSON_COMPACT);
+			run("ping", body, &res);
+			is_int(res.verdict, SOURCE_REPLY, nm("ping[%zu]: answered", j));
+			free(body);
+			source_result_free(&res);
+			seen++;
+		}
+	}
+	ok(seen > 0, "ping: %zu examples walked", seen);
+	json_decref(all);
+	return tap_done();
+}
