@@ -750,7 +750,7 @@ parse_schedule(struct aload *l, struct trigger *t, const struct ynode *m)
 	struct schedule_def	*s;
 	struct cron		*probe;
 	char			*cause = NULL;
-	int			 col = 0;
+	int			 col = 0, zone_ok = 1;
 
 	s = t->schedule = xcalloc(1, sizeof *t->schedule);
 	s->org = xstrdup(l->a->org != NULL ? l->a->org : "");
@@ -765,23 +765,20 @@ parse_schedule(struct aload *l, struct trigger *t, const struct ynode *m)
 	}
 	if ((s->cron = get_string(l, cn, "cron")) == NULL)
 		return;
-	if ((s->parsed = cron_parse(s->cron, s->timezone, &cause, &col)) != NULL)
-		return;
-	/* Tell a bad zone from a bad expression: the expression alone may parse. */
+	/* The zone on its own first, so a bad zone and a bad expression are both told apart. */
 	if (tn != NULL) {
-		char	*cause2 = NULL;
-		int	 col2 = 0;
-
-		probe = cron_parse(s->cron, NULL, &cause2, &col2);
-		free(cause2);
-		if (probe != NULL) {
-			cron_free(probe);
+		if ((probe = cron_parse("* * * * *", s->timezone, &cause, &col)) == NULL) {
 			yerrs_node(l->errs, l->file, tn, "invalid timezone \"%s\": %s",
-			    s->timezone, cause != NULL ? cause : "unknown zone");
+			    s->timezone, cause);
 			free(cause);
-			return;
+			cause = NULL;
+			zone_ok = 0;
 		}
+		cron_free(probe);
 	}
+	if ((s->parsed = cron_parse(s->cron, zone_ok ? s->timezone : NULL, &cause,
+	    &col)) != NULL)
+		return;
 	if (col < 1)
 		col = 1;
 	/* Point at the character: a quoted scalar starts one column before its text. */

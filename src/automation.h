@@ -67,7 +67,14 @@ struct automation {
 
 struct automation_set;
 
-/* Loads every *.yaml of dir; all problems go to errs; NULL if any. */
+/*
+ * Loads every *.yaml of dir (sorted by file name; hidden files and other names are
+ * skipped); every problem of every file goes to errs as FILE:LINE:COL; NULL if any.
+ * Defaults: name from the file name, org when the config has only one, agent claude,
+ * proof report, concurrency thread/queue, report thread, authors members, bots false,
+ * timeout 0 (the config's). With conf NULL, org is required and secrets go unchecked.
+ * The set is reference-counted: a reload swaps sets while runs keep theirs.
+ */
 struct automation_set	*automation_load(const struct config *, const char *dir, struct yerrs *);
 struct automation_set	*automation_set_ref(struct automation_set *);
 void			 automation_set_unref(struct automation_set *);
@@ -81,16 +88,30 @@ size_t			 automation_schedules(const struct automation_set *,
 			     const struct schedule_def ***);
 
 /*
- * Matching. Fills out[] with the automations the event starts (at most max),
- * returns how many matched. Cost does not grow with automations of other orgs,
- * sources or event types.
+ * Matching. Fills out[] with the automations the event starts (at most max), in file
+ * name order, and returns how many. Cost does not grow with automations of other orgs,
+ * sources or event types. An events filter "EVENT" takes every action, "EVENT.ACTION"
+ * one; schedule triggers take source "schedule" events whose meta.automation is the
+ * automation, webhook triggers source "webhook" events whose meta.hook is theirs.
+ * `where` compares text (YAML true/false/numbers as JSON prints them); exists treats
+ * JSON null as absent. labels, teams and to_state compare case-insensitively.
+ * authors: members applies to GitHub events only; bots: false drops actor.bot events.
  */
 size_t			 automation_match(const struct automation_set *, const struct spur_event *,
 			     const struct automation **out, size_t max);
-/* Why a not-matching automation did not match: the first failing condition, in YAML order. */
+/*
+ * Why an automation does not match: the first failing condition, in YAML order, e.g.
+ * `on.github.text: "^/fix\b" did not match`, `authors: actor role NONE is not a member`,
+ * `no github trigger` (several triggers of the source: their reasons joined by "; ").
+ * NULL when it matches; else a string the caller frees.
+ */
 char			*automation_why(const struct automation *, const struct spur_event *);
 
-/* The automation as JSON: what a run keeps so a reload does not change it. */
+/*
+ * The automation as JSON: what a run keeps so a reload does not change it (everything
+ * but the triggers). from_json returns NULL on a malformed object; its result has no
+ * triggers and is freed with automation_free.
+ */
 json_t			*automation_to_json(const struct automation *);
 struct automation	*automation_from_json(const json_t *);
 void			 automation_free(struct automation *);

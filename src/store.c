@@ -257,9 +257,15 @@ store_writable(struct store *st)
 {
 	struct stat	 sb;
 
+	int		 rc;
+
 	if (stat(st->path, &sb) != 0)
 		return -1;
-	if (sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+	/* A health check must not hold the event loop for the whole busy timeout. */
+	sqlite3_busy_timeout(st->db, 200);
+	rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	sqlite3_busy_timeout(st->db, STORE_BUSY_MS);
+	if (rc != SQLITE_OK)
 		return -1;
 	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 	return 0;

@@ -189,8 +189,12 @@ yload_children(struct yload *l, struct ynode *n, yaml_event_type_t end, int dept
 		}
 		child = yload_node(l, &ev, depth + 1);
 		yaml_event_delete(&ev);
-		if (child == NULL)
+		if (child == NULL) {
+			/* A key whose value failed is not counted in n->n: free it here. */
+			if (n->type == YNODE_MAP && count % 2 == 1)
+				ynode_free(n->items[count - 1]);
 			return -1;
+		}
 		n->items = xreallocarray(n->items, count + 1, sizeof *n->items);
 		n->items[count++] = child;
 		n->n = n->type == YNODE_MAP ? count / 2 : count;

@@ -16,13 +16,6 @@
 
 static const char	*srcdir;
 
-/* is_str and is_int with a formatted test name. */
-#define is_strf(got, want, ...) ({ char *n_ = xprintf(__VA_ARGS__); \
-	int r_ = tap_is_str((got), (want), __FILE__, __LINE__, n_); free(n_); r_; })
-#define is_intf(got, want, ...) ({ char *n_ = xprintf(__VA_ARGS__); \
-	int r_ = tap_is_int((long long)(got), (long long)(want), __FILE__, __LINE__, n_); \
-	free(n_); r_; })
-
 /* Two orgs, as a test config: demo (the demo's secrets) and acme. */
 static struct secret a_secret = { "env:SECRET", "not-used", 8 };
 static struct named_secret demo_secrets[] = {
@@ -124,10 +117,10 @@ test_broken(void)
 		set = automation_load(&conf2, dir, &errs);
 		ok(set == NULL, "%s: refused", cases[i]);
 		automation_set_unref(set);
-		is_intf(errs.n, nwant, "%s: %zu errors", cases[i], nwant);
+		is_int(errs.n, nwant, "%s: %zu errors", cases[i], nwant);
 		for (j = 0; j < errs.n || j < nwant; j++) {
 			got = j < errs.n ? strip_dir(errs.msgs[j], dir) : NULL;
-			is_strf(got, j < nwant ? want[j] : NULL, "%s: error %zu", cases[i], j);
+			is_str(got, j < nwant ? want[j] : NULL, "%s: error %zu", cases[i], j);
 			free(got);
 		}
 		yerrs_free(&errs);
@@ -192,7 +185,7 @@ test_match_case(const struct automation_set *set, const char *file, const char *
 	n = automation_match(set, ev, out, SPUR_ARRLEN(out));
 	got = names_join(out, n);
 	want = json_names_join(json_object_get(j, "match"));
-	is_strf(got, want, "%s: matches", name);
+	is_str(got, want, "%s: matches", name);
 	free(got);
 	free(want);
 
@@ -216,7 +209,7 @@ test_match_case(const struct automation_set *set, const char *file, const char *
 		a = automation_find(set, org, slash != NULL ? slash + 1 : key);
 		if (ok(a != NULL, "%s: automation %s exists", name, key)) {
 			w = automation_why(a, ev);
-			is_strf(w, json_string_value(v), "%s: why %s", name, key);
+			is_str(w, json_string_value(v), "%s: why %s", name, key);
 			free(w);
 		}
 		free(org);

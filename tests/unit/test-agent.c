@@ -1,0 +1,345 @@
+/* test-agent.c: each agent's argv and stream parser, fed recorded output from tests/fixtures/agents. */
+#include "spur.h"
+#include "conf.h"
+#include "agent.h"
+#include "tap.h"
+
+#include <stdlib.h>
+
+static char *
+fixture(const char *name, size_t *len)
+{
+	char	*path, *data, *cause = NULL;
+	const char *dir = getenv("SPUR_SRCDIR");
+
+	path = xprintf("%s/tests/fixtures/agents/%s", dir != NULL ? dir : ".", name);
+	if (read_file(path, 1 << 20, &data, len, &cause) != 0)
+		fatal("%s", cause);
+	free(path);
+	return data;
+}
+
+/* Feeds a fixture in chunks of step bytes (1: byte by byte), as pipes deliver it. */
+static void
+parse(const char *agent, const char *name, size_t step, int exit_ok,
+    struct agent_result *r)
+{
+	struct agent_stream	*s;
+	char			*data;
+	size_t			 len, off, n;
+
+	data = fixture(name, &len);
+	s = agent_stream_create(agent_find(agent));
+	for (off = 0; off < len; off += n) {
+		n = len - off < step ? len - off : step;
+		agent_stream_feed(s, data + off, n);
+	}
+	agent_stream_end(s, exit_ok, r);
+	agent_stream_free(s);
+	free(data);
+}
+
+static char *
+join(char **argv)
+{
+	struct buf	b;
+	size_t		i;
+
+	buf_init(&b, 0);
+	for (i = 0; argv != NULL && argv[i] != NULL; i++)
+		buf_addf(&b, "%s%s", i ? " " : "", argv[i]);
+	return buf_take(&b);
+}
+
+static void
+argv_is(const char *agent, const struct agent_conf *conf,
+    const struct agent_request *req, const char *want, const char *name)
+{
+	char	**argv, *cause = NULL, *got;
+
+	argv = agent_argv(agent_find(agent), conf, req, &cause);
+	got = join(argv);
+	is_str(argv != NULL ? got : cause, want, "%s", name);
+	free(got);
+	free(cause);
+	agent_argv_free(argv);
+}
+
+static void
+test_argv(void)
+{
+	struct agent_request	 req = { NULL, NULL, NULL };
+	struct agent_conf	 conf = { NULL, NULL, NULL };
+	char			*cmd[] = { "/opt/claude/bin/claude", "--debug", NULL };
+	char			*script[] = { "./tools/agent.sh", "--fast", NULL };
+
+	ok(agent_find("claude") != NULL && agent_find("codex") != NULL &&
+	    agent_find("opencode") != NULL && agent_find("command") != NULL,
+	    "four agents");
+	ok(agent_find("gpt") == NULL && agent_find(NULL) == NULL, "no other agent");
+	is_str(agent_name(agent_find("codex")), "codex", "agent_name");
+
+	argv_is("claude", NULL, &req, "claude -p --output-format stream-json --verbose "
+	    "--dangerously-skip-permissions", "claude: default argv");
+	req.model = "sonnet";
+	req.resume = "8f2c1a9e-4b7d-4e3a-9c1f-2d5e6a7b8c9d";
+	argv_is("claude", NULL, &req, "claude -p --output-format stream-json --verbose "
+	    "--dangerously-skip-permissions --model sonnet --resume "
+	    "8f2c1a9e-4b7d-4e3a-9c1f-2d5e6a7b8c9d", "claude: model and resume");
+	conf.command = cmd;
+	argv_is("claude", &conf, &req, "/opt/claude/bin/claude --debug -p --output-format "
+	    "stream-json --verbose --dangerously-skip-permissions --model sonnet "
+	    "--resume 8f2c1a9e-4b7d-4e3a-9c1f-2d5e6a7b8c9d",
+	    "claude: agents.claude.command replaces the command");
+	conf.command = NULL;
+
+	req.model = NULL;
+	req.resume = NULL;
+	argv_is("codex", NULL, &req, "codex exec --json --skip-git-repo-check --sandbox "
+	    "danger-full-access -", "codex: default argv, prompt on stdin");
+	req.model = "gpt-5-codex";
+	req.resume = "0199a213-81c0-7800-8aa1-bbab2a035a53";
+	argv_is("codex", NULL, &req, "codex exec --json --skip-git-repo-check --sandbox "
+	    "danger-full-access -m gpt-5-codex resume 0199a213-81c0-7800-8aa1-bbab2a035a53 -",
+	    "codex: model and resume");
+
+	req.model = "anthropic/claude-sonnet-4-5";
+	req.resume = "ses_44f9562d4ffeQ3kZ1x7Yb2";
+	argv_is("opencode", NULL, &req, "opencode run --format json --session "
+	    "ses_44f9562d4ffeQ3kZ1x7Yb2 -m anthropic/claude-sonnet-4-5",
+	    "opencode: session and provider/model");
+
+	req.model = NULL;
+	req.resume = NULL;
+	argv_is("command", NULL, &req, "agent command needs a command",
+	    "command: no command is an error");
+	req.command = script;
+	argv_is("command", NULL, &req, "./tools/agent.sh --fast", "command: argv as configured");
+
+	req.command = NULL;
+	req.model = "--dangerously-load-plugins";
+	argv_is("claude", NULL, &req, "invalid model name", "a model that reads as a flag");
+	req.model = "sonnet\n--x";
+	argv_is("claude", NULL, &req, "invalid model name", "a model with a newline");
+	req.model = NULL;
+	req.resume = "-rf";
+	argv_is("codex", NULL, &req, "invalid agent session id to resume",
+	    "a session id that reads as a flag");
+}
+
+static void
+test_claude(void)
+{
+	struct agent_result	 r;
+
+	parse("claude", "claude-success.jsonl", 1, 1, &r);
+	is_str(r.message, "Fixed the off-by-one in parse_range; all 12 tests pass.",
+	    "claude: final message from the result line (byte by byte)");
+	is_str(r.session, "8f2c1a9e-4b7d-4e3a-9c1f-2d5e6a7b8c9d", "claude: session id");
+	is_int(r.error, 0, "claude: success");
+	is_str(r.error_text, NULL, "claude: no error text");
+	agent_result_clear(&r);
+
+	parse("claude", "claude-success.jsonl", 4096, 0, &r);
+	ok(r.error && r.message != NULL, "claude: a failed exit is an error, message kept");
+	agent_result_clear(&r);
+
+	parse("claude", "claude-error.jsonl", 7, 1, &r);
+	is_int(r.error, 1, "claude: error_during_execution is an error");
+	ok(r.error_text != NULL && strstr(r.error_text, "invalid x-api-key") != NULL,
+	    "claude: the error text from errors[]");
+	is_str(r.session, "8f2c1a9e-4b7d-4e3a-9c1f-2d5e6a7b8c9d", "claude: session id on error");
+	agent_result_clear(&r);
+
+	parse("claude", "claude-is-error.jsonl", 100, 1, &r);
+	is_int(r.error, 1, "claude: is_error true is an error despite subtype success");
+	is_str(r.error_text, "Credit balance is too low", "claude: error text from result");
+	agent_result_clear(&r);
+
+	parse("claude", "claude-truncated.jsonl", 50, 1, &r);
+	is_int(r.error, 1, "claude: no result line is an error");
+	ok(r.error_text != NULL && strstr(r.error_text, "without a final result") != NULL,
+	    "claude: says the result is missing");
+	is_str(r.message, NULL, "claude: no final message without a result");
+	agent_result_clear(&r);
+}
+
+static void
+test_codex(void)
+{
+	struct agent_result	 r;
+
+	parse("codex", "codex-success.jsonl", 3, 1, &r);
+	is_str(r.message, "Fixed the off-by-one in src/range.c; make check passes.",
+	    "codex: the last agent_message");
+	is_str(r.session, "0199a213-81c0-7800-8aa1-bbab2a035a53", "codex: thread id");
+	is_int(r.error, 0, "codex: success");
+	agent_result_clear(&r);
+
+	parse("codex", "codex-failed.jsonl", 1, 1, &r);
+	is_int(r.error, 1, "codex: turn.failed is an error");
+	is_str(r.error_text, "unexpected status 401 Unauthorized: Missing bearer "
+	    "authentication in header", "codex: error text");
+	agent_result_clear(&r);
+
+	parse("codex", "codex-retried.jsonl", 1000, 1, &r);
+	is_int(r.error, 0, "codex: an error event followed by turn.completed is no failure");
+	is_str(r.message, "All good after a retry.", "codex: message after a retry");
+	agent_result_clear(&r);
+}
+
+static void
+test_opencode(void)
+{
+	struct agent_result	 r;
+
+	parse("opencode", "opencode-success.jsonl", 2, 1, &r);
+	is_str(r.message, "Fixed the off-by-one in parse_range.\nAll 12 tests pass.",
+	    "opencode: the text of the last step");
+	is_str(r.session, "ses_44f9562d4ffeQ3kZ1x7Yb2", "opencode: session id");
+	is_int(r.error, 0, "opencode: success");
+	agent_result_clear(&r);
+
+	parse("opencode", "opencode-error.jsonl", 9, 1, &r);
+	is_int(r.error, 1, "opencode: error event is an error");
+	is_str(r.error_text, "Invalid API key", "opencode: error text from error.data");
+	agent_result_clear(&r);
+}
+
+static void
+test_command(void)
+{
+	struct agent_stream	*s;
+	struct agent_result	 r;
+	char			*big;
+	size_t			 n = 200000;
+
+	s = agent_stream_create(agent_find("command"));
+	agent_stream_feed(s, "\n  working...\n", 14);
+	agent_stream_feed(s, "done: 3 files\n\n", 15);
+	agent_stream_end(s, 1, &r);
+	agent_stream_free(s);
+	is_str(r.message, "working...\ndone: 3 files", "command: stdout trimmed is the message");
+	is_int(r.error, 0, "command: exit 0 is success");
+	is_str(r.session, NULL, "command: no session");
+	agent_result_clear(&r);
+
+	s = agent_stream_create(agent_find("command"));
+	big = xmalloc(n);
+	memset(big, 'x', n);
+	memcpy(big + n - 4, "END\n", 4);
+	agent_stream_feed(s, "BEGIN", 5);
+	agent_stream_feed(s, big, n / 2);
+	agent_stream_feed(s, big + n / 2, n / 2);
+	agent_stream_end(s, 0, &r);
+	agent_stream_free(s);
+	free(big);
+	ok(r.message != NULL && strlen(r.message) <= AGENT_MESSAGE_MAX, "command: message capped");
+	ok(r.message != NULL && strstr(r.message, "BEGIN") == NULL &&
+	    strcmp(r.message + strlen(r.message) - 3, "END") == 0,
+	    "command: the last 64 KiB are kept");
+	is_int(r.error, 1, "command: nonzero exit is the error");
+	agent_result_clear(&r);
+
+	s = agent_stream_create(agent_find("command"));
+	agent_stream_end(s, 1, &r);
+	agent_stream_free(s);
+	is_str(r.message, NULL, "command: no output, no message");
+	agent_result_clear(&r);
+}
+
+static void
+test_hostile(void)
+{
+	struct agent_stream	*s;
+	struct agent_result	 r;
+	struct buf		 b;
+	char			*line, *deep;
+	size_t			 i, n;
+
+	/* Noise, CRLF, broken JSON, a non-object, and a final line without newline. */
+	s = agent_stream_create(agent_find("claude"));
+	line = "Warning: something on stdout\r\n{not json}\n[1,2]\n"
+	    "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,"
+	    "\"result\":\"ok\",\"session_id\":\"abc\"}\r";
+	agent_stream_feed(s, line, strlen(line));
+	agent_stream_end(s, 1, &r);
+	agent_stream_free(s);
+	ok(r.error == 0 && r.message != NULL && strcmp(r.message, "ok") == 0,
+	    "noise and an unterminated CRLF last line");
+	agent_result_clear(&r);
+
+	/* A line over AGENT_LINE_MAX is skipped whole; the next line still counts. */
+	s = agent_stream_create(agent_find("claude"));
+	line = "{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"";
+	agent_stream_feed(s, line, strlen(line));
+	deep = xmalloc(65536);
+	memset(deep, 'a', 65536);
+	for (i = 0; i < (AGENT_LINE_MAX / 65536) + 2; i++)
+		agent_stream_feed(s, deep, 65536);
+	free(deep);
+	line = "\"}\n{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"small\"}\n";
+	agent_stream_feed(s, line, strlen(line));
+	ok(s->line.cap <= AGENT_LINE_MAX + 1, "line buffer stays bounded");
+	agent_stream_end(s, 1, &r);
+	agent_stream_free(s);
+	is_str(r.message, "small", "an oversized line is skipped, the next one read");
+	agent_result_clear(&r);
+
+	/* A huge final message is cut, and says so. */
+	buf_init(&b, 0);
+	buf_adds(&b, "{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"");
+	for (i = 0; i < 100000; i++)
+		buf_addc(&b, 'b');
+	buf_adds(&b, "\"}\n");
+	s = agent_stream_create(agent_find("claude"));
+	agent_stream_feed(s, b.data, b.len);
+	agent_stream_end(s, 1, &r);
+	agent_stream_free(s);
+	buf_free(&b);
+	n = r.message != NULL ? strlen(r.message) : 0;
+	ok(n > AGENT_MESSAGE_MAX && n < AGENT_MESSAGE_MAX + 100 &&
+	    strstr(r.message, "[cut") != NULL, "a long message is cut and says so");
+	agent_result_clear(&r);
+
+	/* Deep nesting is refused without a crash. */
+	buf_init(&b, 0);
+	for (i = 0; i < 10000; i++)
+		buf_addc(&b, '[');
+	buf_adds(&b, "\n");
+	s = agent_stream_create(agent_find("codex"));
+	line = "{\"type\":\"x\",\"a\":";
+	agent_stream_feed(s, line, strlen(line));
+	agent_stream_feed(s, b.data, b.len);
+	agent_stream_end(s, 1, &r);
+	agent_stream_free(s);
+	buf_free(&b);
+	ok(r.error == 1 && r.message == NULL, "deeply nested JSON is ignored");
+	agent_result_clear(&r);
+
+	/* Wrong types where strings are expected. */
+	s = agent_stream_create(agent_find("codex"));
+	line = "{\"type\":\"thread.started\",\"thread_id\":42}\n"
+	    "{\"type\":\"item.completed\",\"item\":\"nope\"}\n"
+	    "{\"type\":\"item.completed\",\"item\":{\"type\":\"agent_message\",\"text\":null}}\n"
+	    "{\"type\":\"turn.failed\",\"error\":7}\n";
+	agent_stream_feed(s, line, strlen(line));
+	agent_stream_end(s, 1, &r);
+	agent_stream_free(s);
+	ok(r.session == NULL && r.message == NULL && r.error == 1 &&
+	    r.error_text != NULL, "wrong JSON types are ignored, the failure still counts");
+	agent_result_clear(&r);
+}
+
+int
+main(void)
+{
+	log_init(LOG_ERROR, "test-agent");
+	test_argv();
+	test_claude();
+	test_codex();
+	test_opencode();
+	test_command();
+	test_hostile();
+	return tap_done();
+}
