@@ -1,63 +1,223 @@
-/* dispatch.c: takes queued runs from the store and starts them within the node's limits. */
+/* dispatch.c: takes queued runs from the store and runs each in its sandbox, within the limits. */
 #include "spur.h"
+#include "agent.h"
+#include "automation.h"
+#include "conf.h"
 #include "dispatch.h"
+#include "event.h"
+#include "prompt.h"
+#include "sandbox.h"
 #include "serve.h"
 #include "store.h"
 
+#include <sys/queue.h>
+#include <sys/stat.h>
+#include <event2/event.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DISPATCH_SCAN		256	/* queued runs looked at per pass */
+#define DISPATCH_GC_SECS	600	/* idle sessions are looked for this often */
+#define DISPATCH_ENV_MAX	64
+
+/* One run this engine is running. */
+struct drun {
+	struct dispatch		*d;
+	char			*id;
+	char			*org;
+	char			*thread;
+	char			*conc_key;
+	char			*session;
+	char			*workspace;
+	char			*home;
+	char			*artifacts;
+	char			*prompt;
+	struct automation	*a;
+	const struct agent	*agent;
+	char			**argv;
+	char			*env[DISPATCH_ENV_MAX + 1];
+	struct sandbox_spec	 spec;
+	struct sandbox		*sb;
+	struct agent_stream	*stream;
+	int			 logfd;
+	int64_t			 started;
+	char			*cancel_reason;
+	LIST_ENTRY(drun)	 entry;
+};
 
 struct dispatch {
-	struct engine	*engine;
-	int		 running;
+	struct engine		*engine;
+	struct event		*kick_ev;
+	struct event		*usr1_ev;
+	struct event		*gc_ev;
+	LIST_HEAD(, drun)	 runs;
+	int			 running;
+	int			 stopping;
 };
+
+static void	dispatch_kick_cb(evutil_socket_t, short, void *);
+
+static void
+drun_free(struct drun *r)
+{
+	size_t	 i;
+
+	if (r->sb != NULL)
+		sandbox_free(r->sb);
+	if (r->stream != NULL)
+		agent_stream_free(r->stream);
+	if (r->logfd != -1)
+		close(r->logfd);
+	if (r->argv != NULL)
+		agent_argv_free(r->argv);
+	for (i = 0; r->env[i] != NULL; i++)
+		freezero_str(r->env[i]);
+	if (r->a != NULL)
+		automation_free(r->a);
+	free(r->id);
+	free(r->org);
+	free(r->thread);
+	free(r->conc_key);
+	free(r->session);
+	free(r->workspace);
+	free(r->home);
+	free(r->artifacts);
+	free(r->prompt);
+	free(r->cancel_reason);
+	free(r);
+}
+
+/* Moves a run to a state, logging it; the store checks the transition. */
+static int
+dispatch_set_state(struct dispatch *d, const char *run, enum run_state state,
+    const char *reason)
+{
+	char	*cause = NULL;
+
+	if (store_run_set_state(d->engine->store, run, state, reason, &cause) != 0) {
+		log_warn("event=run.state_refused run=%s state=%s error=%s", run,
+		    run_state_name(state), log_q(cause));
+		free(cause);
+		return -1;
+	}
+	log_info("event=run.state run=%s state=%s reason=%s", run, run_state_name(state),
+	    log_q(reason));
+	return 0;
+}
 
 /* A run that was running when the engine died ends failed, reason interrupted. */
 static void
 dispatch_recover(struct dispatch *d)
 {
-	json_t		*ids = store_runs_in_state(d->engine->store, RUN_RUNNING), *id;
-	size_t		 i;
-	char		*cause;
+	json_t	*ids = store_runs_in_state(d->engine->store, RUN_RUNNING), *id;
+	size_t	 i;
 
-	json_array_foreach(ids, i, id) {
-		if (store_run_set_state(d->engine->store, json_string_value(id), RUN_FAILED,
-		    "interrupted", &cause) != 0) {
-			log_error("event=run.recover_failed run=%s error=%s",
-			    json_string_value(id), log_q(cause));
-			free(cause);
-			continue;
-		}
-		log_warn("event=run.interrupted run=%s state=failed reason=interrupted",
-		    json_string_value(id));
-	}
+	json_array_foreach(ids, i, id)
+		dispatch_set_state(d, json_string_value(id), RUN_FAILED, "interrupted");
 	json_decref(ids);
+}
+
+/* Removes workspaces of sessions idle longer than sandbox.session_idle. */
+static void
+dispatch_gc_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dispatch	*d = arg;
+	struct engine	*e = d->engine;
+	json_t		*list, *s;
+	size_t		 i;
+	char		*dir;
+
+	list = store_sessions_idle(e->store, now_ms() - e->conf->sandbox.session_idle * 1000);
+	json_array_foreach(list, i, s) {
+		const char *id = json_string_value(json_object_get(s, "id"));
+		dir = path_dirname(json_string_value(json_object_get(s, "workspace")));
+		if (rm_rf(dir) != 0)
+			log_warn("event=session.remove_failed session=%s dir=%s", id, log_q(dir));
+		store_session_end(e->store, id);
+		log_info("event=session.expired session=%s", id);
+		free(dir);
+	}
+	json_decref(list);
+}
+
+static void
+dispatch_usr1_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct dispatch	*d = arg;
+	json_t		*list, *r;
+	size_t		 i;
+
+	list = store_cancel_requests(d->engine->store);
+	json_array_foreach(list, i, r) {
+		dispatch_cancel(d, json_string_value(json_object_get(r, "id")),
+		    json_string_value(json_object_get(r, "reason")));
+	}
+	json_decref(list);
+	dispatch_kick(d);
 }
 
 struct dispatch *
 dispatch_create(struct engine *e, char **cause)
 {
 	struct dispatch	*d = xcalloc(1, sizeof *d);
+	struct timeval	 tv = { DISPATCH_GC_SECS, 0 };
+	char		*why = NULL;
 
 	d->engine = e;
+	LIST_INIT(&d->runs);
 	dispatch_recover(d);
+	d->kick_ev = event_new(e->base, -1, 0, dispatch_kick_cb, d);
+	d->usr1_ev = evsignal_new(e->base, SIGUSR1, dispatch_usr1_cb, d);
+	evsignal_add(d->usr1_ev, NULL);
+	d->gc_ev = event_new(e->base, -1, EV_PERSIST, dispatch_gc_cb, d);
+	evtimer_add(d->gc_ev, &tv);
+	dispatch_gc_cb(-1, 0, d);
+	if (e->conf->sandbox.backend == SANDBOX_BWRAP &&
+	    sandbox_available(e->conf->sandbox.user, &why) != 0) {
+		log_error("event=sandbox.unavailable reason=%s consequence=\"runs will fail "
+		    "until this is fixed\"", log_q(why));
+		free(why);
+	}
 	return d;
+}
+
+void
+dispatch_shutdown(struct dispatch *d)
+{
+	struct drun	*r;
+
+	d->stopping = 1;
+	while ((r = LIST_FIRST(&d->runs)) != NULL) {
+		LIST_REMOVE(r, entry);
+		d->running--;
+		dispatch_set_state(d, r->id, RUN_FAILED, "interrupted: engine stopped");
+		drun_free(r);
+	}
 }
 
 void
 dispatch_free(struct dispatch *d)
 {
+	if (d == NULL)
+		return;
+	dispatch_shutdown(d);
+	event_free(d->kick_ev);
+	event_free(d->usr1_ev);
+	event_free(d->gc_ev);
 	free(d);
 }
 
 void
 dispatch_kick(struct dispatch *d)
 {
-}
-
-int
-dispatch_cancel(struct dispatch *d, const char *run, const char *reason)
-{
-	return -1;
+	if (!d->stopping)
+		event_active(d->kick_ev, 0, 0);
 }
 
 int
@@ -66,7 +226,376 @@ dispatch_running(const struct dispatch *d)
 	return d->running;
 }
 
-void
-dispatch_shutdown(struct dispatch *d)
+int
+dispatch_cancel(struct dispatch *d, const char *run, const char *reason)
 {
+	struct drun	*r;
+
+	LIST_FOREACH(r, &d->runs, entry) {
+		if (strcmp(r->id, run) == 0) {
+			if (r->cancel_reason == NULL)
+				r->cancel_reason = xstrdup(reason != NULL ? reason : "cancelled");
+			log_info("event=run.cancelling run=%s reason=%s", run, log_q(reason));
+			sandbox_cancel(r->sb);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static struct drun *
+dispatch_find_key(struct dispatch *d, const char *key)
+{
+	struct drun	*r;
+
+	LIST_FOREACH(r, &d->runs, entry) {
+		if (r->conc_key != NULL && strcmp(r->conc_key, key) == 0)
+			return r;
+	}
+	return NULL;
+}
+
+/* Each listed glob must match at least one regular file under the artifacts dir. */
+static char *
+dispatch_missing_artifacts(struct drun *r)
+{
+	struct buf	 missing;
+	glob_t		 g;
+	struct stat	 sb;
+	char		*pat;
+	size_t		 i, j;
+	int		 found;
+
+	buf_init(&missing, 0);
+	for (i = 0; r->a->artifacts != NULL && r->a->artifacts[i] != NULL; i++) {
+		pat = path_join(r->artifacts, r->a->artifacts[i]);
+		found = 0;
+		if (glob(pat, GLOB_NOSORT, NULL, &g) == 0) {
+			for (j = 0; j < g.gl_pathc && !found; j++) {
+				if (lstat(g.gl_pathv[j], &sb) == 0 && S_ISREG(sb.st_mode))
+					found = 1;
+			}
+			globfree(&g);
+		}
+		free(pat);
+		if (!found)
+			buf_addf(&missing, "%s%s", missing.len ? ", " : "", r->a->artifacts[i]);
+	}
+	if (missing.len == 0) {
+		buf_free(&missing);
+		return NULL;
+	}
+	return buf_take(&missing);
+}
+
+static void
+drun_output_cb(const char *data, size_t len, int fd, void *arg)
+{
+	struct drun	*r = arg;
+
+	if (r->logfd != -1 && write(r->logfd, data, len) < 0)
+		log_warn("event=run.log_failed run=%s error=%s", r->id, log_q(strerror(errno)));
+	if (fd == 1)
+		agent_stream_feed(r->stream, data, len);
+}
+
+/* Decides the outcome of a run from how its sandbox ended and what its agent said. */
+static void
+drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
+{
+	struct drun		*r = arg;
+	struct dispatch		*d = r->d;
+	struct engine		*e = d->engine;
+	struct agent_result	 res;
+	enum run_state		 state;
+	char			*reason = NULL, *missing, *proof = NULL;
+	int			 clean = x->status == 0 && x->signal == 0 && !x->timed_out &&
+				     !x->output_exceeded && !x->cancelled;
+
+	memset(&res, 0, sizeof res);
+	agent_stream_end(r->stream, clean, &res);
+	if (x->cancelled) {
+		state = RUN_CANCELLED;
+		reason = xstrdup(r->cancel_reason != NULL ? r->cancel_reason : "cancelled");
+	} else if (x->timed_out) {
+		state = RUN_TIMED_OUT;
+		reason = xstrdup(x->cause != NULL ? x->cause : "timed out");
+	} else if (x->output_exceeded) {
+		state = RUN_FAILED;
+		reason = xprintf("output limit: %s", x->cause != NULL ? x->cause : "exceeded");
+	} else if (!clean) {
+		state = RUN_FAILED;
+		reason = xprintf("agent %s%s%s", x->cause != NULL ? x->cause : "failed",
+		    res.error_text != NULL ? ": " : "", res.error_text != NULL ?
+		    res.error_text : "");
+	} else if (res.error) {
+		state = RUN_FAILED;
+		reason = xprintf("agent reported an error%s%s", res.error_text != NULL ?
+		    ": " : "", res.error_text != NULL ? res.error_text : "");
+	} else {
+		switch (r->a->proof) {
+		case PROOF_NONE:
+			state = RUN_COMPLETED;
+			reason = xstrdup("done");
+			break;
+		case PROOF_REPORT:
+			if (res.message != NULL && res.message[strspn(res.message,
+			    " \t\r\n")] != '\0') {
+				state = RUN_COMPLETED;
+				reason = xstrdup("report");
+				proof = xstrdup("report");
+			} else {
+				state = RUN_NEEDS_REVIEW;
+				reason = xstrdup("proof missing: report (the agent's final "
+				    "message is empty)");
+			}
+			break;
+		case PROOF_ARTIFACTS:
+			if ((missing = dispatch_missing_artifacts(r)) == NULL) {
+				state = RUN_COMPLETED;
+				reason = xstrdup("artifacts");
+				proof = xprintf("artifacts: %s", r->artifacts);
+			} else {
+				state = RUN_NEEDS_REVIEW;
+				reason = xprintf("proof missing: artifacts %s", missing);
+				free(missing);
+			}
+			break;
+		default:
+			state = RUN_NEEDS_REVIEW;
+			reason = xprintf("proof missing: %s (pushing branches and opening pull "
+			    "requests is not available yet)", proof_kind_name(r->a->proof));
+			break;
+		}
+	}
+	store_run_result(e->store, r->id, res.message, proof, res.session);
+	if (res.session != NULL || state != RUN_CANCELLED)
+		store_session_touch(e->store, r->session, res.session);
+	dispatch_set_state(d, r->id, state, reason);
+	metrics_run_duration(e->metrics, (now_ms() - r->started) / 1000.0);
+	if (state == RUN_CANCELLED) {
+		/* A cancelled run's session is over: its workspace goes with it. */
+		char *dir = path_dirname(r->workspace);
+		rm_rf(dir);
+		free(dir);
+		store_session_end(e->store, r->session);
+	}
+	free(reason);
+	free(proof);
+	agent_result_clear(&res);
+	r->sb = NULL;
+	sandbox_free(sb);
+	LIST_REMOVE(r, entry);
+	d->running--;
+	drun_free(r);
+	dispatch_kick(d);
+}
+
+/* The session of the run's thread, or a new one; sets workspace and home. */
+static int
+drun_session(struct drun *r, char **resume_out, char **cause)
+{
+	struct engine	*e = r->d->engine;
+	json_t		*s;
+	char		*dir;
+
+	*resume_out = NULL;
+	if ((s = store_session_live(e->store, r->org, r->thread)) != NULL) {
+		r->session = xstrdup(json_string_value(json_object_get(s, "id")));
+		r->workspace = xstrdup(json_string_value(json_object_get(s, "workspace")));
+		dir = path_dirname(r->workspace);
+		r->home = path_join(dir, "home");
+		free(dir);
+		*resume_out = json_string_value(json_object_get(s, "agent_session")) != NULL ?
+		    xstrdup(json_string_value(json_object_get(s, "agent_session"))) : NULL;
+		json_decref(s);
+		return 0;
+	}
+	r->session = random_id("ses_");
+	dir = xprintf("%s/sessions/%s", e->conf->data_dir, r->session);
+	r->workspace = path_join(dir, "workspace");
+	r->home = path_join(dir, "home");
+	free(dir);
+	if (store_session_create(e->store, r->session, r->org, r->thread, r->workspace) != 0) {
+		xasprintf(cause, "cannot create a session");
+		return -1;
+	}
+	return 0;
+}
+
+static void
+drun_env_add(struct drun *r, size_t *n, char *kv)
+{
+	if (*n == DISPATCH_ENV_MAX)
+		fatal("too many environment variables for a run");
+	r->env[(*n)++] = kv;
+}
+
+/* Starts one queued run; 1 if it started or ended, 0 if it must wait (busy key). */
+static int
+dispatch_start(struct dispatch *d, const char *id)
+{
+	struct engine		*e = d->engine;
+	struct drun		*r, *busy;
+	struct agent_request	 req;
+	struct org		*org;
+	struct secret		*sec;
+	json_t			*j, *evj;
+	struct spur_event	*ev;
+	const char		*s;
+	char			*resume = NULL, *cause = NULL, *logpath, *rundir;
+	size_t			 n = 0, i;
+
+	if ((j = store_run_json(e->store, id, 1)) == NULL)
+		return 1;
+	r = xcalloc(1, sizeof *r);
+	r->d = d;
+	r->logfd = -1;
+	r->id = xstrdup(id);
+	r->org = xstrdup(json_string_value(json_object_get(j, "org")));
+	s = json_string_value(json_object_get(j, "thread"));
+	r->thread = xstrdup(s != NULL ? s : id);
+	if ((s = json_string_value(json_object_get(j, "conc_key"))) != NULL)
+		r->conc_key = xstrdup(s);
+	if ((s = json_string_value(json_object_get(j, "prompt"))) != NULL)
+		r->prompt = xstrdup(s);
+	r->a = automation_from_json(json_object_get(j, "automation_config"));
+	evj = json_object_get(j, "event");
+	if (r->a == NULL) {
+		dispatch_set_state(d, id, RUN_FAILED, "the run's automation snapshot is unreadable");
+		goto done;
+	}
+	if (r->conc_key != NULL && (busy = dispatch_find_key(d, r->conc_key)) != NULL) {
+		switch (r->a->on_busy) {
+		case BUSY_SKIP:
+			cause = xprintf("skipped: %s is running for the same concurrency key",
+			    busy->id);
+			dispatch_set_state(d, id, RUN_CANCELLED, cause);
+			goto done;
+		case BUSY_CANCEL_RUNNING:
+			cause = xprintf("superseded by %s", id);
+			dispatch_cancel(d, busy->id, cause);
+			/* This one waits until that one has ended. */
+			__attribute__((fallthrough));
+		default:
+			json_decref(j);
+			free(cause);
+			drun_free(r);
+			return 0;
+		}
+	}
+	if (dispatch_set_state(d, id, RUN_RUNNING, "started") != 0)
+		goto done;
+	r->started = now_ms();
+	if (r->prompt == NULL) {
+		/* A retried run gets a new prompt, with a new nonce. */
+		if ((ev = spur_event_from_json(evj)) == NULL) {
+			dispatch_set_state(d, id, RUN_FAILED, "the run's event is unreadable");
+			goto done;
+		}
+		r->prompt = prompt_build(r->a->prompt != NULL ? r->a->prompt : "", ev, NULL);
+		spur_event_free(ev);
+		store_run_update(e->store, id, "prompt", r->prompt);
+	}
+	if (drun_session(r, &resume, &cause) != 0)
+		goto fail;
+	store_run_update(e->store, id, "session", r->session);
+	rundir = xprintf("%s/runs/%s", e->conf->data_dir, id);
+	r->artifacts = path_join(rundir, "artifacts");
+	if (mkdir_p(rundir, 0700) != 0 ||
+	    sandbox_prepare_dir(r->workspace, e->conf->sandbox.user, &cause) != 0 ||
+	    sandbox_prepare_dir(r->home, e->conf->sandbox.user, &cause) != 0 ||
+	    sandbox_prepare_dir(r->artifacts, e->conf->sandbox.user, &cause) != 0) {
+		if (cause == NULL)
+			cause = xprintf("%s: %s", rundir, strerror(errno));
+		free(rundir);
+		goto fail;
+	}
+	logpath = run_log_path(e->conf->data_dir, id);
+	r->logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	free(logpath);
+	free(rundir);
+
+	if ((r->agent = agent_find(r->a->agent_name)) == NULL) {
+		cause = xprintf("unknown agent %s", r->a->agent_name);
+		goto fail;
+	}
+	memset(&req, 0, sizeof req);
+	req.model = r->a->model;
+	req.resume = resume;
+	req.command = r->a->command;
+	if ((r->argv = agent_argv(r->agent, config_agent(e->conf, r->a->agent_name), &req,
+	    &cause)) == NULL)
+		goto fail;
+	drun_env_add(r, &n, xprintf("HOME=%s", e->conf->sandbox.backend == SANDBOX_NONE ?
+	    r->home : SANDBOX_HOME));
+	drun_env_add(r, &n, xstrdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
+	    "/sbin:/bin"));
+	drun_env_add(r, &n, xstrdup("LANG=C.UTF-8"));
+	drun_env_add(r, &n, xprintf("SPUR_RUN=%s", id));
+	drun_env_add(r, &n, xprintf("SPUR_SESSION=%s", r->session));
+	org = config_org(e->conf, r->org);
+	for (i = 0; r->a->secrets != NULL && r->a->secrets[i] != NULL; i++) {
+		if (org == NULL || (sec = org_secret(org, r->a->secrets[i])) == NULL) {
+			cause = xprintf("secret %s is no longer configured", r->a->secrets[i]);
+			goto fail;
+		}
+		drun_env_add(r, &n, xprintf("%s=%s", r->a->secrets[i], sec->value));
+	}
+	r->spec.run_id = r->id;
+	r->spec.session_id = r->session;
+	r->spec.argv = r->argv;
+	r->spec.env = r->env;
+	r->spec.workspace = r->workspace;
+	r->spec.artifacts = r->artifacts;
+	r->spec.home = r->home;
+	r->spec.stdin_data = r->prompt;
+	r->spec.stdin_len = strlen(r->prompt);
+	r->spec.timeout = r->a->timeout > 0 ? r->a->timeout : e->conf->sandbox.timeout;
+	r->spec.memory = e->conf->sandbox.memory;
+	r->spec.pids = e->conf->sandbox.pids;
+	r->spec.output_max = e->conf->sandbox.output;
+	r->spec.backend = e->conf->sandbox.backend;
+	r->spec.user = e->conf->sandbox.user;
+	r->stream = agent_stream_create(r->agent);
+	LIST_INSERT_HEAD(&d->runs, r, entry);
+	d->running++;
+	if ((r->sb = sandbox_start(e->base, &r->spec, drun_output_cb, drun_exit_cb, r,
+	    &cause)) == NULL) {
+		LIST_REMOVE(r, entry);
+		d->running--;
+		goto fail;
+	}
+	log_info("event=run.started run=%s automation=%s agent=%s session=%s%s pid=%ld",
+	    id, log_q(r->a->name), r->a->agent_name, r->session, resume != NULL ?
+	    " resume=yes" : "", (long)sandbox_pid(r->sb));
+	free(resume);
+	json_decref(j);
+	return 1;
+fail:
+	dispatch_set_state(d, id, RUN_FAILED, cause != NULL ? cause : "could not start");
+done:
+	free(resume);
+	free(cause);
+	json_decref(j);
+	drun_free(r);
+	return 1;
+}
+
+static void
+dispatch_kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dispatch	*d = arg;
+	json_t		*ids, *id;
+	size_t		 i;
+
+	if (d->stopping || d->running >= d->engine->conf->limit_runs)
+		return;
+	ids = store_queued(d->engine->store, DISPATCH_SCAN);
+	json_array_foreach(ids, i, id) {
+		if (d->running >= d->engine->conf->limit_runs)
+			break;
+		dispatch_start(d, json_string_value(id));
+	}
+	json_decref(ids);
 }

@@ -534,7 +534,7 @@ col_time(sqlite3_stmt *s, int i)
 
 #define RUN_COLUMNS "id, org, automation, event, thread, session, state, reason, " \
 	"result, proof, created_at, started_at, ended_at, prompt, automation_json, " \
-	"agent_session"
+	"agent_session, conc_key"
 
 static json_t *
 store_run_row(struct store *st, sqlite3_stmt *s, int full)
@@ -569,6 +569,7 @@ store_run_row(struct store *st, sqlite3_stmt *s, int full)
 		return j;
 	json_object_set_new(j, "prompt", col_json_text(s, 13));
 	json_object_set_new(j, "agent_session", col_json_text(s, 15));
+	json_object_set_new(j, "conc_key", col_json_text(s, 16));
 	ev = store_event_json(st, (const char *)sqlite3_column_text(s, 3));
 	json_object_set_new(j, "event", ev != NULL ? ev : json_null());
 	hist = json_array();
@@ -693,7 +694,7 @@ store_runs_in_state(struct store *st, enum run_state state)
 int
 store_run_update(struct store *st, const char *run, const char *field, const char *value)
 {
-	static const char	*fields[] = { "session", "result", "proof", "agent_session" };
+	static const char	*fields[] = { "session", "result", "proof", "agent_session", "prompt" };
 	sqlite3_stmt		*s;
 	char			*sql;
 	size_t			 i;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* "YYYY-MM-DDTHH:MM:SS" followed by Z or +HH:MM / -HH:MM, to UTC seconds. */
 static int64_t
@@ -54,7 +55,7 @@ seq(const char *expr, const char *zone, const char *start, const char *want)
 		buf_adds(&b, s);
 		free(s);
 	}
-	is_str(buf_cstr(&b), want, name);
+	is_str(buf_cstr(&b), want, "%s", name);
 	buf_free(&b);
 	cron_free(c);
 }
@@ -284,6 +285,73 @@ test_errors(void)
 	bad("61 0 * * *", "Mars/Olympus", 1, "minute 61");
 }
 
+/* Writes dir/name as a TZif v2 file with no transitions, one type and footer, or raw bytes. */
+static void
+write_zone(const char *dir, const char *name, const char *footer, const char *raw, size_t rawlen)
+{
+	static const unsigned char hdr[44] = { 'T', 'Z', 'i', 'f', '2', [39] = 1, [43] = 4 };
+	static const unsigned char v1[6 + 4] = { 0, 0, 0, 0, 0, 0, 'U', 'T', 'C', 0 };
+	char	*path = path_join(dir, name);
+	FILE	*f;
+
+	if ((f = fopen(path, "w")) == NULL)
+		fatal("%s", path);
+	if (raw != NULL)
+		fwrite(raw, 1, rawlen, f);
+	else {
+		fwrite(hdr, 1, sizeof hdr, f);
+		fwrite(v1, 1, sizeof v1, f);
+		fwrite(hdr, 1, sizeof hdr, f);
+		fwrite(v1, 1, sizeof v1, f);
+		fprintf(f, "\n%s\n", footer);
+	}
+	fclose(f);
+	free(path);
+}
+
+/* Zone files spur did not get from tzdata: the POSIX footer alone, and broken files. */
+static void
+test_tzdir(void)
+{
+	char	 dir[] = "/tmp/test-cron.XXXXXX";
+	char	*old = getenv("TZDIR") ? xstrdup(getenv("TZDIR")) : NULL;
+
+	if (mkdtemp(dir) == NULL)
+		fatal("mkdtemp");
+	setenv("TZDIR", dir, 1);
+	write_zone(dir, "US", "EST5EDT,M3.2.0,M11.1.0", NULL, 0);
+	write_zone(dir, "LH", "<+1030>-10:30<+11>-11,M10.1.0,M4.1.0", NULL, 0);
+	write_zone(dir, "Jul", "AAA-1BBB,J60/3,299/-1", NULL, 0);
+	write_zone(dir, "Fixed", "<-0330>3:30", NULL, 0);
+	write_zone(dir, "NoRule", "", NULL, 0);
+	write_zone(dir, "BadRule", "EST5EDT,M13.1.0,M11.1.0", NULL, 0);
+	write_zone(dir, "Text", NULL, "hello world, not a zone\n", 24);
+	write_zone(dir, "Short", NULL, "TZif2", 5);
+	write_zone(dir, "V1", NULL, "TZif\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0"
+	    "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\1\0\0\0\4", 44);
+	seq("30 2 10 3 *", "US", "2024-01-01T00:00:00Z", "2024-03-10T03:00:00-04:00");
+	seq("30 1 3 11 *", "US", "2024-06-01T00:00:00Z", "2024-11-03T01:30:00-04:00");
+	seq("15 2 6 10 *", "LH", "2024-06-01T00:00:00Z", "2024-10-06T02:30:00+11:00");
+	seq("45 1 7 4 *", "LH", "2024-01-01T00:00:00Z", "2024-04-07T01:45:00+11:00");
+	/* J60 is Mar 1 in every year; zero-based 299 is Oct 26 in a leap year. */
+	seq("0 12 1 3 *", "Jul", "2024-01-01T00:00:00Z", "2024-03-01T12:00:00+02:00");
+	seq("0 12 29 2 *", "Jul", "2024-01-01T00:00:00Z", "2024-02-29T12:00:00+01:00");
+	seq("30 23 25 10 *", "Jul", "2024-01-01T00:00:00Z", "2024-10-25T23:30:00+01:00");
+	seq("0 12 * * *", "Fixed", "2024-01-01T00:00:00Z", "2024-01-01T12:00:00-03:30");
+	seq("0 12 * * *", "NoRule", "2024-01-01T00:00:00Z", "2024-01-01T12:00:00+00:00");
+	bad("0 0 * * *", "BadRule", 1, "bad TZ rule \"EST5EDT,M13.1.0,M11.1.0\"");
+	bad("0 0 * * *", "Text", 1, "not a TZif file");
+	bad("0 0 * * *", "Short", 1, "not a TZif file");
+	bad("0 0 * * *", "V1", 1, "version 1");
+	bad("0 0 * * *", "Missing", 1, "unknown time zone \"Missing\"");
+	if (old != NULL)
+		setenv("TZDIR", old, 1);
+	else
+		unsetenv("TZDIR");
+	free(old);
+	rm_rf(dir);
+}
+
 int
 main(void)
 {
@@ -292,5 +360,6 @@ main(void)
 	test_days();
 	test_dst();
 	test_errors();
+	test_tzdir();
 	return tap_done();
 }

@@ -1,0 +1,185 @@
+"""Runs: the dispatcher, sandboxed command agents, outcomes, proof, sessions, cancel, retry, restart (SPEC section 8)."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spurtest import Spur, Tap, SECRETS, github_headers, github_comment, grep_secrets, SPUR
+
+t = Tap()
+
+# Can this machine run bubblewrap sandboxes at all?
+probe = subprocess.run(["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+                        "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
+                        "--dev", "/dev", "/bin/true"], capture_output=True) if os.path.exists("/usr/bin/bwrap") else None
+if probe is None or probe.returncode != 0:
+    t.skip_all("bubblewrap cannot create sandboxes here: %s" % (probe.stderr.decode().strip() if probe else "bwrap not installed"))
+if os.geteuid() == 0 and subprocess.run(["id", "spur-run"], capture_output=True).returncode != 0:
+    subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                    "--shell", "/usr/sbin/nologin", "spur-run"], check=False)
+
+HOOK = "/o/acme/hooks/github"
+
+
+def auto(name, command, text, extra=""):
+    return ("name: %s\non:\n  github:\n    events: [issue_comment.created]\n    text: '%s'\n"
+            "agent: command\ncommand: %s\nprompt: |\n  Do the %s thing.\n%s") % (name, text, json.dumps(command), name, extra)
+
+
+REPORT = auto("report", ["sh", "-c", "cat > /tmp/prompt; grep -c SPUR-DATA /tmp/prompt >/dev/null && "
+                         "echo \"report for $SPUR_RUN npm=$NPM_TOKEN\"; ls /workspace; echo x >> /workspace/count; "
+                         "wc -l < /workspace/count"], "^/report", "secrets: [NPM_TOKEN]\nproof: report\n")
+FAIL = auto("fail", ["sh", "-c", "echo going down >&2; exit 3"], "^/fail")
+SLOW = auto("slow", ["sh", "-c", "echo started; sleep 60"], "^/slow", "timeout: 2s\n")
+ARTS = auto("arts", ["sh", "-c", "echo hi > /artifacts/a.txt"], "^/arts",
+            "proof: artifacts\nartifacts: [a.txt, missing-*.md]\n")
+SKIP = auto("skipper", ["sh", "-c", "sleep 3; echo done"], "^/skip", "concurrency: {key: thread, on_busy: skip}\n")
+QUEUE = auto("queuer", ["sh", "-c", "sleep 1; echo queued-done"], "^/queue", "concurrency: {key: thread, on_busy: queue}\n")
+HOSTILE = auto("hostile", ["sh", "-c", open(os.path.join(os.path.dirname(__file__), "hostile-agent.sh")).read()],
+               "^/hostile", "proof: none\n")
+
+automations = {"report.yaml": REPORT, "fail.yaml": FAIL, "slow.yaml": SLOW, "arts.yaml": ARTS,
+               "skip.yaml": SKIP, "queue.yaml": QUEUE, "hostile.yaml": HOSTILE}
+
+
+def fire(s, text, number=1, comment_id=None):
+    b = json.dumps(github_comment(text, number=number, comment_id=comment_id or int(time.time() * 1e6) % 10**9)).encode()
+    st, _, a = s.post_json(HOOK, b, github_headers(b))
+    if st != 200 or len(a.get("runs", [])) != 1:
+        raise RuntimeError("post failed: %r %r" % (st, a))
+    return a["runs"][0]
+
+
+def wait_state(s, run, states=("completed", "needs_review", "failed", "timed_out", "cancelled"), timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        r = s.query("SELECT state, reason FROM runs WHERE id = ?", run)
+        if r and r[0]["state"] in states:
+            return r[0]
+        time.sleep(0.05)
+    return s.query("SELECT state, reason FROM runs WHERE id = ?", run)[0]
+
+
+def show(s, run):
+    rc, out, err = s.c("show", "--json", run)
+    return json.loads(out) if rc == 0 else None
+
+
+with Spur("limits:\n  runs: 4\n", automations=automations) as s:
+    s.start()
+    port = s.port
+    r1 = fire(s, "/report please", number=1)
+    st = wait_state(s, r1)
+    t.eq(st["state"], "completed", "a command agent with a report ends completed")
+    j = show(s, r1)
+    t.eq([h["state"] for h in j["history"]], ["queued", "running", "completed"], "its history is queued, running, completed")
+    t.ok(all(h["at"] and h["reason"] for h in j["history"]), "every change has a time and a reason", j["history"])
+    t.ok(j["result"] and j["result"].startswith("report for %s npm=%s" % (r1, SECRETS["T_NPM_TOKEN"])),
+         "the agent got the prompt on stdin, SPUR_RUN, and the secret it asked for", j["result"])
+    for key in ("id", "org", "automation", "state", "reason", "thread", "session", "event", "history", "result", "proof", "reports"):
+        t.ok(key in j, "spur show --json has %s" % key)
+    sess1 = j["session"]
+    rc, out, err = s.c("logs", r1)
+    t.contains(out, "report for", "spur logs prints the agent output")
+
+    # a follow-up in the same thread joins the session: same workspace
+    r2 = fire(s, "/report again", number=1)
+    wait_state(s, r2)
+    j2 = show(s, r2)
+    t.eq(j2["session"], sess1, "a follow-up in the same thread joins the same session")
+    t.ok(j2["result"].rstrip().endswith("2"), "and sees the workspace the first run left", j2["result"])
+    r3 = fire(s, "/report elsewhere", number=2)
+    wait_state(s, r3)
+    j3 = show(s, r3)
+    t.ok(j3["session"] != sess1 and j3["result"].rstrip().endswith("1"), "another thread gets its own session and workspace", j3["result"])
+
+    rf = fire(s, "/fail now", number=3)
+    st = wait_state(s, rf)
+    t.ok(st["state"] == "failed" and "status 3" in (st["reason"] or ""), "a failing agent ends failed with its exit status", st)
+    rc, out, err = s.c("logs", rf)
+    t.contains(out, "going down", "its stderr is in its log")
+
+    rs = fire(s, "/slow", number=4)
+    st = wait_state(s, rs, timeout=30)
+    t.eq(st["state"], "timed_out", "an agent past its timeout ends timed_out")
+
+    ra = fire(s, "/arts", number=5)
+    st = wait_state(s, ra)
+    t.ok(st["state"] == "needs_review" and "missing-*.md" in st["reason"] and "a.txt" not in st["reason"],
+         "a missing artifact means needs_review, naming the missing glob", st)
+
+    # concurrency: skip
+    k1 = fire(s, "/skip 1", number=6)
+    time.sleep(0.5)
+    k2 = fire(s, "/skip 2", number=6)
+    st2 = wait_state(s, k2)
+    st1 = wait_state(s, k1)
+    t.ok(st1["state"] == "completed" and st2["state"] == "cancelled" and "skipped" in st2["reason"],
+         "on_busy skip: the second run of a busy thread is skipped", (st1, st2))
+    # concurrency: queue
+    q1 = fire(s, "/queue 1", number=7)
+    q2 = fire(s, "/queue 2", number=7)
+    wait_state(s, q2)
+    j1, j2 = show(s, q1), show(s, q2)
+    t.ok(j1["state"] == j2["state"] == "completed" and j2["started_at"] >= j1["ended_at"],
+         "on_busy queue: the second waits for the first", (j1["ended_at"], j2["started_at"]))
+
+    # cancel a running run
+    rc_run = fire(s, "/slow cancel me", number=8)
+    wait_state(s, rc_run, states=("running",))
+    rc, out, err = s.c("cancel", rc_run)
+    t.eq(rc, 0, "spur cancel of a running run succeeds")
+    st = wait_state(s, rc_run)
+    t.ok(st["state"] == "cancelled" and "cancelled by user" in st["reason"], "the run ends cancelled", st)
+    sess = show(s, rc_run)["session"]
+    t.ok(not os.path.exists(os.path.join(s.data_dir, "sessions", sess)), "and its session workspace is removed")
+    rc, out, err = s.c("cancel", rc_run)
+    t.eq(rc, 1, "cancelling an ended run exits 1")
+
+    # retry
+    rc, out, err = s.c("retry", r1)
+    new = out.strip()
+    t.ok(rc == 0 and new.startswith("run_") and new != r1, "spur retry prints a new run id", out + err)
+    st = wait_state(s, new)
+    t.eq(st["state"], "completed", "the retried run completes")
+    jn = show(s, new)
+    t.ok(jn["prompt"] != j["prompt"] and jn["prompt"].split("<<<")[0] == j["prompt"].split("<<<")[0],
+         "with the same saved prompt and a fresh nonce")
+
+    # hostile agent: every escape attempt fails, nothing leaks
+    rh = fire(s, "/hostile", number=9)
+    st = wait_state(s, rh, timeout=60)
+    rc, out, err = s.c("logs", rh)
+    leaks = [l for l in out.splitlines() if l.startswith("LEAK")]
+    t.eq(leaks, [], "a hostile agent reaches nothing it should not (data dir, store, config, secrets, other sessions, engine port, host pids)")
+    t.contains(out, "hostile-done", "the hostile script ran to its end")
+    st2, _, _ = s.request("GET", "/healthz")
+    t.eq(st2, 200, "the engine kept serving")
+
+    # runs listing
+    rc, out, err = s.c("runs", "--json")
+    lst = json.loads(out)
+    t.ok(rc == 0 and lst[0]["id"] == rh, "spur runs lists newest first")
+    rc, out, err = s.c("runs", "--state", "failed", "--json")
+    t.ok(all(x["state"] == "failed" for x in json.loads(out)), "spur runs --state filters")
+
+    # restart: a running run ends failed/interrupted and its sandbox is gone
+    ri = fire(s, "/slow interrupted", number=10)
+    wait_state(s, ri, states=("running",))
+    time.sleep(0.5)
+    s.kill9()
+    time.sleep(1)
+    left = subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True).stdout.decode().split()
+    t.eq(left, [], "no sandbox process outlives the engine")
+    s.start()
+    st = wait_state(s, ri)
+    t.ok(st["state"] == "failed" and st["reason"] == "interrupted", "after a restart the run is failed, interrupted", st)
+
+    logs = s.logs()
+    t.eq(grep_secrets(logs), [], "no secret value in the engine log")
+    rc, out, err = s.c("show", r1)
+    t.eq([k for k in grep_secrets(out) if k != "T_NPM_TOKEN"], [], "spur show prints no other secret")
+
+t.done()
