@@ -14,16 +14,23 @@
 
 #define FUZZ_NONCE	"0123456789abcdef"
 
-/* The fence must hold: exactly one start and one end marker carrying the nonce. */
-static void
-fuzz_check(const char *p)
+/* The fence must hold: exactly one start and one end marker line with the nonce. */
+static int
+fuzz_count(const char *p, const char *what)
 {
 	const char	*q;
 	int		 n = 0;
 
-	for (q = p; (q = strstr(q, FUZZ_NONCE)) != NULL; q++)
+	for (q = p; (q = strstr(q, what)) != NULL; q++)
 		n++;
-	if (n != 2)
+	return n;
+}
+
+static void
+fuzz_check(const char *p)
+{
+	if (fuzz_count(p, "\n<<<SPUR-DATA-" FUZZ_NONCE ">>>\n") != 1 ||
+	    fuzz_count(p, "\n<<<END-SPUR-DATA-" FUZZ_NONCE ">>>") != 1)
 		abort();
 }
 
@@ -53,7 +60,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	p = prompt_build(saved, ev, FUZZ_NONCE);
 	if (p == NULL)
 		abort();
-	if (strstr(saved, FUZZ_NONCE) == NULL)
+	if (strstr(saved, "<<<") == NULL)
 		fuzz_check(p);
 	free(p);
 	c = prompt_clean((const char *)data, size);

@@ -4,8 +4,11 @@
 #include "automation.h"
 #include "conf.h"
 #include "dispatch.h"
+#include "egress.h"
 #include "event.h"
 #include "prompt.h"
+#include "report.h"
+#include "repo.h"
 #include "sandbox.h"
 #include "serve.h"
 #include "store.h"
@@ -45,9 +48,14 @@ struct drun {
 	struct sandbox_spec	 spec;
 	struct sandbox		*sb;
 	struct agent_stream	*stream;
+	int			 linked;	/* on the dispatcher's list, counted as running */
 	int			 logfd;
 	int64_t			 started;
 	char			*cancel_reason;
+	char			*resume;	/* the agent's session id to resume, if any */
+	struct egress		*egress;	/* the run's network (egress.c) */
+	struct repo_job		*repo;		/* clone before, push after (repo.c) */
+	struct agent_result	 res;		/* what the agent said, once it ended */
 	LIST_ENTRY(drun)	 entry;
 };
 
@@ -70,6 +78,11 @@ drun_free(struct drun *r)
 
 	if (r->sb != NULL)
 		sandbox_free(r->sb);
+	if (r->repo != NULL)
+		repo_job_free(r->repo);
+	if (r->egress != NULL)
+		egress_free(r->egress);
+	agent_result_clear(&r->res);
 	if (r->stream != NULL)
 		agent_stream_free(r->stream);
 	if (r->logfd != -1)
@@ -90,6 +103,7 @@ drun_free(struct drun *r)
 	free(r->artifacts);
 	free(r->prompt);
 	free(r->cancel_reason);
+	free(r->resume);
 	free(r);
 }
 
@@ -236,7 +250,9 @@ dispatch_cancel(struct dispatch *d, const char *run, const char *reason)
 			if (r->cancel_reason == NULL)
 				r->cancel_reason = xstrdup(reason != NULL ? reason : "cancelled");
 			log_info("event=run.cancelling run=%s reason=%s", run, log_q(reason));
-			sandbox_cancel(r->sb);
+			/* Before its sandbox exists (cloning), the run ends when that step does. */
+			if (r->sb != NULL)
+				sandbox_cancel(r->sb);
 			return 0;
 		}
 	}
@@ -299,21 +315,67 @@ drun_output_cb(const char *data, size_t len, int fd, void *arg)
 		agent_stream_feed(r->stream, data, len);
 }
 
+/*
+ * The end of every run, whatever happened: result and state stored, the thread
+ * told (report.c), the slot freed. A run that never started ends here too.
+ */
+static void
+drun_finish(struct drun *r, enum run_state state, const char *reason, const char *proof)
+{
+	struct dispatch	*d = r->d;
+	struct engine	*e = d->engine;
+
+	store_run_result(e->store, r->id, r->res.message, proof, r->res.session);
+	if (r->session != NULL && (r->res.session != NULL || state != RUN_CANCELLED))
+		store_session_touch(e->store, r->session, r->res.session);
+	dispatch_set_state(d, r->id, state, reason);
+	if (r->started != 0)
+		metrics_run_duration(e->metrics, (now_ms() - r->started) / 1000.0);
+	if (state == RUN_CANCELLED && r->session != NULL) {
+		/* A cancelled run's session is over: its workspace goes with it. */
+		char *dir = path_dirname(r->workspace);
+		rm_rf(dir);
+		free(dir);
+		store_session_end(e->store, r->session);
+	}
+	report_run_end(e, r->id);
+	if (r->linked) {
+		LIST_REMOVE(r, entry);
+		d->running--;
+	}
+	drun_free(r);
+	dispatch_kick(d);
+}
+
+static void
+drun_delivered_cb(int ok, const char *proof, const char *cause, void *arg)
+{
+	struct drun	*r = arg;
+	char		*reason;
+
+	r->repo = NULL;
+	if (ok) {
+		reason = xprintf("%s", proof_kind_name(r->a->proof));
+		drun_finish(r, RUN_COMPLETED, reason, proof);
+	} else {
+		reason = xprintf("proof missing: %s (%s)", proof_kind_name(r->a->proof),
+		    cause != NULL ? cause : "nothing to deliver");
+		drun_finish(r, RUN_NEEDS_REVIEW, reason, proof);
+	}
+	free(reason);
+}
+
 /* Decides the outcome of a run from how its sandbox ended and what its agent said. */
 static void
 drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 {
 	struct drun		*r = arg;
-	struct dispatch		*d = r->d;
-	struct engine		*e = d->engine;
-	struct agent_result	 res;
 	enum run_state		 state;
-	char			*reason = NULL, *missing, *proof = NULL;
+	char			*reason = NULL, *missing, *proof = NULL, *cause = NULL;
 	int			 clean = x->status == 0 && x->signal == 0 && !x->timed_out &&
 				     !x->output_exceeded && !x->cancelled;
 
-	memset(&res, 0, sizeof res);
-	agent_stream_end(r->stream, clean, &res);
+	agent_stream_end(r->stream, clean, &r->res);
 	if (x->cancelled) {
 		state = RUN_CANCELLED;
 		reason = xstrdup(r->cancel_reason != NULL ? r->cancel_reason : "cancelled");
@@ -326,12 +388,12 @@ drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 	} else if (!clean) {
 		state = RUN_FAILED;
 		reason = xprintf("agent %s%s%s", x->cause != NULL ? x->cause : "failed",
-		    res.error_text != NULL ? ": " : "", res.error_text != NULL ?
-		    res.error_text : "");
-	} else if (res.error) {
+		    r->res.error_text != NULL ? ": " : "", r->res.error_text != NULL ?
+		    r->res.error_text : "");
+	} else if (r->res.error) {
 		state = RUN_FAILED;
-		reason = xprintf("agent reported an error%s%s", res.error_text != NULL ?
-		    ": " : "", res.error_text != NULL ? res.error_text : "");
+		reason = xprintf("agent reported an error%s%s", r->res.error_text != NULL ?
+		    ": " : "", r->res.error_text != NULL ? r->res.error_text : "");
 	} else {
 		switch (r->a->proof) {
 		case PROOF_NONE:
@@ -339,7 +401,7 @@ drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 			reason = xstrdup("done");
 			break;
 		case PROOF_REPORT:
-			if (res.message != NULL && res.message[strspn(res.message,
+			if (r->res.message != NULL && r->res.message[strspn(r->res.message,
 			    " \t\r\n")] != '\0') {
 				state = RUN_COMPLETED;
 				reason = xstrdup("report");
@@ -362,33 +424,26 @@ drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 			}
 			break;
 		default:
+			/* pull_request and commit: the engine commits and pushes outside the sandbox. */
+			r->sb = NULL;
+			sandbox_free(sb);
+			if (repo_deliver(r->d->engine, r->id, r->a, r->workspace, r->res.message,
+			    drun_delivered_cb, r, &r->repo, &cause) == 0)
+				return;
 			state = RUN_NEEDS_REVIEW;
-			reason = xprintf("proof missing: %s (pushing branches and opening pull "
-			    "requests is not available yet)", proof_kind_name(r->a->proof));
-			break;
+			reason = xprintf("proof missing: %s (%s)", proof_kind_name(r->a->proof),
+			    cause != NULL ? cause : "cannot deliver");
+			free(cause);
+			drun_finish(r, state, reason, NULL);
+			free(reason);
+			return;
 		}
 	}
-	store_run_result(e->store, r->id, res.message, proof, res.session);
-	if (res.session != NULL || state != RUN_CANCELLED)
-		store_session_touch(e->store, r->session, res.session);
-	dispatch_set_state(d, r->id, state, reason);
-	metrics_run_duration(e->metrics, (now_ms() - r->started) / 1000.0);
-	if (state == RUN_CANCELLED) {
-		/* A cancelled run's session is over: its workspace goes with it. */
-		char *dir = path_dirname(r->workspace);
-		rm_rf(dir);
-		free(dir);
-		store_session_end(e->store, r->session);
-	}
-	free(reason);
-	free(proof);
-	agent_result_clear(&res);
 	r->sb = NULL;
 	sandbox_free(sb);
-	LIST_REMOVE(r, entry);
-	d->running--;
-	drun_free(r);
-	dispatch_kick(d);
+	drun_finish(r, state, reason, proof);
+	free(reason);
+	free(proof);
 }
 
 /* The session of the run's thread, or a new one; sets workspace and home. */
@@ -431,20 +486,106 @@ drun_env_add(struct drun *r, size_t *n, char *kv)
 	r->env[(*n)++] = kv;
 }
 
+/* Builds the agent's argv and environment and starts the sandbox. */
+static void
+drun_launch(struct drun *r)
+{
+	struct engine		*e = r->d->engine;
+	struct agent_request	 req;
+	struct org		*org;
+	struct secret		*sec;
+	char			*cause = NULL;
+	size_t			 n = 0, i;
+
+	if (r->cancel_reason != NULL) {
+		drun_finish(r, RUN_CANCELLED, r->cancel_reason, NULL);
+		return;
+	}
+	if ((r->agent = agent_find(r->a->agent_name)) == NULL) {
+		cause = xprintf("unknown agent %s", r->a->agent_name);
+		goto fail;
+	}
+	memset(&req, 0, sizeof req);
+	req.model = r->a->model;
+	req.resume = r->resume;
+	req.command = r->a->command;
+	if ((r->argv = agent_argv(r->agent, config_agent(e->conf, r->a->agent_name), &req,
+	    &cause)) == NULL)
+		goto fail;
+	drun_env_add(r, &n, xprintf("HOME=%s", e->conf->sandbox.backend == SANDBOX_NONE ?
+	    r->home : SANDBOX_HOME));
+	drun_env_add(r, &n, xstrdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
+	    "/sbin:/bin"));
+	drun_env_add(r, &n, xstrdup("LANG=C.UTF-8"));
+	drun_env_add(r, &n, xprintf("SPUR_RUN=%s", r->id));
+	drun_env_add(r, &n, xprintf("SPUR_SESSION=%s", r->session));
+	org = config_org(e->conf, r->org);
+	for (i = 0; r->a->secrets != NULL && r->a->secrets[i] != NULL; i++) {
+		if (org == NULL || (sec = org_secret(org, r->a->secrets[i])) == NULL) {
+			cause = xprintf("secret %s is no longer configured", r->a->secrets[i]);
+			goto fail;
+		}
+		drun_env_add(r, &n, xprintf("%s=%s", r->a->secrets[i], sec->value));
+	}
+	r->spec.run_id = r->id;
+	r->spec.session_id = r->session;
+	r->spec.workspace = r->workspace;
+	r->spec.artifacts = r->artifacts;
+	r->spec.home = r->home;
+	r->spec.stdin_data = r->prompt;
+	r->spec.stdin_len = strlen(r->prompt);
+	r->spec.timeout = r->a->timeout > 0 ? r->a->timeout : e->conf->sandbox.timeout;
+	r->spec.memory = e->conf->sandbox.memory;
+	r->spec.pids = e->conf->sandbox.pids;
+	r->spec.output_max = e->conf->sandbox.output;
+	r->spec.backend = e->conf->sandbox.backend;
+	r->spec.user = e->conf->sandbox.user;
+	/* The run's network: proxy and model gateway, binds, env and a forwarder (egress.c). */
+	if (egress_attach(e, r->id, r->org, r->a, r->home, &r->spec, r->env, &n,
+	    DISPATCH_ENV_MAX, &r->argv, &r->egress, &cause) != 0)
+		goto fail;
+	r->spec.argv = r->argv;
+	r->spec.env = r->env;
+	r->stream = agent_stream_create(r->agent);
+	if ((r->sb = sandbox_start(e->base, &r->spec, drun_output_cb, drun_exit_cb, r,
+	    &cause)) == NULL)
+		goto fail;
+	log_info("event=run.started run=%s automation=%s agent=%s session=%s resume=%s "
+	    "pid=%ld", r->id, log_q(r->a->name), r->a->agent_name, r->session,
+	    r->resume != NULL ? "yes" : "no", (long)sandbox_pid(r->sb));
+	return;
+fail:
+	drun_finish(r, RUN_FAILED, cause != NULL ? cause : "could not start", NULL);
+	free(cause);
+}
+
+static void
+drun_repo_cb(int ok, const char *cause, void *arg)
+{
+	struct drun	*r = arg;
+	char		*reason;
+
+	r->repo = NULL;
+	if (!ok) {
+		reason = xprintf("repository: %s", cause != NULL ? cause : "cannot prepare");
+		drun_finish(r, RUN_FAILED, reason, NULL);
+		free(reason);
+		return;
+	}
+	drun_launch(r);
+}
+
 /* Starts one queued run; 1 if it started or ended, 0 if it must wait (busy key). */
 static int
 dispatch_start(struct dispatch *d, const char *id)
 {
 	struct engine		*e = d->engine;
 	struct drun		*r, *busy;
-	struct agent_request	 req;
-	struct org		*org;
-	struct secret		*sec;
 	json_t			*j, *evj;
 	struct spur_event	*ev;
 	const char		*s;
-	char			*resume = NULL, *cause = NULL, *logpath, *rundir;
-	size_t			 n = 0, i;
+	char			*cause = NULL, *logpath, *rundir;
+	int			 rc;
 
 	if ((j = store_run_json(e->store, id, 1)) == NULL)
 		return 1;
@@ -471,6 +612,7 @@ dispatch_start(struct dispatch *d, const char *id)
 			cause = xprintf("skipped: %s is running for the same concurrency key",
 			    busy->id);
 			dispatch_set_state(d, id, RUN_CANCELLED, cause);
+			report_run_end(e, id);
 			goto done;
 		case BUSY_CANCEL_RUNNING:
 			cause = xprintf("superseded by %s", id);
@@ -487,17 +629,20 @@ dispatch_start(struct dispatch *d, const char *id)
 	if (dispatch_set_state(d, id, RUN_RUNNING, "started") != 0)
 		goto done;
 	r->started = now_ms();
+	LIST_INSERT_HEAD(&d->runs, r, entry);
+	d->running++;
+	r->linked = 1;
 	if (r->prompt == NULL) {
 		/* A retried run gets a new prompt, with a new nonce. */
 		if ((ev = spur_event_from_json(evj)) == NULL) {
-			dispatch_set_state(d, id, RUN_FAILED, "the run's event is unreadable");
-			goto done;
+			cause = xstrdup("the run's event is unreadable");
+			goto fail;
 		}
 		r->prompt = prompt_build(r->a->prompt != NULL ? r->a->prompt : "", ev, NULL);
 		spur_event_free(ev);
 		store_run_update(e->store, id, "prompt", r->prompt);
 	}
-	if (drun_session(r, &resume, &cause) != 0)
+	if (drun_session(r, &r->resume, &cause) != 0)
 		goto fail;
 	store_run_update(e->store, id, "session", r->session);
 	rundir = xprintf("%s/runs/%s", e->conf->data_dir, id);
@@ -515,67 +660,22 @@ dispatch_start(struct dispatch *d, const char *id)
 	r->logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	free(logpath);
 	free(rundir);
-
-	if ((r->agent = agent_find(r->a->agent_name)) == NULL) {
-		cause = xprintf("unknown agent %s", r->a->agent_name);
-		goto fail;
-	}
-	memset(&req, 0, sizeof req);
-	req.model = r->a->model;
-	req.resume = resume;
-	req.command = r->a->command;
-	if ((r->argv = agent_argv(r->agent, config_agent(e->conf, r->a->agent_name), &req,
-	    &cause)) == NULL)
-		goto fail;
-	drun_env_add(r, &n, xprintf("HOME=%s", e->conf->sandbox.backend == SANDBOX_NONE ?
-	    r->home : SANDBOX_HOME));
-	drun_env_add(r, &n, xstrdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
-	    "/sbin:/bin"));
-	drun_env_add(r, &n, xstrdup("LANG=C.UTF-8"));
-	drun_env_add(r, &n, xprintf("SPUR_RUN=%s", id));
-	drun_env_add(r, &n, xprintf("SPUR_SESSION=%s", r->session));
-	org = config_org(e->conf, r->org);
-	for (i = 0; r->a->secrets != NULL && r->a->secrets[i] != NULL; i++) {
-		if (org == NULL || (sec = org_secret(org, r->a->secrets[i])) == NULL) {
-			cause = xprintf("secret %s is no longer configured", r->a->secrets[i]);
-			goto fail;
-		}
-		drun_env_add(r, &n, xprintf("%s=%s", r->a->secrets[i], sec->value));
-	}
-	r->spec.run_id = r->id;
-	r->spec.session_id = r->session;
-	r->spec.argv = r->argv;
-	r->spec.env = r->env;
-	r->spec.workspace = r->workspace;
-	r->spec.artifacts = r->artifacts;
-	r->spec.home = r->home;
-	r->spec.stdin_data = r->prompt;
-	r->spec.stdin_len = strlen(r->prompt);
-	r->spec.timeout = r->a->timeout > 0 ? r->a->timeout : e->conf->sandbox.timeout;
-	r->spec.memory = e->conf->sandbox.memory;
-	r->spec.pids = e->conf->sandbox.pids;
-	r->spec.output_max = e->conf->sandbox.output;
-	r->spec.backend = e->conf->sandbox.backend;
-	r->spec.user = e->conf->sandbox.user;
-	r->stream = agent_stream_create(r->agent);
-	LIST_INSERT_HEAD(&d->runs, r, entry);
-	d->running++;
-	if ((r->sb = sandbox_start(e->base, &r->spec, drun_output_cb, drun_exit_cb, r,
-	    &cause)) == NULL) {
-		LIST_REMOVE(r, entry);
-		d->running--;
-		goto fail;
-	}
-	log_info("event=run.started run=%s automation=%s agent=%s session=%s%s pid=%ld",
-	    id, log_q(r->a->name), r->a->agent_name, r->session, resume != NULL ?
-	    " resume=yes" : "", (long)sandbox_pid(r->sb));
-	free(resume);
+	/* The repository is cloned (or the session's branch updated) outside the sandbox. */
+	rc = repo_prepare(e, r->id, r->a, evj, r->workspace, r->resume != NULL,
+	    drun_repo_cb, r, &r->repo, &cause);
 	json_decref(j);
+	if (rc < 0) {
+		drun_repo_cb(0, cause, r);
+		free(cause);
+	} else if (rc == 0)
+		drun_launch(r);
 	return 1;
 fail:
-	dispatch_set_state(d, id, RUN_FAILED, cause != NULL ? cause : "could not start");
+	json_decref(j);
+	drun_finish(r, RUN_FAILED, cause != NULL ? cause : "could not start", NULL);
+	free(cause);
+	return 1;
 done:
-	free(resume);
 	free(cause);
 	json_decref(j);
 	drun_free(r);

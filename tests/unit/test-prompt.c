@@ -405,7 +405,7 @@ test_clean(void)
 		len = c->len != 0 ? c->len : strlen(c->in);
 		got = prompt_clean(c->in, len);
 		name = xprintf("prompt_clean: %s", c->name);
-		is_str(got, c->want, name);
+		is_str(got, c->want, "%s", name);
 		free(name);
 		free(got);
 	}
@@ -455,7 +455,7 @@ test_neutralize(void)
 		c = &neutralize_cases[i];
 		got = prompt_neutralize(c->in, strlen(c->in));
 		name = xprintf("prompt_neutralize: %s", c->name);
-		is_str(got, c->want, name);
+		is_str(got, c->want, "%s", name);
 		free(name);
 		free(got);
 	}

@@ -102,7 +102,7 @@ check(const char *name, size_t idx, const json_t *ex, const char *subject_key,
 	memset(&res, 0, sizeof res);
 	body = json_dumps(ex, JSON_COMPACT);
 	run(name, body, &res);
-	if (!is_int(res.verdict, SOURCE_EVENT, nm("%s[%zu] %s: accepted", name, idx,
+	if (!is_int(res.verdict, SOURCE_EVENT, "%s", nm("%s[%zu] %s: accepted", name, idx,
 	    action))) {
 		printf("#   cause: %s\n", res.cause != NULL ? res.cause : "(null)");
 		free(body);
@@ -114,18 +114,18 @@ check(const char *name, size_t idx, const json_t *ex, const char *subject_key,
 	    (long long)json_integer_value(json_object_get(subject, "number")));
 	text = want_text(item, titled);
 	id = json_scalar_text(json_path(ex, "sender.id"));
-	is_str(res.event->type, type, nm("%s[%zu]: type %s", name, idx, type));
-	is_str(res.event->thread, thread, nm("%s[%zu]: thread", name, idx));
+	is_str(res.event->type, type, "%s", nm("%s[%zu]: type %s", name, idx, type));
+	is_str(res.event->thread, thread, "%s", nm("%s[%zu]: thread", name, idx));
 	is_str(res.event->actor.name, json_path_str(ex, "sender.login"),
-	    nm("%s[%zu]: actor name", name, idx));
-	is_str(res.event->actor.id, id, nm("%s[%zu]: actor id", name, idx));
+	    "%s", nm("%s[%zu]: actor name", name, idx));
+	is_str(res.event->actor.id, id, "%s", nm("%s[%zu]: actor id", name, idx));
 	is_str(res.event->actor.role, json_string_value(json_object_get(item,
-	    "author_association")), nm("%s[%zu]: actor role", name, idx));
+	    "author_association")), "%s", nm("%s[%zu]: actor role", name, idx));
 	is_int(res.event->actor.bot, strcmp(json_path_str(ex, "sender.type"), "Bot") == 0,
-	    nm("%s[%zu]: actor bot", name, idx));
-	is_str(res.event->text, text, nm("%s[%zu]: text", name, idx));
+	    "%s", nm("%s[%zu]: actor bot", name, idx));
+	is_str(res.event->text, text, "%s", nm("%s[%zu]: text", name, idx));
 	is_str(res.event->url, json_string_value(json_object_get(item, "html_url")),
-	    nm("%s[%zu]: url", name, idx));
+	    "%s", nm("%s[%zu]: url", name, idx));
 	free(id);
 	free(text);
 	free(thread);
@@ -185,7 +185,7 @@ main(void)
 			memset(&res, 0, sizeof res);
 			body = json_dumps(ex, JSON_COMPACT);
 			run("ping", body, &res);
-			is_int(res.verdict, SOURCE_REPLY, nm("ping[%zu]: answered", j));
+			is_int(res.verdict, SOURCE_REPLY, "%s", nm("ping[%zu]: answered", j));
 			free(body);
 			source_result_free(&res);
 			seen++;

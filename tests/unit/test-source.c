@@ -100,8 +100,8 @@ refused(enum source_verdict verdict, const char *want, const char *name)
 	size_t	 i;
 	int	 leak = 0;
 
-	is_int(res.verdict, verdict, nm("%s: verdict", name));
-	is_int(res.status, verdict == SOURCE_BAD ? 400 : 401, nm("%s: status", name));
+	is_int(res.verdict, verdict, "%s", nm("%s: verdict", name));
+	is_int(res.status, verdict == SOURCE_BAD ? 400 : 401, "%s", nm("%s: status", name));
 	ok(res.event == NULL && res.reply == NULL, "%s: no event, no reply", name);
 	if (!ok(res.cause != NULL && strstr(res.cause, want) != NULL,
 	    "%s: cause says \"%s\"", name, want))
@@ -114,7 +114,7 @@ refused(enum source_verdict verdict, const char *want, const char *name)
 static int
 accepted(const char *name)
 {
-	if (!is_int(res.verdict, SOURCE_EVENT, nm("%s: accepted", name))) {
+	if (!is_int(res.verdict, SOURCE_EVENT, "%s", nm("%s: accepted", name))) {
 		printf("#   cause: %s\n", res.cause ? res.cause : "(null)");
 		return 0;
 	}
@@ -192,7 +192,7 @@ test_helpers(void)
 	j = form_decode("a=1&b=%2Fx+y&c=&d&&e=%E2%9C%93", 30);
 	ok(j != NULL, "form_decode");
 	is_str(json_string_value(json_object_get(j, "a")), "1", "form a");
-	is_str(json_string_value(json_object_get(j, "b")), "/x y", "form b: %XX and +");
+	is_str(json_string_value(json_object_get(j, "b")), "/x y", "form b: %%XX and +");
 	is_str(json_string_value(json_object_get(j, "c")), "", "form c: empty");
 	is_str(json_string_value(json_object_get(j, "d")), "", "form d: no =");
 	is_str(json_string_value(json_object_get(j, "e")), "\xe2\x9c\x93", "form e: UTF-8");
@@ -427,22 +427,22 @@ test_github_normalize(void)
 		}
 		ev = res.event;
 		ok(ev->id == NULL, "%s: id left to the store", c->file);
-		is_str(ev->org, "acme", nm("%s: org", c->file));
-		is_str(ev->source, "github", nm("%s: source", c->file));
-		is_str(ev->type, c->type, nm("%s: type", c->file));
-		is_str(ev->thread, c->thread, nm("%s: thread", c->file));
-		is_str(ev->actor.id, c->actor_id, nm("%s: actor id", c->file));
-		is_str(ev->actor.name, c->actor_name, nm("%s: actor name", c->file));
-		is_str(ev->actor.role, c->role, nm("%s: actor role", c->file));
-		is_int(ev->actor.bot, c->bot, nm("%s: actor bot", c->file));
-		is_str(ev->text, c->text, nm("%s: text", c->file));
-		is_str(ev->url, c->url, nm("%s: url", c->file));
-		is_str(ev->repository, "Codertocat/Hello-World", nm("%s: repository", c->file));
-		is_str(ev->delivery, "72d3162e-cc78-11e3-81ab-4c9367dc0958", nm("%s: delivery",
+		is_str(ev->org, "acme", "%s", nm("%s: org", c->file));
+		is_str(ev->source, "github", "%s", nm("%s: source", c->file));
+		is_str(ev->type, c->type, "%s", nm("%s: type", c->file));
+		is_str(ev->thread, c->thread, "%s", nm("%s: thread", c->file));
+		is_str(ev->actor.id, c->actor_id, "%s", nm("%s: actor id", c->file));
+		is_str(ev->actor.name, c->actor_name, "%s", nm("%s: actor name", c->file));
+		is_str(ev->actor.role, c->role, "%s", nm("%s: actor role", c->file));
+		is_int(ev->actor.bot, c->bot, "%s", nm("%s: actor bot", c->file));
+		is_str(ev->text, c->text, "%s", nm("%s: text", c->file));
+		is_str(ev->url, c->url, "%s", nm("%s: url", c->file));
+		is_str(ev->repository, "Codertocat/Hello-World", "%s", nm("%s: repository", c->file));
+		is_str(ev->delivery, "72d3162e-cc78-11e3-81ab-4c9367dc0958", "%s", nm("%s: delivery",
 		    c->file));
 		is_str(ev->dedup, "github:292430182:72d3162e-cc78-11e3-81ab-4c9367dc0958",
-		    nm("%s: dedup", c->file));
-		is_int(ev->received_at, 1700000000000LL, nm("%s: received_at", c->file));
+		    "%s", nm("%s: dedup", c->file));
+		is_int(ev->received_at, 1700000000000LL, "%s", nm("%s: received_at", c->file));
 		ok(json_is_object(ev->payload), "%s: payload kept", c->file);
 		free(body);
 	}

@@ -1,0 +1,34 @@
+/* repo.h: the repository of a run: cloned before it, committed, pushed and proposed after it. */
+#ifndef SPUR_REPO_H
+#define SPUR_REPO_H
+
+#include <jansson.h>
+
+struct engine;
+struct automation;
+struct repo_job;
+
+typedef void (*repo_prepare_cb)(int ok, const char *cause, void *);
+typedef void (*repo_deliver_cb)(int ok, const char *proof, const char *cause, void *);
+
+/*
+ * Before the run: clones the run's repository into workspace (or, for a
+ * follow-up, updates the session's branch), outside the sandbox, without ever
+ * leaving a credential in it. 0: nothing to do (no repository); 1: started,
+ * cb comes later; -1 and cause: cannot.
+ */
+int	 repo_prepare(struct engine *, const char *run, const struct automation *,
+	     const json_t *event, const char *workspace, int followup, repo_prepare_cb,
+	     void *, struct repo_job **, char **cause);
+/*
+ * After a clean run whose proof is pull_request or commit: commits what changed
+ * (message from the agent's final message), pushes, opens or updates the PR.
+ * 0: started, cb comes later with the proof (a PR URL, a branch); -1 and cause.
+ */
+int	 repo_deliver(struct engine *, const char *run, const struct automation *,
+	     const char *workspace, const char *message, repo_deliver_cb, void *,
+	     struct repo_job **, char **cause);
+/* Stops the job (its child is killed); no callback after this. */
+void	 repo_job_free(struct repo_job *);
+
+#endif
