@@ -28,6 +28,8 @@ int	cmd_logs(const struct cmd *, int, char **);
 int	cmd_cancel(const struct cmd *, int, char **);
 int	cmd_retry(const struct cmd *, int, char **);
 int	cmd_schedules(const struct cmd *, int, char **);
+/* forward.c: internal, run inside sandboxes by the engine. */
+int	cmd_forward(const struct cmd *, int, char **);
 
 void	cmd_usage(const struct cmd *, int to_stderr);
 /* Loads config and automations, printing every error; -1 if any. */

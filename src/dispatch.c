@@ -132,8 +132,10 @@ dispatch_recover(struct dispatch *d)
 	json_t	*ids = store_runs_in_state(d->engine->store, RUN_RUNNING), *id;
 	size_t	 i;
 
-	json_array_foreach(ids, i, id)
+	json_array_foreach(ids, i, id) {
 		dispatch_set_state(d, json_string_value(id), RUN_FAILED, "interrupted");
+		report_run_end(d->engine, json_string_value(id));
+	}
 	json_decref(ids);
 }
 
@@ -211,6 +213,7 @@ dispatch_shutdown(struct dispatch *d)
 		LIST_REMOVE(r, entry);
 		d->running--;
 		dispatch_set_state(d, r->id, RUN_FAILED, "interrupted: engine stopped");
+		report_run_end(d->engine, r->id);
 		drun_free(r);
 	}
 }

@@ -1,17 +1,451 @@
-/* egress.c: a run's network. For now a run has none: only loopback inside its sandbox. */
+/* egress.c: a run's network: its proxy and model gateway, the binds, environment and forwarder that reach them. */
 #include "spur.h"
+#include "automation.h"
+#include "conf.h"
 #include "egress.h"
+#include "sandbox.h"
+#include "serve.h"
+#include "store.h"
+
+#include <sys/stat.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/dns.h>
+
+/*
+ * How a run reaches out. The sandbox has its own network namespace with only
+ * loopback. When the run may use the network (a model API, network.allow),
+ * the engine listens on two unix sockets in data_dir/runs/RUN/net, bound
+ * read-only at /run/spur with the spur binary beside them, and the run starts
+ * as `/run/spur/spur forward ... -- AGENT`: it listens on loopback ports inside
+ * and relays each connection to a socket. The proxy resolves names and applies
+ * the allow list outside; the gateway adds the real key outside.
+ *
+ * With sandbox.backend none there is no namespace: the engine listens on
+ * loopback ports of the host and nothing is enforced beyond the proxy's word.
+ */
+
+/* Each model agent: where its API is, and how its base URL looks inside. */
+struct egress_agent {
+	const char	*name;
+	const char	*upstream;	/* default, without agents.NAME.api_url */
+	const char	*prefix;	/* path of the in-sandbox base URL, dropped upstream */
+	int		 bearer;	/* Authorization: Bearer, else x-api-key */
+};
+
+static const struct egress_agent egress_agents[] = {
+	{ "claude", "https://api.anthropic.com", "", 0 },
+	{ "codex", "https://api.openai.com/v1", "/v1", 1 },
+	/* OpenCode through its anthropic provider, whose base URL ends in /v1. */
+	{ "opencode", "https://api.anthropic.com", "", 0 },
+};
+
+struct egress {
+	struct proxy		*proxy;
+	struct gateway		*gateway;
+	char			*dir;
+	char			*self;		/* the spur binary on the host */
+	char			*agent_dir;	/* the agent's install, bound where it is */
+	struct sandbox_bind	 binds[SANDBOX_BINDS_MAX];
+	int			 dns_ref;
+};
+
+/* One resolver for every run's proxy; it lives while any run has the network. */
+static struct evdns_base	*egress_dns;
+static int			 egress_dns_refs;
+
+void
+egress_record(struct store *store, const char *run, const char *kind, const char *host,
+    int port, uint64_t in, uint64_t out, const char *verdict)
+{
+	log_info("event=egress.connection run=%s via=%s host=%s port=%d bytes_in=%llu "
+	    "bytes_out=%llu verdict=%s", run, kind, log_q(host), port,
+	    (unsigned long long)in, (unsigned long long)out, verdict);
+	if (store != NULL && store_connection_add(store, run, host, port, in, out,
+	    verdict) != 0)
+		log_warn("event=egress.store_failed run=%s", run);
+}
+
+static const struct egress_agent *
+egress_agent(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < SPUR_ARRLEN(egress_agents); i++) {
+		if (strcmp(egress_agents[i].name, name) == 0)
+			return &egress_agents[i];
+	}
+	return NULL;
+}
+
+static int
+egress_env(char **env, size_t *nenv, size_t max, char *kv, char **cause)
+{
+	if (*nenv >= max) {
+		free(kv);
+		*cause = xstrdup("too many environment variables for the run's network");
+		return -1;
+	}
+	env[(*nenv)++] = kv;
+	return 0;
+}
+
+/*
+ * Writes name in directory dir (created if missing) under a host directory the
+ * sandbox owns. Nothing there is trusted: no link is followed, an old file is
+ * replaced, never written through, and what is made belongs to the user.
+ */
+static int
+egress_write_owned(const char *base, const char *dir, const char *name, const char *text,
+    const char *user, char **cause)
+{
+	struct passwd	*pw = NULL;
+	int		 bfd = -1, dfd = -1, fd = -1, rc = -1;
+	size_t		 len = strlen(text);
+
+	if (geteuid() == 0 && user != NULL && (pw = getpwnam(user)) == NULL) {
+		*cause = xprintf("sandbox user %s does not exist", user);
+		return -1;
+	}
+	if ((bfd = open(base, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1)
+		goto fail;
+	if (mkdirat(bfd, dir, 0700) == 0 && pw != NULL &&
+	    fchownat(bfd, dir, pw->pw_uid, pw->pw_gid, AT_SYMLINK_NOFOLLOW) != 0)
+		goto fail;
+	if ((dfd = openat(bfd, dir, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1)
+		goto fail;
+	if (unlinkat(dfd, name, 0) != 0 && errno != ENOENT)
+		goto fail;
+	if ((fd = openat(dfd, name, O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC,
+	    0600)) == -1)
+		goto fail;
+	if (write(fd, text, len) != (ssize_t)len)
+		goto fail;
+	if (pw != NULL && fchown(fd, pw->pw_uid, pw->pw_gid) != 0)
+		goto fail;
+	rc = 0;
+fail:
+	if (rc != 0)
+		*cause = xprintf("%s/%s/%s: %s", base, dir, name, strerror(errno));
+	if (fd != -1)
+		close(fd);
+	if (dfd != -1)
+		close(dfd);
+	if (bfd != -1)
+		close(bfd);
+	return rc;
+}
+
+static int
+egress_write(const char *path, const char *text, char **cause)
+{
+	FILE	*f;
+
+	if ((f = fopen(path, "we")) == NULL || fputs(text, f) == EOF || fclose(f) != 0) {
+		*cause = xprintf("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	return chmod(path, 0644);
+}
+
+/* The agent's own configuration and environment for the gateway at base. */
+static int
+egress_agent_env(struct egress *eg, struct engine *e, const char *agent, const char *base,
+    const char *home, const char *inside_dir, char **env, size_t *nenv, size_t max,
+    char **cause)
+{
+	char	*text, *path;
+	int	 rc;
+
+	if (strcmp(agent, "claude") == 0) {
+		/* Nothing but the model API: no updates, telemetry or error reports. */
+		if (egress_env(env, nenv, max, xprintf("ANTHROPIC_BASE_URL=%s", base),
+		    cause) != 0 ||
+		    egress_env(env, nenv, max, xstrdup("ANTHROPIC_API_KEY="
+		    EGRESS_PLACEHOLDER_KEY), cause) != 0 ||
+		    egress_env(env, nenv, max, xstrdup("DISABLE_AUTOUPDATER=1"), cause) != 0 ||
+		    egress_env(env, nenv, max, xstrdup("DISABLE_TELEMETRY=1"), cause) != 0 ||
+		    egress_env(env, nenv, max, xstrdup("DISABLE_ERROR_REPORTING=1"),
+		    cause) != 0 ||
+		    egress_env(env, nenv, max,
+		    xstrdup("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"), cause) != 0)
+			return -1;
+		return 0;
+	}
+	if (strcmp(agent, "codex") == 0) {
+		/* Its config lives with its sessions, in HOME, kept for resuming. */
+		text = xprintf("# Written by spur for each run: the model API is spur's gateway.\n"
+		    "model_provider = \"spur\"\n\n[model_providers.spur]\nname = \"spur\"\n"
+		    "base_url = \"%s/v1\"\nwire_api = \"responses\"\n"
+		    "env_key = \"SPUR_MODEL_KEY\"\n", base);
+		rc = egress_write_owned(home, ".codex", "config.toml", text,
+		    e->conf->sandbox.user, cause);
+		free(text);
+		if (rc != 0)
+			return -1;
+		if (egress_env(env, nenv, max, xprintf("CODEX_HOME=%s/.codex",
+		    e->conf->sandbox.backend == SANDBOX_NONE ? home : SANDBOX_HOME),
+		    cause) != 0 ||
+		    egress_env(env, nenv, max, xstrdup("SPUR_MODEL_KEY="
+		    EGRESS_PLACEHOLDER_KEY), cause) != 0)
+			return -1;
+		return 0;
+	}
+	if (strcmp(agent, "opencode") == 0) {
+		/* Read-only beside the sockets: the run cannot change where its model is. */
+		text = xprintf("{\n  \"$schema\": \"https://opencode.ai/config.json\",\n"
+		    "  \"autoupdate\": false,\n  \"share\": \"disabled\",\n"
+		    "  \"provider\": {\n    \"anthropic\": {\n      \"options\": {\n"
+		    "        \"baseURL\": \"%s/v1\",\n        \"apiKey\": \""
+		    EGRESS_PLACEHOLDER_KEY "\"\n      }\n    }\n  }\n}\n", base);
+		path = path_join(eg->dir, "opencode.json");
+		rc = egress_write(path, text, cause);
+		free(path);
+		free(text);
+		if (rc != 0)
+			return -1;
+		if (egress_env(env, nenv, max, xprintf("OPENCODE_CONFIG=%s/opencode.json",
+		    inside_dir), cause) != 0 ||
+		    egress_env(env, nenv, max, xstrdup("ANTHROPIC_API_KEY="
+		    EGRESS_PLACEHOLDER_KEY), cause) != 0 ||
+		    egress_env(env, nenv, max, xstrdup("OPENCODE_DISABLE_AUTOUPDATE=1"),
+		    cause) != 0 ||
+		    egress_env(env, nenv, max, xstrdup("OPENCODE_DISABLE_LSP_DOWNLOAD=1"),
+		    cause) != 0)
+			return -1;
+		return 0;
+	}
+	return 0;
+}
+
+static int
+egress_bind(struct egress *eg, struct sandbox_spec *spec, const char *host,
+    const char *inside, char **cause)
+{
+	if (spec->nbinds >= SANDBOX_BINDS_MAX) {
+		*cause = xstrdup("too many sandbox binds");
+		return -1;
+	}
+	eg->binds[spec->nbinds].host = host;
+	eg->binds[spec->nbinds].inside = inside;
+	eg->binds[spec->nbinds].rw = 0;
+	spec->nbinds++;
+	return 0;
+}
+
+/*
+ * An agent given by absolute path outside the system directories (an npm
+ * install under /opt or a checkout) is not in the sandbox: bind its package
+ * directory read-only where it is, and run it by its real path.
+ */
+static int
+egress_agent_install(struct egress *eg, struct sandbox_spec *spec, char **argv,
+    char **cause)
+{
+	static const char	*sys[] = { "/usr/", "/bin/", "/sbin/", "/lib" };
+	char			 real[PATH_MAX], *slash;
+	size_t			 i;
+
+	if (argv[0] == NULL || argv[0][0] != '/')
+		return 0;
+	if (realpath(argv[0], real) == NULL) {
+		*cause = xprintf("%s: %s", argv[0], strerror(errno));
+		return -1;
+	}
+	for (i = 0; i < SPUR_ARRLEN(sys); i++) {
+		if (strncmp(real, sys[i], strlen(sys[i])) == 0)
+			return 0;
+	}
+	free(argv[0]);
+	argv[0] = xstrdup(real);
+	*(slash = strrchr(real, '/')) = '\0';
+	/* .../package/bin/tool: the package, which may hold what the tool loads. */
+	if (strcmp(slash - 4 >= real ? slash - 4 : real, "/bin") == 0 && slash - 4 > real)
+		*(slash - 4) = '\0';
+	if (real[0] == '\0' || strcmp(real, "/") == 0)
+		return 0;
+	eg->agent_dir = xstrdup(real);
+	return egress_bind(eg, spec, eg->agent_dir, eg->agent_dir, cause);
+}
+
+/* argv becomes: spur forward --proxy ... --gateway ... -- argv. */
+static void
+egress_wrap(char ***argvp, int proxy, int gateway)
+{
+	char	**old = *argvp, **nv;
+	size_t	  n, i, k = 0;
+
+	for (n = 0; old[n] != NULL; n++)
+		;
+	nv = xcalloc(n + 8, sizeof *nv);
+	nv[k++] = xstrdup(EGRESS_INSIDE_DIR "/spur");
+	nv[k++] = xstrdup("forward");
+	if (proxy) {
+		nv[k++] = xstrdup("--proxy");
+		nv[k++] = xprintf("127.0.0.1:%d=" EGRESS_INSIDE_DIR "/proxy.sock",
+		    EGRESS_PROXY_PORT);
+	}
+	if (gateway) {
+		nv[k++] = xstrdup("--gateway");
+		nv[k++] = xprintf("127.0.0.1:%d=" EGRESS_INSIDE_DIR "/gateway.sock",
+		    EGRESS_GATEWAY_PORT);
+	}
+	nv[k++] = xstrdup("--");
+	for (i = 0; i < n; i++)
+		nv[k++] = old[i];
+	free(old);
+	*argvp = nv;
+}
 
 int
-egress_attach(struct engine *e, const char *run, const char *org,
+egress_attach(struct engine *e, const char *run, const char *org_name,
     const struct automation *a, const char *home, struct sandbox_spec *spec, char **env,
     size_t *nenv, size_t max, char ***argv, struct egress **out, char **cause)
 {
+	const struct egress_agent	*ag = egress_agent(a->agent_name);
+	const struct agent_conf		*ac = config_agent(e->conf, a->agent_name);
+	struct gateway_spec		 gs;
+	struct org			*org;
+	struct secret			*key = NULL;
+	struct egress			*eg;
+	char				*rundir, *path, *url;
+	char				 self[PATH_MAX];
+	int				 proxy = a->network_allow != NULL &&
+					     a->network_allow[0] != NULL;
+	int				 bwrap = e->conf->sandbox.backend == SANDBOX_BWRAP;
+	int				 pport = 0, gport = 0, fd;
+	ssize_t				 n;
+	size_t				 i;
+
 	*out = NULL;
+	if (ag == NULL && !proxy)
+		return 0;	/* agent: command without network.allow: loopback only */
+	if (ag != NULL) {
+		if ((org = config_org(e->conf, org_name)) == NULL ||
+		    (key = org_agent_key(org, ag->name)) == NULL) {
+			*cause = xprintf("org %s has no model credential for %s (orgs.%s."
+			    "agents.%s.api_key)", org_name, ag->name, org_name, ag->name);
+			return -1;
+		}
+	}
+	eg = xcalloc(1, sizeof *eg);
+	for (i = 0; i < spec->nbinds && i < SANDBOX_BINDS_MAX; i++)
+		eg->binds[i] = spec->binds[i];
+	spec->binds = eg->binds;
+
+	/* Readable by the sandbox user through the bind; its parent keeps others out. */
+	rundir = xprintf("%s/runs/%s", e->conf->data_dir, run);
+	eg->dir = path_join(rundir, "net");
+	free(rundir);
+	if (mkdir_p(eg->dir, 0755) != 0 || chmod(eg->dir, 0755) != 0) {
+		*cause = xprintf("%s: %s", eg->dir, strerror(errno));
+		goto fail;
+	}
+	if (egress_dns == NULL)
+		egress_dns = evdns_base_new(e->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+		    EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+	if (egress_dns == NULL) {
+		*cause = xstrdup("cannot start a DNS resolver");
+		goto fail;
+	}
+	egress_dns_refs++;
+	eg->dns_ref = 1;
+
+	if (proxy) {
+		path = bwrap ? path_join(eg->dir, "proxy.sock") : NULL;
+		eg->proxy = proxy_create(e->base, egress_dns, e->store, run, a->network_allow,
+		    path, &pport, cause);
+		free(path);
+		if (eg->proxy == NULL)
+			goto fail;
+		if (bwrap)
+			pport = EGRESS_PROXY_PORT;
+		url = xprintf("http://127.0.0.1:%d", pport);
+		if (egress_env(env, nenv, max, xprintf("HTTP_PROXY=%s", url), cause) != 0 ||
+		    egress_env(env, nenv, max, xprintf("HTTPS_PROXY=%s", url), cause) != 0 ||
+		    egress_env(env, nenv, max, xprintf("http_proxy=%s", url), cause) != 0 ||
+		    egress_env(env, nenv, max, xprintf("https_proxy=%s", url), cause) != 0) {
+			free(url);
+			goto fail;
+		}
+		free(url);
+	}
+	if (egress_env(env, nenv, max, xstrdup("NO_PROXY=127.0.0.1,localhost"), cause) != 0 ||
+	    egress_env(env, nenv, max, xstrdup("no_proxy=127.0.0.1,localhost"), cause) != 0)
+		goto fail;
+	if (ag != NULL) {
+		memset(&gs, 0, sizeof gs);
+		gs.upstream = ac != NULL && ac->api_url != NULL ? ac->api_url : ag->upstream;
+		gs.prefix = ag->prefix;
+		gs.key = key->value;
+		gs.bearer = ag->bearer;
+		path = bwrap ? path_join(eg->dir, "gateway.sock") : NULL;
+		eg->gateway = gateway_create(e->base, e->store, run, &gs, path, &gport, cause);
+		free(path);
+		if (eg->gateway == NULL)
+			goto fail;
+		if (bwrap)
+			gport = EGRESS_GATEWAY_PORT;
+		url = xprintf("http://127.0.0.1:%d", gport);
+		if (egress_agent_env(eg, e, ag->name, url, home, bwrap ? EGRESS_INSIDE_DIR :
+		    eg->dir, env, nenv, max, cause) != 0) {
+			free(url);
+			goto fail;
+		}
+		free(url);
+	}
+	if (!bwrap) {
+		*out = eg;
+		return 0;
+	}
+
+	/* The forwarder is spur itself, bound over an empty file beside the sockets. */
+	if ((n = readlink("/proc/self/exe", self, sizeof self - 1)) <= 0) {
+		*cause = xprintf("/proc/self/exe: %s", strerror(errno));
+		goto fail;
+	}
+	self[n] = '\0';
+	eg->self = xstrdup(self);
+	path = path_join(eg->dir, "spur");
+	if ((fd = open(path, O_WRONLY|O_CREAT|O_CLOEXEC|O_NOFOLLOW, 0755)) == -1) {
+		*cause = xprintf("%s: %s", path, strerror(errno));
+		free(path);
+		goto fail;
+	}
+	close(fd);
+	free(path);
+	if (egress_bind(eg, spec, eg->dir, EGRESS_INSIDE_DIR, cause) != 0 ||
+	    egress_bind(eg, spec, eg->self, EGRESS_INSIDE_DIR "/spur", cause) != 0 ||
+	    egress_agent_install(eg, spec, *argv, cause) != 0)
+		goto fail;
+	egress_wrap(argv, proxy, ag != NULL);
+	*out = eg;
 	return 0;
+fail:
+	egress_free(eg);
+	return -1;
 }
 
 void
 egress_free(struct egress *eg)
 {
+	if (eg == NULL)
+		return;
+	proxy_free(eg->proxy);
+	gateway_free(eg->gateway);
+	if (eg->dns_ref && --egress_dns_refs == 0) {
+		evdns_base_free(egress_dns, 1);
+		egress_dns = NULL;
+	}
+	free(eg->dir);
+	free(eg->self);
+	free(eg->agent_dir);
+	free(eg);
 }

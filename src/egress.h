@@ -2,12 +2,26 @@
 #ifndef SPUR_EGRESS_H
 #define SPUR_EGRESS_H
 
+#include <sys/types.h>
+#include <sys/socket.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct engine;
 struct automation;
 struct sandbox_spec;
 struct egress;
+struct event_base;
+struct evdns_base;
+struct evconnlistener;
+struct bufferevent;
+struct store;
+
+/* Where the forwarder listens inside a sandbox (its own network namespace). */
+#define EGRESS_PROXY_PORT	3128
+#define EGRESS_GATEWAY_PORT	3129
+#define EGRESS_INSIDE_DIR	"/run/spur"	/* the run's sockets and the spur binary */
+#define EGRESS_PLACEHOLDER_KEY	"spur-placeholder-key"	/* all the sandbox ever holds */
 
 /*
  * Gives a run the network it may have: adds binds to spec, "K=V" strings to
@@ -20,5 +34,74 @@ int	 egress_attach(struct engine *, const char *run, const char *org,
 	     char **env, size_t *nenv, size_t max, char ***argv, struct egress **out,
 	     char **cause);
 void	 egress_free(struct egress *);
+
+/*
+ * For egress.c, proxy.c, gateway.c and forward.c only.
+ */
+
+/* A listener on a unix socket at path (mode 0666), or when path is NULL on 127.0.0.1:0. */
+struct evconnlistener *egress_listen(struct event_base *, const char *path, int *port,
+	     void (*)(struct evconnlistener *, int, struct sockaddr *, int, void *),
+	     void *, char **cause);
+
+/* One HTTP/1.x request head as it came: request line and headers. */
+#define HTTP_HEAD_MAX		(32 * 1024)
+#define HTTP_HEADERS_MAX	128
+struct http_head {
+	char	*method;
+	char	*target;
+	char	*version;
+	char	*name[HTTP_HEADERS_MAX];
+	char	*value[HTTP_HEADERS_MAX];
+	size_t	 n;
+};
+/* Parses text (the head without its final CRLF CRLF); -1 when it is no request. */
+int		 http_head_parse(const char *, size_t, struct http_head *);
+const char	*http_head_get(const struct http_head *, const char *name);
+void		 http_head_clear(struct http_head *);
+
+/*
+ * Two connections joined: what one reads the other writes, with back
+ * pressure. done is called once, when either side ended and what was read
+ * has been written; the relay then frees both.
+ */
+struct relay;
+struct relay	*relay_start(struct bufferevent *, struct bufferevent *,
+		     void (*done)(struct relay *, void *), void *);
+/* Bytes a to b and b to a so far. */
+uint64_t	 relay_bytes(const struct relay *, int a_to_b);
+void		 relay_free(struct relay *);
+
+/* proxy.c: the HTTP proxy of one run: CONNECT and absolute-URI requests, allow list. */
+struct proxy;
+/* allow is copied; the connections are logged for run and stored in store. */
+struct proxy	*proxy_create(struct event_base *, struct evdns_base *, struct store *,
+		     const char *run, char *const *allow, const char *path, int *port,
+		     char **cause);
+void		 proxy_free(struct proxy *);
+/*
+ * Whether a host:port request may go out; whether addr (with its port) may be
+ * connected: any public address, a private one only when an entry names it
+ * literally with that port (or without one, for 80 and 443).
+ */
+int		 proxy_allowed(char *const *allow, const char *host, int port);
+int		 proxy_address_ok(char *const *allow, const struct sockaddr *);
+
+/* gateway.c: the model API of one run, forwarded upstream with the real key. */
+struct gateway;
+struct gateway_spec {
+	const char	*upstream;	/* base URL requests go to */
+	const char	*prefix;	/* path prefix of the in-sandbox base URL, dropped */
+	const char	*key;		/* the org's credential */
+	int		 bearer;	/* no credential header came: Authorization, else x-api-key */
+};
+struct gateway	*gateway_create(struct event_base *, struct store *, const char *run,
+		     const struct gateway_spec *, const char *path, int *port, char **cause);
+void		 gateway_free(struct gateway *);
+
+/* egress.c: logs one connection of a run and stores it (the connections table). */
+void		 egress_record(struct store *, const char *run, const char *kind,
+		     const char *host, int port, uint64_t in, uint64_t out,
+		     const char *verdict);
 
 #endif

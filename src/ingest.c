@@ -5,6 +5,7 @@
 #include "dispatch.h"
 #include "event.h"
 #include "ingest.h"
+#include "report.h"
 #include "prompt.h"
 #include "serve.h"
 #include "store.h"
@@ -195,6 +196,9 @@ ingest_commit_batch(struct ingest *in, struct pending *batch, size_t n)
 			    log_q(p->ev->type), p->ev->id, log_q(p->ev->delivery),
 			    log_q(p->ev->thread), p->nruns);
 			metrics_count(e->metrics, "events", 1);
+			/* The thread hears that its event was taken (an eyes reaction). */
+			if (p->nruns > 0)
+				report_accepted(e, p->ev, p->runs[0].id);
 		}
 		if (p->cb != NULL)
 			p->cb(status, p->ev, runs, p->arg);

@@ -58,8 +58,9 @@ struct sandbox_cmd {
 	int		 drop;
 	uid_t		 uid;
 	gid_t		 gid;
-	char		*stage_src[3];
-	char		*stage_dst[3];
+	char		*stage_src[3 + SANDBOX_BINDS_MAX];
+	char		*stage_dst[3 + SANDBOX_BINDS_MAX];
+	int		 stage_file[3 + SANDBOX_BINDS_MAX]; /* mount point is a file */
 	size_t		 nstage;
 };
 
@@ -161,6 +162,7 @@ sandbox_stage_cb(void *arg)
 {
 	struct sandbox_cmd	*c = arg;
 	size_t			 i;
+	int			 fd;
 
 	if (unshare(CLONE_NEWNS) != 0)
 		return -1;
@@ -170,7 +172,12 @@ sandbox_stage_cb(void *arg)
 	    "mode=0755,size=64k") != 0)
 		return -1;
 	for (i = 0; i < c->nstage; i++) {
-		if (mkdir(c->stage_dst[i], 0755) != 0)
+		if (c->stage_file[i]) {
+			if ((fd = open(c->stage_dst[i], O_WRONLY|O_CREAT|O_EXCL|O_CLOEXEC,
+			    0644)) == -1)
+				return -1;
+			close(fd);
+		} else if (mkdir(c->stage_dst[i], 0755) != 0)
 			return -1;
 		if (mount(c->stage_src[i], c->stage_dst[i], NULL, MS_BIND|MS_REC,
 		    NULL) != 0)
@@ -179,27 +186,39 @@ sandbox_stage_cb(void *arg)
 	return 0;
 }
 
-/* Binds a host directory read-write, staged when spur is root. */
+/*
+ * Binds a host path (a directory unless any is set: then also a file or a
+ * socket, as spec->binds may be), staged when spur is root.
+ */
 static int
-sandbox_bind_dir(struct sandbox_cmd *c, const char *host, const char *inside,
-    char **cause)
+sandbox_bind_path(struct sandbox_cmd *c, const char *how, const char *host,
+    const char *inside, int any, char **cause)
 {
 	struct stat	st;
 
-	if (stat(host, &st) != 0 || !S_ISDIR(st.st_mode)) {
+	errno = 0;
+	if (stat(host, &st) != 0 || (!any && !S_ISDIR(st.st_mode))) {
 		*cause = xprintf("%s: %s", host, errno != 0 ? strerror(errno) :
 		    "not a directory");
 		return -1;
 	}
 	if (!c->drop) {
-		sandbox_args(c, "--bind", host, inside);
+		sandbox_args(c, how, host, inside);
 		return 0;
 	}
 	c->stage_src[c->nstage] = xstrdup(host);
 	c->stage_dst[c->nstage] = xprintf(SANDBOX_STAGE "/%zu", c->nstage);
-	sandbox_args(c, "--bind", c->stage_dst[c->nstage], inside);
+	c->stage_file[c->nstage] = !S_ISDIR(st.st_mode);
+	sandbox_args(c, how, c->stage_dst[c->nstage], inside);
 	c->nstage++;
 	return 0;
+}
+
+static int
+sandbox_bind_dir(struct sandbox_cmd *c, const char *host, const char *inside,
+    char **cause)
+{
+	return sandbox_bind_path(c, "--bind", host, inside, 0, cause);
 }
 
 static int
@@ -347,8 +366,10 @@ sandbox_build(struct sandbox_cmd *c, const struct sandbox_spec *spec, char **cau
 			*cause = xprintf("bad bind %zu: paths must be absolute", i);
 			goto fail;
 		}
-		sandbox_args(c, spec->binds[i].rw ? "--bind" : "--ro-bind",
-		    spec->binds[i].host, spec->binds[i].inside);
+		/* Staged like the directories above: the user may not reach them. */
+		if (sandbox_bind_path(c, spec->binds[i].rw ? "--bind" : "--ro-bind",
+		    spec->binds[i].host, spec->binds[i].inside, 1, cause) != 0)
+			goto fail;
 	}
 	/* Last: the root bwrap built is a tmpfs; nothing but the binds above stays writable. */
 	sandbox_args(c, "--remount-ro", "/", NULL);

@@ -5,7 +5,9 @@
 #include "conf.h"
 #include "dispatch.h"
 #include "ingest.h"
+#include "schedule.h"
 #include "serve.h"
+#include "outbox.h"
 #include "store.h"
 #include "ytree.h"
 
@@ -113,6 +115,8 @@ serve_reload(struct engine *e)
 	e->conf = conf;
 	log_info("event=reload.done automations=%zu orgs=%zu", automation_count(set),
 	    conf->norgs);
+	if (e->scheduler != NULL)
+		scheduler_reload(e->scheduler);
 	if (e->dispatch != NULL)
 		dispatch_kick(e->dispatch);
 }
@@ -210,6 +214,7 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 		log_error("event=dispatch.failed error=%s", log_q(cause));
 		goto out;
 	}
+	e.scheduler = scheduler_create(&e);
 	sigterm = evsignal_new(e.base, SIGTERM, serve_stop_cb, &e);
 	sigint = evsignal_new(e.base, SIGINT, serve_stop_cb, &e);
 	sighup = evsignal_new(e.base, SIGHUP, serve_hup_cb, &e);
@@ -238,7 +243,9 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	rc = EXIT_OK;
 out:
 	free(cause);
+	scheduler_free(e.scheduler);
 	dispatch_free(e.dispatch);
+	outbox_free(e.outbox);
 	server_free(e.server);
 	ingest_free(e.ingest);
 	metrics_free(e.metrics);

@@ -51,6 +51,11 @@ static const struct cmd cmds[] = {
 	  "Lists every schedule and its next N fire times (default 3), in UTC and in\n"
 	  "the schedule's time zone.",
 	  cmd_schedules },
+	{ "forward", "[--proxy|--gateway 127.0.0.1:PORT=SOCKET]... -- COMMAND [ARG]...",
+	  "Internal (run by the engine inside a sandbox, not by hand): listens on the\n"
+	  "loopback ports, relays each connection to its unix socket, runs COMMAND and\n"
+	  "exits with its status.",
+	  cmd_forward },
 	{ "version", "", "Prints the version.", cmd_version },
 	{ "help", "[COMMAND]", "Prints usage.", cmd_help },
 };

@@ -418,6 +418,26 @@ store_count_runs(struct store *st, enum run_state state)
 	    run_state_name(state));
 }
 
+/*
+ * For the scheduler (schedule.c): was this fire time already stored? It asks before
+ * a catch-up fire so that a restart does not fire a time again; the unique
+ * (org, dedup) index is still what makes a double fire impossible.
+ */
+int
+store_event_exists(struct store *st, const char *org, const char *dedup)
+{
+	int	 rc;
+
+	bind_text(st->find_dup, 1, org);
+	bind_text(st->find_dup, 2, dedup);
+	rc = sqlite3_step(st->find_dup);
+	sqlite3_reset(st->find_dup);
+	sqlite3_clear_bindings(st->find_dup);
+	if (rc == SQLITE_ROW)
+		return 1;
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
 int
 store_prune_events(struct store *st, int64_t before_ms)
 {
@@ -938,6 +958,136 @@ store_report_add(struct store *st, const char *run, const char *kind, json_t *ta
 	free(t);
 	return r;
 }
+
+/*
+ * The outbox's side of reports (outbox.c, report.c): pending ones soonest
+ * first, and what became of each attempt. A report is given up after a
+ * permanent error or OUTBOX_GIVE_UP_MS of retries; `spur show` says so.
+ */
+json_t *
+store_reports_pending(struct store *st, int n)
+{
+	sqlite3_stmt	*s;
+	json_t		*list = json_array(), *target;
+	const char	*t;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT id, run, kind, target, body, attempts, "
+	    "next_at, created_at FROM reports WHERE state = 'pending' ORDER BY next_at, id "
+	    "LIMIT ?", -1, &s, NULL) != SQLITE_OK)
+		return list;
+	sqlite3_bind_int(s, 1, n);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		t = (const char *)sqlite3_column_text(s, 3);
+		target = t != NULL ? json_loads(t, 0, NULL) : NULL;
+		json_array_append_new(list, json_pack("{s:I,s:o,s:o,s:o,s:o,s:I,s:I,s:I}",
+		    "id", (json_int_t)sqlite3_column_int64(s, 0), "run", col_json_text(s, 1),
+		    "kind", col_json_text(s, 2), "target", target != NULL ? target :
+		    json_object(), "body", col_json_text(s, 4), "attempts",
+		    (json_int_t)sqlite3_column_int64(s, 5), "next_at",
+		    (json_int_t)sqlite3_column_int64(s, 6), "created_at",
+		    (json_int_t)sqlite3_column_int64(s, 7)));
+	}
+	sqlite3_finalize(s);
+	return list;
+}
+
+int
+store_report_sent(struct store *st, int64_t id)
+{
+	int64_t	 ints[] = { now_ms(), id };
+
+	return store_exec_bind(st, "UPDATE reports SET state = 'sent', attempts = attempts "
+	    "+ 1, sent_at = ?, last_error = NULL WHERE id = ?", NULL, 0, ints, 2);
+}
+
+int
+store_report_retry(struct store *st, int64_t id, int64_t next_at, const char *error)
+{
+	const char	*args[] = { error };
+	int64_t		 ints[] = { next_at, id };
+
+	return store_exec_bind(st, "UPDATE reports SET attempts = attempts + 1, "
+	    "last_error = ?, next_at = ? WHERE id = ?", args, 1, ints, 2);
+}
+
+int
+store_report_give_up(struct store *st, int64_t id, const char *error)
+{
+	const char	*args[] = { error };
+	int64_t		 ints[] = { id };
+
+	return store_exec_bind(st, "UPDATE reports SET state = 'given_up', attempts = "
+	    "attempts + 1, last_error = ? WHERE id = ?", args, 1, ints, 1);
+}
+
+int
+store_report_note(struct store *st, const char *run, const char *kind, json_t *target,
+    const char *state, const char *why)
+{
+	char		*t = json_dumps(target, JSON_COMPACT);
+	const char	*args[] = { run, kind, t, state, why };
+	int64_t		 now = now_ms(), ints[] = { now, now };
+	int		 r;
+
+	r = store_exec_bind(st, "INSERT INTO reports (run, kind, target, state, last_error, "
+	    "next_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)", args, 5, ints, 2);
+	free(t);
+	return r;
+}
+
+int
+store_report_exists(struct store *st, const char *run, const char *kind)
+{
+	sqlite3_stmt	*s;
+	int		 found = 0;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT 1 FROM reports WHERE run = ? AND kind = ?",
+	    -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	bind_text(s, 1, run);
+	bind_text(s, 2, kind);
+	found = sqlite3_step(s) == SQLITE_ROW;
+	sqlite3_finalize(s);
+	return found;
+}
+
+int
+store_session_set_branch(struct store *st, const char *id, const char *branch)
+{
+	const char	*args[] = { branch, id };
+
+	return store_exec_bind(st, "UPDATE sessions SET branch = ? WHERE id = ?", args, 2,
+	    NULL, 0);
+}
+/* (end of the outbox's block) */
+
+/*
+ * egress.c: the network connections of runs (proxy and model gateway), for
+ * `spur show`. A failed insert is logged by the caller's log line only.
+ */
+int
+store_connection_add(struct store *st, const char *run, const char *host, int port,
+    uint64_t bytes_in, uint64_t bytes_out, const char *verdict)
+{
+	sqlite3_stmt	*s;
+	int		 rc;
+
+	if (sqlite3_prepare_v2(st->db, "INSERT INTO connections (run, at, host, port, "
+	    "bytes_in, bytes_out, verdict) VALUES (?, ?, ?, ?, ?, ?, ?)", -1, &s,
+	    NULL) != SQLITE_OK)
+		return -1;
+	bind_text(s, 1, run);
+	sqlite3_bind_int64(s, 2, now_ms());
+	bind_text(s, 3, host);
+	sqlite3_bind_int(s, 4, port);
+	sqlite3_bind_int64(s, 5, (sqlite3_int64)bytes_in);
+	sqlite3_bind_int64(s, 6, (sqlite3_int64)bytes_out);
+	bind_text(s, 7, verdict);
+	rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+	sqlite3_finalize(s);
+	return rc;
+}
+/* (end of egress's block) */
 
 /* Where a run's agent output is kept: data_dir/runs/RUN/output.log. */
 char *

@@ -45,6 +45,13 @@ long long	 store_count_runs(struct store *, enum run_state);
 /* Removes events older than the cutoff that no run refers to. */
 int		 store_prune_events(struct store *, int64_t before_ms);
 
+/*
+ * schedule.c: whether an event with this dedup key is stored in the org: 1 yes,
+ * 0 no, -1 the store could not answer. The scheduler asks before a catch-up
+ * fire; the unique (org, dedup) index stays what prevents a double fire.
+ */
+int		 store_event_exists(struct store *, const char *org, const char *dedup);
+
 const char	*run_state_name(enum run_state);
 int		 run_state_parse(const char *, enum run_state *);
 int		 run_state_terminal(enum run_state);
@@ -79,6 +86,28 @@ json_t		*store_sessions_idle(struct store *, int64_t before_ms);
 /* Reports to send (the outbox). */
 int		 store_report_add(struct store *, const char *run, const char *kind,
 		     json_t *target, const char *body);
+/*
+ * The outbox's side of reports (outbox.c, report.c). States: pending, sent,
+ * given_up (a permanent error, or retried past OUTBOX_GIVE_UP_MS), no_thread
+ * (nothing to post to: generic webhooks, schedules), none (report: none).
+ */
+/* Pending reports, soonest first: {id, run, kind, target (object), body, attempts, next_at, created_at}. */
+json_t		*store_reports_pending(struct store *, int n);
+int		 store_report_sent(struct store *, int64_t id);
+int		 store_report_retry(struct store *, int64_t id, int64_t next_at, const char *error);
+int		 store_report_give_up(struct store *, int64_t id, const char *error);
+/* A report that is not sent, stored with its state and why (no_thread, none). */
+int		 store_report_note(struct store *, const char *run, const char *kind,
+		     json_t *target, const char *state, const char *why);
+/* 1 when the run already has a report of that kind. */
+int		 store_report_exists(struct store *, const char *run, const char *kind);
+/* The branch a session's runs push to (repo.c). */
+int		 store_session_set_branch(struct store *, const char *id, const char *branch);
+
+/* egress.c: one network connection of a run (proxy or gateway), with its verdict. */
+int		 store_connection_add(struct store *, const char *run, const char *host,
+		     int port, uint64_t bytes_in, uint64_t bytes_out, const char *verdict);
+
 char		*run_log_path(const char *data_dir, const char *run);
 void		*store_db(struct store *);	/* sqlite3 *, for modules with their own queries */
 

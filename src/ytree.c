@@ -182,26 +182,31 @@ yload_children(struct yload *l, struct ynode *n, yaml_event_type_t end, int dept
 
 	for (;;) {
 		if (yload_next(l, &ev) != 0)
-			return -1;
+			goto fail;
 		if (ev.type == end) {
 			yaml_event_delete(&ev);
 			break;
 		}
 		child = yload_node(l, &ev, depth + 1);
 		yaml_event_delete(&ev);
-		if (child == NULL) {
-			/* A key whose value failed is not counted in n->n: free it here. */
-			if (n->type == YNODE_MAP && count % 2 == 1)
-				ynode_free(n->items[count - 1]);
-			return -1;
-		}
+		if (child == NULL)
+			goto fail;
 		n->items = xreallocarray(n->items, count + 1, sizeof *n->items);
 		n->items[count++] = child;
 		n->n = n->type == YNODE_MAP ? count / 2 : count;
 	}
 	if (n->type == YNODE_MAP && count % 2 != 0)
-		return -1;
+		goto fail;
 	return 0;
+
+fail:
+	/*
+	 * A key without its value (its value failed, or the input ended in a
+	 * syntax error after it) is not counted in n->n: free it here.
+	 */
+	if (n->type == YNODE_MAP && count % 2 == 1)
+		ynode_free(n->items[count - 1]);
+	return -1;
 }
 
 static struct ynode *

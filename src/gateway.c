@@ -1,0 +1,583 @@
+/* gateway.c: a run's model API endpoint: requests go upstream with the org's real key, responses stream back. */
+#include "spur.h"
+#include "egress.h"
+
+#include <sys/queue.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#define GATEWAY_BODY_MAX	(64 * 1024 * 1024)	/* a request with a long context */
+#define GATEWAY_PAUSE_AT	(1024 * 1024)	/* stop reading upstream while the agent lags */
+#define GATEWAY_HEAD_SECS	60
+#define GATEWAY_CONNECT_SECS	30L
+#define GATEWAY_IDLE_SECS	600L		/* upstream silent this long: the request fails */
+
+/*
+ * Headers never copied from the agent: hop-by-hop ones, what curl sets
+ * itself, and every credential (the agent only has a placeholder).
+ */
+static const char *gateway_drop_req[] = {
+	"host", "content-length", "connection", "keep-alive", "transfer-encoding",
+	"proxy-connection", "proxy-authorization", "te", "upgrade", "expect",
+	"x-api-key", "authorization", "api-key", "x-goog-api-key",
+};
+
+/* Hop-by-hop headers of the upstream response, replaced by our own framing. */
+static const char *gateway_drop_resp[] = {
+	"connection", "keep-alive", "transfer-encoding", "content-length",
+	"proxy-connection", "upgrade", "trailer",
+};
+
+struct gconn {
+	struct gateway		*g;
+	struct bufferevent	*cli;
+	struct http_head	 head;
+	struct evbuffer		*body;
+	size_t			 need;		/* body bytes still to read */
+	CURL			*easy;
+	struct curl_slist	*hdrs;
+	struct evbuffer		*resp;		/* response headers gathered */
+	int			 sent_head;
+	int			 paused;
+	int			 done;
+	long			 status;
+	uint64_t		 in, out;
+	char			 error[CURL_ERROR_SIZE];
+	LIST_ENTRY(gconn)	 entry;
+};
+
+struct gateway {
+	struct event_base	*base;
+	struct store		*store;
+	char			*run;
+	char			*upstream;
+	char			*prefix;
+	char			*key;
+	char			*host;		/* of upstream, for the log */
+	int			 port;
+	int			 bearer;
+	char			*path;
+	struct evconnlistener	*lis;
+	CURLM			*multi;
+	struct event		*timer;
+	LIST_HEAD(, gconn)	 conns;
+};
+
+static int
+gateway_in(const char *name, const char **list, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (strcasecmp(name, list[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void
+gconn_free(struct gconn *gc)
+{
+	LIST_REMOVE(gc, entry);
+	if (gc->easy != NULL) {
+		curl_multi_remove_handle(gc->g->multi, gc->easy);
+		curl_easy_cleanup(gc->easy);
+	}
+	/* The list holds the real key. */
+	if (gc->hdrs != NULL) {
+		struct curl_slist *h;
+
+		for (h = gc->hdrs; h != NULL; h = h->next)
+			explicit_bzero(h->data, strlen(h->data));
+		curl_slist_free_all(gc->hdrs);
+	}
+	if (gc->cli != NULL)
+		bufferevent_free(gc->cli);
+	if (gc->body != NULL)
+		evbuffer_free(gc->body);
+	if (gc->resp != NULL)
+		evbuffer_free(gc->resp);
+	http_head_clear(&gc->head);
+	free(gc);
+}
+
+static void
+gconn_record(struct gconn *gc, const char *verdict)
+{
+	egress_record(gc->g->store, gc->g->run, "gateway", gc->g->host, gc->g->port, gc->in,
+	    gc->out, verdict);
+}
+
+static void
+gconn_closed_cb(struct bufferevent *bev, void *arg)
+{
+	gconn_free(arg);
+}
+
+static void
+gconn_closed_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	gconn_free(arg);
+}
+
+/* Closes once everything is written to the agent. */
+static void
+gconn_close(struct gconn *gc)
+{
+	gc->done = 1;
+	bufferevent_disable(gc->cli, EV_READ);
+	bufferevent_setwatermark(gc->cli, EV_WRITE, 0, 0);
+	bufferevent_setcb(gc->cli, NULL, gconn_closed_cb, gconn_closed_event_cb, gc);
+	bufferevent_enable(gc->cli, EV_WRITE);
+	if (evbuffer_get_length(bufferevent_get_output(gc->cli)) == 0)
+		bufferevent_trigger(gc->cli, EV_WRITE, BEV_TRIG_IGNORE_WATERMARKS |
+		    BEV_TRIG_DEFER_CALLBACKS);
+}
+
+/* An error in the API's own JSON shape, so agents show it as an API error. */
+static void
+gconn_fail(struct gconn *gc, int status, const char *msg, const char *verdict)
+{
+	json_t	*j;
+	char	*s;
+
+	gconn_record(gc, verdict);
+	j = json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error", "type", "api_error",
+	    "message", msg);
+	s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	evbuffer_add_printf(bufferevent_get_output(gc->cli), "HTTP/1.1 %d Spur Gateway\r\n"
+	    "Content-Type: application/json\r\nContent-Length: %zu\r\n"
+	    "Connection: close\r\n\r\n%s", status, strlen(s), s);
+	free(s);
+	gconn_close(gc);
+}
+
+static void
+gconn_send_head(struct gconn *gc)
+{
+	struct evbuffer	*out = bufferevent_get_output(gc->cli);
+
+	if (gc->sent_head)
+		return;
+	gc->sent_head = 1;
+	curl_easy_getinfo(gc->easy, CURLINFO_RESPONSE_CODE, &gc->status);
+	evbuffer_add_printf(out, "HTTP/1.1 %ld Upstream\r\n", gc->status);
+	evbuffer_add_buffer(out, gc->resp);
+	/* No length: the body ends when the connection does, as it streams. */
+	evbuffer_add_printf(out, "Connection: close\r\n\r\n");
+}
+
+static size_t
+gconn_header_cb(char *data, size_t size, size_t n, void *arg)
+{
+	struct gconn	*gc = arg;
+	size_t		 len = size * n, nl;
+	char		*line, *colon;
+
+	if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+		/* A status line: an interim (1xx) response's headers are dropped. */
+		evbuffer_drain(gc->resp, evbuffer_get_length(gc->resp));
+		return len;
+	}
+	nl = len;
+	while (nl > 0 && (data[nl - 1] == '\n' || data[nl - 1] == '\r'))
+		nl--;
+	if (nl == 0 || (colon = memchr(data, ':', nl)) == NULL)
+		return len;
+	line = xstrndup(data, nl);
+	line[colon - data] = '\0';
+	if (!gateway_in(line, gateway_drop_resp, SPUR_ARRLEN(gateway_drop_resp)))
+		evbuffer_add_printf(gc->resp, "%s:%s\r\n", line, line + (colon - data) + 1);
+	free(line);
+	return len;
+}
+
+static size_t
+gconn_write_cb(char *data, size_t size, size_t n, void *arg)
+{
+	struct gconn	*gc = arg;
+	struct evbuffer	*out = bufferevent_get_output(gc->cli);
+	size_t		 len = size * n;
+
+	if (evbuffer_get_length(out) >= GATEWAY_PAUSE_AT) {
+		gc->paused = 1;
+		return CURL_WRITEFUNC_PAUSE;
+	}
+	gconn_send_head(gc);
+	evbuffer_add(out, data, len);
+	gc->in += len;
+	return len;
+}
+
+static void
+gconn_drained_cb(struct bufferevent *bev, void *arg)
+{
+	struct gconn	*gc = arg;
+
+	if (gc->paused && gc->easy != NULL) {
+		gc->paused = 0;
+		curl_easy_pause(gc->easy, CURLPAUSE_CONT);
+	}
+}
+
+static void
+gconn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct gconn	*gc = arg;
+
+	/* The agent went away (or never sent its request): stop the upstream one. */
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
+		if (gc->head.method != NULL)
+			gconn_record(gc, "closed");
+		gconn_free(gc);
+	}
+}
+
+/* The request is all here: send it upstream. */
+static void
+gconn_start(struct gconn *gc)
+{
+	struct gateway	*g = gc->g;
+	const char	*path = gc->head.target;
+	char		*url, *h;
+	size_t		 i, plen = strlen(g->prefix), blen;
+	CURLMcode	 mc;
+
+	if (path[0] != '/' || strncmp(path, g->prefix, plen) != 0 ||
+	    (path[plen] != '/' && path[plen] != '?' && path[plen] != '\0') ||
+	    strstr(path, "/..") != NULL) {
+		gconn_fail(gc, 404, "spur gateway: not a path of the model API", "denied");
+		return;
+	}
+	url = xprintf("%s%s", g->upstream, path + plen);
+	gc->easy = curl_easy_init();
+	curl_easy_setopt(gc->easy, CURLOPT_URL, url);
+	free(url);
+	curl_easy_setopt(gc->easy, CURLOPT_PRIVATE, gc);
+	curl_easy_setopt(gc->easy, CURLOPT_CUSTOMREQUEST, gc->head.method);
+	curl_easy_setopt(gc->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(gc->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(gc->easy, CURLOPT_CONNECTTIMEOUT, GATEWAY_CONNECT_SECS);
+	curl_easy_setopt(gc->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(gc->easy, CURLOPT_LOW_SPEED_TIME, GATEWAY_IDLE_SECS);
+	curl_easy_setopt(gc->easy, CURLOPT_ERRORBUFFER, gc->error);
+	curl_easy_setopt(gc->easy, CURLOPT_HEADERFUNCTION, gconn_header_cb);
+	curl_easy_setopt(gc->easy, CURLOPT_HEADERDATA, gc);
+	curl_easy_setopt(gc->easy, CURLOPT_WRITEFUNCTION, gconn_write_cb);
+	curl_easy_setopt(gc->easy, CURLOPT_WRITEDATA, gc);
+	/* The engine's own environment must not send model traffic elsewhere. */
+	curl_easy_setopt(gc->easy, CURLOPT_PROXY, "");
+	blen = evbuffer_get_length(gc->body);
+	if (blen > 0 || strcmp(gc->head.method, "POST") == 0 ||
+	    strcmp(gc->head.method, "PUT") == 0 || strcmp(gc->head.method, "PATCH") == 0) {
+		curl_easy_setopt(gc->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
+		curl_easy_setopt(gc->easy, CURLOPT_POSTFIELDS,
+		    blen > 0 ? (char *)evbuffer_pullup(gc->body, -1) : "");
+		gc->out = blen;
+	} else if (strcmp(gc->head.method, "HEAD") == 0)
+		curl_easy_setopt(gc->easy, CURLOPT_NOBODY, 1L);
+	for (i = 0; i < gc->head.n; i++) {
+		if (gateway_in(gc->head.name[i], gateway_drop_req,
+		    SPUR_ARRLEN(gateway_drop_req)) ||
+		    strncasecmp(gc->head.name[i], "proxy-", 6) == 0)
+			continue;
+		h = xprintf("%s: %s", gc->head.name[i], gc->head.value[i]);
+		gc->hdrs = curl_slist_append(gc->hdrs, h);
+		free(h);
+	}
+	/* The credential, in the header the agent used for its placeholder. */
+	if (http_head_get(&gc->head, "x-api-key") != NULL ||
+	    (http_head_get(&gc->head, "authorization") == NULL && !g->bearer))
+		h = xprintf("x-api-key: %s", g->key);
+	else
+		h = xprintf("Authorization: Bearer %s", g->key);
+	gc->hdrs = curl_slist_append(gc->hdrs, h);
+	explicit_bzero(h, strlen(h));
+	free(h);
+	gc->hdrs = curl_slist_append(gc->hdrs, "Expect:");
+	curl_easy_setopt(gc->easy, CURLOPT_HTTPHEADER, gc->hdrs);
+	bufferevent_setcb(gc->cli, NULL, gconn_drained_cb, gconn_event_cb, gc);
+	bufferevent_setwatermark(gc->cli, EV_WRITE, GATEWAY_PAUSE_AT / 2, 0);
+	/* Reading stays on to see the agent hang up; it sends nothing more. */
+	bufferevent_enable(gc->cli, EV_READ | EV_WRITE);
+	if ((mc = curl_multi_add_handle(g->multi, gc->easy)) != CURLM_OK) {
+		curl_easy_cleanup(gc->easy);
+		gc->easy = NULL;
+		gconn_fail(gc, 502, curl_multi_strerror(mc), "failed");
+	}
+}
+
+static void
+gconn_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct gconn		*gc = arg;
+	struct evbuffer		*in = bufferevent_get_input(bev);
+	struct evbuffer_ptr	 end;
+	const char		*cl, *te;
+	char			*text, *ep;
+	unsigned long long	 n;
+	size_t			 len;
+
+	if (gc->easy != NULL || gc->done) {
+		evbuffer_drain(in, evbuffer_get_length(in));
+		return;
+	}
+	if (gc->head.method == NULL) {
+		end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+		if (end.pos == -1) {
+			if (evbuffer_get_length(in) > HTTP_HEAD_MAX)
+				gconn_fail(gc, 431, "spur gateway: request head too large",
+				    "bad-request");
+			return;
+		}
+		len = (size_t)end.pos;
+		text = xmalloc(len + 1);
+		evbuffer_remove(in, text, len);
+		evbuffer_drain(in, 4);
+		text[len] = '\0';
+		if (http_head_parse(text, len, &gc->head) != 0) {
+			free(text);
+			gconn_fail(gc, 400, "spur gateway: bad request", "bad-request");
+			return;
+		}
+		explicit_bzero(text, len);
+		free(text);
+		cl = http_head_get(&gc->head, "content-length");
+		te = http_head_get(&gc->head, "transfer-encoding");
+		if (te != NULL) {
+			gconn_fail(gc, 411, "spur gateway: send a Content-Length", "bad-request");
+			return;
+		}
+		n = 0;
+		if (cl != NULL) {
+			errno = 0;
+			n = strtoull(cl, &ep, 10);
+			if (*cl == '\0' || *ep != '\0' || errno != 0 || n > GATEWAY_BODY_MAX) {
+				gconn_fail(gc, 413, "spur gateway: bad or too large body",
+				    "bad-request");
+				return;
+			}
+		}
+		gc->need = (size_t)n;
+		bufferevent_setwatermark(bev, EV_READ, 0, 0);
+		bufferevent_set_timeouts(bev, NULL, NULL);
+	}
+	len = evbuffer_get_length(in);
+	if (len > gc->need)
+		len = gc->need;
+	evbuffer_remove_buffer(in, gc->body, len);
+	gc->need -= len;
+	if (gc->need == 0)
+		gconn_start(gc);
+}
+
+static void
+gateway_accept_cb(struct evconnlistener *l, int fd, struct sockaddr *sa, int len, void *arg)
+{
+	struct gateway	*g = arg;
+	struct gconn	*gc;
+	struct timeval	 tv = { GATEWAY_HEAD_SECS, 0 };
+
+	gc = xcalloc(1, sizeof *gc);
+	gc->g = g;
+	gc->body = evbuffer_new();
+	gc->resp = evbuffer_new();
+	evutil_make_socket_nonblocking(fd);
+	gc->cli = bufferevent_socket_new(g->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	LIST_INSERT_HEAD(&g->conns, gc, entry);
+	bufferevent_setcb(gc->cli, gconn_read_cb, NULL, gconn_event_cb, gc);
+	bufferevent_setwatermark(gc->cli, EV_READ, 0, HTTP_HEAD_MAX + 8);
+	bufferevent_set_timeouts(gc->cli, &tv, NULL);
+	bufferevent_enable(gc->cli, EV_READ);
+}
+
+/*
+ * curl's multi interface on the engine's event loop.
+ */
+
+static void
+gateway_done(struct gateway *g)
+{
+	struct gconn	*gc;
+	CURLMsg		*m;
+	CURL		*easy;
+	int		 left;
+	char		*msg;
+
+	while ((m = curl_multi_info_read(g->multi, &left)) != NULL) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		easy = m->easy_handle;
+		curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&gc);
+		curl_multi_remove_handle(g->multi, easy);
+		if (m->data.result != CURLE_OK && !gc->sent_head) {
+			msg = xprintf("spur gateway: upstream: %s", gc->error[0] != '\0' ?
+			    gc->error : curl_easy_strerror(m->data.result));
+			curl_easy_cleanup(easy);
+			gc->easy = NULL;
+			gconn_fail(gc, 502, msg, "failed");
+			free(msg);
+			continue;
+		}
+		gconn_send_head(gc);	/* an empty body */
+		gconn_record(gc, m->data.result == CURLE_OK ? "allowed" : "failed");
+		curl_easy_cleanup(easy);
+		gc->easy = NULL;
+		gconn_close(gc);
+	}
+}
+
+static void
+gateway_sock_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct gateway	*g = arg;
+	int		 running, flags = 0;
+
+	if (what & EV_READ)
+		flags |= CURL_CSELECT_IN;
+	if (what & EV_WRITE)
+		flags |= CURL_CSELECT_OUT;
+	curl_multi_socket_action(g->multi, fd, flags, &running);
+	gateway_done(g);
+}
+
+static void
+gateway_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct gateway	*g = arg;
+	int		 running;
+
+	curl_multi_socket_action(g->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	gateway_done(g);
+}
+
+static int
+gateway_curl_sock(CURL *easy, curl_socket_t s, int what, void *arg, void *sockp)
+{
+	struct gateway	*g = arg;
+	struct event	*ev = sockp;
+	short		 kind = EV_PERSIST;
+
+	if (ev != NULL) {
+		event_free(ev);
+		curl_multi_assign(g->multi, s, NULL);
+	}
+	if (what == CURL_POLL_REMOVE)
+		return 0;
+	if (what & CURL_POLL_IN)
+		kind |= EV_READ;
+	if (what & CURL_POLL_OUT)
+		kind |= EV_WRITE;
+	ev = event_new(g->base, s, kind, gateway_sock_cb, g);
+	event_add(ev, NULL);
+	curl_multi_assign(g->multi, s, ev);
+	return 0;
+}
+
+static int
+gateway_curl_timer(CURLM *multi, long ms, void *arg)
+{
+	struct gateway	*g = arg;
+	struct timeval	 tv;
+
+	if (ms < 0) {
+		evtimer_del(g->timer);
+		return 0;
+	}
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(g->timer, &tv);
+	return 0;
+}
+
+struct gateway *
+gateway_create(struct event_base *base, struct store *store, const char *run,
+    const struct gateway_spec *gs, const char *path, int *port, char **cause)
+{
+	struct gateway	*g;
+	CURLU		*u;
+	char		*host = NULL, *portstr = NULL;
+
+	g = xcalloc(1, sizeof *g);
+	g->base = base;
+	g->store = store;
+	g->run = xstrdup(run);
+	g->upstream = xstrdup(gs->upstream);
+	/* "https://api.openai.com/v1/" and ".../v1" are the same base. */
+	if (*g->upstream != '\0' && g->upstream[strlen(g->upstream) - 1] == '/')
+		g->upstream[strlen(g->upstream) - 1] = '\0';
+	g->prefix = xstrdup(gs->prefix);
+	g->key = xstrdup(gs->key);
+	g->bearer = gs->bearer;
+	LIST_INIT(&g->conns);
+	u = curl_url();
+	if (curl_url_set(u, CURLUPART_URL, g->upstream, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PORT, &portstr, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+		*cause = xprintf("bad model API URL %s", g->upstream);
+		curl_url_cleanup(u);
+		curl_free(host);
+		gateway_free(g);
+		return NULL;
+	}
+	g->host = xstrdup(host);
+	g->port = atoi(portstr);
+	curl_free(host);
+	curl_free(portstr);
+	curl_url_cleanup(u);
+	g->multi = curl_multi_init();
+	g->timer = evtimer_new(base, gateway_timer_cb, g);
+	curl_multi_setopt(g->multi, CURLMOPT_SOCKETFUNCTION, gateway_curl_sock);
+	curl_multi_setopt(g->multi, CURLMOPT_SOCKETDATA, g);
+	curl_multi_setopt(g->multi, CURLMOPT_TIMERFUNCTION, gateway_curl_timer);
+	curl_multi_setopt(g->multi, CURLMOPT_TIMERDATA, g);
+	if (path != NULL)
+		g->path = xstrdup(path);
+	if ((g->lis = egress_listen(base, path, port, gateway_accept_cb, g, cause)) == NULL) {
+		gateway_free(g);
+		return NULL;
+	}
+	return g;
+}
+
+void
+gateway_free(struct gateway *g)
+{
+	struct gconn	*gc;
+
+	if (g == NULL)
+		return;
+	if (g->lis != NULL)
+		evconnlistener_free(g->lis);
+	while ((gc = LIST_FIRST(&g->conns)) != NULL) {
+		if (gc->easy != NULL)
+			gconn_record(gc, "closed");
+		gconn_free(gc);
+	}
+	if (g->multi != NULL)
+		curl_multi_cleanup(g->multi);
+	if (g->timer != NULL)
+		event_free(g->timer);
+	if (g->path != NULL)
+		(void)unlink(g->path);
+	if (g->key != NULL)
+		freezero_str(g->key);
+	free(g->path);
+	free(g->host);
+	free(g->upstream);
+	free(g->prefix);
+	free(g->run);
+	free(g);
+}

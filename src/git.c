@@ -1,0 +1,162 @@
+/* git.c: git as a supervised child of the engine, in one recipe that trusts nothing in the workspace. */
+#include "spur.h"
+#include "git.h"
+#include "proc.h"
+#include "serve.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GIT_OUTPUT_MAX		(64 * 1024)
+#define GIT_TIMEOUT_MS		(10LL * 60 * 1000)
+#define GIT_ARGS_MAX		32
+#define GIT_ENV_MAX		80
+
+/*
+ * Configuration given on git's "command line" (GIT_CONFIG_COUNT), which wins
+ * over every file: nothing the agent wrote can run code on the host. The git
+ * directory is the engine's, outside the workspace, so the agent never wrote
+ * its config, hooks or info/attributes; these close what is left: hooks,
+ * fsmonitor, ssh, credential helpers, local and ext:: transports, and git's
+ * own background work.
+ */
+static const char *git_config[][2] = {
+	{ "core.hooksPath", "/dev/null" },
+	{ "core.fsmonitor", "false" },
+	{ "core.sshCommand", "false" },
+	{ "core.askPass", "false" },
+	{ "core.attributesFile", "/dev/null" },
+	{ "core.excludesFile", "/dev/null" },
+	{ "core.autocrlf", "false" },
+	{ "core.symlinks", "true" },
+	{ "credential.helper", "" },
+	{ "protocol.allow", "never" },
+	{ "protocol.https.allow", "always" },
+	{ "protocol.http.allow", "always" },
+	{ "safe.directory", "*" },
+	{ "commit.gpgSign", "false" },
+	{ "submodule.recurse", "false" },
+	{ "fetch.recurseSubmodules", "false" },
+	{ "gc.auto", "0" },
+	{ "maintenance.auto", "false" },
+	{ "advice.detachedHead", "false" },
+	{ "init.defaultBranch", "main" },
+	{ "user.name", "spur" },
+	{ "user.email", "spur@localhost" },
+};
+
+struct git {
+	struct proc	*proc;
+	struct buf	 out;
+	char		*env[GIT_ENV_MAX + 1];
+	char		*argv[GIT_ARGS_MAX + 2];
+	char		*stdin_data;
+	git_done_cb	 cb;
+	void		*arg;
+};
+
+void
+git_free(struct git *g)
+{
+	size_t	 i;
+
+	if (g == NULL)
+		return;
+	if (g->proc != NULL)
+		proc_free(g->proc);
+	buf_free(&g->out);
+	for (i = 0; g->env[i] != NULL; i++)
+		freezero_str(g->env[i]);
+	for (i = 0; g->argv[i] != NULL; i++)
+		free(g->argv[i]);
+	free(g->stdin_data);
+	free(g);
+}
+
+static void
+git_output_cb(const char *data, size_t len, int fd, void *arg)
+{
+	struct git	*g = arg;
+
+	buf_add(&g->out, data, len);	/* beyond the bound, the rest is dropped */
+}
+
+static void
+git_exit_cb(struct proc *p, const struct proc_exit *x, void *arg)
+{
+	struct git	*g = arg;
+
+	proc_free(p);
+	g->proc = NULL;
+	g->cb(x->signal == 0 && !x->timed_out ? x->status : -1, buf_cstr(&g->out), g->arg);
+}
+
+struct git *
+git_start(struct engine *e, const struct git_opts *o, const char *const *args,
+    git_done_cb cb, void *arg, char **cause)
+{
+	struct git		*g;
+	struct proc_spec	 spec;
+	char			*path, *cred, *b64;
+	size_t			 i, n = 0, nc = 0;
+
+	if ((path = proc_which("git", NULL)) == NULL) {
+		xasprintf(cause, "git is not installed");
+		return NULL;
+	}
+	g = xcalloc(1, sizeof *g);
+	g->cb = cb;
+	g->arg = arg;
+	buf_init(&g->out, GIT_OUTPUT_MAX);
+	g->argv[0] = xstrdup("git");
+	for (i = 0; args[i] != NULL && i < GIT_ARGS_MAX; i++)
+		g->argv[i + 1] = xstrdup(args[i]);
+	g->env[n++] = xstrdup("PATH=/usr/local/bin:/usr/bin:/bin");
+	g->env[n++] = xprintf("HOME=%s", o->home);
+	g->env[n++] = xstrdup("LANG=C");
+	g->env[n++] = xstrdup("GIT_CONFIG_NOSYSTEM=1");
+	g->env[n++] = xstrdup("GIT_CONFIG_GLOBAL=/dev/null");
+	g->env[n++] = xstrdup("GIT_ATTR_NOSYSTEM=1");
+	g->env[n++] = xstrdup("GIT_TERMINAL_PROMPT=0");
+	g->env[n++] = xstrdup("GIT_ASKPASS=false");
+	g->env[n++] = xstrdup("GIT_NO_REPLACE_OBJECTS=1");
+	g->env[n++] = xstrdup("GIT_PROTOCOL_FROM_USER=0");
+	g->env[n++] = xstrdup("GIT_CEILING_DIRECTORIES=/");
+	g->env[n++] = xprintf("GIT_DIR=%s", o->git_dir);
+	if (o->work_tree != NULL)
+		g->env[n++] = xprintf("GIT_WORK_TREE=%s", o->work_tree);
+	for (i = 0; i < SPUR_ARRLEN(git_config); i++, nc++) {
+		g->env[n++] = xprintf("GIT_CONFIG_KEY_%zu=%s", nc, git_config[i][0]);
+		g->env[n++] = xprintf("GIT_CONFIG_VALUE_%zu=%s", nc, git_config[i][1]);
+	}
+	if (o->token != NULL) {
+		/* In the child's environment only: never argv (ps), never a file. */
+		cred = xprintf("x-access-token:%s", o->token);
+		b64 = base64_encode((unsigned char *)cred, strlen(cred));
+		g->env[n++] = xprintf("GIT_CONFIG_KEY_%zu=http.extraHeader", nc);
+		g->env[n++] = xprintf("GIT_CONFIG_VALUE_%zu=Authorization: Basic %s", nc, b64);
+		nc++;
+		freezero_str(cred);
+		freezero_str(b64);
+	}
+	g->env[n++] = xprintf("GIT_CONFIG_COUNT=%zu", nc);
+	memset(&spec, 0, sizeof spec);
+	spec.path = path;
+	spec.argv = g->argv;
+	spec.env = g->env;
+	spec.cwd = "/";
+	spec.timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : GIT_TIMEOUT_MS;
+	if (o->stdin_data != NULL) {
+		g->stdin_data = xstrdup(o->stdin_data);
+		spec.stdin_data = g->stdin_data;
+		spec.stdin_len = strlen(g->stdin_data);
+	}
+	g->proc = proc_start(e->base, &spec, git_output_cb, git_exit_cb, g, cause);
+	free(path);
+	if (g->proc == NULL) {
+		git_free(g);
+		return NULL;
+	}
+	return g;
+}

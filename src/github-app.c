@@ -1,0 +1,359 @@
+/* github-app.c: the token spur uses for an org's GitHub API and git: configured, or a GitHub App's. */
+#include "spur.h"
+#include "conf.h"
+#include "github-app.h"
+#include "outbox.h"
+#include "serve.h"
+
+#include <sys/queue.h>
+#include <event2/event.h>
+#include <jansson.h>
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define GITHUB_JWT_BACKDATE	60	/* clocks drift: iat a minute in the past */
+#define GITHUB_JWT_LIFE		540	/* exp within GitHub's 10 minutes */
+#define GITHUB_TOKEN_MARGIN	300	/* a cached token is renewed this long before it expires */
+#define GITHUB_CACHE_MAX	256
+
+/* One cached installation token. */
+struct github_cached {
+	char				*org;
+	char				*repo;		/* the repository it was looked up for */
+	long long			 installation;
+	char				*token;
+	int64_t				 expires;	/* seconds since the epoch */
+	LIST_ENTRY(github_cached)	 entry;
+};
+static LIST_HEAD(, github_cached) github_cache = LIST_HEAD_INITIALIZER(github_cache);
+static int github_ncache;
+
+struct github_req {
+	struct engine		*e;
+	char			*org;
+	char			*repo;
+	long long		 installation;
+	github_token_cb		 cb;
+	void			*arg;
+	struct event		*ev;		/* a callback deferred to the loop */
+	struct http_call	*call;
+	char			*jwt;
+	char			*token;		/* for the deferred callback */
+	char			*cause;
+};
+
+static void
+github_cached_free(struct github_cached *c)
+{
+	LIST_REMOVE(c, entry);
+	github_ncache--;
+	free(c->org);
+	free(c->repo);
+	freezero_str(c->token);
+	free(c);
+}
+
+void
+github_app_cleanup(void)
+{
+	while (!LIST_EMPTY(&github_cache))
+		github_cached_free(LIST_FIRST(&github_cache));
+}
+
+char *
+github_b64url(const unsigned char *p, size_t len)
+{
+	char	*s = base64_encode(p, len), *q, *w;
+
+	for (q = w = s; *q != '\0'; q++) {
+		if (*q == '=')
+			continue;
+		*w++ = *q == '+' ? '-' : *q == '/' ? '_' : *q;
+	}
+	*w = '\0';
+	return s;
+}
+
+char *
+github_jwt(const char *pem, size_t len, long long app_id, int64_t now_s, char **cause)
+{
+	BIO		*bio;
+	EVP_PKEY	*key;
+	EVP_MD_CTX	*ctx = NULL;
+	unsigned char	*sig = NULL;
+	size_t		 siglen = 0;
+	char		*head, *claims, *input = NULL, *s64, *jwt = NULL, *payload;
+
+	if ((bio = BIO_new_mem_buf(pem, (int)len)) == NULL)
+		fatal("BIO_new_mem_buf");
+	key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+	BIO_free(bio);
+	if (key == NULL || EVP_PKEY_base_id(key) != EVP_PKEY_RSA) {
+		xasprintf(cause, "github.private_key is not an RSA private key in PEM form");
+		EVP_PKEY_free(key);
+		return NULL;
+	}
+	head = github_b64url((const unsigned char *)"{\"alg\":\"RS256\",\"typ\":\"JWT\"}", 27);
+	payload = xprintf("{\"iat\":%lld,\"exp\":%lld,\"iss\":\"%lld\"}",
+	    (long long)(now_s - GITHUB_JWT_BACKDATE), (long long)(now_s + GITHUB_JWT_LIFE),
+	    app_id);
+	claims = github_b64url((const unsigned char *)payload, strlen(payload));
+	free(payload);
+	input = xprintf("%s.%s", head, claims);
+	if ((ctx = EVP_MD_CTX_new()) == NULL ||
+	    EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, key) != 1 ||
+	    EVP_DigestSign(ctx, NULL, &siglen, (unsigned char *)input, strlen(input)) != 1) {
+		xasprintf(cause, "cannot sign the GitHub App JWT");
+		goto out;
+	}
+	sig = xmalloc(siglen);
+	if (EVP_DigestSign(ctx, sig, &siglen, (unsigned char *)input, strlen(input)) != 1) {
+		xasprintf(cause, "cannot sign the GitHub App JWT");
+		goto out;
+	}
+	s64 = github_b64url(sig, siglen);
+	jwt = xprintf("%s.%s", input, s64);
+	free(s64);
+out:
+	EVP_MD_CTX_free(ctx);
+	EVP_PKEY_free(key);
+	free(sig);
+	free(head);
+	free(claims);
+	free(input);
+	return jwt;
+}
+
+static void
+github_req_free(struct github_req *r)
+{
+	if (r->ev != NULL)
+		event_free(r->ev);
+	if (r->call != NULL)
+		outbox_http_cancel(r->call);
+	free(r->org);
+	free(r->repo);
+	freezero_str(r->jwt);
+	freezero_str(r->token);
+	free(r->cause);
+	free(r);
+}
+
+void
+github_req_cancel(struct github_req *r)
+{
+	if (r != NULL)
+		github_req_free(r);
+}
+
+static void
+github_deferred_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct github_req	*r = arg;
+
+	r->cb(r->token, r->token == NULL ? (r->cause != NULL ? r->cause : "no token") : NULL,
+	    r->arg);
+	github_req_free(r);
+}
+
+/* Ends the request from the loop: token (copied) or cause. */
+static void
+github_finish(struct github_req *r, const char *token, char *cause)
+{
+	struct timeval	 tv = { 0, 0 };
+
+	r->token = token != NULL ? xstrdup(token) : NULL;
+	r->cause = cause;
+	if (r->ev == NULL)
+		r->ev = evtimer_new(r->e->base, github_deferred_cb, r);
+	evtimer_add(r->ev, &tv);
+}
+
+static struct github_cached *
+github_cache_find(const char *org, const char *repo, long long installation)
+{
+	struct github_cached	*c, *next;
+	int64_t			 now = now_ms() / 1000;
+
+	for (c = LIST_FIRST(&github_cache); c != NULL; c = next) {
+		next = LIST_NEXT(c, entry);
+		if (c->expires - GITHUB_TOKEN_MARGIN <= now) {
+			github_cached_free(c);
+			continue;
+		}
+		if (strcmp(c->org, org) != 0)
+			continue;
+		if (installation != 0 ? c->installation == installation :
+		    (repo != NULL && c->repo != NULL && strcmp(c->repo, repo) == 0))
+			return c;
+	}
+	return NULL;
+}
+
+static void	github_exchange(struct github_req *);
+
+static const char *const *
+github_headers(struct github_req *r, char **auth)
+{
+	static const char	*h[5];
+
+	*auth = xprintf("Authorization: Bearer %s", r->jwt);
+	h[0] = *auth;
+	h[1] = "Accept: application/vnd.github+json";
+	h[2] = "X-GitHub-Api-Version: 2022-11-28";
+	h[3] = NULL;
+	return h;
+}
+
+static char *
+github_api(struct github_req *r, const char *path)
+{
+	struct org	*org = config_org(r->e->conf, r->org);
+	const char	*u = org != NULL && org->github != NULL && org->github->api_url != NULL ?
+			    org->github->api_url : "https://api.github.com";
+	size_t		 len = strlen(u);
+
+	while (len > 0 && u[len - 1] == '/')
+		len--;
+	return xprintf("%.*s%s", (int)len, u, path);
+}
+
+static void
+github_token_done_cb(const struct http_response *res, void *arg)
+{
+	struct github_req	*r = arg;
+	struct github_cached	*c;
+	json_t			*j;
+	const char		*tok, *exp;
+	struct tm		 tm;
+
+	r->call = NULL;
+	j = json_loadb(res->body, res->len, 0, NULL);
+	tok = json_string_value(json_object_get(j, "token"));
+	exp = json_string_value(json_object_get(j, "expires_at"));
+	if (res->status != 201 || tok == NULL) {
+		github_finish(r, NULL, xprintf("GitHub App token exchange failed: %s%d",
+		    res->status == 0 ? "no answer " : "HTTP ", res->status));
+		json_decref(j);
+		return;
+	}
+	memset(&tm, 0, sizeof tm);
+	if (github_ncache >= GITHUB_CACHE_MAX)
+		github_cached_free(LIST_FIRST(&github_cache));
+	c = xcalloc(1, sizeof *c);
+	c->org = xstrdup(r->org);
+	c->repo = r->repo != NULL ? xstrdup(r->repo) : NULL;
+	c->installation = r->installation;
+	c->token = xstrdup(tok);
+	/* Without a readable expiry, assume GitHub's hour. */
+	c->expires = exp != NULL && strptime(exp, "%Y-%m-%dT%H:%M:%SZ", &tm) != NULL ?
+	    (int64_t)timegm(&tm) : now_ms() / 1000 + 3600;
+	LIST_INSERT_HEAD(&github_cache, c, entry);
+	github_ncache++;
+	log_info("event=github.app_token org=%s installation=%lld expires_in=%lld", r->org,
+	    r->installation, (long long)(c->expires - now_ms() / 1000));
+	github_finish(r, tok, NULL);
+	json_decref(j);
+}
+
+static void
+github_exchange(struct github_req *r)
+{
+	struct http_request	 req;
+	char			*auth, *path, *url;
+
+	path = xprintf("/app/installations/%lld/access_tokens", r->installation);
+	url = github_api(r, path);
+	memset(&req, 0, sizeof req);
+	req.method = "POST";
+	req.url = url;
+	req.headers = github_headers(r, &auth);
+	req.body = "";
+	req.body_len = 0;
+	r->call = outbox_http(r->e->outbox, &req, github_token_done_cb, r);
+	freezero_str(auth);
+	free(path);
+	free(url);
+}
+
+static void
+github_installation_cb(const struct http_response *res, void *arg)
+{
+	struct github_req	*r = arg;
+	json_t			*j;
+
+	r->call = NULL;
+	j = json_loadb(res->body, res->len, 0, NULL);
+	r->installation = json_integer_value(json_object_get(j, "id"));
+	json_decref(j);
+	if (res->status != 200 || r->installation <= 0) {
+		github_finish(r, NULL, xprintf("the GitHub App is not installed on %s "
+		    "(HTTP %d)", r->repo, res->status));
+		return;
+	}
+	github_exchange(r);
+}
+
+struct github_req *
+github_token(struct engine *e, const char *orgname, const char *repo, long long installation,
+    github_token_cb cb, void *arg)
+{
+	struct github_req	*r = xcalloc(1, sizeof *r);
+	struct org		*org = orgname != NULL ? config_org(e->conf, orgname) : NULL;
+	struct github_cached	*c;
+	struct http_request	 req;
+	char			*cause = NULL, *auth, *path, *url;
+
+	r->e = e;
+	r->cb = cb;
+	r->arg = arg;
+	r->org = xstrdup(orgname != NULL ? orgname : "");
+	r->repo = repo != NULL ? xstrdup(repo) : NULL;
+	r->installation = installation;
+	if (org == NULL || org->github == NULL) {
+		github_finish(r, NULL, xprintf("github is not configured for org %s", r->org));
+		return r;
+	}
+	if (org->github->token != NULL) {
+		github_finish(r, org->github->token->value, NULL);
+		return r;
+	}
+	if (org->github->app_id == 0 || org->github->private_key == NULL) {
+		github_finish(r, NULL, xprintf("org %s has no github token or app", r->org));
+		return r;
+	}
+	if ((c = github_cache_find(r->org, repo, installation)) != NULL) {
+		github_finish(r, c->token, NULL);
+		return r;
+	}
+	r->jwt = github_jwt(org->github->private_key->value, org->github->private_key->len,
+	    org->github->app_id, now_ms() / 1000, &cause);
+	if (r->jwt == NULL) {
+		github_finish(r, NULL, cause);
+		return r;
+	}
+	if (installation != 0) {
+		github_exchange(r);
+		return r;
+	}
+	if (repo == NULL) {
+		github_finish(r, NULL, xstrdup("no repository to find the App's installation"));
+		return r;
+	}
+	path = xprintf("/repos/%s/installation", repo);
+	url = github_api(r, path);
+	memset(&req, 0, sizeof req);
+	req.method = "GET";
+	req.url = url;
+	req.headers = github_headers(r, &auth);
+	r->call = outbox_http(e->outbox, &req, github_installation_cb, r);
+	freezero_str(auth);
+	free(path);
+	free(url);
+	return r;
+}

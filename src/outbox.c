@@ -1,0 +1,560 @@
+/* outbox.c: the one HTTP client (libcurl multi on the libevent loop) and the sender of stored reports. */
+#include "spur.h"
+#include "conf.h"
+#include "github-app.h"
+#include "outbox.h"
+#include "report.h"
+#include "serve.h"
+#include "store.h"
+
+#include <sys/queue.h>
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <ctype.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define HTTP_BODY_MAX		(1024 * 1024)
+#define HTTP_TIMEOUT_MS		30000L
+#define HTTP_CONNECT_MS		10000L
+#define OUTBOX_INFLIGHT		8	/* reports being sent at once */
+#define OUTBOX_SCAN		64	/* pending reports looked at per pass */
+#define OUTBOX_IDLE_MS		60000	/* look at the store at least this often */
+
+struct http_call {
+	struct outbox		*ob;
+	CURL			*easy;
+	struct curl_slist	*headers;
+	char			*body;
+	struct buf		 resp;
+	int			 toobig;
+	char			*retry_after;
+	char			*rl_remaining;
+	char			*rl_reset;
+	char			 errbuf[CURL_ERROR_SIZE];
+	http_done_cb		 cb;
+	void			*arg;
+	LIST_ENTRY(http_call)	 entry;
+};
+
+/* One stored report being sent. */
+struct outbox_send {
+	struct outbox		*ob;
+	int64_t			 id;
+	json_t			*report;	/* the store's row */
+	struct github_req	*gh;
+	struct http_call	*call;
+	LIST_ENTRY(outbox_send)	 entry;
+};
+
+struct outbox {
+	struct engine		*engine;
+	CURLM			*multi;
+	struct event		*timer;		/* curl's timeout */
+	struct event		*due;		/* the next pending report */
+	struct event		*kick;
+	LIST_HEAD(, http_call)	 calls;
+	LIST_HEAD(, outbox_send) sends;
+	int			 nsends;
+};
+
+static void	outbox_check(struct outbox *);
+static void	outbox_pass(struct outbox *);
+
+/* --- the HTTP client ------------------------------------------------------ */
+
+static void
+outbox_sock_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct outbox	*ob = arg;
+	int		 running, flags = 0;
+
+	if (what & EV_READ)
+		flags |= CURL_CSELECT_IN;
+	if (what & EV_WRITE)
+		flags |= CURL_CSELECT_OUT;
+	curl_multi_socket_action(ob->multi, fd, flags, &running);
+	outbox_check(ob);
+}
+
+/* curl says which sockets to watch; one persistent event per socket. */
+static int
+outbox_socket_fn(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct outbox	*ob = userp;
+	struct event	*ev = socketp;
+	short		 kind;
+
+	if (ev != NULL) {
+		event_free(ev);
+		ev = NULL;
+	}
+	if (what == CURL_POLL_REMOVE) {
+		curl_multi_assign(ob->multi, s, NULL);
+		return 0;
+	}
+	kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) |
+	    ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
+	ev = event_new(ob->engine->base, s, kind, outbox_sock_cb, ob);
+	event_add(ev, NULL);
+	curl_multi_assign(ob->multi, s, ev);
+	return 0;
+}
+
+static void
+outbox_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct outbox	*ob = arg;
+	int		 running;
+
+	curl_multi_socket_action(ob->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	outbox_check(ob);
+}
+
+static int
+outbox_timer_fn(CURLM *multi, long timeout_ms, void *userp)
+{
+	struct outbox	*ob = userp;
+	struct timeval	 tv;
+
+	if (timeout_ms < 0) {
+		evtimer_del(ob->timer);
+		return 0;
+	}
+	tv.tv_sec = timeout_ms / 1000;
+	tv.tv_usec = (timeout_ms % 1000) * 1000;
+	evtimer_add(ob->timer, &tv);
+	return 0;
+}
+
+static size_t
+http_write_fn(char *data, size_t size, size_t n, void *arg)
+{
+	struct http_call	*c = arg;
+
+	if (buf_add(&c->resp, data, size * n) != 0) {
+		c->toobig = 1;
+		return 0;
+	}
+	return size * n;
+}
+
+/* Keeps the few response headers that say when to come back. */
+static size_t
+http_header_fn(char *data, size_t size, size_t n, void *arg)
+{
+	struct http_call	*c = arg;
+	size_t			 len = size * n, k;
+	char			**slot = NULL;
+	const char		*v;
+
+	if (len > 20 && strncasecmp(data, "retry-after:", 12) == 0)
+		slot = &c->retry_after, k = 12;
+	else if (strncasecmp(data, "x-ratelimit-remaining:", 22) == 0)
+		slot = &c->rl_remaining, k = 22;
+	else if (strncasecmp(data, "x-ratelimit-reset:", 18) == 0)
+		slot = &c->rl_reset, k = 18;
+	else if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
+		/* A new response (after 100 Continue): forget the last one's. */
+		free(c->retry_after);
+		free(c->rl_remaining);
+		free(c->rl_reset);
+		c->retry_after = c->rl_remaining = c->rl_reset = NULL;
+		return len;
+	}
+	if (slot == NULL || len > 256)
+		return len;
+	v = data + k;
+	while (v < data + len && (*v == ' ' || *v == '\t'))
+		v++;
+	free(*slot);
+	*slot = xprintf("%.*s", (int)strcspn(v, "\r\n"), v);
+	return len;
+}
+
+struct http_call *
+outbox_http(struct outbox *ob, const struct http_request *req, http_done_cb cb, void *arg)
+{
+	struct http_call	*c = xcalloc(1, sizeof *c);
+	size_t			 i;
+
+	c->ob = ob;
+	c->cb = cb;
+	c->arg = arg;
+	buf_init(&c->resp, HTTP_BODY_MAX);
+	c->easy = curl_easy_init();
+	if (c->easy == NULL)
+		fatal("curl_easy_init");
+	for (i = 0; req->headers != NULL && req->headers[i] != NULL; i++)
+		c->headers = curl_slist_append(c->headers, req->headers[i]);
+	/* No "Expect: 100-continue" round trip. */
+	c->headers = curl_slist_append(c->headers, "Expect:");
+	curl_easy_setopt(c->easy, CURLOPT_URL, req->url);
+	curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c->easy, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(c->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c->easy, CURLOPT_TIMEOUT_MS, req->timeout_ms > 0 ? req->timeout_ms :
+	    HTTP_TIMEOUT_MS);
+	curl_easy_setopt(c->easy, CURLOPT_CONNECTTIMEOUT_MS, HTTP_CONNECT_MS);
+	curl_easy_setopt(c->easy, CURLOPT_USERAGENT, "spur/" PACKAGE_VERSION);
+	curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, c->headers);
+	curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, http_write_fn);
+	curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(c->easy, CURLOPT_HEADERFUNCTION, http_header_fn);
+	curl_easy_setopt(c->easy, CURLOPT_HEADERDATA, c);
+	curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, c->errbuf);
+	curl_easy_setopt(c->easy, CURLOPT_PRIVATE, c);
+	if (req->body != NULL) {
+		c->body = xmalloc(req->body_len + 1);
+		memcpy(c->body, req->body, req->body_len);
+		c->body[req->body_len] = '\0';
+		curl_easy_setopt(c->easy, CURLOPT_POSTFIELDS, c->body);
+		curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+	}
+	curl_easy_setopt(c->easy, CURLOPT_CUSTOMREQUEST, req->method);
+	if (strcmp(req->method, "GET") == 0)
+		curl_easy_setopt(c->easy, CURLOPT_HTTPGET, 1L);
+	LIST_INSERT_HEAD(&ob->calls, c, entry);
+	curl_multi_add_handle(ob->multi, c->easy);
+	return c;
+}
+
+void
+outbox_http_cancel(struct http_call *c)
+{
+	if (c == NULL)
+		return;
+	LIST_REMOVE(c, entry);
+	curl_multi_remove_handle(c->ob->multi, c->easy);
+	curl_easy_cleanup(c->easy);
+	/* Headers may hold a credential. */
+	curl_slist_free_all(c->headers);
+	free(c->body);
+	buf_free(&c->resp);
+	free(c->retry_after);
+	free(c->rl_remaining);
+	free(c->rl_reset);
+	free(c);
+}
+
+long long
+outbox_parse_retry_after(const char *v, int64_t now)
+{
+	struct tm	 tm;
+	char		*end;
+	long long	 n;
+	time_t		 t;
+
+	if (v == NULL || *v == '\0')
+		return -1;
+	if (isdigit((unsigned char)*v)) {
+		n = strtoll(v, &end, 10);
+		if (*end != '\0' || n < 0 || n > 7 * 86400)
+			return -1;
+		return n * 1000;
+	}
+	memset(&tm, 0, sizeof tm);
+	end = strptime(v, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	if (end == NULL || *end != '\0')
+		return -1;
+	t = timegm(&tm);
+	return (long long)t * 1000 > now ? (long long)t * 1000 - now : 0;
+}
+
+/* Finished transfers: their callbacks. */
+static void
+outbox_check(struct outbox *ob)
+{
+	struct http_response	 r;
+	struct http_call	*c;
+	CURLMsg			*m;
+	long			 status;
+	long long		 reset;
+	int			 left;
+
+	while ((m = curl_multi_info_read(ob->multi, &left)) != NULL) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&c);
+		memset(&r, 0, sizeof r);
+		status = 0;
+		curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
+		if (m->data.result != CURLE_OK) {
+			r.status = 0;
+			r.error = c->toobig ? "answer too big" : (c->errbuf[0] != '\0' ?
+			    c->errbuf : curl_easy_strerror(m->data.result));
+		} else
+			r.status = (int)status;
+		r.body = buf_cstr(&c->resp);
+		r.len = c->resp.len;
+		r.retry_after_ms = outbox_parse_retry_after(c->retry_after, now_ms());
+		if (r.retry_after_ms < 0 && c->rl_remaining != NULL &&
+		    strcmp(c->rl_remaining, "0") == 0 && c->rl_reset != NULL) {
+			reset = strtoll(c->rl_reset, NULL, 10) * 1000;
+			r.retry_after_ms = reset > now_ms() ? reset - now_ms() : 0;
+		}
+		c->cb(&r, c->arg);
+		outbox_http_cancel(c);
+	}
+}
+
+/* --- the report sender ---------------------------------------------------- */
+
+long long
+outbox_backoff_ms(int attempts, long long retry_after_ms, uint32_t rnd)
+{
+	long long	 base = OUTBOX_BACKOFF_BASE_MS, d;
+	int		 i;
+
+	for (i = 1; i < attempts && base < OUTBOX_BACKOFF_MAX_MS; i++)
+		base *= 2;
+	if (base > OUTBOX_BACKOFF_MAX_MS)
+		base = OUTBOX_BACKOFF_MAX_MS;
+	/* Equal jitter: half fixed, half random, so a crowd spreads out. */
+	d = base / 2 + (long long)(rnd % (uint32_t)(base / 2 + 1));
+	if (retry_after_ms >= 0) {
+		if (retry_after_ms > OUTBOX_GIVE_UP_MS)
+			retry_after_ms = OUTBOX_GIVE_UP_MS;
+		d = retry_after_ms + (long long)(rnd % 250);
+	}
+	return d;
+}
+
+static void
+outbox_send_free(struct outbox_send *s)
+{
+	LIST_REMOVE(s, entry);
+	s->ob->nsends--;
+	if (s->gh != NULL)
+		github_req_cancel(s->gh);
+	if (s->call != NULL)
+		outbox_http_cancel(s->call);
+	json_decref(s->report);
+	free(s);
+}
+
+/* Records an attempt that did not deliver: retried later, or given up. */
+static void
+outbox_send_failed(struct outbox_send *s, enum report_verdict v, const char *why,
+    long long retry_after_ms)
+{
+	struct engine	*e = s->ob->engine;
+	int		 attempts = (int)json_integer_value(json_object_get(s->report,
+			     "attempts")) + 1;
+	int64_t		 created = json_integer_value(json_object_get(s->report,
+			     "created_at")), next;
+	uint32_t	 rnd;
+	char		*safe = report_scrub(e, why != NULL ? why : "failed");
+	const char	*run = json_string_value(json_object_get(s->report, "run"));
+	const char	*kind = json_string_value(json_object_get(s->report, "kind"));
+
+	random_bytes(&rnd, sizeof rnd);
+	next = now_ms() + outbox_backoff_ms(attempts, retry_after_ms, rnd);
+	if (v == REPORT_RETRY && next - created < OUTBOX_GIVE_UP_MS) {
+		store_report_retry(e->store, s->id, next, safe);
+		log_warn("event=report.retry run=%s kind=%s report=%lld attempts=%d in_ms=%lld "
+		    "error=%s", run, kind, (long long)s->id, attempts,
+		    (long long)(next - now_ms()), log_q(safe));
+	} else {
+		store_report_give_up(e->store, s->id, safe);
+		log_error("event=report.given_up run=%s kind=%s report=%lld attempts=%d "
+		    "error=%s", run, kind, (long long)s->id, attempts, log_q(safe));
+	}
+	free(safe);
+}
+
+static void
+outbox_done_cb(const struct http_response *r, void *arg)
+{
+	struct outbox_send	*s = arg;
+	struct outbox		*ob = s->ob;
+	enum report_verdict	 v;
+	char			*why = NULL;
+
+	s->call = NULL;
+	v = report_verdict(json_object_get(s->report, "target"), r, &why);
+	if (v == REPORT_SENT) {
+		/*
+		 * The one crash window: between the API's answer and this commit a
+		 * crash leaves the report pending, and it is posted again at start.
+		 */
+		store_report_sent(ob->engine->store, s->id);
+		log_info("event=report.sent run=%s kind=%s report=%lld status=%d",
+		    json_string_value(json_object_get(s->report, "run")),
+		    json_string_value(json_object_get(s->report, "kind")), (long long)s->id,
+		    r->status);
+	} else
+		outbox_send_failed(s, v, why, r->retry_after_ms);
+	free(why);
+	outbox_send_free(s);
+	outbox_kick(ob);
+}
+
+static void
+outbox_post(struct outbox_send *s, const char *token)
+{
+	struct http_request	 req;
+	json_t			*target = json_object_get(s->report, "target");
+	const char		*body = json_string_value(json_object_get(s->report, "body"));
+	char			*url = NULL, **headers = NULL, *cause = NULL;
+
+	if (report_request(s->ob->engine, target, token, &url, &headers, &cause) != 0) {
+		outbox_send_failed(s, REPORT_FAILED, cause, -1);
+		free(cause);
+		outbox_send_free(s);
+		return;
+	}
+	memset(&req, 0, sizeof req);
+	req.method = json_string_value(json_object_get(target, "method"));
+	if (req.method == NULL)
+		req.method = "POST";
+	req.url = url;
+	req.headers = (const char *const *)headers;
+	req.body = body;
+	req.body_len = body != NULL ? strlen(body) : 0;
+	s->call = outbox_http(s->ob, &req, outbox_done_cb, s);
+	free(url);
+	report_headers_free(headers);
+}
+
+static void
+outbox_token_cb(const char *token, const char *cause, void *arg)
+{
+	struct outbox_send	*s = arg;
+
+	s->gh = NULL;
+	if (token == NULL) {
+		/* No token now (the App's exchange failed): try again later. */
+		outbox_send_failed(s, REPORT_RETRY, cause, -1);
+		outbox_send_free(s);
+		return;
+	}
+	outbox_post(s, token);
+}
+
+static int
+outbox_sending(struct outbox *ob, int64_t id)
+{
+	struct outbox_send	*s;
+
+	LIST_FOREACH(s, &ob->sends, entry) {
+		if (s->id == id)
+			return 1;
+	}
+	return 0;
+}
+
+static void
+outbox_start(struct outbox *ob, json_t *rep)
+{
+	struct outbox_send	*s = xcalloc(1, sizeof *s);
+	json_t			*target = json_object_get(rep, "target");
+	const char		*source = json_string_value(json_object_get(target, "source"));
+
+	s->ob = ob;
+	s->id = json_integer_value(json_object_get(rep, "id"));
+	s->report = json_incref(rep);
+	LIST_INSERT_HEAD(&ob->sends, s, entry);
+	ob->nsends++;
+	if (source != NULL && strcmp(source, "github") == 0) {
+		s->gh = github_token(ob->engine, json_string_value(json_object_get(target, "org")),
+		    json_string_value(json_object_get(target, "repo")),
+		    json_integer_value(json_object_get(target, "installation_id")),
+		    outbox_token_cb, s);
+		return;
+	}
+	outbox_post(s, NULL);
+}
+
+/* Sends what is due, up to OUTBOX_INFLIGHT at once; wakes again for the next. */
+static void
+outbox_pass(struct outbox *ob)
+{
+	json_t		*list, *rep;
+	size_t		 i;
+	int64_t		 now = now_ms(), next = now + OUTBOX_IDLE_MS, at;
+	struct timeval	 tv;
+
+	list = store_reports_pending(ob->engine->store, OUTBOX_SCAN);
+	json_array_foreach(list, i, rep) {
+		at = json_integer_value(json_object_get(rep, "next_at"));
+		if (outbox_sending(ob, json_integer_value(json_object_get(rep, "id"))))
+			continue;
+		if (at > now) {
+			if (at < next)
+				next = at;
+			continue;
+		}
+		if (ob->nsends >= OUTBOX_INFLIGHT)
+			break;
+		outbox_start(ob, rep);
+	}
+	json_decref(list);
+	tv.tv_sec = (next - now) / 1000;
+	tv.tv_usec = ((next - now) % 1000) * 1000;
+	evtimer_add(ob->due, &tv);
+}
+
+static void
+outbox_kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	outbox_pass(arg);
+}
+
+void
+outbox_kick(struct outbox *ob)
+{
+	if (ob != NULL)
+		event_active(ob->kick, 0, 0);
+}
+
+struct outbox *
+outbox_create(struct engine *e)
+{
+	struct outbox	*ob = xcalloc(1, sizeof *ob);
+	static int	 inited;
+
+	if (!inited) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
+			fatal("curl_global_init");
+		inited = 1;
+	}
+	ob->engine = e;
+	LIST_INIT(&ob->calls);
+	LIST_INIT(&ob->sends);
+	if ((ob->multi = curl_multi_init()) == NULL)
+		fatal("curl_multi_init");
+	curl_multi_setopt(ob->multi, CURLMOPT_SOCKETFUNCTION, outbox_socket_fn);
+	curl_multi_setopt(ob->multi, CURLMOPT_SOCKETDATA, ob);
+	curl_multi_setopt(ob->multi, CURLMOPT_TIMERFUNCTION, outbox_timer_fn);
+	curl_multi_setopt(ob->multi, CURLMOPT_TIMERDATA, ob);
+	ob->timer = evtimer_new(e->base, outbox_timer_cb, ob);
+	ob->due = evtimer_new(e->base, outbox_kick_cb, ob);
+	ob->kick = event_new(e->base, -1, 0, outbox_kick_cb, ob);
+	/* Reports left pending by the last run of the engine go first. */
+	outbox_kick(ob);
+	return ob;
+}
+
+void
+outbox_free(struct outbox *ob)
+{
+	struct http_call	*c;
+
+	if (ob == NULL)
+		return;
+	while (!LIST_EMPTY(&ob->sends))
+		outbox_send_free(LIST_FIRST(&ob->sends));
+	while ((c = LIST_FIRST(&ob->calls)) != NULL)
+		outbox_http_cancel(c);
+	github_app_cleanup();
+	curl_multi_cleanup(ob->multi);
+	event_free(ob->timer);
+	event_free(ob->due);
+	event_free(ob->kick);
+	free(ob);
+}

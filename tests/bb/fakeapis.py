@@ -1,0 +1,283 @@
+"""fakeapis: local stand-ins for the GitHub REST API, Slack Web API, Linear GraphQL API, and a
+real git smart-HTTP server (git's own http-backend CGI) with Basic authentication.
+
+Every request is recorded. fail(pattern, status, headers, times) makes the next matching
+requests fail; hang(pattern, times) makes them never answer (until the client gives up).
+"""
+import base64
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Fake:
+    def __init__(self, gh_token, slack_token, linear_key, git_root, app_token=None):
+        self.gh_token = gh_token
+        self.app_token = app_token
+        self.slack_token = slack_token
+        self.linear_key = linear_key
+        self.git_root = git_root
+        self.requests = []
+        self.failures = []
+        self.lock = threading.Lock()
+        self.prs = {}
+        self.next_id = 5000
+        fake = self
+
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                fake.handle(self)
+
+            def do_POST(self):
+                fake.handle(self)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def fail(self, pattern, status, headers=None, times=1, body=None):
+        with self.lock:
+            self.failures.append({"re": re.compile(pattern), "status": status, "headers": headers or {},
+                                  "times": times, "body": body})
+
+    def hang(self, pattern, times=1):
+        self.fail(pattern, "hang", times=times)
+
+    def api_requests(self, prefix=""):
+        with self.lock:
+            return [r for r in self.requests if not r["path"].startswith("/git/") and r["path"].startswith(prefix)]
+
+    def wait_for(self, pred, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with self.lock:
+                found = [r for r in self.requests if pred(r)]
+            if found:
+                return found
+            time.sleep(0.05)
+        return []
+
+    # --- the request handler --------------------------------------------------
+    def read_body(self, h):
+        if h.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            out = b""
+            while True:
+                n = int(h.rfile.readline().strip().split(b";")[0], 16)
+                if n == 0:
+                    h.rfile.readline()
+                    return out
+                out += h.rfile.read(n)
+                h.rfile.readline()
+        n = int(h.headers.get("Content-Length") or 0)
+        return h.rfile.read(n) if n else b""
+
+    def send(self, h, status, obj=None, headers=None, raw=None):
+        data = raw if raw is not None else (json.dumps(obj).encode() if obj is not None else b"")
+        h.send_response(status)
+        h.send_header("Content-Type", "application/json; charset=utf-8")
+        h.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(data)
+
+    def handle(self, h):
+        body = self.read_body(h)
+        rec = {"method": h.command, "path": h.path, "headers": dict((k.lower(), v) for k, v in h.headers.items()),
+               "body": body.decode("utf-8", "replace"), "at": time.time()}
+        with self.lock:
+            self.requests.append(rec)
+            fail = None
+            for f in self.failures:
+                if f["times"] > 0 and f["re"].search(h.command + " " + h.path):
+                    f["times"] -= 1
+                    fail = f
+                    break
+        if fail is not None:
+            if fail["status"] == "hang":
+                time.sleep(120)
+                return
+            return self.send(h, fail["status"], fail["body"] or {"message": "failing on command"}, fail["headers"])
+        path = h.path
+        if path.startswith("/git/"):
+            return self.git(h, body)
+        if path.startswith("/slack/"):
+            return self.slack(h, path[len("/slack"):], body)
+        if path.startswith("/linear"):
+            return self.linear(h, body)
+        return self.github(h, path, body)
+
+    def github(self, h, path, body):
+        auth = h.headers.get("Authorization", "")
+        m = re.match(r"^/app/installations/(\d+)/access_tokens$", path)
+        if m and h.command == "POST":
+            if not auth.startswith("Bearer ey"):
+                return self.send(h, 401, {"message": "A JSON web token could not be decoded"})
+            return self.send(h, 201, {"token": self.app_token, "expires_at":
+                                      time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))})
+        m = re.match(r"^/repos/([^/]+/[^/]+)/installation$", path)
+        if m:
+            if not auth.startswith("Bearer ey"):
+                return self.send(h, 401, {"message": "A JSON web token could not be decoded"})
+            return self.send(h, 200, {"id": 77})
+        tokens = [t for t in (self.gh_token, self.app_token) if t]
+        if auth not in ["Bearer " + t for t in tokens] + ["token " + t for t in tokens]:
+            return self.send(h, 401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
+        if h.command == "POST":
+            try:
+                j = json.loads(body or b"{}")
+            except ValueError:
+                return self.send(h, 400, {"message": "Problems parsing JSON"})
+        if re.match(r"^/repos/[^/]+/[^/]+/(issues|pulls)/comments/\d+/reactions$", path):
+            if j.get("content") not in ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"):
+                return self.send(h, 422, {"message": "Validation Failed"})
+            return self.send(h, 201, {"id": 1, "content": j["content"]})
+        m = re.match(r"^/repos/([^/]+/[^/]+)/issues/(\d+)/comments$", path)
+        if m and h.command == "POST":
+            if not isinstance(j.get("body"), str) or len(j["body"]) > 65536:
+                return self.send(h, 422, {"message": "Validation Failed"})
+            self.next_id += 1
+            return self.send(h, 201, {"id": self.next_id, "body": j["body"]})
+        m = re.match(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)/comments/(\d+)/replies$", path)
+        if m and h.command == "POST":
+            return self.send(h, 201, {"id": 9, "body": j.get("body")})
+        m = re.match(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)$", path)
+        if m and h.command == "GET":
+            pr = self.prs.get(int(m.group(2)))
+            if pr is None:
+                return self.send(h, 404, {"message": "Not Found"})
+            return self.send(h, 200, pr)
+        m = re.match(r"^/repos/([^/]+/[^/]+)/pulls$", path)
+        if m and h.command == "POST":
+            for k in ("title", "head", "base"):
+                if not j.get(k):
+                    return self.send(h, 422, {"message": "Validation Failed"})
+            n = 100 + len([r for r in self.requests if r["method"] == "POST" and r["path"] == path])
+            return self.send(h, 201, {"number": n, "html_url": "https://github.example/%s/pull/%d" % (m.group(1), n)})
+        return self.send(h, 404, {"message": "Not Found"})
+
+    def slack(self, h, path, body):
+        if h.headers.get("Authorization") != "Bearer " + self.slack_token:
+            return self.send(h, 200, {"ok": False, "error": "invalid_auth"})
+        try:
+            j = json.loads(body)
+        except ValueError:
+            return self.send(h, 200, {"ok": False, "error": "invalid_json"})
+        if path == "/api/chat.postMessage":
+            if not j.get("channel") or not j.get("text"):
+                return self.send(h, 200, {"ok": False, "error": "no_text"})
+            if len(j["text"]) > 40000:
+                return self.send(h, 200, {"ok": False, "error": "msg_too_long"})
+            return self.send(h, 200, {"ok": True, "ts": "1700000000.000200", "channel": j["channel"]})
+        if path == "/api/reactions.add":
+            if not j.get("timestamp") or j.get("name") != "eyes":
+                return self.send(h, 200, {"ok": False, "error": "invalid_arguments"})
+            return self.send(h, 200, {"ok": True})
+        return self.send(h, 404, raw=b"")
+
+    def linear(self, h, body):
+        if h.headers.get("Authorization") != self.linear_key:
+            return self.send(h, 400, {"errors": [{"message": "Authentication required, not authenticated",
+                                                  "extensions": {"code": "AUTHENTICATION_ERROR"}}]})
+        j = json.loads(body)
+        inp = j.get("variables", {}).get("input", {})
+        if "commentCreate" not in j.get("query", "") or not inp.get("issueId") or not inp.get("body"):
+            return self.send(h, 400, {"errors": [{"message": "bad query", "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"}}]})
+        return self.send(h, 200, {"data": {"commentCreate": {"success": True, "comment": {"id": "c1"}}}})
+
+    def git(self, h, body):
+        auth = h.headers.get("Authorization", "")
+        ok = False
+        if auth.startswith("Basic "):
+            user, _, pw = base64.b64decode(auth[6:]).decode().partition(":")
+            ok = pw in [t for t in (self.gh_token, self.app_token) if t]
+        if not ok:
+            h.send_response(401)
+            h.send_header("WWW-Authenticate", 'Basic realm="git"')
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
+        path, _, query = h.path[len("/git"):].partition("?")
+        env = {"GIT_PROJECT_ROOT": self.git_root, "GIT_HTTP_EXPORT_ALL": "1", "PATH_INFO": path,
+               "REQUEST_METHOD": h.command, "QUERY_STRING": query, "REMOTE_USER": "x-access-token",
+               "CONTENT_TYPE": h.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
+               "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1"}
+        if h.headers.get("Git-Protocol"):
+            env["GIT_PROTOCOL"] = h.headers["Git-Protocol"]
+        if h.headers.get("Content-Encoding"):
+            env["HTTP_CONTENT_ENCODING"] = h.headers["Content-Encoding"]
+        p = subprocess.run(["git", "http-backend"], input=body, capture_output=True, env=env)
+        head, _, out = p.stdout.partition(b"\r\n\r\n")
+        status = 200
+        hdrs = []
+        for line in head.split(b"\r\n"):
+            k, _, v = line.decode().partition(":")
+            if k.lower() == "status":
+                status = int(v.strip().split()[0])
+            elif k:
+                hdrs.append((k, v.strip()))
+        h.send_response(status)
+        for k, v in hdrs:
+            h.send_header(k, v)
+        h.send_header("Content-Length", str(len(out)))
+        h.end_headers()
+        h.wfile.write(out)
+
+
+def make_remote(root, name, files, branch="main"):
+    """A bare repository root/name.git holding files on branch (its default)."""
+    bare = os.path.join(root, name + ".git")
+    os.makedirs(os.path.dirname(bare), exist_ok=True)
+    work = bare + ".src"
+    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null", HOME="/nonexistent")
+    subprocess.run(["git", "init", "-q", "--bare", "-b", branch, bare], check=True, env=env)
+    subprocess.run(["git", "init", "-q", "-b", branch, work], check=True, env=env)
+    for f, content in files.items():
+        p = os.path.join(work, f)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as fh:
+            fh.write(content)
+    g = ["git", "-C", work, "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(g + ["add", "-A"], check=True, env=env)
+    subprocess.run(g + ["commit", "-qm", "initial"], check=True, env=env)
+    subprocess.run(g + ["push", "-q", bare, "%s:refs/heads/%s" % (branch, branch)], check=True, env=env)
+    subprocess.run(["git", "-C", bare, "config", "http.receivepack", "true"], check=True, env=env)
+    return bare
+
+
+def git_show(bare, ref, path):
+    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null")
+    p = subprocess.run(["git", "--git-dir", bare, "show", "%s:%s" % (ref, path)], capture_output=True, env=env)
+    return p.stdout.decode() if p.returncode == 0 else None
+
+
+def git_ls(bare, ref):
+    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null")
+    p = subprocess.run(["git", "--git-dir", bare, "ls-tree", "-r", "--format=%(objectmode) %(path)", ref],
+                       capture_output=True, env=env)
+    return p.stdout.decode().splitlines() if p.returncode == 0 else None
+
+
+def git_log(bare, ref, fmt="%an <%ae>%n%s%n%b"):
+    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null")
+    p = subprocess.run(["git", "--git-dir", bare, "log", "-1", "--format=" + fmt, ref], capture_output=True, env=env)
+    return p.stdout.decode() if p.returncode == 0 else None

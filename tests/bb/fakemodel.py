@@ -1,0 +1,256 @@
+"""fakemodel: scripted model APIs for tests, in each vendor's streaming wire format.
+
+Anthropic Messages (POST /v1/messages, SSE when "stream": true) and OpenAI
+Responses (POST /v1/responses, SSE). Each conversation is scripted by how many
+tool results it already holds: first a shell command that dumps what the
+sandbox can see into /workspace/dump.txt, then a file edit (/workspace/hello.txt),
+then a final message. Every request is recorded with its headers and body.
+
+Run as a script it serves on a port (for bench/gateway): python3 fakemodel.py PORT
+"""
+import http.server
+import json
+import sys
+import threading
+import time
+
+DUMP = ("(env; echo; for f in /proc/[0-9]*/cmdline /proc/[0-9]*/environ; do tr '\\0' ' ' < $f 2>/dev/null; echo; done; "
+        "grep -rs . $HOME /workspace /artifacts /run/spur 2>/dev/null | head -c 2000000) > /workspace/dump.txt 2>&1; echo dumped")
+EDIT_PATH = "/workspace/hello.txt"
+EDIT_TEXT = "edited through the gateway\n"
+FINAL = "All done: hello.txt is written."
+
+
+def sse(event, data):
+    return ("event: %s\ndata: %s\n\n" % (event, json.dumps(data))).encode()
+
+
+class Fake(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, port=0, chunk_delay=0.0, bench_tokens=0):
+        super().__init__(("127.0.0.1", port), Handler)
+        self.requests = []
+        self.lock = threading.Lock()
+        self.chunk_delay = chunk_delay
+        self.bench_tokens = bench_tokens
+        self.thread = None
+
+    @property
+    def port(self):
+        return self.server_address[1]
+
+    def start(self):
+        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.shutdown()
+        self.server_close()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        try:
+            return raw, json.loads(raw) if raw else {}
+        except ValueError:
+            return raw, {}
+
+    def record(self, raw, j):
+        with self.server.lock:
+            self.server.requests.append({"method": self.command, "path": self.path,
+                                         "headers": dict((k.lower(), v) for k, v in self.headers.items()),
+                                         "body": j, "raw": raw.decode("utf-8", "replace")})
+
+    def do_GET(self):
+        self.record(b"", {})
+        self.reply_json(200, {"data": [], "object": "list"})
+
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def reply_json(self, status, obj):
+        b = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+
+    def stream_start(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+    def send(self, data):
+        self.wfile.write(data)
+        self.wfile.flush()
+        if self.server.chunk_delay:
+            time.sleep(self.server.chunk_delay)
+
+    def do_POST(self):
+        raw, j = self.body()
+        self.record(raw, j)
+        path = self.path.split("?")[0]
+        if path.endswith("/messages/count_tokens"):
+            return self.reply_json(200, {"input_tokens": 10})
+        if path.endswith("/messages"):
+            return self.anthropic(j)
+        if path.endswith("/responses"):
+            return self.openai(j)
+        self.reply_json(404, {"error": {"message": "no such path " + path}})
+
+    # Anthropic Messages API.
+    def anthropic_step(self, j):
+        tools = [t.get("name") for t in j.get("tools") or []]
+        results = 0
+        for m in j.get("messages") or []:
+            if isinstance(m.get("content"), list):
+                results += sum(1 for c in m["content"] if isinstance(c, dict) and c.get("type") == "tool_result")
+        if self.server.bench_tokens or not tools:
+            return ("text", FINAL if not self.server.bench_tokens else None)
+        # Claude Code: Bash and Write (file_path); OpenCode: bash and write (filePath).
+        bash = next((n for n in tools if n.lower() == "bash"), None)
+        write = next((n for n in tools if n.lower() == "write"), None)
+        if results == 0 and bash is not None:
+            return ("tool", (bash, {"command": DUMP, "description": "dump"}))
+        if results <= 1 and write is not None:
+            return ("tool", (write, {"file_path" if write == "Write" else "filePath": EDIT_PATH,
+                                     "content": EDIT_TEXT}))
+        return ("text", FINAL)
+
+    def anthropic(self, j):
+        kind, what = self.anthropic_step(j)
+        model = j.get("model", "claude-test")
+        msg = {"id": "msg_%d" % len(self.server.requests), "type": "message", "role": "assistant",
+               "model": model, "content": [], "stop_reason": None, "stop_sequence": None,
+               "usage": {"input_tokens": 10, "output_tokens": 1}}
+        if not j.get("stream"):
+            if kind == "tool":
+                msg["content"] = [{"type": "tool_use", "id": "toolu_%d" % len(self.server.requests),
+                                   "name": what[0], "input": what[1]}]
+                msg["stop_reason"] = "tool_use"
+            else:
+                msg["content"] = [{"type": "text", "text": what or FINAL}]
+                msg["stop_reason"] = "end_turn"
+            return self.reply_json(200, msg)
+        self.stream_start()
+        self.send(sse("message_start", {"type": "message_start", "message": msg}))
+        if kind == "tool":
+            self.send(sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+                "type": "tool_use", "id": "toolu_%d" % len(self.server.requests), "name": what[0], "input": {}}}))
+            js = json.dumps(what[1])
+            for i in range(0, len(js), 40):
+                self.send(sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+                    "type": "input_json_delta", "partial_json": js[i:i + 40]}}))
+            stop = "tool_use"
+        else:
+            self.send(sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                                  "content_block": {"type": "text", "text": ""}}))
+            words = (what or FINAL).split(" ") if not self.server.bench_tokens else ["tok"] * self.server.bench_tokens
+            for i, w in enumerate(words):
+                self.send(sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+                    "type": "text_delta", "text": w + (" " if i < len(words) - 1 else "")}}))
+            stop = "end_turn"
+        self.send(sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
+        self.send(sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                                        "usage": {"output_tokens": 20}}))
+        self.send(sse("message_stop", {"type": "message_stop"}))
+
+    # OpenAI Responses API (what Codex speaks with wire_api = "responses").
+    def openai(self, j):
+        items = j.get("input") or []
+        outputs = sum(1 for i in items if isinstance(i, dict) and i.get("type") in
+                      ("function_call_output", "custom_tool_call_output", "local_shell_call_output"))
+        # Tools come in "tools", or (newer Codex) in an "additional_tools" input item,
+        # grouped in namespaces: every named tool anywhere is a candidate.
+        tools = {}
+
+        def collect(ts):
+            for t in ts or []:
+                if isinstance(t, dict):
+                    if t.get("type") == "namespace":
+                        collect(t.get("tools"))
+                    else:
+                        tools[t.get("name") or t.get("type")] = t
+        collect(j.get("tools"))
+        for i in items:
+            if isinstance(i, dict) and i.get("type") == "additional_tools":
+                collect(i.get("tools"))
+        self.server.tools_seen = sorted(str(k) for k in tools)
+        rid = "resp_%d" % len(self.server.requests)
+        self.stream_start()
+        seq = [0]
+
+        def ev(kind, data):
+            data = dict(data, type=kind, sequence_number=seq[0])
+            seq[0] += 1
+            self.send(sse(kind, data))
+
+        base = {"id": rid, "object": "response", "created_at": int(time.time()), "status": "in_progress",
+                "model": j.get("model", "gpt-test"), "output": []}
+        ev("response.created", {"response": base})
+        shell = next((n for n in ("shell", "exec_command", "shell_command") if n in tools), None)
+        call = None
+        if outputs == 0 and shell is None and "exec" in tools:
+            # Newer Codex: one custom "exec" tool running JavaScript that calls the others.
+            cmd = DUMP + "; printf '%s' > " + EDIT_PATH
+            cmd = cmd % EDIT_TEXT.replace("\n", "\\n")
+            js = "const r = await tools.exec_command({cmd: %s});\ntext(JSON.stringify(r));\n" % json.dumps(cmd)
+            call = {"type": "custom_tool_call", "id": "ctc_%s" % rid, "call_id": "call_%s" % rid,
+                    "name": "exec", "input": js, "status": "completed"}
+            ev("response.output_item.added", {"output_index": 0, "item": dict(call, input="", status="in_progress")})
+            ev("response.custom_tool_call_input.delta", {"item_id": call["id"], "output_index": 0, "delta": js})
+            ev("response.custom_tool_call_input.done", {"item_id": call["id"], "output_index": 0, "input": js})
+            ev("response.output_item.done", {"output_index": 0, "item": call})
+            out = [call]
+        elif outputs == 0 and shell is not None:
+            cmd = DUMP + "; printf '%s' > " + EDIT_PATH
+            cmd = cmd % EDIT_TEXT.replace("\n", "\\n")
+            args = {"command": ["bash", "-lc", cmd]} if shell == "shell" else (
+                {"cmd": cmd} if shell == "exec_command" else {"command": cmd})
+            call = {"type": "function_call", "id": "fc_%s" % rid, "call_id": "call_%s" % rid, "name": shell,
+                    "arguments": json.dumps(args), "status": "completed"}
+            ev("response.output_item.added", {"output_index": 0, "item": dict(call, arguments="", status="in_progress")})
+            ev("response.function_call_arguments.delta", {"item_id": call["id"], "output_index": 0, "delta": call["arguments"]})
+            ev("response.function_call_arguments.done", {"item_id": call["id"], "output_index": 0, "arguments": call["arguments"]})
+            ev("response.output_item.done", {"output_index": 0, "item": call})
+            out = [call]
+        else:
+            mid = "msg_%s" % rid
+            item = {"type": "message", "id": mid, "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": FINAL, "annotations": []}]}
+            ev("response.output_item.added", {"output_index": 0, "item": dict(item, content=[], status="in_progress")})
+            ev("response.content_part.added", {"item_id": mid, "output_index": 0, "content_index": 0,
+                                               "part": {"type": "output_text", "text": "", "annotations": []}})
+            for w in FINAL.split(" "):
+                ev("response.output_text.delta", {"item_id": mid, "output_index": 0, "content_index": 0, "delta": w + " "})
+            ev("response.output_text.done", {"item_id": mid, "output_index": 0, "content_index": 0, "text": FINAL})
+            ev("response.content_part.done", {"item_id": mid, "output_index": 0, "content_index": 0,
+                                              "part": item["content"][0]})
+            ev("response.output_item.done", {"output_index": 0, "item": item})
+            out = [item]
+        done = dict(base, status="completed", output=out,
+                    usage={"input_tokens": 10, "output_tokens": 20, "total_tokens": 30,
+                           "input_tokens_details": {"cached_tokens": 0},
+                           "output_tokens_details": {"reasoning_tokens": 0}})
+        ev("response.completed", {"response": done})
+
+
+if __name__ == "__main__":
+    f = Fake(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+    print(f.port, flush=True)
+    f.serve_forever()

@@ -1,0 +1,170 @@
+"""The real agent CLIs in spur's sandbox, their model API through the gateway to a scripted fake API (SPEC section 8)."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spurtest import Spur, Tap, SPUR, SECRETS, NODE_MODULES, github_headers, github_comment
+import fakemodel
+
+t = Tap()
+
+probe = subprocess.run(["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+                        "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
+                        "--dev", "/dev", "/bin/true"], capture_output=True) if os.path.exists("/usr/bin/bwrap") else None
+if probe is None or probe.returncode != 0:
+    t.skip_all("bubblewrap cannot create sandboxes here: %s" % (probe.stderr.decode().strip() if probe else "bwrap not installed"))
+if os.geteuid() == 0 and subprocess.run(["id", "spur-run"], capture_output=True).returncode != 0:
+    subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                    "--shell", "/usr/sbin/nologin", "spur-run"], check=False)
+
+KEY = SECRETS["T_ANTHROPIC_KEY"]
+OPENAI_KEY = "sk-openai-real-key-5eed"
+BIN = os.path.join(NODE_MODULES, ".bin")
+ASAN = b"__asan_init" in open(SPUR, "rb").read()
+# The forwarder is spur itself: an ASan build's shadow reservation exceeds RLIMIT_DATA.
+SANDBOX_CONF = "sandbox:\n  memory: 0\n" if ASAN else ""
+HOOK = "/o/acme/hooks/github"
+
+
+def cli_ok(name, args):
+    path = os.path.join(BIN, name)
+    if not os.path.exists(path):
+        return None, "%s is not installed (cd tests && npm ci)" % path
+    p = subprocess.run([path] + args, capture_output=True, timeout=60)
+    if p.returncode != 0:
+        return None, "%s %s failed: %s" % (name, " ".join(args), p.stderr.decode()[-300:])
+    return os.path.realpath(path), p.stdout.decode().strip()
+
+
+def fire(s, text, number):
+    b = json.dumps(github_comment(text, number=number, comment_id=int(time.time() * 1e6) % 10**9)).encode()
+    st, _, a = s.post_json(HOOK, b, github_headers(b))
+    if st != 200 or len(a.get("runs", [])) != 1:
+        raise RuntimeError("post failed: %r %r" % (st, a))
+    return a["runs"][0]
+
+
+def wait_done(s, run, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        r = s.query("SELECT state, reason FROM runs WHERE id = ?", run)
+        if r and r[0]["state"] in ("completed", "needs_review", "failed", "timed_out", "cancelled"):
+            return r[0]
+        time.sleep(0.2)
+    return {"state": "timeout", "reason": None}
+
+
+def show(s, run):
+    rc, out, err = s.c("show", "--json", run)
+    return json.loads(out) if rc == 0 else {}
+
+
+def grep_tree(root, needle):
+    """Files under root whose content holds needle."""
+    hits = []
+    for d, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(d, f)
+            try:
+                with open(p, "rb") as fh:
+                    if needle.encode() in fh.read():
+                        hits.append(p)
+            except OSError:
+                pass
+    return hits
+
+
+def agent_automation(agent, text, extra=""):
+    return ("name: %s-edit\non:\n  github:\n    events: [issue_comment.created]\n    text: '%s'\n"
+            "agent: %s\nprompt: |\n  Write hello.txt in the workspace.\nproof: report\ntimeout: 120s\n%s") % (
+                agent, text, agent, extra)
+
+
+def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs=""):
+    """One agent end to end: two events in one thread; returns nothing, reports TAP."""
+    fake = fakemodel.Fake().start()
+    conf = SANDBOX_CONF + "agents:\n  %s:\n    command: [%s]\n    api_url: http://127.0.0.1:%d%s\n%s" % (
+        agent, binary, fake.port, needs, extra_conf)
+    orgs = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
+            "    agents:\n%s") % org_agents
+    key = KEY if agent != "codex" else OPENAI_KEY
+    with Spur(conf, orgs=orgs, automations={"a.yaml": agent_automation(agent, "^/go")},
+              env={"T_OPENAI_KEY": OPENAI_KEY}) as s:
+        s.start()
+        run = fire(s, "/go write it", 1)
+        st = wait_done(s, run)
+        j = show(s, run)
+        rc, log, _ = s.c("logs", run)
+        t.ok(st["state"] == "completed", "%s: a run in the sandbox ends completed" % agent,
+             (st, j.get("result"), log[-2500:], [r["path"] for r in fake.requests]))
+        ws = None
+        if j.get("session"):
+            ws = os.path.join(s.data_dir, "sessions", j["session"], "workspace")
+        hello = os.path.join(ws or "/nonexistent", "hello.txt")
+        t.ok(os.path.exists(hello) and open(hello).read() == fakemodel.EDIT_TEXT,
+             "%s: the scripted tool call edited /workspace/hello.txt" % agent,
+             (hello, [[x.get("name") or x.get("type") for x in (r["body"].get("tools") or [])] for r in fake.requests[:1]],
+              getattr(fake, "tools_seen", None), [r["raw"][-1500:] for r in fake.requests[1:2]], log[-1500:]))
+        t.ok(fakemodel.FINAL in (j.get("result") or ""), "%s: its final message is the run's report" % agent, j.get("result"))
+        model = [r for r in fake.requests if r["method"] == "POST"]
+        creds = [r["headers"].get("x-api-key") or r["headers"].get("authorization", "") for r in model]
+        t.ok(model and all(key in c for c in creds), "%s: the fake API got the org's real key on every request" % agent,
+             creds)
+        t.ok(not any(fakemodel.__name__ and "spur-placeholder-key" in c for c in creds),
+             "%s: and never the placeholder" % agent)
+        dump = os.path.join(ws or "/nonexistent", "dump.txt")
+        dumped = open(dump, errors="replace").read() if os.path.exists(dump) else ""
+        t.ok("spur-placeholder-key" in dumped and "SPUR_RUN=" in dumped and "/run/spur/spur forward" in dumped,
+             "%s: the agent dumped its environment, processes and files from inside" % agent, dumped[:500])
+        t.ok(key not in dumped, "%s: the real key is nowhere in its environment, process list, HOME or workspace" % agent)
+        home = os.path.join(s.data_dir, "sessions", j.get("session", "x"), "home")
+        t.eq(grep_tree(home, key) + grep_tree(ws or "/nonexistent", key) +
+             grep_tree(os.path.join(s.data_dir, "runs", run), key), [],
+             "%s: no file the sandbox could see holds the key after the run" % agent)
+        conns = j.get("connections", [])
+        t.ok(any(c["verdict"] == "allowed" and c["port"] == fake.port and c["bytes_in"] > 0 for c in conns),
+             "%s: spur show lists the model API requests" % agent, conns)
+        t.ok(key not in s.logs() and key not in log, "%s: the key is in no log" % agent)
+
+        if not checks_resume:
+            return fake
+        n_before = len(model)
+        run2 = fire(s, "/go once more", 1)
+        st2 = wait_done(s, run2)
+        j2 = show(s, run2)
+        t.ok(st2["state"] == "completed" and j2.get("session") == j.get("session"),
+             "%s: a second event in the thread runs in the same session" % agent, (st2, j2.get("result")))
+        later = [r for r in fake.requests if r["method"] == "POST"][n_before:]
+        # Only the first event's comment says "/go write it"; the second says "/go once more".
+        t.ok(any("/go write it" in r["raw"] and "/go once more" in r["raw"] for r in later),
+             "%s: and resumes the conversation: the API sees the earlier turns" % agent,
+             [r["raw"][:300] for r in later])
+    fake.stop()
+    return fake
+
+
+claude, why = cli_ok("claude", ["--version"])
+if claude is None:
+    t.skip("claude end to end", why)
+else:
+    run_agent("claude", claude, "", "      claude: { api_key: env:T_ANTHROPIC_KEY }\n")
+
+# Codex and OpenCode: their native binaries (the npm wrappers are node scripts that find them).
+CODEX = os.path.join(NODE_MODULES, "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex")
+codex, why = cli_ok("codex", ["--version"])
+if codex is None or not os.path.exists(CODEX):
+    t.skip("codex end to end", why if codex is None else "%s missing (not linux-x64?)" % CODEX)
+else:
+    run_agent("codex", CODEX, "", "      codex: { api_key: env:T_OPENAI_KEY }\n")
+
+OPENCODE = os.path.join(NODE_MODULES, "opencode-linux-x64", "bin", "opencode")
+oc, why = cli_ok("opencode", ["--version"])
+if oc is None or not os.path.exists(OPENCODE):
+    t.skip("opencode end to end", why if oc is None else "%s missing (not linux-x64?)" % OPENCODE)
+else:
+    run_agent("opencode", OPENCODE, "", "      opencode: { api_key: env:T_ANTHROPIC_KEY }\n")
+
+t.done()

@@ -1,0 +1,223 @@
+"""A run's network (SPEC section 8): only loopback inside; the proxy applies network.allow outside, refuses private addresses, and logs every connection."""
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spurtest import Spur, Tap, SPUR, github_headers, github_comment
+
+t = Tap()
+
+probe = subprocess.run(["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+                        "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
+                        "--dev", "/dev", "/bin/true"], capture_output=True) if os.path.exists("/usr/bin/bwrap") else None
+if probe is None or probe.returncode != 0:
+    t.skip_all("bubblewrap cannot create sandboxes here: %s" % (probe.stderr.decode().strip() if probe else "bwrap not installed"))
+if os.geteuid() == 0 and subprocess.run(["id", "spur-run"], capture_output=True).returncode != 0:
+    subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                    "--shell", "/usr/sbin/nologin", "spur-run"], check=False)
+
+
+class Hello(http.server.BaseHTTPRequestHandler):
+    """The one server runs may reach: says hello, and a large body on /big."""
+    hits = []
+
+    def do_GET(self):
+        Hello.hits.append((self.path, dict(self.headers)))
+        body = b"x" * (1 << 20) if self.path == "/big" else b"hello from the allowed host\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+HPORT = srv.server_address[1]
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+
+# Everything the run tries, from inside; it prints one JSON object.
+PROBE = r'''
+import json, os, socket, sys
+HPORT = int(sys.argv[1]); SPORT = int(sys.argv[2])
+out = {"env": {k: os.environ.get(k) for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY")}}
+proxy = os.environ.get("HTTP_PROXY")
+def raw(req, tunnel_then=None):
+    try:
+        host, port = proxy[len("http://"):].split(":")
+        s = socket.create_connection((host, int(port)), timeout=10)
+        s.sendall(req.encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            c = s.recv(65536)
+            if not c: break
+            data += c
+        status = data.split(b"\r\n")[0].decode()
+        if tunnel_then is not None and " 200 " in status:
+            s.sendall(tunnel_then.encode())
+        while True:
+            c = s.recv(65536)
+            if not c: break
+            data += c
+        s.close()
+        return {"status": status, "len": len(data), "body": data.split(b"\r\n\r\n", 1)[-1][-200:].decode("utf-8", "replace")}
+    except Exception as e:
+        return {"error": repr(e)}
+def tcp(host, port):
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        return "connected"
+    except Exception as e:
+        return repr(e)
+if proxy:
+    out["allowed"] = raw("GET http://127.0.0.1:%d/hello HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nProxy-Connection: keep-alive\r\n\r\n" % (HPORT, HPORT))
+    out["big"] = raw("GET http://127.0.0.1:%d/big HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (HPORT, HPORT))
+    out["tunnel"] = raw("CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (HPORT, HPORT),
+                        "GET /tunnelled HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    out["unlisted"] = raw("GET http://unlisted.example.test/ HTTP/1.1\r\nHost: unlisted.example.test\r\n\r\n")
+    out["unlisted_connect"] = raw("CONNECT unlisted.example.test:443 HTTP/1.1\r\nHost: unlisted.example.test\r\n\r\n")
+    out["wrong_port"] = raw("GET http://127.0.0.1:%d/hello HTTP/1.1\r\nHost: x\r\n\r\n" % (HPORT + 1))
+    out["localhost"] = raw("GET http://localhost:%d/hello HTTP/1.1\r\nHost: localhost\r\n\r\n" % HPORT)
+    out["spur_port"] = raw("CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: x\r\n\r\n" % SPORT)
+    out["garbage"] = raw("HELLO\r\n\r\n")
+    out["https_form"] = raw("GET https://127.0.0.1:%d/ HTTP/1.1\r\nHost: x\r\n\r\n" % HPORT)
+out["direct_spur"] = tcp("127.0.0.1", SPORT)
+out["direct_http"] = tcp("127.0.0.1", HPORT)
+out["direct_public"] = tcp("1.1.1.1", 80)
+try:
+    out["dns"] = repr(socket.getaddrinfo("example.com", 80))
+except Exception as e:
+    out["dns"] = "failed: " + repr(e)
+print(json.dumps(out))
+'''
+
+
+def auto(name, text, extra):
+    return ("name: %s\non:\n  github:\n    events: [issue_comment.created]\n    text: '%s'\n"
+            "agent: command\ncommand: %s\nprompt: |\n  Probe.\nproof: report\n%s") % (
+                name, text, json.dumps(["python3", "-c", PROBE, str(HPORT), "SPORT"]), extra)
+
+
+HOOK = "/o/acme/hooks/github"
+
+
+def fire(s, text, number):
+    b = json.dumps(github_comment(text, number=number, comment_id=int(time.time() * 1e6) % 10**9)).encode()
+    st, _, a = s.post_json(HOOK, b, github_headers(b))
+    if st != 200 or len(a.get("runs", [])) != 1:
+        raise RuntimeError("post failed: %r %r" % (st, a))
+    return a["runs"][0]
+
+
+def wait_done(s, run, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        r = s.query("SELECT state, reason FROM runs WHERE id = ?", run)
+        if r and r[0]["state"] in ("completed", "needs_review", "failed", "timed_out", "cancelled"):
+            return r[0]
+        time.sleep(0.1)
+    return {"state": "timeout", "reason": None}
+
+
+def result(s, run):
+    rc, out, err = s.c("show", "--json", run)
+    j = json.loads(out)
+    try:
+        return j, json.loads(j["result"])
+    except (TypeError, ValueError):
+        rc, log, _ = s.c("logs", run)
+        return j, {"unparsed": j.get("result"), "log": log}
+
+
+# The in-sandbox forwarder is the spur binary itself. An ASan build reserves terabytes
+# of shadow address space, which the sandbox's RLIMIT_DATA (sandbox.memory) counts.
+ASAN = b"__asan_init" in open(SPUR, "rb").read()
+SANDBOX_CONF = "sandbox:\n  memory: 0\n" if ASAN else ""
+spur = Spur(SANDBOX_CONF, automations={})
+sport = spur.port
+allow = 'network:\n  allow: ["127.0.0.1:%d", "*.example.test:8443"]\n' % HPORT
+spur.write_automation("net.yaml", auto("net", "^/net", allow).replace('"SPORT"', '"%d"' % sport))
+# Only the name: localhost resolves to loopback, which is refused unless listed literally.
+spur.write_automation("loop.yaml", auto("loop", "^/loop", 'network:\n  allow: ["localhost:%d"]\n' % HPORT).replace('"SPORT"', '"%d"' % sport))
+spur.write_automation("nonet.yaml", auto("nonet", "^/nonet", "").replace('"SPORT"', '"%d"' % sport))
+with spur as s:
+    s.start()
+    run = fire(s, "/net probe", 1)
+    st = wait_done(s, run)
+    j, r = result(s, run)
+    t.ok(st["state"] == "completed", "a command run with network.allow completes", (st, r.get("log", "")[-3000:]))
+    t.eq(r.get("env", {}).get("HTTP_PROXY"), "http://127.0.0.1:3128", "HTTP_PROXY points at the in-sandbox proxy port")
+    t.ok(all(r.get("env", {}).get(k) == "http://127.0.0.1:3128" for k in ("HTTPS_PROXY", "http_proxy", "https_proxy")),
+         "HTTPS_PROXY and the lower-case forms too", r.get("env"))
+    a = r.get("allowed", {})
+    t.ok(" 200 " in a.get("status", "") and "hello from the allowed host" in a.get("body", ""),
+         "an allowed host (a literal address on the list) answers through the proxy", a)
+    t.ok(any(p == "/hello" and "Proxy-Connection" not in h for p, h in Hello.hits),
+         "the origin gets an origin-form request without proxy headers", Hello.hits[:3])
+    t.ok(r.get("big", {}).get("len", 0) > (1 << 20), "a 1 MiB body comes through whole", r.get("big"))
+    tu = r.get("tunnel", {})
+    t.ok("200" in tu.get("status", "") and any(p == "/tunnelled" for p, _ in Hello.hits),
+         "CONNECT to an allowed host:port opens a tunnel", tu)
+    for key, name in (("unlisted", "an absolute-URI request to a host not on the list"),
+                      ("unlisted_connect", "a CONNECT to a host not on the list"),
+                      ("wrong_port", "an allowed address on another port")):
+        t.ok(r.get(key, {}).get("status", "").startswith("HTTP/1.1 403"), "%s gets 403" % name, r.get(key))
+    t.ok(r.get("spur_port", {}).get("status", "").startswith("HTTP/1.1 403"), "spur's own port through the proxy: 403",
+         r.get("spur_port"))
+    t.ok(r.get("garbage", {}).get("status", "").startswith("HTTP/1.1 400"), "a request that is not a proxy request: 400",
+         r.get("garbage"))
+    t.ok(r.get("https_form", {}).get("status", "").startswith("HTTP/1.1 400"), "https:// absolute URIs are refused (use CONNECT)",
+         r.get("https_form"))
+    t.ok(r.get("direct_spur") != "connected", "a direct TCP connection to spur's own port fails", r.get("direct_spur"))
+    t.ok(r.get("direct_http") != "connected", "a direct connection to the allowed host, bypassing the proxy, fails",
+         r.get("direct_http"))
+    t.ok(r.get("direct_public") != "connected", "a direct connection to a public address fails", r.get("direct_public"))
+    t.ok(str(r.get("dns", "")).startswith("failed"), "DNS lookups inside the sandbox fail", r.get("dns"))
+
+    conns = j.get("connections", [])
+    by = {}
+    for c in conns:
+        by.setdefault((c["host"], c["port"]), []).append(c)
+    t.ok(any(c["verdict"] == "allowed" and c["bytes_in"] > 0 and c["bytes_out"] > 0 for c in by.get(("127.0.0.1", HPORT), [])),
+         "spur show lists the allowed connection with bytes both ways", conns)
+    t.ok(any(c["verdict"] == "allowed" and c["bytes_in"] > (1 << 20) for c in by.get(("127.0.0.1", HPORT), [])),
+         "the large download's bytes are counted", conns)
+    t.ok(any(c["verdict"] == "denied" for c in by.get(("unlisted.example.test", 80), [])) and
+         any(c["verdict"] == "denied" for c in by.get(("unlisted.example.test", 443), [])),
+         "refused hosts are listed with verdict denied", conns)
+    t.ok(all(c["at"] for c in conns), "every connection has a time")
+    rc, out, err = s.c("show", run)
+    t.ok("unlisted.example.test:443 denied" in out, "the text form of spur show lists connections", out[-800:])
+    logs = s.logs()
+    t.ok("event=egress.connection" in logs and "verdict=denied" in logs, "the engine log has every connection")
+
+    run3 = fire(s, "/loop probe", 3)
+    wait_done(s, run3)
+    j3, r3 = result(s, run3)
+    t.ok(r3.get("localhost", {}).get("status", "").startswith("HTTP/1.1 403") and
+         "private" in r3.get("localhost", {}).get("body", ""),
+         "a listed name that resolves to loopback (localhost) is refused with 403", r3.get("localhost"))
+    t.ok(any(c["verdict"] == "refused" and c["host"] == "localhost" for c in j3.get("connections", [])),
+         "the loopback name is listed with verdict refused", j3.get("connections"))
+    t.ok(r3.get("allowed", {}).get("status", "").startswith("HTTP/1.1 403"),
+         "and 127.0.0.1 itself is not on that list", r3.get("allowed"))
+
+    run2 = fire(s, "/nonet probe", 2)
+    st2 = wait_done(s, run2)
+    j2, r2 = result(s, run2)
+    t.eq(st2["state"], "completed", "a command run without network.allow completes")
+    t.ok(all(v is None for v in r2.get("env", {"x": 1}).values()), "it gets no proxy variables", r2.get("env"))
+    t.ok(r2.get("direct_spur") != "connected" and r2.get("direct_public") != "connected",
+         "and no connection out at all", r2)
+    t.eq(j2.get("connections"), [], "and no connection is listed")
+    t.ok(not os.path.exists(os.path.join(s.data_dir, "runs", run2, "net")), "no sockets are made for it")
+    t.ok(not os.path.exists(os.path.join(s.data_dir, "runs", run, "net", "proxy.sock")),
+         "the proxy socket is gone after the run")
+srv.shutdown()
+t.done()
