@@ -315,6 +315,8 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 	struct org			*org;
 	struct secret			*key = NULL;
 	struct egress			*eg;
+	const struct sandbox_bind	*old_binds;
+	size_t				 old_nbinds;
 	char				*rundir, *path, *url;
 	char				 self[PATH_MAX];
 	int				 proxy = a->network_allow != NULL &&
@@ -338,6 +340,8 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 	eg = xcalloc(1, sizeof *eg);
 	for (i = 0; i < spec->nbinds && i < SANDBOX_BINDS_MAX; i++)
 		eg->binds[i] = spec->binds[i];
+	old_binds = spec->binds;
+	old_nbinds = spec->nbinds;
 	spec->binds = eg->binds;
 
 	/* Readable by the sandbox user through the bind; its parent keeps others out. */
@@ -429,6 +433,8 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 	*out = eg;
 	return 0;
 fail:
+	spec->binds = old_binds;	/* not left pointing into what is freed */
+	spec->nbinds = old_nbinds;
 	egress_free(eg);
 	return -1;
 }

@@ -37,6 +37,7 @@ spur_event_free(struct spur_event *ev)
 	free(ev->repository);
 	free(ev->dedup);
 	json_decref(ev->payload);
+	free(ev->payload_raw);
 	json_decref(ev->meta);
 	free(ev);
 }

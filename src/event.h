@@ -25,6 +25,8 @@ struct spur_event {
 	char	*repository;	/* owner/repo (github), else NULL */
 	char	*dedup;		/* deduplication key within the org, NULL: none */
 	json_t	*payload;	/* the source's JSON payload (a form is decoded to JSON) */
+	char	*payload_raw;	/* the payload's JSON text as received, when the body was it */
+	size_t	 payload_rawlen;
 	/*
 	 * Source-specific facts used by matching and delivery (an object, never NULL):
 	 *  github:  label, comment_id, review_comment_id, installation_id, number,

@@ -7,10 +7,12 @@
 #include "ingest.h"
 #include "report.h"
 #include "prompt.h"
+#include "report.h"
 #include "serve.h"
 #include "store.h"
 
 #include <event2/event.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,27 +27,85 @@ struct pending {
 	void		*arg;
 };
 
+/*
+ * Commits run on a writer thread with its own store connection, so that the
+ * loop goes on reading and verifying requests while a commit waits for its
+ * fsync; everything that arrives meanwhile is the next batch (group commit).
+ */
 struct ingest {
 	struct engine	*engine;
-	struct event	*commit_ev;
+	struct event	*commit_ev;	/* loop: start a batch if none is in flight */
+	struct event	*done_ev;	/* writer -> loop: the batch is committed */
 	struct pending	*pending;
 	size_t		 npending;
 	size_t		 cap;
-	long long	 queued;	/* runs queued in the store, as of the last commit */
+	long long	 queued;	/* runs queued in the store (recounted each second) */
+	int64_t		 counted_at;
+
+	struct store	*wstore;
+	pthread_t	 thread;
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;
+	struct pending	*batch;		/* in flight; owned by the writer until done */
+	struct ingest_item *items;
+	size_t		 nbatch;
+	int		 busy;		/* a batch is in flight */
+	int		 done;		/* the writer finished it */
+	int		 rc;
+	char		*cause;
+	int		 stop;
 };
 
 static void	ingest_commit_cb(evutil_socket_t, short, void *);
+static void	ingest_written_cb(evutil_socket_t, short, void *);
+static void	ingest_finish_batch(struct ingest *);
+
+static void *
+ingest_writer_main(void *arg)
+{
+	struct ingest	*in = arg;
+	char		*cause = NULL;
+	int		 rc;
+
+	pthread_mutex_lock(&in->mu);
+	for (;;) {
+		while (!in->stop && !(in->busy && !in->done))
+			pthread_cond_wait(&in->cv, &in->mu);
+		if (in->stop)
+			break;
+		pthread_mutex_unlock(&in->mu);
+		rc = store_ingest(in->wstore, in->items, in->nbatch, &cause);
+		pthread_mutex_lock(&in->mu);
+		in->rc = rc;
+		in->cause = cause;
+		cause = NULL;
+		in->done = 1;
+		pthread_cond_broadcast(&in->cv);
+		event_active(in->done_ev, 0, 0);
+	}
+	pthread_mutex_unlock(&in->mu);
+	return NULL;
+}
 
 struct ingest *
 ingest_create(struct engine *e)
 {
 	struct ingest	*in = xcalloc(1, sizeof *in);
+	char		*cause = NULL;
 
 	in->engine = e;
 	in->commit_ev = event_new(e->base, -1, 0, ingest_commit_cb, in);
+	in->done_ev = event_new(e->base, -1, 0, ingest_written_cb, in);
 	in->queued = store_count_runs(e->store, RUN_QUEUED);
 	if (in->queued < 0)
 		in->queued = 0;
+	in->counted_at = now_ms();
+	if ((in->wstore = store_open(e->conf->data_dir, 0, &cause)) == NULL)
+		fatal("cannot open the store for the writer: %s", cause);
+	pthread_mutex_init(&in->mu, NULL);
+	pthread_cond_init(&in->cv, NULL);
+	if (pthread_create(&in->thread, NULL, ingest_writer_main, in) != 0)
+		fatal("cannot start the writer thread");
 	return in;
 }
 
@@ -71,7 +131,16 @@ ingest_free(struct ingest *in)
 	if (in == NULL)
 		return;
 	ingest_flush(in);
+	pthread_mutex_lock(&in->mu);
+	in->stop = 1;
+	pthread_cond_broadcast(&in->cv);
+	pthread_mutex_unlock(&in->mu);
+	pthread_join(in->thread, NULL);
+	pthread_mutex_destroy(&in->mu);
+	pthread_cond_destroy(&in->cv);
+	store_close(in->wstore);
 	event_free(in->commit_ev);
+	event_free(in->done_ev);
 	free(in->pending);
 	free(in);
 }
@@ -132,7 +201,7 @@ ingest_submit(struct ingest *in, struct spur_event *ev, ingest_done_cb cb, void 
 		r->prompt = prompt_build(matches[i]->prompt, ev, NULL);
 		r->automation_json = automation_to_json(matches[i]);
 	}
-	if (in->npending == 1)
+	if (in->npending == 1 && !in->busy)
 		event_active(in->commit_ev, 0, 0);
 }
 
@@ -147,31 +216,24 @@ ingest_cancel(struct ingest *in, void *arg)
 	}
 }
 
+/* Loop: answers every delivery of the batch the writer committed (or could not). */
 static void
-ingest_commit_batch(struct ingest *in, struct pending *batch, size_t n)
+ingest_finish_batch(struct ingest *in)
 {
 	struct engine		*e = in->engine;
-	struct ingest_item	*items;
-	char			*cause = NULL;
-	size_t			 i, j;
-	int			 rc;
+	struct pending		*batch = in->batch;
+	struct ingest_item	*items = in->items;
+	size_t			 n = in->nbatch, i, j;
+	int			 rc = in->rc;
 	json_t			*runs;
 	enum ingest_status	 status;
-	int64_t			 t0 = now_ms();
 
-	items = xcalloc(n, sizeof *items);
-	for (i = 0; i < n; i++) {
-		items[i].event = batch[i].ev;
-		items[i].runs = batch[i].runs;
-		items[i].nruns = batch[i].nruns;
-	}
-	rc = store_ingest(e->store, items, n, &cause);
 	if (rc != 0) {
-		log_error("event=ingest.commit_failed deliveries=%zu error=%s", n, log_q(cause));
-		free(cause);
-	} else
-		log_debug("event=ingest.commit deliveries=%zu ms=%lld", n,
-		    (long long)(now_ms() - t0));
+		log_error("event=ingest.commit_failed deliveries=%zu error=%s", n,
+		    log_q(in->cause));
+	}
+	free(in->cause);
+	in->cause = NULL;
 	for (i = 0; i < n; i++) {
 		struct pending *p = &batch[i];
 		runs = json_array();
@@ -196,7 +258,6 @@ ingest_commit_batch(struct ingest *in, struct pending *batch, size_t n)
 			    log_q(p->ev->type), p->ev->id, log_q(p->ev->delivery),
 			    log_q(p->ev->thread), p->nruns);
 			metrics_count(e->metrics, "events", 1);
-			/* The thread hears that its event was taken (an eyes reaction). */
 			if (p->nruns > 0)
 				report_accepted(e, p->ev, p->runs[0].id);
 		}
@@ -206,33 +267,88 @@ ingest_commit_batch(struct ingest *in, struct pending *batch, size_t n)
 		pending_free(p);
 	}
 	free(items);
+	free(batch);
+	in->batch = NULL;
+	in->items = NULL;
+	in->nbatch = 0;
 	if (rc == 0) {
-		in->queued = store_count_runs(e->store, RUN_QUEUED);
+		/* A recount is a query: once a second is enough to keep the bound honest. */
+		if (now_ms() - in->counted_at >= 1000) {
+			in->queued = store_count_runs(e->store, RUN_QUEUED);
+			in->counted_at = now_ms();
+		}
 		if (e->dispatch != NULL)
 			dispatch_kick(e->dispatch);
 	}
 }
 
+/* Loop: hands what is pending to the writer, unless a batch is in flight. */
+static void
+ingest_start_batch(struct ingest *in)
+{
+	size_t	 n, i;
+
+	if (in->busy || in->npending == 0)
+		return;
+	n = in->npending < INGEST_MAX_BATCH ? in->npending : INGEST_MAX_BATCH;
+	in->batch = xmalloc(n * sizeof *in->batch);
+	memcpy(in->batch, in->pending, n * sizeof *in->batch);
+	memmove(in->pending, in->pending + n, (in->npending - n) * sizeof *in->pending);
+	in->npending -= n;
+	in->items = xcalloc(n, sizeof *in->items);
+	for (i = 0; i < n; i++) {
+		in->items[i].event = in->batch[i].ev;
+		in->items[i].runs = in->batch[i].runs;
+		in->items[i].nruns = in->batch[i].nruns;
+	}
+	pthread_mutex_lock(&in->mu);
+	in->nbatch = n;
+	in->done = 0;
+	in->busy = 1;
+	pthread_cond_broadcast(&in->cv);
+	pthread_mutex_unlock(&in->mu);
+}
+
 static void
 ingest_commit_cb(evutil_socket_t fd, short what, void *arg)
 {
-	ingest_flush(arg);
+	ingest_start_batch(arg);
 }
 
+static void
+ingest_written_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct ingest	*in = arg;
+	int		 done;
+
+	pthread_mutex_lock(&in->mu);
+	done = in->busy && in->done;
+	if (done)
+		in->busy = 0;
+	pthread_mutex_unlock(&in->mu);
+	if (!done)
+		return;
+	ingest_finish_batch(in);
+	ingest_start_batch(in);
+}
+
+/* Commits everything pending now, waiting for the writer (shutdown). */
 void
 ingest_flush(struct ingest *in)
 {
-	struct pending	*batch;
-	size_t		 n;
-
-	while (in->npending > 0) {
-		/* Callbacks may submit more; take the batch first. */
-		n = in->npending < INGEST_MAX_BATCH ? in->npending : INGEST_MAX_BATCH;
-		batch = xmalloc(n * sizeof *batch);
-		memcpy(batch, in->pending, n * sizeof *batch);
-		memmove(in->pending, in->pending + n, (in->npending - n) * sizeof *batch);
-		in->npending -= n;
-		ingest_commit_batch(in, batch, n);
-		free(batch);
+	for (;;) {
+		pthread_mutex_lock(&in->mu);
+		while (in->busy && !in->done)
+			pthread_cond_wait(&in->cv, &in->mu);
+		if (in->busy)
+			in->busy = 0;
+		else if (in->npending == 0) {
+			pthread_mutex_unlock(&in->mu);
+			return;
+		}
+		pthread_mutex_unlock(&in->mu);
+		if (in->batch != NULL)
+			ingest_finish_batch(in);
+		ingest_start_batch(in);
 	}
 }

@@ -13,6 +13,7 @@
 
 #include <sys/resource.h>
 #include <event2/event.h>
+#include <event2/thread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -203,6 +204,9 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 		log_error("event=store.open_failed error=%s", log_q(cause));
 		goto out;
 	}
+	/* The store's writer thread wakes the loop: the base must be lockable. */
+	if (evthread_use_pthreads() != 0)
+		fatal("evthread_use_pthreads failed");
 	e.base = event_base_new();
 	e.metrics = metrics_create();
 	e.ingest = ingest_create(&e);
@@ -256,5 +260,6 @@ out:
 		automation_set_unref(e.automations);
 	config_free(e.conf);
 	free(e.config_path);
+	libevent_global_shutdown();
 	return rc;
 }

@@ -220,7 +220,6 @@ server_hook(struct server *srv, struct evhttp_request *req, const char *org_name
 	if (sr.org != NULL && src == &source_webhook)
 		sr.webhook = automation_webhook(e->automations, org_name, hook);
 	src->handle(&sr, &res);
-	free(data);
 
 	switch (res.verdict) {
 	case SOURCE_UNAUTHORIZED:
@@ -240,6 +239,13 @@ server_hook(struct server *srv, struct evhttp_request *req, const char *org_name
 		server_reply(srv, req, route, res.status, "application/json", res.reply);
 		break;
 	case SOURCE_EVENT:
+		/* A JSON body is the payload: keep its text so the store need not re-serialize it. */
+		if (len > 0 && (data[strspn(data, " \t\r\n")] == '{' ||
+		    data[strspn(data, " \t\r\n")] == '[') && res.event->payload_raw == NULL) {
+			res.event->payload_raw = data;
+			res.event->payload_rawlen = len;
+			data = NULL;
+		}
 		hr = xcalloc(1, sizeof *hr);
 		hr->srv = srv;
 		hr->req = req;
@@ -252,6 +258,7 @@ server_hook(struct server *srv, struct evhttp_request *req, const char *org_name
 		break;
 	}
 	source_result_free(&res);
+	free(data);
 }
 
 static void

@@ -67,6 +67,8 @@ static const char *store_migrations[] = {
 	"CREATE INDEX connections_run ON connections(run);",
 	/* 2: cancel requests from the CLI for runs the engine is running */
 	"ALTER TABLE runs ADD COLUMN cancel_requested TEXT;",
+	/* 3: the payload apart from the event, as received (no re-serializing per request) */
+	"ALTER TABLE events ADD COLUMN payload TEXT;",
 };
 
 const char *
@@ -207,7 +209,7 @@ store_open(const char *data_dir, int readonly, char **cause)
 	if (store_migrate(st, cause) != 0)
 		goto fail;
 	if (store_prepare(st, "INSERT INTO events (id, org, source, type, delivery, "
-	    "dedup, thread, received_at, json) VALUES (?,?,?,?,?,?,?,?,?)",
+	    "dedup, thread, received_at, json, payload) VALUES (?,?,?,?,?,?,?,?,?,?)",
 	    &st->ins_event) != 0 ||
 	    store_prepare(st, "SELECT id FROM events WHERE org = ? AND dedup = ?",
 	    &st->find_dup) != 0 ||
@@ -321,7 +323,7 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 {
 	struct spur_event	*ev = it->event;
 	json_t		*j;
-	char		*text, *old, *aj;
+	char		*text, *old, *aj, *payload = NULL;
 	size_t		 i;
 	int		 rc;
 
@@ -331,7 +333,9 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 		it->duplicate = 1;
 		return 0;
 	}
+	/* The event without its payload; the payload as received when we have it. */
 	j = spur_event_to_json(ev);
+	json_object_del(j, "payload");
 	text = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	bind_text(st->ins_event, 1, ev->id);
@@ -343,8 +347,16 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 	bind_text(st->ins_event, 7, ev->thread);
 	sqlite3_bind_int64(st->ins_event, 8, ev->received_at);
 	bind_text(st->ins_event, 9, text);
+	if (ev->payload_raw != NULL)
+		sqlite3_bind_text(st->ins_event, 10, ev->payload_raw, (int)ev->payload_rawlen,
+		    SQLITE_STATIC);
+	else if (ev->payload != NULL) {
+		payload = json_dumps(ev->payload, JSON_COMPACT | JSON_ENCODE_ANY);
+		bind_text(st->ins_event, 10, payload);
+	}
 	rc = store_step_done(st, st->ins_event);
 	free(text);
+	free(payload);
 	if (rc != 0)
 		return -1;
 	for (i = 0; i < it->nruns; i++) {
@@ -838,12 +850,17 @@ store_event_json(struct store *st, const char *event)
 	sqlite3_stmt	*s;
 	json_t		*j = NULL;
 
-	if (event == NULL || sqlite3_prepare_v2(st->db, "SELECT json FROM events WHERE "
-	    "id = ?", -1, &s, NULL) != SQLITE_OK)
+	if (event == NULL || sqlite3_prepare_v2(st->db, "SELECT json, payload FROM events "
+	    "WHERE id = ?", -1, &s, NULL) != SQLITE_OK)
 		return NULL;
 	bind_text(s, 1, event);
-	if (sqlite3_step(s) == SQLITE_ROW)
+	if (sqlite3_step(s) == SQLITE_ROW) {
 		j = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
+		if (j != NULL && sqlite3_column_type(s, 1) != SQLITE_NULL)
+			json_object_set_new(j, "payload", json_loadb((const char *)
+			    sqlite3_column_text(s, 1), sqlite3_column_bytes(s, 1),
+			    JSON_DECODE_ANY, NULL));
+	}
 	sqlite3_finalize(s);
 	return j;
 }

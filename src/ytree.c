@@ -178,7 +178,7 @@ yload_children(struct yload *l, struct ynode *n, yaml_event_type_t end, int dept
 {
 	yaml_event_t	 ev;
 	struct ynode	*child;
-	size_t		 count = 0;
+	size_t		 count = 0, cap = 0;
 
 	for (;;) {
 		if (yload_next(l, &ev) != 0)
@@ -191,7 +191,11 @@ yload_children(struct yload *l, struct ynode *n, yaml_event_type_t end, int dept
 		yaml_event_delete(&ev);
 		if (child == NULL)
 			goto fail;
-		n->items = xreallocarray(n->items, count + 1, sizeof *n->items);
+		if (count == cap) {
+			/* Doubling: a map of many keys must not cost quadratic copying. */
+			cap = cap == 0 ? 8 : cap * 2;
+			n->items = xreallocarray(n->items, cap, sizeof *n->items);
+		}
 		n->items[count++] = child;
 		n->n = n->type == YNODE_MAP ? count / 2 : count;
 	}

@@ -52,7 +52,7 @@ def wait_log(s, pattern, timeout, since=0):
 
 
 def events(s, automation):
-    return s.query("SELECT id, dedup, thread, received_at, json FROM events WHERE source = 'schedule' "
+    return s.query("SELECT id, dedup, thread, received_at, json, payload FROM events WHERE source = 'schedule' "
                    "AND dedup LIKE ? ORDER BY received_at", "schedule:%s@%%" % automation)
 
 
@@ -158,7 +158,7 @@ with Spur(SANDBOX + "schedules:\n  catch_up: 5m\n", automations=CATCH) as s:
          ("schedule", "schedule", "acme", "schedule:inwin@%s" % iso(inwin), ""),
          "the event: source, type, org, thread schedule:{automation}@{time}, empty text")
     t.eq(j.get("meta"), {"automation": "inwin", "scheduled_at": iso(inwin)}, "its meta")
-    t.eq(j.get("payload"), {"automation": "inwin", "cron": "%d %d * * *" % (iw.minute, iw.hour),
+    t.eq(json.loads(ev[0]["payload"]) if ev and ev[0].get("payload") else None, {"automation": "inwin", "cron": "%d %d * * *" % (iw.minute, iw.hour),
                             "timezone": "UTC", "scheduled_at": iso(inwin)}, "its payload")
     runs = s.query("SELECT automation FROM runs WHERE event = ?", ev[0]["id"]) if ev else []
     t.eq([r["automation"] for r in runs], ["inwin"], "and its run, committed with it")
