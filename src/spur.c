@@ -18,46 +18,46 @@ static const struct cmd cmds[] = {
 	  "Runs the engine in the foreground, logging to stderr. SIGHUP reloads the\n"
 	  "config and automations (an invalid set is refused and the old one kept);\n"
 	  "SIGTERM or SIGINT stops accepting, finishes in-flight requests and exits 0.",
-	  cmd_serve },
+	  cmd_serve, 0 },
 	{ "check", "[-c FILE]",
 	  "Validates the config and every automation; prints one\n"
 	  "FILE:LINE:COL: error: MESSAGE line per problem and exits 1 if there is any.",
-	  cmd_check },
+	  cmd_check, 0 },
 	{ "fire", "[-c FILE] --org ORG --source SRC [--event NAME] [-H 'Name: value']... "
 	  "[--why] [--prompt] [--json] FILE",
 	  "Dry run of one payload: prints the normalized event, each automation that\n"
 	  "matches and the exact prompt its run would get. --why also says why each\n"
 	  "other automation did not match; --prompt prints only the prompts. No\n"
 	  "signature is verified, nothing is stored or started.",
-	  cmd_fire },
+	  cmd_fire, 0 },
 	{ "runs", "[-c FILE] [--org ORG] [--state STATE] [--limit N] [--json]",
 	  "Lists runs, newest first: id, org, automation, state, thread, start, duration.",
-	  cmd_runs },
+	  cmd_runs, 0 },
 	{ "show", "[-c FILE] [--json] RUN",
 	  "Shows one run: event, prompt, state history with reasons, result, proof,\n"
 	  "reports and network connections.",
-	  cmd_show },
+	  cmd_show, 0 },
 	{ "logs", "[-c FILE] [-f] RUN",
 	  "Prints the run's agent output; -f follows it until the run ends.",
-	  cmd_logs },
+	  cmd_logs, 0 },
 	{ "cancel", "[-c FILE] RUN",
 	  "Ends a queued or running run: its sandbox is killed, its state becomes\n"
 	  "cancelled and the thread is told.",
-	  cmd_cancel },
+	  cmd_cancel, 0 },
 	{ "retry", "[-c FILE] RUN",
 	  "Starts a new run from the same event and automation.",
-	  cmd_retry },
+	  cmd_retry, 0 },
 	{ "schedules", "[-c FILE] [--org ORG] [--next N] [--json]",
 	  "Lists every schedule and its next N fire times (default 3), in UTC and in\n"
 	  "the schedule's time zone.",
-	  cmd_schedules },
+	  cmd_schedules, 0 },
 	{ "forward", "[--proxy|--gateway 127.0.0.1:PORT=SOCKET]... -- COMMAND [ARG]...",
 	  "Internal (run by the engine inside a sandbox, not by hand): listens on the\n"
 	  "loopback ports, relays each connection to its unix socket, runs COMMAND and\n"
 	  "exits with its status.",
-	  cmd_forward },
-	{ "version", "", "Prints the version.", cmd_version },
-	{ "help", "[COMMAND]", "Prints usage.", cmd_help },
+	  cmd_forward, 1 },
+	{ "version", "", "Prints the version.", cmd_version, 0 },
+	{ "help", "[COMMAND]", "Prints usage.", cmd_help, 0 },
 };
 
 void
@@ -78,8 +78,10 @@ usage_all(FILE *f)
 	fprintf(f, "usage: spur COMMAND [OPTIONS]\n\n"
 	    "spur turns events (GitHub, Slack, Linear, webhooks, schedules) into\n"
 	    "sandboxed coding-agent runs.\n\ncommands:\n");
-	for (i = 0; i < SPUR_ARRLEN(cmds); i++)
-		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].usage);
+	for (i = 0; i < SPUR_ARRLEN(cmds); i++) {
+		if (!cmds[i].hidden)
+			fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].usage);
+	}
 	fprintf(f, "\nspur COMMAND --help prints a command's usage.\n"
 	    "Exit status: 0 done, 1 what was asked failed, 2 usage error.\n");
 }
