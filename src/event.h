@@ -40,6 +40,9 @@ struct spur_event {
 	json_t	*meta;
 };
 
+/* What every report spur posts carries, so that its own posts never start runs (bots: false). */
+#define EVENT_OWN_MARKER	"<!-- spur:"
+
 struct spur_event	*spur_event_new(const char *org, const char *source);
 void		 spur_event_free(struct spur_event *);
 /* The event as SPEC section 6 JSON (payload and meta included). */

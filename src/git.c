@@ -86,10 +86,12 @@ static void
 git_exit_cb(struct proc *p, const struct proc_exit *x, void *arg)
 {
 	struct git	*g = arg;
+	int		 status = x->signal == 0 && !x->timed_out ? x->status : -1;
 
 	proc_free(p);
 	g->proc = NULL;
-	g->cb(x->signal == 0 && !x->timed_out ? x->status : -1, buf_cstr(&g->out), g->arg);
+	g->cb(status, buf_cstr(&g->out), g->arg);
+	git_free(g);
 }
 
 struct git *

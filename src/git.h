@@ -14,7 +14,10 @@ struct git_opts {
 	long long	 timeout_ms;	/* 0: 10 minutes */
 };
 
-/* status: git's exit status, -1 when it did not run to an end; output: both pipes, bounded. */
+/*
+ * status: git's exit status, -1 when it did not run to an end; output: both
+ * pipes, bounded. The git object is freed after the callback returns.
+ */
 typedef void (*git_done_cb)(int status, const char *output, void *);
 
 /* Runs "git ARGS..." (args NULL-terminated) from the loop; NULL with cause if it cannot start. */

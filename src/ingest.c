@@ -5,7 +5,6 @@
 #include "dispatch.h"
 #include "event.h"
 #include "ingest.h"
-#include "report.h"
 #include "prompt.h"
 #include "report.h"
 #include "serve.h"

@@ -534,6 +534,12 @@ automation_eval(const struct automation *a, const struct spur_event *ev, struct 
 				    ev->actor.role != NULL ? ev->actor.role : "NONE");
 			return 0;
 		case TOP_BOTS:
+			/* spur's own reports carry a marker: with a plain token they come from a user. */
+			if (!a->bots && ev->text != NULL && strstr(ev->text, EVENT_OWN_MARKER) != NULL) {
+				if (why != NULL)
+					buf_addf(why, "bots: the text is one of spur's own reports");
+				return 0;
+			}
 			if (a->bots || !ev->actor.bot)
 				break;
 			if (why != NULL)

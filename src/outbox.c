@@ -152,7 +152,7 @@ http_header_fn(char *data, size_t size, size_t n, void *arg)
 	char			**slot = NULL;
 	const char		*v;
 
-	if (len > 20 && strncasecmp(data, "retry-after:", 12) == 0)
+	if (strncasecmp(data, "retry-after:", 12) == 0)
 		slot = &c->retry_after, k = 12;
 	else if (strncasecmp(data, "x-ratelimit-remaining:", 22) == 0)
 		slot = &c->rl_remaining, k = 22;

@@ -447,7 +447,7 @@ report_accepted(struct engine *e, const struct spur_event *ev, const char *run)
 void
 report_run_end(struct engine *e, const char *run)
 {
-	json_t			*j, *ev, *target = NULL, *aj;
+	json_t			*j, *ev, *target = NULL, *aj, *none;
 	struct report_facts	 f;
 	const char		*why = NULL, *source;
 	char			*result = NULL, *reason = NULL, *text = NULL, *body = NULL;
@@ -460,15 +460,17 @@ report_run_end(struct engine *e, const char *run)
 		goto out;
 	ev = json_object_get(j, "event");
 	aj = json_object_get(j, "automation_config");
-	if (json_is_false(json_object_get(aj, "report_thread")) ||
-	    (json_is_string(json_object_get(aj, "report")) &&
-	    strcmp(json_string_value(json_object_get(aj, "report")), "none") == 0)) {
-		store_report_note(e->store, run, "run_end", json_object(), "none",
-		    "report: none");
+	if (json_is_string(json_object_get(aj, "report")) &&
+	    strcmp(json_string_value(json_object_get(aj, "report")), "none") == 0) {
+		none = json_object();
+		store_report_note(e->store, run, "run_end", none, "none", "report: none");
+		json_decref(none);
 		goto out;
 	}
 	if ((target = report_target(ev, 0, &why)) == NULL) {
-		store_report_note(e->store, run, "run_end", json_object(), "no_thread", why);
+		none = json_object();
+		store_report_note(e->store, run, "run_end", none, "no_thread", why);
+		json_decref(none);
 		goto out;
 	}
 	source = json_string_value(json_object_get(target, "source"));

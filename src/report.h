@@ -16,7 +16,9 @@ struct http_response;
  * bodies end with a line holding it too, so a source can recognize spur's own
  * posts and never start runs from them.
  */
-#define REPORT_MARKER		"<!-- spur:"
+#include "event.h"
+
+#define REPORT_MARKER		EVENT_OWN_MARKER
 
 /* Each API's limit for one message body, in bytes (a safe bound for characters). */
 #define REPORT_GITHUB_MAX	65000

@@ -219,6 +219,7 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 		goto out;
 	}
 	e.scheduler = scheduler_create(&e);
+	e.outbox = outbox_create(&e);
 	sigterm = evsignal_new(e.base, SIGTERM, serve_stop_cb, &e);
 	sigint = evsignal_new(e.base, SIGINT, serve_stop_cb, &e);
 	sighup = evsignal_new(e.base, SIGHUP, serve_hup_cb, &e);

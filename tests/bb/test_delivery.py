@@ -54,20 +54,31 @@ def auto(name, command, text, extra="", events="[issue_comment.created]"):
 HOSTILE_SH = r"""
 cat > /dev/null
 cd /workspace
-mkdir -p .git/hooks sub/.git/hooks
+mkdir -p .git/hooks
 for h in pre-commit post-commit pre-push commit-msg post-checkout reference-transaction fsmonitor-watchman; do
   printf '#!/bin/sh\ntouch %(p)s-hook\n' > .git/hooks/$h; chmod +x .git/hooks/$h
-  printf '#!/bin/sh\ntouch %(p)s-subhook\n' > sub/.git/hooks/$h; chmod +x sub/.git/hooks/$h
 done
 printf '[core]\n\tfsmonitor = touch %(p)s-fsmonitor\n\tsshCommand = touch %(p)s-ssh\n\thooksPath = .git/hooks\n[filter "evil"]\n\tclean = touch %(p)s-filter\n\tsmudge = touch %(p)s-filter\n\trequired = true\n[credential]\n\thelper = !touch %(p)s-cred\n[include]\n\tpath = /workspace/inc\n' > .git/config
-cp .git/config sub/.git/config
-printf 'ref: refs/heads/main\n' > sub/.git/HEAD; mkdir -p sub/.git/objects sub/.git/refs
 printf '[core]\n\tfsmonitor = touch %(p)s-include\n' > inc
 printf '* filter=evil\n' > .gitattributes
 ln -s /etc/passwd leak
 ln -s / rootlink
 echo changed > README.md
 echo "Hostile but done"
+""" % {"p": PWNED}
+
+# A nested repository of the agent's, with hooks and hostile config of its own.
+NESTED_SH = r"""
+cat > /dev/null
+cd /workspace
+mkdir -p sub/.git/hooks sub/.git/objects sub/.git/refs
+for h in pre-commit post-commit pre-push post-checkout reference-transaction; do
+  printf '#!/bin/sh\ntouch %(p)s-subhook\n' > sub/.git/hooks/$h; chmod +x sub/.git/hooks/$h
+done
+printf '[core]\n\tfsmonitor = touch %(p)s-subfsmonitor\n\thooksPath = hooks\n' > sub/.git/config
+printf 'ref: refs/heads/main\n' > sub/.git/HEAD
+echo nested > sub/file
+echo "nested done"
 """ % {"p": PWNED}
 
 AUTOS = {
@@ -81,6 +92,7 @@ AUTOS = {
     "nochange.yaml": auto("nochange", ["sh", "-c", "cat >/dev/null; echo nothing to do"], "^/nochange",
                           "proof: commit\n"),
     "hostile.yaml": auto("hostile", ["sh", "-c", HOSTILE_SH], "^/hostile", "proof: commit\n"),
+    "nested.yaml": auto("nested", ["sh", "-c", NESTED_SH], "^/nested", "proof: commit\n"),
     "slack.yaml": "name: slk\non:\n  slack:\n    events: [app_mention]\nagent: command\n"
                   "command: [sh, -c, 'cat >/dev/null; echo \"a <b> & c\"']\nprompt: hi\nproof: report\n",
 }
@@ -244,7 +256,13 @@ try:
         t.ok(not any(f.endswith(" .git/config") or "/.git/" in f for f in files), "no .git content is committed", files)
         t.ok(git_show(remote, "spur/" + r8, "leak") == "/etc/passwd", "the link's target, not /etc/passwd's content")
 
-        s.stop()
+        r9 = fire(s, "/nested", number=15)
+        st = wait_state(s, r9)
+        t.ok(st["state"] in ("completed", "needs_review"), "a nested repository in the workspace ends the run cleanly", st)
+        marks = [p for p in os.listdir("/tmp") if p.startswith(os.path.basename(PWNED))]
+        t.eq(marks, [], "the nested repository's hooks and config run nothing on the host")
+
+        t.eq(s.stop(), 0, "a clean stop (no leak, nothing left running)")
         logs = s.logs()
         t.eq(grep_secrets(logs), [], "no secret in the logs")
         bodies = "\n".join((r["body"] or "") + (r["last_error"] or "") + r["target"] for r in s.query("SELECT * FROM reports"))

@@ -105,6 +105,11 @@ with Spur("limits:\n  body: 256KiB\n", automations={"fix.yaml": FIX, "mention.ya
     st, _, a3 = s.post_json(HOOK + "github", body2, github_headers(body2))
     t.ok(st == 200 and a3.get("runs") == [], "a comment matching no automation is stored with no runs", a3)
 
+    # spur's own report (it carries the marker) never starts a run, even from a member
+    own = json.dumps(github_comment("<!-- spur:run_abc -->\n/fix done: completed", comment_id=4242)).encode()
+    st, _, a4 = s.post_json(HOOK + "github", own, github_headers(own))
+    t.ok(st == 200 and a4.get("runs") == [], "a comment carrying spur's own report marker starts nothing", a4)
+
     before = count(s)
     # signatures
     bad = dict(h)
