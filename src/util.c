@@ -177,7 +177,7 @@ path_dirname(const char *p)
 	return xstrndup(p, slash - p);
 }
 
-/* Reads a whole file, refusing one larger than max bytes. */
+/* Reads a whole file, refusing one larger than max bytes; cause may be NULL. */
 int
 read_file(const char *path, size_t max, char **out, size_t *len, char **cause)
 {
@@ -187,7 +187,8 @@ read_file(const char *path, size_t max, char **out, size_t *len, char **cause)
 	int		 fd;
 
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		xasprintf(cause, "%s: %s", path, strerror(errno));
+		if (cause != NULL)
+			xasprintf(cause, "%s: %s", path, strerror(errno));
 		return -1;
 	}
 	buf_init(&b, max);
@@ -196,13 +197,15 @@ read_file(const char *path, size_t max, char **out, size_t *len, char **cause)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			xasprintf(cause, "%s: %s", path, strerror(errno));
+			if (cause != NULL)
+				xasprintf(cause, "%s: %s", path, strerror(errno));
 			goto fail;
 		}
 		if (n == 0)
 			break;
 		if (buf_add(&b, tmp, n) != 0) {
-			xasprintf(cause, "%s: larger than %zu bytes", path, max);
+			if (cause != NULL)
+				xasprintf(cause, "%s: larger than %zu bytes", path, max);
 			goto fail;
 		}
 	}

@@ -227,7 +227,7 @@ with Spur("limits:\n  runs: 4\nsandbox:\n  backend: bwrap\n", orgs=ORGS, automat
                   "(reason IS NULL OR reason != 'interrupted')")
     t.eq(odd[:10], [], "every run either completed or was interrupted by a kill")
 
-    deadline = time.time() + 60
+    deadline = time.time() + 20
     while time.time() < deadline and s.query("SELECT id FROM reports WHERE state = 'pending'"):
         time.sleep(0.2)
     pending = s.query("SELECT run, kind, attempts, last_error FROM reports WHERE state = 'pending'")
