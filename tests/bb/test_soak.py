@@ -13,11 +13,13 @@ import os
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap, github_headers, github_comment
+from spurtest import Spur, Tap, SECRETS, github_headers, github_comment
+from fakeapis import Fake
 
 EVENTS = int(os.environ.get("SPUR_SOAK_EVENTS") or 10000)
 RUN_EVERY = int(os.environ.get("SPUR_SOAK_RUN_EVERY") or 20)
@@ -62,6 +64,19 @@ prompt: Block.
 proof: none
 concurrency: {key: automation, on_busy: queue}
 """
+
+
+# Reports go to a local stand-in for the GitHub API, so the outbox is soaked too.
+gitroot = tempfile.mkdtemp(prefix="spur-git-")
+fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot)
+ORGS = """\
+orgs:
+  acme:
+    github:
+      webhook_secret: env:T_GH_SECRET
+      token: env:T_GH_TOKEN
+      api_url: %s
+""" % fake.url
 
 
 def rss_kib(pid):
@@ -131,7 +146,7 @@ config = "limits:\n  runs: 4\nretention:\n  events: 35d\nsandbox:\n  backend: %s
 # ASan keeps freed memory in quarantine (256 MiB by default): a small one makes RSS mean something.
 asan = os.environ.get("ASAN_OPTIONS", "")
 env = {"ASAN_OPTIONS": (asan + ":" if asan else "") + "quarantine_size_mb=4"}
-with Spur(config, automations={"go.yaml": GO, "block.yaml": BLOCK}, env=env) as s:
+with Spur(config, orgs=ORGS, automations={"go.yaml": GO, "block.yaml": BLOCK}, env=env) as s:
     s.start()
     pid = s.proc.pid
     db = os.path.join(s.data_dir, "spur.db")
@@ -147,6 +162,10 @@ with Spur(config, automations={"go.yaml": GO, "block.yaml": BLOCK}, env=env) as 
                         fsize(db), fsize(db + "-wal"), lat[len(lat) // 2], lat[-1]))
     ingest_secs = time.time() - t0
     idle = wait_idle(s)
+    deadline = time.time() + 60
+    while time.time() < deadline and s.query("SELECT id FROM reports WHERE state = 'pending'"):
+        time.sleep(0.2)
+    reports = dict((r["state"], r["n"]) for r in s.query("SELECT state, count(*) AS n FROM reports GROUP BY state"))
     # A run's state is stored just before its sandbox's descriptors are closed: give them a moment.
     deadline = time.time() + 5
     while time.time() < deadline and len(os.listdir("/proc/%d/fd" % pid)) > fd0 + CLIENTS + 2:
@@ -160,6 +179,9 @@ with Spur(config, automations={"go.yaml": GO, "block.yaml": BLOCK}, env=env) as 
 
     t.eq(errors[:5], [], "all %d events were answered 200" % EVENTS)
     t.ok(idle, "every run finished")
+    nruns = EVENTS // RUN_EVERY + (1 if EVENTS % RUN_EVERY else 0)
+    t.eq(reports, {"sent": 2 * nruns} if nruns else {}, "the outbox sent every report: %d run ends and %d eyes reactions"
+         % (nruns, nruns))
     states = s.query("SELECT state, count(*) AS n FROM runs GROUP BY state")
     t.eq(states, [{"state": "completed", "n": EVENTS // RUN_EVERY + (1 if EVENTS % RUN_EVERY else 0)}]
          if EVENTS else [], "every run completed, one per /go event")
@@ -170,7 +192,8 @@ with Spur(config, automations={"go.yaml": GO, "block.yaml": BLOCK}, env=env) as 
     t.ok(max(x[2] for x in samples) <= fd0 + CLIENTS + 4 * 8 + 16,
          "open descriptors stay bounded while runs come and go (at most %d, %d before)"
          % (max(x[2] for x in samples), fd0))
-    t.ok(fd_end <= fd0 + CLIENTS + 2, "and are back to %d once the runs are done (%d)" % (fd0, fd_end))
+    t.ok(fd_end <= fd0 + CLIENTS + 2, "and are back to %d once the runs and reports are done (%d)" % (fd0, fd_end),
+         subprocess.run(["ls", "-l", "/proc/%d/fd" % pid], capture_output=True, text=True).stdout)
     wal_max = max(x[4] for x in samples)
     t.ok(wal_max <= 64 * MiB and max(x[4] for x in last) <= max(max(x[4] for x in mid) * 2, 8 * MiB),
          "the WAL is checkpointed: at most %d KiB, not growing" % (wal_max // 1024))
@@ -241,4 +264,5 @@ with Spur(config, automations={"go.yaml": GO, "block.yaml": BLOCK}, env=env) as 
     t.eq(s.stop(), 0, "the engine stops cleanly after pruning")
     print("# %.1f s in all" % (time.time() - t0))
 
+fake.close()
 t.done()
