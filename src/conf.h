@@ -59,6 +59,7 @@ struct agent_conf {
 enum sandbox_backend { SANDBOX_BWRAP, SANDBOX_NONE };
 
 struct config {
+	int			 refs;		/* config_free drops one; the last frees */
 	char			*file;
 	char			*dir;		/* directory of file: relative paths start here */
 	char			**listen;
@@ -91,6 +92,8 @@ struct config {
 
 /* Loads and validates; every problem is added to errs. NULL when any was found. */
 struct config		*config_load(const char *path, struct yerrs *);
+/* Requests being verified on worker threads hold the config they started with. */
+struct config		*config_ref(struct config *);
 void			 config_free(struct config *);
 const char		*config_default_path(void);
 struct org		*config_org(const struct config *, const char *);

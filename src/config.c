@@ -711,6 +711,7 @@ config_load(const char *path, struct yerrs *errs)
 	if ((root = yaml_load_file(path, errs)) == NULL)
 		return NULL;
 	cf = xcalloc(1, sizeof *cf);
+	cf->refs = 1;
 	cf->file = xstrdup(path);
 	cf->dir = path_dirname(path);
 	cfg_defaults(cf);
@@ -784,12 +785,19 @@ named_secrets_free(struct named_secret *s, size_t n)
 	free(s);
 }
 
+struct config *
+config_ref(struct config *cf)
+{
+	cf->refs++;
+	return cf;
+}
+
 void
 config_free(struct config *cf)
 {
 	size_t	 i, j;
 
-	if (cf == NULL)
+	if (cf == NULL || --cf->refs > 0)
 		return;
 	for (i = 0; i < cf->nlisten; i++)
 		free(cf->listen[i]);

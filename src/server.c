@@ -15,12 +15,16 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <pthread.h>
+#include <sys/queue.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SERVER_MAX_LISTEN	16
 #define HOOK_MAX_HEADERS	256
+#define SERVER_MAX_WORKERS	4
 
 struct server {
 	struct engine			*engine;
@@ -29,13 +33,42 @@ struct server {
 	size_t				 nbound;
 	int				 port;
 	int				 inflight;
+
+	/*
+	 * Verification and parsing (the costly part: HMAC over the body, JSON) run
+	 * on worker threads; the loop keeps accepting and answering meanwhile.
+	 */
+	pthread_t			 workers[SERVER_MAX_WORKERS];
+	int				 nworkers;
+	pthread_mutex_t			 mu;
+	pthread_cond_t			 cv;
+	TAILQ_HEAD(, hookreq)		 todo;
+	TAILQ_HEAD(, hookreq)		 done;
+	struct event			*done_ev;
+	int				 stop;
 };
 
-/* A webhook request waiting for its commit. */
+/*
+ * One webhook request, from its arrival to its answer. The worker reads only
+ * what is copied here (and the config and automations it holds references to);
+ * req becomes NULL if the client leaves, and the request still goes its way.
+ */
 struct hookreq {
 	struct server		*srv;
 	struct evhttp_request	*req;
 	char			 route[16];
+	const struct source	*src;
+	struct config		*conf;
+	struct automation_set	*set;
+	char			*org_name;
+	char			*hook;
+	struct header		*headers;
+	size_t			 nheaders;
+	char			*body;
+	size_t			 len;
+	int64_t			 now;
+	struct source_result	 res;
+	TAILQ_ENTRY(hookreq)	 entry;
 };
 
 static void
@@ -105,43 +138,66 @@ server_peer(struct evhttp_request *req)
 }
 
 static void
+hookreq_free(struct hookreq *hr)
+{
+	size_t	 i;
+
+	for (i = 0; i < hr->nheaders; i++) {
+		free((char *)hr->headers[i].name);
+		free((char *)hr->headers[i].value);
+	}
+	free(hr->headers);
+	free(hr->body);
+	free(hr->org_name);
+	free(hr->hook);
+	source_result_free(&hr->res);
+	if (hr->set != NULL)
+		automation_set_unref(hr->set);
+	config_free(hr->conf);
+	hr->srv->inflight--;
+	free(hr);
+}
+
+/* The answer is about to go out: the connection no longer needs to tell us it closed. */
+static struct evhttp_request *
+hookreq_take(struct hookreq *hr)
+{
+	struct evhttp_connection	*evcon;
+
+	if (hr->req != NULL && (evcon = evhttp_request_get_connection(hr->req)) != NULL)
+		evhttp_connection_set_closecb(evcon, NULL, NULL);
+	return hr->req;
+}
+
+static void
 hook_close_cb(struct evhttp_connection *evcon, void *arg)
 {
 	struct hookreq	*hr = arg;
 
-	/* The client left before its commit: the commit still happens, the answer is dropped. */
-	ingest_cancel(hr->srv->engine->ingest, hr);
-	hr->srv->inflight--;
-	free(hr);
+	/* The client left: whatever stage the request is in goes on, the answer is dropped. */
+	hr->req = NULL;
 }
 
 static void
 hook_done_cb(enum ingest_status status, const struct spur_event *ev, json_t *runs, void *arg)
 {
-	struct hookreq			*hr = arg;
-	struct server			*srv = hr->srv;
-	struct evhttp_connection	*evcon = evhttp_request_get_connection(hr->req);
+	struct hookreq		*hr = arg;
+	struct server		*srv = hr->srv;
+	struct evhttp_request	*req = hookreq_take(hr);
 
-	if (evcon != NULL)
-		evhttp_connection_set_closecb(evcon, NULL, NULL);
-	switch (status) {
-	case INGEST_NEW:
-		server_reply_json(srv, hr->req, hr->route, 200, json_pack("{s:s,s:O}",
+	if (req == NULL)
+		;
+	else if (status == INGEST_NEW)
+		server_reply_json(srv, req, hr->route, 200, json_pack("{s:s,s:O}",
 		    "event", ev->id, "runs", runs));
-		break;
-	case INGEST_DUPLICATE:
-		server_reply_json(srv, hr->req, hr->route, 200, json_pack("{s:s,s:b}",
+	else if (status == INGEST_DUPLICATE)
+		server_reply_json(srv, req, hr->route, 200, json_pack("{s:s,s:b}",
 		    "event", ev->id, "duplicate", 1));
-		break;
-	case INGEST_QUEUE_FULL:
-		server_unavailable(srv, hr->req, hr->route, "queue full");
-		break;
-	default:
-		server_unavailable(srv, hr->req, hr->route, "store unavailable");
-		break;
-	}
-	srv->inflight--;
-	free(hr);
+	else if (status == INGEST_QUEUE_FULL)
+		server_unavailable(srv, req, hr->route, "queue full");
+	else
+		server_unavailable(srv, req, hr->route, "store unavailable");
+	hookreq_free(hr);
 }
 
 /* Splits "/o/{org}/hooks/{name}"; returns 0 and copies the segments. */
@@ -170,6 +226,118 @@ server_hook_path(const char *path, char *org, size_t orglen, char *hook, size_t 
 	return 0;
 }
 
+/* Worker thread: verification and normalization, nothing that touches the loop. */
+static void
+hookreq_verify(struct hookreq *hr)
+{
+	struct source_req	 sr;
+
+	memset(&sr, 0, sizeof sr);
+	sr.conf = hr->conf;
+	sr.org = config_org(hr->conf, hr->org_name);
+	sr.org_name = hr->org_name;
+	sr.hook = hr->hook;
+	sr.headers = hr->headers;
+	sr.nheaders = hr->nheaders;
+	sr.body = hr->body;
+	sr.len = hr->len;
+	sr.now_ms = hr->now;
+	if (sr.org != NULL && hr->src == &source_webhook)
+		sr.webhook = automation_webhook(hr->set, hr->org_name, hr->hook);
+	hr->src->handle(&sr, &hr->res);
+}
+
+static void *
+server_worker_main(void *arg)
+{
+	struct server	*srv = arg;
+	struct hookreq	*hr;
+
+	pthread_mutex_lock(&srv->mu);
+	for (;;) {
+		while (!srv->stop && TAILQ_EMPTY(&srv->todo))
+			pthread_cond_wait(&srv->cv, &srv->mu);
+		if (srv->stop)
+			break;
+		hr = TAILQ_FIRST(&srv->todo);
+		TAILQ_REMOVE(&srv->todo, hr, entry);
+		pthread_mutex_unlock(&srv->mu);
+		hookreq_verify(hr);
+		pthread_mutex_lock(&srv->mu);
+		TAILQ_INSERT_TAIL(&srv->done, hr, entry);
+		event_active(srv->done_ev, 0, 0);
+	}
+	pthread_mutex_unlock(&srv->mu);
+	return NULL;
+}
+
+/* Loop: a verified (or refused) request: answer it, or hand its event to ingest. */
+static void
+hookreq_verified(struct hookreq *hr)
+{
+	struct server		*srv = hr->srv;
+	struct source_result	*res = &hr->res;
+	struct evhttp_request	*req = hr->req;
+	struct spur_event	*ev;
+	const char		*peer = req != NULL ? server_peer(req) : "-";
+
+	switch (res->verdict) {
+	case SOURCE_UNAUTHORIZED:
+		log_warn("event=hook.unauthorized org=%s hook=%s peer=%s reason=%s",
+		    log_q(hr->org_name), log_q(hr->hook), peer, log_q(res->cause));
+		if ((req = hookreq_take(hr)) != NULL)
+			server_unauthorized(srv, req, hr->route);
+		break;
+	case SOURCE_BAD:
+		log_warn("event=hook.bad_request org=%s hook=%s peer=%s reason=%s",
+		    log_q(hr->org_name), log_q(hr->hook), peer, log_q(res->cause));
+		if ((req = hookreq_take(hr)) != NULL)
+			server_reply_json(srv, req, hr->route, 400, json_pack("{s:s,s:s}",
+			    "error", "bad_request", "detail", res->cause != NULL ? res->cause :
+			    "bad request"));
+		break;
+	case SOURCE_REPLY:
+		log_info("event=hook.reply org=%s hook=%s status=%d", log_q(hr->org_name),
+		    log_q(hr->hook), res->status);
+		if ((req = hookreq_take(hr)) != NULL)
+			server_reply(srv, req, hr->route, res->status, "application/json",
+			    res->reply);
+		break;
+	case SOURCE_EVENT:
+		/* A JSON body is the payload: keep its text so the store need not re-serialize it. */
+		if (hr->len > 0 && (hr->body[strspn(hr->body, " \t\r\n")] == '{' ||
+		    hr->body[strspn(hr->body, " \t\r\n")] == '[') &&
+		    res->event->payload_raw == NULL) {
+			res->event->payload_raw = hr->body;
+			res->event->payload_rawlen = hr->len;
+			hr->body = NULL;
+		}
+		/* ingest owns the event now; it may answer at once (queue full). */
+		ev = res->event;
+		res->event = NULL;
+		ingest_submit(srv->engine->ingest, ev, hook_done_cb, hr);
+		return;
+	}
+	hookreq_free(hr);
+}
+
+static void
+server_done_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server	*srv = arg;
+	struct hookreq	*hr;
+
+	for (;;) {
+		pthread_mutex_lock(&srv->mu);
+		if ((hr = TAILQ_FIRST(&srv->done)) != NULL)
+			TAILQ_REMOVE(&srv->done, hr, entry);
+		pthread_mutex_unlock(&srv->mu);
+		if (hr == NULL)
+			break;
+		hookreq_verified(hr);
+	}
+}
+
 static void
 server_hook(struct server *srv, struct evhttp_request *req, const char *org_name,
     const char *hook)
@@ -178,87 +346,48 @@ server_hook(struct server *srv, struct evhttp_request *req, const char *org_name
 	const struct source	*src = source_find(hook);
 	struct evkeyvalq	*in = evhttp_request_get_input_headers(req);
 	struct evkeyval		*kv;
-	struct header		 headers[HOOK_MAX_HEADERS];
-	struct source_req	 sr;
-	struct source_result	 res;
 	struct evbuffer		*body = evhttp_request_get_input_buffer(req);
 	struct hookreq		*hr;
-	char			*data;
-	size_t			 len, nh = 0;
-	const char		*route = src->name;
+	size_t			 nh = 0;
 
 	if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
-		server_reply(srv, req, route, 405, NULL, NULL);
+		server_reply(srv, req, src->name, 405, NULL, NULL);
 		return;
 	}
 	for (kv = in->tqh_first; kv != NULL; kv = kv->next.tqe_next) {
 		if (nh == HOOK_MAX_HEADERS || (int)nh == e->conf->limit_headers) {
-			server_reply(srv, req, route, 431, NULL, NULL);
+			server_reply(srv, req, src->name, 431, NULL, NULL);
 			return;
 		}
-		headers[nh].name = kv->key;
-		headers[nh].value = kv->value;
 		nh++;
 	}
-	len = evbuffer_get_length(body);
-	data = xmalloc(len + 1);
-	evbuffer_copyout(body, data, len);
-	data[len] = '\0';
-
-	memset(&sr, 0, sizeof sr);
-	memset(&res, 0, sizeof res);
-	sr.conf = e->conf;
-	sr.org = config_org(e->conf, org_name);
-	sr.org_name = org_name;
-	sr.hook = hook;
-	sr.headers = headers;
-	sr.nheaders = nh;
-	sr.body = data;
-	sr.len = len;
-	sr.now_ms = now_ms();
-	if (sr.org != NULL && src == &source_webhook)
-		sr.webhook = automation_webhook(e->automations, org_name, hook);
-	src->handle(&sr, &res);
-
-	switch (res.verdict) {
-	case SOURCE_UNAUTHORIZED:
-		log_warn("event=hook.unauthorized org=%s hook=%s peer=%s reason=%s",
-		    log_q(org_name), log_q(hook), server_peer(req), log_q(res.cause));
-		server_unauthorized(srv, req, route);
-		break;
-	case SOURCE_BAD:
-		log_warn("event=hook.bad_request org=%s hook=%s peer=%s reason=%s",
-		    log_q(org_name), log_q(hook), server_peer(req), log_q(res.cause));
-		server_reply_json(srv, req, route, 400, json_pack("{s:s,s:s}", "error",
-		    "bad_request", "detail", res.cause != NULL ? res.cause : "bad request"));
-		break;
-	case SOURCE_REPLY:
-		log_info("event=hook.reply org=%s hook=%s status=%d", log_q(org_name),
-		    log_q(hook), res.status);
-		server_reply(srv, req, route, res.status, "application/json", res.reply);
-		break;
-	case SOURCE_EVENT:
-		/* A JSON body is the payload: keep its text so the store need not re-serialize it. */
-		if (len > 0 && (data[strspn(data, " \t\r\n")] == '{' ||
-		    data[strspn(data, " \t\r\n")] == '[') && res.event->payload_raw == NULL) {
-			res.event->payload_raw = data;
-			res.event->payload_rawlen = len;
-			data = NULL;
-		}
-		hr = xcalloc(1, sizeof *hr);
-		hr->srv = srv;
-		hr->req = req;
-		snprintf(hr->route, sizeof hr->route, "%s", route);
-		srv->inflight++;
-		evhttp_connection_set_closecb(evhttp_request_get_connection(req),
-		    hook_close_cb, hr);
-		ingest_submit(e->ingest, res.event, hook_done_cb, hr);
-		res.event = NULL;
-		break;
+	hr = xcalloc(1, sizeof *hr);
+	hr->srv = srv;
+	hr->req = req;
+	snprintf(hr->route, sizeof hr->route, "%s", src->name);
+	hr->src = src;
+	hr->conf = config_ref(e->conf);
+	hr->set = automation_set_ref(e->automations);
+	hr->org_name = xstrdup(org_name);
+	hr->hook = xstrdup(hook);
+	hr->headers = xcalloc(nh, sizeof *hr->headers);
+	for (kv = in->tqh_first; kv != NULL; kv = kv->next.tqe_next) {
+		hr->headers[hr->nheaders].name = xstrdup(kv->key);
+		hr->headers[hr->nheaders].value = xstrdup(kv->value);
+		hr->nheaders++;
 	}
-	source_result_free(&res);
-	free(data);
+	hr->len = evbuffer_get_length(body);
+	hr->body = xmalloc(hr->len + 1);
+	evbuffer_copyout(body, hr->body, hr->len);
+	hr->body[hr->len] = '\0';
+	hr->now = now_ms();
+	srv->inflight++;
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req), hook_close_cb, hr);
+	pthread_mutex_lock(&srv->mu);
+	TAILQ_INSERT_TAIL(&srv->todo, hr, entry);
+	pthread_cond_signal(&srv->cv);
+	pthread_mutex_unlock(&srv->mu);
 }
 
 static void
@@ -363,6 +492,20 @@ server_create(struct engine *e, char **cause)
 	tv.tv_usec = 0;
 	evhttp_set_timeout_tv(srv->http, &tv);
 	evhttp_set_gencb(srv->http, server_request_cb, srv);
+	pthread_mutex_init(&srv->mu, NULL);
+	pthread_cond_init(&srv->cv, NULL);
+	TAILQ_INIT(&srv->todo);
+	TAILQ_INIT(&srv->done);
+	srv->done_ev = event_new(e->base, -1, 0, server_done_cb, srv);
+	srv->nworkers = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (srv->nworkers < 1)
+		srv->nworkers = 1;
+	if (srv->nworkers > SERVER_MAX_WORKERS)
+		srv->nworkers = SERVER_MAX_WORKERS;
+	for (i = 0; i < (size_t)srv->nworkers; i++) {
+		if (pthread_create(&srv->workers[i], NULL, server_worker_main, srv) != 0)
+			fatal("cannot start a request worker");
+	}
 	for (i = 0; i < e->conf->nlisten; i++) {
 		if (server_bind(srv, e->conf->listen[i], cause) != 0) {
 			server_free(srv);
@@ -397,8 +540,30 @@ server_port(const struct server *srv)
 void
 server_free(struct server *srv)
 {
+	struct hookreq	*hr;
+	int		 i;
+
 	if (srv == NULL)
 		return;
+	pthread_mutex_lock(&srv->mu);
+	srv->stop = 1;
+	pthread_cond_broadcast(&srv->cv);
+	pthread_mutex_unlock(&srv->mu);
+	for (i = 0; i < srv->nworkers; i++)
+		pthread_join(srv->workers[i], NULL);
+	/* Closing the connections drops the answers of requests still here. */
 	evhttp_free(srv->http);
+	while ((hr = TAILQ_FIRST(&srv->todo)) != NULL) {
+		TAILQ_REMOVE(&srv->todo, hr, entry);
+		hookreq_free(hr);
+	}
+	while ((hr = TAILQ_FIRST(&srv->done)) != NULL) {
+		TAILQ_REMOVE(&srv->done, hr, entry);
+		hookreq_free(hr);
+	}
+	if (srv->done_ev != NULL)
+		event_free(srv->done_ev);
+	pthread_mutex_destroy(&srv->mu);
+	pthread_cond_destroy(&srv->cv);
 	free(srv);
 }
