@@ -131,8 +131,12 @@ dispatch_recover(struct dispatch *d)
 {
 	json_t	*ids = store_runs_in_state(d->engine->store, RUN_RUNNING), *id;
 	size_t	 i;
+	int	 n;
 
 	json_array_foreach(ids, i, id) {
+		n = sandbox_kill_leftovers(d->engine->conf->sandbox.user, json_string_value(id));
+		if (n > 0)
+			log_warn("event=sandbox.leftovers run=%s killed=%d", json_string_value(id), n);
 		dispatch_set_state(d, json_string_value(id), RUN_FAILED, "interrupted");
 		report_run_end(d->engine, json_string_value(id));
 	}

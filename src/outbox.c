@@ -24,6 +24,7 @@
 #define OUTBOX_INFLIGHT		8	/* reports being sent at once */
 #define OUTBOX_SCAN		64	/* pending reports looked at per pass */
 #define OUTBOX_IDLE_MS		60000	/* look at the store at least this often */
+#define OUTBOX_LOOKUP_PAGES	10	/* pages of a thread looked at for a report */
 
 struct http_call {
 	struct outbox		*ob;
@@ -41,13 +42,16 @@ struct http_call {
 	LIST_ENTRY(http_call)	 entry;
 };
 
-/* One stored report being sent. */
+/* One stored report being sent (after a look in its thread when it was sending). */
 struct outbox_send {
 	struct outbox		*ob;
 	int64_t			 id;
 	json_t			*report;	/* the store's row */
 	struct github_req	*gh;
 	struct http_call	*call;
+	char			*token;		/* GitHub's, for the lookup and the post */
+	char			*page;		/* the lookup's page, NULL: the first */
+	int			 pages;
 	LIST_ENTRY(outbox_send)	 entry;
 };
 
@@ -64,6 +68,8 @@ struct outbox {
 
 static void	outbox_check(struct outbox *);
 static void	outbox_pass(struct outbox *);
+static void	outbox_lookup(struct outbox_send *);
+static void	outbox_post(struct outbox_send *);
 
 /* --- the HTTP client ------------------------------------------------------ */
 
@@ -333,14 +339,20 @@ outbox_send_free(struct outbox_send *s)
 		github_req_cancel(s->gh);
 	if (s->call != NULL)
 		outbox_http_cancel(s->call);
+	if (s->token != NULL)
+		freezero_str(s->token);
+	free(s->page);
 	json_decref(s->report);
 	free(s);
 }
 
-/* Records an attempt that did not deliver: retried later, or given up. */
+/*
+ * Records an attempt that did not deliver: retried later, or given up.
+ * posted_maybe: the report may be in its thread (see store_report_retry).
+ */
 static void
 outbox_send_failed(struct outbox_send *s, enum report_verdict v, const char *why,
-    long long retry_after_ms)
+    long long retry_after_ms, int posted_maybe)
 {
 	struct engine	*e = s->ob->engine;
 	int		 attempts = (int)json_integer_value(json_object_get(s->report,
@@ -355,7 +367,7 @@ outbox_send_failed(struct outbox_send *s, enum report_verdict v, const char *why
 	random_bytes(&rnd, sizeof rnd);
 	next = now_ms() + outbox_backoff_ms(attempts, retry_after_ms, rnd);
 	if (v == REPORT_RETRY && next - created < OUTBOX_GIVE_UP_MS) {
-		store_report_retry(e->store, s->id, next, safe);
+		store_report_retry(e->store, s->id, next, safe, posted_maybe);
 		log_warn("event=report.retry run=%s kind=%s report=%lld attempts=%d in_ms=%lld "
 		    "error=%s", run, kind, (long long)s->id, attempts,
 		    (long long)(next - now_ms()), log_q(safe));
@@ -379,32 +391,117 @@ outbox_done_cb(const struct http_response *r, void *arg)
 	v = report_verdict(json_object_get(s->report, "target"), r, &why);
 	if (v == REPORT_SENT) {
 		/*
-		 * The one crash window: between the API's answer and this commit a
-		 * crash leaves the report pending, and it is posted again at start.
+		 * A crash between the API's answer and this commit leaves the report
+		 * sending: the next start looks in the thread before posting again.
 		 */
 		store_report_sent(ob->engine->store, s->id);
 		log_info("event=report.sent run=%s kind=%s report=%lld status=%d",
 		    json_string_value(json_object_get(s->report, "run")),
 		    json_string_value(json_object_get(s->report, "kind")), (long long)s->id,
 		    r->status);
-	} else
-		outbox_send_failed(s, v, why, r->retry_after_ms);
+	} else {
+		/* No answer: the post may have landed all the same. */
+		outbox_send_failed(s, v, why, r->retry_after_ms, r->status == 0);
+	}
 	free(why);
 	outbox_send_free(s);
 	outbox_kick(ob);
 }
 
+/* One page of the thread looked at: found, post, the next page, or later. */
 static void
-outbox_post(struct outbox_send *s, const char *token)
+outbox_lookup_cb(const struct http_response *r, void *arg)
+{
+	struct outbox_send	*s = arg;
+	struct outbox		*ob = s->ob;
+	enum report_lookup	 v;
+	char			*next = NULL, *why = NULL;
+	const char		*run = json_string_value(json_object_get(s->report, "run"));
+	const char		*kind = json_string_value(json_object_get(s->report, "kind"));
+
+	s->call = NULL;
+	v = report_lookup_verdict(s->report, s->page, r, &next, &why);
+	switch (v) {
+	case REPORT_LOOKUP_FOUND:
+		store_report_sent(ob->engine->store, s->id);
+		log_info("event=report.sent run=%s kind=%s report=%lld found=1 pages=%d",
+		    run, kind, (long long)s->id, s->pages + 1);
+		break;
+	case REPORT_LOOKUP_MORE:
+		if (++s->pages < OUTBOX_LOOKUP_PAGES) {
+			free(s->page);
+			s->page = next;
+			outbox_lookup(s);
+			return;
+		}
+		/* Far more comments than a report's thread gets since it was stored. */
+		log_warn("event=report.lookup_bounded run=%s kind=%s report=%lld pages=%d",
+		    run, kind, (long long)s->id, s->pages);
+		/* FALLTHROUGH */
+	case REPORT_LOOKUP_ABSENT:
+		log_info("event=report.not_found run=%s kind=%s report=%lld", run, kind,
+		    (long long)s->id);
+		free(next);
+		free(why);
+		outbox_post(s);
+		return;
+	case REPORT_LOOKUP_RETRY:
+		/* Never post blind: it may be there. */
+		outbox_send_failed(s, REPORT_RETRY, why, r->retry_after_ms, 1);
+		break;
+	}
+	free(next);
+	free(why);
+	outbox_send_free(s);
+	outbox_kick(ob);
+}
+
+/* Looks in the thread for the report an attempt cut short may have posted. */
+static void
+outbox_lookup(struct outbox_send *s)
+{
+	struct http_request	 req;
+	char			*url = NULL, **headers = NULL, *body = NULL, *cause = NULL;
+
+	if (report_lookup_request(s->ob->engine, s->report, s->token, s->page, &url,
+	    &headers, &body, &cause) != 0) {
+		outbox_send_failed(s, REPORT_FAILED, cause, -1, 1);
+		free(cause);
+		outbox_send_free(s);
+		return;
+	}
+	memset(&req, 0, sizeof req);
+	req.method = body != NULL ? "POST" : "GET";
+	req.url = url;
+	req.headers = (const char *const *)headers;
+	req.body = body;
+	req.body_len = body != NULL ? strlen(body) : 0;
+	s->call = outbox_http(s->ob, &req, outbox_lookup_cb, s);
+	free(url);
+	free(body);
+	report_headers_free(headers);
+}
+
+static void
+outbox_post(struct outbox_send *s)
 {
 	struct http_request	 req;
 	json_t			*target = json_object_get(s->report, "target");
 	const char		*body = json_string_value(json_object_get(s->report, "body"));
 	char			*url = NULL, **headers = NULL, *cause = NULL;
 
-	if (report_request(s->ob->engine, target, token, &url, &headers, &cause) != 0) {
-		outbox_send_failed(s, REPORT_FAILED, cause, -1);
+	if (report_request(s->ob->engine, target, s->token, &url, &headers, &cause) != 0) {
+		outbox_send_failed(s, REPORT_FAILED, cause, -1, 1);
 		free(cause);
+		outbox_send_free(s);
+		return;
+	}
+	/* Stored before it goes: a crash from here on leaves it sending, never forgotten. */
+	if (store_report_sending(s->ob->engine->store, s->id, now_ms()) != 0) {
+		outbox_send_failed(s, REPORT_RETRY, "the store could not mark it sending", -1,
+		    1);
+		free(url);
+		report_headers_free(headers);
 		outbox_send_free(s);
 		return;
 	}
@@ -421,6 +518,17 @@ outbox_post(struct outbox_send *s, const char *token)
 	report_headers_free(headers);
 }
 
+/* A report that was sending may be in its thread: look before posting (not for reactions). */
+static void
+outbox_attempt(struct outbox_send *s)
+{
+	if (json_integer_value(json_object_get(s->report, "sending_at")) != 0 &&
+	    !report_idempotent(s->report))
+		outbox_lookup(s);
+	else
+		outbox_post(s);
+}
+
 static void
 outbox_token_cb(const char *token, const char *cause, void *arg)
 {
@@ -429,11 +537,12 @@ outbox_token_cb(const char *token, const char *cause, void *arg)
 	s->gh = NULL;
 	if (token == NULL) {
 		/* No token now (the App's exchange failed): try again later. */
-		outbox_send_failed(s, REPORT_RETRY, cause, -1);
+		outbox_send_failed(s, REPORT_RETRY, cause, -1, 1);
 		outbox_send_free(s);
 		return;
 	}
-	outbox_post(s, token);
+	s->token = xstrdup(token);
+	outbox_attempt(s);
 }
 
 static int
@@ -467,7 +576,7 @@ outbox_start(struct outbox *ob, json_t *rep)
 		    outbox_token_cb, s);
 		return;
 	}
-	outbox_post(s, NULL);
+	outbox_attempt(s);
 }
 
 /* Sends what is due, up to OUTBOX_INFLIGHT at once; wakes again for the next. */

@@ -8,11 +8,15 @@
 #include "serve.h"
 #include "store.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define REPORT_SECRETS_MAX	256
+#define REPORT_LOOKUP_PAGE	100	/* comments or messages per page of a lookup */
+#define REPORT_LOOKUP_SKEW_MS	(10LL * 60 * 1000)	/* our clock and the API's may differ */
 
 static const char *report_default_api[][2] = {
 	{ "github", "https://api.github.com" },
@@ -320,6 +324,215 @@ report_verdict(const json_t *target, const struct http_response *r, char **why)
 	return verdict;
 }
 
+int
+report_idempotent(const json_t *report)
+{
+	const char	*kind = json_string_value(json_object_get(report, "kind"));
+
+	/* GitHub answers 200 for a reaction that is there; Slack already_reacted. */
+	return kind != NULL && strcmp(kind, "reaction") == 0;
+}
+
+/* A query string value, percent-encoded. */
+static void
+report_query_value(struct buf *b, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (isalnum((unsigned char)*s) || strchr("-._~", *s) != NULL)
+			buf_addc(b, *s);
+		else
+			buf_addf(b, "%%%02X", (unsigned char)*s);
+	}
+}
+
+int
+report_lookup_request(struct engine *e, const json_t *report, const char *token,
+    const char *page, char **url, char ***headers, char **body, char **cause)
+{
+	const json_t	*target = json_object_get(report, "target");
+	const char	*source = json_string_value(json_object_get(target, "source"));
+	const char	*path = json_string_value(json_object_get(target, "path"));
+	const char	*repo = json_string_value(json_object_get(target, "repo"));
+	const char	*rest = NULL, *channel, *ts, *issue;
+	int64_t		 since = json_integer_value(json_object_get(report, "created_at")) -
+			     REPORT_LOOKUP_SKEW_MS;
+	json_t		*posted, *t = NULL, *q;
+	struct buf	 b;
+	struct tm	 tm;
+	time_t		 secs;
+	char		 when[32];
+	int		 r = -1;
+
+	*body = NULL;
+	if (since < 0)
+		since = 0;
+	posted = json_loads(json_string_value(json_object_get(report, "body")) != NULL ?
+	    json_string_value(json_object_get(report, "body")) : "", 0, NULL);
+	buf_init(&b, 0);
+	if (source != NULL && strcmp(source, "github") == 0) {
+		/* issues/N/comments, or pulls/N/comments/ID/replies: pull N's review comments. */
+		if (path != NULL && repo != NULL && strncmp(path, "/repos/", 7) == 0 &&
+		    strncmp(path + 7, repo, strlen(repo)) == 0)
+			rest = strstr(path + 7 + strlen(repo), "/comments");
+		if (rest == NULL) {
+			xasprintf(cause, "cannot look in the thread of %s", path != NULL ? path :
+			    "?");
+			goto out;
+		}
+		secs = (time_t)(since / 1000);
+		gmtime_r(&secs, &tm);
+		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+		buf_addf(&b, "%.*s?per_page=%d&since=%s&page=", (int)(rest + 9 - path), path,
+		    REPORT_LOOKUP_PAGE, when);
+		report_query_value(&b, page != NULL ? page : "1");
+	} else if (source != NULL && strcmp(source, "slack") == 0) {
+		channel = json_string_value(json_object_get(posted, "channel"));
+		ts = json_string_value(json_object_get(posted, "thread_ts"));
+		if (channel == NULL) {
+			xasprintf(cause, "the stored Slack report names no channel");
+			goto out;
+		}
+		/* A reply in the thread, or (no thread) a message in the channel. */
+		buf_adds(&b, ts != NULL ? "/conversations.replies?channel=" :
+		    "/conversations.history?channel=");
+		report_query_value(&b, channel);
+		if (ts != NULL) {
+			buf_adds(&b, "&ts=");
+			report_query_value(&b, ts);
+		}
+		buf_addf(&b, "&oldest=%lld.000000&limit=%d&include_all_metadata=true",
+		    (long long)(since / 1000), REPORT_LOOKUP_PAGE);
+		if (page != NULL) {
+			buf_adds(&b, "&cursor=");
+			report_query_value(&b, page);
+		}
+	} else if (source != NULL && strcmp(source, "linear") == 0) {
+		issue = json_string_value(json_path(posted, "variables.input.issueId"));
+		if (issue == NULL) {
+			xasprintf(cause, "the stored Linear report names no issue");
+			goto out;
+		}
+		/* The last comments: a report is posted soon after it is stored. */
+		q = json_pack("{s:s,s:{s:s}}", "query", "query SpurReport($id: String!) { "
+		    "issue(id: $id) { comments(last: 50) { nodes { body } } } }", "variables",
+		    "id", issue);
+		*body = json_dumps(q, JSON_COMPACT);
+		json_decref(q);
+	} else {
+		xasprintf(cause, "cannot look in a %s thread", source != NULL ? source : "?");
+		goto out;
+	}
+	t = json_deep_copy(target);
+	json_object_set_new(t, "path", json_string(buf_cstr(&b)));
+	r = report_request(e, t, token, url, headers, cause);
+out:
+	if (r != 0) {
+		free(*body);
+		*body = NULL;
+	}
+	json_decref(t);
+	json_decref(posted);
+	buf_free(&b);
+	return r;
+}
+
+/* Whether one comment or message of a thread is report's. */
+static int
+report_is_ours(const char *source, const json_t *item, const char *run, const char *marker)
+{
+	const char	*text;
+	const json_t	*md;
+
+	if (strcmp(source, "slack") == 0) {
+		md = json_object_get(item, "metadata");
+		text = json_string_value(json_object_get(md, "event_type"));
+		return text != NULL && strcmp(text, REPORT_SLACK_EVENT) == 0 &&
+		    json_string_value(json_path(md, "event_payload.run")) != NULL &&
+		    strcmp(json_string_value(json_path(md, "event_payload.run")), run) == 0;
+	}
+	text = json_string_value(json_object_get(item, "body"));
+	return text != NULL && strstr(text, marker) != NULL;
+}
+
+enum report_lookup
+report_lookup_verdict(const json_t *report, const char *page, const struct http_response *r,
+    char **next, char **why)
+{
+	const char	*source = json_string_value(json_path(report, "target.source"));
+	const char	*run = json_string_value(json_object_get(report, "run"));
+	const char	*err, *cursor;
+	json_t		*j, *list = NULL, *item;
+	char		*marker;
+	size_t		 i;
+	long		 n;
+	enum report_lookup v = REPORT_LOOKUP_RETRY;
+
+	*next = NULL;
+	*why = NULL;
+	if (r->status == 0) {
+		*why = xprintf("looking in the thread: network: %s", r->error != NULL ?
+		    r->error : "no answer");
+		return REPORT_LOOKUP_RETRY;
+	}
+	if (source == NULL || run == NULL) {
+		*why = xprintf("looking in the thread: the report is unreadable");
+		return REPORT_LOOKUP_RETRY;
+	}
+	j = json_loadb(r->body, r->len, 0, NULL);
+	if (r->status < 200 || r->status >= 300) {
+		err = json_string_value(json_object_get(j, "message"));
+		if (err == NULL)
+			err = json_string_value(json_path(j, "errors.0.message"));
+		*why = xprintf("looking in the thread: HTTP %d: %.200s", r->status,
+		    err != NULL ? err : "");
+		goto out;
+	}
+	if (strcmp(source, "github") == 0)
+		list = j;
+	else if (strcmp(source, "slack") == 0) {
+		if (!json_is_true(json_object_get(j, "ok"))) {
+			err = json_string_value(json_object_get(j, "error"));
+			*why = xprintf("looking in the thread: slack: %s", err != NULL ? err :
+			    "not ok");
+			goto out;
+		}
+		list = json_object_get(j, "messages");
+	} else if (strcmp(source, "linear") == 0)
+		list = json_path(j, "data.issue.comments.nodes");
+	if (!json_is_array(list)) {
+		err = json_string_value(json_path(j, "errors.0.message"));
+		*why = xprintf("looking in the thread: %s: %.200s", source, err != NULL ? err :
+		    "an unexpected answer");
+		goto out;
+	}
+	marker = xprintf(REPORT_MARKER "%s -->", run);
+	v = REPORT_LOOKUP_ABSENT;
+	json_array_foreach(list, i, item) {
+		if (report_is_ours(source, item, run, marker)) {
+			v = REPORT_LOOKUP_FOUND;
+			break;
+		}
+	}
+	free(marker);
+	if (v == REPORT_LOOKUP_FOUND)
+		goto out;
+	if (strcmp(source, "github") == 0 && json_array_size(list) >= REPORT_LOOKUP_PAGE) {
+		/* A full page: there may be more after it. */
+		n = page != NULL ? strtol(page, NULL, 10) : 1;
+		*next = xprintf("%ld", (n > 0 ? n : 1) + 1);
+		v = REPORT_LOOKUP_MORE;
+	} else if (strcmp(source, "slack") == 0) {
+		cursor = json_string_value(json_path(j, "response_metadata.next_cursor"));
+		if (cursor != NULL && *cursor != '\0') {
+			*next = xstrdup(cursor);
+			v = REPORT_LOOKUP_MORE;
+		}
+	}
+out:
+	json_decref(j);
+	return v;
+}
+
 /* Where a run's report (or the accept reaction) goes; NULL with why when nowhere. */
 static json_t *
 report_target(const json_t *ev, int reaction, const char **why)
@@ -389,7 +602,7 @@ report_target(const json_t *ev, int reaction, const char **why)
 
 /* The request body for a report: its text placed as each API wants it. */
 static char *
-report_body(const json_t *ev, const char *text, int reaction)
+report_body(const json_t *ev, const char *run, const char *text, int reaction)
 {
 	const char	*source = json_string_value(json_object_get(ev, "source"));
 	const json_t	*meta = json_object_get(ev, "meta");
@@ -412,6 +625,9 @@ report_body(const json_t *ev, const char *text, int reaction)
 		if (ts != NULL)
 			json_object_set_new(j, "thread_ts", json_string(ts));
 		json_object_set_new(j, "unfurl_links", json_false());
+		/* mrkdwn hides nothing: the run id goes where the outbox can look for it. */
+		json_object_set_new(j, "metadata", json_pack("{s:s,s:{s:s}}", "event_type",
+		    REPORT_SLACK_EVENT, "event_payload", "run", run));
 	} else
 		j = json_pack("{s:s,s:{s:{s:s,s:s}}}", "query", "mutation CommentCreate("
 		    "$input: CommentCreateInput!) { commentCreate(input: $input) { success "
@@ -436,7 +652,7 @@ report_accepted(struct engine *e, const struct spur_event *ev, const char *run)
 		json_decref(evj);
 		return;
 	}
-	body = report_body(evj, NULL, 1);
+	body = report_body(evj, run, NULL, 1);
 	if (store_report_add(e->store, run, "reaction", target, body) == 0)
 		outbox_kick(e->outbox);
 	free(body);
@@ -497,7 +713,7 @@ report_run_end(struct engine *e, const char *run)
 	max = strcmp(source, "github") == 0 ? REPORT_GITHUB_MAX :
 	    strcmp(source, "slack") == 0 ? REPORT_SLACK_MAX : REPORT_LINEAR_MAX;
 	text = report_format(source, &f, max);
-	body = report_body(ev, text, 0);
+	body = report_body(ev, run, text, 0);
 	if (store_report_add(e->store, run, "run_end", target, body) == 0) {
 		log_info("event=report.stored run=%s kind=run_end source=%s", run, source);
 		outbox_kick(e->outbox);

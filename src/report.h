@@ -12,13 +12,17 @@ struct http_response;
 
 /*
  * Every GitHub body spur posts starts with this marker (an HTML comment, not
- * shown), followed by the run id: "<!-- spur:run_... -->". Slack and Linear
- * bodies end with a line holding it too, so a source can recognize spur's own
- * posts and never start runs from them.
+ * shown), followed by the run id: "<!-- spur:run_... -->"; Linear bodies end
+ * with a line holding it. Slack's mrkdwn has no hidden comments: a Slack report
+ * carries the run id in the message's metadata instead (event_type
+ * REPORT_SLACK_EVENT, event_payload {"run": RUN}). So a source can recognize
+ * spur's own posts and never start runs from them, and the outbox can find a
+ * report already in its thread.
  */
 #include "event.h"
 
 #define REPORT_MARKER		EVENT_OWN_MARKER
+#define REPORT_SLACK_EVENT	"spur_report"
 
 /* Each API's limit for one message body, in bytes (a safe bound for characters). */
 #define REPORT_GITHUB_MAX	65000
@@ -63,6 +67,30 @@ enum report_verdict { REPORT_SENT, REPORT_RETRY, REPORT_FAILED };
 /* What an API's answer means for a stored report; why is set unless sent. */
 enum report_verdict report_verdict(const json_t *target, const struct http_response *,
 	     char **why);
+
+/*
+ * A report whose last attempt may have reached its thread (the engine stopped
+ * between the API's answer and the store, or no answer came) is looked for
+ * there before it is posted again, by its marker (or Slack metadata): GitHub
+ * lists the issue's (review thread's) comments since the report was stored,
+ * Slack the thread's replies, Linear the issue's last comments. The request
+ * for one page: page NULL for the first, else what report_lookup_verdict gave;
+ * *body NULL for a GET, else the POST body.
+ */
+int	 report_lookup_request(struct engine *, const json_t *report, const char *token,
+	     const char *page, char **url, char ***headers, char **body, char **cause);
+
+enum report_lookup {
+	REPORT_LOOKUP_FOUND,	/* posted already: mark it sent */
+	REPORT_LOOKUP_ABSENT,	/* not in the thread: post it */
+	REPORT_LOOKUP_MORE,	/* not on this page: ask for *page */
+	REPORT_LOOKUP_RETRY	/* the thread could not be read (why): look again later */
+};
+/* What one page (page as asked, NULL: the first) of the thread says about report; *next set on MORE, *why on RETRY. */
+enum report_lookup report_lookup_verdict(const json_t *report, const char *page,
+	     const struct http_response *, char **next, char **why);
+/* Whether posting report twice does no harm (reactions): then it is never looked for. */
+int	 report_idempotent(const json_t *report);
 
 /* Every configured secret value replaced by [secret]. */
 char	*report_scrub(struct engine *, const char *);

@@ -526,6 +526,7 @@ struct sandbox *
 sandbox_start(struct event_base *base, const struct sandbox_spec *spec,
     sandbox_output_cb output_cb, sandbox_exit_cb exit_cb, void *arg, char **cause)
 {
+	char			*marker = NULL, *menv[2];
 	struct sandbox		*sb;
 	struct sandbox_cmd	 c;
 	struct proc_spec	 ps;
@@ -564,6 +565,11 @@ sandbox_start(struct event_base *base, const struct sandbox_spec *spec,
 		ps.uid = c.uid;
 		ps.gid = c.gid;
 		ps.term = sandbox_term_cb;
+		/* bwrap's own environment names the run, so leftovers can be found (kill_leftovers). */
+		marker = xprintf("SPUR_SANDBOX=%s", spec->run_id != NULL ? spec->run_id : "-");
+		menv[0] = marker;
+		menv[1] = NULL;
+		ps.env = menv;
 		if (c.nstage > 0) {
 			ps.setup = sandbox_stage_cb;
 			ps.setup_arg = &c;
@@ -586,6 +592,7 @@ sandbox_start(struct event_base *base, const struct sandbox_spec *spec,
 	sb->exit_cb = exit_cb;
 	sb->arg = arg;
 	sb->proc = proc_start(base, &ps, sandbox_output_cb_, sandbox_exit_cb_, sb, cause);
+	free(marker);
 	sandbox_cmd_free(&c);
 	if (sb->proc == NULL) {
 		if (sb->info_fd != -1)
@@ -746,4 +753,57 @@ done:
 	if (cached != 0 && cause != NULL)
 		*cause = xstrdup(cached_cause != NULL ? cached_cause : "unknown");
 	return cached == 0 ? 0 : -1;
+}
+
+/* Whether the process's environment names the run (SPUR_SANDBOX= or SPUR_RUN=). */
+static int
+sandbox_env_names(pid_t pid, const char *run)
+{
+	char	 path[64], *data, *p, *end;
+	size_t	 len;
+	size_t	 rl = strlen(run);
+	int	 found = 0;
+
+	snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+	if (read_file(path, 1 << 20, &data, &len, NULL) != 0)
+		return 0;
+	for (p = data, end = data + len; p < end && !found; p += strlen(p) + 1) {
+		if ((strncmp(p, "SPUR_SANDBOX=", 13) == 0 && strncmp(p + 13, run, rl + 1) == 0) ||
+		    (strncmp(p, "SPUR_RUN=", 9) == 0 && strncmp(p + 9, run, rl + 1) == 0))
+			found = 1;
+	}
+	free(data);
+	return found;
+}
+
+int
+sandbox_kill_leftovers(const char *user, const char *run)
+{
+	struct passwd	*pw;
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	char		 path[64];
+	int		 n = 0;
+	pid_t		 pid;
+	uid_t		 uid;
+
+	if (user == NULL || run == NULL || (pw = getpwnam(user)) == NULL)
+		return 0;
+	uid = pw->pw_uid;
+	if (geteuid() != 0 || uid == 0)
+		uid = geteuid();
+	if ((d = opendir("/proc")) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		if ((pid = (pid_t)atoi(de->d_name)) <= 1 || pid == getpid())
+			continue;
+		snprintf(path, sizeof path, "/proc/%d", (int)pid);
+		if (stat(path, &st) != 0 || st.st_uid != uid || !sandbox_env_names(pid, run))
+			continue;
+		if (kill(pid, SIGKILL) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
 }

@@ -72,6 +72,13 @@ pid_t		 sandbox_pid(const struct sandbox *);
  */
 int		 sandbox_available(const char *user, char **cause);
 /*
+ * At start, for a run that was running when its engine died: kills what is
+ * left of its sandbox (processes of the sandbox user whose environment names
+ * the run). A sandbox caught starting up when its engine was killed can
+ * outlive it. Returns how many were killed.
+ */
+int		 sandbox_kill_leftovers(const char *user, const char *run);
+/*
  * Makes a host directory a sandbox may own: mkdir -p, mode 0700, and when spur
  * is root, owned by user. For the workspace, artifacts and home directories.
  */

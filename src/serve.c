@@ -27,6 +27,21 @@
 #define SERVE_PRUNE_SECS	3600
 
 static struct event	*serve_drain_ev;
+
+/* libevent's own warnings go through our logger, key=value like every other line. */
+static void
+serve_libevent_log_cb(int severity, const char *msg)
+{
+	enum log_level	 level = LOG_DEBUG;
+
+	if (severity == EVENT_LOG_WARN)
+		level = LOG_WARN;
+	else if (severity == EVENT_LOG_ERR)
+		level = LOG_ERROR;
+	else if (severity == EVENT_LOG_MSG)
+		level = LOG_INFO;
+	log_msg(level, "event=libevent message=%s", log_q(msg));
+}
 static int64_t		 serve_drain_until;
 
 /* More descriptors than the default 1024: idle clients must not starve the listener. */
@@ -204,6 +219,7 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 		log_error("event=store.open_failed error=%s", log_q(cause));
 		goto out;
 	}
+	event_set_log_callback(serve_libevent_log_cb);
 	/* The store's writer thread wakes the loop: the base must be lockable. */
 	if (evthread_use_pthreads() != 0)
 		fatal("evthread_use_pthreads failed");

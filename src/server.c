@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <netdb.h>
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -428,6 +430,41 @@ server_request_cb(struct evhttp_request *req, void *arg)
 	server_reply(srv, req, "other", 404, "application/json", "{\"error\":\"not_found\"}");
 }
 
+/*
+ * Our own listening socket: evhttp's listens with a backlog of 128, and a burst
+ * of connections past it makes every new client (a health check too) wait for
+ * a SYN retry.
+ */
+static int
+server_listen_socket(const char *host, int port, char **cause)
+{
+	struct addrinfo	 hints, *res = NULL;
+	char		 portstr[16];
+	int		 fd = -1, on = 1, rc;
+
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	snprintf(portstr, sizeof portstr, "%d", port);
+	if ((rc = getaddrinfo(host, portstr, &hints, &res)) != 0) {
+		xasprintf(cause, "cannot listen on %s:%d: %s", host, port, gai_strerror(rc));
+		return -1;
+	}
+	if ((fd = socket(res->ai_family, res->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    res->ai_protocol)) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+	    bind(fd, res->ai_addr, res->ai_addrlen) != 0 ||
+	    listen(fd, SOMAXCONN) != 0) {
+		xasprintf(cause, "cannot listen on %s:%d: %s", host, port, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
 static int
 server_bind(struct server *srv, const char *addr, char **cause)
 {
@@ -436,6 +473,7 @@ server_bind(struct server *srv, const char *addr, char **cause)
 	struct evhttp_bound_socket	*b;
 	struct sockaddr_storage		 ss;
 	socklen_t			 slen = sizeof ss;
+	int				 fd;
 
 	if (srv->nbound == SERVER_MAX_LISTEN) {
 		xasprintf(cause, "too many listen addresses");
@@ -453,8 +491,13 @@ server_bind(struct server *srv, const char *addr, char **cause)
 		free(host);
 		host = xstrdup("0.0.0.0");
 	}
-	if ((b = evhttp_bind_socket_with_handle(srv->http, host, port)) == NULL) {
+	if ((fd = server_listen_socket(host, port, cause)) == -1) {
+		free(host);
+		return -1;
+	}
+	if ((b = evhttp_accept_socket_with_handle(srv->http, fd)) == NULL) {
 		xasprintf(cause, "cannot listen on %s", addr);
+		close(fd);
 		free(host);
 		return -1;
 	}

@@ -69,6 +69,11 @@ static const char *store_migrations[] = {
 	"ALTER TABLE runs ADD COLUMN cancel_requested TEXT;",
 	/* 3: the payload apart from the event, as received (no re-serializing per request) */
 	"ALTER TABLE events ADD COLUMN payload TEXT;",
+	/*
+	 * 4: when the last attempt to post a pending report started, NULL when it is
+	 * known not to have posted; set, the report may be in its thread already
+	 */
+	"ALTER TABLE reports ADD COLUMN sending_at INTEGER;",
 };
 
 const char *
@@ -989,20 +994,21 @@ store_reports_pending(struct store *st, int n)
 	const char	*t;
 
 	if (sqlite3_prepare_v2(st->db, "SELECT id, run, kind, target, body, attempts, "
-	    "next_at, created_at FROM reports WHERE state = 'pending' ORDER BY next_at, id "
-	    "LIMIT ?", -1, &s, NULL) != SQLITE_OK)
+	    "next_at, created_at, sending_at FROM reports WHERE state = 'pending' ORDER BY "
+	    "next_at, id LIMIT ?", -1, &s, NULL) != SQLITE_OK)
 		return list;
 	sqlite3_bind_int(s, 1, n);
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		t = (const char *)sqlite3_column_text(s, 3);
 		target = t != NULL ? json_loads(t, 0, NULL) : NULL;
-		json_array_append_new(list, json_pack("{s:I,s:o,s:o,s:o,s:o,s:I,s:I,s:I}",
+		json_array_append_new(list, json_pack("{s:I,s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:I}",
 		    "id", (json_int_t)sqlite3_column_int64(s, 0), "run", col_json_text(s, 1),
 		    "kind", col_json_text(s, 2), "target", target != NULL ? target :
 		    json_object(), "body", col_json_text(s, 4), "attempts",
 		    (json_int_t)sqlite3_column_int64(s, 5), "next_at",
 		    (json_int_t)sqlite3_column_int64(s, 6), "created_at",
-		    (json_int_t)sqlite3_column_int64(s, 7)));
+		    (json_int_t)sqlite3_column_int64(s, 7), "sending_at",
+		    (json_int_t)sqlite3_column_int64(s, 8)));
 	}
 	sqlite3_finalize(s);
 	return list;
@@ -1014,17 +1020,33 @@ store_report_sent(struct store *st, int64_t id)
 	int64_t	 ints[] = { now_ms(), id };
 
 	return store_exec_bind(st, "UPDATE reports SET state = 'sent', attempts = attempts "
-	    "+ 1, sent_at = ?, last_error = NULL WHERE id = ?", NULL, 0, ints, 2);
+	    "+ 1, sent_at = ?, last_error = NULL, sending_at = NULL WHERE id = ?", NULL, 0,
+	    ints, 2);
+}
+
+/* Committed (synchronous=FULL) before the request goes out, so a crash after it cannot hide it. */
+int
+store_report_sending(struct store *st, int64_t id, int64_t at)
+{
+	int64_t	 ints[] = { at, id };
+
+	return store_exec_bind(st, "UPDATE reports SET sending_at = ? WHERE id = ? AND "
+	    "state = 'pending'", NULL, 0, ints, 2);
 }
 
 int
-store_report_retry(struct store *st, int64_t id, int64_t next_at, const char *error)
+store_report_retry(struct store *st, int64_t id, int64_t next_at, const char *error,
+    int posted_maybe)
 {
 	const char	*args[] = { error };
 	int64_t		 ints[] = { next_at, id };
 
+	if (posted_maybe) {
+		return store_exec_bind(st, "UPDATE reports SET attempts = attempts + 1, "
+		    "last_error = ?, next_at = ? WHERE id = ?", args, 1, ints, 2);
+	}
 	return store_exec_bind(st, "UPDATE reports SET attempts = attempts + 1, "
-	    "last_error = ?, next_at = ? WHERE id = ?", args, 1, ints, 2);
+	    "last_error = ?, next_at = ?, sending_at = NULL WHERE id = ?", args, 1, ints, 2);
 }
 
 int

@@ -91,10 +91,24 @@ int		 store_report_add(struct store *, const char *run, const char *kind,
  * given_up (a permanent error, or retried past OUTBOX_GIVE_UP_MS), no_thread
  * (nothing to post to: generic webhooks, schedules), none (report: none).
  */
-/* Pending reports, soonest first: {id, run, kind, target (object), body, attempts, next_at, created_at}. */
+/*
+ * Pending reports, soonest first: {id, run, kind, target (object), body, attempts,
+ * next_at, created_at, sending_at}. sending_at is not 0 while the report is
+ * "sending": an attempt to post it started then and may have reached its
+ * thread (the engine stopped, or no answer came); it is looked for there
+ * before it is posted again (SPEC section 9: each is posted once).
+ */
 json_t		*store_reports_pending(struct store *, int n);
 int		 store_report_sent(struct store *, int64_t id);
-int		 store_report_retry(struct store *, int64_t id, int64_t next_at, const char *error);
+/* Marks a pending report sending, durably, before the attempt at that time; -1: do not post. */
+int		 store_report_sending(struct store *, int64_t id, int64_t at);
+/*
+ * An attempt that did not deliver, tried again at next_at. posted_maybe: it may
+ * have reached the thread (no answer) or said nothing new about an earlier one,
+ * so the report stays sending; else it is known not to be in the thread.
+ */
+int		 store_report_retry(struct store *, int64_t id, int64_t next_at, const char *error,
+		     int posted_maybe);
 int		 store_report_give_up(struct store *, int64_t id, const char *error);
 /* A report that is not sent, stored with its state and why (no_thread, none). */
 int		 store_report_note(struct store *, const char *run, const char *kind,
