@@ -235,16 +235,8 @@ suggest(const char *const *names, const char *s)
 static int
 key_repeated(const struct ynode *m, size_t i)
 {
-	size_t	 j;
-
-	if (m->items[2 * i]->type != YNODE_SCALAR)
-		return 1;
-	for (j = 0; j < i; j++) {
-		if (m->items[2 * j]->type == YNODE_SCALAR &&
-		    strcmp(ymap_key(m, j), ymap_key(m, i)) == 0)
-			return 1;
-	}
-	return 0;
+	/* The YAML loader marked (and reported) repeated keys. */
+	return m->items[2 * i]->type != YNODE_SCALAR || m->items[2 * i]->dup;
 }
 
 /*
@@ -272,10 +264,8 @@ map_check(struct aload *l, const struct ynode *m, const char *what, const char *
 			continue;
 		}
 		s = k->value;
-		if (key_repeated(m, i)) {
-			yerrs_node(l->errs, l->file, k, "duplicate key \"%s\"", s);
-			continue;
-		}
+		if (key_repeated(m, i))
+			continue;	/* reported by the YAML loader */
 		if (keys == NULL || name_index(keys, s) >= 0)
 			continue;
 		hint = suggest(keys, s);

@@ -39,8 +39,16 @@ cfg_error(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
 static int
 cfg_is_map(struct cfgctx *c, const struct ynode *n, const char *what)
 {
-	if (n != NULL && n->type == YNODE_MAP)
+	size_t	 i;
+
+	if (n != NULL && n->type == YNODE_MAP) {
+		/* A repeated key was reported by the YAML loader; the mapping is not used. */
+		for (i = 0; i < n->n; i++) {
+			if (n->items[2 * i]->dup)
+				return 0;
+		}
 		return 1;
+	}
 	cfg_error(c, n, "\"%s\" must be a mapping, not %s", what, ynode_type_name(n));
 	return 0;
 }

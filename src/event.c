@@ -42,10 +42,28 @@ spur_event_free(struct spur_event *ev)
 	free(ev);
 }
 
+/*
+ * A string for the event's JSON: never fails. Sources hand over valid UTF-8;
+ * should one not, bytes that are not are replaced by '?', never a crash.
+ */
 static json_t *
 json_str_or_null(const char *s)
 {
-	return s != NULL ? json_string(s) : json_null();
+	json_t	*j;
+	char	*copy, *p;
+
+	if (s == NULL)
+		return json_null();
+	if ((j = json_string(s)) != NULL)
+		return j;
+	copy = xstrdup(s);
+	for (p = copy; *p != '\0'; p++) {
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	}
+	j = json_string(copy);
+	free(copy);
+	return j != NULL ? j : json_null();
 }
 
 json_t *
@@ -58,11 +76,13 @@ spur_event_to_json(const struct spur_event *ev)
 	actor = json_pack("{s:o,s:o,s:o,s:b}", "id", json_str_or_null(ev->actor.id),
 	    "name", json_str_or_null(ev->actor.name), "role",
 	    json_str_or_null(ev->actor.role), "bot", ev->actor.bot);
-	j = json_pack("{s:o,s:s,s:s,s:o,s:o,s:s,s:o,s:o,s:s,s:o,s:o}",
-	    "id", json_str_or_null(ev->id), "org", ev->org, "source", ev->source,
+	j = json_pack("{s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o}",
+	    "id", json_str_or_null(ev->id), "org", json_str_or_null(ev->org), "source",
+	    json_str_or_null(ev->source),
 	    "type", json_str_or_null(ev->type), "delivery", json_str_or_null(ev->delivery),
 	    "received_at", ts, "thread", json_str_or_null(ev->thread), "actor", actor,
-	    "text", ev->text != NULL ? ev->text : "", "url", json_str_or_null(ev->url),
+	    "text", json_str_or_null(ev->text != NULL ? ev->text : ""), "url",
+	    json_str_or_null(ev->url),
 	    "repository", json_str_or_null(ev->repository));
 	if (j == NULL)
 		fatal("event_to_json: cannot pack");

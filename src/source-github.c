@@ -225,7 +225,9 @@ github_normalize(const struct source_req *req, const char *name, json_t *payload
 
 	delivery = source_header(req, "X-GitHub-Delivery");
 	hook_id = source_header(req, "X-GitHub-Hook-ID");
-	if (delivery != NULL && *delivery != '\0') {
+	if (!source_id_ok(hook_id))
+		hook_id = NULL;
+	if (source_id_ok(delivery)) {
 		ev->delivery = xstrdup(delivery);
 		ev->dedup = xprintf("github:%s:%s", hook_id != NULL ? hook_id : "",
 		    delivery);

@@ -4,6 +4,7 @@
 #include "event.h"
 #include "source.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,7 +62,7 @@ linear_check_time(const struct source_req *req, const json_t *payload)
 
 	if (json_is_integer(ts))
 		at = json_integer_value(ts);
-	else if (json_is_real(ts))
+	else if (json_is_real(ts) && fabs(json_real_value(ts)) < 9.2e18)
 		at = (int64_t)json_real_value(ts);
 	else
 		return xprintf("payload has no numeric webhookTimestamp");
@@ -145,7 +146,7 @@ linear_normalize(const struct source_req *req, json_t *payload, struct spur_even
 	delivery = source_header(req, "Linear-Delivery");
 	created = json_string_value(json_object_get(payload, "createdAt"));
 	hook = json_string_value(json_object_get(payload, "webhookId"));
-	if (delivery != NULL && *delivery != '\0')
+	if (source_id_ok(delivery))
 		ev->delivery = xstrdup(delivery);
 	else if (hook != NULL && created != NULL)
 		ev->delivery = xprintf("%s:%s", hook, created);

@@ -47,7 +47,7 @@ slack_check_signature(const struct source_req *req, const void *key, size_t keyl
 		return xprintf("missing " SLACK_TS_HEADER " header");
 	if (sig == NULL)
 		return xprintf("missing " SLACK_SIG_HEADER " header");
-	if (source_parse_int(ts, &secs) != 0 || secs < 0)
+	if (source_parse_int(ts, &secs) != 0 || secs < 0 || secs > INT64_MAX / 1000)
 		return xprintf(SLACK_TS_HEADER " is not a number of seconds");
 	if (source_check_window(secs * 1000, req->now_ms, SLACK_WINDOW_MS,
 	    SLACK_TS_HEADER, &cause) != 0)

@@ -98,7 +98,7 @@ webhook_check_standard(const struct source_req *req, const struct secret *secret
 		return xprintf("missing webhook-timestamp header");
 	if (sigs == NULL)
 		return xprintf("missing webhook-signature header");
-	if (source_parse_int(ts, &secs) != 0 || secs < 0)
+	if (source_parse_int(ts, &secs) != 0 || secs < 0 || secs > INT64_MAX / 1000)
 		return xprintf("webhook-timestamp is not a number of seconds");
 	if (source_check_window(secs * 1000, req->now_ms, WEBHOOK_STD_WINDOW_MS,
 	    "webhook-timestamp", &cause) != 0)
@@ -311,14 +311,18 @@ webhook_handle(const struct source_req *req, struct source_result *res)
 	id = NULL;
 	if (def->auth == WH_AUTH_STANDARD) {
 		id = source_header(req, "webhook-id");
+		if (!source_id_ok(id))
+			id = NULL;
 		if (id != NULL)
 			ev->dedup = xprintf("std:%s:%s", def->name, id);
 	} else if (def->auth == WH_AUTH_HMAC && def->id_header != NULL) {
 		id = source_header(req, def->id_header);
-		if (id != NULL && *id != '\0')
+		if (!source_id_ok(id))
+			id = NULL;
+		if (id != NULL)
 			ev->dedup = xprintf("hook:%s:%s", def->name, id);
 	}
-	ev->delivery = id != NULL && *id != '\0' ? xstrdup(id) : random_id("dlv_");
+	ev->delivery = id != NULL ? xstrdup(id) : random_id("dlv_");
 	thread = def->thread_path != NULL ? source_path_text(payload, def->thread_path) :
 	    NULL;
 	ev->thread = xprintf("webhook:%s:%s", def->name, thread != NULL ? thread :

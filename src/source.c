@@ -153,12 +153,12 @@ source_check_window(int64_t at_ms, int64_t now, int64_t window_ms, const char *w
 {
 	if (at_ms < now - window_ms) {
 		xasprintf(cause, "%s is stale: %lld s old, the window is %lld s", what,
-		    (long long)((now - at_ms) / 1000), (long long)(window_ms / 1000));
+		    (long long)(now / 1000 - at_ms / 1000), (long long)(window_ms / 1000));
 		return -1;
 	}
 	if (at_ms > now + window_ms) {
 		xasprintf(cause, "%s is in the future: %lld s ahead, the window is %lld s",
-		    what, (long long)((at_ms - now) / 1000), (long long)(window_ms / 1000));
+		    what, (long long)(at_ms / 1000 - now / 1000), (long long)(window_ms / 1000));
 		return -1;
 	}
 	return 0;
@@ -323,4 +323,18 @@ fail:
 	free(val);
 	json_decref(obj);
 	return NULL;
+}
+
+int
+source_id_ok(const char *s)
+{
+	size_t	 n;
+
+	if (s == NULL)
+		return 0;
+	for (n = 0; s[n] != '\0'; n++) {
+		if ((unsigned char)s[n] < 0x21 || (unsigned char)s[n] > 0x7e || n == 200)
+			return 0;
+	}
+	return n > 0;
 }

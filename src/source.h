@@ -52,6 +52,11 @@ struct source {
 /* The source for a hook path segment: github, slack, linear, else the generic one. */
 const struct source	*source_find(const char *hook);
 void			 source_result_free(struct source_result *);
+/*
+ * Whether a header value can serve as an id (a delivery, a dedup key): 1 to 200
+ * printable ASCII characters. Headers are not signed: anything else is ignored.
+ */
+int			 source_id_ok(const char *);
 /* Case-insensitive header lookup; NULL when absent. */
 const char		*source_header(const struct source_req *, const char *);
 /*

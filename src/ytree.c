@@ -128,6 +128,7 @@ ynode_copy(struct yload *l, const struct ynode *src, const yaml_mark_t *mark)
 	if ((n = ynode_new(l, src->type, mark)) == NULL)
 		return NULL;
 	n->plain = src->plain;
+	n->dup = src->dup;
 	if (src->value != NULL)
 		n->value = xstrdup(src->value);
 	count = src->type == YNODE_MAP ? 2 * src->n : src->n;
@@ -171,6 +172,54 @@ yload_next(struct yload *l, yaml_event_t *ev)
 }
 
 static struct ynode *yload_node(struct yload *, yaml_event_t *, int);
+
+struct ykey {
+	const char	*key;
+	size_t		 idx;
+};
+
+static int
+ykey_cmp(const void *a, const void *b)
+{
+	const struct ykey	*ka = a, *kb = b;
+	int			 c = strcmp(ka->key, kb->key);
+
+	if (c != 0)
+		return c;
+	return ka->idx < kb->idx ? -1 : ka->idx > kb->idx;
+}
+
+/*
+ * A repeated key is an error (a typo must not silently override a setting):
+ * each later occurrence is marked and reported. Sorting keeps this n log n
+ * however many keys a hostile file has.
+ */
+static void
+yload_check_dups(struct yload *l, struct ynode *m)
+{
+	struct ykey	*keys;
+	struct ynode	*k;
+	size_t		 i, n = 0;
+
+	if (m->n < 2)
+		return;
+	keys = xcalloc(m->n, sizeof *keys);
+	for (i = 0; i < m->n; i++) {
+		if (m->items[2 * i]->type == YNODE_SCALAR) {
+			keys[n].key = m->items[2 * i]->value;
+			keys[n++].idx = i;
+		}
+	}
+	qsort(keys, n, sizeof *keys, ykey_cmp);
+	for (i = 1; i < n; i++) {
+		if (strcmp(keys[i].key, keys[i - 1].key) != 0)
+			continue;
+		k = m->items[2 * keys[i].idx];
+		k->dup = 1;
+		yerrs_add(l->errs, l->file, k->line, k->col, "duplicate key \"%s\"", k->value);
+	}
+	free(keys);
+}
 
 /* Reads items until the closing event of a sequence or mapping. */
 static int
@@ -253,6 +302,8 @@ yload_node(struct yload *l, yaml_event_t *ev, int depth)
 			ynode_free(n);
 			return NULL;
 		}
+		if (n->type == YNODE_MAP)
+			yload_check_dups(l, n);
 		yload_anchor(l, ev->type == YAML_SEQUENCE_START_EVENT ?
 		    ev->data.sequence_start.anchor : ev->data.mapping_start.anchor, n);
 		return n;

@@ -12,6 +12,7 @@ struct ynode {
 	int		  col;		/* 1-based */
 	char		 *value;	/* scalar text */
 	int		  plain;	/* scalar was unquoted (may be null/bool/number) */
+	int		  dup;		/* a key repeating an earlier key of its mapping (reported) */
 	struct ynode	**items;	/* seq: items; map: key 2i, value 2i+1 */
 	size_t		  n;		/* seq: items; map: pairs */
 };

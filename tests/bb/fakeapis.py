@@ -2,7 +2,12 @@
 real git smart-HTTP server (git's own http-backend CGI) with Basic authentication.
 
 Every request is recorded. fail(pattern, status, headers, times) makes the next matching
-requests fail; hang(pattern, times) makes them never answer (until the client gives up).
+requests fail; hang(pattern, times) makes them never answer (until the client gives up);
+before_answer(pattern, fn, times) handles them as usual (a comment is stored in its thread)
+and runs fn before the answer goes out (to kill -9 the client between the API's effect and its
+answer). Comments and messages posted are kept per thread and can be listed back, as the real
+APIs do (GitHub's comment lists with since/per_page/page, Slack's conversations.replies with
+metadata, Linear's issue comments).
 """
 import base64
 import json
@@ -11,7 +16,12 @@ import re
 import subprocess
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def iso(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
 class Fake:
@@ -26,6 +36,8 @@ class Fake:
         self.lock = threading.Lock()
         self.prs = {}
         self.next_id = 5000
+        self.threads = {}      # thread key -> comments or messages posted there, oldest first
+        self.slack_ts = 0      # microseconds: Slack's ts are unique times
         fake = self
 
         class H(BaseHTTPRequestHandler):
@@ -62,6 +74,21 @@ class Fake:
     def hang(self, pattern, times=1):
         self.fail(pattern, "hang", times=times)
 
+    def before_answer(self, pattern, fn, times=1):
+        with self.lock:
+            self.failures.append({"re": re.compile(pattern), "status": "before_answer", "fn": fn,
+                                  "times": times})
+
+    def posted(self, key):
+        """What was posted to one thread: GitHub "owner/repo#N" (issue comments) or
+        "owner/repo!N" (pull review comments), Slack "CHANNEL/THREAD_TS", Linear the issue id."""
+        with self.lock:
+            return list(self.threads.get(key, []))
+
+    def keep(self, key, item):
+        with self.lock:
+            self.threads.setdefault(key, []).append(item)
+
     def api_requests(self, prefix=""):
         with self.lock:
             return [r for r in self.requests if not r["path"].startswith("/git/") and r["path"].startswith(prefix)]
@@ -92,6 +119,18 @@ class Fake:
 
     def send(self, h, status, obj=None, headers=None, raw=None):
         data = raw if raw is not None else (json.dumps(obj).encode() if obj is not None else b"")
+        fn = getattr(h, "before_answer", None)
+        if fn is not None:
+            h.before_answer = None
+            fn()
+            try:
+                self.send_now(h, status, data, headers)
+            except OSError:
+                pass
+            return
+        self.send_now(h, status, data, headers)
+
+    def send_now(self, h, status, data, headers):
         h.send_response(status)
         h.send_header("Content-Type", "application/json; charset=utf-8")
         h.send_header("Content-Length", str(len(data)))
@@ -112,6 +151,9 @@ class Fake:
                     f["times"] -= 1
                     fail = f
                     break
+        if fail is not None and fail["status"] == "before_answer":
+            h.before_answer = fail["fn"]
+            fail = None
         if fail is not None:
             if fail["status"] == "hang":
                 time.sleep(120)
@@ -126,7 +168,29 @@ class Fake:
             return self.linear(h, body)
         return self.github(h, path, body)
 
+    def github_list(self, h, key, query):
+        """A GitHub comment list: since (updated at or after), per_page (at most 100), page."""
+        since = query.get("since", [""])[0]
+        per = max(1, min(100, int(query.get("per_page", ["30"])[0])))
+        page = max(1, int(query.get("page", ["1"])[0]))
+        items = [c for c in self.posted(key) if c["updated_at"] >= since]
+        out = items[(page - 1) * per:page * per]
+        headers = {}
+        if page * per < len(items):
+            headers["Link"] = '<%s%s?page=%d>; rel="next"' % (self.url, h.path.partition("?")[0], page + 1)
+        return self.send(h, 200, out, headers)
+
+    def github_comment(self, key, body):
+        with self.lock:
+            self.next_id += 1
+            c = {"id": self.next_id, "body": body, "created_at": iso(time.time()),
+                 "updated_at": iso(time.time())}
+        self.keep(key, c)
+        return c
+
     def github(self, h, path, body):
+        path, _, qs = path.partition("?")
+        query = urllib.parse.parse_qs(qs)
         auth = h.headers.get("Authorization", "")
         m = re.match(r"^/app/installations/(\d+)/access_tokens$", path)
         if m and h.command == "POST":
@@ -155,11 +219,17 @@ class Fake:
         if m and h.command == "POST":
             if not isinstance(j.get("body"), str) or len(j["body"]) > 65536:
                 return self.send(h, 422, {"message": "Validation Failed"})
-            self.next_id += 1
-            return self.send(h, 201, {"id": self.next_id, "body": j["body"]})
+            return self.send(h, 201, self.github_comment("%s#%s" % m.groups(), j["body"]))
+        if m and h.command == "GET":
+            return self.github_list(h, "%s#%s" % m.groups(), query)
         m = re.match(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)/comments/(\d+)/replies$", path)
         if m and h.command == "POST":
-            return self.send(h, 201, {"id": 9, "body": j.get("body")})
+            if not isinstance(j.get("body"), str):
+                return self.send(h, 422, {"message": "Validation Failed"})
+            return self.send(h, 201, self.github_comment("%s!%s" % m.groups()[:2], j["body"]))
+        m = re.match(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)/comments$", path)
+        if m and h.command == "GET":
+            return self.github_list(h, "%s!%s" % m.groups(), query)
         m = re.match(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)$", path)
         if m and h.command == "GET":
             pr = self.prs.get(int(m.group(2)))
@@ -178,6 +248,22 @@ class Fake:
     def slack(self, h, path, body):
         if h.headers.get("Authorization") != "Bearer " + self.slack_token:
             return self.send(h, 200, {"ok": False, "error": "invalid_auth"})
+        path, _, qs = path.partition("?")
+        if path == "/api/conversations.replies" and h.command == "GET":
+            q = dict((k, v[0]) for k, v in urllib.parse.parse_qs(qs).items())
+            if not q.get("channel") or not q.get("ts"):
+                return self.send(h, 200, {"ok": False, "error": "invalid_arguments"})
+            msgs = [dict(m) for m in self.posted("%s/%s" % (q["channel"], q["ts"]))
+                    if float(m["ts"]) >= float(q.get("oldest") or 0)]
+            if q.get("include_all_metadata") != "true":
+                for m in msgs:
+                    m.pop("metadata", None)
+            per = int(q.get("limit") or 1000)
+            start = int(q.get("cursor") or 0)
+            out = {"ok": True, "messages": msgs[start:start + per], "has_more": start + per < len(msgs)}
+            if start + per < len(msgs):
+                out["response_metadata"] = {"next_cursor": str(start + per)}
+            return self.send(h, 200, out)
         try:
             j = json.loads(body)
         except ValueError:
@@ -187,7 +273,20 @@ class Fake:
                 return self.send(h, 200, {"ok": False, "error": "no_text"})
             if len(j["text"]) > 40000:
                 return self.send(h, 200, {"ok": False, "error": "msg_too_long"})
-            return self.send(h, 200, {"ok": True, "ts": "1700000000.000200", "channel": j["channel"]})
+            md = j.get("metadata")
+            if md is not None and (not isinstance(md, dict) or not isinstance(md.get("event_type"), str)
+                                   or not isinstance(md.get("event_payload"), dict)):
+                return self.send(h, 200, {"ok": False, "error": "invalid_metadata_format"})
+            with self.lock:
+                self.slack_ts = max(self.slack_ts + 1, int(time.time() * 10 ** 6))
+                ts = "%d.%06d" % divmod(self.slack_ts, 10 ** 6)
+            m = {"type": "message", "ts": ts, "text": j["text"], "bot_id": "BSPUR"}
+            if j.get("thread_ts"):
+                m["thread_ts"] = j["thread_ts"]
+            if md is not None:
+                m["metadata"] = md
+            self.keep("%s/%s" % (j["channel"], j.get("thread_ts") or ts), m)
+            return self.send(h, 200, {"ok": True, "ts": ts, "channel": j["channel"]})
         if path == "/api/reactions.add":
             if not j.get("timestamp") or j.get("name") != "eyes":
                 return self.send(h, 200, {"ok": False, "error": "invalid_arguments"})
@@ -199,9 +298,16 @@ class Fake:
             return self.send(h, 400, {"errors": [{"message": "Authentication required, not authenticated",
                                                   "extensions": {"code": "AUTHENTICATION_ERROR"}}]})
         j = json.loads(body)
+        if "issue(id:" in j.get("query", ""):
+            iid = j.get("variables", {}).get("id")
+            if not iid:
+                return self.send(h, 400, {"errors": [{"message": "bad query", "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"}}]})
+            nodes = [{"body": b} for b in self.posted(iid)][-50:]
+            return self.send(h, 200, {"data": {"issue": {"comments": {"nodes": nodes}}}})
         inp = j.get("variables", {}).get("input", {})
         if "commentCreate" not in j.get("query", "") or not inp.get("issueId") or not inp.get("body"):
             return self.send(h, 400, {"errors": [{"message": "bad query", "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"}}]})
+        self.keep(inp["issueId"], inp["body"])
         return self.send(h, 200, {"data": {"commentCreate": {"success": True, "comment": {"id": "c1"}}}})
 
     def git(self, h, body):

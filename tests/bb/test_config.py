@@ -99,6 +99,12 @@ with Spur() as s:
     rc, out, err = s.c("check")
     t.contains(err, s.config + ":1:34: error: \"listen\": invalid address", "a bad listen address in a list")
 
+    # a repeated key is an error, not a silent override
+    with open(s.config, "w") as f:
+        f.write("listen: 127.0.0.1:1\norgs:\n  a:\norgs:\n  b:\n")
+    rc, out, err = s.c("check")
+    t.ok(rc == 1 and (s.config + ':4:1: error: duplicate key "orgs"') in err, "a repeated key is reported at its second occurrence", err)
+
     # data_dir is created 0700
     s.write_config()
     s.start()

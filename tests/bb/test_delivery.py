@@ -214,6 +214,59 @@ try:
         s.start()
         rep = wait_report(s, r5, timeout=30)
         t.eq(rep and rep["state"], "sent", "after kill -9 while sending, the report is sent at restart")
+        looks = [r for r in fake.api_requests("/repos/acme/api/issues/11/comments?") if r["method"] == "GET"]
+        t.ok(len(looks) >= 1 and "per_page=100" in looks[0]["path"] and "since=" in looks[0]["path"],
+             "at restart the thread is looked at first (per_page=100, since the report was stored)", looks)
+        t.eq(len(fake.posted("acme/api#11")), 1, "the hung post never landed: the report is posted, once")
+
+        # --- a crash after the API posted, before the store marked it: posted once -------
+        # The fake stores the comment, then kills the engine before its answer goes out: the
+        # engine never learns of the 201, exactly as when it dies between the answer and the
+        # commit. The first look in the thread fails: nothing may be posted blind.
+        fake.before_answer(r"POST /repos/acme/api/issues/16/comments", lambda: s.proc.kill())
+        fake.fail(r"GET /repos/acme/api/issues/16/comments", 500, times=1)
+        r10 = fire(s, "/report", number=16)
+        got = fake.wait_for(lambda r: r["method"] == "POST" and r["path"] == "/repos/acme/api/issues/16/comments")
+        s.proc.wait(20)
+        s.kill9()
+        rows = s.query("SELECT state, sending_at FROM reports WHERE run = ? AND kind = 'run_end'", r10)
+        t.ok(got and rows and rows[0]["state"] == "pending" and rows[0]["sending_at"],
+             "killed after the API's effect: the report is stored as sending", rows)
+        s.start()
+        rep = wait_report(s, r10, timeout=30)
+        t.eq(rep and rep["state"], "sent", "at restart the report is found in its thread and marked sent")
+        c = posts("/repos/acme/api/issues/16/comments")
+        t.eq(len(c), 1, "it was not posted again")
+        thread = [x for x in fake.posted("acme/api#16") if "<!-- spur:%s -->" % r10 in x["body"]]
+        t.eq(len(thread), 1, "the thread holds the report exactly once")
+        looks = [r for r in fake.api_requests("/repos/acme/api/issues/16/comments?") if r["method"] == "GET"]
+        t.ok(len(looks) >= 2, "a failed look is retried, not followed by a blind post", looks)
+        t.ok("event=report.sent run=%s kind=run_end" % r10 in s.logs() and "found=1" in s.logs(),
+             "the log says it was found", s.logs()[-3000:])
+
+        # --- the same on Slack: the run id travels in the message's metadata -------------
+        m = json.dumps({"type": "event_callback", "team_id": "T1", "event_id": "EvD2",
+                        "event": {"type": "app_mention", "user": "U1", "text": "<@UBOT> again",
+                                  "ts": "1700000002.000100", "channel": "C9",
+                                  "event_ts": "1700000002.000100"}}).encode()
+        sh = slack_headers(SECRETS["T_SLACK_SECRET"], m)
+        sh["Content-Type"] = "application/json"
+        fake.before_answer(r"POST /slack/api/chat.postMessage", lambda: s.proc.kill())
+        st, _, a = s.post_json(HOOK + "slack", m, sh)
+        rs2 = a["runs"][0] if st == 200 and a.get("runs") else None
+        fake.wait_for(lambda r: r["path"] == "/slack/api/chat.postMessage" and "1700000002.000100" in r["body"])
+        s.proc.wait(20)
+        s.kill9()
+        s.start()
+        rep = wait_report(s, rs2, timeout=30) if rs2 else None
+        t.eq(rep and rep["state"], "sent", "Slack: the report is found in the thread at restart")
+        pm = [r for r in posts("/slack/api/chat.postMessage") if "1700000002.000100" in r["body"]]
+        md = json.loads(pm[0]["body"]).get("metadata") if pm else None
+        t.ok(len(pm) == 1 and md == {"event_type": "spur_report", "event_payload": {"run": rs2}},
+             "posted once, with the run in its metadata", pm)
+        looks = [r for r in fake.api_requests("/slack/api/conversations.replies") if r["method"] == "GET"]
+        t.ok(looks and "include_all_metadata=true" in looks[-1]["path"] and "ts=1700000002.000100" in looks[-1]["path"],
+             "looked for with conversations.replies in the thread", looks)
 
         # --- a pull request from a new branch ------------------------------------
         r6 = fire(s, "/pr please", number=12)
