@@ -633,8 +633,12 @@ dispatch_start(struct dispatch *d, const char *id)
 			return 0;
 		}
 	}
-	if (dispatch_set_state(d, id, RUN_RUNNING, "started") != 0)
+	/* The run's start (state, prompt, session) is one commit. */
+	store_tx_begin(e->store, NULL);
+	if (dispatch_set_state(d, id, RUN_RUNNING, "started") != 0) {
+		store_tx_commit(e->store, NULL);
 		goto done;
+	}
 	r->started = now_ms();
 	LIST_INSERT_HEAD(&d->runs, r, entry);
 	d->running++;
@@ -642,6 +646,7 @@ dispatch_start(struct dispatch *d, const char *id)
 	if (r->prompt == NULL) {
 		/* A retried run gets a new prompt, with a new nonce. */
 		if ((ev = spur_event_from_json(evj)) == NULL) {
+			store_tx_commit(e->store, NULL);
 			cause = xstrdup("the run's event is unreadable");
 			goto fail;
 		}
@@ -649,9 +654,12 @@ dispatch_start(struct dispatch *d, const char *id)
 		spur_event_free(ev);
 		store_run_update(e->store, id, "prompt", r->prompt);
 	}
-	if (drun_session(r, &r->resume, &cause) != 0)
+	if (drun_session(r, &r->resume, &cause) != 0) {
+		store_tx_commit(e->store, NULL);
 		goto fail;
+	}
 	store_run_update(e->store, id, "session", r->session);
+	store_tx_commit(e->store, NULL);
 	rundir = xprintf("%s/runs/%s", e->conf->data_dir, id);
 	r->artifacts = path_join(rundir, "artifacts");
 	if (mkdir_p(rundir, 0700) != 0 ||

@@ -15,6 +15,7 @@ struct store {
 	sqlite3		*db;
 	char		*path;
 	int		 readonly;
+	int		 txdepth;
 	sqlite3_stmt	*ins_event;
 	sqlite3_stmt	*find_dup;
 	sqlite3_stmt	*ins_run;
@@ -110,6 +111,34 @@ store_exec(struct store *st, const char *sql, char **cause)
 	if (sqlite3_exec(st->db, sql, NULL, NULL, &err) != SQLITE_OK) {
 		xasprintf(cause, "%s", err != NULL ? err : sqlite3_errmsg(st->db));
 		sqlite3_free(err);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Transactions that nest: the outermost begin and commit are real. The
+ * dispatcher puts a run's start (state, session) into one commit: one fsync.
+ */
+int
+store_tx_begin(struct store *st, char **cause)
+{
+	if (st->txdepth++ > 0)
+		return 0;
+	if (store_exec(st, "BEGIN IMMEDIATE", cause) != 0) {
+		st->txdepth = 0;
+		return -1;
+	}
+	return 0;
+}
+
+int
+store_tx_commit(struct store *st, char **cause)
+{
+	if (st->txdepth == 0 || --st->txdepth > 0)
+		return 0;
+	if (store_exec(st, "COMMIT", cause) != 0) {
+		store_exec(st, "ROLLBACK", NULL);
 		return -1;
 	}
 	return 0;
@@ -509,7 +538,7 @@ store_run_set_state(struct store *st, const char *run, enum run_state to,
 	int64_t		 now = now_ms();
 	int		 rc;
 
-	if (store_exec(st, "BEGIN IMMEDIATE", cause) != 0)
+	if (store_tx_begin(st, cause) != 0)
 		return -1;
 	if (store_run_get_state(st, run, &from) != 0) {
 		xasprintf(cause, "no such run %s", run);
@@ -540,11 +569,12 @@ store_run_set_state(struct store *st, const char *run, enum run_state to,
 		xasprintf(cause, "%s", sqlite3_errmsg(st->db));
 		goto fail;
 	}
-	if (store_exec(st, "COMMIT", cause) != 0)
-		goto fail;
+	if (store_tx_commit(st, cause) != 0)
+		return -1;
 	return 0;
 fail:
-	store_exec(st, "ROLLBACK", NULL);
+	/* Nothing was written (or the write failed): ending the transaction is enough. */
+	store_tx_commit(st, NULL);
 	return -1;
 }
 

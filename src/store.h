@@ -36,6 +36,9 @@ struct ingest_item {
 struct store	*store_open(const char *data_dir, int readonly, char **cause);
 void		 store_close(struct store *);
 const char	*store_path(const struct store *);
+/* A transaction; nested ones join the outermost (one commit, one fsync). */
+int		 store_tx_begin(struct store *, char **cause);
+int		 store_tx_commit(struct store *, char **cause);
 /* 0 when a write transaction can be taken right now. */
 int		 store_writable(struct store *);
 /* Commits every item's event and runs in one transaction (group commit). -1: nothing committed. */
