@@ -761,6 +761,7 @@ config_load(const char *path, struct yerrs *errs)
 		cfg_error(&c, root, "\"orgs\" must define at least one org");
 out:
 	if (cf->nlisten == 0) {
+		free(cf->listen);	/* a list whose every address was refused */
 		cf->listen = xcalloc(1, sizeof *cf->listen);
 		cf->listen[0] = xstrdup("127.0.0.1:8080");
 		cf->nlisten = 1;
