@@ -209,7 +209,7 @@ agent_stream_feed(struct agent_stream *s, const char *data, size_t len)
 		nl = memchr(data, '\n', len);
 		n = nl != NULL ? (size_t)(nl - data) : len;
 		if (!s->skipping && buf_add(&s->line, data, n) != 0) {
-			log_warn("agent line over %d bytes skipped agent=%s",
+			log_warn("event=agent.line_skipped max_bytes=%d agent=%s",
 			    AGENT_LINE_MAX, s->agent->name);
 			s->skipping = 1;
 			buf_reset(&s->line);

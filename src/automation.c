@@ -1443,7 +1443,7 @@ automation_load(const struct config *conf, const char *dir, struct yerrs *errs)
 		}
 	}
 	set->index = match_index_build(set);
-	log_debug("automations loaded dir=%s count=%zu", log_q(dir), set->n);
+	log_debug("event=automations.loaded dir=%s count=%zu", log_q(dir), set->n);
 	return set;
 }
 

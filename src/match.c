@@ -93,10 +93,10 @@ regex_match(const struct regex *re, const char *s, size_t len)
 		return 0;
 	if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
 	    rc == PCRE2_ERROR_HEAPLIMIT)
-		log_warn("regex limit hit, counted as no match pattern=%s len=%zu",
+		log_warn("event=regex.limit verdict=no_match pattern=%s len=%zu",
 		    log_q(re->src), len);
 	else
-		log_warn("regex match failed pattern=%s rc=%d", log_q(re->src), rc);
+		log_warn("event=regex.failed pattern=%s rc=%d", log_q(re->src), rc);
 	return 0;
 }
 

@@ -315,7 +315,7 @@ proc_sigchld_cb(evutil_socket_t sig, short events, void *arg)
 			p->wstatus = r == p->pid ? status : 0;
 			/* Whatever is left of its group is an orphan of this child. */
 			kill(-p->pid, SIGKILL);
-			log_debug("proc reaped pid=%ld status=%d", (long)p->pid, status);
+			log_debug("event=proc.reaped pid=%ld status=%d", (long)p->pid, status);
 			if (p->freed)
 				proc_destroy(p);
 			else
@@ -401,7 +401,7 @@ proc_deadline_cb(evutil_socket_t fd, short events, void *arg)
 
 	if (p->reaped) {
 		/* Grace after the reap is over: stop waiting for the pipes. */
-		log_warn("proc pipes still open after exit pid=%ld", (long)p->pid);
+		log_warn("event=proc.pipes_open_after_exit pid=%ld", (long)p->pid);
 		proc_close_fd(&p->ev_out, &p->fd_out);
 		proc_close_fd(&p->ev_err, &p->fd_err);
 		proc_check_done(p);
@@ -409,11 +409,11 @@ proc_deadline_cb(evutil_socket_t fd, short events, void *arg)
 	}
 	if (!p->terming) {
 		p->exit.timed_out = 1;
-		log_info("proc deadline pid=%ld", (long)p->pid);
+		log_info("event=proc.deadline pid=%ld", (long)p->pid);
 		proc_escalate(p);
 		return;
 	}
-	log_info("proc grace over, killing pid=%ld", (long)p->pid);
+	log_info("event=proc.kill reason=grace_over pid=%ld", (long)p->pid);
 	p->killed = 1;
 	proc_kill(p, SIGKILL);
 }
@@ -445,7 +445,7 @@ proc_read_cb(evutil_socket_t fd, short events, void *arg)
 		if (!p->exit.output_exceeded) {
 			/* Bounded output: no grace, a flood would only grow. */
 			p->exit.output_exceeded = 1;
-			log_info("proc output limit pid=%ld max=%llu", (long)p->pid,
+			log_info("event=proc.output_limit pid=%ld max=%llu", (long)p->pid,
 			    p->output_max);
 			p->terming = p->killed = 1;
 			proc_kill(p, SIGKILL);
@@ -545,7 +545,7 @@ proc_start(struct event_base *base, const struct proc_spec *spec,
 		tv.tv_usec = (spec->timeout_ms % 1000) * 1000;
 		evtimer_add(p->ev_deadline, &tv);
 	}
-	log_debug("proc started pid=%ld path=%s", (long)pid, log_q(spec->path));
+	log_debug("event=proc.started pid=%ld path=%s", (long)pid, log_q(spec->path));
 	/* It may have exited already, before the SIGCHLD event saw it as ours. */
 	proc_sigchld_cb(SIGCHLD, EV_SIGNAL, NULL);
 	return p;

@@ -736,7 +736,7 @@ prompt_build(const char *saved, const struct spur_event *ev, const char *nonce)
 
 	if (nonce == NULL || !prompt_nonce_valid(nonce)) {
 		if (nonce != NULL)
-			log_warn("prompt: nonce is not %d hex digits, using a fresh one",
+			log_warn("event=prompt.bad_nonce want_hex_digits=%d action=fresh_nonce",
 			    PROMPT_NONCE_LEN);
 		nonce = fresh = prompt_nonce_new();
 	}

@@ -482,7 +482,7 @@ sandbox_term_cb(struct proc *p, void *arg)
 			sent++;
 	}
 	closedir(d);
-	log_debug("sandbox term init=%ld signalled=%d", (long)init, sent);
+	log_debug("event=sandbox.term init=%ld signalled=%d", (long)init, sent);
 	return;
 fallback:
 	proc_kill(p, SIGTERM);
@@ -600,7 +600,7 @@ sandbox_start(struct event_base *base, const struct sandbox_spec *spec,
 		free(sb);
 		return NULL;
 	}
-	log_info("sandbox started run=%s pid=%ld backend=%s", log_q(spec->run_id ?
+	log_info("event=sandbox.started run=%s pid=%ld backend=%s", log_q(spec->run_id ?
 	    spec->run_id : "-"), (long)proc_pid(sb->proc),
 	    spec->backend == SANDBOX_NONE ? "none" : "bwrap");
 	return sb;

@@ -488,7 +488,7 @@ test_regex_limit(void)
 	is_int(n, 1, "the limited pattern does not match, the other does");
 	is_str(n > 0 ? out[0]->name : NULL, "fast", "fast matched");
 	ok(secs < 5.0, "bounded time (%.3fs)", secs);
-	ok(strstr(logged, "regex limit hit") != NULL && strstr(logged, "^(a+)+$") != NULL,
+	ok(strstr(logged, "event=regex.limit") != NULL && strstr(logged, "^(a+)+$") != NULL,
 	    "the limit is logged with the pattern");
 	ok(strstr(logged, "aaaa") == NULL, "the third-party text is not logged");
 	free(logged);
