@@ -44,6 +44,7 @@ dir_list(const char *dir, const char *suffix, char ***out)
 	char		**names = NULL;
 	size_t		  n = 0, len;
 
+	*out = NULL;
 	if ((d = opendir(dir)) == NULL)
 		return 0;
 	while ((de = readdir(d)) != NULL) {
