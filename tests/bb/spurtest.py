@@ -88,18 +88,26 @@ def env_with_secrets(extra=None):
     return env
 
 
+# Tests send nothing off this machine: the APIs of the default org point at a closed
+# loopback port (tests that check what is posted run their own fake APIs).
+DEAD_API = "http://127.0.0.1:9"
+
 DEFAULT_ORGS = """\
 orgs:
   acme:
     github:
       webhook_secret: env:T_GH_SECRET
       token: env:T_GH_TOKEN
+      api_url: http://127.0.0.1:9/github
+      git_url: http://127.0.0.1:9/git
     slack:
       signing_secret: env:T_SLACK_SECRET
       bot_token: env:T_SLACK_TOKEN
+      api_url: http://127.0.0.1:9/slack
     linear:
       webhook_secret: env:T_LINEAR_SECRET
       api_key: env:T_LINEAR_KEY
+      api_url: http://127.0.0.1:9/linear
     secrets:
       HOOK_SECRET: env:T_HOOK_SECRET
       STD_SECRET: env:T_STD_SECRET

@@ -89,6 +89,7 @@ def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs="
     conf = SANDBOX_CONF + "agents:\n  %s:\n    command: [%s]\n    api_url: http://127.0.0.1:%d%s\n%s" % (
         agent, binary, fake.port, needs, extra_conf)
     orgs = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
+            "      api_url: http://127.0.0.1:9/github\n      git_url: http://127.0.0.1:9/git\n"
             "    agents:\n%s") % org_agents
     key = KEY if agent != "codex" else OPENAI_KEY
     with Spur(conf, orgs=orgs, automations={"a.yaml": agent_automation(agent, "^/go")},

@@ -25,6 +25,10 @@ EVENTS = int(os.environ.get("SPUR_SOAK_EVENTS") or 10000)
 RUN_EVERY = int(os.environ.get("SPUR_SOAK_RUN_EVERY") or 20)
 SAMPLES = int(os.environ.get("SPUR_SOAK_SAMPLES") or 30)
 CLIENTS = 4
+# Descriptors that appear after the first requests and stay, bounded whatever the load:
+# libcurl keeps up to one connection per report being sent (the outbox sends 8 at once),
+# and libevent opens its cross-thread wakeup on first use.
+SLACK = 12
 HOOK = "/o/acme/hooks/github"
 DAY_MS = 86400 * 1000
 KEEP_FRESH = 100          # the newest events are not aged: retention must keep them
@@ -168,7 +172,7 @@ with Spur(config, orgs=ORGS, automations={"go.yaml": GO, "block.yaml": BLOCK}, e
     reports = dict((r["state"], r["n"]) for r in s.query("SELECT state, count(*) AS n FROM reports GROUP BY state"))
     # A run's state is stored just before its sandbox's descriptors are closed: give them a moment.
     deadline = time.time() + 5
-    while time.time() < deadline and len(os.listdir("/proc/%d/fd" % pid)) > fd0 + CLIENTS + 2:
+    while time.time() < deadline and len(os.listdir("/proc/%d/fd" % pid)) > fd0 + CLIENTS + SLACK:
         time.sleep(0.1)
     fd_end = len(os.listdir("/proc/%d/fd" % pid))
     print("# %d events in %.1f s (%.0f/s), %d runs; before: RSS %d KiB, %d fds"
@@ -192,7 +196,8 @@ with Spur(config, orgs=ORGS, automations={"go.yaml": GO, "block.yaml": BLOCK}, e
     t.ok(max(x[2] for x in samples) <= fd0 + CLIENTS + 4 * 8 + 16,
          "open descriptors stay bounded while runs come and go (at most %d, %d before)"
          % (max(x[2] for x in samples), fd0))
-    t.ok(fd_end <= fd0 + CLIENTS + 2, "and are back to %d once the runs and reports are done (%d)" % (fd0, fd_end),
+    t.ok(fd_end <= fd0 + CLIENTS + SLACK, "and are back near %d once the runs and reports are done (%d; bounded caches "
+         "allowed: libcurl's kept-alive connections of the outbox, libevent's cross-thread wakeup)" % (fd0, fd_end),
          subprocess.run(["ls", "-l", "/proc/%d/fd" % pid], capture_output=True, text=True).stdout)
     wal_max = max(x[4] for x in samples)
     t.ok(wal_max <= 64 * MiB and max(x[4] for x in last) <= max(max(x[4] for x in mid) * 2, 8 * MiB),
