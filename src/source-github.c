@@ -43,17 +43,10 @@ const struct source source_github = { "github", github_handle };
 static char *
 github_no_key(const struct source_req *req, const void **key, size_t *keylen)
 {
-	const struct secret	*s = NULL;
+	const struct org	*o = req->org;
 
-	if (req->org != NULL && req->org->github != NULL)
-		s = req->org->github->webhook_secret;
-	if (source_key(s, key, keylen) == 0)
-		return NULL;
-	if (req->org == NULL)
-		return xprintf("unknown org");
-	if (req->org->github == NULL)
-		return xprintf("github is not configured for this org");
-	return xprintf("github.webhook_secret is not set for this org");
+	return source_no_key(req, o != NULL && o->github != NULL, o != NULL && o->github != NULL ?
+	    o->github->webhook_secret : NULL, "github.webhook_secret", key, keylen);
 }
 
 /* The signature problem of a request, or NULL when it is signed by key. */

@@ -19,17 +19,10 @@ const struct source source_linear = { "linear", linear_handle };
 static char *
 linear_no_key(const struct source_req *req, const void **key, size_t *keylen)
 {
-	const struct secret	*s = NULL;
+	const struct org	*o = req->org;
 
-	if (req->org != NULL && req->org->linear != NULL)
-		s = req->org->linear->webhook_secret;
-	if (source_key(s, key, keylen) == 0)
-		return NULL;
-	if (req->org == NULL)
-		return xprintf("unknown org");
-	if (req->org->linear == NULL)
-		return xprintf("linear is not configured for this org");
-	return xprintf("linear.webhook_secret is not set for this org");
+	return source_no_key(req, o != NULL && o->linear != NULL, o != NULL && o->linear != NULL ?
+	    o->linear->webhook_secret : NULL, "linear.webhook_secret", key, keylen);
 }
 
 static char *

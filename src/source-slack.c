@@ -19,17 +19,10 @@ const struct source source_slack = { "slack", slack_handle };
 static char *
 slack_no_key(const struct source_req *req, const void **key, size_t *keylen)
 {
-	const struct secret	*s = NULL;
+	const struct org	*o = req->org;
 
-	if (req->org != NULL && req->org->slack != NULL)
-		s = req->org->slack->signing_secret;
-	if (source_key(s, key, keylen) == 0)
-		return NULL;
-	if (req->org == NULL)
-		return xprintf("unknown org");
-	if (req->org->slack == NULL)
-		return xprintf("slack is not configured for this org");
-	return xprintf("slack.signing_secret is not set for this org");
+	return source_no_key(req, o != NULL && o->slack != NULL, o != NULL && o->slack != NULL ?
+	    o->slack->signing_secret : NULL, "slack.signing_secret", key, keylen);
 }
 
 /* The signature problem of a request, or NULL when key signed "v0:" ts ":" body. */

@@ -338,3 +338,18 @@ source_id_ok(const char *s)
 	}
 	return n > 0;
 }
+
+char *
+source_no_key(const struct source_req *req, int configured, const struct secret *s,
+    const char *what, const void **key, size_t *keylen)
+{
+	int	 n = (int)strcspn(what, ".");
+
+	if (source_key(configured ? s : NULL, key, keylen) == 0)
+		return NULL;
+	if (req->org == NULL)
+		return xprintf("unknown org");
+	if (!configured)
+		return xprintf("%.*s is not configured for this org", n, what);
+	return xprintf("%s is not set for this org", what);
+}

@@ -9,6 +9,7 @@ struct config;
 struct org;
 struct spur_event;
 struct webhook_def;
+struct secret;
 
 struct header {
 	const char	*name;
@@ -57,6 +58,15 @@ void			 source_result_free(struct source_result *);
  * printable ASCII characters. Headers are not signed: anything else is ignored.
  */
 int			 source_id_ok(const char *);
+/*
+ * Why a request cannot be checked against a real secret, or NULL when it can
+ * (then *key is the secret). configured: the org has this source's section;
+ * s: its secret; what: e.g. "github.webhook_secret". An unusable secret still
+ * gets a dummy key, so that every refusal costs the same HMAC.
+ */
+char			*source_no_key(const struct source_req *, int configured,
+			     const struct secret *, const char *what, const void **key,
+			     size_t *keylen);
 /* Case-insensitive header lookup; NULL when absent. */
 const char		*source_header(const struct source_req *, const char *);
 /*
