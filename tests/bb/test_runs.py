@@ -40,7 +40,9 @@ QUEUE = auto("queuer", ["sh", "-c", "sleep 1; echo queued-done"], "^/queue", "co
 HOSTILE = auto("hostile", ["sh", "-c", open(os.path.join(os.path.dirname(__file__), "hostile-agent.sh")).read()],
                "^/hostile", "proof: none\n")
 
-automations = {"report.yaml": REPORT, "fail.yaml": FAIL, "slow.yaml": SLOW, "arts.yaml": ARTS,
+STREAM = auto("stream", ["sh", "-c", "echo first-line; sleep 1.5; echo second-line"], "^/stream")
+
+automations = {"stream.yaml": STREAM, "report.yaml": REPORT, "fail.yaml": FAIL, "slow.yaml": SLOW, "arts.yaml": ARTS,
                "skip.yaml": SKIP, "queue.yaml": QUEUE, "hostile.yaml": HOSTILE}
 
 
@@ -94,6 +96,15 @@ with Spur("limits:\n  runs: 4\n", automations=automations) as s:
     wait_state(s, r3)
     j3 = show(s, r3)
     t.ok(j3["session"] != sess1 and j3["result"].rstrip().endswith("1"), "another thread gets its own session and workspace", j3["result"])
+
+    # spur logs -f follows a running run's output until the run ends
+    rl = fire(s, "/stream", number=11)
+    wait_state(s, rl, states=("running",))
+    t0 = time.time()
+    rc, out, err = s.c("logs", "-f", rl, timeout=60)
+    st = s.query("SELECT state FROM runs WHERE id = ?", rl)[0]["state"]
+    t.ok(rc == 0 and "first-line" in out and "second-line" in out and st == "completed",
+         "spur logs -f streams the output and returns when the run has ended (%.1f s)" % (time.time() - t0), out + err)
 
     rf = fire(s, "/fail now", number=3)
     st = wait_state(s, rf)
