@@ -75,6 +75,8 @@ struct config {
 	int			 limit_queue;
 	long long		 retention_events; /* seconds events are kept (>= 30d) */
 	long long		 schedule_catch_up; /* seconds */
+	char			*git_author_name;	/* of the commits spur makes */
+	char			*git_author_email;
 	struct {
 		enum sandbox_backend	 backend;
 		char			*user;

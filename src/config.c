@@ -658,9 +658,44 @@ cfg_simple_section(struct cfgctx *c, const struct ynode *m, const char *section,
 	}
 }
 
+/* git: {author_name, author_email}: who spur's commits are by. */
+static void
+cfg_git(struct cfgctx *c, struct config *cf, const struct ynode *m)
+{
+	size_t		 i;
+	const char	*p;
+
+	if (!cfg_is_map(c, m, "git"))
+		return;
+	for (i = 0; i < m->n; i++) {
+		const char		*k = ymap_key(m, i);
+		const struct ynode	*n = ymap_value(m, i);
+
+		if (strcmp(k, "author_name") == 0)
+			cfg_str(c, n, "git.author_name", &cf->git_author_name);
+		else if (strcmp(k, "author_email") == 0)
+			cfg_str(c, n, "git.author_email", &cf->git_author_email);
+		else {
+			cfg_unknown(c, m, i, "git");
+			continue;
+		}
+		/* Either lands in a commit header: no line breaks, no angle brackets. */
+		for (p = n->value != NULL ? n->value : ""; *p != '\0'; p++) {
+			if (*p == '\n' || *p == '\r' || *p == '<' || *p == '>') {
+				cfg_error(c, n, "\"git.%s\" must not contain line breaks or < >", k);
+				break;
+			}
+		}
+	}
+	if (cf->git_author_email != NULL && strchr(cf->git_author_email, '@') == NULL)
+		cfg_error(c, ymap_get(m, "author_email"), "\"git.author_email\" must be an email address");
+}
+
 static void
 cfg_defaults(struct config *cf)
 {
+	cf->git_author_name = xstrdup("spur");
+	cf->git_author_email = xstrdup("spur@localhost");
 	cf->data_dir = xstrdup("./var");
 	cf->automations_dir = xstrdup("./automations");
 	cf->limit_body = 25ULL << 20;
@@ -751,6 +786,8 @@ config_load(const char *path, struct yerrs *errs)
 		else if (strcmp(k, "retention") == 0)
 			cfg_simple_section(&c, n, "retention", "events",
 			    &cf->retention_events, 30 * 86400);
+		else if (strcmp(k, "git") == 0)
+			cfg_git(&c, cf, n);
 		else if (strcmp(k, "schedules") == 0)
 			cfg_simple_section(&c, n, "schedules", "catch_up",
 			    &cf->schedule_catch_up, 0);
@@ -852,6 +889,8 @@ config_free(struct config *cf)
 	free(cf->automations_dir);
 	free(cf->public_url);
 	free(cf->sandbox.user);
+	free(cf->git_author_name);
+	free(cf->git_author_email);
 	free(cf);
 }
 

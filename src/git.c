@@ -1,5 +1,6 @@
 /* git.c: git as a supervised child of the engine, in one recipe that trusts nothing in the workspace. */
 #include "spur.h"
+#include "conf.h"
 #include "git.h"
 #include "proc.h"
 #include "serve.h"
@@ -42,8 +43,6 @@ static const char *git_config[][2] = {
 	{ "maintenance.auto", "false" },
 	{ "advice.detachedHead", "false" },
 	{ "init.defaultBranch", "main" },
-	{ "user.name", "spur" },
-	{ "user.email", "spur@localhost" },
 };
 
 struct git {
@@ -132,6 +131,11 @@ git_start(struct engine *e, const struct git_opts *o, const char *const *args,
 		g->env[n++] = xprintf("GIT_CONFIG_KEY_%zu=%s", nc, git_config[i][0]);
 		g->env[n++] = xprintf("GIT_CONFIG_VALUE_%zu=%s", nc, git_config[i][1]);
 	}
+	/* The author of spur's commits: git.author_name and git.author_email in spur.yaml. */
+	g->env[n++] = xprintf("GIT_CONFIG_KEY_%zu=user.name", nc);
+	g->env[n++] = xprintf("GIT_CONFIG_VALUE_%zu=%s", nc++, e->conf->git_author_name);
+	g->env[n++] = xprintf("GIT_CONFIG_KEY_%zu=user.email", nc);
+	g->env[n++] = xprintf("GIT_CONFIG_VALUE_%zu=%s", nc++, e->conf->git_author_email);
 	if (o->token != NULL) {
 		/* In the child's environment only: never argv (ps), never a file. */
 		cred = xprintf("x-access-token:%s", o->token);

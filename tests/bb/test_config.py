@@ -99,6 +99,14 @@ with Spur() as s:
     rc, out, err = s.c("check")
     t.contains(err, s.config + ":1:34: error: \"listen\": invalid address", "a bad listen address in a list")
 
+    # git author: no line breaks or brackets, an email address
+    with open(s.config, "w") as f:
+        f.write("listen: 127.0.0.1:1\ngit:\n  author_name: \"a <b>\"\n  author_email: nobody\norgs:\n  a:\n")
+    rc, out, err = s.c("check")
+    t.ok(rc == 1 and (s.config + ':3:16: error: "git.author_name" must not contain line breaks or < >') in err
+         and (s.config + ':4:17: error: "git.author_email" must be an email address') in err,
+         "git.author_name and git.author_email are checked", err)
+
     # a repeated key is an error, not a silent override
     with open(s.config, "w") as f:
         f.write("listen: 127.0.0.1:1\norgs:\n  a:\norgs:\n  b:\n")

@@ -133,7 +133,8 @@ def posts(path):
 
 
 try:
-    with Spur("public_url: http://spur.example:8080/\n", orgs=ORGS, automations=AUTOS) as s:
+    with Spur("public_url: http://spur.example:8080/\ngit:\n  author_name: Spur Bot\n  author_email: bot@spur.example\n",
+              orgs=ORGS, automations=AUTOS) as s:
         s.start()
         # --- a report on a GitHub comment, with the eyes reaction ----------------
         r1 = fire(s, "/report now", comment_id=4242)
@@ -279,6 +280,7 @@ try:
         lg = git_log(remote, branch) or ""
         t.ok(lg.splitlines()[1:2] == ["Fix the flaky tests"] and "Spur-Run: " + r6 in lg,
              "the commit message comes from the agent's final message", lg)
+        t.eq(lg.splitlines()[0:1], ["Spur Bot <bot@spur.example>"], "the commit's author is git.author_name/email")
         pr = posts("/repos/acme/api/pulls")
         pj = json.loads(pr[-1]["body"]) if pr else {}
         t.ok(pj.get("head") == branch and pj.get("base") == "main" and pj.get("title") == "Fix the flaky tests",
