@@ -53,6 +53,7 @@ struct drun {
 	int64_t			 started;
 	char			*cancel_reason;
 	char			*resume;	/* the agent's session id to resume, if any */
+	int			 joined;	/* the run joined its thread's live session */
 	struct egress		*egress;	/* the run's network (egress.c) */
 	struct repo_job		*repo;		/* clone before, push after (repo.c) */
 	struct agent_result	 res;		/* what the agent said, once it ended */
@@ -463,6 +464,7 @@ drun_session(struct drun *r, char **resume_out, char **cause)
 
 	*resume_out = NULL;
 	if ((s = store_session_live(e->store, r->org, r->thread)) != NULL) {
+		r->joined = 1;
 		r->session = xstrdup(json_string_value(json_object_get(s, "id")));
 		r->workspace = xstrdup(json_string_value(json_object_get(s, "workspace")));
 		dir = path_dirname(r->workspace);
@@ -676,7 +678,7 @@ dispatch_start(struct dispatch *d, const char *id)
 	free(logpath);
 	free(rundir);
 	/* The repository is cloned (or the session's branch updated) outside the sandbox. */
-	rc = repo_prepare(e, r->id, r->a, evj, r->workspace, r->resume != NULL,
+	rc = repo_prepare(e, r->id, r->a, evj, r->workspace, r->joined,
 	    drun_repo_cb, r, &r->repo, &cause);
 	json_decref(j);
 	if (rc < 0) {

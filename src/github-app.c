@@ -33,6 +33,23 @@ struct github_cached {
 static LIST_HEAD(, github_cached) github_cache = LIST_HEAD_INITIALIZER(github_cache);
 static int github_ncache;
 
+/*
+ * An installation lookup and token exchange in flight, shared by every request
+ * for the same installation (or repository): a run's clone and its eyes
+ * reaction ask at once, and must not each exchange.
+ */
+struct github_flight {
+	struct engine			*e;
+	char				*org;
+	char				*repo;
+	long long			 installation;
+	char				*jwt;
+	struct http_call		*call;
+	LIST_HEAD(, github_req)		 waiters;
+	LIST_ENTRY(github_flight)	 entry;
+};
+static LIST_HEAD(, github_flight) github_flights = LIST_HEAD_INITIALIZER(github_flights);
+
 struct github_req {
 	struct engine		*e;
 	char			*org;
@@ -41,8 +58,8 @@ struct github_req {
 	github_token_cb		 cb;
 	void			*arg;
 	struct event		*ev;		/* a callback deferred to the loop */
-	struct http_call	*call;
-	char			*jwt;
+	struct github_flight	*flight;	/* waiting for it */
+	LIST_ENTRY(github_req)	 wentry;
 	char			*token;		/* for the deferred callback */
 	char			*cause;
 };
@@ -130,15 +147,30 @@ out:
 }
 
 static void
+github_flight_free(struct github_flight *f)
+{
+	LIST_REMOVE(f, entry);
+	if (f->call != NULL)
+		outbox_http_cancel(f->call);
+	free(f->org);
+	free(f->repo);
+	freezero_str(f->jwt);
+	free(f);
+}
+
+static void
 github_req_free(struct github_req *r)
 {
 	if (r->ev != NULL)
 		event_free(r->ev);
-	if (r->call != NULL)
-		outbox_http_cancel(r->call);
+	if (r->flight != NULL) {
+		/* The last one waiting takes the exchange with it. */
+		LIST_REMOVE(r, wentry);
+		if (LIST_EMPTY(&r->flight->waiters))
+			github_flight_free(r->flight);
+	}
 	free(r->org);
 	free(r->repo);
-	freezero_str(r->jwt);
 	freezero_str(r->token);
 	free(r->cause);
 	free(r);
@@ -195,10 +227,59 @@ github_cache_find(const char *org, const char *repo, long long installation)
 	return NULL;
 }
 
-static void	github_exchange(struct github_req *);
+static void
+github_cache_add(const char *org, const char *repo, long long installation, const char *token,
+    int64_t expires)
+{
+	struct github_cached	*c;
+
+	if (github_ncache >= GITHUB_CACHE_MAX)
+		github_cached_free(LIST_FIRST(&github_cache));
+	c = xcalloc(1, sizeof *c);
+	c->org = xstrdup(org);
+	c->repo = repo != NULL ? xstrdup(repo) : NULL;
+	c->installation = installation;
+	c->token = xstrdup(token);
+	c->expires = expires;
+	LIST_INSERT_HEAD(&github_cache, c, entry);
+	github_ncache++;
+}
+
+/* Ends a flight: every request waiting for it gets the token or the cause. */
+static void
+github_flight_end(struct github_flight *f, const char *token, char *cause)
+{
+	struct github_req	*r;
+
+	f->call = NULL;
+	while ((r = LIST_FIRST(&f->waiters)) != NULL) {
+		LIST_REMOVE(r, wentry);
+		r->flight = NULL;
+		github_finish(r, token, cause != NULL ? xstrdup(cause) : NULL);
+	}
+	free(cause);
+	github_flight_free(f);
+}
+
+static struct github_flight *
+github_flight_find(const char *org, const char *repo, long long installation)
+{
+	struct github_flight	*f;
+
+	LIST_FOREACH(f, &github_flights, entry) {
+		if (strcmp(f->org, org) != 0)
+			continue;
+		if (installation != 0 ? f->installation == installation :
+		    (repo != NULL && f->repo != NULL && strcmp(f->repo, repo) == 0))
+			return f;
+	}
+	return NULL;
+}
+
+static void	github_exchange(struct github_flight *);
 
 static const char *const *
-github_headers(struct github_req *r, char **auth)
+github_headers(struct github_flight *r, char **auth)
 {
 	static const char	*h[5];
 
@@ -211,7 +292,7 @@ github_headers(struct github_req *r, char **auth)
 }
 
 static char *
-github_api(struct github_req *r, const char *path)
+github_api(struct github_flight *r, const char *path)
 {
 	struct org	*org = config_org(r->e->conf, r->org);
 	const char	*u = org != NULL && org->github != NULL && org->github->api_url != NULL ?
@@ -226,43 +307,35 @@ github_api(struct github_req *r, const char *path)
 static void
 github_token_done_cb(const struct http_response *res, void *arg)
 {
-	struct github_req	*r = arg;
-	struct github_cached	*c;
+	struct github_flight	*r = arg;
 	json_t			*j;
 	const char		*tok, *exp;
 	struct tm		 tm;
+	int64_t			 expires;
 
 	r->call = NULL;
 	j = json_loadb(res->body, res->len, 0, NULL);
 	tok = json_string_value(json_object_get(j, "token"));
 	exp = json_string_value(json_object_get(j, "expires_at"));
 	if (res->status != 201 || tok == NULL) {
-		github_finish(r, NULL, xprintf("GitHub App token exchange failed: %s%d",
+		github_flight_end(r, NULL, xprintf("GitHub App token exchange failed: %s%d",
 		    res->status == 0 ? "no answer " : "HTTP ", res->status));
 		json_decref(j);
 		return;
 	}
 	memset(&tm, 0, sizeof tm);
-	if (github_ncache >= GITHUB_CACHE_MAX)
-		github_cached_free(LIST_FIRST(&github_cache));
-	c = xcalloc(1, sizeof *c);
-	c->org = xstrdup(r->org);
-	c->repo = r->repo != NULL ? xstrdup(r->repo) : NULL;
-	c->installation = r->installation;
-	c->token = xstrdup(tok);
 	/* Without a readable expiry, assume GitHub's hour. */
-	c->expires = exp != NULL && strptime(exp, "%Y-%m-%dT%H:%M:%SZ", &tm) != NULL ?
+	expires = exp != NULL && strptime(exp, "%Y-%m-%dT%H:%M:%SZ", &tm) != NULL ?
 	    (int64_t)timegm(&tm) : now_ms() / 1000 + 3600;
-	LIST_INSERT_HEAD(&github_cache, c, entry);
-	github_ncache++;
+	github_cache_add(r->org, r->repo, r->installation, tok, expires);
 	log_info("event=github.app_token org=%s installation=%lld expires_in=%lld", r->org,
-	    r->installation, (long long)(c->expires - now_ms() / 1000));
-	github_finish(r, tok, NULL);
+	    r->installation, (long long)(expires - now_ms() / 1000));
+	github_flight_end(r, tok, NULL);
 	json_decref(j);
 }
 
 static void
-github_exchange(struct github_req *r)
+github_exchange(struct github_flight *r)
 {
 	struct http_request	 req;
 	char			*auth, *path, *url;
@@ -284,16 +357,26 @@ github_exchange(struct github_req *r)
 static void
 github_installation_cb(const struct http_response *res, void *arg)
 {
-	struct github_req	*r = arg;
+	struct github_flight	*r = arg;
+	struct github_cached	*c;
 	json_t			*j;
+	char			*tok;
 
 	r->call = NULL;
 	j = json_loadb(res->body, res->len, 0, NULL);
 	r->installation = json_integer_value(json_object_get(j, "id"));
 	json_decref(j);
 	if (res->status != 200 || r->installation <= 0) {
-		github_finish(r, NULL, xprintf("the GitHub App is not installed on %s "
+		github_flight_end(r, NULL, xprintf("the GitHub App is not installed on %s "
 		    "(HTTP %d)", r->repo, res->status));
+		return;
+	}
+	/* The installation's token may be cached already: it serves this repository too. */
+	if ((c = github_cache_find(r->org, NULL, r->installation)) != NULL) {
+		tok = xstrdup(c->token);	/* adding may evict c */
+		github_cache_add(r->org, r->repo, r->installation, tok, c->expires);
+		github_flight_end(r, tok, NULL);
+		freezero_str(tok);
 		return;
 	}
 	github_exchange(r);
@@ -306,8 +389,9 @@ github_token(struct engine *e, const char *orgname, const char *repo, long long 
 	struct github_req	*r = xcalloc(1, sizeof *r);
 	struct org		*org = orgname != NULL ? config_org(e->conf, orgname) : NULL;
 	struct github_cached	*c;
+	struct github_flight	*f;
 	struct http_request	 req;
-	char			*cause = NULL, *auth, *path, *url;
+	char			*cause = NULL, *auth, *path, *url, *jwt;
 
 	r->e = e;
 	r->cb = cb;
@@ -331,27 +415,42 @@ github_token(struct engine *e, const char *orgname, const char *repo, long long 
 		github_finish(r, c->token, NULL);
 		return r;
 	}
-	r->jwt = github_jwt(org->github->private_key->value, org->github->private_key->len,
-	    org->github->app_id, now_ms() / 1000, &cause);
-	if (r->jwt == NULL) {
-		github_finish(r, NULL, cause);
+	if ((f = github_flight_find(r->org, repo, installation)) != NULL) {
+		r->flight = f;
+		LIST_INSERT_HEAD(&f->waiters, r, wentry);
 		return r;
 	}
-	if (installation != 0) {
-		github_exchange(r);
-		return r;
-	}
-	if (repo == NULL) {
+	if (installation == 0 && repo == NULL) {
 		github_finish(r, NULL, xstrdup("no repository to find the App's installation"));
 		return r;
 	}
+	jwt = github_jwt(org->github->private_key->value, org->github->private_key->len,
+	    org->github->app_id, now_ms() / 1000, &cause);
+	if (jwt == NULL) {
+		github_finish(r, NULL, cause);
+		return r;
+	}
+	f = xcalloc(1, sizeof *f);
+	f->e = e;
+	f->org = xstrdup(r->org);
+	f->repo = repo != NULL ? xstrdup(repo) : NULL;
+	f->installation = installation;
+	f->jwt = jwt;
+	LIST_INIT(&f->waiters);
+	LIST_INSERT_HEAD(&github_flights, f, entry);
+	r->flight = f;
+	LIST_INSERT_HEAD(&f->waiters, r, wentry);
+	if (installation != 0) {
+		github_exchange(f);
+		return r;
+	}
 	path = xprintf("/repos/%s/installation", repo);
-	url = github_api(r, path);
+	url = github_api(f, path);
 	memset(&req, 0, sizeof req);
 	req.method = "GET";
 	req.url = url;
-	req.headers = github_headers(r, &auth);
-	r->call = outbox_http(e->outbox, &req, github_installation_cb, r);
+	req.headers = github_headers(f, &auth);
+	f->call = outbox_http(e->outbox, &req, github_installation_cb, f);
 	freezero_str(auth);
 	free(path);
 	free(url);

@@ -195,10 +195,11 @@ repo_fail(struct repo_job *j, const char *what, const char *output)
 static int
 repo_state_save(struct repo_job *j)
 {
-	json_t	*s = json_pack("{s:s,s:s,s:s?,s:s?,s:s?,s:I,s:b,s:I}", "org", j->org, "repo",
-		    j->repo, "branch", j->branch, "base", j->base, "pr_url", j->pr_url,
-		    "number", (json_int_t)j->number, "fork", j->fork, "installation",
-		    (json_int_t)j->installation);
+	/* head_repo: the fork's name, for the PR that delivery opens in another job. */
+	json_t	*s = json_pack("{s:s,s:s,s:s?,s:s?,s:s?,s:I,s:b,s:s?,s:I}", "org", j->org,
+		    "repo", j->repo, "branch", j->branch, "base", j->base, "pr_url", j->pr_url,
+		    "number", (json_int_t)j->number, "fork", j->fork, "head_repo", j->head_repo,
+		    "installation", (json_int_t)j->installation);
 	char	*path = path_join(j->dir, "repo.json");
 	int	 r = json_dump_file(s, path, JSON_COMPACT);
 
@@ -232,6 +233,8 @@ repo_state_load(struct repo_job *j)
 	j->pr_url = (v = json_string_value(json_object_get(s, "pr_url"))) ? xstrdup(v) : NULL;
 	j->number = json_integer_value(json_object_get(s, "number"));
 	j->fork = json_is_true(json_object_get(s, "fork"));
+	j->head_repo = (v = json_string_value(json_object_get(s, "head_repo"))) ? xstrdup(v) :
+	    NULL;
 	j->installation = json_integer_value(json_object_get(s, "installation"));
 	json_decref(s);
 	return j->org != NULL && j->repo != NULL && j->branch != NULL ? 0 : -1;
@@ -626,6 +629,7 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 	const json_t	*meta = json_object_get(event, "meta");
 	struct stat	 sb;
 	struct org	*o;
+	char		*state;
 
 	*out = NULL;
 	source = json_string_value(json_object_get(event, "source"));
@@ -645,11 +649,19 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 		return -1;
 	}
 	j = repo_job_new(e, run, workspace);
-	/* A follow-up continues the session's branch, as its workspace left it. */
-	if (followup && stat(j->git_dir, &sb) == 0) {
+	/*
+	 * A follow-up continues the session's branch, as its workspace left it. The
+	 * session directory says whether this is one (repo.json, written by the
+	 * session's checkout), not followup alone: a run of an agent without a
+	 * session id of its own (command) joins its session all the same.
+	 */
+	state = path_join(j->dir, "repo.json");
+	if ((followup && stat(j->git_dir, &sb) == 0) || stat(state, &sb) == 0) {
+		free(state);
 		repo_job_free(j);
 		return 0;
 	}
+	free(state);
 	j->pcb = cb;
 	j->arg = arg;
 	j->org = xstrdup(org);

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -25,16 +26,21 @@ def iso(t):
 
 
 class Fake:
-    def __init__(self, gh_token, slack_token, linear_key, git_root, app_token=None):
+    def __init__(self, gh_token, slack_token, linear_key, git_root, app_token=None, app=None):
         self.gh_token = gh_token
         self.app_token = app_token
+        # A GitHub App: {"id": APP_ID, "public_key": PEM path, "installations": {repo: id}}.
+        # Its JWTs are verified (RS256 with the public key, iat, exp, iss); each verdict is
+        # kept in jwt_checks.
+        self.app = app
+        self.jwt_checks = []
         self.slack_token = slack_token
         self.linear_key = linear_key
         self.git_root = git_root
         self.requests = []
         self.failures = []
         self.lock = threading.Lock()
-        self.prs = {}
+        self.prs = {}          # "owner/repo#N" -> pull request (GitHub's shape, state open)
         self.next_id = 5000
         self.threads = {}      # thread key -> comments or messages posted there, oldest first
         self.slack_ts = 0      # microseconds: Slack's ts are unique times
@@ -88,6 +94,68 @@ class Fake:
     def keep(self, key, item):
         with self.lock:
             self.threads.setdefault(key, []).append(item)
+
+    def add_pr(self, repo, number, head_ref, head_repo=None, base_ref="main"):
+        """An open pull request of repo; head_repo differing from repo makes it a fork's
+        (None: the fork was deleted, as GitHub answers head.repo null)."""
+        owner = (head_repo or "ghost/x").split("/")[0]
+        pr = {"number": number, "state": "open",
+              "html_url": "https://github.example/%s/pull/%d" % (repo, number),
+              "head": {"ref": head_ref, "label": "%s:%s" % (owner, head_ref),
+                       "repo": {"full_name": head_repo} if head_repo else None},
+              "base": {"ref": base_ref, "repo": {"full_name": repo}}}
+        with self.lock:
+            self.prs["%s#%d" % (repo, number)] = pr
+        return pr
+
+    def open_prs(self, repo, head_ref=None):
+        with self.lock:
+            return [p for k, p in self.prs.items() if k.startswith(repo + "#") and p["state"] == "open" and
+                    (head_ref is None or p["head"]["ref"] == head_ref)]
+
+    def git_requests(self, prefix=""):
+        with self.lock:
+            return [r for r in self.requests if r["path"].startswith("/git/" + prefix)]
+
+    def verify_jwt(self, auth):
+        """Checks a GitHub App JWT as GitHub does: RS256 over header.claims with the App's
+        public key, iat not in the future, exp after now and at most 10 minutes ahead, iss
+        the App id. Returns None when good, else why."""
+        why = None
+        if not auth.startswith("Bearer "):
+            why = "no bearer"
+        else:
+            parts = auth[7:].split(".")
+            try:
+                if len(parts) != 3:
+                    raise ValueError("not three parts")
+                dec = lambda x: base64.urlsafe_b64decode(x + "=" * (-len(x) % 4))
+                head, claims, sig = json.loads(dec(parts[0])), json.loads(dec(parts[1])), dec(parts[2])
+                now = time.time()
+                if head.get("alg") != "RS256":
+                    why = "alg %r" % head.get("alg")
+                elif not isinstance(claims.get("iat"), int) or claims["iat"] > now + 1 or claims["iat"] < now - 120:
+                    why = "iat %r" % claims.get("iat")
+                elif not isinstance(claims.get("exp"), int) or claims["exp"] <= now or claims["exp"] > now + 600 or \
+                        claims["exp"] - claims["iat"] > 660:
+                    why = "exp %r" % claims.get("exp")
+                elif str(claims.get("iss")) != str(self.app["id"]):
+                    why = "iss %r" % claims.get("iss")
+                else:
+                    fd, sigpath = tempfile.mkstemp()
+                    with os.fdopen(fd, "wb") as f:
+                        f.write(sig)
+                    p = subprocess.run(["openssl", "dgst", "-sha256", "-verify", self.app["public_key"],
+                                        "-signature", sigpath], input=(parts[0] + "." + parts[1]).encode(),
+                                       capture_output=True)
+                    os.unlink(sigpath)
+                    if p.returncode != 0:
+                        why = "bad signature"
+            except (ValueError, TypeError, AttributeError) as e:
+                why = "undecodable: %s" % e
+        with self.lock:
+            self.jwt_checks.append(why or "good")
+        return why
 
     def api_requests(self, prefix=""):
         with self.lock:
@@ -194,15 +262,22 @@ class Fake:
         auth = h.headers.get("Authorization", "")
         m = re.match(r"^/app/installations/(\d+)/access_tokens$", path)
         if m and h.command == "POST":
-            if not auth.startswith("Bearer ey"):
+            if self.app is None or self.verify_jwt(auth) is not None:
                 return self.send(h, 401, {"message": "A JSON web token could not be decoded"})
+            if int(m.group(1)) not in self.app["installations"].values():
+                return self.send(h, 404, {"message": "Not Found"})
             return self.send(h, 201, {"token": self.app_token, "expires_at":
-                                      time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600))})
+                                      time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600)),
+                                      "permissions": {"contents": "write", "pull_requests": "write"},
+                                      "repository_selection": "all"})
         m = re.match(r"^/repos/([^/]+/[^/]+)/installation$", path)
-        if m:
-            if not auth.startswith("Bearer ey"):
+        if m and h.command == "GET":
+            if self.app is None or self.verify_jwt(auth) is not None:
                 return self.send(h, 401, {"message": "A JSON web token could not be decoded"})
-            return self.send(h, 200, {"id": 77})
+            if m.group(1) not in self.app["installations"]:
+                return self.send(h, 404, {"message": "Not Found"})
+            return self.send(h, 200, {"id": self.app["installations"][m.group(1)], "app_id": self.app["id"],
+                                      "account": {"login": m.group(1).split("/")[0]}})
         tokens = [t for t in (self.gh_token, self.app_token) if t]
         if auth not in ["Bearer " + t for t in tokens] + ["token " + t for t in tokens]:
             return self.send(h, 401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
@@ -232,17 +307,31 @@ class Fake:
             return self.github_list(h, "%s!%s" % m.groups(), query)
         m = re.match(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)$", path)
         if m and h.command == "GET":
-            pr = self.prs.get(int(m.group(2)))
+            with self.lock:
+                pr = self.prs.get("%s#%s" % m.groups())
             if pr is None:
                 return self.send(h, 404, {"message": "Not Found"})
             return self.send(h, 200, pr)
         m = re.match(r"^/repos/([^/]+/[^/]+)/pulls$", path)
+        if m and h.command == "GET":
+            # head=owner:branch lists the open PRs of that branch, as GitHub does.
+            head = query.get("head", [""])[0]
+            return self.send(h, 200, [p for p in self.open_prs(m.group(1)) if not head or
+                                      p["head"]["label"] == head])
         if m and h.command == "POST":
             for k in ("title", "head", "base"):
                 if not j.get(k):
                     return self.send(h, 422, {"message": "Validation Failed"})
-            n = 100 + len([r for r in self.requests if r["method"] == "POST" and r["path"] == path])
-            return self.send(h, 201, {"number": n, "html_url": "https://github.example/%s/pull/%d" % (m.group(1), n)})
+            repo = m.group(1)
+            if self.open_prs(repo, j["head"]):
+                return self.send(h, 422, {"message": "Validation Failed", "errors": [
+                    {"resource": "PullRequest", "code": "custom",
+                     "message": "A pull request already exists for %s:%s." % (repo.split("/")[0], j["head"])}]})
+            with self.lock:
+                n = 100 + len([k for k in self.prs if k.startswith(repo + "#")])
+            pr = self.add_pr(repo, n, j["head"], repo, j["base"])
+            pr.update({"title": j["title"], "body": j.get("body") or ""})
+            return self.send(h, 201, pr)
         return self.send(h, 404, {"message": "Not Found"})
 
     def slack(self, h, path, body):
@@ -387,3 +476,29 @@ def git_log(bare, ref, fmt="%an <%ae>%n%s%n%b"):
     env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null")
     p = subprocess.run(["git", "--git-dir", bare, "log", "-1", "--format=" + fmt, ref], capture_output=True, env=env)
     return p.stdout.decode() if p.returncode == 0 else None
+
+
+def add_ref(bare, ref, files, base="main"):
+    """A commit adding files on top of base, stored in bare as ref (refs/heads/X for a
+    branch, refs/pull/N/head for a fork's pull request, as GitHub keeps them)."""
+    work = bare + ".src"
+    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null", HOME="/nonexistent")
+    g = ["git", "-C", work, "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(g + ["checkout", "-q", "-B", "spur-test-tmp", base], check=True, env=env)
+    for f, content in files.items():
+        p = os.path.join(work, f)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as fh:
+            fh.write(content)
+    subprocess.run(g + ["add", "-A"], check=True, env=env)
+    subprocess.run(g + ["commit", "-qm", "on " + ref], check=True, env=env)
+    subprocess.run(g + ["push", "-q", bare, "HEAD:" + ref], check=True, env=env)
+    subprocess.run(g + ["checkout", "-q", base], check=True, env=env)
+    return git_log(bare, ref, "%H").strip()
+
+
+def git_parents(bare, ref):
+    """The commit ids of ref and its ancestors, newest first."""
+    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null")
+    p = subprocess.run(["git", "--git-dir", bare, "rev-list", ref], capture_output=True, env=env)
+    return p.stdout.decode().split() if p.returncode == 0 else []

@@ -1,5 +1,6 @@
 """Delivery: reports back to GitHub, Slack and Linear through the outbox (retries, restarts), and
 repositories: clone, commit, push, pull request, against a real git smart-HTTP server (SPEC 8, 9)."""
+import base64
 import json
 import os
 import subprocess
@@ -8,8 +9,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap, SECRETS, github_headers, github_comment, slack_headers, grep_secrets
-from fakeapis import Fake, make_remote, git_show, git_ls, git_log
+from spurtest import Spur, Tap, SECRETS, github_headers, github_comment, slack_headers, linear_sig, grep_secrets
+from fakeapis import Fake, make_remote, add_ref, git_show, git_ls, git_log, git_parents
 
 t = Tap()
 probe = subprocess.run(["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
@@ -23,6 +24,12 @@ gitroot = tempfile.mkdtemp(prefix="spur-git-")
 fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot)
 remote = make_remote(gitroot, "acme/api", {"README.md": "hello\n", "src/app.py": "print('hi')\n"})
 PWNED = "/tmp/spur-pwned-%d" % os.getpid()
+# A same-repo PR's branch and a fork PR's head (GitHub keeps it as refs/pull/N/head), each
+# with a file found nowhere else: the run's workspace must be that branch.
+add_ref(remote, "refs/heads/feature-x", {"marker.txt": "feature-x only\n"})
+add_ref(remote, "refs/pull/21/head", {"marker.txt": "fork only\n"})
+fake.add_pr("acme/api", 20, "feature-x", "acme/api")
+fake.add_pr("acme/api", 21, "patch-1", "mallory/api-fork")
 
 ORGS = """\
 orgs:
@@ -93,15 +100,26 @@ AUTOS = {
                           "proof: commit\n"),
     "hostile.yaml": auto("hostile", ["sh", "-c", HOSTILE_SH], "^/hostile", "proof: commit\n"),
     "nested.yaml": auto("nested", ["sh", "-c", NESTED_SH], "^/nested", "proof: commit\n"),
+    "onpr.yaml": auto("onpr", ["sh", "-c", "cat >/dev/null; cd /workspace; cat marker.txt > seen.txt && "
+                               "echo 'Worked on the PR branch'"], "^/onpr", "proof: pull_request\n"),
+    "again.yaml": auto("again", ["sh", "-c", "cat >/dev/null; cd /workspace; n=$(cat count.txt 2>/dev/null || "
+                                 "echo 0); echo $((n+1)) > count.txt; echo \"count is now $((n+1))\""], "^/again",
+                       "proof: pull_request\n"),
+    "linear.yaml": "name: lin\non:\n  linear:\n    events: [Issue.update]\n    to_state: In Progress\n"
+                   "agent: command\ncommand: [sh, -c, 'cat >/dev/null; echo \"Looked at **it**: fine\"']\n"
+                   "prompt: Start.\nproof: report\n",
     "slack.yaml": "name: slk\non:\n  slack:\n    events: [app_mention]\nagent: command\n"
                   "command: [sh, -c, 'cat >/dev/null; echo \"a <b> & c\"']\nprompt: hi\nproof: report\n",
 }
 
 
-def fire(s, text, number=7, pr=False, comment_id=None):
-    b = json.dumps(github_comment(text, number=number, pr=pr,
-                                  comment_id=comment_id or int(time.time() * 1e6) % 10**9)).encode()
-    st, _, a = s.post_json(HOOK + "github", b, github_headers(b))
+def fire(s, text, number=7, pr=False, comment_id=None, repo="acme/api", hook=HOOK, installation=True):
+    p = github_comment(text, number=number, pr=pr, repo=repo,
+                       comment_id=comment_id or int(time.time() * 1e6) % 10**9)
+    if not installation:
+        del p["installation"]
+    b = json.dumps(p).encode()
+    st, _, a = s.post_json(hook + "github", b, github_headers(b))
     if st != 200 or len(a.get("runs", [])) != 1:
         raise RuntimeError("post failed: %r %r" % (st, a))
     return a["runs"][0]
@@ -317,6 +335,81 @@ try:
         marks = [p for p in os.listdir("/tmp") if p.startswith(os.path.basename(PWNED))]
         t.eq(marks, [], "the nested repository's hooks and config run nothing on the host")
 
+        # --- /onpr on a same-repo pull request: its own branch, its own PR --------------
+        n_pulls = len(posts("/repos/acme/api/pulls"))
+        r11 = fire(s, "/onpr now", number=20, pr=True)
+        st = wait_state(s, r11)
+        t.eq(st["state"], "completed", "a run on a same-repo PR completes: %s" % st["reason"])
+        got = [r for r in fake.api_requests("/repos/acme/api/pulls/20") if r["method"] == "GET"]
+        t.ok(len(got) >= 1 and got[0]["headers"].get("authorization") == "Bearer " + SECRETS["T_GH_TOKEN"],
+             "the PR's head branch is read with GET /repos/acme/api/pulls/20", got)
+        t.eq(git_show(remote, "feature-x", "seen.txt"), "feature-x only\n",
+             "the workspace was the PR's head branch, and the change is pushed to that same branch")
+        t.eq(git_show(remote, "spur/" + r11, "seen.txt"), None, "no spur/{run} branch is pushed")
+        t.eq(len(posts("/repos/acme/api/pulls")), n_pulls, "no new pull request is opened")
+        t.eq(st["proof"], "https://github.example/acme/api/pull/20", "the proof is the PR itself")
+        t.eq(len(git_parents(remote, "feature-x")), 3, "on top of the branch's own commit (a fast-forward)")
+
+        # --- on a fork's pull request: a new branch here and a PR that says so -----------
+        r12 = fire(s, "/onpr", number=21, pr=True)
+        st = wait_state(s, r12)
+        t.eq(st["state"], "completed", "a run on a fork's PR completes: %s" % st["reason"])
+        t.eq(git_show(remote, "spur/" + r12, "seen.txt"), "fork only\n",
+             "the fork's head (refs/pull/21/head) was checked out; spur/{run} is pushed to the base repo")
+        t.eq(git_show(remote, "refs/pull/21/head", "seen.txt"), None, "the fork's ref is left alone")
+        t.eq(git_show(remote, "patch-1", "seen.txt"), None, "no branch named after the fork's is pushed")
+        pr = [json.loads(r["body"]) for r in posts("/repos/acme/api/pulls")]
+        pj = pr[-1] if pr else {}
+        t.ok(pj.get("head") == "spur/" + r12 and pj.get("base") == "main", "a new PR: head spur/{run}, base main", pj)
+        t.ok("#21" in pj.get("body", "") and "fork" in pj.get("body", "") and "mallory/api-fork" in pj.get("body", ""),
+             "its body says it continues fork PR #21", pj)
+        t.ok((st["proof"] or "").startswith("https://github.example/acme/api/pull/") and
+             st["proof"] != "https://github.example/acme/api/pull/21", "the proof is the new PR", st)
+
+        # --- a follow-up in the same thread continues the session's branch and PR ---------
+        r13 = fire(s, "/again", number=30)
+        st1 = wait_state(s, r13)
+        wait_report(s, r13)
+        r14 = fire(s, "/again please", number=30)
+        st2 = wait_state(s, r14)
+        ses = s.query("SELECT id, session FROM runs WHERE id IN (?, ?)", r13, r14)
+        t.ok(len(ses) == 2 and ses[0]["session"] == ses[1]["session"], "the second comment joins the session", ses)
+        t.ok(st1["state"] == "completed" and st2["state"] == "completed", "both runs complete", (st1, st2))
+        t.eq(git_show(remote, "spur/" + r13, "count.txt"), "2\n",
+             "the follow-up saw the first run's commit and pushed to the session's branch")
+        t.eq(git_show(remote, "spur/" + r14, "count.txt"), None, "the follow-up pushes no branch of its own")
+        t.eq(len(git_parents(remote, "spur/" + r13)), 3, "two commits on the default branch, one per run")
+        t.ok(st1["proof"] and st2["proof"] == st1["proof"], "the follow-up's proof is the same PR", (st1, st2))
+        heads = [json.loads(r["body"])["head"] for r in posts("/repos/acme/api/pulls")]
+        t.eq(heads.count("spur/" + r13) + heads.count("spur/" + r14), 1, "the PR is opened once, never duplicated")
+        t.eq(len(fake.open_prs("acme/api", "spur/" + r13)), 1, "one open PR for the session's branch")
+
+        # --- Linear: an issue moved to a started state, a report on the issue ------------
+        lin = json.dumps({"action": "update", "type": "Issue", "webhookTimestamp": int(time.time() * 1000),
+                          "data": {"id": "iss-9", "identifier": "ENG-9", "title": "Do it", "description": "please",
+                                   "stateId": "s2", "state": {"id": "s2", "name": "In Progress", "type": "started"},
+                                   "team": {"key": "ENG"}, "url": "https://linear.app/acme/issue/ENG-9"},
+                          "updatedFrom": {"stateId": "s1"}, "actor": {"id": "u1", "name": "Bob", "type": "user"}}).encode()
+        st, _, a = s.post_json(HOOK + "linear", lin, {"Content-Type": "application/json", "Linear-Delivery": "ld-d1",
+                                                      "Linear-Signature": linear_sig(SECRETS["T_LINEAR_SECRET"], lin)})
+        rl = a["runs"][0] if st == 200 and len(a.get("runs", [])) == 1 else None
+        t.ok(rl is not None, "the Linear event starts one run", (st, a))
+        stl = wait_state(s, rl) if rl else {}
+        t.eq(stl.get("state"), "completed", "the Linear run completes (proof: report)")
+        rep = wait_report(s, rl) if rl else None
+        t.eq(rep and rep["state"], "sent", "its report is sent")
+        lp = [r for r in fake.api_requests("/linear/graphql") if r["method"] == "POST" and
+              "commentCreate" in r["body"]]
+        lj = json.loads(lp[0]["body"]) if lp else {}
+        inp = lj.get("variables", {}).get("input", {})
+        t.ok(len(lp) == 1 and inp.get("issueId") == "iss-9", "one commentCreate on the issue's id", lp)
+        t.ok("Looked at **it**: fine" in inp.get("body", "") and "completed" in inp.get("body", "") and
+             rl and rl in inp.get("body", ""), "its body: state, the final message as markdown, the run", inp)
+        t.ok(lj.get("query", "").lstrip().startswith("mutation"), "commentCreate is a GraphQL mutation", lj)
+        t.eq(lp and lp[0]["headers"].get("authorization"), SECRETS["T_LINEAR_KEY"],
+             "Authorization is the bare API key")
+        t.eq(len(fake.posted("iss-9")), 1, "the fake Linear holds exactly one comment on the issue")
+
         t.eq(s.stop(), 0, "a clean stop (no leak, nothing left running)")
         logs = s.logs()
         t.eq(grep_secrets(logs), [], "no secret in the logs")
@@ -327,5 +420,103 @@ finally:
     for p in os.listdir("/tmp"):
         if p.startswith(os.path.basename(PWNED)):
             os.unlink(os.path.join("/tmp", p))
-    subprocess.run(["rm", "-rf", gitroot])
+
+# --- a GitHub App: JWT (RS256) exchanged for an installation token, cached ----------------
+APP_TOKEN = "ghs_installationtoken_6a6a6a"
+keydir = tempfile.mkdtemp(prefix="spur-app-")
+pem, pub, other = (os.path.join(keydir, n) for n in ("app.pem", "app.pub", "other.pem"))
+subprocess.run(["openssl", "genrsa", "-out", pem, "2048"], check=True, capture_output=True)
+subprocess.run(["openssl", "rsa", "-in", pem, "-pubout", "-out", pub], check=True, capture_output=True)
+subprocess.run(["openssl", "genrsa", "-out", other, "2048"], check=True, capture_output=True)
+fake2 = Fake(None, None, None, gitroot, app_token=APP_TOKEN,
+             app={"id": 4321, "public_key": pub, "installations": {"appco/svc": 42, "appco/other": 42}})
+make_remote(gitroot, "appco/svc", {"README.md": "svc\n"})
+make_remote(gitroot, "appco/other", {"README.md": "other\n"})
+
+
+def jwt_by_hand(key, claims):
+    """A JWT signed with openssl: the fake's verification must refuse a wrong key or claims."""
+    enc = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+    inp = enc(b'{"alg":"RS256","typ":"JWT"}') + "." + enc(json.dumps(claims).encode())
+    sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key], input=inp.encode(),
+                         capture_output=True, check=True).stdout
+    return "Bearer " + inp + "." + enc(sig)
+
+
+now = int(time.time())
+t.eq(fake2.verify_jwt(jwt_by_hand(pem, {"iat": now - 60, "exp": now + 540, "iss": "4321"})), None,
+     "the fake accepts a JWT signed with the App's key")
+t.eq(fake2.verify_jwt(jwt_by_hand(other, {"iat": now - 60, "exp": now + 540, "iss": "4321"})), "bad signature",
+     "the fake refuses a JWT signed with another key")
+t.ok((fake2.verify_jwt(jwt_by_hand(pem, {"iat": now - 60, "exp": now + 3600, "iss": "4321"})) or "").startswith("exp"),
+     "the fake refuses an exp beyond 10 minutes")
+t.ok((fake2.verify_jwt(jwt_by_hand(pem, {"iat": now - 60, "exp": now + 540, "iss": "9"})) or "").startswith("iss"),
+     "the fake refuses another App's iss")
+del fake2.jwt_checks[:]
+
+APP_ORGS = """\
+orgs:
+  appco:
+    github:
+      webhook_secret: env:T_GH_SECRET
+      app_id: 4321
+      private_key: file:%(pem)s
+      api_url: %(u)s
+      git_url: %(u)s/git
+""" % {"u": fake2.url, "pem": pem}
+APP_HOOK = "/o/appco/hooks/"
+try:
+    with Spur("public_url: http://spur.example:8080/\n", orgs=APP_ORGS,
+              automations={"app.yaml": auto("app", ["sh", "-c", "cat >/dev/null; cd /workspace; "
+                                                    "cat README.md > seen.txt && echo 'App did it'"],
+                                            "^/app", "proof: pull_request\n")}) as s:
+        s.start()
+        exch = lambda: [r for r in fake2.api_requests("/app/installations/") if r["method"] == "POST"]
+        a1 = fire(s, "/app go", number=1, repo="appco/svc", hook=APP_HOOK)
+        st = wait_state(s, a1)
+        t.eq(st["state"], "completed", "a run with GitHub App credentials completes: %s" % st["reason"])
+        ex = exch()
+        t.ok(len(ex) == 1 and ex[0]["path"] == "/app/installations/42/access_tokens",
+             "the event's installation's token is asked for", [r["path"] for r in ex])
+        t.eq(fake2.jwt_checks, ["good"], "its JWT verifies: RS256 with the App's key, iat, exp, iss")
+        t.eq(git_show(os.path.join(gitroot, "appco/svc.git"), "spur/" + a1, "seen.txt"), "svc\n",
+             "the clone and the push worked")
+        gits = fake2.git_requests("appco/svc.git")
+        basic = "Basic " + base64.b64encode(("x-access-token:" + APP_TOKEN).encode()).decode()
+        t.ok(gits and all(r["headers"].get("authorization") == basic for r in gits) and
+             any("git-receive-pack" in r["path"] for r in gits),
+             "every git request (clone and push) carries the installation token",
+             [(r["path"], r["headers"].get("authorization", "")[:12]) for r in gits])
+        wait_report(s, a1)
+        api = [r for r in fake2.api_requests("/repos/") if "/installation" not in r["path"]]
+        t.ok(any(r["path"] == "/repos/appco/svc/pulls" for r in api) and
+             any(r["path"] == "/repos/appco/svc/issues/1/comments" for r in api) and
+             all(r["headers"].get("authorization") == "Bearer " + APP_TOKEN for r in api),
+             "the PR, the reaction and the report use the installation token", [r["path"] for r in api])
+
+        a2 = fire(s, "/app again", number=2, repo="appco/svc", hook=APP_HOOK)
+        st = wait_state(s, a2)
+        wait_report(s, a2)
+        t.eq(st["state"], "completed", "a second run completes")
+        t.eq(len(exch()), 1, "within the token's lifetime it is not exchanged again (cached)")
+
+        a3 = fire(s, "/app here", number=3, repo="appco/other", hook=APP_HOOK, installation=False)
+        st = wait_state(s, a3)
+        wait_report(s, a3)
+        t.eq(st["state"], "completed", "a run whose event names no installation completes: %s" % st["reason"])
+        look = [r for r in fake2.api_requests("/repos/appco/other/installation") if r["method"] == "GET"]
+        t.eq(len(look), 1, "the installation is looked up with GET /repos/appco/other/installation")
+        t.ok(fake2.jwt_checks and all(c == "good" for c in fake2.jwt_checks), "every JWT verified", fake2.jwt_checks)
+        t.eq(len(exch()), 1, "the installation it names has a cached token: no second exchange")
+        t.eq(git_show(os.path.join(gitroot, "appco/other.git"), "spur/" + a3, "seen.txt"), "other\n",
+             "and that repository is cloned and pushed with the installation's token")
+        t.eq(s.stop(), 0, "a clean stop")
+        logs = s.logs()
+        t.ok(APP_TOKEN not in logs and "PRIVATE KEY" not in logs and ".eyJ" not in logs,
+             "neither the installation token, the key nor a JWT is logged")
+        leaked = subprocess.run(["grep", "-rl", APP_TOKEN, s.data_dir], capture_output=True).stdout
+        t.eq(leaked, b"", "the installation token is nowhere in the data directory")
+finally:
+    fake2.close()
+    subprocess.run(["rm", "-rf", keydir, gitroot])
 t.done()
