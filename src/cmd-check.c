@@ -5,6 +5,8 @@
 #include "conf.h"
 #include "event.h"
 #include "prompt.h"
+#include "schedule.h"
+#include "cron.h"
 #include "source.h"
 
 #include <getopt.h>
@@ -83,6 +85,115 @@ fire_has_header(const struct header *h, size_t n, const char *name)
 	return 0;
 }
 
+/* Prints the event, the automations it matches with their exact prompts, and (--why) the others. */
+static int
+fire_report(struct automation_set *set, const char *org, struct spur_event *ev, int why,
+    int only_prompt, int json)
+{
+	const struct automation	*matches[FIRE_MAX_MATCHES];
+	json_t			*out, *list, *nomatch;
+	char			*prompt;
+	size_t			 n, i, j;
+
+	if (ev->id == NULL)
+		ev->id = random_id("evt_");
+	n = automation_match(set, ev, matches, FIRE_MAX_MATCHES);
+	out = json_object();
+	json_object_set_new(out, "event", spur_event_to_json(ev));
+	list = json_array();
+	for (i = 0; i < n; i++) {
+		prompt = prompt_build(matches[i]->prompt, ev, NULL);
+		if (only_prompt)
+			fwrite(prompt, 1, strlen(prompt), stdout);
+		json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "automation",
+		    matches[i]->name, "file", matches[i]->file, "prompt", prompt));
+		free(prompt);
+	}
+	json_object_set_new(out, "matches", list);
+	nomatch = json_array();
+	if (why) {
+		for (i = 0; i < automation_count(set); i++) {
+			const struct automation *a = automation_get(set, i);
+			char *reason;
+			for (j = 0; j < n; j++) {
+				if (matches[j] == a)
+					break;
+			}
+			if (j < n || strcmp(a->org, org) != 0)
+				continue;
+			reason = automation_why(a, ev);
+			json_array_append_new(nomatch, json_pack("{s:s,s:s,s:s}", "automation",
+			    a->name, "file", a->file, "why", reason != NULL ? reason :
+			    "matched"));
+			free(reason);
+		}
+	}
+	json_object_set_new(out, "not_matched", nomatch);
+	if (only_prompt)
+		;
+	else if (json)
+		cmd_print_json(out);
+	else {
+		char *evs = json_dumps(json_object_get(out, "event"), JSON_INDENT(2));
+		printf("event:\n%s\n", evs);
+		free(evs);
+		if (n == 0)
+			printf("\nno automation matches\n");
+		json_array_foreach(list, i, nomatch) {
+			printf("\nmatch: %s (%s)\n--- prompt ---\n%s\n--- end of prompt ---\n",
+			    json_string_value(json_object_get(nomatch, "automation")),
+			    json_string_value(json_object_get(nomatch, "file")),
+			    json_string_value(json_object_get(nomatch, "prompt")));
+		}
+		json_array_foreach(json_object_get(out, "not_matched"), i, nomatch) {
+			printf("\nno match: %s: %s\n",
+			    json_string_value(json_object_get(nomatch, "automation")),
+			    json_string_value(json_object_get(nomatch, "why")));
+		}
+	}
+	json_decref(out);
+	return EXIT_OK;
+}
+
+/* spur fire --source schedule --event AUTOMATION: the event of its next fire time. */
+static int
+fire_schedule(const struct cmd *c, const char *path, const char *org, const char *name,
+    int why, int only_prompt, int json)
+{
+	struct config			*conf = NULL;
+	struct automation_set		*set = NULL;
+	const struct schedule_def	**defs;
+	struct spur_event		*ev = NULL;
+	size_t				 n, i;
+	int64_t				 t;
+	int				 rc = EXIT_FAILED;
+
+	if (name == NULL) {
+		fprintf(stderr, "spur fire: --source schedule needs --event AUTOMATION\n");
+		return EXIT_USAGE;
+	}
+	if (cmd_load(path != NULL ? path : config_default_path(), &conf, &set) != 0)
+		return EXIT_FAILED;
+	n = automation_schedules(set, &defs);
+	for (i = 0; i < n; i++) {
+		if (strcmp(defs[i]->org, org) == 0 && strcmp(defs[i]->automation, name) == 0)
+			break;
+	}
+	if (i == n)
+		fprintf(stderr, "spur fire: org %s has no schedule in an automation \"%s\"\n", org,
+		    name);
+	else if ((t = cron_next(defs[i]->parsed, now_ms() / 1000)) == -1)
+		fprintf(stderr, "spur fire: the schedule of %s never fires\n", name);
+	else {
+		ev = schedule_event(defs[i], t);
+		rc = fire_report(set, org, ev, why, only_prompt, json);
+		spur_event_free(ev);
+	}
+	automation_set_unref(set);
+	config_free(conf);
+	return rc;
+}
+
 int
 cmd_fire(const struct cmd *c, int argc, char **argv)
 {
@@ -99,17 +210,15 @@ cmd_fire(const struct cmd *c, int argc, char **argv)
 	};
 	struct config		*conf = NULL;
 	struct automation_set	*set = NULL;
-	const struct automation	*matches[FIRE_MAX_MATCHES];
 	struct header		 headers[FIRE_MAX_HEADERS];
 	struct source_req	 sr;
 	struct source_result	 res;
 	const struct source	*src;
 	const char		*path = NULL, *org = NULL, *source = NULL, *evname = NULL;
 	const char		*hook;
-	char			*body = NULL, *cause = NULL, *prompt;
-	size_t			 nh = 0, len, n, i, j;
+	char			*body = NULL, *cause = NULL;
+	size_t			 nh = 0, len;
 	int			 ch, why = 0, only_prompt = 0, json = 0, rc = EXIT_FAILED;
-	json_t			*out = NULL, *list, *nomatch;
 
 	while ((ch = getopt_long(argc, argv, "c:H:", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -133,10 +242,13 @@ cmd_fire(const struct cmd *c, int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (optind != argc - 1 || org == NULL || source == NULL) {
+	if (org == NULL || source == NULL ||
+	    (strcmp(source, "schedule") == 0 ? optind < argc - 1 : optind != argc - 1)) {
 		cmd_usage(c, 1);
 		return EXIT_USAGE;
 	}
+	if (strcmp(source, "schedule") == 0)
+		return fire_schedule(c, path, org, evname, why, only_prompt, json);
 	if (strcmp(argv[optind], "-") == 0) {
 		struct buf b;
 		char tmp[8192];
@@ -214,65 +326,9 @@ cmd_fire(const struct cmd *c, int argc, char **argv)
 		source_result_free(&res);
 		goto out;
 	}
-	res.event->id = random_id("evt_");
-	n = automation_match(set, res.event, matches, FIRE_MAX_MATCHES);
-	out = json_object();
-	json_object_set_new(out, "event", spur_event_to_json(res.event));
-	list = json_array();
-	for (i = 0; i < n; i++) {
-		prompt = prompt_build(matches[i]->prompt, res.event, NULL);
-		if (only_prompt)
-			fwrite(prompt, 1, strlen(prompt), stdout);
-		json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "automation",
-		    matches[i]->name, "file", matches[i]->file, "prompt", prompt));
-		free(prompt);
-	}
-	json_object_set_new(out, "matches", list);
-	nomatch = json_array();
-	if (why) {
-		for (i = 0; i < automation_count(set); i++) {
-			const struct automation *a = automation_get(set, i);
-			char *reason;
-			for (j = 0; j < n; j++) {
-				if (matches[j] == a)
-					break;
-			}
-			if (j < n || strcmp(a->org, org) != 0)
-				continue;
-			reason = automation_why(a, res.event);
-			json_array_append_new(nomatch, json_pack("{s:s,s:s,s:s}", "automation",
-			    a->name, "file", a->file, "why", reason != NULL ? reason :
-			    "matched"));
-			free(reason);
-		}
-	}
-	json_object_set_new(out, "not_matched", nomatch);
-	if (only_prompt)
-		;
-	else if (json)
-		cmd_print_json(out);
-	else {
-		char *evs = json_dumps(json_object_get(out, "event"), JSON_INDENT(2));
-		printf("event:\n%s\n", evs);
-		free(evs);
-		if (n == 0)
-			printf("\nno automation matches\n");
-		json_array_foreach(list, i, nomatch) {
-			printf("\nmatch: %s (%s)\n--- prompt ---\n%s\n--- end of prompt ---\n",
-			    json_string_value(json_object_get(nomatch, "automation")),
-			    json_string_value(json_object_get(nomatch, "file")),
-			    json_string_value(json_object_get(nomatch, "prompt")));
-		}
-		json_array_foreach(json_object_get(out, "not_matched"), i, nomatch) {
-			printf("\nno match: %s: %s\n",
-			    json_string_value(json_object_get(nomatch, "automation")),
-			    json_string_value(json_object_get(nomatch, "why")));
-		}
-	}
+	rc = fire_report(set, org, res.event, why, only_prompt, json);
 	source_result_free(&res);
-	rc = EXIT_OK;
 out:
-	json_decref(out);
 	free(body);
 	if (set != NULL)
 		automation_set_unref(set);

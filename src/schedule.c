@@ -142,9 +142,8 @@ scheduler_key(const struct schedule_def *d, int64_t t)
 	return xprintf("schedule:%s@%s", d->automation, schedule_format_utc(t, ts, sizeof ts));
 }
 
-/* Submits the event of fire time t; how says why now (on_time, late, catch_up). */
-static void
-scheduler_fire(struct scheduler *s, const struct schedule_def *d, int64_t t, const char *how)
+struct spur_event *
+schedule_event(const struct schedule_def *d, int64_t t)
 {
 	struct spur_event	*ev;
 	const char		*zone = cron_zone_name(d->parsed);
@@ -160,6 +159,17 @@ scheduler_fire(struct scheduler *s, const struct schedule_def *d, int64_t t, con
 	json_object_set_new(ev->meta, "scheduled_at", json_string(ts));
 	ev->payload = json_pack("{s:s,s:s,s:s,s:s}", "automation", d->automation,
 	    "cron", d->cron, "timezone", zone, "scheduled_at", ts);
+	return ev;
+}
+
+/* Submits the event of fire time t; how says why now (on_time, late, catch_up). */
+static void
+scheduler_fire(struct scheduler *s, const struct schedule_def *d, int64_t t, const char *how)
+{
+	struct spur_event	*ev = schedule_event(d, t);
+	char			 ts[32];
+
+	schedule_format_utc(t, ts, sizeof ts);
 	log_info("event=schedule.fire org=%s automation=%s scheduled_at=%s how=%s "
 	    "late_ms=%lld", log_q(d->org), log_q(d->automation), ts, how,
 	    (long long)(now_ms() - t * 1000));

@@ -35,6 +35,9 @@ int64_t			 scheduler_next(const struct scheduler *);
  * few cron_next calls however dense the schedule or wide the window.
  */
 int64_t			 schedule_prev(const struct cron *, int64_t now, int64_t window);
+/* The event of schedule d firing at t (what the scheduler submits; spur fire shows it). */
+struct schedule_def;
+struct spur_event	*schedule_event(const struct schedule_def *, int64_t t);
 /* t as ISO 8601 UTC without fractions, e.g. 2026-03-08T08:00:00Z. */
 char			*schedule_format_utc(int64_t t, char *out, size_t len);
 

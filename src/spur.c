@@ -28,7 +28,9 @@ static const struct cmd cmds[] = {
 	  "Dry run of one payload: prints the normalized event, each automation that\n"
 	  "matches and the exact prompt its run would get. --why also says why each\n"
 	  "other automation did not match; --prompt prints only the prompts. No\n"
-	  "signature is verified, nothing is stored or started.",
+	  "signature is verified, nothing is stored or started. A generic hook is\n"
+	  "--source NAME (or --source webhook --event NAME); --source schedule --event\n"
+	  "AUTOMATION (no FILE) shows the automation's next scheduled fire.",
 	  cmd_fire, 0 },
 	{ "runs", "[-c FILE] [--org ORG] [--state STATE] [--limit N] [--json]",
 	  "Lists runs, newest first: id, org, automation, state, thread, start, duration.",

@@ -53,6 +53,14 @@ for fname, args, want, typ, thread in CASES:
     t.ok(all(w.get("why") for w in j["not_matched"]), "%s: --why says why each other automation did not match" % fname,
          j["not_matched"])
 
+# a schedule fires as the event of its next fire time
+rc, j, err = fire_json("--org", "demo", "--source", "schedule", "--event", "nightly-deps")
+t.ok(rc == 0 and j and [m["automation"] for m in j["matches"]] == ["nightly-deps"]
+     and j["event"]["thread"].startswith("schedule:nightly-deps@") and j["event"]["source"] == "schedule",
+     "fire --source schedule --event nightly-deps starts nightly-deps, thread schedule:{automation}@{time}", j or err)
+rc, out, err = fire("--org", "demo", "--source", "schedule", "--event", "slack-mention")
+t.ok(rc == 1 and "no schedule" in err, "an automation without a schedule cannot be fired as one", err)
+
 # the schedule example never matches a GitHub event, and says why
 rc, j, err = fire_json("--org", "demo", "--source", "github", "--event", "issue_comment",
                        os.path.join(FIRE, "github-pr-fix-comment.json"))
