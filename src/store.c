@@ -599,6 +599,47 @@ col_time(sqlite3_stmt *s, int i)
 	return json_string(format_time(sqlite3_column_int64(s, i), ts, sizeof ts));
 }
 
+/* The rows of one of a run's tables (history, reports, connections), each made JSON by row. */
+static json_t *
+store_run_rows(struct store *st, const char *sql, const char *run,
+    json_t *(*row)(sqlite3_stmt *))
+{
+	sqlite3_stmt	*h;
+	json_t		*list = json_array();
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &h, NULL) != SQLITE_OK)
+		return list;
+	bind_text(h, 1, run);
+	while (sqlite3_step(h) == SQLITE_ROW)
+		json_array_append_new(list, row(h));
+	sqlite3_finalize(h);
+	return list;
+}
+
+static json_t *
+history_row(sqlite3_stmt *h)
+{
+	return json_pack("{s:o,s:o,s:o}", "state", col_json_text(h, 0), "at", col_time(h, 1),
+	    "reason", col_json_text(h, 2));
+}
+
+static json_t *
+report_row(sqlite3_stmt *h)
+{
+	return json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}", "kind", col_json_text(h, 0), "state",
+	    col_json_text(h, 1), "attempts", (json_int_t)sqlite3_column_int64(h, 2), "error",
+	    col_json_text(h, 3), "created_at", col_time(h, 4), "sent_at", col_time(h, 5));
+}
+
+static json_t *
+connection_row(sqlite3_stmt *h)
+{
+	return json_pack("{s:o,s:o,s:I,s:I,s:I,s:o}", "at", col_time(h, 0), "host",
+	    col_json_text(h, 1), "port", (json_int_t)sqlite3_column_int64(h, 2), "bytes_in",
+	    (json_int_t)sqlite3_column_int64(h, 3), "bytes_out",
+	    (json_int_t)sqlite3_column_int64(h, 4), "verdict", col_json_text(h, 5));
+}
+
 #define RUN_COLUMNS "id, org, automation, event, thread, session, state, reason, " \
 	"result, proof, created_at, started_at, ended_at, prompt, automation_json, " \
 	"agent_session, conc_key"
@@ -606,8 +647,7 @@ col_time(sqlite3_stmt *s, int i)
 static json_t *
 store_run_row(struct store *st, sqlite3_stmt *s, int full)
 {
-	json_t		*j, *hist, *reports, *conns, *ev;
-	sqlite3_stmt	*h;
+	json_t		*j, *ev;
 	const char	*id = (const char *)sqlite3_column_text(s, 0);
 	int64_t		 start, end;
 
@@ -639,49 +679,14 @@ store_run_row(struct store *st, sqlite3_stmt *s, int full)
 	json_object_set_new(j, "conc_key", col_json_text(s, 16));
 	ev = store_event_json(st, (const char *)sqlite3_column_text(s, 3));
 	json_object_set_new(j, "event", ev != NULL ? ev : json_null());
-	hist = json_array();
-	if (sqlite3_prepare_v2(st->db, "SELECT state, at, reason FROM run_history WHERE "
-	    "run = ? ORDER BY rowid", -1, &h, NULL) == SQLITE_OK) {
-		bind_text(h, 1, id);
-		while (sqlite3_step(h) == SQLITE_ROW) {
-			json_array_append_new(hist, json_pack("{s:o,s:o,s:o}", "state",
-			    col_json_text(h, 0), "at", col_time(h, 1), "reason",
-			    col_json_text(h, 2)));
-		}
-		sqlite3_finalize(h);
-	}
-	json_object_set_new(j, "history", hist);
-	reports = json_array();
-	if (sqlite3_prepare_v2(st->db, "SELECT kind, state, attempts, last_error, "
-	    "created_at, sent_at FROM reports WHERE run = ? ORDER BY id", -1, &h,
-	    NULL) == SQLITE_OK) {
-		bind_text(h, 1, id);
-		while (sqlite3_step(h) == SQLITE_ROW) {
-			json_array_append_new(reports, json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}",
-			    "kind", col_json_text(h, 0), "state", col_json_text(h, 1),
-			    "attempts", (json_int_t)sqlite3_column_int64(h, 2), "error",
-			    col_json_text(h, 3), "created_at", col_time(h, 4), "sent_at",
-			    col_time(h, 5)));
-		}
-		sqlite3_finalize(h);
-	}
-	json_object_set_new(j, "reports", reports);
-	conns = json_array();
-	if (sqlite3_prepare_v2(st->db, "SELECT at, host, port, bytes_in, bytes_out, "
-	    "verdict FROM connections WHERE run = ? ORDER BY rowid", -1, &h,
-	    NULL) == SQLITE_OK) {
-		bind_text(h, 1, id);
-		while (sqlite3_step(h) == SQLITE_ROW) {
-			json_array_append_new(conns, json_pack("{s:o,s:o,s:I,s:I,s:I,s:o}",
-			    "at", col_time(h, 0), "host", col_json_text(h, 1), "port",
-			    (json_int_t)sqlite3_column_int64(h, 2), "bytes_in",
-			    (json_int_t)sqlite3_column_int64(h, 3), "bytes_out",
-			    (json_int_t)sqlite3_column_int64(h, 4), "verdict",
-			    col_json_text(h, 5)));
-		}
-		sqlite3_finalize(h);
-	}
-	json_object_set_new(j, "connections", conns);
+	json_object_set_new(j, "history", store_run_rows(st, "SELECT state, at, reason FROM "
+	    "run_history WHERE run = ? ORDER BY rowid", id, history_row));
+	json_object_set_new(j, "reports", store_run_rows(st, "SELECT kind, state, attempts, "
+	    "last_error, created_at, sent_at FROM reports WHERE run = ? ORDER BY id", id,
+	    report_row));
+	json_object_set_new(j, "connections", store_run_rows(st, "SELECT at, host, port, "
+	    "bytes_in, bytes_out, verdict FROM connections WHERE run = ? ORDER BY rowid", id,
+	    connection_row));
 	{
 		const char *aj = (const char *)sqlite3_column_text(s, 14);
 		json_t *a = aj != NULL ? json_loads(aj, 0, NULL) : NULL;
