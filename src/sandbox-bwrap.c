@@ -35,6 +35,10 @@
  *  - time and output: supervised from the event loop (proc.c).
  */
 
+
+/* This engine's mark in every bwrap it starts ("SPUR_ENGINE=id"), set by the reaper. */
+static char	*sandbox_engine_mark;
+
 struct sandbox {
 	struct proc		*proc;
 	int			 info_fd;	/* bwrap --info-fd: the sandbox's pid 1 */
@@ -526,7 +530,7 @@ struct sandbox *
 sandbox_start(struct event_base *base, const struct sandbox_spec *spec,
     sandbox_output_cb output_cb, sandbox_exit_cb exit_cb, void *arg, char **cause)
 {
-	char			*marker = NULL, *menv[2];
+	char			*marker = NULL, *menv[3];
 	struct sandbox		*sb;
 	struct sandbox_cmd	 c;
 	struct proc_spec	 ps;
@@ -568,7 +572,8 @@ sandbox_start(struct event_base *base, const struct sandbox_spec *spec,
 		/* bwrap's own environment names the run, so leftovers can be found (kill_leftovers). */
 		marker = xprintf("SPUR_SANDBOX=%s", spec->run_id != NULL ? spec->run_id : "-");
 		menv[0] = marker;
-		menv[1] = NULL;
+		menv[1] = sandbox_engine_mark;
+		menv[2] = NULL;
 		ps.env = menv;
 		if (c.nstage > 0) {
 			ps.setup = sandbox_stage_cb;
@@ -755,29 +760,29 @@ done:
 	return cached == 0 ? 0 : -1;
 }
 
-/* Whether the process's environment names the run (SPUR_SANDBOX= or SPUR_RUN=). */
+/* Whether the process's environment holds one of the entries (each "KEY=value"). */
 static int
-sandbox_env_names(pid_t pid, const char *run)
+sandbox_env_has(pid_t pid, const char *const *entries)
 {
-	char	 path[64], *data, *p, *end;
-	size_t	 len;
-	size_t	 rl = strlen(run);
-	int	 found = 0;
+	char			 path[64], *data, *p, *end;
+	const char *const	*e;
+	size_t			 len;
+	int			 found = 0;
 
 	snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
 	if (read_file(path, 1 << 20, &data, &len, NULL) != 0)
 		return 0;
 	for (p = data, end = data + len; p < end && !found; p += strlen(p) + 1) {
-		if ((strncmp(p, "SPUR_SANDBOX=", 13) == 0 && strncmp(p + 13, run, rl + 1) == 0) ||
-		    (strncmp(p, "SPUR_RUN=", 9) == 0 && strncmp(p + 9, run, rl + 1) == 0))
-			found = 1;
+		for (e = entries; *e != NULL && !found; e++)
+			found = strcmp(p, *e) == 0;
 	}
 	free(data);
 	return found;
 }
 
-int
-sandbox_kill_leftovers(const char *user, const char *run)
+/* Kills the processes of the sandbox user whose environment holds one of entries. */
+static int
+sandbox_kill_marked(const char *user, const char *const *entries)
 {
 	struct passwd	*pw;
 	struct dirent	*de;
@@ -788,7 +793,7 @@ sandbox_kill_leftovers(const char *user, const char *run)
 	pid_t		 pid;
 	uid_t		 uid;
 
-	if (user == NULL || run == NULL || (pw = getpwnam(user)) == NULL)
+	if (user == NULL || (pw = getpwnam(user)) == NULL)
 		return 0;
 	uid = pw->pw_uid;
 	if (geteuid() != 0 || uid == 0)
@@ -799,11 +804,81 @@ sandbox_kill_leftovers(const char *user, const char *run)
 		if ((pid = (pid_t)atoi(de->d_name)) <= 1 || pid == getpid())
 			continue;
 		snprintf(path, sizeof path, "/proc/%d", (int)pid);
-		if (stat(path, &st) != 0 || st.st_uid != uid || !sandbox_env_names(pid, run))
+		if (stat(path, &st) != 0 || st.st_uid != uid || !sandbox_env_has(pid, entries))
 			continue;
 		if (kill(pid, SIGKILL) == 0)
 			n++;
 	}
 	closedir(d);
 	return n;
+}
+
+int
+sandbox_kill_leftovers(const char *user, const char *run)
+{
+	char	*entries[3];
+	int	 n;
+
+	if (run == NULL)
+		return 0;
+	entries[0] = xprintf("SPUR_SANDBOX=%s", run);
+	entries[1] = xprintf("SPUR_RUN=%s", run);
+	entries[2] = NULL;
+	n = sandbox_kill_marked(user, (const char *const *)entries);
+	free(entries[0]);
+	free(entries[1]);
+	return n;
+}
+
+/*
+ * A process forked at start that outlives a killed engine just long enough to
+ * kill what it left: a sandbox caught starting (bwrap's child waiting for a
+ * parent that died) is not reached by --die-with-parent. It waits for the end
+ * of a pipe whose other end only the engine holds, then sweeps for a while.
+ */
+int
+sandbox_reaper_start(const char *user, char **cause)
+{
+	unsigned char	 r[8];
+	char		 id[17], c, *entries[2];
+	int		 fds[2], i;
+	pid_t		 pid;
+
+	random_bytes(r, sizeof r);
+	hex_encode(r, sizeof r, id);
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		xasprintf(cause, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	if ((pid = fork()) == -1) {
+		xasprintf(cause, "fork: %s", strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(fds[1]);
+		for (i = 3; i < 1024; i++) {
+			if (i != fds[0])
+				close(i);
+		}
+		setsid();
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGINT, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		while (read(fds[0], &c, 1) != 0 && errno == EINTR)
+			;
+		entries[0] = xprintf("SPUR_ENGINE=%s", id);
+		entries[1] = NULL;
+		/* A starting sandbox may still be forking: sweep a few times. */
+		for (i = 0; i < 20; i++) {
+			sandbox_kill_marked(user, (const char *const *)entries);
+			usleep(100 * 1000);
+		}
+		_exit(0);
+	}
+	close(fds[0]);
+	/* The write end stays open in the engine (close-on-exec) until it dies. */
+	sandbox_engine_mark = xprintf("SPUR_ENGINE=%s", id);
+	return 0;
 }

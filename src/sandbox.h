@@ -79,6 +79,11 @@ int		 sandbox_available(const char *user, char **cause);
  */
 int		 sandbox_kill_leftovers(const char *user, const char *run);
 /*
+ * Forks the reaper: when the engine dies, however, it kills every process
+ * of its sandboxes that is left (call once at start, before any thread).
+ */
+int		 sandbox_reaper_start(const char *user, char **cause);
+/*
  * Makes a host directory a sandbox may own: mkdir -p, mode 0700, and when spur
  * is root, owned by user. For the workspace, artifacts and home directories.
  */

@@ -6,6 +6,7 @@
 #include "dispatch.h"
 #include "ingest.h"
 #include "schedule.h"
+#include "sandbox.h"
 #include "serve.h"
 #include "outbox.h"
 #include "store.h"
@@ -212,6 +213,12 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	serve_raise_nofile();
+	if (e.conf->sandbox.backend == SANDBOX_BWRAP &&
+	    sandbox_reaper_start(e.conf->sandbox.user, &cause) != 0) {
+		log_warn("event=sandbox.reaper_failed error=%s", log_q(cause));
+		free(cause);
+		cause = NULL;
+	}
 	if (e.conf->sandbox.backend == SANDBOX_NONE)
 		log_warn("event=sandbox.disabled backend=none warning=\"runs are NOT "
 		    "isolated: development only\"");
