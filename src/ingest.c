@@ -5,6 +5,7 @@
 #include "dispatch.h"
 #include "event.h"
 #include "ingest.h"
+#include "outbox.h"
 #include "prompt.h"
 #include "report.h"
 #include "serve.h"
@@ -19,9 +20,7 @@
 #define INGEST_MAX_BATCH	512
 
 struct pending {
-	struct spur_event *ev;
-	struct new_run	*runs;
-	size_t		 nruns;
+	struct ingest_item *item;
 	ingest_done_cb	 cb;
 	void		*arg;
 };
@@ -45,8 +44,8 @@ struct ingest {
 	pthread_t	 thread;
 	pthread_mutex_t	 mu;
 	pthread_cond_t	 cv;
-	struct pending	*batch;		/* in flight; owned by the writer until done */
-	struct ingest_item *items;
+	struct pending	*batch;		/* in flight; its items owned by the writer until done */
+	struct ingest_item **items;
 	size_t		 nbatch;
 	int		 busy;		/* a batch is in flight */
 	int		 done;		/* the writer finished it */
@@ -58,6 +57,21 @@ struct ingest {
 static void	ingest_commit_cb(evutil_socket_t, short, void *);
 static void	ingest_written_cb(evutil_socket_t, short, void *);
 static void	ingest_finish_batch(struct ingest *);
+
+/* Writer: stored or not, the payloads are no longer needed; free them here, not on the loop. */
+static void
+ingest_drop_payloads(struct ingest_item **items, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		json_decref(items[i]->event->payload);
+		items[i]->event->payload = NULL;
+		free(items[i]->event->payload_raw);
+		items[i]->event->payload_raw = NULL;
+		items[i]->event->payload_rawlen = 0;
+	}
+}
 
 static void *
 ingest_writer_main(void *arg)
@@ -74,6 +88,7 @@ ingest_writer_main(void *arg)
 			break;
 		pthread_mutex_unlock(&in->mu);
 		rc = store_ingest(in->wstore, in->items, in->nbatch, &cause);
+		ingest_drop_payloads(in->items, in->nbatch);
 		pthread_mutex_lock(&in->mu);
 		in->rc = rc;
 		in->cause = cause;
@@ -108,20 +123,25 @@ ingest_create(struct engine *e)
 	return in;
 }
 
-static void
-pending_free(struct pending *p)
+void
+ingest_item_free(struct ingest_item *it)
 {
 	size_t	 i;
 
-	for (i = 0; i < p->nruns; i++) {
-		free(p->runs[i].id);
-		free(p->runs[i].automation);
-		free(p->runs[i].conc_key);
-		free(p->runs[i].prompt);
-		json_decref(p->runs[i].automation_json);
+	if (it == NULL)
+		return;
+	for (i = 0; i < it->nruns; i++) {
+		free(it->runs[i].id);
+		free(it->runs[i].automation);
+		free(it->runs[i].conc_key);
+		free(it->runs[i].prompt);
+		json_decref(it->runs[i].automation_json);
 	}
-	free(p->runs);
-	spur_event_free(p->ev);
+	free(it->runs);
+	json_decref(it->ack_target);
+	free(it->ack_body);
+	spur_event_free(it->event);
+	free(it);
 }
 
 void
@@ -163,43 +183,53 @@ ingest_conc_key(const struct automation *a, const struct spur_event *ev)
 	}
 }
 
-void
-ingest_submit(struct ingest *in, struct spur_event *ev, ingest_done_cb cb, void *arg)
+struct ingest_item *
+ingest_prepare(const struct automation_set *set, struct spur_event *ev)
 {
-	struct engine		*e = in->engine;
 	const struct automation	*matches[INGEST_MAX_MATCHES];
-	struct pending		*p;
+	struct ingest_item	*it = xcalloc(1, sizeof *it);
 	size_t			 n, i;
 
-	if (in->queued >= e->conf->limit_queue) {
-		log_warn("event=ingest.queue_full org=%s queued=%lld limit=%d",
-		    log_q(ev->org), in->queued, e->conf->limit_queue);
-		cb(INGEST_QUEUE_FULL, ev, NULL, arg);
-		spur_event_free(ev);
-		return;
-	}
 	if (ev->id == NULL)
 		ev->id = random_id("evt_");
-	if (in->npending == in->cap) {
-		in->cap = in->cap ? in->cap * 2 : 64;
-		in->pending = xreallocarray(in->pending, in->cap, sizeof *in->pending);
-	}
-	p = &in->pending[in->npending++];
-	memset(p, 0, sizeof *p);
-	p->ev = ev;
-	p->cb = cb;
-	p->arg = arg;
-	n = automation_match(e->automations, ev, matches, INGEST_MAX_MATCHES);
+	it->event = ev;
+	n = automation_match(set, ev, matches, INGEST_MAX_MATCHES);
 	if (n > 0)
-		p->runs = xcalloc(n, sizeof *p->runs);
+		it->runs = xcalloc(n, sizeof *it->runs);
 	for (i = 0; i < n; i++) {
-		struct new_run *r = &p->runs[p->nruns++];
+		struct new_run *r = &it->runs[it->nruns++];
 		r->id = random_id("run_");
 		r->automation = xstrdup(matches[i]->name);
 		r->conc_key = ingest_conc_key(matches[i], ev);
 		r->prompt = prompt_build(matches[i]->prompt, ev, NULL);
 		r->automation_json = automation_to_json(matches[i]);
 	}
+	if (n > 0)
+		report_ack(ev, it->runs[0].id, &it->ack_target, &it->ack_body);
+	return it;
+}
+
+void
+ingest_submit(struct ingest *in, struct ingest_item *it, ingest_done_cb cb, void *arg)
+{
+	struct engine	*e = in->engine;
+	struct pending	*p;
+
+	if (in->queued >= e->conf->limit_queue) {
+		log_warn("event=ingest.queue_full org=%s queued=%lld limit=%d",
+		    log_q(it->event->org), in->queued, e->conf->limit_queue);
+		cb(INGEST_QUEUE_FULL, it->event, NULL, arg);
+		ingest_item_free(it);
+		return;
+	}
+	if (in->npending == in->cap) {
+		in->cap = in->cap ? in->cap * 2 : 64;
+		in->pending = xreallocarray(in->pending, in->cap, sizeof *in->pending);
+	}
+	p = &in->pending[in->npending++];
+	p->item = it;
+	p->cb = cb;
+	p->arg = arg;
 	if (in->npending == 1 && !in->busy)
 		event_active(in->commit_ev, 0, 0);
 }
@@ -221,9 +251,9 @@ ingest_finish_batch(struct ingest *in)
 {
 	struct engine		*e = in->engine;
 	struct pending		*batch = in->batch;
-	struct ingest_item	*items = in->items;
+	struct ingest_item	**items = in->items;
 	size_t			 n = in->nbatch, i, j;
-	int			 rc = in->rc;
+	int			 rc = in->rc, acked = 0, queued = 0;
 	json_t			*runs;
 	enum ingest_status	 status;
 
@@ -234,36 +264,39 @@ ingest_finish_batch(struct ingest *in)
 	free(in->cause);
 	in->cause = NULL;
 	for (i = 0; i < n; i++) {
-		struct pending *p = &batch[i];
+		struct pending		*p = &batch[i];
+		struct ingest_item	*it = items[i];
+		struct spur_event	*ev = it->event;
+
 		runs = json_array();
 		if (rc != 0)
 			status = INGEST_UNAVAILABLE;
-		else if (items[i].duplicate) {
+		else if (it->duplicate) {
 			status = INGEST_DUPLICATE;
 			log_info("event=ingest.duplicate org=%s source=%s event_id=%s delivery=%s",
-			    log_q(p->ev->org), p->ev->source, p->ev->id, log_q(p->ev->delivery));
+			    log_q(ev->org), ev->source, ev->id, log_q(ev->delivery));
 		} else {
 			status = INGEST_NEW;
-			for (j = 0; j < p->nruns; j++) {
-				json_array_append_new(runs, json_string(p->runs[j].id));
+			for (j = 0; j < it->nruns; j++) {
+				json_array_append_new(runs, json_string(it->runs[j].id));
 				log_info("event=run.queued run=%s org=%s automation=%s "
-				    "event_id=%s thread=%s", p->runs[j].id, log_q(p->ev->org),
-				    log_q(p->runs[j].automation), p->ev->id,
-				    log_q(p->ev->thread));
+				    "event_id=%s thread=%s", it->runs[j].id, log_q(ev->org),
+				    log_q(it->runs[j].automation), ev->id, log_q(ev->thread));
 			}
-			in->queued += p->nruns;
+			in->queued += it->nruns;
+			queued += it->nruns > 0;
 			log_info("event=ingest.stored org=%s source=%s type=%s event_id=%s "
-			    "delivery=%s thread=%s runs=%zu", log_q(p->ev->org), p->ev->source,
-			    log_q(p->ev->type), p->ev->id, log_q(p->ev->delivery),
-			    log_q(p->ev->thread), p->nruns);
+			    "delivery=%s thread=%s runs=%zu", log_q(ev->org), ev->source,
+			    log_q(ev->type), ev->id, log_q(ev->delivery), log_q(ev->thread),
+			    it->nruns);
 			metrics_count(e->metrics, "events", 1);
-			if (p->nruns > 0)
-				report_accepted(e, p->ev, p->runs[0].id);
+			if (it->nruns > 0 && it->ack_target != NULL)
+				acked = 1;
 		}
 		if (p->cb != NULL)
-			p->cb(status, p->ev, runs, p->arg);
+			p->cb(status, ev, runs, p->arg);
 		json_decref(runs);
-		pending_free(p);
+		ingest_item_free(it);
 	}
 	free(items);
 	free(batch);
@@ -276,8 +309,10 @@ ingest_finish_batch(struct ingest *in)
 			in->queued = store_count_runs(e->store, RUN_QUEUED);
 			in->counted_at = now_ms();
 		}
-		if (e->dispatch != NULL)
+		if (queued && e->dispatch != NULL)
 			dispatch_kick(e->dispatch);
+		if (acked)
+			outbox_kick(e->outbox);
 	}
 }
 
@@ -295,11 +330,8 @@ ingest_start_batch(struct ingest *in)
 	memmove(in->pending, in->pending + n, (in->npending - n) * sizeof *in->pending);
 	in->npending -= n;
 	in->items = xcalloc(n, sizeof *in->items);
-	for (i = 0; i < n; i++) {
-		in->items[i].event = in->batch[i].ev;
-		in->items[i].runs = in->batch[i].runs;
-		in->items[i].nruns = in->batch[i].nruns;
-	}
+	for (i = 0; i < n; i++)
+		in->items[i] = in->batch[i].item;
 	pthread_mutex_lock(&in->mu);
 	in->nbatch = n;
 	in->done = 0;

@@ -4,7 +4,9 @@
 
 #include <jansson.h>
 
+struct automation_set;
 struct engine;
+struct ingest_item;
 struct spur_event;
 
 enum ingest_status { INGEST_NEW, INGEST_DUPLICATE, INGEST_UNAVAILABLE, INGEST_QUEUE_FULL };
@@ -15,8 +17,14 @@ typedef void (*ingest_done_cb)(enum ingest_status, const struct spur_event *, js
 
 struct ingest	*ingest_create(struct engine *);
 void		 ingest_free(struct ingest *);
-/* Matches ev, prepares its runs and queues it for the next commit; takes ev. */
-void		 ingest_submit(struct ingest *, struct spur_event *, ingest_done_cb, void *);
+/*
+ * Any thread: matches ev against the automations, prepares the runs it starts
+ * (prompt included) and the reaction that acknowledges it; takes ev.
+ */
+struct ingest_item *ingest_prepare(const struct automation_set *, struct spur_event *);
+void		 ingest_item_free(struct ingest_item *);
+/* Loop: queues a prepared event for the next commit (or answers: queue full); takes it. */
+void		 ingest_submit(struct ingest *, struct ingest_item *, ingest_done_cb, void *);
 /* Forgets the callback of a pending submission (its client went away). */
 void		 ingest_cancel(struct ingest *, void *);
 /* Commits what is pending now (called at shutdown). */

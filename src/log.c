@@ -40,8 +40,8 @@ log_get_level(void)
 const char *
 log_q(const char *s)
 {
-	static char	 ring[8][512];
-	static int	 idx;
+	static __thread char	 ring[8][512];	/* per thread: workers log too */
+	static __thread int	 idx;
 	char		*out = ring[idx++ % 8];
 	size_t		 o = 0, max = sizeof ring[0] - 8;
 	int		 bare = 1;

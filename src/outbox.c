@@ -22,7 +22,6 @@
 #define HTTP_TIMEOUT_MS		30000L
 #define HTTP_CONNECT_MS		10000L
 #define OUTBOX_INFLIGHT		8	/* reports being sent at once */
-#define OUTBOX_SCAN		64	/* pending reports looked at per pass */
 #define OUTBOX_IDLE_MS		60000	/* look at the store at least this often */
 #define OUTBOX_LOOKUP_PAGES	10	/* pages of a thread looked at for a report */
 
@@ -496,8 +495,13 @@ outbox_post(struct outbox_send *s)
 		outbox_send_free(s);
 		return;
 	}
-	/* Stored before it goes: a crash from here on leaves it sending, never forgotten. */
-	if (store_report_sending(s->ob->engine->store, s->id, now_ms()) != 0) {
+	/*
+	 * Stored before it goes: a crash from here on leaves it sending, never
+	 * forgotten, and looked for before it is posted again. A reaction is
+	 * the same however often it is posted: it needs no mark (no fsync).
+	 */
+	if (!report_idempotent(s->report) &&
+	    store_report_sending(s->ob->engine->store, s->id, now_ms()) != 0) {
 		outbox_send_failed(s, REPORT_RETRY, "the store could not mark it sending", -1,
 		    1);
 		free(url);
@@ -588,21 +592,18 @@ outbox_pass(struct outbox *ob)
 	int64_t		 now = now_ms(), next = now + OUTBOX_IDLE_MS, at;
 	struct timeval	 tv;
 
-	list = store_reports_pending(ob->engine->store, OUTBOX_SCAN);
+	/* Only what is due: the ones in flight are in the list too, and skipped. */
+	list = store_reports_due(ob->engine->store, now, OUTBOX_INFLIGHT + ob->nsends);
 	json_array_foreach(list, i, rep) {
-		at = json_integer_value(json_object_get(rep, "next_at"));
-		if (outbox_sending(ob, json_integer_value(json_object_get(rep, "id"))))
-			continue;
-		if (at > now) {
-			if (at < next)
-				next = at;
-			continue;
-		}
 		if (ob->nsends >= OUTBOX_INFLIGHT)
 			break;
-		outbox_start(ob, rep);
+		if (!outbox_sending(ob, json_integer_value(json_object_get(rep, "id"))))
+			outbox_start(ob, rep);
 	}
 	json_decref(list);
+	/* One due now but no slot for it: the end of a send kicks the next pass. */
+	if ((at = store_reports_next_at(ob->engine->store)) > now && at < next)
+		next = at;
 	tv.tv_sec = (next - now) / 1000;
 	tv.tv_usec = ((next - now) % 1000) * 1000;
 	evtimer_add(ob->due, &tv);

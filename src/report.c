@@ -638,26 +638,21 @@ report_body(const json_t *ev, const char *run, const char *text, int reaction)
 	return s;
 }
 
-void
-report_accepted(struct engine *e, const struct spur_event *ev, const char *run)
+int
+report_ack(const struct spur_event *ev, const char *run, json_t **target, char **body)
 {
-	json_t		*evj, *target;
+	json_t		*evj;
 	const char	*why;
-	char		*body;
 
+	*target = NULL;
+	*body = NULL;
 	if (strcmp(ev->source, "github") != 0 && strcmp(ev->source, "slack") != 0)
-		return;
+		return -1;
 	evj = spur_event_to_json(ev);
-	if ((target = report_target(evj, 1, &why)) == NULL) {
-		json_decref(evj);
-		return;
-	}
-	body = report_body(evj, run, NULL, 1);
-	if (store_report_add(e->store, run, "reaction", target, body) == 0)
-		outbox_kick(e->outbox);
-	free(body);
-	json_decref(target);
+	if ((*target = report_target(evj, 1, &why)) != NULL)
+		*body = report_body(evj, run, NULL, 1);
 	json_decref(evj);
+	return *target != NULL ? 0 : -1;
 }
 
 void

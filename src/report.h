@@ -30,11 +30,12 @@ struct http_response;
 #define REPORT_LINEAR_MAX	100000
 
 /*
- * The event was accepted and starts runs (run: the first of them): an eyes
- * reaction on the triggering GitHub comment or Slack message is stored for
- * the outbox.
+ * The event starts runs (run: the first of them): the eyes reaction on the
+ * triggering GitHub comment or Slack message that says it was accepted, as the
+ * target and body of a report that ingest stores with the event. -1: none.
  */
-void	 report_accepted(struct engine *, const struct spur_event *, const char *run);
+int	 report_ack(const struct spur_event *, const char *run, json_t **target,
+	     char **body);
 /*
  * The run ended (any state): its one report is stored for the outbox to send,
  * or, when the run's thread cannot be answered (generic webhooks, schedules,

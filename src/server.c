@@ -70,6 +70,7 @@ struct hookreq {
 	size_t			 len;
 	int64_t			 now;
 	struct source_result	 res;
+	struct ingest_item	*item;		/* SOURCE_EVENT: matched and prepared */
 	TAILQ_ENTRY(hookreq)	 entry;
 };
 
@@ -153,6 +154,7 @@ hookreq_free(struct hookreq *hr)
 	free(hr->org_name);
 	free(hr->hook);
 	source_result_free(&hr->res);
+	ingest_item_free(hr->item);
 	if (hr->set != NULL)
 		automation_set_unref(hr->set);
 	config_free(hr->conf);
@@ -228,11 +230,15 @@ server_hook_path(const char *path, char *org, size_t orglen, char *hook, size_t 
 	return 0;
 }
 
-/* Worker thread: verification and normalization, nothing that touches the loop. */
+/*
+ * Worker thread: verification, normalization, matching and the runs' prompts;
+ * nothing that touches the loop.
+ */
 static void
 hookreq_verify(struct hookreq *hr)
 {
 	struct source_req	 sr;
+	struct spur_event	*ev;
 
 	memset(&sr, 0, sizeof sr);
 	sr.conf = hr->conf;
@@ -247,6 +253,18 @@ hookreq_verify(struct hookreq *hr)
 	if (sr.org != NULL && hr->src == &source_webhook)
 		sr.webhook = automation_webhook(hr->set, hr->org_name, hr->hook);
 	hr->src->handle(&sr, &hr->res);
+	if (hr->res.verdict != SOURCE_EVENT)
+		return;
+	ev = hr->res.event;
+	hr->res.event = NULL;
+	/* A JSON body is the payload: keep its text so the store need not re-serialize it. */
+	if (hr->len > 0 && ev->payload_raw == NULL && (hr->body[strspn(hr->body,
+	    " \t\r\n")] == '{' || hr->body[strspn(hr->body, " \t\r\n")] == '[')) {
+		ev->payload_raw = hr->body;
+		ev->payload_rawlen = hr->len;
+		hr->body = NULL;
+	}
+	hr->item = ingest_prepare(hr->set, ev);
 }
 
 static void *
@@ -280,7 +298,7 @@ hookreq_verified(struct hookreq *hr)
 	struct server		*srv = hr->srv;
 	struct source_result	*res = &hr->res;
 	struct evhttp_request	*req = hr->req;
-	struct spur_event	*ev;
+	struct ingest_item	*item;
 	const char		*peer = req != NULL ? server_peer(req) : "-";
 
 	switch (res->verdict) {
@@ -306,18 +324,10 @@ hookreq_verified(struct hookreq *hr)
 			    res->reply);
 		break;
 	case SOURCE_EVENT:
-		/* A JSON body is the payload: keep its text so the store need not re-serialize it. */
-		if (hr->len > 0 && (hr->body[strspn(hr->body, " \t\r\n")] == '{' ||
-		    hr->body[strspn(hr->body, " \t\r\n")] == '[') &&
-		    res->event->payload_raw == NULL) {
-			res->event->payload_raw = hr->body;
-			res->event->payload_rawlen = hr->len;
-			hr->body = NULL;
-		}
 		/* ingest owns the event now; it may answer at once (queue full). */
-		ev = res->event;
-		res->event = NULL;
-		ingest_submit(srv->engine->ingest, ev, hook_done_cb, hr);
+		item = hr->item;
+		hr->item = NULL;
+		ingest_submit(srv->engine->ingest, item, hook_done_cb, hr);
 		return;
 	}
 	hookreq_free(hr);

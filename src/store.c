@@ -20,6 +20,13 @@ struct store {
 	sqlite3_stmt	*find_dup;
 	sqlite3_stmt	*ins_run;
 	sqlite3_stmt	*ins_hist;
+	sqlite3_stmt	*ins_report;
+	/* Statements kept prepared for the connection's life, keyed by their SQL literal. */
+	struct store_stmt {
+		const char	*sql;
+		sqlite3_stmt	*s;
+	}		*stmts;
+	size_t		 nstmts;
 };
 
 static const char *run_state_names[RUN_NSTATES] = {
@@ -251,7 +258,9 @@ store_open(const char *data_dir, int readonly, char **cause)
 	    "reason, conc_key, automation_json, prompt, created_at) VALUES "
 	    "(?,?,?,?,?,'queued','matched',?,?,?,?)", &st->ins_run) != 0 ||
 	    store_prepare(st, "INSERT INTO run_history (run, state, reason, at) VALUES "
-	    "(?,?,?,?)", &st->ins_hist) != 0) {
+	    "(?,?,?,?)", &st->ins_hist) != 0 ||
+	    store_prepare(st, "INSERT INTO reports (run, kind, target, body, state, "
+	    "next_at, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)", &st->ins_report) != 0) {
 		xasprintf(cause, "%s: cannot prepare statements", st->path);
 		goto fail;
 	}
@@ -264,12 +273,18 @@ fail:
 void
 store_close(struct store *st)
 {
+	size_t	 i;
+
 	if (st == NULL)
 		return;
 	sqlite3_finalize(st->ins_event);
 	sqlite3_finalize(st->find_dup);
 	sqlite3_finalize(st->ins_run);
 	sqlite3_finalize(st->ins_hist);
+	sqlite3_finalize(st->ins_report);
+	for (i = 0; i < st->nstmts; i++)
+		sqlite3_finalize(st->stmts[i].s);
+	free(st->stmts);
 	if (st->db != NULL)
 		sqlite3_close(st->db);
 	free(st->path);
@@ -352,6 +367,9 @@ store_find_dup(struct store *st, const char *org, const char *dedup)
 	return id;
 }
 
+static int	store_report_insert(struct store *, const char *, const char *, json_t *,
+		    const char *, int64_t);
+
 static int
 store_ingest_one(struct store *st, struct ingest_item *it)
 {
@@ -411,6 +429,10 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 		    ev->received_at) != 0)
 			return -1;
 	}
+	if (it->nruns > 0 && it->ack_target != NULL &&
+	    store_report_insert(st, it->runs[0].id, "reaction", it->ack_target, it->ack_body,
+	    ev->received_at) != 0)
+		return -1;
 	return 0;
 }
 
@@ -420,15 +442,15 @@ store_ingest_one(struct store *st, struct ingest_item *it)
  * before the commit that holds its event returned.
  */
 int
-store_ingest(struct store *st, struct ingest_item *items, size_t n, char **cause)
+store_ingest(struct store *st, struct ingest_item **items, size_t n, char **cause)
 {
 	size_t	 i;
 
 	if (store_exec(st, "BEGIN IMMEDIATE", cause) != 0)
 		return -1;
 	for (i = 0; i < n; i++) {
-		items[i].duplicate = items[i].failed = 0;
-		if (store_ingest_one(st, &items[i]) != 0) {
+		items[i]->duplicate = items[i]->failed = 0;
+		if (store_ingest_one(st, items[i]) != 0) {
 			xasprintf(cause, "%s", sqlite3_errmsg(st->db));
 			store_exec(st, "ROLLBACK", NULL);
 			return -1;
@@ -926,6 +948,29 @@ store_session_live(struct store *st, const char *org, const char *thread)
 	return j;
 }
 
+/*
+ * The statement for sql, prepared once per connection: sql must be a string
+ * literal, whose address is the key. NULL when it cannot be prepared.
+ */
+static sqlite3_stmt *
+store_stmt(struct store *st, const char *sql)
+{
+	sqlite3_stmt	*s;
+	size_t		 i;
+
+	for (i = 0; i < st->nstmts; i++) {
+		if (st->stmts[i].sql == sql)
+			return st->stmts[i].s;
+	}
+	if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) !=
+	    SQLITE_OK)
+		return NULL;
+	st->stmts = xreallocarray(st->stmts, st->nstmts + 1, sizeof *st->stmts);
+	st->stmts[st->nstmts].sql = sql;
+	st->stmts[st->nstmts++].s = s;
+	return s;
+}
+
 static int
 store_exec_bind(struct store *st, const char *sql, const char **args, size_t n,
     const int64_t *ints, size_t nints)
@@ -934,7 +979,7 @@ store_exec_bind(struct store *st, const char *sql, const char **args, size_t n,
 	size_t		 i;
 	int		 rc;
 
-	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) {
+	if ((s = store_stmt(st, sql)) == NULL) {
 		log_error("event=store.error error=%s", log_q(sqlite3_errmsg(st->db)));
 		return -1;
 	}
@@ -942,9 +987,7 @@ store_exec_bind(struct store *st, const char *sql, const char **args, size_t n,
 		bind_text(s, (int)i + 1, args[i]);
 	for (i = 0; i < nints; i++)
 		sqlite3_bind_int64(s, (int)(n + i) + 1, ints[i]);
-	rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
+	if ((rc = store_step_done(st, s)) != 0) {
 		log_error("event=store.error error=%s", log_q(sqlite3_errmsg(st->db)));
 		return -1;
 	}
@@ -1001,19 +1044,29 @@ store_sessions_idle(struct store *st, int64_t before_ms)
 	return list;
 }
 
+static int
+store_report_insert(struct store *st, const char *run, const char *kind, json_t *target,
+    const char *body, int64_t at)
+{
+	char	*t = json_dumps(target, JSON_COMPACT);
+	int	 rc;
+
+	bind_text(st->ins_report, 1, run);
+	bind_text(st->ins_report, 2, kind);
+	bind_text(st->ins_report, 3, t);
+	bind_text(st->ins_report, 4, body);
+	sqlite3_bind_int64(st->ins_report, 5, at);
+	sqlite3_bind_int64(st->ins_report, 6, at);
+	rc = store_step_done(st, st->ins_report);
+	free(t);
+	return rc;
+}
+
 int
 store_report_add(struct store *st, const char *run, const char *kind, json_t *target,
     const char *body)
 {
-	char		*t = json_dumps(target, JSON_COMPACT);
-	const char	*args[] = { run, kind, t, body };
-	int64_t		 now = now_ms(), ints[] = { now, now };
-	int		 r;
-
-	r = store_exec_bind(st, "INSERT INTO reports (run, kind, target, body, state, "
-	    "next_at, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)", args, 4, ints, 2);
-	free(t);
-	return r;
+	return store_report_insert(st, run, kind, target, body, now_ms());
 }
 
 /*
@@ -1022,17 +1075,18 @@ store_report_add(struct store *st, const char *run, const char *kind, json_t *ta
  * permanent error or OUTBOX_GIVE_UP_MS of retries; `spur show` says so.
  */
 json_t *
-store_reports_pending(struct store *st, int n)
+store_reports_due(struct store *st, int64_t now, int n)
 {
 	sqlite3_stmt	*s;
 	json_t		*list = json_array(), *target;
 	const char	*t;
 
-	if (sqlite3_prepare_v2(st->db, "SELECT id, run, kind, target, body, attempts, "
-	    "next_at, created_at, sending_at FROM reports WHERE state = 'pending' ORDER BY "
-	    "next_at, id LIMIT ?", -1, &s, NULL) != SQLITE_OK)
+	if ((s = store_stmt(st, "SELECT id, run, kind, target, body, attempts, next_at, "
+	    "created_at, sending_at FROM reports WHERE state = 'pending' AND next_at <= ? "
+	    "ORDER BY next_at, id LIMIT ?")) == NULL)
 		return list;
-	sqlite3_bind_int(s, 1, n);
+	sqlite3_bind_int64(s, 1, now);
+	sqlite3_bind_int(s, 2, n);
 	while (sqlite3_step(s) == SQLITE_ROW) {
 		t = (const char *)sqlite3_column_text(s, 3);
 		target = t != NULL ? json_loads(t, 0, NULL) : NULL;
@@ -1045,8 +1099,45 @@ store_reports_pending(struct store *st, int n)
 		    (json_int_t)sqlite3_column_int64(s, 7), "sending_at",
 		    (json_int_t)sqlite3_column_int64(s, 8)));
 	}
-	sqlite3_finalize(s);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
 	return list;
+}
+
+int64_t
+store_reports_next_at(struct store *st)
+{
+	sqlite3_stmt	*s;
+	int64_t		 at = 0;
+
+	if ((s = store_stmt(st, "SELECT min(next_at) FROM reports WHERE state = "
+	    "'pending'")) == NULL)
+		return 0;
+	if (sqlite3_step(s) == SQLITE_ROW)
+		at = sqlite3_column_int64(s, 0);
+	sqlite3_reset(s);
+	return at;
+}
+
+/*
+ * What became of an attempt is committed without waiting for the disk
+ * (synchronous=NORMAL; the next FULL commit, the writer's, takes it along):
+ * a crash that loses it leaves the report pending and, unless it is a
+ * reaction, sending, so it is looked for in its thread before it is posted
+ * again. The outbox does not wait for an fsync on the loop per answer.
+ */
+static int
+store_exec_lazy(struct store *st, const char *sql, const char **args, size_t n,
+    const int64_t *ints, size_t nints)
+{
+	int	 rc, relax = st->txdepth == 0;
+
+	if (relax)
+		sqlite3_exec(st->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+	rc = store_exec_bind(st, sql, args, n, ints, nints);
+	if (relax)
+		sqlite3_exec(st->db, "PRAGMA synchronous=FULL", NULL, NULL, NULL);
+	return rc;
 }
 
 int
@@ -1054,7 +1145,7 @@ store_report_sent(struct store *st, int64_t id)
 {
 	int64_t	 ints[] = { now_ms(), id };
 
-	return store_exec_bind(st, "UPDATE reports SET state = 'sent', attempts = attempts "
+	return store_exec_lazy(st, "UPDATE reports SET state = 'sent', attempts = attempts "
 	    "+ 1, sent_at = ?, last_error = NULL, sending_at = NULL WHERE id = ?", NULL, 0,
 	    ints, 2);
 }
@@ -1077,10 +1168,10 @@ store_report_retry(struct store *st, int64_t id, int64_t next_at, const char *er
 	int64_t		 ints[] = { next_at, id };
 
 	if (posted_maybe) {
-		return store_exec_bind(st, "UPDATE reports SET attempts = attempts + 1, "
+		return store_exec_lazy(st, "UPDATE reports SET attempts = attempts + 1, "
 		    "last_error = ?, next_at = ? WHERE id = ?", args, 1, ints, 2);
 	}
-	return store_exec_bind(st, "UPDATE reports SET attempts = attempts + 1, "
+	return store_exec_lazy(st, "UPDATE reports SET attempts = attempts + 1, "
 	    "last_error = ?, next_at = ?, sending_at = NULL WHERE id = ?", args, 1, ints, 2);
 }
 
@@ -1090,7 +1181,7 @@ store_report_give_up(struct store *st, int64_t id, const char *error)
 	const char	*args[] = { error };
 	int64_t		 ints[] = { id };
 
-	return store_exec_bind(st, "UPDATE reports SET state = 'given_up', attempts = "
+	return store_exec_lazy(st, "UPDATE reports SET state = 'given_up', attempts = "
 	    "attempts + 1, last_error = ? WHERE id = ?", args, 1, ints, 1);
 }
 

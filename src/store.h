@@ -28,6 +28,9 @@ struct ingest_item {
 	struct spur_event	*event;
 	struct new_run	*runs;
 	size_t		 nruns;
+	/* The reaction that says the event was accepted (runs[0]'s report), NULL: none. */
+	json_t		*ack_target;
+	char		*ack_body;
 	/* results */
 	int		 duplicate;	/* seen before: event->id is the old id, no runs */
 	int		 failed;
@@ -42,7 +45,7 @@ int		 store_tx_commit(struct store *, char **cause);
 /* 0 when a write transaction can be taken right now. */
 int		 store_writable(struct store *);
 /* Commits every item's event and runs in one transaction (group commit). -1: nothing committed. */
-int		 store_ingest(struct store *, struct ingest_item *, size_t, char **cause);
+int		 store_ingest(struct store *, struct ingest_item **, size_t, char **cause);
 /* Count of runs in a state. */
 long long	 store_count_runs(struct store *, enum run_state);
 /* Removes events older than the cutoff that no run refers to. */
@@ -95,13 +98,15 @@ int		 store_report_add(struct store *, const char *run, const char *kind,
  * (nothing to post to: generic webhooks, schedules), none (report: none).
  */
 /*
- * Pending reports, soonest first: {id, run, kind, target (object), body, attempts,
+ * Pending reports due at now, soonest first: {id, run, kind, target (object), body, attempts,
  * next_at, created_at, sending_at}. sending_at is not 0 while the report is
  * "sending": an attempt to post it started then and may have reached its
  * thread (the engine stopped, or no answer came); it is looked for there
  * before it is posted again (SPEC section 9: each is posted once).
  */
-json_t		*store_reports_pending(struct store *, int n);
+json_t		*store_reports_due(struct store *, int64_t now, int n);
+/* The soonest next_at of a pending report, 0 when none is pending. */
+int64_t		 store_reports_next_at(struct store *);
 int		 store_report_sent(struct store *, int64_t id);
 /* Marks a pending report sending, durably, before the attempt at that time; -1: do not post. */
 int		 store_report_sending(struct store *, int64_t id, int64_t at);
