@@ -1450,14 +1450,15 @@ automation_load(const struct config *conf, const char *dir, struct yerrs *errs)
 struct automation_set *
 automation_set_ref(struct automation_set *set)
 {
-	set->refs++;
+	__atomic_add_fetch(&set->refs, 1, __ATOMIC_RELAXED);
 	return set;
 }
 
 void
 automation_set_unref(struct automation_set *set)
 {
-	if (set != NULL && --set->refs == 0)
+	/* References are taken and dropped on the loop and the HTTP fronts. */
+	if (set != NULL && __atomic_sub_fetch(&set->refs, 1, __ATOMIC_ACQ_REL) == 0)
 		automation_set_free(set);
 }
 

@@ -834,7 +834,7 @@ named_secrets_free(struct named_secret *s, size_t n)
 struct config *
 config_ref(struct config *cf)
 {
-	cf->refs++;
+	__atomic_add_fetch(&cf->refs, 1, __ATOMIC_RELAXED);
 	return cf;
 }
 
@@ -843,7 +843,8 @@ config_free(struct config *cf)
 {
 	size_t	 i, j;
 
-	if (cf == NULL || --cf->refs > 0)
+	/* References are taken and dropped on the loop and the HTTP fronts. */
+	if (cf == NULL || __atomic_sub_fetch(&cf->refs, 1, __ATOMIC_ACQ_REL) > 0)
 		return;
 	for (i = 0; i < cf->nlisten; i++)
 		free(cf->listen[i]);

@@ -67,7 +67,28 @@ json_str_or_null(const char *s)
 }
 
 json_t *
+spur_event_payload(const struct spur_event *cev)
+{
+	/* A cache: the tree is the text's, whenever it is made. */
+	struct spur_event	*ev = (struct spur_event *)cev;
+
+	if (ev->payload == NULL && ev->payload_raw != NULL)
+		ev->payload = json_loadb(ev->payload_raw, ev->payload_rawlen,
+		    JSON_REJECT_DUPLICATES, NULL);
+	return ev->payload;
+}
+
+json_t *
 spur_event_to_json(const struct spur_event *ev)
+{
+	json_t	*j = spur_event_head_json(ev), *payload = spur_event_payload(ev);
+
+	json_object_set(j, "payload", payload != NULL ? payload : json_null());
+	return j;
+}
+
+json_t *
+spur_event_head_json(const struct spur_event *ev)
 {
 	char	 ts[40];
 	json_t	*j, *actor;
@@ -86,7 +107,6 @@ spur_event_to_json(const struct spur_event *ev)
 	    "repository", json_str_or_null(ev->repository));
 	if (j == NULL)
 		fatal("event_to_json: cannot pack");
-	json_object_set(j, "payload", ev->payload != NULL ? ev->payload : json_null());
 	json_object_set(j, "meta", ev->meta);
 	json_object_set_new(j, "received_at_ms", json_integer(ev->received_at));
 	return j;

@@ -24,8 +24,8 @@ struct spur_event {
 	char	*url;
 	char	*repository;	/* owner/repo (github), else NULL */
 	char	*dedup;		/* deduplication key within the org, NULL: none */
-	json_t	*payload;	/* the source's JSON payload (a form is decoded to JSON) */
-	char	*payload_raw;	/* the payload's JSON text as received, when the body was it */
+	json_t	*payload;	/* the payload's tree, made on demand (spur_event_payload) */
+	char	*payload_raw;	/* the payload's JSON text as received, when it was JSON */
 	size_t	 payload_rawlen;
 	/*
 	 * Source-specific facts used by matching and delivery (an object, never NULL):
@@ -47,6 +47,14 @@ struct spur_event	*spur_event_new(const char *org, const char *source);
 void		 spur_event_free(struct spur_event *);
 /* The event as SPEC section 6 JSON (payload and meta included). */
 json_t		*spur_event_to_json(const struct spur_event *);
+/* The same without the payload. */
+json_t		*spur_event_head_json(const struct spur_event *);
+/*
+ * The payload as JSON. A source may keep only its text (payload_raw, checked
+ * when it arrived) and the tree is then parsed the first time it is asked for,
+ * on the thread that owns the event: matching a `where`, building a prompt.
+ */
+json_t		*spur_event_payload(const struct spur_event *);
 struct spur_event	*spur_event_from_json(const json_t *);
 /* meta string value or NULL. */
 const char	*spur_event_meta_str(const struct spur_event *, const char *);

@@ -37,6 +37,9 @@ struct ingest {
 	struct pending	*pending;
 	size_t		 npending;
 	size_t		 cap;
+	struct report_mark *marks;	/* the outbox's, for the next batch */
+	size_t		 nmarks;
+	size_t		 capmarks;
 	long long	 queued;	/* runs queued in the store (recounted each second) */
 	int64_t		 counted_at;
 
@@ -47,6 +50,8 @@ struct ingest {
 	struct pending	*batch;		/* in flight; its items owned by the writer until done */
 	struct ingest_item **items;
 	size_t		 nbatch;
+	struct report_mark *bmarks;	/* in flight with the batch */
+	size_t		 nbmarks;
 	int		 busy;		/* a batch is in flight */
 	int		 done;		/* the writer finished it */
 	int		 rc;
@@ -58,12 +63,32 @@ static void	ingest_commit_cb(evutil_socket_t, short, void *);
 static void	ingest_written_cb(evutil_socket_t, short, void *);
 static void	ingest_finish_batch(struct ingest *);
 
-/* Writer: stored or not, the payloads are no longer needed; free them here, not on the loop. */
+/*
+ * Writer, after the commit: logs what was stored and frees the payloads, which
+ * nothing needs any more; the loop is left only the answers.
+ */
 static void
-ingest_drop_payloads(struct ingest_item **items, size_t n)
+ingest_committed(struct ingest_item **items, size_t n, int rc)
 {
-	size_t	 i;
+	const struct spur_event	*ev;
+	size_t			 i, j;
 
+	for (i = 0; i < n && rc == 0; i++) {
+		ev = items[i]->event;
+		if (items[i]->duplicate) {
+			log_info("event=ingest.duplicate org=%s source=%s event_id=%s delivery=%s",
+			    log_q(ev->org), ev->source, ev->id, log_q(ev->delivery));
+			continue;
+		}
+		for (j = 0; j < items[i]->nruns; j++) {
+			log_info("event=run.queued run=%s org=%s automation=%s event_id=%s "
+			    "thread=%s", items[i]->runs[j].id, log_q(ev->org),
+			    log_q(items[i]->runs[j].automation), ev->id, log_q(ev->thread));
+		}
+		log_info("event=ingest.stored org=%s source=%s type=%s event_id=%s delivery=%s "
+		    "thread=%s runs=%zu", log_q(ev->org), ev->source, log_q(ev->type), ev->id,
+		    log_q(ev->delivery), log_q(ev->thread), items[i]->nruns);
+	}
 	for (i = 0; i < n; i++) {
 		json_decref(items[i]->event->payload);
 		items[i]->event->payload = NULL;
@@ -87,8 +112,9 @@ ingest_writer_main(void *arg)
 		if (in->stop)
 			break;
 		pthread_mutex_unlock(&in->mu);
-		rc = store_ingest(in->wstore, in->items, in->nbatch, &cause);
-		ingest_drop_payloads(in->items, in->nbatch);
+		rc = store_ingest(in->wstore, in->items, in->nbatch, in->bmarks, in->nbmarks,
+		    &cause);
+		ingest_committed(in->items, in->nbatch, rc);
 		pthread_mutex_lock(&in->mu);
 		in->rc = rc;
 		in->cause = cause;
@@ -161,13 +187,19 @@ ingest_free(struct ingest *in)
 	event_free(in->commit_ev);
 	event_free(in->done_ev);
 	free(in->pending);
+	free(in->marks);
 	free(in);
 }
 
 long long
-ingest_queued(const struct ingest *in)
+ingest_queued(struct ingest *in)
 {
-	return in->queued;
+	long long	 n;
+
+	pthread_mutex_lock(&in->mu);
+	n = in->queued;
+	pthread_mutex_unlock(&in->mu);
+	return n;
 }
 
 static char *
@@ -209,15 +241,23 @@ ingest_prepare(const struct automation_set *set, struct spur_event *ev)
 	return it;
 }
 
+/* Any thread: the fronts submit as their requests are verified. */
 void
 ingest_submit(struct ingest *in, struct ingest_item *it, ingest_done_cb cb, void *arg)
 {
 	struct engine	*e = in->engine;
 	struct pending	*p;
+	long long	 queued;
+	int		 limit;
 
-	if (in->queued >= e->conf->limit_queue) {
+	pthread_mutex_lock(&e->conf_mu);
+	limit = e->conf->limit_queue;
+	pthread_mutex_unlock(&e->conf_mu);
+	pthread_mutex_lock(&in->mu);
+	if ((queued = in->queued) >= limit) {
+		pthread_mutex_unlock(&in->mu);
 		log_warn("event=ingest.queue_full org=%s queued=%lld limit=%d",
-		    log_q(it->event->org), in->queued, e->conf->limit_queue);
+		    log_q(it->event->org), queued, limit);
 		cb(INGEST_QUEUE_FULL, it->event, NULL, arg);
 		ingest_item_free(it);
 		return;
@@ -232,6 +272,7 @@ ingest_submit(struct ingest *in, struct ingest_item *it, ingest_done_cb cb, void
 	p->arg = arg;
 	if (in->npending == 1 && !in->busy)
 		event_active(in->commit_ev, 0, 0);
+	pthread_mutex_unlock(&in->mu);
 }
 
 void
@@ -239,10 +280,27 @@ ingest_cancel(struct ingest *in, void *arg)
 {
 	size_t	 i;
 
+	pthread_mutex_lock(&in->mu);
 	for (i = 0; i < in->npending; i++) {
 		if (in->pending[i].arg == arg)
 			in->pending[i].cb = NULL;
 	}
+	pthread_mutex_unlock(&in->mu);
+}
+
+void
+ingest_mark(struct ingest *in, const struct report_mark *m)
+{
+	pthread_mutex_lock(&in->mu);
+	if (in->nmarks == in->capmarks) {
+		in->capmarks = in->capmarks ? in->capmarks * 2 : 64;
+		in->marks = xreallocarray(in->marks, in->capmarks, sizeof *in->marks);
+	}
+	in->marks[in->nmarks] = *m;
+	in->marks[in->nmarks].error = m->error != NULL ? xstrdup(m->error) : NULL;
+	if (++in->nmarks == 1 && in->npending == 0 && !in->busy)
+		event_active(in->commit_ev, 0, 0);
+	pthread_mutex_unlock(&in->mu);
 }
 
 /* Loop: answers every delivery of the batch the writer committed (or could not). */
@@ -253,7 +311,8 @@ ingest_finish_batch(struct ingest *in)
 	struct pending		*batch = in->batch;
 	struct ingest_item	**items = in->items;
 	size_t			 n = in->nbatch, i, j;
-	int			 rc = in->rc, acked = 0, queued = 0;
+	int			 rc = in->rc, acked = 0;
+	long long		 queued = 0, recount;
 	json_t			*runs;
 	enum ingest_status	 status;
 
@@ -271,24 +330,13 @@ ingest_finish_batch(struct ingest *in)
 		runs = json_array();
 		if (rc != 0)
 			status = INGEST_UNAVAILABLE;
-		else if (it->duplicate) {
+		else if (it->duplicate)
 			status = INGEST_DUPLICATE;
-			log_info("event=ingest.duplicate org=%s source=%s event_id=%s delivery=%s",
-			    log_q(ev->org), ev->source, ev->id, log_q(ev->delivery));
-		} else {
+		else {
 			status = INGEST_NEW;
-			for (j = 0; j < it->nruns; j++) {
+			for (j = 0; j < it->nruns; j++)
 				json_array_append_new(runs, json_string(it->runs[j].id));
-				log_info("event=run.queued run=%s org=%s automation=%s "
-				    "event_id=%s thread=%s", it->runs[j].id, log_q(ev->org),
-				    log_q(it->runs[j].automation), ev->id, log_q(ev->thread));
-			}
-			in->queued += it->nruns;
-			queued += it->nruns > 0;
-			log_info("event=ingest.stored org=%s source=%s type=%s event_id=%s "
-			    "delivery=%s thread=%s runs=%zu", log_q(ev->org), ev->source,
-			    log_q(ev->type), ev->id, log_q(ev->delivery), log_q(ev->thread),
-			    it->nruns);
+			queued += it->nruns;
 			metrics_count(e->metrics, "events", 1);
 			if (it->nruns > 0 && it->ack_target != NULL)
 				acked = 1;
@@ -298,15 +346,29 @@ ingest_finish_batch(struct ingest *in)
 		json_decref(runs);
 		ingest_item_free(it);
 	}
+	for (i = 0; i < in->nbmarks; i++) {
+		/* Committed or not, the outbox may look at the report again. */
+		outbox_marked(e->outbox, in->bmarks[i].id);
+		free(in->bmarks[i].error);
+	}
+	free(in->bmarks);
 	free(items);
 	free(batch);
 	in->batch = NULL;
 	in->items = NULL;
 	in->nbatch = 0;
+	in->bmarks = NULL;
+	in->nbmarks = 0;
 	if (rc == 0) {
+		pthread_mutex_lock(&in->mu);
+		in->queued += queued;
+		pthread_mutex_unlock(&in->mu);
 		/* A recount is a query: once a second is enough to keep the bound honest. */
 		if (now_ms() - in->counted_at >= 1000) {
-			in->queued = store_count_runs(e->store, RUN_QUEUED);
+			recount = store_count_runs(e->store, RUN_QUEUED);
+			pthread_mutex_lock(&in->mu);
+			in->queued = recount;
+			pthread_mutex_unlock(&in->mu);
 			in->counted_at = now_ms();
 		}
 		if (queued && e->dispatch != NULL)
@@ -322,17 +384,26 @@ ingest_start_batch(struct ingest *in)
 {
 	size_t	 n, i;
 
-	if (in->busy || in->npending == 0)
+	pthread_mutex_lock(&in->mu);
+	if (in->busy || (in->npending == 0 && in->nmarks == 0)) {
+		pthread_mutex_unlock(&in->mu);
 		return;
+	}
+	in->bmarks = in->marks;
+	in->nbmarks = in->nmarks;
+	in->marks = NULL;
+	in->nmarks = in->capmarks = 0;
 	n = in->npending < INGEST_MAX_BATCH ? in->npending : INGEST_MAX_BATCH;
-	in->batch = xmalloc(n * sizeof *in->batch);
-	memcpy(in->batch, in->pending, n * sizeof *in->batch);
-	memmove(in->pending, in->pending + n, (in->npending - n) * sizeof *in->pending);
-	in->npending -= n;
+	in->batch = xcalloc(n, sizeof *in->batch);
+	if (n > 0) {
+		memcpy(in->batch, in->pending, n * sizeof *in->batch);
+		memmove(in->pending, in->pending + n, (in->npending - n) *
+		    sizeof *in->pending);
+		in->npending -= n;
+	}
 	in->items = xcalloc(n, sizeof *in->items);
 	for (i = 0; i < n; i++)
 		in->items[i] = in->batch[i].item;
-	pthread_mutex_lock(&in->mu);
 	in->nbatch = n;
 	in->done = 0;
 	in->busy = 1;
@@ -373,12 +444,12 @@ ingest_flush(struct ingest *in)
 			pthread_cond_wait(&in->cv, &in->mu);
 		if (in->busy)
 			in->busy = 0;
-		else if (in->npending == 0) {
+		else if (in->npending == 0 && in->nmarks == 0) {
 			pthread_mutex_unlock(&in->mu);
 			return;
 		}
 		pthread_mutex_unlock(&in->mu);
-		if (in->batch != NULL)
+		if (in->items != NULL)
 			ingest_finish_batch(in);
 		ingest_start_batch(in);
 	}

@@ -7,6 +7,7 @@
 struct automation_set;
 struct engine;
 struct ingest_item;
+struct report_mark;
 struct spur_event;
 
 enum ingest_status { INGEST_NEW, INGEST_DUPLICATE, INGEST_UNAVAILABLE, INGEST_QUEUE_FULL };
@@ -23,12 +24,17 @@ void		 ingest_free(struct ingest *);
  */
 struct ingest_item *ingest_prepare(const struct automation_set *, struct spur_event *);
 void		 ingest_item_free(struct ingest_item *);
-/* Loop: queues a prepared event for the next commit (or answers: queue full); takes it. */
+/*
+ * Any thread: queues a prepared event for the next commit, or answers at once
+ * (queue full); takes it. cb runs on the loop, or in this call.
+ */
 void		 ingest_submit(struct ingest *, struct ingest_item *, ingest_done_cb, void *);
+/* Loop: the outbox's mark of a report, committed with the next batch (outbox_marked after). */
+void		 ingest_mark(struct ingest *, const struct report_mark *);
 /* Forgets the callback of a pending submission (its client went away). */
 void		 ingest_cancel(struct ingest *, void *);
 /* Commits what is pending now (called at shutdown). */
 void		 ingest_flush(struct ingest *);
-long long	 ingest_queued(const struct ingest *);
+long long	 ingest_queued(struct ingest *);
 
 #endif

@@ -372,11 +372,11 @@ trigger_check(const struct trigger *t, enum trigger_check check, const struct sp
 			size_t	 mark = why->len;
 
 			buf_addf(why, "%s.where: ", t->label);
-			if ((ok = cond_eval(t->where, ev->payload, why)))
+			if ((ok = cond_eval(t->where, spur_event_payload(ev), why)))
 				why->len = mark;
 			return ok;
 		}
-		return cond_eval(t->where, ev->payload, NULL);
+		return cond_eval(t->where, spur_event_payload(ev), NULL);
 	case CHECK_LABELS:
 		if (t->source == TRIG_LINEAR) {
 			ok = linear_labels_match(t, ev);

@@ -5,6 +5,7 @@
 #include "serve.h"
 #include "store.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,7 @@ struct counter {
 	long long	 value;
 };
 
-struct metrics {
+struct metrics_data {
 	struct series	 requests[METRICS_MAX_SERIES];
 	size_t		 nrequests;
 	struct counter	 counters[32];
@@ -31,94 +32,118 @@ struct metrics {
 	int64_t		 started;
 };
 
+/* Counted on the loop and on the HTTP fronts (requests), hence the lock. */
+struct metrics {
+	pthread_mutex_t		 mu;
+	struct metrics_data	 d;
+};
+
 struct metrics *
 metrics_create(void)
 {
 	struct metrics	*m = xcalloc(1, sizeof *m);
 
-	m->started = now_ms();
+	pthread_mutex_init(&m->mu, NULL);
+	m->d.started = now_ms();
 	return m;
 }
 
 void
 metrics_free(struct metrics *m)
 {
+	if (m == NULL)
+		return;
+	pthread_mutex_destroy(&m->mu);
 	free(m);
 }
 
 void
 metrics_request(struct metrics *m, const char *route, int status)
 {
-	size_t	 i;
+	struct metrics_data	*d;
+	size_t			 i;
 
 	if (m == NULL)
 		return;
-	for (i = 0; i < m->nrequests; i++) {
-		if (m->requests[i].status == status && strcmp(m->requests[i].route, route) == 0) {
-			m->requests[i].count++;
-			return;
-		}
+	d = &m->d;
+	pthread_mutex_lock(&m->mu);
+	for (i = 0; i < d->nrequests; i++) {
+		if (d->requests[i].status == status && strcmp(d->requests[i].route, route) == 0)
+			break;
 	}
-	if (m->nrequests == METRICS_MAX_SERIES)
-		return;
-	snprintf(m->requests[m->nrequests].route, sizeof m->requests[0].route, "%s", route);
-	m->requests[m->nrequests].status = status;
-	m->requests[m->nrequests].count = 1;
-	m->nrequests++;
+	if (i < d->nrequests)
+		d->requests[i].count++;
+	else if (d->nrequests < METRICS_MAX_SERIES) {
+		snprintf(d->requests[i].route, sizeof d->requests[0].route, "%s", route);
+		d->requests[i].status = status;
+		d->requests[i].count = 1;
+		d->nrequests++;
+	}
+	pthread_mutex_unlock(&m->mu);
 }
 
 void
 metrics_count(struct metrics *m, const char *name, long long n)
 {
-	size_t	 i;
+	struct metrics_data	*d;
+	size_t			 i;
 
 	if (m == NULL)
 		return;
-	for (i = 0; i < m->ncounters; i++) {
-		if (strcmp(m->counters[i].name, name) == 0) {
-			m->counters[i].value += n;
-			return;
-		}
+	d = &m->d;
+	pthread_mutex_lock(&m->mu);
+	for (i = 0; i < d->ncounters; i++) {
+		if (strcmp(d->counters[i].name, name) == 0)
+			break;
 	}
-	if (m->ncounters == SPUR_ARRLEN(m->counters))
-		return;
-	snprintf(m->counters[m->ncounters].name, sizeof m->counters[0].name, "%s", name);
-	m->counters[m->ncounters++].value = n;
+	if (i < d->ncounters)
+		d->counters[i].value += n;
+	else if (d->ncounters < SPUR_ARRLEN(d->counters)) {
+		snprintf(d->counters[i].name, sizeof d->counters[0].name, "%s", name);
+		d->counters[d->ncounters++].value = n;
+	}
+	pthread_mutex_unlock(&m->mu);
 }
 
 void
 metrics_run_duration(struct metrics *m, double seconds)
 {
-	m->run_seconds_sum += seconds;
-	m->run_seconds_count++;
+	pthread_mutex_lock(&m->mu);
+	m->d.run_seconds_sum += seconds;
+	m->d.run_seconds_count++;
+	pthread_mutex_unlock(&m->mu);
 }
 
 char *
 metrics_render(struct metrics *m, struct engine *e)
 {
-	struct buf	 b;
-	size_t		 i;
-	int		 s;
+	struct metrics_data	 snap, *d = &snap;
+	struct buf		 b;
+	size_t			 i;
+	int			 s;
 
+	pthread_mutex_lock(&m->mu);
+	snap = m->d;
+	pthread_mutex_unlock(&m->mu);
 	buf_init(&b, 0);
 	buf_adds(&b, "# HELP spur_http_requests_total HTTP requests by route and status.\n"
 	    "# TYPE spur_http_requests_total counter\n");
-	for (i = 0; i < m->nrequests; i++) {
+	for (i = 0; i < d->nrequests; i++) {
 		buf_addf(&b, "spur_http_requests_total{route=\"%s\",status=\"%d\"} %lld\n",
-		    m->requests[i].route, m->requests[i].status, m->requests[i].count);
+		    d->requests[i].route, d->requests[i].status, d->requests[i].count);
 	}
 	buf_adds(&b, "# HELP spur_events_total Events stored.\n"
 	    "# TYPE spur_events_total counter\n");
-	for (i = 0; i < m->ncounters; i++) {
-		if (strcmp(m->counters[i].name, "events") == 0)
+	for (i = 0; i < d->ncounters; i++) {
+		if (strcmp(d->counters[i].name, "events") == 0)
 			break;
 	}
-	buf_addf(&b, "spur_events_total %lld\n", i < m->ncounters ? m->counters[i].value : 0);
-	for (i = 0; i < m->ncounters; i++) {
-		if (strcmp(m->counters[i].name, "events") == 0)
+	buf_addf(&b, "spur_events_total %lld\n", i < d->ncounters ? d->counters[i].value : 0);
+	for (i = 0; i < d->ncounters; i++) {
+		if (strcmp(d->counters[i].name, "events") == 0)
 			continue;
 		buf_addf(&b, "# TYPE spur_%s_total counter\nspur_%s_total %lld\n",
-		    m->counters[i].name, m->counters[i].name, m->counters[i].value);
+		    d->counters[i].name, d->counters[i].name, d->counters[i].value);
 	}
 	buf_adds(&b, "# HELP spur_runs Runs in the store by state.\n# TYPE spur_runs gauge\n");
 	for (s = 0; s < RUN_NSTATES; s++) {
@@ -134,8 +159,8 @@ metrics_render(struct metrics *m, struct engine *e)
 	buf_addf(&b, "# HELP spur_run_duration_seconds Run durations.\n"
 	    "# TYPE spur_run_duration_seconds summary\n"
 	    "spur_run_duration_seconds_sum %.3f\nspur_run_duration_seconds_count %lld\n",
-	    m->run_seconds_sum, m->run_seconds_count);
+	    d->run_seconds_sum, d->run_seconds_count);
 	buf_addf(&b, "# TYPE spur_uptime_seconds gauge\nspur_uptime_seconds %lld\n",
-	    (long long)((now_ms() - m->started) / 1000));
+	    (long long)((now_ms() - d->started) / 1000));
 	return buf_take(&b);
 }

@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "conf.h"
 #include "github-app.h"
+#include "ingest.h"
 #include "outbox.h"
 #include "report.h"
 #include "serve.h"
@@ -63,6 +64,10 @@ struct outbox {
 	LIST_HEAD(, http_call)	 calls;
 	LIST_HEAD(, outbox_send) sends;
 	int			 nsends;
+	/* Reports whose marks the writer has not committed yet: not looked at again. */
+	int64_t			*marking;
+	size_t			 nmarking;
+	size_t			 capmarking;
 };
 
 static void	outbox_check(struct outbox *);
@@ -329,6 +334,49 @@ outbox_backoff_ms(int attempts, long long retry_after_ms, uint32_t rnd)
 	return d;
 }
 
+/* What became of an attempt goes to the writer's next commit; until then the report waits. */
+static void
+outbox_mark(struct outbox *ob, int64_t id, enum report_mark_kind what, int64_t at,
+    const char *error, int posted_maybe)
+{
+	struct engine		*e = ob->engine;
+	struct report_mark	 m;
+
+	memset(&m, 0, sizeof m);
+	m.id = id;
+	m.what = what;
+	m.at = at;
+	m.error = (char *)error;
+	m.posted_maybe = posted_maybe;
+	if (e->ingest == NULL) {
+		store_report_mark(e->store, &m);
+		return;
+	}
+	if (ob->nmarking == ob->capmarking) {
+		ob->capmarking = ob->capmarking ? ob->capmarking * 2 : 16;
+		ob->marking = xreallocarray(ob->marking, ob->capmarking, sizeof *ob->marking);
+	}
+	ob->marking[ob->nmarking++] = id;
+	ingest_mark(e->ingest, &m);
+}
+
+void
+outbox_marked(struct outbox *ob, int64_t id)
+{
+	size_t	 i;
+
+	if (ob == NULL)
+		return;
+	for (i = 0; i < ob->nmarking; i++) {
+		if (ob->marking[i] == id) {
+			ob->marking[i] = ob->marking[--ob->nmarking];
+			break;
+		}
+	}
+	/* Its next attempt is in the store now: the next pass sees when. */
+	outbox_kick(ob);
+}
+
 static void
 outbox_send_free(struct outbox_send *s)
 {
@@ -366,12 +414,12 @@ outbox_send_failed(struct outbox_send *s, enum report_verdict v, const char *why
 	random_bytes(&rnd, sizeof rnd);
 	next = now_ms() + outbox_backoff_ms(attempts, retry_after_ms, rnd);
 	if (v == REPORT_RETRY && next - created < OUTBOX_GIVE_UP_MS) {
-		store_report_retry(e->store, s->id, next, safe, posted_maybe);
+		outbox_mark(s->ob, s->id, REPORT_MARK_RETRY, next, safe, posted_maybe);
 		log_warn("event=report.retry run=%s kind=%s report=%lld attempts=%d in_ms=%lld "
 		    "error=%s", run, kind, (long long)s->id, attempts,
 		    (long long)(next - now_ms()), log_q(safe));
 	} else {
-		store_report_give_up(e->store, s->id, safe);
+		outbox_mark(s->ob, s->id, REPORT_MARK_GIVE_UP, 0, safe, 0);
 		log_error("event=report.given_up run=%s kind=%s report=%lld attempts=%d "
 		    "error=%s", run, kind, (long long)s->id, attempts, log_q(safe));
 	}
@@ -393,7 +441,7 @@ outbox_done_cb(const struct http_response *r, void *arg)
 		 * A crash between the API's answer and this commit leaves the report
 		 * sending: the next start looks in the thread before posting again.
 		 */
-		store_report_sent(ob->engine->store, s->id);
+		outbox_mark(ob, s->id, REPORT_MARK_SENT, now_ms(), NULL, 0);
 		log_info("event=report.sent run=%s kind=%s report=%lld status=%d",
 		    json_string_value(json_object_get(s->report, "run")),
 		    json_string_value(json_object_get(s->report, "kind")), (long long)s->id,
@@ -422,7 +470,7 @@ outbox_lookup_cb(const struct http_response *r, void *arg)
 	v = report_lookup_verdict(s->report, s->page, r, &next, &why);
 	switch (v) {
 	case REPORT_LOOKUP_FOUND:
-		store_report_sent(ob->engine->store, s->id);
+		outbox_mark(ob, s->id, REPORT_MARK_SENT, now_ms(), NULL, 0);
 		log_info("event=report.sent run=%s kind=%s report=%lld found=1 pages=%d",
 		    run, kind, (long long)s->id, s->pages + 1);
 		break;
@@ -549,13 +597,19 @@ outbox_token_cb(const char *token, const char *cause, void *arg)
 	outbox_attempt(s);
 }
 
+/* Being sent, or sent and its mark not committed yet. */
 static int
 outbox_sending(struct outbox *ob, int64_t id)
 {
 	struct outbox_send	*s;
+	size_t			 i;
 
 	LIST_FOREACH(s, &ob->sends, entry) {
 		if (s->id == id)
+			return 1;
+	}
+	for (i = 0; i < ob->nmarking; i++) {
+		if (ob->marking[i] == id)
 			return 1;
 	}
 	return 0;
@@ -593,7 +647,8 @@ outbox_pass(struct outbox *ob)
 	struct timeval	 tv;
 
 	/* Only what is due: the ones in flight are in the list too, and skipped. */
-	list = store_reports_due(ob->engine->store, now, OUTBOX_INFLIGHT + ob->nsends);
+	list = store_reports_due(ob->engine->store, now, OUTBOX_INFLIGHT + ob->nsends +
+	    (int)ob->nmarking);
 	json_array_foreach(list, i, rep) {
 		if (ob->nsends >= OUTBOX_INFLIGHT)
 			break;
@@ -662,6 +717,7 @@ outbox_free(struct outbox *ob)
 	while ((c = LIST_FIRST(&ob->calls)) != NULL)
 		outbox_http_cancel(c);
 	github_app_cleanup();
+	free(ob->marking);
 	curl_multi_cleanup(ob->multi);
 	event_free(ob->timer);
 	event_free(ob->due);

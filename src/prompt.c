@@ -730,7 +730,7 @@ char *
 prompt_build(const char *saved, const struct spur_event *ev, const char *nonce)
 {
 	struct buf	 b;
-	json_t		*root;
+	json_t		*root, *payload;
 	char		*fresh = NULL, *dump;
 	size_t		 i, len;
 
@@ -749,8 +749,9 @@ prompt_build(const char *saved, const struct spur_event *ev, const char *nonce)
 	buf_addf(&b, PROMPT_INTRO, nonce);
 	buf_addf(&b, PROMPT_START "%s" PROMPT_CLOSE "\n", nonce);
 
+	payload = spur_event_payload(ev);
 	root = json_pack("{s:O,s:O}", "meta", ev->meta != NULL ? ev->meta : json_null(),
-	    "payload", ev->payload != NULL ? ev->payload : json_null());
+	    "payload", payload != NULL ? payload : json_null());
 	if (root == NULL)
 		fatal("prompt_build: cannot pack");
 	prompt_field(&b, "source", ev->source);
@@ -771,8 +772,8 @@ prompt_build(const char *saved, const struct spur_event *ev, const char *nonce)
 	if (ev->text != NULL && *ev->text != '\0')
 		prompt_text(&b, "text", ev->text, strlen(ev->text));
 	else if (ev->source != NULL && strcmp(ev->source, "webhook") == 0 &&
-	    ev->payload != NULL && !json_is_null(ev->payload)) {
-		dump = json_dumps(ev->payload, JSON_COMPACT | JSON_ENCODE_ANY);
+	    payload != NULL && !json_is_null(payload)) {
+		dump = json_dumps(payload, JSON_COMPACT | JSON_ENCODE_ANY);
 		if (dump != NULL)
 			prompt_text(&b, "payload", dump, strlen(dump));
 		free(dump);

@@ -648,7 +648,7 @@ report_ack(const struct spur_event *ev, const char *run, json_t **target, char *
 	*body = NULL;
 	if (strcmp(ev->source, "github") != 0 && strcmp(ev->source, "slack") != 0)
 		return -1;
-	evj = spur_event_to_json(ev);
+	evj = spur_event_head_json(ev);
 	if ((*target = report_target(evj, 1, &why)) != NULL)
 		*body = report_body(evj, run, NULL, 1);
 	json_decref(evj);

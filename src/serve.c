@@ -93,13 +93,25 @@ serve_stop_cb(evutil_socket_t sig, short what, void *arg)
 	evtimer_add(serve_drain_ev, &tv);
 }
 
+struct config *
+serve_config_ref(struct engine *e, struct automation_set **set)
+{
+	struct config	*conf;
+
+	pthread_mutex_lock(&e->conf_mu);
+	conf = config_ref(e->conf);
+	*set = e->automations != NULL ? automation_set_ref(e->automations) : NULL;
+	pthread_mutex_unlock(&e->conf_mu);
+	return conf;
+}
+
 /* Re-reads config and automations; an invalid set is refused whole and the old one stays. */
 static void
 serve_reload(struct engine *e)
 {
 	struct yerrs		 errs;
-	struct config		*conf;
-	struct automation_set	*set = NULL;
+	struct config		*conf, *oldconf;
+	struct automation_set	*set = NULL, *oldset;
 	size_t			 i;
 
 	log_info("event=reload.start config=%s", log_q(e->config_path));
@@ -123,13 +135,17 @@ serve_reload(struct engine *e)
 	if (conf->nlisten != e->conf->nlisten ||
 	    strcmp(conf->listen[0], e->conf->listen[0]) != 0)
 		log_warn("event=reload.ignored key=listen reason=\"needs a restart\"");
-	automation_set_unref(e->automations);
-	e->automations = set;
 	/* Keep the old config's data_dir and listen: they cannot change without a restart. */
 	free(conf->data_dir);
 	conf->data_dir = xstrdup(e->conf->data_dir);
-	config_free(e->conf);
+	pthread_mutex_lock(&e->conf_mu);
+	oldset = e->automations;
+	oldconf = e->conf;
+	e->automations = set;
 	e->conf = conf;
+	pthread_mutex_unlock(&e->conf_mu);
+	automation_set_unref(oldset);
+	config_free(oldconf);
 	log_info("event=reload.done automations=%zu orgs=%zu", automation_count(set),
 	    conf->norgs);
 	if (e->scheduler != NULL)
@@ -204,11 +220,13 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	memset(&e, 0, sizeof e);
+	pthread_mutex_init(&e.conf_mu, NULL);
 	e.config_path = xstrdup(path != NULL ? path : config_default_path());
 	if (cmd_load(e.config_path, &e.conf, &e.automations) != 0) {
 		log_error("event=serve.refused reason=\"invalid configuration\" config=%s",
 		    log_q(e.config_path));
 		free(e.config_path);
+		pthread_mutex_destroy(&e.conf_mu);
 		return EXIT_FAILED;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -283,6 +301,7 @@ out:
 	if (e.automations != NULL)
 		automation_set_unref(e.automations);
 	config_free(e.conf);
+	pthread_mutex_destroy(&e.conf_mu);
 	free(e.config_path);
 	libevent_global_shutdown();
 	return rc;

@@ -2,6 +2,8 @@
 #ifndef SPUR_SERVE_H
 #define SPUR_SERVE_H
 
+#include <pthread.h>
+
 #include <stdint.h>
 
 struct event_base;
@@ -17,6 +19,11 @@ struct outbox;
 
 struct engine {
 	struct event_base	*base;
+	/*
+	 * Swapped by a reload on the loop, under conf_mu; other threads (the HTTP
+	 * fronts) take references under it (serve_config_ref).
+	 */
+	pthread_mutex_t		 conf_mu;
 	struct config		*conf;
 	struct automation_set	*automations;
 	struct store		*store;
@@ -30,12 +37,15 @@ struct engine {
 	int			 stopping;
 };
 
+/* Any thread: references to the current config and automations (release both). */
+struct config	*serve_config_ref(struct engine *, struct automation_set **);
+
 /* server.c: the HTTP listener. */
 struct server	*server_create(struct engine *, char **cause);
 void		 server_free(struct server *);
 /* Stops accepting; in-flight requests finish. */
 void		 server_stop_accepting(struct server *);
-int		 server_busy(const struct server *);
+int		 server_busy(struct server *);
 /* The port actually bound for the first address (for listen: ...:0). */
 int		 server_port(const struct server *);
 

@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -26,38 +27,52 @@
 
 #define SERVER_MAX_LISTEN	16
 #define HOOK_MAX_HEADERS	256
-#define SERVER_MAX_WORKERS	4
+#define SERVER_MAX_FRONTS	8
 
-struct server {
-	struct engine			*engine;
+/*
+ * The HTTP fronts: one thread per CPU, each with its own event base and evhttp
+ * on the same listening sockets. A front reads a request, verifies, parses and
+ * matches it (the costly part: HMAC over the body, JSON) and hands its event
+ * to ingest without leaving its thread; the answer comes back to it when the
+ * commit is done. The engine's loop keeps the store, runs and reports, and
+ * answers /healthz and /metrics for the fronts.
+ */
+struct front {
+	struct server			*srv;
+	struct event_base		*base;
 	struct evhttp			*http;
 	struct evhttp_bound_socket	*bound[SERVER_MAX_LISTEN];
 	size_t				 nbound;
-	int				 port;
-	int				 inflight;
-
-	/*
-	 * Verification and parsing (the costly part: HMAC over the body, JSON) run
-	 * on worker threads; the loop keeps accepting and answering meanwhile.
-	 */
-	pthread_t			 workers[SERVER_MAX_WORKERS];
-	int				 nworkers;
-	pthread_mutex_t			 mu;
-	pthread_cond_t			 cv;
-	TAILQ_HEAD(, hookreq)		 todo;
-	TAILQ_HEAD(, hookreq)		 done;
-	struct event			*done_ev;
-	int				 stop;
+	pthread_t			 thread;
+	int				 started;
+	struct event			*answer_ev;	/* answers made elsewhere, to send */
+	struct event			*close_ev;	/* stop accepting */
+	TAILQ_HEAD(hookreqs, hookreq)	 answers;	/* under srv->mu */
 };
 
+struct server {
+	struct engine			*engine;
+	struct front			 fronts[SERVER_MAX_FRONTS];
+	int				 nfronts;
+	int				 port;
+	pthread_mutex_t			 mu;
+	int				 inflight;	/* under mu */
+	struct hookreqs			 asks;		/* under mu: for the loop to answer */
+	struct event			*ask_ev;
+};
+
+enum hookreq_kind { HOOKREQ_HOOK, HOOKREQ_HEALTHZ, HOOKREQ_METRICS };
+
 /*
- * One webhook request, from its arrival to its answer. The worker reads only
- * what is copied here (and the config and automations it holds references to);
- * req becomes NULL if the client leaves, and the request still goes its way.
+ * One request from its arrival to its answer, owned by its front except while
+ * ingest or the loop has it. req becomes NULL if the client leaves, and the
+ * request still goes its way; only the front touches req.
  */
 struct hookreq {
 	struct server		*srv;
+	struct front		*front;
 	struct evhttp_request	*req;
+	enum hookreq_kind	 kind;
 	char			 route[16];
 	const struct source	*src;
 	struct config		*conf;
@@ -70,7 +85,11 @@ struct hookreq {
 	size_t			 len;
 	int64_t			 now;
 	struct source_result	 res;
-	struct ingest_item	*item;		/* SOURCE_EVENT: matched and prepared */
+	/* The answer, when it is made off the front. */
+	int			 status;
+	const char		*ctype;
+	char			*answer;
+	int			 retry_after;
 	TAILQ_ENTRY(hookreq)	 entry;
 };
 
@@ -119,15 +138,6 @@ server_unauthorized(struct server *srv, struct evhttp_request *req, const char *
 	server_reply(srv, req, route, 401, "application/json", "{\"error\":\"unauthorized\"}");
 }
 
-static void
-server_unavailable(struct server *srv, struct evhttp_request *req, const char *route,
-    const char *why)
-{
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "5");
-	server_reply_json(srv, req, route, 503, json_pack("{s:s,s:s}", "error",
-	    "unavailable", "detail", why));
-}
-
 static const char *
 server_peer(struct evhttp_request *req)
 {
@@ -143,7 +153,8 @@ server_peer(struct evhttp_request *req)
 static void
 hookreq_free(struct hookreq *hr)
 {
-	size_t	 i;
+	struct server	*srv = hr->srv;
+	size_t		 i;
 
 	for (i = 0; i < hr->nheaders; i++) {
 		free((char *)hr->headers[i].name);
@@ -153,13 +164,15 @@ hookreq_free(struct hookreq *hr)
 	free(hr->body);
 	free(hr->org_name);
 	free(hr->hook);
+	free(hr->answer);
 	source_result_free(&hr->res);
-	ingest_item_free(hr->item);
 	if (hr->set != NULL)
 		automation_set_unref(hr->set);
 	config_free(hr->conf);
-	hr->srv->inflight--;
 	free(hr);
+	pthread_mutex_lock(&srv->mu);
+	srv->inflight--;
+	pthread_mutex_unlock(&srv->mu);
 }
 
 /* The answer is about to go out: the connection no longer needs to tell us it closed. */
@@ -182,26 +195,133 @@ hook_close_cb(struct evhttp_connection *evcon, void *arg)
 	hr->req = NULL;
 }
 
+static struct hookreq *
+hookreq_new(struct front *f, struct evhttp_request *req, enum hookreq_kind kind,
+    const char *route)
+{
+	struct server	*srv = f->srv;
+	struct hookreq	*hr = xcalloc(1, sizeof *hr);
+
+	hr->srv = srv;
+	hr->front = f;
+	hr->req = req;
+	hr->kind = kind;
+	snprintf(hr->route, sizeof hr->route, "%s", route);
+	pthread_mutex_lock(&srv->mu);
+	srv->inflight++;
+	pthread_mutex_unlock(&srv->mu);
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req), hook_close_cb, hr);
+	return hr;
+}
+
+/* Any thread: the answer is made; its front sends it. */
+static void
+hookreq_answer(struct hookreq *hr, int status, const char *ctype, char *answer)
+{
+	struct server	*srv = hr->srv;
+
+	hr->status = status;
+	hr->ctype = ctype;
+	hr->answer = answer;
+	pthread_mutex_lock(&srv->mu);
+	TAILQ_INSERT_TAIL(&hr->front->answers, hr, entry);
+	event_active(hr->front->answer_ev, 0, 0);
+	pthread_mutex_unlock(&srv->mu);
+}
+
+/* The first request of a queue that other threads add to, or NULL. */
+static struct hookreq *
+hookreq_pop(struct server *srv, struct hookreqs *q)
+{
+	struct hookreq	*hr;
+
+	pthread_mutex_lock(&srv->mu);
+	if ((hr = TAILQ_FIRST(q)) != NULL)
+		TAILQ_REMOVE(q, hr, entry);
+	pthread_mutex_unlock(&srv->mu);
+	return hr;
+}
+
+/* Front: sends the answers made for it elsewhere. */
+static void
+front_answer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct front		*f = arg;
+	struct server		*srv = f->srv;
+	struct hookreq		*hr;
+	struct evhttp_request	*req;
+
+	while ((hr = hookreq_pop(srv, &f->answers)) != NULL) {
+		if ((req = hookreq_take(hr)) != NULL) {
+			if (hr->retry_after)
+				evhttp_add_header(evhttp_request_get_output_headers(req),
+				    "Retry-After", "5");
+			server_reply(srv, req, hr->route, hr->status, hr->ctype, hr->answer);
+		}
+		hookreq_free(hr);
+	}
+}
+
+/* ingest (on the loop, or on the front when the queue is full): the event's fate. */
 static void
 hook_done_cb(enum ingest_status status, const struct spur_event *ev, json_t *runs, void *arg)
 {
-	struct hookreq		*hr = arg;
-	struct server		*srv = hr->srv;
-	struct evhttp_request	*req = hookreq_take(hr);
+	struct hookreq	*hr = arg;
+	struct buf	 b;
+	json_t		*id;
+	size_t		 i;
 
-	if (req == NULL)
-		;
-	else if (status == INGEST_NEW)
-		server_reply_json(srv, req, hr->route, 200, json_pack("{s:s,s:O}",
-		    "event", ev->id, "runs", runs));
-	else if (status == INGEST_DUPLICATE)
-		server_reply_json(srv, req, hr->route, 200, json_pack("{s:s,s:b}",
-		    "event", ev->id, "duplicate", 1));
-	else if (status == INGEST_QUEUE_FULL)
-		server_unavailable(srv, req, hr->route, "queue full");
-	else
-		server_unavailable(srv, req, hr->route, "store unavailable");
-	hookreq_free(hr);
+	/* Ids are letters, digits and '_': nothing to escape. */
+	buf_init(&b, 0);
+	switch (status) {
+	case INGEST_NEW:
+		buf_addf(&b, "{\"event\":\"%s\",\"runs\":[", ev->id);
+		json_array_foreach(runs, i, id)
+			buf_addf(&b, "%s\"%s\"", i > 0 ? "," : "", json_string_value(id));
+		buf_adds(&b, "]}");
+		break;
+	case INGEST_DUPLICATE:
+		buf_addf(&b, "{\"event\":\"%s\",\"duplicate\":true}", ev->id);
+		break;
+	default:
+		buf_addf(&b, "{\"error\":\"unavailable\",\"detail\":\"%s\"}",
+		    status == INGEST_QUEUE_FULL ? "queue full" : "store unavailable");
+		hr->retry_after = 1;
+		break;
+	}
+	hookreq_answer(hr, hr->retry_after ? 503 : 200, "application/json", buf_take(&b));
+}
+
+/* Loop: what only the loop can answer (it owns the store's connection). */
+static void
+server_ask_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server	*srv = arg;
+	struct engine	*e = srv->engine;
+	struct hookreq	*hr;
+
+	while ((hr = hookreq_pop(srv, &srv->asks)) != NULL) {
+		if (hr->kind == HOOKREQ_METRICS)
+			hookreq_answer(hr, 200, "text/plain; version=0.0.4",
+			    metrics_render(e->metrics, e));
+		else if (store_writable(e->store) == 0)
+			hookreq_answer(hr, 200, "text/plain", xstrdup("ok\n"));
+		else
+			hookreq_answer(hr, 503, "text/plain", xstrdup("store unavailable\n"));
+	}
+}
+
+static void
+server_ask(struct front *f, struct evhttp_request *req, enum hookreq_kind kind,
+    const char *route)
+{
+	struct server	*srv = f->srv;
+	struct hookreq	*hr = hookreq_new(f, req, kind, route);
+
+	pthread_mutex_lock(&srv->mu);
+	TAILQ_INSERT_TAIL(&srv->asks, hr, entry);
+	event_active(srv->ask_ev, 0, 0);
+	pthread_mutex_unlock(&srv->mu);
 }
 
 /* Splits "/o/{org}/hooks/{name}"; returns 0 and copies the segments. */
@@ -230,11 +350,8 @@ server_hook_path(const char *path, char *org, size_t orglen, char *hook, size_t 
 	return 0;
 }
 
-/*
- * Worker thread: verification, normalization, matching and the runs' prompts;
- * nothing that touches the loop.
- */
-static void
+/* Front: verification, normalization, matching and the runs' prompts. */
+static struct ingest_item *
 hookreq_verify(struct hookreq *hr)
 {
 	struct source_req	 sr;
@@ -254,7 +371,7 @@ hookreq_verify(struct hookreq *hr)
 		sr.webhook = automation_webhook(hr->set, hr->org_name, hr->hook);
 	hr->src->handle(&sr, &hr->res);
 	if (hr->res.verdict != SOURCE_EVENT)
-		return;
+		return NULL;
 	ev = hr->res.event;
 	hr->res.event = NULL;
 	/* A JSON body is the payload: keep its text so the store need not re-serialize it. */
@@ -264,102 +381,22 @@ hookreq_verify(struct hookreq *hr)
 		ev->payload_rawlen = hr->len;
 		hr->body = NULL;
 	}
-	hr->item = ingest_prepare(hr->set, ev);
+	return ingest_prepare(hr->set, ev);
 }
 
-static void *
-server_worker_main(void *arg)
-{
-	struct server	*srv = arg;
-	struct hookreq	*hr;
-
-	pthread_mutex_lock(&srv->mu);
-	for (;;) {
-		while (!srv->stop && TAILQ_EMPTY(&srv->todo))
-			pthread_cond_wait(&srv->cv, &srv->mu);
-		if (srv->stop)
-			break;
-		hr = TAILQ_FIRST(&srv->todo);
-		TAILQ_REMOVE(&srv->todo, hr, entry);
-		pthread_mutex_unlock(&srv->mu);
-		hookreq_verify(hr);
-		pthread_mutex_lock(&srv->mu);
-		TAILQ_INSERT_TAIL(&srv->done, hr, entry);
-		event_active(srv->done_ev, 0, 0);
-	}
-	pthread_mutex_unlock(&srv->mu);
-	return NULL;
-}
-
-/* Loop: a verified (or refused) request: answer it, or hand its event to ingest. */
+/* Front: a webhook, verified and answered here unless its event goes to ingest. */
 static void
-hookreq_verified(struct hookreq *hr)
-{
-	struct server		*srv = hr->srv;
-	struct source_result	*res = &hr->res;
-	struct evhttp_request	*req = hr->req;
-	struct ingest_item	*item;
-	const char		*peer = req != NULL ? server_peer(req) : "-";
-
-	switch (res->verdict) {
-	case SOURCE_UNAUTHORIZED:
-		log_warn("event=hook.unauthorized org=%s hook=%s peer=%s reason=%s",
-		    log_q(hr->org_name), log_q(hr->hook), peer, log_q(res->cause));
-		if ((req = hookreq_take(hr)) != NULL)
-			server_unauthorized(srv, req, hr->route);
-		break;
-	case SOURCE_BAD:
-		log_warn("event=hook.bad_request org=%s hook=%s peer=%s reason=%s",
-		    log_q(hr->org_name), log_q(hr->hook), peer, log_q(res->cause));
-		if ((req = hookreq_take(hr)) != NULL)
-			server_reply_json(srv, req, hr->route, 400, json_pack("{s:s,s:s}",
-			    "error", "bad_request", "detail", res->cause != NULL ? res->cause :
-			    "bad request"));
-		break;
-	case SOURCE_REPLY:
-		log_info("event=hook.reply org=%s hook=%s status=%d", log_q(hr->org_name),
-		    log_q(hr->hook), res->status);
-		if ((req = hookreq_take(hr)) != NULL)
-			server_reply(srv, req, hr->route, res->status, "application/json",
-			    res->reply);
-		break;
-	case SOURCE_EVENT:
-		/* ingest owns the event now; it may answer at once (queue full). */
-		item = hr->item;
-		hr->item = NULL;
-		ingest_submit(srv->engine->ingest, item, hook_done_cb, hr);
-		return;
-	}
-	hookreq_free(hr);
-}
-
-static void
-server_done_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct server	*srv = arg;
-	struct hookreq	*hr;
-
-	for (;;) {
-		pthread_mutex_lock(&srv->mu);
-		if ((hr = TAILQ_FIRST(&srv->done)) != NULL)
-			TAILQ_REMOVE(&srv->done, hr, entry);
-		pthread_mutex_unlock(&srv->mu);
-		if (hr == NULL)
-			break;
-		hookreq_verified(hr);
-	}
-}
-
-static void
-server_hook(struct server *srv, struct evhttp_request *req, const char *org_name,
+server_hook(struct front *f, struct evhttp_request *req, const char *org_name,
     const char *hook)
 {
-	struct engine		*e = srv->engine;
+	struct server		*srv = f->srv;
 	const struct source	*src = source_find(hook);
 	struct evkeyvalq	*in = evhttp_request_get_input_headers(req);
 	struct evkeyval		*kv;
 	struct evbuffer		*body = evhttp_request_get_input_buffer(req);
 	struct hookreq		*hr;
+	struct source_result	*res;
+	struct ingest_item	*item;
 	size_t			 nh = 0;
 
 	if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
@@ -367,20 +404,18 @@ server_hook(struct server *srv, struct evhttp_request *req, const char *org_name
 		server_reply(srv, req, src->name, 405, NULL, NULL);
 		return;
 	}
+	hr = hookreq_new(f, req, HOOKREQ_HOOK, src->name);
+	hr->src = src;
+	hr->conf = serve_config_ref(srv->engine, &hr->set);
 	for (kv = in->tqh_first; kv != NULL; kv = kv->next.tqe_next) {
-		if (nh == HOOK_MAX_HEADERS || (int)nh == e->conf->limit_headers) {
-			server_reply(srv, req, src->name, 431, NULL, NULL);
+		if (nh == HOOK_MAX_HEADERS || (int)nh == hr->conf->limit_headers) {
+			if ((req = hookreq_take(hr)) != NULL)
+				server_reply(srv, req, src->name, 431, NULL, NULL);
+			hookreq_free(hr);
 			return;
 		}
 		nh++;
 	}
-	hr = xcalloc(1, sizeof *hr);
-	hr->srv = srv;
-	hr->req = req;
-	snprintf(hr->route, sizeof hr->route, "%s", src->name);
-	hr->src = src;
-	hr->conf = config_ref(e->conf);
-	hr->set = automation_set_ref(e->automations);
 	hr->org_name = xstrdup(org_name);
 	hr->hook = xstrdup(hook);
 	hr->headers = xcalloc(nh, sizeof *hr->headers);
@@ -394,47 +429,61 @@ server_hook(struct server *srv, struct evhttp_request *req, const char *org_name
 	evbuffer_copyout(body, hr->body, hr->len);
 	hr->body[hr->len] = '\0';
 	hr->now = now_ms();
-	srv->inflight++;
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req), hook_close_cb, hr);
-	pthread_mutex_lock(&srv->mu);
-	TAILQ_INSERT_TAIL(&srv->todo, hr, entry);
-	pthread_cond_signal(&srv->cv);
-	pthread_mutex_unlock(&srv->mu);
+
+	item = hookreq_verify(hr);
+	res = &hr->res;
+	switch (res->verdict) {
+	case SOURCE_UNAUTHORIZED:
+		log_warn("event=hook.unauthorized org=%s hook=%s peer=%s reason=%s",
+		    log_q(hr->org_name), log_q(hr->hook), server_peer(req), log_q(res->cause));
+		if ((req = hookreq_take(hr)) != NULL)
+			server_unauthorized(srv, req, hr->route);
+		break;
+	case SOURCE_BAD:
+		log_warn("event=hook.bad_request org=%s hook=%s peer=%s reason=%s",
+		    log_q(hr->org_name), log_q(hr->hook), server_peer(req), log_q(res->cause));
+		if ((req = hookreq_take(hr)) != NULL)
+			server_reply_json(srv, req, hr->route, 400, json_pack("{s:s,s:s}",
+			    "error", "bad_request", "detail", res->cause != NULL ? res->cause :
+			    "bad request"));
+		break;
+	case SOURCE_REPLY:
+		log_info("event=hook.reply org=%s hook=%s status=%d", log_q(hr->org_name),
+		    log_q(hr->hook), res->status);
+		if ((req = hookreq_take(hr)) != NULL)
+			server_reply(srv, req, hr->route, res->status, "application/json",
+			    res->reply);
+		break;
+	case SOURCE_EVENT:
+		/* Answered when ingest is done with it (hook_done_cb). */
+		ingest_submit(srv->engine->ingest, item, hook_done_cb, hr);
+		return;
+	}
+	hookreq_free(hr);
 }
 
 static void
 server_request_cb(struct evhttp_request *req, void *arg)
 {
-	struct server	*srv = arg;
-	struct engine	*e = srv->engine;
+	struct front	*f = arg;
+	struct server	*srv = f->srv;
 	const char	*uri = evhttp_request_get_uri(req);
-	char		 org[128], hook[128], *text;
+	char		 org[128], hook[128];
 	size_t		 n = strcspn(uri, "?");
 	int		 get = evhttp_request_get_command(req) == EVHTTP_REQ_GET;
 
-	if (n == 8 && strncmp(uri, "/healthz", 8) == 0) {
+	if (n == 8 && (strncmp(uri, "/healthz", 8) == 0 || strncmp(uri, "/metrics", 8) == 0)) {
+		const char *route = uri[1] == 'h' ? "healthz" : "metrics";
 		if (!get) {
 			evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET");
-			server_reply(srv, req, "healthz", 405, NULL, NULL);
-		} else if (store_writable(e->store) == 0)
-			server_reply(srv, req, "healthz", 200, "text/plain", "ok\n");
-		else
-			server_reply(srv, req, "healthz", 503, "text/plain", "store unavailable\n");
-		return;
-	}
-	if (n == 8 && strncmp(uri, "/metrics", 8) == 0) {
-		if (!get) {
-			evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET");
-			server_reply(srv, req, "metrics", 405, NULL, NULL);
-			return;
-		}
-		text = metrics_render(e->metrics, e);
-		server_reply(srv, req, "metrics", 200, "text/plain; version=0.0.4", text);
-		free(text);
+			server_reply(srv, req, route, 405, NULL, NULL);
+		} else
+			server_ask(f, req, uri[1] == 'h' ? HOOKREQ_HEALTHZ : HOOKREQ_METRICS,
+			    route);
 		return;
 	}
 	if (server_hook_path(uri, org, sizeof org, hook, sizeof hook) == 0) {
-		server_hook(srv, req, org, hook);
+		server_hook(f, req, org, hook);
 		return;
 	}
 	server_reply(srv, req, "other", 404, "application/json", "{\"error\":\"not_found\"}");
@@ -475,17 +524,18 @@ server_listen_socket(const char *host, int port, char **cause)
 	return fd;
 }
 
+/* Every front accepts on the address (each on its own duplicate of the socket). */
 static int
 server_bind(struct server *srv, const char *addr, char **cause)
 {
 	char				*host, *colon;
-	int				 port;
+	int				 port, fd, dfd, i;
 	struct evhttp_bound_socket	*b;
+	struct front			*f;
 	struct sockaddr_storage		 ss;
 	socklen_t			 slen = sizeof ss;
-	int				 fd;
 
-	if (srv->nbound == SERVER_MAX_LISTEN) {
+	if (srv->fronts[0].nbound == SERVER_MAX_LISTEN) {
 		xasprintf(cause, "too many listen addresses");
 		return -1;
 	}
@@ -505,65 +555,102 @@ server_bind(struct server *srv, const char *addr, char **cause)
 		free(host);
 		return -1;
 	}
-	if ((b = evhttp_accept_socket_with_handle(srv->http, fd)) == NULL) {
-		xasprintf(cause, "cannot listen on %s", addr);
-		close(fd);
-		free(host);
-		return -1;
-	}
-	if (getsockname(evhttp_bound_socket_get_fd(b), (struct sockaddr *)&ss, &slen) == 0) {
+	if (getsockname(fd, (struct sockaddr *)&ss, &slen) == 0) {
 		if (ss.ss_family == AF_INET)
 			port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 		else if (ss.ss_family == AF_INET6)
 			port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
 	}
-	if (srv->nbound == 0)
+	for (i = 0; i < srv->nfronts; i++) {
+		f = &srv->fronts[i];
+		dfd = i == 0 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (dfd == -1 || (b = evhttp_accept_socket_with_handle(f->http, dfd)) == NULL) {
+			xasprintf(cause, "cannot listen on %s", addr);
+			if (dfd != -1)
+				close(dfd);
+			free(host);
+			return -1;
+		}
+		f->bound[f->nbound++] = b;
+	}
+	if (srv->port == 0)
 		srv->port = port;
-	srv->bound[srv->nbound++] = b;
-	log_info("event=listen addr=%s host=%s port=%d", log_q(addr), log_q(host), port);
+	log_info("event=listen addr=%s host=%s port=%d fronts=%d", log_q(addr), log_q(host),
+	    port, srv->nfronts);
 	free(host);
 	return 0;
+}
+
+/* Front: stops accepting (the engine is stopping). */
+static void
+front_close_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct front	*f = arg;
+	size_t		 i;
+
+	for (i = 0; i < f->nbound; i++)
+		evhttp_del_accept_socket(f->http, f->bound[i]);
+	f->nbound = 0;
+}
+
+static void *
+front_main(void *arg)
+{
+	struct front	*f = arg;
+
+	event_base_loop(f->base, EVLOOP_NO_EXIT_ON_EMPTY);
+	return NULL;
+}
+
+static void
+front_init(struct server *srv, struct front *f, const struct config *conf)
+{
+	struct timeval	 tv;
+
+	f->srv = srv;
+	TAILQ_INIT(&f->answers);
+	if ((f->base = event_base_new()) == NULL || (f->http = evhttp_new(f->base)) == NULL)
+		fatal("cannot make an HTTP front");
+	evhttp_set_allowed_methods(f->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
+	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+	    EVHTTP_REQ_PATCH);
+	/* Over the limit, evhttp answers 413 from Content-Length and reads no further. */
+	evhttp_set_max_body_size(f->http, (ev_ssize_t)conf->limit_body);
+	evhttp_set_max_headers_size(f->http, (ev_ssize_t)conf->limit_header);
+	tv.tv_sec = conf->limit_idle;
+	tv.tv_usec = 0;
+	evhttp_set_timeout_tv(f->http, &tv);
+	evhttp_set_gencb(f->http, server_request_cb, f);
+	f->answer_ev = event_new(f->base, -1, 0, front_answer_cb, f);
+	f->close_ev = event_new(f->base, -1, 0, front_close_cb, f);
 }
 
 struct server *
 server_create(struct engine *e, char **cause)
 {
 	struct server	*srv = xcalloc(1, sizeof *srv);
-	struct timeval	 tv;
 	size_t		 i;
+	int		 n;
 
 	srv->engine = e;
-	if ((srv->http = evhttp_new(e->base)) == NULL)
-		fatal("evhttp_new failed");
-	evhttp_set_allowed_methods(srv->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
-	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
-	    EVHTTP_REQ_PATCH);
-	/* Over the limit, evhttp answers 413 from Content-Length and reads no further. */
-	evhttp_set_max_body_size(srv->http, (ev_ssize_t)e->conf->limit_body);
-	evhttp_set_max_headers_size(srv->http, (ev_ssize_t)e->conf->limit_header);
-	tv.tv_sec = e->conf->limit_idle;
-	tv.tv_usec = 0;
-	evhttp_set_timeout_tv(srv->http, &tv);
-	evhttp_set_gencb(srv->http, server_request_cb, srv);
 	pthread_mutex_init(&srv->mu, NULL);
-	pthread_cond_init(&srv->cv, NULL);
-	TAILQ_INIT(&srv->todo);
-	TAILQ_INIT(&srv->done);
-	srv->done_ev = event_new(e->base, -1, 0, server_done_cb, srv);
-	srv->nworkers = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	if (srv->nworkers < 1)
-		srv->nworkers = 1;
-	if (srv->nworkers > SERVER_MAX_WORKERS)
-		srv->nworkers = SERVER_MAX_WORKERS;
-	for (i = 0; i < (size_t)srv->nworkers; i++) {
-		if (pthread_create(&srv->workers[i], NULL, server_worker_main, srv) != 0)
-			fatal("cannot start a request worker");
-	}
+	TAILQ_INIT(&srv->asks);
+	srv->ask_ev = event_new(e->base, -1, 0, server_ask_cb, srv);
+	n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	srv->nfronts = n < 1 ? 1 : n > SERVER_MAX_FRONTS ? SERVER_MAX_FRONTS : n;
+	for (n = 0; n < srv->nfronts; n++)
+		front_init(srv, &srv->fronts[n], e->conf);
 	for (i = 0; i < e->conf->nlisten; i++) {
 		if (server_bind(srv, e->conf->listen[i], cause) != 0) {
 			server_free(srv);
 			return NULL;
 		}
+	}
+	for (n = 0; n < srv->nfronts; n++) {
+		if (pthread_create(&srv->fronts[n].thread, NULL, front_main,
+		    &srv->fronts[n]) != 0)
+			fatal("cannot start an HTTP front");
+		srv->fronts[n].started = 1;
 	}
 	return srv;
 }
@@ -571,17 +658,21 @@ server_create(struct engine *e, char **cause)
 void
 server_stop_accepting(struct server *srv)
 {
-	size_t	 i;
+	int	 i;
 
-	for (i = 0; i < srv->nbound; i++)
-		evhttp_del_accept_socket(srv->http, srv->bound[i]);
-	srv->nbound = 0;
+	for (i = 0; i < srv->nfronts; i++)
+		event_active(srv->fronts[i].close_ev, 0, 0);
 }
 
 int
-server_busy(const struct server *srv)
+server_busy(struct server *srv)
 {
-	return srv->inflight;
+	int	 n;
+
+	pthread_mutex_lock(&srv->mu);
+	n = srv->inflight;
+	pthread_mutex_unlock(&srv->mu);
+	return n;
 }
 
 int
@@ -594,29 +685,43 @@ void
 server_free(struct server *srv)
 {
 	struct hookreq	*hr;
+	struct front	*f;
 	int		 i;
 
 	if (srv == NULL)
 		return;
-	pthread_mutex_lock(&srv->mu);
-	srv->stop = 1;
-	pthread_cond_broadcast(&srv->cv);
-	pthread_mutex_unlock(&srv->mu);
-	for (i = 0; i < srv->nworkers; i++)
-		pthread_join(srv->workers[i], NULL);
-	/* Closing the connections drops the answers of requests still here. */
-	evhttp_free(srv->http);
-	while ((hr = TAILQ_FIRST(&srv->todo)) != NULL) {
-		TAILQ_REMOVE(&srv->todo, hr, entry);
+	for (i = 0; i < srv->nfronts; i++) {
+		f = &srv->fronts[i];
+		if (f->started) {
+			event_base_loopbreak(f->base);
+			pthread_join(f->thread, NULL);
+		}
+	}
+	/* What ingest still holds comes back as answers, to the fronts' queues. */
+	if (srv->engine->ingest != NULL)
+		ingest_flush(srv->engine->ingest);
+	for (i = 0; i < srv->nfronts; i++) {
+		f = &srv->fronts[i];
+		/* Closing the connections drops the answers of requests still here. */
+		if (f->http != NULL)
+			evhttp_free(f->http);
+		while ((hr = TAILQ_FIRST(&f->answers)) != NULL) {
+			TAILQ_REMOVE(&f->answers, hr, entry);
+			hookreq_free(hr);
+		}
+		if (f->answer_ev != NULL)
+			event_free(f->answer_ev);
+		if (f->close_ev != NULL)
+			event_free(f->close_ev);
+		if (f->base != NULL)
+			event_base_free(f->base);
+	}
+	while ((hr = TAILQ_FIRST(&srv->asks)) != NULL) {
+		TAILQ_REMOVE(&srv->asks, hr, entry);
 		hookreq_free(hr);
 	}
-	while ((hr = TAILQ_FIRST(&srv->done)) != NULL) {
-		TAILQ_REMOVE(&srv->done, hr, entry);
-		hookreq_free(hr);
-	}
-	if (srv->done_ev != NULL)
-		event_free(srv->done_ev);
+	if (srv->ask_ev != NULL)
+		event_free(srv->ask_ev);
 	pthread_mutex_destroy(&srv->mu);
-	pthread_cond_destroy(&srv->cv);
 	free(srv);
 }

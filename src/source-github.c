@@ -93,9 +93,31 @@ github_valid_event(const char *s)
 	return n > 0 && n <= 64 && s[n] == '\0';
 }
 
-/* The payload from a JSON body or from the payload= field of a form body. */
+/*
+ * What github_normalize reads, and nothing else: the parse builds only these
+ * (jscan.c) and checks the rest. test-source-examples checks that every
+ * example normalizes to the same event from these as from the whole payload.
+ */
+#define GITHUB_ITEM_KEEP(x)						\
+	x ".number", x ".title", x ".body", x ".html_url", x ".id",	\
+	x ".author_association", x ".user.id", x ".user.login",	\
+	x ".user.type", x ".pull_request"
+const char *const source_github_keep[] = {
+	"action", "repository.full_name", "sender.id", "sender.login", "sender.type",
+	"installation.id", "label.name",
+	GITHUB_ITEM_KEEP("issue"), GITHUB_ITEM_KEEP("comment"), GITHUB_ITEM_KEEP("review"),
+	GITHUB_ITEM_KEEP("pull_request"),
+	"pull_request.head.ref", "pull_request.base.ref", "pull_request.head.repo.full_name",
+	"pull_request.base.repo.full_name",
+	NULL
+};
+
+/*
+ * The payload from a JSON body or from the payload= field of a form body: the
+ * kept paths as a tree, and its text in *text.
+ */
 static json_t *
-github_payload(const struct source_req *req, char **cause)
+github_payload(const struct source_req *req, char **text, size_t *textlen, char **cause)
 {
 	json_t		*form, *j;
 	const char	*s;
@@ -103,7 +125,14 @@ github_payload(const struct source_req *req, char **cause)
 
 	switch (source_body_kind(req)) {
 	case SOURCE_BODY_JSON:
-		return source_parse_object(req->body, req->len, cause);
+		if ((j = source_parse_kept(req->body, req->len, source_github_keep,
+		    cause)) != NULL) {
+			*text = xmalloc(req->len + 1);
+			memcpy(*text, req->body, req->len);
+			(*text)[req->len] = '\0';
+			*textlen = req->len;
+		}
+		return j;
 	case SOURCE_BODY_FORM:
 		if ((form = form_decode(req->body, req->len)) == NULL) {
 			*cause = xstrdup("malformed form body");
@@ -114,8 +143,9 @@ github_payload(const struct source_req *req, char **cause)
 			*cause = xstrdup("form body has no payload field");
 			return NULL;
 		}
-		j = source_parse_object(s, json_string_length(json_object_get(form,
-		    "payload")), cause);
+		*textlen = json_string_length(json_object_get(form, "payload"));
+		if ((j = source_parse_kept(s, *textlen, source_github_keep, cause)) != NULL)
+			*text = xstrdup(s);
 		json_decref(form);
 		return j;
 	default:
@@ -173,8 +203,8 @@ github_titled_text(const json_t *obj)
 	return xprintf("%s\n\n%s", title, body);
 }
 
-static int
-github_normalize(const struct source_req *req, const char *name, json_t *payload,
+int
+source_github_normalize(const struct source_req *req, const char *name, json_t *payload,
     struct spur_event *ev, char **cause)
 {
 	const struct github_shape	*shape = github_shape(name);
@@ -294,6 +324,7 @@ github_handle(const struct source_req *req, struct source_result *res)
 	const char	*name;
 	json_t		*payload;
 	struct spur_event	*ev;
+	int		 rc;
 
 	memset(res, 0, sizeof *res);
 	if (!req->no_verify) {
@@ -320,14 +351,17 @@ github_handle(const struct source_req *req, struct source_result *res)
 		source_reply(res, 200, json_pack("{s:b}", "ok", 1));
 		return;
 	}
-	if ((payload = github_payload(req, &cause)) == NULL) {
+	ev = source_event_new(req, "github");
+	if ((payload = github_payload(req, &ev->payload_raw, &ev->payload_rawlen,
+	    &cause)) == NULL) {
 		source_bad(res, "%s", cause);
 		free(cause);
+		spur_event_free(ev);
 		return;
 	}
-	ev = source_event_new(req, "github");
-	ev->payload = payload;
-	if (github_normalize(req, name, payload, ev, &cause) != 0) {
+	rc = source_github_normalize(req, name, payload, ev, &cause);
+	json_decref(payload);
+	if (rc != 0) {
 		source_bad(res, "%s", cause);
 		free(cause);
 		spur_event_free(ev);

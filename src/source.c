@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "conf.h"
 #include "event.h"
+#include "jscan.h"
 #include "source.h"
 
 #include <ctype.h>
@@ -114,6 +115,21 @@ source_parse_object(const char *s, size_t len, char **cause)
 	json_t	*j;
 
 	if ((j = json_parse_bounded(s, len, SOURCE_JSON_DEPTH, cause)) == NULL)
+		return NULL;
+	if (!json_is_object(j)) {
+		json_decref(j);
+		*cause = xstrdup("payload is not a JSON object");
+		return NULL;
+	}
+	return j;
+}
+
+json_t *
+source_parse_kept(const char *s, size_t len, const char *const *keep, char **cause)
+{
+	json_t	*j;
+
+	if ((j = jscan_parse(s, len, SOURCE_JSON_DEPTH, keep, cause)) == NULL)
 		return NULL;
 	if (!json_is_object(j)) {
 		json_decref(j);

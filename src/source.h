@@ -102,6 +102,13 @@ int			 source_key(const struct secret *, const void **key,
 enum source_body	 source_body_kind(const struct source_req *);
 /* Parses a JSON object body with the depth bound; NULL with cause otherwise. */
 struct json_t		*source_parse_object(const char *, size_t, char **cause);
+/*
+ * The same check of the whole text (jscan.c), but the tree holds only the
+ * kept paths: what a normalizer reads. The event keeps the text, and the full
+ * tree is made only if something asks for it (spur_event_payload).
+ */
+struct json_t		*source_parse_kept(const char *, size_t, const char *const *keep,
+			    char **cause);
 /* Parses a decimal integer (at most 18 digits, optional '-'); -1 if not one. */
 int			 source_parse_int(const char *, int64_t *);
 /* Checks that at_ms is within window_ms of now_ms either way; cause says which side. */
@@ -128,5 +135,13 @@ extern const struct source source_github;
 extern const struct source source_slack;
 extern const struct source source_linear;
 extern const struct source source_webhook;
+
+/*
+ * source-github.c, for tests: the paths the GitHub parse keeps, and the
+ * normalization of a payload tree (the kept one, or the whole).
+ */
+extern const char *const source_github_keep[];
+int			 source_github_normalize(const struct source_req *, const char *name,
+			     struct json_t *payload, struct spur_event *, char **cause);
 
 #endif

@@ -386,8 +386,7 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 		return 0;
 	}
 	/* The event without its payload; the payload as received when we have it. */
-	j = spur_event_to_json(ev);
-	json_object_del(j, "payload");
+	j = spur_event_head_json(ev);
 	text = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	bind_text(st->ins_event, 1, ev->id);
@@ -442,7 +441,8 @@ store_ingest_one(struct store *st, struct ingest_item *it)
  * before the commit that holds its event returned.
  */
 int
-store_ingest(struct store *st, struct ingest_item **items, size_t n, char **cause)
+store_ingest(struct store *st, struct ingest_item **items, size_t n,
+    const struct report_mark *marks, size_t nmarks, char **cause)
 {
 	size_t	 i;
 
@@ -451,6 +451,13 @@ store_ingest(struct store *st, struct ingest_item **items, size_t n, char **caus
 	for (i = 0; i < n; i++) {
 		items[i]->duplicate = items[i]->failed = 0;
 		if (store_ingest_one(st, items[i]) != 0) {
+			xasprintf(cause, "%s", sqlite3_errmsg(st->db));
+			store_exec(st, "ROLLBACK", NULL);
+			return -1;
+		}
+	}
+	for (i = 0; i < nmarks; i++) {
+		if (store_report_mark(st, &marks[i]) != 0) {
 			xasprintf(cause, "%s", sqlite3_errmsg(st->db));
 			store_exec(st, "ROLLBACK", NULL);
 			return -1;
@@ -1119,37 +1126,6 @@ store_reports_next_at(struct store *st)
 	return at;
 }
 
-/*
- * What became of an attempt is committed without waiting for the disk
- * (synchronous=NORMAL; the next FULL commit, the writer's, takes it along):
- * a crash that loses it leaves the report pending and, unless it is a
- * reaction, sending, so it is looked for in its thread before it is posted
- * again. The outbox does not wait for an fsync on the loop per answer.
- */
-static int
-store_exec_lazy(struct store *st, const char *sql, const char **args, size_t n,
-    const int64_t *ints, size_t nints)
-{
-	int	 rc, relax = st->txdepth == 0;
-
-	if (relax)
-		sqlite3_exec(st->db, "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
-	rc = store_exec_bind(st, sql, args, n, ints, nints);
-	if (relax)
-		sqlite3_exec(st->db, "PRAGMA synchronous=FULL", NULL, NULL, NULL);
-	return rc;
-}
-
-int
-store_report_sent(struct store *st, int64_t id)
-{
-	int64_t	 ints[] = { now_ms(), id };
-
-	return store_exec_lazy(st, "UPDATE reports SET state = 'sent', attempts = attempts "
-	    "+ 1, sent_at = ?, last_error = NULL, sending_at = NULL WHERE id = ?", NULL, 0,
-	    ints, 2);
-}
-
 /* Committed (synchronous=FULL) before the request goes out, so a crash after it cannot hide it. */
 int
 store_report_sending(struct store *st, int64_t id, int64_t at)
@@ -1161,28 +1137,28 @@ store_report_sending(struct store *st, int64_t id, int64_t at)
 }
 
 int
-store_report_retry(struct store *st, int64_t id, int64_t next_at, const char *error,
-    int posted_maybe)
+store_report_mark(struct store *st, const struct report_mark *m)
 {
-	const char	*args[] = { error };
-	int64_t		 ints[] = { next_at, id };
+	const char	*args[] = { m->error };
+	int64_t		 ints[] = { m->at, m->id };
 
-	if (posted_maybe) {
-		return store_exec_lazy(st, "UPDATE reports SET attempts = attempts + 1, "
-		    "last_error = ?, next_at = ? WHERE id = ?", args, 1, ints, 2);
+	switch (m->what) {
+	case REPORT_MARK_SENT:
+		return store_exec_bind(st, "UPDATE reports SET state = 'sent', attempts = "
+		    "attempts + 1, sent_at = ?, last_error = NULL, sending_at = NULL WHERE id = "
+		    "?", NULL, 0, ints, 2);
+	case REPORT_MARK_RETRY:
+		if (m->posted_maybe)
+			return store_exec_bind(st, "UPDATE reports SET attempts = attempts + 1, "
+			    "last_error = ?, next_at = ? WHERE id = ?", args, 1, ints, 2);
+		return store_exec_bind(st, "UPDATE reports SET attempts = attempts + 1, "
+		    "last_error = ?, next_at = ?, sending_at = NULL WHERE id = ?", args, 1,
+		    ints, 2);
+	case REPORT_MARK_GIVE_UP:
+		return store_exec_bind(st, "UPDATE reports SET state = 'given_up', attempts = "
+		    "attempts + 1, last_error = ? WHERE id = ?", args, 1, ints + 1, 1);
 	}
-	return store_exec_lazy(st, "UPDATE reports SET attempts = attempts + 1, "
-	    "last_error = ?, next_at = ?, sending_at = NULL WHERE id = ?", args, 1, ints, 2);
-}
-
-int
-store_report_give_up(struct store *st, int64_t id, const char *error)
-{
-	const char	*args[] = { error };
-	int64_t		 ints[] = { id };
-
-	return store_exec_lazy(st, "UPDATE reports SET state = 'given_up', attempts = "
-	    "attempts + 1, last_error = ? WHERE id = ?", args, 1, ints, 1);
+	return -1;
 }
 
 int

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct report_mark;
 struct store;
 struct spur_event;
 
@@ -44,8 +45,12 @@ int		 store_tx_begin(struct store *, char **cause);
 int		 store_tx_commit(struct store *, char **cause);
 /* 0 when a write transaction can be taken right now. */
 int		 store_writable(struct store *);
-/* Commits every item's event and runs in one transaction (group commit). -1: nothing committed. */
-int		 store_ingest(struct store *, struct ingest_item **, size_t, char **cause);
+/*
+ * Commits every item's event and runs, and the outbox's marks, in one
+ * transaction (group commit). -1: nothing committed.
+ */
+int		 store_ingest(struct store *, struct ingest_item **, size_t,
+		     const struct report_mark *, size_t, char **cause);
 /* Count of runs in a state. */
 long long	 store_count_runs(struct store *, enum run_state);
 /* Removes events older than the cutoff that no run refers to. */
@@ -107,17 +112,26 @@ int		 store_report_add(struct store *, const char *run, const char *kind,
 json_t		*store_reports_due(struct store *, int64_t now, int n);
 /* The soonest next_at of a pending report, 0 when none is pending. */
 int64_t		 store_reports_next_at(struct store *);
-int		 store_report_sent(struct store *, int64_t id);
+/*
+ * What became of an attempt to send a report. The outbox hands marks to the
+ * ingest writer, which commits them with its next batch: a crash that loses
+ * one leaves the report pending (and, unless it is a reaction, sending, so it
+ * is looked for in its thread before it is posted again).
+ *  SENT: delivered. RETRY: tried again at next_at; posted_maybe: it may have
+ *  reached the thread (no answer), so it stays sending; else it is known not
+ *  to be there. GIVE_UP: a permanent error, or retried past OUTBOX_GIVE_UP_MS.
+ */
+enum report_mark_kind { REPORT_MARK_SENT, REPORT_MARK_RETRY, REPORT_MARK_GIVE_UP };
+struct report_mark {
+	int64_t			 id;
+	enum report_mark_kind	 what;
+	int64_t			 at;		/* SENT: when; RETRY: next attempt */
+	char			*error;
+	int			 posted_maybe;
+};
+int		 store_report_mark(struct store *, const struct report_mark *);
 /* Marks a pending report sending, durably, before the attempt at that time; -1: do not post. */
 int		 store_report_sending(struct store *, int64_t id, int64_t at);
-/*
- * An attempt that did not deliver, tried again at next_at. posted_maybe: it may
- * have reached the thread (no answer) or said nothing new about an earlier one,
- * so the report stays sending; else it is known not to be in the thread.
- */
-int		 store_report_retry(struct store *, int64_t id, int64_t next_at, const char *error,
-		     int posted_maybe);
-int		 store_report_give_up(struct store *, int64_t id, const char *error);
 /* A report that is not sent, stored with its state and why (no_thread, none). */
 int		 store_report_note(struct store *, const char *run, const char *kind,
 		     json_t *target, const char *state, const char *why);

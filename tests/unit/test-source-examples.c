@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "conf.h"
 #include "event.h"
+#include "jscan.h"
 #include "source.h"
 #include "tap.h"
 
@@ -134,6 +135,67 @@ check(const char *name, size_t idx, const json_t *ex, const char *subject_key,
 	source_result_free(&res);
 }
 
+/*
+ * The GitHub parse keeps only what the normalizer reads (source_github_keep):
+ * from those paths every example must normalize to the very event the whole
+ * payload gives, or fail with the same cause.
+ */
+static void
+check_kept(const char *name, size_t idx, const json_t *ex)
+{
+	struct header		 h[2] = { { "X-GitHub-Event", name },
+				    { "X-GitHub-Delivery", "d-1" } };
+	struct source_req	 req;
+	struct spur_event	*a, *b;
+	json_t			*whole, *kept, *ja, *jb;
+	char			*body, *ca = NULL, *cb = NULL, *cause = NULL;
+	int			 ra, rb;
+
+	memset(&req, 0, sizeof req);
+	req.org = &org;
+	req.org_name = "acme";
+	req.headers = h;
+	req.nheaders = 2;
+	body = json_dumps(ex, JSON_COMPACT);
+	whole = json_loads(body, JSON_REJECT_DUPLICATES, NULL);
+	kept = jscan_parse(body, strlen(body), SOURCE_JSON_DEPTH, source_github_keep, &cause);
+	if (!ok(whole != NULL && kept != NULL, "%s", nm("%s[%zu]: parsed both ways", name,
+	    idx))) {
+		printf("#   cause: %s\n", cause != NULL ? cause : "(null)");
+		goto out;
+	}
+	a = spur_event_new("acme", "github");
+	b = spur_event_new("acme", "github");
+	a->received_at = b->received_at = 1;
+	ra = source_github_normalize(&req, name, whole, a, &ca);
+	rb = source_github_normalize(&req, name, kept, b, &cb);
+	if (ra != 0 || rb != 0)
+		is_str(cb, ca, "%s", nm("%s[%zu]: kept paths, same refusal", name, idx));
+	else {
+		ja = spur_event_head_json(a);
+		jb = spur_event_head_json(b);
+		if (!ok(json_equal(ja, jb), "%s", nm("%s[%zu]: kept paths, same event", name,
+		    idx))) {
+			char *sa = json_dumps(ja, JSON_COMPACT), *sb = json_dumps(jb,
+			    JSON_COMPACT);
+			printf("#   whole: %s\n#   kept:  %s\n", sa, sb);
+			free(sa);
+			free(sb);
+		}
+		json_decref(ja);
+		json_decref(jb);
+	}
+	free(ca);
+	free(cb);
+	spur_event_free(a);
+	spur_event_free(b);
+out:
+	free(cause);
+	json_decref(whole);
+	json_decref(kept);
+	free(body);
+}
+
 int
 main(void)
 {
@@ -175,6 +237,16 @@ main(void)
 		}
 		ok(seen >= 4, "%s: %zu examples walked", events[k].name, seen);
 	}
+
+	/* Every example of every event GitHub sends: the kept paths are enough. */
+	seen = 0;
+	json_array_foreach(all, i, def) {
+		json_array_foreach(json_object_get(def, "examples"), j, ex) {
+			check_kept(json_string_value(json_object_get(def, "name")), j, ex);
+			seen++;
+		}
+	}
+	ok(seen > 300, "kept paths: %zu examples of every event walked", seen);
 
 	/* ping is answered, not stored. */
 	seen = 0;
