@@ -96,7 +96,7 @@ fire_report(struct automation_set *set, const char *org, struct spur_event *ev, 
 	size_t			 n, i, j;
 
 	if (ev->id == NULL)
-		ev->id = random_id("evt_");
+		ev->id = time_id("evt_");
 	n = automation_match(set, ev, matches, FIRE_MAX_MATCHES);
 	out = json_object();
 	json_object_set_new(out, "event", spur_event_to_json(ev));

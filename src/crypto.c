@@ -106,17 +106,38 @@ random_bytes(void *p, size_t n)
 		fatal("RAND_bytes failed");
 }
 
+static const char	 id_alphabet[] = "0123456789abcdefghjkmnpqrstvwxyz";	/* ascending */
+
 char *
 random_id(const char *prefix)
 {
-	static const char	 alphabet[] = "0123456789abcdefghjkmnpqrstvwxyz";
 	unsigned char		 r[20];
 	char			 s[21];
 	size_t			 i;
 
 	random_bytes(r, sizeof r);
 	for (i = 0; i < 20; i++)
-		s[i] = alphabet[r[i] & 31];
+		s[i] = id_alphabet[r[i] & 31];
+	s[20] = '\0';
+	return xprintf("%s%s", prefix, s);
+}
+
+char *
+time_id(const char *prefix)
+{
+	uint64_t		 t = (uint64_t)now_ms();
+	unsigned char		 r[10];
+	char			 s[21];
+	int			 i;
+
+	/* 10 digits of the time in ms (50 bits), most significant first; then 50 random bits. */
+	for (i = 9; i >= 0; i--) {
+		s[i] = id_alphabet[t & 31];
+		t >>= 5;
+	}
+	random_bytes(r, sizeof r);
+	for (i = 0; i < 10; i++)
+		s[10 + i] = id_alphabet[r[i] & 31];
 	s[20] = '\0';
 	return xprintf("%s%s", prefix, s);
 }

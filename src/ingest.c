@@ -223,14 +223,14 @@ ingest_prepare(const struct automation_set *set, struct spur_event *ev)
 	size_t			 n, i;
 
 	if (ev->id == NULL)
-		ev->id = random_id("evt_");
+		ev->id = time_id("evt_");
 	it->event = ev;
 	n = automation_match(set, ev, matches, INGEST_MAX_MATCHES);
 	if (n > 0)
 		it->runs = xcalloc(n, sizeof *it->runs);
 	for (i = 0; i < n; i++) {
 		struct new_run *r = &it->runs[it->nruns++];
-		r->id = random_id("run_");
+		r->id = time_id("run_");
 		r->automation = xstrdup(matches[i]->name);
 		r->conc_key = ingest_conc_key(matches[i], ev);
 		r->prompt = prompt_build(matches[i]->prompt, ev, NULL);

@@ -11,7 +11,8 @@
 /*
  * Why: json_loadb() makes a node (and, for an object, a hashtable) for every value of a
  * 13 KB GitHub payload of which the normalizer reads about twenty. jscan still reads and
- * checks every byte, but allocates only for the paths it is told to keep.
+ * checks every byte, but allocates only for the paths it is told to keep (and, once per
+ * parse, a key index for each depth that has an object of more than JSCAN_LINEAR_KEYS).
  *
  * What it accepts is what jansson 2.14's load.c accepts with JSON_REJECT_DUPLICATES and
  * without JSON_DECODE_ANY or JSON_ALLOW_NUL (tests/unit/test-jscan.c and fuzz/fuzz-jscan.c
@@ -33,9 +34,9 @@
 
 #define JSCAN_JANSSON_DEPTH	2048	/* jansson's JSON_PARSER_MAX_DEPTH */
 #define JSCAN_LINEAR_KEYS	16	/* up to this many keys an object's are compared in turn */
-#define JSCAN_INLINE_KEYS	128
-#define JSCAN_INLINE_KEEP	64
-#define JSCAN_INLINE_BUF	256
+#define JSCAN_INLINE_KEYS	128	/* keys of the open objects held on the stack */
+#define JSCAN_INLINE_KEEP	64	/* keep tree nodes held on the stack */
+#define JSCAN_INLINE_BUF	256	/* scratch held on the stack */
 
 #define JSCAN_ONES		0x0101010101010101ULL
 #define JSCAN_HIGHS		0x8080808080808080ULL

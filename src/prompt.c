@@ -589,7 +589,7 @@ prompt_field(struct buf *b, const char *label, const char *value)
 	free(clean);
 }
 
-/* A field from a path into {meta, payload}: strings, numbers and booleans. */
+/* A field from a path into {meta}: strings, numbers and booleans. */
 static void
 prompt_field_path(struct buf *b, const char *label, const json_t *root, const char *path)
 {
@@ -631,10 +631,6 @@ prompt_field_list(struct buf *b, const char *label, const json_t *list, const ch
 static void
 prompt_github(struct buf *b, const json_t *root)
 {
-	const char	*path = json_path_str(root, "payload.comment.path");
-	const json_t	*line, *labels;
-	char		*s;
-
 	prompt_field_path(b, json_is_true(json_path(root, "meta.is_pull_request")) ?
 	    "pull request" : "issue", root, "meta.number");
 	prompt_field_path(b, "title", root, "meta.title");
@@ -643,22 +639,8 @@ prompt_github(struct buf *b, const json_t *root)
 	if (json_is_true(json_path(root, "meta.fork")))
 		prompt_field_path(b, "fork", root, "meta.head_repo");
 	prompt_field_path(b, "label", root, "meta.label");
-	labels = json_path(root, "payload.pull_request.labels");
-	if (labels == NULL)
-		labels = json_path(root, "payload.issue.labels");
-	prompt_field_list(b, "labels", labels, "name");
-	if (path != NULL) {
-		line = json_path(root, "payload.comment.line");
-		if (!json_is_integer(line))
-			line = json_path(root, "payload.comment.original_line");
-		if (json_is_integer(line))
-			s = xprintf("%s:%" JSON_INTEGER_FORMAT, path,
-			    json_integer_value(line));
-		else
-			s = xstrdup(path);
-		prompt_field(b, "file", s);
-		free(s);
-	}
+	prompt_field_list(b, "labels", json_path(root, "meta.labels"), NULL);
+	prompt_field_path(b, "file", root, "meta.file");
 }
 
 static void
@@ -749,9 +731,8 @@ prompt_build(const char *saved, const struct spur_event *ev, const char *nonce)
 	buf_addf(&b, PROMPT_INTRO, nonce);
 	buf_addf(&b, PROMPT_START "%s" PROMPT_CLOSE "\n", nonce);
 
-	payload = spur_event_payload(ev);
-	root = json_pack("{s:O,s:O}", "meta", ev->meta != NULL ? ev->meta : json_null(),
-	    "payload", payload != NULL ? payload : json_null());
+	/* The sources' fields come from meta: the payload is parsed only to be shown. */
+	root = json_pack("{s:O}", "meta", ev->meta != NULL ? ev->meta : json_null());
 	if (root == NULL)
 		fatal("prompt_build: cannot pack");
 	prompt_field(&b, "source", ev->source);
@@ -772,7 +753,7 @@ prompt_build(const char *saved, const struct spur_event *ev, const char *nonce)
 	if (ev->text != NULL && *ev->text != '\0')
 		prompt_text(&b, "text", ev->text, strlen(ev->text));
 	else if (ev->source != NULL && strcmp(ev->source, "webhook") == 0 &&
-	    payload != NULL && !json_is_null(payload)) {
+	    (payload = spur_event_payload(ev)) != NULL && !json_is_null(payload)) {
 		dump = json_dumps(payload, JSON_COMPACT | JSON_ENCODE_ANY);
 		if (dump != NULL)
 			prompt_text(&b, "payload", dump, strlen(dump));

@@ -108,7 +108,8 @@ const char *const source_github_keep[] = {
 	GITHUB_ITEM_KEEP("issue"), GITHUB_ITEM_KEEP("comment"), GITHUB_ITEM_KEEP("review"),
 	GITHUB_ITEM_KEEP("pull_request"),
 	"pull_request.head.ref", "pull_request.base.ref", "pull_request.head.repo.full_name",
-	"pull_request.base.repo.full_name",
+	"pull_request.base.repo.full_name", "pull_request.labels", "issue.labels",
+	"comment.path", "comment.line", "comment.original_line",
 	NULL
 };
 
@@ -187,6 +188,42 @@ github_pull_meta(const json_t *pr, json_t *meta)
 	if (base_repo != NULL)
 		json_object_set_new(meta, "fork", json_boolean(head_repo == NULL ||
 		    strcmp(head_repo, base_repo) != 0));
+}
+
+/*
+ * What a prompt shows besides the text, so that it needs no payload: the
+ * labels (the pull request's, else the issue's) and the file and line a
+ * review comment is on.
+ */
+static void
+github_prompt_meta(const json_t *payload, json_t *meta)
+{
+	const json_t	*labels, *line, *label;
+	const char	*path, *name;
+	json_t		*names;
+	size_t		 i;
+
+	if ((labels = json_path(payload, "pull_request.labels")) == NULL)
+		labels = json_path(payload, "issue.labels");
+	if (json_is_array(labels)) {
+		names = json_array();
+		json_array_foreach(labels, i, label) {
+			if ((name = json_string_value(json_object_get(label, "name"))) != NULL &&
+			    *name != '\0')
+				json_array_append_new(names, json_string(name));
+		}
+		json_object_set_new(meta, "labels", names);
+	}
+	if ((path = json_path_str(payload, "comment.path")) == NULL)
+		return;
+	line = json_path(payload, "comment.line");
+	if (!json_is_integer(line))
+		line = json_path(payload, "comment.original_line");
+	if (json_is_integer(line))
+		json_object_set_new(meta, "file", json_sprintf("%s:%" JSON_INTEGER_FORMAT, path,
+		    json_integer_value(line)));
+	else
+		json_object_set_new(meta, "file", json_string(path));
 }
 
 /* "title\n\nbody", or the title alone when the body is empty. */
@@ -312,6 +349,7 @@ source_github_normalize(const struct source_req *req, const char *name, json_t *
 		json_object_set_new(ev->meta, "label", json_string(s));
 	if ((v = json_object_get(payload, "pull_request")) != NULL && json_is_object(v))
 		github_pull_meta(v, ev->meta);
+	github_prompt_meta(payload, ev->meta);
 	return 0;
 }
 

@@ -79,5 +79,11 @@ int	 base64_decode(const char *, size_t, unsigned char **out, size_t *outlen);
 int	 ct_equal(const void *, const void *, size_t);
 void	 random_bytes(void *, size_t);
 char	*random_id(const char *prefix);	/* prefix + 20 base32 chars (100 bits) */
+/*
+ * prefix + 20 base32 chars: the time in ms, then 50 random bits. Ids made
+ * later sort after (per ms), so a store index on them grows at its end
+ * instead of touching a random page per insert.
+ */
+char	*time_id(const char *prefix);
 
 #endif

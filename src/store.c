@@ -843,7 +843,7 @@ char *
 store_run_retry(struct store *st, const char *run, char **cause)
 {
 	sqlite3_stmt	*s;
-	char		*id = random_id("run_");
+	char		*id = time_id("run_");
 	int64_t		 now = now_ms();
 	int		 rc;
 

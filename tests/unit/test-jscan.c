@@ -172,8 +172,8 @@ item(const char *s)
 static void
 test_grammar(void)
 {
-	char	*big;
-	size_t	 i;
+	char	*big, s[64];
+	size_t	 i, n;
 
 	/* structure and whitespace */
 	accepts(LIT("{}"), 1);
@@ -370,9 +370,6 @@ test_grammar(void)
 
 	/* long strings, so the eight-byte steps meet every kind of byte at every offset */
 	for (i = 0; i < 9; i++) {
-		char	 s[64];
-		size_t	 n;
-
 		memcpy(s, "[\"", 2);
 		memset(s + 2, 'x', i);
 		n = 2 + i;
@@ -389,7 +386,7 @@ static void
 test_duplicates(void)
 {
 	struct buf	 b;
-	size_t		 n, i, dup;
+	size_t		 n, i, k, dup;
 	int		 good;
 	char		*cause;
 	json_t		*j;
@@ -423,7 +420,7 @@ test_duplicates(void)
 			for (i = 0; i < 3; i++) {
 				buf_init(&b, 0);
 				buf_adds(&b, "{");
-				for (size_t k = 0; k < n; k++)
+				for (k = 0; k < n; k++)
 					buf_addf(&b, "%s\"%sey%zu\":%zu", k ? "," : "",
 					    i == 2 ? "\\u006B" : "k", k, k);
 				if (dup < n)	/* \u006B is the k */

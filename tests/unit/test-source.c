@@ -414,7 +414,7 @@ test_github_normalize(void)
 {
 	const struct gh_case	*c;
 	struct spur_event		*ev;
-	json_t			*whole;
+	json_t			*whole, *labels;
 	char			*body, *form, *enc;
 	size_t			 i, o;
 
@@ -462,6 +462,8 @@ test_github_normalize(void)
 		ok(json_object_get(res.event->meta, "head_ref") == NULL,
 		    "issue_comment: no head_ref (not in the payload)");
 		ok(json_object_get(res.event->meta, "label") == NULL, "issue_comment: no label");
+		ok(json_object_get(res.event->meta, "file") == NULL,
+		    "issue_comment: no meta.file (not on a file)");
 	}
 
 	/* The same payload as a form: payload=<urlencoded JSON>. */
@@ -511,6 +513,13 @@ test_github_normalize(void)
 		is_str(spur_event_meta_str(res.event, "base_ref"), "master", "review comment: base_ref");
 		is_int(meta_bool("fork"), 0, "review comment: not a fork");
 		is_int(meta_int("installation_id"), 1, "review comment: installation_id");
+		/* What the prompt shows, from meta: it needs no payload. */
+		is_str(spur_event_meta_str(res.event, "file"), "README.md:265",
+		    "review comment: meta.file is path:line");
+		labels = json_pack("[s]", "bug");
+		ok(json_equal(json_object_get(res.event->meta, "labels"), labels),
+		    "review comment: meta.labels, the PR's names");
+		json_decref(labels);
 	}
 	free(body);
 
