@@ -142,6 +142,8 @@ ingest_create(struct engine *e)
 	in->counted_at = now_ms();
 	if ((in->wstore = store_open(e->conf->data_dir, 0, &cause)) == NULL)
 		fatal("cannot open the store for the writer: %s", cause);
+	if (store_write_payloads(in->wstore, &cause) != 0)
+		fatal("cannot open the payload log: %s", cause);
 	pthread_mutex_init(&in->mu, NULL);
 	pthread_cond_init(&in->cv, NULL);
 	if (pthread_create(&in->thread, NULL, ingest_writer_main, in) != 0)

@@ -1,6 +1,7 @@
 /* store.c: sqlite3 in WAL mode with versioned migrations; the one place that speaks SQL. */
 #include "spur.h"
 #include "event.h"
+#include "plog.h"
 #include "store.h"
 
 #include <sqlite3.h>
@@ -27,6 +28,8 @@ struct store {
 		sqlite3_stmt	*s;
 	}		*stmts;
 	size_t		 nstmts;
+	char		*payload_dir;	/* the payload log, read by every connection */
+	struct plog	*plog;		/* appended to by this one (the ingest writer) */
 };
 
 static const char *run_state_names[RUN_NSTATES] = {
@@ -82,6 +85,11 @@ static const char *store_migrations[] = {
 	 * known not to have posted; set, the report may be in its thread already
 	 */
 	"ALTER TABLE reports ADD COLUMN sending_at INTEGER;",
+	/* 5: where a payload is in the payload log (plog.c), when it is not in the row */
+	"ALTER TABLE events ADD COLUMN payload_seg INTEGER;"
+	"ALTER TABLE events ADD COLUMN payload_off INTEGER;"
+	"ALTER TABLE events ADD COLUMN payload_len INTEGER;"
+	"CREATE INDEX events_payload_seg ON events(payload_seg) WHERE payload_seg IS NOT NULL;",
 };
 
 const char *
@@ -230,6 +238,7 @@ store_open(const char *data_dir, int readonly, char **cause)
 	st = xcalloc(1, sizeof *st);
 	st->readonly = readonly;
 	st->path = path_join(data_dir, "spur.db");
+	st->payload_dir = path_join(data_dir, "payloads");
 	/* The CLI opens read-write too when it must change a run (cancel, retry). */
 	flags = readonly ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	if (sqlite3_open_v2(st->path, &st->db, flags | SQLITE_OPEN_NOMUTEX, NULL) !=
@@ -250,7 +259,8 @@ store_open(const char *data_dir, int readonly, char **cause)
 	if (store_migrate(st, cause) != 0)
 		goto fail;
 	if (store_prepare(st, "INSERT INTO events (id, org, source, type, delivery, "
-	    "dedup, thread, received_at, json, payload) VALUES (?,?,?,?,?,?,?,?,?,?)",
+	    "dedup, thread, received_at, json, payload, payload_seg, payload_off, "
+	    "payload_len) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	    &st->ins_event) != 0 ||
 	    store_prepare(st, "SELECT id FROM events WHERE org = ? AND dedup = ?",
 	    &st->find_dup) != 0 ||
@@ -285,6 +295,8 @@ store_close(struct store *st)
 	for (i = 0; i < st->nstmts; i++)
 		sqlite3_finalize(st->stmts[i].s);
 	free(st->stmts);
+	plog_close(st->plog);
+	free(st->payload_dir);
 	if (st->db != NULL)
 		sqlite3_close(st->db);
 	free(st->path);
@@ -370,12 +382,29 @@ store_find_dup(struct store *st, const char *org, const char *dedup)
 static int	store_report_insert(struct store *, const char *, const char *, json_t *,
 		    const char *, int64_t);
 
+/* A batch that is not committed: what it queued for the payload log goes nowhere. */
+static void
+store_payloads_drop(struct store *st)
+{
+	if (st->plog != NULL)
+		plog_discard(st->plog);
+}
+
+int
+store_write_payloads(struct store *st, char **cause)
+{
+	if ((st->plog = plog_open(st->payload_dir, cause)) == NULL)
+		return -1;
+	return 0;
+}
+
 static int
 store_ingest_one(struct store *st, struct ingest_item *it)
 {
 	struct spur_event	*ev = it->event;
 	json_t		*j;
-	char		*text, *old, *aj, *payload = NULL;
+	char		*text, *old, *aj, *payload = NULL, *cause = NULL;
+	int64_t		 seg, off;
 	size_t		 i;
 	int		 rc;
 
@@ -398,7 +427,19 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 	bind_text(st->ins_event, 7, ev->thread);
 	sqlite3_bind_int64(st->ins_event, 8, ev->received_at);
 	bind_text(st->ins_event, 9, text);
-	if (ev->payload_raw != NULL)
+	if (ev->payload_raw != NULL && st->plog != NULL) {
+		/* Written by store_ingest before the commit, with the rest of the batch. */
+		if (plog_add(st->plog, ev->payload_raw, ev->payload_rawlen, &seg, &off,
+		    &cause) != 0) {
+			log_error("event=store.payload_failed error=%s", log_q(cause));
+			free(cause);
+			free(text);
+			return -1;
+		}
+		sqlite3_bind_int64(st->ins_event, 11, seg);
+		sqlite3_bind_int64(st->ins_event, 12, off);
+		sqlite3_bind_int64(st->ins_event, 13, (int64_t)ev->payload_rawlen);
+	} else if (ev->payload_raw != NULL)
 		sqlite3_bind_text(st->ins_event, 10, ev->payload_raw, (int)ev->payload_rawlen,
 		    SQLITE_STATIC);
 	else if (ev->payload != NULL) {
@@ -453,6 +494,7 @@ store_ingest(struct store *st, struct ingest_item **items, size_t n,
 		if (store_ingest_one(st, items[i]) != 0) {
 			xasprintf(cause, "%s", sqlite3_errmsg(st->db));
 			store_exec(st, "ROLLBACK", NULL);
+			store_payloads_drop(st);
 			return -1;
 		}
 	}
@@ -462,6 +504,11 @@ store_ingest(struct store *st, struct ingest_item **items, size_t n,
 			store_exec(st, "ROLLBACK", NULL);
 			return -1;
 		}
+	}
+	/* The payloads are on disk before the rows that point at them. */
+	if (st->plog != NULL && plog_sync(st->plog, cause) != 0) {
+		store_exec(st, "ROLLBACK", NULL);
+		return -1;
 	}
 	if (store_exec(st, "COMMIT", cause) != 0) {
 		store_exec(st, "ROLLBACK", NULL);
@@ -513,11 +560,38 @@ store_event_exists(struct store *st, const char *org, const char *dedup)
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
+/* Payload segments that no event points into any more, last written before the cutoff. */
+static void
+store_prune_payloads(struct store *st, int64_t before_ms)
+{
+	sqlite3_stmt	*s;
+	int64_t		*live = NULL;
+	size_t		 n = 0, cap = 0;
+	int		 rc, removed;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT DISTINCT payload_seg FROM events WHERE "
+	    "payload_seg IS NOT NULL", -1, &s, NULL) != SQLITE_OK)
+		return;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			live = xreallocarray(live, cap, sizeof *live);
+		}
+		live[n++] = sqlite3_column_int64(s, 0);
+	}
+	/* Only from a complete list: a segment left out by an error is not lost. */
+	if (rc == SQLITE_DONE &&
+	    (removed = plog_prune(st->payload_dir, live, n, before_ms)) > 0)
+		log_info("event=store.payloads_pruned segments=%d", removed);
+	sqlite3_finalize(s);
+	free(live);
+}
+
 int
 store_prune_events(struct store *st, int64_t before_ms)
 {
 	sqlite3_stmt	*s;
-	int		 rc;
+	int		 rc, n;
 
 	if (sqlite3_prepare_v2(st->db, "DELETE FROM events WHERE received_at < ? AND "
 	    "NOT EXISTS (SELECT 1 FROM runs WHERE runs.event = events.id AND "
@@ -528,7 +602,9 @@ store_prune_events(struct store *st, int64_t before_ms)
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE)
 		return -1;
-	return sqlite3_changes(st->db);
+	n = sqlite3_changes(st->db);
+	store_prune_payloads(st, before_ms);
+	return n;
 }
 
 int
@@ -919,8 +995,10 @@ store_event_json(struct store *st, const char *event)
 	sqlite3_stmt	*s;
 	json_t		*j = NULL;
 
-	if (event == NULL || sqlite3_prepare_v2(st->db, "SELECT json, payload FROM events "
-	    "WHERE id = ?", -1, &s, NULL) != SQLITE_OK)
+	char		*text, *cause = NULL;
+
+	if (event == NULL || sqlite3_prepare_v2(st->db, "SELECT json, payload, payload_seg, "
+	    "payload_off, payload_len FROM events WHERE id = ?", -1, &s, NULL) != SQLITE_OK)
 		return NULL;
 	bind_text(s, 1, event);
 	if (sqlite3_step(s) == SQLITE_ROW) {
@@ -929,6 +1007,19 @@ store_event_json(struct store *st, const char *event)
 			json_object_set_new(j, "payload", json_loadb((const char *)
 			    sqlite3_column_text(s, 1), sqlite3_column_bytes(s, 1),
 			    JSON_DECODE_ANY, NULL));
+		else if (j != NULL && sqlite3_column_type(s, 2) != SQLITE_NULL) {
+			text = plog_read(st->payload_dir, sqlite3_column_int64(s, 2),
+			    sqlite3_column_int64(s, 3), (size_t)sqlite3_column_int64(s, 4),
+			    &cause);
+			if (text == NULL) {
+				log_error("event=store.payload_unreadable event_id=%s error=%s",
+				    event, log_q(cause));
+				free(cause);
+			} else
+				json_object_set_new(j, "payload", json_loads(text,
+				    JSON_DECODE_ANY, NULL));
+			free(text);
+		}
 	}
 	sqlite3_finalize(s);
 	return j;

@@ -43,6 +43,12 @@ const char	*store_path(const struct store *);
 /* A transaction; nested ones join the outermost (one commit, one fsync). */
 int		 store_tx_begin(struct store *, char **cause);
 int		 store_tx_commit(struct store *, char **cause);
+/*
+ * This connection (the ingest writer's) puts payloads in the payload log
+ * (plog.c, DATA_DIR/payloads) instead of the row: written once, synced before
+ * the commit that points at them.
+ */
+int		 store_write_payloads(struct store *, char **cause);
 /* 0 when a write transaction can be taken right now. */
 int		 store_writable(struct store *);
 /*

@@ -240,6 +240,21 @@ class Spur:
         finally:
             con.close()
 
+    def payloads(self):
+        """Every stored event's payload as bytes, by event id: from its row, or from the payload log."""
+        out = {}
+        for r in self.query("SELECT id, payload, payload_seg, payload_off, payload_len FROM events"):
+            if r["payload"] is not None:
+                out[r["id"]] = r["payload"].encode()
+            elif r["payload_seg"] is not None:
+                path = os.path.join(self.data_dir, "payloads", "%010d.log" % r["payload_seg"])
+                with open(path, "rb") as f:
+                    f.seek(r["payload_off"])
+                    out[r["id"]] = f.read(r["payload_len"])
+            else:
+                out[r["id"]] = None
+        return out
+
     def cleanup(self):
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)

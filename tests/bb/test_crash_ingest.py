@@ -159,6 +159,10 @@ with Spur("limits:\n  runs: 1\nsandbox:\n  backend: none\n", automations={"fix.y
         wrong = [(d, e, by_delivery[d]) for d, _, _, e, _ in answered
                  if d in by_delivery and by_delivery[d] != [e]]
         t.eq(wrong[:10], [], "cycle %d: each exactly once, under the event id its 200 named" % cycle)
+        stored = s.payloads()
+        changed = [d for d, body, _, e, _ in answered if stored.get(e) != body]
+        t.eq(changed[:10], [], "cycle %d: and with its payload, byte for byte (payload log: %s)"
+             % (cycle, ", ".join(sorted(os.listdir(os.path.join(s.data_dir, "payloads"))))))
         twice = [(d, ids) for d, ids in by_delivery.items() if len(ids) > 1]
         t.eq(twice[:10], [], "cycle %d: no delivery has two event rows" % cycle)
         runs = {}

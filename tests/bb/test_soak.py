@@ -244,8 +244,20 @@ with Spur(config, orgs=ORGS, automations={"go.yaml": GO, "block.yaml": BLOCK}, e
     con.commit()
     con.close()
     nbefore = s.query("SELECT count(*) AS n FROM events")[0]["n"]
+    # The payload log: segment 1 holds every payload; 2 is old and unreferenced
+    # (it goes), 3 is the newest (it stays, and takes the next appends).
+    pdir = os.path.join(s.data_dir, "payloads")
+    segs_before = sorted(os.listdir(pdir))
+    for name in ("0000000002.log", "0000000003.log"):
+        open(os.path.join(pdir, name), "wb").close()
+    for name in ("0000000001.log", "0000000002.log", "0000000003.log"):
+        old = time.time() - 40 * 86400
+        os.utime(os.path.join(pdir, name), (old, old))
     time.sleep(2.5)       # sandbox.session_idle
     s.start()
+    t.eq((segs_before, sorted(os.listdir(pdir))), (["0000000001.log"], ["0000000001.log", "0000000003.log"]),
+         "payload segments: the referenced one and the newest stay, an old unreferenced one goes")
+    t.contains(s.logs(), "event=store.payloads_pruned segments=1", "and that is logged")
     left = s.query("SELECT delivery FROM events")
     want = fresh | middle | {"block-1"}
     got = set(r["delivery"] for r in left)
@@ -253,6 +265,9 @@ with Spur(config, orgs=ORGS, automations={"go.yaml": GO, "block.yaml": BLOCK}, e
          "at start, events older than retention.events are pruned: %d of %d kept (the %d younger than "
          "35 days, and the one with a queued run)" % (len(got), nbefore, len(want) - 1))
     t.contains(s.logs(), "event=store.pruned events=%d" % (nbefore - len(want)), "the pruning is logged with its count")
+    kept = s.payloads()
+    unreadable = [i for i, b in kept.items() if b is None or "comment" not in json.loads(b)]
+    t.eq(unreadable[:5], [], "every event kept still has its payload (%d)" % len(kept))
     rc, out, err = s.c("runs", "--json", "--limit", "1000000")
     t.ok(rc == 0 and len(json.loads(out)) == EVENTS // RUN_EVERY + 2, "spur runs still lists every run", (rc, err[-500:]))
     old_run = s.query("SELECT id FROM runs WHERE automation = 'go' ORDER BY created_at LIMIT 1")
