@@ -6,6 +6,7 @@
 #include "event.h"
 #include "ingest.h"
 #include "outbox.h"
+#include "plog.h"
 #include "prompt.h"
 #include "report.h"
 #include "serve.h"
@@ -44,6 +45,7 @@ struct ingest {
 	int64_t		 counted_at;
 
 	struct store	*wstore;
+	struct plog	*plog;		/* the fronts append payloads, the writer syncs */
 	pthread_t	 thread;
 	pthread_mutex_t	 mu;
 	pthread_cond_t	 cv;
@@ -142,8 +144,9 @@ ingest_create(struct engine *e)
 	in->counted_at = now_ms();
 	if ((in->wstore = store_open(e->conf->data_dir, 0, &cause)) == NULL)
 		fatal("cannot open the store for the writer: %s", cause);
-	if (store_write_payloads(in->wstore, &cause) != 0)
+	if ((in->plog = plog_open(store_payload_dir(in->wstore), &cause)) == NULL)
 		fatal("cannot open the payload log: %s", cause);
+	store_write_payloads(in->wstore, in->plog);
 	pthread_mutex_init(&in->mu, NULL);
 	pthread_cond_init(&in->cv, NULL);
 	if (pthread_create(&in->thread, NULL, ingest_writer_main, in) != 0)
@@ -186,6 +189,7 @@ ingest_free(struct ingest *in)
 	pthread_mutex_destroy(&in->mu);
 	pthread_cond_destroy(&in->cv);
 	store_close(in->wstore);
+	plog_close(in->plog);
 	event_free(in->commit_ev);
 	event_free(in->done_ev);
 	free(in->pending);
@@ -218,15 +222,28 @@ ingest_conc_key(const struct automation *a, const struct spur_event *ev)
 }
 
 struct ingest_item *
-ingest_prepare(const struct automation_set *set, struct spur_event *ev)
+ingest_prepare(struct ingest *in, const struct automation_set *set,
+    struct spur_event *ev)
 {
 	const struct automation	*matches[INGEST_MAX_MATCHES];
 	struct ingest_item	*it = xcalloc(1, sizeof *it);
+	char			*cause = NULL;
 	size_t			 n, i;
 
 	if (ev->id == NULL)
 		ev->id = time_id("evt_");
 	it->event = ev;
+	/*
+	 * The payload goes to the payload log now, on the caller's thread; the
+	 * writer syncs the log before the commit. If it cannot, the row keeps it.
+	 */
+	if (ev->payload_raw != NULL && plog_append(in->plog, ev->payload_raw,
+	    ev->payload_rawlen, &it->payload_seg, &it->payload_off, &cause) != 0) {
+		log_warn("event=ingest.payload_log_failed event_id=%s error=%s "
+		    "consequence=\"payload kept in the store\"", ev->id, log_q(cause));
+		free(cause);
+		it->payload_seg = 0;
+	}
 	n = automation_match(set, ev, matches, INGEST_MAX_MATCHES);
 	if (n > 0)
 		it->runs = xcalloc(n, sizeof *it->runs);

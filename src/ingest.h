@@ -20,9 +20,11 @@ struct ingest	*ingest_create(struct engine *);
 void		 ingest_free(struct ingest *);
 /*
  * Any thread: matches ev against the automations, prepares the runs it starts
- * (prompt included) and the reaction that acknowledges it; takes ev.
+ * (prompt included) and the reaction that acknowledges it, and appends its
+ * payload to the payload log; takes ev.
  */
-struct ingest_item *ingest_prepare(const struct automation_set *, struct spur_event *);
+struct ingest_item *ingest_prepare(struct ingest *, const struct automation_set *,
+		     struct spur_event *);
 void		 ingest_item_free(struct ingest_item *);
 /*
  * Any thread: queues a prepared event for the next commit, or answers at once

@@ -2,32 +2,41 @@
 #include "spur.h"
 #include "plog.h"
 
+#include <sys/queue.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define PLOG_IOV_BATCH	512	/* iovecs per pwritev (IOV_MAX is 1024 on Linux) */
+/*
+ * A segment. The one appended to is current; one that is not stays open
+ * until what was written to it is synced and nobody writes to it any more.
+ */
+struct plog_seg {
+	int64_t			 seq;
+	int			 fd;
+	int			 writers;	/* appends (and a sync) in progress */
+	int			 dirty;		/* written since its last sync */
+	LIST_ENTRY(plog_seg)	 entry;
+};
 
 struct plog {
-	char		*dir;
-	int		 dirfd;
-	int		 fd;		/* the segment appended to, -1: none yet */
-	int64_t		 seq;		/* its number; the next one is seq + 1 */
-	int64_t		 size;		/* where its next payload goes */
-	int64_t		 started;	/* when it was opened (ms) */
-	int64_t		 max_bytes;	/* a new segment past this size */
-	int64_t		 max_age;	/* or this age (ms) */
-	struct iovec	*iov;		/* the batch, not written yet */
-	size_t		 niov;
-	size_t		 capiov;
-	int64_t		 pending;	/* its bytes */
+	char			*dir;
+	int			 dirfd;
+	pthread_mutex_t		 mu;
+	struct plog_seg		*cur;		/* NULL: none yet */
+	int64_t			 seq;		/* the newest segment's number */
+	int64_t			 size;		/* where the next payload goes in cur */
+	int64_t			 started;	/* when cur was opened (ms) */
+	int64_t			 max_bytes;	/* a new segment past this size */
+	int64_t			 max_age;	/* or this age (ms) */
+	LIST_HEAD(, plog_seg)	 old;		/* rotated away, not synced or still written */
 };
 
 static char *
@@ -70,11 +79,19 @@ plog_newest(const char *dir)
 	return newest;
 }
 
-/* Opens segment seq for appending (made when create), its size from the file. */
+static void
+plog_seg_free(struct plog_seg *s)
+{
+	close(s->fd);
+	free(s);
+}
+
+/* Under mu: opens segment seq (makes it when create); appends go there from now on. */
 static int
 plog_use(struct plog *p, int64_t seq, int create, char **cause)
 {
 	char		*path = plog_path(p->dir, seq);
+	struct plog_seg	*s;
 	struct stat	 sb;
 	int		 fd;
 
@@ -94,9 +111,12 @@ plog_use(struct plog *p, int64_t seq, int create, char **cause)
 		return -1;
 	}
 	free(path);
-	if (p->fd != -1)
-		close(p->fd);
-	p->fd = fd;
+	s = xcalloc(1, sizeof *s);
+	s->seq = seq;
+	s->fd = fd;
+	if (p->cur != NULL)
+		LIST_INSERT_HEAD(&p->old, p->cur, entry);
+	p->cur = s;
 	p->seq = seq;
 	p->size = sb.st_size;
 	p->started = now_ms();
@@ -115,7 +135,8 @@ plog_open(const char *dir, char **cause)
 	}
 	p = xcalloc(1, sizeof *p);
 	p->dir = xstrdup(dir);
-	p->fd = -1;
+	pthread_mutex_init(&p->mu, NULL);
+	LIST_INIT(&p->old);
 	p->max_bytes = PLOG_SEGMENT_MAX;
 	p->max_age = PLOG_SEGMENT_AGE_MS;
 	if ((p->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
@@ -135,88 +156,123 @@ plog_open(const char *dir, char **cause)
 void
 plog_limits(struct plog *p, int64_t max_bytes, int64_t max_age_ms)
 {
+	pthread_mutex_lock(&p->mu);
 	p->max_bytes = max_bytes;
 	p->max_age = max_age_ms;
+	pthread_mutex_unlock(&p->mu);
 }
 
 void
 plog_close(struct plog *p)
 {
+	struct plog_seg	*s;
+
 	if (p == NULL)
 		return;
-	if (p->fd != -1)
-		close(p->fd);
+	while ((s = LIST_FIRST(&p->old)) != NULL) {
+		LIST_REMOVE(s, entry);
+		plog_seg_free(s);
+	}
+	if (p->cur != NULL)
+		plog_seg_free(p->cur);
 	if (p->dirfd != -1)
 		close(p->dirfd);
-	free(p->iov);
+	pthread_mutex_destroy(&p->mu);
 	free(p->dir);
 	free(p);
 }
 
 int
-plog_add(struct plog *p, const void *data, size_t len, int64_t *seg, int64_t *off,
+plog_append(struct plog *p, const void *data, size_t len, int64_t *seg, int64_t *off,
     char **cause)
 {
-	if (p->niov == 0 && (p->fd == -1 || p->size >= p->max_bytes ||
+	struct plog_seg	*s;
+	const char	*b = data;
+	size_t		 done = 0;
+	ssize_t		 w;
+
+	pthread_mutex_lock(&p->mu);
+	if ((p->cur == NULL || p->size >= p->max_bytes ||
 	    now_ms() - p->started >= p->max_age) &&
-	    plog_use(p, p->seq + 1, 1, cause) != 0)
+	    plog_use(p, p->seq + 1, 1, cause) != 0) {
+		pthread_mutex_unlock(&p->mu);
 		return -1;
-	if (p->niov == p->capiov) {
-		p->capiov = p->capiov ? p->capiov * 2 : 64;
-		p->iov = xreallocarray(p->iov, p->capiov, sizeof *p->iov);
 	}
-	p->iov[p->niov].iov_base = (void *)data;
-	p->iov[p->niov++].iov_len = len;
-	*seg = p->seq;
-	*off = p->size + p->pending;
-	p->pending += (int64_t)len;
-	return 0;
+	s = p->cur;
+	*seg = s->seq;
+	*off = p->size;
+	p->size += (int64_t)len;
+	s->writers++;
+	pthread_mutex_unlock(&p->mu);
+
+	/* Appends from several threads go to their own places at once. */
+	while (done < len) {
+		if ((w = pwrite(s->fd, b + done, len - done, *off + (off_t)done)) == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		done += (size_t)w;
+	}
+	if (done < len)
+		xasprintf(cause, "%s: payload not written: %s", p->dir, strerror(errno));
+
+	pthread_mutex_lock(&p->mu);
+	s->writers--;
+	/* Set after the write, never before: the next plog_sync takes it along. */
+	s->dirty = 1;
+	pthread_mutex_unlock(&p->mu);
+	return done < len ? -1 : 0;
 }
 
 int
 plog_sync(struct plog *p, char **cause)
 {
-	struct iovec	*iov = p->iov;
-	size_t		 n = p->niov, k;
-	off_t		 at = p->size;
-	ssize_t		 w;
+	struct plog_seg	*s, *next, **todo;
+	size_t		 n = 0, i;
 	int		 rc = 0;
 
-	while (n > 0) {
-		k = n < PLOG_IOV_BATCH ? n : PLOG_IOV_BATCH;
-		if ((w = pwritev(p->fd, iov, (int)k, at)) == -1) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		at += w;
-		/* Past what was written: a short write goes on where it stopped. */
-		while (n > 0 && (size_t)w >= iov->iov_len) {
-			w -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n > 0 && w > 0) {
-			iov->iov_base = (char *)iov->iov_base + w;
-			iov->iov_len -= (size_t)w;
-		}
+	pthread_mutex_lock(&p->mu);
+	LIST_FOREACH(s, &p->old, entry)
+		n++;
+	todo = xcalloc(n + 1, sizeof *todo);
+	n = 0;
+	if (p->cur != NULL && p->cur->dirty)
+		todo[n++] = p->cur;
+	LIST_FOREACH(s, &p->old, entry) {
+		if (s->dirty)
+			todo[n++] = s;
 	}
-	if (n > 0 || (p->niov > 0 && fdatasync(p->fd) != 0)) {
-		xasprintf(cause, "%s: payloads not written: %s", p->dir, strerror(errno));
-		rc = -1;
+	for (i = 0; i < n; i++) {
+		todo[i]->dirty = 0;
+		todo[i]->writers++;	/* kept open while it is synced */
 	}
-	/* Written or not, those bytes are spent: later payloads go after them. */
-	p->size += p->pending;
-	p->niov = 0;
-	p->pending = 0;
-	return rc;
-}
+	pthread_mutex_unlock(&p->mu);
 
-void
-plog_discard(struct plog *p)
-{
-	p->niov = 0;
-	p->pending = 0;
+	for (i = 0; i < n; i++) {
+		if (fdatasync(todo[i]->fd) != 0 && rc == 0) {
+			xasprintf(cause, "%s: payloads not synced: %s", p->dir, strerror(errno));
+			rc = -1;
+		}
+	}
+
+	pthread_mutex_lock(&p->mu);
+	for (i = 0; i < n; i++) {
+		todo[i]->writers--;
+		if (rc != 0)
+			todo[i]->dirty = 1;
+	}
+	/* A segment rotated away, synced and written no more is closed. */
+	for (s = LIST_FIRST(&p->old); s != NULL; s = next) {
+		next = LIST_NEXT(s, entry);
+		if (s->writers == 0 && !s->dirty) {
+			LIST_REMOVE(s, entry);
+			plog_seg_free(s);
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+	free(todo);
+	return rc;
 }
 
 char *

@@ -2,8 +2,8 @@
  * plog.h: the payload log. Webhook payloads are appended to segment files
  * (DATA_DIR/payloads/NNNNNNNNNN.log) and the store keeps where each one is.
  * A payload is written once: in sqlite it would be written to the WAL and
- * again to the database, a page and a syscall at a time. Only the store's
- * writer appends; anyone may read.
+ * again to the database, a page and a syscall at a time. The HTTP fronts
+ * append as they accept; the store's writer syncs before it commits.
  */
 #ifndef SPUR_PLOG_H
 #define SPUR_PLOG_H
@@ -16,26 +16,24 @@
 
 struct plog;
 
-/* The writer's log in dir (made if missing); appends go to the newest segment. */
+/* The log in dir (made if missing); appends go on in the newest segment. */
 struct plog	*plog_open(const char *dir, char **cause);
 void		 plog_close(struct plog *);
 /* Other segment limits than PLOG_SEGMENT_MAX and PLOG_SEGMENT_AGE_MS (tests). */
 void		 plog_limits(struct plog *, int64_t max_bytes, int64_t max_age_ms);
 /*
- * Queues len bytes for the next plog_sync and says where they will be. The
- * bytes must stay valid until then. A new segment is started here, before the
- * first payload of a batch, when the current one is full or old.
+ * Any thread: appends len bytes (a new segment first when the current one is
+ * full or old) and says where they are. They are not durable before the next
+ * plog_sync that starts after this returns. -1 with cause: not written.
  */
-int		 plog_add(struct plog *, const void *, size_t, int64_t *seg, int64_t *off,
+int		 plog_append(struct plog *, const void *, size_t, int64_t *seg, int64_t *off,
 		     char **cause);
 /*
- * Writes what was queued and waits for the disk (fdatasync): a commit that
- * refers to the payloads must come after. -1 with cause: none of them can be
- * relied on (the commit must not happen); the queue is emptied either way.
+ * Waits until every append that returned before this call is on disk
+ * (fdatasync of each segment written since): a commit that points at them
+ * must come after. -1 with cause: the commit must not happen.
  */
 int		 plog_sync(struct plog *, char **cause);
-/* Forgets what was queued (its batch is not committed): the next payloads take its place. */
-void		 plog_discard(struct plog *);
 /* Any process: the payload at (seg, off, len), NUL-terminated; NULL with cause. */
 char		*plog_read(const char *dir, int64_t seg, int64_t off, size_t len,
 		     char **cause);

@@ -154,12 +154,7 @@ static void
 hookreq_free(struct hookreq *hr)
 {
 	struct server	*srv = hr->srv;
-	size_t		 i;
 
-	for (i = 0; i < hr->nheaders; i++) {
-		free((char *)hr->headers[i].name);
-		free((char *)hr->headers[i].value);
-	}
 	free(hr->headers);
 	free(hr->body);
 	free(hr->org_name);
@@ -381,7 +376,7 @@ hookreq_verify(struct hookreq *hr)
 		ev->payload_rawlen = hr->len;
 		hr->body = NULL;
 	}
-	return ingest_prepare(hr->set, ev);
+	return ingest_prepare(hr->srv->engine->ingest, hr->set, ev);
 }
 
 /* Front: a webhook, verified and answered here unless its event goes to ingest. */
@@ -418,10 +413,11 @@ server_hook(struct front *f, struct evhttp_request *req, const char *org_name,
 	}
 	hr->org_name = xstrdup(org_name);
 	hr->hook = xstrdup(hook);
+	/* evhttp's own strings: the request is verified before this callback returns. */
 	hr->headers = xcalloc(nh, sizeof *hr->headers);
 	for (kv = in->tqh_first; kv != NULL; kv = kv->next.tqe_next) {
-		hr->headers[hr->nheaders].name = xstrdup(kv->key);
-		hr->headers[hr->nheaders].value = xstrdup(kv->value);
+		hr->headers[hr->nheaders].name = kv->key;
+		hr->headers[hr->nheaders].value = kv->value;
 		hr->nheaders++;
 	}
 	hr->len = evbuffer_get_length(body);
@@ -431,6 +427,10 @@ server_hook(struct front *f, struct evhttp_request *req, const char *org_name,
 	hr->now = now_ms();
 
 	item = hookreq_verify(hr);
+	/* The headers are evhttp's, gone with the request: nothing reads them after this. */
+	free(hr->headers);
+	hr->headers = NULL;
+	hr->nheaders = 0;
 	res = &hr->res;
 	switch (res->verdict) {
 	case SOURCE_UNAUTHORIZED:

@@ -29,7 +29,7 @@ struct store {
 	}		*stmts;
 	size_t		 nstmts;
 	char		*payload_dir;	/* the payload log, read by every connection */
-	struct plog	*plog;		/* appended to by this one (the ingest writer) */
+	struct plog	*plog;		/* synced before each ingest commit (the writer; not owned) */
 };
 
 static const char *run_state_names[RUN_NSTATES] = {
@@ -295,7 +295,6 @@ store_close(struct store *st)
 	for (i = 0; i < st->nstmts; i++)
 		sqlite3_finalize(st->stmts[i].s);
 	free(st->stmts);
-	plog_close(st->plog);
 	free(st->payload_dir);
 	if (st->db != NULL)
 		sqlite3_close(st->db);
@@ -382,20 +381,16 @@ store_find_dup(struct store *st, const char *org, const char *dedup)
 static int	store_report_insert(struct store *, const char *, const char *, json_t *,
 		    const char *, int64_t);
 
-/* A batch that is not committed: what it queued for the payload log goes nowhere. */
-static void
-store_payloads_drop(struct store *st)
+void
+store_write_payloads(struct store *st, struct plog *plog)
 {
-	if (st->plog != NULL)
-		plog_discard(st->plog);
+	st->plog = plog;
 }
 
-int
-store_write_payloads(struct store *st, char **cause)
+const char *
+store_payload_dir(const struct store *st)
 {
-	if ((st->plog = plog_open(st->payload_dir, cause)) == NULL)
-		return -1;
-	return 0;
+	return st->payload_dir;
 }
 
 static int
@@ -403,8 +398,7 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 {
 	struct spur_event	*ev = it->event;
 	json_t		*j;
-	char		*text, *old, *aj, *payload = NULL, *cause = NULL;
-	int64_t		 seg, off;
+	char		*text, *old, *aj, *payload = NULL;
 	size_t		 i;
 	int		 rc;
 
@@ -427,17 +421,10 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 	bind_text(st->ins_event, 7, ev->thread);
 	sqlite3_bind_int64(st->ins_event, 8, ev->received_at);
 	bind_text(st->ins_event, 9, text);
-	if (ev->payload_raw != NULL && st->plog != NULL) {
-		/* Written by store_ingest before the commit, with the rest of the batch. */
-		if (plog_add(st->plog, ev->payload_raw, ev->payload_rawlen, &seg, &off,
-		    &cause) != 0) {
-			log_error("event=store.payload_failed error=%s", log_q(cause));
-			free(cause);
-			free(text);
-			return -1;
-		}
-		sqlite3_bind_int64(st->ins_event, 11, seg);
-		sqlite3_bind_int64(st->ins_event, 12, off);
+	if (it->payload_seg > 0) {
+		/* In the payload log already; store_ingest syncs it before the commit. */
+		sqlite3_bind_int64(st->ins_event, 11, it->payload_seg);
+		sqlite3_bind_int64(st->ins_event, 12, it->payload_off);
 		sqlite3_bind_int64(st->ins_event, 13, (int64_t)ev->payload_rawlen);
 	} else if (ev->payload_raw != NULL)
 		sqlite3_bind_text(st->ins_event, 10, ev->payload_raw, (int)ev->payload_rawlen,
@@ -494,7 +481,6 @@ store_ingest(struct store *st, struct ingest_item **items, size_t n,
 		if (store_ingest_one(st, items[i]) != 0) {
 			xasprintf(cause, "%s", sqlite3_errmsg(st->db));
 			store_exec(st, "ROLLBACK", NULL);
-			store_payloads_drop(st);
 			return -1;
 		}
 	}

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct plog;
 struct report_mark;
 struct store;
 struct spur_event;
@@ -32,6 +33,9 @@ struct ingest_item {
 	/* The reaction that says the event was accepted (runs[0]'s report), NULL: none. */
 	json_t		*ack_target;
 	char		*ack_body;
+	/* Where the payload is in the payload log, payload_seg 0: not there (in the row). */
+	int64_t		 payload_seg;
+	int64_t		 payload_off;
 	/* results */
 	int		 duplicate;	/* seen before: event->id is the old id, no runs */
 	int		 failed;
@@ -44,11 +48,13 @@ const char	*store_path(const struct store *);
 int		 store_tx_begin(struct store *, char **cause);
 int		 store_tx_commit(struct store *, char **cause);
 /*
- * This connection (the ingest writer's) puts payloads in the payload log
- * (plog.c, DATA_DIR/payloads) instead of the row: written once, synced before
- * the commit that points at them.
+ * This connection (the ingest writer's) commits events whose payloads are in
+ * the payload log (plog.c; ingest_item.payload_seg), and syncs the log before
+ * each commit that points into it.
  */
-int		 store_write_payloads(struct store *, char **cause);
+void		 store_write_payloads(struct store *, struct plog *);
+/* Where the payload log is: DATA_DIR/payloads. */
+const char	*store_payload_dir(const struct store *);
 /* 0 when a write transaction can be taken right now. */
 int		 store_writable(struct store *);
 /*

@@ -7,6 +7,7 @@
 #include <sys/time.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,69 @@ reads(int64_t seg, int64_t off, const char *want)
 	return same;
 }
 
+/* Four threads append at once (the HTTP fronts); every payload must read back whole. */
+#define APPENDERS	4
+#define APPENDS		500
+
+struct appender {
+	struct plog	*p;
+	int		 id;
+	int64_t		 seg[APPENDS], off[APPENDS];
+	int		 failed;
+};
+
+static void *
+appender_main(void *arg)
+{
+	struct appender	*a = arg;
+	char		 buf[64], *cause = NULL;
+	int		 i;
+
+	for (i = 0; i < APPENDS; i++) {
+		snprintf(buf, sizeof buf, "{\"thread\":%d,\"n\":%d,\"pad\":\"%0*d\"}", a->id,
+		    i, i % 23, 0);
+		if (plog_append(a->p, buf, strlen(buf), &a->seg[i], &a->off[i], &cause) != 0) {
+			a->failed++;
+			free(cause);
+			cause = NULL;
+		}
+	}
+	return NULL;
+}
+
+static void
+test_concurrent(struct plog *p)
+{
+	struct appender	 a[APPENDERS];
+	pthread_t	 t[APPENDERS];
+	char		 buf[64], *cause = NULL;
+	int		 i, j, bad = 0, failed = 0;
+
+	plog_limits(p, 4096, 24 * 3600 * 1000);	/* several segments on the way */
+	for (i = 0; i < APPENDERS; i++) {
+		memset(&a[i], 0, sizeof a[i]);
+		a[i].p = p;
+		a[i].id = i;
+		pthread_create(&t[i], NULL, appender_main, &a[i]);
+	}
+	for (i = 0; i < APPENDERS; i++) {
+		pthread_join(t[i], NULL);
+		failed += a[i].failed;
+	}
+	is_int(failed, 0, "concurrent: %d appends from %d threads, none failed",
+	    APPENDERS * APPENDS, APPENDERS);
+	is_int(plog_sync(p, &cause), 0, "concurrent: one sync after them all");
+	for (i = 0; i < APPENDERS; i++) {
+		for (j = 0; j < APPENDS; j++) {
+			snprintf(buf, sizeof buf, "{\"thread\":%d,\"n\":%d,\"pad\":\"%0*d\"}",
+			    i, j, j % 23, 0);
+			bad += !reads(a[i].seg[j], a[i].off[j], buf);
+		}
+	}
+	is_int(bad, 0, "concurrent: every payload reads back whole, none overlaps another");
+	free(cause);
+}
+
 int
 main(void)
 {
@@ -73,26 +137,17 @@ main(void)
 		return tap_done();
 	ok(!seg_exists(1), "no segment before the first payload");
 
-	/* One batch: places handed out in order, nothing readable before the sync. */
-	ok(plog_add(p, "{\"a\":1}", 7, &seg[0], &off[0], &cause) == 0 &&
-	    plog_add(p, "{\"b\":22}", 8, &seg[1], &off[1], &cause) == 0, "two payloads queued");
+	/* Appends: places handed out in order, readable at once, durable after a sync. */
+	ok(plog_append(p, "{\"a\":1}", 7, &seg[0], &off[0], &cause) == 0 &&
+	    plog_append(p, "{\"b\":22}", 8, &seg[1], &off[1], &cause) == 0, "two payloads appended");
 	is_int(seg[0], 1, "the first segment is 1");
 	ok(seg[1] == 1 && off[0] == 0 && off[1] == 7, "the second goes right after the first");
-	got = plog_read(dir, 1, 0, 7, &cause);
-	ok(got == NULL, "not readable before plog_sync (%s)", cause != NULL ? cause : "read");
-	free(got);
-	free(cause);
-	cause = NULL;
-	is_int(plog_sync(p, &cause), 0, "plog_sync writes and syncs the batch");
+	is_int(plog_sync(p, &cause), 0, "plog_sync syncs what was appended");
 	ok(reads(1, 0, "{\"a\":1}") && reads(1, 7, "{\"b\":22}"), "both read back exactly");
-
-	/* A batch that is not committed leaves no gap: the next takes its place. */
-	plog_add(p, "lost", 4, &seg[2], &off[2], &cause);
-	plog_discard(p);
-	plog_add(p, "kept", 4, &seg[3], &off[3], &cause);
+	is_int(plog_sync(p, &cause), 0, "a sync with nothing new is fine");
+	plog_append(p, "kept", 4, &seg[3], &off[3], &cause);
 	plog_sync(p, &cause);
-	ok(off[2] == 15 && off[3] == 15 && reads(1, 15, "kept"),
-	    "a discarded batch's place is taken by the next");
+	ok(off[3] == 15 && reads(1, 15, "kept"), "the next append goes on at the end");
 
 	/* Reads past the end or of a missing segment fail with a reason. */
 	got = plog_read(dir, 1, 15, 100, &cause);
@@ -116,23 +171,23 @@ main(void)
 		close(fd);
 	*strrchr(dir, '/') = '\0';
 	p = plog_open(dir, &cause);
-	plog_add(p, "{\"after\":1}", 11, &seg[0], &off[0], &cause);
+	plog_append(p, "{\"after\":1}", 11, &seg[0], &off[0], &cause);
 	plog_sync(p, &cause);
 	ok(seg[0] == 1 && off[0] == 25 && reads(1, 25, "{\"after\":1}") &&
 	    reads(1, 0, "{\"a\":1}"), "reopened: appends go after the torn bytes");
 
 	/* A full segment: the next batch starts a new one. */
 	plog_limits(p, 30, 24 * 3600 * 1000);
-	plog_add(p, "{\"c\":3}", 7, &seg[0], &off[0], &cause);
-	plog_add(p, "{\"d\":4}", 7, &seg[1], &off[1], &cause);
-	plog_sync(p, &cause);
+	plog_append(p, "{\"c\":3}", 7, &seg[0], &off[0], &cause);
+	plog_append(p, "{\"d\":4}", 7, &seg[1], &off[1], &cause);
 	ok(seg[0] == 2 && off[0] == 0 && seg[1] == 2 && off[1] == 7,
-	    "past its size, a new segment at the next batch (a batch stays in one)");
-	ok(reads(2, 7, "{\"d\":4}"), "read back from segment 2");
+	    "past its size, the next append starts a new segment");
 	plog_limits(p, 1 << 20, 0);
-	plog_add(p, "{\"e\":5}", 7, &seg[0], &off[0], &cause);
-	plog_sync(p, &cause);
-	is_int(seg[0], 3, "past its age, a new segment too");
+	plog_append(p, "{\"e\":5}", 7, &seg[2], &off[2], &cause);
+	is_int(seg[2], 3, "past its age, a new segment too");
+	/* One sync covers every segment written since the last: 2 (rotated away) and 3. */
+	is_int(plog_sync(p, &cause), 0, "one sync for two segments");
+	ok(reads(2, 7, "{\"d\":4}") && reads(3, 0, "{\"e\":5}"), "read back from both");
 
 	/* Pruning: never the newest, never a live one, never one written lately. */
 	age(1, 3600);
@@ -151,13 +206,14 @@ main(void)
 	/* Reopened after pruning: numbering goes on from the newest. */
 	p = plog_open(dir, &cause);
 	plog_limits(p, 0, 24 * 3600 * 1000);
-	plog_add(p, "x", 1, &seg[0], &off[0], &cause);
+	plog_append(p, "x", 1, &seg[0], &off[0], &cause);
 	plog_sync(p, &cause);
 	is_int(seg[0], 4, "numbers are never reused");
+	test_concurrent(p);
 	plog_close(p);
 
-	/* Clean up: segments 3 and 4, the directory and its parent. */
-	for (seg[0] = 1; seg[0] <= 4; seg[0]++) {
+	/* Clean up: every segment, the directory and its parent. */
+	for (seg[0] = 1; seg[0] <= 1000; seg[0]++) {
 		char path[512];
 		snprintf(path, sizeof path, "%s/%010lld.log", dir, (long long)seg[0]);
 		unlink(path);
