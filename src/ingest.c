@@ -65,32 +65,12 @@ static void	ingest_commit_cb(evutil_socket_t, short, void *);
 static void	ingest_written_cb(evutil_socket_t, short, void *);
 static void	ingest_finish_batch(struct ingest *);
 
-/*
- * Writer, after the commit: logs what was stored and frees the payloads, which
- * nothing needs any more; the loop is left only the answers.
- */
+/* Writer, after the commit: the payloads are not needed any more. */
 static void
-ingest_committed(struct ingest_item **items, size_t n, int rc)
+ingest_committed(struct ingest_item **items, size_t n)
 {
-	const struct spur_event	*ev;
-	size_t			 i, j;
+	size_t	 i;
 
-	for (i = 0; i < n && rc == 0; i++) {
-		ev = items[i]->event;
-		if (items[i]->duplicate) {
-			log_info("event=ingest.duplicate org=%s source=%s event_id=%s delivery=%s",
-			    log_q(ev->org), ev->source, ev->id, log_q(ev->delivery));
-			continue;
-		}
-		for (j = 0; j < items[i]->nruns; j++) {
-			log_info("event=run.queued run=%s org=%s automation=%s event_id=%s "
-			    "thread=%s", items[i]->runs[j].id, log_q(ev->org),
-			    log_q(items[i]->runs[j].automation), ev->id, log_q(ev->thread));
-		}
-		log_info("event=ingest.stored org=%s source=%s type=%s event_id=%s delivery=%s "
-		    "thread=%s runs=%zu", log_q(ev->org), ev->source, log_q(ev->type), ev->id,
-		    log_q(ev->delivery), log_q(ev->thread), items[i]->nruns);
-	}
 	for (i = 0; i < n; i++) {
 		json_decref(items[i]->event->payload);
 		items[i]->event->payload = NULL;
@@ -116,7 +96,7 @@ ingest_writer_main(void *arg)
 		pthread_mutex_unlock(&in->mu);
 		rc = store_ingest(in->wstore, in->items, in->nbatch, in->bmarks, in->nbmarks,
 		    &cause);
-		ingest_committed(in->items, in->nbatch, rc);
+		ingest_committed(in->items, in->nbatch);
 		pthread_mutex_lock(&in->mu);
 		in->rc = rc;
 		in->cause = cause;
@@ -166,10 +146,11 @@ ingest_item_free(struct ingest_item *it)
 		free(it->runs[i].automation);
 		free(it->runs[i].conc_key);
 		free(it->runs[i].prompt);
-		json_decref(it->runs[i].automation_json);
+		free(it->runs[i].automation_json);
 	}
 	free(it->runs);
-	json_decref(it->ack_target);
+	free(it->event_json);
+	free(it->ack_target);
 	free(it->ack_body);
 	spur_event_free(it->event);
 	free(it);
@@ -227,6 +208,7 @@ ingest_prepare(struct ingest *in, const struct automation_set *set,
 {
 	const struct automation	*matches[INGEST_MAX_MATCHES];
 	struct ingest_item	*it = xcalloc(1, sizeof *it);
+	json_t			*aj, *target, *head;
 	char			*cause = NULL;
 	size_t			 n, i;
 
@@ -253,10 +235,18 @@ ingest_prepare(struct ingest *in, const struct automation_set *set,
 		r->automation = xstrdup(matches[i]->name);
 		r->conc_key = ingest_conc_key(matches[i], ev);
 		r->prompt = prompt_build(matches[i]->prompt, ev, NULL);
-		r->automation_json = automation_to_json(matches[i]);
+		aj = automation_to_json(matches[i]);
+		r->automation_json = json_dumps(aj, JSON_COMPACT);
+		json_decref(aj);
 	}
-	if (n > 0)
-		report_ack(ev, it->runs[0].id, &it->ack_target, &it->ack_body);
+	if (n > 0 && report_ack(ev, it->runs[0].id, &target, &it->ack_body) == 0) {
+		it->ack_target = json_dumps(target, JSON_COMPACT);
+		json_decref(target);
+	}
+	/* The rows' JSON is made here, on the caller's thread, not on the writer. */
+	head = spur_event_head_json(ev);
+	it->event_json = json_dumps(head, JSON_COMPACT);
+	json_decref(head);
 	return it;
 }
 
@@ -349,12 +339,22 @@ ingest_finish_batch(struct ingest *in)
 		runs = json_array();
 		if (rc != 0)
 			status = INGEST_UNAVAILABLE;
-		else if (it->duplicate)
+		else if (it->duplicate) {
 			status = INGEST_DUPLICATE;
-		else {
+			log_info("event=ingest.duplicate org=%s source=%s event_id=%s delivery=%s",
+			    log_q(ev->org), ev->source, ev->id, log_q(ev->delivery));
+		} else {
 			status = INGEST_NEW;
-			for (j = 0; j < it->nruns; j++)
+			for (j = 0; j < it->nruns; j++) {
 				json_array_append_new(runs, json_string(it->runs[j].id));
+				log_info("event=run.queued run=%s org=%s automation=%s "
+				    "event_id=%s thread=%s", it->runs[j].id, log_q(ev->org),
+				    log_q(it->runs[j].automation), ev->id, log_q(ev->thread));
+			}
+			log_info("event=ingest.stored org=%s source=%s type=%s event_id=%s "
+			    "delivery=%s thread=%s runs=%zu", log_q(ev->org), ev->source,
+			    log_q(ev->type), ev->id, log_q(ev->delivery), log_q(ev->thread),
+			    it->nruns);
 			queued += it->nruns;
 			metrics_count(e->metrics, "events", 1);
 			if (it->nruns > 0 && it->ack_target != NULL)

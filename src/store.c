@@ -378,8 +378,8 @@ store_find_dup(struct store *st, const char *org, const char *dedup)
 	return id;
 }
 
-static int	store_report_insert(struct store *, const char *, const char *, json_t *,
-		    const char *, int64_t);
+static int	store_report_insert(struct store *, const char *, const char *,
+		    const char *, const char *, int64_t);
 
 void
 store_write_payloads(struct store *st, struct plog *plog)
@@ -398,7 +398,7 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 {
 	struct spur_event	*ev = it->event;
 	json_t		*j;
-	char		*text, *old, *aj, *payload = NULL;
+	char		*text, *old, *payload = NULL;
 	size_t		 i;
 	int		 rc;
 
@@ -408,10 +408,14 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 		it->duplicate = 1;
 		return 0;
 	}
-	/* The event without its payload; the payload as received when we have it. */
-	j = spur_event_head_json(ev);
-	text = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
+	/* The event without its payload (made off this thread); the payload as received. */
+	if (it->event_json != NULL)
+		text = xstrdup(it->event_json);
+	else {
+		j = spur_event_head_json(ev);
+		text = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
+	}
 	bind_text(st->ins_event, 1, ev->id);
 	bind_text(st->ins_event, 2, ev->org);
 	bind_text(st->ins_event, 3, ev->source);
@@ -440,18 +444,16 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 		return -1;
 	for (i = 0; i < it->nruns; i++) {
 		struct new_run *r = &it->runs[i];
-		aj = json_dumps(r->automation_json, JSON_COMPACT);
 		bind_text(st->ins_run, 1, r->id);
 		bind_text(st->ins_run, 2, ev->org);
 		bind_text(st->ins_run, 3, r->automation);
 		bind_text(st->ins_run, 4, ev->id);
 		bind_text(st->ins_run, 5, ev->thread);
 		bind_text(st->ins_run, 6, r->conc_key);
-		bind_text(st->ins_run, 7, aj);
+		bind_text(st->ins_run, 7, r->automation_json);
 		bind_text(st->ins_run, 8, r->prompt);
 		sqlite3_bind_int64(st->ins_run, 9, ev->received_at);
 		rc = store_step_done(st, st->ins_run);
-		free(aj);
 		if (rc != 0 || store_history(st, r->id, "queued", "matched",
 		    ev->received_at) != 0)
 			return -1;
@@ -1002,8 +1004,8 @@ store_event_json(struct store *st, const char *event)
 				    event, log_q(cause));
 				free(cause);
 			} else
-				json_object_set_new(j, "payload", json_loads(text,
-				    JSON_DECODE_ANY, NULL));
+				json_object_set_new(j, "payload", json_loadb(text,
+				    (size_t)sqlite3_column_int64(s, 4), JSON_DECODE_ANY, NULL));
 			free(text);
 		}
 	}
@@ -1129,28 +1131,28 @@ store_sessions_idle(struct store *st, int64_t before_ms)
 }
 
 static int
-store_report_insert(struct store *st, const char *run, const char *kind, json_t *target,
+store_report_insert(struct store *st, const char *run, const char *kind, const char *target,
     const char *body, int64_t at)
 {
-	char	*t = json_dumps(target, JSON_COMPACT);
-	int	 rc;
-
 	bind_text(st->ins_report, 1, run);
 	bind_text(st->ins_report, 2, kind);
-	bind_text(st->ins_report, 3, t);
+	bind_text(st->ins_report, 3, target);
 	bind_text(st->ins_report, 4, body);
 	sqlite3_bind_int64(st->ins_report, 5, at);
 	sqlite3_bind_int64(st->ins_report, 6, at);
-	rc = store_step_done(st, st->ins_report);
-	free(t);
-	return rc;
+	return store_step_done(st, st->ins_report);
 }
 
 int
 store_report_add(struct store *st, const char *run, const char *kind, json_t *target,
     const char *body)
 {
-	return store_report_insert(st, run, kind, target, body, now_ms());
+	char	*t = json_dumps(target, JSON_COMPACT);
+	int	 rc;
+
+	rc = store_report_insert(st, run, kind, t, body, now_ms());
+	free(t);
+	return rc;
 }
 
 /*

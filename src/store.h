@@ -22,7 +22,7 @@ struct new_run {
 	char	*automation;
 	char	*conc_key;	/* concurrency key value, NULL: none */
 	char	*prompt;
-	json_t	*automation_json;
+	char	*automation_json;	/* the automation as compact JSON text */
 };
 
 /* One delivery to commit; filled in by store_ingest. */
@@ -30,8 +30,10 @@ struct ingest_item {
 	struct spur_event	*event;
 	struct new_run	*runs;
 	size_t		 nruns;
+	/* The event without its payload, as compact JSON text (the store's json column). */
+	char		*event_json;
 	/* The reaction that says the event was accepted (runs[0]'s report), NULL: none. */
-	json_t		*ack_target;
+	char		*ack_target;	/* JSON text */
 	char		*ack_body;
 	/* Where the payload is in the payload log, payload_seg 0: not there (in the row). */
 	int64_t		 payload_seg;
