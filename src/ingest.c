@@ -63,7 +63,18 @@ struct ingest {
 
 static void	ingest_commit_cb(evutil_socket_t, short, void *);
 static void	ingest_written_cb(evutil_socket_t, short, void *);
-static void	ingest_finish_batch(struct ingest *);
+/* A batch the writer is done with, taken off the ingest so the next can start. */
+struct done_batch {
+	struct pending		*pending;
+	struct ingest_item	**items;
+	size_t			 n;
+	struct report_mark	*marks;
+	size_t			 nmarks;
+	int			 rc;
+	char			*cause;
+};
+
+static void	ingest_finish_batch(struct ingest *, struct done_batch *);
 
 /* Writer, after the commit: the payloads are not needed any more. */
 static void
@@ -314,23 +325,22 @@ ingest_mark(struct ingest *in, const struct report_mark *m)
 
 /* Loop: answers every delivery of the batch the writer committed (or could not). */
 static void
-ingest_finish_batch(struct ingest *in)
+ingest_finish_batch(struct ingest *in, struct done_batch *d)
 {
 	struct engine		*e = in->engine;
-	struct pending		*batch = in->batch;
-	struct ingest_item	**items = in->items;
-	size_t			 n = in->nbatch, i, j;
-	int			 rc = in->rc, acked = 0;
+	struct pending		*batch = d->pending;
+	struct ingest_item	**items = d->items;
+	size_t			 n = d->n, i, j;
+	int			 rc = d->rc, acked = 0;
 	long long		 queued = 0, recount;
 	json_t			*runs;
 	enum ingest_status	 status;
 
 	if (rc != 0) {
 		log_error("event=ingest.commit_failed deliveries=%zu error=%s", n,
-		    log_q(in->cause));
+		    log_q(d->cause));
 	}
-	free(in->cause);
-	in->cause = NULL;
+	free(d->cause);
 	for (i = 0; i < n; i++) {
 		struct pending		*p = &batch[i];
 		struct ingest_item	*it = items[i];
@@ -365,19 +375,14 @@ ingest_finish_batch(struct ingest *in)
 		json_decref(runs);
 		ingest_item_free(it);
 	}
-	for (i = 0; i < in->nbmarks; i++) {
+	for (i = 0; i < d->nmarks; i++) {
 		/* Committed or not, the outbox may look at the report again. */
-		outbox_marked(e->outbox, in->bmarks[i].id);
-		free(in->bmarks[i].error);
+		outbox_marked(e->outbox, d->marks[i].id);
+		free(d->marks[i].error);
 	}
-	free(in->bmarks);
+	free(d->marks);
 	free(items);
 	free(batch);
-	in->batch = NULL;
-	in->items = NULL;
-	in->nbatch = 0;
-	in->bmarks = NULL;
-	in->nbmarks = 0;
 	if (rc == 0) {
 		pthread_mutex_lock(&in->mu);
 		in->queued += queued;
@@ -436,40 +441,64 @@ ingest_commit_cb(evutil_socket_t fd, short what, void *arg)
 	ingest_start_batch(arg);
 }
 
-static void
-ingest_written_cb(evutil_socket_t fd, short what, void *arg)
+/* Loop: the batch the writer is done with, if it is; the writer is free again. */
+static int
+ingest_take_batch(struct ingest *in, struct done_batch *d)
 {
-	struct ingest	*in = arg;
-	int		 done;
+	int	 done;
 
 	pthread_mutex_lock(&in->mu);
-	done = in->busy && in->done;
-	if (done)
+	if ((done = in->busy && in->done))
 		in->busy = 0;
 	pthread_mutex_unlock(&in->mu);
 	if (!done)
+		return 0;
+	d->pending = in->batch;
+	d->items = in->items;
+	d->n = in->nbatch;
+	d->marks = in->bmarks;
+	d->nmarks = in->nbmarks;
+	d->rc = in->rc;
+	d->cause = in->cause;
+	in->batch = NULL;
+	in->items = NULL;
+	in->nbatch = 0;
+	in->bmarks = NULL;
+	in->nbmarks = 0;
+	in->cause = NULL;
+	return 1;
+}
+
+static void
+ingest_written_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct ingest		*in = arg;
+	struct done_batch	 d;
+
+	if (!ingest_take_batch(in, &d))
 		return;
-	ingest_finish_batch(in);
+	/* The writer first: it commits the next batch while this one is answered. */
 	ingest_start_batch(in);
+	ingest_finish_batch(in, &d);
 }
 
 /* Commits everything pending now, waiting for the writer (shutdown). */
 void
 ingest_flush(struct ingest *in)
 {
+	struct done_batch	 d;
+	int			 idle;
+
 	for (;;) {
 		pthread_mutex_lock(&in->mu);
 		while (in->busy && !in->done)
 			pthread_cond_wait(&in->cv, &in->mu);
-		if (in->busy)
-			in->busy = 0;
-		else if (in->npending == 0 && in->nmarks == 0) {
-			pthread_mutex_unlock(&in->mu);
-			return;
-		}
+		idle = !in->busy && in->npending == 0 && in->nmarks == 0;
 		pthread_mutex_unlock(&in->mu);
-		if (in->items != NULL)
-			ingest_finish_batch(in);
+		if (ingest_take_batch(in, &d))
+			ingest_finish_batch(in, &d);
+		if (idle)
+			return;
 		ingest_start_batch(in);
 	}
 }
