@@ -289,10 +289,17 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	rc = EXIT_OK;
 out:
 	free(cause);
-	scheduler_free(e.scheduler);
-	dispatch_free(e.dispatch);
-	outbox_free(e.outbox);
+	/*
+	 * The fronts first: they stop, and what they handed to ingest is committed
+	 * and answered while everything its answers touch is still there.
+	 */
 	server_free(e.server);
+	scheduler_free(e.scheduler);
+	e.scheduler = NULL;
+	dispatch_free(e.dispatch);
+	e.dispatch = NULL;
+	outbox_free(e.outbox);
+	e.outbox = NULL;
 	ingest_free(e.ingest);
 	metrics_free(e.metrics);
 	store_close(e.store);

@@ -1,6 +1,6 @@
--- bench/ingest/post.lua: wrk script posting signed GitHub issue comments, each under a delivery id of its own.
+-- bench/ingress/post.lua: wrk script posting signed GitHub issue comments, each under a delivery id of its own.
 --
--- The bodies and their signatures are made beforehand by bench/ingest/run (HMAC in Lua
+-- The bodies and their signatures are made beforehand by bench/ingress/run (HMAC in Lua
 -- would cost the client more than the server); this script only cycles through them.
 -- A GitHub delivery id is not signed, so every request gets a fresh one here: spur
 -- deduplicates on (X-GitHub-Hook-ID, X-GitHub-Delivery), and a benchmark that repeated
@@ -111,7 +111,7 @@ function done(summary, latency, requests)
 		f:close()
 	end
 	local e = summary.errors
-	-- One machine-readable line for bench/ingest/run.
+	-- One machine-readable line for bench/ingress/run.
 	print(string.format("BENCH requests=%d duration_us=%d sent=%d s200=%d s2xx=%d sother=%d " ..
 	    "new=%d duplicate=%d matched=%d p50_us=%d p90_us=%d p99_us=%d max_us=%d " ..
 	    "err_connect=%d err_read=%d err_write=%d err_status=%d err_timeout=%d codes=%s",

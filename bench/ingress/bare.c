@@ -1,4 +1,4 @@
-/* bench/ingest/bare.c: an evhttp server that answers 200 "ok" to anything, the ceiling for spur's ingress. */
+/* bench/ingress/bare.c: an evhttp server that answers 200 "ok" to anything, the ceiling for spur's ingress. */
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
