@@ -32,6 +32,19 @@ REPORT = auto("report", ["sh", "-c", "cat > /tmp/prompt; grep -c SPUR-DATA /tmp/
                          "echo \"report for $SPUR_RUN npm=$NPM_TOKEN\"; ls /workspace; echo x >> /workspace/count; "
                          "wc -l < /workspace/count"], "^/report", "secrets: [NPM_TOKEN]\nproof: report\n")
 FAIL = auto("fail", ["sh", "-c", "echo going down >&2; exit 3"], "^/fail")
+def run_procs(run):
+    """The pids whose environment names this run (SPUR_RUN): other tests sleep at the same time."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                if ("SPUR_RUN=%s" % run).encode() in f.read().split(b"\0"):
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
 SLOW = auto("slow", ["sh", "-c", "echo started; sleep 60"], "^/slow", "timeout: 2s\n")
 ARTS = auto("arts", ["sh", "-c", "echo hi > /artifacts/a.txt"], "^/arts",
             "proof: artifacts\nartifacts: [a.txt, missing-*.md]\n")
@@ -180,10 +193,10 @@ with Spur("limits:\n  runs: 4\n", automations=automations) as s:
     ri = fire(s, "/slow interrupted", number=10)
     wait_state(s, ri, states=("running",))
     time.sleep(0.5)
+    t.ok(run_procs(ri), "the slow run's processes are found by its id before the kill")
     s.kill9()
     time.sleep(1)
-    left = subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True).stdout.decode().split()
-    t.eq(left, [], "no sandbox process outlives the engine")
+    t.eq(run_procs(ri), [], "no sandbox process outlives the engine")
     s.start()
     st = wait_state(s, ri)
     t.ok(st["state"] == "failed" and st["reason"] == "interrupted", "after a restart the run is failed, interrupted", st)
