@@ -1,6 +1,7 @@
 /* test-jscan.c: jscan_parse accepts exactly what jansson accepts, and keeps what it is told to. */
 #include "spur.h"
 #include "jscan.h"
+#include "jscan-ref.h"
 #include "tap.h"
 
 #include <math.h>
@@ -42,92 +43,6 @@ show(const char *s, size_t len)
 	return o;
 }
 
-/* json_equal, and reals alike to the bit (json_equal has 0.0 == -0.0). */
-static int
-same(const json_t *a, const json_t *b)
-{
-	const char	*key;
-	json_t		*v;
-	size_t		 i;
-	double		 x, y;
-
-	if (json_typeof(a) != json_typeof(b))
-		return 0;
-	switch (json_typeof(a)) {
-	case JSON_OBJECT:
-		if (json_object_size(a) != json_object_size(b))
-			return 0;
-		json_object_foreach((json_t *)a, key, v) {
-			if (!same(v, json_object_get(b, key)) || json_object_get(b, key) == NULL)
-				return 0;
-		}
-		return 1;
-	case JSON_ARRAY:
-		if (json_array_size(a) != json_array_size(b))
-			return 0;
-		for (i = 0; i < json_array_size(a); i++) {
-			if (!same(json_array_get(a, i), json_array_get(b, i)))
-				return 0;
-		}
-		return 1;
-	case JSON_REAL:
-		x = json_real_value(a);
-		y = json_real_value(b);
-		return memcmp(&x, &y, sizeof x) == 0;
-	default:
-		return json_equal(a, b);
-	}
-}
-
-/* What jscan should keep of v (jansson's full tree) under paths relative to v. */
-static json_t *
-project(json_t *v, const char **paths, size_t n)
-{
-	const char	*sub[64], *key;
-	json_t		*out, *child, *pc;
-	size_t		 i, m, kl;
-
-	for (i = 0; i < n; i++) {
-		if (*paths[i] == '\0')
-			return json_incref(v);
-	}
-	if (!json_is_object(v))
-		return NULL;
-	out = json_object();
-	json_object_foreach(v, key, child) {
-		kl = strlen(key);
-		if (kl == 0 || strchr(key, '.') != NULL)
-			continue;	/* no segment of a path names these */
-		for (m = i = 0; i < n && m < SPUR_ARRLEN(sub); i++) {
-			if (strncmp(paths[i], key, kl) == 0 &&
-			    (paths[i][kl] == '\0' || paths[i][kl] == '.'))
-				sub[m++] = paths[i] + kl + (paths[i][kl] == '.');
-		}
-		if (m > 0 && (pc = project(child, sub, m)) != NULL)
-			json_object_set_new(out, key, pc);
-	}
-	return out;
-}
-
-static json_t *
-project_top(json_t *v, const char *const *keep)
-{
-	size_t	 n = 0;
-
-	if (keep == NULL)
-		return json_incref(v);
-	while (keep[n] != NULL)
-		n++;
-	if (json_is_array(v)) {
-		while (n-- > 0) {
-			if (*keep[n] == '\0')
-				return json_incref(v);
-		}
-		return json_array();
-	}
-	return project(v, (const char **)keep, n);
-}
-
 /* One case: jscan and jansson both accept (want 1) or both reject (want 0), alike. */
 static void
 accepts(const char *s, size_t len, int want)
@@ -145,7 +60,7 @@ accepts(const char *s, size_t len, int want)
 	else if (a == NULL && (cause == NULL || strncmp(cause, "invalid JSON", 12) != 0))
 		ok(0, "%s: cause %s", show(s, len), cause != NULL ? cause : "(null)");
 	else if (a != NULL)
-		ok(same(a, b), "%s: the same tree as jansson", show(s, len));
+		ok(jscan_ref_same(a, b), "%s: the same tree as jansson", show(s, len));
 	free(cause);
 	json_decref(a);
 	json_decref(b);
@@ -579,7 +494,7 @@ keeps(const char *doc, const char *const *keep, const char *want, const char *na
 		return;
 	}
 	got = j != NULL ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : cause;
-	if (!ok(j != NULL && same(j, w), "%s", name))
+	if (!ok(j != NULL && jscan_ref_same(j, w), "%s", name))
 		printf("#   got:  %s\n#   want: %s\n", got, want);
 	if (j != NULL)
 		free(got);
@@ -700,7 +615,7 @@ test_examples(void)
 	free(path);
 	all = jscan_parse(data, len, DEPTH, NULL, &cause);
 	b = json_loadb(data, len, JSON_REJECT_DUPLICATES, &err);
-	ok(all != NULL && b != NULL && same(all, b), "index.json itself (%zu bytes)", len);
+	ok(all != NULL && b != NULL && jscan_ref_same(all, b), "index.json itself (%zu bytes)", len);
 	json_decref(b);
 	free(data);
 	if (all == NULL) {
@@ -713,14 +628,14 @@ test_examples(void)
 			text = json_dumps(ex, flags[n % SPUR_ARRLEN(flags)]);
 			a = jscan_parse(text, strlen(text), DEPTH, NULL, &cause);
 			b = json_loads(text, JSON_REJECT_DUPLICATES, &err);
-			if (a == NULL || b == NULL || !same(a, b)) {
+			if (a == NULL || b == NULL || !jscan_ref_same(a, b)) {
 				printf("#   %s[%zu]: %s\n", json_string_value(
 				    json_object_get(def, "name")), j, a ? "differs" : cause);
 				bad++;
 			}
 			s = jscan_parse(text, strlen(text), DEPTH, typical, &cause);
-			p = project_top(b, typical);
-			if (s == NULL || !same(s, p)) {
+			p = jscan_ref_project(b, typical);
+			if (s == NULL || !jscan_ref_same(s, p)) {
 				printf("#   %s[%zu]: kept part differs\n", json_string_value(
 				    json_object_get(def, "name")), j);
 				badkeep++;
