@@ -361,6 +361,7 @@ hookreq_verify(struct hookreq *hr)
 	sr.nheaders = hr->nheaders;
 	sr.body = hr->body;
 	sr.len = hr->len;
+	sr.body_own = &hr->body;	/* a JSON body becomes the event's payload text */
 	sr.now_ms = hr->now;
 	if (sr.org != NULL && hr->src == &source_webhook)
 		sr.webhook = automation_webhook(hr->set, hr->org_name, hr->hook);
@@ -369,13 +370,6 @@ hookreq_verify(struct hookreq *hr)
 		return NULL;
 	ev = hr->res.event;
 	hr->res.event = NULL;
-	/* A JSON body is the payload: keep its text so the store need not re-serialize it. */
-	if (hr->len > 0 && ev->payload_raw == NULL && (hr->body[strspn(hr->body,
-	    " \t\r\n")] == '{' || hr->body[strspn(hr->body, " \t\r\n")] == '[')) {
-		ev->payload_raw = hr->body;
-		ev->payload_rawlen = hr->len;
-		hr->body = NULL;
-	}
 	return ingest_prepare(hr->srv->engine->ingest, hr->set, ev);
 }
 

@@ -115,10 +115,10 @@ const char *const source_github_keep[] = {
 
 /*
  * The payload from a JSON body or from the payload= field of a form body: the
- * kept paths as a tree, and its text in *text.
+ * kept paths as a tree, and its text kept by the event.
  */
 static json_t *
-github_payload(const struct source_req *req, char **text, size_t *textlen, char **cause)
+github_payload(const struct source_req *req, struct spur_event *ev, char **cause)
 {
 	json_t		*form, *j;
 	const char	*s;
@@ -127,12 +127,8 @@ github_payload(const struct source_req *req, char **text, size_t *textlen, char 
 	switch (source_body_kind(req)) {
 	case SOURCE_BODY_JSON:
 		if ((j = source_parse_kept(req->body, req->len, source_github_keep,
-		    cause)) != NULL) {
-			*text = xmalloc(req->len + 1);
-			memcpy(*text, req->body, req->len);
-			(*text)[req->len] = '\0';
-			*textlen = req->len;
-		}
+		    cause)) != NULL)
+			source_keep_body(req, ev);
 		return j;
 	case SOURCE_BODY_FORM:
 		if ((form = form_decode(req->body, req->len)) == NULL) {
@@ -144,9 +140,10 @@ github_payload(const struct source_req *req, char **text, size_t *textlen, char 
 			*cause = xstrdup("form body has no payload field");
 			return NULL;
 		}
-		*textlen = json_string_length(json_object_get(form, "payload"));
-		if ((j = source_parse_kept(s, *textlen, source_github_keep, cause)) != NULL)
-			*text = xstrdup(s);
+		ev->payload_rawlen = json_string_length(json_object_get(form, "payload"));
+		if ((j = source_parse_kept(s, ev->payload_rawlen, source_github_keep,
+		    cause)) != NULL)
+			ev->payload_raw = xstrdup(s);
 		json_decref(form);
 		return j;
 	default:
@@ -390,8 +387,7 @@ github_handle(const struct source_req *req, struct source_result *res)
 		return;
 	}
 	ev = source_event_new(req, "github");
-	if ((payload = github_payload(req, &ev->payload_raw, &ev->payload_rawlen,
-	    &cause)) == NULL) {
+	if ((payload = github_payload(req, ev, &cause)) == NULL) {
 		source_bad(res, "%s", cause);
 		free(cause);
 		spur_event_free(ev);

@@ -234,6 +234,7 @@ linear_handle(const struct source_req *req, struct source_result *res)
 	}
 	ev = source_event_new(req, "linear");
 	ev->payload = payload;
+	source_keep_body(req, ev);
 	if (linear_normalize(req, payload, ev, &cause) != 0) {
 		source_bad(res, "%s", cause);
 		free(cause);

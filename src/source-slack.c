@@ -154,6 +154,7 @@ slack_event(const struct source_req *req, json_t *payload, struct source_result 
 
 	ev = source_event_new(req, "slack");
 	ev->payload = json_incref(payload);
+	source_keep_body(req, ev);
 	ev->type = xstrdup(type);
 	ev->delivery = xstrdup(event_id);
 	ev->thread = xprintf("slack:%s/%s/%s", team, channel != NULL ? channel : "",

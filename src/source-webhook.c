@@ -307,6 +307,8 @@ webhook_handle(const struct source_req *req, struct source_result *res)
 
 	ev = source_event_new(req, "webhook");
 	ev->payload = payload;
+	if (req->len > 0 && source_body_kind(req) != SOURCE_BODY_FORM)
+		source_keep_body(req, ev);
 	ev->type = xstrdup("webhook");
 	id = NULL;
 	if (def->auth == WH_AUTH_STANDARD) {

@@ -124,6 +124,21 @@ source_parse_object(const char *s, size_t len, char **cause)
 	return j;
 }
 
+void
+source_keep_body(const struct source_req *req, struct spur_event *ev)
+{
+	free(ev->payload_raw);
+	if (req->body_own != NULL && *req->body_own == req->body) {
+		ev->payload_raw = *req->body_own;
+		*req->body_own = NULL;
+	} else {
+		ev->payload_raw = xmalloc(req->len + 1);
+		memcpy(ev->payload_raw, req->body, req->len);
+		ev->payload_raw[req->len] = '\0';
+	}
+	ev->payload_rawlen = req->len;
+}
+
 json_t *
 source_parse_kept(const char *s, size_t len, const char *const *keep, char **cause)
 {

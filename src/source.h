@@ -25,6 +25,7 @@ struct source_req {
 	size_t				 nheaders;
 	const char			*body;	/* raw bytes, NUL-terminated for convenience */
 	size_t				 len;
+	char				**body_own; /* the caller's buffer of body, if it may be taken */
 	int64_t				 now_ms;
 	int				 no_verify; /* spur fire: normalize only, check no signature or timestamp */
 	const struct webhook_def	*webhook; /* generic hooks: the definition, NULL if none */
@@ -100,6 +101,11 @@ int			 source_key(const struct secret *, const void **key,
 			     size_t *keylen);
 /* Classifies Content-Type; a missing or form type whose body opens with '{' is JSON. */
 enum source_body	 source_body_kind(const struct source_req *);
+/*
+ * The event keeps the JSON body, byte for byte, as its payload text: the
+ * caller's buffer when it lets go of it (body_own), else a copy.
+ */
+void			 source_keep_body(const struct source_req *, struct spur_event *);
 /* Parses a JSON object body with the depth bound; NULL with cause otherwise. */
 struct json_t		*source_parse_object(const char *, size_t, char **cause);
 /*

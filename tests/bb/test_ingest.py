@@ -169,6 +169,7 @@ with Spur("limits:\n  body: 256KiB\n", automations={"fix.yaml": FIX, "mention.ya
     sh["Content-Type"] = "application/json"
     st, _, a = s.post_json(HOOK + "slack", mention, sh)
     t.ok(st == 200 and len(a.get("runs", [])) == 1, "a Slack app_mention starts its run", (st, a))
+    t.eq(s.payloads().get(a.get("event")), mention, "the Slack event keeps its body as received, byte for byte")
     st, _, a2 = s.post_json(HOOK + "slack", mention, sh)
     t.ok(st == 200 and a2.get("duplicate") is True, "a Slack retry of the same event is a duplicate", a2)
     old = slack_headers(SECRETS["T_SLACK_SECRET"], mention, ts=time.time() - 301)
@@ -189,6 +190,7 @@ with Spur("limits:\n  body: 256KiB\n", automations={"fix.yaml": FIX, "mention.ya
     st, _, a = s.post_json(HOOK + "linear", lb, {"Content-Type": "application/json", "Linear-Delivery": "ld-1",
                                                   "Linear-Signature": linear_sig(SECRETS["T_LINEAR_SECRET"], lb)})
     t.ok(st == 200 and len(a.get("runs", [])) == 1, "a Linear issue moved to In Progress starts its run", (st, a))
+    t.eq(s.payloads().get(a.get("event")), lb, "the Linear event keeps its body as received, byte for byte")
     lin["webhookTimestamp"] = int((time.time() - 120) * 1000)
     lb = json.dumps(lin).encode()
     st, _, a = s.post_json(HOOK + "linear", lb, {"Content-Type": "application/json", "Linear-Delivery": "ld-2",
@@ -215,6 +217,7 @@ with Spur("limits:\n  body: 256KiB\n", automations={"fix.yaml": FIX, "mention.ya
           "webhook-signature": "v1,bm90IGl0 " + sig}
     st, _, a = s.post_json(HOOK + "deploy-failed", db, sw)
     t.ok(st == 200 and len(a.get("runs", [])) == 1, "a Standard Webhooks delivery (one of several signatures valid) starts its run", (st, a))
+    t.eq(s.payloads().get(a.get("event")), db, "the generic event keeps its body as received, byte for byte")
     st, _, a2 = s.post_json(HOOK + "deploy-failed", db, sw)
     t.ok(st == 200 and a2.get("duplicate") is True, "the same webhook-id is a duplicate", a2)
     ev = s.query("SELECT json FROM events WHERE source = 'webhook'")
