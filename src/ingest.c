@@ -189,17 +189,6 @@ ingest_free(struct ingest *in)
 	free(in);
 }
 
-long long
-ingest_queued(struct ingest *in)
-{
-	long long	 n;
-
-	pthread_mutex_lock(&in->mu);
-	n = in->queued;
-	pthread_mutex_unlock(&in->mu);
-	return n;
-}
-
 static char *
 ingest_conc_key(const struct automation *a, const struct spur_event *ev)
 {

@@ -37,6 +37,5 @@ void		 ingest_mark(struct ingest *, const struct report_mark *);
 void		 ingest_cancel(struct ingest *, void *);
 /* Commits what is pending now (called at shutdown). */
 void		 ingest_flush(struct ingest *);
-long long	 ingest_queued(struct ingest *);
 
 #endif
