@@ -124,7 +124,7 @@ main(void)
 	struct plog	*p;
 	char		*cause = NULL, *got;
 	int64_t		 seg[4], off[4], live[1];
-	int		 fd;
+	int		 fd, rc;
 
 	snprintf(dir, sizeof dir, "%s/spur-test-plog-XXXXXX", getenv("TMPDIR") != NULL ?
 	    getenv("TMPDIR") : "/tmp");
@@ -210,14 +210,26 @@ main(void)
 	plog_sync(p, &cause);
 	is_int(seg[0], 4, "numbers are never reused");
 	test_concurrent(p);
-	plog_close(p);
 
-	/* Clean up: every segment, the directory and its parent. */
+	/* The directory gone: an append that needs a new segment fails, and says where. */
 	for (seg[0] = 1; seg[0] <= 1000; seg[0]++) {
 		char path[512];
 		snprintf(path, sizeof path, "%s/%010lld.log", dir, (long long)seg[0]);
 		unlink(path);
 	}
+	rmdir(dir);
+	plog_limits(p, 0, 24 * 3600 * 1000);
+	free(cause);
+	cause = NULL;
+	rc = plog_append(p, "y", 1, &seg[0], &off[0], &cause);
+	ok(rc == -1 && cause != NULL && strstr(cause, dir) != NULL,
+	    "no directory: the append fails with a reason (%s)", cause != NULL ? cause : "none");
+	plog_close(p);
+	p = plog_open(dir, &cause);
+	ok(p != NULL, "reopened, the log makes its directory again");
+	plog_close(p);
+
+	/* Clean up: the directory and its parent. */
 	rmdir(dir);
 	*strrchr(dir, '/') = '\0';
 	rmdir(dir);
