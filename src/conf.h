@@ -94,11 +94,13 @@ struct config {
 
 /* Loads and validates; every problem is added to errs. NULL when any was found. */
 struct config		*config_load(const char *path, struct yerrs *);
-/* Requests being verified on worker threads hold the config they started with. */
+/* A request held by an HTTP front keeps the config it started with (atomic references). */
 struct config		*config_ref(struct config *);
 void			 config_free(struct config *);
 const char		*config_default_path(void);
 struct org		*config_org(const struct config *, const char *);
+/* The org's API base for source (github, slack, linear; org NULL: the default), no trailing slash. */
+char			*config_api_url(const struct org *, const char *source);
 const struct agent_conf	*config_agent(const struct config *, const char *);
 struct secret		*org_secret(const struct org *, const char *);
 struct secret		*org_agent_key(const struct org *, const char *);

@@ -838,6 +838,36 @@ config_ref(struct config *cf)
 	return cf;
 }
 
+static const char *config_default_api[][2] = {
+	{ "github", "https://api.github.com" },
+	{ "slack", "https://slack.com/api" },
+	{ "linear", "https://api.linear.app/graphql" },
+};
+
+char *
+config_api_url(const struct org *org, const char *source)
+{
+	const char	*u = NULL;
+	size_t		 i, len;
+
+	if (org != NULL && strcmp(source, "github") == 0 && org->github != NULL)
+		u = org->github->api_url;
+	else if (org != NULL && strcmp(source, "slack") == 0 && org->slack != NULL)
+		u = org->slack->api_url;
+	else if (org != NULL && strcmp(source, "linear") == 0 && org->linear != NULL)
+		u = org->linear->api_url;
+	for (i = 0; u == NULL && i < SPUR_ARRLEN(config_default_api); i++) {
+		if (strcmp(config_default_api[i][0], source) == 0)
+			u = config_default_api[i][1];
+	}
+	if (u == NULL)
+		return NULL;
+	len = strlen(u);
+	while (len > 0 && u[len - 1] == '/')
+		len--;
+	return xprintf("%.*s", (int)len, u);
+}
+
 void
 config_free(struct config *cf)
 {

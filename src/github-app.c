@@ -294,14 +294,11 @@ github_headers(struct github_flight *r, char **auth)
 static char *
 github_api(struct github_flight *r, const char *path)
 {
-	struct org	*org = config_org(r->e->conf, r->org);
-	const char	*u = org != NULL && org->github != NULL && org->github->api_url != NULL ?
-			    org->github->api_url : "https://api.github.com";
-	size_t		 len = strlen(u);
+	char	*base = config_api_url(config_org(r->e->conf, r->org), "github"), *url;
 
-	while (len > 0 && u[len - 1] == '/')
-		len--;
-	return xprintf("%.*s%s", (int)len, u, path);
+	url = xprintf("%s%s", base, path);
+	free(base);
+	return url;
 }
 
 static void

@@ -149,14 +149,11 @@ repo_git_url(struct repo_job *j)
 static char *
 repo_api_url(struct repo_job *j, const char *path)
 {
-	struct org	*org = config_org(j->e->conf, j->org);
-	const char	*u = org != NULL && org->github != NULL && org->github->api_url != NULL ?
-			    org->github->api_url : "https://api.github.com";
-	size_t		 len = strlen(u);
+	char	*base = config_api_url(config_org(j->e->conf, j->org), "github"), *url;
 
-	while (len > 0 && u[len - 1] == '/')
-		len--;
-	return xprintf("%.*s%s", (int)len, u, path);
+	url = xprintf("%s%s", base, path);
+	free(base);
+	return url;
 }
 
 /* Ends the job with its callback; the job is gone after this. */

@@ -18,12 +18,6 @@
 #define REPORT_LOOKUP_PAGE	100	/* comments or messages per page of a lookup */
 #define REPORT_LOOKUP_SKEW_MS	(10LL * 60 * 1000)	/* our clock and the API's may differ */
 
-static const char *report_default_api[][2] = {
-	{ "github", "https://api.github.com" },
-	{ "slack", "https://slack.com/api" },
-	{ "linear", "https://api.linear.app/graphql" },
-};
-
 char *
 report_scrub(struct engine *e, const char *s)
 {
@@ -180,31 +174,6 @@ report_format(const char *source, const struct report_facts *f, size_t max)
 	return cut;
 }
 
-/* The org's API base for source, without a trailing slash. */
-static char *
-report_api_url(struct org *org, const char *source)
-{
-	const char	*u = NULL;
-	size_t		 i, len;
-
-	if (strcmp(source, "github") == 0 && org->github != NULL)
-		u = org->github->api_url;
-	else if (strcmp(source, "slack") == 0 && org->slack != NULL)
-		u = org->slack->api_url;
-	else if (strcmp(source, "linear") == 0 && org->linear != NULL)
-		u = org->linear->api_url;
-	for (i = 0; u == NULL && i < SPUR_ARRLEN(report_default_api); i++) {
-		if (strcmp(report_default_api[i][0], source) == 0)
-			u = report_default_api[i][1];
-	}
-	if (u == NULL)
-		return NULL;
-	len = strlen(u);
-	while (len > 0 && u[len - 1] == '/')
-		len--;
-	return xprintf("%.*s", (int)len, u);
-}
-
 int
 report_request(struct engine *e, const json_t *target, const char *token, char **url,
     char ***headers, char **cause)
@@ -219,7 +188,7 @@ report_request(struct engine *e, const json_t *target, const char *token, char *
 		xasprintf(cause, "the report's org is no longer configured");
 		return -1;
 	}
-	if ((base = report_api_url(org, source)) == NULL) {
+	if ((base = config_api_url(org, source)) == NULL) {
 		xasprintf(cause, "no API for %s", source);
 		return -1;
 	}
