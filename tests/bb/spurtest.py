@@ -34,6 +34,31 @@ SECRETS = {
 }
 
 
+def sandbox_unavailable():
+    """Why bubblewrap cannot create sandboxes on this machine, or None when it can.
+
+    As root it also makes sure the sandbox user spur-run exists (contrib/quickstart
+    makes it too)."""
+    if not os.path.exists("/usr/bin/bwrap"):
+        return "bwrap not installed"
+    probe = subprocess.run(["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+                            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
+                            "--dev", "/dev", "/bin/true"], capture_output=True)
+    if probe.returncode != 0:
+        return probe.stderr.decode().strip() or "bwrap exited %d" % probe.returncode
+    if os.geteuid() == 0 and subprocess.run(["id", "spur-run"], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                        "--shell", "/usr/sbin/nologin", "spur-run"], check=False)
+    return None
+
+
+def require_sandboxes(t):
+    """Skips the whole test file, with the reason, when bubblewrap cannot create sandboxes."""
+    why = sandbox_unavailable()
+    if why is not None:
+        t.skip_all("bubblewrap cannot create sandboxes here: %s" % why)
+
+
 class Tap:
     """Minimal TAP producer; the exit status says whether everything passed."""
 

@@ -9,15 +9,11 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap, SECRETS, github_headers, github_comment, slack_headers, linear_sig, grep_secrets
+from spurtest import require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment, slack_headers, linear_sig, grep_secrets
 from fakeapis import Fake, make_remote, add_ref, git_show, git_ls, git_log, git_parents
 
 t = Tap()
-probe = subprocess.run(["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-                        "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
-                        "--dev", "/dev", "/bin/true"], capture_output=True) if os.path.exists("/usr/bin/bwrap") else None
-if probe is None or probe.returncode != 0:
-    t.skip_all("bubblewrap cannot create sandboxes here")
+require_sandboxes(t)
 
 HOOK = "/o/acme/hooks/"
 gitroot = tempfile.mkdtemp(prefix="spur-git-")

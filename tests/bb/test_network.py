@@ -2,24 +2,16 @@
 import http.server
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap, SPUR, github_headers, github_comment
+from spurtest import require_sandboxes, Spur, Tap, SPUR, github_headers, github_comment
 
 t = Tap()
 
-probe = subprocess.run(["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-                        "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
-                        "--dev", "/dev", "/bin/true"], capture_output=True) if os.path.exists("/usr/bin/bwrap") else None
-if probe is None or probe.returncode != 0:
-    t.skip_all("bubblewrap cannot create sandboxes here: %s" % (probe.stderr.decode().strip() if probe else "bwrap not installed"))
-if os.geteuid() == 0 and subprocess.run(["id", "spur-run"], capture_output=True).returncode != 0:
-    subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
-                    "--shell", "/usr/sbin/nologin", "spur-run"], check=False)
+require_sandboxes(t)
 
 
 class Hello(http.server.BaseHTTPRequestHandler):

@@ -16,26 +16,18 @@ import os
 import shutil
 import signal
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import (Spur, Tap, SECRETS, github_headers, github_comment, github_sig, slack_headers,
+from spurtest import (require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment, github_sig, slack_headers,
                       linear_sig, std_headers)
 from fakeapis import Fake
 
 t = Tap()
-probe = subprocess.run(["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-                        "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
-                        "--dev", "/dev", "/bin/true"], capture_output=True) if os.path.exists("/usr/bin/bwrap") else None
-if probe is None or probe.returncode != 0:
-    t.skip_all("bubblewrap cannot create sandboxes here: %s" % (probe.stderr.decode().strip() if probe else "bwrap not installed"))
-if os.geteuid() == 0 and subprocess.run(["id", "spur-run"], capture_output=True).returncode != 0:
-    subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
-                    "--shell", "/usr/sbin/nologin", "spur-run"], check=False)
+require_sandboxes(t)
 
 HOOK = "/o/acme/hooks/"
 TERMINAL = ("completed", "needs_review", "failed", "timed_out", "cancelled")

@@ -18,7 +18,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap, SECRETS, github_headers, github_comment
+from spurtest import sandbox_unavailable, Spur, Tap, SECRETS, github_headers, github_comment
 from fakeapis import Fake
 
 EVENTS = int(os.environ.get("SPUR_SOAK_EVENTS") or 10000)
@@ -35,15 +35,10 @@ KEEP_FRESH = 100          # the newest events are not aged: retention must keep 
 MiB = 1 << 20
 
 t = Tap()
-probe = subprocess.run(["bwrap", "--unshare-all", "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-                        "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
-                        "--dev", "/dev", "/bin/true"], capture_output=True) if os.path.exists("/usr/bin/bwrap") else None
-BACKEND = "bwrap" if probe is not None and probe.returncode == 0 else "none"
+NO_SANDBOX = sandbox_unavailable()
+BACKEND = "bwrap" if NO_SANDBOX is None else "none"
 if BACKEND == "none":
-    print("# bubblewrap cannot create sandboxes here: runs use sandbox backend none")
-if os.geteuid() == 0 and subprocess.run(["id", "spur-run"], capture_output=True).returncode != 0:
-    subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
-                    "--shell", "/usr/sbin/nologin", "spur-run"], check=False)
+    print("# bubblewrap cannot create sandboxes here (%s): runs use sandbox backend none" % NO_SANDBOX)
 
 GO = """\
 name: go
