@@ -26,45 +26,8 @@ struct pending {
 	void		*arg;
 };
 
-/*
- * Commits run on a writer thread with its own store connection, so that the
- * loop goes on reading and verifying requests while a commit waits for its
- * fsync; everything that arrives meanwhile is the next batch (group commit).
- */
-struct ingest {
-	struct engine	*engine;
-	struct event	*commit_ev;	/* loop: start a batch if none is in flight */
-	struct event	*done_ev;	/* writer -> loop: the batch is committed */
-	struct pending	*pending;
-	size_t		 npending;
-	size_t		 cap;
-	struct report_mark *marks;	/* the outbox's, for the next batch */
-	size_t		 nmarks;
-	size_t		 capmarks;
-	long long	 queued;	/* runs queued in the store (recounted each second) */
-	int64_t		 counted_at;
-
-	struct store	*wstore;
-	struct plog	*plog;		/* the fronts append payloads, the writer syncs */
-	pthread_t	 thread;
-	pthread_mutex_t	 mu;
-	pthread_cond_t	 cv;
-	struct pending	*batch;		/* in flight; its items owned by the writer until done */
-	struct ingest_item **items;
-	size_t		 nbatch;
-	struct report_mark *bmarks;	/* in flight with the batch */
-	size_t		 nbmarks;
-	int		 busy;		/* a batch is in flight */
-	int		 done;		/* the writer finished it */
-	int		 rc;
-	char		*cause;
-	int		 stop;
-};
-
-static void	ingest_commit_cb(evutil_socket_t, short, void *);
-static void	ingest_written_cb(evutil_socket_t, short, void *);
-/* A batch the writer is done with, taken off the ingest so the next can start. */
-struct done_batch {
+/* A batch of deliveries and outbox marks, from the writer's taking it to the loop's answering it. */
+struct batch {
 	struct pending		*pending;
 	struct ingest_item	**items;
 	size_t			 n;
@@ -72,9 +35,41 @@ struct done_batch {
 	size_t			 nmarks;
 	int			 rc;
 	char			*cause;
+	struct batch		*next;
 };
 
-static void	ingest_finish_batch(struct ingest *, struct done_batch *);
+/*
+ * Commits run on a writer thread with its own store connection. The writer
+ * takes everything pending as one batch (group commit), commits it and hands
+ * it to the loop to be answered, and takes the next batch at once: what
+ * arrived during a commit waits for no other thread.
+ */
+struct ingest {
+	struct engine	*engine;
+	struct event	*done_ev;	/* writer -> loop: batches are committed */
+	long long	 queued;	/* runs queued in the store (recounted each second) */
+	int64_t		 counted_at;
+
+	struct store	*wstore;
+	struct plog	*plog;		/* the fronts append payloads, the writer syncs */
+	pthread_t	 thread;
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 work;		/* to the writer: something is pending, or stop */
+	pthread_cond_t	 idle;		/* from the writer: a batch is done */
+	struct pending	*pending;
+	size_t		 npending;
+	size_t		 cap;
+	struct report_mark *marks;	/* the outbox's, for the next batch */
+	size_t		 nmarks;
+	size_t		 capmarks;
+	struct batch	*writing;	/* owned by the writer, but for the callbacks */
+	struct batch	*done;		/* committed (or not), for the loop to answer */
+	struct batch	**done_tail;
+	int		 stop;
+};
+
+static void	ingest_written_cb(evutil_socket_t, short, void *);
+static void	ingest_finish_batch(struct ingest *, struct batch *);
 
 /* Writer, after the commit: the payloads are not needed any more. */
 static void
@@ -91,29 +86,54 @@ ingest_committed(struct ingest_item **items, size_t n)
 	}
 }
 
+/* Writer, with mu held: what is pending becomes a batch (at most INGEST_MAX_BATCH deliveries). */
+static struct batch *
+ingest_take_pending(struct ingest *in)
+{
+	struct batch	*b = xcalloc(1, sizeof *b);
+	size_t		 n, i;
+
+	b->marks = in->marks;
+	b->nmarks = in->nmarks;
+	in->marks = NULL;
+	in->nmarks = in->capmarks = 0;
+	n = in->npending < INGEST_MAX_BATCH ? in->npending : INGEST_MAX_BATCH;
+	b->pending = xcalloc(n > 0 ? n : 1, sizeof *b->pending);
+	b->items = xcalloc(n > 0 ? n : 1, sizeof *b->items);
+	if (n > 0) {
+		memcpy(b->pending, in->pending, n * sizeof *b->pending);
+		memmove(in->pending, in->pending + n, (in->npending - n) *
+		    sizeof *in->pending);
+		in->npending -= n;
+	}
+	for (i = 0; i < n; i++)
+		b->items[i] = b->pending[i].item;
+	b->n = n;
+	return b;
+}
+
 static void *
 ingest_writer_main(void *arg)
 {
 	struct ingest	*in = arg;
-	char		*cause = NULL;
-	int		 rc;
+	struct batch	*b;
 
 	pthread_mutex_lock(&in->mu);
 	for (;;) {
-		while (!in->stop && !(in->busy && !in->done))
-			pthread_cond_wait(&in->cv, &in->mu);
+		while (!in->stop && in->npending == 0 && in->nmarks == 0)
+			pthread_cond_wait(&in->work, &in->mu);
 		if (in->stop)
 			break;
+		b = in->writing = ingest_take_pending(in);
 		pthread_mutex_unlock(&in->mu);
-		rc = store_ingest(in->wstore, in->items, in->nbatch, in->bmarks, in->nbmarks,
-		    &cause);
-		ingest_committed(in->items, in->nbatch);
+		b->rc = store_ingest(in->wstore, b->items, b->n, b->marks, b->nmarks,
+		    &b->cause);
+		ingest_committed(b->items, b->n);
 		pthread_mutex_lock(&in->mu);
-		in->rc = rc;
-		in->cause = cause;
-		cause = NULL;
-		in->done = 1;
-		pthread_cond_broadcast(&in->cv);
+		in->writing = NULL;
+		*in->done_tail = b;
+		in->done_tail = &b->next;
+		pthread_cond_broadcast(&in->idle);
 		event_active(in->done_ev, 0, 0);
 	}
 	pthread_mutex_unlock(&in->mu);
@@ -127,7 +147,6 @@ ingest_create(struct engine *e)
 	char		*cause = NULL;
 
 	in->engine = e;
-	in->commit_ev = event_new(e->base, -1, 0, ingest_commit_cb, in);
 	in->done_ev = event_new(e->base, -1, 0, ingest_written_cb, in);
 	in->queued = store_count_runs(e->store, RUN_QUEUED);
 	if (in->queued < 0)
@@ -139,7 +158,9 @@ ingest_create(struct engine *e)
 		fatal("cannot open the payload log: %s", cause);
 	store_write_payloads(in->wstore, in->plog);
 	pthread_mutex_init(&in->mu, NULL);
-	pthread_cond_init(&in->cv, NULL);
+	pthread_cond_init(&in->work, NULL);
+	pthread_cond_init(&in->idle, NULL);
+	in->done_tail = &in->done;
 	if (pthread_create(&in->thread, NULL, ingest_writer_main, in) != 0)
 		fatal("cannot start the writer thread");
 	return in;
@@ -175,14 +196,14 @@ ingest_free(struct ingest *in)
 	ingest_flush(in);
 	pthread_mutex_lock(&in->mu);
 	in->stop = 1;
-	pthread_cond_broadcast(&in->cv);
+	pthread_cond_signal(&in->work);
 	pthread_mutex_unlock(&in->mu);
 	pthread_join(in->thread, NULL);
 	pthread_mutex_destroy(&in->mu);
-	pthread_cond_destroy(&in->cv);
+	pthread_cond_destroy(&in->work);
+	pthread_cond_destroy(&in->idle);
 	store_close(in->wstore);
 	plog_close(in->plog);
-	event_free(in->commit_ev);
 	event_free(in->done_ev);
 	free(in->pending);
 	free(in->marks);
@@ -279,21 +300,38 @@ ingest_submit(struct ingest *in, struct ingest_item *it, ingest_done_cb cb, void
 	p->item = it;
 	p->cb = cb;
 	p->arg = arg;
-	if (in->npending == 1 && !in->busy)
-		event_active(in->commit_ev, 0, 0);
+	if (in->npending == 1)
+		pthread_cond_signal(&in->work);
 	pthread_mutex_unlock(&in->mu);
+}
+
+static void
+ingest_cancel_batch(struct batch *b, void *arg)
+{
+	size_t	 i;
+
+	for (i = 0; i < b->n; i++) {
+		if (b->pending[i].arg == arg)
+			b->pending[i].cb = NULL;
+	}
 }
 
 void
 ingest_cancel(struct ingest *in, void *arg)
 {
-	size_t	 i;
+	struct batch	*b;
+	size_t		 i;
 
 	pthread_mutex_lock(&in->mu);
 	for (i = 0; i < in->npending; i++) {
 		if (in->pending[i].arg == arg)
 			in->pending[i].cb = NULL;
 	}
+	/* The writer never reads the callbacks: they are the loop's, in flight or done. */
+	if (in->writing != NULL)
+		ingest_cancel_batch(in->writing, arg);
+	for (b = in->done; b != NULL; b = b->next)
+		ingest_cancel_batch(b, arg);
 	pthread_mutex_unlock(&in->mu);
 }
 
@@ -307,14 +345,14 @@ ingest_mark(struct ingest *in, const struct report_mark *m)
 	}
 	in->marks[in->nmarks] = *m;
 	in->marks[in->nmarks].error = m->error != NULL ? xstrdup(m->error) : NULL;
-	if (++in->nmarks == 1 && in->npending == 0 && !in->busy)
-		event_active(in->commit_ev, 0, 0);
+	if (++in->nmarks == 1 && in->npending == 0)
+		pthread_cond_signal(&in->work);
 	pthread_mutex_unlock(&in->mu);
 }
 
 /* Loop: answers every delivery of the batch the writer committed (or could not). */
 static void
-ingest_finish_batch(struct ingest *in, struct done_batch *d)
+ingest_finish_batch(struct ingest *in, struct batch *d)
 {
 	struct engine		*e = in->engine;
 	struct pending		*batch = d->pending;
@@ -372,6 +410,7 @@ ingest_finish_batch(struct ingest *in, struct done_batch *d)
 	free(d->marks);
 	free(items);
 	free(batch);
+	free(d);
 	if (rc == 0) {
 		pthread_mutex_lock(&in->mu);
 		in->queued += queued;
@@ -391,103 +430,54 @@ ingest_finish_batch(struct ingest *in, struct done_batch *d)
 	}
 }
 
-/* Loop: hands what is pending to the writer, unless a batch is in flight. */
-static void
-ingest_start_batch(struct ingest *in)
+/* Loop: the batches the writer is done with, oldest first. */
+static struct batch *
+ingest_take_done(struct ingest *in)
 {
-	size_t	 n, i;
+	struct batch	*b;
 
 	pthread_mutex_lock(&in->mu);
-	if (in->busy || (in->npending == 0 && in->nmarks == 0)) {
-		pthread_mutex_unlock(&in->mu);
-		return;
-	}
-	in->bmarks = in->marks;
-	in->nbmarks = in->nmarks;
-	in->marks = NULL;
-	in->nmarks = in->capmarks = 0;
-	n = in->npending < INGEST_MAX_BATCH ? in->npending : INGEST_MAX_BATCH;
-	in->batch = xcalloc(n, sizeof *in->batch);
-	if (n > 0) {
-		memcpy(in->batch, in->pending, n * sizeof *in->batch);
-		memmove(in->pending, in->pending + n, (in->npending - n) *
-		    sizeof *in->pending);
-		in->npending -= n;
-	}
-	in->items = xcalloc(n, sizeof *in->items);
-	for (i = 0; i < n; i++)
-		in->items[i] = in->batch[i].item;
-	in->nbatch = n;
-	in->done = 0;
-	in->busy = 1;
-	pthread_cond_broadcast(&in->cv);
+	b = in->done;
+	in->done = NULL;
+	in->done_tail = &in->done;
 	pthread_mutex_unlock(&in->mu);
+	return b;
 }
 
 static void
-ingest_commit_cb(evutil_socket_t fd, short what, void *arg)
+ingest_finish_all(struct ingest *in, struct batch *b)
 {
-	ingest_start_batch(arg);
-}
+	struct batch	*next;
 
-/* Loop: the batch the writer is done with, if it is; the writer is free again. */
-static int
-ingest_take_batch(struct ingest *in, struct done_batch *d)
-{
-	int	 done;
-
-	pthread_mutex_lock(&in->mu);
-	if ((done = in->busy && in->done))
-		in->busy = 0;
-	pthread_mutex_unlock(&in->mu);
-	if (!done)
-		return 0;
-	d->pending = in->batch;
-	d->items = in->items;
-	d->n = in->nbatch;
-	d->marks = in->bmarks;
-	d->nmarks = in->nbmarks;
-	d->rc = in->rc;
-	d->cause = in->cause;
-	in->batch = NULL;
-	in->items = NULL;
-	in->nbatch = 0;
-	in->bmarks = NULL;
-	in->nbmarks = 0;
-	in->cause = NULL;
-	return 1;
+	for (; b != NULL; b = next) {
+		next = b->next;
+		ingest_finish_batch(in, b);
+	}
 }
 
 static void
 ingest_written_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct ingest		*in = arg;
-	struct done_batch	 d;
+	struct ingest	*in = arg;
 
-	if (!ingest_take_batch(in, &d))
-		return;
-	/* The writer first: it commits the next batch while this one is answered. */
-	ingest_start_batch(in);
-	ingest_finish_batch(in, &d);
+	ingest_finish_all(in, ingest_take_done(in));
 }
 
-/* Commits everything pending now, waiting for the writer (shutdown). */
+/* Loop: commits everything pending now and answers it, waiting for the writer (shutdown). */
 void
 ingest_flush(struct ingest *in)
 {
-	struct done_batch	 d;
-	int			 idle;
+	int	 idle;
 
 	for (;;) {
 		pthread_mutex_lock(&in->mu);
-		while (in->busy && !in->done)
-			pthread_cond_wait(&in->cv, &in->mu);
-		idle = !in->busy && in->npending == 0 && in->nmarks == 0;
+		while (in->writing != NULL || in->npending > 0 || in->nmarks > 0)
+			pthread_cond_wait(&in->idle, &in->mu);
+		idle = in->done == NULL;
 		pthread_mutex_unlock(&in->mu);
-		if (ingest_take_batch(in, &d))
-			ingest_finish_batch(in, &d);
 		if (idle)
 			return;
-		ingest_start_batch(in);
+		/* Answering may queue more (an outbox mark): round again until nothing is left. */
+		ingest_finish_all(in, ingest_take_done(in));
 	}
 }
