@@ -71,6 +71,7 @@ struct config {
 	unsigned long long	 limit_header;	/* all request headers together */
 	int			 limit_headers;	/* header count */
 	long long		 limit_idle;	/* seconds a connection may stay silent */
+	long long		 limit_request;	/* seconds to read one whole request */
 	int			 limit_runs;
 	int			 limit_queue;
 	long long		 retention_events; /* seconds events are kept (>= 30d) */

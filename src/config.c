@@ -304,6 +304,11 @@ cfg_limits(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			cf->limit_headers = (int)v;
 		} else if (strcmp(k, "idle") == 0)
 			cfg_duration(c, n, "limits.idle", &cf->limit_idle);
+		else if (strcmp(k, "request") == 0) {
+			cfg_duration(c, n, "limits.request", &cf->limit_request);
+			if (cf->limit_request < 1)
+				cfg_error(c, n, "\"limits.request\" must be at least 1s");
+		}
 		else if (strcmp(k, "runs") == 0) {
 			v = cf->limit_runs;
 			cfg_int(c, n, "limits.runs", 1, 4096, &v);
@@ -702,6 +707,7 @@ cfg_defaults(struct config *cf)
 	cf->limit_header = 64ULL << 10;
 	cf->limit_headers = 100;
 	cf->limit_idle = 30;
+	cf->limit_request = 60;
 	cf->limit_runs = 4;
 	cf->limit_queue = 10000;
 	cf->retention_events = 30 * 86400;

@@ -148,6 +148,7 @@ serve_reload(struct engine *e)
 	config_free(oldconf);
 	log_info("event=reload.done automations=%zu orgs=%zu", automation_count(set),
 	    conf->norgs);
+	server_reload(e->server);
 	if (e->scheduler != NULL)
 		scheduler_reload(e->scheduler);
 	if (e->dispatch != NULL)

@@ -43,6 +43,8 @@ struct config	*serve_config_ref(struct engine *, struct automation_set **);
 /* server.c: the HTTP listener. */
 struct server	*server_create(struct engine *, char **cause);
 void		 server_free(struct server *);
+/* The config was reloaded: each front takes its listener limits. */
+void		 server_reload(struct server *);
 /* Stops accepting; in-flight requests finish. */
 void		 server_stop_accepting(struct server *);
 int		 server_busy(struct server *);

@@ -4,6 +4,7 @@
 #include "conf.h"
 #include "event.h"
 #include "ingest.h"
+#include "reqclock.h"
 #include "serve.h"
 #include "source.h"
 #include "store.h"
@@ -47,6 +48,8 @@ struct front {
 	int				 started;
 	struct event			*answer_ev;	/* answers made elsewhere, to send */
 	struct event			*close_ev;	/* stop accepting */
+	struct event			*limits_ev;	/* the config was reloaded */
+	struct reqclock			*clock;		/* limits.request */
 	TAILQ_HEAD(hookreqs, hookreq)	 answers;	/* under srv->mu */
 };
 
@@ -466,6 +469,7 @@ server_request_cb(struct evhttp_request *req, void *arg)
 	size_t		 n = strcspn(uri, "?");
 	int		 get = evhttp_request_get_command(req) == EVHTTP_REQ_GET;
 
+	reqclock_done(f->clock, req);
 	if (n == 8 && (strncmp(uri, "/healthz", 8) == 0 || strncmp(uri, "/metrics", 8) == 0)) {
 		const char *route = uri[1] == 'h' ? "healthz" : "metrics";
 		if (!get) {
@@ -596,11 +600,36 @@ front_main(void *arg)
 	return NULL;
 }
 
+/* Front: the listener limits of conf (at start, and after a reload). */
 static void
-front_init(struct server *srv, struct front *f, const struct config *conf)
+front_limits(struct front *f, const struct config *conf)
 {
 	struct timeval	 tv;
 
+	/* Over the limit, evhttp answers 413 from Content-Length and reads no further. */
+	evhttp_set_max_body_size(f->http, (ev_ssize_t)conf->limit_body);
+	evhttp_set_max_headers_size(f->http, (ev_ssize_t)conf->limit_header);
+	tv.tv_sec = conf->limit_idle;
+	tv.tv_usec = 0;
+	evhttp_set_timeout_tv(f->http, &tv);
+	reqclock_set_limit(f->clock, (int)conf->limit_request);
+}
+
+static void
+front_limits_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct front		*f = arg;
+	struct automation_set	*set;
+	struct config		*conf = serve_config_ref(f->srv->engine, &set);
+
+	front_limits(f, conf);
+	automation_set_unref(set);
+	config_free(conf);
+}
+
+static void
+front_init(struct server *srv, struct front *f, const struct config *conf)
+{
 	f->srv = srv;
 	TAILQ_INIT(&f->answers);
 	if ((f->base = event_base_new()) == NULL || (f->http = evhttp_new(f->base)) == NULL)
@@ -608,15 +637,13 @@ front_init(struct server *srv, struct front *f, const struct config *conf)
 	evhttp_set_allowed_methods(f->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
 	    EVHTTP_REQ_PATCH);
-	/* Over the limit, evhttp answers 413 from Content-Length and reads no further. */
-	evhttp_set_max_body_size(f->http, (ev_ssize_t)conf->limit_body);
-	evhttp_set_max_headers_size(f->http, (ev_ssize_t)conf->limit_header);
-	tv.tv_sec = conf->limit_idle;
-	tv.tv_usec = 0;
-	evhttp_set_timeout_tv(f->http, &tv);
+	f->clock = reqclock_new(f->base, (int)conf->limit_request);
+	evhttp_set_bevcb(f->http, reqclock_bevcb, f->clock);
+	front_limits(f, conf);
 	evhttp_set_gencb(f->http, server_request_cb, f);
 	f->answer_ev = event_new(f->base, -1, 0, front_answer_cb, f);
 	f->close_ev = event_new(f->base, -1, 0, front_close_cb, f);
+	f->limits_ev = event_new(f->base, -1, 0, front_limits_cb, f);
 }
 
 struct server *
@@ -647,6 +674,17 @@ server_create(struct engine *e, char **cause)
 		srv->fronts[n].started = 1;
 	}
 	return srv;
+}
+
+void
+server_reload(struct server *srv)
+{
+	int	 i;
+
+	if (srv == NULL)
+		return;
+	for (i = 0; i < srv->nfronts; i++)
+		event_active(srv->fronts[i].limits_ev, 0, 0);
 }
 
 void
@@ -699,6 +737,7 @@ server_free(struct server *srv)
 		/* Closing the connections drops the answers of requests still here. */
 		if (f->http != NULL)
 			evhttp_free(f->http);
+		reqclock_free(f->clock);
 		while ((hr = TAILQ_FIRST(&f->answers)) != NULL) {
 			TAILQ_REMOVE(&f->answers, hr, entry);
 			hookreq_free(hr);
@@ -707,6 +746,8 @@ server_free(struct server *srv)
 			event_free(f->answer_ev);
 		if (f->close_ev != NULL)
 			event_free(f->close_ev);
+		if (f->limits_ev != NULL)
+			event_free(f->limits_ev);
 		if (f->base != NULL)
 			event_base_free(f->base);
 	}

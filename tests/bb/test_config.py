@@ -57,6 +57,13 @@ with Spur() as s:
     t.ok((s.config + ':23:5: error: unknown key "colour" in acme') in lines, "an unknown key in an org is reported", err)
     t.eq(len(lines), 10, "every error is reported, one line each")
     t.ok("a-literal-secret-value" not in err, "the literal secret value is not echoed")
+    with open(s.config, "w") as f:
+        f.write("limits:\n  request: 0s\n")
+    rc, out, err = s.c("check")
+    t.eq((rc, err.strip()), (1, '%s:2:12: error: "limits.request" must be at least 1s' % s.config),
+         "a request deadline of 0s is refused at its position")
+    with open(s.config, "w") as f:
+        f.write(BROKEN)
     t.eq(out, "", "nothing on stdout")
 
     # serve refuses with the same messages

@@ -29,6 +29,7 @@ SLOW = int(os.environ.get("SPUR_HOSTILE_SLOW") or 200)
 ROUNDS = max(2, int(os.environ.get("SPUR_HOSTILE_ROUNDS") or 2))
 UNFINISHED = 100
 IDLE_LIMIT = 2            # limits.idle in the config, seconds
+REQUEST_LIMIT = 4         # limits.request: slowloris clients are never silent for IDLE_LIMIT
 MiB = 1 << 20
 
 t = Tap()
@@ -255,7 +256,8 @@ def attack(s, rounds_name):
 # ASan keeps freed memory in quarantine (256 MiB by default): a small one makes RSS mean something.
 asan = os.environ.get("ASAN_OPTIONS", "")
 env = {"ASAN_OPTIONS": (asan + ":" if asan else "") + "quarantine_size_mb=4:detect_leaks=1"}
-with Spur("limits:\n  idle: %ds\n  header: 16KiB\n  headers: 100\n  body: 1MiB\n" % IDLE_LIMIT, env=env) as s:
+with Spur("limits:\n  idle: %ds\n  request: %ds\n  header: 16KiB\n  headers: 100\n  body: 1MiB\n"
+          % (IDLE_LIMIT, REQUEST_LIMIT), env=env) as s:
     s.start()
     pid = s.proc.pid
     for _ in range(20):
@@ -304,6 +306,10 @@ with Spur("limits:\n  idle: %ds\n  header: 16KiB\n  headers: 100\n  body: 1MiB\n
         t.ok(res[2][0] > 0 and res[2][3] < IDLE_LIMIT + 2 and res[2][1] < IDLE_LIMIT + 10,
              "%s: bodies that never finish are dropped after limits.idle (%d, 90%% within %.1f s, longest %.1f s)"
              % (name, res[2][0], res[2][3], res[2][1]))
+        t.ok(res[1][0] > 0 and res[1][3] < REQUEST_LIMIT + 2 and res[1][1] < REQUEST_LIMIT + 10
+             and res[1][2] < REQUEST_LIMIT + 10,
+             "%s: slowloris connections are dropped after limits.request (%d dropped, 90%% within %.1f s, "
+             "longest %.1f s, oldest left %.1f s)" % (name, res[1][0], res[1][3], res[1][1], res[1][2]))
         t.ok(s.proc.poll() is None, "%s: the engine is still running" % name)
         # Connections the attackers closed, and the ones the engine drops for idleness, are released.
         deadline = time.time() + IDLE_LIMIT + 8

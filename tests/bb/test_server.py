@@ -12,7 +12,7 @@ from spurtest import Spur, Tap, grep_secrets, SECRETS
 
 t = Tap()
 
-with Spur("limits:\n  body: 64KiB\n  idle: 2s\n  header: 8KiB\n  headers: 50\n") as s:
+with Spur("limits:\n  body: 64KiB\n  idle: 2s\n  request: 3s\n  header: 8KiB\n  headers: 50\n") as s:
     s.start()
     st, h, body = s.request("GET", "/healthz")
     t.ok(st == 200 and body == b"ok\n", "GET /healthz answers 200 ok", (st, body))
@@ -72,6 +72,48 @@ with Spur("limits:\n  body: 64KiB\n  idle: 2s\n  header: 8KiB\n  headers: 50\n")
     t.ok(got != b"timeout" and waited < 8, "the slow client is disconnected after the idle limit (%.1fs)" % waited, got)
     slow.close()
 
+    # a client that trickles its headers is never silent for limits.idle: limits.request ends it
+    def trickle(c, secs, every):
+        """Sends a byte every `every` seconds; returns when the engine closed it, or None."""
+        c.settimeout(every)
+        t0 = time.time()
+        while time.time() - t0 < secs:
+            try:
+                c.sendall(b"a")
+                if c.recv(100) == b"":
+                    return time.time() - t0
+            except socket.timeout:
+                pass
+            except OSError:
+                return time.time() - t0
+        return None
+
+    slow = socket.create_connection(("127.0.0.1", s.port))
+    slow.sendall(b"POST /o/acme/hooks/github HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+    closed = trickle(slow, 10, 0.5)
+    slow.close()
+    t.ok(closed is not None and 2.5 < closed < 5, "a client trickling its headers a byte every 0.5 s is "
+         "closed after limits.request (3 s): %s" % ("%.1f s" % closed if closed else "still open after 10 s"))
+    t.contains(s.logs(), "event=http.request_timeout", "the log says why")
+    slow = socket.create_connection(("127.0.0.1", s.port))
+    slow.sendall(b"POST /o/acme/hooks/github HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 1000\r\n\r\n{")
+    closed = trickle(slow, 10, 0.5)
+    slow.close()
+    t.ok(closed is not None and 2.5 < closed < 5, "so is one trickling its body: %s"
+         % ("%.1f s" % closed if closed else "still open after 10 s"))
+    # the clock is per request: a keep-alive client with quick requests keeps its connection
+    ka = socket.create_connection(("127.0.0.1", s.port))
+    ka.settimeout(5)
+    answers = []
+    for i in range(5):
+        ka.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        answers.append(ka.recv(200).split(b"\r\n")[0])
+        time.sleep(1.5)
+    ka.close()
+    t.eq(answers, [b"HTTP/1.1 200 OK"] * 5, "a keep-alive connection making a request every 1.5 s for "
+         "7.5 s (longer than limits.request) is answered every time")
+
     # many idle connections do not stop it
     idle = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(300)]
     st, _, _ = s.request("GET", "/healthz")
@@ -128,10 +170,14 @@ with Spur("limits:\n  body: 64KiB\n  idle: 2s\n  header: 8KiB\n  headers: 50\n")
     logs = s.logs()
     t.contains(logs, "event=reload.refused", "the refused reload is logged")
     t.contains(logs, 'unknown key \\"bogus_key\\"', "with why")
-    s.write_config("limits:\n  body: 64KiB\n")
+    st, _, _ = s.request("POST", "/o/acme/hooks/github", b"{" * 2048, {"Content-Type": "application/json"})
+    t.eq(st, 401, "a 2 KiB body is read (and refused unsigned) under limits.body 64KiB")
+    s.write_config("limits:\n  body: 1KiB\n")
     s.proc.send_signal(signal.SIGHUP)
     time.sleep(0.5)
     t.contains(s.logs(), "event=reload.done", "a valid reload is applied")
+    st, _, _ = s.request("POST", "/o/acme/hooks/github", b"{" * 2048, {"Content-Type": "application/json"})
+    t.eq(st, 413, "the reloaded limits.body (1KiB) holds for new connections: 2 KiB is 413")
 
     # SIGTERM: finish and exit 0
     rc = s.stop()

@@ -1,0 +1,211 @@
+/* reqclock.c: a deadline for every request a front reads (limits.request). */
+#include "spur.h"
+#include "reqclock.h"
+
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#define REQCLOCK_SWEEP_MS	250
+
+/*
+ * evhttp 2.1 says nothing about a connection until its first request is
+ * whole, and frees it without telling anyone. So each connection's bufferevent
+ * is made here and keeps one reference of ours: evhttp's free only drops its
+ * own, and the sweep sees that evhttp let go (its callbacks are gone) and
+ * drops ours. The clock of a connection starts with the first byte of a
+ * request (a callback on its input buffer) and stops when the request is
+ * whole; one that runs out is shut down, and evhttp, reading end of file
+ * there, frees the connection as for any client that left.
+ */
+struct rqconn {
+	struct bufferevent	*bev;
+	int64_t			 started;	/* a request is being read since; 0: none */
+	struct rqconn		*chain;		/* in its hash bucket */
+	TAILQ_ENTRY(rqconn)	 entry;
+};
+
+struct reqclock {
+	struct event		*sweep;
+	int64_t			 limit_ms;
+	TAILQ_HEAD(, rqconn)	 conns;
+	struct rqconn		**buckets;	/* by bufferevent */
+	size_t			 nbuckets;	/* a power of two */
+	size_t			 n;
+};
+
+static void	reqclock_input_cb(struct evbuffer *, const struct evbuffer_cb_info *, void *);
+
+static size_t
+reqclock_hash(const struct reqclock *rc, const struct bufferevent *bev)
+{
+	uint64_t	 h = (uint64_t)(uintptr_t)bev * 0x9e3779b97f4a7c15ULL;
+
+	return (size_t)(h >> 32) & (rc->nbuckets - 1);
+}
+
+static void
+reqclock_grow(struct reqclock *rc)
+{
+	struct rqconn	*c;
+
+	free(rc->buckets);
+	rc->nbuckets = rc->nbuckets ? rc->nbuckets * 2 : 64;
+	rc->buckets = xcalloc(rc->nbuckets, sizeof *rc->buckets);
+	TAILQ_FOREACH(c, &rc->conns, entry) {
+		size_t h = reqclock_hash(rc, c->bev);
+		c->chain = rc->buckets[h];
+		rc->buckets[h] = c;
+	}
+}
+
+static struct rqconn *
+reqclock_find(struct reqclock *rc, const struct bufferevent *bev)
+{
+	struct rqconn	*c;
+
+	if (rc->nbuckets == 0)
+		return NULL;
+	for (c = rc->buckets[reqclock_hash(rc, bev)]; c != NULL; c = c->chain) {
+		if (c->bev == bev)
+			return c;
+	}
+	return NULL;
+}
+
+static void
+reqclock_forget(struct reqclock *rc, struct rqconn *c)
+{
+	struct rqconn	**p = &rc->buckets[reqclock_hash(rc, c->bev)];
+
+	while (*p != c)
+		p = &(*p)->chain;
+	*p = c->chain;
+	TAILQ_REMOVE(&rc->conns, c, entry);
+	rc->n--;
+	evbuffer_remove_cb(bufferevent_get_input(c->bev), reqclock_input_cb, c);
+	bufferevent_decref(c->bev);
+	free(c);
+}
+
+/* Bytes came in: if no request was being read, one starts now. */
+static void
+reqclock_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct rqconn		*c = arg;
+	bufferevent_data_cb	 r, w;
+	bufferevent_event_cb	 e;
+
+	if (info->n_added == 0 || c->started != 0)
+		return;
+	bufferevent_getcb(c->bev, &r, &w, &e, NULL);
+	if (r == NULL && w == NULL && e == NULL) {
+		/* evhttp let go: read nothing more until the sweep closes it. */
+		bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+		return;
+	}
+	c->started = now_ms();
+}
+
+static void
+reqclock_sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct reqclock		*rc = arg;
+	struct rqconn		*c, *next;
+	bufferevent_data_cb	 r, w;
+	bufferevent_event_cb	 e;
+	int64_t			 now = now_ms();
+	int			 s;
+
+	for (c = TAILQ_FIRST(&rc->conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, entry);
+		bufferevent_getcb(c->bev, &r, &w, &e, NULL);
+		if (r == NULL && w == NULL && e == NULL) {
+			reqclock_forget(rc, c);
+			continue;
+		}
+		if (c->started == 0 || now - c->started < rc->limit_ms)
+			continue;
+		c->started = 0;
+		if ((s = bufferevent_getfd(c->bev)) == -1)
+			continue;
+		log_info("event=http.request_timeout limit_s=%lld consequence=\"connection "
+		    "closed\"", (long long)(rc->limit_ms / 1000));
+		shutdown(s, SHUT_RDWR);
+	}
+}
+
+struct reqclock *
+reqclock_new(struct event_base *base, int seconds)
+{
+	struct reqclock	*rc = xcalloc(1, sizeof *rc);
+	struct timeval	 tv = { 0, REQCLOCK_SWEEP_MS * 1000 };
+
+	rc->limit_ms = (int64_t)seconds * 1000;
+	TAILQ_INIT(&rc->conns);
+	reqclock_grow(rc);
+	rc->sweep = event_new(base, -1, EV_PERSIST, reqclock_sweep_cb, rc);
+	event_add(rc->sweep, &tv);
+	return rc;
+}
+
+struct bufferevent *
+reqclock_bevcb(struct event_base *base, void *arg)
+{
+	struct reqclock		*rc = arg;
+	struct bufferevent	*bev;
+	struct rqconn		*c;
+	size_t			 h;
+
+	if ((bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE)) == NULL)
+		return NULL;
+	c = xcalloc(1, sizeof *c);
+	c->bev = bev;
+	bufferevent_incref(bev);
+	evbuffer_add_cb(bufferevent_get_input(bev), reqclock_input_cb, c);
+	TAILQ_INSERT_TAIL(&rc->conns, c, entry);
+	if (++rc->n > 2 * rc->nbuckets)
+		reqclock_grow(rc);
+	else {
+		h = reqclock_hash(rc, bev);
+		c->chain = rc->buckets[h];
+		rc->buckets[h] = c;
+	}
+	return bev;
+}
+
+void
+reqclock_done(struct reqclock *rc, struct evhttp_request *req)
+{
+	struct evhttp_connection	*evcon = evhttp_request_get_connection(req);
+	struct rqconn			*c;
+
+	if (evcon != NULL &&
+	    (c = reqclock_find(rc, evhttp_connection_get_bufferevent(evcon))) != NULL)
+		c->started = 0;
+}
+
+void
+reqclock_set_limit(struct reqclock *rc, int seconds)
+{
+	rc->limit_ms = (int64_t)seconds * 1000;
+}
+
+void
+reqclock_free(struct reqclock *rc)
+{
+	struct rqconn	*c;
+
+	if (rc == NULL)
+		return;
+	while ((c = TAILQ_FIRST(&rc->conns)) != NULL)
+		reqclock_forget(rc, c);
+	event_free(rc->sweep);
+	free(rc->buckets);
+	free(rc);
+}

@@ -1,0 +1,26 @@
+/* reqclock.h: a deadline for every request a front reads, so a client cannot trickle one forever. */
+#ifndef SPUR_REQCLOCK_H
+#define SPUR_REQCLOCK_H
+
+struct bufferevent;
+struct event_base;
+struct evhttp_request;
+struct reqclock;
+
+/*
+ * evhttp's own timeout (limits.idle) closes a connection that goes silent; a
+ * client sending a byte a second is never silent. A request clock starts when
+ * the first byte of a request arrives, stops when evhttp hands over the whole
+ * request, and a connection whose request is not whole after seconds is shut.
+ */
+struct reqclock	*reqclock_new(struct event_base *, int seconds);
+/* For evhttp_set_bevcb: the bufferevent of a new connection, with its clock. */
+struct bufferevent *reqclock_bevcb(struct event_base *, void *);
+/* The request is whole (the front's request callback): its clock stops. */
+void		 reqclock_done(struct reqclock *, struct evhttp_request *);
+/* A new limit, from now on for every request being read. */
+void		 reqclock_set_limit(struct reqclock *, int seconds);
+/* After evhttp_free: the connections it let go of. */
+void		 reqclock_free(struct reqclock *);
+
+#endif
