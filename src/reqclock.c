@@ -18,14 +18,21 @@
  * whole, and frees it without telling anyone. So each connection's bufferevent
  * is made here and keeps one reference of ours: evhttp's free only drops its
  * own, and the sweep sees that evhttp let go (its callbacks are gone) and
- * drops ours. The clock of a connection starts with the first byte of a
- * request (a callback on its input buffer) and stops when the request is
+ * drops ours. From its first whole request on, a connection tells us when it
+ * closes (its close callback is ours, and passes the news on to the front's),
+ * so its descriptor goes with it; only one that never sent a whole request
+ * waits for the sweep. The clock of a connection starts with the first byte
+ * of a request (a callback on its input buffer) and stops when the request is
  * whole; one that runs out is shut down, and evhttp, reading end of file
  * there, frees the connection as for any client that left.
  */
 struct rqconn {
+	struct reqclock		*rc;
 	struct bufferevent	*bev;
 	int64_t			 started;	/* a request is being read since; 0: none */
+	int			 watched;	/* our close callback is on its connection */
+	reqclock_close_cb	 close_cb;	/* the front's, while it holds a request */
+	void			*close_arg;
 	struct rqconn		*chain;		/* in its hash bucket */
 	TAILQ_ENTRY(rqconn)	 entry;
 };
@@ -165,6 +172,7 @@ reqclock_bevcb(struct event_base *base, void *arg)
 	if ((bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE)) == NULL)
 		return NULL;
 	c = xcalloc(1, sizeof *c);
+	c->rc = rc;
 	c->bev = bev;
 	bufferevent_incref(bev);
 	evbuffer_add_cb(bufferevent_get_input(bev), reqclock_input_cb, c);
@@ -179,15 +187,55 @@ reqclock_bevcb(struct event_base *base, void *arg)
 	return bev;
 }
 
+/* evhttp is freeing the connection (it still holds its own reference). */
+static void
+reqclock_closed_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct rqconn	*c = arg;
+
+	if (c->close_cb != NULL)
+		c->close_cb(evcon, c->close_arg);
+	reqclock_forget(c->rc, c);
+}
+
+static struct rqconn *
+reqclock_conn(struct reqclock *rc, struct evhttp_request *req)
+{
+	struct evhttp_connection	*evcon = evhttp_request_get_connection(req);
+
+	if (evcon == NULL)
+		return NULL;
+	return reqclock_find(rc, evhttp_connection_get_bufferevent(evcon));
+}
+
 void
 reqclock_done(struct reqclock *rc, struct evhttp_request *req)
 {
-	struct evhttp_connection	*evcon = evhttp_request_get_connection(req);
-	struct rqconn			*c;
+	struct rqconn	*c;
 
-	if (evcon != NULL &&
-	    (c = reqclock_find(rc, evhttp_connection_get_bufferevent(evcon))) != NULL)
-		c->started = 0;
+	if ((c = reqclock_conn(rc, req)) == NULL)
+		return;
+	c->started = 0;
+	if (!c->watched) {
+		evhttp_connection_set_closecb(evhttp_request_get_connection(req),
+		    reqclock_closed_cb, c);
+		c->watched = 1;
+	}
+}
+
+void
+reqclock_on_close(struct reqclock *rc, struct evhttp_request *req, reqclock_close_cb cb,
+    void *arg)
+{
+	struct rqconn	*c;
+
+	if ((c = reqclock_conn(rc, req)) != NULL && c->watched) {
+		c->close_cb = cb;
+		c->close_arg = arg;
+	} else if (evhttp_request_get_connection(req) != NULL) {
+		/* A connection evhttp made itself (ours could not be made). */
+		evhttp_connection_set_closecb(evhttp_request_get_connection(req), cb, arg);
+	}
 }
 
 void

@@ -4,8 +4,11 @@
 
 struct bufferevent;
 struct event_base;
+struct evhttp_connection;
 struct evhttp_request;
 struct reqclock;
+
+typedef void (*reqclock_close_cb)(struct evhttp_connection *, void *);
 
 /*
  * evhttp's own timeout (limits.idle) closes a connection that goes silent; a
@@ -18,6 +21,12 @@ struct reqclock	*reqclock_new(struct event_base *, int seconds);
 struct bufferevent *reqclock_bevcb(struct event_base *, void *);
 /* The request is whole (the front's request callback): its clock stops. */
 void		 reqclock_done(struct reqclock *, struct evhttp_request *);
+/*
+ * cb runs if the request's connection closes (NULL: no longer). The connection's
+ * close callback belongs to the clock: this is the front's way to set it.
+ */
+void		 reqclock_on_close(struct reqclock *, struct evhttp_request *,
+		     reqclock_close_cb, void *);
 /* A new limit, from now on for every request being read. */
 void		 reqclock_set_limit(struct reqclock *, int seconds);
 /* After evhttp_free: the connections it let go of. */

@@ -177,10 +177,8 @@ hookreq_free(struct hookreq *hr)
 static struct evhttp_request *
 hookreq_take(struct hookreq *hr)
 {
-	struct evhttp_connection	*evcon;
-
-	if (hr->req != NULL && (evcon = evhttp_request_get_connection(hr->req)) != NULL)
-		evhttp_connection_set_closecb(evcon, NULL, NULL);
+	if (hr->req != NULL)
+		reqclock_on_close(hr->front->clock, hr->req, NULL, NULL);
 	return hr->req;
 }
 
@@ -208,7 +206,7 @@ hookreq_new(struct front *f, struct evhttp_request *req, enum hookreq_kind kind,
 	pthread_mutex_lock(&srv->mu);
 	srv->inflight++;
 	pthread_mutex_unlock(&srv->mu);
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req), hook_close_cb, hr);
+	reqclock_on_close(f->clock, req, hook_close_cb, hr);
 	return hr;
 }
 
