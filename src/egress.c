@@ -17,7 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/dns.h>
+#include <event2/event.h>
 
 /*
  * How a run reaches out. The sandbox has its own network namespace with only
@@ -71,6 +74,31 @@ egress_record(struct store *store, const char *run, const char *kind, const char
 	if (store != NULL && store_connection_add(store, run, host, port, in, out,
 	    verdict) != 0)
 		log_warn("event=egress.store_failed run=%s", run);
+}
+
+/* The output is all written: the owner's event callback hears it as BEV_EVENT_WRITING. */
+static void
+egress_flushed_cb(struct bufferevent *bev, void *arg)
+{
+	void	(*done)(struct bufferevent *, short, void *);
+
+	bufferevent_getcb(bev, NULL, NULL, &done, NULL);
+	done(bev, BEV_EVENT_WRITING, arg);
+}
+
+void
+egress_close_flushed(struct bufferevent *bev, void (*done)(struct bufferevent *, short,
+    void *), void *arg)
+{
+	bufferevent_disable(bev, EV_READ);
+	/* A back-pressure mark (the gateway's) would call back before the output is empty. */
+	bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
+	bufferevent_setcb(bev, NULL, egress_flushed_cb, done, arg);
+	bufferevent_enable(bev, EV_WRITE);
+	/* Nothing left to write means no write callback: make one, after the caller returns. */
+	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		bufferevent_trigger(bev, EV_WRITE, BEV_TRIG_IGNORE_WATERMARKS |
+		    BEV_TRIG_DEFER_CALLBACKS);
 }
 
 static const struct egress_agent *

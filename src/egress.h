@@ -103,5 +103,12 @@ void		 gateway_free(struct gateway *);
 void		 egress_record(struct store *, const char *run, const char *kind,
 		     const char *host, int port, uint64_t in, uint64_t out,
 		     const char *verdict);
+/*
+ * Closes a connection once its answer is out: stops reading, and calls done
+ * once the output is written (what is BEV_EVENT_WRITING) or when it fails
+ * first; done frees it.
+ */
+void		 egress_close_flushed(struct bufferevent *,
+		     void (*done)(struct bufferevent *, short, void *), void *);
 
 #endif

@@ -1,5 +1,6 @@
 /* gateway.c: a run's model API endpoint: requests go upstream with the org's real key, responses stream back. */
 #include "spur.h"
+#include "curlev.h"
 #include "egress.h"
 
 #include <sys/queue.h>
@@ -69,8 +70,7 @@ struct gateway {
 	int			 bearer;
 	char			*path;
 	struct evconnlistener	*lis;
-	CURLM			*multi;
-	struct event		*timer;
+	struct curlev		*curl;
 	LIST_HEAD(, gconn)	 conns;
 };
 
@@ -91,7 +91,7 @@ gconn_free(struct gconn *gc)
 {
 	LIST_REMOVE(gc, entry);
 	if (gc->easy != NULL) {
-		curl_multi_remove_handle(gc->g->multi, gc->easy);
+		curlev_remove(gc->g->curl, gc->easy);
 		curl_easy_cleanup(gc->easy);
 	}
 	/* The list holds the real key. */
@@ -120,13 +120,7 @@ gconn_record(struct gconn *gc, const char *verdict)
 }
 
 static void
-gconn_closed_cb(struct bufferevent *bev, void *arg)
-{
-	gconn_free(arg);
-}
-
-static void
-gconn_closed_event_cb(struct bufferevent *bev, short what, void *arg)
+gconn_closed_cb(struct bufferevent *bev, short what, void *arg)
 {
 	gconn_free(arg);
 }
@@ -136,13 +130,7 @@ static void
 gconn_close(struct gconn *gc)
 {
 	gc->done = 1;
-	bufferevent_disable(gc->cli, EV_READ);
-	bufferevent_setwatermark(gc->cli, EV_WRITE, 0, 0);
-	bufferevent_setcb(gc->cli, NULL, gconn_closed_cb, gconn_closed_event_cb, gc);
-	bufferevent_enable(gc->cli, EV_WRITE);
-	if (evbuffer_get_length(bufferevent_get_output(gc->cli)) == 0)
-		bufferevent_trigger(gc->cli, EV_WRITE, BEV_TRIG_IGNORE_WATERMARKS |
-		    BEV_TRIG_DEFER_CALLBACKS);
+	egress_close_flushed(gc->cli, gconn_closed_cb, gc);
 }
 
 /* An error in the API's own JSON shape, so agents show it as an API error. */
@@ -312,7 +300,7 @@ gconn_start(struct gconn *gc)
 	bufferevent_setwatermark(gc->cli, EV_WRITE, GATEWAY_PAUSE_AT / 2, 0);
 	/* Reading stays on to see the agent hang up; it sends nothing more. */
 	bufferevent_enable(gc->cli, EV_READ | EV_WRITE);
-	if ((mc = curl_multi_add_handle(g->multi, gc->easy)) != CURLM_OK) {
+	if ((mc = curlev_add(g->curl, gc->easy)) != CURLM_OK) {
 		curl_easy_cleanup(gc->easy);
 		gc->easy = NULL;
 		gconn_fail(gc, 502, curl_multi_strerror(mc), "failed");
@@ -403,103 +391,28 @@ gateway_accept_cb(struct evconnlistener *l, int fd, struct sockaddr *sa, int len
 	bufferevent_enable(gc->cli, EV_READ);
 }
 
-/*
- * curl's multi interface on the engine's event loop.
- */
-
+/* The upstream transfer ended: the rest of the answer, or the API's 502 when none began. */
 static void
-gateway_done(struct gateway *g)
+gconn_done_cb(CURL *easy, CURLcode result, void *arg)
 {
 	struct gconn	*gc;
-	CURLMsg		*m;
-	CURL		*easy;
-	int		 left;
 	char		*msg;
 
-	while ((m = curl_multi_info_read(g->multi, &left)) != NULL) {
-		if (m->msg != CURLMSG_DONE)
-			continue;
-		easy = m->easy_handle;
-		curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&gc);
-		curl_multi_remove_handle(g->multi, easy);
-		if (m->data.result != CURLE_OK && !gc->sent_head) {
-			msg = xprintf("spur gateway: upstream: %s", gc->error[0] != '\0' ?
-			    gc->error : curl_easy_strerror(m->data.result));
-			curl_easy_cleanup(easy);
-			gc->easy = NULL;
-			gconn_fail(gc, 502, msg, "failed");
-			free(msg);
-			continue;
-		}
-		gconn_send_head(gc);	/* an empty body */
-		gconn_record(gc, m->data.result == CURLE_OK ? "allowed" : "failed");
+	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&gc);
+	if (result != CURLE_OK && !gc->sent_head) {
+		msg = xprintf("spur gateway: upstream: %s", gc->error[0] != '\0' ?
+		    gc->error : curl_easy_strerror(result));
 		curl_easy_cleanup(easy);
 		gc->easy = NULL;
-		gconn_close(gc);
+		gconn_fail(gc, 502, msg, "failed");
+		free(msg);
+		return;
 	}
-}
-
-static void
-gateway_sock_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct gateway	*g = arg;
-	int		 running, flags = 0;
-
-	if (what & EV_READ)
-		flags |= CURL_CSELECT_IN;
-	if (what & EV_WRITE)
-		flags |= CURL_CSELECT_OUT;
-	curl_multi_socket_action(g->multi, fd, flags, &running);
-	gateway_done(g);
-}
-
-static void
-gateway_timer_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct gateway	*g = arg;
-	int		 running;
-
-	curl_multi_socket_action(g->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	gateway_done(g);
-}
-
-static int
-gateway_curl_sock(CURL *easy, curl_socket_t s, int what, void *arg, void *sockp)
-{
-	struct gateway	*g = arg;
-	struct event	*ev = sockp;
-	short		 kind = EV_PERSIST;
-
-	if (ev != NULL) {
-		event_free(ev);
-		curl_multi_assign(g->multi, s, NULL);
-	}
-	if (what == CURL_POLL_REMOVE)
-		return 0;
-	if (what & CURL_POLL_IN)
-		kind |= EV_READ;
-	if (what & CURL_POLL_OUT)
-		kind |= EV_WRITE;
-	ev = event_new(g->base, s, kind, gateway_sock_cb, g);
-	event_add(ev, NULL);
-	curl_multi_assign(g->multi, s, ev);
-	return 0;
-}
-
-static int
-gateway_curl_timer(CURLM *multi, long ms, void *arg)
-{
-	struct gateway	*g = arg;
-	struct timeval	 tv;
-
-	if (ms < 0) {
-		evtimer_del(g->timer);
-		return 0;
-	}
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	evtimer_add(g->timer, &tv);
-	return 0;
+	gconn_send_head(gc);	/* an empty body */
+	gconn_record(gc, result == CURLE_OK ? "allowed" : "failed");
+	curl_easy_cleanup(easy);
+	gc->easy = NULL;
+	gconn_close(gc);
 }
 
 struct gateway *
@@ -537,12 +450,7 @@ gateway_create(struct event_base *base, struct store *store, const char *run,
 	curl_free(host);
 	curl_free(portstr);
 	curl_url_cleanup(u);
-	g->multi = curl_multi_init();
-	g->timer = evtimer_new(base, gateway_timer_cb, g);
-	curl_multi_setopt(g->multi, CURLMOPT_SOCKETFUNCTION, gateway_curl_sock);
-	curl_multi_setopt(g->multi, CURLMOPT_SOCKETDATA, g);
-	curl_multi_setopt(g->multi, CURLMOPT_TIMERFUNCTION, gateway_curl_timer);
-	curl_multi_setopt(g->multi, CURLMOPT_TIMERDATA, g);
+	g->curl = curlev_create(base, gconn_done_cb, g);
 	if (path != NULL)
 		g->path = xstrdup(path);
 	if ((g->lis = egress_listen(base, path, port, gateway_accept_cb, g, cause)) == NULL) {
@@ -566,10 +474,7 @@ gateway_free(struct gateway *g)
 			gconn_record(gc, "closed");
 		gconn_free(gc);
 	}
-	if (g->multi != NULL)
-		curl_multi_cleanup(g->multi);
-	if (g->timer != NULL)
-		event_free(g->timer);
+	curlev_free(g->curl);
 	if (g->path != NULL)
 		(void)unlink(g->path);
 	if (g->key != NULL)

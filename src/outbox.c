@@ -1,6 +1,7 @@
-/* outbox.c: the one HTTP client (libcurl multi on the libevent loop) and the sender of stored reports. */
+/* outbox.c: the one HTTP client (libcurl on the engine's loop, through curlev.c) and the sender of stored reports. */
 #include "spur.h"
 #include "conf.h"
+#include "curlev.h"
 #include "github-app.h"
 #include "ingest.h"
 #include "outbox.h"
@@ -57,8 +58,7 @@ struct outbox_send {
 
 struct outbox {
 	struct engine		*engine;
-	CURLM			*multi;
-	struct event		*timer;		/* curl's timeout */
+	struct curlev		*curl;
 	struct event		*due;		/* the next pending report */
 	struct event		*kick;
 	LIST_HEAD(, http_call)	 calls;
@@ -70,76 +70,11 @@ struct outbox {
 	size_t			 capmarking;
 };
 
-static void	outbox_check(struct outbox *);
 static void	outbox_pass(struct outbox *);
 static void	outbox_lookup(struct outbox_send *);
 static void	outbox_post(struct outbox_send *);
 
 /* --- the HTTP client ------------------------------------------------------ */
-
-static void
-outbox_sock_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct outbox	*ob = arg;
-	int		 running, flags = 0;
-
-	if (what & EV_READ)
-		flags |= CURL_CSELECT_IN;
-	if (what & EV_WRITE)
-		flags |= CURL_CSELECT_OUT;
-	curl_multi_socket_action(ob->multi, fd, flags, &running);
-	outbox_check(ob);
-}
-
-/* curl says which sockets to watch; one persistent event per socket. */
-static int
-outbox_socket_fn(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
-{
-	struct outbox	*ob = userp;
-	struct event	*ev = socketp;
-	short		 kind;
-
-	if (ev != NULL) {
-		event_free(ev);
-		ev = NULL;
-	}
-	if (what == CURL_POLL_REMOVE) {
-		curl_multi_assign(ob->multi, s, NULL);
-		return 0;
-	}
-	kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) |
-	    ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
-	ev = event_new(ob->engine->base, s, kind, outbox_sock_cb, ob);
-	event_add(ev, NULL);
-	curl_multi_assign(ob->multi, s, ev);
-	return 0;
-}
-
-static void
-outbox_timer_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct outbox	*ob = arg;
-	int		 running;
-
-	curl_multi_socket_action(ob->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	outbox_check(ob);
-}
-
-static int
-outbox_timer_fn(CURLM *multi, long timeout_ms, void *userp)
-{
-	struct outbox	*ob = userp;
-	struct timeval	 tv;
-
-	if (timeout_ms < 0) {
-		evtimer_del(ob->timer);
-		return 0;
-	}
-	tv.tv_sec = timeout_ms / 1000;
-	tv.tv_usec = (timeout_ms % 1000) * 1000;
-	evtimer_add(ob->timer, &tv);
-	return 0;
-}
 
 static size_t
 http_write_fn(char *data, size_t size, size_t n, void *arg)
@@ -229,7 +164,7 @@ outbox_http(struct outbox *ob, const struct http_request *req, http_done_cb cb, 
 	if (strcmp(req->method, "GET") == 0)
 		curl_easy_setopt(c->easy, CURLOPT_HTTPGET, 1L);
 	LIST_INSERT_HEAD(&ob->calls, c, entry);
-	curl_multi_add_handle(ob->multi, c->easy);
+	curlev_add(ob->curl, c->easy);
 	return c;
 }
 
@@ -239,7 +174,7 @@ outbox_http_cancel(struct http_call *c)
 	if (c == NULL)
 		return;
 	LIST_REMOVE(c, entry);
-	curl_multi_remove_handle(c->ob->multi, c->easy);
+	curlev_remove(c->ob->curl, c->easy);
 	curl_easy_cleanup(c->easy);
 	/* Headers may hold a credential. */
 	curl_slist_free_all(c->headers);
@@ -275,41 +210,34 @@ outbox_parse_retry_after(const char *v, int64_t now)
 	return (long long)t * 1000 > now ? (long long)t * 1000 - now : 0;
 }
 
-/* Finished transfers: their callbacks. */
+/* A finished transfer: its caller's callback, then it is freed. */
 static void
-outbox_check(struct outbox *ob)
+http_call_done_cb(CURL *easy, CURLcode result, void *arg)
 {
 	struct http_response	 r;
 	struct http_call	*c;
-	CURLMsg			*m;
-	long			 status;
+	long			 status = 0;
 	long long		 reset;
-	int			 left;
 
-	while ((m = curl_multi_info_read(ob->multi, &left)) != NULL) {
-		if (m->msg != CURLMSG_DONE)
-			continue;
-		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&c);
-		memset(&r, 0, sizeof r);
-		status = 0;
-		curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
-		if (m->data.result != CURLE_OK) {
-			r.status = 0;
-			r.error = c->toobig ? "answer too big" : (c->errbuf[0] != '\0' ?
-			    c->errbuf : curl_easy_strerror(m->data.result));
-		} else
-			r.status = (int)status;
-		r.body = buf_cstr(&c->resp);
-		r.len = c->resp.len;
-		r.retry_after_ms = outbox_parse_retry_after(c->retry_after, now_ms());
-		if (r.retry_after_ms < 0 && c->rl_remaining != NULL &&
-		    strcmp(c->rl_remaining, "0") == 0 && c->rl_reset != NULL) {
-			reset = strtoll(c->rl_reset, NULL, 10) * 1000;
-			r.retry_after_ms = reset > now_ms() ? reset - now_ms() : 0;
-		}
-		c->cb(&r, c->arg);
-		outbox_http_cancel(c);
+	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&c);
+	memset(&r, 0, sizeof r);
+	curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (result != CURLE_OK) {
+		r.status = 0;
+		r.error = c->toobig ? "answer too big" : (c->errbuf[0] != '\0' ?
+		    c->errbuf : curl_easy_strerror(result));
+	} else
+		r.status = (int)status;
+	r.body = buf_cstr(&c->resp);
+	r.len = c->resp.len;
+	r.retry_after_ms = outbox_parse_retry_after(c->retry_after, now_ms());
+	if (r.retry_after_ms < 0 && c->rl_remaining != NULL &&
+	    strcmp(c->rl_remaining, "0") == 0 && c->rl_reset != NULL) {
+		reset = strtoll(c->rl_reset, NULL, 10) * 1000;
+		r.retry_after_ms = reset > now_ms() ? reset - now_ms() : 0;
 	}
+	c->cb(&r, c->arg);
+	outbox_http_cancel(c);
 }
 
 /* --- the report sender ---------------------------------------------------- */
@@ -681,23 +609,11 @@ struct outbox *
 outbox_create(struct engine *e)
 {
 	struct outbox	*ob = xcalloc(1, sizeof *ob);
-	static int	 inited;
 
-	if (!inited) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
-			fatal("curl_global_init");
-		inited = 1;
-	}
 	ob->engine = e;
 	LIST_INIT(&ob->calls);
 	LIST_INIT(&ob->sends);
-	if ((ob->multi = curl_multi_init()) == NULL)
-		fatal("curl_multi_init");
-	curl_multi_setopt(ob->multi, CURLMOPT_SOCKETFUNCTION, outbox_socket_fn);
-	curl_multi_setopt(ob->multi, CURLMOPT_SOCKETDATA, ob);
-	curl_multi_setopt(ob->multi, CURLMOPT_TIMERFUNCTION, outbox_timer_fn);
-	curl_multi_setopt(ob->multi, CURLMOPT_TIMERDATA, ob);
-	ob->timer = evtimer_new(e->base, outbox_timer_cb, ob);
+	ob->curl = curlev_create(e->base, http_call_done_cb, ob);
 	ob->due = evtimer_new(e->base, outbox_kick_cb, ob);
 	ob->kick = event_new(e->base, -1, 0, outbox_kick_cb, ob);
 	/* Reports left pending by the last run of the engine go first. */
@@ -718,8 +634,7 @@ outbox_free(struct outbox *ob)
 		outbox_http_cancel(c);
 	github_app_cleanup();
 	free(ob->marking);
-	curl_multi_cleanup(ob->multi);
-	event_free(ob->timer);
+	curlev_free(ob->curl);
 	event_free(ob->due);
 	event_free(ob->kick);
 	free(ob);

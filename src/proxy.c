@@ -506,13 +506,7 @@ pconn_record(struct pconn *pc, uint64_t in, uint64_t out, const char *verdict)
 }
 
 static void
-pconn_closed_cb(struct bufferevent *bev, void *arg)
-{
-	pconn_free(arg);
-}
-
-static void
-pconn_closed_event_cb(struct bufferevent *bev, short what, void *arg)
+pconn_closed_cb(struct bufferevent *bev, short what, void *arg)
 {
 	pconn_free(arg);
 }
@@ -534,9 +528,7 @@ pconn_fail(struct pconn *pc, int status, const char *reason, const char *verdict
 	    "X-Spur-Verdict: %s\r\n\r\n%s", status, status == 403 ? "Forbidden" :
 	    status == 400 ? "Bad Request" : "Bad Gateway", strlen(body), verdict, body);
 	free(body);
-	bufferevent_disable(pc->cli, EV_READ);
-	bufferevent_setcb(pc->cli, NULL, pconn_closed_cb, pconn_closed_event_cb, pc);
-	bufferevent_enable(pc->cli, EV_WRITE);
+	egress_close_flushed(pc->cli, pconn_closed_cb, pc);
 }
 
 static void
