@@ -34,6 +34,11 @@ class Fake:
         # kept in jwt_checks.
         self.app = app
         self.jwt_checks = []
+        # Installation tokens: each exchange's (a new one each time with app_rotate), and how
+        # long they live; every token issued stays good, as GitHub's do until they expire.
+        self.app_rotate = False
+        self.app_token_ttl = 3600
+        self.app_tokens = []
         self.slack_token = slack_token
         self.linear_key = linear_key
         self.git_root = git_root
@@ -266,8 +271,12 @@ class Fake:
                 return self.send(h, 401, {"message": "A JSON web token could not be decoded"})
             if int(m.group(1)) not in self.app["installations"].values():
                 return self.send(h, 404, {"message": "Not Found"})
-            return self.send(h, 201, {"token": self.app_token, "expires_at":
-                                      time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600)),
+            with self.lock:
+                tok = self.app_token + ("_%d" % (len(self.app_tokens) + 1) if self.app_rotate else "")
+                self.app_tokens.append(tok)
+            return self.send(h, 201, {"token": tok, "expires_at":
+                                      time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                    time.gmtime(time.time() + self.app_token_ttl)),
                                       "permissions": {"contents": "write", "pull_requests": "write"},
                                       "repository_selection": "all"})
         m = re.match(r"^/repos/([^/]+/[^/]+)/installation$", path)
@@ -278,7 +287,7 @@ class Fake:
                 return self.send(h, 404, {"message": "Not Found"})
             return self.send(h, 200, {"id": self.app["installations"][m.group(1)], "app_id": self.app["id"],
                                       "account": {"login": m.group(1).split("/")[0]}})
-        tokens = [t for t in (self.gh_token, self.app_token) if t]
+        tokens = [t for t in (self.gh_token, self.app_token) if t] + self.app_tokens
         if auth not in ["Bearer " + t for t in tokens] + ["token " + t for t in tokens]:
             return self.send(h, 401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
         if h.command == "POST":
@@ -404,7 +413,7 @@ class Fake:
         ok = False
         if auth.startswith("Basic "):
             user, _, pw = base64.b64decode(auth[6:]).decode().partition(":")
-            ok = pw in [t for t in (self.gh_token, self.app_token) if t]
+            ok = pw in [t for t in (self.gh_token, self.app_token) if t] + self.app_tokens
         if not ok:
             h.send_response(401)
             h.send_header("WWW-Authenticate", 'Basic realm="git"')

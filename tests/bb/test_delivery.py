@@ -512,6 +512,80 @@ try:
              "neither the installation token, the key nor a JWT is logged")
         leaked = subprocess.run(["grep", "-rl", APP_TOKEN, s.data_dir], capture_output=True).stdout
         t.eq(leaked, b"", "the installation token is nowhere in the data directory")
+
+    # --- a GitHub App whose exchange fails, then tokens that near their expiry ---------------
+    TOKEN_MARGIN = 300     # github-app.c renews a cached token this long before it expires
+    WINDOW = 10            # so a token is reused for 10 s after its exchange, then renewed
+    fake2.app_rotate = True
+    fake2.app_token_ttl = TOKEN_MARGIN + WINDOW
+    with Spur("public_url: http://spur.example:8080/\n", orgs=APP_ORGS,
+              automations={"app.yaml": auto("app", ["sh", "-c", "cat >/dev/null; cd /workspace; "
+                                                    "cat README.md > seen.txt && echo 'App did it'"],
+                                            "^/app", "proof: pull_request\n")}) as s:
+        s.start()
+        exch = lambda: [r for r in fake2.api_requests("/app/installations/42/access_tokens")
+                        if r["method"] == "POST"]
+        before = len(exch())
+        fake2.fail(r"^POST /app/installations/42/access_tokens", 500, times=1000)
+        b1 = fire(s, "/app while GitHub fails", number=11, repo="appco/svc", hook=APP_HOOK)
+        st = wait_state(s, b1)
+        t.ok(st["state"] == "failed" and "GitHub App token exchange failed: HTTP 500" in (st["reason"] or ""),
+             "a run whose installation token cannot be had fails, saying why: %s: %s" % (st["state"], st["reason"]))
+        t.ok(subprocess.run(["git", "-C", os.path.join(gitroot, "appco/svc.git"), "rev-parse", "--verify", "-q",
+                             "refs/heads/spur/" + b1], capture_output=True).returncode != 0,
+             "nothing was pushed for it")
+        deadline, rep = time.time() + 30, []
+        while time.time() < deadline and not (rep and rep[0]["attempts"] >= 1):
+            rep = s.query("SELECT state, attempts, last_error FROM reports WHERE run = ? AND kind = 'run_end'", b1)
+            time.sleep(0.1)
+        t.ok(rep and rep[0]["state"] == "pending" and "token exchange failed" in (rep[0]["last_error"] or ""),
+             "its report waits, with the token's failure as its last error", rep)
+        failed_exchanges = len(exch()) - before
+        with fake2.lock:
+            fake2.failures.clear()
+        rep = wait_report(s, b1, timeout=60)
+        t.ok(rep and rep["state"] == "sent", "once GitHub answers again, the report is sent", rep)
+        posted = [p["body"] for p in fake2.posted("appco/svc#11")]
+        t.ok(posted and "**failed**" in posted[-1] and "GitHub App token exchange failed: HTTP 500" in posted[-1],
+             "and tells the thread the run failed and why", posted[-1:])
+        t.ok(failed_exchanges >= 2, "the exchange was tried again, not given up after one failure (%d tries)"
+             % failed_exchanges)
+
+        # An event from a repository the App is not installed on (no installation in it).
+        b0 = fire(s, "/app where not installed", number=3, repo="appco/elsewhere", hook=APP_HOOK,
+                  installation=False)
+        st = wait_state(s, b0)
+        t.ok(st["state"] == "failed" and "appco/elsewhere" in (st["reason"] or "") and
+             "404" in (st["reason"] or ""),
+             "a repository the App is not installed on fails the run, saying so: %s" % st["reason"])
+
+        # The token the report got is reused for WINDOW seconds, then renewed.
+        time.sleep(WINDOW + 0.5)
+        n0 = len(exch())
+        b2 = fire(s, "/app first", number=12, repo="appco/svc", hook=APP_HOOK)
+        t.eq(wait_state(s, b2)["state"], "completed", "a run completes with a fresh token")
+        wait_report(s, b2)
+        t.eq(len(exch()) - n0, 1, "a token within %d s of its expiry is renewed: one exchange" % TOKEN_MARGIN)
+        renewed_at = exch()[-1]["at"]
+        b3 = fire(s, "/app soon after", number=13, repo="appco/svc", hook=APP_HOOK)
+        t.eq(wait_state(s, b3)["state"], "completed", "a run right after completes")
+        wait_report(s, b3)
+        t.ok(time.time() - renewed_at < WINDOW, "(that run ended within %d s of the renewal: %.1f s)"
+             % (WINDOW, time.time() - renewed_at))
+        t.eq(len(exch()) - n0, 1, "a token far from its expiry is reused: no other exchange")
+        time.sleep(max(0, renewed_at + WINDOW + 0.5 - time.time()))
+        b4 = fire(s, "/app later", number=14, repo="appco/svc", hook=APP_HOOK)
+        t.eq(wait_state(s, b4)["state"], "completed", "a run once that token nears its expiry completes")
+        wait_report(s, b4)
+        t.eq(len(exch()) - n0, 2, "and got a renewed token: a second exchange")
+        basic = lambda tok: "Basic " + base64.b64encode(("x-access-token:" + tok).encode()).decode()
+        pushes = [r for r in fake2.git_requests("appco/svc.git") if "git-receive-pack" in r["path"]]
+        t.ok(len(set(fake2.app_tokens)) == len(fake2.app_tokens) and pushes and
+             pushes[-1]["headers"].get("authorization") == basic(fake2.app_tokens[-1]),
+             "the last push carries the newest token", fake2.app_tokens)
+        t.eq(s.stop(), 0, "a clean stop")
+        logs = s.logs()
+        t.ok(not any(tok in logs for tok in fake2.app_tokens), "no installation token is logged")
 finally:
     fake2.close()
     subprocess.run(["rm", "-rf", keydir, gitroot])
