@@ -58,6 +58,8 @@ struct repo_job {
 	char			*base;
 	char			*fetch_ref;
 	char			*pr_url;
+	char			*old_pr;	/* the session's PR, closed since */
+	int			 recheck;	/* is pr_url still open? */
 	char			*head_repo;
 	char			*message;
 	char			*token;
@@ -93,6 +95,7 @@ repo_job_free(struct repo_job *j)
 	free(j->base);
 	free(j->fetch_ref);
 	free(j->pr_url);
+	free(j->old_pr);
 	free(j->head_repo);
 	free(j->message);
 	free(j->sync_cause);
@@ -331,9 +334,9 @@ repo_git_cb(int status, const char *output, void *arg)
 		    log_q(j->branch));
 		if (!j->want_pr)
 			return repo_end(j, 1, j->branch, NULL);
-		if (j->pr_url != NULL)
-			return repo_end(j, 1, j->pr_url, NULL);
-		j->step = REPO_PR_CREATE;
+		/* The session's PR, unless it was closed or merged since: then a new one. */
+		j->recheck = j->pr_url != NULL;
+		j->step = j->recheck ? REPO_PR_FIND : REPO_PR_CREATE;
 		break;
 	default:
 		fatal("repo: git in step %d", j->step);
@@ -413,11 +416,26 @@ repo_api_cb(const struct http_response *r, void *arg)
 		break;
 	case REPO_PR_FIND:
 		pr = json_array_get(res, 0);
-		if (r->status != 200 || (s = json_string_value(json_object_get(pr,
-		    "html_url"))) == NULL) {
+		s = json_string_value(json_object_get(pr, "html_url"));
+		if (j->recheck && (r->status != 200 || s == NULL)) {
+			j->recheck = 0;
+			if (r->status != 200) {
+				/* Cannot tell: the pushed branch is on the PR the session had. */
+				json_decref(res);
+				return repo_end(j, 1, j->pr_url, NULL);
+			}
+			log_info("event=repo.pull_request_closed run=%s url=%s", j->run,
+			    log_q(j->pr_url));
+			j->old_pr = j->pr_url;
+			j->pr_url = NULL;
+			j->step = REPO_PR_CREATE;
+			break;
+		}
+		if (r->status != 200 || s == NULL) {
 			json_decref(res);
 			return repo_end(j, 0, NULL, "no pull request could be opened or found");
 		}
+		free(j->pr_url);
 		j->pr_url = xstrdup(s);
 		repo_state_save(j);
 		json_decref(res);
@@ -478,7 +496,10 @@ repo_pr_create(struct repo_job *j)
 	char	*s, *path, *title, *text, *msg = repo_commit_message(j);
 
 	title = xprintf("%.*s", (int)strcspn(msg, "\n"), msg);
-	if (!j->fork)
+	if (j->old_pr != NULL) {
+		text = xprintf("This continues %s, which was closed.\n\nOpened by spur for run "
+		    "`%s`.\n", j->old_pr, j->run);
+	} else if (!j->fork)
 		text = xprintf("Opened by spur for run `%s`.\n", j->run);
 	else {
 		text = xprintf("This continues #%lld, whose branch lives in a fork (%s) spur "

@@ -113,6 +113,15 @@ class Fake:
             self.prs["%s#%d" % (repo, number)] = pr
         return pr
 
+    def close_pr(self, html_url):
+        """Closes (or, as far as spur can tell, merges) the pull request at html_url."""
+        with self.lock:
+            for p in self.prs.values():
+                if p["html_url"] == html_url:
+                    p["state"] = "closed"
+                    return p
+        return None
+
     def open_prs(self, repo, head_ref=None):
         with self.lock:
             return [p for k, p in self.prs.items() if k.startswith(repo + "#") and p["state"] == "open" and

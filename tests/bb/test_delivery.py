@@ -24,8 +24,10 @@ PWNED = "/tmp/spur-pwned-%d" % os.getpid()
 # with a file found nowhere else: the run's workspace must be that branch.
 add_ref(remote, "refs/heads/feature-x", {"marker.txt": "feature-x only\n"})
 add_ref(remote, "refs/pull/21/head", {"marker.txt": "fork only\n"})
+add_ref(remote, "refs/pull/22/head", {"marker.txt": "deleted fork only\n"})
 fake.add_pr("acme/api", 20, "feature-x", "acme/api")
 fake.add_pr("acme/api", 21, "patch-1", "mallory/api-fork")
+fake.add_pr("acme/api", 22, "patch-2", None)     # its fork was deleted: head.repo is null
 
 ORGS = """\
 orgs:
@@ -362,6 +364,16 @@ try:
         t.ok((st["proof"] or "").startswith("https://github.example/acme/api/pull/") and
              st["proof"] != "https://github.example/acme/api/pull/21", "the proof is the new PR", st)
 
+        # --- on a PR whose fork was deleted (GitHub keeps its head as refs/pull/N/head) ---
+        r16 = fire(s, "/onpr", number=22, pr=True)
+        st = wait_state(s, r16)
+        t.eq(st["state"], "completed", "a run on a PR whose fork was deleted completes: %s" % st["reason"])
+        t.eq(git_show(remote, "spur/" + r16, "seen.txt"), "deleted fork only\n",
+             "its head (refs/pull/22/head) was checked out; spur/{run} is pushed to the base repo")
+        pj = [json.loads(r["body"]) for r in posts("/repos/acme/api/pulls")][-1]
+        t.ok(pj.get("head") == "spur/" + r16 and "#22" in pj.get("body", "") and "deleted" in pj.get("body", ""),
+             "a new PR whose body says it continues #22 from a deleted fork", pj)
+
         # --- a follow-up in the same thread continues the session's branch and PR ---------
         r13 = fire(s, "/again", number=30)
         st1 = wait_state(s, r13)
@@ -379,6 +391,25 @@ try:
         heads = [json.loads(r["body"])["head"] for r in posts("/repos/acme/api/pulls")]
         t.eq(heads.count("spur/" + r13) + heads.count("spur/" + r14), 1, "the PR is opened once, never duplicated")
         t.eq(len(fake.open_prs("acme/api", "spur/" + r13)), 1, "one open PR for the session's branch")
+
+        # --- a follow-up after its PR was closed: the same branch, a new PR that says so ----
+        t.ok(fake.close_pr(st1["proof"]) is not None, "(the session's PR is closed on GitHub)")
+        wait_report(s, r14)
+        r15 = fire(s, "/again after the close", number=30)
+        st3 = wait_state(s, r15)
+        t.eq(st3["state"], "completed", "a follow-up after its PR was closed completes: %s" % st3["reason"])
+        t.eq(git_show(remote, "spur/" + r13, "count.txt"), "3\n", "it pushed to the session's branch again")
+        t.ok(st3["proof"] and st3["proof"] != st1["proof"], "its proof is a new PR, not the closed one",
+             (st1["proof"], st3["proof"]))
+        newpr = [p for p in fake.open_prs("acme/api", "spur/" + r13)]
+        t.ok(len(newpr) == 1 and newpr[0]["html_url"] == st3["proof"] and st1["proof"] in newpr[0].get("body", "")
+             and "closed" in newpr[0].get("body", ""), "the new PR, from the same branch, says which closed PR it "
+             "continues", newpr)
+        rep = wait_report(s, r15)
+        posted = [p["body"] for p in fake.posted("acme/api#30")]
+        t.ok(rep and rep["state"] == "sent" and posted and st3["proof"] in posted[-1],
+             "the thread is told the new PR", posted[-1:])
+        t.contains(s.logs(), "event=repo.pull_request_closed", "the log says the session's PR was closed")
 
         # --- Linear: an issue moved to a started state, a report on the issue ------------
         lin = json.dumps({"action": "update", "type": "Issue", "webhookTimestamp": int(time.time() * 1000),
