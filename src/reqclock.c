@@ -4,11 +4,13 @@
 
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <netdb.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define REQCLOCK_SWEEP_MS	250
@@ -128,6 +130,9 @@ reqclock_sweep_cb(evutil_socket_t fd, short what, void *arg)
 	bufferevent_event_cb	 e;
 	int64_t			 now = now_ms();
 	int			 s;
+	struct sockaddr_storage	 ss;
+	socklen_t		 sslen;
+	char			 host[NI_MAXHOST];
 
 	for (c = TAILQ_FIRST(&rc->conns); c != NULL; c = next) {
 		next = TAILQ_NEXT(c, entry);
@@ -141,8 +146,13 @@ reqclock_sweep_cb(evutil_socket_t fd, short what, void *arg)
 		c->started = 0;
 		if ((s = bufferevent_getfd(c->bev)) == -1)
 			continue;
-		log_info("event=http.request_timeout limit_s=%lld consequence=\"connection "
-		    "closed\"", (long long)(rc->limit_ms / 1000));
+		sslen = sizeof ss;
+		if (getpeername(s, (struct sockaddr *)&ss, &sslen) != 0 ||
+		    getnameinfo((struct sockaddr *)&ss, sslen, host, sizeof host, NULL, 0,
+		    NI_NUMERICHOST) != 0)
+			snprintf(host, sizeof host, "unknown");
+		log_info("event=http.request_timeout peer=%s limit_s=%lld consequence="
+		    "\"connection closed\"", host, (long long)(rc->limit_ms / 1000));
 		shutdown(s, SHUT_RDWR);
 	}
 }

@@ -94,7 +94,7 @@ with Spur("limits:\n  body: 64KiB\n  idle: 2s\n  request: 3s\n  header: 8KiB\n  
     slow.close()
     t.ok(closed is not None and 2.5 < closed < 5, "a client trickling its headers a byte every 0.5 s is "
          "closed after limits.request (3 s): %s" % ("%.1f s" % closed if closed else "still open after 10 s"))
-    t.contains(s.logs(), "event=http.request_timeout", "the log says why")
+    t.contains(s.logs(), "event=http.request_timeout peer=127.0.0.1 limit_s=3", "the log says why, and who")
     slow = socket.create_connection(("127.0.0.1", s.port))
     slow.sendall(b"POST /o/acme/hooks/github HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                  b"Content-Length: 1000\r\n\r\n{")
