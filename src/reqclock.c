@@ -1,6 +1,7 @@
 /* reqclock.c: a deadline for every request a front reads (limits.request). */
 #include "spur.h"
 #include "reqclock.h"
+#include "serve.h"
 
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -41,6 +42,7 @@ struct rqconn {
 
 struct reqclock {
 	struct event		*sweep;
+	struct metrics		*metrics;
 	int64_t			 limit_ms;
 	TAILQ_HEAD(, rqconn)	 conns;
 	struct rqconn		**buckets;	/* by bufferevent */
@@ -153,16 +155,18 @@ reqclock_sweep_cb(evutil_socket_t fd, short what, void *arg)
 			snprintf(host, sizeof host, "unknown");
 		log_info("event=http.request_timeout peer=%s limit_s=%lld consequence="
 		    "\"connection closed\"", host, (long long)(rc->limit_ms / 1000));
+		metrics_count(rc->metrics, "http_request_timeouts", 1);
 		shutdown(s, SHUT_RDWR);
 	}
 }
 
 struct reqclock *
-reqclock_new(struct event_base *base, int seconds)
+reqclock_new(struct event_base *base, int seconds, struct metrics *metrics)
 {
 	struct reqclock	*rc = xcalloc(1, sizeof *rc);
 	struct timeval	 tv = { 0, REQCLOCK_SWEEP_MS * 1000 };
 
+	rc->metrics = metrics;
 	rc->limit_ms = (int64_t)seconds * 1000;
 	TAILQ_INIT(&rc->conns);
 	reqclock_grow(rc);

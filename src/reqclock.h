@@ -6,6 +6,7 @@ struct bufferevent;
 struct event_base;
 struct evhttp_connection;
 struct evhttp_request;
+struct metrics;
 struct reqclock;
 
 typedef void (*reqclock_close_cb)(struct evhttp_connection *, void *);
@@ -16,7 +17,8 @@ typedef void (*reqclock_close_cb)(struct evhttp_connection *, void *);
  * the first byte of a request arrives, stops when evhttp hands over the whole
  * request, and a connection whose request is not whole after seconds is shut.
  */
-struct reqclock	*reqclock_new(struct event_base *, int seconds);
+/* Each connection it closes counts in spur_http_request_timeouts_total. */
+struct reqclock	*reqclock_new(struct event_base *, int seconds, struct metrics *);
 /* For evhttp_set_bevcb: the bufferevent of a new connection, with its clock. */
 struct bufferevent *reqclock_bevcb(struct event_base *, void *);
 /* The request is whole (the front's request callback): its clock stops. */

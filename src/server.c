@@ -635,7 +635,7 @@ front_init(struct server *srv, struct front *f, const struct config *conf)
 	evhttp_set_allowed_methods(f->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
 	    EVHTTP_REQ_PATCH);
-	f->clock = reqclock_new(f->base, (int)conf->limit_request);
+	f->clock = reqclock_new(f->base, (int)conf->limit_request, srv->engine->metrics);
 	evhttp_set_bevcb(f->http, reqclock_bevcb, f->clock);
 	front_limits(f, conf);
 	evhttp_set_gencb(f->http, server_request_cb, f);

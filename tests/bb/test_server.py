@@ -102,6 +102,8 @@ with Spur("limits:\n  body: 64KiB\n  idle: 2s\n  request: 3s\n  header: 8KiB\n  
     slow.close()
     t.ok(closed is not None and 2.5 < closed < 5, "so is one trickling its body: %s"
          % ("%.1f s" % closed if closed else "still open after 10 s"))
+    st, _, body = s.request("GET", "/metrics")
+    t.contains(body.decode(), "spur_http_request_timeouts_total 2", "/metrics counts the two")
     # the clock is per request: a keep-alive client with quick requests keeps its connection
     ka = socket.create_connection(("127.0.0.1", s.port))
     ka.settimeout(5)
