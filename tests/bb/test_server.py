@@ -8,7 +8,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap, grep_secrets, SECRETS
+from spurtest import Spur, Tap, grep_secrets, SECRETS, github_headers, github_comment
 
 t = Tap()
 
@@ -188,6 +188,48 @@ with Spur("limits:\n  body: 64KiB\n  idle: 2s\n  request: 3s\n  header: 8KiB\n  
     t.contains(logs, "event=serve.stopped", "and logs the stop")
     t.eq(grep_secrets(logs), [], "no secret value appears in the log")
     t.ok(all(" level=" in l for l in logs.splitlines() if l), "every log line is leveled key=value")
+
+# limits.request counts the client's time, not the engine's: a request pipelined behind one
+# whose commit is slow (the store locked for the writer's whole 5 s wait) is not cut off.
+with Spur("limits:\n  request: 2s\n") as s:
+    s.start()
+    import json
+    import sqlite3
+    lock = sqlite3.connect(os.path.join(s.data_dir, "spur.db"), timeout=1, isolation_level=None)
+    lock.execute("BEGIN EXCLUSIVE")
+    body = json.dumps(github_comment("no automation matches this")).encode()
+    head = "".join("%s: %s\r\n" % kv for kv in github_headers(body, delivery="d-pipe").items())
+    c = socket.create_connection(("127.0.0.1", s.port))
+    t0 = time.time()
+    c.sendall(("POST /o/acme/hooks/github HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n%s\r\n"
+               % (len(body), head)).encode() + body)
+    time.sleep(0.5)       # the next request arrives while the first waits for its commit
+    c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    c.settimeout(20)
+    got, answers = b"", []
+    try:
+        while len(answers) < 2:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+            while b"\r\n\r\n" in got:
+                hd, rest = got.split(b"\r\n\r\n", 1)
+                n = int([l.split(b":")[1] for l in hd.split(b"\r\n") if l.lower().startswith(b"content-length:")][0])
+                if len(rest) < n:
+                    break
+                answers.append(hd.split(b"\r\n")[0])
+                got = rest[n:]
+    except socket.timeout:
+        pass
+    took = time.time() - t0
+    lock.execute("ROLLBACK")
+    lock.close()
+    c.close()
+    # Both are 503: the store is still locked when the second is answered.
+    t.eq(answers, [b"HTTP/1.1 503 Service Unavailable"] * 2,
+         "a slow commit (%.1f s, limits.request 2s) is answered, and the request pipelined behind it too" % took)
+    t.ok("event=http.request_timeout" not in s.logs(), "no request was timed out")
 
 # SIGINT too
 with Spur() as s:
