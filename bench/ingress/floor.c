@@ -1,4 +1,6 @@
 /* bench/ingress/floor.c: the least a durable webhook receiver does: HMAC, append, group fdatasync, 200. */
+#include "spur.h"
+
 #include <sys/queue.h>
 #include <sys/types.h>
 #include <sys/stat.h>
@@ -16,9 +18,6 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/thread.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 /*
  * Not a webhook server anyone should run: it parses no JSON, deduplicates
@@ -48,35 +47,17 @@ struct floor {
 	int			 failed;
 };
 
-static int
-floor_hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* X-Hub-Signature-256: sha256=<64 hex>, compared in constant time. */
+/* X-Hub-Signature-256: sha256=<64 hex>, with spur's own HMAC and constant-time compare. */
 static int
 floor_verify(struct floor *fl, const char *sig, const unsigned char *body, size_t len)
 {
 	unsigned char	 want[32], got[32];
-	unsigned int	 n = sizeof want;
-	int		 i, hi, lo;
 
-	if (sig == NULL || strncmp(sig, "sha256=", 7) != 0 || strlen(sig) != 7 + 64)
+	if (sig == NULL || strncmp(sig, "sha256=", 7) != 0 ||
+	    hex_decode(sig + 7, strlen(sig + 7), got, sizeof got) != 0)
 		return -1;
-	for (i = 0; i < 32; i++) {
-		if ((hi = floor_hexval(sig[7 + 2 * i])) < 0 ||
-		    (lo = floor_hexval(sig[8 + 2 * i])) < 0)
-			return -1;
-		got[i] = (unsigned char)(hi << 4 | lo);
-	}
-	if (HMAC(EVP_sha256(), fl->secret, (int)strlen(fl->secret), body, len, want, &n) == NULL)
-		return -1;
-	return CRYPTO_memcmp(want, got, sizeof want) == 0 ? 0 : -1;
+	hmac_sha256(fl->secret, strlen(fl->secret), body, len, want);
+	return ct_equal(want, got, sizeof want) ? 0 : -1;
 }
 
 static void
