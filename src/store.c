@@ -260,7 +260,8 @@ store_open(const char *data_dir, int readonly, char **cause)
 		goto fail;
 	if (store_prepare(st, "INSERT INTO events (id, org, source, type, delivery, "
 	    "dedup, thread, received_at, json, payload, payload_seg, payload_off, "
-	    "payload_len) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	    "payload_len) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+	    "ON CONFLICT (org, dedup) WHERE dedup IS NOT NULL DO NOTHING",
 	    &st->ins_event) != 0 ||
 	    store_prepare(st, "SELECT id FROM events WHERE org = ? AND dedup = ?",
 	    &st->find_dup) != 0 ||
@@ -398,20 +399,12 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 {
 	struct spur_event	*ev = it->event;
 	json_t		*j;
-	char		*text, *old, *payload = NULL;
+	char		*text = NULL, *old, *payload = NULL;
 	size_t		 i;
 	int		 rc;
 
-	if (ev->dedup != NULL && (old = store_find_dup(st, ev->org, ev->dedup)) != NULL) {
-		free(ev->id);
-		ev->id = old;
-		it->duplicate = 1;
-		return 0;
-	}
 	/* The event without its payload (made off this thread); the payload as received. */
-	if (it->event_json != NULL)
-		text = xstrdup(it->event_json);
-	else {
+	if (it->event_json == NULL) {
 		j = spur_event_head_json(ev);
 		text = json_dumps(j, JSON_COMPACT);
 		json_decref(j);
@@ -424,7 +417,7 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 	bind_text(st->ins_event, 6, ev->dedup);
 	bind_text(st->ins_event, 7, ev->thread);
 	sqlite3_bind_int64(st->ins_event, 8, ev->received_at);
-	bind_text(st->ins_event, 9, text);
+	bind_text(st->ins_event, 9, text != NULL ? text : it->event_json);
 	if (it->payload_seg > 0) {
 		/* In the payload log already; store_ingest syncs it before the commit. */
 		sqlite3_bind_int64(st->ins_event, 11, it->payload_seg);
@@ -437,11 +430,23 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 		payload = json_dumps(ev->payload, JSON_COMPACT | JSON_ENCODE_ANY);
 		bind_text(st->ins_event, 10, payload);
 	}
+	/*
+	 * A delivery seen before is a conflict on (org, dedup) that inserts
+	 * nothing: one index probe for the new ones, which are nearly all.
+	 */
 	rc = store_step_done(st, st->ins_event);
 	free(text);
 	free(payload);
 	if (rc != 0)
 		return -1;
+	if (sqlite3_changes(st->db) == 0) {
+		if ((old = store_find_dup(st, ev->org, ev->dedup)) == NULL)
+			return -1;
+		free(ev->id);
+		ev->id = old;
+		it->duplicate = 1;
+		return 0;
+	}
 	for (i = 0; i < it->nruns; i++) {
 		struct new_run *r = &it->runs[i];
 		bind_text(st->ins_run, 1, r->id);
