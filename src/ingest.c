@@ -71,13 +71,22 @@ struct ingest {
 static void	ingest_written_cb(evutil_socket_t, short, void *);
 static void	ingest_finish_batch(struct ingest *, struct batch *);
 
-/* Writer, after the commit: the payloads are not needed any more. */
+/*
+ * Writer, after the commit: the payloads are not needed any more. A repeated
+ * delivery's copy in the payload log is pointed to by no row: its space goes
+ * back (a redelivery storm does not fill the disk for the retention period).
+ * Not after a failed commit: the rows may yet be on disk.
+ */
 static void
-ingest_committed(struct ingest_item **items, size_t n)
+ingest_committed(struct ingest *in, struct batch *b)
 {
-	size_t	 i;
+	struct ingest_item	**items = b->items;
+	size_t			 i, n = b->n;
 
 	for (i = 0; i < n; i++) {
+		if (b->rc == 0 && items[i]->duplicate && items[i]->payload_seg > 0)
+			plog_discard(store_payload_dir(in->wstore), items[i]->payload_seg,
+			    items[i]->payload_off, items[i]->event->payload_rawlen);
 		json_decref(items[i]->event->payload);
 		items[i]->event->payload = NULL;
 		free(items[i]->event->payload_raw);
@@ -128,7 +137,7 @@ ingest_writer_main(void *arg)
 		pthread_mutex_unlock(&in->mu);
 		b->rc = store_ingest(in->wstore, b->items, b->n, b->marks, b->nmarks,
 		    &b->cause);
-		ingest_committed(b->items, b->n);
+		ingest_committed(in, b);
 		pthread_mutex_lock(&in->mu);
 		in->writing = NULL;
 		*in->done_tail = b;

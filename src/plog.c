@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "plog.h"
 
+#include <linux/falloc.h>
 #include <sys/queue.h>
 #include <sys/stat.h>
 #include <dirent.h>
@@ -273,6 +274,21 @@ plog_sync(struct plog *p, char **cause)
 	pthread_mutex_unlock(&p->mu);
 	free(todo);
 	return rc;
+}
+
+int
+plog_discard(const char *dir, int64_t seg, int64_t off, size_t len)
+{
+	char	*path = plog_path(dir, seg);
+	int	 fd, rc = -1;
+
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) != -1) {
+		rc = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off,
+		    (off_t)len);
+		close(fd);
+	}
+	free(path);
+	return rc == 0 ? 0 : -1;
 }
 
 char *

@@ -34,6 +34,14 @@ int		 plog_append(struct plog *, const void *, size_t, int64_t *seg, int64_t *of
  * must come after. -1 with cause: the commit must not happen.
  */
 int		 plog_sync(struct plog *, char **cause);
+/*
+ * Gives back the disk space of a payload no row will point to (a repeated
+ * delivery): its bytes read as zeros from then on, the rest of the segment
+ * stays as it was. Best effort, nothing to sync: a crash before the space is
+ * freed only leaves the bytes where they were. -1: not done (a filesystem
+ * without holes, the segment gone); nothing else changed.
+ */
+int		 plog_discard(const char *dir, int64_t seg, int64_t off, size_t len);
 /* Any process: the payload at (seg, off, len), NUL-terminated; NULL with cause. */
 char		*plog_read(const char *dir, int64_t seg, int64_t off, size_t len,
 		     char **cause);

@@ -118,6 +118,48 @@ test_concurrent(struct plog *p)
 	free(cause);
 }
 
+/* A repeated delivery's payload gives its space back; its neighbours stay byte for byte. */
+static void
+test_discard(struct plog *p)
+{
+	enum { BIG = 256 * 1024 };
+	char		*big = malloc(BIG), *got, *cause = NULL, path[512];
+	int64_t		 seg[3], off[3];
+	struct stat	 before, after;
+	size_t		 i, zeros = 0;
+
+	memset(big, 'x', BIG);
+	plog_limits(p, 1 << 30, 24 * 3600 * 1000);
+	ok(plog_append(p, "left", 4, &seg[0], &off[0], &cause) == 0 &&
+	    plog_append(p, big, BIG, &seg[1], &off[1], &cause) == 0 &&
+	    plog_append(p, "right", 5, &seg[2], &off[2], &cause) == 0 &&
+	    plog_sync(p, &cause) == 0, "discard: three payloads, the middle one 256 KiB");
+	snprintf(path, sizeof path, "%s/%010lld.log", dir, (long long)seg[1]);
+	stat(path, &before);
+	if (plog_discard(dir, seg[1], off[1], BIG) != 0) {
+		tap_skip("this filesystem cannot punch holes (fallocate)");
+		tap_skip("this filesystem cannot punch holes (fallocate)");
+		tap_skip("this filesystem cannot punch holes (fallocate)");
+	} else {
+		stat(path, &after);
+		ok(before.st_size == after.st_size &&
+		    (before.st_blocks - after.st_blocks) * 512 >= BIG - 2 * 4096,
+		    "discard: the segment keeps its size, %lld KiB of disk come back",
+		    (long long)(before.st_blocks - after.st_blocks) / 2);
+		ok(reads(seg[0], off[0], "left") && reads(seg[2], off[2], "right"),
+		    "discard: the payloads before and after it read back exactly");
+		if ((got = plog_read(dir, seg[1], off[1], BIG, &cause)) != NULL) {
+			for (i = 0; i < BIG; i++)
+				zeros += got[i] == '\0';
+			free(got);
+		}
+		is_int(zeros, BIG, "discard: the discarded bytes read as zeros");
+	}
+	ok(plog_discard(dir, 999999, 0, 10) == -1, "discard: a missing segment is -1, no crash");
+	free(big);
+	free(cause);
+}
+
 int
 main(void)
 {
@@ -209,6 +251,7 @@ main(void)
 	plog_append(p, "x", 1, &seg[0], &off[0], &cause);
 	plog_sync(p, &cause);
 	is_int(seg[0], 4, "numbers are never reused");
+	test_discard(p);
 	test_concurrent(p);
 
 	/* The directory gone: an append that needs a new segment fails, and says where. */
