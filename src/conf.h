@@ -72,6 +72,7 @@ struct config {
 	int			 limit_headers;	/* header count */
 	long long		 limit_idle;	/* seconds a connection may stay silent */
 	long long		 limit_request;	/* seconds to read one whole request */
+	unsigned long long	 limit_buffered; /* bytes of requests being read, all together */
 	int			 limit_runs;
 	int			 limit_queue;
 	long long		 retention_events; /* seconds events are kept (>= 30d) */

@@ -304,6 +304,8 @@ cfg_limits(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			cf->limit_headers = (int)v;
 		} else if (strcmp(k, "idle") == 0)
 			cfg_duration(c, n, "limits.idle", &cf->limit_idle);
+		else if (strcmp(k, "buffered") == 0)
+			cfg_size(c, n, "limits.buffered", &cf->limit_buffered);
 		else if (strcmp(k, "request") == 0) {
 			cfg_duration(c, n, "limits.request", &cf->limit_request);
 			if (cf->limit_request < 1)
@@ -322,6 +324,12 @@ cfg_limits(struct cfgctx *c, struct config *cf, const struct ynode *m)
 	}
 	if (cf->limit_body == 0)
 		cfg_error(c, m, "\"limits.body\" must be at least 1 byte");
+	else if (cf->limit_buffered < cf->limit_body + cf->limit_header)
+		cfg_error(c, ymap_get(m, "buffered") != NULL ? ymap_get(m, "buffered") :
+		    ymap_get(m, "body") != NULL ? ymap_get(m, "body") : m,
+		    "\"limits.buffered\" (%llu bytes) must be at least limits.body "
+		    "and limits.header together (%llu bytes): a request that big could never "
+		    "be read", cf->limit_buffered, cf->limit_body + cf->limit_header);
 }
 
 static void
@@ -708,6 +716,7 @@ cfg_defaults(struct config *cf)
 	cf->limit_headers = 100;
 	cf->limit_idle = 30;
 	cf->limit_request = 60;
+	cf->limit_buffered = 256ULL << 20;
 	cf->limit_runs = 4;
 	cf->limit_queue = 10000;
 	cf->retention_events = 30 * 86400;

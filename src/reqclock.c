@@ -6,6 +6,7 @@
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <netdb.h>
+#include <stdatomic.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -33,6 +34,8 @@ struct rqconn {
 	struct reqclock		*rc;
 	struct bufferevent	*bev;
 	int64_t			 started;	/* a request is being read since; 0: none */
+	long long		 held;		/* its bytes in the budget */
+	int			 refused;	/* over the budget: answered 503 and closed */
 	int			 watched;	/* our close callback is on its connection */
 	reqclock_close_cb	 close_cb;	/* the front's, while it holds a request */
 	void			*close_arg;
@@ -40,8 +43,14 @@ struct rqconn {
 	TAILQ_ENTRY(rqconn)	 entry;
 };
 
+struct reqbudget {
+	atomic_llong		 used;
+	atomic_llong		 limit;
+};
+
 struct reqclock {
 	struct event		*sweep;
+	struct reqbudget	*budget;
 	struct metrics		*metrics;
 	int64_t			 limit_ms;
 	TAILQ_HEAD(, rqconn)	 conns;
@@ -51,6 +60,50 @@ struct reqclock {
 };
 
 static void	reqclock_input_cb(struct evbuffer *, const struct evbuffer_cb_info *, void *);
+
+struct reqbudget *
+reqbudget_new(long long limit)
+{
+	struct reqbudget	*b = xcalloc(1, sizeof *b);
+
+	atomic_init(&b->used, 0);
+	atomic_init(&b->limit, limit);
+	return b;
+}
+
+void
+reqbudget_set_limit(struct reqbudget *b, long long limit)
+{
+	atomic_store(&b->limit, limit);
+}
+
+void
+reqbudget_free(struct reqbudget *b)
+{
+	free(b);
+}
+
+/* The connection's request is whole, refused or gone: its bytes leave the budget. */
+static void
+reqclock_release(struct rqconn *c)
+{
+	if (c->held > 0)
+		atomic_fetch_sub(&c->rc->budget->used, c->held);
+	c->held = 0;
+}
+
+static const char *
+reqclock_peer(int s, char *host, size_t len)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 sslen = sizeof ss;
+
+	if (getpeername(s, (struct sockaddr *)&ss, &sslen) != 0 ||
+	    getnameinfo((struct sockaddr *)&ss, sslen, host, len, NULL, 0,
+	    NI_NUMERICHOST) != 0)
+		snprintf(host, len, "unknown");
+	return host;
+}
 
 static size_t
 reqclock_hash(const struct reqclock *rc, const struct bufferevent *bev)
@@ -99,28 +152,74 @@ reqclock_forget(struct reqclock *rc, struct rqconn *c)
 	*p = c->chain;
 	TAILQ_REMOVE(&rc->conns, c, entry);
 	rc->n--;
+	reqclock_release(c);
 	evbuffer_remove_cb(bufferevent_get_input(c->bev), reqclock_input_cb, c);
 	bufferevent_decref(c->bev);
 	free(c);
 }
 
-/* Bytes came in: if no request was being read, one starts now. */
+/*
+ * Bytes came in: if no request was being read, one starts now; they count in
+ * the budget. Over it, the connection reads no more, and the sweep, run at
+ * once, answers and closes it unless evhttp finds the request whole in what
+ * it has (then the front answers it).
+ */
 static void
 reqclock_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
 	struct rqconn		*c = arg;
+	struct reqbudget	*b = c->rc->budget;
 	bufferevent_data_cb	 r, w;
 	bufferevent_event_cb	 e;
+	long long		 used, limit;
+	char			 host[NI_MAXHOST];
 
-	if (info->n_added == 0 || c->started != 0)
+	if (info->n_added == 0)
 		return;
-	bufferevent_getcb(c->bev, &r, &w, &e, NULL);
-	if (r == NULL && w == NULL && e == NULL) {
-		/* evhttp let go: read nothing more until the sweep closes it. */
-		bufferevent_disable(c->bev, EV_READ | EV_WRITE);
-		return;
+	if (c->started == 0) {
+		bufferevent_getcb(c->bev, &r, &w, &e, NULL);
+		if (r == NULL && w == NULL && e == NULL) {
+			/* evhttp let go: read nothing more until the sweep closes it. */
+			bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+			return;
+		}
+		c->started = now_ms();
 	}
-	c->started = now_ms();
+	if (c->refused)
+		return;
+	c->held += (long long)info->n_added;
+	used = atomic_fetch_add(&b->used, (long long)info->n_added) + (long long)info->n_added;
+	if (used <= (limit = atomic_load(&b->limit)))
+		return;
+	c->refused = 1;
+	reqclock_release(c);
+	bufferevent_disable(c->bev, EV_READ);
+	log_warn("event=http.busy peer=%s buffered=%lld limit=%lld consequence=\"503, "
+	    "connection closed\"", reqclock_peer(bufferevent_getfd(c->bev), host, sizeof host),
+	    used, limit);
+	metrics_count(c->rc->metrics, "http_busy_refusals", 1);
+	event_active(c->rc->sweep, EV_TIMEOUT, 0);
+}
+
+/* A request refused while it was read: the answer, written past evhttp, which is not answering. */
+static void
+reqclock_refuse(struct rqconn *c, int s)
+{
+	static const char	 body[] = "{\"error\":\"unavailable\",\"detail\":\"server busy\"}";
+	char			 msg[256];
+	int			 n;
+
+	n = snprintf(msg, sizeof msg, "HTTP/1.1 503 Service Unavailable\r\n"
+	    "Content-Type: application/json\r\nRetry-After: 5\r\nConnection: close\r\n"
+	    "Content-Length: %zu\r\n\r\n%s", sizeof body - 1, body);
+	/* Nothing of this connection is being written: evhttp answers a request once it is whole. */
+	(void)send(s, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	shutdown(s, SHUT_RDWR);
+	/*
+	 * evhttp frees the connection as for a client that left, without reading
+	 * what the kernel still holds of the body. c may be gone after this.
+	 */
+	bufferevent_trigger_event(c->bev, BEV_EVENT_EOF | BEV_EVENT_READING, 0);
 }
 
 static void
@@ -132,8 +231,6 @@ reqclock_sweep_cb(evutil_socket_t fd, short what, void *arg)
 	bufferevent_event_cb	 e;
 	int64_t			 now = now_ms();
 	int			 s;
-	struct sockaddr_storage	 ss;
-	socklen_t		 sslen;
 	char			 host[NI_MAXHOST];
 
 	for (c = TAILQ_FIRST(&rc->conns); c != NULL; c = next) {
@@ -143,29 +240,33 @@ reqclock_sweep_cb(evutil_socket_t fd, short what, void *arg)
 			reqclock_forget(rc, c);
 			continue;
 		}
+		if (c->refused && c->started != 0) {
+			c->started = 0;
+			if ((s = bufferevent_getfd(c->bev)) != -1)
+				reqclock_refuse(c, s);
+			continue;
+		}
 		if (c->started == 0 || now - c->started < rc->limit_ms)
 			continue;
 		c->started = 0;
 		if ((s = bufferevent_getfd(c->bev)) == -1)
 			continue;
-		sslen = sizeof ss;
-		if (getpeername(s, (struct sockaddr *)&ss, &sslen) != 0 ||
-		    getnameinfo((struct sockaddr *)&ss, sslen, host, sizeof host, NULL, 0,
-		    NI_NUMERICHOST) != 0)
-			snprintf(host, sizeof host, "unknown");
 		log_info("event=http.request_timeout peer=%s limit_s=%lld consequence="
-		    "\"connection closed\"", host, (long long)(rc->limit_ms / 1000));
+		    "\"connection closed\"", reqclock_peer(s, host, sizeof host),
+		    (long long)(rc->limit_ms / 1000));
 		metrics_count(rc->metrics, "http_request_timeouts", 1);
 		shutdown(s, SHUT_RDWR);
 	}
 }
 
 struct reqclock *
-reqclock_new(struct event_base *base, int seconds, struct metrics *metrics)
+reqclock_new(struct event_base *base, int seconds, struct reqbudget *budget,
+    struct metrics *metrics)
 {
 	struct reqclock	*rc = xcalloc(1, sizeof *rc);
 	struct timeval	 tv = { 0, REQCLOCK_SWEEP_MS * 1000 };
 
+	rc->budget = budget;
 	rc->metrics = metrics;
 	rc->limit_ms = (int64_t)seconds * 1000;
 	TAILQ_INIT(&rc->conns);
@@ -222,19 +323,24 @@ reqclock_conn(struct reqclock *rc, struct evhttp_request *req)
 	return reqclock_find(rc, evhttp_connection_get_bufferevent(evcon));
 }
 
-void
+int
 reqclock_done(struct reqclock *rc, struct evhttp_request *req)
 {
 	struct rqconn	*c;
+	int		 refused;
 
 	if ((c = reqclock_conn(rc, req)) == NULL)
-		return;
+		return 0;
 	c->started = 0;
+	refused = c->refused;
+	c->refused = 0;
+	reqclock_release(c);
 	if (!c->watched) {
 		evhttp_connection_set_closecb(evhttp_request_get_connection(req),
 		    reqclock_closed_cb, c);
 		c->watched = 1;
 	}
+	return refused ? -1 : 0;
 }
 
 void

@@ -12,17 +12,39 @@ struct reqclock;
 typedef void (*reqclock_close_cb)(struct evhttp_connection *, void *);
 
 /*
+ * The bytes of the requests being read, every front's connections together
+ * (limits.buffered): evhttp holds a request whole in memory before anyone
+ * sees it, so without a bound, clients sending large bodies at once could
+ * make the engine run out of memory. A connection whose bytes would take the
+ * total over the limit is answered 503 (Retry-After) and closed; the others
+ * go on. A request's bytes count from its first byte until it is whole and
+ * handed over, or its connection goes.
+ */
+struct reqbudget;
+struct reqbudget *reqbudget_new(long long limit);
+void		 reqbudget_set_limit(struct reqbudget *, long long limit);
+void		 reqbudget_free(struct reqbudget *);
+
+/*
  * evhttp's own timeout (limits.idle) closes a connection that goes silent; a
  * client sending a byte a second is never silent. A request clock starts when
  * the first byte of a request arrives, stops when evhttp hands over the whole
  * request, and a connection whose request is not whole after seconds is shut.
  */
-/* Each connection it closes counts in spur_http_request_timeouts_total. */
-struct reqclock	*reqclock_new(struct event_base *, int seconds, struct metrics *);
+/*
+ * Each connection it closes counts in spur_http_request_timeouts_total, each
+ * one refused for the budget in spur_http_busy_refusals_total.
+ */
+struct reqclock	*reqclock_new(struct event_base *, int seconds, struct reqbudget *,
+		     struct metrics *);
 /* For evhttp_set_bevcb: the bufferevent of a new connection, with its clock. */
 struct bufferevent *reqclock_bevcb(struct event_base *, void *);
-/* The request is whole (the front's request callback): its clock stops. */
-void		 reqclock_done(struct reqclock *, struct evhttp_request *);
+/*
+ * The request is whole (the front's request callback): its clock stops and
+ * its bytes leave the budget. -1: it went over the budget while it was read;
+ * answer it 503.
+ */
+int		 reqclock_done(struct reqclock *, struct evhttp_request *);
 /*
  * cb runs if the request's connection closes (NULL: no longer). The connection's
  * close callback belongs to the clock: this is the front's way to set it.

@@ -62,6 +62,7 @@ struct server {
 	int				 inflight;	/* under mu */
 	struct hookreqs			 asks;		/* under mu: for the loop to answer */
 	struct event			*ask_ev;
+	struct reqbudget		*budget;	/* limits.buffered, every front's */
 };
 
 enum hookreq_kind { HOOKREQ_HOOK, HOOKREQ_HEALTHZ, HOOKREQ_METRICS };
@@ -467,7 +468,14 @@ server_request_cb(struct evhttp_request *req, void *arg)
 	size_t		 n = strcspn(uri, "?");
 	int		 get = evhttp_request_get_command(req) == EVHTTP_REQ_GET;
 
-	reqclock_done(f->clock, req);
+	if (reqclock_done(f->clock, req) != 0) {
+		/* It arrived whole while the budget was over: answered as busy all the same. */
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "5");
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+		server_reply(srv, req, "busy", 503, "application/json",
+		    "{\"error\":\"unavailable\",\"detail\":\"server busy\"}");
+		return;
+	}
 	if (n == 8 && (strncmp(uri, "/healthz", 8) == 0 || strncmp(uri, "/metrics", 8) == 0)) {
 		const char *route = uri[1] == 'h' ? "healthz" : "metrics";
 		if (!get) {
@@ -611,6 +619,7 @@ front_limits(struct front *f, const struct config *conf)
 	tv.tv_usec = 0;
 	evhttp_set_timeout_tv(f->http, &tv);
 	reqclock_set_limit(f->clock, (int)conf->limit_request);
+	reqbudget_set_limit(f->srv->budget, (long long)conf->limit_buffered);
 }
 
 static void
@@ -635,7 +644,8 @@ front_init(struct server *srv, struct front *f, const struct config *conf)
 	evhttp_set_allowed_methods(f->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
 	    EVHTTP_REQ_PATCH);
-	f->clock = reqclock_new(f->base, (int)conf->limit_request, srv->engine->metrics);
+	f->clock = reqclock_new(f->base, (int)conf->limit_request, srv->budget,
+	    srv->engine->metrics);
 	evhttp_set_bevcb(f->http, reqclock_bevcb, f->clock);
 	front_limits(f, conf);
 	evhttp_set_gencb(f->http, server_request_cb, f);
@@ -655,6 +665,7 @@ server_create(struct engine *e, char **cause)
 	pthread_mutex_init(&srv->mu, NULL);
 	TAILQ_INIT(&srv->asks);
 	srv->ask_ev = event_new(e->base, -1, 0, server_ask_cb, srv);
+	srv->budget = reqbudget_new((long long)e->conf->limit_buffered);
 	n = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	srv->nfronts = n < 1 ? 1 : n > SERVER_MAX_FRONTS ? SERVER_MAX_FRONTS : n;
 	for (n = 0; n < srv->nfronts; n++)
@@ -753,6 +764,7 @@ server_free(struct server *srv)
 		TAILQ_REMOVE(&srv->asks, hr, entry);
 		hookreq_free(hr);
 	}
+	reqbudget_free(srv->budget);
 	if (srv->ask_ev != NULL)
 		event_free(srv->ask_ev);
 	pthread_mutex_destroy(&srv->mu);

@@ -63,6 +63,17 @@ with Spur() as s:
     t.eq((rc, err.strip()), (1, '%s:2:12: error: "limits.request" must be at least 1s' % s.config),
          "a request deadline of 0s is refused at its position")
     with open(s.config, "w") as f:
+        f.write("limits:\n  body: 1MiB\n  buffered: 1MiB\n")
+    rc, out, err = s.c("check")
+    t.eq((rc, err.strip()), (1, '%s:3:13: error: "limits.buffered" (1048576 bytes) must be at least '
+         'limits.body and limits.header together (1114112 bytes): a request that big could never be read'
+         % s.config), "limits.buffered smaller than one whole request is refused at its position")
+    with open(s.config, "w") as f:
+        f.write("limits:\n  body: 300MiB\n")
+    rc, out, err = s.c("check")
+    t.ok(rc == 1 and ':2:9: error: "limits.buffered" (268435456 bytes)' in err,
+         "so is a limits.body above the default limits.buffered (256MiB), at limits.body", err)
+    with open(s.config, "w") as f:
         f.write(BROKEN)
     t.eq(out, "", "nothing on stdout")
 

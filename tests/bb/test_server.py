@@ -189,6 +189,36 @@ with Spur("limits:\n  body: 64KiB\n  idle: 2s\n  request: 3s\n  header: 8KiB\n  
     t.eq(grep_secrets(logs), [], "no secret value appears in the log")
     t.ok(all(" level=" in l for l in logs.splitlines() if l), "every log line is leveled key=value")
 
+
+def read_answers(c, n=1, timeout=10):
+    """The first n answers the engine sent on c (fewer if it closed first, or on timeout):
+    status line, lowercased head, body."""
+    c.settimeout(timeout)
+    got, answers = b"", []
+    try:
+        while len(answers) < n:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+            while b"\r\n\r\n" in got and len(answers) < n:
+                head, rest = got.split(b"\r\n\r\n", 1)
+                lens = [l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
+                size = int(lens[0]) if lens else 0
+                if len(rest) < size:
+                    break
+                answers.append((head.split(b"\r\n")[0], head.lower(), rest[:size]))
+                got = rest[size:]
+    except (socket.timeout, ConnectionResetError):
+        pass
+    return answers
+
+
+def read_answer(c, timeout=10):
+    a = read_answers(c, 1, timeout)
+    return a[0] if a else (b"", b"", b"")
+
+
 # limits.request counts the client's time, not the engine's: a request pipelined behind one
 # whose commit is slow (the store locked for the writer's whole 5 s wait) is not cut off.
 with Spur("limits:\n  request: 2s\n") as s:
@@ -205,23 +235,7 @@ with Spur("limits:\n  request: 2s\n") as s:
                % (len(body), head)).encode() + body)
     time.sleep(0.5)       # the next request arrives while the first waits for its commit
     c.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-    c.settimeout(20)
-    got, answers = b"", []
-    try:
-        while len(answers) < 2:
-            chunk = c.recv(65536)
-            if not chunk:
-                break
-            got += chunk
-            while b"\r\n\r\n" in got:
-                hd, rest = got.split(b"\r\n\r\n", 1)
-                n = int([l.split(b":")[1] for l in hd.split(b"\r\n") if l.lower().startswith(b"content-length:")][0])
-                if len(rest) < n:
-                    break
-                answers.append(hd.split(b"\r\n")[0])
-                got = rest[n:]
-    except socket.timeout:
-        pass
+    answers = [a[0] for a in read_answers(c, 2, timeout=20)]
     took = time.time() - t0
     lock.execute("ROLLBACK")
     lock.close()
@@ -230,6 +244,108 @@ with Spur("limits:\n  request: 2s\n") as s:
     t.eq(answers, [b"HTTP/1.1 503 Service Unavailable"] * 2,
          "a slow commit (%.1f s, limits.request 2s) is answered, and the request pipelined behind it too" % took)
     t.ok("event=http.request_timeout" not in s.logs(), "no request was timed out")
+
+# limits.buffered: the bytes of requests being read, all connections together. Two large
+# deliveries being read hold nearly all of it; a third and a small one over it get 503 with
+# Retry-After, healthz still fits, and nothing of the two in flight is lost.
+def post_head(body):
+    head = "".join("%s: %s\r\n" % kv for kv in github_headers(body).items())
+    return ("POST /o/acme/hooks/github HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n%s\r\n"
+            % (len(body), head)).encode()
+
+
+def start_post(port, head, body, send):
+    """A request whose head and first `send` bytes of body are sent; the rest is the caller's."""
+    c = socket.create_connection(("127.0.0.1", port))
+    c.sendall(head + body[:send])
+    return c
+
+
+with Spur("limits:\n  body: 1MiB\n  buffered: 2MiB\n  request: 30s\n") as s:
+    s.start()
+    import json
+    budget = 2 * 1024 * 1024
+    # deliveries of 1,048,000 bytes each, just under limits.body
+    big = [json.dumps(github_comment("big %d " % i + "z" * (1048000 - len(json.dumps(
+        github_comment("big %d " % i, comment_id=500 + i)))), comment_id=500 + i)).encode()
+        for i in range(3)]
+    heads = [post_head(b) for b in big]
+    # the two being read hold all of the budget but 1,000 bytes
+    sent = [(budget - 1000) // 2 - len(heads[i]) for i in range(2)]
+    assert all(0 < sent[i] < len(big[i]) for i in range(2))
+    held = [start_post(s.port, heads[i], big[i], sent[i]) for i in range(2)]
+    time.sleep(0.5)
+    st, _, body = s.request("GET", "/healthz")
+    t.eq(st, 200, "limits.buffered all but used up by two deliveries being read: healthz still fits")
+    small = json.dumps(github_comment("small")).encode()
+    small += b" " * (2500 - len(small))
+    c = start_post(s.port, post_head(small), small, len(small))
+    status, head, body = read_answer(c)
+    c.close()
+    t.ok(status == b"HTTP/1.1 503 Service Unavailable" and b"retry-after: 5" in head and b"server busy" in body,
+         "a 2.5 KB delivery that takes the total over it (whole in one read: evhttp answers) is 503, "
+         "Retry-After: 5", (status, head, body))
+    c = start_post(s.port, heads[2], big[2], 200000)
+    status, head, body = read_answer(c)
+    c.close()
+    t.ok(status == b"HTTP/1.1 503 Service Unavailable" and b"retry-after: 5" in head and b"server busy" in body,
+         "so is a third large one, answered while it is being sent (past evhttp)", (status, head, body))
+    answers = []
+    for i in range(2):
+        held[i].sendall(big[i][sent[i]:])
+        answers.append(read_answer(held[i]))
+        held[i].close()
+    t.ok(all(a[0] == b"HTTP/1.1 200 OK" for a in answers), "the two being read when the others were refused "
+         "finish and are answered 200", [a[0] for a in answers])
+    ids = [json.loads(a[2]).get("event") for a in answers if a[0] == b"HTTP/1.1 200 OK"]
+    t.eq(len(s.query("SELECT id FROM events WHERE id IN (?, ?)", *ids)) if len(ids) == 2 else 0, 2,
+         "and both are stored")
+    st, _, body = s.request("POST", "/o/acme/hooks/github", big[2], github_headers(big[2]))
+    t.eq(st, 200, "once they are done, the refused large delivery sent again is taken")
+    st, _, body = s.request("GET", "/metrics")
+    t.contains(body.decode(), "spur_http_busy_refusals_total 2", "/metrics counts the two refusals")
+    t.contains(s.logs(), "event=http.busy peer=127.0.0.1", "the log says why, and who")
+
+# Many large bodies at once, none of them signed (the signature is checked once a body is whole):
+# the engine's memory stays within limits.buffered, not 40 times limits.body.
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int([l for l in f if l.startswith("VmRSS:")][0].split()[1])
+
+
+asan = os.environ.get("ASAN_OPTIONS", "")
+env = {"ASAN_OPTIONS": (asan + ":" if asan else "") + "quarantine_size_mb=4"}
+with Spur("limits:\n  body: 4MiB\n  buffered: 16MiB\n  request: 30s\n", env=env) as s:
+    s.start()
+    MiB = 1 << 20
+    rss0 = rss_kib(s.proc.pid)
+    head = (b"POST /o/acme/hooks/github HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % (4 * MiB))
+    part = b"{" + b" " * (3 * MiB)
+    conns = []
+    for _ in range(40):
+        c = socket.create_connection(("127.0.0.1", s.port))
+        c.settimeout(10)
+        try:
+            c.sendall(head + part)   # the kernel's buffers take it all, read or not
+        except OSError:
+            pass
+        conns.append(c)
+    time.sleep(1)
+    grown = rss_kib(s.proc.pid) - rss0
+    t.ok(grown < 48 * 1024, "40 clients sending 3 MiB each of a 4 MiB body at once: RSS grew %d KiB, "
+         "within limits.buffered (16 MiB) and its overhead, not 120 MiB" % grown)
+    busy = 0
+    for c in conns:
+        status, _, body = read_answer(c, timeout=0.3)
+        busy += status == b"HTTP/1.1 503 Service Unavailable" and b"server busy" in body
+        c.close()
+    t.ok(30 <= busy <= 37, "those past the budget were answered 503 (%d of 40; 16 MiB holds 5 of them)" % busy)
+    deadline, st = time.time() + 5, None
+    while time.time() < deadline and st != 401:
+        time.sleep(0.2)
+        st, _, _ = s.request("POST", "/o/acme/hooks/github", part, {"Content-Type": "application/json"})
+    t.eq(st, 401, "once they left, a 3 MiB body is read whole again (and refused unsigned)")
 
 # SIGINT too
 with Spur() as s:
