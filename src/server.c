@@ -19,6 +19,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 #include <pthread.h>
 #include <sys/queue.h>
 #include <unistd.h>
@@ -29,6 +30,8 @@
 #define SERVER_MAX_LISTEN	16
 #define HOOK_MAX_HEADERS	256
 #define SERVER_MAX_FRONTS	8
+#define SERVER_ACCEPT_PAUSE_MS	250	/* accept() out of descriptors: not accepting this long */
+#define SERVER_ACCEPT_LOG_MS	10000	/* and saying so at most this often, per front */
 
 /*
  * The HTTP fronts: one thread per CPU, each with its own event base and evhttp
@@ -49,6 +52,8 @@ struct front {
 	struct event			*answer_ev;	/* answers made elsewhere, to send */
 	struct event			*close_ev;	/* stop accepting */
 	struct event			*limits_ev;	/* the config was reloaded */
+	struct event			*resume_ev;	/* accepting again after a failed accept() */
+	int64_t				 accept_logged;	/* when a failed accept() was last logged */
 	struct reqclock			*clock;		/* limits.request */
 	TAILQ_HEAD(hookreqs, hookreq)	 answers;	/* under srv->mu */
 };
@@ -66,6 +71,8 @@ struct server {
 };
 
 enum hookreq_kind { HOOKREQ_HOOK, HOOKREQ_HEALTHZ, HOOKREQ_METRICS };
+
+static void	front_accept_error_cb(struct evconnlistener *, void *);
 
 /*
  * One request from its arrival to its answer, owned by its front except while
@@ -575,6 +582,8 @@ server_bind(struct server *srv, const char *addr, char **cause)
 			free(host);
 			return -1;
 		}
+		evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(b),
+		    front_accept_error_cb);
 		f->bound[f->nbound++] = b;
 	}
 	if (srv->port == 0)
@@ -583,6 +592,63 @@ server_bind(struct server *srv, const char *addr, char **cause)
 	    port, srv->nfronts);
 	free(host);
 	return 0;
+}
+
+/* libevent hands a listener's error callback evhttp's pointer, not ours: the front is found by it. */
+static struct server	*server_self;
+
+static void
+front_accepting(struct front *f, int on)
+{
+	struct evconnlistener	*lis;
+	size_t			 i;
+
+	for (i = 0; i < f->nbound; i++) {
+		if ((lis = evhttp_bound_socket_get_listener(f->bound[i])) == NULL)
+			continue;
+		if (on)
+			evconnlistener_enable(lis);
+		else
+			evconnlistener_disable(lis);
+	}
+}
+
+static void
+front_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	front_accepting(arg, 1);
+}
+
+/*
+ * accept() failed for a reason that does not pass (no descriptor or memory
+ * left). The listening socket stays readable, and libevent would call accept
+ * again at once, forever, logging each time: the front stops accepting for a
+ * moment instead, and new clients wait in the listen backlog until idle
+ * connections are closed (limits.idle) or clients leave.
+ */
+static void
+front_accept_error_cb(struct evconnlistener *lis, void *arg)
+{
+	int		 err = EVUTIL_SOCKET_ERROR(), i;
+	struct front	*f = NULL;
+	struct timeval	 tv = { 0, SERVER_ACCEPT_PAUSE_MS * 1000 };
+	int64_t		 now = now_ms();
+
+	for (i = 0; server_self != NULL && i < server_self->nfronts; i++) {
+		if (server_self->fronts[i].http == arg)
+			f = &server_self->fronts[i];
+	}
+	if (f == NULL)
+		return;
+	front_accepting(f, 0);
+	evtimer_add(f->resume_ev, &tv);
+	metrics_count(f->srv->engine->metrics, "http_accept_pauses", 1);
+	if (now - f->accept_logged >= SERVER_ACCEPT_LOG_MS) {
+		log_warn("event=http.accept_failed error=%s consequence=\"not accepting for %d ms, "
+		    "new connections wait\" next_log_in_s=%d", log_q(strerror(err)),
+		    SERVER_ACCEPT_PAUSE_MS, SERVER_ACCEPT_LOG_MS / 1000);
+		f->accept_logged = now;
+	}
 }
 
 /* Front: stops accepting (the engine is stopping). */
@@ -652,6 +718,7 @@ front_init(struct server *srv, struct front *f, const struct config *conf)
 	f->answer_ev = event_new(f->base, -1, 0, front_answer_cb, f);
 	f->close_ev = event_new(f->base, -1, 0, front_close_cb, f);
 	f->limits_ev = event_new(f->base, -1, 0, front_limits_cb, f);
+	f->resume_ev = evtimer_new(f->base, front_resume_cb, f);
 }
 
 struct server *
@@ -666,6 +733,7 @@ server_create(struct engine *e, char **cause)
 	TAILQ_INIT(&srv->asks);
 	srv->ask_ev = event_new(e->base, -1, 0, server_ask_cb, srv);
 	srv->budget = reqbudget_new((long long)e->conf->limit_buffered);
+	server_self = srv;
 	n = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	srv->nfronts = n < 1 ? 1 : n > SERVER_MAX_FRONTS ? SERVER_MAX_FRONTS : n;
 	for (n = 0; n < srv->nfronts; n++)
@@ -757,6 +825,8 @@ server_free(struct server *srv)
 			event_free(f->close_ev);
 		if (f->limits_ev != NULL)
 			event_free(f->limits_ev);
+		if (f->resume_ev != NULL)
+			event_free(f->resume_ev);
 		if (f->base != NULL)
 			event_base_free(f->base);
 	}
@@ -765,6 +835,8 @@ server_free(struct server *srv)
 		hookreq_free(hr);
 	}
 	reqbudget_free(srv->budget);
+	if (server_self == srv)
+		server_self = NULL;
 	if (srv->ask_ev != NULL)
 		event_free(srv->ask_ev);
 	pthread_mutex_destroy(&srv->mu);
