@@ -15,6 +15,7 @@ struct event_base;
 struct evdns_base;
 struct evconnlistener;
 struct bufferevent;
+struct event;
 struct store;
 
 /* Where the forwarder listens inside a sandbox (its own network namespace). */
@@ -43,6 +44,35 @@ void	 egress_free(struct egress *);
 struct evconnlistener *egress_listen(struct event_base *, const char *path, int *port,
 	     void (*)(struct evconnlistener *, int, struct sockaddr *, int, void *),
 	     void *, char **cause);
+
+/*
+ * What a run's listener (proxy, gateway) takes: at most EGRESS_MAX_CONNS
+ * connections open at once, so that one agent cannot use up the engine's
+ * descriptors (each is one here, two once proxied); past that a connection is
+ * closed at once. When accept() itself fails (the engine out of descriptors),
+ * the listener rests for EGRESS_ACCEPT_PAUSE_MS instead of failing again at
+ * once, forever.
+ */
+#define EGRESS_MAX_CONNS	256
+#define EGRESS_ACCEPT_PAUSE_MS	250
+struct egress_gate {
+	struct evconnlistener	*lis;
+	struct event		*resume;
+	const char		*what;		/* "proxy", "gateway": for the log */
+	const char		*run;
+	int			 open;		/* connections taken and not yet freed */
+	int			 capped;	/* the cap was logged for this run */
+	int64_t			 failed_at;	/* when a failed accept() was last logged */
+};
+void	 egress_gate_init(struct egress_gate *, struct event_base *, struct evconnlistener *,
+	     const char *what, const char *run);
+/* A new connection: 0 to take it, -1 over the cap (fd closed). */
+int	 egress_gate_admit(struct egress_gate *, int fd);
+/* A connection it took is freed. */
+void	 egress_gate_leave(struct egress_gate *);
+/* From the listener's error callback. */
+void	 egress_gate_failed(struct egress_gate *);
+void	 egress_gate_clear(struct egress_gate *);
 
 /* One HTTP/1.x request head as it came: request line and headers. */
 #define HTTP_HEAD_MAX		(32 * 1024)

@@ -70,6 +70,7 @@ struct gateway {
 	int			 bearer;
 	char			*path;
 	struct evconnlistener	*lis;
+	struct egress_gate	 gate;
 	struct curlev		*curl;
 	LIST_HEAD(, gconn)	 conns;
 };
@@ -90,6 +91,7 @@ static void
 gconn_free(struct gconn *gc)
 {
 	LIST_REMOVE(gc, entry);
+	egress_gate_leave(&gc->g->gate);
 	if (gc->easy != NULL) {
 		curlev_remove(gc->g->curl, gc->easy);
 		curl_easy_cleanup(gc->easy);
@@ -378,6 +380,8 @@ gateway_accept_cb(struct evconnlistener *l, int fd, struct sockaddr *sa, int len
 	struct gconn	*gc;
 	struct timeval	 tv = { GATEWAY_HEAD_SECS, 0 };
 
+	if (egress_gate_admit(&g->gate, fd) != 0)
+		return;
 	gc = xcalloc(1, sizeof *gc);
 	gc->g = g;
 	gc->body = evbuffer_new();
@@ -389,6 +393,14 @@ gateway_accept_cb(struct evconnlistener *l, int fd, struct sockaddr *sa, int len
 	bufferevent_setwatermark(gc->cli, EV_READ, 0, HTTP_HEAD_MAX + 8);
 	bufferevent_set_timeouts(gc->cli, &tv, NULL);
 	bufferevent_enable(gc->cli, EV_READ);
+}
+
+static void
+gateway_accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	struct gateway	*g = arg;
+
+	egress_gate_failed(&g->gate);
 }
 
 /* The upstream transfer ended: the rest of the answer, or the API's 502 when none began. */
@@ -457,6 +469,8 @@ gateway_create(struct event_base *base, struct store *store, const char *run,
 		gateway_free(g);
 		return NULL;
 	}
+	egress_gate_init(&g->gate, base, g->lis, "gateway", g->run);
+	evconnlistener_set_error_cb(g->lis, gateway_accept_error_cb);
 	return g;
 }
 
@@ -469,6 +483,7 @@ gateway_free(struct gateway *g)
 		return;
 	if (g->lis != NULL)
 		evconnlistener_free(g->lis);
+	egress_gate_clear(&g->gate);
 	while ((gc = LIST_FIRST(&g->conns)) != NULL) {
 		if (gc->easy != NULL)
 			gconn_record(gc, "closed");

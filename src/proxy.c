@@ -68,6 +68,71 @@ egress_listen(struct event_base *base, const char *path, int *port,
 	return l;
 }
 
+static void
+egress_gate_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct egress_gate	*g = arg;
+
+	evconnlistener_enable(g->lis);
+}
+
+void
+egress_gate_init(struct egress_gate *g, struct event_base *base, struct evconnlistener *lis,
+    const char *what, const char *run)
+{
+	memset(g, 0, sizeof *g);
+	g->lis = lis;
+	g->resume = evtimer_new(base, egress_gate_resume_cb, g);
+	g->what = what;
+	g->run = run;
+}
+
+int
+egress_gate_admit(struct egress_gate *g, int fd)
+{
+	if (g->open >= EGRESS_MAX_CONNS) {
+		evutil_closesocket(fd);
+		if (!g->capped)
+			log_warn("event=egress.too_many_connections run=%s listener=%s limit=%d "
+			    "consequence=\"new connections closed until some end\"", g->run, g->what,
+			    EGRESS_MAX_CONNS);
+		g->capped = 1;
+		return -1;
+	}
+	g->open++;
+	return 0;
+}
+
+void
+egress_gate_leave(struct egress_gate *g)
+{
+	g->open--;
+}
+
+void
+egress_gate_failed(struct egress_gate *g)
+{
+	struct timeval	 tv = { 0, EGRESS_ACCEPT_PAUSE_MS * 1000 };
+	int		 err = EVUTIL_SOCKET_ERROR();
+
+	evconnlistener_disable(g->lis);
+	evtimer_add(g->resume, &tv);
+	if (now_ms() - g->failed_at >= 10000) {
+		log_warn("event=egress.accept_failed run=%s listener=%s error=%s consequence="
+		    "\"not accepting for %d ms\"", g->run, g->what, log_q(strerror(err)),
+		    EGRESS_ACCEPT_PAUSE_MS);
+		g->failed_at = now_ms();
+	}
+}
+
+void
+egress_gate_clear(struct egress_gate *g)
+{
+	if (g->resume != NULL)
+		event_free(g->resume);
+	g->resume = NULL;
+}
+
 /*
  * HTTP request heads.
  */
@@ -474,6 +539,7 @@ struct proxy {
 	char			**allow;
 	char			*path;
 	struct evconnlistener	*lis;
+	struct egress_gate	 gate;
 	LIST_HEAD(, pconn)	 conns;
 };
 
@@ -481,6 +547,7 @@ static void
 pconn_free(struct pconn *pc)
 {
 	LIST_REMOVE(pc, entry);
+	egress_gate_leave(&pc->p->gate);
 	if (pc->dns != NULL)
 		evdns_getaddrinfo_cancel(pc->dns);	/* its callback still runs, with pc gone */
 	if (pc->ai != NULL)
@@ -753,6 +820,8 @@ proxy_accept_cb(struct evconnlistener *l, int fd, struct sockaddr *sa, int len, 
 	struct pconn	*pc;
 	struct timeval	 tv = { PROXY_HEAD_SECS, 0 };
 
+	if (egress_gate_admit(&p->gate, fd) != 0)
+		return;
 	pc = xcalloc(1, sizeof *pc);
 	pc->p = p;
 	evutil_make_socket_nonblocking(fd);
@@ -762,6 +831,14 @@ proxy_accept_cb(struct evconnlistener *l, int fd, struct sockaddr *sa, int len, 
 	bufferevent_setwatermark(pc->cli, EV_READ, 0, HTTP_HEAD_MAX + 8);
 	bufferevent_set_timeouts(pc->cli, &tv, NULL);
 	bufferevent_enable(pc->cli, EV_READ);
+}
+
+static void
+proxy_accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	struct proxy	*p = arg;
+
+	egress_gate_failed(&p->gate);
 }
 
 struct proxy *
@@ -788,6 +865,8 @@ proxy_create(struct event_base *base, struct evdns_base *dns, struct store *stor
 		proxy_free(p);
 		return NULL;
 	}
+	egress_gate_init(&p->gate, base, p->lis, "proxy", p->run);
+	evconnlistener_set_error_cb(p->lis, proxy_accept_error_cb);
 	return p;
 }
 
@@ -801,6 +880,7 @@ proxy_free(struct proxy *p)
 		return;
 	if (p->lis != NULL)
 		evconnlistener_free(p->lis);
+	egress_gate_clear(&p->gate);
 	/* The run ended: what is still open is cut, and logged with what it moved. */
 	while ((pc = LIST_FIRST(&p->conns)) != NULL) {
 		if (pc->relay != NULL)

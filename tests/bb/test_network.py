@@ -90,6 +90,43 @@ print(json.dumps(out))
 '''
 
 
+# A run that opens more connections to its proxy than the engine keeps for one run, holds
+# them, and says how many stayed open; then, with them closed, one request through the proxy.
+FLOOD = r'''
+import json, os, socket, sys, time
+HPORT = int(sys.argv[1])
+host, port = os.environ["HTTP_PROXY"][len("http://"):].split(":")
+conns = []
+for _ in range(300):
+    try:
+        conns.append(socket.create_connection((host, int(port)), timeout=5))
+    except OSError:
+        pass
+time.sleep(2)
+still = 0
+for c in conns:
+    c.setblocking(False)
+    try:
+        still += c.recv(1) != b""
+    except BlockingIOError:
+        still += 1
+    except OSError:
+        pass
+for c in conns:
+    c.close()
+time.sleep(0.5)
+s = socket.create_connection((host, int(port)), timeout=10)
+s.sendall(("GET http://127.0.0.1:%d/hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % HPORT).encode())
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+print(json.dumps({"opened": len(conns), "held": still, "after": data.split(b"\r\n")[0].decode()}))
+'''
+
+
 def auto(name, text, extra):
     return ("name: %s\non:\n  github:\n    events: [issue_comment.created]\n    text: '%s'\n"
             "agent: command\ncommand: %s\nprompt: |\n  Probe.\nproof: report\n%s") % (
@@ -138,6 +175,8 @@ spur.write_automation("net.yaml", auto("net", "^/net", allow).replace('"SPORT"',
 # Only the name: localhost resolves to loopback, which is refused unless listed literally.
 spur.write_automation("loop.yaml", auto("loop", "^/loop", 'network:\n  allow: ["localhost:%d"]\n' % HPORT).replace('"SPORT"', '"%d"' % sport))
 spur.write_automation("nonet.yaml", auto("nonet", "^/nonet", "").replace('"SPORT"', '"%d"' % sport))
+spur.write_automation("flood.yaml", auto("flood", "^/flood", allow).replace(
+    json.dumps(["python3", "-c", PROBE, str(HPORT), "SPORT"]), json.dumps(["python3", "-c", FLOOD, str(HPORT)])))
 with spur as s:
     s.start()
     run = fire(s, "/net probe", 1)
@@ -211,5 +250,19 @@ with spur as s:
     t.ok(not os.path.exists(os.path.join(s.data_dir, "runs", run2, "net")), "no sockets are made for it")
     t.ok(not os.path.exists(os.path.join(s.data_dir, "runs", run, "net", "proxy.sock")),
          "the proxy socket is gone after the run")
+
+    # one run cannot use up the engine's descriptors through its proxy
+    run4 = fire(s, "/flood", 4)
+    st4 = wait_done(s, run4, timeout=90)
+    j4, r4 = result(s, run4)
+    t.ok(st4["state"] == "completed" and r4.get("opened") == 300, "a run opens 300 connections to its proxy",
+         (st4, r4))
+    t.eq(r4.get("held"), 256, "the engine keeps 256 of them (EGRESS_MAX_CONNS) and closes the rest at once")
+    t.ok(" 200 " in r4.get("after", ""), "once they are closed, the proxy serves the run again",
+         r4.get("after"))
+    t.eq(s.logs().count("event=egress.too_many_connections run=%s listener=proxy limit=256" % run4), 1,
+         "the log says so once for the run")
+    st, _, _ = s.request("GET", "/healthz")
+    t.eq(st, 200, "and the engine kept serving")
 srv.shutdown()
 t.done()
