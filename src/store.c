@@ -118,13 +118,15 @@ run_state_terminal(enum run_state s)
 	return s != RUN_QUEUED && s != RUN_RUNNING;
 }
 
+/* cause may be NULL: a ROLLBACK after a failed COMMIT fails too (sqlite rolled back already). */
 static int
 store_exec(struct store *st, const char *sql, char **cause)
 {
 	char	*err = NULL;
 
 	if (sqlite3_exec(st->db, sql, NULL, NULL, &err) != SQLITE_OK) {
-		xasprintf(cause, "%s", err != NULL ? err : sqlite3_errmsg(st->db));
+		if (cause != NULL)
+			xasprintf(cause, "%s", err != NULL ? err : sqlite3_errmsg(st->db));
 		sqlite3_free(err);
 		return -1;
 	}

@@ -359,4 +359,43 @@ with Spur(automations={"fix.yaml": FIX}) as s:
     t.eq(dup, len(sent), "a replay of all of them is answered duplicate")
     t.eq(count(s, "runs"), nruns, "and starts nothing new")
 
+
+# A full disk, with RLIMIT_FSIZE standing in for it (files stop growing past 2 MiB): first the
+# payload log and then the store cannot grow. Deliveries are answered 503 with Retry-After,
+# the engine keeps running, every 200 is stored, and once there is room again the refused
+# deliveries are taken.
+def fsize_2mib():
+    import resource
+    import signal
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2 << 20, resource.RLIM_INFINITY))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)    # a write past the limit fails, no signal
+
+
+with Spur() as s:
+    s.start(preexec=fsize_2mib)
+    answers = []
+    for i in range(50):
+        b = json.dumps(github_comment("no automation matches " + "x" * 100000, comment_id=3000 + i)).encode()
+        hh = github_headers(b, delivery="full-%d" % i)
+        st, hd, a = s.post_json(HOOK + "github", b, hh)
+        answers.append((b, hh, st, "retry-after" in hd, a))
+    ok = [x for x in answers if x[2] == 200]
+    refused = [x for x in answers if x[2] != 200]
+    t.ok(ok and refused and all(x[2] == 503 and x[3] for x in refused),
+         "with the disk full, deliveries are answered 503 with Retry-After (%d taken first, %d refused)"
+         % (len(ok), len(refused)), [x[2] for x in answers])
+    t.ok(s.proc.poll() is None, "and the engine keeps running")
+    stored = s.payloads()
+    t.ok(all(stored.get(x[4]["event"]) == x[0] for x in ok), "every delivery that got 200 is stored, payload and all")
+    t.eq(count(s), len(ok), "and none of the refused ones")
+    t.contains(s.logs(), "event=ingest.commit_failed", "the log says the commit failed")
+    import resource
+    resource.prlimit(s.proc.pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    again = [s.post_json(HOOK + "github", x[0], x[1]) for x in refused]
+    t.ok(all(st == 200 and not a.get("duplicate") for st, _, a in again),
+         "with room again, the refused deliveries sent again are taken as new", [a[0] for a in again])
+    t.eq(count(s), len(answers), "so every delivery is stored once")
+    st, _, _ = s.request("GET", "/healthz")
+    t.eq((st, s.stop()), (200, 0), "healthz answers and the engine stops cleanly")
+
 t.done()
