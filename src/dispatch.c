@@ -312,13 +312,32 @@ dispatch_missing_artifacts(struct drun *r)
 	return buf_take(&missing);
 }
 
+/*
+ * The agent's output, to the run's log. If the log cannot take it (a full
+ * disk), it is cut there, said once: a chatty agent must not add a warning
+ * per write to a disk that is already full.
+ */
 static void
 drun_output_cb(const char *data, size_t len, int fd, void *arg)
 {
 	struct drun	*r = arg;
+	const char	*p = data;
+	size_t		 left = len;
+	ssize_t		 w;
 
-	if (r->logfd != -1 && write(r->logfd, data, len) < 0)
-		log_warn("event=run.log_failed run=%s error=%s", r->id, log_q(strerror(errno)));
+	while (r->logfd != -1 && left > 0) {
+		if ((w = write(r->logfd, p, left)) < 0) {
+			if (errno == EINTR)
+				continue;
+			log_warn("event=run.log_failed run=%s error=%s consequence=\"the run's "
+			    "log is cut here\"", r->id, log_q(strerror(errno)));
+			close(r->logfd);
+			r->logfd = -1;
+			break;
+		}
+		p += w;
+		left -= (size_t)w;
+	}
 	if (fd == 1)
 		agent_stream_feed(r->stream, data, len);
 }

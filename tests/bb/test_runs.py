@@ -198,4 +198,28 @@ with Spur("limits:\n  runs: 4\n", automations=automations) as s:
     rc, out, err = s.c("show", r1)
     t.eq([k for k in grep_secrets(out) if k != "T_NPM_TOKEN"], [], "spur show prints no other secret")
 
+# A full disk (RLIMIT_FSIZE: files stop growing at 2 MiB) while an agent prints 3 MB: its log
+# is cut at the limit, said once, not once per write, and the run still ends as it should.
+def fsize_2mib():
+    import resource
+    import signal
+    resource.setrlimit(resource.RLIMIT_FSIZE, (2 << 20, resource.RLIM_INFINITY))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+CHATTY = auto("chatty", ["python3", "-c", "import sys\nfor i in range(3000): sys.stdout.write('y' * 999 + '\\n')\n"
+                         "print('chatty-done')"], "^/chatty", "proof: report\n")
+with Spur("sandbox:\n  backend: none\n", automations={"chatty.yaml": CHATTY}) as s:
+    s.start(preexec=fsize_2mib)
+    rc = fire(s, "/chatty")
+    st = wait_state(s, rc)
+    t.eq(st["state"], "completed", "a run whose 3 MB of output meets a full disk still completes")
+    j = show(s, rc)
+    t.ok(j and (j.get("result") or "").startswith("yyy"), "and its result is stored (it is not read from the log)",
+         j and (j.get("result") or "")[-200:])
+    logs = s.logs()
+    t.eq(logs.count("event=run.log_failed run=%s" % rc), 1, "the log says once that the run's log is cut")
+    rcode, out, err = s.c("logs", rc)
+    t.eq(len(out), 2 << 20, "spur logs shows what the disk took (2 MiB)")
+
 t.done()
