@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lpause.h"
+
 struct engine;
 struct automation;
 struct sandbox_spec;
@@ -15,7 +17,6 @@ struct event_base;
 struct evdns_base;
 struct evconnlistener;
 struct bufferevent;
-struct event;
 struct store;
 
 /* Where the forwarder listens inside a sandbox (its own network namespace). */
@@ -50,19 +51,15 @@ struct evconnlistener *egress_listen(struct event_base *, const char *path, int 
  * connections open at once, so that one agent cannot use up the engine's
  * descriptors (each is one here, two once proxied); past that a connection is
  * closed at once. When accept() itself fails (the engine out of descriptors),
- * the listener rests for EGRESS_ACCEPT_PAUSE_MS instead of failing again at
- * once, forever.
+ * the listener rests (lpause.h).
  */
 #define EGRESS_MAX_CONNS	256
-#define EGRESS_ACCEPT_PAUSE_MS	250
 struct egress_gate {
-	struct evconnlistener	*lis;
-	struct event		*resume;
+	struct lpause		 pause;
 	const char		*what;		/* "proxy", "gateway": for the log */
 	const char		*run;
 	int			 open;		/* connections taken and not yet freed */
 	int			 capped;	/* the cap was logged for this run */
-	int64_t			 failed_at;	/* when a failed accept() was last logged */
 };
 void	 egress_gate_init(struct egress_gate *, struct event_base *, struct evconnlistener *,
 	     const char *what, const char *run);

@@ -68,21 +68,12 @@ egress_listen(struct event_base *base, const char *path, int *port,
 	return l;
 }
 
-static void
-egress_gate_resume_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct egress_gate	*g = arg;
-
-	evconnlistener_enable(g->lis);
-}
-
 void
 egress_gate_init(struct egress_gate *g, struct event_base *base, struct evconnlistener *lis,
     const char *what, const char *run)
 {
 	memset(g, 0, sizeof *g);
-	g->lis = lis;
-	g->resume = evtimer_new(base, egress_gate_resume_cb, g);
+	lpause_init(&g->pause, base, lis);
 	g->what = what;
 	g->run = run;
 }
@@ -112,25 +103,18 @@ egress_gate_leave(struct egress_gate *g)
 void
 egress_gate_failed(struct egress_gate *g)
 {
-	struct timeval	 tv = { 0, EGRESS_ACCEPT_PAUSE_MS * 1000 };
-	int		 err = EVUTIL_SOCKET_ERROR();
+	int	 err = EVUTIL_SOCKET_ERROR();
 
-	evconnlistener_disable(g->lis);
-	evtimer_add(g->resume, &tv);
-	if (now_ms() - g->failed_at >= 10000) {
+	if (lpause_failed(&g->pause))
 		log_warn("event=egress.accept_failed run=%s listener=%s error=%s consequence="
 		    "\"not accepting for %d ms\"", g->run, g->what, log_q(strerror(err)),
-		    EGRESS_ACCEPT_PAUSE_MS);
-		g->failed_at = now_ms();
-	}
+		    LPAUSE_MS);
 }
 
 void
 egress_gate_clear(struct egress_gate *g)
 {
-	if (g->resume != NULL)
-		event_free(g->resume);
-	g->resume = NULL;
+	lpause_clear(&g->pause);
 }
 
 /*

@@ -4,6 +4,7 @@
 #include "conf.h"
 #include "event.h"
 #include "ingest.h"
+#include "lpause.h"
 #include "reqclock.h"
 #include "serve.h"
 #include "source.h"
@@ -30,8 +31,6 @@
 #define SERVER_MAX_LISTEN	16
 #define HOOK_MAX_HEADERS	256
 #define SERVER_MAX_FRONTS	8
-#define SERVER_ACCEPT_PAUSE_MS	250	/* accept() out of descriptors: not accepting this long */
-#define SERVER_ACCEPT_LOG_MS	10000	/* and saying so at most this often, per front */
 
 /*
  * The HTTP fronts: one thread per CPU, each with its own event base and evhttp
@@ -46,14 +45,13 @@ struct front {
 	struct event_base		*base;
 	struct evhttp			*http;
 	struct evhttp_bound_socket	*bound[SERVER_MAX_LISTEN];
+	struct lpause			 pause[SERVER_MAX_LISTEN];	/* each one's, when accept() fails */
 	size_t				 nbound;
 	pthread_t			 thread;
 	int				 started;
 	struct event			*answer_ev;	/* answers made elsewhere, to send */
 	struct event			*close_ev;	/* stop accepting */
 	struct event			*limits_ev;	/* the config was reloaded */
-	struct event			*resume_ev;	/* accepting again after a failed accept() */
-	int64_t				 accept_logged;	/* when a failed accept() was last logged */
 	struct reqclock			*clock;		/* limits.request */
 	TAILQ_HEAD(hookreqs, hookreq)	 answers;	/* under srv->mu */
 };
@@ -582,6 +580,7 @@ server_bind(struct server *srv, const char *addr, char **cause)
 			free(host);
 			return -1;
 		}
+		lpause_init(&f->pause[f->nbound], f->base, evhttp_bound_socket_get_listener(b));
 		evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(b),
 		    front_accept_error_cb);
 		f->bound[f->nbound++] = b;
@@ -594,60 +593,29 @@ server_bind(struct server *srv, const char *addr, char **cause)
 	return 0;
 }
 
-/* libevent hands a listener's error callback evhttp's pointer, not ours: the front is found by it. */
+/* libevent hands a listener's error callback evhttp's pointer, not ours: it is found by itself. */
 static struct server	*server_self;
 
-static void
-front_accepting(struct front *f, int on)
-{
-	struct evconnlistener	*lis;
-	size_t			 i;
-
-	for (i = 0; i < f->nbound; i++) {
-		if ((lis = evhttp_bound_socket_get_listener(f->bound[i])) == NULL)
-			continue;
-		if (on)
-			evconnlistener_enable(lis);
-		else
-			evconnlistener_disable(lis);
-	}
-}
-
-static void
-front_resume_cb(evutil_socket_t fd, short what, void *arg)
-{
-	front_accepting(arg, 1);
-}
-
-/*
- * accept() failed for a reason that does not pass (no descriptor or memory
- * left). The listening socket stays readable, and libevent would call accept
- * again at once, forever, logging each time: the front stops accepting for a
- * moment instead, and new clients wait in the listen backlog until idle
- * connections are closed (limits.idle) or clients leave.
- */
+/* A front could not accept (no descriptor left): that listener rests (lpause.h). */
 static void
 front_accept_error_cb(struct evconnlistener *lis, void *arg)
 {
 	int		 err = EVUTIL_SOCKET_ERROR(), i;
-	struct front	*f = NULL;
-	struct timeval	 tv = { 0, SERVER_ACCEPT_PAUSE_MS * 1000 };
-	int64_t		 now = now_ms();
+	size_t		 j;
+	struct front	*f;
 
 	for (i = 0; server_self != NULL && i < server_self->nfronts; i++) {
-		if (server_self->fronts[i].http == arg)
-			f = &server_self->fronts[i];
-	}
-	if (f == NULL)
-		return;
-	front_accepting(f, 0);
-	evtimer_add(f->resume_ev, &tv);
-	metrics_count(f->srv->engine->metrics, "http_accept_pauses", 1);
-	if (now - f->accept_logged >= SERVER_ACCEPT_LOG_MS) {
-		log_warn("event=http.accept_failed error=%s consequence=\"not accepting for %d ms, "
-		    "new connections wait\" next_log_in_s=%d", log_q(strerror(err)),
-		    SERVER_ACCEPT_PAUSE_MS, SERVER_ACCEPT_LOG_MS / 1000);
-		f->accept_logged = now;
+		f = &server_self->fronts[i];
+		for (j = 0; j < f->nbound; j++) {
+			if (f->pause[j].lis != lis)
+				continue;
+			metrics_count(server_self->engine->metrics, "http_accept_pauses", 1);
+			if (lpause_failed(&f->pause[j]))
+				log_warn("event=http.accept_failed error=%s consequence=\"not "
+				    "accepting for %d ms, new connections wait\" next_log_in_s=%d",
+				    log_q(strerror(err)), LPAUSE_MS, LPAUSE_LOG_MS / 1000);
+			return;
+		}
 	}
 }
 
@@ -658,8 +626,10 @@ front_close_cb(evutil_socket_t fd, short what, void *arg)
 	struct front	*f = arg;
 	size_t		 i;
 
-	for (i = 0; i < f->nbound; i++)
+	for (i = 0; i < f->nbound; i++) {
+		lpause_clear(&f->pause[i]);
 		evhttp_del_accept_socket(f->http, f->bound[i]);
+	}
 	f->nbound = 0;
 }
 
@@ -718,7 +688,6 @@ front_init(struct server *srv, struct front *f, const struct config *conf)
 	f->answer_ev = event_new(f->base, -1, 0, front_answer_cb, f);
 	f->close_ev = event_new(f->base, -1, 0, front_close_cb, f);
 	f->limits_ev = event_new(f->base, -1, 0, front_limits_cb, f);
-	f->resume_ev = evtimer_new(f->base, front_resume_cb, f);
 }
 
 struct server *
@@ -795,6 +764,7 @@ server_free(struct server *srv)
 {
 	struct hookreq	*hr;
 	struct front	*f;
+	size_t		 j;
 	int		 i;
 
 	if (srv == NULL)
@@ -811,6 +781,8 @@ server_free(struct server *srv)
 		ingest_flush(srv->engine->ingest);
 	for (i = 0; i < srv->nfronts; i++) {
 		f = &srv->fronts[i];
+		for (j = 0; j < f->nbound; j++)
+			lpause_clear(&f->pause[j]);
 		/* Closing the connections drops the answers of requests still here. */
 		if (f->http != NULL)
 			evhttp_free(f->http);
@@ -825,8 +797,7 @@ server_free(struct server *srv)
 			event_free(f->close_ev);
 		if (f->limits_ev != NULL)
 			event_free(f->limits_ev);
-		if (f->resume_ev != NULL)
-			event_free(f->resume_ev);
+
 		if (f->base != NULL)
 			event_base_free(f->base);
 	}
