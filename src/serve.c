@@ -161,15 +161,52 @@ serve_hup_cb(evutil_socket_t sig, short what, void *arg)
 	serve_reload(arg);
 }
 
+/*
+ * Retention: events past retention.events go a batch at a time, each its own
+ * short transaction, so that the writer's commits never wait long behind one
+ * delete (a restart after a long stop, or a shorter retention, can leave
+ * millions), with a pause after each: sqlite's busy handler does not queue,
+ * and batches back to back would starve the writer until the last one. The
+ * loop answers, runs and reports meanwhile. The payload segments no event
+ * points into go after the last batch. A pass starts at start and every
+ * SERVE_PRUNE_SECS.
+ */
+#define SERVE_PRUNE_BATCH	1000
+#define SERVE_PRUNE_PAUSE_MS	25	/* between batches: the writer's commits get the store */
+static struct event	*serve_prune_more;
+static int64_t		 serve_prune_before;	/* the pass's cutoff; 0: no pass */
+static long long	 serve_prune_total;
+
+/* One batch of the pass (a new pass when none is on): 1 while more are left. */
+static int
+serve_prune_step(struct engine *e)
+{
+	int	 n;
+
+	if (serve_prune_before == 0) {
+		serve_prune_before = now_ms() - e->conf->retention_events * 1000;
+		serve_prune_total = 0;
+	}
+	if ((n = store_prune_events(e->store, serve_prune_before, SERVE_PRUNE_BATCH)) > 0)
+		serve_prune_total += n;
+	if (n == SERVE_PRUNE_BATCH)
+		return 1;
+	if (n < 0)
+		log_warn("event=store.prune_failed consequence=\"tried again within the hour\"");
+	store_prune_payloads(e->store, serve_prune_before);
+	if (serve_prune_total > 0)
+		log_info("event=store.pruned events=%lld", serve_prune_total);
+	serve_prune_before = 0;
+	return 0;
+}
+
 static void
 serve_prune_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct engine	*e = arg;
-	int		 n;
+	struct timeval	 tv = { 0, SERVE_PRUNE_PAUSE_MS * 1000 };
 
-	n = store_prune_events(e->store, now_ms() - e->conf->retention_events * 1000);
-	if (n > 0)
-		log_info("event=store.pruned events=%d", n);
+	if (serve_prune_step(arg))
+		evtimer_add(serve_prune_more, &tv);
 }
 
 /* Writes data_dir/spur.pid so that the CLI can signal the engine (cancel). */
@@ -270,7 +307,9 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	evsignal_add(sigint, NULL);
 	evsignal_add(sighup, NULL);
 	evtimer_add(prune, &tv);
-	serve_prune_cb(-1, 0, &e);
+	serve_prune_more = evtimer_new(e.base, serve_prune_cb, &e);
+	/* A first pass at once, a batch a turn like any other: requests are answered meanwhile. */
+	event_active(serve_prune_more, 0, 0);
 	serve_pidfile(&e, 0);
 	log_info("event=serve.ready version=%s config=%s data_dir=%s automations=%zu "
 	    "orgs=%zu port=%d", PACKAGE_VERSION, log_q(e.config_path),
@@ -284,6 +323,8 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	event_free(sigint);
 	event_free(sighup);
 	event_free(prune);
+	event_free(serve_prune_more);
+	serve_prune_more = NULL;
 	if (serve_drain_ev != NULL)
 		event_free(serve_drain_ev);
 	log_info("event=serve.stopped");

@@ -555,8 +555,7 @@ store_event_exists(struct store *st, const char *org, const char *dedup)
 	return rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* Payload segments that no event points into any more, last written before the cutoff. */
-static void
+void
 store_prune_payloads(struct store *st, int64_t before_ms)
 {
 	sqlite3_stmt	*s;
@@ -583,23 +582,23 @@ store_prune_payloads(struct store *st, int64_t before_ms)
 }
 
 int
-store_prune_events(struct store *st, int64_t before_ms)
+store_prune_events(struct store *st, int64_t before_ms, int limit)
 {
 	sqlite3_stmt	*s;
-	int		 rc, n;
+	int		 rc;
 
-	if (sqlite3_prepare_v2(st->db, "DELETE FROM events WHERE received_at < ? AND "
-	    "NOT EXISTS (SELECT 1 FROM runs WHERE runs.event = events.id AND "
-	    "runs.state IN ('queued', 'running'))", -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(st->db, "DELETE FROM events WHERE id IN (SELECT id FROM events "
+	    "WHERE received_at < ? AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.event = "
+	    "events.id AND runs.state IN ('queued', 'running')) LIMIT ?)", -1, &s,
+	    NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_int64(s, 1, before_ms);
+	sqlite3_bind_int(s, 2, limit);
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
 	if (rc != SQLITE_DONE)
 		return -1;
-	n = sqlite3_changes(st->db);
-	store_prune_payloads(st, before_ms);
-	return n;
+	return sqlite3_changes(st->db);
 }
 
 int

@@ -67,8 +67,14 @@ int		 store_ingest(struct store *, struct ingest_item **, size_t,
 		     const struct report_mark *, size_t, char **cause);
 /* Count of runs in a state. */
 long long	 store_count_runs(struct store *, enum run_state);
-/* Removes events older than the cutoff that no run refers to. */
-int		 store_prune_events(struct store *, int64_t before_ms);
+/*
+ * Removes at most limit events older than the cutoff that no queued or running
+ * run refers to, in one short transaction; returns how many (fewer than limit:
+ * none are left), -1 on error.
+ */
+int		 store_prune_events(struct store *, int64_t before_ms, int limit);
+/* Removes the payload segments no event points into, last written before the cutoff. */
+void		 store_prune_payloads(struct store *, int64_t before_ms);
 
 /*
  * schedule.c: whether an event with this dedup key is stored in the org: 1 yes,

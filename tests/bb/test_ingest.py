@@ -360,6 +360,50 @@ with Spur(automations={"fix.yaml": FIX}) as s:
     t.eq(count(s, "runs"), nruns, "and starts nothing new")
 
 
+# Retention after a long stop: 300,000 events past retention.events when the engine starts.
+# They go a batch at a time beside everything else: deliveries arriving meanwhile are
+# answered at once, not after one long delete.
+with Spur() as s:
+    s.start()
+    s.stop()
+    import sqlite3
+    con = sqlite3.connect(os.path.join(s.data_dir, "spur.db"))
+    old = int(time.time() * 1000) - 40 * 86400 * 1000
+    con.executemany("INSERT INTO events (id, org, source, type, delivery, dedup, thread, received_at, json) "
+                    "VALUES (?, 'acme', 'github', 'issue_comment.created', ?, ?, 'github:acme/api#1', ?, ?)",
+                    (("evt_old%07d" % i, "old-%d" % i, "1:old-%d" % i, old + i, '{"text":"%s"}' % ("t" * 300))
+                     for i in range(300000)))
+    con.commit()
+    con.close()
+    took, stop = [], threading.Event()
+
+    def deliver():
+        i = 0
+        while not stop.is_set():
+            b = json.dumps(github_comment("no automation matches", comment_id=5000 + i)).encode()
+            t0 = time.time()
+            try:
+                st, _, _ = s.post_json(HOOK + "github", b, github_headers(b, delivery="during-prune-%d" % i))
+            except OSError:
+                time.sleep(0.01)      # not listening yet
+                continue
+            took.append((st, time.time() - t0))
+            i += 1
+    poster = threading.Thread(target=deliver)
+    poster.start()
+    s.start()
+    deadline = time.time() + 60
+    while time.time() < deadline and "event=store.pruned" not in s.logs():
+        time.sleep(0.05)
+    stop.set()
+    poster.join()
+    t.contains(s.logs(), "event=store.pruned events=300000", "300,000 events past retention are pruned at start")
+    t.eq(s.query("SELECT count(*) AS n FROM events WHERE id LIKE 'evt_old%'")[0]["n"], 0, "none of them is left")
+    worst = max(x[1] for x in took) if took else None
+    t.ok(took and all(x[0] == 200 for x in took) and worst < 0.8,
+         "%d deliveries while they were pruned: all 200, the slowest in %.2f s (with one delete of them "
+         "all, they waited for its whole length)" % (len(took), worst or 0))
+
 # A full disk, with RLIMIT_FSIZE standing in for it (files stop growing past 2 MiB): first the
 # payload log and then the store cannot grow. Deliveries are answered 503 with Retry-After,
 # the engine keeps running, every 200 is stored, and once there is room again the refused

@@ -250,6 +250,10 @@ with Spur(config, orgs=ORGS, automations={"go.yaml": GO, "block.yaml": BLOCK}, e
         os.utime(os.path.join(pdir, name), (old, old))
     time.sleep(2.5)       # sandbox.session_idle
     s.start()
+    # Pruning starts with the engine and goes on a batch at a time beside everything else.
+    deadline = time.time() + 30
+    while time.time() < deadline and "event=store.pruned" not in s.logs():
+        time.sleep(0.1)
     t.eq((segs_before, sorted(os.listdir(pdir))), (["0000000001.log"], ["0000000001.log", "0000000003.log"]),
          "payload segments: the referenced one and the newest stay, an old unreferenced one goes")
     t.contains(s.logs(), "event=store.payloads_pruned segments=1", "and that is logged")
