@@ -252,7 +252,14 @@ store_open(const char *data_dir, int readonly, char **cause)
 	sqlite3_busy_timeout(st->db, STORE_BUSY_MS);
 	if (!readonly) {
 		umask(077);
-		if (store_exec(st, "PRAGMA journal_mode=WAL", cause) != 0)
+		/*
+		 * A long reader (a backup, say) keeps checkpoints from restarting the
+		 * WAL, which then grows with every commit; without a limit it keeps
+		 * that size for good. Past 16 MiB it is cut back once the
+		 * reader is gone (it is about 4 MiB otherwise, never cut).
+		 */
+		if (store_exec(st, "PRAGMA journal_mode=WAL; "
+		    "PRAGMA journal_size_limit=16777216", cause) != 0)
 			goto fail;
 	}
 	/* FULL: a commit is on disk before the 200 goes out (group commit keeps it cheap). */
