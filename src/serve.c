@@ -12,6 +12,7 @@
 #include "store.h"
 #include "ytree.h"
 
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -209,6 +210,44 @@ serve_prune_cb(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(serve_prune_more, &tv);
 }
 
+/*
+ * One engine per data_dir: a second one would start every queued run again,
+ * post every report twice and write payloads over the first one's in the
+ * payload log. data_dir/spur.lock is held (flock) for the engine's life, and
+ * the kernel lets go however the engine ends: a kill -9 leaves no stale lock.
+ * Returns the descriptor, or -1 with cause.
+ */
+static int
+serve_lock(const char *data_dir, char **cause)
+{
+	char	*path, *pidpath, *pid = NULL, *ignored = NULL;
+	int	 fd;
+
+	if (mkdir_p(data_dir, 0700) != 0) {
+		xasprintf(cause, "%s: %s", data_dir, strerror(errno));
+		return -1;
+	}
+	path = path_join(data_dir, "spur.lock");
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) == -1) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		free(path);
+		return -1;
+	}
+	free(path);
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	pidpath = path_join(data_dir, "spur.pid");
+	if (read_file(pidpath, 64, &pid, NULL, &ignored) == 0)
+		pid[strcspn(pid, "\n")] = '\0';
+	xasprintf(cause, "%s is in use by another spur serve%s%s", data_dir,
+	    pid != NULL ? ", pid " : "", pid != NULL ? pid : "");
+	free(pid);
+	free(ignored);
+	free(pidpath);
+	close(fd);
+	return -1;
+}
+
 /* Writes data_dir/spur.pid so that the CLI can signal the engine (cancel). */
 static void
 serve_pidfile(struct engine *e, int remove)
@@ -238,7 +277,7 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	struct timeval	 tv = { SERVE_PRUNE_SECS, 0 };
 	const char	*path = NULL;
 	char		*cause = NULL;
-	int		 ch, rc = EXIT_FAILED;
+	int		 ch, rc = EXIT_FAILED, lockfd = -1;
 
 	while ((ch = getopt_long(argc, argv, "c:v", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -278,6 +317,11 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	if (e.conf->sandbox.backend == SANDBOX_NONE)
 		log_warn("event=sandbox.disabled backend=none warning=\"runs are NOT "
 		    "isolated: development only\"");
+	if ((lockfd = serve_lock(e.conf->data_dir, &cause)) == -1) {
+		log_error("event=serve.data_dir_in_use error=%s consequence=\"not started\"",
+		    log_q(cause));
+		goto out;
+	}
 	if ((e.store = store_open(e.conf->data_dir, 0, &cause)) == NULL) {
 		log_error("event=store.open_failed error=%s", log_q(cause));
 		goto out;
@@ -345,6 +389,8 @@ out:
 	ingest_free(e.ingest);
 	metrics_free(e.metrics);
 	store_close(e.store);
+	if (lockfd != -1)
+		close(lockfd);
 	if (e.base != NULL)
 		event_base_free(e.base);
 	if (e.automations != NULL)

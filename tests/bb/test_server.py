@@ -352,6 +352,26 @@ with Spur() as s:
     s.start()
     t.eq(s.stop(signal.SIGINT), 0, "SIGINT exits 0")
 
+# One engine per data_dir: a second one on the same directory (another port) is refused, names
+# the first one's pid, and changes nothing; a kill -9 leaves no stale lock behind.
+with Spur() as a:
+    a.start()
+    with Spur() as b:
+        with open(b.config, "w") as f:
+            f.write("listen: 127.0.0.1:%d\ndata_dir: %s\nautomations: ./automations\n" % (b.port, a.data_dir))
+            f.write(open(a.config).read().split("automations: ./automations\n", 1)[1])
+        rc, out, err = b.c("serve", timeout=10)
+        t.ok(rc == 1 and "event=serve.data_dir_in_use" in err and "in use by another spur serve, pid %d"
+             % a.proc.pid in err, "a second engine on the same data_dir is refused, naming the first", err[-400:])
+        st, _, _ = a.request("GET", "/healthz")
+        with open(os.path.join(a.data_dir, "spur.pid")) as f:
+            pid = int(f.read())
+        t.ok(st == 200 and pid == a.proc.pid, "the first goes on, its pid file untouched")
+        a.kill9()
+        b.start()
+        st, _, _ = b.request("GET", "/healthz")
+        t.eq(st, 200, "after a kill -9 of the first, the lock is gone: the second starts")
+
 # a port already taken
 with Spur() as a:
     a.start()
