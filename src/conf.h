@@ -77,6 +77,7 @@ struct config {
 	int			 limit_queue;
 	long long		 retention_events; /* seconds events are kept (>= 30d) */
 	long long		 schedule_catch_up; /* seconds */
+	long long		 report_give_up;	/* seconds a report is retried before it is given up */
 	char			*git_author_name;	/* of the commits spur makes */
 	char			*git_author_email;
 	struct {

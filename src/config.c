@@ -721,6 +721,7 @@ cfg_defaults(struct config *cf)
 	cf->limit_queue = 10000;
 	cf->retention_events = 30 * 86400;
 	cf->schedule_catch_up = 3600;
+	cf->report_give_up = 24 * 3600;
 	cf->sandbox.backend = SANDBOX_BWRAP;
 	cf->sandbox.user = xstrdup("spur-run");
 	cf->sandbox.timeout = 30 * 60;
@@ -806,6 +807,8 @@ config_load(const char *path, struct yerrs *errs)
 		else if (strcmp(k, "schedules") == 0)
 			cfg_simple_section(&c, n, "schedules", "catch_up",
 			    &cf->schedule_catch_up, 0);
+		else if (strcmp(k, "reports") == 0)
+			cfg_simple_section(&c, n, "reports", "give_up", &cf->report_give_up, 1);
 		else
 			cfg_unknown(&c, root, i, NULL);
 	}

@@ -243,7 +243,7 @@ http_call_done_cb(CURL *easy, CURLcode result, void *arg)
 /* --- the report sender ---------------------------------------------------- */
 
 long long
-outbox_backoff_ms(int attempts, long long retry_after_ms, uint32_t rnd)
+outbox_backoff_ms(int attempts, long long retry_after_ms, long long give_up_ms, uint32_t rnd)
 {
 	long long	 base = OUTBOX_BACKOFF_BASE_MS, d;
 	int		 i;
@@ -255,8 +255,8 @@ outbox_backoff_ms(int attempts, long long retry_after_ms, uint32_t rnd)
 	/* Equal jitter: half fixed, half random, so a crowd spreads out. */
 	d = base / 2 + (long long)(rnd % (uint32_t)(base / 2 + 1));
 	if (retry_after_ms >= 0) {
-		if (retry_after_ms > OUTBOX_GIVE_UP_MS)
-			retry_after_ms = OUTBOX_GIVE_UP_MS;
+		if (retry_after_ms > give_up_ms)
+			retry_after_ms = give_up_ms;
 		d = retry_after_ms + (long long)(rnd % 250);
 	}
 	return d;
@@ -338,10 +338,11 @@ outbox_send_failed(struct outbox_send *s, enum report_verdict v, const char *why
 	char		*safe = report_scrub(e, why != NULL ? why : "failed");
 	const char	*run = json_string_value(json_object_get(s->report, "run"));
 	const char	*kind = json_string_value(json_object_get(s->report, "kind"));
+	long long	 give_up_ms = e->conf->report_give_up * 1000;
 
 	random_bytes(&rnd, sizeof rnd);
-	next = now_ms() + outbox_backoff_ms(attempts, retry_after_ms, rnd);
-	if (v == REPORT_RETRY && next - created < OUTBOX_GIVE_UP_MS) {
+	next = now_ms() + outbox_backoff_ms(attempts, retry_after_ms, give_up_ms, rnd);
+	if (v == REPORT_RETRY && next - created < give_up_ms) {
 		outbox_mark(s->ob, s->id, REPORT_MARK_RETRY, next, safe, posted_maybe);
 		log_warn("event=report.retry run=%s kind=%s report=%lld attempts=%d in_ms=%lld "
 		    "error=%s", run, kind, (long long)s->id, attempts,

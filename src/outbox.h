@@ -9,7 +9,6 @@ struct engine;
 struct outbox;
 struct http_call;
 
-#define OUTBOX_GIVE_UP_MS	(24LL * 3600 * 1000)	/* a report is given up after this */
 #define OUTBOX_BACKOFF_BASE_MS	2000LL
 #define OUTBOX_BACKOFF_MAX_MS	(30LL * 60 * 1000)
 
@@ -57,9 +56,11 @@ void		 outbox_http_cancel(struct http_call *);
  * The wait before attempt attempts+1 (attempts >= 1 already failed): exponential
  * from OUTBOX_BACKOFF_BASE_MS with equal jitter from rnd, capped at
  * OUTBOX_BACKOFF_MAX_MS; a server's retry_after_ms (>= 0) is honoured as the
- * minimum. Pure, for tests.
+ * minimum, up to give_up_ms (reports.give_up: a report is given up once it
+ * has been retried that long). Pure, for tests.
  */
-long long	 outbox_backoff_ms(int attempts, long long retry_after_ms, uint32_t rnd);
+long long	 outbox_backoff_ms(int attempts, long long retry_after_ms, long long give_up_ms,
+		     uint32_t rnd);
 /* Retry-After's value (delta seconds or IMF-fixdate) in ms from now_ms; -1 if unreadable. */
 long long	 outbox_parse_retry_after(const char *, int64_t now);
 

@@ -1171,7 +1171,7 @@ store_report_add(struct store *st, const char *run, const char *kind, json_t *ta
 /*
  * The outbox's side of reports (outbox.c, report.c): pending ones soonest
  * first, and what became of each attempt. A report is given up after a
- * permanent error or OUTBOX_GIVE_UP_MS of retries; `spur show` says so.
+ * permanent error or reports.give_up of retries; `spur show` says so.
  */
 json_t *
 store_reports_due(struct store *st, int64_t now, int n)

@@ -119,7 +119,7 @@ int		 store_report_add(struct store *, const char *run, const char *kind,
 		     json_t *target, const char *body);
 /*
  * The outbox's side of reports (outbox.c, report.c). States: pending, sent,
- * given_up (a permanent error, or retried past OUTBOX_GIVE_UP_MS), no_thread
+ * given_up (a permanent error, or retried past reports.give_up), no_thread
  * (nothing to post to: generic webhooks, schedules), none (report: none).
  */
 /*
@@ -139,7 +139,7 @@ int64_t		 store_reports_next_at(struct store *);
  * is looked for in its thread before it is posted again).
  *  SENT: delivered. RETRY: tried again at next_at; posted_maybe: it may have
  *  reached the thread (no answer), so it stays sending; else it is known not
- *  to be there. GIVE_UP: a permanent error, or retried past OUTBOX_GIVE_UP_MS.
+ *  to be there. GIVE_UP: a permanent error, or retried past reports.give_up.
  */
 enum report_mark_kind { REPORT_MARK_SENT, REPORT_MARK_RETRY, REPORT_MARK_GIVE_UP };
 struct report_mark {

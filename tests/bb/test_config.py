@@ -69,6 +69,11 @@ with Spur() as s:
          'limits.body and limits.header together (1114112 bytes): a request that big could never be read'
          % s.config), "limits.buffered smaller than one whole request is refused at its position")
     with open(s.config, "w") as f:
+        f.write("reports:\n  give_up: 0s\n")
+    rc, out, err = s.c("check")
+    t.eq((rc, err.strip()), (1, '%s:2:12: error: "reports.give_up" must be at least 1s' % s.config),
+         "a report give-up of 0s is refused at its position")
+    with open(s.config, "w") as f:
         f.write("limits:\n  body: 300MiB\n")
     rc, out, err = s.c("check")
     t.ok(rc == 1 and ':2:9: error: "limits.buffered" (268435456 bytes)' in err,

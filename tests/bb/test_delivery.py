@@ -442,6 +442,23 @@ try:
         t.eq(grep_secrets(logs), [], "no secret in the logs")
         bodies = "\n".join((r["body"] or "") + (r["last_error"] or "") + r["target"] for r in s.query("SELECT * FROM reports"))
         t.eq(grep_secrets(bodies), [], "no secret in any stored report")
+
+    # --- reports.give_up: a report that keeps failing is given up after it, not after a day --
+    with Spur("reports:\n  give_up: 4s\n", orgs=ORGS, automations=AUTOS) as s:
+        s.start()
+        fake.fail(r"POST /repos/acme/api/issues/31/comments", 500, times=1000)
+        t0 = time.time()
+        rg = fire(s, "/report", number=31)
+        rep = wait_report(s, rg, timeout=40)
+        took = time.time() - t0
+        tried = posts("/repos/acme/api/issues/31/comments")
+        t.ok(rep and rep["state"] == "given_up" and rep["attempts"] >= 2 and len(tried) == rep["attempts"],
+             "with reports.give_up 4s, a report answered 500 every time is retried, then given up "
+             "(%d attempts)" % len(tried), rep)
+        t.ok(took < 20 and tried and tried[-1]["at"] - tried[0]["at"] < 4,
+             "within reports.give_up of its first attempt (%.1f s in all), not a day later" % took)
+        t.contains(s.logs(), "event=report.given_up run=%s kind=run_end" % rg, "the log says so")
+        fake.failures.clear()
 finally:
     fake.close()
     for p in os.listdir("/tmp"):
