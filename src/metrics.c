@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "dispatch.h"
 #include "ingest.h"
+#include "reqclock.h"
 #include "serve.h"
 #include "store.h"
 
@@ -160,6 +161,9 @@ metrics_render(struct metrics *m, struct engine *e)
 	    "# TYPE spur_run_duration_seconds summary\n"
 	    "spur_run_duration_seconds_sum %.3f\nspur_run_duration_seconds_count %lld\n",
 	    d->run_seconds_sum, d->run_seconds_count);
+	buf_addf(&b, "# HELP spur_http_buffered_bytes Bytes of the requests being read "
+	    "(limits.buffered bounds them).\n# TYPE spur_http_buffered_bytes gauge\n"
+	    "spur_http_buffered_bytes %lld\n", e->budget != NULL ? reqbudget_used(e->budget) : 0);
 	buf_addf(&b, "# TYPE spur_uptime_seconds gauge\nspur_uptime_seconds %lld\n",
 	    (long long)((now_ms() - d->started) / 1000));
 	return buf_take(&b);

@@ -77,6 +77,12 @@ reqbudget_set_limit(struct reqbudget *b, long long limit)
 	atomic_store(&b->limit, limit);
 }
 
+long long
+reqbudget_used(struct reqbudget *b)
+{
+	return atomic_load(&b->used);
+}
+
 void
 reqbudget_free(struct reqbudget *b)
 {

@@ -23,6 +23,8 @@ typedef void (*reqclock_close_cb)(struct evhttp_connection *, void *);
 struct reqbudget;
 struct reqbudget *reqbudget_new(long long limit);
 void		 reqbudget_set_limit(struct reqbudget *, long long limit);
+/* Any thread: the bytes of the requests being read now. */
+long long	 reqbudget_used(struct reqbudget *);
 void		 reqbudget_free(struct reqbudget *);
 
 /*

@@ -28,6 +28,7 @@ struct engine {
 	struct automation_set	*automations;
 	struct store		*store;
 	struct server		*server;
+	struct reqbudget	*budget;	/* the server's limits.buffered, for /metrics */
 	struct ingest		*ingest;
 	struct metrics		*metrics;
 	struct dispatch		*dispatch;

@@ -701,7 +701,7 @@ server_create(struct engine *e, char **cause)
 	pthread_mutex_init(&srv->mu, NULL);
 	TAILQ_INIT(&srv->asks);
 	srv->ask_ev = event_new(e->base, -1, 0, server_ask_cb, srv);
-	srv->budget = reqbudget_new((long long)e->conf->limit_buffered);
+	srv->budget = e->budget = reqbudget_new((long long)e->conf->limit_buffered);
 	server_self = srv;
 	n = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	srv->nfronts = n < 1 ? 1 : n > SERVER_MAX_FRONTS ? SERVER_MAX_FRONTS : n;
@@ -805,6 +805,8 @@ server_free(struct server *srv)
 		TAILQ_REMOVE(&srv->asks, hr, entry);
 		hookreq_free(hr);
 	}
+	if (srv->engine->budget == srv->budget)
+		srv->engine->budget = NULL;
 	reqbudget_free(srv->budget);
 	if (server_self == srv)
 		server_self = NULL;

@@ -277,6 +277,10 @@ with Spur("limits:\n  body: 1MiB\n  buffered: 2MiB\n  request: 30s\n") as s:
     time.sleep(0.5)
     st, _, body = s.request("GET", "/healthz")
     t.eq(st, 200, "limits.buffered all but used up by two deliveries being read: healthz still fits")
+    st, _, body = s.request("GET", "/metrics")
+    gauge = [l for l in body.decode().splitlines() if l.startswith("spur_http_buffered_bytes ")]
+    t.ok(gauge and budget - 1000 <= int(gauge[0].split()[1]) <= budget,
+         "/metrics shows the bytes being read (spur_http_buffered_bytes)", gauge)
     small = json.dumps(github_comment("small")).encode()
     small += b" " * (2500 - len(small))
     c = start_post(s.port, post_head(small), small, len(small))
@@ -303,6 +307,7 @@ with Spur("limits:\n  body: 1MiB\n  buffered: 2MiB\n  request: 30s\n") as s:
     st, _, body = s.request("POST", "/o/acme/hooks/github", big[2], github_headers(big[2]))
     t.eq(st, 200, "once they are done, the refused large delivery sent again is taken")
     st, _, body = s.request("GET", "/metrics")
+    t.contains(body.decode(), "spur_http_buffered_bytes 0\n", "and nothing is counted as being read any more")
     t.contains(body.decode(), "spur_http_busy_refusals_total 2", "/metrics counts the two refusals")
     t.contains(s.logs(), "event=http.busy peer=127.0.0.1", "the log says why, and who")
 
