@@ -351,6 +351,9 @@ with Spur("limits:\n  body: 4MiB\n  buffered: 16MiB\n  request: 30s\n", env=env)
         time.sleep(0.2)
         st, _, _ = s.request("POST", "/o/acme/hooks/github", part, {"Content-Type": "application/json"})
     t.eq(st, 401, "once they left, a 3 MiB body is read whole again (and refused unsigned)")
+    rc = s.stop()
+    t.ok(rc == 0 and "Sanitizer" not in s.logs(), "the engine stops cleanly, no leak or sanitizer report (exit %r)"
+         % rc, "\n".join(l for l in s.logs().splitlines() if "Sanitizer" in l or "leak" in l)[:2000])
 
 # SIGINT too
 with Spur() as s:
