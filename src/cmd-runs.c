@@ -198,6 +198,7 @@ cmd_logs(const struct cmd *c, int argc, char **argv)
 	enum run_state		 state;
 	char			*path, buf[8192];
 	ssize_t			 n;
+	int64_t			 ended;
 	int			 idx, fd = -1, rc = EXIT_OK;
 
 	if ((idx = runs_getopt(c, argc, argv, &o, 1)) < 0) {
@@ -212,6 +213,15 @@ cmd_logs(const struct cmd *c, int argc, char **argv)
 		goto out;
 	}
 	path = run_log_path(conf->data_dir, argv[idx]);
+	ended = store_run_ended_at(st, argv[idx]);
+	if (access(path, F_OK) != 0 && ended > 0 &&
+	    ended < now_ms() - conf->retention_run_files * 1000) {
+		fprintf(stderr, "spur logs: the output of %s was removed with its files "
+		    "(retention.run_files)\n", argv[idx]);
+		free(path);
+		rc = EXIT_FAILED;
+		goto out;
+	}
 	for (;;) {
 		if (fd == -1)
 			fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -76,6 +76,7 @@ struct config {
 	int			 limit_runs;
 	int			 limit_queue;
 	long long		 retention_events; /* seconds events are kept (>= 30d) */
+	long long		 retention_run_files; /* seconds an ended run's files are kept */
 	long long		 schedule_catch_up; /* seconds */
 	long long		 report_give_up;	/* seconds a report is retried before it is given up */
 	char			*git_author_name;	/* of the commits spur makes */

@@ -651,6 +651,15 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 }
 
 static void
+cfg_duration_min(struct cfgctx *c, const struct ynode *n, const char *what, long long *out,
+    long long min)
+{
+	cfg_duration(c, n, what, out);
+	if (*out < min)
+		cfg_error(c, n, "\"%s\" must be at least %llds", what, min);
+}
+
+static void
 cfg_simple_section(struct cfgctx *c, const struct ynode *m, const char *section,
     const char *key, long long *out, long long min)
 {
@@ -661,13 +670,30 @@ cfg_simple_section(struct cfgctx *c, const struct ynode *m, const char *section,
 		return;
 	snprintf(what, sizeof what, "%s.%s", section, key);
 	for (i = 0; i < m->n; i++) {
-		if (strcmp(ymap_key(m, i), key) == 0) {
-			cfg_duration(c, ymap_value(m, i), what, out);
-			if (*out < min)
-				cfg_error(c, ymap_value(m, i), "\"%s\" must be at least %llds",
-				    what, min);
-		} else
+		if (strcmp(ymap_key(m, i), key) == 0)
+			cfg_duration_min(c, ymap_value(m, i), what, out, min);
+		else
 			cfg_unknown(c, m, i, section);
+	}
+}
+
+/* retention: {events, run_files}. */
+static void
+cfg_retention(struct cfgctx *c, struct config *cf, const struct ynode *m)
+{
+	size_t	 i;
+
+	if (!cfg_is_map(c, m, "retention"))
+		return;
+	for (i = 0; i < m->n; i++) {
+		if (strcmp(ymap_key(m, i), "events") == 0)
+			cfg_duration_min(c, ymap_value(m, i), "retention.events",
+			    &cf->retention_events, 30 * 86400);
+		else if (strcmp(ymap_key(m, i), "run_files") == 0)
+			cfg_duration_min(c, ymap_value(m, i), "retention.run_files",
+			    &cf->retention_run_files, 86400);
+		else
+			cfg_unknown(c, m, i, "retention");
 	}
 }
 
@@ -720,6 +746,7 @@ cfg_defaults(struct config *cf)
 	cf->limit_runs = 4;
 	cf->limit_queue = 10000;
 	cf->retention_events = 30 * 86400;
+	cf->retention_run_files = 90 * 86400;
 	cf->schedule_catch_up = 3600;
 	cf->report_give_up = 24 * 3600;
 	cf->sandbox.backend = SANDBOX_BWRAP;
@@ -800,8 +827,7 @@ config_load(const char *path, struct yerrs *errs)
 		else if (strcmp(k, "orgs") == 0)
 			cfg_orgs(&c, cf, n);
 		else if (strcmp(k, "retention") == 0)
-			cfg_simple_section(&c, n, "retention", "events",
-			    &cf->retention_events, 30 * 86400);
+			cfg_retention(&c, cf, n);
 		else if (strcmp(k, "git") == 0)
 			cfg_git(&c, cf, n);
 		else if (strcmp(k, "schedules") == 0)

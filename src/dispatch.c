@@ -16,6 +16,7 @@
 #include <sys/queue.h>
 #include <sys/stat.h>
 #include <event2/event.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -27,6 +28,7 @@
 
 #define DISPATCH_SCAN		256	/* queued runs looked at per pass */
 #define DISPATCH_GC_SECS	600	/* idle sessions are looked for this often */
+#define DISPATCH_GC_RUNS_MAX	500	/* old runs' files removed a pass, at most */
 #define DISPATCH_ENV_MAX	64
 
 /* One run this engine is running. */
@@ -144,7 +146,45 @@ dispatch_recover(struct dispatch *d)
 	json_decref(ids);
 }
 
-/* Removes workspaces of sessions idle longer than sandbox.session_idle. */
+/*
+ * Removes the files (agent output, artifacts, sockets) of runs that ended
+ * longer than retention.run_files ago: data_dir/runs would otherwise grow for
+ * good. The row stays (spur show, spur runs). At most DISPATCH_GC_RUNS_MAX a
+ * pass, so that a first pass over a long history does not hold the loop.
+ */
+static void
+dispatch_gc_run_files(struct engine *e)
+{
+	char		*dir = path_join(e->conf->data_dir, "runs"), *sub;
+	int64_t		 cutoff = now_ms() - e->conf->retention_run_files * 1000, at;
+	DIR		*d;
+	struct dirent	*de;
+	int		 removed = 0;
+
+	if ((d = opendir(dir)) == NULL) {
+		free(dir);
+		return;
+	}
+	while (removed < DISPATCH_GC_RUNS_MAX && (de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "run_", 4) != 0 ||
+		    (at = store_run_ended_at(e->store, de->d_name)) <= 0 || at >= cutoff)
+			continue;
+		sub = path_join(dir, de->d_name);
+		if (rm_rf(sub) == 0)
+			removed++;
+		else
+			log_warn("event=run.files_remove_failed run=%s dir=%s", de->d_name,
+			    log_q(sub));
+		free(sub);
+	}
+	closedir(d);
+	free(dir);
+	if (removed > 0)
+		log_info("event=runs.files_removed runs=%d older_than_s=%lld", removed,
+		    e->conf->retention_run_files);
+}
+
+/* Removes workspaces of sessions idle longer than sandbox.session_idle, and old runs' files. */
 static void
 dispatch_gc_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -165,6 +205,7 @@ dispatch_gc_cb(evutil_socket_t fd, short what, void *arg)
 		free(dir);
 	}
 	json_decref(list);
+	dispatch_gc_run_files(e);
 }
 
 static void

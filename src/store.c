@@ -624,6 +624,22 @@ store_run_get_state(struct store *st, const char *run, enum run_state *out)
 	return r;
 }
 
+int64_t
+store_run_ended_at(struct store *st, const char *run)
+{
+	sqlite3_stmt	*s;
+	int64_t		 at = -1;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT coalesce(ended_at, 0) FROM runs WHERE id = ?",
+	    -1, &s, NULL) != SQLITE_OK)
+		return -1;
+	bind_text(s, 1, run);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		at = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return at;
+}
+
 /* queued -> running | cancelled | failed; running -> any terminal; nothing leaves a terminal state. */
 static int
 run_transition_ok(enum run_state from, enum run_state to)

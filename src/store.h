@@ -90,6 +90,8 @@ int		 run_state_terminal(enum run_state);
 int		 store_run_set_state(struct store *, const char *run, enum run_state,
 		     const char *reason, char **cause);
 int		 store_run_get_state(struct store *, const char *run, enum run_state *);
+/* When the run ended (ms), 0 while it has not; -1: no such run. */
+int64_t		 store_run_ended_at(struct store *, const char *run);
 /* Runs as JSON objects (the shape of `spur show --json`). */
 json_t		*store_run_json(struct store *, const char *run, int full);
 json_t		*store_runs_json(struct store *, const char *org, const char *state, int limit);

@@ -69,6 +69,11 @@ with Spur() as s:
          'limits.body and limits.header together (1114112 bytes): a request that big could never be read'
          % s.config), "limits.buffered smaller than one whole request is refused at its position")
     with open(s.config, "w") as f:
+        f.write("retention:\n  run_files: 2h\n")
+    rc, out, err = s.c("check")
+    t.eq((rc, err.strip()), (1, '%s:2:14: error: "retention.run_files" must be at least 86400s' % s.config),
+         "a run files retention under a day is refused at its position")
+    with open(s.config, "w") as f:
         f.write("reports:\n  give_up: 0s\n")
     rc, out, err = s.c("check")
     t.eq((rc, err.strip()), (1, '%s:2:12: error: "reports.give_up" must be at least 1s' % s.config),

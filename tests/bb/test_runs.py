@@ -222,4 +222,33 @@ with Spur("sandbox:\n  backend: none\n", automations={"chatty.yaml": CHATTY}) as
     rcode, out, err = s.c("logs", rc)
     t.eq(len(out), 2 << 20, "spur logs shows what the disk took (2 MiB)")
 
+# retention.run_files: an ended run's files (output, artifacts) go after it, its row stays.
+with Spur("sandbox:\n  backend: none\n", automations={"report.yaml": auto(
+        "report", ["sh", "-c", "echo kept output"], "^/report", "proof: report\n")}) as s:
+    s.start()
+    old_run, new_run = fire(s, "/report old"), fire(s, "/report new", number=2)
+    wait_state(s, old_run)
+    wait_state(s, new_run)
+    rdir = lambda r: os.path.join(s.data_dir, "runs", r)
+    t.ok(os.path.isdir(rdir(old_run)) and os.path.isdir(rdir(new_run)), "two ended runs have their files")
+    s.stop()
+    import sqlite3
+    con = sqlite3.connect(os.path.join(s.data_dir, "spur.db"))
+    con.execute("UPDATE runs SET created_at = created_at - ?1, started_at = started_at - ?1, "
+                "ended_at = ended_at - ?1 WHERE id = ?2", (91 * 86400 * 1000, old_run))
+    con.commit()
+    con.close()
+    s.start()
+    t.ok(not os.path.exists(rdir(old_run)) and os.path.isdir(rdir(new_run)),
+         "one that ended 91 days ago loses its files (retention.run_files 90d), the recent one keeps them")
+    t.contains(s.logs(), "event=runs.files_removed runs=1", "the log says how many")
+    j = show(s, old_run)
+    t.ok(j and j["state"] == "completed" and "kept output" in (j.get("result") or ""),
+         "spur show still has the run, its state and result", j)
+    rc, out, err = s.c("logs", old_run)
+    t.ok(rc == 1 and "removed with its files (retention.run_files)" in err, "spur logs says its output was removed",
+         (rc, err))
+    rc, out, err = s.c("logs", new_run)
+    t.ok(rc == 0 and "kept output" in out, "the recent run's output is still there", (rc, out))
+
 t.done()
