@@ -387,7 +387,7 @@ with Spur() as s:
             except OSError:
                 time.sleep(0.01)      # not listening yet
                 continue
-            took.append((st, time.time() - t0))
+            took.append((st, time.time() - t0, t0))
             i += 1
     poster = threading.Thread(target=deliver)
     poster.start()
@@ -395,14 +395,19 @@ with Spur() as s:
     deadline = time.time() + 60
     while time.time() < deadline and "event=store.pruned" not in s.logs():
         time.sleep(0.05)
+    pruned_at = time.time()
     stop.set()
     poster.join()
+    # from the first delivery the engine took (it listens before the pass starts) to the pass's end
+    pass_secs = pruned_at - took[0][2] if took else 0
     t.contains(s.logs(), "event=store.pruned events=300000", "300,000 events past retention are pruned at start")
     t.eq(s.query("SELECT count(*) AS n FROM events WHERE id LIKE 'evt_old%'")[0]["n"], 0, "none of them is left")
     worst = max(x[1] for x in took) if took else None
-    t.ok(took and all(x[0] == 200 for x in took) and worst < 0.8,
-         "%d deliveries while they were pruned: all 200, the slowest in %.2f s (with one delete of them "
-         "all, they waited for its whole length)" % (len(took), worst or 0))
+    # With one delete of them all, a delivery waited for the whole of it; on a busy machine the
+    # pass and the deliveries slow down together, so the bound follows the pass.
+    t.ok(took and all(x[0] == 200 for x in took) and worst < max(0.8, 0.3 * pass_secs),
+         "%d deliveries while they were pruned (%.1f s): all 200, the slowest in %.2f s"
+         % (len(took), pass_secs, worst or 0))
 
 # A full disk, with RLIMIT_FSIZE standing in for it (files stop growing past 2 MiB): first the
 # payload log and then the store cannot grow. Deliveries are answered 503 with Retry-After,
