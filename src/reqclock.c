@@ -166,9 +166,9 @@ reqclock_forget(struct reqclock *rc, struct rqconn *c)
 
 /*
  * Bytes came in: if no request was being read, one starts now; they count in
- * the budget. Over it, the connection reads no more, and the sweep, run at
- * once, answers and closes it unless evhttp finds the request whole in what
- * it has (then the front answers it).
+ * the budget. Over it, a connection whose request is being read reads no
+ * more, and the sweep, run at once, answers and closes it unless evhttp finds
+ * the request whole in what it has (then the front answers it).
  */
 static void
 reqclock_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
@@ -192,6 +192,16 @@ reqclock_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, voi
 		c->started = now_ms();
 	}
 	if (c->refused)
+		return;
+	/*
+	 * evhttp is answering (its read callback is off while it writes): what
+	 * comes meanwhile is what a client sends past an answer it already has
+	 * (a 413, say), which goes with the connection, or the start of the next
+	 * request, which is read once the answer is out. Only the bytes of a
+	 * request being read count.
+	 */
+	bufferevent_getcb(c->bev, &r, &w, &e, NULL);
+	if (r == NULL)
 		return;
 	c->held += (long long)info->n_added;
 	used = atomic_fetch_add(&b->used, (long long)info->n_added) + (long long)info->n_added;

@@ -265,6 +265,39 @@ with Spur("limits:\n  body: 1MiB\n  buffered: 2MiB\n  request: 30s\n") as s:
     s.start()
     import json
     budget = 2 * 1024 * 1024
+
+    def buffered():
+        st, _, body = s.request("GET", "/metrics")
+        gauge = [l for l in body.decode().splitlines() if l.startswith("spur_http_buffered_bytes ")]
+        return int(gauge[0].split()[1]) if gauge else -1
+
+    # a chunked body past limits.body: evhttp answers 413; what the client goes on sending past
+    # that answer is not a request being read, and is not refused again (nor counted below)
+    c = socket.create_connection(("127.0.0.1", s.port))
+    c.sendall(b"POST /o/acme/hooks/github HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Transfer-Encoding: chunked\r\n\r\n")
+    try:
+        for _ in range(192):      # 3 MiB in 16 KiB chunks
+            c.sendall(b"4000\r\n" + b"x" * 0x4000 + b"\r\n")
+    except OSError:
+        pass
+    c.settimeout(5)
+    got = b""
+    try:
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+    except OSError:
+        pass
+    c.close()
+    t.ok(got.startswith(b"HTTP/1.1 413") and got.count(b"HTTP/1.1 ") == 1,
+         "a chunked body past limits.body gets one answer, 413, though 3 MiB were sent", got[:200])
+    deadline = time.time() + 5
+    while time.time() < deadline and buffered() != 0:
+        time.sleep(0.05)      # its bytes leave the budget with its connection
+    t.eq(buffered(), 0, "and once its connection is gone, nothing of it is counted")
     # deliveries of 1,048,000 bytes each, just under limits.body
     big = [json.dumps(github_comment("big %d " % i + "z" * (1048000 - len(json.dumps(
         github_comment("big %d " % i, comment_id=500 + i)))), comment_id=500 + i)).encode()
@@ -274,11 +307,6 @@ with Spur("limits:\n  body: 1MiB\n  buffered: 2MiB\n  request: 30s\n") as s:
     sent = [(budget - 1000) // 2 - len(heads[i]) for i in range(2)]
     assert all(0 < sent[i] < len(big[i]) for i in range(2))
     held = [start_post(s.port, heads[i], big[i], sent[i]) for i in range(2)]
-
-    def buffered():
-        st, _, body = s.request("GET", "/metrics")
-        gauge = [l for l in body.decode().splitlines() if l.startswith("spur_http_buffered_bytes ")]
-        return int(gauge[0].split()[1]) if gauge else -1
     deadline = time.time() + 10
     while time.time() < deadline and buffered() < budget - 1000:
         time.sleep(0.05)      # until the engine has read all that was sent
