@@ -97,6 +97,26 @@ class Tap:
         sys.exit(1 if self.failed else 0)
 
 
+def rss_kib(pid):
+    """The resident size of a process, KiB (0 when /proc does not say)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def disk_full_at(nbytes):
+    """For Spur.start(preexec=): files stop growing past nbytes (RLIMIT_FSIZE standing in for
+    a full disk); a write past it fails with EFBIG instead of killing the engine with SIGXFSZ.
+    The hard limit stays unlimited, so resource.prlimit can give the room back later."""
+    def limit():
+        import resource
+        resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, resource.RLIM_INFINITY))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    return limit
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

@@ -22,7 +22,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap
+from spurtest import Spur, Tap, rss_kib
 
 SECS = float(os.environ.get("SPUR_HOSTILE_SECS") or 10)
 IDLE = int(os.environ.get("SPUR_HOSTILE_IDLE") or 2000)
@@ -45,14 +45,6 @@ soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 if soft < need:
     IDLE = max(100, soft - SLOW - UNFINISHED - 500)
     print("# RLIMIT_NOFILE is %d: only %d idle connections" % (soft, IDLE))
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def nfds(pid):

@@ -9,7 +9,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import (Spur, Tap, SECRETS, NODE_MODULES, github_headers, github_comment, github_sig,
+from spurtest import (Spur, Tap, SECRETS, NODE_MODULES, github_headers, github_comment, github_sig, disk_full_at,
                       slack_headers, linear_sig, std_headers, grep_secrets)
 
 t = Tap()
@@ -413,15 +413,8 @@ with Spur() as s:
 # payload log and then the store cannot grow. Deliveries are answered 503 with Retry-After,
 # the engine keeps running, every 200 is stored, and once there is room again the refused
 # deliveries are taken.
-def fsize_2mib():
-    import resource
-    import signal
-    resource.setrlimit(resource.RLIMIT_FSIZE, (2 << 20, resource.RLIM_INFINITY))
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)    # a write past the limit fails, no signal
-
-
 with Spur() as s:
-    s.start(preexec=fsize_2mib)
+    s.start(preexec=disk_full_at(2 << 20))
     answers = []
     for i in range(50):
         b = json.dumps(github_comment("no automation matches " + "x" * 100000, comment_id=3000 + i)).encode()

@@ -5,7 +5,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment, grep_secrets, SPUR
+from spurtest import (require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment, grep_secrets, SPUR,
+                      disk_full_at)
 
 t = Tap()
 
@@ -200,17 +201,10 @@ with Spur("limits:\n  runs: 4\n", automations=automations) as s:
 
 # A full disk (RLIMIT_FSIZE: files stop growing at 2 MiB) while an agent prints 3 MB: its log
 # is cut at the limit, said once, not once per write, and the run still ends as it should.
-def fsize_2mib():
-    import resource
-    import signal
-    resource.setrlimit(resource.RLIMIT_FSIZE, (2 << 20, resource.RLIM_INFINITY))
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-
-
 CHATTY = auto("chatty", ["python3", "-c", "import sys\nfor i in range(3000): sys.stdout.write('y' * 999 + '\\n')\n"
                          "print('chatty-done')"], "^/chatty", "proof: report\n")
 with Spur("sandbox:\n  backend: none\n", automations={"chatty.yaml": CHATTY}) as s:
-    s.start(preexec=fsize_2mib)
+    s.start(preexec=disk_full_at(2 << 20))
     rc = fire(s, "/chatty")
     st = wait_state(s, rc)
     t.eq(st["state"], "completed", "a run whose 3 MB of output meets a full disk still completes")

@@ -8,7 +8,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap, grep_secrets, SECRETS, github_headers, github_comment
+from spurtest import Spur, Tap, grep_secrets, SECRETS, github_headers, github_comment, rss_kib
 
 t = Tap()
 
@@ -346,11 +346,6 @@ with Spur("limits:\n  body: 1MiB\n  buffered: 2MiB\n  request: 30s\n") as s:
 
 # Many large bodies at once, none of them signed (the signature is checked once a body is whole):
 # the engine's memory stays within limits.buffered, not 40 times limits.body.
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        return int([l for l in f if l.startswith("VmRSS:")][0].split()[1])
-
-
 asan = os.environ.get("ASAN_OPTIONS", "")
 env = {"ASAN_OPTIONS": (asan + ":" if asan else "") + "quarantine_size_mb=4"}
 with Spur("limits:\n  body: 4MiB\n  buffered: 16MiB\n  request: 30s\n", env=env) as s:

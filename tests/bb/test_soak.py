@@ -18,7 +18,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import sandbox_unavailable, Spur, Tap, SECRETS, github_headers, github_comment
+from spurtest import sandbox_unavailable, Spur, Tap, SECRETS, github_headers, github_comment, rss_kib
 from fakeapis import Fake
 
 EVENTS = int(os.environ.get("SPUR_SOAK_EVENTS") or 10000)
@@ -76,14 +76,6 @@ orgs:
       token: env:T_GH_TOKEN
       api_url: %s
 """ % fake.url
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def fsize(p):
