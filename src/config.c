@@ -762,18 +762,22 @@ cfg_defaults(struct config *cf)
 static char *
 cfg_abspath(const char *dir, const char *p)
 {
-	char	*cwd, *joined, *abs;
+	char	*cwd, *joined, *abs, *dot;
 
 	if (p[0] == '/')
-		return xstrdup(p);
-	joined = path_join(dir, p);
-	if (joined[0] == '/')
-		return joined;
-	if ((cwd = getcwd(NULL, 0)) == NULL)
-		fatal("getcwd: %s", strerror(errno));
-	abs = path_join(cwd, joined);
-	free(cwd);
-	free(joined);
+		abs = xstrdup(p);
+	else if ((joined = path_join(dir, p))[0] == '/')
+		abs = joined;
+	else {
+		if ((cwd = getcwd(NULL, 0)) == NULL)
+			fatal("getcwd: %s", strerror(errno));
+		abs = path_join(cwd, joined);
+		free(cwd);
+		free(joined);
+	}
+	/* "/x/./var" is "/x/var": the paths in logs and errors are the ones a user would type. */
+	while ((dot = strstr(abs, "/./")) != NULL)
+		memmove(dot, dot + 2, strlen(dot + 2) + 1);
 	return abs;
 }
 

@@ -286,6 +286,13 @@ store_open(const char *data_dir, int readonly, char **cause)
 	}
 	return st;
 fail:
+	/* Every reason names the file (sqlite's own do not: "file is not a database"). */
+	if (*cause != NULL && strncmp(*cause, st->path, strlen(st->path)) != 0) {
+		char	*named = xprintf("%s: %s", st->path, *cause);
+
+		free(*cause);
+		*cause = named;
+	}
 	store_close(st);
 	return NULL;
 }

@@ -421,6 +421,19 @@ with Spur() as a:
         st, _, _ = b.request("GET", "/healthz")
         t.eq(st, 200, "after a kill -9 of the first, the lock is gone: the second starts")
 
+# a store that is not a database: a clear error naming the file, exit 1, the file left alone
+with Spur() as s:
+    os.makedirs(s.data_dir)
+    junk = os.urandom(8192)
+    with open(os.path.join(s.data_dir, "spur.db"), "wb") as f:
+        f.write(junk)
+    rc, out, err = s.c("serve", timeout=10)
+    t.ok(rc == 1 and "event=store.open_failed" in err and
+         "%s: file is not a database" % os.path.join(s.data_dir, "spur.db") in err,
+         "a store file that is not a database: exit 1, the error names the file", err[-400:])
+    with open(os.path.join(s.data_dir, "spur.db"), "rb") as f:
+        t.eq(f.read(), junk, "and the file is left as it was")
+
 # a port already taken
 with Spur() as a:
     a.start()
