@@ -57,27 +57,22 @@ with Spur() as s:
     t.ok((s.config + ':23:5: error: unknown key "colour" in acme') in lines, "an unknown key in an org is reported", err)
     t.eq(len(lines), 10, "every error is reported, one line each")
     t.ok("a-literal-secret-value" not in err, "the literal secret value is not echoed")
-    with open(s.config, "w") as f:
-        f.write("limits:\n  request: 0s\n")
-    rc, out, err = s.c("check")
-    t.eq((rc, err.strip()), (1, '%s:2:12: error: "limits.request" must be at least 1s' % s.config),
-         "a request deadline of 0s is refused at its position")
-    with open(s.config, "w") as f:
-        f.write("limits:\n  body: 1MiB\n  buffered: 1MiB\n")
-    rc, out, err = s.c("check")
-    t.eq((rc, err.strip()), (1, '%s:3:13: error: "limits.buffered" (1048576 bytes) must be at least '
-         'limits.body and limits.header together (1114112 bytes): a request that big could never be read'
-         % s.config), "limits.buffered smaller than one whole request is refused at its position")
-    with open(s.config, "w") as f:
-        f.write("retention:\n  run_files: 2h\n")
-    rc, out, err = s.c("check")
-    t.eq((rc, err.strip()), (1, '%s:2:14: error: "retention.run_files" must be at least 86400s' % s.config),
-         "a run files retention under a day is refused at its position")
-    with open(s.config, "w") as f:
-        f.write("reports:\n  give_up: 0s\n")
-    rc, out, err = s.c("check")
-    t.eq((rc, err.strip()), (1, '%s:2:12: error: "reports.give_up" must be at least 1s' % s.config),
-         "a report give-up of 0s is refused at its position")
+    # one key out of its range: exactly one error, at its position
+    for text, pos, error, name in (
+            ("limits:\n  request: 0s\n", "2:12", '"limits.request" must be at least 1s',
+             "a request deadline of 0s is refused at its position"),
+            ("limits:\n  body: 1MiB\n  buffered: 1MiB\n", "3:13",
+             '"limits.buffered" (1048576 bytes) must be at least limits.body and limits.header together '
+             '(1114112 bytes): a request that big could never be read',
+             "limits.buffered smaller than one whole request is refused at its position"),
+            ("retention:\n  run_files: 2h\n", "2:14", '"retention.run_files" must be at least 86400s',
+             "a run files retention under a day is refused at its position"),
+            ("reports:\n  give_up: 0s\n", "2:12", '"reports.give_up" must be at least 1s',
+             "a report give-up of 0s is refused at its position")):
+        with open(s.config, "w") as f:
+            f.write(text)
+        rc, out, err = s.c("check")
+        t.eq((rc, err.strip()), (1, "%s:%s: error: %s" % (s.config, pos, error)), name)
     with open(s.config, "w") as f:
         f.write("limits:\n  body: 300MiB\n")
     rc, out, err = s.c("check")
