@@ -1030,36 +1030,53 @@ valid_repository(const char *s)
 	return ok;
 }
 
-/* network.allow: host names, "*." wildcards, an optional port; no schemes or paths. */
-static int
+/*
+ * network.allow: host names, "*." wildcards, an optional port; no schemes or
+ * paths. A wildcard matches names only, so one whose suffix is numeric (every
+ * label, or the last: no top-level domain is) could only mean addresses.
+ */
+static const char *
 valid_host(const char *s)
 {
-	const char	*p = s;
+	const char	*p = s, *last;
+	size_t		 n;
 
 	if (strncmp(p, "*.", 2) == 0)
 		p += 2;
-	if (*p == '\0' || *p == '.' || *p == '-' || strlen(s) > 253)
-		return 0;
-	if (strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:") !=
-	    strlen(p))
-		return 0;
-	if ((p = strchr(p, ':')) != NULL)
-		return p[1] != '\0' && strspn(p + 1, "0123456789") == strlen(p + 1);
-	return 1;
+	if (*p == '\0' || *p == '.' || *p == '-' || strlen(s) > 253 ||
+	    strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:") !=
+	    strlen(p) || ((last = strchr(p, ':')) != NULL && (last[1] == '\0' ||
+	    strspn(last + 1, "0123456789") != strlen(last + 1))))
+		return "invalid host \"%s\" in network.allow (a host name, \"*.\" allowed, "
+		    "optional :port)";
+	if (p == s)
+		return NULL;
+	n = strcspn(p, ":");
+	if (n > 0 && p[n - 1] == '.')
+		n--;	/* a final dot */
+	for (last = p + n; last > p && last[-1] != '.'; last--)
+		;
+	if (strspn(p, "0123456789.") >= n || (last < p + n &&
+	    strspn(last, "0123456789") >= (size_t)(p + n - last)))
+		return "wildcard \"%s\" in network.allow has a numeric suffix: wildcards match "
+		    "host names, never addresses (list an address literally)";
+	return NULL;
 }
 
+/* Each item checked: check gives NULL, or the error's format (with %s for the item). */
 static void
 parse_list_checked(struct aload *l, const struct ynode *v, const char *what, char ***out,
-    int (*check)(const char *), const char *bad)
+    const char *(*check)(const char *))
 {
 	struct ynode *const	*items;
+	const char		*bad;
 	size_t			 i, count;
 	int			 ok = 1;
 
 	if (get_items(l, v, what, &items, &count) != 0)
 		return;
 	for (i = 0; i < count; i++) {
-		if (!check(items[i]->value)) {
+		if ((bad = check(items[i]->value)) != NULL) {
 			yerrs_node(l->errs, l->file, items[i], bad, items[i]->value);
 			ok = 0;
 		}
@@ -1069,18 +1086,20 @@ parse_list_checked(struct aload *l, const struct ynode *v, const char *what, cha
 }
 
 /* Artifact globs stay under the run's artifacts directory. */
-static int
+static const char *
 valid_artifact(const char *s)
 {
-	const char	*p;
+	static const char	*bad = "artifact glob \"%s\" must be relative to the "
+				    "artifacts directory";
+	const char		*p;
 
 	if (*s == '\0' || *s == '/')
-		return 0;
+		return bad;
 	for (p = s; (p = strstr(p, "..")) != NULL; p += 2) {
 		if ((p == s || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
-			return 0;
+			return bad;
 	}
-	return 1;
+	return NULL;
 }
 
 static void
@@ -1112,8 +1131,7 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 		if ((e = get_enum(l, v, key, proof_names)) >= 0)
 			a->proof = e;
 	} else if (strcmp(key, "artifacts") == 0)
-		parse_list_checked(l, v, key, &a->artifacts, valid_artifact,
-		    "artifact glob \"%s\" must be relative to the artifacts directory");
+		parse_list_checked(l, v, key, &a->artifacts, valid_artifact);
 	else if (strcmp(key, "secrets") == 0) {
 		if (get_items(l, v, key, &items, &count) != 0)
 			return;
@@ -1129,9 +1147,7 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 		    ymap_get(v, "allow") == NULL)
 			return;
 		parse_list_checked(l, ymap_get(v, "allow"), "network.allow",
-		    &a->network_allow, valid_host,
-		    "invalid host \"%s\" in network.allow (a host name, \"*.\" allowed, "
-		    "optional :port)");
+		    &a->network_allow, valid_host);
 	} else if (strcmp(key, "timeout") == 0) {
 		s = NULL;
 		if (v->type != YNODE_SCALAR || parse_duration(v->value, &a->timeout, &s) != 0 ||

@@ -364,6 +364,16 @@ proxy_entry(const char *e, char *host, size_t len, int *port)
 		host[n - 1] = '\0';
 }
 
+/* Whether host is an address in any form a resolver takes (127.1, 0x7f.0.0.1, 2130706433, ::1). */
+static int
+proxy_host_literal(const char *host)
+{
+	struct in6_addr	 a6;
+	struct in_addr	 a4;
+
+	return inet_aton(host, &a4) != 0 || inet_pton(AF_INET6, host, &a6) == 1;
+}
+
 static int
 proxy_host_match(const char *pattern, const char *host)
 {
@@ -376,6 +386,9 @@ proxy_host_match(const char *pattern, const char *host)
 	if (inet_pton(AF_INET6, pattern, &a6) == 1)
 		return inet_pton(AF_INET6, host, &b6) == 1 && memcmp(&a6, &b6, sizeof a6) == 0;
 	if (strncmp(pattern, "*.", 2) == 0) {
+		/* Names only: "*.0.0.1" must not reach 10.0.0.1 or 127.0.0.1. */
+		if (proxy_host_literal(host))
+			return 0;
 		/* A subdomain only: "*.example.com" is not example.com itself. */
 		hl = strlen(host);
 		sl = strlen(pattern + 1);

@@ -46,7 +46,14 @@ main(void)
 		"93.184.216.34", "8.8.8.8", "172.32.0.1", "100.128.0.1", "192.169.0.1",
 		"2606:2800:220:1::1", "::ffff:8.8.8.8", "11.0.0.1",
 	};
+	/* Wildcards match names: never an address, in any form a resolver reads as one. */
+	char	*wild[] = { "*.0.0.1", "*.1", "*.example.org", NULL };
+	static const char *literal[] = {
+		"127.0.0.1", "10.0.0.1", "127.1", "0x7f.0.0.1", "0177.0.0.1", "2130706433",
+		"0x7f000001", "10.0.1", "::ffff:10.0.0.1", "::ffff:127.0.0.1", "1.2.3.4.",
+	};
 	struct http_head	 h;
+	struct in6_addr		 a6;
 	const char		*req;
 	size_t			 i;
 
@@ -68,6 +75,16 @@ main(void)
 	ok(!proxy_allowed(NULL, "api.example.com", 443), "no list allows nothing");
 	ok(!proxy_allowed(allow, "", 443), "an empty host is refused");
 	ok(!proxy_allowed(allow, "api.example.com", 0), "port 0 is refused");
+
+	/* Wildcards and addresses. */
+	for (i = 0; i < SPUR_ARRLEN(literal); i++) {
+		ok(!proxy_allowed(wild, literal[i], 443), "no wildcard matches %s", literal[i]);
+		is_int(addr_ok(wild, literal[i], 443), inet_pton(AF_INET, literal[i], &a6) == 1 ||
+		    inet_pton(AF_INET6, literal[i], &a6) == 1 ? 0 : -1,
+		    "nor reaches %s once resolved", literal[i]);
+	}
+	ok(proxy_allowed(wild, "a.b.example.org", 443), "a wildcard still matches names");
+	ok(proxy_allowed(wild, "x.10.0.0.1.example.org", 443), "with numeric labels among them");
 
 	/* Addresses: private ones only when named literally. */
 	for (i = 0; i < SPUR_ARRLEN(private); i++)
