@@ -92,7 +92,7 @@ fire_report(struct automation_set *set, const char *org, struct spur_event *ev, 
 {
 	const struct automation	*matches[FIRE_MAX_MATCHES];
 	json_t			*out, *list, *nomatch;
-	char			*prompt;
+	char			*prompt, *safe;
 	size_t			 n, i, j;
 
 	if (ev->id == NULL)
@@ -103,8 +103,11 @@ fire_report(struct automation_set *set, const char *org, struct spur_event *ev, 
 	list = json_array();
 	for (i = 0; i < n; i++) {
 		prompt = prompt_build(matches[i]->prompt, ev, NULL);
-		if (only_prompt)
-			fwrite(prompt, 1, strlen(prompt), stdout);
+		if (only_prompt) {
+			safe = term_safe(prompt, TERM_KEEP_NL | TERM_KEEP_TAB);
+			fputs(safe, stdout);
+			free(safe);
+		}
 		json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "automation",
 		    matches[i]->name, "file", matches[i]->file, "prompt", prompt));
 		free(prompt);
@@ -134,8 +137,13 @@ fire_report(struct automation_set *set, const char *org, struct spur_event *ev, 
 	else if (json)
 		cmd_print_json(out);
 	else {
+		/* jansson escapes C0 controls in JSON, not C1: the payload's are escaped here. */
 		char *evs = json_dumps(json_object_get(out, "event"), JSON_INDENT(2));
-		printf("event:\n%s\n", evs);
+		safe = term_safe(evs, TERM_KEEP_NL);
+		term_json(list, TERM_KEEP_NL | TERM_KEEP_TAB);
+		term_json(json_object_get(out, "not_matched"), 0);
+		printf("event:\n%s\n", safe);
+		free(safe);
 		free(evs);
 		if (n == 0)
 			printf("\nno automation matches\n");
@@ -216,7 +224,7 @@ cmd_fire(const struct cmd *c, int argc, char **argv)
 	const struct source	*src;
 	const char		*path = NULL, *org = NULL, *source = NULL, *evname = NULL;
 	const char		*hook;
-	char			*body = NULL, *cause = NULL;
+	char			*body = NULL, *cause = NULL, *safe;
 	size_t			 nh = 0, len;
 	int			 ch, why = 0, only_prompt = 0, json = 0, rc = EXIT_FAILED;
 
@@ -317,11 +325,15 @@ cmd_fire(const struct cmd *c, int argc, char **argv)
 	}
 	src->handle(&sr, &res);
 	if (res.verdict != SOURCE_EVENT) {
-		if (res.verdict == SOURCE_REPLY)
-			printf("%s\n", res.reply != NULL ? res.reply : "");
-		else
-			fprintf(stderr, "spur fire: %s\n", res.cause != NULL ? res.cause :
-			    "not an event");
+		/* Both may quote the payload. */
+		if (res.verdict == SOURCE_REPLY) {
+			safe = term_safe(res.reply != NULL ? res.reply : "", TERM_KEEP_NL);
+			printf("%s\n", safe);
+		} else {
+			safe = term_safe(res.cause != NULL ? res.cause : "not an event", 0);
+			fprintf(stderr, "spur fire: %s\n", safe);
+		}
+		free(safe);
 		rc = res.verdict == SOURCE_REPLY ? EXIT_OK : EXIT_FAILED;
 		source_result_free(&res);
 		goto out;

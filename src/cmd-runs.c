@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Parses -c FILE, --json, --org, --state, --limit, -f; returns the first operand index. */
+/* Parses -c FILE, --json, --org, --state, --limit, -f, --raw; returns the first operand index. */
 struct runs_opts {
 	const char	*config;
 	const char	*org;
@@ -21,6 +21,7 @@ struct runs_opts {
 	int		 limit;
 	int		 json;
 	int		 follow;
+	int		 raw;
 };
 
 static int
@@ -33,6 +34,7 @@ runs_getopt(const struct cmd *c, int argc, char **argv, struct runs_opts *o, int
 		{ "limit", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "follow", no_argument, NULL, 'f' },
+		{ "raw", no_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 }
 	};
 	enum run_state	 st;
@@ -57,6 +59,11 @@ runs_getopt(const struct cmd *c, int argc, char **argv, struct runs_opts *o, int
 			if (strcmp(c->name, "logs") != 0)
 				return -1;
 			o->follow = 1;
+			break;
+		case 'r':
+			if (strcmp(c->name, "logs") != 0)
+				return -1;
+			o->raw = 1;
 			break;
 		default:
 			return -1;
@@ -115,6 +122,7 @@ cmd_runs(const struct cmd *c, int argc, char **argv)
 	if (o.json)
 		cmd_print_json(list);
 	else {
+		term_json(list, 0);
 		printf("%-24s %-12s %-24s %-12s %-40s %-24s %s\n", "ID", "ORG", "AUTOMATION",
 		    "STATE", "THREAD", "STARTED", "DURATION");
 		json_array_foreach(list, i, r) {
@@ -139,7 +147,7 @@ cmd_show(const struct cmd *c, int argc, char **argv)
 	json_t			*r, *h;
 	size_t			 i;
 	int			 idx;
-	char			 dur[32];
+	char			 dur[32], *prompt, *result;
 
 	if ((idx = runs_getopt(c, argc, argv, &o, 1)) < 0) {
 		cmd_usage(c, 1);
@@ -156,6 +164,10 @@ cmd_show(const struct cmd *c, int argc, char **argv)
 	if (o.json)
 		cmd_print_json(r);
 	else {
+		/* Every field is the sender's or the agent's text; only these two keep lines. */
+		prompt = term_safe(jstr(r, "prompt"), TERM_KEEP_NL | TERM_KEEP_TAB);
+		result = term_safe(jstr(r, "result"), TERM_KEEP_NL | TERM_KEEP_TAB);
+		term_json(r, 0);
 		format_duration(json_object_get(r, "duration_ms"), dur, sizeof dur);
 		printf("run:        %s\norg:        %s\nautomation: %s\nstate:      %s\n"
 		    "reason:     %s\nthread:     %s\nsession:    %s\nevent:      %s\n"
@@ -181,12 +193,58 @@ cmd_show(const struct cmd *c, int argc, char **argv)
 			    json_object_get(h, "port")), jstr(h, "verdict"),
 			    (long long)json_integer_value(json_object_get(h, "bytes_in")),
 			    (long long)json_integer_value(json_object_get(h, "bytes_out")));
-		printf("\nprompt:\n%s\n\nresult:\n%s\n", jstr(r, "prompt"), jstr(r, "result"));
+		printf("\nprompt:\n%s\n\nresult:\n%s\n", prompt, result);
+		free(prompt);
+		free(result);
 	}
 	json_decref(r);
 	store_close(st);
 	config_free(conf);
 	return EXIT_OK;
+}
+
+/* Where spur logs is in the output: a UTF-8 sequence cut by a read waits here for the next. */
+struct logs_out {
+	int	 raw;
+	char	 pend[4];
+	size_t	 npend;
+};
+
+/* Writes what fd has past its offset to stdout, escaped unless --raw; final: nothing follows. */
+static void
+logs_copy(int fd, struct logs_out *lo, int final)
+{
+	struct buf	 out;
+	char		 buf[8192 + sizeof lo->pend];
+	ssize_t		 n;
+	size_t		 len, used;
+
+	buf_init(&out, 0);
+	for (;;) {
+		memcpy(buf, lo->pend, lo->npend);
+		n = read(fd, buf + lo->npend, sizeof buf - lo->npend);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (lo->raw) {
+			fwrite(buf, 1, n, stdout);
+			continue;
+		}
+		len = lo->npend + n;
+		used = term_escape(&out, buf, len, TERM_KEEP_NL | TERM_KEEP_TAB | TERM_MORE);
+		lo->npend = len - used;
+		memcpy(lo->pend, buf + used, lo->npend);
+		fwrite(out.data, 1, out.len, stdout);
+		buf_reset(&out);
+	}
+	if (final && lo->npend > 0) {
+		term_escape(&out, lo->pend, lo->npend, TERM_KEEP_NL | TERM_KEEP_TAB);
+		lo->npend = 0;
+		fwrite(out.data, 1, out.len, stdout);
+	}
+	fflush(stdout);
+	buf_free(&out);
 }
 
 int
@@ -195,9 +253,9 @@ cmd_logs(const struct cmd *c, int argc, char **argv)
 	struct runs_opts	 o;
 	struct config		*conf;
 	struct store		*st;
+	struct logs_out		 lo;
 	enum run_state		 state;
-	char			*path, buf[8192];
-	ssize_t			 n;
+	char			*path;
 	int64_t			 ended;
 	int			 idx, fd = -1, rc = EXIT_OK;
 
@@ -205,6 +263,14 @@ cmd_logs(const struct cmd *c, int argc, char **argv)
 		cmd_usage(c, 1);
 		return EXIT_USAGE;
 	}
+	/* The agent's exact bytes on a terminal are what the escaping is there to stop. */
+	if (o.raw && isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "spur logs: --raw writes the agent's bytes as they are, escape "
+		    "sequences included: redirect it to a file or a pipe, not a terminal\n");
+		return EXIT_USAGE;
+	}
+	memset(&lo, 0, sizeof lo);
+	lo.raw = o.raw;
 	if ((st = cmd_store(o.config, &conf)) == NULL)
 		return EXIT_FAILED;
 	if (store_run_get_state(st, argv[idx], &state) != 0) {
@@ -225,24 +291,18 @@ cmd_logs(const struct cmd *c, int argc, char **argv)
 	for (;;) {
 		if (fd == -1)
 			fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd != -1) {
-			while ((n = read(fd, buf, sizeof buf)) > 0)
-				fwrite(buf, 1, n, stdout);
-			fflush(stdout);
-		}
+		if (fd != -1)
+			logs_copy(fd, &lo, 0);
 		if (!o.follow || (store_run_get_state(st, argv[idx], &state) == 0 &&
-		    run_state_terminal(state))) {
-			/* One last read: the run may have written its tail as it ended. */
-			if (fd != -1 && o.follow) {
-				while ((n = read(fd, buf, sizeof buf)) > 0)
-					fwrite(buf, 1, n, stdout);
-			}
+		    run_state_terminal(state)))
 			break;
-		}
 		usleep(200 * 1000);
 	}
-	if (fd != -1)
+	if (fd != -1) {
+		/* One last read: the run may have written its tail as it ended. */
+		logs_copy(fd, &lo, 1);
 		close(fd);
+	}
 	free(path);
 out:
 	store_close(st);

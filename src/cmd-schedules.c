@@ -102,6 +102,7 @@ cmd_schedules(const struct cmd *c, int argc, char **argv)
 	else if (json_array_size(list) == 0)
 		printf("no schedules\n");
 	else {
+		term_json(list, 0);
 		printf("%-16s %-24s %-20s %s\n", "ORG", "AUTOMATION", "TIMEZONE", "CRON");
 		json_array_foreach(list, i, j) {
 			printf("%-16s %-24s %-20s %s\n",

@@ -39,4 +39,13 @@ int	cmd_load(const char *path, struct config **, struct automation_set **);
 struct store *cmd_store(const char *path, struct config **);
 void	cmd_print_json(json_t *);
 
+/* term.c: what a sender or an agent wrote, made safe to print (--json needs none of it). */
+#define TERM_KEEP_NL	0x1	/* a multi-line field: newlines stay */
+#define TERM_KEEP_TAB	0x2	/* tabs stay */
+#define TERM_MORE	0x4	/* a stream: more bytes follow this chunk */
+struct buf;
+size_t	term_escape(struct buf *, const char *, size_t, int flags);
+char	*term_safe(const char *, int flags);
+void	term_json(json_t *, int flags);
+
 #endif

@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <event2/buffer.h>
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define SERVER_MAX_LISTEN	16
 #define HOOK_MAX_HEADERS	256
@@ -463,6 +465,74 @@ server_hook(struct front *f, struct evhttp_request *req, const char *org_name,
 	hookreq_free(hr);
 }
 
+/* RFC 9110 tchar: what a header name is made of (no space, no colon, no control). */
+static int
+server_token(const char *s)
+{
+	if (*s == '\0')
+		return 0;
+	for (; *s != '\0'; s++) {
+		if (!isalnum((unsigned char)*s) && strchr("!#$%&'*+-.^_`|~", *s) == NULL)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Why the request's length is not what every reader of it would agree on, or
+ * NULL when it is (RFC 9112 section 6.3). evhttp takes the first of two
+ * Content-Lengths, does not see "Transfer-Encoding " (a space before the
+ * colon), reads Content-Length when the coding is not exactly chunked, and
+ * reads no body for a GET: a proxy in front that frames the request otherwise
+ * would pass a second request, hidden in this one's body, through to us.
+ */
+static const char *
+server_framing_bad(struct evhttp_request *req)
+{
+	struct evkeyvalq	*in = evhttp_request_get_input_headers(req);
+	struct evkeyval		*kv;
+	const char		*cl = NULL, *te = NULL;
+	int			 ncl = 0, nte = 0;
+
+	switch (evhttp_request_get_command(req)) {
+	case EVHTTP_REQ_POST:
+	case EVHTTP_REQ_PUT:
+	case EVHTTP_REQ_PATCH:
+		break;
+	default:
+		/* evhttp reads no body for these: a length they announce is another request. */
+		if ((cl = evhttp_find_header(in, "Content-Length")) != NULL &&
+		    strspn(cl, "0") != strlen(cl))
+			return "a body on a request that has none";
+		if (evhttp_find_header(in, "Transfer-Encoding") != NULL)
+			return "a body on a request that has none";
+		cl = NULL;
+		break;
+	}
+	for (kv = in->tqh_first; kv != NULL; kv = kv->next.tqe_next) {
+		if (!server_token(kv->key))
+			return "a header name that is not a token";
+		if (strcasecmp(kv->key, "Content-Length") == 0) {
+			cl = kv->value;
+			ncl++;
+		} else if (strcasecmp(kv->key, "Transfer-Encoding") == 0) {
+			te = kv->value;
+			nte++;
+		}
+	}
+	if (ncl > 1)
+		return "more than one Content-Length";
+	if (cl != NULL && (cl[0] == '\0' || strspn(cl, "0123456789") != strlen(cl)))
+		return "a Content-Length that is not a number";
+	if (nte > 1)
+		return "more than one Transfer-Encoding";
+	if (te != NULL && cl != NULL)
+		return "both Transfer-Encoding and Content-Length";
+	if (te != NULL && strcasecmp(te, "chunked") != 0)
+		return "a Transfer-Encoding other than chunked";
+	return NULL;
+}
+
 static void
 server_request_cb(struct evhttp_request *req, void *arg)
 {
@@ -472,6 +542,7 @@ server_request_cb(struct evhttp_request *req, void *arg)
 	char		 org[128], hook[128];
 	size_t		 n = strcspn(uri, "?");
 	int		 get = evhttp_request_get_command(req) == EVHTTP_REQ_GET;
+	const char	*why;
 
 	if (reqclock_done(f->clock, req) != 0) {
 		/* It arrived whole while the budget was over: answered as busy all the same. */
@@ -479,6 +550,15 @@ server_request_cb(struct evhttp_request *req, void *arg)
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
 		server_reply(srv, req, "busy", 503, "application/json",
 		    "{\"error\":\"unavailable\",\"detail\":\"server busy\"}");
+		return;
+	}
+	if ((why = server_framing_bad(req)) != NULL) {
+		/* What follows on the connection may be a smuggled request: never read it. */
+		log_warn("event=http.bad_framing peer=%s reason=%s consequence=\"400, "
+		    "connection closed\"", server_peer(req), log_q(why));
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+		server_reply(srv, req, "other", 400, "application/json",
+		    "{\"error\":\"bad_request\",\"detail\":\"ambiguous message length\"}");
 		return;
 	}
 	if (n == 8 && (strncmp(uri, "/healthz", 8) == 0 || strncmp(uri, "/metrics", 8) == 0)) {

@@ -39,8 +39,10 @@ static const struct cmd cmds[] = {
 	  "Shows one run: event, prompt, state history with reasons, result, proof,\n"
 	  "reports and network connections.",
 	  cmd_show, 0 },
-	{ "logs", "[-c FILE] [-f] RUN",
-	  "Prints the run's agent output; -f follows it until the run ends.",
+	{ "logs", "[-c FILE] [-f] [--raw] RUN",
+	  "Prints the run's agent output; -f follows it until the run ends. Control\n"
+	  "characters and invalid UTF-8 are printed escaped (\\x1b, \\u009b), as in\n"
+	  "runs and show; --raw writes the exact bytes, and refuses a terminal.",
 	  cmd_logs, 0 },
 	{ "cancel", "[-c FILE] RUN",
 	  "Ends a queued or running run: its sandbox is killed, its state becomes\n"

@@ -1,7 +1,11 @@
 """The command line: help, version, usage errors, exit codes (SPEC section 2)."""
+import json
 import os
+import pty
+import select
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import SPUR, Spur, Tap
@@ -65,5 +69,108 @@ with Spur() as s:
     t.eq(p.returncode, 0, "check finds ./spur.yaml")
     p = subprocess.run([SPUR, "check"], capture_output=True, env=env, cwd="/")
     t.ok(p.returncode == 1 and b"spur.yaml" in p.stderr, "check without any config exits 1 and names the file", p.stderr)
+
+# What a sender or an agent wrote never reaches the terminal as control characters: an
+# OSC 52 in a webhook's thread would write the operator's clipboard, a CSI redraw the screen.
+OSC52 = "\x1b]52;c;SGVsbG8=\x07"
+HOSTILE_TEXT = OSC52 + "\x1b[2J\u009b31m\u009d0;title\u009c\u2028end"
+# The agent's answer (stdout) has a C1 cut between two 8 KiB reads of its log; its stderr
+# has bytes that are not UTF-8 (8-bit C1, 0xff, a cut sequence): the log keeps both.
+AGENT_STDOUT = b"x" * 8191 + b"\xc2\x9b\n" + b"out \x1b]52;c;SGVsbG8=\x07 \x1b[H\x1b[2J \xc2\x9b31m tab\there\n"
+AGENT_STDERR = b"err \x9b \xff \xe2\x80\n"
+ALERT = """name: alert
+on:
+  webhook:
+    name: alerts
+    auth: none
+    text: message
+    thread: service
+agent: command
+command: [sh, -c, "cat >/dev/null; printf '%s'; sleep 0.5; printf '%s' >&2"]
+proof: none
+prompt: Look.
+""" % tuple("".join("\\\\%03o" % c for c in b) for b in (AGENT_STDOUT, AGENT_STDERR))
+
+
+def raw_bytes(out):
+    """The terminal controls in bytes printed: ESC, BEL, other C0 but newline and tab, DEL, C1 as UTF-8 or as bytes."""
+    bad = [b for b in out if (b < 0x20 and b not in b"\n\t") or b == 0x7f]
+    bad += [m for m in (b"\xc2" + bytes([c]) for c in range(0x80, 0xa0)) if m in out]
+    try:
+        out.decode("utf-8")
+    except UnicodeDecodeError as e:
+        bad.append(str(e))
+    return bad
+
+
+with Spur("sandbox:\n  backend: none\n", automations={"alert.yaml": ALERT}) as s:
+    def cli(*args, stdin=None):
+        p = subprocess.run([SPUR, args[0], "-c", s.config] + list(args[1:]), capture_output=True, env=s.env,
+                           cwd=s.dir, stdin=stdin)
+        return p.returncode, p.stdout, p.stderr
+
+    s.start()
+    st, _, a = s.post_json("/o/acme/hooks/alerts", json.dumps({"service": HOSTILE_TEXT, "message": HOSTILE_TEXT}))
+    run_id = a["runs"][0] if st == 200 and a.get("runs") else None
+    t.ok(run_id is not None, "a generic webhook with escape sequences in its thread and text starts a run", (st, a))
+    deadline = time.time() + 30
+    while time.time() < deadline and s.query("SELECT state FROM runs WHERE id = ?", run_id)[0]["state"] in ("queued", "running"):
+        time.sleep(0.1)
+    rc, out, err = cli("runs")
+    t.ok(rc == 0 and run_id.encode() in out and raw_bytes(out) == [], "spur runs prints no terminal control", (out, raw_bytes(out)))
+    t.ok(b"\\x1b]52;c;SGVsbG8=\\x07" in out, "and shows the thread's OSC 52 escaped, readable", out)
+    rc, out, err = cli("show", run_id)
+    t.ok(rc == 0 and raw_bytes(out) == [], "spur show prints no terminal control", raw_bytes(out))
+    t.ok(b"\\u009b31m" in out and b"\\x1b[2J" in out, "and shows the C1 and CSI sequences escaped", out)
+    t.ok(b"\\x1b]52" in out.split(b"\nresult:\n")[-1] and b"tab\there" in out,
+         "the agent's result is escaped too, its tabs and lines kept", out)
+    rc, out, err = cli("runs", "--json")
+    j = json.loads(out) if rc == 0 else []
+    t.ok(raw_bytes(out) == [] and b"\\u009b" in out.lower() and b"\\u2028" in out and all(c < 0x80 for c in out),
+         "runs --json is ASCII JSON: C0, C1 and U+2028 as \\u escapes", out)
+    t.ok(j and j[0]["thread"] == "webhook:alerts:" + HOSTILE_TEXT, "and keeps the thread exactly", j)
+    rc, out, err = cli("show", "--json", run_id)
+    t.ok(rc == 0 and raw_bytes(out) == [] and all(c < 0x80 for c in out), "show --json is ASCII JSON", out)
+    rc, out, err = cli("logs", run_id)
+    t.ok(rc == 0 and raw_bytes(out) == [], "spur logs prints no terminal control and only UTF-8", raw_bytes(out))
+    t.ok(b"out \\x1b]52;c;SGVsbG8=\\x07 \\x1b[H\\x1b[2J \\u009b31m tab\there\n" in out,
+         "and shows each one escaped, tabs and lines kept", out[-200:])
+    t.ok(b"err \\x9b \\xff \\xe2\\x80\n" in out, "bytes that are not UTF-8 are escaped byte by byte", out[-200:])
+    t.ok(b"x\\u009b\n" in out, "a C1 cut between two reads is still one escaped character", out[8180:8220])
+    rc, out, err = cli("logs", "-f", run_id)
+    t.ok(rc == 0 and raw_bytes(out) == [] and b"\\x1b]52" in out, "spur logs -f escapes the same way", raw_bytes(out))
+    rc, out, err = cli("logs", "--raw", run_id)
+    with open(os.path.join(s.data_dir, "runs", run_id, "output.log"), "rb") as f:
+        logged = f.read()
+    t.ok(AGENT_STDOUT in logged and AGENT_STDERR in logged, "the log holds the agent's stdout and stderr", logged[-200:])
+    t.ok(rc == 0 and out == logged, "spur logs --raw to a pipe gives the log's exact bytes", out[-80:])
+    rc, out, err = cli("runs", "--raw")
+    t.eq(rc, 2, "--raw is an option of logs only")
+    # --raw on a terminal: the attack itself, refused.
+    master, slave = pty.openpty()
+    p = subprocess.run([SPUR, "logs", "-c", s.config, "--raw", run_id], stdout=slave, stderr=subprocess.PIPE,
+                       env=s.env, cwd=s.dir, timeout=30)
+    os.close(slave)
+    shown = b""
+    while select.select([master], [], [], 0.2)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    t.ok(p.returncode == 2 and b"terminal" in p.stderr and b"\x1b" not in shown,
+         "spur logs --raw on a terminal exits 2, says why and writes nothing", (p.returncode, p.stderr, shown))
+    rc, out, err = run("help", "logs")
+    t.ok("--raw" in out and "terminal" in out, "spur help logs documents --raw", out)
+    payload = os.path.join(s.dir, "alert.json")
+    with open(payload, "w") as f:
+        json.dump({"service": HOSTILE_TEXT, "message": HOSTILE_TEXT}, f)
+    for opts in ([], ["--why"], ["--prompt"]):
+        rc, out, err = cli("fire", "--org", "acme", "--source", "alerts", *opts, payload)
+        t.ok(rc == 0 and raw_bytes(out) == [] and raw_bytes(err) == [],
+             "spur fire %s prints no terminal control" % " ".join(opts), (rc, out, err))
 
 t.done()

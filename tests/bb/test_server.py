@@ -396,6 +396,84 @@ with Spur("limits:\n  body: 4MiB\n  buffered: 16MiB\n  request: 30s\n", env=env)
     t.ok(rc == 0 and "Sanitizer" not in s.logs(), "the engine stops cleanly, no leak or sanitizer report (exit %r)"
          % rc, "\n".join(l for l in s.logs().splitlines() if "Sanitizer" in l or "leak" in l)[:2000])
 
+# Request smuggling (RFC 9112 section 6.3): a request whose length two readers could disagree on
+# (two Content-Lengths, a Transfer-Encoding beside one, however spelled, a length on a GET) is
+# answered 400 and its connection closed: what follows it on the connection, a delivery to an
+# unauthenticated hook and a GET /metrics, is never read as a request.
+OPEN_HOOK = """\
+name: open
+on:
+  webhook:
+    name: open
+    auth: none
+agent: command
+command: [/bin/true]
+prompt: Look.
+"""
+
+
+def read_to_eof(c, timeout=5):
+    """Everything the engine sends on c, and whether it closed the connection before timeout."""
+    c.settimeout(timeout)
+    got = b""
+    try:
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                return got, True
+            got += chunk
+    except socket.timeout:
+        return got, False
+    except ConnectionResetError:
+        return got, True
+
+
+with Spur(automations={"open.yaml": OPEN_HOOK}) as s:
+    s.start()
+    hidden = (b"POST /o/acme/hooks/open HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: 14\r\n\r\n{\"smuggled\":1}GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    post = b"POST /o/acme/hooks/open HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    variants = [
+        ("two equal Content-Lengths", post, b"Content-Length: 2\r\nContent-Length: 2\r\n", b"{}"),
+        ("two different Content-Lengths", post, b"Content-Length: 2\r\nContent-Length: %d\r\n"
+         % (2 + len(hidden)), b"{}"),
+        ("'Transfer-Encoding : chunked' beside a Content-Length", post,
+         b"Transfer-Encoding : chunked\r\nContent-Length: 2\r\n", b"{}"),
+        ("'Transfer-Encoding: chunked ' beside a Content-Length", post,
+         b"Transfer-Encoding: chunked \r\nContent-Length: %d\r\n" % (5 + len(hidden)), b"0\r\n\r\n"),
+        ("'Transfer-Encoding:  chunked' beside a Content-Length", post,
+         b"Transfer-Encoding:  chunked\r\nContent-Length: %d\r\n" % (5 + len(hidden)), b"0\r\n\r\n"),
+        ("'TRANSFER-ENCODING: CHUNKED' beside a Content-Length", post,
+         b"TRANSFER-ENCODING: CHUNKED\r\nContent-Length: %d\r\n" % (5 + len(hidden)), b"0\r\n\r\n"),
+        ("'Transfer-Encoding: xchunked' beside a Content-Length", post,
+         b"Transfer-Encoding: xchunked\r\nContent-Length: 2\r\n", b"{}"),
+        ("a Content-Length on a GET", b"GET /healthz HTTP/1.1\r\nHost: x\r\n",
+         b"Content-Length: %d\r\n" % len(hidden), b""),
+    ]
+    for name, line, framing, body in variants:
+        c = socket.create_connection(("127.0.0.1", s.port))
+        c.sendall(line + framing + b"\r\n" + body + hidden)
+        got, closed = read_to_eof(c)
+        c.close()
+        t.ok(got.startswith(b"HTTP/1.1 400") and got.count(b"HTTP/1.1 ") == 1 and closed,
+             "%s: 400, the connection closed, nothing after it answered" % name, got[:300])
+    st, _, body = s.request("GET", "/metrics")
+    text = body.decode()
+    t.ok('route="webhook"' not in text and 'route="metrics"' not in text,
+         "none of the smuggled requests was processed", text)
+    t.contains(text, 'spur_http_requests_total{route="other",status="400"}', "/metrics counts the refusals")
+    t.eq(s.query("SELECT count(*) AS n FROM events")[0]["n"], 0, "and no event was stored")
+    t.contains(s.logs(), 'event=http.bad_framing peer=127.0.0.1 reason="more than one Content-Length"',
+               "the log says why, and who")
+    # what is sound still works: a chunked body, and a request pipelined behind a delivery
+    c = socket.create_connection(("127.0.0.1", s.port))
+    c.sendall(post + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+              + post + b"Content-Length: 2\r\n\r\n{}GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    answers = [a[0] for a in read_answers(c, 3)]
+    c.close()
+    t.eq(answers, [b"HTTP/1.1 200 OK"] * 3, "a chunked delivery and two pipelined behind it are answered")
+    t.eq(s.query("SELECT count(*) AS n FROM events")[0]["n"], 2, "and both deliveries are stored")
+
 # SIGINT too
 with Spur() as s:
     s.start()
