@@ -89,6 +89,9 @@ struct config {
 		int			 pids;
 		unsigned long long	 output;
 		long long		 session_idle;
+		/* each session's own host uid (and gid) when spur is root: [uid_first, uid_last] */
+		long long		 uid_first;
+		long long		 uid_last;
 	} sandbox;
 	struct agent_conf	*agents;
 	size_t			 nagents;

@@ -332,6 +332,36 @@ cfg_limits(struct cfgctx *c, struct config *cf, const struct ynode *m)
 		    "be read", cf->limit_buffered, cf->limit_body + cf->limit_header);
 }
 
+/*
+ * sandbox.uids: "FIRST-LAST", the host uids sessions take their own from. Each
+ * live session has its own, so one sandbox's processes (RLIMIT_NPROC counts
+ * per uid) and files are not another's. None may be a system or login user's.
+ */
+static void
+cfg_uid_range(struct cfgctx *c, const struct ynode *n, struct config *cf)
+{
+	const char	*s;
+	char		*end;
+	long long	 a, b;
+
+	if ((s = cfg_scalar(c, n, "sandbox.uids")) == NULL)
+		return;
+	errno = 0;
+	a = strtoll(s, &end, 10);
+	if (errno == 0 && end != s && *end == '-') {
+		s = end + 1;
+		b = strtoll(s, &end, 10);
+		if (errno == 0 && end != s && *end == '\0' && a >= 100000 && b >= a &&
+		    b < 4294967294LL && b - a + 1 >= 64) {
+			cf->sandbox.uid_first = a;
+			cf->sandbox.uid_last = b;
+			return;
+		}
+	}
+	cfg_error(c, n, "\"sandbox.uids\" must be a range FIRST-LAST of at least 64 uids, "
+	    "from 100000 up (e.g. 900000000-900065535)");
+}
+
 static void
 cfg_sandbox(struct cfgctx *c, struct config *cf, const struct ynode *m)
 {
@@ -368,6 +398,8 @@ cfg_sandbox(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			cfg_size(c, n, "sandbox.output", &cf->sandbox.output);
 		else if (strcmp(k, "session_idle") == 0)
 			cfg_duration(c, n, "sandbox.session_idle", &cf->sandbox.session_idle);
+		else if (strcmp(k, "uids") == 0)
+			cfg_uid_range(c, n, cf);
 		else
 			cfg_unknown(c, m, i, "sandbox");
 	}
@@ -756,6 +788,8 @@ cfg_defaults(struct config *cf)
 	cf->sandbox.pids = 1024;
 	cf->sandbox.output = 16ULL << 20;
 	cf->sandbox.session_idle = 7 * 86400;
+	cf->sandbox.uid_first = 900000000;
+	cf->sandbox.uid_last = 900065535;
 }
 
 /* Makes a path from the config absolute, relative to the config's directory. */

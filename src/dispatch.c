@@ -19,7 +19,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +37,9 @@ struct drun {
 	char			*org;
 	char			*thread;
 	char			*conc_key;
+	char			*skey;		/* org, thread, automation: its session's key */
 	char			*session;
+	struct sandbox_ident	 ident;		/* the session's host identity */
 	char			*workspace;
 	char			*home;
 	char			*artifacts;
@@ -100,6 +101,7 @@ drun_free(struct drun *r)
 	free(r->org);
 	free(r->thread);
 	free(r->conc_key);
+	free(r->skey);
 	free(r->session);
 	free(r->workspace);
 	free(r->home);
@@ -137,7 +139,7 @@ dispatch_recover(struct dispatch *d)
 	int	 n;
 
 	json_array_foreach(ids, i, id) {
-		n = sandbox_kill_leftovers(d->engine->conf->sandbox.user, json_string_value(id));
+		n = sandbox_kill_leftovers(d->engine->conf, json_string_value(id));
 		if (n > 0)
 			log_warn("event=sandbox.leftovers run=%s killed=%d", json_string_value(id), n);
 		dispatch_set_state(d, json_string_value(id), RUN_FAILED, "interrupted");
@@ -320,30 +322,33 @@ dispatch_find_key(struct dispatch *d, const char *key)
 	return NULL;
 }
 
-/* Each listed glob must match at least one regular file under the artifacts dir. */
+/* The live run of a session (by its key), if any. */
+static struct drun *
+dispatch_find_session(struct dispatch *d, const char *skey)
+{
+	struct drun	*r;
+
+	LIST_FOREACH(r, &d->runs, entry) {
+		if (strcmp(r->skey, skey) == 0)
+			return r;
+	}
+	return NULL;
+}
+
+/*
+ * Each listed glob must match at least one regular file under the artifacts
+ * dir, found by descriptors that follow no link (safefs.c): a link the agent
+ * planted must not make the outcome tell what a host directory holds.
+ */
 static char *
 dispatch_missing_artifacts(struct drun *r)
 {
 	struct buf	 missing;
-	glob_t		 g;
-	struct stat	 sb;
-	char		*pat;
-	size_t		 i, j;
-	int		 found;
+	size_t		 i;
 
 	buf_init(&missing, 0);
 	for (i = 0; r->a->artifacts != NULL && r->a->artifacts[i] != NULL; i++) {
-		pat = path_join(r->artifacts, r->a->artifacts[i]);
-		found = 0;
-		if (glob(pat, GLOB_NOSORT, NULL, &g) == 0) {
-			for (j = 0; j < g.gl_pathc && !found; j++) {
-				if (lstat(g.gl_pathv[j], &sb) == 0 && S_ISREG(sb.st_mode))
-					found = 1;
-			}
-			globfree(&g);
-		}
-		free(pat);
-		if (!found)
+		if (!safefs_glob_file(r->artifacts, r->a->artifacts[i]))
 			buf_addf(&missing, "%s%s", missing.len ? ", " : "", r->a->artifacts[i]);
 	}
 	if (missing.len == 0) {
@@ -495,8 +500,8 @@ drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 			/* pull_request and commit: the engine commits and pushes outside the sandbox. */
 			r->sb = NULL;
 			sandbox_free(sb);
-			if (repo_deliver(r->d->engine, r->id, r->a, r->workspace, r->res.message,
-			    drun_delivered_cb, r, &r->repo, &cause) == 0)
+			if (repo_deliver(r->d->engine, r->id, r->a, r->workspace, &r->ident,
+			    r->res.message, drun_delivered_cb, r, &r->repo, &cause) == 0)
 				return;
 			state = RUN_NEEDS_REVIEW;
 			reason = xprintf("proof missing: %s (%s)", proof_kind_name(r->a->proof),
@@ -514,16 +519,21 @@ drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 	free(proof);
 }
 
-/* The session of the run's thread, or a new one; sets workspace and home. */
+/*
+ * The session of the run's thread and automation, or a new one; sets the
+ * workspace, home and the identity the session's processes run as. A new
+ * session takes a host uid of its own from sandbox.uids when spur is root.
+ */
 static int
 drun_session(struct drun *r, char **resume_out, char **cause)
 {
 	struct engine	*e = r->d->engine;
 	json_t		*s;
 	char		*dir;
+	long long	 uid = 0;
 
 	*resume_out = NULL;
-	if ((s = store_session_live(e->store, r->org, r->thread)) != NULL) {
+	if ((s = store_session_live(e->store, r->org, r->thread, r->a->name)) != NULL) {
 		r->joined = 1;
 		r->session = xstrdup(json_string_value(json_object_get(s, "id")));
 		r->workspace = xstrdup(json_string_value(json_object_get(s, "workspace")));
@@ -532,19 +542,62 @@ drun_session(struct drun *r, char **resume_out, char **cause)
 		free(dir);
 		*resume_out = json_string_value(json_object_get(s, "agent_session")) != NULL ?
 		    xstrdup(json_string_value(json_object_get(s, "agent_session"))) : NULL;
+		uid = json_integer_value(json_object_get(s, "uid"));
 		json_decref(s);
+	} else {
+		if (geteuid() == 0 && e->conf->sandbox.backend == SANDBOX_BWRAP &&
+		    (uid = store_session_uid_pick(e->store, e->conf->sandbox.uid_first,
+		    e->conf->sandbox.uid_last)) == 0) {
+			xasprintf(cause, "every uid of sandbox.uids (%lld-%lld) is a live "
+			    "session's", e->conf->sandbox.uid_first, e->conf->sandbox.uid_last);
+			return -1;
+		}
+		r->session = random_id("ses_");
+		dir = xprintf("%s/sessions/%s", e->conf->data_dir, r->session);
+		r->workspace = path_join(dir, "workspace");
+		r->home = path_join(dir, "home");
+		free(dir);
+		if (store_session_create(e->store, r->session, r->org, r->thread, r->a->name,
+		    r->workspace, uid) != 0) {
+			xasprintf(cause, "cannot create a session");
+			return -1;
+		}
+	}
+	/* Without a sandbox the agent is spur itself: so is its git. */
+	if (e->conf->sandbox.backend == SANDBOX_NONE) {
+		memset(&r->ident, 0, sizeof r->ident);
+		r->ident.uid = getuid();
+		r->ident.gid = getgid();
 		return 0;
 	}
-	r->session = random_id("ses_");
-	dir = xprintf("%s/sessions/%s", e->conf->data_dir, r->session);
-	r->workspace = path_join(dir, "workspace");
-	r->home = path_join(dir, "home");
-	free(dir);
-	if (store_session_create(e->store, r->session, r->org, r->thread, r->workspace) != 0) {
-		xasprintf(cause, "cannot create a session");
+	return sandbox_ident_get(e->conf->sandbox.user, uid, &r->ident, cause);
+}
+
+/*
+ * The session's directory: root's, mode 0711, so that the session's own git
+ * (which gets it bound in a namespace of its own, git.c) can enter it, while
+ * no one but root can write in it or list it: what is there (repo.json, the
+ * names of git/, home/, workspace/) is never swapped for a link.
+ */
+static int
+drun_session_dir(struct drun *r, char **cause)
+{
+	char	*dir = path_dirname(r->workspace);
+	int	 fd, rc = -1;
+
+	if (mkdir_p(dir, 0711) != 0 ||
+	    (fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		*cause = xprintf("%s: %s", dir, strerror(errno));
+		free(dir);
 		return -1;
 	}
-	return 0;
+	if (fchmod(fd, 0711) == 0)
+		rc = 0;
+	else
+		*cause = xprintf("chmod %s: %s", dir, strerror(errno));
+	close(fd);
+	free(dir);
+	return rc;
 }
 
 static void
@@ -609,6 +662,7 @@ drun_launch(struct drun *r)
 	r->spec.output_max = e->conf->sandbox.output;
 	r->spec.backend = e->conf->sandbox.backend;
 	r->spec.user = e->conf->sandbox.user;
+	r->spec.ident = &r->ident;
 	/* The run's network: proxy and model gateway, binds, env and a forwarder (egress.c). */
 	if (egress_attach(e, r->id, r->org, r->a, r->home, &r->spec, r->env, &n,
 	    DISPATCH_ENV_MAX, &r->argv, &r->egress, &cause) != 0)
@@ -675,6 +729,7 @@ dispatch_start(struct dispatch *d, const char *id)
 		dispatch_set_state(d, id, RUN_FAILED, "the run's automation snapshot is unreadable");
 		goto done;
 	}
+	r->skey = xprintf("%s\n%s\n%s", r->org, r->thread, r->a->name);
 	if (r->conc_key != NULL && (busy = dispatch_find_key(d, r->conc_key)) != NULL) {
 		switch (r->a->on_busy) {
 		case BUSY_SKIP:
@@ -694,6 +749,16 @@ dispatch_start(struct dispatch *d, const char *id)
 			drun_free(r);
 			return 0;
 		}
+	}
+	/*
+	 * A session has at most one live run, whatever concurrency says (key:
+	 * none, say): two at once would share a workspace that one writes while
+	 * the engine clones, delivers or removes it for the other.
+	 */
+	if (dispatch_find_session(d, r->skey) != NULL) {
+		json_decref(j);
+		drun_free(r);
+		return 0;
 	}
 	/* The run's start (state, prompt, session) is one commit. */
 	store_tx_begin(e->store, NULL);
@@ -724,10 +789,10 @@ dispatch_start(struct dispatch *d, const char *id)
 	store_tx_commit(e->store, NULL);
 	rundir = xprintf("%s/runs/%s", e->conf->data_dir, id);
 	r->artifacts = path_join(rundir, "artifacts");
-	if (mkdir_p(rundir, 0700) != 0 ||
-	    sandbox_prepare_dir(r->workspace, e->conf->sandbox.user, &cause) != 0 ||
-	    sandbox_prepare_dir(r->home, e->conf->sandbox.user, &cause) != 0 ||
-	    sandbox_prepare_dir(r->artifacts, e->conf->sandbox.user, &cause) != 0) {
+	if (mkdir_p(rundir, 0700) != 0 || drun_session_dir(r, &cause) != 0 ||
+	    sandbox_prepare_dir_as(r->workspace, &r->ident, &cause) != 0 ||
+	    sandbox_prepare_dir_as(r->home, &r->ident, &cause) != 0 ||
+	    sandbox_prepare_dir_as(r->artifacts, &r->ident, &cause) != 0) {
 		if (cause == NULL)
 			cause = xprintf("%s: %s", rundir, strerror(errno));
 		free(rundir);
@@ -738,7 +803,7 @@ dispatch_start(struct dispatch *d, const char *id)
 	free(logpath);
 	free(rundir);
 	/* The repository is cloned (or the session's branch updated) outside the sandbox. */
-	rc = repo_prepare(e, r->id, r->a, evj, r->workspace, r->joined,
+	rc = repo_prepare(e, r->id, r->a, evj, r->workspace, &r->ident, r->joined,
 	    drun_repo_cb, r, &r->repo, &cause);
 	json_decref(j);
 	if (rc < 0) {

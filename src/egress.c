@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,20 +131,16 @@ egress_env(char **env, size_t *nenv, size_t max, char *kv, char **cause)
  */
 static int
 egress_write_owned(const char *base, const char *dir, const char *name, const char *text,
-    const char *user, char **cause)
+    const struct sandbox_ident *as, char **cause)
 {
-	struct passwd	*pw = NULL;
+	const struct sandbox_ident *pw = as != NULL && as->drop ? as : NULL;
 	int		 bfd = -1, dfd = -1, fd = -1, rc = -1;
 	size_t		 len = strlen(text);
 
-	if (geteuid() == 0 && user != NULL && (pw = getpwnam(user)) == NULL) {
-		*cause = xprintf("sandbox user %s does not exist", user);
-		return -1;
-	}
 	if ((bfd = open(base, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1)
 		goto fail;
 	if (mkdirat(bfd, dir, 0700) == 0 && pw != NULL &&
-	    fchownat(bfd, dir, pw->pw_uid, pw->pw_gid, AT_SYMLINK_NOFOLLOW) != 0)
+	    fchownat(bfd, dir, pw->uid, pw->gid, AT_SYMLINK_NOFOLLOW) != 0)
 		goto fail;
 	if ((dfd = openat(bfd, dir, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1)
 		goto fail;
@@ -156,7 +151,7 @@ egress_write_owned(const char *base, const char *dir, const char *name, const ch
 		goto fail;
 	if (write(fd, text, len) != (ssize_t)len)
 		goto fail;
-	if (pw != NULL && fchown(fd, pw->pw_uid, pw->pw_gid) != 0)
+	if (pw != NULL && fchown(fd, pw->uid, pw->gid) != 0)
 		goto fail;
 	rc = 0;
 fail:
@@ -186,8 +181,8 @@ egress_write(const char *path, const char *text, char **cause)
 /* The agent's own configuration and environment for the gateway at base. */
 static int
 egress_agent_env(struct egress *eg, struct engine *e, const char *agent, const char *base,
-    const char *home, const char *inside_dir, char **env, size_t *nenv, size_t max,
-    char **cause)
+    const char *home, const struct sandbox_ident *as, const char *inside_dir, char **env,
+    size_t *nenv, size_t max, char **cause)
 {
 	char	*text, *path;
 	int	 rc;
@@ -213,8 +208,7 @@ egress_agent_env(struct egress *eg, struct engine *e, const char *agent, const c
 		    "model_provider = \"spur\"\n\n[model_providers.spur]\nname = \"spur\"\n"
 		    "base_url = \"%s/v1\"\nwire_api = \"responses\"\n"
 		    "env_key = \"SPUR_MODEL_KEY\"\n", base);
-		rc = egress_write_owned(home, ".codex", "config.toml", text,
-		    e->conf->sandbox.user, cause);
+		rc = egress_write_owned(home, ".codex", "config.toml", text, as, cause);
 		free(text);
 		if (rc != 0)
 			return -1;
@@ -426,8 +420,8 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 		if (bwrap)
 			gport = EGRESS_GATEWAY_PORT;
 		url = xprintf("http://127.0.0.1:%d", gport);
-		if (egress_agent_env(eg, e, ag->name, url, home, bwrap ? EGRESS_INSIDE_DIR :
-		    eg->dir, env, nenv, max, cause) != 0) {
+		if (egress_agent_env(eg, e, ag->name, url, home, spec->ident, bwrap ?
+		    EGRESS_INSIDE_DIR : eg->dir, env, nenv, max, cause) != 0) {
 			free(url);
 			goto fail;
 		}

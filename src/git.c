@@ -3,6 +3,7 @@
 #include "conf.h"
 #include "git.h"
 #include "proc.h"
+#include "sandbox.h"
 #include "serve.h"
 
 #include <stdio.h>
@@ -51,6 +52,8 @@ struct git {
 	char		*env[GIT_ENV_MAX + 1];
 	char		*argv[GIT_ARGS_MAX + 2];
 	char		*stdin_data;
+	char		*stage_src[1];	/* the session directory, bound for git */
+	char		*stage_dst[1];
 	git_done_cb	 cb;
 	void		*arg;
 };
@@ -70,7 +73,19 @@ git_free(struct git *g)
 	for (i = 0; g->argv[i] != NULL; i++)
 		free(g->argv[i]);
 	free(g->stdin_data);
+	free(g->stage_src[0]);
+	free(g->stage_dst[0]);
 	free(g);
+}
+
+/* The child, root until it drops: the session directory at SANDBOX_STAGE/s. */
+static int
+git_stage_cb(void *arg)
+{
+	struct git	*g = arg;
+	static const int file[1] = { 0 };
+
+	return sandbox_stage(g->stage_src, g->stage_dst, file, 1);
 }
 
 static void
@@ -100,6 +115,7 @@ git_start(struct engine *e, const struct git_opts *o, const char *const *args,
 	struct git		*g;
 	struct proc_spec	 spec;
 	char			*path, *cred, *b64;
+	const char		*dir;
 	size_t			 i, n = 0, nc = 0;
 
 	if ((path = proc_which("git", NULL)) == NULL) {
@@ -113,8 +129,14 @@ git_start(struct engine *e, const struct git_opts *o, const char *const *args,
 	g->argv[0] = xstrdup("git");
 	for (i = 0; args[i] != NULL && i < GIT_ARGS_MAX; i++)
 		g->argv[i + 1] = xstrdup(args[i]);
+	dir = o->dir;
+	if (o->as->drop) {
+		g->stage_src[0] = xstrdup(o->dir);
+		g->stage_dst[0] = xstrdup(SANDBOX_STAGE "/s");
+		dir = g->stage_dst[0];
+	}
 	g->env[n++] = xstrdup("PATH=/usr/local/bin:/usr/bin:/bin");
-	g->env[n++] = xprintf("HOME=%s", o->home);
+	g->env[n++] = xprintf("HOME=%s/git-home", dir);
 	g->env[n++] = xstrdup("LANG=C");
 	g->env[n++] = xstrdup("GIT_CONFIG_NOSYSTEM=1");
 	g->env[n++] = xstrdup("GIT_CONFIG_GLOBAL=/dev/null");
@@ -124,9 +146,9 @@ git_start(struct engine *e, const struct git_opts *o, const char *const *args,
 	g->env[n++] = xstrdup("GIT_NO_REPLACE_OBJECTS=1");
 	g->env[n++] = xstrdup("GIT_PROTOCOL_FROM_USER=0");
 	g->env[n++] = xstrdup("GIT_CEILING_DIRECTORIES=/");
-	g->env[n++] = xprintf("GIT_DIR=%s", o->git_dir);
-	if (o->work_tree != NULL)
-		g->env[n++] = xprintf("GIT_WORK_TREE=%s", o->work_tree);
+	g->env[n++] = xprintf("GIT_DIR=%s/git", dir);
+	if (o->work_tree)
+		g->env[n++] = xprintf("GIT_WORK_TREE=%s/workspace", dir);
 	for (i = 0; i < SPUR_ARRLEN(git_config); i++, nc++) {
 		g->env[n++] = xprintf("GIT_CONFIG_KEY_%zu=%s", nc, git_config[i][0]);
 		g->env[n++] = xprintf("GIT_CONFIG_VALUE_%zu=%s", nc, git_config[i][1]);
@@ -152,6 +174,13 @@ git_start(struct engine *e, const struct git_opts *o, const char *const *args,
 	spec.argv = g->argv;
 	spec.env = g->env;
 	spec.cwd = "/";
+	if (o->as->drop) {
+		spec.setup = git_stage_cb;
+		spec.setup_arg = g;
+		spec.drop = 1;
+		spec.uid = o->as->uid;
+		spec.gid = o->as->gid;
+	}
 	spec.timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : GIT_TIMEOUT_MS;
 	if (o->stdin_data != NULL) {
 		g->stdin_data = xstrdup(o->stdin_data);

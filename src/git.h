@@ -4,11 +4,20 @@
 
 struct engine;
 struct git;
+struct sandbox_ident;
 
+/*
+ * git works in a session directory: its git/ (the git directory, never inside
+ * the workspace, so the agent controls none of it), workspace/ and git-home/
+ * (an empty HOME). It runs as the session's own identity, never as root: a
+ * link the agent left in the workspace leads git only where the session's
+ * uid may go. When spur is root, the session directory is bound into git's
+ * own mount namespace (the data directory stays closed to that uid).
+ */
 struct git_opts {
-	const char	*git_dir;	/* engine-owned, outside the workspace */
-	const char	*work_tree;	/* the workspace, NULL: none */
-	const char	*home;		/* an empty directory of the engine's */
+	const char	*dir;		/* the session directory (the engine's) */
+	const struct sandbox_ident *as;	/* the session's identity */
+	int		 work_tree;	/* with dir/workspace as the work tree */
 	const char	*token;		/* NULL: none; else an http.extraHeader, never argv */
 	const char	*stdin_data;	/* NULL: none */
 	long long	 timeout_ms;	/* 0: 10 minutes */

@@ -110,6 +110,9 @@ proc_child(const struct proc_spec *spec, int in, int out, int err, int report,
 			signal(sig, SIG_DFL);
 	}
 	setsid();
+	f.stage = 1;
+	if (spec->cwd_fd_set && fchdir(spec->cwd_fd) != 0)
+		goto fail;
 
 	/* Park everything high first so that no dup2 overwrites a source. */
 	src[0] = in;

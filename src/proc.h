@@ -22,6 +22,8 @@ struct proc_spec {
 	char *const		 *argv;
 	char *const		 *env;		/* the whole environment; NULL: empty */
 	const char		 *cwd;		/* NULL: inherited */
+	int			  cwd_fd_set;	/* start in the directory open as cwd_fd, */
+	int			  cwd_fd;	/* entered before the drop: no path to it needed */
 	const int		 *keep;		/* parent fds the child gets at 3, 4, ... */
 	size_t			  nkeep;
 	int			  drop;		/* become uid/gid (needs root) */

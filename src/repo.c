@@ -7,12 +7,11 @@
 #include "github-app.h"
 #include "outbox.h"
 #include "repo.h"
+#include "sandbox.h"
 #include "serve.h"
 #include "store.h"
 
 #include <sys/stat.h>
-#include <ftw.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +23,12 @@
 
 /*
  * The steps of a job, in order; prepare runs INIT to CHECKOUT, deliver ADD to
- * PR. The session directory holds git/ (the engine's git directory, never
- * inside the workspace, so the agent controls none of it), git-home/ (an empty
- * HOME for git) and repo.json (repository, branch, base, pull request).
+ * PR. The session directory (root's, mode 0711) holds git/ (the git
+ * directory, never inside the workspace, so the agent controls none of it),
+ * git-home/ (an empty HOME for git), both the session's, and repo.json
+ * (repository, branch, base, pull request), root's. Every git command runs
+ * as the session's identity (git.c): root never reads or writes the
+ * workspace, so a link the agent swapped in leads nowhere root could go.
  */
 enum repo_step {
 	REPO_INIT, REPO_PR_INFO, REPO_LS_REMOTE, REPO_FETCH, REPO_CHECKOUT,
@@ -49,6 +51,7 @@ struct repo_job {
 	char			*git_dir;
 	char			*home;
 	char			*workspace;
+	struct sandbox_ident	 as;		/* the session's identity: git runs as it */
 	long long		 installation;
 	long long		 number;	/* the PR of a PR trigger */
 	int			 is_pr;
@@ -240,32 +243,6 @@ repo_state_load(struct repo_job *j)
 	return j->org != NULL && j->repo != NULL && j->branch != NULL ? 0 : -1;
 }
 
-static uid_t	repo_uid;
-static gid_t	repo_gid;
-
-static int
-repo_chown_fn(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	/* lchown: a symlink the checkout made is changed itself, never followed. */
-	if (lchown(path, repo_uid, repo_gid) != 0)
-		return -1;
-	return 0;
-}
-
-/* The checkout belongs to the sandbox's user, who will work in it. */
-static int
-repo_chown(struct repo_job *j)
-{
-	struct passwd	*pw;
-	const char	*user = j->e->conf->sandbox.user;
-
-	if (geteuid() != 0 || user == NULL || (pw = getpwnam(user)) == NULL)
-		return 0;
-	repo_uid = pw->pw_uid;
-	repo_gid = pw->pw_gid;
-	return nftw(j->workspace, repo_chown_fn, 32, FTW_PHYS | FTW_MOUNT);
-}
-
 static void
 repo_git_cb(int status, const char *output, void *arg)
 {
@@ -303,8 +280,6 @@ repo_git_cb(int status, const char *output, void *arg)
 	case REPO_CHECKOUT:
 		if (status != 0)
 			return repo_fail(j, "git checkout failed", output);
-		if (repo_chown(j) != 0)
-			return repo_fail(j, "cannot give the checkout to the sandbox user", NULL);
 		if (repo_state_save(j) != 0)
 			return repo_fail(j, "cannot save the session's repository state", NULL);
 		log_info("event=repo.prepared run=%s repository=%s branch=%s base=%s", j->run,
@@ -529,8 +504,8 @@ repo_next(struct repo_job *j)
 	const char	*argv[16];
 
 	memset(&o, 0, sizeof o);
-	o.git_dir = j->git_dir;
-	o.home = j->home;
+	o.dir = j->dir;
+	o.as = &j->as;
 	memset(argv, 0, sizeof argv);
 	switch (j->step) {
 	case REPO_INIT:
@@ -557,20 +532,20 @@ repo_next(struct repo_job *j)
 		argv[4] = j->fetch_ref;
 		break;
 	case REPO_CHECKOUT:
-		o.work_tree = j->workspace;
+		o.work_tree = 1;
 		argv[0] = "checkout"; argv[1] = "-q"; argv[2] = "-f"; argv[3] = "-B";
 		argv[4] = j->branch; argv[5] = "FETCH_HEAD";
 		break;
 	case REPO_ADD:
-		o.work_tree = j->workspace;
+		o.work_tree = 1;
 		argv[0] = "add"; argv[1] = "-A";
 		break;
 	case REPO_DIFF:
-		o.work_tree = j->workspace;
+		o.work_tree = 1;
 		argv[0] = "diff"; argv[1] = "--cached"; argv[2] = "--quiet";
 		break;
 	case REPO_COMMIT:
-		o.work_tree = j->workspace;
+		o.work_tree = 1;
 		o.stdin_data = msg = repo_commit_message(j);
 		argv[0] = "commit"; argv[1] = "-q"; argv[2] = "--no-verify"; argv[3] = "-F";
 		argv[4] = "-";
@@ -607,11 +582,13 @@ token:
 }
 
 static struct repo_job *
-repo_job_new(struct engine *e, const char *run, const char *workspace)
+repo_job_new(struct engine *e, const char *run, const char *workspace,
+    const struct sandbox_ident *as)
 {
 	struct repo_job	*j = xcalloc(1, sizeof *j);
 
 	j->e = e;
+	j->as = *as;
 	j->run = xstrdup(run);
 	j->workspace = xstrdup(workspace);
 	j->dir = path_dirname(workspace);
@@ -639,8 +616,8 @@ repo_begin(struct repo_job *j, struct repo_job **out, char **cause)
 
 int
 repo_prepare(struct engine *e, const char *run, const struct automation *a,
-    const json_t *event, const char *workspace, int followup, repo_prepare_cb cb, void *arg,
-    struct repo_job **out, char **cause)
+    const json_t *event, const char *workspace, const struct sandbox_ident *as, int followup,
+    repo_prepare_cb cb, void *arg, struct repo_job **out, char **cause)
 {
 	struct repo_job	*j;
 	const char	*repo = a->repository, *source, *org;
@@ -666,7 +643,7 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 		xasprintf(cause, "github is not configured for org %s", org != NULL ? org : "?");
 		return -1;
 	}
-	j = repo_job_new(e, run, workspace);
+	j = repo_job_new(e, run, workspace, as);
 	/*
 	 * A follow-up continues the session's branch, as its workspace left it. The
 	 * session directory says whether this is one (repo.json, written by the
@@ -693,8 +670,9 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 		j->number = json_integer_value(json_object_get(meta, "number"));
 	} else
 		j->branch = xprintf("spur/%s", run);
-	if (mkdir_p(j->home, 0700) != 0) {
-		xasprintf(cause, "cannot create %s", j->home);
+	/* The session's, made by root in root's session directory: no link can be there. */
+	if (sandbox_prepare_dir_as(j->home, as, cause) != 0 ||
+	    sandbox_prepare_dir_as(j->git_dir, as, cause) != 0) {
 		repo_job_free(j);
 		return -1;
 	}
@@ -704,14 +682,14 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 
 int
 repo_deliver(struct engine *e, const char *run, const struct automation *a,
-    const char *workspace, const char *message, repo_deliver_cb cb, void *arg,
-    struct repo_job **out, char **cause)
+    const char *workspace, const struct sandbox_ident *as, const char *message,
+    repo_deliver_cb cb, void *arg, struct repo_job **out, char **cause)
 {
 	struct repo_job	*j;
 	json_t		*s;
 
 	*out = NULL;
-	j = repo_job_new(e, run, workspace);
+	j = repo_job_new(e, run, workspace, as);
 	if (repo_state_load(j) != 0) {
 		repo_job_free(j);
 		xasprintf(cause, "the run has no repository");

@@ -7,6 +7,7 @@
 struct engine;
 struct automation;
 struct repo_job;
+struct sandbox_ident;
 
 typedef void (*repo_prepare_cb)(int ok, const char *cause, void *);
 typedef void (*repo_deliver_cb)(int ok, const char *proof, const char *cause, void *);
@@ -18,16 +19,17 @@ typedef void (*repo_deliver_cb)(int ok, const char *proof, const char *cause, vo
  * cb comes later; -1 and cause: cannot.
  */
 int	 repo_prepare(struct engine *, const char *run, const struct automation *,
-	     const json_t *event, const char *workspace, int followup, repo_prepare_cb,
-	     void *, struct repo_job **, char **cause);
+	     const json_t *event, const char *workspace, const struct sandbox_ident *,
+	     int followup, repo_prepare_cb, void *, struct repo_job **, char **cause);
 /*
  * After a clean run whose proof is pull_request or commit: commits what changed
  * (message from the agent's final message), pushes, opens or updates the PR.
+ * Every git command runs as the session's identity (git.c).
  * 0: started, cb comes later with the proof (a PR URL, a branch); -1 and cause.
  */
 int	 repo_deliver(struct engine *, const char *run, const struct automation *,
-	     const char *workspace, const char *message, repo_deliver_cb, void *,
-	     struct repo_job **, char **cause);
+	     const char *workspace, const struct sandbox_ident *, const char *message,
+	     repo_deliver_cb, void *, struct repo_job **, char **cause);
 /* Stops the job (its child is killed); no callback after this. */
 void	 repo_job_free(struct repo_job *);
 

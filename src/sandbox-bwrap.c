@@ -159,14 +159,12 @@ sandbox_data(struct sandbox_cmd *c, const char *dest, const char *text, char **c
  * SANDBOX_STAGE and only then drops to the user and runs bwrap, which binds
  * them from there. The host's mount table never changes.
  */
-#define SANDBOX_STAGE	"/mnt"
 
-static int
-sandbox_stage_cb(void *arg)
+int
+sandbox_stage(char *const *src, char *const *dst, const int *file, size_t n)
 {
-	struct sandbox_cmd	*c = arg;
-	size_t			 i;
-	int			 fd;
+	size_t	 i;
+	int	 fd;
 
 	if (unshare(CLONE_NEWNS) != 0)
 		return -1;
@@ -175,19 +173,25 @@ sandbox_stage_cb(void *arg)
 	if (mount("spur", SANDBOX_STAGE, "tmpfs", MS_NOSUID|MS_NODEV,
 	    "mode=0755,size=64k") != 0)
 		return -1;
-	for (i = 0; i < c->nstage; i++) {
-		if (c->stage_file[i]) {
-			if ((fd = open(c->stage_dst[i], O_WRONLY|O_CREAT|O_EXCL|O_CLOEXEC,
-			    0644)) == -1)
+	for (i = 0; i < n; i++) {
+		if (file[i]) {
+			if ((fd = open(dst[i], O_WRONLY|O_CREAT|O_EXCL|O_CLOEXEC, 0644)) == -1)
 				return -1;
 			close(fd);
-		} else if (mkdir(c->stage_dst[i], 0755) != 0)
+		} else if (mkdir(dst[i], 0755) != 0)
 			return -1;
-		if (mount(c->stage_src[i], c->stage_dst[i], NULL, MS_BIND|MS_REC,
-		    NULL) != 0)
+		if (mount(src[i], dst[i], NULL, MS_BIND|MS_REC, NULL) != 0)
 			return -1;
 	}
 	return 0;
+}
+
+static int
+sandbox_stage_cb(void *arg)
+{
+	struct sandbox_cmd	*c = arg;
+
+	return sandbox_stage(c->stage_src, c->stage_dst, c->stage_file, c->nstage);
 }
 
 /*
@@ -259,17 +263,23 @@ sandbox_cmd_free(struct sandbox_cmd *c)
 	buf_free(&c->args);
 }
 
-/* Who the sandbox runs as: sandbox.user when spur is root, else spur itself. */
-static int
-sandbox_user(struct sandbox_cmd *c, const char *user, char **cause)
+int
+sandbox_ident_get(const char *user, long long uid, struct sandbox_ident *id, char **cause)
 {
 	struct passwd	*pw;
 
-	c->drop = 0;
-	c->uid = getuid();
-	c->gid = getgid();
+	id->drop = 0;
+	id->uid = getuid();
+	id->gid = getgid();
 	if (geteuid() != 0)
 		return 0;
+	if (uid > 0) {
+		/* No passwd entry is needed: nothing else on the host is this uid. */
+		id->drop = 1;
+		id->uid = (uid_t)uid;
+		id->gid = (gid_t)uid;
+		return 0;
+	}
 	if (user == NULL || *user == '\0') {
 		*cause = xstrdup("spur runs as root: sandbox.user must name an "
 		    "unprivileged user to run sandboxes as");
@@ -285,10 +295,35 @@ sandbox_user(struct sandbox_cmd *c, const char *user, char **cause)
 		*cause = xprintf("sandbox user %s is root or in group root", user);
 		return -1;
 	}
-	c->drop = 1;
-	c->uid = pw->pw_uid;
-	c->gid = pw->pw_gid;
+	id->drop = 1;
+	id->uid = pw->pw_uid;
+	id->gid = pw->pw_gid;
 	return 0;
+}
+
+/* Who the sandbox runs as: the session's identity, else sandbox.user when spur is root. */
+static int
+sandbox_user(struct sandbox_cmd *c, const struct sandbox_spec *spec, char **cause)
+{
+	struct sandbox_ident	id;
+
+	if (spec->ident != NULL)
+		id = *spec->ident;
+	else if (sandbox_ident_get(spec->user, 0, &id, cause) != 0)
+		return -1;
+	c->drop = id.drop;
+	c->uid = id.uid;
+	c->gid = id.gid;
+	return 0;
+}
+
+/* The size of a sandbox tmpfs: a share of sandbox.memory (4 GiB without one), at least 1 MiB. */
+static unsigned long long
+sandbox_tmpfs_size(unsigned long long memory, unsigned long long share)
+{
+	unsigned long long	size = (memory > 0 ? memory : 4ULL << 30) / share;
+
+	return size < (1ULL << 20) ? 1ULL << 20 : size;
 }
 
 /* Everything bwrap is told, from namespaces to the environment. */
@@ -315,7 +350,7 @@ sandbox_build(struct sandbox_cmd *c, const struct sandbox_spec *spec, char **cau
 		    SANDBOX_BINDS_MAX);
 		goto fail;
 	}
-	if (sandbox_user(c, spec->user, cause) != 0)
+	if (sandbox_user(c, spec, cause) != 0)
 		goto fail;
 
 	sandbox_args(c, "--unshare-user", "--unshare-ipc", "--unshare-pid");
@@ -359,7 +394,19 @@ sandbox_build(struct sandbox_cmd *c, const struct sandbox_spec *spec, char **cau
 
 	sandbox_args(c, "--proc", "/proc", NULL);
 	sandbox_args(c, "--dev", "/dev", NULL);
+	/*
+	 * Every writable tmpfs has a size, counted against sandbox.memory: a file
+	 * in one is memory no process limit sees (the host's shared memory).
+	 * /tmp takes half of it, /dev/shm a quarter; bwrap's own /dev is made
+	 * read-only below, so nothing else in memory can be written.
+	 */
+	snprintf(num, sizeof num, "%llu", sandbox_tmpfs_size(spec->memory, 2));
+	sandbox_args(c, "--size", num, NULL);
 	sandbox_args(c, "--tmpfs", "/tmp", NULL);
+	snprintf(num, sizeof num, "%llu", sandbox_tmpfs_size(spec->memory, 4));
+	sandbox_args(c, "--size", num, NULL);
+	sandbox_args(c, "--tmpfs", "/dev/shm", NULL);
+	sandbox_args(c, "--remount-ro", "/dev", NULL);
 	if (sandbox_bind_dir(c, spec->workspace, "/workspace", cause) != 0 ||
 	    sandbox_bind_dir(c, spec->artifacts, "/artifacts", cause) != 0 ||
 	    sandbox_bind_dir(c, spec->home, SANDBOX_HOME, cause) != 0)
@@ -636,10 +683,9 @@ sandbox_pid(const struct sandbox *sb)
 }
 
 int
-sandbox_prepare_dir(const char *path, const char *user, char **cause)
+sandbox_prepare_dir_as(const char *path, const struct sandbox_ident *id, char **cause)
 {
-	struct passwd	*pw;
-	int		 fd;
+	int	 fd;
 
 	if (mkdir_p(path, 0700) != 0) {
 		*cause = xprintf("mkdir %s: %s", path, strerror(errno));
@@ -655,20 +701,23 @@ sandbox_prepare_dir(const char *path, const char *user, char **cause)
 		close(fd);
 		return -1;
 	}
-	if (geteuid() == 0 && user != NULL) {
-		if ((pw = getpwnam(user)) == NULL) {
-			*cause = xprintf("sandbox user %s does not exist", user);
-			close(fd);
-			return -1;
-		}
-		if (fchown(fd, pw->pw_uid, pw->pw_gid) != 0) {
-			*cause = xprintf("chown %s: %s", path, strerror(errno));
-			close(fd);
-			return -1;
-		}
+	if (id != NULL && id->drop && fchown(fd, id->uid, id->gid) != 0) {
+		*cause = xprintf("chown %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
 	}
 	close(fd);
 	return 0;
+}
+
+int
+sandbox_prepare_dir(const char *path, const char *user, char **cause)
+{
+	struct sandbox_ident	id;
+
+	if (sandbox_ident_get(user, 0, &id, cause) != 0)
+		return -1;
+	return sandbox_prepare_dir_as(path, &id, cause);
 }
 
 int
@@ -780,31 +829,35 @@ sandbox_env_has(pid_t pid, const char *const *entries)
 	return found;
 }
 
-/* Kills the processes of the sandbox user whose environment holds one of entries. */
+/* Whether a host uid is one sandboxes run as: sandbox.user's, or one of sandbox.uids. */
 static int
-sandbox_kill_marked(const char *user, const char *const *entries)
+sandbox_uid_ours(const struct config *cf, uid_t user_uid, uid_t uid)
 {
-	struct passwd	*pw;
+	if (geteuid() != 0)
+		return uid == geteuid();
+	return uid != 0 && (uid == user_uid || ((long long)uid >= cf->sandbox.uid_first &&
+	    (long long)uid <= cf->sandbox.uid_last));
+}
+
+/* Kills the processes of the sandbox uids whose environment holds one of entries. */
+static int
+sandbox_kill_marked(const struct config *cf, uid_t user_uid, const char *const *entries)
+{
 	struct dirent	*de;
 	struct stat	 st;
 	DIR		*d;
 	char		 path[64];
 	int		 n = 0;
 	pid_t		 pid;
-	uid_t		 uid;
 
-	if (user == NULL || (pw = getpwnam(user)) == NULL)
-		return 0;
-	uid = pw->pw_uid;
-	if (geteuid() != 0 || uid == 0)
-		uid = geteuid();
 	if ((d = opendir("/proc")) == NULL)
 		return 0;
 	while ((de = readdir(d)) != NULL) {
 		if ((pid = (pid_t)atoi(de->d_name)) <= 1 || pid == getpid())
 			continue;
 		snprintf(path, sizeof path, "/proc/%d", (int)pid);
-		if (stat(path, &st) != 0 || st.st_uid != uid || !sandbox_env_has(pid, entries))
+		if (stat(path, &st) != 0 || !sandbox_uid_ours(cf, user_uid, st.st_uid) ||
+		    !sandbox_env_has(pid, entries))
 			continue;
 		if (kill(pid, SIGKILL) == 0)
 			n++;
@@ -813,8 +866,19 @@ sandbox_kill_marked(const char *user, const char *const *entries)
 	return n;
 }
 
+/* sandbox.user's uid, or 0 when there is none (then only sandbox.uids count). */
+static uid_t
+sandbox_user_uid(const struct config *cf)
+{
+	struct passwd	*pw;
+
+	if (cf->sandbox.user == NULL || (pw = getpwnam(cf->sandbox.user)) == NULL)
+		return 0;
+	return pw->pw_uid;
+}
+
 int
-sandbox_kill_leftovers(const char *user, const char *run)
+sandbox_kill_leftovers(const struct config *cf, const char *run)
 {
 	char	*entries[3];
 	int	 n;
@@ -824,7 +888,7 @@ sandbox_kill_leftovers(const char *user, const char *run)
 	entries[0] = xprintf("SPUR_SANDBOX=%s", run);
 	entries[1] = xprintf("SPUR_RUN=%s", run);
 	entries[2] = NULL;
-	n = sandbox_kill_marked(user, (const char *const *)entries);
+	n = sandbox_kill_marked(cf, sandbox_user_uid(cf), (const char *const *)entries);
 	free(entries[0]);
 	free(entries[1]);
 	return n;
@@ -837,12 +901,13 @@ sandbox_kill_leftovers(const char *user, const char *run)
  * of a pipe whose other end only the engine holds, then sweeps for a while.
  */
 int
-sandbox_reaper_start(const char *user, char **cause)
+sandbox_reaper_start(const struct config *cf, char **cause)
 {
 	unsigned char	 r[8];
 	char		 id[17], c, *entries[2];
 	int		 fds[2], i;
 	pid_t		 pid;
+	uid_t		 user_uid = sandbox_user_uid(cf);
 
 	random_bytes(r, sizeof r);
 	hex_encode(r, sizeof r, id);
@@ -872,7 +937,7 @@ sandbox_reaper_start(const char *user, char **cause)
 		entries[1] = NULL;
 		/* A starting sandbox may still be forking: sweep a few times. */
 		for (i = 0; i < 20; i++) {
-			sandbox_kill_marked(user, (const char *const *)entries);
+			sandbox_kill_marked(cf, user_uid, (const char *const *)entries);
 			usleep(100 * 1000);
 		}
 		_exit(0);

@@ -15,6 +15,19 @@ struct sandbox_bind {
 	int		 rw;
 };
 
+/*
+ * Who a sandbox, and the engine's git for its session, run as on the host.
+ * When spur is root, each session has its own uid (and a group of the same
+ * number) from sandbox.uids: a sandbox's files and processes are its own, and
+ * its RLIMIT_NPROC (counted per uid) is not another session's. Not root:
+ * spur's own ids, nothing to drop.
+ */
+struct sandbox_ident {
+	int	 drop;		/* become uid/gid before exec */
+	uid_t	 uid;
+	gid_t	 gid;
+};
+
 struct sandbox_spec {
 	const char		 *run_id;
 	const char		 *session_id;
@@ -32,6 +45,7 @@ struct sandbox_spec {
 	unsigned long long	  output_max;	/* bytes of stdout+stderr before the run is killed */
 	enum sandbox_backend	  backend;
 	const char		 *user;		/* host user to run as when spur is root (bwrap) */
+	const struct sandbox_ident *ident;	/* the session's identity; NULL: user's */
 	const struct sandbox_bind *binds;	/* extra binds (agent installs, sockets) */
 	size_t			  nbinds;	/* at most SANDBOX_BINDS_MAX */
 };
@@ -77,17 +91,37 @@ int		 sandbox_available(const char *user, char **cause);
  * the run). A sandbox caught starting up when its engine was killed can
  * outlive it. Returns how many were killed.
  */
-int		 sandbox_kill_leftovers(const char *user, const char *run);
+int		 sandbox_kill_leftovers(const struct config *, const char *run);
 /*
  * Forks the reaper: when the engine dies, however, it kills every process
  * of its sandboxes that is left (call once at start, before any thread).
  */
-int		 sandbox_reaper_start(const char *user, char **cause);
+int		 sandbox_reaper_start(const struct config *, char **cause);
 /*
  * Makes a host directory a sandbox may own: mkdir -p, mode 0700, and when spur
  * is root, owned by user. For the workspace, artifacts and home directories.
  */
 int		 sandbox_prepare_dir(const char *path, const char *user, char **cause);
+/* The same for an identity (sandbox_ident_get): owned by it when it drops. */
+int		 sandbox_prepare_dir_as(const char *path, const struct sandbox_ident *,
+		     char **cause);
+/*
+ * The identity of a session whose uid (from sandbox.uids) is uid, or, with
+ * uid 0, of user (sandbox.user). -1 and cause when spur is root and user is
+ * missing, unknown or privileged.
+ */
+int		 sandbox_ident_get(const char *user, long long uid, struct sandbox_ident *,
+		     char **cause);
+
+/*
+ * In a child, still root, before it drops (a proc_spec setup): a private mount
+ * namespace with a small tmpfs at SANDBOX_STAGE, each src[i] bound at dst[i]
+ * under it (a file when file[i]). The host's mount table never changes. Only
+ * async-signal-safe calls; -1 with errno.
+ */
+#define SANDBOX_STAGE	"/mnt"
+int		 sandbox_stage(char *const *src, char *const *dst, const int *file,
+		     size_t n);
 
 /* seccomp.c (HAVE_SECCOMP): a memfd holding the BPF filter bwrap loads; -1 and cause. */
 int		 seccomp_filter_fd(char **cause);

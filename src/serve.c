@@ -309,7 +309,7 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	serve_raise_nofile();
 	if (e.conf->sandbox.backend == SANDBOX_BWRAP &&
-	    sandbox_reaper_start(e.conf->sandbox.user, &cause) != 0) {
+	    sandbox_reaper_start(e.conf, &cause) != 0) {
 		log_warn("event=sandbox.reaper_failed error=%s", log_q(cause));
 		free(cause);
 		cause = NULL;

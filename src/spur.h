@@ -62,7 +62,10 @@ int	 parse_size(const char *, unsigned long long *bytes, char **cause);
 char	*format_time(int64_t ms, char *out, size_t len);	/* ISO 8601 UTC with ms */
 int64_t	 now_ms(void);
 int	 mkdir_p(const char *, mode_t);
+/* safefs.c: on what a sandbox can write, by descriptors, never following a link. */
 int	 rm_rf(const char *);
+/* Whether a regular file under dir matches a relative glob (no link followed, no ".."). */
+int	 safefs_glob_file(const char *dir, const char *pattern);
 char	*path_join(const char *, const char *);
 char	*path_dirname(const char *);
 int	 read_file(const char *, size_t max, char **out, size_t *len, char **cause);

@@ -90,6 +90,17 @@ static const char *store_migrations[] = {
 	"ALTER TABLE events ADD COLUMN payload_off INTEGER;"
 	"ALTER TABLE events ADD COLUMN payload_len INTEGER;"
 	"CREATE INDEX events_payload_seg ON events(payload_seg) WHERE payload_seg IS NOT NULL;",
+	/*
+	 * 6: a session is one org's, one thread's and one automation's, and has a
+	 * host uid of its own. Sessions from before stay live until they expire,
+	 * never joined again (their automation is unknown).
+	 */
+	"ALTER TABLE sessions ADD COLUMN automation TEXT;"
+	"ALTER TABLE sessions ADD COLUMN uid INTEGER;"
+	"DROP INDEX sessions_live;"
+	"CREATE UNIQUE INDEX sessions_live ON sessions(org, thread, automation)"
+	"  WHERE state = 'live';"
+	"CREATE INDEX sessions_uid ON sessions(uid) WHERE state = 'live';",
 };
 
 const char *
@@ -1050,21 +1061,23 @@ store_event_json(struct store *st, const char *event)
 }
 
 json_t *
-store_session_live(struct store *st, const char *org, const char *thread)
+store_session_live(struct store *st, const char *org, const char *thread,
+    const char *automation)
 {
 	sqlite3_stmt	*s;
 	json_t		*j = NULL;
 
-	if (sqlite3_prepare_v2(st->db, "SELECT id, workspace, agent_session, branch FROM "
-	    "sessions WHERE org = ? AND thread = ? AND state = 'live'", -1, &s,
-	    NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(st->db, "SELECT id, workspace, agent_session, branch, uid "
+	    "FROM sessions WHERE org = ? AND thread = ? AND automation = ? AND "
+	    "state = 'live'", -1, &s, NULL) != SQLITE_OK)
 		return NULL;
 	bind_text(s, 1, org);
 	bind_text(s, 2, thread);
+	bind_text(s, 3, automation);
 	if (sqlite3_step(s) == SQLITE_ROW) {
-		j = json_pack("{s:o,s:o,s:o,s:o}", "id", col_json_text(s, 0), "workspace",
+		j = json_pack("{s:o,s:o,s:o,s:o,s:I}", "id", col_json_text(s, 0), "workspace",
 		    col_json_text(s, 1), "agent_session", col_json_text(s, 2), "branch",
-		    col_json_text(s, 3));
+		    col_json_text(s, 3), "uid", (json_int_t)sqlite3_column_int64(s, 4));
 	}
 	sqlite3_finalize(s);
 	return j;
@@ -1118,13 +1131,38 @@ store_exec_bind(struct store *st, const char *sql, const char **args, size_t n,
 
 int
 store_session_create(struct store *st, const char *id, const char *org,
-    const char *thread, const char *workspace)
+    const char *thread, const char *automation, const char *workspace, long long uid)
 {
-	const char	*args[] = { id, org, thread, workspace };
-	int64_t		 now = now_ms(), ints[] = { now, now };
+	const char	*args[] = { id, org, thread, automation, workspace };
+	int64_t		 now = now_ms(), ints[] = { now, now, uid };
 
-	return store_exec_bind(st, "INSERT INTO sessions (id, org, thread, workspace, "
-	    "state, created_at, used_at) VALUES (?, ?, ?, ?, 'live', ?, ?)", args, 4, ints, 2);
+	return store_exec_bind(st, "INSERT INTO sessions (id, org, thread, automation, "
+	    "workspace, state, created_at, used_at, uid) VALUES (?, ?, ?, ?, ?, 'live', ?, ?, "
+	    "nullif(?, 0))", args, 5, ints, 3);
+}
+
+long long
+store_session_uid_pick(struct store *st, long long first, long long last)
+{
+	sqlite3_stmt	*s;
+	unsigned char	 r[4];
+	long long	 n = last - first + 1, i, uid, found = 0;
+
+	if (n <= 0 || sqlite3_prepare_v2(st->db, "SELECT 1 FROM sessions WHERE uid = ? AND "
+	    "state = 'live'", -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	/* From a random place, so that an ended session's uid is seldom the next one's. */
+	random_bytes(r, sizeof r);
+	uid = first + (long long)(((uint32_t)r[0] << 24 | (uint32_t)r[1] << 16 |
+	    (uint32_t)r[2] << 8 | r[3]) % (uint64_t)n);
+	for (i = 0; i < n && found == 0; i++, uid = uid == last ? first : uid + 1) {
+		sqlite3_reset(s);
+		sqlite3_bind_int64(s, 1, uid);
+		if (sqlite3_step(s) == SQLITE_DONE)
+			found = uid;
+	}
+	sqlite3_finalize(s);
+	return found;
 }
 
 int

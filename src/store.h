@@ -109,9 +109,15 @@ json_t		*store_cancel_requests(struct store *);
 json_t		*store_event_json(struct store *, const char *event);
 
 /* Sessions: the live one of a thread, or a new one. */
-json_t		*store_session_live(struct store *, const char *org, const char *thread);
+/* The live session of an org's thread and automation: {id, workspace, agent_session, branch, uid}. */
+json_t		*store_session_live(struct store *, const char *org, const char *thread,
+		     const char *automation);
+/* uid: the session's host uid (sandbox.uids), 0: none (spur is not root). */
 int		 store_session_create(struct store *, const char *id, const char *org,
-		     const char *thread, const char *workspace);
+		     const char *thread, const char *automation, const char *workspace,
+		     long long uid);
+/* A uid of [first, last] no live session has; 0 when every one is taken. */
+long long	 store_session_uid_pick(struct store *, long long first, long long last);
 int		 store_session_touch(struct store *, const char *id, const char *agent_session);
 int		 store_session_end(struct store *, const char *id);
 json_t		*store_sessions_idle(struct store *, int64_t before_ms);

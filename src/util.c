@@ -124,37 +124,6 @@ out:
 	return r;
 }
 
-/* Removes a tree without following symlinks (a workspace is hostile ground). */
-int
-rm_rf(const char *path)
-{
-	struct stat	 st;
-	DIR		*d;
-	struct dirent	*de;
-	char		*sub;
-	int		 r = 0;
-
-	if (lstat(path, &st) != 0)
-		return errno == ENOENT ? 0 : -1;
-	if (!S_ISDIR(st.st_mode))
-		return unlink(path);
-	chmod(path, 0700);
-	if ((d = opendir(path)) == NULL)
-		return -1;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		sub = path_join(path, de->d_name);
-		if (rm_rf(sub) != 0)
-			r = -1;
-		free(sub);
-	}
-	closedir(d);
-	if (rmdir(path) != 0)
-		r = -1;
-	return r;
-}
-
 char *
 path_join(const char *a, const char *b)
 {

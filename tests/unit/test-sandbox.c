@@ -395,6 +395,137 @@ test_fork_bomb(void)
 	result_free(&r);
 }
 
+/* A second sandbox, started while the first is running, as a session of its own. */
+struct pair {
+	struct sandbox_spec	 s;
+	struct result		 r;
+	int			 started;
+};
+
+static void
+pair_start_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct pair	*p = arg;
+	char		*cause = NULL;
+
+	p->r.start = now_ms();
+	if (sandbox_start(base, &p->s, result_output_cb, result_exit_cb, &p->r, &cause) != NULL)
+		p->started = 1;
+	else {
+		p->r.done = 1;
+		printf("# second sandbox: %s\n", cause);
+		free(cause);
+	}
+}
+
+/*
+ * RLIMIT_NPROC counts per uid: with one sandbox user for all, a fork bomb in
+ * one org's run made every other run's fork() fail. Each session has its own
+ * uid (sandbox.uids), so the other runs as if nothing happened.
+ */
+static void
+test_fork_bomb_isolated(void)
+{
+	struct sandbox_ident	 ida, idb;
+	struct pair		 bomb, other;
+	struct timeval		 tv = { 0, 600000 };
+	struct event		*ev;
+	char			*cause = NULL, *wsa, *wsb, *hb, *ab;
+	char			*argv_bomb[] = { "bash", "-c", "b() { b | b & }; b; sleep 30",
+				    marker, NULL };
+	char			*argv_other[] = { "bash", "-c", "for i in $(seq 1 20); do "
+				    "/bin/true & done; wait && echo forked-fine", marker, NULL };
+
+	if (skip_reason != NULL || geteuid() != 0) {
+		skip("fork bomb in another session");
+		return;
+	}
+	sandbox_ident_get(NULL, 900000001, &ida, &cause);
+	sandbox_ident_get(NULL, 900000002, &idb, &cause);
+	wsa = path_join(root, "wsa");
+	wsb = path_join(root, "wsb");
+	hb = path_join(root, "hb");
+	ab = path_join(root, "ab");
+	sandbox_prepare_dir_as(wsa, &ida, &cause);
+	sandbox_prepare_dir_as(wsb, &idb, &cause);
+	sandbox_prepare_dir_as(hb, &idb, &cause);
+	sandbox_prepare_dir_as(ab, &idb, &cause);
+	memset(&bomb, 0, sizeof bomb);
+	memset(&other, 0, sizeof other);
+	buf_init(&bomb.r.out, 1 << 20);
+	buf_init(&bomb.r.err, 1 << 20);
+	buf_init(&other.r.out, 1 << 20);
+	buf_init(&other.r.err, 1 << 20);
+	spec_init(&bomb.s, argv_bomb);
+	bomb.s.workspace = wsa;
+	bomb.s.ident = &ida;
+	bomb.s.pids = 64;
+	bomb.s.timeout = 4;
+	bomb.s.grace_ms = 300;
+	spec_init(&other.s, argv_other);
+	other.s.workspace = wsb;
+	other.s.home = hb;
+	other.s.artifacts = ab;
+	other.s.ident = &idb;
+	other.s.pids = 64;
+	pair_start_cb(-1, 0, &bomb);
+	ok(bomb.started, "fork bomb, other session: the bomb starts as uid %u",
+	    (unsigned)ida.uid);
+	ev = evtimer_new(base, pair_start_cb, &other);
+	evtimer_add(ev, &tv);
+	while (!bomb.r.done || !other.r.done)
+		event_base_loop(base, EVLOOP_ONCE);
+	event_free(ev);
+	ok(other.started && other.r.exit.status == 0 &&
+	    strstr(buf_cstr(&other.r.out), "forked-fine") != NULL,
+	    "fork bomb, other session: the other sandbox (uid %u) forks 20 children meanwhile "
+	    "(%s)", (unsigned)idb.uid, buf_cstr(&other.r.err));
+	is_int(survivors(marker), 0, "fork bomb, other session: no process survives");
+	result_free(&bomb.r);
+	result_free(&other.r);
+	free(cause);
+	free(wsa);
+	free(wsb);
+	free(hb);
+	free(ab);
+}
+
+/*
+ * Files in a tmpfs are memory no process limit counts: /tmp and /dev/shm have
+ * sizes from sandbox.memory (half, a quarter) and /dev itself is read-only.
+ */
+static void
+test_tmpfs(void)
+{
+	struct sandbox_spec	 s;
+	struct result		 r;
+	char			*cause;
+	char			*argv[] = { "sh", "-c",
+				    "dd if=/dev/zero of=/tmp/big bs=1M count=100 2>/dev/null;"
+				    "dd if=/dev/zero of=/dev/shm/big bs=1M count=100 2>/dev/null;"
+				    "echo tmp=$(stat -c %s /tmp/big) shm=$(stat -c %s /dev/shm/big);"
+				    "echo x > /dev/big 2>/dev/null && echo dev-written; echo null >"
+				    "/dev/null && echo null-ok", marker, NULL };
+
+	if (skip_reason != NULL) {
+		skip("tmpfs sizes");
+		return;
+	}
+	spec_init(&s, argv);
+	s.memory = 128ULL << 20;
+	if (!ok(run(&s, &r, &cause) == 0, "tmpfs: starts")) {
+		free(cause);
+		return;
+	}
+	ok(strstr(buf_cstr(&r.out), "tmp=67108864 ") != NULL,
+	    "tmpfs: /tmp holds half of sandbox.memory, no more (%s)", buf_cstr(&r.out));
+	ok(strstr(buf_cstr(&r.out), "shm=33554432") != NULL,
+	    "tmpfs: /dev/shm holds a quarter of sandbox.memory, no more");
+	ok(strstr(buf_cstr(&r.out), "dev-written") == NULL, "tmpfs: /dev is read-only");
+	ok(strstr(buf_cstr(&r.out), "null-ok") != NULL, "tmpfs: /dev/null still takes writes");
+	result_free(&r);
+}
+
 static void
 test_memory(void)
 {
@@ -662,6 +793,8 @@ main(void)
 	test_timeout_term();
 	test_cancel();
 	test_fork_bomb();
+	test_fork_bomb_isolated();
+	test_tmpfs();
 	test_memory();
 	test_escape();
 

@@ -1,0 +1,175 @@
+/* safefs.c: work on directories a sandbox can write, by descriptors that never follow a link. */
+#include "spur.h"
+
+#include <sys/stat.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/*
+ * Whatever a sandbox can write is hostile to the engine, which is root: a
+ * path walked by name can be swapped for a link between a check and its use
+ * (rename(2) with RENAME_EXCHANGE makes that a single atomic step). So every
+ * walk here opens each directory relative to its parent's descriptor with
+ * O_NOFOLLOW | O_DIRECTORY and acts with *at() calls on names inside it: a
+ * swapped-in link is refused (ELOOP, ENOTDIR) or removed as itself, never
+ * followed. Nothing here chmods or chowns by path.
+ */
+
+#define SAFEFS_DEPTH_MAX	512	/* a tree deeper than this is left where it is */
+
+static int
+safefs_open_dir(int parent, const char *name)
+{
+	return openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Empties the directory open as fd (closed here). */
+static int
+safefs_empty(int fd, int depth)
+{
+	DIR		*d;
+	struct dirent	*de;
+	struct stat	 st;
+	int		 sub, r = 0, retried = 0;
+
+	if (depth > SAFEFS_DEPTH_MAX || (d = fdopendir(fd)) == NULL) {
+		close(fd);
+		errno = ELOOP;
+		return -1;
+	}
+again:
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			/*
+			 * Not root, a directory the sandbox made unreadable opens
+			 * once it is ours again (AT_SYMLINK_NOFOLLOW: never a link's
+			 * target; root needs no such thing).
+			 */
+			if ((sub = safefs_open_dir(fd, de->d_name)) == -1 && errno == EACCES &&
+			    geteuid() != 0 &&
+			    fchmodat(fd, de->d_name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
+				sub = safefs_open_dir(fd, de->d_name);
+			if (sub != -1) {
+				if (safefs_empty(sub, depth + 1) != 0)
+					r = -1;
+				if (unlinkat(fd, de->d_name, AT_REMOVEDIR) != 0 &&
+				    errno != ENOENT)
+					r = -1;
+				continue;
+			}
+		}
+		/* Not a directory, or it stopped being one: the entry itself goes. */
+		if (unlinkat(fd, de->d_name, 0) != 0 && errno != ENOENT)
+			r = -1;
+	}
+	/*
+	 * Not root: a directory the sandbox made read-only cannot be emptied
+	 * until it is writable again: through its descriptor, which is itself.
+	 */
+	if (r != 0 && !retried && geteuid() != 0 && fchmod(fd, 0700) == 0) {
+		retried = 1;
+		r = 0;
+		rewinddir(d);
+		goto again;
+	}
+	closedir(d);
+	return r;
+}
+
+int
+rm_rf(const char *path)
+{
+	char	*dir = path_dirname(path), *base;
+	int	 pfd, fd, r = -1;
+
+	base = xstrdup((base = strrchr(path, '/')) != NULL ? base + 1 : path);
+	/* The parent is the engine's (a session, a run's directory): never the sandbox's. */
+	if ((pfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		r = errno == ENOENT ? 0 : -1;
+		goto out;
+	}
+	if ((fd = safefs_open_dir(pfd, base)) == -1) {
+		if (errno == ENOENT)
+			r = 0;
+		else if (errno == ENOTDIR || errno == ELOOP)
+			r = unlinkat(pfd, base, 0) == 0 || errno == ENOENT ? 0 : -1;
+		close(pfd);
+		goto out;
+	}
+	r = safefs_empty(fd, 0);
+	if (unlinkat(pfd, base, AT_REMOVEDIR) != 0 && errno != ENOENT)
+		r = -1;
+	close(pfd);
+out:
+	free(dir);
+	free(base);
+	return r;
+}
+
+/* Whether a regular file under the directory fd matches the pattern's components from comp on. */
+static int
+safefs_match(int fd, char **comp, size_t ncomp, size_t at, int depth)
+{
+	DIR		*d;
+	struct dirent	*de;
+	struct stat	 st;
+	int		 sub, dfd, found = 0;
+
+	if (depth > SAFEFS_DEPTH_MAX || (dfd = dup(fd)) == -1)
+		return 0;
+	if ((d = fdopendir(dfd)) == NULL) {
+		close(dfd);
+		return 0;
+	}
+	while (!found && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    fnmatch(comp[at], de->d_name, FNM_PERIOD) != 0)
+			continue;
+		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (at + 1 == ncomp)
+			found = S_ISREG(st.st_mode);
+		else if (S_ISDIR(st.st_mode) &&
+		    (sub = safefs_open_dir(fd, de->d_name)) != -1) {
+			found = safefs_match(sub, comp, ncomp, at + 1, depth + 1);
+			close(sub);
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+int
+safefs_glob_file(const char *dir, const char *pattern)
+{
+	char	*copy, *comp[64], *p, *save = NULL;
+	size_t	 n = 0;
+	int	 fd, found = 0;
+
+	if (pattern == NULL || *pattern == '/' || *pattern == '\0')
+		return 0;
+	copy = xstrdup(pattern);
+	for (p = strtok_r(copy, "/", &save); p != NULL; p = strtok_r(NULL, "/", &save)) {
+		/* ".." could climb out; "." is the same directory. */
+		if (strcmp(p, "..") == 0 || n == SPUR_ARRLEN(comp))
+			goto out;
+		if (strcmp(p, ".") != 0)
+			comp[n++] = p;
+	}
+	if (n > 0 && (fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		found = safefs_match(fd, comp, n, 0, 0);
+		close(fd);
+	}
+out:
+	free(copy);
+	return found;
+}
