@@ -1,4 +1,4 @@
-/* crypto.c: the one HMAC helper, hex and base64, constant-time comparison and random ids. */
+/* crypto.c: the one HMAC and hash helpers, hex and base64, constant-time comparison and random ids. */
 #include "spur.h"
 
 #include <openssl/crypto.h>
@@ -16,6 +16,15 @@ hmac_sha256(const void *key, size_t keylen, const void *msg, size_t msglen,
 
 	if (HMAC(EVP_sha256(), key, (int)keylen, msg, msglen, out, &outlen) == NULL)
 		fatal("HMAC-SHA256 failed");
+}
+
+void
+sha256(const void *msg, size_t len, unsigned char out[32])
+{
+	unsigned int	 outlen = 32;
+
+	if (EVP_Digest(msg, len, out, &outlen, EVP_sha256(), NULL) != 1)
+		fatal("SHA-256 failed");
 }
 
 void

@@ -36,6 +36,7 @@ spur_event_free(struct spur_event *ev)
 	free(ev->url);
 	free(ev->repository);
 	free(ev->dedup);
+	free(ev->replay);
 	json_decref(ev->payload);
 	free(ev->payload_raw);
 	json_decref(ev->meta);

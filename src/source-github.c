@@ -290,6 +290,11 @@ source_github_normalize(const struct source_req *req, const char *name, json_t *
 		    delivery);
 	} else
 		ev->delivery = random_id("dlv_");
+	/*
+	 * X-GitHub-Hook-ID is no more signed than the delivery id: the body alone
+	 * says which event this is (every event's body differs: ids, times).
+	 */
+	ev->replay = source_replay_key(req, "github", "");
 
 	if (repo != NULL) {
 		ev->repository = xstrdup(repo);

@@ -5,6 +5,7 @@
 #include "source.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,21 @@ linear_check_signature(const struct source_req *req, const void *key, size_t key
 	}
 }
 
+/* The payload's webhookTimestamp (ms); -1 if it has no numeric one. */
+static int
+linear_timestamp(const json_t *payload, int64_t *at)
+{
+	const json_t	*ts = json_object_get(payload, "webhookTimestamp");
+
+	if (json_is_integer(ts))
+		*at = json_integer_value(ts);
+	else if (json_is_real(ts) && fabs(json_real_value(ts)) < 9.2e18)
+		*at = (int64_t)json_real_value(ts);
+	else
+		return -1;
+	return 0;
+}
+
 /*
  * The replay window is in the signed payload, not a header. A payload without
  * one cannot be placed in time, so it is refused like a stale one.
@@ -49,15 +65,10 @@ linear_check_signature(const struct source_req *req, const void *key, size_t key
 static char *
 linear_check_time(const struct source_req *req, const json_t *payload)
 {
-	const json_t	*ts = json_object_get(payload, "webhookTimestamp");
 	char		*cause = NULL;
 	int64_t		 at;
 
-	if (json_is_integer(ts))
-		at = json_integer_value(ts);
-	else if (json_is_real(ts) && fabs(json_real_value(ts)) < 9.2e18)
-		at = (int64_t)json_real_value(ts);
-	else
+	if (linear_timestamp(payload, &at) != 0)
 		return xprintf("payload has no numeric webhookTimestamp");
 	if (source_check_window(at, req->now_ms, LINEAR_WINDOW_MS, "webhookTimestamp",
 	    &cause) != 0)
@@ -108,6 +119,8 @@ linear_normalize(const struct source_req *req, json_t *payload, struct spur_even
 	const char	*type, *action, *issue_id, *delivery, *s, *created, *hook;
 	json_t		*names;
 	size_t		 i;
+	int64_t		 at;
+	char		 when[32];
 
 	type = json_string_value(json_object_get(payload, "type"));
 	action = json_string_value(json_object_get(payload, "action"));
@@ -147,6 +160,12 @@ linear_normalize(const struct source_req *req, json_t *payload, struct spur_even
 		ev->dedup = xprintf("linear:%s", ev->delivery);
 	else
 		ev->delivery = random_id("dlv_");
+	/* Linear-Delivery is not signed: a body sent again within its window is the same delivery. */
+	if (linear_timestamp(payload, &at) != 0)
+		when[0] = '\0';
+	else
+		snprintf(when, sizeof when, "%lld", (long long)at);
+	ev->replay = source_replay_key(req, "linear", when);
 
 	actor = json_object_get(payload, "actor");
 	if (json_is_object(actor)) {

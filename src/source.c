@@ -250,6 +250,17 @@ source_safe(const char *s, char *buf, size_t len)
 	return buf;
 }
 
+char *
+source_replay_key(const struct source_req *req, const char *source, const char *scope)
+{
+	unsigned char	 md[32];
+	char		 hex[65];
+
+	sha256(req->body, req->len, md);
+	hex_encode(md, sizeof md, hex);
+	return xprintf("%s:%s:%s", source, scope, hex);
+}
+
 struct spur_event *
 source_event_new(const struct source_req *req, const char *source)
 {

@@ -132,6 +132,14 @@ void			 source_reply(struct source_result *, int, struct json_t *);
  * valid UTF-8 for the JSON 400 detail.
  */
 const char		*source_safe(const char *, char *buf, size_t len);
+/*
+ * The event's second dedup key, from what the signature covers: "source:scope:"
+ * and the SHA-256 of the body. The delivery id beside a signed body is not
+ * signed, so a captured body sent again under a new id is a duplicate only by
+ * this key.
+ */
+char			*source_replay_key(const struct source_req *, const char *source,
+			    const char *scope);
 /* A new event of this request's org and source, received at req->now_ms. */
 struct spur_event		*source_event_new(const struct source_req *, const char *);
 /* A copy of the string or scalar at path, or NULL. */

@@ -72,9 +72,10 @@ int	 read_file(const char *, size_t max, char **out, size_t *len, char **cause);
 int	 glob_match(const char *pattern, const char *s);	/* shell-style, fnmatch */
 int	 valid_name(const char *);	/* [A-Za-z0-9][A-Za-z0-9_.-]* */
 
-/* crypto.c: one HMAC helper, encodings, constant-time compare, random ids. */
+/* crypto.c: one HMAC helper, one hash, encodings, constant-time compare, random ids. */
 void	 hmac_sha256(const void *key, size_t keylen, const void *msg, size_t msglen,
 	     unsigned char out[32]);
+void	 sha256(const void *, size_t, unsigned char out[32]);
 void	 hex_encode(const unsigned char *, size_t, char *out);	/* out: 2n+1 */
 int	 hex_decode(const char *, size_t, unsigned char *out, size_t outlen);
 char	*base64_encode(const unsigned char *, size_t);

@@ -101,6 +101,12 @@ static const char *store_migrations[] = {
 	"CREATE UNIQUE INDEX sessions_live ON sessions(org, thread, automation)"
 	"  WHERE state = 'live';"
 	"CREATE INDEX sessions_uid ON sessions(uid) WHERE state = 'live';",
+	/*
+	 * 7: a second dedup key per event, from its signed content (a body sent
+	 * again under a new, unsigned delivery id is a duplicate)
+	 */
+	"ALTER TABLE events ADD COLUMN replay TEXT;"
+	"CREATE UNIQUE INDEX events_replay ON events(org, replay) WHERE replay IS NOT NULL;",
 };
 
 const char *
@@ -280,10 +286,10 @@ store_open(const char *data_dir, int readonly, char **cause)
 		goto fail;
 	if (store_prepare(st, "INSERT INTO events (id, org, source, type, delivery, "
 	    "dedup, thread, received_at, json, payload, payload_seg, payload_off, "
-	    "payload_len) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
-	    "ON CONFLICT (org, dedup) WHERE dedup IS NOT NULL DO NOTHING",
-	    &st->ins_event) != 0 ||
-	    store_prepare(st, "SELECT id FROM events WHERE org = ? AND dedup = ?",
+	    "payload_len, replay) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+	    "ON CONFLICT DO NOTHING", &st->ins_event) != 0 ||
+	    store_prepare(st, "SELECT id FROM events WHERE org = ?1 AND dedup = ?2 "
+	    "UNION ALL SELECT id FROM events WHERE org = ?1 AND replay = ?3 LIMIT 1",
 	    &st->find_dup) != 0 ||
 	    store_prepare(st, "INSERT INTO runs (id, org, automation, event, thread, state, "
 	    "reason, conc_key, automation_json, prompt, created_at) VALUES "
@@ -391,14 +397,15 @@ store_history(struct store *st, const char *run, const char *state, const char *
 	return store_step_done(st, st->ins_hist);
 }
 
-/* Returns the id of the event already stored under this dedup key, or NULL. */
+/* Returns the id of the event already stored under either dedup key, or NULL. */
 static char *
-store_find_dup(struct store *st, const char *org, const char *dedup)
+store_find_dup(struct store *st, const char *org, const char *dedup, const char *replay)
 {
 	char	*id = NULL;
 
 	bind_text(st->find_dup, 1, org);
 	bind_text(st->find_dup, 2, dedup);
+	bind_text(st->find_dup, 3, replay);
 	if (sqlite3_step(st->find_dup) == SQLITE_ROW)
 		id = xstrdup((const char *)sqlite3_column_text(st->find_dup, 0));
 	sqlite3_reset(st->find_dup);
@@ -443,6 +450,7 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 	bind_text(st->ins_event, 5, ev->delivery);
 	bind_text(st->ins_event, 6, ev->dedup);
 	bind_text(st->ins_event, 7, ev->thread);
+	bind_text(st->ins_event, 14, ev->replay);
 	sqlite3_bind_int64(st->ins_event, 8, ev->received_at);
 	bind_text(st->ins_event, 9, text != NULL ? text : it->event_json);
 	if (it->payload_seg > 0) {
@@ -458,8 +466,8 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 		bind_text(st->ins_event, 10, payload);
 	}
 	/*
-	 * A delivery seen before is a conflict on (org, dedup) that inserts
-	 * nothing: one index probe for the new ones, which are nearly all.
+	 * A delivery seen before is a conflict on (org, dedup) or (org, replay)
+	 * that inserts nothing: index probes for the new ones, which are nearly all.
 	 */
 	rc = store_step_done(st, st->ins_event);
 	free(text);
@@ -467,7 +475,7 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 	if (rc != 0)
 		return -1;
 	if (sqlite3_changes(st->db) == 0) {
-		if ((old = store_find_dup(st, ev->org, ev->dedup)) == NULL)
+		if ((old = store_find_dup(st, ev->org, ev->dedup, ev->replay)) == NULL)
 			return -1;
 		free(ev->id);
 		ev->id = old;

@@ -111,9 +111,19 @@ with Spur("limits:\n  body: 256KiB\n", automations={"fix.yaml": FIX, "mention.ya
     t.ok(st == 200 and again == {"event": ans["event"], "duplicate": True}, "a repeated delivery is 200 duplicate with the same event", again)
     t.eq(count(s, "runs"), 1, "and starts nothing new")
 
-    # a different delivery of the same payload is a new event
-    st, _, a2 = s.post_json(HOOK + "github", body, github_headers(body, delivery="d-2"))
-    t.ok(st == 200 and a2["event"] != ans["event"], "another delivery id is another event")
+    # a replay: the captured signed body under a new (unsigned) delivery id, hook id, or none
+    for name, hh in (("a new X-GitHub-Delivery", github_headers(body, delivery="d-2")),
+                     ("a new X-GitHub-Hook-ID too", github_headers(body, delivery="d-3", hook_id="99")),
+                     ("no X-GitHub-Delivery", dict((k, v) for k, v in h.items() if k != "X-GitHub-Delivery"))):
+        st, _, a2 = s.post_json(HOOK + "github", body, hh)
+        t.ok(st == 200 and a2 == {"event": ans["event"], "duplicate": True},
+             "the same signed body with %s is a duplicate of the first event" % name, a2)
+    t.eq(count(s, "runs"), 1, "and starts nothing new")
+    # a different body is a different event (under a delivery id of its own: the SPEC key still holds)
+    other = json.dumps(github_comment(comment_id=1002)).encode()
+    st, _, a2 = s.post_json(HOOK + "github", other, github_headers(other, delivery="d-4"))
+    t.ok(st == 200 and a2["event"] != ans["event"] and len(a2.get("runs", [])) == 1,
+         "another body is another event with its run", a2)
 
     # non-matching comment: stored, no runs
     body2 = json.dumps(github_comment("thanks!")).encode()
@@ -206,6 +216,23 @@ with Spur("limits:\n  body: 256KiB\n", automations={"fix.yaml": FIX, "mention.ya
                                                   "Linear-Signature": linear_sig(SECRETS["T_LINEAR_SECRET"], lb)})
     t.ok(st == 200 and len(a.get("runs", [])) == 1, "a Linear issue moved to In Progress starts its run", (st, a))
     t.eq(s.payloads().get(a.get("event")), lb, "the Linear event keeps its body as received, byte for byte")
+    first, nruns = a, count(s, "runs")
+    st, _, a = s.post_json(HOOK + "linear", lb, {"Content-Type": "application/json", "Linear-Delivery": "ld-replay",
+                                                  "Linear-Signature": linear_sig(SECRETS["T_LINEAR_SECRET"], lb)})
+    t.ok(st == 200 and a == {"event": first["event"], "duplicate": True},
+         "the same signed Linear body under a new Linear-Delivery (within the 60 s window) is a duplicate", a)
+    # Linear's retry: the same Linear-Delivery, sent again later (a new webhookTimestamp)
+    lin["webhookTimestamp"] += 1000
+    lb = json.dumps(lin).encode()
+    st, _, a = s.post_json(HOOK + "linear", lb, {"Content-Type": "application/json", "Linear-Delivery": "ld-1",
+                                                  "Linear-Signature": linear_sig(SECRETS["T_LINEAR_SECRET"], lb)})
+    t.ok(st == 200 and a == {"event": first["event"], "duplicate": True},
+         "a retry with the same Linear-Delivery and a new webhookTimestamp stays a duplicate", a)
+    st, _, a = s.post_json(HOOK + "linear", lb, {"Content-Type": "application/json", "Linear-Delivery": "ld-new",
+                                                  "Linear-Signature": linear_sig(SECRETS["T_LINEAR_SECRET"], lb)})
+    t.ok(st == 200 and a.get("event") != first["event"] and len(a.get("runs", [])) == 1,
+         "another signed body under another Linear-Delivery is a new event", a)
+    t.eq(count(s, "runs"), nruns + 1, "only that one started a run")
     lin["webhookTimestamp"] = int((time.time() - 120) * 1000)
     lb = json.dumps(lin).encode()
     st, _, a = s.post_json(HOOK + "linear", lb, {"Content-Type": "application/json", "Linear-Delivery": "ld-2",
