@@ -40,7 +40,7 @@ hex_encode(const unsigned char *in, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-static int
+int
 hex_value(char c)
 {
 	if (c >= '0' && c <= '9')

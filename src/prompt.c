@@ -57,7 +57,9 @@
  *     other invisible format characters (U+200B..U+200F, U+2060..U+206F,
  *     U+FEFF, U+180B..U+180F, U+00AD, U+034F, variation selectors, Hangul
  *     fillers, ...), bidi controls (U+202A..U+202E, U+2066..U+2069, U+061C),
- *     tag characters (U+E0000..U+E007F), terminal escape sequences (CSI as a
+ *     tag characters (U+E0000..U+E007F) and the other default-ignorable code
+ *     points (U+FFF0..U+FFF8, U+E0080..U+E0FFF, ...), Egyptian format controls
+ *     (U+13430..U+1343F), terminal escape sequences (CSI as a
  *     whole, OSC/DCS/APC/PM/SOS strings up to their terminator or the end),
  *     and every other C0/C1 control character but "\n" and "\t". CRLF and a
  *     lone CR become LF, U+2028 and U+2029 become LF. Invalid UTF-8 becomes
@@ -85,6 +87,7 @@
 #include "spur.h"
 #include "event.h"
 #include "prompt.h"
+#include "scrub.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -101,35 +104,6 @@
 
 /* At most this many fillers (spaces, dashes, ...) between two letters of a marker word. */
 #define PROMPT_FILLER_MAX 8
-
-struct prompt_range {
-	uint32_t	 lo;
-	uint32_t	 hi;
-};
-
-/* Characters a reader does not see; "\t" "\n" "\r" are handled apart. */
-static const struct prompt_range prompt_invisible_ranges[] = {
-	{ 0x0000, 0x0008 }, { 0x000b, 0x000c }, { 0x000e, 0x001f },
-	{ 0x007f, 0x009f },	/* DEL and C1 */
-	{ 0x00ad, 0x00ad },	/* soft hyphen */
-	{ 0x034f, 0x034f },	/* combining grapheme joiner */
-	{ 0x061c, 0x061c },	/* Arabic letter mark */
-	{ 0x115f, 0x1160 },	/* Hangul fillers */
-	{ 0x17b4, 0x17b5 },	/* Khmer inherent vowels */
-	{ 0x180b, 0x180f },	/* Mongolian variation selectors, vowel separator */
-	{ 0x200b, 0x200f },	/* zero-width space, joiners, LRM, RLM */
-	{ 0x202a, 0x202e },	/* bidi embeddings and overrides */
-	{ 0x2060, 0x206f },	/* word joiner, invisible operators, bidi isolates */
-	{ 0x3164, 0x3164 },	/* Hangul filler */
-	{ 0xfe00, 0xfe0f },	/* variation selectors */
-	{ 0xfeff, 0xfeff },	/* zero-width no-break space, BOM */
-	{ 0xffa0, 0xffa0 },	/* halfwidth Hangul filler */
-	{ 0xfff9, 0xfffb },	/* interlinear annotation */
-	{ 0x1bca0, 0x1bca3 },	/* shorthand format controls */
-	{ 0x1d173, 0x1d17a },	/* musical formatting */
-	{ 0xe0000, 0xe007f },	/* tag characters */
-	{ 0xe0100, 0xe01ef },	/* variation selectors supplement */
-};
 
 /* Look-alikes of "<" and ">" that a reader could take for a marker's brackets. */
 static const uint32_t prompt_open_brackets[] = {
@@ -156,235 +130,11 @@ static const struct {
 	{ 0x1d1c, 'u' }, { 0xa731, 's' },
 };
 
-/*
- * Decodes one UTF-8 character, strictly (no overlongs, surrogates or values
- * past U+10FFFF). An invalid sequence gives U+FFFD and consumes its maximal
- * valid prefix, or one byte, as Unicode recommends.
- */
-static size_t
-prompt_utf8_decode(const unsigned char *s, size_t len, uint32_t *cp)
-{
-	unsigned char	 c = s[0], lo = 0x80, hi = 0xbf;
-	size_t		 need, i;
-	uint32_t	 v;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf) {
-		need = 1;
-		v = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		need = 2;
-		v = c & 0x0f;
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		need = 3;
-		v = c & 0x07;
-		if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-	} else {
-		*cp = 0xfffd;
-		return 1;
-	}
-	for (i = 1; i <= need; i++) {
-		if (i >= len || s[i] < lo || s[i] > hi) {
-			*cp = 0xfffd;
-			return i;
-		}
-		v = (v << 6) | (s[i] & 0x3f);
-		lo = 0x80;
-		hi = 0xbf;
-	}
-	*cp = v;
-	return need + 1;
-}
-
-static void
-prompt_utf8_put(struct buf *b, uint32_t cp)
-{
-	char	 s[4];
-
-	if (cp < 0x80) {
-		buf_addc(b, (char)cp);
-		return;
-	}
-	if (cp < 0x800) {
-		s[0] = (char)(0xc0 | (cp >> 6));
-		s[1] = (char)(0x80 | (cp & 0x3f));
-		buf_add(b, s, 2);
-	} else if (cp < 0x10000) {
-		s[0] = (char)(0xe0 | (cp >> 12));
-		s[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		s[2] = (char)(0x80 | (cp & 0x3f));
-		buf_add(b, s, 3);
-	} else {
-		s[0] = (char)(0xf0 | (cp >> 18));
-		s[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-		s[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		s[3] = (char)(0x80 | (cp & 0x3f));
-		buf_add(b, s, 4);
-	}
-}
-
-static int
-prompt_invisible(uint32_t cp)
-{
-	size_t	 i;
-
-	for (i = 0; i < SPUR_ARRLEN(prompt_invisible_ranges); i++) {
-		if (cp < prompt_invisible_ranges[i].lo)
-			return 0;
-		if (cp <= prompt_invisible_ranges[i].hi)
-			return 1;
-	}
-	return 0;
-}
-
-/*
- * Where an HTML comment whose body starts at s[i] ends, as a browser sees it:
- * "<!-->" and "<!--->" close at once, else the first "-->" or "--!>" closes;
- * an unclosed comment runs to the end.
- */
-static size_t
-prompt_comment_end(const char *s, size_t len, size_t i)
-{
-	size_t	 k;
-
-	if (i < len && s[i] == '>')
-		return i + 1;
-	if (i + 1 < len && s[i] == '-' && s[i + 1] == '>')
-		return i + 2;
-	for (k = i; k + 2 < len; k++) {
-		if (s[k] != '-' || s[k + 1] != '-')
-			continue;
-		if (s[k + 2] == '>')
-			return k + 3;
-		if (k + 3 < len && s[k + 2] == '!' && s[k + 3] == '>')
-			return k + 4;
-	}
-	return len;
-}
-
-/*
- * Removes HTML comments. The opener is looked for at the end of what was
- * written so far, so text joined by removing one comment cannot form a new
- * opener that survives: no "<!--" is ever left in the output.
- */
-static void
-prompt_strip_comments(const char *s, size_t len, struct buf *out)
-{
-	size_t	 i = 0;
-
-	while (i < len) {
-		buf_addc(out, s[i++]);
-		if (out->len >= 4 && memcmp(out->data + out->len - 4, "<!--", 4) == 0) {
-			out->len -= 4;
-			out->data[out->len] = '\0';
-			i = prompt_comment_end(s, len, i);
-		}
-	}
-}
-
-/* Skips a CSI sequence's parameters, intermediates and final byte. */
-static size_t
-prompt_skip_csi(const unsigned char *s, size_t len, size_t i)
-{
-	while (i < len && s[i] >= 0x30 && s[i] <= 0x3f)
-		i++;
-	while (i < len && s[i] >= 0x20 && s[i] <= 0x2f)
-		i++;
-	if (i < len && s[i] >= 0x40 && s[i] <= 0x7e)
-		i++;
-	return i;
-}
-
-/* Skips a control string (OSC, DCS, ...) up to BEL, ESC \ or ST; unterminated: to the end. */
-static size_t
-prompt_skip_string(const unsigned char *s, size_t len, size_t i)
-{
-	for (; i < len; i++) {
-		if (s[i] == 0x07)
-			return i + 1;
-		if (s[i] == 0x1b && i + 1 < len && s[i + 1] == '\\')
-			return i + 2;
-		if (s[i] == 0xc2 && i + 1 < len && s[i + 1] == 0x9c)
-			return i + 2;
-	}
-	return len;
-}
-
-/* Skips what follows an ESC: a CSI, a control string, or a short escape. */
-static size_t
-prompt_skip_escape(const unsigned char *s, size_t len, size_t i)
-{
-	if (i >= len)
-		return i;
-	if (s[i] == '[')
-		return prompt_skip_csi(s, len, i + 1);
-	if (s[i] == ']' || s[i] == 'P' || s[i] == 'X' || s[i] == '^' || s[i] == '_')
-		return prompt_skip_string(s, len, i + 1);
-	while (i < len && s[i] >= 0x20 && s[i] <= 0x2f)
-		i++;
-	if (i < len && s[i] >= 0x30 && s[i] <= 0x7e)
-		i++;
-	return i;
-}
-
-/* Decodes UTF-8 and keeps only what a reader sees; line ends become "\n". */
-static void
-prompt_strip_invisible(const unsigned char *s, size_t len, struct buf *out)
-{
-	size_t		 i = 0, n;
-	uint32_t	 cp;
-
-	while (i < len) {
-		if (s[i] == '\r') {
-			if (i + 1 >= len || s[i + 1] != '\n')
-				buf_addc(out, '\n');
-			i++;
-			continue;
-		}
-		n = prompt_utf8_decode(s + i, len - i, &cp);
-		i += n;
-		switch (cp) {
-		case 0x1b:
-			i = prompt_skip_escape(s, len, i);
-			continue;
-		case 0x9b:
-			i = prompt_skip_csi(s, len, i);
-			continue;
-		case 0x90: case 0x98: case 0x9d: case 0x9e: case 0x9f:
-			i = prompt_skip_string(s, len, i);
-			continue;
-		case 0x2028: case 0x2029:
-			cp = '\n';
-			break;
-		}
-		if (!prompt_invisible(cp))
-			prompt_utf8_put(out, cp);
-	}
-}
-
+/* Cleaning, (5) above: what scrub.c strips for any reader, terminal escape sequences whole. */
 char *
 prompt_clean(const char *s, size_t len)
 {
-	struct buf	 a, b;
-
-	buf_init(&a, 0);
-	buf_init(&b, 0);
-	prompt_strip_comments(s, len, &a);
-	prompt_strip_invisible((const unsigned char *)a.data, a.len, &b);
-	buf_reset(&a);
-	prompt_strip_comments(b.data, b.len, &a);
-	buf_free(&b);
-	return buf_take(&a);
+	return scrub_unseen(s, len, 1);
 }
 
 /* A character folded for marker matching: a lowercase ASCII letter, '-', ' ', or itself. */
@@ -437,7 +187,7 @@ prompt_has_marker_word(const char *s, size_t len)
 	uint32_t		 cp;
 
 	for (i = 0; i < len; i += n) {
-		n = prompt_utf8_decode(u + i, len - i, &cp);
+		n = scrub_utf8_decode(u + i, len - i, &cp);
 		if (prompt_fold(cp) != 's')
 			continue;
 		j = i + n;
@@ -445,7 +195,7 @@ prompt_has_marker_word(const char *s, size_t len)
 			fill = 0;
 			got = 0;
 			while (j < len) {
-				j += prompt_utf8_decode(u + j, len - j, &cp);
+				j += scrub_utf8_decode(u + j, len - j, &cp);
 				cp = prompt_fold(cp);
 				if (!prompt_filler(cp)) {
 					got = 1;
@@ -484,7 +234,7 @@ prompt_defuse_line(const char *s, size_t len, struct buf *out)
 	uint32_t		 cp;
 
 	for (i = 0; i < len; i += n) {
-		n = prompt_utf8_decode(u + i, len - i, &cp);
+		n = scrub_utf8_decode(u + i, len - i, &cp);
 		if (prompt_in(cp, prompt_open_brackets, SPUR_ARRLEN(prompt_open_brackets)))
 			buf_addc(out, '[');
 		else if (prompt_in(cp, prompt_close_brackets,

@@ -5,6 +5,7 @@
 #include "event.h"
 #include "outbox.h"
 #include "report.h"
+#include "scrub.h"
 #include "serve.h"
 #include "store.h"
 
@@ -14,42 +15,13 @@
 #include <string.h>
 #include <time.h>
 
-#define REPORT_SECRETS_MAX	256
 #define REPORT_LOOKUP_PAGE	100	/* comments or messages per page of a lookup */
 #define REPORT_LOOKUP_SKEW_MS	(10LL * 60 * 1000)	/* our clock and the API's may differ */
 
 char *
 report_scrub(struct engine *e, const char *s)
 {
-	const struct secret	*sec[REPORT_SECRETS_MAX];
-	struct buf		 b;
-	size_t			 n, i, best, bestlen;
-	const char		*p;
-
-	if (s == NULL)
-		return NULL;
-	n = config_secrets(e->conf, sec, REPORT_SECRETS_MAX);
-	if (n > REPORT_SECRETS_MAX)
-		n = REPORT_SECRETS_MAX;
-	buf_init(&b, 0);
-	for (p = s; *p != '\0';) {
-		/* The longest secret starting here, so one inside another cannot show. */
-		bestlen = 0;
-		best = n;
-		for (i = 0; i < n; i++) {
-			if (sec[i]->value != NULL && sec[i]->len >= 4 && sec[i]->len > bestlen &&
-			    strncmp(p, sec[i]->value, sec[i]->len) == 0) {
-				best = i;
-				bestlen = sec[i]->len;
-			}
-		}
-		if (best < n) {
-			buf_adds(&b, "[secret]");
-			p += bestlen;
-		} else
-			buf_addc(&b, *p++);
-	}
-	return buf_take(&b);
+	return scrub_for_engine(e, s);
 }
 
 char *

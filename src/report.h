@@ -93,7 +93,7 @@ enum report_lookup report_lookup_verdict(const json_t *report, const char *page,
 /* Whether posting report twice does no harm (reactions): then it is never looked for. */
 int	 report_idempotent(const json_t *report);
 
-/* Every configured secret value replaced by [secret]. */
+/* Every configured secret value, in any written form, replaced by [secret] (scrub_secrets). */
 char	*report_scrub(struct engine *, const char *);
 
 #endif

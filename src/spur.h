@@ -78,6 +78,7 @@ void	 hmac_sha256(const void *key, size_t keylen, const void *msg, size_t msglen
 void	 sha256(const void *, size_t, unsigned char out[32]);
 void	 hex_encode(const unsigned char *, size_t, char *out);	/* out: 2n+1 */
 int	 hex_decode(const char *, size_t, unsigned char *out, size_t outlen);
+int	 hex_value(char);	/* one hex digit's value, either case; -1 for none */
 char	*base64_encode(const unsigned char *, size_t);
 int	 base64_decode(const char *, size_t, unsigned char **out, size_t *outlen);
 int	 ct_equal(const void *, const void *, size_t);
