@@ -305,6 +305,19 @@ try:
         t.ok(not os.path.exists(os.path.join(ws, ".git")), "the workspace holds no .git")
         leaked = subprocess.run(["grep", "-rl", SECRETS["T_GH_TOKEN"], os.path.dirname(ws)], capture_output=True).stdout
         t.eq(leaked, b"", "the token is nowhere in the session's files")
+        # Every git command (clone, checkout, add, commit, push) ran as the session's uid, never
+        # as root: what git wrote, in its directory and in the workspace, is that uid's.
+        srow = s.query("SELECT uid FROM sessions WHERE id = (SELECT session FROM runs WHERE id = ?)", r6)[0]
+        sdir = os.path.dirname(ws)
+        owners = set()
+        for top in (os.path.join(sdir, "git"), ws):
+            for d, subs, files in os.walk(top):
+                owners.update(os.lstat(os.path.join(d, n)).st_uid for n in subs + files)
+        if os.geteuid() == 0:
+            t.ok(srow["uid"] and owners == {srow["uid"]},
+                 "git ran as the session's uid: every file in git/ and the workspace is its (%s)" % srow["uid"], owners)
+        else:
+            t.skip("git ran as the session's uid", "not root: spur and its git are the same user")
         rep = wait_report(s, r6)
         c = posts("/repos/acme/api/issues/12/comments")
         t.ok(c and st["proof"] in json.loads(c[-1]["body"])["body"], "the report names the pull request")
