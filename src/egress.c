@@ -386,7 +386,7 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 
 	if (proxy) {
 		path = bwrap ? path_join(eg->dir, "proxy.sock") : NULL;
-		eg->proxy = proxy_create(e->base, egress_dns, e->store, run, a->network_allow,
+		eg->proxy = proxy_create(e->base, egress_dns, e, run, a->network_allow,
 		    path, &pport, cause);
 		free(path);
 		if (eg->proxy == NULL)

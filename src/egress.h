@@ -101,8 +101,8 @@ void		 relay_free(struct relay *);
 
 /* proxy.c: the HTTP proxy of one run: CONNECT and absolute-URI requests, allow list. */
 struct proxy;
-/* allow is copied; the connections are logged for run and stored in store. */
-struct proxy	*proxy_create(struct event_base *, struct evdns_base *, struct store *,
+/* allow is copied; the connections are logged for run and stored, secrets cut from their hosts. */
+struct proxy	*proxy_create(struct event_base *, struct evdns_base *, struct engine *,
 		     const char *run, char *const *allow, const char *path, int *port,
 		     char **cause);
 void		 proxy_free(struct proxy *);

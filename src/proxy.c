@@ -1,6 +1,8 @@
 /* proxy.c: a run's HTTP proxy (CONNECT and absolute-URI requests), its allow list, and the relay it shares. */
 #include "spur.h"
 #include "egress.h"
+#include "scrub.h"
+#include "serve.h"
 
 #include <sys/queue.h>
 #include <sys/stat.h>
@@ -531,7 +533,7 @@ struct pconn {
 struct proxy {
 	struct event_base	*base;
 	struct evdns_base	*dns;
-	struct store		*store;
+	struct engine		*engine;
 	char			*run;
 	char			**allow;
 	char			*path;
@@ -562,11 +564,15 @@ pconn_free(struct pconn *pc)
 	free(pc);
 }
 
+/* The host is the agent's to choose: a secret in it is cut out before it is logged or stored. */
 static void
 pconn_record(struct pconn *pc, uint64_t in, uint64_t out, const char *verdict)
 {
-	egress_record(pc->p->store, pc->p->run, "proxy", pc->host != NULL ? pc->host : "",
-	    pc->port, in, out, verdict);
+	char	*host = scrub_for_engine(pc->p->engine, pc->host != NULL ? pc->host : "");
+
+	egress_record(pc->p->engine->store, pc->p->run, "proxy", host, pc->port, in, out,
+	    verdict);
+	free(host);
 }
 
 static void
@@ -839,7 +845,7 @@ proxy_accept_error_cb(struct evconnlistener *l, void *arg)
 }
 
 struct proxy *
-proxy_create(struct event_base *base, struct evdns_base *dns, struct store *store,
+proxy_create(struct event_base *base, struct evdns_base *dns, struct engine *engine,
     const char *run, char *const *allow, const char *path, int *port, char **cause)
 {
 	struct proxy	*p;
@@ -848,7 +854,7 @@ proxy_create(struct event_base *base, struct evdns_base *dns, struct store *stor
 	p = xcalloc(1, sizeof *p);
 	p->base = base;
 	p->dns = dns;
-	p->store = store;
+	p->engine = engine;
 	p->run = xstrdup(run);
 	for (n = 0; allow != NULL && allow[n] != NULL; n++)
 		;

