@@ -82,9 +82,11 @@ struct http_head {
 	char	*value[HTTP_HEADERS_MAX];
 	size_t	 n;
 };
-/* Parses text (the head without its final CRLF CRLF); -1 when it is no request. */
+/* Parses text (the head without its final CRLF CRLF); -1 when it is no request, or malformed. */
 int		 http_head_parse(const char *, size_t, struct http_head *);
 const char	*http_head_get(const struct http_head *, const char *name);
+/* How many headers of that name the head has. */
+size_t		 http_head_count(const struct http_head *, const char *name);
 void		 http_head_clear(struct http_head *);
 
 /*
@@ -122,6 +124,13 @@ struct gateway_spec {
 	const char	*key;		/* the org's credential */
 	int		 bearer;	/* no credential header came: Authorization, else x-api-key */
 };
+/*
+ * A request's origin-form target as it goes upstream: unreserved characters
+ * decoded, other encodings in upper case; NULL and cause for a dot segment
+ * (also encoded, as %2e%2e), an encoded '/', '\' or NUL, a literal '\' or '#'
+ * or anything else that is not a path: nothing can climb out of the API's path.
+ */
+char		*gateway_target(const char *target, char **cause);
 struct gateway	*gateway_create(struct event_base *, struct store *, const char *run,
 		     const struct gateway_spec *, const char *path, int *port, char **cause);
 void		 gateway_free(struct gateway *);

@@ -87,6 +87,78 @@ gateway_in(const char *name, const char **list, size_t n)
 	return 0;
 }
 
+/* Whether a path segment (decoded) is "." or "..", also as "..;x", which some servers read so. */
+static int
+gateway_dot_segment(const char *seg, size_t len)
+{
+	const char	*semi = memchr(seg, ';', len);
+
+	if (semi != NULL)
+		len = semi - seg;
+	return (len == 1 && seg[0] == '.') || (len == 2 && seg[0] == '.' && seg[1] == '.');
+}
+
+char *
+gateway_target(const char *target, char **cause)
+{
+	static const char	 unreserved[] = "abcdefghijklmnopqrstuvwxyz"
+				    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~";
+	struct buf		 b;
+	const char		*p;
+	unsigned char		 c;
+	size_t			 seg = 1;
+	int			 query = 0;
+
+	if (target[0] != '/') {
+		*cause = xstrdup("the target is not a path");
+		return NULL;
+	}
+	buf_init(&b, 0);
+	buf_addc(&b, '/');
+	for (p = target + 1; *p != '\0'; p++) {
+		c = (unsigned char)*p;
+		if (!query && (c == '/' || c == '?')) {
+			if (gateway_dot_segment(b.data + seg, b.len - seg))
+				goto dots;
+			buf_addc(&b, (char)c);
+			seg = b.len;
+			query = c == '?';
+			continue;
+		}
+		if (c == '%') {
+			if (hex_decode(p + 1, strnlen(p + 1, 2), &c, 1) != 0) {
+				*cause = xstrdup("a bad percent-encoding");
+				goto fail;
+			}
+			p += 2;
+			if (c == '\0' || (!query && (c == '/' || c == '\\'))) {
+				*cause = xstrdup("an encoded /, \\ or NUL");
+				goto fail;
+			}
+			/* Unreserved ones mean the same decoded: so %2e%2e is seen as "..". */
+			if (!query && strchr(unreserved, c) != NULL)
+				buf_addc(&b, (char)c);
+			else
+				buf_addf(&b, "%%%02X", c);
+			continue;
+		}
+		if (strchr(unreserved, c) == NULL && strchr("!$&'()*+,;=:@", c) == NULL &&
+		    !(query && (c == '/' || c == '?'))) {
+			*cause = xprintf("a character not allowed in a path (0x%02x)", c);
+			goto fail;
+		}
+		buf_addc(&b, (char)c);
+	}
+	if (!query && gateway_dot_segment(b.data + seg, b.len - seg))
+		goto dots;
+	return buf_take(&b);
+dots:
+	*cause = xstrdup("a dot segment (. or ..)");
+fail:
+	buf_free(&b);
+	return NULL;
+}
+
 static void
 gconn_free(struct gconn *gc)
 {
@@ -245,9 +317,9 @@ gconn_start(struct gconn *gc)
 	size_t		 i, plen = strlen(g->prefix), blen;
 	CURLMcode	 mc;
 
-	if (path[0] != '/' || strncmp(path, g->prefix, plen) != 0 ||
-	    (path[plen] != '/' && path[plen] != '?' && path[plen] != '\0') ||
-	    strstr(path, "/..") != NULL) {
+	/* The target is normalized (gateway_target): under the prefix, it stays under upstream. */
+	if (strncmp(path, g->prefix, plen) != 0 ||
+	    (path[plen] != '/' && path[plen] != '?' && path[plen] != '\0')) {
 		gconn_fail(gc, 404, "spur gateway: not a path of the model API", "denied");
 		return;
 	}
@@ -316,7 +388,7 @@ gconn_read_cb(struct bufferevent *bev, void *arg)
 	struct evbuffer		*in = bufferevent_get_input(bev);
 	struct evbuffer_ptr	 end;
 	const char		*cl, *te;
-	char			*text, *ep;
+	char			*text, *target, *cause, *msg;
 	unsigned long long	 n;
 	size_t			 len;
 
@@ -344,6 +416,15 @@ gconn_read_cb(struct bufferevent *bev, void *arg)
 		}
 		explicit_bzero(text, len);
 		free(text);
+		if ((target = gateway_target(gc->head.target, &cause)) == NULL) {
+			msg = xprintf("spur gateway: bad request target: %s", cause);
+			gconn_fail(gc, 400, msg, "bad-request");
+			free(msg);
+			free(cause);
+			return;
+		}
+		free(gc->head.target);
+		gc->head.target = target;
 		cl = http_head_get(&gc->head, "content-length");
 		te = http_head_get(&gc->head, "transfer-encoding");
 		if (te != NULL) {
@@ -352,11 +433,16 @@ gconn_read_cb(struct bufferevent *bev, void *arg)
 		}
 		n = 0;
 		if (cl != NULL) {
+			/* Digits only, and one: what curl sends is its own, the length read is this. */
 			errno = 0;
-			n = strtoull(cl, &ep, 10);
-			if (*cl == '\0' || *ep != '\0' || errno != 0 || n > GATEWAY_BODY_MAX) {
-				gconn_fail(gc, 413, "spur gateway: bad or too large body",
-				    "bad-request");
+			n = strtoull(cl, NULL, 10);
+			if (*cl == '\0' || strspn(cl, "0123456789") != strlen(cl) || errno != 0 ||
+			    http_head_count(&gc->head, "content-length") > 1) {
+				gconn_fail(gc, 400, "spur gateway: bad Content-Length", "bad-request");
+				return;
+			}
+			if (n > GATEWAY_BODY_MAX) {
+				gconn_fail(gc, 413, "spur gateway: body too large", "bad-request");
 				return;
 			}
 		}

@@ -123,11 +123,37 @@ egress_gate_clear(struct egress_gate *g)
  * HTTP request heads.
  */
 
+/* RFC 9110 token characters, for methods and header names. */
+static int
+http_token(const char *s)
+{
+	return *s != '\0' && strspn(s, "!#$%&'*+-.^_`|~0123456789"
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") == strlen(s);
+}
+
+/* A field value: visible characters, spaces and tabs (a bare CR or LF makes one line two). */
+static int
+http_field_value(const char *s)
+{
+	const unsigned char	*p;
+
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Strict, because what passes here is sent on: METHOD SP target SP HTTP/1.x,
+ * then name: value lines, each ended by CRLF; no folding, no second Host.
+ */
 int
 http_head_parse(const char *text, size_t len, struct http_head *h)
 {
-	char	*copy, *line, *next, *sp, *colon, *v;
-	int	 first = 1;
+	char		*copy, *line, *next, *sp, *colon, *v, *end;
+	const char	*t;
+	int		 first = 1;
 
 	memset(h, 0, sizeof *h);
 	if (memchr(text, '\0', len) != NULL)
@@ -148,8 +174,11 @@ http_head_parse(const char *text, size_t len, struct http_head *h)
 				goto fail;
 			h->target = xstrndup(line, sp - line);
 			h->version = xstrdup(sp + 1);
-			if (*h->method == '\0' || *h->target == '\0' ||
-			    strncmp(h->version, "HTTP/1.", 7) != 0)
+			for (t = h->target; *t > ' ' && *t < 0x7f; t++)
+				;
+			if (!http_token(h->method) || *h->target == '\0' || *t != '\0' ||
+			    strncmp(h->version, "HTTP/1.", 7) != 0 ||
+			    strspn(h->version + 7, "0123456789") != 1 || h->version[8] != '\0')
 				goto fail;
 			continue;
 		}
@@ -159,13 +188,15 @@ http_head_parse(const char *text, size_t len, struct http_head *h)
 			goto fail;
 		v = colon + 1;
 		v += strspn(v, " \t");
+		for (end = v + strlen(v); end > v && (end[-1] == ' ' || end[-1] == '\t'); end--)
+			;
+		*end = '\0';
 		h->name[h->n] = xstrndup(line, colon - line);
 		h->value[h->n] = xstrdup(v);
-		if (strpbrk(h->name[h->n], " \t") != NULL) {
-			h->n++;
-			goto fail;
-		}
 		h->n++;
+		if (!http_token(h->name[h->n - 1]) || !http_field_value(v) ||
+		    http_head_count(h, "host") > 1)
+			goto fail;
 	}
 	free(copy);
 	return first ? -1 : 0;
@@ -173,6 +204,16 @@ fail:
 	free(copy);
 	http_head_clear(h);
 	return -1;
+}
+
+size_t
+http_head_count(const struct http_head *h, const char *name)
+{
+	size_t	i, n = 0;
+
+	for (i = 0; i < h->n; i++)
+		n += strcasecmp(h->name[i], name) == 0;
+	return n;
 }
 
 const char *

@@ -7,7 +7,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SPUR, github_headers, github_comment
+from spurtest import require_sandboxes, Spur, Tap, SPUR, SECRETS, github_headers, github_comment
+import fakemodel
 
 t = Tap()
 
@@ -273,5 +274,79 @@ with spur as s:
          "the log says so once for the run")
     st, _, _ = s.request("GET", "/healthz")
     t.eq(st, 200, "and the engine kept serving")
+
+# A hostile agent's requests to its model gateway, raw: heads a server would read as more
+# (or other) headers than they are, and paths that climb out of api_url's /v1. Prints the
+# status line of each as a claude result.
+GATEWAY = r'''
+import json, os, socket
+host, port = os.environ["ANTHROPIC_BASE_URL"][len("http://"):].split(":")
+def raw(req):
+    try:
+        s = socket.create_connection((host, int(port)), timeout=10)
+        s.sendall(req)
+        data = b""
+        while True:
+            c = s.recv(65536)
+            if not c:
+                break
+            data += c
+        s.close()
+        return data.split(b"\r\n")[0].decode("latin-1")
+    except Exception as e:
+        return "error " + repr(e)
+def get(path):
+    return raw(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+out = {"ok": get(b"/models"), "decoded": get(b"/m%6fdels?q=%2e%2e")}
+out["paths"] = [get(p) for p in (b"/%2e%2e/v2/secret", b"/%2E%2E/v2/secret", b"/%2e%2E/v2/secret",
+    b"/.%2e/v2/secret", b"/%2e./v2/secret", b"/..%2fv2/secret", b"/x%2F..%2F..%2Fv2/secret",
+    b"/..%5cv2/secret", b"/x/%2e%2e/%2e%2e/v2/secret", b"/..;/v2/secret", b"/../v2/secret",
+    b"/x/../../v2/secret", b"/%00/v2/secret", b"http://evil.test/v2/secret", b"//evil.test/../v2/secret")]
+out["heads"] = [raw(h) for h in (
+    b"GET /models HTTP/1.1\r\nHost: x\r\nX-A: a\nHost: evil.test\r\n\r\n",
+    b"GET /models HTTP/1.1\r\nHost: x\r\nX-A: a\nx-api-key: evil-key\r\n\r\n",
+    b"GET /models HTTP/1.1\r\nHost: x\r\nX-A: a\rX-Evil: 1\r\n\r\n",
+    b"GET /models HTTP/1.1\r\nHost: x\r\nHost: evil.test\r\n\r\n",
+    b"GET /models HTTP/1.1\r\nHost: x\r\nX(Evil): 1\r\n\r\n",
+    b"GET /models HTTP/1.1\r\nHost: x\r\nX-A: a\r\n\tX-Evil: 1\r\n\r\n",
+    b"GET /models HTTP/1.1\nHost: evil.test\r\n\r\n",
+    b"GET  /models HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET /models HTTP/1.1 evil\r\nHost: x\r\n\r\n",
+    b"POST /models HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nevil!",
+    b"POST /models HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\nevil!")]
+print(json.dumps({"type": "result", "subtype": "success", "result": json.dumps(out)}))
+'''
+fake = fakemodel.Fake().start()
+gconf = SANDBOX_CONF + "agents:\n  claude:\n    command: %s\n    api_url: http://127.0.0.1:%d/v1\n" % (
+    json.dumps(["python3", "-c", GATEWAY]), fake.port)
+gorgs = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
+         "      api_url: http://127.0.0.1:9/github\n      git_url: http://127.0.0.1:9/git\n"
+         "    agents:\n      claude: { api_key: env:T_ANTHROPIC_KEY }\n")
+gauto = ("name: gw\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/gw'\n"
+         "agent: claude\nprompt: |\n  Probe the gateway.\nproof: report\ntimeout: 280s\n")
+with Spur(gconf, orgs=gorgs, automations={"gw.yaml": gauto}) as s:
+    s.start()
+    run = fire(s, "/gw probe", 5)
+    st = wait_done(s, run, timeout=300)
+    j, r = result(s, run)
+    t.ok(st["state"] == "completed" and r.get("ok", "").startswith("HTTP/1.1 200"),
+         "gateway: a plain request of the agent goes through", (st, r))
+    seen = [q["path"] for q in fake.requests]
+    t.ok(r.get("decoded", "").startswith("HTTP/1.1 200") and "/v1/models?q=%2E%2E" in seen,
+         "gateway: unreserved characters are decoded on the way (%6f is o), the query kept", seen)
+    t.ok(r.get("paths") and all(p.startswith("HTTP/1.1 400") for p in r["paths"]),
+         "gateway: encoded and literal dot segments, encoded / and \\, NUL and other targets get 400",
+         r.get("paths"))
+    t.ok(r.get("heads") and all(h.startswith("HTTP/1.1 400") for h in r["heads"]),
+         "gateway: a bare LF or CR in a header, two Host, a non-token name, folding, a bad request line "
+         "and two Content-Length get 400", r.get("heads"))
+    t.ok(seen and all(p.startswith("/v1/") and "v2" not in p and ".." not in p for p in seen),
+         "gateway: nothing reached the model API outside api_url's /v1", seen)
+    leaked = [q["headers"] for q in fake.requests if "evil" in json.dumps(q["headers"]) or q["raw"]]
+    t.eq(leaked, [], "gateway: no header or body of a refused head reached the model API")
+    t.ok(all(q["headers"].get("x-api-key") == SECRETS["T_ANTHROPIC_KEY"] for q in fake.requests),
+         "gateway: every request that went up carried the org's key, and only it",
+         [q["headers"].get("x-api-key") for q in fake.requests])
+fake.stop()
 srv.shutdown()
 t.done()

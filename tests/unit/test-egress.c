@@ -1,10 +1,11 @@
-/* test-egress.c: the proxy's allow list, the addresses it refuses, and HTTP request heads. */
+/* test-egress.c: the proxy's allow list, the addresses it refuses, HTTP request heads, and the gateway's targets. */
 #include "spur.h"
 #include "egress.h"
 #include "tap.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int
@@ -52,9 +53,67 @@ main(void)
 		"127.0.0.1", "10.0.0.1", "127.1", "0x7f.0.0.1", "0177.0.0.1", "2130706433",
 		"0x7f000001", "10.0.1", "::ffff:10.0.0.1", "::ffff:127.0.0.1", "1.2.3.4.",
 	};
+	/* Heads a server could read as more (or other) lines than they are. */
+	static const char *malformed[] = {
+		"GET / HTTP/1.1\r\nX-A: a\nHost: evil",		/* bare LF in a value */
+		"GET / HTTP/1.1\r\nX-A: a\rHost: evil",		/* bare CR */
+		"GET / HTTP/1.1\nHost: evil",			/* bare LF after the request line */
+		"GET / HTTP/1.1\r\nX-A\n: a",			/* LF in a name */
+		"GET / HTTP/1.1\r\nHost: a\r\nHost: b",		/* two Host */
+		"GET / HTTP/1.1\r\nhost: a\r\nX: y\r\nHOST: a",	/* the same, any case */
+		"GET / HTTP/1.1\r\nX-A: a\r\n\tfolded",		/* obs-fold by tab */
+		"GET / HTTP/1.1\r\nX(A): a",			/* not a token */
+		"GET / HTTP/1.1\r\nX\"A: a",
+		"GET / HTTP/1.1\r\nX-A: a\x7f",			/* DEL */
+		"GET / HTTP/1.1\r\nX-A: a\x01b",			/* a control character */
+		"GET  / HTTP/1.1",				/* two spaces */
+		"GET / HTTP/1.1 ",				/* a space after the version */
+		"GET / x HTTP/1.1",				/* three words */
+		"GET /\x80 HTTP/1.1",				/* not ASCII in the target */
+		"G(T / HTTP/1.1",				/* a method that is no token */
+		"GET / HTTP/1.10",				/* HTTP/1.x: one digit */
+		"GET / HTTP/1.",
+	};
+	/* Targets and what goes upstream; NULL: refused (400). */
+	static const struct { const char *in, *out; } targets[] = {
+		{ "/v1/messages", "/v1/messages" },
+		{ "/v1/messages?beta=true&x=/a?b", "/v1/messages?beta=true&x=/a?b" },
+		{ "/v1/%61bc%7e%2D", "/v1/abc~-" },
+		{ "/v1/a%20b%3f", "/v1/a%20b%3F" },
+		{ "/v1/x?q=%2e%2e%2f", "/v1/x?q=%2E%2E%2F" },
+		{ "/v1/.well", "/v1/.well" },
+		{ "/v1/...", "/v1/..." },
+		{ "/", "/" },
+		{ "/v1/../v2/x", NULL },
+		{ "/v1/./x", NULL },
+		{ "/v1/..", NULL },
+		{ "/v1/.", NULL },
+		{ "/..?x", NULL },
+		{ "/v1/%2e%2e/v2/x", NULL },
+		{ "/v1/%2E%2E/v2/x", NULL },
+		{ "/v1/%2e%2E/v2/x", NULL },
+		{ "/v1/.%2e/v2/x", NULL },
+		{ "/v1/%2e./v2/x", NULL },
+		{ "/v1/%2e/x", NULL },
+		{ "/v1/..%2fv2", NULL },
+		{ "/v1/..%2Fv2", NULL },
+		{ "/v1/x%2f..%2f..%2fv2", NULL },
+		{ "/v1/..%5cv2", NULL },
+		{ "/v1\\..\\v2", NULL },
+		{ "/v1/..;/v2", NULL },
+		{ "/v1/x%00", NULL },
+		{ "/v1/x?a=%00", NULL },
+		{ "/v1/%2", NULL },
+		{ "/v1/%zz", NULL },
+		{ "/v1/x#frag", NULL },
+		{ "http://evil.test/v1/x", NULL },
+		{ "*", NULL },
+		{ "evil.test:443", NULL },
+	};
 	struct http_head	 h;
 	struct in6_addr		 a6;
 	const char		*req;
+	char			*got, *cause;
 	size_t			 i;
 
 	/* The allow list: hosts, ports, wildcards. */
@@ -117,5 +176,23 @@ main(void)
 	req = "GET / SPDY/3";
 	ok(http_head_parse(req, strlen(req), &h) == -1, "not HTTP/1.x");
 	ok(http_head_parse("GET / HTTP/1.1\0x", 16, &h) == -1, "a NUL byte is refused");
+	for (i = 0; i < SPUR_ARRLEN(malformed); i++)
+		ok(http_head_parse(malformed[i], strlen(malformed[i]), &h) == -1,
+		    "malformed head %zu is refused", i);
+	req = "POST /v1/messages HTTP/1.1\r\nHost: a\r\nX-A: b\t \r\nX-B: \xc3\xa9";
+	ok(http_head_parse(req, strlen(req), &h) == 0, "a well-formed head parses");
+	is_str(http_head_get(&h, "x-a"), "b", "trailing blanks are no part of a value");
+	is_str(http_head_get(&h, "x-b"), "\xc3\xa9", "bytes past ASCII are (obs-text)");
+	http_head_clear(&h);
+
+	/* The gateway's request targets. */
+	for (i = 0; i < SPUR_ARRLEN(targets); i++) {
+		cause = NULL;
+		got = gateway_target(targets[i].in, &cause);
+		is_str(got, targets[i].out, "target %s", targets[i].in);
+		ok(got != NULL || (cause != NULL && *cause != '\0'), "refused with a reason");
+		free(got);
+		free(cause);
+	}
 	return tap_done();
 }
