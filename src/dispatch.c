@@ -10,6 +10,7 @@
 #include "report.h"
 #include "repo.h"
 #include "sandbox.h"
+#include "scrub.h"
 #include "serve.h"
 #include "store.h"
 
@@ -112,21 +113,27 @@ drun_free(struct drun *r)
 	free(r);
 }
 
-/* Moves a run to a state, logging it; the store checks the transition. */
+/*
+ * Moves a run to a state, logging it; the store checks the transition. The
+ * reason may hold what the agent said (its error): secrets are cut out of it
+ * before it is stored or logged.
+ */
 static int
 dispatch_set_state(struct dispatch *d, const char *run, enum run_state state,
     const char *reason)
 {
-	char	*cause = NULL;
+	char	*cause = NULL, *safe = scrub_for_engine(d->engine, reason);
 
-	if (store_run_set_state(d->engine->store, run, state, reason, &cause) != 0) {
+	if (store_run_set_state(d->engine->store, run, state, safe, &cause) != 0) {
 		log_warn("event=run.state_refused run=%s state=%s error=%s", run,
 		    run_state_name(state), log_q(cause));
 		free(cause);
+		free(safe);
 		return -1;
 	}
 	log_info("event=run.state run=%s state=%s reason=%s", run, run_state_name(state),
-	    log_q(reason));
+	    log_q(safe));
+	free(safe);
 	return 0;
 }
 
@@ -397,8 +404,12 @@ drun_finish(struct drun *r, enum run_state state, const char *reason, const char
 {
 	struct dispatch	*d = r->d;
 	struct engine	*e = d->engine;
+	char		*msg;
 
-	store_run_result(e->store, r->id, r->res.message, proof, r->res.session);
+	/* The agent's final message is shown by the CLI and the API: never a secret in it. */
+	msg = scrub_for_engine(e, r->res.message);
+	store_run_result(e->store, r->id, msg, proof, r->res.session);
+	free(msg);
 	if (r->session != NULL && (r->res.session != NULL || state != RUN_CANCELLED))
 		store_session_touch(e->store, r->session, r->res.session);
 	dispatch_set_state(d, r->id, state, reason);
