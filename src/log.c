@@ -32,6 +32,10 @@ log_get_level(void)
 	return log_level;
 }
 
+/* A C1 control character in UTF-8: C2 80 to C2 9F. */
+#define LOG_C1(p)	((unsigned char)(p)[0] == 0xc2 && (unsigned char)(p)[1] >= 0x80 && \
+			    (unsigned char)(p)[1] <= 0x9f)
+
 /*
  * Quotes a value so that a log line stays one line and parseable: bare when it
  * has no spaces, quotes or control characters, else double-quoted with escapes.
@@ -53,7 +57,7 @@ log_q(const char *s)
 		return "\"\"";
 	for (p = s; *p != '\0'; p++) {
 		if ((unsigned char)*p <= ' ' || *p == '"' || *p == '\\' || *p == '=' ||
-		    (unsigned char)*p == 0x7f)
+		    (unsigned char)*p == 0x7f || LOG_C1(p))
 			bare = 0;
 	}
 	if (bare && strlen(s) < max) {
@@ -71,6 +75,12 @@ log_q(const char *s)
 			out[o++] = 'n';
 		} else if (c < ' ' || c == 0x7f) {
 			o += snprintf(out + o, 6, "\\x%02x", c);
+		} else if (LOG_C1(p)) {
+			/* A C1 control (CSI, OSC...) would act on the terminal of whoever reads the log. */
+			if (o + 6 >= max)
+				break;
+			o += snprintf(out + o, 8, "\\u%04x", (unsigned char)p[1]);
+			p++;
 		} else
 			out[o++] = c;
 	}

@@ -62,5 +62,15 @@ main(void)
 	s = term_safe("\x1b[31mred\x1b[0m", 0);
 	is_str(s, "\\x1b[31mred\\x1b[0m", "term_safe");
 	free(s);
+
+	/* The engine's log is read on terminals too: log_q escapes C1 as well as C0. */
+	is_str(log_q("a\xc2\x9b" "31mb"), "\"a\\u009b31mb\"", "log_q: a C1 CSI is escaped");
+	is_str(log_q("caf\xc3\xa9"), "caf\xc3\xa9", "log_q: other UTF-8 stays as it is");
+	s = xcalloc(1, 2001);
+	for (i = 0; i < 2000; i += 2)
+		memcpy(s + i, "\xc2\x9d", 2);
+	ok(strlen(log_q(s)) < 512 && strncmp(log_q(s), "\"\\u009d", 7) == 0,
+	    "log_q: a long run of C1 is cut within the buffer");
+	free(s);
 	return tap_done();
 }
