@@ -68,6 +68,7 @@ struct config {
 	char			*automations_dir; /* absolute */
 	char			*public_url;
 	unsigned long long	 limit_body;
+	unsigned long long	 limit_unsigned_body; /* the body of a hook with auth: none */
 	unsigned long long	 limit_header;	/* all request headers together */
 	int			 limit_headers;	/* header count */
 	long long		 limit_idle;	/* seconds a connection may stay silent */

@@ -296,6 +296,8 @@ cfg_limits(struct cfgctx *c, struct config *cf, const struct ynode *m)
 
 		if (strcmp(k, "body") == 0)
 			cfg_size(c, n, "limits.body", &cf->limit_body);
+		else if (strcmp(k, "unsigned_body") == 0)
+			cfg_size(c, n, "limits.unsigned_body", &cf->limit_unsigned_body);
 		else if (strcmp(k, "header") == 0)
 			cfg_size(c, n, "limits.header", &cf->limit_header);
 		else if (strcmp(k, "headers") == 0) {
@@ -770,6 +772,7 @@ cfg_defaults(struct config *cf)
 	cf->data_dir = xstrdup("./var");
 	cf->automations_dir = xstrdup("./automations");
 	cf->limit_body = 25ULL << 20;
+	cf->limit_unsigned_body = 64ULL << 10;
 	cf->limit_header = 64ULL << 10;
 	cf->limit_headers = 100;
 	cf->limit_idle = 30;

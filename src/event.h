@@ -25,6 +25,7 @@ struct spur_event {
 	char	*repository;	/* owner/repo (github), else NULL */
 	char	*dedup;		/* deduplication key within the org, NULL: none */
 	char	*replay;	/* a second one, from the signed content (source_replay_key) */
+	int	 unsigned_body;	/* nothing vouches for it (auth: none): kept only if it starts a run */
 	json_t	*payload;	/* the payload's tree, made on demand (spur_event_payload) */
 	char	*payload_raw;	/* the payload's JSON text as received, when it was JSON */
 	size_t	 payload_rawlen;

@@ -245,6 +245,15 @@ ingest_prepare(struct ingest *in, const struct automation_set *set,
 	if (ev->id == NULL)
 		ev->id = time_id("evt_");
 	it->event = ev;
+	n = automation_match(set, ev, matches, INGEST_MAX_MATCHES);
+	if (n == 0 && ev->unsigned_body) {
+		/* Anyone may send these: one that starts nothing keeps no payload to fill the disk. */
+		free(ev->payload_raw);
+		ev->payload_raw = NULL;
+		ev->payload_rawlen = 0;
+		json_decref(ev->payload);
+		ev->payload = NULL;
+	}
 	/*
 	 * The payload goes to the payload log now, on the caller's thread; the
 	 * writer syncs the log before the commit. If it cannot, the row keeps it.
@@ -256,7 +265,6 @@ ingest_prepare(struct ingest *in, const struct automation_set *set,
 		free(cause);
 		it->payload_seg = 0;
 	}
-	n = automation_match(set, ev, matches, INGEST_MAX_MATCHES);
 	if (n > 0)
 		it->runs = xcalloc(n, sizeof *it->runs);
 	for (i = 0; i < n; i++) {

@@ -17,6 +17,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -33,6 +34,17 @@
 #define SERVER_MAX_LISTEN	16
 #define HOOK_MAX_HEADERS	256
 #define SERVER_MAX_FRONTS	8
+/*
+ * Large request bodies are freed back to the system, not kept by glibc for
+ * good (500 MiB after a few 25 MiB bodies). An allocation this large is a
+ * mapping of its own, unmapped when freed: left to itself, glibc raises that
+ * threshold to the largest block freed, and keeps twice as much at the top
+ * of each thread's heap. The small pieces a body was read in (evbuffer's
+ * chains) are given back by malloc_trim, a second after a body this large
+ * was freed, at most once a second per front.
+ */
+#define SERVER_TRIM_BODY	(1 << 20)
+#define SERVER_TRIM_DELAY_MS	1000
 
 /*
  * The HTTP fronts: one thread per CPU, each with its own event base and evhttp
@@ -54,6 +66,7 @@ struct front {
 	struct event			*answer_ev;	/* answers made elsewhere, to send */
 	struct event			*close_ev;	/* stop accepting */
 	struct event			*limits_ev;	/* the config was reloaded */
+	struct event			*trim_ev;	/* a large body was freed */
 	struct reqclock			*clock;		/* limits.request */
 	TAILQ_HEAD(hookreqs, hookreq)	 answers;	/* under srv->mu */
 };
@@ -161,10 +174,22 @@ server_peer(struct evhttp_request *req)
 	return addr != NULL ? addr : "-";
 }
 
+/* Front: large bodies were freed a second ago; their pages go back to the system. */
+static void
+front_trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	malloc_trim(0);
+}
+
 static void
 hookreq_free(struct hookreq *hr)
 {
 	struct server	*srv = hr->srv;
+	struct timeval	 tv = { 0, SERVER_TRIM_DELAY_MS * 1000 };
+
+	/* On the front's thread (or at shutdown, when nothing runs its timers). */
+	if (hr->len >= SERVER_TRIM_BODY && !evtimer_pending(hr->front->trim_ev, NULL))
+		evtimer_add(hr->front->trim_ev, &tv);
 
 	free(hr->headers);
 	free(hr->body);
@@ -382,6 +407,24 @@ hookreq_verify(struct hookreq *hr)
 	return ingest_prepare(hr->srv->engine->ingest, hr->set, ev);
 }
 
+/*
+ * Whether the body is over limits.unsigned_body for a hook anyone may send to
+ * (auth: none): those get the smaller limit, since nothing else bounds what
+ * strangers make the engine hold.
+ */
+static int
+server_unsigned_too_large(const struct hookreq *hr, const char *org_name, const char *hook,
+    size_t len)
+{
+	const struct webhook_def	*def;
+
+	if (hr->src != &source_webhook || len <= hr->conf->limit_unsigned_body ||
+	    config_org(hr->conf, org_name) == NULL)
+		return 0;
+	def = automation_webhook(hr->set, org_name, hook);
+	return def != NULL && def->auth == WH_AUTH_NONE;
+}
+
 /* Front: a webhook, verified and answered here unless its event goes to ingest. */
 static void
 server_hook(struct front *f, struct evhttp_request *req, const char *org_name,
@@ -413,6 +456,16 @@ server_hook(struct front *f, struct evhttp_request *req, const char *org_name,
 			return;
 		}
 		nh++;
+	}
+	hr->len = evbuffer_get_length(body);
+	if (server_unsigned_too_large(hr, org_name, hook, hr->len)) {
+		if ((req = hookreq_take(hr)) != NULL) {
+			evhttp_add_header(evhttp_request_get_output_headers(req), "Connection",
+			    "close");
+			server_reply(srv, req, src->name, 413, NULL, NULL);
+		}
+		hookreq_free(hr);
+		return;
 	}
 	hr->org_name = xstrdup(org_name);
 	hr->hook = xstrdup(hook);
@@ -768,6 +821,7 @@ front_init(struct server *srv, struct front *f, const struct config *conf)
 	f->answer_ev = event_new(f->base, -1, 0, front_answer_cb, f);
 	f->close_ev = event_new(f->base, -1, 0, front_close_cb, f);
 	f->limits_ev = event_new(f->base, -1, 0, front_limits_cb, f);
+	f->trim_ev = evtimer_new(f->base, front_trim_cb, f);
 }
 
 struct server *
@@ -778,6 +832,7 @@ server_create(struct engine *e, char **cause)
 	int		 n;
 
 	srv->engine = e;
+	mallopt(M_MMAP_THRESHOLD, SERVER_TRIM_BODY);
 	pthread_mutex_init(&srv->mu, NULL);
 	TAILQ_INIT(&srv->asks);
 	srv->ask_ev = event_new(e->base, -1, 0, server_ask_cb, srv);
@@ -877,6 +932,8 @@ server_free(struct server *srv)
 			event_free(f->close_ev);
 		if (f->limits_ev != NULL)
 			event_free(f->limits_ev);
+		if (f->trim_ev != NULL)
+			event_free(f->trim_ev);
 
 		if (f->base != NULL)
 			event_base_free(f->base);

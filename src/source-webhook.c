@@ -310,6 +310,7 @@ webhook_handle(const struct source_req *req, struct source_result *res)
 	if (req->len > 0 && source_body_kind(req) != SOURCE_BODY_FORM)
 		source_keep_body(req, ev);
 	ev->type = xstrdup("webhook");
+	ev->unsigned_body = def->auth == WH_AUTH_NONE;
 	id = NULL;
 	if (def->auth == WH_AUTH_STANDARD) {
 		id = source_header(req, "webhook-id");

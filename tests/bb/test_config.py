@@ -65,6 +65,9 @@ with Spur() as s:
              '"limits.buffered" (1048576 bytes) must be at least limits.body and limits.header together '
              '(1114112 bytes): a request that big could never be read',
              "limits.buffered smaller than one whole request is refused at its position"),
+            ("limits:\n  unsigned_body: 64 KB\n", "2:18",
+             '"limits.unsigned_body": invalid size "64 KB" (expected e.g. 512KiB, 25MiB, 4GiB)',
+             "a malformed limits.unsigned_body is refused at its position"),
             ("retention:\n  run_files: 2h\n", "2:14", '"retention.run_files" must be at least 86400s',
              "a run files retention under a day is refused at its position"),
             ("reports:\n  give_up: 0s\n", "2:12", '"reports.give_up" must be at least 1s',
