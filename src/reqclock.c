@@ -14,8 +14,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 
 #define REQCLOCK_SWEEP_MS	250
+#define REQCLOCK_HEAD_MAX	16384	/* the part of a head looked at for its target and length */
+
+/* Why a request being read was refused: the answer the sweep writes. */
+enum rqrefuse { RQ_OK, RQ_BUSY, RQ_TOO_LARGE };
 
 /*
  * evhttp 2.1 says nothing about a connection until its first request is
@@ -35,7 +41,8 @@ struct rqconn {
 	struct bufferevent	*bev;
 	int64_t			 started;	/* a request is being read since; 0: none */
 	long long		 held;		/* its bytes in the budget */
-	int			 refused;	/* over the budget: answered 503 and closed */
+	enum rqrefuse		 refused;	/* answered (503, 413) and closed */
+	int			 head_seen;	/* its request's head was looked at */
 	int			 watched;	/* our close callback is on its connection */
 	reqclock_close_cb	 close_cb;	/* the front's, while it holds a request */
 	void			*close_arg;
@@ -53,6 +60,9 @@ struct reqclock {
 	struct reqbudget	*budget;
 	struct metrics		*metrics;
 	int64_t			 limit_ms;
+	reqclock_body_cb	 body_cb;
+	void			*body_arg;
+	char			*head;		/* REQCLOCK_HEAD_MAX + 1, for body_cb */
 	TAILQ_HEAD(, rqconn)	 conns;
 	struct rqconn		**buckets;	/* by bufferevent */
 	size_t			 nbuckets;	/* a power of two */
@@ -165,6 +175,51 @@ reqclock_forget(struct reqclock *rc, struct rqconn *c)
 }
 
 /*
+ * The first bytes of a request: if its whole head is here and it announces a
+ * body larger than its target may have, 0 (refuse it, 413). The buffer starts
+ * with the request line only before evhttp has consumed any of it; anything
+ * else is left to the front.
+ */
+static int
+reqclock_head_ok(struct reqclock *rc, struct rqconn *c, struct evbuffer *buf)
+{
+	char		*h = rc->head, *end, *line, *target, *sp, *v;
+	size_t		 n;
+	long long	 limit, len;
+
+	n = evbuffer_copyout(buf, h, REQCLOCK_HEAD_MAX);
+	h[n] = '\0';
+	if ((end = strstr(h, "\r\n\r\n")) == NULL) {
+		/* Not whole yet: wait for more, unless it can never be looked at here. */
+		c->head_seen = n == REQCLOCK_HEAD_MAX || strchr(h, '\n') != NULL;
+		return 1;
+	}
+	c->head_seen = 1;
+	end[2] = '\0';
+	/* "METHOD /target HTTP/1.1" */
+	if ((target = strchr(h, ' ')) == NULL || target[1] != '/' ||
+	    (sp = strchr(target + 1, ' ')) == NULL || sp > strchr(h, '\r'))
+		return 1;
+	*sp = '\0';
+	if ((limit = rc->body_cb(target + 1, rc->body_arg)) < 0)
+		return 1;
+	for (line = strchr(sp + 1, '\n'); line != NULL; line = strchr(line, '\n')) {
+		line++;
+		if (strncasecmp(line, "Content-Length:", 15) != 0)
+			continue;
+		v = line + 15 + strspn(line + 15, " \t");
+		len = strtoll(v, NULL, 10);
+		if (len > limit) {
+			log_info("event=http.too_large target=%s length=%lld limit=%lld "
+			    "consequence=\"413, connection closed\"", log_q(target + 1), len,
+			    limit);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/*
  * Bytes came in: if no request was being read, one starts now; they count in
  * the budget. Over it, a connection whose request is being read reads no
  * more, and the sweep, run at once, answers and closes it unless evhttp finds
@@ -203,11 +258,18 @@ reqclock_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, voi
 	bufferevent_getcb(c->bev, &r, &w, &e, NULL);
 	if (r == NULL)
 		return;
+	if (!c->head_seen && c->rc->body_cb != NULL && !reqclock_head_ok(c->rc, c, buf)) {
+		c->refused = RQ_TOO_LARGE;
+		reqclock_release(c);
+		bufferevent_disable(c->bev, EV_READ);
+		event_active(c->rc->sweep, EV_TIMEOUT, 0);
+		return;
+	}
 	c->held += (long long)info->n_added;
 	used = atomic_fetch_add(&b->used, (long long)info->n_added) + (long long)info->n_added;
 	if (used <= (limit = atomic_load(&b->limit)))
 		return;
-	c->refused = 1;
+	c->refused = RQ_BUSY;
 	reqclock_release(c);
 	bufferevent_disable(c->bev, EV_READ);
 	log_warn("event=http.busy peer=%s buffered=%lld limit=%lld consequence=\"503, "
@@ -225,9 +287,14 @@ reqclock_refuse(struct rqconn *c, int s)
 	char			 msg[256];
 	int			 n;
 
-	n = snprintf(msg, sizeof msg, "HTTP/1.1 503 Service Unavailable\r\n"
-	    "Content-Type: application/json\r\nRetry-After: 5\r\nConnection: close\r\n"
-	    "Content-Length: %zu\r\n\r\n%s", sizeof body - 1, body);
+	if (c->refused == RQ_TOO_LARGE)
+		n = snprintf(msg, sizeof msg, "HTTP/1.1 413 Payload Too Large\r\n"
+		    "Connection: close\r\nContent-Length: 0\r\n\r\n");
+	else
+		n = snprintf(msg, sizeof msg, "HTTP/1.1 503 Service Unavailable\r\n"
+		    "Content-Type: application/json\r\nRetry-After: 5\r\n"
+		    "Connection: close\r\nContent-Length: %zu\r\n\r\n%s", sizeof body - 1,
+		    body);
 	/* Nothing of this connection is being written: evhttp answers a request once it is whole. */
 	(void)send(s, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	shutdown(s, SHUT_RDWR);
@@ -348,8 +415,9 @@ reqclock_done(struct reqclock *rc, struct evhttp_request *req)
 	if ((c = reqclock_conn(rc, req)) == NULL)
 		return 0;
 	c->started = 0;
-	refused = c->refused;
-	c->refused = 0;
+	c->head_seen = 0;
+	refused = c->refused == RQ_BUSY;
+	c->refused = RQ_OK;
 	reqclock_release(c);
 	if (!c->watched) {
 		evhttp_connection_set_closecb(evhttp_request_get_connection(req),
@@ -381,6 +449,15 @@ reqclock_set_limit(struct reqclock *rc, int seconds)
 }
 
 void
+reqclock_set_body_cb(struct reqclock *rc, reqclock_body_cb cb, void *arg)
+{
+	rc->body_cb = cb;
+	rc->body_arg = arg;
+	if (rc->head == NULL)
+		rc->head = xmalloc(REQCLOCK_HEAD_MAX + 1);
+}
+
+void
 reqclock_free(struct reqclock *rc)
 {
 	struct rqconn	*c;
@@ -390,6 +467,7 @@ reqclock_free(struct reqclock *rc)
 	while ((c = TAILQ_FIRST(&rc->conns)) != NULL)
 		reqclock_forget(rc, c);
 	event_free(rc->sweep);
+	free(rc->head);
 	free(rc->buckets);
 	free(rc);
 }

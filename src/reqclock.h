@@ -10,6 +10,8 @@ struct metrics;
 struct reqclock;
 
 typedef void (*reqclock_close_cb)(struct evhttp_connection *, void *);
+/* The largest body a request to target may have, or -1 for limits.body alone. */
+typedef long long (*reqclock_body_cb)(const char *target, void *);
 
 /*
  * The bytes of the requests being read, every front's connections together
@@ -44,7 +46,7 @@ struct bufferevent *reqclock_bevcb(struct event_base *, void *);
 /*
  * The request is whole (the front's request callback): its clock stops and
  * its bytes leave the budget. -1: it went over the budget while it was read;
- * answer it 503.
+ * answer it 503. (One found too large for its target is for the front to refuse.)
  */
 int		 reqclock_done(struct reqclock *, struct evhttp_request *);
 /*
@@ -55,6 +57,14 @@ void		 reqclock_on_close(struct reqclock *, struct evhttp_request *,
 		     reqclock_close_cb, void *);
 /* A new limit, from now on for every request being read. */
 void		 reqclock_set_limit(struct reqclock *, int seconds);
+/*
+ * Bodies smaller than limits.body for some targets (auth: none hooks): a
+ * request whose head arrives at once, with a Content-Length over what cb
+ * says for its target, is answered 413 and closed before its body is read.
+ * The front checks every request again once it is whole (a head that came
+ * in pieces is not seen here: evhttp has consumed its lines).
+ */
+void		 reqclock_set_body_cb(struct reqclock *, reqclock_body_cb, void *);
 /* After evhttp_free: the connections it let go of. */
 void		 reqclock_free(struct reqclock *);
 

@@ -408,21 +408,40 @@ hookreq_verify(struct hookreq *hr)
 }
 
 /*
- * Whether the body is over limits.unsigned_body for a hook anyone may send to
- * (auth: none): those get the smaller limit, since nothing else bounds what
- * strangers make the engine hold.
+ * limits.unsigned_body for a hook anyone may send to (auth: none), else -1:
+ * those get the smaller limit, since nothing else bounds what strangers make
+ * the engine hold.
  */
-static int
-server_unsigned_too_large(const struct hookreq *hr, const char *org_name, const char *hook,
-    size_t len)
+static long long
+server_unsigned_limit(const struct config *conf, const struct automation_set *set,
+    const char *org_name, const char *hook)
 {
 	const struct webhook_def	*def;
 
-	if (hr->src != &source_webhook || len <= hr->conf->limit_unsigned_body ||
-	    config_org(hr->conf, org_name) == NULL)
-		return 0;
-	def = automation_webhook(hr->set, org_name, hook);
-	return def != NULL && def->auth == WH_AUTH_NONE;
+	if (source_find(hook) != &source_webhook || config_org(conf, org_name) == NULL ||
+	    (def = automation_webhook(set, org_name, hook)) == NULL ||
+	    def->auth != WH_AUTH_NONE)
+		return -1;
+	return (long long)conf->limit_unsigned_body;
+}
+
+/* Front, from its clock: the same limit, from a request's head before its body is read. */
+static long long
+front_body_limit_cb(const char *target, void *arg)
+{
+	struct front		*f = arg;
+	struct automation_set	*set;
+	struct config		*conf;
+	char			 org[128], hook[128];
+	long long		 limit;
+
+	if (server_hook_path(target, org, sizeof org, hook, sizeof hook) != 0)
+		return -1;
+	conf = serve_config_ref(f->srv->engine, &set);
+	limit = server_unsigned_limit(conf, set, org, hook);
+	automation_set_unref(set);
+	config_free(conf);
+	return limit;
 }
 
 /* Front: a webhook, verified and answered here unless its event goes to ingest. */
@@ -439,6 +458,7 @@ server_hook(struct front *f, struct evhttp_request *req, const char *org_name,
 	struct source_result	*res;
 	struct ingest_item	*item;
 	size_t			 nh = 0;
+	long long		 limit;
 
 	if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
@@ -458,7 +478,8 @@ server_hook(struct front *f, struct evhttp_request *req, const char *org_name,
 		nh++;
 	}
 	hr->len = evbuffer_get_length(body);
-	if (server_unsigned_too_large(hr, org_name, hook, hr->len)) {
+	limit = server_unsigned_limit(hr->conf, hr->set, org_name, hook);
+	if (limit >= 0 && hr->len > (unsigned long long)limit) {
 		if ((req = hookreq_take(hr)) != NULL) {
 			evhttp_add_header(evhttp_request_get_output_headers(req), "Connection",
 			    "close");
@@ -816,6 +837,7 @@ front_init(struct server *srv, struct front *f, const struct config *conf)
 	f->clock = reqclock_new(f->base, (int)conf->limit_request, srv->budget,
 	    srv->engine->metrics);
 	evhttp_set_bevcb(f->http, reqclock_bevcb, f->clock);
+	reqclock_set_body_cb(f->clock, front_body_limit_cb, f);
 	front_limits(f, conf);
 	evhttp_set_gencb(f->http, server_request_cb, f);
 	f->answer_ev = event_new(f->base, -1, 0, front_answer_cb, f);

@@ -106,6 +106,22 @@ def rss_kib(pid):
     return 0
 
 
+def read_to_eof(c, timeout=5):
+    """Everything the engine sends on c, and whether it closed the connection before timeout."""
+    c.settimeout(timeout)
+    got = b""
+    try:
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                return got, True
+            got += chunk
+    except socket.timeout:
+        return got, False
+    except OSError:
+        return got, True
+
+
 def disk_full_at(nbytes):
     """For Spur.start(preexec=): files stop growing past nbytes (RLIMIT_FSIZE standing in for
     a full disk); a write past it fails with EFBIG instead of killing the engine with SIGXFSZ.

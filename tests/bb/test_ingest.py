@@ -2,6 +2,7 @@
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -10,7 +11,8 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import (Spur, Tap, SECRETS, NODE_MODULES, github_headers, github_comment, github_sig, disk_full_at,
-                      slack_headers, linear_sig, std_headers, grep_secrets, rss_kib)
+                      slack_headers, linear_sig, std_headers, grep_secrets, rss_kib,
+                      read_to_eof)
 
 t = Tap()
 
@@ -379,6 +381,16 @@ with Spur("limits:\n  body: 24MiB\n", automations={"open.yaml": OPEN, "alerts.ya
 
     st, _, _ = s.request("POST", HOOK + "open", sized("alert", "too-big", 64 * 1024 + 1), JSON)
     t.eq(st, 413, "65 KiB + 1 byte to an auth: none hook is 413 (limits.unsigned_body 64KiB)")
+    # from its Content-Length, before the body is sent
+    c = socket.create_connection(("127.0.0.1", s.port))
+    c.sendall(b"POST /o/acme/hooks/open HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n{" % (20 << 20))
+    got, closed = read_to_eof(c)
+    c.close()
+    t.ok(got.startswith(b"HTTP/1.1 413") and closed,
+         "20 MiB announced to an auth: none hook: 413 and the connection closed, the body never read", got)
+    t.contains(s.logs(), 'event=http.too_large target=/o/acme/hooks/open length=20971520 limit=65536',
+               "the log says so")
     st, _, a = s.post_json(HOOK + "open", sized("alert", "kept-marker-7", 64 * 1024), JSON)
     t.ok(st == 200 and len(a.get("runs", [])) == 1, "64 KiB exactly is taken, and starts its run", (st, a))
     kept = a.get("event")

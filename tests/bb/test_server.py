@@ -8,7 +8,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap, grep_secrets, SECRETS, github_headers, github_comment, rss_kib
+from spurtest import Spur, Tap, grep_secrets, SECRETS, github_headers, github_comment, rss_kib, read_to_eof
 
 t = Tap()
 
@@ -281,16 +281,7 @@ with Spur("limits:\n  body: 1MiB\n  buffered: 2MiB\n  request: 30s\n") as s:
             c.sendall(b"4000\r\n" + b"x" * 0x4000 + b"\r\n")
     except OSError:
         pass
-    c.settimeout(5)
-    got = b""
-    try:
-        while True:
-            chunk = c.recv(65536)
-            if not chunk:
-                break
-            got += chunk
-    except OSError:
-        pass
+    got, _ = read_to_eof(c)
     c.close()
     t.ok(got.startswith(b"HTTP/1.1 413") and got.count(b"HTTP/1.1 ") == 1,
          "a chunked body past limits.body gets one answer, 413, though 3 MiB were sent", got[:200])
@@ -410,22 +401,6 @@ agent: command
 command: [/bin/true]
 prompt: Look.
 """
-
-
-def read_to_eof(c, timeout=5):
-    """Everything the engine sends on c, and whether it closed the connection before timeout."""
-    c.settimeout(timeout)
-    got = b""
-    try:
-        while True:
-            chunk = c.recv(65536)
-            if not chunk:
-                return got, True
-            got += chunk
-    except socket.timeout:
-        return got, False
-    except ConnectionResetError:
-        return got, True
 
 
 with Spur(automations={"open.yaml": OPEN_HOOK}) as s:
