@@ -383,6 +383,77 @@ get_bool(struct aload *l, const struct ynode *n, const char *what)
 	return b;
 }
 
+/* The escapes of YAML's double quotes that give a control character, and what each reads as. */
+static const struct {
+	char		 c;
+	const char	*escape;
+	const char	*name;
+} yaml_controls[] = {
+	{ '\a', "\\a", "a bell" }, { '\b', "\\b", "a backspace" },
+	{ '\t', "\\t", "a tab" }, { '\n', "\\n", "a newline" },
+	{ '\v', "\\v", "a vertical tab" }, { '\f', "\\f", "a form feed" },
+	{ '\r', "\\r", "a carriage return" }, { '\033', "\\e", "an escape" },
+};
+
+static int
+yaml_control(unsigned char c)
+{
+	size_t	 i;
+
+	for (i = 0; i < SPUR_ARRLEN(yaml_controls); i++) {
+		if ((unsigned char)yaml_controls[i].c == c)
+			return (int)i;
+	}
+	return -1;
+}
+
+/*
+ * A regex holding a control character was most likely written in double quotes, where
+ * YAML reads "\b" (a word boundary to PCRE) as a backspace: a warning with the regex
+ * as it would be written in single quotes, which keep every backslash.
+ */
+static void
+regex_control_warn(struct aload *l, const struct ynode *n, const char *what)
+{
+	const unsigned char	*p;
+	struct buf		 b;
+	char			*fix;
+	int			 first = -1, k = -1;
+
+	for (p = (const unsigned char *)n->value; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f) {
+			first = *p;
+			k = yaml_control(*p);
+			break;
+		}
+	}
+	if (first == -1)
+		return;
+	buf_init(&b, 0);
+	buf_adds(&b, "");
+	for (p = (const unsigned char *)n->value; *p != '\0'; p++) {
+		if (yaml_control(*p) >= 0)
+			buf_adds(&b, yaml_controls[yaml_control(*p)].escape);
+		else if (*p < 0x20 || *p == 0x7f)
+			buf_addf(&b, "\\x%02x", *p);
+		else if (*p == '\'')
+			buf_adds(&b, "''");	/* how single quotes write one */
+		else
+			buf_addc(&b, (char)*p);
+	}
+	fix = buf_take(&b);
+	if (k >= 0)
+		yerrs_warn_node(l->errs, l->file, n, "\"%s\" contains %s (U+%04X): in double "
+		    "quotes YAML reads %s as %s; write the regex in single quotes: '%s'", what,
+		    yaml_controls[k].name, first, yaml_controls[k].escape,
+		    yaml_controls[k].name, fix);
+	else
+		yerrs_warn_node(l->errs, l->file, n, "\"%s\" contains a control character "
+		    "(U+%04X): in double quotes YAML reads \\x%02x as one; write the regex in "
+		    "single quotes: '%s'", what, first, first, fix);
+	free(fix);
+}
+
 static struct regex *
 get_regex(struct aload *l, const struct ynode *n, const char *what)
 {
@@ -399,7 +470,8 @@ get_regex(struct aload *l, const struct ynode *n, const char *what)
 		yerrs_node(l->errs, l->file, n, "invalid regex \"%s\": %s at offset %zu",
 		    n->value, cause, off);
 		free(cause);
-	}
+	} else
+		regex_control_warn(l, n, what);
 	return re;
 }
 
@@ -493,7 +565,7 @@ parse_path_value(struct aload *l, const char *path, const struct ynode *v, const
 	struct cond		*all, *c;
 	struct ynode *const	*items;
 	const char		*op;
-	char			*place;
+	char			*place, *mwhat;
 	size_t			 i, j, count;
 	int			 b;
 
@@ -536,10 +608,12 @@ parse_path_value(struct aload *l, const char *path, const struct ynode *v, const
 			break;
 		case 2:		/* match */
 			c = cond_new(COND_MATCH, path);
-			if ((c->re = get_regex(l, ymap_value(v, i), "match")) == NULL) {
+			mwhat = xprintf("%s.match", place);
+			if ((c->re = get_regex(l, ymap_value(v, i), mwhat)) == NULL) {
 				cond_free(c);
 				c = NULL;
 			}
+			free(mwhat);
 			break;
 		case 3:		/* exists */
 			if ((b = get_bool(l, ymap_value(v, i), "exists")) < 0)
@@ -885,6 +959,40 @@ parse_webhook(struct aload *l, struct trigger *t, const struct ynode *m)
 	}
 }
 
+/* Each item checked: check gives NULL, or the error's format (with %s for the item). */
+static void
+parse_list_checked(struct aload *l, const struct ynode *v, const char *what, char ***out,
+    size_t *nout, const char *(*check)(const char *))
+{
+	struct ynode *const	*items;
+	const char		*bad;
+	size_t			 i, count;
+	int			 ok = 1;
+
+	if (get_items(l, v, what, &items, &count) != 0)
+		return;
+	for (i = 0; i < count; i++) {
+		if ((bad = check(items[i]->value)) != NULL) {
+			yerrs_node(l->errs, l->file, items[i], bad, items[i]->value);
+			ok = 0;
+		}
+	}
+	if (ok)
+		*out = get_list(l, v, what, nout);
+}
+
+/* Slack names a channel by id (C..., G... private, D... direct); a name never matches. */
+static const char *
+valid_channel(const char *s)
+{
+	if (*s != '\0' && strchr("CGD", *s) != NULL && s[1] != '\0' && strlen(s) < 64 &&
+	    strspn(s + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == strlen(s + 1))
+		return NULL;
+	return "slack channel \"%s\" is not a channel id: \"channels\" are ids such as "
+	    "C0123ABCD, never names (in Slack, click the channel's name: its channel ID is "
+	    "at the bottom of About)";
+}
+
 static char **
 parse_events(struct aload *l, struct trigger *t, const struct ynode *v, const char *what)
 {
@@ -933,7 +1041,9 @@ parse_source_trigger(struct aload *l, struct trigger *t, const struct ynode *m)
 			if ((t->teams = get_list(l, v, what, &t->nteams)) != NULL)
 				trigger_add_check(t, CHECK_TEAMS);
 		} else if (strcmp(key, "channels") == 0) {
-			if ((t->channels = get_list(l, v, what, &t->nchannels)) != NULL)
+			parse_list_checked(l, v, what, &t->channels, &t->nchannels,
+			    valid_channel);
+			if (t->channels != NULL)
 				trigger_add_check(t, CHECK_CHANNELS);
 		} else if (strcmp(key, "to_state") == 0) {
 			if ((t->to_state = get_string(l, v, what)) != NULL)
@@ -948,9 +1058,10 @@ parse_source_trigger(struct aload *l, struct trigger *t, const struct ynode *m)
 	}
 }
 
+/* at: where the trigger is written (its key, or its list item), for what concerns it whole. */
 static void
 parse_trigger(struct aload *l, enum trigger_source src, const struct ynode *m,
-    const char *label)
+    const struct ynode *at, const char *label)
 {
 	static const char *const *const keys[] = {
 		github_keys, slack_keys, linear_keys, schedule_keys, webhook_keys
@@ -974,6 +1085,11 @@ parse_trigger(struct aload *l, enum trigger_source src, const struct ynode *m,
 		parse_webhook(l, t, m);
 	else
 		parse_source_trigger(l, t, m);
+	/* Every issue, push, review and check run of the repositories: rarely what is meant. */
+	if (src == TRIG_GITHUB && ymap_get(m, "events") == NULL)
+		yerrs_warn_node(l->errs, l->file, at, "%s has no \"events\": it matches every "
+		    "GitHub event type (pushes, check runs, reviews, ...); list the events it is "
+		    "for, e.g. events: [issue_comment.created]", label);
 }
 
 static void
@@ -996,7 +1112,7 @@ parse_on(struct aload *l, const struct ynode *on)
 			continue;	/* reported by map_check */
 		if (v->type != YNODE_SEQ) {
 			label = xprintf("on.%s", key);
-			parse_trigger(l, src, v, label);
+			parse_trigger(l, src, v, on->items[2 * i], label);
 			free(label);
 			continue;
 		}
@@ -1005,7 +1121,7 @@ parse_on(struct aload *l, const struct ynode *on)
 			yerrs_node(l->errs, l->file, v, "\"on.%s\" must not be empty", key);
 		for (j = 0; j < v->n; j++) {
 			label = xprintf("on.%s[%zu]", key, j);
-			parse_trigger(l, src, v->items[j], label);
+			parse_trigger(l, src, v->items[j], v->items[j], label);
 			free(label);
 		}
 	}
@@ -1063,28 +1179,6 @@ valid_host(const char *s)
 	return NULL;
 }
 
-/* Each item checked: check gives NULL, or the error's format (with %s for the item). */
-static void
-parse_list_checked(struct aload *l, const struct ynode *v, const char *what, char ***out,
-    const char *(*check)(const char *))
-{
-	struct ynode *const	*items;
-	const char		*bad;
-	size_t			 i, count;
-	int			 ok = 1;
-
-	if (get_items(l, v, what, &items, &count) != 0)
-		return;
-	for (i = 0; i < count; i++) {
-		if ((bad = check(items[i]->value)) != NULL) {
-			yerrs_node(l->errs, l->file, items[i], bad, items[i]->value);
-			ok = 0;
-		}
-	}
-	if (ok)
-		*out = get_list(l, v, what, NULL);
-}
-
 /* Artifact globs stay under the run's artifacts directory. */
 static const char *
 valid_artifact(const char *s)
@@ -1131,7 +1225,7 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 		if ((e = get_enum(l, v, key, proof_names)) >= 0)
 			a->proof = e;
 	} else if (strcmp(key, "artifacts") == 0)
-		parse_list_checked(l, v, key, &a->artifacts, valid_artifact);
+		parse_list_checked(l, v, key, &a->artifacts, NULL, valid_artifact);
 	else if (strcmp(key, "secrets") == 0) {
 		if (get_items(l, v, key, &items, &count) != 0)
 			return;
@@ -1147,7 +1241,7 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 		    ymap_get(v, "allow") == NULL)
 			return;
 		parse_list_checked(l, ymap_get(v, "allow"), "network.allow",
-		    &a->network_allow, valid_host);
+		    &a->network_allow, NULL, valid_host);
 	} else if (strcmp(key, "timeout") == 0) {
 		s = NULL;
 		if (v->type != YNODE_SCALAR || parse_duration(v->value, &a->timeout, &s) != 0 ||
@@ -1186,6 +1280,20 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 	}
 }
 
+/* "a, b", the configured orgs, for a message about an org that is not one. */
+static char *
+org_names(const struct config *conf)
+{
+	struct buf	 b;
+	size_t		 i;
+
+	buf_init(&b, 0);
+	buf_adds(&b, conf->norgs == 0 ? "none" : "");
+	for (i = 0; i < conf->norgs; i++)
+		buf_addf(&b, "%s%s", i > 0 ? ", " : "", conf->orgs[i].name);
+	return buf_take(&b);
+}
+
 /* The automation's name and org come first: names, hooks and secrets are checked against them. */
 static void
 parse_identity(struct aload *l, const struct ynode *root, const char *base)
@@ -1214,7 +1322,10 @@ parse_identity(struct aload *l, const struct ynode *root, const char *base)
 	if ((n = ymap_get(root, "org")) != NULL) {
 		if ((a->org = get_string(l, n, "org")) != NULL && l->conf != NULL &&
 		    (l->org = config_org(l->conf, a->org)) == NULL) {
-			yerrs_node(l->errs, l->file, n, "unknown org \"%s\"", a->org);
+			all = org_names(l->conf);
+			yerrs_node(l->errs, l->file, n, "unknown org \"%s\" (configured: %s)",
+			    a->org, all);
+			free(all);
 			free(a->org);
 			a->org = NULL;
 		}
@@ -1241,35 +1352,27 @@ parse_identity(struct aload *l, const struct ynode *root, const char *base)
 		seen_add(&l->names, &l->nnames, a->org, a->name, l->file);
 }
 
-/* Where an error of file points, from its "FILE:LINE:COL: " prefix. */
+/*
+ * A coding agent reaches its model API only with its org's key: without one every run
+ * fails at its start, so the loader says so (agent: command needs none).
+ */
 static void
-errs_position(const char *msg, size_t skip, long *line, long *col)
+agent_key_check(struct aload *l, const struct ynode *agent_node)
 {
-	char	*end;
+	const struct automation	*a = l->a;
 
-	*line = strtol(msg + skip, &end, 10);
-	*col = *end == ':' ? strtol(end + 1, NULL, 10) : 0;
-}
-
-/* A file's errors in the order of the file (checks run in their own order), stable. */
-static void
-errs_sort(struct yerrs *errs, size_t from, const char *file)
-{
-	size_t	 i, j, skip = strlen(file) + 1;
-	long	 li, ci, lj, cj;
-	char	*m;
-
-	for (i = from + 1; i < errs->n; i++) {
-		m = errs->msgs[i];
-		errs_position(m, skip, &li, &ci);
-		for (j = i; j > from; j--) {
-			errs_position(errs->msgs[j - 1], skip, &lj, &cj);
-			if (lj < li || (lj == li && cj <= ci))
-				break;
-			errs->msgs[j] = errs->msgs[j - 1];
-		}
-		errs->msgs[j] = m;
-	}
+	if (l->org == NULL || a->agent == AGENT_COMMAND ||
+	    org_agent_key(l->org, a->agent_name) != NULL)
+		return;
+	if (agent_node == NULL)
+		yerrs_add(l->errs, l->file, 1, 1, "agent %s (the default) has no API key in org "
+		    "\"%s\": set orgs.%s.agents.%s.api_key, or choose another \"agent\"",
+		    a->agent_name, l->org->name, l->org->name, a->agent_name);
+	else if (agent_node->type == YNODE_SCALAR &&
+	    strcmp(agent_node->value, a->agent_name) == 0)
+		yerrs_node(l->errs, l->file, agent_node, "agent %s has no API key in org "
+		    "\"%s\": set orgs.%s.agents.%s.api_key", a->agent_name, l->org->name,
+		    l->org->name, a->agent_name);
 }
 
 /* Reads one file into an automation; NULL when it had any error (all of them reported). */
@@ -1279,7 +1382,7 @@ automation_parse(struct aload *l, const char *path, const char *base)
 	struct automation	*a;
 	const struct ynode	*n, *agent_node = NULL;
 	struct ynode		*root;
-	size_t			 nerr = l->errs->n, i;
+	size_t			 first = l->errs->n, nerr = l->errs->nerrors, i;
 	int			 seen_on = 0, e, seen_authors = 0, seen_bots = 0;
 
 	if ((root = yaml_load_file(path, l->errs)) == NULL)
@@ -1305,6 +1408,7 @@ automation_parse(struct aload *l, const char *path, const char *base)
 			    agent_node->type == YNODE_SCALAR ? agent_node->value : "");
 	}
 	a->agent_name = xstrdup(agent_kind_name(a->agent));
+	agent_key_check(l, agent_node);
 	for (i = 0; i < root->n; i++) {
 		if (key_repeated(root, i))
 			continue;	/* reported by map_check */
@@ -1339,8 +1443,8 @@ automation_parse(struct aload *l, const char *path, const char *base)
 out:
 	ynode_free(root);
 	l->a = NULL;
-	errs_sort(l->errs, nerr, path);
-	if (l->errs->n != nerr) {
+	yerrs_sort(l->errs, first, path);
+	if (l->errs->nerrors != nerr) {
 		automation_free(a);
 		return NULL;
 	}
@@ -1416,7 +1520,7 @@ automation_load(const struct config *conf, const char *dir, struct yerrs *errs)
 	struct automation	*a;
 	struct aload		 l;
 	char			**files = NULL, *path;
-	size_t			  nfiles = 0, nerr = errs->n, i, j;
+	size_t			  nfiles = 0, nerr = errs->nerrors, i, j;
 
 	memset(&l, 0, sizeof l);
 	l.conf = conf;
@@ -1439,7 +1543,7 @@ automation_load(const struct config *conf, const char *dir, struct yerrs *errs)
 	}
 	seen_free(l.names, l.nnames);
 	seen_free(l.hooks, l.nhooks);
-	if (errs->n != nerr) {
+	if (errs->nerrors != nerr) {
 		automation_set_free(set);
 		return NULL;
 	}

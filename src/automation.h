@@ -69,7 +69,8 @@ struct automation_set;
 
 /*
  * Loads every *.yaml of dir (sorted by file name; hidden files and other names are
- * skipped); every problem of every file goes to errs as FILE:LINE:COL; NULL if any.
+ * skipped); every problem of every file goes to errs as FILE:LINE:COL; NULL if any is
+ * an error (warnings, what may be intended, load).
  * Defaults: name from the file name, org when the config has only one, agent claude,
  * proof report, concurrency thread/queue, report thread, authors members, bots false,
  * timeout 0 (the config's). With conf NULL, org is required and secrets go unchecked.

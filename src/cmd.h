@@ -7,6 +7,7 @@
 struct config;
 struct automation_set;
 struct store;
+struct yerrs;
 
 #define EXIT_OK		0
 #define EXIT_FAILED	1
@@ -33,8 +34,11 @@ int	cmd_schedules(const struct cmd *, int, char **);
 int	cmd_forward(const struct cmd *, int, char **);
 
 void	cmd_usage(const struct cmd *, int to_stderr);
-/* Loads config and automations, printing every error; -1 if any. */
+/* Loads config and automations, printing every error and warning; -1 if any error. */
 int	cmd_load(const char *path, struct config **, struct automation_set **);
+/* The same into errs, printing nothing (serve logs them); warnings alone load. */
+int	cmd_load_errs(const char *path, struct config **, struct automation_set **,
+	    struct yerrs *);
 /* Opens the store of a configured data dir for the CLI. */
 struct store *cmd_store(const char *path, struct config **);
 void	cmd_print_json(json_t *);

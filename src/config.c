@@ -832,7 +832,7 @@ config_load(const char *path, struct yerrs *errs)
 	struct config	*cf;
 	struct ynode	*root;
 	struct cfgctx	 c;
-	size_t		 i, before = errs->n;
+	size_t		 i, before = errs->nerrors;
 	char		*tmp;
 
 	if ((root = yaml_load_file(path, errs)) == NULL)
@@ -879,7 +879,7 @@ config_load(const char *path, struct yerrs *errs)
 		else
 			cfg_unknown(&c, root, i, NULL);
 	}
-	if (cf->norgs == 0 && errs->n == before)
+	if (cf->norgs == 0 && errs->nerrors == before)
 		cfg_error(&c, root, "\"orgs\" must define at least one org");
 out:
 	if (cf->nlisten == 0) {
@@ -897,7 +897,7 @@ out:
 	cf->automations_dir = cfg_abspath(cf->dir, tmp);
 	free(tmp);
 	ynode_free(root);
-	if (errs->n != before) {
+	if (errs->nerrors != before) {
 		config_free(cf);
 		return NULL;
 	}

@@ -106,6 +106,22 @@ serve_config_ref(struct engine *e, struct automation_set **set)
 	return conf;
 }
 
+/* A load's warnings are logged and never refuse; its errors go to event (or stderr when NULL). */
+static void
+serve_tell_errs(const struct yerrs *errs, const char *event)
+{
+	size_t	 i;
+
+	for (i = 0; i < errs->n; i++) {
+		if (errs->warning[i])
+			log_warn("event=config.warning warning=%s", log_q(errs->msgs[i]));
+		else if (event != NULL)
+			log_error("event=%s error=%s", event, log_q(errs->msgs[i]));
+		else
+			fprintf(stderr, "%s\n", errs->msgs[i]);
+	}
+}
+
 /* Re-reads config and automations; an invalid set is refused whole and the old one stays. */
 static void
 serve_reload(struct engine *e)
@@ -113,23 +129,16 @@ serve_reload(struct engine *e)
 	struct yerrs		 errs;
 	struct config		*conf, *oldconf;
 	struct automation_set	*set = NULL, *oldset;
-	size_t			 i;
 
 	log_info("event=reload.start config=%s", log_q(e->config_path));
 	yerrs_init(&errs);
-	conf = config_load(e->config_path, &errs);
-	if (conf != NULL)
-		set = automation_load(conf, conf->automations_dir, &errs);
-	if (errs.n > 0) {
-		for (i = 0; i < errs.n; i++)
-			log_error("event=reload.error error=%s", log_q(errs.msgs[i]));
-		log_error("event=reload.refused errors=%zu kept=old", errs.n);
+	if (cmd_load_errs(e->config_path, &conf, &set, &errs) != 0) {
+		serve_tell_errs(&errs, "reload.error");
+		log_error("event=reload.refused errors=%zu kept=old", errs.nerrors);
 		yerrs_free(&errs);
-		if (set != NULL)
-			automation_set_unref(set);
-		config_free(conf);
 		return;
 	}
+	serve_tell_errs(&errs, "reload.error");
 	yerrs_free(&errs);
 	if (strcmp(conf->data_dir, e->conf->data_dir) != 0)
 		log_warn("event=reload.ignored key=data_dir reason=\"needs a restart\"");
@@ -275,9 +284,10 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	struct engine	 e;
 	struct event	*sigterm, *sigint, *sighup, *prune;
 	struct timeval	 tv = { SERVE_PRUNE_SECS, 0 };
+	struct yerrs	 errs;
 	const char	*path = NULL;
 	char		*cause = NULL;
-	int		 ch, rc = EXIT_FAILED, lockfd = -1;
+	int		 ch, rc = EXIT_FAILED, lockfd = -1, loaded;
 
 	while ((ch = getopt_long(argc, argv, "c:v", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -299,7 +309,11 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	memset(&e, 0, sizeof e);
 	pthread_mutex_init(&e.conf_mu, NULL);
 	e.config_path = xstrdup(path != NULL ? path : config_default_path());
-	if (cmd_load(e.config_path, &e.conf, &e.automations) != 0) {
+	yerrs_init(&errs);
+	loaded = cmd_load_errs(e.config_path, &e.conf, &e.automations, &errs) == 0;
+	serve_tell_errs(&errs, NULL);
+	yerrs_free(&errs);
+	if (!loaded) {
 		log_error("event=serve.refused reason=\"invalid configuration\" config=%s",
 		    log_q(e.config_path));
 		free(e.config_path);

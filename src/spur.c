@@ -139,31 +139,41 @@ cmd_help(const struct cmd *c, int argc, char **argv)
 }
 
 int
-cmd_load(const char *path, struct config **confp, struct automation_set **setp)
+cmd_load_errs(const char *path, struct config **confp, struct automation_set **setp,
+    struct yerrs *errs)
 {
-	struct yerrs		 errs;
 	struct config		*conf;
 	struct automation_set	*set = NULL;
-	size_t			 i;
+	size_t			 nerr = errs->nerrors;
 
-	yerrs_init(&errs);
-	conf = config_load(path, &errs);
+	conf = config_load(path, errs);
 	if (conf != NULL && setp != NULL)
-		set = automation_load(conf, conf->automations_dir, &errs);
-	for (i = 0; i < errs.n; i++)
-		fprintf(stderr, "%s\n", errs.msgs[i]);
-	if (errs.n > 0) {
-		yerrs_free(&errs);
+		set = automation_load(conf, conf->automations_dir, errs);
+	if (errs->nerrors != nerr) {
 		if (set != NULL)
 			automation_set_unref(set);
 		config_free(conf);
 		return -1;
 	}
-	yerrs_free(&errs);
 	*confp = conf;
 	if (setp != NULL)
 		*setp = set;
 	return 0;
+}
+
+int
+cmd_load(const char *path, struct config **confp, struct automation_set **setp)
+{
+	struct yerrs	 errs;
+	size_t		 i;
+	int		 rc;
+
+	yerrs_init(&errs);
+	rc = cmd_load_errs(path, confp, setp, &errs);
+	for (i = 0; i < errs.n; i++)
+		fprintf(stderr, "%s\n", errs.msgs[i]);
+	yerrs_free(&errs);
+	return rc;
 }
 
 struct store *

@@ -30,7 +30,9 @@ void
 yerrs_init(struct yerrs *e)
 {
 	e->msgs = NULL;
+	e->warning = NULL;
 	e->n = 0;
+	e->nerrors = 0;
 }
 
 void
@@ -41,19 +43,33 @@ yerrs_free(struct yerrs *e)
 	for (i = 0; i < e->n; i++)
 		free(e->msgs[i]);
 	free(e->msgs);
+	free(e->warning);
 	yerrs_init(e);
 }
 
+/* The one place a message joins the list: its text and its severity agree. */
 static void
-yerrs_vadd(struct yerrs *e, const char *file, int line, int col, const char *fmt,
-    va_list ap)
+yerrs_push(struct yerrs *e, char *msg, int warning)
 {
-	char	*msg;
+	e->msgs = xreallocarray(e->msgs, e->n + 1, sizeof *e->msgs);
+	e->warning = xreallocarray(e->warning, e->n + 1, sizeof *e->warning);
+	e->msgs[e->n] = msg;
+	e->warning[e->n++] = warning != 0;
+	if (!warning)
+		e->nerrors++;
+}
+
+static void
+yerrs_vadd(struct yerrs *e, const char *file, int line, int col, int warning,
+    const char *fmt, va_list ap)
+{
+	char	*msg, *full;
 
 	xvasprintf(&msg, fmt, ap);
-	e->msgs = xreallocarray(e->msgs, e->n + 1, sizeof *e->msgs);
-	xasprintf(&e->msgs[e->n++], "%s:%d:%d: error: %s", file, line, col, msg);
+	xasprintf(&full, "%s:%d:%d: %s: %s", file, line, col, warning ? "warning" : "error",
+	    msg);
 	free(msg);
+	yerrs_push(e, full, warning);
 }
 
 void
@@ -62,7 +78,7 @@ yerrs_add(struct yerrs *e, const char *file, int line, int col, const char *fmt,
 	va_list	 ap;
 
 	va_start(ap, fmt);
-	yerrs_vadd(e, file, line, col, fmt, ap);
+	yerrs_vadd(e, file, line, col, 0, fmt, ap);
 	va_end(ap);
 }
 
@@ -72,7 +88,18 @@ yerrs_node(struct yerrs *e, const char *file, const struct ynode *n, const char 
 	va_list	 ap;
 
 	va_start(ap, fmt);
-	yerrs_vadd(e, file, n != NULL ? n->line : 1, n != NULL ? n->col : 1, fmt, ap);
+	yerrs_vadd(e, file, n != NULL ? n->line : 1, n != NULL ? n->col : 1, 0, fmt, ap);
+	va_end(ap);
+}
+
+void
+yerrs_warn_node(struct yerrs *e, const char *file, const struct ynode *n, const char *fmt,
+    ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	yerrs_vadd(e, file, n != NULL ? n->line : 1, n != NULL ? n->col : 1, 1, fmt, ap);
 	va_end(ap);
 }
 
@@ -81,12 +108,45 @@ yerrs_move(struct yerrs *dst, struct yerrs *src)
 {
 	size_t	 i;
 
-	for (i = 0; i < src->n; i++) {
-		dst->msgs = xreallocarray(dst->msgs, dst->n + 1, sizeof *dst->msgs);
-		dst->msgs[dst->n++] = src->msgs[i];
-	}
+	for (i = 0; i < src->n; i++)
+		yerrs_push(dst, src->msgs[i], src->warning[i]);
 	free(src->msgs);
+	free(src->warning);
 	yerrs_init(src);
+}
+
+/* Where a message of file points, from its "FILE:LINE:COL: " prefix. */
+static void
+yerrs_position(const char *msg, size_t skip, long *line, long *col)
+{
+	char	*end;
+
+	*line = strtol(msg + skip, &end, 10);
+	*col = *end == ':' ? strtol(end + 1, NULL, 10) : 0;
+}
+
+void
+yerrs_sort(struct yerrs *e, size_t from, const char *file)
+{
+	size_t		 i, j, skip = strlen(file) + 1;
+	long		 li, ci, lj, cj;
+	char		*m;
+	unsigned char	 w;
+
+	for (i = from + 1; i < e->n; i++) {
+		m = e->msgs[i];
+		w = e->warning[i];
+		yerrs_position(m, skip, &li, &ci);
+		for (j = i; j > from; j--) {
+			yerrs_position(e->msgs[j - 1], skip, &lj, &cj);
+			if (lj < li || (lj == li && cj <= ci))
+				break;
+			e->msgs[j] = e->msgs[j - 1];
+			e->warning[j] = e->warning[j - 1];
+		}
+		e->msgs[j] = m;
+		e->warning[j] = w;
+	}
 }
 
 void

@@ -17,10 +17,16 @@ struct ynode {
 	size_t		  n;		/* seq: items; map: pairs */
 };
 
-/* Errors collected while loading, each "FILE:LINE:COL: error: MESSAGE". */
+/*
+ * Problems collected while loading, each "FILE:LINE:COL: error: MESSAGE" or
+ * "FILE:LINE:COL: warning: MESSAGE" (what may be intended). Only errors refuse a load:
+ * a loader compares nerrors, and warnings are told beside the errors.
+ */
 struct yerrs {
-	char	**msgs;
-	size_t	  n;
+	char		**msgs;
+	unsigned char	 *warning;	/* per message: 1 for a warning */
+	size_t		  n;
+	size_t		  nerrors;
 };
 
 void		 yerrs_init(struct yerrs *);
@@ -29,7 +35,11 @@ void		 yerrs_add(struct yerrs *, const char *file, int line, int col,
 		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void		 yerrs_node(struct yerrs *, const char *file, const struct ynode *,
 		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void		 yerrs_warn_node(struct yerrs *, const char *file, const struct ynode *,
+		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void		 yerrs_move(struct yerrs *dst, struct yerrs *src);
+/* Messages from index from on, all of file, put in the order of the file (stable). */
+void		 yerrs_sort(struct yerrs *, size_t from, const char *file);
 
 /* Loads one document; on a syntax error adds it to errs and returns NULL. */
 struct ynode	*yaml_load_file(const char *path, struct yerrs *);

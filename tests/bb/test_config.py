@@ -1,6 +1,8 @@
 """spur.yaml validation: every problem reported as FILE:LINE:COL: error: MESSAGE (SPEC section 3)."""
 import os
+import signal
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import Spur, Tap, grep_secrets, SECRETS
@@ -146,5 +148,63 @@ with Spur() as s:
     t.eq(oct(mode), oct(0o700), "data_dir is created with mode 0700")
     t.ok(os.path.exists(os.path.join(s.data_dir, "spur.db")), "the store is in data_dir")
     t.eq(s.stop(), 0, "serve exits 0 on SIGTERM")
+
+# Warnings (what may be intended) are told beside errors and never refuse; errors do.
+WARNED = ('name: warned\non:\n  github:\n    text: "^/fix\\b"\n'
+          'agent: command\ncommand: [/bin/true]\n')
+WARN_LINES = [
+    'automations/warned.yaml:3:3: warning: on.github has no "events": it matches every GitHub '
+    'event type (pushes, check runs, reviews, ...); list the events it is for, e.g. events: '
+    '[issue_comment.created]',
+    'automations/warned.yaml:4:11: warning: "on.github.text" contains a backspace (U+0008): in '
+    "double quotes YAML reads \\b as a backspace; write the regex in single quotes: '^/fix\\b'",
+]
+
+
+def wait_log(s, text, since, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if text in s.logs()[since:]:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+with Spur(automations={"warned.yaml": WARNED}) as s:
+    rc, out, err = s.c("check")
+    lines = [l.replace(s.dir + "/", "") for l in err.splitlines() if l]
+    t.eq((rc, lines), (0, WARN_LINES), "check with warnings only: each at its position, exit 0")
+    t.ok(out.startswith(s.config + ": ok"), "and the config is ok", out)
+    s.write_automation("broken.yaml", "name: broken\non:\n  slack:\n    channels: ['#eng']\n"
+                       "prompt: Answer.\n")
+    rc, out, err = s.c("check")
+    lines = [l.replace(s.dir + "/", "") for l in err.splitlines() if l]
+    t.eq(rc, 1, "an error beside the warnings: exit 1")
+    t.eq(lines, [
+        'automations/broken.yaml:1:1: error: agent claude (the default) has no API key in org "acme": '
+        'set orgs.acme.agents.claude.api_key, or choose another "agent"',
+        'automations/broken.yaml:4:16: error: slack channel "#eng" is not a channel id: "channels" are '
+        "ids such as C0123ABCD, never names (in Slack, click the channel's name: its channel ID is at "
+        "the bottom of About)"] + WARN_LINES, "every error and warning, one line each, file by file")
+    os.unlink(os.path.join(s.auto_dir, "broken.yaml"))
+
+    s.start()
+    t.ok(wait_log(s, "event=config.warning", 0), "serve logs the warnings", s.logs())
+    t.ok("\x08" not in s.logs() and "warned.yaml:4:11: warning:" in s.logs(),
+         "serve starts with warnings, each logged with its position", s.logs())
+    mark = len(s.logs())
+    s.write_automation("other.yaml", "name: other\non:\n  github:\nagent: command\ncommand: [/bin/true]\n")
+    s.proc.send_signal(signal.SIGHUP)
+    t.ok(wait_log(s, "event=reload.done automations=2", mark), "a reload with warnings is applied",
+         s.logs()[mark:])
+    t.ok("other.yaml:3:3: warning: on.github has no" in s.logs()[mark:] and
+         "event=config.warning" in s.logs()[mark:], "and logs its warnings (event=config.warning)",
+         s.logs()[mark:])
+    mark = len(s.logs())
+    s.write_automation("other.yaml", "name: other\non:\n  slack:\n    channels: [eng]\n"
+                       "agent: command\ncommand: [/bin/true]\n")
+    s.proc.send_signal(signal.SIGHUP)
+    t.ok(wait_log(s, "event=reload.refused errors=1 kept=old", mark), "a reload with an error is refused",
+         s.logs()[mark:])
 
 t.done()

@@ -13,7 +13,8 @@ CONF = os.path.join(SRCDIR, "contrib", "demo", "spur.yaml")
 FIRE = os.path.join(FIXTURES, "fire")
 env = dict(os.environ)
 for v in ("DEMO_GH_WEBHOOK_SECRET", "DEMO_GH_TOKEN", "DEMO_SLACK_SIGNING_SECRET", "DEMO_SLACK_BOT_TOKEN",
-          "DEMO_LINEAR_WEBHOOK_SECRET", "DEMO_LINEAR_API_KEY", "DEMO_NPM_TOKEN"):
+          "DEMO_LINEAR_WEBHOOK_SECRET", "DEMO_LINEAR_API_KEY", "DEMO_NPM_TOKEN", "DEMO_ANTHROPIC_API_KEY",
+          "DEMO_OPENAI_API_KEY"):
     env[v] = "demo-secret-value-" + v.lower()
 env["DEMO_DEPLOY_HOOK_SECRET"] = "whsec_" + base64.b64encode(b"k" * 24).decode()
 
