@@ -40,8 +40,10 @@ struct aload {
 static const char *const top_keys[] = {
 	"name", "org", "on", "agent", "model", "command", "prompt", "repository", "proof",
 	"artifacts", "secrets", "network", "timeout", "concurrency", "report", "authors",
-	"bots", NULL
+	"bots", "retry", NULL
 };
+/* retry: what happens to a run a stop or a crash interrupted: queued again once, or never. */
+static const char *const retry_names[] = { "once", "never", NULL };
 static const char *const on_keys[] = {
 	"github", "slack", "linear", "schedule", "webhook", NULL
 };
@@ -1229,6 +1231,12 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 	else if (strcmp(key, "secrets") == 0) {
 		if (get_items(l, v, key, &items, &count) != 0)
 			return;
+		/* Each is a variable of the run's environment, a table of fixed size. */
+		if (count > AUTOMATION_SECRETS_MAX) {
+			yerrs_node(l->errs, l->file, v, "at most %d secrets per automation (%zu "
+			    "listed)", AUTOMATION_SECRETS_MAX, count);
+			return;
+		}
 		a->secrets = xcalloc(count + 1, sizeof *a->secrets);
 		for (i = 0; i < count; i++) {
 			if ((s = get_secret(l, items[i], "secrets")) != NULL)
@@ -1267,6 +1275,9 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 
 		if ((e = get_enum(l, v, key, reports)) >= 0)
 			a->report_thread = e == 0;
+	} else if (strcmp(key, "retry") == 0) {
+		if ((e = get_enum(l, v, key, retry_names)) >= 0)
+			a->retry_never = e == 1;
 	} else if (strcmp(key, "authors") == 0) {
 		static const char *const authors[] = { "members", "any", NULL };
 
@@ -1742,6 +1753,7 @@ automation_to_json(const struct automation *a)
 	json_object_set_new(j, "concurrency", json_pack("{s:s,s:s}",
 	    "key", conc_key_names[a->conc_key], "on_busy", on_busy_names[a->on_busy]));
 	json_object_set_new(j, "report", json_string(a->report_thread ? "thread" : "none"));
+	json_object_set_new(j, "retry", json_string(retry_names[a->retry_never ? 1 : 0]));
 	json_object_set_new(j, "authors", json_string(a->authors_any ? "any" : "members"));
 	json_object_set_new(j, "bots", json_boolean(a->bots));
 	return j;
@@ -1833,6 +1845,9 @@ automation_from_json(const json_t *j)
 	a->conc_key = json_enum(conc, "key", conc_key_names, CONC_THREAD, &bad);
 	a->on_busy = json_enum(conc, "on_busy", on_busy_names, BUSY_QUEUE, &bad);
 	a->report_thread = json_enum(j, "report", reports, 0, &bad) == 0;
+	/* Snapshots from before "retry" existed say nothing: once, the default. */
+	a->retry_never = json_object_get(j, "retry") != NULL &&
+	    json_enum(j, "retry", retry_names, 0, &bad) == 1;
 	a->authors_any = json_enum(j, "authors", authors, 0, &bad) == 1;
 	a->bots = json_is_true(json_object_get(j, "bots"));
 	a->checks[a->nchecks++] = TOP_ON;

@@ -38,6 +38,8 @@ struct schedule_def {
 	struct cron	*parsed;
 };
 
+#define AUTOMATION_SECRETS_MAX	32	/* secrets one automation may name */
+
 struct automation {
 	char		 *name;
 	char		 *org;
@@ -56,6 +58,7 @@ struct automation {
 	enum concurrency_key conc_key;
 	enum on_busy	  on_busy;
 	int		  report_thread;
+	int		  retry_never;	/* retry: never: an interrupted run is not queued again */
 	int		  authors_any;	/* authors: any */
 	int		  bots;
 	/* triggers are private to automation.c/match.c (trigger.h) */

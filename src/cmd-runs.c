@@ -123,13 +123,13 @@ cmd_runs(const struct cmd *c, int argc, char **argv)
 		cmd_print_json(list);
 	else {
 		term_json(list, 0);
-		printf("%-24s %-12s %-24s %-12s %-40s %-24s %s\n", "ID", "ORG", "AUTOMATION",
-		    "STATE", "THREAD", "STARTED", "DURATION");
+		printf("%-24s %-12s %-24s %-12s %-14s %-40s %-24s %s\n", "ID", "ORG",
+		    "AUTOMATION", "STATE", "CAUSE", "THREAD", "STARTED", "DURATION");
 		json_array_foreach(list, i, r) {
 			format_duration(json_object_get(r, "duration_ms"), dur, sizeof dur);
-			printf("%-24s %-12s %-24s %-12s %-40s %-24s %s\n", jstr(r, "id"),
+			printf("%-24s %-12s %-24s %-12s %-14s %-40s %-24s %s\n", jstr(r, "id"),
 			    jstr(r, "org"), jstr(r, "automation"), jstr(r, "state"),
-			    jstr(r, "thread"), jstr(r, "started_at"), dur);
+			    jstr(r, "cause"), jstr(r, "thread"), jstr(r, "started_at"), dur);
 		}
 	}
 	json_decref(list);
@@ -170,17 +170,22 @@ cmd_show(const struct cmd *c, int argc, char **argv)
 		term_json(r, 0);
 		format_duration(json_object_get(r, "duration_ms"), dur, sizeof dur);
 		printf("run:        %s\norg:        %s\nautomation: %s\nstate:      %s\n"
+		    "cause:      %s\nphase:      %s\nretry of:   %s\n"
 		    "reason:     %s\nthread:     %s\nsession:    %s\nevent:      %s\n"
 		    "created:    %s\nstarted:    %s\nended:      %s\nduration:   %s\n"
 		    "proof:      %s\n", jstr(r, "id"), jstr(r, "org"),
-		    jstr(r, "automation"), jstr(r, "state"), jstr(r, "reason"),
+		    jstr(r, "automation"), jstr(r, "state"), jstr(r, "cause"),
+		    jstr(r, "phase"), jstr(r, "retry_of"), jstr(r, "reason"),
 		    jstr(r, "thread"), jstr(r, "session"), jstr(r, "event_id"),
 		    jstr(r, "created_at"), jstr(r, "started_at"), jstr(r, "ended_at"), dur,
 		    jstr(r, "proof"));
 		printf("\nhistory:\n");
-		json_array_foreach(json_object_get(r, "history"), i, h)
-			printf("  %s  %-12s %s\n", jstr(h, "at"), jstr(h, "state"),
+		json_array_foreach(json_object_get(r, "history"), i, h) {
+			printf("  %s  %-12s %-14s %s\n", jstr(h, "at"), jstr(h, "state"),
+			    json_object_get(h, "cause") != NULL ? jstr(h, "cause") :
+			    json_object_get(h, "phase") != NULL ? jstr(h, "phase") : "",
 			    jstr(h, "reason"));
+		}
 		printf("\nreports:\n");
 		json_array_foreach(json_object_get(r, "reports"), i, h)
 			printf("  %-10s %-10s attempts=%lld %s\n", jstr(h, "kind"),
@@ -310,23 +315,30 @@ out:
 	return rc;
 }
 
-/* Tells a running engine to look at the store again (cancel requests, new runs). */
-static void
+/* Tells a running engine to look at the store again (cancel requests, new runs); -1: none runs. */
+static int
 runs_poke_engine(const char *data_dir)
 {
 	char	*path = path_join(data_dir, "spur.pid"), *s, *cause;
 	long	 pid;
+	int	 rc = -1;
 
 	if (read_file(path, 64, &s, NULL, &cause) == 0) {
 		pid = strtol(s, NULL, 10);
-		if (pid > 1)
-			kill((pid_t)pid, SIGUSR1);
+		if (pid > 1 && kill((pid_t)pid, SIGUSR1) == 0)
+			rc = 0;
 		free(s);
 	} else
 		free(cause);
 	free(path);
+	return rc;
 }
 
+/*
+ * The CLI only asks: the cancel is stored and the engine applies it (ends a
+ * queued run, kills a running one, tells the thread). Waits a little to say
+ * what became of it.
+ */
 int
 cmd_cancel(const struct cmd *c, int argc, char **argv)
 {
@@ -334,7 +346,7 @@ cmd_cancel(const struct cmd *c, int argc, char **argv)
 	struct config		*conf;
 	struct store		*st;
 	enum run_state		 state;
-	char			*cause = NULL;
+	int64_t			 until;
 	int			 idx, rc = EXIT_OK;
 
 	if ((idx = runs_getopt(c, argc, argv, &o, 1)) < 0) {
@@ -346,31 +358,26 @@ cmd_cancel(const struct cmd *c, int argc, char **argv)
 	if (store_run_get_state(st, argv[idx], &state) != 0) {
 		fprintf(stderr, "spur cancel: no such run %s\n", argv[idx]);
 		rc = EXIT_FAILED;
-	} else if (state == RUN_QUEUED) {
-		if (store_run_set_state(st, argv[idx], RUN_CANCELLED, "cancelled by user",
-		    &cause) == 0) {
-			printf("%s cancelled\n", argv[idx]);
-			runs_poke_engine(conf->data_dir);
-		} else if (store_run_get_state(st, argv[idx], &state) == 0 &&
-		    state == RUN_RUNNING) {
-			/* It started between our read and our write. */
-			store_run_request_cancel(st, argv[idx], "cancelled by user");
-			runs_poke_engine(conf->data_dir);
-			printf("%s cancelling\n", argv[idx]);
-		} else {
-			fprintf(stderr, "spur cancel: %s\n", cause);
-			rc = EXIT_FAILED;
-		}
-	} else if (state == RUN_RUNNING) {
-		store_run_request_cancel(st, argv[idx], "cancelled by user");
-		runs_poke_engine(conf->data_dir);
-		printf("%s cancelling\n", argv[idx]);
-	} else {
+	} else if (run_state_terminal(state)) {
 		fprintf(stderr, "spur cancel: run %s already ended (%s)\n", argv[idx],
 		    run_state_name(state));
 		rc = EXIT_FAILED;
+	} else if (store_run_request_cancel(st, argv[idx], "cancelled by user") != 0) {
+		fprintf(stderr, "spur cancel: cannot store the request\n");
+		rc = EXIT_FAILED;
+	} else if (runs_poke_engine(conf->data_dir) != 0) {
+		printf("%s: cancel requested; the engine applies it when it starts\n",
+		    argv[idx]);
+	} else {
+		until = now_ms() + 10000;
+		while (now_ms() < until && store_run_get_state(st, argv[idx], &state) == 0 &&
+		    !run_state_terminal(state))
+			usleep(50 * 1000);
+		if (run_state_terminal(state))
+			printf("%s %s\n", argv[idx], run_state_name(state));
+		else
+			printf("%s cancelling\n", argv[idx]);
 	}
-	free(cause);
 	store_close(st);
 	config_free(conf);
 	return rc;
@@ -391,7 +398,7 @@ cmd_retry(const struct cmd *c, int argc, char **argv)
 	}
 	if ((st = cmd_store(o.config, &conf)) == NULL)
 		return EXIT_FAILED;
-	if ((id = store_run_retry(st, argv[idx], &cause)) == NULL) {
+	if ((id = store_run_retry(st, argv[idx], 0, &cause)) == NULL) {
 		fprintf(stderr, "spur retry: %s\n", cause);
 		rc = EXIT_FAILED;
 	} else {

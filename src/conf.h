@@ -76,6 +76,7 @@ struct config {
 	unsigned long long	 limit_buffered; /* bytes of requests being read, all together */
 	int			 limit_runs;
 	int			 limit_queue;
+	long long		 limit_drain;	/* seconds running runs may finish after SIGTERM */
 	long long		 retention_events; /* seconds events are kept (>= 30d) */
 	long long		 retention_run_files; /* seconds an ended run's files are kept */
 	long long		 schedule_catch_up; /* seconds */

@@ -321,7 +321,9 @@ cfg_limits(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			v = cf->limit_queue;
 			cfg_int(c, n, "limits.queue", 1, 100000000, &v);
 			cf->limit_queue = (int)v;
-		} else
+		} else if (strcmp(k, "drain") == 0)
+			cfg_duration(c, n, "limits.drain", &cf->limit_drain);
+		else
 			cfg_unknown(c, m, i, "limits");
 	}
 	if (cf->limit_body == 0)
@@ -780,6 +782,7 @@ cfg_defaults(struct config *cf)
 	cf->limit_buffered = 256ULL << 20;
 	cf->limit_runs = 4;
 	cf->limit_queue = 10000;
+	cf->limit_drain = 600;
 	cf->retention_events = 30 * 86400;
 	cf->retention_run_files = 90 * 86400;
 	cf->schedule_catch_up = 3600;

@@ -9,6 +9,7 @@
 #include "prompt.h"
 #include "report.h"
 #include "repo.h"
+#include "run.h"
 #include "sandbox.h"
 #include "scrub.h"
 #include "serve.h"
@@ -58,6 +59,7 @@ struct drun {
 	char			*cancel_reason;
 	char			*resume;	/* the agent's session id to resume, if any */
 	int			 joined;	/* the run joined its thread's live session */
+	int			 cloned;	/* it has a repository to prepare first */
 	struct egress		*egress;	/* the run's network (egress.c) */
 	struct repo_job		*repo;		/* clone before, push after (repo.c) */
 	struct agent_result	 res;		/* what the agent said, once it ended */
@@ -72,9 +74,12 @@ struct dispatch {
 	LIST_HEAD(, drun)	 runs;
 	int			 running;
 	int			 stopping;
+	int			 draining;	/* SIGTERM: no new run starts, running ones finish */
 };
 
 static void	dispatch_kick_cb(evutil_socket_t, short, void *);
+static void	drun_finish(struct drun *, enum run_state, enum run_cause, const char *,
+		    const char *);
 
 static void
 drun_free(struct drun *r)
@@ -114,30 +119,9 @@ drun_free(struct drun *r)
 }
 
 /*
- * Moves a run to a state, logging it; the store checks the transition. The
- * reason may hold what the agent said (its error): secrets are cut out of it
- * before it is stored or logged.
+ * A run that was running when the engine died ends failed, cause
+ * interrupted, and is queued again once (run_interrupt).
  */
-static int
-dispatch_set_state(struct dispatch *d, const char *run, enum run_state state,
-    const char *reason)
-{
-	char	*cause = NULL, *safe = scrub_for_engine(d->engine, reason);
-
-	if (store_run_set_state(d->engine->store, run, state, safe, &cause) != 0) {
-		log_warn("event=run.state_refused run=%s state=%s error=%s", run,
-		    run_state_name(state), log_q(cause));
-		free(cause);
-		free(safe);
-		return -1;
-	}
-	log_info("event=run.state run=%s state=%s reason=%s", run, run_state_name(state),
-	    log_q(safe));
-	free(safe);
-	return 0;
-}
-
-/* A run that was running when the engine died ends failed, reason interrupted. */
 static void
 dispatch_recover(struct dispatch *d)
 {
@@ -149,8 +133,8 @@ dispatch_recover(struct dispatch *d)
 		n = sandbox_kill_leftovers(d->engine->conf, json_string_value(id));
 		if (n > 0)
 			log_warn("event=sandbox.leftovers run=%s killed=%d", json_string_value(id), n);
-		dispatch_set_state(d, json_string_value(id), RUN_FAILED, "interrupted");
-		report_run_end(d->engine, json_string_value(id));
+		run_interrupt(d->engine, json_string_value(id),
+		    "interrupted: the engine died while it ran");
 	}
 	json_decref(ids);
 }
@@ -217,19 +201,36 @@ dispatch_gc_cb(evutil_socket_t fd, short what, void *arg)
 	dispatch_gc_run_files(e);
 }
 
+/*
+ * What the CLI asked for (it never writes a state itself): cancels of queued
+ * runs end them here, reported like any end; running ones are stopped.
+ */
 static void
-dispatch_usr1_cb(evutil_socket_t sig, short what, void *arg)
+dispatch_apply_cancels(struct dispatch *d)
 {
-	struct dispatch	*d = arg;
 	json_t		*list, *r;
+	const char	*id, *reason, *state;
 	size_t		 i;
 
 	list = store_cancel_requests(d->engine->store);
 	json_array_foreach(list, i, r) {
-		dispatch_cancel(d, json_string_value(json_object_get(r, "id")),
-		    json_string_value(json_object_get(r, "reason")));
+		id = json_string_value(json_object_get(r, "id"));
+		reason = json_string_value(json_object_get(r, "reason"));
+		state = json_string_value(json_object_get(r, "state"));
+		if (dispatch_cancel(d, id, reason) != 0 && state != NULL &&
+		    strcmp(state, "queued") == 0)
+			run_set_state(d->engine, id, RUN_CANCELLED, CAUSE_CANCELLED,
+			    reason != NULL ? reason : "cancelled");
 	}
 	json_decref(list);
+}
+
+static void
+dispatch_usr1_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct dispatch	*d = arg;
+
+	dispatch_apply_cancels(d);
 	dispatch_kick(d);
 }
 
@@ -243,6 +244,7 @@ dispatch_create(struct engine *e, char **cause)
 	d->engine = e;
 	LIST_INIT(&d->runs);
 	dispatch_recover(d);
+	dispatch_apply_cancels(d);
 	d->kick_ev = event_new(e->base, -1, 0, dispatch_kick_cb, d);
 	d->usr1_ev = evsignal_new(e->base, SIGUSR1, dispatch_usr1_cb, d);
 	evsignal_add(d->usr1_ev, NULL);
@@ -262,15 +264,27 @@ void
 dispatch_shutdown(struct dispatch *d)
 {
 	struct drun	*r;
+	char		*id;
 
 	d->stopping = 1;
 	while ((r = LIST_FIRST(&d->runs)) != NULL) {
 		LIST_REMOVE(r, entry);
 		d->running--;
-		dispatch_set_state(d, r->id, RUN_FAILED, "interrupted: engine stopped");
-		report_run_end(d->engine, r->id);
+		/* Its sandbox and git go first: nothing of it runs once it is queued again. */
+		id = xstrdup(r->id);
 		drun_free(r);
+		run_interrupt(d->engine, id, "interrupted: the engine stopped");
+		free(id);
 	}
+}
+
+int
+dispatch_drain(struct dispatch *d)
+{
+	if (!d->draining)
+		log_info("event=dispatch.draining running=%d", d->running);
+	d->draining = 1;
+	return d->running;
 }
 
 void
@@ -288,7 +302,7 @@ dispatch_free(struct dispatch *d)
 void
 dispatch_kick(struct dispatch *d)
 {
-	if (!d->stopping)
+	if (!d->stopping && !d->draining)
 		event_active(d->kick_ev, 0, 0);
 }
 
@@ -308,9 +322,15 @@ dispatch_cancel(struct dispatch *d, const char *run, const char *reason)
 			if (r->cancel_reason == NULL)
 				r->cancel_reason = xstrdup(reason != NULL ? reason : "cancelled");
 			log_info("event=run.cancelling run=%s reason=%s", run, log_q(reason));
-			/* Before its sandbox exists (cloning), the run ends when that step does. */
 			if (r->sb != NULL)
 				sandbox_cancel(r->sb);
+			else if (r->repo != NULL) {
+				/* Cloning or delivering: git is stopped, the run ends now. */
+				repo_job_free(r->repo);
+				r->repo = NULL;
+				drun_finish(r, RUN_CANCELLED, CAUSE_CANCELLED, r->cancel_reason,
+				    NULL);
+			}
 			return 0;
 		}
 	}
@@ -400,7 +420,8 @@ drun_output_cb(const char *data, size_t len, int fd, void *arg)
  * told (report.c), the slot freed. A run that never started ends here too.
  */
 static void
-drun_finish(struct drun *r, enum run_state state, const char *reason, const char *proof)
+drun_finish(struct drun *r, enum run_state state, enum run_cause why, const char *reason,
+    const char *proof)
 {
 	struct dispatch	*d = r->d;
 	struct engine	*e = d->engine;
@@ -412,7 +433,11 @@ drun_finish(struct drun *r, enum run_state state, const char *reason, const char
 	free(msg);
 	if (r->session != NULL && (r->res.session != NULL || state != RUN_CANCELLED))
 		store_session_touch(e->store, r->session, r->res.session);
-	dispatch_set_state(d, r->id, state, reason);
+	if (r->linked) {
+		LIST_REMOVE(r, entry);
+		d->running--;
+		r->linked = 0;
+	}
 	if (r->started != 0)
 		metrics_run_duration(e->metrics, (now_ms() - r->started) / 1000.0);
 	if (state == RUN_CANCELLED && r->session != NULL) {
@@ -422,31 +447,46 @@ drun_finish(struct drun *r, enum run_state state, const char *reason, const char
 		free(dir);
 		store_session_end(e->store, r->session);
 	}
-	report_run_end(e, r->id);
-	if (r->linked) {
-		LIST_REMOVE(r, entry);
-		d->running--;
-	}
+	/* Stored, logged, reported, and the next run may start (run.c). */
+	run_set_state(e, r->id, state, why, reason);
 	drun_free(r);
-	dispatch_kick(d);
 }
 
 static void
-drun_delivered_cb(int ok, const char *proof, const char *cause, void *arg)
+drun_delivered_cb(enum repo_outcome outcome, const char *proof, const char *cause, void *arg)
 {
 	struct drun	*r = arg;
 	char		*reason;
 
 	r->repo = NULL;
-	if (ok) {
+	switch (outcome) {
+	case REPO_DONE:
 		reason = xprintf("%s", proof_kind_name(r->a->proof));
-		drun_finish(r, RUN_COMPLETED, reason, proof);
-	} else {
+		drun_finish(r, RUN_COMPLETED, CAUSE_OK, reason, proof);
+		break;
+	case REPO_UNCHANGED:
 		reason = xprintf("proof missing: %s (%s)", proof_kind_name(r->a->proof),
 		    cause != NULL ? cause : "nothing to deliver");
-		drun_finish(r, RUN_NEEDS_REVIEW, reason, proof);
+		drun_finish(r, RUN_NEEDS_REVIEW, CAUSE_NO_CHANGES, reason, proof);
+		break;
+	default:
+		/* Never reported as done: the agent's work did not reach the repository. */
+		reason = xprintf("delivery failed: %s", cause != NULL ? cause : "unknown");
+		drun_finish(r, RUN_FAILED, CAUSE_DELIVERY, reason, proof);
+		break;
 	}
 	free(reason);
+}
+
+/*
+ * Why an agent that failed did: what its network saw decides first (the model
+ * API refused the key, kept answering 429/529, the proxy refused a host), else
+ * the agent itself.
+ */
+static enum run_cause
+drun_failure_cause(struct drun *r)
+{
+	return CAUSE_AGENT_ERROR;
 }
 
 /* Decides the outcome of a run from how its sandbox ended and what its agent said. */
@@ -455,6 +495,7 @@ drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 {
 	struct drun		*r = arg;
 	enum run_state		 state;
+	enum run_cause		 why;
 	char			*reason = NULL, *missing, *proof = NULL, *cause = NULL;
 	int			 clean = x->status == 0 && x->signal == 0 && !x->timed_out &&
 				     !x->output_exceeded && !x->cancelled;
@@ -462,47 +503,53 @@ drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 	agent_stream_end(r->stream, clean, &r->res);
 	if (x->cancelled) {
 		state = RUN_CANCELLED;
+		why = CAUSE_CANCELLED;
 		reason = xstrdup(r->cancel_reason != NULL ? r->cancel_reason : "cancelled");
 	} else if (x->timed_out) {
 		state = RUN_TIMED_OUT;
+		why = CAUSE_TIMEOUT;
 		reason = xstrdup(x->cause != NULL ? x->cause : "timed out");
 	} else if (x->output_exceeded) {
 		state = RUN_FAILED;
+		why = CAUSE_AGENT_ERROR;
 		reason = xprintf("output limit: %s", x->cause != NULL ? x->cause : "exceeded");
 	} else if (!clean) {
 		state = RUN_FAILED;
+		why = drun_failure_cause(r);
 		reason = xprintf("agent %s%s%s", x->cause != NULL ? x->cause : "failed",
 		    r->res.error_text != NULL ? ": " : "", r->res.error_text != NULL ?
 		    r->res.error_text : "");
 	} else if (r->res.error) {
 		state = RUN_FAILED;
+		why = drun_failure_cause(r);
 		reason = xprintf("agent reported an error%s%s", r->res.error_text != NULL ?
 		    ": " : "", r->res.error_text != NULL ? r->res.error_text : "");
 	} else {
+		state = RUN_COMPLETED;
+		why = CAUSE_OK;
 		switch (r->a->proof) {
 		case PROOF_NONE:
-			state = RUN_COMPLETED;
 			reason = xstrdup("done");
 			break;
 		case PROOF_REPORT:
 			if (r->res.message != NULL && r->res.message[strspn(r->res.message,
 			    " \t\r\n")] != '\0') {
-				state = RUN_COMPLETED;
 				reason = xstrdup("report");
 				proof = xstrdup("report");
 			} else {
 				state = RUN_NEEDS_REVIEW;
+				why = CAUSE_PROOF_MISSING;
 				reason = xstrdup("proof missing: report (the agent's final "
 				    "message is empty)");
 			}
 			break;
 		case PROOF_ARTIFACTS:
 			if ((missing = dispatch_missing_artifacts(r)) == NULL) {
-				state = RUN_COMPLETED;
 				reason = xstrdup("artifacts");
 				proof = xprintf("artifacts: %s", r->artifacts);
 			} else {
 				state = RUN_NEEDS_REVIEW;
+				why = CAUSE_PROOF_MISSING;
 				reason = xprintf("proof missing: artifacts %s", missing);
 				free(missing);
 			}
@@ -512,20 +559,21 @@ drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 			r->sb = NULL;
 			sandbox_free(sb);
 			if (repo_deliver(r->d->engine, r->id, r->a, r->workspace, &r->ident,
-			    r->res.message, drun_delivered_cb, r, &r->repo, &cause) == 0)
+			    r->res.message, drun_delivered_cb, r, &r->repo, &cause) == 0) {
+				run_set_phase(r->d->engine, r->id, PHASE_DELIVERING);
 				return;
-			state = RUN_NEEDS_REVIEW;
+			}
 			reason = xprintf("proof missing: %s (%s)", proof_kind_name(r->a->proof),
 			    cause != NULL ? cause : "cannot deliver");
 			free(cause);
-			drun_finish(r, state, reason, NULL);
+			drun_finish(r, RUN_NEEDS_REVIEW, CAUSE_PROOF_MISSING, reason, NULL);
 			free(reason);
 			return;
 		}
 	}
 	r->sb = NULL;
 	sandbox_free(sb);
-	drun_finish(r, state, reason, proof);
+	drun_finish(r, state, why, reason, proof);
 	free(reason);
 	free(proof);
 }
@@ -611,12 +659,16 @@ drun_session_dir(struct drun *r, char **cause)
 	return rc;
 }
 
-static void
+static int
 drun_env_add(struct drun *r, size_t *n, char *kv)
 {
-	if (*n == DISPATCH_ENV_MAX)
-		fatal("too many environment variables for a run");
+	/* spur check bounds an automation's secrets well below this: never a crash. */
+	if (*n == DISPATCH_ENV_MAX) {
+		freezero_str(kv);
+		return -1;
+	}
 	r->env[(*n)++] = kv;
+	return 0;
 }
 
 /* Builds the agent's argv and environment and starts the sandbox. */
@@ -631,7 +683,7 @@ drun_launch(struct drun *r)
 	size_t			 n = 0, i;
 
 	if (r->cancel_reason != NULL) {
-		drun_finish(r, RUN_CANCELLED, r->cancel_reason, NULL);
+		drun_finish(r, RUN_CANCELLED, CAUSE_CANCELLED, r->cancel_reason, NULL);
 		return;
 	}
 	if ((r->agent = agent_find(r->a->agent_name)) == NULL) {
@@ -658,7 +710,11 @@ drun_launch(struct drun *r)
 			cause = xprintf("secret %s is no longer configured", r->a->secrets[i]);
 			goto fail;
 		}
-		drun_env_add(r, &n, xprintf("%s=%s", r->a->secrets[i], sec->value));
+		if (drun_env_add(r, &n, xprintf("%s=%s", r->a->secrets[i], sec->value)) != 0) {
+			cause = xprintf("more than %d environment variables for the run",
+			    DISPATCH_ENV_MAX);
+			goto fail;
+		}
 	}
 	r->spec.run_id = r->id;
 	r->spec.session_id = r->session;
@@ -687,9 +743,12 @@ drun_launch(struct drun *r)
 	log_info("event=run.started run=%s automation=%s agent=%s session=%s resume=%s "
 	    "pid=%ld", r->id, log_q(r->a->name), r->a->agent_name, r->session,
 	    r->resume != NULL ? "yes" : "no", (long)sandbox_pid(r->sb));
+	if (r->cloned)
+		run_set_phase(e, r->id, PHASE_AGENT);
 	return;
 fail:
-	drun_finish(r, RUN_FAILED, cause != NULL ? cause : "could not start", NULL);
+	drun_finish(r, RUN_FAILED, CAUSE_SANDBOX, cause != NULL ? cause : "could not start",
+	    NULL);
 	free(cause);
 }
 
@@ -702,7 +761,7 @@ drun_repo_cb(int ok, const char *cause, void *arg)
 	r->repo = NULL;
 	if (!ok) {
 		reason = xprintf("repository: %s", cause != NULL ? cause : "cannot prepare");
-		drun_finish(r, RUN_FAILED, reason, NULL);
+		drun_finish(r, RUN_FAILED, CAUSE_DELIVERY, reason, NULL);
 		free(reason);
 		return;
 	}
@@ -737,7 +796,8 @@ dispatch_start(struct dispatch *d, const char *id)
 	r->a = automation_from_json(json_object_get(j, "automation_config"));
 	evj = json_object_get(j, "event");
 	if (r->a == NULL) {
-		dispatch_set_state(d, id, RUN_FAILED, "the run's automation snapshot is unreadable");
+		run_set_state(e, id, RUN_FAILED, CAUSE_SANDBOX,
+		    "the run's automation snapshot is unreadable");
 		goto done;
 	}
 	r->skey = xprintf("%s\n%s\n%s", r->org, r->thread, r->a->name);
@@ -746,8 +806,7 @@ dispatch_start(struct dispatch *d, const char *id)
 		case BUSY_SKIP:
 			cause = xprintf("skipped: %s is running for the same concurrency key",
 			    busy->id);
-			dispatch_set_state(d, id, RUN_CANCELLED, cause);
-			report_run_end(e, id);
+			run_set_state(e, id, RUN_CANCELLED, CAUSE_SKIPPED, cause);
 			goto done;
 		case BUSY_CANCEL_RUNNING:
 			cause = xprintf("superseded by %s", id);
@@ -773,10 +832,13 @@ dispatch_start(struct dispatch *d, const char *id)
 	}
 	/* The run's start (state, prompt, session) is one commit. */
 	store_tx_begin(e->store, NULL);
-	if (dispatch_set_state(d, id, RUN_RUNNING, "started") != 0) {
+	if (run_set_state(e, id, RUN_RUNNING, CAUSE_NONE, "started") != 0) {
 		store_tx_commit(e->store, NULL);
 		goto done;
 	}
+	/* Its first phase, in the same commit: the clone, or the agent at once. */
+	r->cloned = repo_wanted(r->a, evj);
+	store_run_set_phase(e->store, id, r->cloned ? PHASE_CLONING : PHASE_AGENT, NULL);
 	r->started = now_ms();
 	LIST_INSERT_HEAD(&d->runs, r, entry);
 	d->running++;
@@ -825,7 +887,8 @@ dispatch_start(struct dispatch *d, const char *id)
 	return 1;
 fail:
 	json_decref(j);
-	drun_finish(r, RUN_FAILED, cause != NULL ? cause : "could not start", NULL);
+	drun_finish(r, RUN_FAILED, CAUSE_SANDBOX, cause != NULL ? cause : "could not start",
+	    NULL);
 	free(cause);
 	return 1;
 done:
@@ -842,7 +905,7 @@ dispatch_kick_cb(evutil_socket_t fd, short what, void *arg)
 	json_t		*ids, *id;
 	size_t		 i;
 
-	if (d->stopping || d->running >= d->engine->conf->limit_runs)
+	if (d->stopping || d->draining || d->running >= d->engine->conf->limit_runs)
 		return;
 	ids = store_queued(d->engine->store, DISPATCH_SCAN);
 	json_array_foreach(ids, i, id) {

@@ -12,7 +12,12 @@ void		 dispatch_kick(struct dispatch *);
 /* Cancels a run this engine is running; 0 if it was found. */
 int		 dispatch_cancel(struct dispatch *, const char *run, const char *reason);
 int		 dispatch_running(const struct dispatch *);
-/* Ends every running run (shutdown). */
+/*
+ * SIGTERM: no queued run starts any more; running ones go on. Returns how many
+ * still run (dispatch_running says it again later).
+ */
+int		 dispatch_drain(struct dispatch *);
+/* Ends every running run (the drain is over, or a second SIGTERM): interrupted, queued again. */
 void		 dispatch_shutdown(struct dispatch *);
 
 #endif

@@ -119,6 +119,7 @@ char *
 metrics_render(struct metrics *m, struct engine *e)
 {
 	struct metrics_data	 snap, *d = &snap;
+	long long		 causes[RUN_NCAUSES];
 	struct buf		 b;
 	size_t			 i;
 	int			 s;
@@ -150,6 +151,13 @@ metrics_render(struct metrics *m, struct engine *e)
 	for (s = 0; s < RUN_NSTATES; s++) {
 		buf_addf(&b, "spur_runs{state=\"%s\"} %lld\n", run_state_name(s),
 		    store_count_runs(e->store, s));
+	}
+	buf_adds(&b, "# HELP spur_runs_ended Ended runs in the store by cause (SPEC section 11).\n"
+	    "# TYPE spur_runs_ended gauge\n");
+	store_count_causes(e->store, causes);
+	for (s = CAUSE_OK; s < RUN_NCAUSES; s++) {
+		buf_addf(&b, "spur_runs_ended{cause=\"%s\"} %lld\n", run_cause_name(s),
+		    causes[s]);
 	}
 	buf_addf(&b, "# HELP spur_queue_depth Runs waiting to start.\n"
 	    "# TYPE spur_queue_depth gauge\nspur_queue_depth %lld\n",

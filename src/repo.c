@@ -162,11 +162,11 @@ repo_api_url(struct repo_job *j, const char *path)
 	return url;
 }
 
-/* Ends the job with its callback; the job is gone after this. */
+/* Ends the job with its callback (ok: 0 failed, 1 done, 2 nothing to commit); frees it. */
 static void
 repo_end(struct repo_job *j, int ok, const char *proof, const char *cause)
 {
-	if (!ok)
+	if (ok == 0)
 		log_warn("event=repo.failed run=%s step=%s error=%s", j->run,
 		    repo_step_names[j->step], log_q(cause));
 	if (j->sync) {
@@ -176,7 +176,8 @@ repo_end(struct repo_job *j, int ok, const char *proof, const char *cause)
 		return;
 	}
 	if (j->deliver)
-		j->dcb(ok, proof, cause, j->arg);
+		j->dcb(ok ? (ok == 2 ? REPO_UNCHANGED : REPO_DONE) : REPO_FAILED, proof, cause,
+		    j->arg);
 	else
 		j->pcb(ok, cause, j->arg);
 	repo_job_free(j);
@@ -292,7 +293,7 @@ repo_git_cb(int status, const char *output, void *arg)
 		break;
 	case REPO_DIFF:
 		if (status == 0)
-			return repo_end(j, 0, NULL, "the run changed nothing");
+			return repo_end(j, 2, NULL, "the run changed nothing");
 		if (status != 1)
 			return repo_fail(j, "git diff failed", output);
 		j->step = REPO_COMMIT;
@@ -320,7 +321,7 @@ repo_git_cb(int status, const char *output, void *arg)
 }
 
 static void
-repo_token_cb(const char *token, const char *cause, void *arg)
+repo_token_cb(const char *token, const char *cause, int permanent, void *arg)
 {
 	struct repo_job	*j = arg;
 
@@ -614,13 +615,35 @@ repo_begin(struct repo_job *j, struct repo_job **out, char **cause)
 	return 0;
 }
 
+/* The repository a run works on: the automation's, else a GitHub event's own; NULL: none. */
+static const char *
+repo_of(const struct automation *a, const json_t *event)
+{
+	const char	*source = json_string_value(json_object_get(event, "source"));
+	const char	*repo = a->repository;
+
+	if (repo == NULL && source != NULL && strcmp(source, "github") == 0)
+		repo = json_string_value(json_object_get(event, "repository"));
+	/* Only runs whose proof is a commit or a PR need the repository. */
+	if (repo == NULL || (a->proof != PROOF_PULL_REQUEST && a->proof != PROOF_COMMIT &&
+	    a->repository == NULL))
+		return NULL;
+	return repo;
+}
+
+int
+repo_wanted(const struct automation *a, const json_t *event)
+{
+	return repo_of(a, event) != NULL;
+}
+
 int
 repo_prepare(struct engine *e, const char *run, const struct automation *a,
     const json_t *event, const char *workspace, const struct sandbox_ident *as, int followup,
     repo_prepare_cb cb, void *arg, struct repo_job **out, char **cause)
 {
 	struct repo_job	*j;
-	const char	*repo = a->repository, *source, *org;
+	const char	*repo = repo_of(a, event), *source, *org;
 	const json_t	*meta = json_object_get(event, "meta");
 	struct stat	 sb;
 	struct org	*o;
@@ -629,11 +652,7 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 	*out = NULL;
 	source = json_string_value(json_object_get(event, "source"));
 	org = json_string_value(json_object_get(event, "org"));
-	if (repo == NULL && source != NULL && strcmp(source, "github") == 0)
-		repo = json_string_value(json_object_get(event, "repository"));
-	/* Only runs whose proof is a commit or a PR need the repository. */
-	if (repo == NULL || (a->proof != PROOF_PULL_REQUEST && a->proof != PROOF_COMMIT &&
-	    a->repository == NULL))
+	if (repo == NULL)
 		return 0;
 	if (!repo_valid_name(repo)) {
 		xasprintf(cause, "%s is not a repository name", repo);

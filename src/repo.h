@@ -9,8 +9,12 @@ struct automation;
 struct repo_job;
 struct sandbox_ident;
 
+/* How a delivery ended: its cause, for the run (SPEC section 11). */
+enum repo_outcome { REPO_FAILED, REPO_DONE, REPO_UNCHANGED };
+
 typedef void (*repo_prepare_cb)(int ok, const char *cause, void *);
-typedef void (*repo_deliver_cb)(int ok, const char *proof, const char *cause, void *);
+typedef void (*repo_deliver_cb)(enum repo_outcome, const char *proof, const char *cause,
+		     void *);
 
 /*
  * Before the run: clones the run's repository into workspace (or, for a
@@ -30,6 +34,8 @@ int	 repo_prepare(struct engine *, const char *run, const struct automation *,
 int	 repo_deliver(struct engine *, const char *run, const struct automation *,
 	     const char *workspace, const struct sandbox_ident *, const char *message,
 	     repo_deliver_cb, void *, struct repo_job **, char **cause);
+/* Whether the run has a repository to clone (repo_prepare may still find it there). */
+int	 repo_wanted(const struct automation *, const json_t *event);
 /* Stops the job (its child is killed); no callback after this. */
 void	 repo_job_free(struct repo_job *);
 

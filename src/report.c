@@ -5,6 +5,7 @@
 #include "event.h"
 #include "outbox.h"
 #include "report.h"
+#include "run.h"
 #include "scrub.h"
 #include "serve.h"
 #include "store.h"
@@ -81,6 +82,8 @@ report_frame(const char *source, const struct report_facts *f, struct buf *head,
 	report_duration(f->duration_ms, dur, sizeof dur);
 	if (slack) {
 		buf_addf(head, "*spur* · `%s` · *%s* · %s\n", f->automation, f->state, dur);
+		if (!ok && f->cause != NULL && *f->cause != '\0')
+			buf_addf(head, ">*Why:* %s.\n", f->cause);
 		if (!ok && f->reason != NULL) {
 			buf_adds(head, ">");
 			report_slack_escape(head, f->reason);
@@ -90,6 +93,8 @@ report_frame(const char *source, const struct report_facts *f, struct buf *head,
 		if (strcmp(source, "github") == 0)
 			buf_addf(head, REPORT_MARKER "%s -->\n", f->run);
 		buf_addf(head, "**spur** · `%s` · **%s** · %s\n", f->automation, f->state, dur);
+		if (!ok && f->cause != NULL && *f->cause != '\0')
+			buf_addf(head, "\n> **Why:** %s.\n>", f->cause);
 		if (!ok && f->reason != NULL)
 			buf_addf(head, "\n> %s\n", f->reason);
 	}
@@ -105,6 +110,10 @@ report_frame(const char *source, const struct report_facts *f, struct buf *head,
 			buf_addf(tail, slack ? "\n\n*Branch:* `%s`" : "\n\n**Branch:** `%s`",
 			    f->proof);
 	}
+	if (f->retry_of != NULL)
+		buf_addf(tail, slack ? "\n\nThis run continues `%s`, which a stop of the engine "
+		    "interrupted." : "\n\nThis run continues `%s`, which a stop of the engine "
+		    "interrupted.", f->retry_of);
 	if (f->link != NULL)
 		buf_addf(tail, slack ? "\n\nRun <%s|%s>" : "\n\nRun [%s](%s)",
 		    slack ? f->link : f->run, slack ? f->run : f->link);
@@ -601,7 +610,8 @@ report_run_end(struct engine *e, const char *run)
 {
 	json_t			*j, *ev, *target = NULL, *aj, *none;
 	struct report_facts	 f;
-	const char		*why = NULL, *source;
+	enum run_cause		 why;
+	const char		*nothread = NULL, *source;
 	char			*result = NULL, *reason = NULL, *text = NULL, *body = NULL;
 	char			*link = NULL;
 	size_t			 max;
@@ -619,9 +629,9 @@ report_run_end(struct engine *e, const char *run)
 		json_decref(none);
 		goto out;
 	}
-	if ((target = report_target(ev, 0, &why)) == NULL) {
+	if ((target = report_target(ev, 0, &nothread)) == NULL) {
 		none = json_object();
-		store_report_note(e->store, run, "run_end", none, "no_thread", why);
+		store_report_note(e->store, run, "run_end", none, "no_thread", nothread);
 		json_decref(none);
 		goto out;
 	}
@@ -631,6 +641,9 @@ report_run_end(struct engine *e, const char *run)
 	f.automation = json_string_value(json_object_get(j, "automation"));
 	f.state = json_string_value(json_object_get(j, "state"));
 	f.reason = reason = report_scrub(e, json_string_value(json_object_get(j, "reason")));
+	if (run_cause_parse(json_string_value(json_object_get(j, "cause")), &why) == 0)
+		f.cause = run_cause_words(why);
+	f.retry_of = json_string_value(json_object_get(j, "retry_of"));
 	f.result = result = report_scrub(e, json_string_value(json_object_get(j, "result")));
 	f.proof = json_string_value(json_object_get(j, "proof"));
 	f.duration_ms = json_is_integer(json_object_get(j, "duration_ms")) ?

@@ -49,6 +49,8 @@ struct report_facts {
 	const char	*automation;
 	const char	*state;
 	const char	*reason;
+	const char	*cause;		/* why it ended, in plain words (run_cause_words), may be NULL */
+	const char	*retry_of;	/* the interrupted run this one continues, may be NULL */
 	const char	*result;	/* the agent's final message, may be NULL */
 	const char	*proof;		/* PR URL, branch, "artifacts: DIR", may be NULL */
 	int64_t		 duration_ms;	/* -1: never started */

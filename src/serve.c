@@ -29,6 +29,8 @@
 #define SERVE_PRUNE_SECS	3600
 
 static struct event	*serve_drain_ev;
+static struct event	*serve_runs_ev;		/* the drain of running runs after SIGTERM */
+static int64_t		 serve_runs_until;
 
 /* libevent's own warnings go through our logger, key=value like every other line. */
 static void
@@ -74,24 +76,72 @@ serve_drain_cb(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(serve_drain_ev, &tv);
 }
 
+/* The stop itself: no more connections, what still runs interrupted, answers drained. */
 static void
-serve_stop_cb(evutil_socket_t sig, short what, void *arg)
+serve_begin_stop(struct engine *e)
 {
-	struct engine	*e = arg;
 	struct timeval	 tv = { 0, 0 };
 
-	if (e->stopping) {
-		log_warn("event=serve.stop_again signal=%d", (int)sig);
+	if (e->stopping)
 		return;
-	}
 	e->stopping = 1;
-	log_info("event=serve.stopping signal=%s", sig == SIGTERM ? "TERM" : "INT");
 	server_stop_accepting(e->server);
 	if (e->dispatch != NULL)
 		dispatch_shutdown(e->dispatch);
 	serve_drain_until = now_ms() + SERVE_DRAIN_MS;
 	serve_drain_ev = evtimer_new(e->base, serve_drain_cb, e);
 	evtimer_add(serve_drain_ev, &tv);
+}
+
+/* While runs drain: webhooks are still taken (their runs wait queued); stop when none runs. */
+static void
+serve_runs_drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct engine	*e = arg;
+	struct timeval	 tv = { 0, 250 * 1000 };
+	int		 left = dispatch_running(e->dispatch);
+
+	if (left == 0 || now_ms() >= serve_runs_until) {
+		log_info("event=serve.drained interrupted=%d", left);
+		serve_begin_stop(e);
+		return;
+	}
+	evtimer_add(serve_runs_ev, &tv);
+}
+
+/*
+ * SIGTERM or SIGINT: running runs may finish for limits.drain (a deploy must
+ * not cost a 30-minute agent run); a second signal stops at once. What is
+ * still running then is interrupted and queued again for the next start.
+ */
+static void
+serve_stop_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct engine	*e = arg;
+	struct timeval	 tv = { 0, 0 };
+	int		 running;
+
+	if (e->stopping) {
+		log_warn("event=serve.stop_again signal=%d", (int)sig);
+		return;
+	}
+	if (serve_runs_ev != NULL) {
+		log_warn("event=serve.stop_now signal=%s running=%d consequence=\"running runs "
+		    "are interrupted and queued again\"", sig == SIGTERM ? "TERM" : "INT",
+		    dispatch_running(e->dispatch));
+		serve_begin_stop(e);
+		return;
+	}
+	running = e->dispatch != NULL ? dispatch_drain(e->dispatch) : 0;
+	log_info("event=serve.stopping signal=%s running=%d drain_s=%lld",
+	    sig == SIGTERM ? "TERM" : "INT", running, e->conf->limit_drain);
+	if (running == 0 || e->conf->limit_drain <= 0) {
+		serve_begin_stop(e);
+		return;
+	}
+	serve_runs_until = now_ms() + e->conf->limit_drain * 1000;
+	serve_runs_ev = evtimer_new(e->base, serve_runs_drain_cb, e);
+	evtimer_add(serve_runs_ev, &tv);
 }
 
 struct config *
@@ -385,6 +435,8 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	serve_prune_more = NULL;
 	if (serve_drain_ev != NULL)
 		event_free(serve_drain_ev);
+	if (serve_runs_ev != NULL)
+		event_free(serve_runs_ev);
 	log_info("event=serve.stopped");
 	rc = EXIT_OK;
 out:

@@ -107,12 +107,61 @@ static const char *store_migrations[] = {
 	 */
 	"ALTER TABLE events ADD COLUMN replay TEXT;"
 	"CREATE UNIQUE INDEX events_replay ON events(org, replay) WHERE replay IS NOT NULL;",
+	/*
+	 * 8: why each run ended (SPEC section 11) and what a running run is doing;
+	 * a run queued again after an interruption names the one it continues
+	 */
+	"ALTER TABLE runs ADD COLUMN cause TEXT;"
+	"ALTER TABLE runs ADD COLUMN phase TEXT;"
+	"ALTER TABLE runs ADD COLUMN retry_of TEXT;"
+	"ALTER TABLE run_history ADD COLUMN cause TEXT;"
+	"ALTER TABLE run_history ADD COLUMN phase TEXT;"
+	"UPDATE runs SET cause = CASE state WHEN 'completed' THEN 'ok' WHEN 'needs_review' "
+	"  THEN 'proof_missing' WHEN 'timed_out' THEN 'timeout' WHEN 'cancelled' THEN "
+	"  'cancelled' WHEN 'failed' THEN CASE WHEN reason LIKE 'interrupted%' THEN "
+	"  'interrupted' ELSE 'agent_error' END END WHERE state NOT IN ('queued', 'running');",
+};
+
+static const char *run_phase_names[RUN_NPHASES] = {
+	NULL, "cloning", "agent", "delivering"
+};
+
+static const char *run_cause_names[RUN_NCAUSES] = {
+	NULL, "ok", "proof_missing", "no_changes", "agent_error", "model_auth", "model_quota",
+	"budget", "timeout", "egress_denied", "delivery", "sandbox", "cancelled", "skipped",
+	"interrupted"
 };
 
 const char *
 run_state_name(enum run_state s)
 {
 	return s < RUN_NSTATES ? run_state_names[s] : "unknown";
+}
+
+const char *
+run_phase_name(enum run_phase p)
+{
+	return p < RUN_NPHASES ? run_phase_names[p] : NULL;
+}
+
+const char *
+run_cause_name(enum run_cause c)
+{
+	return c < RUN_NCAUSES ? run_cause_names[c] : NULL;
+}
+
+int
+run_cause_parse(const char *s, enum run_cause *out)
+{
+	int	 i;
+
+	for (i = 1; s != NULL && i < RUN_NCAUSES; i++) {
+		if (strcmp(s, run_cause_names[i]) == 0) {
+			*out = i;
+			return 0;
+		}
+	}
+	return -1;
 }
 
 int
@@ -164,6 +213,14 @@ store_tx_begin(struct store *st, char **cause)
 		return -1;
 	}
 	return 0;
+}
+
+/* Ends a transaction without its writes when it is the outermost; nested, the outer one decides. */
+static void
+store_tx_rollback(struct store *st)
+{
+	if (st->txdepth > 0 && --st->txdepth == 0)
+		store_exec(st, "ROLLBACK", NULL);
 }
 
 int
@@ -294,8 +351,8 @@ store_open(const char *data_dir, int readonly, char **cause)
 	    store_prepare(st, "INSERT INTO runs (id, org, automation, event, thread, state, "
 	    "reason, conc_key, automation_json, prompt, created_at) VALUES "
 	    "(?,?,?,?,?,'queued','matched',?,?,?,?)", &st->ins_run) != 0 ||
-	    store_prepare(st, "INSERT INTO run_history (run, state, reason, at) VALUES "
-	    "(?,?,?,?)", &st->ins_hist) != 0 ||
+	    store_prepare(st, "INSERT INTO run_history (run, state, reason, at, cause, phase) "
+	    "VALUES (?,?,?,?,?,?)", &st->ins_hist) != 0 ||
 	    store_prepare(st, "INSERT INTO reports (run, kind, target, body, state, "
 	    "next_at, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)", &st->ins_report) != 0) {
 		xasprintf(cause, "%s: cannot prepare statements", st->path);
@@ -388,12 +445,14 @@ store_step_done(struct store *st, sqlite3_stmt *s)
 
 static int
 store_history(struct store *st, const char *run, const char *state, const char *reason,
-    int64_t at)
+    int64_t at, const char *why, const char *phase)
 {
 	bind_text(st->ins_hist, 1, run);
 	bind_text(st->ins_hist, 2, state);
 	bind_text(st->ins_hist, 3, reason);
 	sqlite3_bind_int64(st->ins_hist, 4, at);
+	bind_text(st->ins_hist, 5, why);
+	bind_text(st->ins_hist, 6, phase);
 	return store_step_done(st, st->ins_hist);
 }
 
@@ -495,7 +554,7 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 		sqlite3_bind_int64(st->ins_run, 9, ev->received_at);
 		rc = store_step_done(st, st->ins_run);
 		if (rc != 0 || store_history(st, r->id, "queued", "matched",
-		    ev->received_at) != 0)
+		    ev->received_at, NULL, NULL) != 0)
 			return -1;
 	}
 	if (it->nruns > 0 && it->ack_target != NULL &&
@@ -561,11 +620,30 @@ store_scalar_int(struct store *st, const char *sql, const char *arg)
 	return v;
 }
 
+static sqlite3_stmt *store_stmt(struct store *, const char *);
+
 long long
 store_count_runs(struct store *st, enum run_state state)
 {
 	return store_scalar_int(st, "SELECT count(*) FROM runs WHERE state = ?",
 	    run_state_name(state));
+}
+
+void
+store_count_causes(struct store *st, long long counts[RUN_NCAUSES])
+{
+	sqlite3_stmt	*s;
+	enum run_cause	 why;
+
+	memset(counts, 0, RUN_NCAUSES * sizeof counts[0]);
+	if ((s = store_stmt(st, "SELECT cause, count(*) FROM runs WHERE cause IS NOT NULL "
+	    "GROUP BY cause")) == NULL)
+		return;
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		if (run_cause_parse((const char *)sqlite3_column_text(s, 0), &why) == 0)
+			counts[why] = sqlite3_column_int64(s, 1);
+	}
+	sqlite3_reset(s);
 }
 
 /*
@@ -678,7 +756,7 @@ run_transition_ok(enum run_state from, enum run_state to)
 }
 
 int
-store_run_set_state(struct store *st, const char *run, enum run_state to,
+store_run_set_state(struct store *st, const char *run, enum run_state to, enum run_cause why,
     const char *reason, char **cause)
 {
 	sqlite3_stmt	*s;
@@ -699,8 +777,8 @@ store_run_set_state(struct store *st, const char *run, enum run_state to,
 	}
 	if (sqlite3_prepare_v2(st->db, "UPDATE runs SET state = ?, reason = ?, "
 	    "started_at = CASE WHEN ? = 'running' THEN ? ELSE started_at END, "
-	    "ended_at = CASE WHEN ? NOT IN ('queued', 'running') THEN ? ELSE ended_at END "
-	    "WHERE id = ?", -1, &s, NULL) != SQLITE_OK) {
+	    "ended_at = CASE WHEN ? NOT IN ('queued', 'running') THEN ? ELSE ended_at END, "
+	    "cause = ?8, phase = NULL WHERE id = ?7", -1, &s, NULL) != SQLITE_OK) {
 		xasprintf(cause, "%s", sqlite3_errmsg(st->db));
 		goto fail;
 	}
@@ -711,9 +789,11 @@ store_run_set_state(struct store *st, const char *run, enum run_state to,
 	bind_text(s, 5, run_state_name(to));
 	sqlite3_bind_int64(s, 6, now);
 	bind_text(s, 7, run);
+	bind_text(s, 8, run_cause_name(why));
 	rc = sqlite3_step(s);
 	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE || store_history(st, run, run_state_name(to), reason, now) != 0) {
+	if (rc != SQLITE_DONE || store_history(st, run, run_state_name(to), reason, now,
+	    run_cause_name(why), NULL) != 0) {
 		xasprintf(cause, "%s", sqlite3_errmsg(st->db));
 		goto fail;
 	}
@@ -767,8 +847,15 @@ store_run_rows(struct store *st, const char *sql, const char *run,
 static json_t *
 history_row(sqlite3_stmt *h)
 {
-	return json_pack("{s:o,s:o,s:o}", "state", col_json_text(h, 0), "at", col_time(h, 1),
-	    "reason", col_json_text(h, 2));
+	json_t	*j = json_pack("{s:o,s:o,s:o}", "state", col_json_text(h, 0), "at",
+		    col_time(h, 1), "reason", col_json_text(h, 2));
+
+	/* A terminal state's cause; a running run's phase (cloning, agent, delivering). */
+	if (sqlite3_column_type(h, 3) != SQLITE_NULL)
+		json_object_set_new(j, "cause", col_json_text(h, 3));
+	if (sqlite3_column_type(h, 4) != SQLITE_NULL)
+		json_object_set_new(j, "phase", col_json_text(h, 4));
+	return j;
 }
 
 static json_t *
@@ -790,7 +877,7 @@ connection_row(sqlite3_stmt *h)
 
 #define RUN_COLUMNS "id, org, automation, event, thread, session, state, reason, " \
 	"result, proof, created_at, started_at, ended_at, prompt, automation_json, " \
-	"agent_session, conc_key"
+	"agent_session, conc_key, cause, phase, retry_of"
 
 static json_t *
 store_run_row(struct store *st, sqlite3_stmt *s, int full)
@@ -808,6 +895,9 @@ store_run_row(struct store *st, sqlite3_stmt *s, int full)
 	json_object_set_new(j, "session", col_json_text(s, 5));
 	json_object_set_new(j, "state", col_json_text(s, 6));
 	json_object_set_new(j, "reason", col_json_text(s, 7));
+	json_object_set_new(j, "cause", col_json_text(s, 17));
+	json_object_set_new(j, "phase", col_json_text(s, 18));
+	json_object_set_new(j, "retry_of", col_json_text(s, 19));
 	json_object_set_new(j, "result", col_json_text(s, 8));
 	json_object_set_new(j, "proof", col_json_text(s, 9));
 	json_object_set_new(j, "created_at", col_time(s, 10));
@@ -827,8 +917,8 @@ store_run_row(struct store *st, sqlite3_stmt *s, int full)
 	json_object_set_new(j, "conc_key", col_json_text(s, 16));
 	ev = store_event_json(st, (const char *)sqlite3_column_text(s, 3));
 	json_object_set_new(j, "event", ev != NULL ? ev : json_null());
-	json_object_set_new(j, "history", store_run_rows(st, "SELECT state, at, reason FROM "
-	    "run_history WHERE run = ? ORDER BY rowid", id, history_row));
+	json_object_set_new(j, "history", store_run_rows(st, "SELECT state, at, reason, cause, "
+	    "phase FROM run_history WHERE run = ? ORDER BY rowid", id, history_row));
 	json_object_set_new(j, "reports", store_run_rows(st, "SELECT kind, state, attempts, "
 	    "last_error, created_at, sent_at FROM reports WHERE run = ? ORDER BY id", id,
 	    report_row));
@@ -959,60 +1049,91 @@ store_run_result(struct store *st, const char *run, const char *result, const ch
 }
 
 char *
-store_run_retry(struct store *st, const char *run, char **cause)
+store_run_retry(struct store *st, const char *run, int requeue, char **cause)
 {
 	sqlite3_stmt	*s;
-	char		*id = time_id("run_");
+	char		*id = time_id("run_"), *reason;
 	int64_t		 now = now_ms();
 	int		 rc;
 
-	if (store_exec(st, "BEGIN IMMEDIATE", cause) != 0)
+	if (store_tx_begin(st, cause) != 0)
 		goto fail;
+	/* A requeue continues its run once: a run that is itself one is not queued again. */
 	if (sqlite3_prepare_v2(st->db, "INSERT INTO runs (id, org, automation, event, "
-	    "thread, state, reason, conc_key, automation_json, prompt, created_at) "
-	    "SELECT ?, org, automation, event, thread, 'queued', ?, conc_key, "
-	    "automation_json, NULL, ? FROM runs WHERE id = ?", -1, &s, NULL) != SQLITE_OK) {
+	    "thread, state, reason, conc_key, automation_json, prompt, created_at, retry_of) "
+	    "SELECT ?1, org, automation, event, thread, 'queued', ?2, conc_key, "
+	    "automation_json, NULL, ?3, CASE WHEN ?5 THEN id END FROM runs WHERE id = ?4 AND "
+	    "(NOT ?5 OR retry_of IS NULL)", -1, &s,
+	    NULL) != SQLITE_OK) {
 		xasprintf(cause, "%s", sqlite3_errmsg(st->db));
 		goto rollback;
 	}
-	{
-		char *reason = xprintf("retry of %s", run);
-		bind_text(s, 1, id);
-		bind_text(s, 2, reason);
-		sqlite3_bind_int64(s, 3, now);
-		bind_text(s, 4, run);
-		rc = sqlite3_step(s);
-		sqlite3_finalize(s);
-		if (rc != SQLITE_DONE || sqlite3_changes(st->db) != 1) {
-			xasprintf(cause, "no such run %s", run);
-			free(reason);
-			goto rollback;
-		}
-		rc = store_history(st, id, "queued", reason, now);
-		free(reason);
-		if (rc != 0) {
+	reason = requeue ? xprintf("requeued: %s was interrupted", run) :
+	    xprintf("retry of %s", run);
+	bind_text(s, 1, id);
+	bind_text(s, 2, reason);
+	sqlite3_bind_int64(s, 3, now);
+	bind_text(s, 4, run);
+	sqlite3_bind_int(s, 5, requeue);
+	rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE || sqlite3_changes(st->db) != 1) {
+		if (rc != SQLITE_DONE)
 			xasprintf(cause, "%s", sqlite3_errmsg(st->db));
-			goto rollback;
-		}
-	}
-	if (store_exec(st, "COMMIT", cause) != 0)
+		else if (requeue)
+			xasprintf(cause, "%s was itself queued again after an interruption", run);
+		else
+			xasprintf(cause, "no such run %s", run);
+		free(reason);
 		goto rollback;
+	}
+	rc = store_history(st, id, "queued", reason, now, NULL, NULL);
+	free(reason);
+	if (rc != 0) {
+		xasprintf(cause, "%s", sqlite3_errmsg(st->db));
+		goto rollback;
+	}
+	if (store_tx_commit(st, cause) != 0)
+		goto fail;
 	return id;
 rollback:
-	store_exec(st, "ROLLBACK", NULL);
+	store_tx_rollback(st);
 fail:
 	free(id);
 	return NULL;
 }
 
-/* Asks the engine to cancel a running run (the CLI cannot kill it itself). */
+int
+store_run_set_phase(struct store *st, const char *run, enum run_phase phase,
+    const char *reason)
+{
+	const char	*args[] = { run_phase_name(phase), run };
+	int		 rc;
+
+	if (store_tx_begin(st, NULL) != 0)
+		return -1;
+	rc = store_exec_bind(st, "UPDATE runs SET phase = ? WHERE id = ? AND state = 'running'",
+	    args, 2, NULL, 0);
+	/* Without a reason, the phase a run starts in: its "running" row says it. */
+	if (rc == 0 && reason == NULL)
+		rc = store_exec_bind(st, "UPDATE run_history SET phase = ?1 WHERE rowid = "
+		    "(SELECT max(rowid) FROM run_history WHERE run = ?2)", args, 2, NULL, 0);
+	else if (rc == 0)
+		rc = store_history(st, run, "running", reason, now_ms(), NULL,
+		    run_phase_name(phase));
+	if (store_tx_commit(st, NULL) != 0)
+		rc = -1;
+	return rc;
+}
+
+/* Asks the engine to cancel a queued or running run (the CLI never writes a state). */
 int
 store_run_request_cancel(struct store *st, const char *run, const char *reason)
 {
 	const char	*args[] = { reason, run };
 
 	return store_exec_bind(st, "UPDATE runs SET cancel_requested = ? WHERE id = ? "
-	    "AND state = 'running'", args, 2, NULL, 0);
+	    "AND state IN ('queued', 'running')", args, 2, NULL, 0);
 }
 
 json_t *
@@ -1021,12 +1142,13 @@ store_cancel_requests(struct store *st)
 	sqlite3_stmt	*s;
 	json_t		*list = json_array();
 
-	if (sqlite3_prepare_v2(st->db, "SELECT id, cancel_requested FROM runs WHERE "
-	    "state = 'running' AND cancel_requested IS NOT NULL", -1, &s, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(st->db, "SELECT id, cancel_requested, state FROM runs WHERE "
+	    "state IN ('queued', 'running') AND cancel_requested IS NOT NULL", -1, &s,
+	    NULL) != SQLITE_OK)
 		return list;
 	while (sqlite3_step(s) == SQLITE_ROW) {
-		json_array_append_new(list, json_pack("{s:o,s:o}", "id", col_json_text(s, 0),
-		    "reason", col_json_text(s, 1)));
+		json_array_append_new(list, json_pack("{s:o,s:o,s:o}", "id", col_json_text(s, 0),
+		    "reason", col_json_text(s, 1), "state", col_json_text(s, 2)));
 	}
 	sqlite3_finalize(s);
 	return list;

@@ -16,6 +16,19 @@ enum run_state {
 	RUN_TIMED_OUT, RUN_CANCELLED, RUN_NSTATES
 };
 
+/* What a running run is doing (run.c sets it). */
+enum run_phase {
+	PHASE_NONE, PHASE_CLONING, PHASE_AGENT, PHASE_DELIVERING, RUN_NPHASES
+};
+
+/* Why a run ended (SPEC section 11): every terminal state carries one. */
+enum run_cause {
+	CAUSE_NONE, CAUSE_OK, CAUSE_PROOF_MISSING, CAUSE_NO_CHANGES, CAUSE_AGENT_ERROR,
+	CAUSE_MODEL_AUTH, CAUSE_MODEL_QUOTA, CAUSE_BUDGET, CAUSE_TIMEOUT,
+	CAUSE_EGRESS_DENIED, CAUSE_DELIVERY, CAUSE_SANDBOX, CAUSE_CANCELLED,
+	CAUSE_SKIPPED, CAUSE_INTERRUPTED, RUN_NCAUSES
+};
+
 /* A run to create together with its event. */
 struct new_run {
 	char	*id;
@@ -67,6 +80,8 @@ int		 store_ingest(struct store *, struct ingest_item **, size_t,
 		     const struct report_mark *, size_t, char **cause);
 /* Count of runs in a state. */
 long long	 store_count_runs(struct store *, enum run_state);
+/* Ended runs in the store by cause (/metrics), indexed by enum run_cause. */
+void		 store_count_causes(struct store *, long long counts[RUN_NCAUSES]);
 /*
  * Removes at most limit events older than the cutoff that no queued or running
  * run refers to, in one short transaction; returns how many (fewer than limit:
@@ -86,9 +101,22 @@ int		 store_event_exists(struct store *, const char *org, const char *dedup);
 const char	*run_state_name(enum run_state);
 int		 run_state_parse(const char *, enum run_state *);
 int		 run_state_terminal(enum run_state);
-/* Moves a run to a state, checking the transition and storing time and reason. */
+const char	*run_phase_name(enum run_phase);
+const char	*run_cause_name(enum run_cause);
+int		 run_cause_parse(const char *, enum run_cause *);
+/*
+ * Moves a run to a state, checking the transition in the same transaction and
+ * storing time, cause (CAUSE_NONE for queued and running) and reason. Only
+ * run_set_state() (run.c) calls it.
+ */
 int		 store_run_set_state(struct store *, const char *run, enum run_state,
-		     const char *reason, char **cause);
+		     enum run_cause, const char *reason, char **cause);
+/*
+ * A running run's phase, stored and put in its history: a row of its own with
+ * reason, else (reason NULL, the phase it starts in) on its "running" row.
+ */
+int		 store_run_set_phase(struct store *, const char *run, enum run_phase,
+		     const char *reason);
 int		 store_run_get_state(struct store *, const char *run, enum run_state *);
 /* When the run ended (ms), 0 while it has not; -1: no such run. */
 int64_t		 store_run_ended_at(struct store *, const char *run);
@@ -102,9 +130,15 @@ int		 store_run_update(struct store *, const char *run, const char *field,
 		     const char *value);
 int		 store_run_result(struct store *, const char *run, const char *result,
 		     const char *proof, const char *agent_session);
-/* A new run for an existing event and automation snapshot (spur retry). */
-char		*store_run_retry(struct store *, const char *run, char **cause);
+/*
+ * A new run for an existing event and automation snapshot: spur retry, or a
+ * run interrupted by a stop or a crash queued again (requeue: linked to the
+ * old one as retry_of, and only once: NULL if run is itself such a requeue).
+ */
+char		*store_run_retry(struct store *, const char *run, int requeue, char **cause);
+/* Asks the engine to cancel a queued or running run: the CLI only asks. */
 int		 store_run_request_cancel(struct store *, const char *run, const char *reason);
+/* Runs that are queued or running with a cancel asked for: [{id, reason, state}]. */
 json_t		*store_cancel_requests(struct store *);
 json_t		*store_event_json(struct store *, const char *event);
 

@@ -2,8 +2,9 @@
 
 After every kill and restart: each delivery answered 200 is stored exactly once; each stored event has
 exactly the runs its text asks for (no run lost, none duplicated); no sandbox process outlives the
-engine; every run that was running ends failed, reason interrupted; no run runs twice; every ended
-run has exactly one run_end report row; and once the outbox drains, each report was posted once.
+engine; every run that was running ends failed, cause interrupted, and is queued again once (a new
+run linked to it by retry_of, unless it was itself such a continuation); no run runs twice; every
+ended run has exactly one run_end report row; and once the outbox drains, each report was posted once.
 
 Knobs: SPUR_CRASH_SEED=N replays the same kill times and durations; SPUR_CRASH_RUN_CYCLES=N kills
 N times (default 10); SPUR_CRASH_RUN_LOAD=SECONDS is the longest load before a kill (default 2.5).
@@ -148,8 +149,14 @@ def check_store(s, cycle, answered, sent):
     t.eq(wrong[:10], [], "cycle %d: exactly once, under the event its 200 named" % cycle)
     t.eq([d for d in by_delivery if d not in sent][:10], [], "cycle %d: no event the test did not send" % cycle)
     runs = {}
-    for r in s.query("SELECT id, event FROM runs"):
-        runs.setdefault(r["event"], []).append(r["id"])
+    cont = {}
+    info = {}
+    for r in s.query("SELECT id, event, retry_of, cause FROM runs"):
+        info[r["id"]] = r
+        if r["retry_of"] is None:
+            runs.setdefault(r["event"], []).append(r["id"])
+        else:
+            cont.setdefault(r["retry_of"], []).append(r["id"])
     bad = []
     for d, ids in by_delivery.items():
         want = 1 if sent.get(d, "").startswith("/run") else 0
@@ -157,6 +164,11 @@ def check_store(s, cycle, answered, sent):
         if got != want:
             bad.append((d, sent.get(d), got))
     t.eq(bad[:10], [], "cycle %d: every stored event has exactly the runs its text asks for" % cycle)
+    # A continuation only of an interrupted run of the same event, one at most, and never of a continuation.
+    wrong_cont = [(old, new) for old, new in cont.items()
+                  if len(new) != 1 or info.get(old, {}).get("cause") != "interrupted"
+                  or info[new[0]]["event"] != info[old]["event"] or info[old]["retry_of"] is not None]
+    t.eq(wrong_cont[:10], [], "cycle %d: each run queued again continues one interrupted run, once" % cycle)
     named = [(d, rs, runs.get(e)) for d, e, rs in answered if sorted(rs or []) != sorted(runs.get(e, []))]
     t.eq(named[:10], [], "cycle %d: the runs each 200 named are the ones stored" % cycle)
     twice = [(r, h) for r, h in history(s).items() if h.count("running") > 1 or h.count("queued") != 1]
@@ -203,12 +215,16 @@ with Spur("limits:\n  runs: 4\nsandbox:\n  backend: bwrap\n", orgs=ORGS, automat
 
         s.start()
         check_store(s, cycle, answered, sent)
-        after = dict((r["id"], (r["state"], r["reason"])) for r in s.query(
-            "SELECT id, state, reason FROM runs WHERE id IN (%s)" % ",".join("?" * len(was_running)), *was_running)) \
-            if was_running else {}
-        bad = [(r, after.get(r)) for r in was_running if after.get(r) != ("failed", "interrupted")]
-        t.eq(bad, [], "cycle %d: each of the %d runs running at the kill ended failed, interrupted"
+        after = dict((r["id"], (r["state"], r["cause"], r["retry_of"])) for r in s.query(
+            "SELECT id, state, cause, retry_of FROM runs WHERE id IN (%s)" % ",".join("?" * len(was_running)),
+            *was_running)) if was_running else {}
+        bad = [(r, after.get(r)) for r in was_running if after.get(r, (0, 0))[:2] != ("failed", "interrupted")]
+        t.eq(bad, [], "cycle %d: each of the %d runs running at the kill ended failed, cause interrupted"
              % (cycle, len(was_running)))
+        requeued = dict((r["retry_of"], r["id"]) for r in s.query("SELECT id, retry_of FROM runs WHERE retry_of "
+                                                                  "IS NOT NULL"))
+        missed = [r for r in was_running if after.get(r) and after[r][2] is None and r not in requeued]
+        t.eq(missed, [], "cycle %d: each of them that was not itself a continuation is queued again" % cycle)
         ended, miss = reports_missing(s)
         t.eq(miss[:10], [], "cycle %d: each of the %d ended runs has exactly one run_end report row" % (cycle, len(ended)))
 
@@ -222,13 +238,13 @@ with Spur("limits:\n  runs: 4\nsandbox:\n  backend: bwrap\n", orgs=ORGS, automat
     ended, miss = reports_missing(s)
     t.eq(miss[:10], [], "every one of the %d runs has exactly one run_end report row" % len(ended))
     states = {}
-    for r in s.query("SELECT state, reason FROM runs"):
-        k = r["state"] + ("/interrupted" if r["reason"] == "interrupted" else "")
+    for r in s.query("SELECT state, cause FROM runs"):
+        k = r["state"] + ("/interrupted" if r["cause"] == "interrupted" else "")
         states[k] = states.get(k, 0) + 1
     print("# runs by end state: %r" % states)
     t.ok(states.get("completed", 0) > 0, "some runs completed between the kills", states)
-    odd = s.query("SELECT id, state, reason FROM runs WHERE state NOT IN ('completed') AND "
-                  "(reason IS NULL OR reason != 'interrupted')")
+    odd = s.query("SELECT id, state, cause, reason FROM runs WHERE state NOT IN ('completed') AND "
+                  "(cause IS NULL OR cause != 'interrupted' OR reason NOT LIKE 'interrupted%')")
     t.eq(odd[:10], [], "every run either completed or was interrupted by a kill")
 
     deadline = time.time() + 20
@@ -244,7 +260,12 @@ with Spur("limits:\n  runs: 4\nsandbox:\n  backend: bwrap\n", orgs=ORGS, automat
             for run in ended:
                 if "<!-- spur:%s -->" % run in r["body"]:
                     posted[run] = posted.get(run, 0) + 1
-    t.eq([r for r in ended if posted.get(r, 0) == 0][:10], [], "every ended run's report reached its thread")
+    # An interrupted run that was queued again posts nothing: its continuation reports for both.
+    silent = set(r["retry_of"] for r in s.query("SELECT retry_of FROM runs WHERE retry_of IS NOT NULL"))
+    t.eq([r for r in ended if posted.get(r, 0) == 0 and r not in silent][:10], [],
+         "every ended run's report reached its thread (a run queued again: its continuation's)")
+    t.eq([r for r in silent if posted.get(r, 0) != 0][:10], [],
+         "an interrupted run queued again was not reported itself: the thread is told once")
     t.eq([(r, n) for r, n in posted.items() if n > 1][:10], [], "and none was posted twice")
     left = wait_no_survivors()
     t.eq(left, [], "no sandbox process is left at the end")

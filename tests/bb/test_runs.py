@@ -83,6 +83,8 @@ with Spur("limits:\n  runs: 4\n", automations=automations) as s:
     t.eq(st["state"], "completed", "a command agent with a report ends completed")
     j = show(s, r1)
     t.eq([h["state"] for h in j["history"]], ["queued", "running", "completed"], "its history is queued, running, completed")
+    t.eq((j["cause"], j["history"][1].get("phase"), j["history"][2].get("cause")), ("ok", "agent", "ok"),
+         "its cause is ok; the running row names its phase (agent), the end its cause")
     t.ok(all(h["at"] and h["reason"] for h in j["history"]), "every change has a time and a reason", j["history"])
     t.ok(j["result"] and j["result"].startswith("report for %s npm=[secret]" % r1),
          "the agent got the prompt on stdin, SPUR_RUN, and the secret it asked for (cut out of the stored "
@@ -193,7 +195,15 @@ with Spur("limits:\n  runs: 4\n", automations=automations) as s:
     t.eq(run_procs(ri), [], "no sandbox process outlives the engine")
     s.start()
     st = wait_state(s, ri)
-    t.ok(st["state"] == "failed" and st["reason"] == "interrupted", "after a restart the run is failed, interrupted", st)
+    t.ok(st["state"] == "failed" and st["reason"].startswith("interrupted"), "after a restart the run is failed, "
+         "interrupted", st)
+    j = show(s, ri)
+    t.eq(j["cause"], "interrupted", "its cause is interrupted")
+    again = s.query("SELECT id, state, retry_of FROM runs WHERE retry_of = ?", ri)
+    t.ok(len(again) == 1 and again[0]["id"] in st["reason"], "it is queued again once, as a run linked to it",
+         (again, st))
+    t.eq([r["state"] for r in s.query("SELECT state FROM reports WHERE run = ? AND kind = 'run_end'", ri)], ["none"],
+         "the interrupted run posts nothing: its continuation reports for both")
 
     logs = s.logs()
     t.eq(grep_secrets(logs), [], "no secret value in the engine log")

@@ -1,0 +1,124 @@
+/* run.c: the one owner of a run's life: every change of a run's state goes through here. */
+#include "spur.h"
+#include "automation.h"
+#include "dispatch.h"
+#include "report.h"
+#include "run.h"
+#include "scrub.h"
+#include "serve.h"
+#include "store.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *run_cause_text[RUN_NCAUSES] = {
+	NULL,
+	"done",
+	"the proof it was asked for is missing",
+	"the run changed nothing",
+	"the agent failed",
+	"the model API refused the org's key",
+	"the model API kept refusing for rate limits or overload",
+	"the run's budget was spent",
+	"it ran out of time",
+	"the sandbox's network refused a connection it needed",
+	"delivering the result failed (clone, push or pull request)",
+	"the sandbox could not start",
+	"it was cancelled",
+	"it was skipped (another run was busy)",
+	"the engine stopped or crashed while it ran",
+};
+
+const char *
+run_cause_words(enum run_cause c)
+{
+	return c > CAUSE_NONE && c < RUN_NCAUSES ? run_cause_text[c] : "";
+}
+
+/* The state change; requeued names the run that continues this one, if any. */
+static int
+run_set_state_(struct engine *e, const char *run, enum run_state to, enum run_cause why,
+    const char *reason, const char *requeued)
+{
+	char		*cause = NULL, *safe = scrub_for_engine(e, reason);
+	json_t		*none;
+	int		 terminal = run_state_terminal(to);
+
+	if (!terminal)
+		why = CAUSE_NONE;
+	else if (why == CAUSE_NONE)
+		fatal("run %s: the terminal state %s without a cause", run, run_state_name(to));
+	if (store_run_set_state(e->store, run, to, why, safe, &cause) != 0) {
+		log_warn("event=run.state_refused run=%s state=%s error=%s", run,
+		    run_state_name(to), log_q(cause));
+		free(cause);
+		free(safe);
+		return -1;
+	}
+	log_info("event=run.state run=%s state=%s cause=%s reason=%s", run, run_state_name(to),
+	    why != CAUSE_NONE ? run_cause_name(why) : "-", log_q(safe));
+	free(safe);
+	if (!terminal)
+		return 0;
+	if (requeued != NULL) {
+		/* Its continuation reports for both: the thread is told once. */
+		none = json_object();
+		store_report_note(e->store, run, "run_end", none, "none", requeued);
+		json_decref(none);
+	} else
+		report_run_end(e, run);
+	if (e->dispatch != NULL)
+		dispatch_kick(e->dispatch);
+	return 0;
+}
+
+int
+run_set_state(struct engine *e, const char *run, enum run_state to, enum run_cause why,
+    const char *reason)
+{
+	return run_set_state_(e, run, to, why, reason, NULL);
+}
+
+void
+run_set_phase(struct engine *e, const char *run, enum run_phase phase)
+{
+	static const char	*what[RUN_NPHASES] = {
+		NULL, "cloning the repository", "the agent is working",
+		"delivering: commit, push, pull request"
+	};
+
+	if (phase == PHASE_NONE || phase >= RUN_NPHASES)
+		return;
+	if (store_run_set_phase(e->store, run, phase, what[phase]) != 0)
+		log_warn("event=run.phase_failed run=%s phase=%s", run, run_phase_name(phase));
+	else
+		log_debug("event=run.phase run=%s phase=%s", run, run_phase_name(phase));
+}
+
+void
+run_interrupt(struct engine *e, const char *run, const char *reason)
+{
+	struct automation	*a = NULL;
+	json_t			*j = store_run_json(e->store, run, 1);
+	char			*id = NULL, *cause = NULL, *why, *note = NULL;
+
+	if (j != NULL)
+		a = automation_from_json(json_object_get(j, "automation_config"));
+	if (a != NULL && !a->retry_never) {
+		if ((id = store_run_retry(e->store, run, 1, &cause)) == NULL) {
+			log_info("event=run.not_requeued run=%s why=%s", run, log_q(cause));
+			free(cause);
+		}
+	}
+	why = id != NULL ? xprintf("%s; queued again as %s", reason, id) : xstrdup(reason);
+	if (id != NULL) {
+		note = xprintf("queued again as %s, which reports for both", id);
+		log_info("event=run.requeued run=%s as=%s", run, id);
+	}
+	run_set_state_(e, run, RUN_FAILED, CAUSE_INTERRUPTED, why, note);
+	free(why);
+	free(note);
+	free(id);
+	automation_free(a);
+	json_decref(j);
+}
