@@ -402,7 +402,7 @@ test_json(void)
 	    "\"file\":\"full.yaml\",\"model\":\"sonnet\",\"name\":\"full\","
 	    "\"network\":{\"allow\":[\"api.example.com\",\"*.example.org\"]},\"org\":\"demo\","
 	    "\"prompt\":\"Do the thing.\\nCarefully.\\n\",\"proof\":\"artifacts\","
-	    "\"report\":\"none\",\"repository\":\"demo/api\",\"secrets\":[\"NPM_TOKEN\"],"
+	    "\"report\":\"none\",\"repository\":\"demo/api\",\"retry\":\"once\",\"secrets\":[\"NPM_TOKEN\"],"
 	    "\"timeout\":1200}", "to_json");
 	free(s2);
 	back = automation_from_json(j);
