@@ -25,7 +25,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	fuzz_write_file(file, data, size);
 	yerrs_init(&errs);
-	conf = config_load(file, &errs);
+	conf = config_load(file, 0, &errs);
 	if (conf == NULL && errs.n == 0)
 		abort();	/* refused without saying why */
 	for (i = 0; i < errs.n; i++) {

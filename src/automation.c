@@ -190,49 +190,6 @@ names_join(const char *const *names)
 	return buf_take(&b);
 }
 
-/* Edit distance, bounded: enough to suggest the key a typo meant. */
-static size_t
-edit_distance(const char *a, const char *b)
-{
-	size_t	 la = strlen(a), lb = strlen(b), i, j, prev[64], cur[64], c;
-
-	if (la >= 63 || lb >= 63)
-		return 99;
-	for (j = 0; j <= lb; j++)
-		prev[j] = j;
-	for (i = 1; i <= la; i++) {
-		cur[0] = i;
-		for (j = 1; j <= lb; j++) {
-			c = prev[j - 1] + (a[i - 1] != b[j - 1]);
-			if (prev[j] + 1 < c)
-				c = prev[j] + 1;
-			if (cur[j - 1] + 1 < c)
-				c = cur[j - 1] + 1;
-			cur[j] = c;
-		}
-		memcpy(prev, cur, (lb + 1) * sizeof *prev);
-	}
-	return prev[lb];
-}
-
-static const char *
-suggest(const char *const *names, const char *s)
-{
-	size_t	 d, best = 3;
-	int	 i, found = -1;
-
-	/* A short word is within two edits of too much. */
-	if (strlen(s) < 4)
-		best = 2;
-	for (i = 0; names[i] != NULL; i++) {
-		if ((d = edit_distance(names[i], s)) < best) {
-			best = d;
-			found = i;
-		}
-	}
-	return found >= 0 ? names[found] : NULL;
-}
-
 /* Whether key i of m repeats an earlier key (only the first counts; map_check reports the rest). */
 static int
 key_repeated(const struct ynode *m, size_t i)
@@ -270,7 +227,7 @@ map_check(struct aload *l, const struct ynode *m, const char *what, const char *
 			continue;	/* reported by the YAML loader */
 		if (keys == NULL || name_index(keys, s) >= 0)
 			continue;
-		hint = suggest(keys, s);
+		hint = name_suggest(keys, s);
 		yerrs_node(l->errs, l->file, k, "unknown key \"%s\"%s%s%s%s%s", s,
 		    what != NULL ? " in " : "", what != NULL ? what : "",
 		    hint != NULL ? " (did you mean \"" : "", hint != NULL ? hint : "",

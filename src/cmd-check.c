@@ -24,17 +24,22 @@ cmd_check(const struct cmd *c, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
+		{ "offline", no_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct config		*conf;
 	struct automation_set	*set;
 	const char		*path = NULL;
-	int			 ch;
+	int			 ch, flags = CONFIG_HOST;
 
 	while ((ch = getopt_long(argc, argv, "c:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			path = optarg;
+			break;
+		case 'o':
+			/* Away from the production host (CI, a laptop): neither its secrets nor its users. */
+			flags = CONFIG_UNRESOLVED;
 			break;
 		default:
 			cmd_usage(c, 1);
@@ -47,7 +52,7 @@ cmd_check(const struct cmd *c, int argc, char **argv)
 	}
 	if (path == NULL)
 		path = config_default_path();
-	if (cmd_load(path, &conf, &set) != 0)
+	if (cmd_load(path, flags, &conf, &set) != 0)
 		return EXIT_FAILED;
 	printf("%s: ok (%zu org%s, %zu automation%s)\n", path, conf->norgs,
 	    conf->norgs == 1 ? "" : "s", automation_count(set),
@@ -180,7 +185,8 @@ fire_schedule(const struct cmd *c, const char *path, const char *org, const char
 		fprintf(stderr, "spur fire: --source schedule needs --event AUTOMATION\n");
 		return EXIT_USAGE;
 	}
-	if (cmd_load(path != NULL ? path : config_default_path(), &conf, &set) != 0)
+	if (cmd_load(path != NULL ? path : config_default_path(), CONFIG_UNRESOLVED, &conf,
+	    &set) != 0)
 		return EXIT_FAILED;
 	n = automation_schedules(set, &defs);
 	for (i = 0; i < n; i++) {
@@ -276,7 +282,9 @@ cmd_fire(const struct cmd *c, int argc, char **argv)
 		free(cause);
 		return EXIT_FAILED;
 	}
-	if (cmd_load(path != NULL ? path : config_default_path(), &conf, &set) != 0)
+	/* A dry run verifies no signature: it needs no secret. */
+	if (cmd_load(path != NULL ? path : config_default_path(), CONFIG_UNRESOLVED, &conf,
+	    &set) != 0)
 		goto out;
 	if (config_org(conf, org) == NULL) {
 		fprintf(stderr, "spur fire: no org \"%s\" in the configuration\n", org);

@@ -84,7 +84,8 @@ cmd_schedules(const struct cmd *c, int argc, char **argv)
 		cmd_usage(c, 1);
 		return EXIT_USAGE;
 	}
-	if (cmd_load(path != NULL ? path : config_default_path(), &conf, &set) != 0)
+	if (cmd_load(path != NULL ? path : config_default_path(), CONFIG_UNRESOLVED, &conf,
+	    &set) != 0)
 		return EXIT_FAILED;
 	if (org != NULL && config_org(conf, org) == NULL) {
 		fprintf(stderr, "spur schedules: no org \"%s\" in the configuration\n", org);

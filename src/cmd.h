@@ -35,9 +35,9 @@ int	cmd_forward(const struct cmd *, int, char **);
 
 void	cmd_usage(const struct cmd *, int to_stderr);
 /* Loads config and automations, printing every error and warning; -1 if any error. */
-int	cmd_load(const char *path, struct config **, struct automation_set **);
-/* The same into errs, printing nothing (serve logs them); warnings alone load. */
-int	cmd_load_errs(const char *path, struct config **, struct automation_set **,
+int	cmd_load(const char *path, int flags, struct config **, struct automation_set **);
+/* The same into errs with config_load's flags, printing nothing (serve logs them); warnings alone load. */
+int	cmd_load_errs(const char *path, int flags, struct config **, struct automation_set **,
 	    struct yerrs *);
 /* Opens the store of a configured data dir for the CLI. */
 struct store *cmd_store(const char *path, struct config **);

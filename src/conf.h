@@ -6,7 +6,10 @@
 
 struct yerrs;
 
-/* A resolved secret. ref ("env:NAME", "file:PATH") may be shown; value never is. */
+/*
+ * A secret. ref ("env:NAME", "file:PATH") may be shown; value never is. value
+ * is NULL (len 0) in a config loaded with CONFIG_UNRESOLVED.
+ */
 struct secret {
 	char	*ref;
 	char	*value;
@@ -101,8 +104,12 @@ struct config {
 	size_t			 norgs;
 };
 
+/* config_load flags. */
+#define CONFIG_UNRESOLVED	0x1	/* secrets stay references: no variable or file is read */
+#define CONFIG_HOST		0x2	/* also what this host must have: the sandbox user */
+
 /* Loads and validates; every problem is added to errs. NULL when any was found. */
-struct config		*config_load(const char *path, struct yerrs *);
+struct config		*config_load(const char *path, int flags, struct yerrs *);
 /* A request held by an HTTP front keeps the config it started with (atomic references). */
 struct config		*config_ref(struct config *);
 void			 config_free(struct config *);

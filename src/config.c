@@ -1,6 +1,8 @@
 /* config.c: loads spur.yaml, checks every key, resolves secret references, reports all errors. */
 #include "spur.h"
 #include "conf.h"
+#include "github-app.h"
+#include "sandbox.h"
 #include "ytree.h"
 
 #include <ctype.h>
@@ -16,6 +18,7 @@
 struct cfgctx {
 	const char	*file;
 	const char	*dir;
+	int		 flags;		/* CONFIG_* */
 	struct yerrs	*errs;
 };
 
@@ -138,11 +141,34 @@ cfg_url(struct cfgctx *c, const struct ynode *n, const char *what, char **out)
 		(*out)[strlen(*out) - 1] = '\0';
 }
 
+/* The keys of each mapping, for "did you mean" when a key is not one of them. */
+static const char *const top_keys[] = { "listen", "data_dir", "automations", "public_url",
+	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports", NULL };
+static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
+	"idle", "buffered", "request", "runs", "queue", "drain", NULL };
+static const char *const sandbox_keys[] = { "backend", "user", "timeout", "memory", "pids",
+	"output", "session_idle", "uids", NULL };
+static const char *const agent_keys[] = { "command", "api_url", NULL };
+static const char *const github_keys[] = { "webhook_secret", "token", "app_id",
+	"private_key", "api_url", "git_url", NULL };
+static const char *const slack_keys[] = { "signing_secret", "bot_token", "api_url", NULL };
+static const char *const linear_keys[] = { "webhook_secret", "api_key", "api_url", NULL };
+static const char *const org_keys[] = { "github", "slack", "linear", "agents", "secrets",
+	NULL };
+static const char *const org_agent_keys[] = { "api_key", NULL };
+static const char *const retention_keys[] = { "events", "run_files", NULL };
+static const char *const git_keys[] = { "author_name", "author_email", NULL };
+
 static void
-cfg_unknown(struct cfgctx *c, const struct ynode *m, size_t i, const char *where)
+cfg_unknown(struct cfgctx *c, const struct ynode *m, size_t i, const char *where,
+    const char *const *keys)
 {
-	cfg_error(c, m->items[2 * i], "unknown key \"%s\"%s%s", ymap_key(m, i),
-	    where != NULL ? " in " : "", where != NULL ? where : "");
+	const char	*hint = name_suggest(keys, ymap_key(m, i));
+
+	cfg_error(c, m->items[2 * i], "unknown key \"%s\"%s%s%s%s%s", ymap_key(m, i),
+	    where != NULL ? " in " : "", where != NULL ? where : "",
+	    hint != NULL ? " (did you mean \"" : "", hint != NULL ? hint : "",
+	    hint != NULL ? "\"?)" : "");
 }
 
 static void
@@ -161,6 +187,7 @@ secret_free(struct secret *s)
 /*
  * A secret is a reference, env:NAME or file:PATH, never a literal: a literal
  * would sit in version control. The value itself is never put in a message.
+ * With CONFIG_UNRESOLVED only the reference is checked and kept.
  */
 static struct secret *
 cfg_secret(struct cfgctx *c, const struct ynode *n, const char *what)
@@ -181,6 +208,8 @@ cfg_secret(struct cfgctx *c, const struct ynode *n, const char *what)
 			cfg_error(c, n, "\"%s\": env: needs a variable name", what);
 			return NULL;
 		}
+		if (c->flags & CONFIG_UNRESOLVED)
+			goto unresolved;
 		if ((v = getenv(ref + 4)) == NULL) {
 			cfg_error(c, n, "\"%s\": environment variable %s is not set", what,
 			    ref + 4);
@@ -202,6 +231,8 @@ cfg_secret(struct cfgctx *c, const struct ynode *n, const char *what)
 			cfg_error(c, n, "\"%s\": file: needs a path", what);
 			return NULL;
 		}
+		if (c->flags & CONFIG_UNRESOLVED)
+			goto unresolved;
 		path = path_join(c->dir, ref + 5);
 		if (read_file(path, SECRET_FILE_MAX, &data, &len, &cause) != 0) {
 			cfg_error(c, n, "\"%s\": cannot read secret file: %s", what, cause);
@@ -230,6 +261,10 @@ cfg_secret(struct cfgctx *c, const struct ynode *n, const char *what)
 	cfg_error(c, n, "\"%s\" must be a secret reference (env:NAME or file:PATH), "
 	    "not a literal value", what);
 	return NULL;
+unresolved:
+	s = xcalloc(1, sizeof *s);
+	s->ref = xstrdup(ref);
+	return s;
 }
 
 /* host:port, [v6]:port or :port; the port is required. */
@@ -324,7 +359,7 @@ cfg_limits(struct cfgctx *c, struct config *cf, const struct ynode *m)
 		} else if (strcmp(k, "drain") == 0)
 			cfg_duration(c, n, "limits.drain", &cf->limit_drain);
 		else
-			cfg_unknown(c, m, i, "limits");
+			cfg_unknown(c, m, i, "limits", limits_keys);
 	}
 	if (cf->limit_body == 0)
 		cfg_error(c, m, "\"limits.body\" must be at least 1 byte");
@@ -405,7 +440,7 @@ cfg_sandbox(struct cfgctx *c, struct config *cf, const struct ynode *m)
 		else if (strcmp(k, "uids") == 0)
 			cfg_uid_range(c, n, cf);
 		else
-			cfg_unknown(c, m, i, "sandbox");
+			cfg_unknown(c, m, i, "sandbox", sandbox_keys);
 	}
 	if (cf->sandbox.timeout <= 0)
 		cfg_error(c, m, "\"sandbox.timeout\" must be positive");
@@ -480,8 +515,22 @@ cfg_agents(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			else if (strcmp(k, "api_url") == 0)
 				cfg_url(c, ymap_value(a, j), what, &ac->api_url);
 			else
-				cfg_unknown(c, a, j, NULL);
+				cfg_unknown(c, a, j, NULL, agent_keys);
 		}
+	}
+}
+
+/* A key GitHub would refuse, or that cannot sign, is found now rather than at the first run. */
+static void
+cfg_github_key(struct cfgctx *c, const struct ynode *n, const struct secret *key)
+{
+	char	*why;
+
+	if (key == NULL || key->value == NULL)
+		return;
+	if (github_key_check(key->value, key->len, &why) != 0) {
+		cfg_error(c, n, "\"github.private_key\": %s %s", key->ref, why);
+		free(why);
 	}
 }
 
@@ -506,14 +555,16 @@ cfg_github(struct cfgctx *c, struct org *o, const struct ynode *m)
 			g->token = cfg_secret(c, n, "github.token");
 		else if (strcmp(k, "app_id") == 0)
 			cfg_int(c, n, "github.app_id", 1, (long long)1 << 50, &g->app_id);
-		else if (strcmp(k, "private_key") == 0)
+		else if (strcmp(k, "private_key") == 0) {
 			g->private_key = cfg_secret(c, n, "github.private_key");
+			cfg_github_key(c, n, g->private_key);
+		}
 		else if (strcmp(k, "api_url") == 0)
 			cfg_url(c, n, "github.api_url", &g->api_url);
 		else if (strcmp(k, "git_url") == 0)
 			cfg_url(c, n, "github.git_url", &g->git_url);
 		else
-			cfg_unknown(c, m, i, "github");
+			cfg_unknown(c, m, i, "github", github_keys);
 	}
 	if (ymap_get(m, "webhook_secret") == NULL)
 		cfg_error(c, m, "\"github.webhook_secret\" is required");
@@ -542,7 +593,7 @@ cfg_slack(struct cfgctx *c, struct org *o, const struct ynode *m)
 		else if (strcmp(k, "api_url") == 0)
 			cfg_url(c, n, "slack.api_url", &s->api_url);
 		else
-			cfg_unknown(c, m, i, "slack");
+			cfg_unknown(c, m, i, "slack", slack_keys);
 	}
 	if (ymap_get(m, "signing_secret") == NULL)
 		cfg_error(c, m, "\"slack.signing_secret\" is required");
@@ -569,7 +620,7 @@ cfg_linear(struct cfgctx *c, struct org *o, const struct ynode *m)
 		else if (strcmp(k, "api_url") == 0)
 			cfg_url(c, n, "linear.api_url", &l->api_url);
 		else
-			cfg_unknown(c, m, i, "linear");
+			cfg_unknown(c, m, i, "linear", linear_keys);
 	}
 	if (ymap_get(m, "webhook_secret") == NULL)
 		cfg_error(c, m, "\"linear.webhook_secret\" is required");
@@ -599,7 +650,7 @@ cfg_org_agents(struct cfgctx *c, struct org *o, const struct ynode *m)
 			continue;
 		for (j = 0; j < a->n; j++) {
 			if (strcmp(ymap_key(a, j), "api_key") != 0)
-				cfg_unknown(c, a, j, what);
+				cfg_unknown(c, a, j, what, org_agent_keys);
 		}
 		if ((key = ymap_get(a, "api_key")) == NULL) {
 			cfg_error(c, a, "\"%s.api_key\" is required", what);
@@ -681,7 +732,7 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			else if (strcmp(k, "secrets") == 0)
 				cfg_org_secrets(c, org, n);
 			else
-				cfg_unknown(c, o, j, name);
+				cfg_unknown(c, o, j, name, org_keys);
 		}
 	}
 }
@@ -699,8 +750,9 @@ static void
 cfg_simple_section(struct cfgctx *c, const struct ynode *m, const char *section,
     const char *key, long long *out, long long min)
 {
-	size_t	 i;
-	char	 what[64];
+	const char *const	 keys[] = { key, NULL };
+	size_t			 i;
+	char			 what[64];
 
 	if (!cfg_is_map(c, m, section))
 		return;
@@ -709,7 +761,7 @@ cfg_simple_section(struct cfgctx *c, const struct ynode *m, const char *section,
 		if (strcmp(ymap_key(m, i), key) == 0)
 			cfg_duration_min(c, ymap_value(m, i), what, out, min);
 		else
-			cfg_unknown(c, m, i, section);
+			cfg_unknown(c, m, i, section, keys);
 	}
 }
 
@@ -729,7 +781,7 @@ cfg_retention(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			cfg_duration_min(c, ymap_value(m, i), "retention.run_files",
 			    &cf->retention_run_files, 86400);
 		else
-			cfg_unknown(c, m, i, "retention");
+			cfg_unknown(c, m, i, "retention", retention_keys);
 	}
 }
 
@@ -751,7 +803,7 @@ cfg_git(struct cfgctx *c, struct config *cf, const struct ynode *m)
 		else if (strcmp(k, "author_email") == 0)
 			cfg_str(c, n, "git.author_email", &cf->git_author_email);
 		else {
-			cfg_unknown(c, m, i, "git");
+			cfg_unknown(c, m, i, "git", git_keys);
 			continue;
 		}
 		/* Either lands in a commit header: no line breaks, no angle brackets. */
@@ -821,6 +873,29 @@ cfg_abspath(const char *dir, const char *p)
 	return abs;
 }
 
+/*
+ * What this host must have for the config to work (CONFIG_HOST: spur check):
+ * the user sandboxes run as, when spur is root. spur serve starts without it
+ * and answers /healthz 503 until it exists.
+ */
+static void
+cfg_host(struct cfgctx *c, const struct config *cf, const struct ynode *root)
+{
+	struct sandbox_ident	 id;
+	const struct ynode	*sb, *n;
+	char			*cause;
+
+	if (!(c->flags & CONFIG_HOST) || cf->sandbox.backend != SANDBOX_BWRAP)
+		return;
+	if (sandbox_ident_get(cf->sandbox.user, 0, &id, &cause) != 0) {
+		sb = ymap_get(root, "sandbox");
+		n = sb != NULL && sb->type == YNODE_MAP && ymap_get(sb, "user") != NULL ?
+		    ymap_get(sb, "user") : sb != NULL ? sb : root;
+		cfg_error(c, n, "\"sandbox.user\": %s", cause);
+		free(cause);
+	}
+}
+
 const char *
 config_default_path(void)
 {
@@ -830,7 +905,7 @@ config_default_path(void)
 }
 
 struct config *
-config_load(const char *path, struct yerrs *errs)
+config_load(const char *path, int flags, struct yerrs *errs)
 {
 	struct config	*cf;
 	struct ynode	*root;
@@ -847,6 +922,7 @@ config_load(const char *path, struct yerrs *errs)
 	cfg_defaults(cf);
 	c.file = path;
 	c.dir = cf->dir;
+	c.flags = flags;
 	c.errs = errs;
 	if (!cfg_is_map(&c, root, "the configuration"))
 		goto out;
@@ -880,10 +956,11 @@ config_load(const char *path, struct yerrs *errs)
 		else if (strcmp(k, "reports") == 0)
 			cfg_simple_section(&c, n, "reports", "give_up", &cf->report_give_up, 1);
 		else
-			cfg_unknown(&c, root, i, NULL);
+			cfg_unknown(&c, root, i, NULL, top_keys);
 	}
 	if (cf->norgs == 0 && errs->nerrors == before)
 		cfg_error(&c, root, "\"orgs\" must define at least one org");
+	cfg_host(&c, cf, root);
 out:
 	if (cf->nlisten == 0) {
 		free(cf->listen);	/* a list whose every address was refused */

@@ -8,7 +8,9 @@
 #include <sys/queue.h>
 #include <event2/event.h>
 #include <jansson.h>
+#include <limits.h>
 #include <openssl/bio.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <stdio.h>
@@ -62,6 +64,7 @@ struct github_req {
 	LIST_ENTRY(github_req)	 wentry;
 	char			*token;		/* for the deferred callback */
 	char			*cause;
+	int			 permanent;	/* the cause is the config's: retrying cannot help */
 };
 
 static void
@@ -96,25 +99,104 @@ github_b64url(const unsigned char *p, size_t len)
 	return s;
 }
 
-char *
-github_jwt(const char *pem, size_t len, long long app_id, int64_t now_s, char **cause)
+/* An encrypted key must never make OpenSSL ask a terminal for its passphrase. */
+static int
+github_no_passphrase_cb(char *buf, int size, int rwflag, void *arg)
+{
+	return -1;
+}
+
+/* OpenSSL's reason for the last failure, its queue emptied. */
+static const char *
+github_ssl_reason(void)
+{
+	unsigned long	 e = ERR_peek_last_error();
+	const char	*r = e != 0 ? ERR_reason_error_string(e) : NULL;
+
+	ERR_clear_error();
+	return r != NULL ? r : "unknown error";
+}
+
+/*
+ * The App's private key, or NULL and why: what the text is instead (a public
+ * key, an encrypted key, a truncated file), never the text.
+ */
+static EVP_PKEY *
+github_key_read(const char *pem, size_t len, char **why)
 {
 	BIO		*bio;
+	EVP_PKEY	*key = NULL;
+	char		*name = NULL, *header = NULL;
+	unsigned char	*data = NULL;
+	long		 dlen = 0;
+	const char	*kind = NULL;
+
+	if (len > INT_MAX || (bio = BIO_new_mem_buf(pem, (int)len)) == NULL)
+		fatal("BIO_new_mem_buf");
+	/* The block's label and headers first: they say what the file is. */
+	if (PEM_read_bio(bio, &name, &header, &data, &dlen) != 1) {
+		if (ERR_GET_REASON(ERR_peek_last_error()) == PEM_R_NO_START_LINE)
+			xasprintf(why, "is not a PEM key (no -----BEGIN "
+			    "line)");
+		else
+			xasprintf(why, "is truncated or damaged (%s)",
+			    github_ssl_reason());
+		goto out;
+	}
+	if (strcmp(name, "ENCRYPTED PRIVATE KEY") == 0 || strstr(header, "ENCRYPTED") != NULL) {
+		xasprintf(why, "is encrypted (-----BEGIN %s-----) and spur "
+		    "has no passphrase: give it the key as GitHub generated it, or decrypt it "
+		    "with openssl pkey", name);
+		goto out;
+	}
+	if (strstr(name, "PUBLIC KEY") != NULL)
+		kind = "a public key";
+	else if (strcmp(name, "CERTIFICATE") == 0)
+		kind = "a certificate";
+	else if (strstr(name, "PRIVATE KEY") == NULL)
+		kind = "something else";
+	if (kind != NULL) {
+		xasprintf(why, "is %s (-----BEGIN %s-----), not the "
+		    "App's RSA private key", kind, name);
+		goto out;
+	}
+	(void)BIO_reset(bio);
+	ERR_clear_error();
+	if ((key = PEM_read_bio_PrivateKey(bio, NULL, github_no_passphrase_cb, NULL)) ==
+	    NULL) {
+		xasprintf(why, "holds a -----BEGIN %s----- block that is not a valid "
+		    "key (%s): truncated, or in another form than its label says", name,
+		    github_ssl_reason());
+		goto out;
+	}
+	if (EVP_PKEY_base_id(key) != EVP_PKEY_RSA) {
+		xasprintf(why, "is not an RSA key (it is %s): GitHub "
+		    "Apps sign with RS256", EVP_PKEY_get0_type_name(key) != NULL ?
+		    EVP_PKEY_get0_type_name(key) : "another type");
+		EVP_PKEY_free(key);
+		key = NULL;
+	}
+out:
+	ERR_clear_error();
+	BIO_free(bio);
+	OPENSSL_free(name);
+	OPENSSL_free(header);
+	OPENSSL_free(data);
+	return key;
+}
+
+/* github_jwt with why a phrase about the key ("is a public key ..."). */
+static char *
+github_jwt_why(const char *pem, size_t len, long long app_id, int64_t now_s, char **why)
+{
 	EVP_PKEY	*key;
 	EVP_MD_CTX	*ctx = NULL;
 	unsigned char	*sig = NULL;
 	size_t		 siglen = 0;
 	char		*head, *claims, *input = NULL, *s64, *jwt = NULL, *payload;
 
-	if ((bio = BIO_new_mem_buf(pem, (int)len)) == NULL)
-		fatal("BIO_new_mem_buf");
-	key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
-	BIO_free(bio);
-	if (key == NULL || EVP_PKEY_base_id(key) != EVP_PKEY_RSA) {
-		xasprintf(cause, "github.private_key is not an RSA private key in PEM form");
-		EVP_PKEY_free(key);
+	if ((key = github_key_read(pem, len, why)) == NULL)
 		return NULL;
-	}
 	head = github_b64url((const unsigned char *)"{\"alg\":\"RS256\",\"typ\":\"JWT\"}", 27);
 	payload = xprintf("{\"iat\":%lld,\"exp\":%lld,\"iss\":\"%lld\"}",
 	    (long long)(now_s - GITHUB_JWT_BACKDATE), (long long)(now_s + GITHUB_JWT_LIFE),
@@ -125,12 +207,14 @@ github_jwt(const char *pem, size_t len, long long app_id, int64_t now_s, char **
 	if ((ctx = EVP_MD_CTX_new()) == NULL ||
 	    EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, key) != 1 ||
 	    EVP_DigestSign(ctx, NULL, &siglen, (unsigned char *)input, strlen(input)) != 1) {
-		xasprintf(cause, "cannot sign the GitHub App JWT");
+		xasprintf(why, "cannot sign the GitHub App JWT (%s)",
+		    github_ssl_reason());
 		goto out;
 	}
 	sig = xmalloc(siglen);
 	if (EVP_DigestSign(ctx, sig, &siglen, (unsigned char *)input, strlen(input)) != 1) {
-		xasprintf(cause, "cannot sign the GitHub App JWT");
+		xasprintf(why, "cannot sign the GitHub App JWT (%s)",
+		    github_ssl_reason());
 		goto out;
 	}
 	s64 = github_b64url(sig, siglen);
@@ -144,6 +228,29 @@ out:
 	free(claims);
 	free(input);
 	return jwt;
+}
+
+char *
+github_jwt(const char *pem, size_t len, long long app_id, int64_t now_s, char **cause)
+{
+	char	*jwt, *why = NULL;
+
+	if ((jwt = github_jwt_why(pem, len, app_id, now_s, &why)) == NULL) {
+		xasprintf(cause, "github.private_key %s", why);
+		free(why);
+	}
+	return jwt;
+}
+
+int
+github_key_check(const char *pem, size_t len, char **why)
+{
+	char	*jwt;
+
+	if ((jwt = github_jwt_why(pem, len, 1, 0, why)) == NULL)
+		return -1;
+	freezero_str(jwt);
+	return 0;
 }
 
 static void
@@ -189,7 +296,7 @@ github_deferred_cb(evutil_socket_t fd, short what, void *arg)
 	struct github_req	*r = arg;
 
 	r->cb(r->token, r->token == NULL ? (r->cause != NULL ? r->cause : "no token") : NULL,
-	    r->arg);
+	    r->permanent, r->arg);
 	github_req_free(r);
 }
 
@@ -243,6 +350,14 @@ github_cache_add(const char *org, const char *repo, long long installation, cons
 	c->expires = expires;
 	LIST_INSERT_HEAD(&github_cache, c, entry);
 	github_ncache++;
+}
+
+/* Ends the request with what no retry can change (the config's key, no token at all). */
+static void
+github_fail(struct github_req *r, char *cause)
+{
+	r->permanent = 1;
+	github_finish(r, NULL, cause);
 }
 
 /* Ends a flight: every request waiting for it gets the token or the cause. */
@@ -397,7 +512,7 @@ github_token(struct engine *e, const char *orgname, const char *repo, long long 
 	r->repo = repo != NULL ? xstrdup(repo) : NULL;
 	r->installation = installation;
 	if (org == NULL || org->github == NULL) {
-		github_finish(r, NULL, xprintf("github is not configured for org %s", r->org));
+		github_fail(r, xprintf("github is not configured for org %s", r->org));
 		return r;
 	}
 	if (org->github->token != NULL) {
@@ -405,7 +520,7 @@ github_token(struct engine *e, const char *orgname, const char *repo, long long 
 		return r;
 	}
 	if (org->github->app_id == 0 || org->github->private_key == NULL) {
-		github_finish(r, NULL, xprintf("org %s has no github token or app", r->org));
+		github_fail(r, xprintf("org %s has no github token or app", r->org));
 		return r;
 	}
 	if ((c = github_cache_find(r->org, repo, installation)) != NULL) {
@@ -418,13 +533,13 @@ github_token(struct engine *e, const char *orgname, const char *repo, long long 
 		return r;
 	}
 	if (installation == 0 && repo == NULL) {
-		github_finish(r, NULL, xstrdup("no repository to find the App's installation"));
+		github_fail(r, xstrdup("no repository to find the App's installation"));
 		return r;
 	}
 	jwt = github_jwt(org->github->private_key->value, org->github->private_key->len,
 	    org->github->app_id, now_ms() / 1000, &cause);
 	if (jwt == NULL) {
-		github_finish(r, NULL, cause);
+		github_fail(r, cause);
 		return r;
 	}
 	f = xcalloc(1, sizeof *f);

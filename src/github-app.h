@@ -8,8 +8,12 @@
 struct engine;
 struct github_req;
 
-/* token is NULL when cause says why; both are only valid during the call. */
-typedef void (*github_token_cb)(const char *token, const char *cause, void *);
+/*
+ * token is NULL when cause says why; both are only valid during the call.
+ * permanent: the cause is the configuration's (no token or App, a key that
+ * cannot sign), which no retry changes.
+ */
+typedef void (*github_token_cb)(const char *token, const char *cause, int permanent, void *);
 
 /*
  * The token for org (acting on repository owner/repo): the configured token,
@@ -30,6 +34,11 @@ void		 github_app_cleanup(void);
  */
 char		*github_jwt(const char *pem, size_t len, long long app_id, int64_t now_s,
 		     char **cause);
+/*
+ * Whether pem is a key github_jwt can sign with: 0, or -1 and why, a phrase
+ * naming what it is instead ("is a public key (-----BEGIN PUBLIC KEY-----) ...").
+ */
+int		 github_key_check(const char *pem, size_t len, char **why);
 /* base64url without padding (JWT's encoding). */
 char		*github_b64url(const unsigned char *, size_t);
 

@@ -511,14 +511,14 @@ outbox_attempt(struct outbox_send *s)
 }
 
 static void
-outbox_token_cb(const char *token, const char *cause, void *arg)
+outbox_token_cb(const char *token, const char *cause, int permanent, void *arg)
 {
 	struct outbox_send	*s = arg;
 
 	s->gh = NULL;
 	if (token == NULL) {
-		/* No token now (the App's exchange failed): try again later. */
-		outbox_send_failed(s, REPORT_RETRY, cause, -1, 1);
+		/* The App's exchange failed: later; the config cannot give one: never. */
+		outbox_send_failed(s, permanent ? REPORT_FAILED : REPORT_RETRY, cause, -1, 1);
 		outbox_send_free(s);
 		return;
 	}

@@ -321,7 +321,7 @@ repo_git_cb(int status, const char *output, void *arg)
 }
 
 static void
-repo_token_cb(const char *token, const char *cause, void *arg)
+repo_token_cb(const char *token, const char *cause, int permanent, void *arg)
 {
 	struct repo_job	*j = arg;
 

@@ -182,7 +182,7 @@ serve_reload(struct engine *e)
 
 	log_info("event=reload.start config=%s", log_q(e->config_path));
 	yerrs_init(&errs);
-	if (cmd_load_errs(e->config_path, &conf, &set, &errs) != 0) {
+	if (cmd_load_errs(e->config_path, 0, &conf, &set, &errs) != 0) {
 		serve_tell_errs(&errs, "reload.error");
 		log_error("event=reload.refused errors=%zu kept=old", errs.nerrors);
 		yerrs_free(&errs);
@@ -360,7 +360,7 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	pthread_mutex_init(&e.conf_mu, NULL);
 	e.config_path = xstrdup(path != NULL ? path : config_default_path());
 	yerrs_init(&errs);
-	loaded = cmd_load_errs(e.config_path, &e.conf, &e.automations, &errs) == 0;
+	loaded = cmd_load_errs(e.config_path, 0, &e.conf, &e.automations, &errs) == 0;
 	serve_tell_errs(&errs, NULL);
 	yerrs_free(&errs);
 	if (!loaded) {

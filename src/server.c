@@ -6,6 +6,7 @@
 #include "ingest.h"
 #include "lpause.h"
 #include "reqclock.h"
+#include "sandbox.h"
 #include "serve.h"
 #include "source.h"
 #include "store.h"
@@ -328,15 +329,21 @@ server_ask_cb(evutil_socket_t fd, short what, void *arg)
 	struct server	*srv = arg;
 	struct engine	*e = srv->engine;
 	struct hookreq	*hr;
+	char		*why;
 
 	while ((hr = hookreq_pop(srv, &srv->asks)) != NULL) {
 		if (hr->kind == HOOKREQ_METRICS)
 			hookreq_answer(hr, 200, "text/plain; version=0.0.4",
 			    metrics_render(e->metrics, e));
-		else if (store_writable(e->store) == 0)
-			hookreq_answer(hr, 200, "text/plain", xstrdup("ok\n"));
-		else
+		else if (store_writable(e->store) != 0)
 			hookreq_answer(hr, 503, "text/plain", xstrdup("store unavailable\n"));
+		else if (e->conf->sandbox.backend == SANDBOX_BWRAP &&
+		    sandbox_available(e->conf->sandbox.user, &why) != 0) {
+			/* Every run would fail: a load balancer should know (the answer is cached). */
+			hookreq_answer(hr, 503, "text/plain", xprintf("%s\n", why));
+			free(why);
+		} else
+			hookreq_answer(hr, 200, "text/plain", xstrdup("ok\n"));
 	}
 }
 

@@ -19,9 +19,12 @@ static const struct cmd cmds[] = {
 	  "config and automations (an invalid set is refused and the old one kept);\n"
 	  "SIGTERM or SIGINT stops accepting, finishes in-flight requests and exits 0.",
 	  cmd_serve, 0 },
-	{ "check", "[-c FILE]",
+	{ "check", "[-c FILE] [--offline]",
 	  "Validates the config and every automation; prints one\n"
-	  "FILE:LINE:COL: error: MESSAGE line per problem and exits 1 if there is any.",
+	  "FILE:LINE:COL: error: MESSAGE line per problem and exits 1 if there is any.\n"
+	  "It reads every secret (env: variables, file: files), checks the GitHub App\n"
+	  "key and, when run as root, that sandbox.user exists. --offline checks the\n"
+	  "rest without them, for CI or a shell without the production secrets.",
 	  cmd_check, 0 },
 	{ "fire", "[-c FILE] --org ORG --source SRC [--event NAME] [-H 'Name: value']... "
 	  "[--why] [--prompt] [--json] FILE",
@@ -139,14 +142,14 @@ cmd_help(const struct cmd *c, int argc, char **argv)
 }
 
 int
-cmd_load_errs(const char *path, struct config **confp, struct automation_set **setp,
-    struct yerrs *errs)
+cmd_load_errs(const char *path, int flags, struct config **confp,
+    struct automation_set **setp, struct yerrs *errs)
 {
 	struct config		*conf;
 	struct automation_set	*set = NULL;
 	size_t			 nerr = errs->nerrors;
 
-	conf = config_load(path, errs);
+	conf = config_load(path, flags, errs);
 	if (conf != NULL && setp != NULL)
 		set = automation_load(conf, conf->automations_dir, errs);
 	if (errs->nerrors != nerr) {
@@ -162,14 +165,14 @@ cmd_load_errs(const char *path, struct config **confp, struct automation_set **s
 }
 
 int
-cmd_load(const char *path, struct config **confp, struct automation_set **setp)
+cmd_load(const char *path, int flags, struct config **confp, struct automation_set **setp)
 {
 	struct yerrs	 errs;
 	size_t		 i;
 	int		 rc;
 
 	yerrs_init(&errs);
-	rc = cmd_load_errs(path, confp, setp, &errs);
+	rc = cmd_load_errs(path, flags, confp, setp, &errs);
 	for (i = 0; i < errs.n; i++)
 		fprintf(stderr, "%s\n", errs.msgs[i]);
 	yerrs_free(&errs);
@@ -182,7 +185,8 @@ cmd_store(const char *path, struct config **confp)
 	struct store	*st;
 	char		*cause;
 
-	if (cmd_load(path, confp, NULL) != 0)
+	/* Reading the store needs no secret: an operator's shell has none. */
+	if (cmd_load(path, CONFIG_UNRESOLVED, confp, NULL) != 0)
 		return NULL;
 	if ((st = store_open((*confp)->data_dir, 0, &cause)) == NULL) {
 		fprintf(stderr, "spur: %s\n", cause);

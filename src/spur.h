@@ -71,6 +71,8 @@ char	*path_dirname(const char *);
 int	 read_file(const char *, size_t max, char **out, size_t *len, char **cause);
 int	 glob_match(const char *pattern, const char *s);	/* shell-style, fnmatch */
 int	 valid_name(const char *);	/* [A-Za-z0-9][A-Za-z0-9_.-]* */
+/* The one of names (NULL-terminated) a typo s likely meant, or NULL: "did you mean". */
+const char *name_suggest(const char *const *names, const char *s);
 
 /* crypto.c: one HMAC helper, one hash, encodings, constant-time compare, random ids. */
 void	 hmac_sha256(const void *key, size_t keylen, const void *msg, size_t msglen,

@@ -195,6 +195,49 @@ glob_match(const char *pattern, const char *s)
 	return fnmatch(pattern, s, 0) == 0;
 }
 
+/* Edit distance, bounded: enough to suggest the key a typo meant. */
+static size_t
+edit_distance(const char *a, const char *b)
+{
+	size_t	 la = strlen(a), lb = strlen(b), i, j, prev[64], cur[64], c;
+
+	if (la >= 63 || lb >= 63)
+		return 99;
+	for (j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (j = 1; j <= lb; j++) {
+			c = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			if (prev[j] + 1 < c)
+				c = prev[j] + 1;
+			if (cur[j - 1] + 1 < c)
+				c = cur[j - 1] + 1;
+			cur[j] = c;
+		}
+		memcpy(prev, cur, (lb + 1) * sizeof *prev);
+	}
+	return prev[lb];
+}
+
+const char *
+name_suggest(const char *const *names, const char *s)
+{
+	size_t	 d, best = 3;
+	int	 i, found = -1;
+
+	/* A short word is within two edits of too much. */
+	if (strlen(s) < 4)
+		best = 2;
+	for (i = 0; names[i] != NULL; i++) {
+		if ((d = edit_distance(names[i], s)) < best) {
+			best = d;
+			found = i;
+		}
+	}
+	return found >= 0 ? names[found] : NULL;
+}
+
 int
 valid_name(const char *s)
 {

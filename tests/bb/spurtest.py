@@ -236,8 +236,9 @@ class Spur:
             if self.proc.poll() is not None:
                 raise RuntimeError("spur serve exited %d:\n%s" % (self.proc.returncode, self.logs()))
             try:
-                st, _, _ = self.request("GET", "/healthz", timeout=1)
-                if st == 200:
+                st, _, body = self.request("GET", "/healthz", timeout=1)
+                # Serving; a host that cannot make sandboxes answers 503 and says so.
+                if st == 200 or (st == 503 and b"sandbox" in body):
                     return
             except OSError:
                 pass

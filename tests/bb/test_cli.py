@@ -70,6 +70,67 @@ with Spur() as s:
     p = subprocess.run([SPUR, "check"], capture_output=True, env=env, cwd="/")
     t.ok(p.returncode == 1 and b"spur.yaml" in p.stderr, "check without any config exits 1 and names the file", p.stderr)
 
+# The CLI without production secrets: an operator's shell and CI have none of the config's
+# env: variables; only serve and check (without --offline) read them.
+NIGHTLY = ("name: nightly\non:\n  schedule:\n    cron: \"0 3 * * *\"\nagent: command\n"
+           "command: [/bin/true]\nprompt: Nightly.\n")
+PING = ("name: ping\non:\n  webhook:\n    name: ping\n    auth: none\n    text: message\n    thread: id\n"
+        "agent: command\ncommand: [sleep, \"30\"]\nproof: none\nprompt: Ping.\n")
+with Spur("sandbox:\n  backend: none\n", automations={"nightly.yaml": NIGHTLY, "ping.yaml": PING}) as s:
+    s.start()
+    st, _, a = s.post_json("/o/acme/hooks/ping", json.dumps({"id": "1", "message": "hi"}))
+    run_id = a["runs"][0] if st == 200 and a.get("runs") else "none"
+    s.stop()
+    bare = dict((k, v) for k, v in s.env.items() if not k.startswith("T_"))
+
+    def shell(*args):
+        p = subprocess.run([SPUR, args[0], "-c", s.config] + list(args[1:]), capture_output=True, env=bare,
+                           cwd=s.dir, timeout=60)
+        return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+    rc, out, err = shell("runs")
+    t.ok(rc == 0 and run_id in out, "spur runs works with the config's env: variables unset", (rc, out, err))
+    rc, out, err = shell("show", run_id)
+    t.ok(rc == 0 and run_id in out, "so does spur show", (rc, out, err))
+    rc, out, err = shell("logs", run_id)
+    t.eq(rc, 0, "and spur logs")
+    rc, out, err = shell("schedules")
+    t.ok(rc == 0 and "nightly" in out, "and spur schedules", (rc, out, err))
+    rc, new_id, err = shell("retry", run_id)
+    new_id = new_id.strip()
+    t.ok(rc == 0 and new_id.startswith("run_") and new_id != run_id, "spur retry starts a new run", (rc, new_id, err))
+    rc, out, err = shell("cancel", new_id)
+    t.ok(rc == 0 and new_id in out, "spur cancel cancels it", (rc, out, err))
+    with open(os.path.join(s.dir, "ping.json"), "w") as f:
+        f.write('{"id": "2", "message": "hi"}')
+    rc, out, err = shell("fire", "--org", "acme", "--source", "ping", "ping.json")
+    t.ok(rc == 0 and "match: ping" in out, "spur fire (a dry run, no signature) too", (rc, out, err))
+    rc, out, err = shell("check", "--offline")
+    t.ok(rc == 0 and "ok (1 org, 2 automations)" in out, "spur check --offline passes", (rc, out, err))
+    rc, out, err = shell("check")
+    t.ok(rc == 1 and "environment variable T_GH_SECRET is not set" in err,
+         "spur check reads the secrets and names the variable that is not set", (rc, out, err))
+    rc, out, err = shell("serve")
+    t.ok(rc == 1 and "environment variable T_GH_SECRET is not set" in err,
+         "spur serve refuses and names it", (rc, out, err))
+    with open(s.config, "a") as f:
+        f.write("limits:\n  bdy: 1MiB\n")
+    rc, out, err = shell("check", "--offline")
+    t.ok(rc == 1 and 'unknown key "bdy" in limits' in err and "T_GH_SECRET" not in err,
+         "check --offline still reports the rest, and nothing about secrets", (rc, out, err))
+    rc, out, err = run("help", "check")
+    t.ok("--offline" in out, "spur help check documents --offline", out)
+
+# An engine that cannot make sandboxes at all starts, and /healthz says it is not healthy, and why.
+if os.geteuid() != 0 or not os.path.exists("/usr/bin/bwrap"):
+    t.skip("/healthz answers 503 naming a sandbox.user that does not exist", "needs root and bwrap")
+else:
+    with Spur("sandbox:\n  user: no-such-user\n") as s:
+        s.start()
+        st, _, body = s.request("GET", "/healthz")
+        t.ok(st == 503 and b"sandbox user no-such-user does not exist" in body and body.endswith(b"\n"),
+             "/healthz answers 503 naming a sandbox.user that does not exist", (st, body))
+
 # What a sender or an agent wrote never reaches the terminal as control characters: an
 # OSC 52 in a webhook's thread would write the operator's clipboard, a CSI redraw the screen.
 OSC52 = "\x1b]52;c;SGVsbG8=\x07"

@@ -1,11 +1,14 @@
 """spur.yaml validation: every problem reported as FILE:LINE:COL: error: MESSAGE (SPEC section 3)."""
+import base64
+import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap, grep_secrets, SECRETS
+from spurtest import Spur, Tap, grep_secrets, SECRETS, github_comment, github_headers
 
 t = Tap()
 
@@ -42,7 +45,7 @@ with Spur() as s:
     t.eq(rc, 1, "check of a broken config exits 1")
     lines = [l for l in err.splitlines() if l]
     want = [
-        '%s:3:1: error: unknown key "lmits"' % s.config,
+        '%s:3:1: error: unknown key "lmits" (did you mean "limits"?)' % s.config,
         '%s:6:9: error: "limits.body": invalid size "25 MB" (expected e.g. 512KiB, 25MiB, 4GiB)' % s.config,
         '%s:7:9: error: "limits.runs" must be an integer from 1 to 4096' % s.config,
         '%s:10:12: error: "sandbox.timeout": invalid duration "30 minutes" (expected e.g. 90s, 20m, 2h, 7d)' % s.config,
@@ -92,6 +95,76 @@ with Spur() as s:
     t.eq(rc, 1, "serve refuses an invalid config (exit 1)")
     for w in want:
         t.contains(err2, w, "serve reports: " + w.split(": error: ")[1][:50])
+
+    # did you mean: a key one typo from a known one names it, in every mapping
+    with open(s.config, "w") as f:
+        f.write("listen: 127.0.0.1:1\nsandbox:\n  tmeout: 3m\norgs:\n  acme:\n    github:\n"
+                "      webhook_secret: env:T_GH_SECRET\n      tokn: env:T_GH_TOKEN\n")
+    rc, out, err = s.c("check")
+    t.eq((rc, err.splitlines()), (1, [
+        s.config + ':3:3: error: unknown key "tmeout" in sandbox (did you mean "timeout"?)',
+        s.config + ':8:7: error: unknown key "tokn" in github (did you mean "token"?)']),
+        "an unknown key one typo from a known one: did you mean, at its position")
+
+    # github.private_key: what is not an RSA private key is named, at the key's position
+    def openssl(*args, stdin=None):
+        return subprocess.run(["openssl"] + list(args), input=stdin, capture_output=True, check=True).stdout
+
+    rsa = openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048")
+    pkcs1_der = openssl("rsa", "-traditional", "-outform", "DER", stdin=rsa)
+    keys = {
+        "rsa.pem": openssl("rsa", "-traditional", stdin=rsa),
+        "pkcs8.pem": rsa,
+        "public.pem": openssl("pkey", "-pubout", stdin=rsa),
+        "encrypted.pem": openssl("pkcs8", "-topk8", "-passout", "pass:secret", stdin=rsa),
+        "truncated.pem": rsa[:len(rsa) // 2],
+        "garbage.pem": b"this is not a key\n",
+        "ec.pem": openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"),
+        # PKCS#1 content under the PKCS#8 label: a hand-converted file
+        "wrongform.pem": b"-----BEGIN PRIVATE KEY-----\n" + base64.encodebytes(pkcs1_der) +
+        b"-----END PRIVATE KEY-----\n",
+    }
+    for name, data in keys.items():
+        with open(os.path.join(s.dir, name), "wb") as f:
+            f.write(data)
+    for name, error in (
+            ("rsa.pem", None), ("pkcs8.pem", None),
+            ("public.pem", "is a public key (-----BEGIN PUBLIC KEY-----), not the App's RSA private key"),
+            ("encrypted.pem", "is encrypted (-----BEGIN ENCRYPTED PRIVATE KEY-----) and spur has no passphrase: "
+             "give it the key as GitHub generated it, or decrypt it with openssl pkey"),
+            ("truncated.pem", "is truncated or damaged (bad end line)"),
+            ("garbage.pem", "is not a PEM key (no -----BEGIN line)"),
+            ("ec.pem", "is not an RSA key (it is EC): GitHub Apps sign with RS256"),
+            ("wrongform.pem", "holds a -----BEGIN PRIVATE KEY----- block that is not a valid key (nested asn1 "
+             "error): truncated, or in another form than its label says")):
+        with open(s.config, "w") as f:
+            f.write("listen: 127.0.0.1:1\norgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n"
+                    "      app_id: 1\n      private_key: file:%s\n" % name)
+        rc, out, err = s.c("check")
+        if error is None:
+            t.eq((rc, err), (0, ""), "github.private_key %s (an RSA private key) passes" % name)
+        else:
+            t.eq((rc, err.strip()), (1, '%s:7:20: error: "github.private_key": file:%s %s' % (s.config, name, error)),
+                 "github.private_key %s is refused at its position, saying what it is" % name)
+        rc, out, err = s.c("check", "--offline")
+        t.eq(rc, 0, "check --offline does not read %s" % name)
+
+    # sandbox.user must exist when spur is root (it runs sandboxes as that user)
+    if os.geteuid() != 0:
+        t.skip("a missing sandbox.user is refused at its position", "not root")
+    else:
+        with open(s.config, "w") as f:
+            f.write("listen: 127.0.0.1:1\nsandbox:\n  user: no-such-user\norgs:\n  acme:\n")
+        rc, out, err = s.c("check")
+        t.eq((rc, err.strip()), (1, '%s:3:9: error: "sandbox.user": sandbox user no-such-user does not exist '
+                                 '(create it, e.g. useradd --system no-such-user)' % s.config),
+             "a missing sandbox.user is refused at its position")
+        rc, out, err = s.c("check", "--offline")
+        t.eq(rc, 0, "check --offline does not look for this host's users")
+        with open(s.config, "w") as f:
+            f.write("listen: 127.0.0.1:1\nsandbox:\n  user: no-such-user\n  backend: none\norgs:\n  acme:\n")
+        rc, out, err = s.c("check")
+        t.eq(rc, 0, "nor does backend: none need one")
 
     # YAML syntax error
     with open(s.config, "w") as f:
@@ -168,6 +241,26 @@ def wait_log(s, text, since, timeout=10):
             return True
         time.sleep(0.1)
     return False
+
+
+# A configuration that cannot give a GitHub token (no token, no App) fails the report at
+# once, with the cause: retrying for reports.give_up (24h) would change nothing.
+NO_TOKEN_ORGS = "orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n" \
+    "      api_url: http://127.0.0.1:9/github\n      git_url: http://127.0.0.1:9/git\n"
+FIX = "name: fix\non:\n  github:\n    events: [issue_comment]\nagent: command\ncommand: [/bin/true]\n" \
+    "prompt: Fix.\n"
+with Spur("sandbox:\n  backend: none\n", orgs=NO_TOKEN_ORGS, automations={"fix.yaml": FIX}) as s:
+    s.start()
+    body = json.dumps(github_comment()).encode()
+    st, _, a = s.post_json("/o/acme/hooks/github", body, github_headers(body))
+    run_id = a["runs"][0] if st == 200 and a.get("runs") else "none"
+    deadline, rep = time.time() + 30, []
+    while time.time() < deadline and not (rep and rep[0]["state"] != "pending" or rep and rep[0]["attempts"] > 0):
+        rep = s.query("SELECT state, attempts, last_error FROM reports WHERE run = ? AND kind = 'run_end'", run_id)
+        time.sleep(0.1)
+    t.ok(rep and rep[0]["state"] == "given_up" and rep[0]["attempts"] == 1 and
+         "org acme has no github token or app" in (rep[0]["last_error"] or ""),
+         "a report the config cannot give a token for is given up at once, with the cause", (run_id, rep))
 
 
 with Spur(automations={"warned.yaml": WARNED}) as s:
