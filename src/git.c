@@ -108,6 +108,13 @@ git_exit_cb(struct proc *p, const struct proc_exit *x, void *arg)
 	git_free(g);
 }
 
+char *
+git_local_url(const struct git_opts *o, int agent)
+{
+	return xprintf("file://%s/%s", o->as->drop ? SANDBOX_STAGE "/s" : o->dir,
+	    agent ? "workspace/.git" : "git");
+}
+
 struct git *
 git_start(struct engine *e, const struct git_opts *o, const char *const *args,
     git_done_cb cb, void *arg, char **cause)
@@ -146,12 +153,17 @@ git_start(struct engine *e, const struct git_opts *o, const char *const *args,
 	g->env[n++] = xstrdup("GIT_NO_REPLACE_OBJECTS=1");
 	g->env[n++] = xstrdup("GIT_PROTOCOL_FROM_USER=0");
 	g->env[n++] = xstrdup("GIT_CEILING_DIRECTORIES=/");
-	g->env[n++] = xprintf("GIT_DIR=%s/git", dir);
+	g->env[n++] = xprintf("GIT_DIR=%s/%s", dir, o->agent_repo ? "workspace/.git" : "git");
 	if (o->work_tree)
 		g->env[n++] = xprintf("GIT_WORK_TREE=%s/workspace", dir);
 	for (i = 0; i < SPUR_ARRLEN(git_config); i++, nc++) {
 		g->env[n++] = xprintf("GIT_CONFIG_KEY_%zu=%s", nc, git_config[i][0]);
 		g->env[n++] = xprintf("GIT_CONFIG_VALUE_%zu=%s", nc, git_config[i][1]);
+	}
+	if (o->local) {
+		/* Between the session's two repositories only: never a URL from outside. */
+		g->env[n++] = xprintf("GIT_CONFIG_KEY_%zu=protocol.file.allow", nc);
+		g->env[n++] = xprintf("GIT_CONFIG_VALUE_%zu=always", nc++);
 	}
 	/* The author of spur's commits: git.author_name and git.author_email in spur.yaml. */
 	g->env[n++] = xprintf("GIT_CONFIG_KEY_%zu=user.name", nc);

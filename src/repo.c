@@ -20,23 +20,39 @@
 #define REPO_SUBJECT_MAX	72
 #define REPO_MESSAGE_MAX	(16 * 1024)
 #define REPO_STATE_MAX		(64 * 1024)
+/* GitHub's own bound on OWNER/NAME is 39 + 1 + 100: a longer repo: token is no name. */
+#define REPO_NAME_MAX		140
+/* How many of an automation's repositories a refusal lists before "and N more". */
+#define REPO_LIST_MAX		12
 
 /*
- * The steps of a job, in order; prepare runs INIT to CHECKOUT, deliver ADD to
- * PR. The session directory (root's, mode 0711) holds git/ (the git
- * directory, never inside the workspace, so the agent controls none of it),
- * git-home/ (an empty HOME for git), both the session's, and repo.json
- * (repository, branch, base, pull request), root's. Every git command runs
- * as the session's identity (git.c): root never reads or writes the
- * workspace, so a link the agent swapped in leads nowhere root could go.
+ * The steps of a job, in order; prepare runs INIT to AGENT_REMOTE, deliver
+ * TAKE to PR. The session directory (root's, mode 0711) holds git/ (the
+ * engine's git directory, never inside the workspace, so the agent controls
+ * none of it), git-home/ (an empty HOME for git), both the session's, and
+ * repo.json (repository, branch, base, pull request), root's. Every git
+ * command runs as the session's identity (git.c): root never reads or writes
+ * the workspace, so a link the agent swapped in leads nowhere root could go.
+ *
+ * The agent gets a repository of its own too, workspace/.git, made from the
+ * engine's before it runs (its branch, the base branch as origin/BASE, the
+ * full history of both): it may log, blame, diff and commit in it. It is
+ * hostile ground afterwards: the engine never runs git in it, it only
+ * fetches its HEAD into the engine's repository (TAKE: upload-pack reads no
+ * hook, fsmonitor, filter or packObjectsHook of a repository's own config),
+ * and delivers those commits when they continue the branch (KEEP), with what
+ * was left uncommitted committed on top as before.
  */
 enum repo_step {
 	REPO_INIT, REPO_PR_INFO, REPO_LS_REMOTE, REPO_FETCH, REPO_CHECKOUT,
-	REPO_ADD, REPO_DIFF, REPO_COMMIT, REPO_PUSH, REPO_PR_CREATE, REPO_PR_FIND
+	REPO_AGENT_INIT, REPO_AGENT_FETCH, REPO_AGENT_RESET, REPO_AGENT_REMOTE,
+	REPO_TAKE, REPO_KEEP, REPO_COUNT, REPO_MOVE, REPO_ADD, REPO_DIFF, REPO_COMMIT, REPO_PUSH,
+	REPO_PR_CREATE, REPO_PR_FIND
 };
 
 static const char *repo_step_names[] = {
-	"init", "pr_info", "ls_remote", "fetch", "checkout", "add", "diff", "commit",
+	"init", "pr_info", "ls_remote", "fetch", "checkout", "agent_init", "agent_fetch",
+	"agent_reset", "agent_remote", "take", "keep", "count", "move", "add", "diff", "commit",
 	"push", "pr_create", "pr_find"
 };
 
@@ -63,6 +79,7 @@ struct repo_job {
 	char			*pr_url;
 	char			*old_pr;	/* the session's PR, closed since */
 	int			 recheck;	/* is pr_url still open? */
+	int			 moved;		/* delivery: the agent's own commits are on the branch */
 	char			*head_repo;
 	char			*message;
 	char			*token;
@@ -281,17 +298,75 @@ repo_git_cb(int status, const char *output, void *arg)
 	case REPO_CHECKOUT:
 		if (status != 0)
 			return repo_fail(j, "git checkout failed", output);
+		j->step = REPO_AGENT_INIT;
+		break;
+	case REPO_AGENT_INIT:
+		if (status != 0)
+			return repo_fail(j, "cannot make the workspace's repository", output);
+		j->step = REPO_AGENT_FETCH;
+		break;
+	case REPO_AGENT_FETCH:
+		if (status != 0)
+			return repo_fail(j, "cannot fill the workspace's repository", output);
+		j->step = REPO_AGENT_RESET;
+		break;
+	case REPO_AGENT_RESET:
+		if (status != 0)
+			return repo_fail(j, "cannot index the workspace's repository", output);
+		j->step = REPO_AGENT_REMOTE;
+		break;
+	case REPO_AGENT_REMOTE:
+		if (status != 0)
+			return repo_fail(j, "cannot name the workspace's origin", output);
 		if (repo_state_save(j) != 0)
 			return repo_fail(j, "cannot save the session's repository state", NULL);
 		log_info("event=repo.prepared run=%s repository=%s branch=%s base=%s", j->run,
 		    j->repo, log_q(j->branch), log_q(j->base));
 		return repo_end(j, 1, NULL, NULL);
+	case REPO_TAKE:
+		/* No repository of the agent's, or no commit in it: its files are what it left. */
+		if (status != 0) {
+			log_info("event=repo.agent_commits run=%s taken=no", j->run);
+			j->step = REPO_ADD;
+		} else
+			j->step = REPO_KEEP;
+		break;
+	case REPO_KEEP:
+		/* Its commits are delivered when they continue the branch; else only its files. */
+		if (status != 0) {
+			log_warn("event=repo.agent_commits run=%s taken=no why=\"they do not "
+			    "continue the session's branch\"", j->run);
+			j->step = REPO_ADD;
+		} else
+			j->step = REPO_COUNT;
+		break;
+	case REPO_COUNT:
+		/* None of its own: the branch stays, what it left is committed as before. */
+		if (status != 0 || strtol(output, NULL, 10) <= 0) {
+			j->step = REPO_ADD;
+			break;
+		}
+		log_info("event=repo.agent_commits run=%s taken=%ld", j->run,
+		    strtol(output, NULL, 10));
+		j->step = REPO_MOVE;
+		break;
+	case REPO_MOVE:
+		if (status != 0)
+			return repo_fail(j, "cannot take the agent's commits", output);
+		j->moved = 1;
+		j->step = REPO_ADD;
+		break;
 	case REPO_ADD:
 		if (status != 0)
 			return repo_fail(j, "git add failed", output);
 		j->step = REPO_DIFF;
 		break;
 	case REPO_DIFF:
+		/* Nothing left uncommitted: the agent's commits alone, or no change at all. */
+		if (status == 0 && j->moved) {
+			j->step = REPO_PUSH;
+			break;
+		}
 		if (status == 0)
 			return repo_end(j, 2, NULL, "the run changed nothing");
 		if (status != 1)
@@ -501,7 +576,8 @@ static void
 repo_next(struct repo_job *j)
 {
 	struct git_opts	 o;
-	char		*cause = NULL, *url = NULL, *msg = NULL, *refspec = NULL, *path;
+	char		*cause = NULL, *url = NULL, *msg = NULL, *refspec = NULL, *base = NULL;
+	char		*path;
 	const char	*argv[16];
 
 	memset(&o, 0, sizeof o);
@@ -527,15 +603,61 @@ repo_next(struct repo_job *j)
 		argv[0] = "ls-remote"; argv[1] = "--symref"; argv[2] = url; argv[3] = "HEAD";
 		break;
 	case REPO_FETCH:
+		/* Whole histories: the agent may log, blame and diff against the base. */
 		url = repo_git_url(j);
 		o.token = j->token;
+		refspec = xprintf("+%s:refs/spur/head", j->fetch_ref);
+		base = xprintf("+refs/heads/%s:refs/remotes/origin/%s", j->base, j->base);
 		argv[0] = "fetch"; argv[1] = "-q"; argv[2] = "--no-tags"; argv[3] = url;
-		argv[4] = j->fetch_ref;
+		argv[4] = refspec; argv[5] = base;
 		break;
 	case REPO_CHECKOUT:
 		o.work_tree = 1;
 		argv[0] = "checkout"; argv[1] = "-q"; argv[2] = "-f"; argv[3] = "-B";
-		argv[4] = j->branch; argv[5] = "FETCH_HEAD";
+		argv[4] = j->branch; argv[5] = "refs/spur/head";
+		break;
+	case REPO_AGENT_INIT:
+		o.agent_repo = 1;
+		argv[0] = "init"; argv[1] = "-q"; argv[2] = "-b"; argv[3] = j->branch;
+		break;
+	case REPO_AGENT_FETCH:
+		o.agent_repo = 1;
+		o.local = 1;
+		url = git_local_url(&o, 0);
+		refspec = xprintf("+refs/heads/%s:refs/heads/%s", j->branch, j->branch);
+		argv[0] = "fetch"; argv[1] = "-q"; argv[2] = "--no-tags"; argv[3] = "--update-head-ok";
+		argv[4] = url; argv[5] = refspec;
+		argv[6] = "+refs/remotes/origin/*:refs/remotes/origin/*";
+		break;
+	case REPO_AGENT_RESET:
+		/* The files are the checkout's already: only the index is made. */
+		o.agent_repo = 1;
+		o.work_tree = 1;
+		argv[0] = "reset"; argv[1] = "-q";
+		break;
+	case REPO_AGENT_REMOTE:
+		/* Where it came from (the token is a header, never in a URL): the agent cannot push. */
+		o.agent_repo = 1;
+		url = repo_git_url(j);
+		argv[0] = "config"; argv[1] = "remote.origin.url"; argv[2] = url;
+		break;
+	case REPO_TAKE:
+		o.local = 1;
+		url = git_local_url(&o, 1);
+		argv[0] = "fetch"; argv[1] = "-q"; argv[2] = "--no-tags"; argv[3] = url;
+		argv[4] = "+HEAD:refs/spur/agent";
+		break;
+	case REPO_KEEP:
+		argv[0] = "merge-base"; argv[1] = "--is-ancestor"; argv[2] = "HEAD";
+		argv[3] = "refs/spur/agent";
+		break;
+	case REPO_COUNT:
+		argv[0] = "rev-list"; argv[1] = "--count"; argv[2] = "HEAD..refs/spur/agent";
+		break;
+	case REPO_MOVE:
+		/* The branch moves to the agent's last commit; its messages are kept. */
+		argv[0] = "update-ref"; argv[1] = "-m"; argv[2] = "spur: the agent's commits";
+		argv[3] = "HEAD"; argv[4] = "refs/spur/agent";
 		break;
 	case REPO_ADD:
 		o.work_tree = 1;
@@ -573,6 +695,7 @@ repo_next(struct repo_job *j)
 	free(url);
 	free(msg);
 	free(refspec);
+	free(base);
 	if (j->git == NULL) {
 		repo_end(j, 0, NULL, cause);
 		free(cause);
@@ -615,26 +738,227 @@ repo_begin(struct repo_job *j, struct repo_job **out, char **cause)
 	return 0;
 }
 
-/* The repository a run works on: the automation's, else a GitHub event's own; NULL: none. */
+/*
+ * The repo:OWNER/NAME token of a text, a word of its own ("(repo:a/b)" and a
+ * sentence's full stop after it allowed): 1 and *out; 0: none; -1 and cause:
+ * one that is no repository name, or two naming different repositories.
+ */
+static int
+repo_token(const char *text, char **out, char **cause)
+{
+	const char	*p;
+	char		*name;
+	size_t		 n;
+
+	*out = NULL;
+	for (p = text; p != NULL && (p = strstr(p, "repo:")) != NULL; p += 5) {
+		if (p > text && strchr(" \t\r\n([{\"'`*_>", p[-1]) == NULL)
+			continue;	/* inside a word: "gitrepo:x", a URL */
+		n = strcspn(p + 5, " \t\r\n\"'`<>()[]{},;!?*|");
+		name = xstrndup(p + 5, n < REPO_NAME_MAX + 1 ? n : REPO_NAME_MAX + 1);
+		while ((n = strlen(name)) > 0 && strchr(".:", name[n - 1]) != NULL)
+			name[n - 1] = '\0';
+		if (n > REPO_NAME_MAX || !repo_valid_name(name)) {
+			xasprintf(cause, "\"repo:%.60s\" is not a repository (repo:OWNER/NAME)",
+			    name);
+			free(name);
+			free(*out);
+			*out = NULL;
+			return -1;
+		}
+		if (*out != NULL && strcmp(*out, name) != 0) {
+			xasprintf(cause, "the text names two repositories, %s and %s", *out, name);
+			free(name);
+			free(*out);
+			*out = NULL;
+			return -1;
+		}
+		free(*out);
+		*out = name;
+	}
+	return *out != NULL;
+}
+
+/*
+ * The repository of the pairs whose key one of keys (a string or a list of
+ * them) names, case-insensitively unless exact: NULL when none; *clash set
+ * when two keys name different repositories.
+ */
 static const char *
-repo_of(const struct automation *a, const json_t *event)
+repo_map_lookup(const json_t *pairs, const json_t *keys, int exact, const char **clash)
+{
+	const char	*k, *found = NULL, *r;
+	json_t		*v, *key;
+	size_t		 i, n = json_is_array(keys) ? json_array_size(keys) : 1;
+
+	for (i = 0; i < n; i++) {
+		key = json_is_array(keys) ? json_array_get(keys, i) : (json_t *)keys;
+		if (!json_is_string(key))
+			continue;
+		json_object_foreach((json_t *)pairs, k, v) {
+			if ((exact ? strcmp(k, json_string_value(key)) :
+			    strcasecmp(k, json_string_value(key))) != 0)
+				continue;
+			r = json_string_value(v);
+			if (found != NULL && r != NULL && strcmp(found, r) != 0)
+				*clash = r;
+			else if (found == NULL)
+				found = r;
+		}
+	}
+	return found;
+}
+
+/* "acme/web (Slack channel C0123ABCD), ...": what an automation's mapping offers, bounded. */
+static void
+repo_map_list(struct buf *b, const json_t *pairs, const char *what, size_t *n)
+{
+	const char	*k;
+	json_t		*v;
+
+	json_object_foreach((json_t *)pairs, k, v) {
+		if ((*n)++ < REPO_LIST_MAX)
+			buf_addf(b, "%s%s (%s %s)", *n > 1 ? ", " : "", json_string_value(v), what,
+			    k);
+	}
+}
+
+/* The cause of a refusal, with the repositories the automation may use. */
+static char *
+repo_refusal(const struct automation *a, const char *why)
+{
+	const json_t	*m = a->repository_map;
+	struct buf	 b;
+	size_t		 n = 0, i;
+
+	buf_init(&b, 0);
+	buf_addf(&b, "%s; this automation may use ", why);
+	repo_map_list(&b, json_object_get(m, "slack"), "Slack channel", &n);
+	repo_map_list(&b, json_path(m, "linear.labels"), "Linear label", &n);
+	repo_map_list(&b, json_path(m, "linear.teams"), "Linear team", &n);
+	if (n > REPO_LIST_MAX)
+		buf_addf(&b, " and %zu more", n - REPO_LIST_MAX);
+	if (json_is_true(json_object_get(m, "text")) && a->repositories != NULL) {
+		buf_addf(&b, "%sa repository matching ", n > 0 ? ", or " : "");
+		for (i = 0; a->repositories[i] != NULL && i < REPO_LIST_MAX; i++)
+			buf_addf(&b, "%s%s", i > 0 ? ", " : "", a->repositories[i]);
+		buf_adds(&b, " named as repo:OWNER/NAME in the text");
+		n++;
+	}
+	if (n == 0)
+		buf_adds(&b, "none");
+	return buf_take(&b);
+}
+
+/*
+ * The mapping's choice: a repo: token in the text (when text: true, inside
+ * the allow list), else the event's Slack channel, Linear label (before
+ * team), a GitHub event's own repository, else the default.
+ */
+static int
+repo_choose_map(const struct automation *a, const json_t *event, char **out, char **cause)
+{
+	const json_t	*m = a->repository_map, *meta = json_object_get(event, "meta");
+	const char	*source = json_string_value(json_object_get(event, "source"));
+	const char	*repo = NULL, *clash = NULL, *text;
+	char		*token = NULL, *why = NULL;
+	size_t		 i;
+	int		 rc;
+
+	if (source == NULL)
+		source = "";
+	text = json_string_value(json_object_get(event, "text"));
+	if (json_is_true(json_object_get(m, "text")) && text != NULL) {
+		if ((rc = repo_token(text, &token, &why)) < 0)
+			goto refuse;
+		for (i = 0; rc > 0 && a->repositories != NULL && a->repositories[i] != NULL; i++) {
+			if (glob_match(a->repositories[i], token)) {
+				*out = token;
+				return 1;
+			}
+		}
+		if (rc > 0) {
+			why = xprintf("repo:%s is not one this automation may use", token);
+			free(token);
+			goto refuse;
+		}
+	}
+	if (strcmp(source, "slack") == 0)
+		repo = repo_map_lookup(json_object_get(m, "slack"), json_object_get(meta,
+		    "channel"), 1, &clash);
+	else if (strcmp(source, "linear") == 0) {
+		repo = repo_map_lookup(json_path(m, "linear.labels"), json_object_get(meta,
+		    "labels"), 0, &clash);
+		if (clash != NULL) {
+			why = xprintf("the issue's labels name two repositories, %s and %s",
+			    repo, clash);
+			goto refuse;
+		}
+		if (repo == NULL)
+			repo = repo_map_lookup(json_path(m, "linear.teams"),
+			    json_object_get(meta, "team"), 0, &clash);
+	} else if (strcmp(source, "github") == 0)
+		repo = json_string_value(json_object_get(event, "repository"));
+	if (repo == NULL)
+		repo = json_string_value(json_object_get(m, "default"));
+	if (repo != NULL) {
+		*out = xstrdup(repo);
+		return 1;
+	}
+	if (strcmp(source, "slack") == 0)
+		why = xprintf("no repository for Slack channel %s",
+		    json_string_value(json_object_get(meta, "channel")) != NULL ?
+		    json_string_value(json_object_get(meta, "channel")) : "(none)");
+	else if (strcmp(source, "linear") == 0)
+		why = xprintf("no repository for the issue's team %s or its labels",
+		    json_string_value(json_object_get(meta, "team")) != NULL ?
+		    json_string_value(json_object_get(meta, "team")) : "(none)");
+	else
+		why = xprintf("the event names no repository");
+refuse:
+	*cause = repo_refusal(a, why);
+	free(why);
+	return -1;
+}
+
+int
+repo_choose(const struct automation *a, const json_t *event, char **out, char **cause)
 {
 	const char	*source = json_string_value(json_object_get(event, "source"));
 	const char	*repo = a->repository;
 
-	if (repo == NULL && source != NULL && strcmp(source, "github") == 0)
-		repo = json_string_value(json_object_get(event, "repository"));
-	/* Only runs whose proof is a commit or a PR need the repository. */
-	if (repo == NULL || (a->proof != PROOF_PULL_REQUEST && a->proof != PROOF_COMMIT &&
-	    a->repository == NULL))
-		return NULL;
-	return repo;
+	*out = NULL;
+	if (a->repository_map != NULL) {
+		if (repo_choose_map(a, event, out, cause) < 0)
+			return -1;
+	} else {
+		if (repo == NULL && source != NULL && strcmp(source, "github") == 0)
+			repo = json_string_value(json_object_get(event, "repository"));
+		/* Only runs whose proof is a commit or a PR need the event's repository. */
+		if (repo == NULL || (a->proof != PROOF_PULL_REQUEST &&
+		    a->proof != PROOF_COMMIT && a->repository == NULL))
+			return 0;
+		*out = xstrdup(repo);
+	}
+	if (!repo_valid_name(*out)) {
+		xasprintf(cause, "%.*s is not a repository name", REPO_NAME_MAX, *out);
+		free(*out);
+		*out = NULL;
+		return -1;
+	}
+	return 1;
 }
 
 int
 repo_wanted(const struct automation *a, const json_t *event)
 {
-	return repo_of(a, event) != NULL;
+	char	*repo, *cause = NULL;
+	int	 rc = repo_choose(a, event, &repo, &cause);
+
+	/* One that cannot be chosen is wanted: repo_prepare ends the run with why. */
+	free(repo);
+	free(cause);
+	return rc != 0;
 }
 
 int
@@ -643,25 +967,18 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
     repo_prepare_cb cb, void *arg, struct repo_job **out, char **cause)
 {
 	struct repo_job	*j;
-	const char	*repo = repo_of(a, event), *source, *org;
+	const char	*source, *org;
 	const json_t	*meta = json_object_get(event, "meta");
 	struct stat	 sb;
 	struct org	*o;
-	char		*state;
+	char		*state, *repo = NULL, *why = NULL;
+	int		 chosen;
 
 	*out = NULL;
 	source = json_string_value(json_object_get(event, "source"));
 	org = json_string_value(json_object_get(event, "org"));
-	if (repo == NULL)
+	if ((chosen = repo_choose(a, event, &repo, &why)) == 0)
 		return 0;
-	if (!repo_valid_name(repo)) {
-		xasprintf(cause, "%s is not a repository name", repo);
-		return -1;
-	}
-	if (org == NULL || (o = config_org(e->conf, org)) == NULL || o->github == NULL) {
-		xasprintf(cause, "github is not configured for org %s", org != NULL ? org : "?");
-		return -1;
-	}
 	j = repo_job_new(e, run, workspace, as);
 	/*
 	 * A follow-up continues the session's branch, as its workspace left it. The
@@ -671,15 +988,32 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 	 */
 	state = path_join(j->dir, "repo.json");
 	if ((followup && stat(j->git_dir, &sb) == 0) || stat(state, &sb) == 0) {
+		/* The session's repository, whatever this event would have chosen. */
+		if (repo_state_load(j) == 0)
+			store_run_update(e->store, run, "repository", j->repo);
 		free(state);
+		free(repo);
+		free(why);
 		repo_job_free(j);
 		return 0;
 	}
 	free(state);
+	if (chosen < 0) {
+		*cause = why;
+		repo_job_free(j);
+		return -1;
+	}
+	if (org == NULL || (o = config_org(e->conf, org)) == NULL || o->github == NULL) {
+		xasprintf(cause, "github is not configured for org %s", org != NULL ? org : "?");
+		free(repo);
+		repo_job_free(j);
+		return -1;
+	}
+	store_run_update(e->store, run, "repository", repo);
 	j->pcb = cb;
 	j->arg = arg;
 	j->org = xstrdup(org);
-	j->repo = xstrdup(repo);
+	j->repo = repo;
 	j->installation = json_integer_value(json_object_get(meta, "installation_id"));
 	if (source != NULL && strcmp(source, "github") == 0 &&
 	    json_is_true(json_object_get(meta, "is_pull_request")) &&
@@ -725,6 +1059,6 @@ repo_deliver(struct engine *e, const char *run, const struct automation *a,
 			    "session")), j->branch);
 		json_decref(s);
 	}
-	j->step = REPO_ADD;
+	j->step = REPO_TAKE;
 	return repo_begin(j, out, cause);
 }

@@ -86,7 +86,40 @@ echo nested > sub/file
 echo "nested done"
 """ % {"p": PWNED}
 
+# The agent commits in its own repository, then leaves one more change uncommitted.
+COMMITS_SH = r"""
+cat > /dev/null
+cd /workspace
+git log --oneline origin/main | grep -q . || { echo no history; exit 1; }
+echo one > one.txt && git add one.txt && git -c user.name=Agent -c user.email=a@x commit -qm "Agent: add one"
+echo two > two.txt && git add two.txt && git -c user.name=Agent -c user.email=a@x commit -qm "Agent: add two"
+echo left > left.txt
+echo "Committed two, left one"
+"""
+
+# Everything a writable .git opens to a hostile agent, then a commit of its own.
+HOSTILE_GIT_SH = r"""
+cat > /dev/null
+cd /workspace
+echo x > x.txt && git add x.txt && git -c user.name=A -c user.email=a@x commit -qm "hostile commit"
+printf '[core]\n\tfsmonitor = touch %(p)s-gfsmonitor\n\thooksPath = /workspace/hooks\n' >> .git/config
+printf '[includeIf "gitdir:/"]\n\tpath = /workspace/inc2\n' >> .git/config
+printf '[filter "evil"]\n\tclean = touch %(p)s-gfilter\n\tsmudge = touch %(p)s-gfilter\n\tprocess = touch %(p)s-gprocess\n' >> .git/config
+printf '[diff]\n\texternal = touch %(p)s-gdiff\n[uploadpack]\n\tpackObjectsHook = touch %(p)s-gpackhook\n' >> .git/config
+printf '[protocol]\n\tallow = always\n[url "file:///"]\n\tinsteadOf = https://\n' >> .git/config
+printf '[core]\n\tsshCommand = touch %(p)s-ginclude\n' > inc2
+mkdir -p hooks .git/hooks
+for h in pre-push post-checkout reference-transaction pre-commit post-update; do
+  printf '#!/bin/sh\ntouch %(p)s-ghook\n' > hooks/$h; chmod +x hooks/$h; cp hooks/$h .git/hooks/$h
+done
+printf '* filter=evil diff=evil\n' > .gitattributes
+mkdir -p .git/objects/info && echo /etc > .git/objects/info/alternates
+echo "Hostile git done"
+""" % {"p": PWNED}
+
 AUTOS = {
+    "commits.yaml": auto("commits", ["sh", "-c", COMMITS_SH], "^/commits", "proof: commit\n"),
+    "hostilegit.yaml": auto("hostilegit", ["sh", "-c", HOSTILE_GIT_SH], "^/evilgit", "proof: commit\n"),
     "report.yaml": auto("report", ["sh", "-c", "cat >/dev/null; echo \"report ok npm=$NPM_TOKEN\""], "^/report",
                         "secrets: [NPM_TOKEN]\nproof: report\n"),
     "fail.yaml": auto("fail", ["sh", "-c", "cat >/dev/null; echo boom >&2; exit 3"], "^/fail"),
@@ -302,7 +335,15 @@ try:
         t.ok(pj.get("head") == branch and pj.get("base") == "main" and pj.get("title") == "Fix the flaky tests",
              "the pull request: head, base, title", pj)
         ws = s.query("SELECT workspace FROM sessions WHERE id = (SELECT session FROM runs WHERE id = ?)", r6)[0]["workspace"]
-        t.ok(not os.path.exists(os.path.join(ws, ".git")), "the workspace holds no .git")
+        # The agent's own repository: its branch, the base as origin/main, whole histories.
+        agit = ["git", "--git-dir", os.path.join(ws, ".git"), "-c", "safe.directory=*"]
+        head = subprocess.run(agit + ["symbolic-ref", "HEAD"], capture_output=True, text=True).stdout.strip()
+        base = subprocess.run(agit + ["log", "--format=%s", "origin/main"], capture_output=True, text=True).stdout
+        t.ok(head == "refs/heads/" + branch and base.strip() != "",
+             "the workspace has a repository of its own: on the run's branch, with origin/main's history",
+             (head, base))
+        t.ok(not subprocess.run(agit + ["config", "--get-regexp", "extraheader|token"], capture_output=True,
+                                text=True).stdout, "no credential in it")
         leaked = subprocess.run(["grep", "-rl", SECRETS["T_GH_TOKEN"], os.path.dirname(ws)], capture_output=True).stdout
         t.eq(leaked, b"", "the token is nowhere in the session's files")
         # Every git command (clone, checkout, add, commit, push) ran as the session's uid, never
@@ -340,9 +381,30 @@ try:
         t.ok(not any(f.endswith(" .git/config") or "/.git/" in f for f in files), "no .git content is committed", files)
         t.ok(git_show(remote, "spur/" + r8, "leak") == "/etc/passwd", "the link's target, not /etc/passwd's content")
 
+        # --- the agent's own commits are delivered, its messages kept -----------------------
+        rc_ = fire(s, "/commits", number=16)
+        st = wait_state(s, rc_)
+        lg = subprocess.run(["git", "--git-dir", remote, "log", "-3", "--format=%s", "spur/" + rc_],
+                            capture_output=True, text=True).stdout
+        subjects = lg.splitlines()
+        t.ok(st["state"] == "completed" and subjects[:3] == ["Committed two, left one", "Agent: add two",
+                                                             "Agent: add one"],
+             "the agent's commits are delivered with their messages, and what it left is committed on top",
+             (st, lg))
+        t.eq(git_show(remote, "spur/" + rc_, "left.txt"), "left\n", "the uncommitted file is in the last commit")
+
+        rh_ = fire(s, "/evilgit", number=17)
+        st = wait_state(s, rh_)
+        pwned = sorted(f for f in os.listdir("/tmp") if f.startswith(os.path.basename(PWNED) + "-g"))
+        t.eq(pwned, [], "a hostile .git (fsmonitor, hooksPath, includeIf, filters, diff.external, "
+             "packObjectsHook, insteadOf, alternates) runs nothing on the host")
+        t.ok(st["state"] == "completed" and git_show(remote, "spur/" + rh_, "x.txt") == "x\n",
+             "and its commit is still delivered, to the real remote", st)
+
         r9 = fire(s, "/nested", number=15)
         st = wait_state(s, r9)
-        t.ok(st["state"] in ("completed", "needs_review"), "a nested repository in the workspace ends the run cleanly", st)
+        t.ok(st["state"] in ("completed", "needs_review") or (st["state"] == "failed" and "git add" in st["reason"]),
+             "a nested repository in the workspace ends the run cleanly (delivery says what failed)", st)
         marks = [p for p in os.listdir("/tmp") if p.startswith(os.path.basename(PWNED))]
         t.eq(marks, [], "the nested repository's hooks and config run nothing on the host")
 
