@@ -62,6 +62,7 @@ struct drun {
 	int			 cloned;	/* it has a repository to prepare first */
 	struct egress		*egress;	/* the run's network (egress.c) */
 	struct repo_job		*repo;		/* clone before, push after (repo.c) */
+	json_t			*event;		/* its event, until the agent starts */
 	struct agent_result	 res;		/* what the agent said, once it ended */
 	LIST_ENTRY(drun)	 entry;
 };
@@ -90,6 +91,7 @@ drun_free(struct drun *r)
 		sandbox_free(r->sb);
 	if (r->repo != NULL)
 		repo_job_free(r->repo);
+	json_decref(r->event);
 	if (r->egress != NULL)
 		egress_free(r->egress);
 	agent_result_clear(&r->res);
@@ -752,6 +754,27 @@ fail:
 	free(cause);
 }
 
+/*
+ * What the clone learnt of a pull request (its branches, the files it
+ * changes) joins the event's fields inside the prompt's fence: the prompt is
+ * built again with them, a new nonce, before the agent ever sees it.
+ */
+static void
+drun_prompt_context(struct drun *r)
+{
+	struct spur_event	*ev;
+	json_t			*ctx = repo_context(r->workspace);
+
+	if (ctx != NULL && r->event != NULL && (ev = spur_event_from_json(r->event)) != NULL) {
+		free(r->prompt);
+		r->prompt = prompt_build_with(r->a->prompt != NULL ? r->a->prompt : "", ev, NULL,
+		    ctx);
+		store_run_update(r->d->engine->store, r->id, "prompt", r->prompt);
+		spur_event_free(ev);
+	}
+	json_decref(ctx);
+}
+
 static void
 drun_repo_cb(int ok, const char *cause, void *arg)
 {
@@ -765,6 +788,7 @@ drun_repo_cb(int ok, const char *cause, void *arg)
 		free(reason);
 		return;
 	}
+	drun_prompt_context(r);
 	drun_launch(r);
 }
 
@@ -795,6 +819,7 @@ dispatch_start(struct dispatch *d, const char *id)
 		r->prompt = xstrdup(s);
 	r->a = automation_from_json(json_object_get(j, "automation_config"));
 	evj = json_object_get(j, "event");
+	r->event = json_incref(evj);
 	if (r->a == NULL) {
 		run_set_state(e, id, RUN_FAILED, CAUSE_SANDBOX,
 		    "the run's automation snapshot is unreadable");

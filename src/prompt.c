@@ -777,9 +777,17 @@ prompt_text(struct buf *b, const char *label, const char *text, size_t textlen)
 char *
 prompt_build(const char *saved, const struct spur_event *ev, const char *nonce)
 {
+	return prompt_build_with(saved, ev, nonce, NULL);
+}
+
+char *
+prompt_build_with(const char *saved, const struct spur_event *ev, const char *nonce,
+    const json_t *more)
+{
 	struct buf	 b;
-	json_t		*root, *payload;
-	char		*fresh = NULL, *dump;
+	json_t		*root, *payload, *v;
+	char		*fresh = NULL, *dump, line[64];
+	const char	*key;
 	size_t		 i, len;
 
 	if (nonce == NULL || !prompt_nonce_valid(nonce)) {
@@ -807,6 +815,12 @@ prompt_build(const char *saved, const struct spur_event *ev, const char *nonce)
 	for (i = 0; i < SPUR_ARRLEN(prompt_sources); i++) {
 		if (ev->source != NULL && strcmp(ev->source, prompt_sources[i].source) == 0)
 			prompt_sources[i].fields(&b, root);
+	}
+	json_object_foreach((json_t *)more, key, v) {
+		/* Not twice: a field the event itself gave stays the one shown. */
+		snprintf(line, sizeof line, "\n%s: ", key);
+		if (json_is_string(v) && strstr(buf_cstr(&b), line) == NULL)
+			prompt_field(&b, key, json_string_value(v));
 	}
 	prompt_field(&b, "url", ev->url);
 	prompt_field(&b, "author", ev->actor.name != NULL ? ev->actor.name : ev->actor.id);

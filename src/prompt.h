@@ -3,6 +3,7 @@
 #define SPUR_PROMPT_H
 
 #include <stddef.h>
+#include <jansson.h>
 
 struct spur_event;
 
@@ -17,6 +18,13 @@ struct spur_event;
  * digits: a fresh random one. Never fails; the caller frees the result.
  */
 char	*prompt_build(const char *saved, const struct spur_event *, const char *nonce);
+/*
+ * The same, with more third-party fields inside the block after the source's
+ * own (an object of label: string, in its order; a label the event already
+ * gave is not repeated): what the clone learnt of a pull request.
+ */
+char	*prompt_build_with(const char *saved, const struct spur_event *, const char *nonce,
+	     const json_t *more);
 /* A fresh random nonce: PROMPT_NONCE_LEN lowercase hex digits, caller frees. */
 char	*prompt_nonce_new(void);
 /*

@@ -20,6 +20,8 @@
 #define REPO_SUBJECT_MAX	72
 #define REPO_MESSAGE_MAX	(16 * 1024)
 #define REPO_STATE_MAX		(64 * 1024)
+#define REPO_FILES_MAX		200		/* a PR's changed files named in the prompt */
+#define REPO_FILES_BYTES	(8 * 1024)
 /* GitHub's own bound on OWNER/NAME is 39 + 1 + 100: a longer repo: token is no name. */
 #define REPO_NAME_MAX		140
 /* How many of an automation's repositories a refusal lists before "and N more". */
@@ -45,14 +47,14 @@
  */
 enum repo_step {
 	REPO_INIT, REPO_PR_INFO, REPO_LS_REMOTE, REPO_FETCH, REPO_CHECKOUT,
-	REPO_AGENT_INIT, REPO_AGENT_FETCH, REPO_AGENT_RESET, REPO_AGENT_REMOTE,
+	REPO_AGENT_INIT, REPO_AGENT_FETCH, REPO_AGENT_RESET, REPO_AGENT_REMOTE, REPO_PR_FILES,
 	REPO_TAKE, REPO_KEEP, REPO_COUNT, REPO_MOVE, REPO_ADD, REPO_DIFF, REPO_COMMIT, REPO_PUSH,
 	REPO_PR_CREATE, REPO_PR_FIND
 };
 
 static const char *repo_step_names[] = {
 	"init", "pr_info", "ls_remote", "fetch", "checkout", "agent_init", "agent_fetch",
-	"agent_reset", "agent_remote", "take", "keep", "count", "move", "add", "diff", "commit",
+	"agent_reset", "agent_remote", "pr_files", "take", "keep", "count", "move", "add", "diff", "commit",
 	"push", "pr_create", "pr_find"
 };
 
@@ -81,6 +83,8 @@ struct repo_job {
 	int			 recheck;	/* is pr_url still open? */
 	int			 moved;		/* delivery: the agent's own commits are on the branch */
 	char			*head_repo;
+	char			*head_ref;	/* a PR's head branch, as its repository names it */
+	char			*files;		/* a PR's changed files, for the agent's prompt */
 	char			*message;
 	char			*token;
 	struct github_req	*gh;
@@ -117,6 +121,8 @@ repo_job_free(struct repo_job *j)
 	free(j->pr_url);
 	free(j->old_pr);
 	free(j->head_repo);
+	free(j->head_ref);
+	free(j->files);
 	free(j->message);
 	free(j->sync_cause);
 	freezero_str(j->token);
@@ -221,12 +227,66 @@ repo_state_save(struct repo_job *j)
 		    "repo", j->repo, "branch", j->branch, "base", j->base, "pr_url", j->pr_url,
 		    "number", (json_int_t)j->number, "fork", j->fork, "head_repo", j->head_repo,
 		    "installation", (json_int_t)j->installation);
+
+	/* What the agent's prompt says of a pull request beyond the event (repo_context). */
+	if (j->is_pr && !j->deliver)
+		json_object_set_new(s, "context", json_pack("{s:s?,s:s?,s:s?}", "base branch",
+		    j->base, "branch", j->head_ref, "changed files", j->files));
 	char	*path = path_join(j->dir, "repo.json");
 	int	 r = json_dump_file(s, path, JSON_COMPACT);
 
 	json_decref(s);
 	free(path);
 	return r;
+}
+
+/* git's list of names, one a line, as "a, b, c (and N more)": bounded for the prompt. */
+static char *
+repo_files_list(const char *output)
+{
+	struct buf	 b;
+	const char	*p = output, *nl;
+	size_t		 n = 0, more = 0, len;
+
+	buf_init(&b, 0);
+	for (; p != NULL && *p != '\0'; p = nl != NULL ? nl + 1 : NULL) {
+		nl = strchr(p, '\n');
+		len = nl != NULL ? (size_t)(nl - p) : strlen(p);
+		if (len == 0)
+			continue;
+		if (n < REPO_FILES_MAX && b.len + len < REPO_FILES_BYTES)
+			buf_addf(&b, "%s%.*s", n++ > 0 ? ", " : "", (int)len, p);
+		else
+			more++;
+	}
+	if (more > 0)
+		buf_addf(&b, " (and %zu more)", more);
+	if (b.len == 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_take(&b);
+}
+
+json_t *
+repo_context(const char *workspace)
+{
+	char	*dir = path_dirname(workspace), *path = path_join(dir, "repo.json");
+	char	*data = NULL, *cause = NULL;
+	size_t	 len;
+	json_t	*s, *ctx = NULL;
+
+	if (read_file(path, REPO_STATE_MAX, &data, &len, &cause) == 0 &&
+	    (s = json_loadb(data, len, 0, NULL)) != NULL) {
+		if ((ctx = json_object_get(s, "context")) != NULL)
+			json_incref(ctx);
+		json_decref(s);
+	}
+	free(cause);
+	free(data);
+	free(path);
+	free(dir);
+	return ctx;
 }
 
 static int
@@ -318,6 +378,16 @@ repo_git_cb(int status, const char *output, void *arg)
 	case REPO_AGENT_REMOTE:
 		if (status != 0)
 			return repo_fail(j, "cannot name the workspace's origin", output);
+		if (j->is_pr) {
+			j->step = REPO_PR_FILES;
+			break;
+		}
+		goto prepared;
+	case REPO_PR_FILES:
+		/* What the pull request changes, for the prompt; without it the run goes on. */
+		if (status == 0)
+			j->files = repo_files_list(output);
+prepared:
 		if (repo_state_save(j) != 0)
 			return repo_fail(j, "cannot save the session's repository state", NULL);
 		log_info("event=repo.prepared run=%s repository=%s branch=%s base=%s", j->run,
@@ -420,6 +490,8 @@ repo_api_cb(const struct http_response *r, void *arg)
 	switch (j->step) {
 	case REPO_PR_INFO:
 		s = json_path_str(res, "head.ref");
+		free(j->head_ref);
+		j->head_ref = s != NULL ? xstrdup(s) : NULL;
 		if (r->status != 200 || s == NULL || !repo_valid_branch(s) ||
 		    json_path_str(res, "base.ref") == NULL ||
 		    !repo_valid_branch(json_path_str(res, "base.ref"))) {
@@ -634,6 +706,11 @@ repo_next(struct repo_job *j)
 		o.agent_repo = 1;
 		o.work_tree = 1;
 		argv[0] = "reset"; argv[1] = "-q";
+		break;
+	case REPO_PR_FILES:
+		base = xprintf("refs/remotes/origin/%s...refs/spur/head", j->base);
+		argv[0] = "diff"; argv[1] = "--name-only"; argv[2] = "--no-renames";
+		argv[3] = "--no-ext-diff"; argv[4] = base;
 		break;
 	case REPO_AGENT_REMOTE:
 		/* Where it came from (the token is a header, never in a URL): the agent cannot push. */

@@ -419,6 +419,11 @@ try:
         t.eq(git_show(remote, "feature-x", "seen.txt"), "feature-x only\n",
              "the workspace was the PR's head branch, and the change is pushed to that same branch")
         t.eq(git_show(remote, "spur/" + r11, "seen.txt"), None, "no spur/{run} branch is pushed")
+        prompt = s.query("SELECT prompt FROM runs WHERE id = ?", r11)[0]["prompt"]
+        fence = prompt[prompt.find("<<<SPUR-DATA-"):]
+        t.ok(all(x in fence for x in ("\nbase branch: main\n", "\nbranch: feature-x\n",
+                                      "\nchanged files: marker.txt\n")) and fence.count("<<<END-SPUR-DATA-") == 1,
+             "the agent's prompt has the PR's base, branch and changed files, inside the fence", prompt)
         t.eq(len(posts("/repos/acme/api/pulls")), n_pulls, "no new pull request is opened")
         t.eq(st["proof"], "https://github.example/acme/api/pull/20", "the proof is the PR itself")
         t.eq(len(git_parents(remote, "feature-x")), 3, "on top of the branch's own commit (a fast-forward)")
