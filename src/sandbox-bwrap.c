@@ -62,15 +62,20 @@ struct sandbox_cmd {
 	int		 drop;
 	uid_t		 uid;
 	gid_t		 gid;
-	char		*stage_src[3 + SANDBOX_BINDS_MAX];
-	char		*stage_dst[3 + SANDBOX_BINDS_MAX];
-	int		 stage_file[3 + SANDBOX_BINDS_MAX]; /* mount point is a file */
+	char		*stage_src[4 + SANDBOX_BINDS_MAX];	/* 3 dirs, rootfs, binds */
+	char		*stage_dst[4 + SANDBOX_BINDS_MAX];
+	int		 stage_file[4 + SANDBOX_BINDS_MAX]; /* mount point is a file */
 	size_t		 nstage;
 };
 
-/* What programs need from /etc; nothing else of the host's configuration. */
+/* The host's CA bundle: bound with sandbox_etc, or in a rootfs without ca-certificates. */
+static const char *sandbox_etc_ca[] = {
+	"/etc/ssl", "/etc/ca-certificates", "/etc/pki",
+};
+
+/* What else programs need from /etc; nothing else of the host's configuration. */
 static const char *sandbox_etc[] = {
-	"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/alternatives",
+	"/etc/alternatives",
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
 	"/etc/localtime", "/etc/nsswitch.conf", "/etc/mime.types",
 	"/etc/protocols", "/etc/services",
@@ -80,6 +85,19 @@ static const char *sandbox_etc[] = {
 static const char *sandbox_top[] = {
 	"bin", "sbin", "lib", "lib32", "lib64", "libx32",
 };
+
+/* What a rootfs gives besides its /etc; the rest of / stays bwrap's, for mount points. */
+static const char *sandbox_rootfs_top[] = {
+	"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "var",
+};
+
+/* A rootfs's /etc entries the sandbox makes itself (sandbox_build) or never needs. */
+static const char *sandbox_rootfs_etc_own[] = {
+	"passwd", "group", "hosts", "hostname", "shadow", "gshadow", "passwd-",
+	"group-", "shadow-", "gshadow-", "subuid", "subgid",
+};
+
+#define SANDBOX_ROOTFS_ETC_MAX	4096	/* entries of a rootfs's /etc */
 
 static void
 sandbox_arg(struct sandbox_cmd *c, const char *s)
@@ -195,12 +213,12 @@ sandbox_stage_cb(void *arg)
 }
 
 /*
- * Binds a host path (a directory unless any is set: then also a file or a
- * socket, as spec->binds may be), staged when spur is root.
+ * Where bwrap reaches a host path (a directory unless any is set: then also a
+ * file or a socket, as spec->binds may be): the path itself, or when spur is
+ * root, where it is staged. NULL and cause when it is missing.
  */
-static int
-sandbox_bind_path(struct sandbox_cmd *c, const char *how, const char *host,
-    const char *inside, int any, char **cause)
+static const char *
+sandbox_reach(struct sandbox_cmd *c, const char *host, int any, char **cause)
 {
 	struct stat	st;
 
@@ -208,17 +226,140 @@ sandbox_bind_path(struct sandbox_cmd *c, const char *how, const char *host,
 	if (stat(host, &st) != 0 || (!any && !S_ISDIR(st.st_mode))) {
 		*cause = xprintf("%s: %s", host, errno != 0 ? strerror(errno) :
 		    "not a directory");
-		return -1;
+		return NULL;
 	}
-	if (!c->drop) {
-		sandbox_args(c, how, host, inside);
-		return 0;
-	}
+	if (!c->drop)
+		return host;
 	c->stage_src[c->nstage] = xstrdup(host);
 	c->stage_dst[c->nstage] = xprintf(SANDBOX_STAGE "/%zu", c->nstage);
 	c->stage_file[c->nstage] = !S_ISDIR(st.st_mode);
-	sandbox_args(c, how, c->stage_dst[c->nstage], inside);
-	c->nstage++;
+	return c->stage_dst[c->nstage++];
+}
+
+static int
+sandbox_bind_path(struct sandbox_cmd *c, const char *how, const char *host,
+    const char *inside, int any, char **cause)
+{
+	const char	*from;
+
+	if ((from = sandbox_reach(c, host, any, cause)) == NULL)
+		return -1;
+	sandbox_args(c, how, from, inside);
+	return 0;
+}
+
+static int
+sandbox_name_in(const char *name, const char **list, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(name, list[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * One entry of a rootfs, host path dir/name, at inside/name: a link as the
+ * same link, anything else bound read-only from base (where bwrap reaches dir).
+ */
+static void
+sandbox_entry(struct sandbox_cmd *c, const char *dir, const char *base,
+    const char *inside, const char *name)
+{
+	struct stat	 st;
+	char		 link[PATH_MAX], *host, *from, *to;
+	ssize_t		 n;
+
+	host = xprintf("%s/%s", dir, name);
+	from = xprintf("%s/%s", base, name);
+	to = xprintf("%s/%s", inside, name);
+	if (lstat(host, &st) == 0) {
+		if (!S_ISLNK(st.st_mode))
+			sandbox_args(c, "--ro-bind", from, to);
+		else if ((n = readlink(host, link, sizeof link - 1)) > 0) {
+			link[n] = '\0';
+			sandbox_args(c, "--symlink", link, to);
+		}
+	}
+	free(host);
+	free(from);
+	free(to);
+}
+
+/*
+ * A built root filesystem instead of the host's: its /usr, the top-level links
+ * or directories, /var and /etc entry by entry (the root itself stays bwrap's
+ * tmpfs, so the workspace, the run's sockets and agent installs get their
+ * mount points). Its CA bundle when it has ca-certificates, else the host's.
+ */
+static int
+sandbox_rootfs(struct sandbox_cmd *c, const char *rootfs, char **cause)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	const char	*base, *why = NULL;
+	char		*etc, *etcb, *ca, *usr, name[300];
+	size_t		 i, n = 0;
+	int		 own_ca;
+
+	usr = path_join(rootfs, "usr");
+	if (rootfs[0] != '/')
+		why = "not an absolute path";
+	else if (stat(rootfs, &st) != 0)
+		why = strerror(errno);
+	else if (!S_ISDIR(st.st_mode))
+		why = "not a directory";
+	else if (stat(usr, &st) != 0 || !S_ISDIR(st.st_mode))
+		why = "not a root filesystem (no usr directory)";
+	free(usr);
+	if (why != NULL) {
+		*cause = xprintf("rootfs %s: %s (spur env build makes one)", rootfs, why);
+		return -1;
+	}
+	if ((base = sandbox_reach(c, rootfs, 0, cause)) == NULL)
+		return -1;
+	for (i = 0; i < SPUR_ARRLEN(sandbox_rootfs_top); i++)
+		sandbox_entry(c, rootfs, base, "", sandbox_rootfs_top[i]);
+
+	ca = path_join(rootfs, "etc/ssl/certs/ca-certificates.crt");
+	own_ca = stat(ca, &st) == 0 && S_ISREG(st.st_mode);
+	free(ca);
+	etc = path_join(rootfs, "etc");
+	if ((d = opendir(etc)) == NULL) {
+		*cause = xprintf("rootfs %s: %s", etc, strerror(errno));
+		free(etc);
+		return -1;
+	}
+	etcb = xprintf("%s/etc", base);
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    sandbox_name_in(de->d_name, sandbox_rootfs_etc_own,
+		    SPUR_ARRLEN(sandbox_rootfs_etc_own)))
+			continue;
+		snprintf(name, sizeof name, "/etc/%s", de->d_name);
+		if (!own_ca && sandbox_name_in(name, sandbox_etc_ca,
+		    SPUR_ARRLEN(sandbox_etc_ca)))
+			continue;
+		if (++n > SANDBOX_ROOTFS_ETC_MAX) {
+			*cause = xprintf("rootfs %s: more than %d entries in /etc", rootfs,
+			    SANDBOX_ROOTFS_ETC_MAX);
+			closedir(d);
+			free(etc);
+			free(etcb);
+			return -1;
+		}
+		sandbox_entry(c, etc, etcb, "/etc", de->d_name);
+	}
+	closedir(d);
+	free(etc);
+	free(etcb);
+	if (!own_ca) {
+		for (i = 0; i < SPUR_ARRLEN(sandbox_etc_ca); i++)
+			sandbox_args(c, "--ro-bind-try", sandbox_etc_ca[i], sandbox_etc_ca[i]);
+	}
 	return 0;
 }
 
@@ -330,11 +471,9 @@ sandbox_tmpfs_size(unsigned long long memory, unsigned long long share)
 static int
 sandbox_build(struct sandbox_cmd *c, const struct sandbox_spec *spec, char **cause)
 {
-	struct stat	 st;
-	char		 num[16], link[256], top[32], *text;
+	char		 num[16], *text;
 	char		*const *e;
 	const char	*eq;
-	ssize_t		 n;
 	size_t		 i, argc;
 	int		 fd, info[2];
 
@@ -359,21 +498,18 @@ sandbox_build(struct sandbox_cmd *c, const struct sandbox_spec *spec, char **cau
 	sandbox_args(c, "--new-session", "--die-with-parent", NULL);
 	sandbox_args(c, "--cap-drop", "ALL", NULL);
 
-	sandbox_args(c, "--ro-bind", "/usr", "/usr");
-	for (i = 0; i < SPUR_ARRLEN(sandbox_top); i++) {
-		snprintf(top, sizeof top, "/%s", sandbox_top[i]);
-		if (lstat(top, &st) != 0)
-			continue;
-		if (S_ISLNK(st.st_mode)) {
-			if ((n = readlink(top, link, sizeof link - 1)) <= 0)
-				continue;
-			link[n] = '\0';
-			sandbox_args(c, "--symlink", link, top);
-		} else if (S_ISDIR(st.st_mode))
-			sandbox_args(c, "--ro-bind", top, top);
+	if (spec->rootfs != NULL) {
+		if (sandbox_rootfs(c, spec->rootfs, cause) != 0)
+			goto fail;
+	} else {
+		sandbox_args(c, "--ro-bind", "/usr", "/usr");
+		for (i = 0; i < SPUR_ARRLEN(sandbox_top); i++)
+			sandbox_entry(c, "", "", "", sandbox_top[i]);
+		for (i = 0; i < SPUR_ARRLEN(sandbox_etc_ca); i++)
+			sandbox_args(c, "--ro-bind-try", sandbox_etc_ca[i], sandbox_etc_ca[i]);
+		for (i = 0; i < SPUR_ARRLEN(sandbox_etc); i++)
+			sandbox_args(c, "--ro-bind-try", sandbox_etc[i], sandbox_etc[i]);
 	}
-	for (i = 0; i < SPUR_ARRLEN(sandbox_etc); i++)
-		sandbox_args(c, "--ro-bind-try", sandbox_etc[i], sandbox_etc[i]);
 	text = xprintf("spur:x:%u:%u:spur:" SANDBOX_HOME ":/bin/sh\n"
 	    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
 	    (unsigned)c->uid, (unsigned)c->gid);

@@ -48,6 +48,7 @@ struct sandbox_spec {
 	const struct sandbox_ident *ident;	/* the session's identity; NULL: user's */
 	const struct sandbox_bind *binds;	/* extra binds (agent installs, sockets) */
 	size_t			  nbinds;	/* at most SANDBOX_BINDS_MAX */
+	const char		 *rootfs;	/* host dir, read-only as / (bwrap); NULL: the host's /usr */
 };
 
 #define SANDBOX_BINDS_MAX	16

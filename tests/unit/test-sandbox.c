@@ -526,6 +526,129 @@ test_tmpfs(void)
 	result_free(&r);
 }
 
+/*
+ * A root filesystem of the host's sh and its libraries only, with a CA bundle
+ * of its own when ca is set, below a directory only root may enter (staged).
+ */
+static char *
+rootfs_make(const char *name, int ca)
+{
+	char	*dir, *cmd;
+
+	dir = xprintf("%s/priv/%s", root, name);
+	cmd = xprintf("set -e; mkdir -p %s/priv; chmod 700 %s/priv; R=%s;"
+	    "mkdir -p $R/usr/bin $R/usr/lib $R/usr/lib64 $R/etc $R/var;"
+	    "ln -s usr/bin $R/bin; ln -s usr/lib $R/lib; ln -s usr/lib64 $R/lib64;"
+	    "cp -L /bin/sh $R/usr/bin/sh;"
+	    "for f in $(ldd /bin/sh | grep -o '/[^ ]*'); do mkdir -p $R$(dirname $f);"
+	    " cp -L $f $R$f; done;"
+	    "echo rootfs-%s > $R/etc/debian_version; echo root:x:0:0 > $R/etc/passwd;"
+	    "ln -s debian_version $R/etc/version-link;"
+	    "if [ %d = 1 ]; then mkdir -p $R/etc/ssl/certs;"
+	    " echo ROOTFS-CA > $R/etc/ssl/certs/ca-certificates.crt; fi",
+	    root, root, dir, marker, ca);
+	if (system(cmd) != 0)
+		fatal("cannot make a rootfs: %s", cmd);
+	free(cmd);
+	return dir;
+}
+
+static void
+rootfs_refused(struct sandbox_spec *s, const char *rootfs, const char *why,
+    const char *what)
+{
+	struct result	 r;
+	char		*cause = NULL;
+	int		 rc;
+
+	s->rootfs = rootfs;
+	rc = run(s, &r, &cause);
+	ok(rc == -1 && cause != NULL && strstr(cause, rootfs) != NULL &&
+	    strstr(cause, why) != NULL && strstr(cause, "spur env build") != NULL &&
+	    !r.done, "%s: no sandbox, a clear cause (%s)", what, cause);
+	free(cause);
+	result_free(&r);
+}
+
+/* spec->rootfs: the sandbox's / is the built one, none of the host's /usr or /etc. */
+static void
+test_rootfs(void)
+{
+	struct sandbox_spec	 s;
+	struct result		 r;
+	char			*cause, *fs, *fs_ca, *want, *p;
+	char			*argv[] = { "sh", "-c",
+				    "read v < /etc/debian_version; echo version=$v;"
+				    "read v < /etc/version-link; echo link=$v;"
+				    "test -e /usr/bin/bwrap && echo host-usr;"
+				    "test -e /etc/os-release && echo host-etc;"
+				    "while read l; do echo passwd=$l; done < /etc/passwd;"
+				    "test -e /etc/ssl/certs/ca-certificates.crt && "
+				    "read v < /etc/ssl/certs/ca-certificates.crt && echo ca=$v;"
+				    "echo hi > /workspace/out && echo ws-ok;"
+				    "echo x > /usr/x 2>/dev/null && echo usr-written;"
+				    "echo x > /etc/x 2>/dev/null && echo etc-written; echo end",
+				    marker, NULL };
+	char			*missing;
+
+	if (skip_reason != NULL) {
+		skip("rootfs");
+		return;
+	}
+	fs = rootfs_make("plain", 0);
+	fs_ca = rootfs_make("ca", 1);
+	spec_init(&s, argv);
+	s.rootfs = fs;
+	if (!ok(run(&s, &r, &cause) == 0, "rootfs: starts (%s)", cause ? cause : "")) {
+		free(cause);
+		goto out;
+	}
+	want = xprintf("version=rootfs-%s\n", marker);
+	ok(strstr(buf_cstr(&r.out), want) != NULL, "rootfs: its /etc (%s%s)",
+	    buf_cstr(&r.out), buf_cstr(&r.err));
+	free(want);
+	want = xprintf("link=rootfs-%s\n", marker);
+	ok(strstr(buf_cstr(&r.out), want) != NULL, "rootfs: its /etc links kept");
+	free(want);
+	ok(strstr(buf_cstr(&r.out), "host-usr") == NULL, "rootfs: no host /usr");
+	ok(strstr(buf_cstr(&r.out), "host-etc") == NULL, "rootfs: no host /etc");
+	ok(strstr(buf_cstr(&r.out), "passwd=spur:x:") != NULL &&
+	    strstr(buf_cstr(&r.out), "passwd=root") == NULL,
+	    "rootfs: the sandbox's own passwd, not the rootfs's");
+	ok(access("/etc/ssl/certs/ca-certificates.crt", F_OK) != 0 ||
+	    strstr(buf_cstr(&r.out), "ca=") != NULL,
+	    "rootfs without ca-certificates: the host's CA bundle");
+	ok(strstr(buf_cstr(&r.out), "ws-ok") != NULL, "rootfs: workspace writable");
+	ok(strstr(buf_cstr(&r.out), "usr-written") == NULL &&
+	    strstr(buf_cstr(&r.out), "etc-written") == NULL, "rootfs: read-only");
+	p = path_join(fs, "etc/x");
+	ok(access(p, F_OK) != 0, "rootfs: nothing written into it on the host");
+	free(p);
+	is_int(r.exit.status, 0, "rootfs: exit 0");
+	result_free(&r);
+
+	s.rootfs = fs_ca;
+	if (ok(run(&s, &r, &cause) == 0, "rootfs with CA: starts"))
+		ok(strstr(buf_cstr(&r.out), "ca=ROOTFS-CA") != NULL,
+		    "rootfs with ca-certificates: its own CA bundle");
+	else
+		free(cause);
+	result_free(&r);
+
+	/* Each bad rootfs: no sandbox, a cause naming it and what to do. */
+	missing = path_join(root, "no-such-rootfs");
+	rootfs_refused(&s, missing, "No such file", "rootfs missing");
+	p = path_join(fs, "etc/debian_version");
+	rootfs_refused(&s, p, "not a directory", "rootfs a file");
+	free(p);
+	rootfs_refused(&s, datadir, "not a root filesystem", "rootfs without usr");
+	rootfs_refused(&s, "relative/rootfs", "not an absolute path", "rootfs relative");
+	free(missing);
+out:
+	free(fs);
+	free(fs_ca);
+}
+
 static void
 test_memory(void)
 {
@@ -795,6 +918,7 @@ main(void)
 	test_fork_bomb();
 	test_fork_bomb_isolated();
 	test_tmpfs();
+	test_rootfs();
 	test_memory();
 	test_escape();
 
