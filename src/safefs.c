@@ -173,3 +173,73 @@ out:
 	free(copy);
 	return found;
 }
+
+/*
+ * Walks the tree open as fd (closed here): adds the disk usage of what it holds
+ * to *bytes, and with give set gives what from owns to uid:gid (a link
+ * itself, never its target; a file of anyone else, such as a hard link to one,
+ * is left alone).
+ */
+static void
+safefs_tree(int fd, int depth, int give, uid_t from, uid_t uid, gid_t gid,
+    unsigned long long *bytes, int *failed)
+{
+	DIR		*d;
+	struct dirent	*de;
+	struct stat	 st;
+	int		 sub;
+
+	if (depth > SAFEFS_DEPTH_MAX || (d = fdopendir(fd)) == NULL) {
+		close(fd);
+		*failed = 1;
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		*bytes += (unsigned long long)st.st_blocks * 512;
+		if (give && st.st_uid == from && fchownat(fd, de->d_name, uid, gid,
+		    AT_SYMLINK_NOFOLLOW) != 0)
+			*failed = 1;
+		if (S_ISDIR(st.st_mode) && (sub = safefs_open_dir(fd, de->d_name)) != -1)
+			safefs_tree(sub, depth + 1, give, from, uid, gid, bytes, failed);
+	}
+	closedir(d);
+}
+
+/* The tree at path (its parents the engine's), by descriptors; -1 if it cannot be opened. */
+static int
+safefs_walk(const char *path, int give, uid_t from, uid_t uid, gid_t gid,
+    unsigned long long *bytes)
+{
+	struct stat	st;
+	int		fd, failed = 0;
+
+	*bytes = 0;
+	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+	    fstat(fd, &st) != 0) {
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	*bytes = (unsigned long long)st.st_blocks * 512;
+	if (give && st.st_uid == from && fchown(fd, uid, gid) != 0)
+		failed = 1;
+	safefs_tree(fd, 0, give, from, uid, gid, bytes, &failed);
+	return failed ? -1 : 0;
+}
+
+int
+safefs_du(const char *path, unsigned long long *bytes)
+{
+	return safefs_walk(path, 0, 0, 0, 0, bytes);
+}
+
+int
+safefs_chown(const char *path, uid_t from, uid_t uid, gid_t gid)
+{
+	unsigned long long	bytes;
+
+	return safefs_walk(path, 1, from, uid, gid, &bytes);
+}

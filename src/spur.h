@@ -66,6 +66,10 @@ int	 mkdir_p(const char *, mode_t);
 int	 rm_rf(const char *);
 /* Whether a regular file under dir matches a relative glob (no link followed, no ".."). */
 int	 safefs_glob_file(const char *dir, const char *pattern);
+/* Disk usage of the tree at path, no link followed; -1 if it cannot be read whole. */
+int	 safefs_du(const char *path, unsigned long long *bytes);
+/* What uid from owns in the tree at path becomes uid:gid's, links themselves only. */
+int	 safefs_chown(const char *path, uid_t from, uid_t uid, gid_t gid);
 char	*path_join(const char *, const char *);
 char	*path_dirname(const char *);
 int	 read_file(const char *, size_t max, char **out, size_t *len, char **cause);

@@ -181,6 +181,47 @@ test_plain(void)
 	free(t);
 }
 
+/* A cache's size and its change of hands: a link counts as itself, its target never changes. */
+static void
+test_du_chown(void)
+{
+	char			*t = path_join(root, "cache"), *p, *big;
+	unsigned long long	 bytes = 0, before = 0;
+	struct stat		 st;
+	int			 fd;
+
+	mkdir(t, 0700);
+	p = path_join(t, "sub");
+	mkdir(p, 0700);
+	big = path_join(p, "blob");
+	if ((fd = open(big, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) == -1 ||
+	    ftruncate(fd, 0) != 0 || write(fd, t, 1) != 1 || lseek(fd, 256 * 1024, SEEK_SET) < 0 ||
+	    write(fd, t, 1) != 1 || fsync(fd) != 0)
+		fatal("%s: %s", big, strerror(errno));
+	close(fd);
+	free(p);
+	p = path_join(t, "link");
+	if (symlink(canary, p) != 0)
+		fatal("symlink");
+	free(p);
+	ok(safefs_du(canary, &before) == 0 && before > 0, "du: the host directory has a size");
+	ok(safefs_du(t, &bytes) == 0 && bytes >= 8192 && bytes < before + 512 * 1024,
+	    "du: what the tree's files take, not what a link points at (%llu)", bytes);
+	ok(safefs_du(big, &bytes) == -1, "du: a file is not a tree");
+	if (geteuid() == 0) {
+		ok(safefs_chown(t, 0, HOSTILE_UID, HOSTILE_UID) == 0 && stat(big, &st) == 0 &&
+		    st.st_uid == HOSTILE_UID, "chown: the tree's files change hands");
+		ok(lstat(t, &st) == 0 && st.st_uid == HOSTILE_UID, "chown: the tree itself too");
+		ok(canary_intact(), "chown: a link's target never changes hands");
+		ok(safefs_chown(t, 0, 0, 0) == 0 && stat(big, &st) == 0 &&
+		    st.st_uid == HOSTILE_UID, "chown: only what the old owner owns changes");
+	} else
+		printf("ok %d # SKIP chown: needs root\n", ++tap_n);
+	free(big);
+	rm_rf(t);
+	free(t);
+}
+
 int
 main(void)
 {
@@ -195,6 +236,7 @@ main(void)
 	ws = path_join(root, "ws");
 	canary_make();
 	test_plain();
+	test_du_chown();
 	if (geteuid() != 0) {
 		printf("ok %d # SKIP races: the swapper must be another uid than the engine's "
 		    "(needs root)\n", ++tap_n);
