@@ -3,6 +3,7 @@
 #include "automation.h"
 #include "conf.h"
 #include "cron.h"
+#include "env.h"
 #include "event.h"
 #include "trigger.h"
 #include "ytree.h"
@@ -40,7 +41,7 @@ struct aload {
 static const char *const top_keys[] = {
 	"name", "org", "on", "agent", "model", "command", "prompt", "repository", "proof",
 	"artifacts", "secrets", "network", "timeout", "concurrency", "report", "authors",
-	"bots", "retry", NULL
+	"bots", "retry", "environment", NULL
 };
 /* retry: what happens to a run a stop or a crash interrupted: queued again once, or never. */
 static const char *const retry_names[] = { "once", "never", NULL };
@@ -63,6 +64,8 @@ static const char *const hmac_keys[] = {
 };
 static const char *const secret_keys[] = { "secret", NULL };
 static const char *const network_keys[] = { "allow", NULL };
+static const char *const environment_keys[] = { "setup", "cache", "rootfs", NULL };
+static const char *const setup_keys[] = { "script", "run", "network", "timeout", NULL };
 static const char *const concurrency_keys[] = { "key", "on_busy", NULL };
 static const char *const where_ops[] = { "equals", "in", "match", "exists", "not", NULL };
 
@@ -1155,6 +1158,131 @@ valid_artifact(const char *s)
 	return NULL;
 }
 
+/* setup.script: a path in the checkout, run from /workspace. */
+static const char *
+valid_script(const char *s)
+{
+	if (valid_artifact(s) != NULL)
+		return "setup script \"%s\" must be a path relative to the repository's "
+		    "checkout";
+	return NULL;
+}
+
+/* environment.setup (what is the prefix: "environment" or "orgs.ORG.environment"). */
+static void
+parse_setup(struct aload *l, const struct ynode *v, const char *what, struct env_conf *env)
+{
+	struct env_setup	*s;
+	const struct ynode	*n;
+	char			 key[128], *cause = NULL;
+	const char		*bad;
+
+	snprintf(key, sizeof key, "%s.setup", what);
+	if (map_check(l, v, key, setup_keys) != 0)
+		return;
+	s = env->setup = xcalloc(1, sizeof *env->setup);
+	s->timeout = ENV_SETUP_TIMEOUT;
+	if ((n = ymap_get(v, "script")) != NULL &&
+	    (s->script = get_string(l, n, "setup.script")) != NULL &&
+	    (bad = valid_script(s->script)) != NULL)
+		yerrs_node(l->errs, l->file, n, bad, s->script);
+	if ((n = ymap_get(v, "run")) != NULL &&
+	    (s->run = get_string(l, n, "setup.run")) != NULL && s->run[0] == '\0')
+		yerrs_node(l->errs, l->file, n, "\"setup.run\" must not be empty");
+	if (ymap_get(v, "script") != NULL && ymap_get(v, "run") != NULL)
+		yerrs_node(l->errs, l->file, ymap_get(v, "run"), "setup takes \"script\" or "
+		    "\"run\", not both");
+	else if (ymap_get(v, "script") == NULL && ymap_get(v, "run") == NULL)
+		yerrs_node(l->errs, l->file, v, "setup needs \"script\" (a path in the "
+		    "repository) or \"run\" (shell text)");
+	if ((n = ymap_get(v, "network")) != NULL) {
+		snprintf(key, sizeof key, "%s.setup.network", what);
+		if (map_check(l, n, key, network_keys) == 0 && ymap_get(n, "allow") != NULL)
+			parse_list_checked(l, ymap_get(n, "allow"), "setup.network.allow",
+			    &s->allow, NULL, valid_host);
+	}
+	if ((n = ymap_get(v, "timeout")) != NULL && (n->type != YNODE_SCALAR ||
+	    parse_duration(n->value, &s->timeout, &cause) != 0 || s->timeout == 0)) {
+		free(cause);
+		yerrs_node(l->errs, l->file, n, "\"setup.timeout\" must be a duration (90s, "
+		    "20m, 2h), not %s%s%s", n->type == YNODE_SCALAR ? "\"" : "",
+		    n->type == YNODE_SCALAR ? n->value : ynode_type_name(n),
+		    n->type == YNODE_SCALAR ? "\"" : "");
+		s->timeout = ENV_SETUP_TIMEOUT;
+	}
+}
+
+/* environment: setup, cache, rootfs; an automation's, or an org's default. */
+static void
+parse_environment(struct aload *l, const struct ynode *v, const char *what,
+    struct env_conf *env)
+{
+	struct ynode *const	*items;
+	const struct ynode	*n;
+	const char		*bad;
+	char			*in[ENV_CACHE_MAX];
+	size_t			 i, j, count;
+	int			 ok = 1;
+
+	if (map_check(l, v, what, environment_keys) != 0)
+		return;
+	if ((n = ymap_get(v, "setup")) != NULL)
+		parse_setup(l, n, what, env);
+	if ((n = ymap_get(v, "cache")) != NULL && get_items(l, n, "cache", &items,
+	    &count) == 0) {
+		if (count > ENV_CACHE_MAX) {
+			yerrs_node(l->errs, l->file, n, "at most %d cache directories (%zu "
+			    "listed)", ENV_CACHE_MAX, count);
+			count = 0;
+			ok = 0;
+		}
+		for (i = 0; i < count; i++) {
+			in[i] = env_cache_inside(items[i]->value);
+			if ((bad = env_cache_invalid(items[i]->value)) != NULL) {
+				yerrs_node(l->errs, l->file, items[i], bad, items[i]->value);
+				ok = 0;
+			}
+			for (j = 0; in[i] != NULL && j < i; j++) {
+				if (in[j] != NULL && strcmp(in[i], in[j]) == 0) {
+					yerrs_node(l->errs, l->file, items[i], "cache \"%s\" is "
+					    "listed twice", items[i]->value);
+					ok = 0;
+				}
+			}
+		}
+		for (i = 0; i < count; i++)
+			free(in[i]);
+		if (ok)
+			env->cache = get_list(l, n, "cache", NULL);
+	}
+	if ((n = ymap_get(v, "rootfs")) != NULL &&
+	    (env->rootfs = get_string(l, n, "rootfs")) != NULL && !valid_name(env->rootfs)) {
+		yerrs_node(l->errs, l->file, n, "\"rootfs\" must be an environment's name "
+		    "(letters, digits, '_', '-', '.'), not \"%s\"", env->rootfs);
+		free(env->rootfs);
+		env->rootfs = NULL;
+	}
+}
+
+int
+automation_env_parse(const struct ynode *v, const char *file, const char *what,
+    struct yerrs *errs, struct env_conf *env)
+{
+	struct aload	l;
+	size_t		nerr = errs->nerrors;
+
+	memset(&l, 0, sizeof l);
+	l.errs = errs;
+	l.file = file;
+	memset(env, 0, sizeof *env);
+	parse_environment(&l, v, what, env);
+	if (errs->nerrors != nerr) {
+		env_conf_clear(env);
+		return -1;
+	}
+	return 0;
+}
+
 static void
 parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen_on)
 {
@@ -1245,7 +1373,8 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 		if ((e = get_bool(l, v, key)) >= 0)
 			a->bots = e;
 		a->checks[a->nchecks++] = TOP_BOTS;
-	}
+	} else if (strcmp(key, "environment") == 0)
+		parse_environment(l, v, key, &a->env);
 }
 
 /* "a, b", the configured orgs, for a message about an org that is not one. */
@@ -1408,6 +1537,9 @@ automation_parse(struct aload *l, const char *path, const char *base)
 		    "\"artifacts\" (the globs that must match)");
 	if (a->prompt == NULL)
 		a->prompt = xstrdup("");
+	/* The org's default environment, for each key the automation leaves out. */
+	if (l->org != NULL)
+		env_conf_merge(&a->env, l->org->environment);
 out:
 	ynode_free(root);
 	l->a = NULL;
@@ -1651,6 +1783,7 @@ automation_free(struct automation *a)
 	list_free(a->artifacts);
 	list_free(a->secrets);
 	list_free(a->network_allow);
+	env_conf_clear(&a->env);
 	for (i = 0; i < a->ntriggers; i++)
 		trigger_clear(&a->triggers[i]);
 	free(a->triggers);
@@ -1686,10 +1819,37 @@ json_str_or_null(const char *s)
 	return s != NULL ? json_string(s) : json_null();
 }
 
+/* The environment of a run's snapshot; NULL when it has none. */
+static json_t *
+env_to_json(const struct env_conf *c)
+{
+	json_t	*j, *s;
+
+	if (c->setup == NULL && c->cache == NULL && c->rootfs == NULL)
+		return NULL;
+	j = json_object();
+	if (c->setup != NULL) {
+		s = json_object();
+		if (c->setup->script != NULL)
+			json_object_set_new(s, "script", json_string(c->setup->script));
+		if (c->setup->run != NULL)
+			json_object_set_new(s, "run", json_string(c->setup->run));
+		json_object_set_new(s, "network", json_pack("{s:o}", "allow",
+		    json_str_list(c->setup->allow)));
+		json_object_set_new(s, "timeout", json_integer(c->setup->timeout));
+		json_object_set_new(j, "setup", s);
+	}
+	if (c->cache != NULL)
+		json_object_set_new(j, "cache", json_str_list(c->cache));
+	if (c->rootfs != NULL)
+		json_object_set_new(j, "rootfs", json_string(c->rootfs));
+	return j;
+}
+
 json_t *
 automation_to_json(const struct automation *a)
 {
-	json_t	*j;
+	json_t	*j, *env;
 
 	j = json_object();
 	json_object_set_new(j, "name", json_string(a->name));
@@ -1713,6 +1873,8 @@ automation_to_json(const struct automation *a)
 	json_object_set_new(j, "retry", json_string(retry_names[a->retry_never ? 1 : 0]));
 	json_object_set_new(j, "authors", json_string(a->authors_any ? "any" : "members"));
 	json_object_set_new(j, "bots", json_boolean(a->bots));
+	if ((env = env_to_json(&a->env)) != NULL)
+		json_object_set_new(j, "environment", env);
 	return j;
 }
 
@@ -1766,6 +1928,33 @@ json_enum(const json_t *j, const char *key, const char *const *names, int def, i
 	return i < 0 ? def : i;
 }
 
+/* A snapshot's environment (absent: none); *bad when it is malformed. */
+static void
+env_from_json(const json_t *j, struct env_conf *c, int *bad)
+{
+	const json_t	*s, *v;
+
+	if (j == NULL || json_is_null(j))
+		return;
+	if (!json_is_object(j)) {
+		*bad = 1;
+		return;
+	}
+	if ((s = json_object_get(j, "setup")) != NULL) {
+		c->setup = xcalloc(1, sizeof *c->setup);
+		c->setup->script = json_str_dup(s, "script", 0, bad);
+		c->setup->run = json_str_dup(s, "run", 0, bad);
+		c->setup->allow = json_list_dup(json_path(s, "network.allow"), bad);
+		v = json_object_get(s, "timeout");
+		c->setup->timeout = json_is_integer(v) ? json_integer_value(v) : 0;
+		if ((c->setup->script == NULL) == (c->setup->run == NULL) ||
+		    c->setup->timeout <= 0)
+			*bad = 1;
+	}
+	c->cache = json_list_dup(json_object_get(j, "cache"), bad);
+	c->rootfs = json_str_dup(j, "rootfs", 0, bad);
+}
+
 struct automation *
 automation_from_json(const json_t *j)
 {
@@ -1807,6 +1996,7 @@ automation_from_json(const json_t *j)
 	    json_enum(j, "retry", retry_names, 0, &bad) == 1;
 	a->authors_any = json_enum(j, "authors", authors, 0, &bad) == 1;
 	a->bots = json_is_true(json_object_get(j, "bots"));
+	env_from_json(json_object_get(j, "environment"), &a->env, &bad);
 	a->checks[a->nchecks++] = TOP_ON;
 	a->checks[a->nchecks++] = TOP_AUTHORS;
 	a->checks[a->nchecks++] = TOP_BOTS;

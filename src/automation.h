@@ -5,9 +5,12 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "env.h"
+
 struct config;
 struct spur_event;
 struct yerrs;
+struct ynode;
 
 enum agent_kind { AGENT_CLAUDE, AGENT_CODEX, AGENT_OPENCODE, AGENT_COMMAND };
 enum proof_kind { PROOF_PULL_REQUEST, PROOF_COMMIT, PROOF_ARTIFACTS, PROOF_REPORT, PROOF_NONE };
@@ -61,6 +64,7 @@ struct automation {
 	int		  retry_never;	/* retry: never: an interrupted run is not queued again */
 	int		  authors_any;	/* authors: any */
 	int		  bots;
+	struct env_conf	  env;		/* environment, the org's default merged in key by key */
 	/* triggers are private to automation.c/match.c (trigger.h) */
 	struct trigger	 *triggers;
 	size_t		  ntriggers;
@@ -69,6 +73,13 @@ struct automation {
 };
 
 struct automation_set;
+
+/*
+ * An environment mapping (orgs.NAME.environment in spur.yaml; what names it in
+ * messages), its errors added to errs at their positions; -1 when it had any.
+ */
+int			 automation_env_parse(const struct ynode *, const char *file,
+			     const char *what, struct yerrs *, struct env_conf *);
 
 /*
  * Loads every *.yaml of dir (sorted by file name; hidden files and other names are

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 struct yerrs;
+struct env_conf;
 
 /*
  * A secret. ref ("env:NAME", "file:PATH") may be shown; value never is. value
@@ -51,6 +52,7 @@ struct org {
 	size_t			 nagents;
 	struct named_secret	*secrets;	/* automation-visible secrets */
 	size_t			 nsecrets;
+	struct env_conf		*environment;	/* the automations' default (env.h); NULL: none */
 };
 
 struct agent_conf {
@@ -97,6 +99,7 @@ struct config {
 		/* each session's own host uid (and gid) when spur is root: [uid_first, uid_last] */
 		long long		 uid_first;
 		long long		 uid_last;
+		unsigned long long	 cache_size;	/* all of data_dir/cache; LRU over it */
 	} sandbox;
 	struct agent_conf	*agents;
 	size_t			 nagents;

@@ -1,5 +1,6 @@
 /* config.c: loads spur.yaml, checks every key, resolves secret references, reports all errors. */
 #include "spur.h"
+#include "automation.h"
 #include "conf.h"
 #include "github-app.h"
 #include "sandbox.h"
@@ -147,14 +148,14 @@ static const char *const top_keys[] = { "listen", "data_dir", "automations", "pu
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
 	"idle", "buffered", "request", "runs", "queue", "drain", NULL };
 static const char *const sandbox_keys[] = { "backend", "user", "timeout", "memory", "pids",
-	"output", "session_idle", "uids", NULL };
+	"output", "session_idle", "uids", "cache_size", NULL };
 static const char *const agent_keys[] = { "command", "api_url", NULL };
 static const char *const github_keys[] = { "webhook_secret", "token", "app_id",
 	"private_key", "api_url", "git_url", NULL };
 static const char *const slack_keys[] = { "signing_secret", "bot_token", "api_url", NULL };
 static const char *const linear_keys[] = { "webhook_secret", "api_key", "api_url", NULL };
 static const char *const org_keys[] = { "github", "slack", "linear", "agents", "secrets",
-	NULL };
+	"environment", NULL };
 static const char *const org_agent_keys[] = { "api_key", NULL };
 static const char *const retention_keys[] = { "events", "run_files", NULL };
 static const char *const git_keys[] = { "author_name", "author_email", NULL };
@@ -439,6 +440,8 @@ cfg_sandbox(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			cfg_duration(c, n, "sandbox.session_idle", &cf->sandbox.session_idle);
 		else if (strcmp(k, "uids") == 0)
 			cfg_uid_range(c, n, cf);
+		else if (strcmp(k, "cache_size") == 0)
+			cfg_size(c, n, "sandbox.cache_size", &cf->sandbox.cache_size);
 		else
 			cfg_unknown(c, m, i, "sandbox", sandbox_keys);
 	}
@@ -690,6 +693,20 @@ cfg_org_secrets(struct cfgctx *c, struct org *o, const struct ynode *m)
 	}
 }
 
+/* orgs.NAME.environment: the default of the org's automations, read as theirs is. */
+static void
+cfg_org_environment(struct cfgctx *c, struct org *org, const struct ynode *n)
+{
+	char	*what = xprintf("orgs.%s.environment", org->name);
+
+	org->environment = xcalloc(1, sizeof *org->environment);
+	if (automation_env_parse(n, c->file, what, c->errs, org->environment) != 0) {
+		free(org->environment);
+		org->environment = NULL;
+	}
+	free(what);
+}
+
 static void
 cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 {
@@ -731,6 +748,8 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 				cfg_org_agents(c, org, n);
 			else if (strcmp(k, "secrets") == 0)
 				cfg_org_secrets(c, org, n);
+			else if (strcmp(k, "environment") == 0)
+				cfg_org_environment(c, org, n);
 			else
 				cfg_unknown(c, o, j, name, org_keys);
 		}
@@ -846,6 +865,7 @@ cfg_defaults(struct config *cf)
 	cf->sandbox.pids = 1024;
 	cf->sandbox.output = 16ULL << 20;
 	cf->sandbox.session_idle = 7 * 86400;
+	cf->sandbox.cache_size = 10ULL << 30;
 	cf->sandbox.uid_first = 900000000;
 	cf->sandbox.uid_last = 900065535;
 }
@@ -1077,6 +1097,10 @@ config_free(struct config *cf)
 		}
 		named_secrets_free(o->agents, o->nagents);
 		named_secrets_free(o->secrets, o->nsecrets);
+		if (o->environment != NULL) {
+			env_conf_clear(o->environment);
+			free(o->environment);
+		}
 	}
 	free(cf->orgs);
 	free(cf->file);

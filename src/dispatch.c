@@ -5,6 +5,7 @@
 #include "conf.h"
 #include "dispatch.h"
 #include "egress.h"
+#include "env.h"
 #include "event.h"
 #include "prompt.h"
 #include "report.h"
@@ -63,6 +64,7 @@ struct drun {
 	struct egress		*egress;	/* the run's network (egress.c) */
 	struct repo_job		*repo;		/* clone before, push after (repo.c) */
 	json_t			*event;		/* its event, until the agent starts */
+	struct env_job		*envjob;	/* its caches and setup (env.c) */
 	struct agent_result	 res;		/* what the agent said, once it ended */
 	LIST_ENTRY(drun)	 entry;
 };
@@ -81,6 +83,8 @@ struct dispatch {
 static void	dispatch_kick_cb(evutil_socket_t, short, void *);
 static void	drun_finish(struct drun *, enum run_state, enum run_cause, const char *,
 		    const char *);
+static void	drun_agent(struct drun *, int);
+static void	drun_setup_cb(int, const char *, void *);
 
 static void
 drun_free(struct drun *r)
@@ -89,6 +93,7 @@ drun_free(struct drun *r)
 
 	if (r->sb != NULL)
 		sandbox_free(r->sb);
+	env_job_free(r->envjob);
 	if (r->repo != NULL)
 		repo_job_free(r->repo);
 	json_decref(r->event);
@@ -326,6 +331,8 @@ dispatch_cancel(struct dispatch *d, const char *run, const char *reason)
 			log_info("event=run.cancelling run=%s reason=%s", run, log_q(reason));
 			if (r->sb != NULL)
 				sandbox_cancel(r->sb);
+			else if (env_cancel(r->envjob) == 0)
+				;	/* its setup stops; drun_setup_cb ends the run */
 			else if (r->repo != NULL) {
 				/* Cloning or delivering: git is stopped, the run ends now. */
 				repo_job_free(r->repo);
@@ -673,6 +680,15 @@ drun_env_add(struct drun *r, size_t *n, char *kv)
 	return 0;
 }
 
+/* A run whose sandbox could not be made: failed, cause sandbox (cause is freed). */
+static void
+drun_start_failed(struct drun *r, char *cause)
+{
+	drun_finish(r, RUN_FAILED, CAUSE_SANDBOX, cause != NULL ? cause : "could not start",
+	    NULL);
+	free(cause);
+}
+
 /* Builds the agent's argv and environment and starts the sandbox. */
 static void
 drun_launch(struct drun *r)
@@ -683,6 +699,7 @@ drun_launch(struct drun *r)
 	struct secret		*sec;
 	char			*cause = NULL;
 	size_t			 n = 0, i;
+	int			 rc;
 
 	if (r->cancel_reason != NULL) {
 		drun_finish(r, RUN_CANCELLED, CAUSE_CANCELLED, r->cancel_reason, NULL);
@@ -732,6 +749,29 @@ drun_launch(struct drun *r)
 	r->spec.backend = e->conf->sandbox.backend;
 	r->spec.user = e->conf->sandbox.user;
 	r->spec.ident = &r->ident;
+	/* Its environment (env.c): caches bound, then its setup in a sandbox of its own. */
+	if ((rc = env_start(e, r->id, r->org, r->a, &r->spec, r->logfd, drun_setup_cb, r,
+	    &r->envjob, &cause)) < 0)
+		goto fail;
+	if (rc == 0)
+		drun_agent(r, r->cloned);
+	else if (r->cloned)
+		run_set_phase(e, r->id, PHASE_SETUP);
+	return;
+fail:
+	drun_start_failed(r, cause);
+}
+
+/* The agent's network and sandbox, once the run's environment is ready. */
+static void
+drun_agent(struct drun *r, int phase)
+{
+	struct engine	*e = r->d->engine;
+	char		*cause = NULL;
+	size_t		 n;
+
+	for (n = 0; r->env[n] != NULL; n++)
+		;
 	/* The run's network: proxy and model gateway, binds, env and a forwarder (egress.c). */
 	if (egress_attach(e, r->id, r->org, r->a, r->home, &r->spec, r->env, &n,
 	    DISPATCH_ENV_MAX, &r->argv, &r->egress, &cause) != 0)
@@ -745,13 +785,25 @@ drun_launch(struct drun *r)
 	log_info("event=run.started run=%s automation=%s agent=%s session=%s resume=%s "
 	    "pid=%ld", r->id, log_q(r->a->name), r->a->agent_name, r->session,
 	    r->resume != NULL ? "yes" : "no", (long)sandbox_pid(r->sb));
-	if (r->cloned)
+	if (phase)
 		run_set_phase(e, r->id, PHASE_AGENT);
 	return;
 fail:
-	drun_finish(r, RUN_FAILED, CAUSE_SANDBOX, cause != NULL ? cause : "could not start",
-	    NULL);
-	free(cause);
+	drun_start_failed(r, cause);
+}
+
+/* The setup ended: a failed one ends the run (cause sandbox), else the agent starts. */
+static void
+drun_setup_cb(int ok, const char *reason, void *arg)
+{
+	struct drun	*r = arg;
+
+	if (r->cancel_reason != NULL)
+		drun_finish(r, RUN_CANCELLED, CAUSE_CANCELLED, r->cancel_reason, NULL);
+	else if (!ok)
+		drun_finish(r, RUN_FAILED, CAUSE_SANDBOX, reason, NULL);
+	else
+		drun_agent(r, 1);
 }
 
 /*
@@ -863,7 +915,8 @@ dispatch_start(struct dispatch *d, const char *id)
 	}
 	/* Its first phase, in the same commit: the clone, or the agent at once. */
 	r->cloned = repo_wanted(r->a, evj);
-	store_run_set_phase(e->store, id, r->cloned ? PHASE_CLONING : PHASE_AGENT, NULL);
+	store_run_set_phase(e->store, id, r->cloned ? PHASE_CLONING : r->a->env.setup != NULL ?
+	    PHASE_SETUP : PHASE_AGENT, NULL);
 	r->started = now_ms();
 	LIST_INSERT_HEAD(&d->runs, r, entry);
 	d->running++;

@@ -83,7 +83,8 @@ void
 run_set_phase(struct engine *e, const char *run, enum run_phase phase)
 {
 	static const char	*what[RUN_NPHASES] = {
-		NULL, "cloning the repository", "the agent is working",
+		NULL, "cloning the repository", "the environment's setup is running",
+		"the agent is working",
 		"delivering: commit, push, pull request"
 	};
 

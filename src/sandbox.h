@@ -51,7 +51,7 @@ struct sandbox_spec {
 	const char		 *rootfs;	/* host dir, read-only as / (bwrap); NULL: the host's /usr */
 };
 
-#define SANDBOX_BINDS_MAX	16
+#define SANDBOX_BINDS_MAX	24	/* the run's network's, its caches (ENV_CACHE_MAX) */
 #define SANDBOX_HOME		"/home/spur"	/* where spec->home is; env HOME must say so */
 
 struct sandbox_exit {

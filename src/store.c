@@ -123,7 +123,7 @@ static const char *store_migrations[] = {
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
-	NULL, "cloning", "agent", "delivering"
+	NULL, "cloning", "setup", "agent", "delivering"
 };
 
 static const char *run_cause_names[RUN_NCAUSES] = {

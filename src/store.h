@@ -18,7 +18,7 @@ enum run_state {
 
 /* What a running run is doing (run.c sets it). */
 enum run_phase {
-	PHASE_NONE, PHASE_CLONING, PHASE_AGENT, PHASE_DELIVERING, RUN_NPHASES
+	PHASE_NONE, PHASE_CLONING, PHASE_SETUP, PHASE_AGENT, PHASE_DELIVERING, RUN_NPHASES
 };
 
 /* Why a run ended (SPEC section 11): every terminal state carries one. */

@@ -544,6 +544,58 @@ test_load_misc(void)
 	free(dir);
 }
 
+/* An org's default environment fills the keys an automation leaves out; a run's snapshot keeps it. */
+static void
+test_environment(void)
+{
+	struct env_setup	 setup = { .run = "npm ci", .timeout = 600 };
+	char			*cache[] = { "~/.npm", NULL };
+	struct env_conf		 def = { .setup = &setup, .cache = cache, .rootfs = "node" };
+	struct org		 org = { .name = "acme", .agents = demo_agents, .nagents = 1,
+				     .environment = &def };
+	struct config		 conf = { .orgs = &org, .norgs = 1 };
+	struct automation_set	*set;
+	struct automation	*back;
+	const struct automation	*a;
+	struct yerrs		 errs;
+	json_t			*j;
+	char			*dir = tmp_dir();
+
+	tmp_write(dir, "a.yaml", "on: { slack: {} }\nprompt: Hi.\nenvironment:\n"
+	    "  cache: [~/.cache/pip, node_modules]\n");
+	tmp_write(dir, "b.yaml", "on: { slack: {} }\nprompt: Hi.\n");
+	yerrs_init(&errs);
+	set = automation_load(&conf, dir, &errs);
+	ok(set != NULL && errs.n == 0, "environments load");
+	a = set != NULL ? automation_find(set, "acme", "a") : NULL;
+	ok(a != NULL && a->env.setup != NULL && strcmp(a->env.setup->run, "npm ci") == 0 &&
+	    a->env.rootfs != NULL && strcmp(a->env.rootfs, "node") == 0,
+	    "the org's setup and rootfs fill the keys the automation leaves out");
+	ok(a != NULL && a->env.cache != NULL && strcmp(a->env.cache[0], "~/.cache/pip") == 0 &&
+	    strcmp(a->env.cache[1], "node_modules") == 0 && a->env.cache[2] == NULL,
+	    "the automation's cache replaces the org's whole");
+	a = set != NULL ? automation_find(set, "acme", "b") : NULL;
+	ok(a != NULL && a->env.cache != NULL && strcmp(a->env.cache[0], "~/.npm") == 0,
+	    "an automation without environment gets the org's");
+	a = set != NULL ? automation_find(set, "acme", "a") : NULL;
+	j = a != NULL ? automation_to_json(a) : NULL;
+	back = j != NULL ? automation_from_json(j) : NULL;
+	ok(back != NULL && back->env.setup != NULL && back->env.setup->timeout == 600 &&
+	    strcmp(back->env.setup->run, "npm ci") == 0 && back->env.cache != NULL &&
+	    strcmp(back->env.cache[1], "node_modules") == 0 && back->env.rootfs != NULL,
+	    "the environment survives the run's snapshot");
+	automation_free(back);
+	json_object_set_new(json_object_get(j, "environment"), "cache", json_integer(1));
+	back = automation_from_json(j);
+	ok(back == NULL, "a snapshot with a malformed environment is refused");
+	automation_free(back);
+	json_decref(j);
+	automation_set_unref(set);
+	yerrs_free(&errs);
+	rm_rf(dir);
+	free(dir);
+}
+
 int
 main(void)
 {
@@ -556,5 +608,6 @@ main(void)
 	test_json();
 	test_regex_limit();
 	test_load_misc();
+	test_environment();
 	return tap_done();
 }
