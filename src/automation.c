@@ -41,8 +41,11 @@ struct aload {
 static const char *const top_keys[] = {
 	"name", "org", "on", "agent", "model", "command", "prompt", "repository", "proof",
 	"artifacts", "secrets", "network", "timeout", "concurrency", "report", "authors",
-	"bots", "retry", "environment", NULL
+	"bots", "retry", "repositories", "environment", NULL
 };
+/* repository as a mapping: what of the event chooses it. */
+static const char *const repo_map_keys[] = { "slack", "linear", "text", "default", NULL };
+static const char *const repo_linear_keys[] = { "teams", "labels", NULL };
 /* retry: what happens to a run a stop or a crash interrupted: queued again once, or never. */
 static const char *const retry_names[] = { "once", "never", NULL };
 static const char *const on_keys[] = {
@@ -1108,6 +1111,116 @@ valid_repository(const char *s)
 	return ok;
 }
 
+/* repositories: OWNER/NAME globs, a repo: token's allow list. */
+static const char *
+valid_repository_glob(const char *s)
+{
+	const char	*slash = strchr(s, '/');
+
+	if (slash == NULL || slash == s || slash[1] == '\0' || strchr(slash + 1, '/') != NULL ||
+	    strlen(s) > 256)
+		return "\"%s\" in \"repositories\" is not an OWNER/NAME pattern (e.g. acme/*)";
+	return NULL;
+}
+
+/* repository.slack keys: a channel is named by its id, never its name. */
+static const char *
+valid_repo_channel(const char *s)
+{
+	if (valid_channel(s) == NULL)
+		return NULL;
+	return "\"%s\" in repository.slack is not a Slack channel id (an id such as C0123ABCD, "
+	    "never a name)";
+}
+
+/* KEY: OWNER/NAME pairs, keys checked by check (NULL: any); NULL with errors. */
+static json_t *
+parse_repo_pairs(struct aload *l, const struct ynode *m, const char *what,
+    const char *(*check)(const char *))
+{
+	const struct ynode	*k, *v;
+	const char		*bad;
+	json_t			*o;
+	size_t			 i;
+	int			 ok = 1;
+
+	if (map_check(l, m, what, NULL) != 0)
+		return NULL;
+	if (m->n == 0) {
+		yerrs_node(l->errs, l->file, m, "\"%s\" must not be empty", what);
+		return NULL;
+	}
+	o = json_object();
+	for (i = 0; i < m->n; i++) {
+		if (key_repeated(m, i))
+			continue;
+		k = m->items[2 * i];
+		v = ymap_value(m, i);
+		if (check != NULL && (bad = check(k->value)) != NULL) {
+			yerrs_node(l->errs, l->file, k, bad, k->value);
+			ok = 0;
+		}
+		if (v->type != YNODE_SCALAR || ynode_is_null(v) || !valid_repository(v->value)) {
+			yerrs_node(l->errs, l->file, v, "\"%s.%s\" must be OWNER/REPO, not %s%s%s",
+			    what, k->value, v->type == YNODE_SCALAR ? "\"" : "",
+			    v->type == YNODE_SCALAR ? v->value : ynode_type_name(v),
+			    v->type == YNODE_SCALAR ? "\"" : "");
+			ok = 0;
+		} else
+			json_object_set_new(o, k->value, json_string(v->value));
+	}
+	if (!ok) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* repository as a mapping (automation.h says its JSON); NULL with errors. */
+static json_t *
+parse_repository_map(struct aload *l, const struct ynode *m)
+{
+	const struct ynode	*v;
+	json_t			*map, *sub, *pairs;
+	int			 b;
+
+	if (map_check(l, m, "repository", repo_map_keys) != 0)
+		return NULL;
+	map = json_object();
+	if ((v = ymap_get(m, "slack")) != NULL &&
+	    (pairs = parse_repo_pairs(l, v, "repository.slack", valid_repo_channel)) != NULL)
+		json_object_set_new(map, "slack", pairs);
+	if ((v = ymap_get(m, "linear")) != NULL &&
+	    map_check(l, v, "repository.linear", repo_linear_keys) == 0) {
+		sub = json_object();
+		if (ymap_get(v, "teams") != NULL && (pairs = parse_repo_pairs(l,
+		    ymap_get(v, "teams"), "repository.linear.teams", NULL)) != NULL)
+			json_object_set_new(sub, "teams", pairs);
+		if (ymap_get(v, "labels") != NULL && (pairs = parse_repo_pairs(l,
+		    ymap_get(v, "labels"), "repository.linear.labels", NULL)) != NULL)
+			json_object_set_new(sub, "labels", pairs);
+		if (v->n == 0)
+			yerrs_node(l->errs, l->file, v, "\"repository.linear\" needs teams or "
+			    "labels");
+		json_object_set_new(map, "linear", sub);
+	}
+	if ((v = ymap_get(m, "text")) != NULL && (b = get_bool(l, v, "repository.text")) >= 0)
+		json_object_set_new(map, "text", json_boolean(b));
+	if ((v = ymap_get(m, "default")) != NULL) {
+		if (v->type != YNODE_SCALAR || ynode_is_null(v) || !valid_repository(v->value))
+			yerrs_node(l->errs, l->file, v, "\"repository.default\" must be "
+			    "OWNER/REPO, not %s%s%s", v->type == YNODE_SCALAR ? "\"" : "",
+			    v->type == YNODE_SCALAR ? v->value : ynode_type_name(v),
+			    v->type == YNODE_SCALAR ? "\"" : "");
+		else
+			json_object_set_new(map, "default", json_string(v->value));
+	}
+	if (m->n == 0)
+		yerrs_node(l->errs, l->file, m, "\"repository\" as a mapping needs slack, "
+		    "linear, text or default");
+	return map;
+}
+
 /*
  * network.allow: host names, "*." wildcards, an optional port; no schemes or
  * paths. A wildcard matches names only, so one whose suffix is numeric (every
@@ -1304,14 +1417,21 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 		if ((a->prompt = get_string(l, v, key)) != NULL && a->prompt[0] == '\0')
 			yerrs_node(l->errs, l->file, v, "\"prompt\" must not be empty");
 	} else if (strcmp(key, "repository") == 0) {
-		if ((a->repository = get_string(l, v, key)) != NULL &&
+		if (v != NULL && v->type == YNODE_MAP)
+			a->repository_map = parse_repository_map(l, v);
+		else if (v != NULL && v->type == YNODE_SEQ)
+			yerrs_node(l->errs, l->file, v, "\"repository\" must be OWNER/REPO or a "
+			    "mapping (slack, linear, text, default), not a list");
+		else if ((a->repository = get_string(l, v, key)) != NULL &&
 		    !valid_repository(a->repository))
 			yerrs_node(l->errs, l->file, v, "\"repository\" must be OWNER/REPO, "
 			    "not \"%s\"", a->repository);
 	} else if (strcmp(key, "proof") == 0) {
 		if ((e = get_enum(l, v, key, proof_names)) >= 0)
 			a->proof = e;
-	} else if (strcmp(key, "artifacts") == 0)
+	} else if (strcmp(key, "repositories") == 0)
+		parse_list_checked(l, v, key, &a->repositories, NULL, valid_repository_glob);
+	else if (strcmp(key, "artifacts") == 0)
 		parse_list_checked(l, v, key, &a->artifacts, NULL, valid_artifact);
 	else if (strcmp(key, "secrets") == 0) {
 		if (get_items(l, v, key, &items, &count) != 0)
@@ -1535,6 +1655,18 @@ automation_parse(struct aload *l, const char *path, const char *base)
 	if (a->proof == PROOF_ARTIFACTS && n == NULL)
 		yerrs_node(l->errs, l->file, ymap_get(root, "proof"), "proof: artifacts needs "
 		    "\"artifacts\" (the globs that must match)");
+	/* A repo: token from a third party's text picks only what the allow list lets it. */
+	n = ymap_get(root, "repository");
+	if (json_is_true(json_object_get(a->repository_map, "text")) &&
+	    ymap_get(root, "repositories") == NULL)
+		yerrs_node(l->errs, l->file, ymap_get(n, "text"), "repository.text: true needs "
+		    "\"repositories\", the allow list a repo: token must match (e.g. "
+		    "repositories: [acme/*])");
+	if ((n = ymap_get(root, "repositories")) != NULL &&
+	    !json_is_true(json_object_get(a->repository_map, "text")))
+		yerrs_node(l->errs, l->file, n, "\"repositories\" is the allow list of "
+		    "repository.text: true (a repo:OWNER/NAME token in the event's text); without "
+		    "it, nothing reads it");
 	if (a->prompt == NULL)
 		a->prompt = xstrdup("");
 	/* The org's default environment, for each key the automation leaves out. */
@@ -1780,6 +1912,8 @@ automation_free(struct automation *a)
 	list_free(a->command);
 	free(a->prompt);
 	free(a->repository);
+	json_decref(a->repository_map);
+	list_free(a->repositories);
 	list_free(a->artifacts);
 	list_free(a->secrets);
 	list_free(a->network_allow);
@@ -1860,7 +1994,12 @@ automation_to_json(const struct automation *a)
 	json_object_set_new(j, "command", a->command != NULL ? json_str_list(a->command) :
 	    json_null());
 	json_object_set_new(j, "prompt", json_string(a->prompt != NULL ? a->prompt : ""));
-	json_object_set_new(j, "repository", json_str_or_null(a->repository));
+	if (a->repository_map != NULL)
+		json_object_set(j, "repository", a->repository_map);
+	else
+		json_object_set_new(j, "repository", json_str_or_null(a->repository));
+	if (a->repositories != NULL)
+		json_object_set_new(j, "repositories", json_str_list(a->repositories));
 	json_object_set_new(j, "proof", json_string(proof_kind_name(a->proof)));
 	json_object_set_new(j, "artifacts", json_str_list(a->artifacts));
 	json_object_set_new(j, "secrets", json_str_list(a->secrets));
@@ -1928,6 +2067,38 @@ json_enum(const json_t *j, const char *key, const char *const *names, int def, i
 	return i < 0 ? def : i;
 }
 
+/* An object of string values, or absent. */
+static int
+repo_pairs_json_valid(const json_t *o)
+{
+	const char	*k;
+	json_t		*v;
+
+	if (o == NULL)
+		return 1;
+	if (!json_is_object(o))
+		return 0;
+	json_object_foreach((json_t *)o, k, v) {
+		if (!json_is_string(v))
+			return 0;
+	}
+	return 1;
+}
+
+/* A snapshot's repository mapping has the shape parse_repository_map gives. */
+static int
+repo_map_json_valid(const json_t *m)
+{
+	const json_t	*lin = json_object_get(m, "linear"), *v;
+
+	return repo_pairs_json_valid(json_object_get(m, "slack")) &&
+	    (lin == NULL || (json_is_object(lin) &&
+	    repo_pairs_json_valid(json_object_get(lin, "teams")) &&
+	    repo_pairs_json_valid(json_object_get(lin, "labels")))) &&
+	    ((v = json_object_get(m, "text")) == NULL || json_is_boolean(v)) &&
+	    ((v = json_object_get(m, "default")) == NULL || json_is_string(v));
+}
+
 /* A snapshot's environment (absent: none); *bad when it is malformed. */
 static void
 env_from_json(const json_t *j, struct env_conf *c, int *bad)
@@ -1976,7 +2147,14 @@ automation_from_json(const json_t *j)
 	a->command = json_list_dup(json_object_get(j, "command"), &bad);
 	if ((a->prompt = json_str_dup(j, "prompt", 0, &bad)) == NULL)
 		a->prompt = xstrdup("");
-	a->repository = json_str_dup(j, "repository", 0, &bad);
+	if (json_is_object((v = json_object_get(j, "repository")))) {
+		if (repo_map_json_valid(v))
+			a->repository_map = json_deep_copy(v);
+		else
+			bad = 1;
+	} else
+		a->repository = json_str_dup(j, "repository", 0, &bad);
+	a->repositories = json_list_dup(json_object_get(j, "repositories"), &bad);
 	a->proof = json_enum(j, "proof", proof_names, PROOF_REPORT, &bad);
 	a->artifacts = json_list_dup(json_object_get(j, "artifacts"), &bad);
 	a->secrets = json_list_dup(json_object_get(j, "secrets"), &bad);

@@ -52,7 +52,14 @@ struct automation {
 	char		 *model;
 	char		**command;	/* NULL-terminated, agent: command */
 	char		 *prompt;
-	char		 *repository;
+	char		 *repository;	/* fixed OWNER/NAME, NULL: none or chosen by the event */
+	/*
+	 * repository as a mapping, the event choosing (repo.c repo_choose): NULL,
+	 * or {"slack": {CHANNEL: REPO}, "linear": {"teams": {KEY: REPO}, "labels":
+	 * {NAME: REPO}}, "text": true, "default": REPO}, each key optional.
+	 */
+	json_t		 *repository_map;
+	char		**repositories;	/* NULL-terminated globs a repo: token must match */
 	enum proof_kind	  proof;
 	char		**artifacts;	/* NULL-terminated */
 	char		**secrets;	/* NULL-terminated */

@@ -120,6 +120,8 @@ static const char *store_migrations[] = {
 	"  THEN 'proof_missing' WHEN 'timed_out' THEN 'timeout' WHEN 'cancelled' THEN "
 	"  'cancelled' WHEN 'failed' THEN CASE WHEN reason LIKE 'interrupted%' THEN "
 	"  'interrupted' ELSE 'agent_error' END END WHERE state NOT IN ('queued', 'running');",
+	/* 9: the repository a run works on, as the event chose it (repo.c repo_choose) */
+	"ALTER TABLE runs ADD COLUMN repository TEXT;",
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
@@ -877,7 +879,7 @@ connection_row(sqlite3_stmt *h)
 
 #define RUN_COLUMNS "id, org, automation, event, thread, session, state, reason, " \
 	"result, proof, created_at, started_at, ended_at, prompt, automation_json, " \
-	"agent_session, conc_key, cause, phase, retry_of"
+	"agent_session, conc_key, cause, phase, retry_of, repository"
 
 static json_t *
 store_run_row(struct store *st, sqlite3_stmt *s, int full)
@@ -898,6 +900,7 @@ store_run_row(struct store *st, sqlite3_stmt *s, int full)
 	json_object_set_new(j, "cause", col_json_text(s, 17));
 	json_object_set_new(j, "phase", col_json_text(s, 18));
 	json_object_set_new(j, "retry_of", col_json_text(s, 19));
+	json_object_set_new(j, "repository", col_json_text(s, 20));
 	json_object_set_new(j, "result", col_json_text(s, 8));
 	json_object_set_new(j, "proof", col_json_text(s, 9));
 	json_object_set_new(j, "created_at", col_time(s, 10));
@@ -1004,7 +1007,9 @@ store_runs_in_state(struct store *st, enum run_state state)
 int
 store_run_update(struct store *st, const char *run, const char *field, const char *value)
 {
-	static const char	*fields[] = { "session", "result", "proof", "agent_session", "prompt" };
+	static const char	*fields[] = {
+		"session", "result", "proof", "agent_session", "prompt", "repository"
+	};
 	sqlite3_stmt		*s;
 	char			*sql;
 	size_t			 i;
