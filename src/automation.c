@@ -5,6 +5,7 @@
 #include "cron.h"
 #include "env.h"
 #include "event.h"
+#include "rootfs.h"
 #include "trigger.h"
 #include "ytree.h"
 
@@ -1369,12 +1370,18 @@ parse_environment(struct aload *l, const struct ynode *v, const char *what,
 			env->cache = get_list(l, n, "cache", NULL);
 	}
 	if ((n = ymap_get(v, "rootfs")) != NULL &&
-	    (env->rootfs = get_string(l, n, "rootfs")) != NULL && !valid_name(env->rootfs)) {
+	    (env->rootfs = get_string(l, n, "rootfs")) != NULL &&
+	    !rootfs_name_valid(env->rootfs)) {
 		yerrs_node(l->errs, l->file, n, "\"rootfs\" must be an environment's name "
-		    "(letters, digits, '_', '-', '.'), not \"%s\"", env->rootfs);
+		    "(a-z, 0-9 and '-', as spur env build takes), not \"%s\"", env->rootfs);
 		free(env->rootfs);
 		env->rootfs = NULL;
-	}
+	} else if (env->rootfs != NULL && l->conf != NULL &&
+	    !rootfs_built(l->conf->data_dir, env->rootfs))
+		/* Not an error: it may be built after the config is written. */
+		yerrs_warn_node(l->errs, l->file, n, "rootfs \"%s\" is not built yet: runs "
+		    "that use it fail until spur env build %s --packages LIST makes it",
+		    env->rootfs, env->rootfs);
 }
 
 int

@@ -4,6 +4,7 @@
 #include "conf.h"
 #include "egress.h"
 #include "env.h"
+#include "rootfs.h"
 #include "sandbox.h"
 #include "serve.h"
 
@@ -46,6 +47,7 @@ struct env_job {
 	struct env_cache	 caches[ENV_CACHE_MAX];
 	size_t			 ncaches;
 	struct sandbox_bind	 binds[SANDBOX_BINDS_MAX];
+	char			*rootfs;	/* spec.rootfs: data_dir/envs/NAME/root */
 	/* The setup's own sandbox: its spec, argv, environment and network. */
 	struct sandbox_spec	 spec;
 	char			**argv;
@@ -467,6 +469,9 @@ env_start(struct engine *e, const char *run, const char *org, const struct autom
 	job->done = done;
 	job->arg = arg;
 	job->setup = a->env.setup;
+	/* Its root filesystem (spur env build), the setup's / as the agent's. */
+	if (a->env.rootfs != NULL)
+		spec->rootfs = job->rootfs = rootfs_path(e->conf->data_dir, a->env.rootfs);
 	if (env_caches(job, org, a, spec, cause) != 0)
 		goto fail;
 	if (job->setup == NULL) {
@@ -504,6 +509,7 @@ env_job_free(struct env_job *job)
 		return;
 	sandbox_free(job->sb);
 	egress_free(job->egress);
+	free(job->rootfs);
 	if (job->argv != NULL) {
 		for (i = 0; job->argv[i] != NULL; i++)
 			free(job->argv[i]);

@@ -58,6 +58,14 @@ static const struct cmd cmds[] = {
 	  "Lists every schedule and its next N fire times (default 3), in UTC and in\n"
 	  "the schedule's time zone.",
 	  cmd_schedules, 0 },
+	{ "env", "build|list|rm [-c FILE] [NAME] [--packages LIST] [--suite SUITE] "
+	  "[--mirror URL] [--json]",
+	  "Root filesystems runs may use instead of the host's /usr (environment:\n"
+	  "rootfs: NAME), under data_dir/envs. build NAME --packages nodejs,npm makes\n"
+	  "one with mmdebstrap (--variant=minbase, suite bookworm unless --suite) or\n"
+	  "replaces it atomically; list shows each (--json: name, packages, size,\n"
+	  "built); rm NAME removes one.",
+	  cmd_env, 0 },
 	{ "forward", "[--proxy|--gateway 127.0.0.1:PORT=SOCKET]... -- COMMAND [ARG]...",
 	  "Internal (run by the engine inside a sandbox, not by hand): listens on the\n"
 	  "loopback ports, relays each connection to its unix socket, runs COMMAND and\n"

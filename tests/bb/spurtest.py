@@ -303,6 +303,24 @@ class Spur:
         finally:
             con.close()
 
+    def fire_comment(self, hook, text, number):
+        """A GitHub issue comment to hook that starts exactly one run; its id."""
+        b = json.dumps(github_comment(text, number=number, comment_id=int(time.time() * 1e6) % 10**9)).encode()
+        st, _, a = self.post_json(hook, b, github_headers(b))
+        if st != 200 or len(a.get("runs", [])) != 1:
+            raise RuntimeError("post failed: %r %r" % (st, a))
+        return a["runs"][0]
+
+    def wait_run(self, run, timeout=60):
+        """The run's state, cause and reason once it ended (state "timeout" if it did not in time)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            r = self.query("SELECT state, cause, reason FROM runs WHERE id = ?", run)
+            if r and r[0]["state"] in ("completed", "needs_review", "failed", "timed_out", "cancelled"):
+                return r[0]
+            time.sleep(0.1)
+        return {"state": "timeout", "cause": None, "reason": None}
+
     def payloads(self):
         """Every stored event's payload as bytes, by event id: from its row, or from the payload log."""
         out = {}

@@ -27,7 +27,7 @@ ALLOWED = {
     ("plog.c", "opendir"): "data_dir/payloads (root's; no sandbox sees it)",
     ("proxy.c", "unlink"): "the proxy's socket in data_dir/runs/RUN/net (root's)",
     ("proxy.c", "chmod"): "the proxy's socket in data_dir/runs/RUN/net (root's)",
-    ("sandbox-bwrap.c", "opendir"): "/proc",
+    ("sandbox-bwrap.c", "opendir"): "/proc; a rootfs's /etc (data_dir/envs, read-only in every sandbox)",
     ("serve.c", "unlink"): "data_dir/spur.pid",
     ("store.c", "chmod"): "data_dir itself",
 }
