@@ -42,6 +42,8 @@ struct egress_agent {
 	int		 bearer;	/* Authorization: Bearer, else x-api-key */
 };
 
+#define EGRESS_LIBDIRS_MAX	4	/* host directories of spur's libraries, in a rootfs */
+
 static const struct egress_agent egress_agents[] = {
 	{ "claude", "https://api.anthropic.com", "", 0 },
 	{ "codex", "https://api.openai.com/v1", "/v1", 1 },
@@ -55,6 +57,11 @@ struct egress {
 	char			*dir;
 	char			*self;		/* the spur binary on the host */
 	char			*agent_dir;	/* the agent's install, bound where it is */
+	char			*libdirs[EGRESS_LIBDIRS_MAX];	/* in a rootfs: spur's own */
+	char			*libinside[EGRESS_LIBDIRS_MAX];	/* where they are bound */
+	size_t			 nlibdirs;
+	char			*loader;	/* in a rootfs: the host's, inside */
+	char			*libpath;	/* its --library-path */
 	struct sandbox_bind	 binds[SANDBOX_BINDS_MAX];
 	int			 dns_ref;
 };
@@ -297,16 +304,94 @@ egress_agent_install(struct egress *eg, struct sandbox_spec *spec, char **argv,
 	return egress_bind(eg, spec, eg->agent_dir, eg->agent_dir, cause);
 }
 
-/* argv becomes: spur forward --proxy ... --gateway ... -- argv. */
+/*
+ * In a root filesystem (spur env build) the forwarder, the host's spur, would
+ * find that tree's libraries, or none of its own: the host directories its
+ * libraries are in (as this process has them mapped) are bound beside it at
+ * EGRESS_INSIDE_DIR/libN, and it runs under the host's loader told to look
+ * there (--library-path, which the agent it starts does not inherit).
+ */
+static int
+egress_host_libs(struct egress *eg, struct sandbox_spec *spec, char **cause)
+{
+	struct buf	 path;
+	char		 line[PATH_MAX + 128], *p, *slash, *inside;
+	FILE		*f;
+	size_t		 i;
+	int		 rc = -1;
+
+	if ((f = fopen("/proc/self/maps", "re")) == NULL) {
+		*cause = xprintf("/proc/self/maps: %s", strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof line, f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if ((p = strchr(line, '/')) == NULL || strstr(p, " (deleted)") != NULL ||
+		    (slash = strrchr(p, '/')) == p || strstr(slash, ".so") == NULL)
+			continue;
+		*slash = '\0';
+		for (i = 0; i < eg->nlibdirs && strcmp(eg->libdirs[i], p) != 0; i++)
+			;
+		if (i == eg->nlibdirs) {
+			if (eg->nlibdirs == EGRESS_LIBDIRS_MAX) {
+				*cause = xprintf("spur's libraries are in more than %d "
+				    "directories: the forwarder cannot run in a rootfs",
+				    EGRESS_LIBDIRS_MAX);
+				goto out;
+			}
+			eg->libdirs[eg->nlibdirs++] = xstrdup(p);
+		}
+		if (eg->loader == NULL && strncmp(slash + 1, "ld-", 3) == 0)
+			eg->loader = xprintf(EGRESS_INSIDE_DIR "/lib%zu/%s", i, slash + 1);
+	}
+	if (eg->loader == NULL) {
+		*cause = xstrdup("spur's dynamic loader is not among its mappings: the "
+		    "forwarder cannot run in a rootfs");
+		goto out;
+	}
+	buf_init(&path, 0);
+	for (i = 0; i < eg->nlibdirs; i++) {
+		/* The mount point, beside the sockets: the bound run directory is read-only. */
+		inside = xprintf("%s/lib%zu", eg->dir, i);
+		if (mkdir(inside, 0755) != 0 && errno != EEXIST) {
+			*cause = xprintf("%s: %s", inside, strerror(errno));
+			free(inside);
+			buf_free(&path);
+			goto out;
+		}
+		free(inside);
+		inside = xprintf(EGRESS_INSIDE_DIR "/lib%zu", i);
+		(void)buf_add(&path, i > 0 ? ":" : "", i > 0 ? 1 : 0);
+		(void)buf_add(&path, inside, strlen(inside));
+		eg->libinside[i] = inside;
+		if (egress_bind(eg, spec, eg->libdirs[i], inside, cause) != 0) {
+			buf_free(&path);
+			goto out;
+		}
+	}
+	eg->libpath = buf_take(&path);
+	buf_free(&path);
+	rc = 0;
+out:
+	fclose(f);
+	return rc;
+}
+
+/* argv becomes: spur forward --proxy ... --gateway ... -- argv (under the host's loader in a rootfs). */
 static void
-egress_wrap(char ***argvp, int proxy, int gateway)
+egress_wrap(const struct egress *eg, char ***argvp, int proxy, int gateway)
 {
 	char	**old = *argvp, **nv;
 	size_t	  n, i, k = 0;
 
 	for (n = 0; old[n] != NULL; n++)
 		;
-	nv = xcalloc(n + 8, sizeof *nv);
+	nv = xcalloc(n + 11, sizeof *nv);
+	if (eg->loader != NULL) {
+		nv[k++] = xstrdup(eg->loader);
+		nv[k++] = xstrdup("--library-path");
+		nv[k++] = xstrdup(eg->libpath);
+	}
 	nv[k++] = xstrdup(EGRESS_INSIDE_DIR "/spur");
 	nv[k++] = xstrdup("forward");
 	if (proxy) {
@@ -449,9 +534,10 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 	free(path);
 	if (egress_bind(eg, spec, eg->dir, EGRESS_INSIDE_DIR, cause) != 0 ||
 	    egress_bind(eg, spec, eg->self, EGRESS_INSIDE_DIR "/spur", cause) != 0 ||
-	    egress_agent_install(eg, spec, *argv, cause) != 0)
+	    egress_agent_install(eg, spec, *argv, cause) != 0 ||
+	    (spec->rootfs != NULL && egress_host_libs(eg, spec, cause) != 0))
 		goto fail;
-	egress_wrap(argv, proxy, ag != NULL);
+	egress_wrap(eg, argv, proxy, ag != NULL);
 	*out = eg;
 	return 0;
 fail:
@@ -461,9 +547,30 @@ fail:
 	return -1;
 }
 
+enum egress_verdict
+egress_judge(const struct gateway_tally *t, unsigned refused)
+{
+	if (t != NULL && t->refused)
+		return EGRESS_MODEL_AUTH;
+	if (t != NULL && (t->last == 429 || t->last == 529))
+		return EGRESS_MODEL_QUOTA;
+	return refused > 0 ? EGRESS_DENIED : EGRESS_OK;
+}
+
+enum egress_verdict
+egress_verdict(const struct egress *eg)
+{
+	if (eg == NULL)
+		return EGRESS_OK;
+	return egress_judge(eg->gateway != NULL ? gateway_tally(eg->gateway) : NULL,
+	    eg->proxy != NULL ? proxy_refused(eg->proxy) : 0);
+}
+
 void
 egress_free(struct egress *eg)
 {
+	size_t	i;
+
 	if (eg == NULL)
 		return;
 	proxy_free(eg->proxy);
@@ -475,5 +582,11 @@ egress_free(struct egress *eg)
 	free(eg->dir);
 	free(eg->self);
 	free(eg->agent_dir);
+	for (i = 0; i < eg->nlibdirs; i++) {
+		free(eg->libdirs[i]);
+		free(eg->libinside[i]);
+	}
+	free(eg->loader);
+	free(eg->libpath);
 	free(eg);
 }

@@ -6,10 +6,12 @@ import os
 import shutil
 import stat
 import subprocess
+import signal
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap
+from spurtest import require_sandboxes, Spur, Tap, SPUR
 
 t = Tap()
 require_sandboxes(t)
@@ -24,10 +26,15 @@ AGENT = ("cat /etc/debian_version; hello -g rootfs-hello; "
          "grep -c . /etc/passwd; id -un; echo made > /workspace/made && echo ws-ok")
 
 
-def auto(name, text, rootfs):
+# With network.allow the agent runs under spur forward, the host's binary, in the rootfs.
+AGENT_NET = ('echo proxy=$HTTP_PROXY; p=${HTTP_PROXY##*:}; '
+             'bash -c "exec 3<>/dev/tcp/127.0.0.1/$p" && echo proxy-reachable')
+
+
+def auto(name, text, rootfs, agent=AGENT, extra=""):
     return ("name: %s\non:\n  github:\n    events: [issue_comment.created]\n    text: '%s'\n"
-            "agent: command\ncommand: %s\nprompt: |\n  Go.\nproof: report\nenvironment:\n  rootfs: %s\n") % (
-                name, text, json.dumps(["sh", "-c", AGENT]), rootfs)
+            "agent: command\ncommand: %s\nprompt: |\n  Go.\nproof: report\nenvironment:\n  rootfs: %s\n%s") % (
+                name, text, json.dumps(["sh", "-c", agent]), rootfs, extra)
 
 
 def fake_mmdebstrap(bindir, body):
@@ -39,8 +46,12 @@ def fake_mmdebstrap(bindir, body):
     os.chmod(p, 0o755)
 
 
-spur = Spur(automations={})
+# The in-sandbox forwarder is the spur binary: an ASan build cannot start under RLIMIT_DATA.
+ASAN = b"__asan_init" in open(SPUR, "rb").read()
+spur = Spur("sandbox:\n  memory: 0\n" if ASAN else "", automations={})
 spur.write_automation("in.yaml", auto("in-rootfs", "^/inside", "tiny"))
+spur.write_automation("net.yaml", auto("net", "^/net", "tiny", AGENT_NET,
+                                       "network:\n  allow: [example.com]\n"))
 spur.write_automation("missing.yaml", auto("missing", "^/missing", "not-built"))
 envs = os.path.join(spur.data_dir, "envs")
 fake = os.path.join(spur.dir, "fakebin")
@@ -109,6 +120,16 @@ rc, out, err = spur.c("env", "rm", "fk")
 t.ok(rc == 1 and "no environment fk" in err, "env rm of what is not there: exit 1", (rc, err))
 rc, out, err = spur.c("env", "list")
 t.ok(rc == 0 and "no environments" in out, "env list: none left", out)
+fake_mmdebstrap(fake, 'mkdir -p "$4/usr"; echo "I: working" >&2; exec sleep 30')
+p = subprocess.Popen([SPUR, "env", "-c", spur.config, "build", "sig", "--packages", "hello"], env=spur.env,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+deadline = time.time() + 10
+while time.time() < deadline and not os.path.exists(os.path.join(envs, ".sig.build", "root", "usr")):
+    time.sleep(0.05)
+p.send_signal(signal.SIGINT)
+out, err = p.communicate(timeout=20)
+t.ok(p.returncode == 1 and b"interrupted" in err and not os.path.exists(os.path.join(envs, ".sig.build")) and
+     not os.path.exists(os.path.join(envs, "sig")), "SIGINT: mmdebstrap stopped, nothing left, exit 1", (p.returncode, err))
 spur.env["PATH"] = env_path
 
 # --- spur check: an automation naming a rootfs that is not built is a warning, not an error.
@@ -149,6 +170,12 @@ else:
         t.ok("rootfs-hello" in log, "a package asked for (hello) is there", log)
         t.ok("no-host-usr" in log and "HOST-USR" not in log, "the host's /usr is not (no bwrap there)", log)
         t.ok("spur\n" in log and "ws-ok" in log, "the sandbox's own user and a writable workspace", log)
+        run3 = s.fire_comment("/o/acme/hooks/github", "/net", 3)
+        st3 = s.wait_run(run3)
+        log3 = s.c("logs", run3)[1]
+        t.ok(st3["state"] in ("completed", "needs_review") and "proxy=http://127.0.0.1:" in log3 and
+             "proxy-reachable" in log3, "with network.allow: the host's spur forward runs in the rootfs "
+             "(its own libraries, the host's loader) and the agent reaches its proxy", (st3, log3[-2000:]))
         run2 = s.fire_comment("/o/acme/hooks/github", "/missing", 2)
         st2 = s.wait_run(run2)
         t.ok(st2["state"] == "failed" and "spur env build" in (st2["reason"] or ""),
