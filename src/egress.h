@@ -37,6 +37,17 @@ int	 egress_attach(struct engine *, const char *run, const char *org,
 	     char **cause);
 void	 egress_free(struct egress *);
 
+/* What the run's model API said: the cause of a run that failed because of it. */
+enum egress_verdict { EGRESS_OK, EGRESS_MODEL_AUTH, EGRESS_MODEL_QUOTA, EGRESS_DENIED };
+/*
+ * MODEL_AUTH when the model API refused the key (401/403) and the agent got no
+ * successful answer after it; MODEL_QUOTA when its last answers were 429/529
+ * (the agent gave up on them); DENIED when the proxy refused the run at least
+ * one connection; else OK. In that order of precedence. NULL (no network): OK.
+ * Call it before egress_free.
+ */
+enum egress_verdict egress_verdict(const struct egress *);
+
 /*
  * For egress.c, proxy.c, gateway.c and forward.c only.
  */
@@ -115,6 +126,8 @@ void		 proxy_free(struct proxy *);
  */
 int		 proxy_allowed(char *const *allow, const char *host, int port);
 int		 proxy_address_ok(char *const *allow, const struct sockaddr *);
+/* How many connections the proxy refused the run (host not allowed, or a private address). */
+unsigned	 proxy_refused(const struct proxy *);
 
 /* gateway.c: the model API of one run, forwarded upstream with the real key. */
 struct gateway;
@@ -131,6 +144,19 @@ struct gateway_spec {
  * or anything else that is not a path: nothing can climb out of the API's path.
  */
 char		*gateway_target(const char *target, char **cause);
+/* What the model API answered a run: its own answers, not the gateway's errors. */
+struct gateway_tally {
+	unsigned	 answers;
+	unsigned	 auth;		/* 401, 403: the API refused the key */
+	unsigned	 quota;		/* 429, 529: rate limited, overloaded */
+	long		 last;		/* the status of the last answer; 0: none yet */
+	int		 refused;	/* a 401/403 and no 2xx answer after it */
+};
+/* Counts one answer of the API; 1 when it is the first refusal of the key. */
+int		 gateway_tally_add(struct gateway_tally *, long status);
+const struct gateway_tally *gateway_tally(const struct gateway *);
+/* egress_verdict's rule, from what the gateway (NULL: none) and the proxy saw. */
+enum egress_verdict egress_judge(const struct gateway_tally *, unsigned refused);
 struct gateway	*gateway_create(struct event_base *, struct store *, const char *run,
 		     const struct gateway_spec *, const char *path, int *port, char **cause);
 void		 gateway_free(struct gateway *);

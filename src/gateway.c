@@ -72,6 +72,7 @@ struct gateway {
 	struct evconnlistener	*lis;
 	struct egress_gate	 gate;
 	struct curlev		*curl;
+	struct gateway_tally	 tally;
 	LIST_HEAD(, gconn)	 conns;
 };
 
@@ -159,6 +160,27 @@ fail:
 	return NULL;
 }
 
+int
+gateway_tally_add(struct gateway_tally *t, long status)
+{
+	t->answers++;
+	t->last = status;
+	if (status >= 200 && status <= 299)
+		t->refused = 0;
+	else if (status == 401 || status == 403) {
+		t->refused = 1;
+		return ++t->auth == 1;
+	} else if (status == 429 || status == 529)
+		t->quota++;
+	return 0;
+}
+
+const struct gateway_tally *
+gateway_tally(const struct gateway *g)
+{
+	return &g->tally;
+}
+
 static void
 gconn_free(struct gconn *gc)
 {
@@ -235,6 +257,10 @@ gconn_send_head(struct gconn *gc)
 		return;
 	gc->sent_head = 1;
 	curl_easy_getinfo(gc->easy, CURLINFO_RESPONSE_CODE, &gc->status);
+	/* The key is a secret, the status is not: the operator learns why the agent stopped. */
+	if (gateway_tally_add(&gc->g->tally, gc->status))
+		log_warn("event=gateway.model_refused run=%s status=%ld host=%s", gc->g->run,
+		    gc->status, log_q(gc->g->host));
 	evbuffer_add_printf(out, "HTTP/1.1 %ld Upstream\r\n", gc->status);
 	evbuffer_add_buffer(out, gc->resp);
 	/* No length: the body ends when the connection does, as it streams. */

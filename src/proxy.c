@@ -580,6 +580,7 @@ struct proxy {
 	char			*path;
 	struct evconnlistener	*lis;
 	struct egress_gate	 gate;
+	unsigned		 refused;	/* connections refused by policy */
 	LIST_HEAD(, pconn)	 conns;
 };
 
@@ -614,6 +615,14 @@ pconn_record(struct pconn *pc, uint64_t in, uint64_t out, const char *verdict)
 	egress_record(pc->p->engine->store, pc->p->run, "proxy", host, pc->port, in, out,
 	    verdict);
 	free(host);
+	if (strcmp(verdict, "denied") == 0 || strcmp(verdict, "refused") == 0)
+		pc->p->refused++;
+}
+
+unsigned
+proxy_refused(const struct proxy *p)
+{
+	return p->refused;
 }
 
 static void

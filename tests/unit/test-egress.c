@@ -1,12 +1,195 @@
-/* test-egress.c: the proxy's allow list, the addresses it refuses, HTTP request heads, and the gateway's targets. */
+/* test-egress.c: the proxy's allow list, the addresses it refuses, HTTP request heads, the gateway's targets, and what it hears the model API say. */
 #include "spur.h"
 #include "egress.h"
 #include "tap.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#define KEY	"sk-ant-test-key-0f1e2d"
+
+/* The model API: answers /status/N with status N, and an error body in its shape. */
+static void
+upstream_cb(struct evhttp_request *req, void *arg)
+{
+	const char	*uri = evhttp_request_get_uri(req);
+	const char	*key = evhttp_find_header(evhttp_request_get_input_headers(req),
+			    "x-api-key");
+	struct evbuffer	*b = evbuffer_new();
+	int		 status = 200;
+
+	if (strncmp(uri, "/status/", 8) == 0)
+		status = atoi(uri + 8);
+	/* The gateway sent the real key: what the API refuses is the key, not its absence. */
+	if (key == NULL || strcmp(key, KEY) != 0)
+		status = 400;
+	evbuffer_add_printf(b, "{\"type\":\"%s\"}", status == 200 ? "message" : "error");
+	evhttp_send_reply(req, status, "X", b);
+	evbuffer_free(b);
+}
+
+struct answer {
+	struct event_base	*base;
+	int			 status;	/* -1: no answer */
+};
+
+static void
+answer_cb(struct evhttp_request *req, void *arg)
+{
+	struct answer	*a = arg;
+
+	a->status = req != NULL ? evhttp_request_get_response_code(req) : -1;
+	event_base_loopexit(a->base, NULL);
+}
+
+/* One request of the agent through the gateway at port; the status it got. */
+static int
+ask(struct event_base *base, int port, int status)
+{
+	struct evhttp_connection	*c = evhttp_connection_base_new(base, NULL, "127.0.0.1",
+					    port);
+	struct evhttp_request		*req;
+	struct answer			 a = { base, -1 };
+	char				 uri[64];
+
+	req = evhttp_request_new(answer_cb, &a);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Host", "127.0.0.1");
+	evhttp_add_header(evhttp_request_get_output_headers(req), "x-api-key",
+	    EGRESS_PLACEHOLDER_KEY);
+	evbuffer_add_printf(evhttp_request_get_output_buffer(req), "{}");
+	snprintf(uri, sizeof uri, "/status/%d", status);
+	evhttp_make_request(c, req, EVHTTP_REQ_POST, uri);
+	event_base_dispatch(base);
+	evhttp_connection_free(c);
+	return a.status;
+}
+
+/* The gateway of one run against the upstream at port, asked statuses in turn; its log on stderr. */
+static enum egress_verdict
+gateway_run(struct event_base *base, int port, const int *statuses, size_t n,
+    struct gateway_tally *tally, char *log, size_t loglen)
+{
+	struct gateway_spec	 gs = { NULL, "", KEY, 0 };
+	struct gateway		*g;
+	enum egress_verdict	 v;
+	char			*up, *cause = NULL;
+	FILE			*f = tmpfile();
+	int			 gport = 0, saved = dup(2);
+	size_t			 i, got;
+
+	up = xprintf("http://127.0.0.1:%d", port);
+	gs.upstream = up;
+	fflush(stderr);
+	dup2(fileno(f), 2);
+	if ((g = gateway_create(base, NULL, "run-t", &gs, NULL, &gport, &cause)) == NULL)
+		fatal("gateway_create: %s", cause);
+	for (i = 0; i < n; i++)
+		is_int(ask(base, gport, statuses[i]), statuses[i],
+		    "the agent gets the API's %d as it was", statuses[i]);
+	*tally = *gateway_tally(g);
+	v = egress_judge(gateway_tally(g), 0);
+	gateway_free(g);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	got = fread(log, 1, loglen - 1, f);
+	log[got] = '\0';
+	fclose(f);
+	free(up);
+	return v;
+}
+
+/* How many times needle is in haystack. */
+static int
+count(const char *haystack, const char *needle)
+{
+	int	 n = 0;
+
+	while ((haystack = strstr(haystack, needle)) != NULL) {
+		n++;
+		haystack += strlen(needle);
+	}
+	return n;
+}
+
+/* The gateway against a model API that refuses the key, limits, or answers. */
+static void
+test_tally(void)
+{
+	static const int	 refused[] = { 200, 401, 401, 500 };
+	static const int	 refused_ok[] = { 403, 200 };
+	static const int	 quota[] = { 200, 429, 529, 429 };
+	static const int	 quota_ok[] = { 429, 200 };
+	static const int	 fine[] = { 200, 404 };
+	struct event_base	*base = event_base_new();
+	struct evhttp		*http = evhttp_new(base);
+	struct evhttp_bound_socket *bs;
+	struct sockaddr_in	 sin;
+	socklen_t		 slen = sizeof sin;
+	struct gateway_tally	 t;
+	char			 log[8192];
+	int			 port;
+
+	evhttp_set_gencb(http, upstream_cb, NULL);
+	if ((bs = evhttp_bind_socket_with_handle(http, "127.0.0.1", 0)) == NULL ||
+	    getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&sin, &slen) != 0)
+		fatal("cannot listen for the fake model API");
+	port = ntohs(sin.sin_port);
+
+	is_int(gateway_run(base, port, refused, SPUR_ARRLEN(refused), &t, log, sizeof log),
+	    EGRESS_MODEL_AUTH, "401 and no success after it: the API refused the key");
+	is_int(t.answers, 4, "every upstream answer is counted");
+	is_int(t.auth, 2, "both 401s are");
+	is_int(t.last, 500, "and the last answer's status is kept");
+	is_int(count(log, "event=gateway.model_refused run=run-t status=401"), 1,
+	    "the refusal is logged once per run");
+	ok(strstr(log, KEY) == NULL, "and the log holds no key");
+	is_int(gateway_run(base, port, refused_ok, SPUR_ARRLEN(refused_ok), &t, log,
+	    sizeof log), EGRESS_OK, "a 403 the agent got past is no verdict");
+	is_int(t.auth, 1, "though it is counted");
+	ok(strstr(log, "event=gateway.model_refused run=run-t status=403") != NULL,
+	    "and logged");
+	is_int(gateway_run(base, port, quota, SPUR_ARRLEN(quota), &t, log, sizeof log),
+	    EGRESS_MODEL_QUOTA, "the last answers 429/529: the quota");
+	is_int(t.quota, 3, "each 429 and 529 is counted");
+	is_int(count(log, "model_refused"), 0, "a quota is no refusal of the key");
+	is_int(gateway_run(base, port, quota_ok, SPUR_ARRLEN(quota_ok), &t, log,
+	    sizeof log), EGRESS_OK, "a 429 the agent retried past is no verdict");
+	is_int(gateway_run(base, port, fine, SPUR_ARRLEN(fine), &t, log, sizeof log),
+	    EGRESS_OK, "other answers are no verdict");
+	is_int(gateway_run(base, port, NULL, 0, &t, log, sizeof log), EGRESS_OK,
+	    "nor is no answer");
+	is_int(t.answers, 0, "with nothing counted");
+	evhttp_free(http);
+	event_base_free(base);
+}
+
+/* egress_verdict's precedence: the key, then the quota, then the proxy. */
+static void
+test_judge(void)
+{
+	struct gateway_tally	 t;
+
+	memset(&t, 0, sizeof t);
+	is_int(egress_judge(NULL, 0), EGRESS_OK, "no gateway, no refusal: OK");
+	is_int(egress_judge(NULL, 2), EGRESS_DENIED, "a refused connection: DENIED");
+	is_int(egress_judge(&t, 1), EGRESS_DENIED, "also beside a gateway that heard nothing");
+	t.last = 529;
+	is_int(egress_judge(&t, 1), EGRESS_MODEL_QUOTA, "the quota goes before the proxy");
+	t.refused = 1;
+	is_int(egress_judge(&t, 1), EGRESS_MODEL_AUTH, "and the key before the quota");
+	is_int(egress_verdict(NULL), EGRESS_OK, "a run without network: OK");
+}
 
 static int
 addr_ok(char *const *allow, const char *text, int port)
@@ -194,5 +377,7 @@ main(void)
 		free(got);
 		free(cause);
 	}
+	test_tally();
+	test_judge();
 	return tap_done();
 }
