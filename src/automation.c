@@ -1604,7 +1604,7 @@ static struct automation *
 automation_parse(struct aload *l, const char *path, const char *base)
 {
 	struct automation	*a;
-	const struct ynode	*n, *agent_node = NULL;
+	const struct ynode	*n, *agent_node = NULL, *text;
 	struct ynode		*root;
 	size_t			 first = l->errs->n, nerr = l->errs->nerrors, i;
 	int			 seen_on = 0, e, seen_authors = 0, seen_bots = 0;
@@ -1669,8 +1669,10 @@ automation_parse(struct aload *l, const char *path, const char *base)
 		yerrs_node(l->errs, l->file, ymap_get(n, "text"), "repository.text: true needs "
 		    "\"repositories\", the allow list a repo: token must match (e.g. "
 		    "repositories: [acme/*])");
-	if ((n = ymap_get(root, "repositories")) != NULL &&
-	    !json_is_true(json_object_get(a->repository_map, "text")))
+	/* (absent or false: a text that is no boolean has its own error) */
+	text = ymap_get(ymap_get(root, "repository"), "text");
+	if ((n = ymap_get(root, "repositories")) != NULL && (text == NULL ||
+	    ynode_bool(text) == 0))
 		yerrs_node(l->errs, l->file, n, "\"repositories\" is the allow list of "
 		    "repository.text: true (a repo:OWNER/NAME token in the event's text); without "
 		    "it, nothing reads it");

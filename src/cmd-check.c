@@ -5,6 +5,7 @@
 #include "conf.h"
 #include "event.h"
 #include "prompt.h"
+#include "repo.h"
 #include "schedule.h"
 #include "cron.h"
 #include "source.h"
@@ -96,15 +97,16 @@ fire_report(struct automation_set *set, const char *org, struct spur_event *ev, 
     int only_prompt, int json)
 {
 	const struct automation	*matches[FIRE_MAX_MATCHES];
-	json_t			*out, *list, *nomatch;
-	char			*prompt, *safe;
+	json_t			*out, *list, *nomatch, *evj, *m;
+	char			*prompt, *safe, *repo, *cause;
 	size_t			 n, i, j;
 
 	if (ev->id == NULL)
 		ev->id = time_id("evt_");
 	n = automation_match(set, ev, matches, FIRE_MAX_MATCHES);
 	out = json_object();
-	json_object_set_new(out, "event", spur_event_to_json(ev));
+	evj = spur_event_to_json(ev);
+	json_object_set_new(out, "event", evj);
 	list = json_array();
 	for (i = 0; i < n; i++) {
 		prompt = prompt_build(matches[i]->prompt, ev, NULL);
@@ -113,8 +115,18 @@ fire_report(struct automation_set *set, const char *org, struct spur_event *ev, 
 			fputs(safe, stdout);
 			free(safe);
 		}
-		json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "automation",
-		    matches[i]->name, "file", matches[i]->file, "prompt", prompt));
+		m = json_pack("{s:s,s:s,s:s}", "automation", matches[i]->name, "file",
+		    matches[i]->file, "prompt", prompt);
+		/* The repository a run would work on, as the engine chooses it. */
+		cause = NULL;
+		repo_choose(matches[i], evj, &repo, &cause);
+		json_object_set_new(m, "repository", repo != NULL ? json_string(repo) :
+		    json_null());
+		if (cause != NULL)
+			json_object_set_new(m, "repository_error", json_string(cause));
+		json_array_append_new(list, m);
+		free(repo);
+		free(cause);
 		free(prompt);
 	}
 	json_object_set_new(out, "matches", list);
@@ -153,9 +165,15 @@ fire_report(struct automation_set *set, const char *org, struct spur_event *ev, 
 		if (n == 0)
 			printf("\nno automation matches\n");
 		json_array_foreach(list, i, nomatch) {
-			printf("\nmatch: %s (%s)\n--- prompt ---\n%s\n--- end of prompt ---\n",
-			    json_string_value(json_object_get(nomatch, "automation")),
-			    json_string_value(json_object_get(nomatch, "file")),
+			printf("\nmatch: %s (%s)\n", json_string_value(json_object_get(nomatch,
+			    "automation")), json_string_value(json_object_get(nomatch, "file")));
+			if (json_string_value(json_object_get(nomatch, "repository")) != NULL)
+				printf("repository: %s\n", json_string_value(json_object_get(nomatch,
+				    "repository")));
+			else if (json_object_get(nomatch, "repository_error") != NULL)
+				printf("repository: none: %s\n", json_string_value(
+				    json_object_get(nomatch, "repository_error")));
+			printf("--- prompt ---\n%s\n--- end of prompt ---\n",
 			    json_string_value(json_object_get(nomatch, "prompt")));
 		}
 		json_array_foreach(json_object_get(out, "not_matched"), i, nomatch) {

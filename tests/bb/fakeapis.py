@@ -77,6 +77,14 @@ class Fake:
         self.server.shutdown()
         self.server.server_close()
 
+    def orgs(self, extra=""):
+        """spur.yaml's orgs: one org, acme, whose GitHub, Slack and Linear are this fake."""
+        return ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n"
+                "      token: env:T_GH_TOKEN\n      api_url: %(u)s\n      git_url: %(u)s/git\n"
+                "    slack:\n      signing_secret: env:T_SLACK_SECRET\n      bot_token: env:T_SLACK_TOKEN\n"
+                "      api_url: %(u)s/slack/api\n    linear:\n      webhook_secret: env:T_LINEAR_SECRET\n"
+                "      api_key: env:T_LINEAR_KEY\n      api_url: %(u)s/linear/graphql\n" % {"u": self.url}) + extra
+
     def fail(self, pattern, status, headers=None, times=1, body=None):
         with self.lock:
             self.failures.append({"re": re.compile(pattern), "status": status, "headers": headers or {},

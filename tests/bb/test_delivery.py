@@ -29,25 +29,7 @@ fake.add_pr("acme/api", 20, "feature-x", "acme/api")
 fake.add_pr("acme/api", 21, "patch-1", "mallory/api-fork")
 fake.add_pr("acme/api", 22, "patch-2", None)     # its fork was deleted: head.repo is null
 
-ORGS = """\
-orgs:
-  acme:
-    github:
-      webhook_secret: env:T_GH_SECRET
-      token: env:T_GH_TOKEN
-      api_url: %(u)s
-      git_url: %(u)s/git
-    slack:
-      signing_secret: env:T_SLACK_SECRET
-      bot_token: env:T_SLACK_TOKEN
-      api_url: %(u)s/slack/api
-    linear:
-      webhook_secret: env:T_LINEAR_SECRET
-      api_key: env:T_LINEAR_KEY
-      api_url: %(u)s/linear/graphql
-    secrets:
-      NPM_TOKEN: env:T_NPM_TOKEN
-""" % {"u": fake.url}
+ORGS = fake.orgs("    secrets:\n      NPM_TOKEN: env:T_NPM_TOKEN\n")
 
 
 def auto(name, command, text, extra="", events="[issue_comment.created]"):

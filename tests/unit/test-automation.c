@@ -3,6 +3,7 @@
 #include "automation.h"
 #include "conf.h"
 #include "event.h"
+#include "repo.h"
 #include "ytree.h"
 #include "tap.h"
 
@@ -440,6 +441,114 @@ out:
 	free(dir);
 }
 
+/* repo_choose on an event given as JSON: "REPO", "-" (none) or "!CAUSE". */
+static char *
+choose(const struct automation *a, const char *event)
+{
+	json_t	*ev = json_loads(event, 0, NULL);
+	char	*repo = NULL, *cause = NULL, *out;
+	int	 rc = repo_choose(a, ev, &repo, &cause);
+
+	json_decref(ev);
+	out = rc > 0 ? xstrdup(repo) : rc == 0 ? xstrdup("-") : xprintf("!%s", cause);
+	free(repo);
+	free(cause);
+	return out;
+}
+
+/* repository as a mapping: kept whole in the run's snapshot, and what repo_choose makes of it. */
+static void
+test_repository_map(void)
+{
+	struct automation_set	*set;
+	struct automation	*back;
+	const struct automation	*a;
+	struct yerrs		 errs;
+	json_t			*j, *j2;
+	char			*dir = tmp_dir(), *s1, *s2, *got;
+	size_t			 i;
+	static const struct {
+		const char	*event, *want;
+	} cases[] = {
+		{ "{\"source\":\"slack\",\"text\":\"go\",\"meta\":{\"channel\":\"C0WEB\"}}",
+		  "acme/web" },
+		{ "{\"source\":\"slack\",\"text\":\"go repo:acme/tools.\",\"meta\":"
+		  "{\"channel\":\"C0WEB\"}}", "acme/tools" },
+		{ "{\"source\":\"slack\",\"text\":\"go repo:Acme/tools\",\"meta\":"
+		  "{\"channel\":\"C0WEB\"}}", "!repo:Acme/tools is not one this automation may "
+		  "use; this automation may use acme/web (Slack channel C0WEB), acme/web (Linear "
+		  "label frontend), acme/api (Linear team ENG), or a repository matching acme/* "
+		  "named as repo:OWNER/NAME in the text" },
+		{ "{\"source\":\"slack\",\"text\":\"go\",\"meta\":{\"channel\":\"C0X\"}}",
+		  "acme/api" },
+		{ "{\"source\":\"linear\",\"text\":\"\",\"meta\":{\"team\":\"eng\","
+		  "\"labels\":[\"FRONTEND\"]}}", "acme/web" },
+		{ "{\"source\":\"linear\",\"text\":\"\",\"meta\":{\"team\":\"eng\","
+		  "\"labels\":[]}}", "acme/api" },
+		{ "{\"source\":\"github\",\"text\":\"x\",\"repository\":\"acme/own\"}",
+		  "acme/own" },
+		{ "{\"source\":\"schedule\",\"text\":\"\"}", "acme/api" },
+		{ "{\"source\":\"webhook\",\"text\":\"gitrepo:evil/x\"}", "acme/api" },
+	};
+
+	tmp_write(dir, "m.yaml",
+	    "on:\n  slack: { events: [app_mention] }\n"
+	    "prompt: Go.\n"
+	    "repository:\n"
+	    "  slack: { C0WEB: acme/web }\n"
+	    "  linear: { teams: { ENG: acme/api }, labels: { frontend: acme/web } }\n"
+	    "  text: true\n"
+	    "  default: acme/api\n"
+	    "repositories: [\"acme/*\"]\n");
+	yerrs_init(&errs);
+	set = automation_load(&conf1, dir, &errs);
+	if (!ok(set != NULL, "a repository mapping loads")) {
+		printf("# %s\n", errs.n > 0 ? errs.msgs[0] : "");
+		goto out;
+	}
+	a = automation_get(set, 0);
+	j = automation_to_json(a);
+	j2 = json_pack("{s:O,s:O}", "repository", json_object_get(j, "repository"),
+	    "repositories", json_object_get(j, "repositories"));
+	s1 = json_dumps(j2, JSON_SORT_KEYS | JSON_COMPACT);
+	json_decref(j2);
+	is_str(s1, "{\"repositories\":[\"acme/*\"],\"repository\":{\"default\":\"acme/api\","
+	    "\"linear\":{\"labels\":{\"frontend\":\"acme/web\"},\"teams\":{\"ENG\":"
+	    "\"acme/api\"}},\"slack\":{\"C0WEB\":\"acme/web\"},\"text\":true}}",
+	    "to_json: the mapping and the allow list");
+	free(s1);
+	s1 = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+	back = automation_from_json(j);
+	if (ok(back != NULL, "from_json: a mapping")) {
+		j2 = automation_to_json(back);
+		s2 = json_dumps(j2, JSON_SORT_KEYS | JSON_COMPACT);
+		is_str(s2, s1, "the mapping round-trips");
+		free(s2);
+		json_decref(j2);
+		for (i = 0; i < SPUR_ARRLEN(cases); i++) {
+			got = choose(back, cases[i].event);
+			is_str(got, cases[i].want, "repo_choose from the snapshot: %s",
+			    cases[i].event);
+			free(got);
+		}
+		automation_free(back);
+	}
+	free(s1);
+	/* A snapshot's mapping of another shape is refused, not guessed at. */
+	json_object_set_new(j, "repository", json_pack("{s:{s:i}}", "slack", "C0WEB", 3));
+	ok(automation_from_json(j) == NULL, "from_json: a mapping to a number");
+	json_object_set_new(j, "repository", json_pack("{s:s}", "text", "yes"));
+	ok(automation_from_json(j) == NULL, "from_json: text not a boolean");
+	json_object_set_new(j, "repository", json_pack("{s:[]}", "linear"));
+	ok(automation_from_json(j) == NULL, "from_json: linear not a mapping");
+	json_decref(j);
+	automation_set_unref(set);
+out:
+	yerrs_free(&errs);
+	rm_rf(dir);
+	free(dir);
+}
+
 /* Runs automation_match with stderr sent to a file; returns what was logged. */
 static char *
 match_logged(const struct automation_set *set, const struct spur_event *ev,
@@ -606,6 +715,7 @@ main(void)
 	test_match();
 	test_defs();
 	test_json();
+	test_repository_map();
 	test_regex_limit();
 	test_load_misc();
 	test_environment();
