@@ -52,6 +52,11 @@ spur = Spur("sandbox:\n  memory: 0\n" if ASAN else "", automations={})
 spur.write_automation("in.yaml", auto("in-rootfs", "^/inside", "tiny"))
 spur.write_automation("net.yaml", auto("net", "^/net", "tiny", AGENT_NET,
                                        "network:\n  allow: [example.com]\n"))
+NET = "network:\n  allow: [example.com]\n"
+spur.write_automation("rootfs-only.yaml", auto("rootfs-only", "^/hello", "tiny", extra=NET).replace(
+    json.dumps(["sh", "-c", AGENT]), json.dumps(["/usr/bin/hello", "-g", "only-in-the-rootfs"])))
+spur.write_automation("host-only.yaml", auto("host-only", "^/hostbin", "tiny", extra=NET).replace(
+    json.dumps(["sh", "-c", AGENT]), json.dumps(["/usr/bin/bwrap", "--version"])))
 spur.write_automation("missing.yaml", auto("missing", "^/missing", "not-built"))
 envs = os.path.join(spur.data_dir, "envs")
 fake = os.path.join(spur.dir, "fakebin")
@@ -176,6 +181,16 @@ else:
         t.ok(st3["state"] in ("completed", "needs_review") and "proxy=http://127.0.0.1:" in log3 and
              "proxy-reachable" in log3, "with network.allow: the host's spur forward runs in the rootfs "
              "(its own libraries, the host's loader) and the agent reaches its proxy", (st3, log3[-2000:]))
+        run4 = s.fire_comment("/o/acme/hooks/github", "/hello", 4)
+        st4 = s.wait_run(run4)
+        log4 = s.c("logs", run4)[1]
+        t.ok(st4["state"] in ("completed", "needs_review") and "only-in-the-rootfs" in log4,
+             "an agent given by a /usr path the rootfs has (and the host has not) runs", (st4, log4[-2000:]))
+        run5 = s.fire_comment("/o/acme/hooks/github", "/hostbin", 5)
+        st5 = s.wait_run(run5)
+        t.ok(st5["state"] == "failed" and "/usr/bin/bwrap is not in the rootfs" in (st5["reason"] or "") and
+             "install the agent outside /usr" in (st5["reason"] or ""),
+             "an agent in the host's /usr only: the run fails saying where to install it", st5)
         run2 = s.fire_comment("/o/acme/hooks/github", "/missing", 2)
         st2 = s.wait_run(run2)
         t.ok(st2["state"] == "failed" and "spur env build" in (st2["reason"] or ""),
