@@ -601,6 +601,10 @@ gateway_free(struct gateway *g)
 			gconn_record(gc, "closed");
 		gconn_free(gc);
 	}
+	if (g->tally.answers > 0)
+		log_info("event=gateway.answers run=%s answers=%u key_refused=%u quota=%u "
+		    "last=%ld", g->run, g->tally.answers, g->tally.auth, g->tally.quota,
+		    g->tally.last);
 	curlev_free(g->curl);
 	if (g->path != NULL)
 		(void)unlink(g->path);

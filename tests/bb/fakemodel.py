@@ -4,7 +4,8 @@ Anthropic Messages (POST /v1/messages, SSE when "stream": true) and OpenAI
 Responses (POST /v1/responses, SSE). Each conversation is scripted by how many
 tool results it already holds: first a shell command that dumps what the
 sandbox can see into /workspace/dump.txt, then a file edit (/workspace/hello.txt),
-then a final message. Every request is recorded with its headers and body.
+then a final message. Every request is recorded with its headers and body. A key in Fake.errors is answered
+with that error instead, always: 401 (the key refused), 429 (rate limited), 529 (overloaded).
 
 Run as a script it serves on a port (for bench/gateway): python3 fakemodel.py PORT
 """
@@ -21,6 +22,15 @@ EDIT_TEXT = "edited through the gateway\n"
 FINAL = "All done: hello.txt is written."
 
 
+# Each error as the Anthropic API sends it: status, error type, message, extra headers.
+ERRORS = {
+    401: ("authentication_error", "invalid x-api-key", {}),
+    403: ("permission_error", "Your API key does not have permission to use the specified resource.", {}),
+    429: ("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit", {"retry-after": "0"}),
+    529: ("overloaded_error", "Overloaded", {}),
+}
+
+
 def sse(event, data):
     return ("event: %s\ndata: %s\n\n" % (event, json.dumps(data))).encode()
 
@@ -34,6 +44,7 @@ class Fake(http.server.ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.chunk_delay = chunk_delay
         self.bench_tokens = bench_tokens
+        self.errors = {}    # API key -> status, answered to every request with that key
         self.thread = None
 
     @property
@@ -72,6 +83,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.record(b"", {})
+        if self.error():
+            return
         self.reply_json(200, {"data": [], "object": "list"})
 
     def do_HEAD(self):
@@ -79,10 +92,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def reply_json(self, status, obj):
+    def reply_json(self, status, obj, headers=None):
         b = json.dumps(obj).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         self.send_header("Content-Length", str(len(b)))
         self.end_headers()
         self.wfile.write(b)
@@ -101,9 +116,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.server.chunk_delay:
             time.sleep(self.server.chunk_delay)
 
+    def error(self):
+        """The scripted error of the request's key, answered; False when it has none."""
+        key = self.headers.get("x-api-key") or (self.headers.get("authorization") or "").replace("Bearer ", "")
+        status = self.server.errors.get(key)
+        if status is None:
+            return False
+        kind, msg, headers = ERRORS[status]
+        self.reply_json(status, {"type": "error", "error": {"type": kind, "message": msg}}, headers)
+        return True
+
     def do_POST(self):
         raw, j = self.body()
         self.record(raw, j)
+        if self.error():
+            return
         path = self.path.split("?")[0]
         if path.endswith("/messages/count_tokens"):
             return self.reply_json(200, {"input_tokens": 10})

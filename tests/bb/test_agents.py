@@ -140,11 +140,65 @@ def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs="
     return fake
 
 
+# The model API refusing the org's key, or limiting it: the gateway hears it, the run fails with that cause.
+CAUSES = {401: ("model_auth", "the key refused"), 429: ("model_quota", "rate limited"),
+          529: ("model_quota", "overloaded")}
+
+
+def model_error(binary, status):
+    """Claude Code against a model API that answers every request with status; reports TAP."""
+    bad = "sk-ant-refused-%d-4c0ffee5eed" % status
+    what = "claude, API %d (%s)" % (status, CAUSES[status][1])
+    fake = fakemodel.Fake().start()
+    fake.errors[bad] = status
+    conf = SANDBOX_CONF + "agents:\n  claude:\n    command: [%s]\n    api_url: http://127.0.0.1:%d\n" % (
+        binary, fake.port)
+    # Claude Code retries 429/529 ten times with backoff (minutes); one retry keeps this short.
+    orgs = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
+            "      api_url: http://127.0.0.1:9/github\n      git_url: http://127.0.0.1:9/git\n"
+            "    agents:\n      claude: { api_key: env:T_BAD_KEY }\n"
+            "    secrets:\n      CLAUDE_CODE_MAX_RETRIES: env:T_RETRIES\n")
+    auto = agent_automation("claude", "^/go", "secrets: [CLAUDE_CODE_MAX_RETRIES]\n")
+    with Spur(conf, orgs=orgs, automations={"a.yaml": auto}, env={"T_BAD_KEY": bad, "T_RETRIES": "1"}) as s:
+        s.start()
+        t0 = time.time()
+        run = fire(s, "/go write it", 1)
+        st = wait_done(s, run, timeout=90)
+        took = time.time() - t0
+        j = show(s, run)
+        rc, log, _ = s.c("logs", run)
+        logs = s.logs()
+        t.ok(st["state"] == "failed", "%s: the run ends failed" % what, (st, log[-1500:]))
+        t.ok(took < 45, "%s: within 45 s (it took %.0f s)" % (what, took))
+        t.ok(fake.requests and all(r["headers"].get("x-api-key") == bad for r in fake.requests),
+             "%s: every request went out with the org's key" % what, [r["headers"] for r in fake.requests])
+        refused = [ln for ln in logs.splitlines() if "event=gateway.model_refused run=%s " % run in ln]
+        if status == 401:
+            t.ok(len(refused) == 1 and "status=401" in refused[0],
+                 "%s: the gateway logs the refusal once" % what, refused)
+        else:
+            t.eq(refused, [], "%s: the gateway logs no refused key" % what)
+        # The gateway's tally when the run ends: egress_verdict's MODEL_AUTH / MODEL_QUOTA.
+        tally = [ln for ln in logs.splitlines() if "event=gateway.answers run=%s " % run in ln]
+        want = "key_refused=0 " if status != 401 else ""
+        t.ok(len(tally) == 1 and "last=%d" % status in tally[0] and want in tally[0],
+             "%s: its last answer was %d, so the verdict is %s" % (what, status, CAUSES[status][0]), tally)
+        t.ok(bad not in logs and bad not in log and bad not in json.dumps(j),
+             "%s: the key is in no log and not in spur show" % what)
+        if "cause" in j:
+            t.eq(j["cause"], CAUSES[status][0], "%s: spur show says cause %s" % (what, CAUSES[status][0]))
+        else:
+            t.skip("%s: spur show's cause" % what, "spur show --json has no cause field yet (SPEC 11)")
+    fake.stop()
+
+
 claude, why = cli_ok("claude", ["--version"])
 if claude is None:
     t.skip("claude end to end", why)
 else:
     run_agent("claude", claude, "", "      claude: { api_key: env:T_ANTHROPIC_KEY }\n")
+    for code in sorted(CAUSES):
+        model_error(claude, code)
 
 # Codex and OpenCode: their native binaries (the npm wrappers are node scripts that find them).
 CODEX = os.path.join(NODE_MODULES, "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex")

@@ -163,6 +163,8 @@ test_tally(void)
 	    EGRESS_MODEL_QUOTA, "the last answers 429/529: the quota");
 	is_int(t.quota, 3, "each 429 and 529 is counted");
 	is_int(count(log, "model_refused"), 0, "a quota is no refusal of the key");
+	ok(strstr(log, "event=gateway.answers run=run-t answers=4 key_refused=0 quota=3 "
+	    "last=429") != NULL, "what the API answered the run is logged when it ends");
 	is_int(gateway_run(base, port, quota_ok, SPUR_ARRLEN(quota_ok), &t, log,
 	    sizeof log), EGRESS_OK, "a 429 the agent retried past is no verdict");
 	is_int(gateway_run(base, port, fine, SPUR_ARRLEN(fine), &t, log, sizeof log),
