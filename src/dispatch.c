@@ -495,7 +495,16 @@ drun_delivered_cb(enum repo_outcome outcome, const char *proof, const char *caus
 static enum run_cause
 drun_failure_cause(struct drun *r)
 {
-	return CAUSE_AGENT_ERROR;
+	switch (egress_verdict(r->egress)) {
+	case EGRESS_MODEL_AUTH:
+		return CAUSE_MODEL_AUTH;
+	case EGRESS_MODEL_QUOTA:
+		return CAUSE_MODEL_QUOTA;
+	case EGRESS_DENIED:
+		return CAUSE_EGRESS_DENIED;
+	default:
+		return CAUSE_AGENT_ERROR;
+	}
 }
 
 /* Decides the outcome of a run from how its sandbox ended and what its agent said. */

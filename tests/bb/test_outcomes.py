@@ -34,6 +34,9 @@ orgs:
       NPM_TOKEN: env:T_NPM_TOKEN
 """ % {"u": fake.url}
 TERMINAL = ("completed", "needs_review", "failed", "timed_out", "cancelled")
+# The network's forwarder is spur itself: under ASan its shadow memory needs no RLIMIT_DATA.
+ASAN = b"__asan_init" in open(os.environ.get("SPUR", "spur"), "rb").read()
+CONF = "limits:\n  runs: 2\n" + ("sandbox:\n  memory: 0\n" if ASAN else "")
 
 
 def auto(name, command, extra=""):
@@ -51,6 +54,9 @@ AUTOS = {
     "change.yaml": auto("change", ["sh", "-c", "cat >/dev/null; echo x > /workspace/x.txt; echo Changed it"],
                         "proof: pull_request\n"),
     "noagent.yaml": auto("noagent", ["/no/such/agent"]),
+    "denied.yaml": auto("denied", ["sh", "-c", "cat >/dev/null; curl -s -m 5 https://denied.example/ >/dev/null; "
+                                               "echo no network >&2; exit 7"],
+                        "network: {allow: [allowed.example]}\n"),
     "sec.yaml": auto("sec", ["sh", "-c", "cat >/dev/null; echo $NPM_TOKEN"], "secrets: [NPM_TOKEN]\n"),
     "skip.yaml": auto("skip", ["sh", "-c", "cat >/dev/null; sleep 3"],
                       "concurrency: {key: thread, on_busy: skip}\n"),
@@ -100,12 +106,13 @@ def posted_for(r):
 
 
 try:
-    with Spur("limits:\n  runs: 2\n", orgs=ORGS, automations=AUTOS) as s:
+    with Spur(CONF, orgs=ORGS, automations=AUTOS) as s:
         s.start()
         # --- a cause on every end ---------------------------------------------------------------
         cases = [("/ok", 1, ("completed", "ok")), ("/empty", 2, ("needs_review", "proof_missing")),
                  ("/boom", 3, ("failed", "agent_error")), ("/slow", 4, ("timed_out", "timeout")),
-                 ("/nochange", 6, ("needs_review", "no_changes")), ("/noagent", 7, ("failed", "agent_error"))]
+                 ("/nochange", 6, ("needs_review", "no_changes")), ("/noagent", 7, ("failed", "agent_error")),
+                 ("/denied", 10, ("failed", "egress_denied"))]
         ids = [(fire(s, text, number=n, pr=text != "/nochange"), want, text) for text, n, want in cases]
         for r, want, text in ids:
             x = wait(s, r)
@@ -158,7 +165,7 @@ try:
         # sandbox: a queued run whose secret a reload removed cannot start its sandbox
         sq = fire(s, "/sec queued", number=14)
         s.write_automation("sec.yaml", auto("sec", ["sh", "-c", "cat >/dev/null; echo none"]))
-        s.write_config("limits:\n  runs: 2\n", orgs=ORGS.replace("    secrets:\n      NPM_TOKEN: env:T_NPM_TOKEN\n", ""))
+        s.write_config(CONF, orgs=ORGS.replace("    secrets:\n      NPM_TOKEN: env:T_NPM_TOKEN\n", ""))
         s.proc.send_signal(signal.SIGHUP)
         deadline = time.time() + 10
         while time.time() < deadline and "event=reload.done" not in s.logs():
