@@ -19,7 +19,6 @@
 #include <event2/event.h>
 
 #define PROC_READ_CHUNK	16384
-#define PROC_FD_HIGH	256	/* where the child parks descriptors while reordering */
 
 /*
  * A child and what is left of it. It ends (the exit callback runs) only when it
@@ -124,7 +123,12 @@ proc_child(const struct proc_spec *spec, int in, int out, int err, int report,
 	src[n++] = report;
 	f.stage = 0;
 	for (i = 0; i < n; i++) {
-		if ((src[i] = fcntl(src[i], F_DUPFD, PROC_FD_HIGH)) == -1)
+		/*
+		 * At n or above, so that no dup2 below overwrites a source; not at a
+		 * fixed high number, which RLIMIT_NOFILE may not reach (a limit of
+		 * 128 made every child, every sandbox among them, fail with EINVAL).
+		 */
+		if ((src[i] = fcntl(src[i], F_DUPFD, n)) == -1)
 			goto fail;
 	}
 	for (i = 0; i < n; i++) {
