@@ -22,17 +22,8 @@ fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_K
 make_remote(gitroot, "acme/api", {"README.md": "hello\n"})
 fake.add_pr("acme/api", 30, "main", "acme/api")
 
-ORGS = """\
-orgs:
-  acme:
-    github:
-      webhook_secret: env:T_GH_SECRET
-      token: env:T_GH_TOKEN
-      api_url: %(u)s
-      git_url: %(u)s/git
-    secrets:
-      NPM_TOKEN: env:T_NPM_TOKEN
-""" % {"u": fake.url}
+SECRET = "    secrets:\n      NPM_TOKEN: env:T_NPM_TOKEN\n"
+ORGS = fake.orgs(SECRET)
 TERMINAL = ("completed", "needs_review", "failed", "timed_out", "cancelled")
 # The network's forwarder is spur itself: under ASan its shadow memory needs no RLIMIT_DATA.
 ASAN = b"__asan_init" in open(os.environ.get("SPUR", "spur"), "rb").read()
@@ -165,7 +156,7 @@ try:
         # sandbox: a queued run whose secret a reload removed cannot start its sandbox
         sq = fire(s, "/sec queued", number=14)
         s.write_automation("sec.yaml", auto("sec", ["sh", "-c", "cat >/dev/null; echo none"]))
-        s.write_config(CONF, orgs=ORGS.replace("    secrets:\n      NPM_TOKEN: env:T_NPM_TOKEN\n", ""))
+        s.write_config(CONF, orgs=fake.orgs())
         s.proc.send_signal(signal.SIGHUP)
         deadline = time.time() + 10
         while time.time() < deadline and "event=reload.done" not in s.logs():
