@@ -14,7 +14,8 @@
 // path is concrete (matched to the document's templates, literal segments first) or a
 // template itself; headers is optional (when given, the response's required headers are
 // checked). A method the path does not list must be a 405 as
-// #/components/responses/MethodNotAllowed says, its Allow naming the path's methods.
+// #/components/responses/MethodNotAllowed says, its Allow naming the path's methods, or
+// one of the path's 401, 404, 413 or 503 (checked before the method, as the API does).
 //
 // Every mismatch is printed as "LINE: METHOD PATH STATUS: what is wrong"; the exit status
 // is 1 when there is any, 2 on a usage error or a missing tool.
@@ -27,6 +28,8 @@ const { pathToFileURL } = require("node:url");
 const modules = path.join(__dirname, "..", "node_modules");
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 const DOC_ID = "spur:openapi.json";
+// The shared answers of the checks made before a path's method is looked at.
+const EARLIER = ["Unauthorized", "NotFound", "TooLarge", "Unavailable"].map((n) => "#/components/responses/" + n);
 
 function usage() {
 	process.stderr.write("usage: openapi_check.js validate SPEC | check SPEC ANSWERS\n");
@@ -57,6 +60,11 @@ function pointer(parts) {
 	return "#/" + parts.map((p) => String(p).replace(/~/g, "~0").replace(/\//g, "~1")).join("/");
 }
 
+// The keys of a local "#/…" reference.
+function ref_parts(ref) {
+	return ref.slice(2).split("/").map((p) => decodeURIComponent(p).replace(/~1/g, "/").replace(/~0/g, "~"));
+}
+
 // The value at a local "#/…" reference (the document's own $refs are all local).
 function deref(doc, v) {
 	let seen = 0;
@@ -64,8 +72,7 @@ function deref(doc, v) {
 		if (!v.$ref.startsWith("#/"))
 			throw new Error(`${v.$ref}: only local references are followed`);
 		let cur = doc;
-		for (const p of v.$ref.slice(2).split("/")) {
-			const key = decodeURIComponent(p).replace(/~1/g, "/").replace(/~0/g, "~");
+		for (const key of ref_parts(v.$ref)) {
 			if (cur === null || typeof cur !== "object" || !(key in cur))
 				throw new Error(`${v.$ref}: no such place in the document`);
 			cur = cur[key];
@@ -273,12 +280,24 @@ function check_answer(doc, ajv, a) {
 	let op = item[method];
 	let resp, at;
 	if (!op) {
+		// Another method: 405, unless a check that comes before it answered (the 401 or
+		// 404 of a key, a body too large, the store down): what the path's operations
+		// answer with the shared responses of those checks.
 		const allowed = METHODS.filter((m) => item[m]).map((m) => m.toUpperCase());
-		if (status !== "405")
-			return [`${tpl} takes ${allowed.join(", ")}, not ${method.toUpperCase()}: expected 405, got ${status}`];
-		at = ["components", "responses", "MethodNotAllowed"];
-		resp = deref(doc, doc.components.responses.MethodNotAllowed);
-		if (a.headers && headers.allow !== undefined) {
+		const before = {};
+		for (const m of METHODS) {
+			for (const [code, r] of Object.entries((item[m] || {}).responses || {})) {
+				if (EARLIER.includes(r.$ref))
+					before[code] = r.$ref;
+			}
+		}
+		const ref = status === "405" ? "#/components/responses/MethodNotAllowed" : before[status];
+		if (!ref)
+			return [`${tpl} takes ${allowed.join(", ")}, not ${method.toUpperCase()}: expected 405` +
+			    `${Object.keys(before).length ? " (or " + Object.keys(before).join(", ") + ")" : ""}, got ${status}`];
+		at = ref_parts(ref);
+		resp = deref(doc, { $ref: ref });
+		if (status === "405" && a.headers && headers.allow !== undefined) {
 			const got = headers.allow.split(",").map((s) => s.trim().toUpperCase()).filter(Boolean).sort();
 			if (got.join(",") !== [...allowed].sort().join(","))
 				bad.push(`Allow: ${headers.allow}, the document says ${allowed.join(", ")}`);
@@ -291,14 +310,14 @@ function check_answer(doc, ajv, a) {
 			return [`status ${status} is not documented for ${method.toUpperCase()} ${tpl} ` +
 			    `(documented: ${Object.keys(responses).join(", ")})`];
 		const r = responses[key];
-		at = r.$ref ? r.$ref.slice(2).split("/").map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~")) :
-		    ["paths", tpl, method, "responses", key];
+		at = r.$ref ? ref_parts(r.$ref) : ["paths", tpl, method, "responses", key];
 		resp = deref(doc, r);
 	}
 	// Headers the response requires (checked when the answer recorded its headers).
 	if (a.headers) {
 		for (const [name, h0] of Object.entries(resp.headers || {})) {
 			const h = deref(doc, h0);
+			const hat = h0.$ref ? ref_parts(h0.$ref) : [...at, "headers", name];
 			const v = headers[name.toLowerCase()];
 			if (v === undefined) {
 				if (h.required)
@@ -311,7 +330,7 @@ function check_answer(doc, ajv, a) {
 				const types = [].concat(s.type || []);
 				if (types.includes("integer") || types.includes("number"))
 					val = /^-?[0-9]+(\.[0-9]+)?$/.test(v) ? Number(v) : v;
-				const hv = ajv.compile({ $ref: DOC_ID + pointer([...at, "headers", name, "schema"]) });
+				const hv = ajv.compile({ $ref: DOC_ID + pointer([...hat, "schema"]) });
 				if (!hv(val))
 					bad.push(`header ${name}: ${JSON.stringify(v)}: ${errors_text(hv.errors)}`);
 			}
