@@ -1,4 +1,4 @@
-/* mcp.c: the MCP server (SPEC 13): /o/{org}/mcp over Streamable HTTP, each tool one call of the org API. */
+/* mcp.c: the MCP server (SPEC 13): /o/{org}/mcp over Streamable HTTP, each tool one API call. */
 #include "spur.h"
 #include "api.h"
 #include "event.h"
@@ -651,7 +651,8 @@ mcp_tools_list(void)
 		t = &mcp_tools[i];
 		if ((schema = json_loads(t->schema, 0, &err)) == NULL)
 			fatal("mcp: %s: schema: %s", t->name, err.text);
-		json_array_append_new(tools, json_pack("{s:s, s:s, s:s, s:o, s:{s:s, s:b, s:b, s:b}}",
+		json_array_append_new(tools, json_pack(
+		    "{s:s, s:s, s:s, s:o, s:{s:s, s:b, s:b, s:b}}",
 		    "name", t->name, "title", t->title, "description", t->description,
 		    "inputSchema", schema, "annotations", "title", t->title,
 		    "readOnlyHint", t->readonly, "destructiveHint", t->destructive,
@@ -713,8 +714,8 @@ mcp_tools_call(struct engine *e, const struct api_key *key, struct mcp_post *p, 
 	memset(&api, 0, sizeof api);
 	if (t->build(args, &api, &bad) == -1) {
 		/* Answered as the API would have: 404 for an id that names nothing. */
-		status = strcmp(json_string_value(json_object_get(bad, "error")), "not_found") == 0 ?
-		    404 : 400;
+		status = strcmp(json_string_value(json_object_get(bad, "error")),
+		    "not_found") == 0 ? 404 : 400;
 		log_info("event=mcp.call org=%s tool=%s status=%d", log_q(p->org), t->name, status);
 		mcp_post_reply(p, slot, mcp_result(id, mcp_tool_result(status, bad)));
 		json_decref(bad);
@@ -776,7 +777,8 @@ mcp_message(struct engine *e, const struct api_key *key, struct mcp_post *p, siz
 	const char	*name;
 
 	if (!json_is_object(m)) {
-		mcp_post_reply(p, slot, mcp_error(NULL, RPC_INVALID_REQUEST, "not a JSON-RPC message"));
+		mcp_post_reply(p, slot, mcp_error(NULL, RPC_INVALID_REQUEST,
+		    "not a JSON-RPC message"));
 		return;
 	}
 	id = json_object_get(m, "id");
@@ -789,7 +791,8 @@ mcp_message(struct engine *e, const struct api_key *key, struct mcp_post *p, siz
 	}
 	if (jsonrpc == NULL || !json_is_string(jsonrpc) ||
 	    strcmp(json_string_value(jsonrpc), "2.0") != 0) {
-		mcp_post_reply(p, slot, mcp_error(id, RPC_INVALID_REQUEST, "jsonrpc: must be \"2.0\""));
+		mcp_post_reply(p, slot, mcp_error(id, RPC_INVALID_REQUEST,
+		    "jsonrpc: must be \"2.0\""));
 		return;
 	}
 	if (method == NULL) {
@@ -801,7 +804,8 @@ mcp_message(struct engine *e, const struct api_key *key, struct mcp_post *p, siz
 		return;
 	}
 	if ((name = json_string_value(method)) == NULL) {
-		mcp_post_reply(p, slot, mcp_error(id, RPC_INVALID_REQUEST, "method: must be a string"));
+		mcp_post_reply(p, slot, mcp_error(id, RPC_INVALID_REQUEST,
+		    "method: must be a string"));
 		return;
 	}
 	if (id == NULL)
@@ -923,8 +927,8 @@ mcp_delete(const struct api_req *req, api_done_cb done, void *arg)
 	unsigned char		 keyhash[32];
 
 	if (req->mcp_session == NULL) {
-		mcp_answer_now(400, mcp_error(NULL, RPC_INVALID_REQUEST, "Mcp-Session-Id: required"),
-		    NULL, done, arg);
+		mcp_answer_now(400, mcp_error(NULL, RPC_INVALID_REQUEST,
+		    "Mcp-Session-Id: required"), NULL, done, arg);
 		return;
 	}
 	mcp_key_hash(req->authorization, keyhash);
