@@ -7,6 +7,7 @@
 #include "event.h"
 #include "ingest.h"
 #include "lpause.h"
+#include "openapi.h"
 #include "reqclock.h"
 #include "sandbox.h"
 #include "serve.h"
@@ -137,10 +138,14 @@ server_reply(struct server *srv, struct evhttp_request *req, const char *route, 
 
 	switch (status) {
 	case 200: reason = "OK"; break;
+	case 201: reason = "Created"; break;
+	case 202: reason = "Accepted"; break;
+	case 204: reason = "No Content"; break;
 	case 400: reason = "Bad Request"; break;
 	case 401: reason = "Unauthorized"; break;
 	case 404: reason = "Not Found"; break;
 	case 405: reason = "Method Not Allowed"; break;
+	case 409: reason = "Conflict"; break;
 	case 413: reason = "Payload Too Large"; break;
 	case 431: reason = "Request Header Fields Too Large"; break;
 	case 503: reason = "Service Unavailable"; break;
@@ -619,10 +624,6 @@ server_header_dup(struct evkeyvalq *in, const char *name)
 
 	return v != NULL ? xstrdup(v) : NULL;
 }
-
-/* The OpenAPI document (mk/openapi.sh makes it from src/openapi.json). */
-static const unsigned char spur_openapi_json[] = "{}";
-static const size_t spur_openapi_json_len = sizeof spur_openapi_json - 1;
 
 /* Front: the OpenAPI document, compiled in. */
 static void

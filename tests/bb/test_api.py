@@ -11,6 +11,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import require_sandboxes, Spur, Tap, DEFAULT_ORGS, ASAN, grep_secrets  # noqa: E402
+import openapi  # noqa: E402
 
 t = Tap()
 require_sandboxes(t)
@@ -78,6 +79,11 @@ class Api:
             j = json.loads(out) if out else None
         except ValueError:
             j = out
+        # Every answer is checked against src/openapi.json at the end.
+        openapi.RECORDED.append({"method": method, "path": path.split("?")[0], "status": st,
+                                 "ctype": hd.get("content-type", ""), "headers": hd,
+                                 "body": j if j is not None and not isinstance(j, bytes)
+                                 else out.decode("utf-8", "replace")})
         return st, hd, j, out
 
 
@@ -438,4 +444,5 @@ with Spur(("sandbox:\n  memory: 0\n" if ASAN else "") + "limits:\n  queue: 3\n  
     st, _, _ = s.request("GET", "/healthz")[:3]
     t.eq(st, 200, "webhook ingress and health still answer")
 
+openapi.OpenAPIChecker().tap(t)
 t.done()
