@@ -172,6 +172,7 @@ key_check(struct store *st, const char *auth, int64_t now, struct api_key *out,
 		snprintf(out->org, sizeof out->org, "%s", row.org);
 		snprintf(out->name, sizeof out->name, "%s", row.name != NULL ? row.name : "");
 		out->scopes = key_scopes_from_text(row.scopes);
+		out->last_used = row.last_used;
 	}
 	store_key_clear(&row);
 	return *why == NULL ? 0 : -1;

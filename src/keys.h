@@ -28,6 +28,7 @@ struct api_key {
 	char		 org[128];
 	char		 name[128];
 	unsigned	 scopes;
+	int64_t		 last_used;	/* ms, 0: never */
 };
 
 /* One scope by name (0: unknown); scopes as space-separated text (to free). */

@@ -1442,9 +1442,8 @@ store_key_used(struct store *st, const char *id, int64_t at)
 	const char	*args[] = { id };
 	int64_t		 ints[] = { at };
 
-	/* At most one write a minute per key: last_used is for people, not an audit log. */
-	return store_exec_bind(st, "UPDATE api_keys SET last_used = ?2 WHERE id = ?1 AND "
-	    "(last_used IS NULL OR last_used < ?2 - 60000)", args, 1, ints, 1);
+	return store_exec_bind(st, "UPDATE api_keys SET last_used = ?2 WHERE id = ?1", args, 1,
+	    ints, 1);
 }
 
 int

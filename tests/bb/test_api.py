@@ -34,6 +34,9 @@ ECHO = ("name: echo\norg: acme\non:\n  github:\n    events: [issue_comment.creat
         "echo line-two; sleep 1; echo line-three']\nprompt: |\n  Summarize the data below.\nproof: report\n")
 SLOW = ("name: slow\norg: acme\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/never'\n"
         "agent: command\ncommand: [sh, -c, 'echo started; sleep 30']\nprompt: |\n  Wait.\nproof: none\n")
+BIG = ("name: big\norg: acme\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/never'\n"
+       "agent: command\ncommand: [sh, -c, 'yes 0123456789abcdef0123456789abcdef | head -c 3000000; echo; echo the-end']\n"
+       "prompt: |\n  Talk a lot.\nproof: none\n")
 BETA = ("name: theirs\norg: beta\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/never'\n"
         "agent: command\ncommand: [sh, -c, 'echo beta']\nprompt: |\n  Beta.\nproof: none\n")
 
@@ -122,7 +125,7 @@ def sse(s, key, run, last_id=None, timeout=60):
     return r.status, ctype, events
 
 
-with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.yaml": SLOW, "beta.yaml": BETA},
+with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.yaml": SLOW, "beta.yaml": BETA, "big.yaml": BIG},
           env=ENV) as s:
     s.start()
 
@@ -358,7 +361,7 @@ with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.y
     # --- automations ---
     st, _, j, out = api.req("GET", "/o/acme/automations")
     names = sorted(a["name"] for a in j["data"])
-    t.ok(st == 200 and names == ["echo", "slow"], "GET automations lists the org's own", names)
+    t.ok(st == 200 and names == ["big", "echo", "slow"], "GET automations lists the org's own", names)
     t.ok(grep_secrets(out.decode()) == [], "and no secret")
 
     # --- events (SSE) ---
@@ -403,6 +406,56 @@ with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.y
     t.ok(summary(rest) == summary(events[mid + 1:]), "Last-Event-ID resumes without loss or repetition",
          (summary(rest), summary(events[mid + 1:])))
     stalled.close()
+
+    # A reader that never reads while the agent writes 3 MB: closed once it is 1 MiB behind,
+    # the engine unharmed; it resumes from its last whole event and loses nothing.
+    st, _, bg, _ = api.req("POST", "/o/acme/sessions", {"input": "talk", "automation": "big"})
+    brun = bg["run"]["id"]
+    slow = socket.socket()
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.connect(("127.0.0.1", s.port))
+    slow.sendall(("GET /o/acme/runs/%s/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n" %
+                  (brun, key)).encode())
+    wait_state(api, brun)
+    time.sleep(1)
+    t0 = time.time()
+    st = s.request("GET", "/healthz")[0]
+    t.ok(st == 200 and time.time() - t0 < 2, "the engine answers while a reader owes it megabytes")
+    slow.settimeout(10)
+    got, closed = b"", False
+    try:
+        while True:
+            chunk = slow.recv(65536)
+            if not chunk:
+                closed = True
+                break
+            got += chunk
+    except socket.timeout:
+        pass
+    except ConnectionError:
+        closed = True
+    slow.close()
+    head, _, stream = got.partition(b"\r\n\r\n")
+    # Whole events only: the close may cut the last one.
+    whole, last_id = [], None
+    for b in stream.decode("utf-8", "replace").split("\n\n"):
+        f = dict(ln.split(": ", 1) for ln in b.split("\n") if ": " in ln and not ln.startswith(":"))
+        try:
+            data = json.loads(f.get("data", ""))
+        except ValueError:
+            continue
+        if "id" in f and "event" in f:
+            whole.append((f["id"], f["event"], data))
+            last_id = f["id"]
+    full_st, _, full = sse(s, key, brun)
+    t.ok(b"200 OK" in head and closed and len(summary(whole)[1]) < len(summary(full)[1]),
+         "a reader 1 MiB behind is closed before the end",
+         (head[:40], closed, len(summary(whole)[1]), len(summary(full)[1])))
+    st, _, rest = sse(s, key, brun, last_id=last_id)
+    t.ok(summary(whole)[0] + summary(rest)[0] == summary(full)[0] and
+         summary(whole)[1] + summary(rest)[1] == summary(full)[1] and summary(full)[0][-1:] == ["completed"],
+         "it resumes from its last whole event with nothing lost or repeated",
+         (summary(whole)[0], summary(rest)[0], len(summary(whole)[1]), len(summary(rest)[1])))
     st, _, _, out = ro.req("GET", "/o/acme/runs/%s/events" % beta_run)
     t.ok(st == 404 and out == nf, "another org's events answer 404", (st, out))
 
