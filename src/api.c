@@ -645,6 +645,11 @@ api_session_create(struct api_ctx *c, const char *id, json_t *body)
 	json_t			*meta = json_object(), *v;
 	char			*s;
 
+	if (o == NULL) {
+		/* Gone in a reload since the route was checked: as any org that is not there. */
+		api_not_found(c);
+		goto out;
+	}
 	if ((bad = api_unknown_field(body, api_create_fields)) != NULL) {
 		api_bad(c, "%s: unknown field", bad);
 		goto out;
