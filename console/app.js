@@ -493,6 +493,9 @@
 			    .map(function (c) { return h('th', null, c); }))), tbody),
 		    h('p', { class: 'pager' }, status, ' ', more));
 		await load(null);
+		/* The first screen is up: tests read this mark (the issue asks for < 300 ms with 10,000 runs). */
+		if (window.performance && performance.mark)
+			performance.mark('spur-runs-first-screen');
 		every(LIVE_MS, function () { refresh().catch(quiet); });
 		/* The automation filter's choices, after the first screen. */
 		api('GET', '/o/' + enc(org) + '/automations').then(function (res) {
@@ -832,6 +835,15 @@
 		return (inp !== undefined ? inp + ' in' : '') + (out !== undefined ? ' / ' + out + ' out' : '') + ' tokens';
 	}
 
+	/* The agent's summary; a long one (a command agent's whole output) folded after its first line. */
+	function resultView(text) {
+		var lines = text.split('\n');
+		if (lines.length <= 3 && text.length <= 400)
+			return h('div', { class: 'result-text', id: 'run-result' }, text);
+		return h('details', { id: 'run-result' }, h('summary', null, lines[0].slice(0, 120) + (lines[0].length > 120 ? '…' : '')),
+		    h('pre', { class: 'result-text' }, text));
+	}
+
 	async function runPage(gen, id) {
 		var found, org, run, head, rest, outBox, out, es = null, ended, poll = null;
 
@@ -954,7 +966,7 @@
 				['retry of', run.retry_of ? h('a', { href: runHref(run.retry_of, org), 'data-nav': true }, run.retry_of) : null],
 				['pull request', pr ? ext(pr) : null],
 				['proof', run.proof && !pr ? ext(run.proof) : null],
-				['result', run.result ? h('div', { class: 'result-text', id: 'run-result' }, run.result) : null],
+				['result', run.result ? resultView(run.result) : null],
 				['created', run.created_at ? when(run.created_at) : null],
 				['started', run.started_at ? when(run.started_at) : null],
 				['ended', run.ended_at ? when(run.ended_at) : null],

@@ -1,0 +1,382 @@
+"""The web console in a real browser (SPEC section 14): Debian's chromium, headless, driven through
+console_browser.js (playwright-core) against the real `spur serve`: sign-in by a one-time link, a run
+seen starting from a signed webhook with its output live, the report's link, cancel and retry by the
+buttons, keys made and revoked, the hostile prompt corpus rendered as text and never as script,
+another org's run as not found, an expired session sent to sign-in, the runs page with 10,000 runs.
+
+SPUR_SCREENSHOTS=DIR writes the main pages' screenshots there (docs/screenshots for the README);
+by default they go to the test's own directory and are dropped with it."""
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spurtest import (ASAN, SPUR, Spur, Tap, DEFAULT_ORGS, FIXTURES, NODE_MODULES, github_headers,  # noqa: E402
+                      github_comment, free_port)
+
+t = Tap()
+CHROMIUM = os.environ.get("SPUR_CHROMIUM", "/usr/bin/chromium")
+DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "console_browser.js")
+
+if subprocess.run([SPUR, "help", "console-link"], capture_output=True).returncode != 0:
+    t.skip_all("this spur has no `spur console-link` (the console's sign-in) yet")
+if shutil.which("node") is None:
+    t.skip_all("node is not installed")
+if not os.path.isdir(os.path.join(NODE_MODULES, "playwright-core")):
+    t.skip_all("playwright-core is not in tests/node_modules (cd tests && npm install)")
+if not os.access(CHROMIUM, os.X_OK):
+    t.skip_all("%s is not installed (Debian's chromium package; contrib/quickstart installs it)" % CHROMIUM)
+
+ORGS = DEFAULT_ORGS + """\
+  beta:
+    github:
+      webhook_secret: env:T_GH_SECRET
+      token: env:T_GH_TOKEN
+      api_url: http://127.0.0.1:9/github
+      git_url: http://127.0.0.1:9/git
+"""
+
+
+def stream_json(*objs):
+    return "".join("echo '%s'; " % json.dumps(o, separators=(",", ":")) for o in objs)
+
+
+# An agent that talks like Claude Code (stream-json), slowly enough to be watched live.
+WORK_SCRIPT = (
+    stream_json({"type": "system", "subtype": "init", "session_id": "s-1", "model": "fake"},
+                {"type": "assistant", "message": {"content": [{"type": "text", "text": "Looking at the failing tests."}]}})
+    + "sleep 3; "
+    + stream_json({"type": "assistant", "message": {"content": [
+        {"type": "tool_use", "id": "tu_1", "name": "Bash", "input": {"command": "make check"}}]}})
+    + "sleep 1; "
+    + stream_json({"type": "user", "message": {"content": [
+        {"type": "tool_result", "tool_use_id": "tu_1", "content": "PASS: 12 tests <b>not bold</b>"}]}})
+    + "echo 'a plain line, not JSON'; sleep 2; "
+    + stream_json({"type": "assistant", "message": {"content": [{"type": "text", "text": "All tests pass now."}]}},
+                  {"type": "result", "subtype": "success", "is_error": False, "result": "Fixed the tests.",
+                   "num_turns": 2, "session_id": "s-1"}))
+WORK = ("name: work\norg: acme\non:\n  github:\n    events: [issue_comment.created]\n    repositories: [acme/api]\n"
+        "    text: '^/work'\nagent: command\ncommand: [sh, -c, %s]\nprompt: |\n  Fix what the comment asks.\n"
+        "proof: report\n") % json.dumps(WORK_SCRIPT)
+SLOW = ("name: slow\norg: acme\non:\n  github:\n    events: [issue_comment.created]\n    repositories: [acme/api]\n"
+        "    text: '^/slow'\nagent: command\ncommand: [sh, -c, 'echo started; sleep 60']\nprompt: |\n  Wait.\n"
+        "proof: none\n")
+HOSTILE = ("name: hostile\norg: acme\non:\n  github:\n    events: [issue_comment.created]\n"
+           "    repositories: [acme/hostile]\nagent: command\ncommand: [sh, -c, 'cat >/dev/null; echo read it']\n"
+           "prompt: |\n  Summarize the comment.\nproof: none\nconcurrency:\n  key: none\n")
+NIGHTLY = ("name: nightly\norg: acme\non:\n  schedule:\n    cron: '0 3 * * *'\n    timezone: Europe/Paris\n"
+           "agent: command\ncommand: [sh, -c, 'echo nightly']\nprompt: |\n  Nightly.\nproof: none\n")
+THEIRS = ("name: theirs\norg: beta\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/beta'\n"
+          "agent: command\ncommand: [sh, -c, 'echo beta']\nprompt: |\n  Beta.\nproof: none\n")
+
+# Beyond the prompt corpus: texts that would run script if any reached the page as markup.
+XSS = [
+    "<script>window.__pwned = 1</script>",
+    "<img src=x onerror=\"window.__pwned=2\">",
+    "\"><svg onload=window.__pwned=3>",
+    "</pre></div><iframe srcdoc=\"<script>parent.__pwned=4</script>\"></iframe>",
+    "[click](javascript:window.__pwned=5) <a href=\"javascript:window.__pwned=6\">x</a>",
+    "{{constructor.constructor('window.__pwned=7')()}} ${window.__pwned=8}",
+]
+
+
+class BrowserError(Exception):
+    pass
+
+
+class Browser:
+    """console_browser.js: one JSON command a line."""
+
+    def __init__(self):
+        self.p = subprocess.Popen(["node", DRIVER, CHROMIUM], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, bufsize=1)
+
+    def do(self, op, **args):
+        args["op"] = op
+        self.p.stdin.write(json.dumps(args) + "\n")
+        self.p.stdin.flush()
+        line = self.p.stdout.readline()
+        if not line:
+            raise BrowserError("the driver ended: " + self.p.stderr.read()[-2000:])
+        r = json.loads(line)
+        if "error" in r:
+            raise BrowserError("%s: %s" % (op, r["error"]))
+        return r["ok"]
+
+    def try_(self, op, **args):
+        try:
+            return self.do(op, **args)
+        except BrowserError as e:
+            return e
+
+    def close(self):
+        try:
+            self.p.stdin.close()
+            self.p.wait(20)
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+
+
+def link(s, org="acme", nxt=None):
+    rc, out, err = s.c("console-link", "--org", org, *(["--next", nxt] if nxt else []))
+    if rc != 0:
+        raise RuntimeError("console-link failed: " + err)
+    return out.strip()
+
+
+def post(s, text, number, repo="acme/api", org="acme"):
+    b = json.dumps(github_comment(text, repo=repo, number=number,
+                                  comment_id=int(time.time() * 1e6) % 10**9)).encode()
+    st, _, a = s.post_json("/o/%s/hooks/github" % org, b, github_headers(b))
+    runs = a.get("runs", []) if isinstance(a, dict) else []
+    return runs[0] if st == 200 and len(runs) == 1 else None
+
+
+def corpus():
+    """(case, text) for each case of the hostile prompt corpus, then the script-shaped texts."""
+    out = []
+    base = os.path.join(FIXTURES, "prompt")
+    for case in sorted(os.listdir(base)):
+        ev = os.path.join(base, case, "event.json")
+        if not os.path.isfile(ev):
+            continue
+        with open(ev, encoding="utf-8") as f:
+            text = json.load(f).get("text") or ""
+        rep = os.path.join(base, case, "text.repeat")
+        if os.path.isfile(rep):
+            with open(rep, encoding="utf-8") as f:
+                count, _, unit = f.read().partition("\n")
+            text = unit * min(int(count), 200000 // max(1, len(unit)))
+        out.append((case, text))
+    return out + [("xss-%d" % i, x) for i, x in enumerate(XSS)]
+
+
+shots = os.environ.get("SPUR_SCREENSHOTS")
+port = free_port()
+with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n  queue: 100\n" % port, port=port,
+          orgs=ORGS, automations={"work.yaml": WORK, "slow.yaml": SLOW, "hostile.yaml": HOSTILE,
+                                  "nightly.yaml": NIGHTLY, "theirs.yaml": THEIRS}) as s:
+    s.start()
+    shots = shots or os.path.join(s.dir, "screenshots")
+    os.makedirs(shots, exist_ok=True)
+    base = "http://127.0.0.1:%d" % port
+    b = Browser()
+    started = b.try_("start")
+    if isinstance(started, BrowserError):
+        b.close()
+        s.cleanup()
+        t.skip_all("chromium cannot start here: %s" % str(started).splitlines()[0][:300])
+    t.ok(True, "chromium %s started headless" % started)
+
+    def shot(name, full=False):
+        b.try_("screenshot", path=os.path.join(shots, name + ".png"), full=full)
+
+    def check_clean(what):
+        c = b.do("canary")
+        t.ok(c["pwned"] is False and not c["dialogs"] and not c["csp"] and not c["errors"],
+             "%s: no script of a sender ran, no dialog, no CSP violation, no page error" % what, c)
+
+    # --- sign in by a one-time link ---
+    st = b.do("goto", url=base + "/console")
+    b.do("waitUrl", path="/console/login?next=%2Fconsole")
+    t.ok(b.do("count", selector="#login") == 1, "without a session /console shows the sign-in page", b.do("url"))
+    shot("login")
+    b.do("goto", url=link(s))
+    b.do("wait", selector="table.runs")
+    who = b.do("text", selector="#who")
+    t.ok(b.do("url").endswith("/console") and "link:acme" in who, "the one-time link signs in: the runs page, "
+         "as link:acme", (b.do("url"), who))
+
+    # --- a run starts from a signed webhook; the runs page shows it, its output arrives live ---
+    run = post(s, "/work please fix", 7)
+    t.ok(run is not None, "a signed GitHub comment starts a run")
+    r = b.try_("wait", selector='#runs tr[data-run="%s"]' % run, timeout=15000)
+    t.ok(r is True, "the open runs page shows the new run without a reload", r)
+    shot("runs")
+    b.do("click", selector='#runs tr[data-run="%s"] a' % run)
+    b.do("wait", selector="#run-id")
+    t.eq(b.do("url"), base + "/runs/%s?org=acme" % run, "its link opens the run's page")
+    r = b.try_("waitText", selector="#output", text="Looking at the failing tests.", timeout=15000)
+    state_then = b.do("text", selector="#run-state")
+    t.ok(r is True and state_then == "running", "the agent's first message appears while the run is running", (r, state_then))
+    r = b.try_("waitText", selector="#run-state", text="completed", timeout=30000)
+    b.do("waitText", selector="#output", text="All tests pass now.")
+    t.ok(r is True, "the page follows the run to completed", r)
+    out = b.do("text", selector="#output")
+    t.ok('{"type"' not in out and "Looking at the failing tests." in out and "Fixed the tests." in out and
+         "a plain line, not JSON" in out, "the output reads as messages and plain lines, not JSON lines", out[:600])
+    tool = b.do("eval", js="""(() => { const d = [...document.querySelectorAll('#output details.o-tool')];
+        return d.map(x => ({open: x.open, summary: x.querySelector('summary').textContent,
+                            result: (x.querySelector('.o-result') || {}).textContent || null})); })()""")
+    t.ok(len(tool) == 1 and not tool[0]["open"] and "Bash" in tool[0]["summary"] and "make check" in tool[0]["summary"]
+         and "PASS: 12 tests <b>not bold</b>" in (tool[0]["result"] or ""),
+         "the tool call is folded, with its result inside it, as text", tool)
+    t.eq(b.do("count", selector="#output b"), 0, "markup in a tool's result is not markup")
+    hist = b.do("text", selector="#history")
+    t.ok("queued" in hist and "running" in hist and "completed" in hist, "the state history is shown", hist)
+    prompt = b.do("text", selector="#prompt-data")
+    t.ok(prompt is not None and "/work please fix" in prompt and "third-party data" in prompt,
+         "the prompt's fenced data is set apart and labelled as data", prompt)
+    b.do("click", selector="#output details.o-tool summary")
+    shot("run", full=True)
+    check_clean("the run page")
+
+    # --- the report's link: signed out, to sign-in, then back to the run ---
+    b.do("fresh")
+    b.do("goto", url=base + "/runs/" + run)
+    t.ok(b.do("url") == base + "/console/login?next=/runs/" + run and b.do("count", selector="#login") == 1,
+         "a report's link without a session lands on sign-in, remembering the run", b.do("url"))
+    b.do("goto", url=link(s, nxt="/runs/" + run))
+    r = b.try_("waitText", selector="#run-id", text=run)
+    t.ok(r is True and b.do("url") == base + "/runs/" + run, "after sign-in it lands on that run", (r, b.do("url")))
+
+    # --- cancel a running run with the button, then retry it ---
+    slow = post(s, "/slow down", 8)
+    b.do("goto", url=base + "/runs/" + slow)
+    r = b.try_("waitText", selector="#output", text="started", timeout=20000)
+    t.ok(r is True and b.do("text", selector="#run-state") == "running", "a slow run is running, its output live", r)
+    b.do("click", selector="#cancel")
+    r = b.try_("waitText", selector="#run-state", text="cancelled", timeout=20000)
+    row = s.query("SELECT state FROM runs WHERE id = ?", slow)
+    t.ok(r is True and row and row[0]["state"] == "cancelled", "Cancel ends it: the page and the store say cancelled",
+         (r, row))
+    b.do("click", selector="#retry")
+    r = b.try_("eval", js="new Promise(r => { const t0 = Date.now(); (function w() { const id = "
+               "(document.getElementById('run-id') || {}).textContent; if (id && id !== %s) r(id); "
+               "else if (Date.now() - t0 > 15000) r(null); else setTimeout(w, 100); })(); })" % json.dumps(slow))
+    again = s.query("SELECT id, retry_of FROM runs WHERE id = ?", r) if isinstance(r, str) else []
+    t.ok(isinstance(r, str) and b.do("url").startswith(base + "/runs/" + r) and again,
+         "Retry starts a new run and opens it", (r, again))
+    if isinstance(r, str):
+        b.do("click", selector="#cancel")
+        b.try_("waitText", selector="#run-state", text="cancelled", timeout=20000)
+
+    # --- keys: made (shown once) and revoked ---
+    b.do("goto", url=base + "/console/keys")
+    b.do("wait", selector="#key-name")
+    b.do("fill", selector="#key-name", value="from-browser")
+    b.do("click", selector="#key-create-go")
+    b.do("wait", selector="#key-secret")
+    key = b.do("text", selector="#key-secret")
+    st, _, _ = s.request("GET", "/o/acme/runs/" + run, headers={"Authorization": "Bearer " + key})
+    t.ok(key.startswith("rk_live_") and st == 200, "Create key shows a working key once", (key[:12], st))
+    kid = "key_" + key[8:24]
+    b.do("wait", selector='#keys tr[data-key="%s"]' % kid)
+    shot("keys")
+    b.do("click", selector='#keys tr[data-key="%s"] button.revoke' % kid)
+    b.do("click", selector='#keys tr[data-key="%s"] button.revoke' % kid)
+    r = b.try_("wait", selector='#keys tr.revoked[data-key="%s"]' % kid)
+    st, _, _ = s.request("GET", "/o/acme/runs/" + run, headers={"Authorization": "Bearer " + key})
+    t.ok(r is True and st == 401, "Revoke (asked twice, no dialog) revokes it: the key stops working", (r, st))
+    b.do("goto", url=base + "/console/keys")
+    b.do("wait", selector='#keys tr[data-key="%s"]' % kid)
+    t.ok(key not in b.do("text", selector="main"), "the key is never shown again")
+
+    # --- automations (and why), schedules ---
+    b.do("goto", url=base + "/console/automations")
+    b.do("wait", selector="#automations")
+    b.do("select", selector="#why-source", value="github")
+    b.do("fill", selector="#why-event", value="issue_comment")
+    b.do("fill", selector="#why-payload", value=json.dumps(github_comment("/work on it", number=9), indent=1))
+    b.do("click", selector="#why-go")
+    r = b.try_("wait", selector="#why-table")
+    why = b.do("text", selector="#why-table") if r is True else ""
+    t.ok("work" in why and "yes" in why and "slow" in why and "theirs" not in why,
+         "a pasted payload says which automation would run, and why the others would not", why)
+    shot("automations", full=True)
+    b.do("goto", url=base + "/console/schedules")
+    r = b.try_("waitText", selector="#schedules", text="nightly")
+    t.ok(r is True and "Europe/Paris" in b.do("text", selector="#schedules"), "schedules with their next fires", r)
+    shot("schedules")
+
+    # --- the hostile corpus: every text renders as the text it is ---
+    rc, out, err = s.c("keys", "create", "--json", "--org", "acme", "--name", "reader", "--scope", "runs:read")
+    api_key = json.loads(out)["key"] if rc == 0 else ""
+    cases = corpus()
+    posted = []
+    for i, (case, text) in enumerate(cases):
+        posted.append((case, text, post(s, text, 100 + i, repo="acme/hostile")))
+    t.ok(all(p[2] for p in posted), "each of the %d hostile texts starts a run" % len(posted),
+         [p[0] for p in posted if not p[2]])
+    bad = []
+    for case, text, rid in posted:
+        if rid is None:
+            continue
+        s.wait_run(rid)
+        b.do("goto", url=base + "/runs/" + rid)
+        got = b.try_("wait", selector="#prompt")
+        shown = b.do("text", selector="#event-text")
+        # What the API says the event's text is: the page must show exactly that.
+        st, _, body = s.request("GET", "/o/acme/runs/" + rid, headers={"Authorization": "Bearer " + api_key})
+        want = (json.loads(body).get("event") or {}).get("text") if st == 200 else None
+        if got is not True or (want and shown != want):
+            bad.append((case, got, (shown or "")[:80], (want or "")[:80]))
+    t.ok(not bad, "every text of the corpus appears literally on its run's page (%d pages)" % len(posted), bad)
+    t.eq(b.do("count", selector="main script, main img, main iframe, main svg:not(.icon)"), 0,
+         "no element of a sender's text became markup")
+    check_clean("after the whole corpus")
+    b.do("goto", url=base + "/console/runs")
+    b.do("wait", selector="#runs tr")
+    check_clean("the runs page listing them")
+
+    # --- another org's run is not found ---
+    theirs = post(s, "/beta", 11, org="beta")
+    b.do("goto", url=base + "/runs/" + (theirs or "run_none"))
+    r = b.try_("wait", selector="#not-found")
+    t.ok(theirs is not None and r is True and theirs not in b.do("text", selector="main").replace("Run " + theirs, ""),
+         "another org's run is not found, like a missing one", (theirs, r))
+    b.do("goto", url=base + "/runs/run_00000000000000000000")
+    t.eq(b.try_("wait", selector="#not-found"), True, "and so is a missing one")
+
+    # --- the runs page with 10,000 runs: its first screen ---
+    con = sqlite3.connect(os.path.join(s.data_dir, "spur.db"), timeout=10)
+    cols = [c[1] for c in con.execute("PRAGMA table_info(runs)")]
+    sel = ", ".join("printf('run_bulk%016d', n.i)" if c == "id" else "created_at - n.i * 1000" if c == "created_at"
+                    else c for c in cols)
+    con.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10000) "
+                "INSERT INTO runs (%s) SELECT %s FROM runs, n WHERE runs.id = ?" % (", ".join(cols), sel), (run,))
+    con.commit()
+    total = con.execute("SELECT count(*) FROM runs WHERE org = 'acme'").fetchone()[0]
+    times = []
+    for _ in range(3):
+        b.do("goto", url=base + "/console/runs")
+        b.do("wait", selector="#more", state="visible")
+        times.append(b.do("eval", js="({page: (performance.getEntriesByName('spur-runs-first-screen')[0] || {}).startTime,"
+                                     " api: (performance.getEntriesByType('resource').find(e => "
+                                     "e.name.indexOf('/o/acme/runs?limit=') >= 0) || {}).duration})"))
+    rows = b.do("count", selector="#runs tr")
+    best = min(times, key=lambda x: x.get("page") or 1e9)
+    page_ms, api_ms = best.get("page"), best.get("api") or 0
+    t.ok(total > 10000 and rows == 50 and page_ms is not None,
+         "with %d runs the runs page shows its first 50 (in %s ms, %d of them the API's answer)"
+         % (total, page_ms and round(page_ms), round(api_ms)), times)
+    # The bound of the issue. A sanitizer build's engine is several times slower than a real
+    # one: there, what is checked is the page's own share (everything but the API's answer).
+    if ASAN:
+        t.ok(page_ms is not None and page_ms - api_ms < 300, "the page's own share of it is under 300 ms "
+             "(a sanitizer build: its API answer is not timed)", times)
+    else:
+        t.ok(page_ms is not None and page_ms < 300, "all of it under 300 ms", times)
+    b.do("click", selector="#more")
+    r = b.try_("eval", js="new Promise(r => { const t0 = Date.now(); (function w() { const n = "
+               "document.querySelectorAll('#runs tr').length; if (n >= 100 || Date.now() - t0 > 10000) r(n); "
+               "else setTimeout(w, 50); })(); })")
+    t.eq(r, 100, "More reads the next page (after=)")
+
+    # --- an expired session goes to sign-in ---
+    con.execute("UPDATE console_sessions SET expires_at = 1")
+    con.commit()
+    con.close()
+    b.do("goto", url=base + "/console/sessions")
+    r = b.try_("waitUrl", path="/console/login?next=%2Fconsole%2Fsessions")
+    t.ok(r is not None and not isinstance(r, BrowserError) and b.do("count", selector="#login") == 1,
+         "with an expired session a page goes to sign-in, and will come back", (r, b.do("url")))
+    b.do("goto", url=base + "/runs/" + run)
+    t.eq(b.do("url"), base + "/console/login?next=/runs/" + run, "and so does a report's link")
+    b.close()
+
+t.done()
