@@ -1,10 +1,12 @@
 """spurtest: black-box test harness: a real `spur serve` on a free port, driven over HTTP, TAP out."""
+import atexit
 import hashlib
 import hmac
 import base64
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -12,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SPUR = os.environ.get("SPUR") or os.path.join(os.path.dirname(__file__), "..", "..", "spur")
@@ -149,9 +152,90 @@ def env_with_secrets(extra=None):
     return env
 
 
-# Tests send nothing off this machine: the APIs of the default org point at a closed
-# loopback port (tests that check what is posted run their own fake APIs).
+# Tests send nothing off this machine: the Slack and Linear APIs of the default org point at
+# a closed loopback port, its GitHub at this process's LocalGitHub (tests that check what is
+# posted run their own fake APIs).
 DEAD_API = "http://127.0.0.1:9"
+
+# Written into a config, this becomes the URL of the process's LocalGitHub (started then).
+LOCAL_GITHUB = "@LOCAL_GITHUB@"
+
+
+class LocalGitHub:
+    """What every run with a GitHub repository needs before its agent starts, for the tests
+    that do not run their own fakeapis.Fake: git's smart HTTP (Fake.git: git http-backend,
+    the token checked) under /git, and GET /github/repos/OWNER/NAME/pulls/N, pull request N
+    of OWNER/NAME: an open one of branch pr-N into main. A repository is a bare one made on
+    its first use (one commit of README.md on main), a pull request's branch too (one more
+    commit). Nothing else of the API answers: the connection is closed unanswered, so reports
+    and reactions go on failing as they did against a closed port. One per test process,
+    shared by its engines (local_github())."""
+
+    PULL = re.compile(r"^/github/repos/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/pulls/(\d+)$")
+    GIT = re.compile(r"^/git/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)\.git/")
+
+    def __init__(self):
+        import fakeapis
+        self.root = tempfile.mkdtemp(prefix="spur-test-github-")
+        self.made = threading.Lock()
+        local = self
+
+        class Git(fakeapis.Fake):
+            def handle(self, h):
+                pull = local.PULL.match(h.path) if h.command == "GET" else None
+                git = local.GIT.match(h.path)
+                if pull is not None:
+                    local.pull("%s/%s" % pull.group(1, 2), int(pull.group(3)))
+                    h.path = h.path[len("/github"):]
+                elif git is not None:
+                    local.repository("%s/%s" % git.group(1, 2))
+                else:
+                    self.read_body(h)
+                    h.close_connection = True
+                    return
+                return fakeapis.Fake.handle(self, h)
+
+        self.fake = Git(SECRETS["T_GH_TOKEN"], None, None, self.root)
+        # A run cancelled or an engine killed mid-clone leaves answers unread: not a failure here.
+        quiet = self.fake.server.handle_error
+        self.fake.server.handle_error = lambda req, addr: None if isinstance(
+            sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)) else quiet(req, addr)
+        self.url = self.fake.url
+        atexit.register(self.close)
+
+    def repository(self, name):
+        """The bare repository of OWNER/NAME, made on its first use."""
+        import fakeapis
+        bare = os.path.join(self.root, name + ".git")
+        with self.made:
+            if not os.path.isdir(bare) and ".." not in name and not name.startswith("."):
+                fakeapis.make_remote(self.root, name, {"README.md": "# %s\n" % name})
+        return bare
+
+    def pull(self, name, number):
+        import fakeapis
+        bare = self.repository(name)
+        with self.made:
+            if "%s#%d" % (name, number) not in self.fake.prs:
+                fakeapis.add_ref(bare, "refs/heads/pr-%d" % number,
+                                 {"pr-%d.txt" % number: "pull request %d\n" % number})
+                self.fake.add_pr(name, number, "pr-%d" % number, name, "main")
+
+    def close(self):
+        self.fake.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+_local_github = None
+
+
+def local_github():
+    """This process's LocalGitHub, started on first use."""
+    global _local_github
+    if _local_github is None:
+        _local_github = LocalGitHub()
+    return _local_github
+
 
 DEFAULT_ORGS = """\
 orgs:
@@ -159,8 +243,8 @@ orgs:
     github:
       webhook_secret: env:T_GH_SECRET
       token: env:T_GH_TOKEN
-      api_url: http://127.0.0.1:9/github
-      git_url: http://127.0.0.1:9/git
+      api_url: @LOCAL_GITHUB@/github
+      git_url: @LOCAL_GITHUB@/git
     slack:
       signing_secret: env:T_SLACK_SECRET
       bot_token: env:T_SLACK_TOKEN
@@ -199,6 +283,9 @@ class Spur:
             f.write(text)
 
     def write_config(self, extra="", orgs=DEFAULT_ORGS):
+        if LOCAL_GITHUB in orgs or LOCAL_GITHUB in extra:
+            orgs = orgs.replace(LOCAL_GITHUB, local_github().url)
+            extra = extra.replace(LOCAL_GITHUB, local_github().url)
         with open(self.config, "w") as f:
             f.write("listen: 127.0.0.1:%d\n" % self.port)
             f.write("data_dir: ./var\n")
