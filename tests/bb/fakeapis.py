@@ -49,6 +49,8 @@ class Fake:
         self.next_id = 5000
         self.threads = {}      # thread key -> comments or messages posted there, oldest first
         self.slack_ts = 0      # microseconds: Slack's ts are unique times
+        self.on_demand = False  # any_repository()
+        self.made = threading.Lock()
         fake = self
 
         class H(BaseHTTPRequestHandler):
@@ -84,6 +86,41 @@ class Fake:
                 "    slack:\n      signing_secret: env:T_SLACK_SECRET\n      bot_token: env:T_SLACK_TOKEN\n"
                 "      api_url: %(u)s/slack/api\n    linear:\n      webhook_secret: env:T_LINEAR_SECRET\n"
                 "      api_key: env:T_LINEAR_KEY\n      api_url: %(u)s/linear/graphql\n" % {"u": self.url}) + extra
+
+    ON_DEMAND_PULL = re.compile(r"^/repos/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/pulls/(\d+)$")
+    ON_DEMAND_GIT = re.compile(r"^/git/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)\.git/")
+
+    def any_repository(self):
+        """From now on every OWNER/NAME exists: a git request finds a bare repository made on
+        its first use (one commit of README.md on main), and GET /repos/OWNER/NAME/pulls/N an open
+        pull request N of branch pr-N into main (one more commit), unless add_pr said otherwise.
+        For tests whose runs merely need the event's repository to be there (every run of a
+        GitHub event checks it out, whatever its proof)."""
+        self.on_demand = True
+        return self
+
+    def repository(self, name):
+        """The bare repository of OWNER/NAME, made on its first use."""
+        bare = os.path.join(self.git_root, name + ".git")
+        with self.made:
+            if not os.path.isdir(bare) and ".." not in name and not name.startswith("."):
+                make_remote(self.git_root, name, {"README.md": "# %s\n" % name})
+        return bare
+
+    def pull(self, name, number):
+        """Pull request number of OWNER/NAME, made on its first use (branch pr-N)."""
+        bare = self.repository(name)
+        with self.made:
+            if "%s#%d" % (name, number) not in self.prs:
+                add_ref(bare, "refs/heads/pr-%d" % number, {"pr-%d.txt" % number: "pull request %d\n" % number})
+                self.add_pr(name, number, "pr-%d" % number, name, "main")
+
+    def make_on_demand(self, method, path):
+        m = self.ON_DEMAND_PULL.match(path.partition("?")[0]) if method == "GET" else None
+        if m is not None:
+            self.pull("%s/%s" % m.group(1, 2), int(m.group(3)))
+        elif (m := self.ON_DEMAND_GIT.match(path)) is not None:
+            self.repository("%s/%s" % m.group(1, 2))
 
     def fail(self, pattern, status, headers=None, times=1, body=None):
         with self.lock:
@@ -250,6 +287,8 @@ class Fake:
                 return
             return self.send(h, fail["status"], fail["body"] or {"message": "failing on command"}, fail["headers"])
         path = h.path
+        if self.on_demand:
+            self.make_on_demand(h.command, path)
         if path.startswith("/git/"):
             return self.git(h, body)
         if path.startswith("/slack/"):

@@ -14,7 +14,6 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 SPUR = os.environ.get("SPUR") or os.path.join(os.path.dirname(__file__), "..", "..", "spur")
@@ -164,62 +163,37 @@ LOCAL_GITHUB = "@LOCAL_GITHUB@"
 class LocalGitHub:
     """What every run with a GitHub repository needs before its agent starts, for the tests
     that do not run their own fakeapis.Fake: git's smart HTTP (Fake.git: git http-backend,
-    the token checked) under /git, and GET /github/repos/OWNER/NAME/pulls/N, pull request N
-    of OWNER/NAME: an open one of branch pr-N into main. A repository is a bare one made on
-    its first use (one commit of README.md on main), a pull request's branch too (one more
-    commit). Nothing else of the API answers: the connection is closed unanswered, so reports
-    and reactions go on failing as they did against a closed port. One per test process,
-    shared by its engines (local_github())."""
+    the token checked) under /git, and GET /github/repos/OWNER/NAME/pulls/N, every repository
+    and pull request there (Fake.any_repository: made on first use, pull request N of branch
+    pr-N into main). Nothing else of the API answers: the connection is closed unanswered, so
+    reports and reactions go on failing as they did against a closed port. One per test
+    process, shared by its engines (local_github())."""
 
-    PULL = re.compile(r"^/github/repos/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/pulls/(\d+)$")
-    GIT = re.compile(r"^/git/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)\.git/")
+    PULL = re.compile(r"^/github(/repos/[^/]+/[^/]+/pulls/\d+)$")
 
     def __init__(self):
         import fakeapis
         self.root = tempfile.mkdtemp(prefix="spur-test-github-")
-        self.made = threading.Lock()
         local = self
 
         class Git(fakeapis.Fake):
             def handle(self, h):
                 pull = local.PULL.match(h.path) if h.command == "GET" else None
-                git = local.GIT.match(h.path)
                 if pull is not None:
-                    local.pull("%s/%s" % pull.group(1, 2), int(pull.group(3)))
-                    h.path = h.path[len("/github"):]
-                elif git is not None:
-                    local.repository("%s/%s" % git.group(1, 2))
-                else:
+                    h.path = pull.group(1)
+                elif not h.path.startswith("/git/"):
                     self.read_body(h)
                     h.close_connection = True
                     return
                 return fakeapis.Fake.handle(self, h)
 
-        self.fake = Git(SECRETS["T_GH_TOKEN"], None, None, self.root)
+        self.fake = Git(SECRETS["T_GH_TOKEN"], None, None, self.root).any_repository()
         # A run cancelled or an engine killed mid-clone leaves answers unread: not a failure here.
         quiet = self.fake.server.handle_error
         self.fake.server.handle_error = lambda req, addr: None if isinstance(
             sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)) else quiet(req, addr)
         self.url = self.fake.url
         atexit.register(self.close)
-
-    def repository(self, name):
-        """The bare repository of OWNER/NAME, made on its first use."""
-        import fakeapis
-        bare = os.path.join(self.root, name + ".git")
-        with self.made:
-            if not os.path.isdir(bare) and ".." not in name and not name.startswith("."):
-                fakeapis.make_remote(self.root, name, {"README.md": "# %s\n" % name})
-        return bare
-
-    def pull(self, name, number):
-        import fakeapis
-        bare = self.repository(name)
-        with self.made:
-            if "%s#%d" % (name, number) not in self.fake.prs:
-                fakeapis.add_ref(bare, "refs/heads/pr-%d" % number,
-                                 {"pr-%d.txt" % number: "pull request %d\n" % number})
-                self.fake.add_pr(name, number, "pr-%d" % number, name, "main")
 
     def close(self):
         self.fake.close()

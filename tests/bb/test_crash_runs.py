@@ -48,15 +48,17 @@ RUN = ("name: run\non:\n  github:\n    events: [issue_comment.created]\n    text
        "timeout: 60s\n") % json.dumps(["sh", "-c", SCRIPT, "spurcrash" + MARK])
 
 gitroot = tempfile.mkdtemp(prefix="spur-git-")
-fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot)
+# Its repositories too: every run of a GitHub event checks the event's repository out first.
+fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot).any_repository()
 ORGS = """\
 orgs:
   acme:
     github:
       webhook_secret: env:T_GH_SECRET
       token: env:T_GH_TOKEN
-      api_url: %s
-""" % fake.url
+      api_url: %(u)s
+      git_url: %(u)s/git
+""" % {"u": fake.url}
 
 
 def survivors():
