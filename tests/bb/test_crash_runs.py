@@ -132,10 +132,13 @@ class Client(threading.Thread):
 
 
 def history(s):
-    """run id -> its list of states, in order."""
+    """run id -> its list of states, in order; a running run's change of phase (cloning, then
+    agent) is one stay in running, not a second start."""
     h = {}
     for r in s.query("SELECT run, state FROM run_history ORDER BY rowid"):
-        h.setdefault(r["run"], []).append(r["state"])
+        states = h.setdefault(r["run"], [])
+        if not (states and states[-1] == r["state"] == "running"):
+            states.append(r["state"])
     return h
 
 
