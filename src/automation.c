@@ -1255,6 +1255,12 @@ valid_host(const char *s)
 	return NULL;
 }
 
+const char *
+automation_host_error(const char *host)
+{
+	return valid_host(host);
+}
+
 /* Artifact globs stay under the run's artifacts directory. */
 static const char *
 valid_artifact(const char *s)
@@ -1963,7 +1969,7 @@ json_str_or_null(const char *s)
 }
 
 /* The environment of a run's snapshot; NULL when it has none. */
-static json_t *
+json_t *
 env_to_json(const struct env_conf *c)
 {
 	json_t	*j, *s;
@@ -1987,6 +1993,24 @@ env_to_json(const struct env_conf *c)
 	if (c->rootfs != NULL)
 		json_object_set_new(j, "rootfs", json_string(c->rootfs));
 	return j;
+}
+
+json_t *
+automation_triggers_json(const struct automation *a)
+{
+	const struct trigger	*t;
+	json_t			*list = json_array(), *events;
+	size_t			 i, k;
+
+	for (i = 0; i < a->ntriggers; i++) {
+		t = &a->triggers[i];
+		events = json_array();
+		for (k = 0; k < t->nevents; k++)
+			json_array_append_new(events, json_string(t->events[k]));
+		json_array_append_new(list, json_pack("{s:s,s:o}", "source",
+		    trigger_source_name(t->source), "events", events));
+	}
+	return list;
 }
 
 json_t *

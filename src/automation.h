@@ -135,6 +135,12 @@ char			*automation_why(const struct automation *, const struct spur_event *);
  * triggers and is freed with automation_free.
  */
 json_t			*automation_to_json(const struct automation *);
+/* The triggers as the API shows them: [{"source", "events": [...]}]. */
+json_t			*automation_triggers_json(const struct automation *);
+/* Why host is not a network.allow entry, as a format with one %s; NULL when it is one. */
+const char		*automation_host_error(const char *host);
+/* An environment as a run's snapshot keeps it; NULL when it is empty. */
+json_t			*env_to_json(const struct env_conf *);
 struct automation	*automation_from_json(const json_t *);
 void			 automation_free(struct automation *);
 

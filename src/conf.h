@@ -38,6 +38,12 @@ struct org_linear {
 	char		*api_url;
 };
 
+/* orgs.NAME.api: the org API (SPEC section 12). */
+struct org_api {
+	struct secret	*callback_secret;	/* whsec_...: signs callback_url reports; NULL: none */
+	char		**repositories;		/* NULL-terminated globs a session may name; NULL: none */
+};
+
 struct named_secret {
 	char		*name;
 	struct secret	*secret;
@@ -53,6 +59,7 @@ struct org {
 	struct named_secret	*secrets;	/* automation-visible secrets */
 	size_t			 nsecrets;
 	struct env_conf		*environment;	/* the automations' default (env.h); NULL: none */
+	struct org_api		*api;		/* NULL when not configured */
 };
 
 struct agent_conf {

@@ -154,8 +154,9 @@ static const char *const github_keys[] = { "webhook_secret", "token", "app_id",
 	"private_key", "api_url", "git_url", NULL };
 static const char *const slack_keys[] = { "signing_secret", "bot_token", "api_url", NULL };
 static const char *const linear_keys[] = { "webhook_secret", "api_key", "api_url", NULL };
+static const char *const api_keys[] = { "callback_secret", "repositories", NULL };
 static const char *const org_keys[] = { "github", "slack", "linear", "agents", "secrets",
-	"environment", NULL };
+	"environment", "api", NULL };
 static const char *const org_agent_keys[] = { "api_key", NULL };
 static const char *const retention_keys[] = { "events", "run_files", NULL };
 static const char *const git_keys[] = { "author_name", "author_email", NULL };
@@ -629,6 +630,33 @@ cfg_linear(struct cfgctx *c, struct org *o, const struct ynode *m)
 		cfg_error(c, m, "\"linear.webhook_secret\" is required");
 }
 
+/* orgs.NAME.api: what the org API's sessions may name, and how its callbacks are signed. */
+static void
+cfg_org_api(struct cfgctx *c, struct org *o, const struct ynode *m)
+{
+	struct org_api	*a;
+	size_t		 i;
+
+	if (!cfg_is_map(c, m, "api"))
+		return;
+	a = o->api = xcalloc(1, sizeof *a);
+	for (i = 0; i < m->n; i++) {
+		const char		*k = ymap_key(m, i);
+		const struct ynode	*n = ymap_value(m, i);
+
+		if (strcmp(k, "callback_secret") == 0) {
+			a->callback_secret = cfg_secret(c, n, "api.callback_secret");
+			if (a->callback_secret != NULL && a->callback_secret->value != NULL &&
+			    strncmp(a->callback_secret->value, "whsec_", 6) != 0)
+				cfg_error(c, n, "\"api.callback_secret\" must be a Standard "
+				    "Webhooks secret (whsec_ and a base64 key)");
+		} else if (strcmp(k, "repositories") == 0)
+			a->repositories = cfg_argv(c, n, "api.repositories");
+		else
+			cfg_unknown(c, m, i, "api", api_keys);
+	}
+}
+
 static void
 cfg_org_agents(struct cfgctx *c, struct org *o, const struct ynode *m)
 {
@@ -750,6 +778,8 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 				cfg_org_secrets(c, org, n);
 			else if (strcmp(k, "environment") == 0)
 				cfg_org_environment(c, org, n);
+			else if (strcmp(k, "api") == 0)
+				cfg_org_api(c, org, n);
 			else
 				cfg_unknown(c, o, j, name, org_keys);
 		}
@@ -1101,6 +1131,13 @@ config_free(struct config *cf)
 			env_conf_clear(o->environment);
 			free(o->environment);
 		}
+		if (o->api != NULL) {
+			secret_free(o->api->callback_secret);
+			for (j = 0; o->api->repositories && o->api->repositories[j]; j++)
+				free(o->api->repositories[j]);
+			free(o->api->repositories);
+			free(o->api);
+		}
 	}
 	free(cf->orgs);
 	free(cf->file);
@@ -1190,6 +1227,8 @@ config_secrets(const struct config *cf, const struct secret **out, size_t max)
 			n = config_secrets_add(out, max, n, o->linear->webhook_secret);
 			n = config_secrets_add(out, max, n, o->linear->api_key);
 		}
+		if (o->api != NULL)
+			n = config_secrets_add(out, max, n, o->api->callback_secret);
 		for (j = 0; j < o->nagents; j++)
 			n = config_secrets_add(out, max, n, o->agents[j].secret);
 		for (j = 0; j < o->nsecrets; j++)

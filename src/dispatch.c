@@ -208,11 +208,40 @@ dispatch_gc_cb(evutil_socket_t fd, short what, void *arg)
 	dispatch_gc_run_files(e);
 }
 
+void
+dispatch_session_close(struct dispatch *d, const char *org, const char *thread)
+{
+	struct engine	*e = d->engine;
+	struct drun	*r;
+	json_t		*list, *s;
+	size_t		 i;
+	char		*dir;
+
+	list = store_sessions_of_thread(e->store, org, thread);
+	json_array_foreach(list, i, s) {
+		const char *id = json_string_value(json_object_get(s, "id"));
+		/* A live run's session is ended by its cancel, which removes its workspace. */
+		LIST_FOREACH(r, &d->runs, entry) {
+			if (r->session != NULL && strcmp(r->session, id) == 0)
+				break;
+		}
+		if (r != NULL)
+			continue;
+		dir = path_dirname(json_string_value(json_object_get(s, "workspace")));
+		if (rm_rf(dir) != 0)
+			log_warn("event=session.remove_failed session=%s dir=%s", id, log_q(dir));
+		store_session_end(e->store, id);
+		log_info("event=session.closed session=%s thread=%s", id, log_q(thread));
+		free(dir);
+	}
+	json_decref(list);
+}
+
 /*
  * What the CLI asked for (it never writes a state itself): cancels of queued
  * runs end them here, reported like any end; running ones are stopped.
  */
-static void
+void
 dispatch_apply_cancels(struct dispatch *d)
 {
 	json_t		*list, *r;

@@ -13,6 +13,13 @@ void		 dispatch_kick(struct dispatch *);
 int		 dispatch_cancel(struct dispatch *, const char *run, const char *reason);
 int		 dispatch_running(const struct dispatch *);
 /*
+ * Applies the cancels stored for runs (store_run_request_cancel): a queued
+ * run ends cancelled, a running one is stopped. The CLI asks by SIGUSR1.
+ */
+void		 dispatch_apply_cancels(struct dispatch *);
+/* The thread's sessions are over: their workspaces are removed (a live run's at its end). */
+void		 dispatch_session_close(struct dispatch *, const char *org, const char *thread);
+/*
  * SIGTERM: no queued run starts any more; running ones go on. Returns how many
  * still run (dispatch_running says it again later).
  */

@@ -48,6 +48,7 @@ struct ingest {
 	struct engine	*engine;
 	struct event	*done_ev;	/* writer -> loop: batches are committed */
 	long long	 queued;	/* runs queued in the store (recounted each second) */
+	long long	 submitted;	/* runs submitted and not yet committed (under mu) */
 	int64_t		 counted_at;
 
 	struct store	*wstore;
@@ -232,14 +233,58 @@ ingest_conc_key(const struct automation *a, const struct spur_event *ev)
 	}
 }
 
+/*
+ * The payload goes to the payload log now, on the caller's thread; the writer
+ * syncs the log before the commit. If it cannot, the row keeps it.
+ */
+static void
+ingest_payload(struct ingest *in, struct ingest_item *it)
+{
+	struct spur_event	*ev = it->event;
+	char			*cause = NULL;
+
+	if (ev->payload_raw != NULL && plog_append(in->plog, ev->payload_raw,
+	    ev->payload_rawlen, &it->payload_seg, &it->payload_off, &cause) != 0) {
+		log_warn("event=ingest.payload_log_failed event_id=%s error=%s "
+		    "consequence=\"payload kept in the store\"", ev->id, log_q(cause));
+		free(cause);
+		it->payload_seg = 0;
+	}
+}
+
+/* A run of the event for automation a, with its prompt. */
+static void
+ingest_add_run(struct ingest_item *it, const struct automation *a, char *prompt)
+{
+	struct new_run	*r = &it->runs[it->nruns++];
+	json_t		*aj;
+
+	r->id = time_id("run_");
+	r->automation = xstrdup(a->name);
+	r->conc_key = ingest_conc_key(a, it->event);
+	r->prompt = prompt;
+	aj = automation_to_json(a);
+	r->automation_json = json_dumps(aj, JSON_COMPACT);
+	json_decref(aj);
+}
+
+/* The rows' JSON is made here, on the caller's thread, not on the writer. */
+static void
+ingest_event_json(struct ingest_item *it)
+{
+	json_t	*head = spur_event_head_json(it->event);
+
+	it->event_json = json_dumps(head, JSON_COMPACT);
+	json_decref(head);
+}
+
 struct ingest_item *
 ingest_prepare(struct ingest *in, const struct automation_set *set,
     struct spur_event *ev)
 {
 	const struct automation	*matches[INGEST_MAX_MATCHES];
 	struct ingest_item	*it = xcalloc(1, sizeof *it);
-	json_t			*aj, *target, *head;
-	char			*cause = NULL;
+	json_t			*target;
 	size_t			 n, i;
 
 	if (ev->id == NULL)
@@ -254,37 +299,32 @@ ingest_prepare(struct ingest *in, const struct automation_set *set,
 		json_decref(ev->payload);
 		ev->payload = NULL;
 	}
-	/*
-	 * The payload goes to the payload log now, on the caller's thread; the
-	 * writer syncs the log before the commit. If it cannot, the row keeps it.
-	 */
-	if (ev->payload_raw != NULL && plog_append(in->plog, ev->payload_raw,
-	    ev->payload_rawlen, &it->payload_seg, &it->payload_off, &cause) != 0) {
-		log_warn("event=ingest.payload_log_failed event_id=%s error=%s "
-		    "consequence=\"payload kept in the store\"", ev->id, log_q(cause));
-		free(cause);
-		it->payload_seg = 0;
-	}
+	ingest_payload(in, it);
 	if (n > 0)
 		it->runs = xcalloc(n, sizeof *it->runs);
-	for (i = 0; i < n; i++) {
-		struct new_run *r = &it->runs[it->nruns++];
-		r->id = time_id("run_");
-		r->automation = xstrdup(matches[i]->name);
-		r->conc_key = ingest_conc_key(matches[i], ev);
-		r->prompt = prompt_build(matches[i]->prompt, ev, NULL);
-		aj = automation_to_json(matches[i]);
-		r->automation_json = json_dumps(aj, JSON_COMPACT);
-		json_decref(aj);
-	}
+	for (i = 0; i < n; i++)
+		ingest_add_run(it, matches[i], prompt_build(matches[i]->prompt, ev, NULL));
 	if (n > 0 && report_ack(ev, it->runs[0].id, &target, &it->ack_body) == 0) {
 		it->ack_target = json_dumps(target, JSON_COMPACT);
 		json_decref(target);
 	}
-	/* The rows' JSON is made here, on the caller's thread, not on the writer. */
-	head = spur_event_head_json(ev);
-	it->event_json = json_dumps(head, JSON_COMPACT);
-	json_decref(head);
+	ingest_event_json(it);
+	return it;
+}
+
+struct ingest_item *
+ingest_prepare_run(struct ingest *in, struct spur_event *ev, const struct automation *a,
+    const char *prompt)
+{
+	struct ingest_item	*it = xcalloc(1, sizeof *it);
+
+	if (ev->id == NULL)
+		ev->id = time_id("evt_");
+	it->event = ev;
+	ingest_payload(in, it);
+	it->runs = xcalloc(1, sizeof *it->runs);
+	ingest_add_run(it, a, xstrdup(prompt));
+	ingest_event_json(it);
 	return it;
 }
 
@@ -301,7 +341,8 @@ ingest_submit(struct ingest *in, struct ingest_item *it, ingest_done_cb cb, void
 	limit = e->conf->limit_queue;
 	pthread_mutex_unlock(&e->conf_mu);
 	pthread_mutex_lock(&in->mu);
-	if ((queued = in->queued) >= limit) {
+	/* What waits for the commit counts: a burst cannot pass the bound before it lands. */
+	if ((queued = in->queued + in->submitted) >= limit) {
 		pthread_mutex_unlock(&in->mu);
 		log_warn("event=ingest.queue_full org=%s queued=%lld limit=%d",
 		    log_q(it->event->org), queued, limit);
@@ -313,6 +354,7 @@ ingest_submit(struct ingest *in, struct ingest_item *it, ingest_done_cb cb, void
 		in->cap = in->cap ? in->cap * 2 : 64;
 		in->pending = xreallocarray(in->pending, in->cap, sizeof *in->pending);
 	}
+	in->submitted += (long long)it->nruns;
 	p = &in->pending[in->npending++];
 	p->item = it;
 	p->cb = cb;
@@ -376,7 +418,7 @@ ingest_finish_batch(struct ingest *in, struct batch *d)
 	struct ingest_item	**items = d->items;
 	size_t			 n = d->n, i, j;
 	int			 rc = d->rc, acked = 0;
-	long long		 queued = 0, recount;
+	long long		 queued = 0, recount, submitted = 0;
 	json_t			*runs;
 	enum ingest_status	 status;
 
@@ -390,6 +432,7 @@ ingest_finish_batch(struct ingest *in, struct batch *d)
 		struct ingest_item	*it = items[i];
 		struct spur_event	*ev = it->event;
 
+		submitted += (long long)it->nruns;
 		runs = json_array();
 		if (rc != 0)
 			status = INGEST_UNAVAILABLE;
@@ -428,6 +471,9 @@ ingest_finish_batch(struct ingest *in, struct batch *d)
 	free(items);
 	free(batch);
 	free(d);
+	pthread_mutex_lock(&in->mu);
+	in->submitted -= submitted;
+	pthread_mutex_unlock(&in->mu);
 	if (rc == 0) {
 		pthread_mutex_lock(&in->mu);
 		in->queued += queued;

@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 
+struct automation;
 struct automation_set;
 struct engine;
 struct ingest_item;
@@ -25,6 +26,12 @@ void		 ingest_free(struct ingest *);
  */
 struct ingest_item *ingest_prepare(struct ingest *, const struct automation_set *,
 		     struct spur_event *);
+/*
+ * Any thread: the same for an event that names its one run (the org API's
+ * sessions): automation a, prompt as given; takes ev.
+ */
+struct ingest_item *ingest_prepare_run(struct ingest *, struct spur_event *,
+		     const struct automation *, const char *prompt);
 void		 ingest_item_free(struct ingest_item *);
 /*
  * Any thread: queues a prepared event for the next commit, or answers at once

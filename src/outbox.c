@@ -466,7 +466,7 @@ outbox_post(struct outbox_send *s)
 	const char		*body = json_string_value(json_object_get(s->report, "body"));
 	char			*url = NULL, **headers = NULL, *cause = NULL;
 
-	if (report_request(s->ob->engine, target, s->token, &url, &headers, &cause) != 0) {
+	if (report_request(s->ob->engine, s->report, target, s->token, &url, &headers, &cause) != 0) {
 		outbox_send_failed(s, REPORT_FAILED, cause, -1, 1);
 		free(cause);
 		outbox_send_free(s);

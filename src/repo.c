@@ -130,7 +130,7 @@ repo_job_free(struct repo_job *j)
 }
 
 /* owner/name of GitHub's alphabet: nothing a URL or a path could be tricked with. */
-static int
+int
 repo_valid_name(const char *s)
 {
 	const char	*slash;

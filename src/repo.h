@@ -56,4 +56,7 @@ int	 repo_wanted(const struct automation *, const json_t *event);
 /* Stops the job (its child is killed); no callback after this. */
 void	 repo_job_free(struct repo_job *);
 
+/* owner/name of GitHub's alphabet: nothing a URL or a path could be tricked with. */
+int		 repo_valid_name(const char *);
+
 #endif

@@ -156,8 +156,8 @@ report_format(const char *source, const struct report_facts *f, size_t max)
 }
 
 int
-report_request(struct engine *e, const json_t *target, const char *token, char **url,
-    char ***headers, char **cause)
+report_request(struct engine *e, const json_t *report, const json_t *target,
+    const char *token, char **url, char ***headers, char **cause)
 {
 	const char	*source = json_string_value(json_object_get(target, "source"));
 	const char	*path = json_string_value(json_object_get(target, "path"));
@@ -165,6 +165,8 @@ report_request(struct engine *e, const json_t *target, const char *token, char *
 			    "org")));
 	char		*base, **h;
 
+	if (source != NULL && strcmp(source, "api") == 0)
+		return callback_request(e, report, target, url, headers, cause);
 	if (source == NULL || org == NULL) {
 		xasprintf(cause, "the report's org is no longer configured");
 		return -1;
@@ -227,6 +229,8 @@ report_verdict(const json_t *target, const struct http_response *r, char **why)
 	const char	*err;
 	enum report_verdict verdict = REPORT_FAILED;
 
+	if (source != NULL && strcmp(source, "api") == 0)
+		return callback_verdict(r, why);
 	*why = NULL;
 	if (r->status == 0) {
 		*why = xprintf("network: %s", r->error != NULL ? r->error : "no answer");
@@ -278,7 +282,11 @@ int
 report_idempotent(const json_t *report)
 {
 	const char	*kind = json_string_value(json_object_get(report, "kind"));
+	const char	*source = json_string_value(json_path(report, "target.source"));
 
+	/* A callback's receiver drops a webhook-id it has seen (Standard Webhooks). */
+	if (source != NULL && strcmp(source, "api") == 0)
+		return 1;
 	/* GitHub answers 200 for a reaction that is there; Slack already_reacted. */
 	return kind != NULL && strcmp(kind, "reaction") == 0;
 }
@@ -374,7 +382,7 @@ report_lookup_request(struct engine *e, const json_t *report, const char *token,
 	}
 	t = json_deep_copy(target);
 	json_object_set_new(t, "path", json_string(buf_cstr(&b)));
-	r = report_request(e, t, token, url, headers, cause);
+	r = report_request(e, report, t, token, url, headers, cause);
 out:
 	if (r != 0) {
 		free(*body);
@@ -501,6 +509,13 @@ report_target(const json_t *ev, int reaction, const char **why)
 	if (source == NULL || org == NULL) {
 		*why = "the run's event is unreadable";
 		return NULL;
+	}
+	if (strcmp(source, "api") == 0) {
+		if (reaction) {
+			*why = "nothing to react to";
+			return NULL;
+		}
+		return callback_target(ev, why);
 	}
 	if (strcmp(source, "github") == 0) {
 		if (repo == NULL || (n == 0 && !reaction)) {
@@ -636,6 +651,10 @@ report_run_end(struct engine *e, const char *run)
 		goto out;
 	}
 	source = json_string_value(json_object_get(target, "source"));
+	if (strcmp(source, "api") == 0) {
+		body = callback_body(e, ev, run);
+		goto store;
+	}
 	memset(&f, 0, sizeof f);
 	f.run = run;
 	f.automation = json_string_value(json_object_get(j, "automation"));
@@ -663,6 +682,7 @@ report_run_end(struct engine *e, const char *run)
 	    strcmp(source, "slack") == 0 ? REPORT_SLACK_MAX : REPORT_LINEAR_MAX;
 	text = report_format(source, &f, max);
 	body = report_body(ev, run, text, 0);
+store:
 	if (store_report_add(e->store, run, "run_end", target, body) == 0) {
 		log_info("event=report.stored run=%s kind=run_end source=%s", run, source);
 		outbox_kick(e->outbox);

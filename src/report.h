@@ -61,9 +61,13 @@ char	*report_format(const char *source, const struct report_facts *, size_t max)
 /* s cut to at most max bytes on a UTF-8 boundary, saying so when cut. Pure. */
 char	*report_cut(const char *s, size_t max, const char *more);
 
-/* How the outbox sends a stored report: the request (URL and headers, auth included). */
-int	 report_request(struct engine *, const json_t *target, const char *token,
-	     char **url, char ***headers, char **cause);
+/*
+ * How the outbox sends a stored report (the store's row: run, kind, body) to
+ * target (the row's, or a lookup's): the request (URL and headers, auth or
+ * signature included).
+ */
+int	 report_request(struct engine *, const json_t *report, const json_t *target,
+	     const char *token, char **url, char ***headers, char **cause);
 void	 report_headers_free(char **);
 
 enum report_verdict { REPORT_SENT, REPORT_RETRY, REPORT_FAILED };
@@ -94,6 +98,29 @@ enum report_lookup report_lookup_verdict(const json_t *report, const char *page,
 	     const struct http_response *, char **next, char **why);
 /* Whether posting report twice does no harm (reactions): then it is never looked for. */
 int	 report_idempotent(const json_t *report);
+
+/*
+ * source-api.c: an API session's thread is its callback_url (SPEC 12), told
+ * CALLBACK_RUN_ENDED in a POST signed with Standard Webhooks under
+ * orgs.NAME.api.callback_secret. The body: {"type", "session", "run" (the run
+ * as GET /o/ORG/runs/ID lists it, secrets scrubbed), "metadata"}.
+ */
+#define CALLBACK_RUN_ENDED	"run.ended"
+struct secret;
+/* The stored target {source: api, org, method, url}, or NULL with why (no callback_url). */
+json_t	*callback_target(const json_t *ev, const char **why);
+/* The body of run's callback, from its event ev. */
+char	*callback_body(struct engine *, const json_t *ev, const char *run);
+/* The webhook-id of a stored report: the same on every attempt. */
+char	*callback_id(const json_t *report);
+/* "v1," + base64 HMAC-SHA256 of id "." ts "." body under the whsec_ secret; NULL with cause. */
+char	*callback_signature(const struct secret *, const char *id, const char *ts,
+	     const char *body, char **cause);
+/* The signed request of an attempt (its timestamp is now). */
+int	 callback_request(struct engine *, const json_t *report, const json_t *target,
+	     char **url, char ***headers, char **cause);
+/* 2xx sent; no answer, 408, 429, 5xx retried; any other refusal given up, saying so. */
+enum report_verdict callback_verdict(const struct http_response *, char **why);
 
 /* Every configured secret value, in any written form, replaced by [secret] (scrub_secrets). */
 char	*report_scrub(struct engine *, const char *);

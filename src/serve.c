@@ -1,5 +1,6 @@
 /* serve.c: `spur serve`: builds the engine, runs the loop, reloads on SIGHUP, stops on SIGTERM. */
 #include "spur.h"
+#include "api.h"
 #include "automation.h"
 #include "cmd.h"
 #include "conf.h"
@@ -446,6 +447,7 @@ out:
 	 * and answered while everything its answers touch is still there.
 	 */
 	server_free(e.server);
+	mcp_free_all();
 	scheduler_free(e.scheduler);
 	e.scheduler = NULL;
 	dispatch_free(e.dispatch);

@@ -1,10 +1,13 @@
 /* server.c: the HTTP listener: limits, routes, and the webhook front door of SPEC section 5. */
 #include "spur.h"
+#include "api.h"
+#include "api-events.h"
 #include "automation.h"
 #include "conf.h"
 #include "event.h"
 #include "ingest.h"
 #include "lpause.h"
+#include "openapi.h"
 #include "reqclock.h"
 #include "sandbox.h"
 #include "serve.h"
@@ -69,6 +72,7 @@ struct front {
 	struct event			*limits_ev;	/* the config was reloaded */
 	struct event			*trim_ev;	/* a large body was freed */
 	struct reqclock			*clock;		/* limits.request */
+	struct api_events		*events;	/* the org API's event streams */
 	TAILQ_HEAD(hookreqs, hookreq)	 answers;	/* under srv->mu */
 };
 
@@ -84,7 +88,7 @@ struct server {
 	struct reqbudget		*budget;	/* limits.buffered, every front's */
 };
 
-enum hookreq_kind { HOOKREQ_HOOK, HOOKREQ_HEALTHZ, HOOKREQ_METRICS };
+enum hookreq_kind { HOOKREQ_HOOK, HOOKREQ_HEALTHZ, HOOKREQ_METRICS, HOOKREQ_API };
 
 static void	front_accept_error_cb(struct evconnlistener *, void *);
 
@@ -115,6 +119,12 @@ struct hookreq {
 	const char		*ctype;
 	char			*answer;
 	int			 retry_after;
+	/* The org API's request and what its answer adds (api.c). */
+	struct api_req		 api;
+	const char		*allow;
+	char			*mcp_session;
+	char			*stream_run;
+	char			*stream_after;
 	TAILQ_ENTRY(hookreq)	 entry;
 };
 
@@ -128,10 +138,14 @@ server_reply(struct server *srv, struct evhttp_request *req, const char *route, 
 
 	switch (status) {
 	case 200: reason = "OK"; break;
+	case 201: reason = "Created"; break;
+	case 202: reason = "Accepted"; break;
+	case 204: reason = "No Content"; break;
 	case 400: reason = "Bad Request"; break;
 	case 401: reason = "Unauthorized"; break;
 	case 404: reason = "Not Found"; break;
 	case 405: reason = "Method Not Allowed"; break;
+	case 409: reason = "Conflict"; break;
 	case 413: reason = "Payload Too Large"; break;
 	case 431: reason = "Request Header Fields Too Large"; break;
 	case 503: reason = "Service Unavailable"; break;
@@ -197,6 +211,10 @@ hookreq_free(struct hookreq *hr)
 	free(hr->org_name);
 	free(hr->hook);
 	free(hr->answer);
+	api_req_clear(&hr->api);
+	free(hr->mcp_session);
+	free(hr->stream_run);
+	free(hr->stream_after);
 	source_result_free(&hr->res);
 	if (hr->set != NULL)
 		automation_set_unref(hr->set);
@@ -283,10 +301,26 @@ front_answer_cb(evutil_socket_t fd, short what, void *arg)
 
 	while ((hr = hookreq_pop(srv, &f->answers)) != NULL) {
 		if ((req = hookreq_take(hr)) != NULL) {
-			if (hr->retry_after)
-				evhttp_add_header(evhttp_request_get_output_headers(req),
-				    "Retry-After", "5");
-			server_reply(srv, req, hr->route, hr->status, hr->ctype, hr->answer);
+			struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+			char ra[16];
+
+			if (hr->retry_after) {
+				snprintf(ra, sizeof ra, "%d", hr->kind == HOOKREQ_API ?
+				    hr->retry_after : 5);
+				evhttp_add_header(h, "Retry-After", ra);
+			}
+			if (hr->allow != NULL)
+				evhttp_add_header(h, "Allow", hr->allow);
+			if (hr->mcp_session != NULL)
+				evhttp_add_header(h, "Mcp-Session-Id", hr->mcp_session);
+			if (hr->stream_run != NULL) {
+				/* The stream is the front's from here: it reads the run's files. */
+				metrics_request(srv->engine->metrics, hr->route, 200);
+				api_events_start(f->events, req, hr->stream_run,
+				    hr->api.last_event_id);
+			} else
+				server_reply(srv, req, hr->route, hr->status, hr->ctype,
+				    hr->answer);
 		}
 		hookreq_free(hr);
 	}
@@ -322,6 +356,23 @@ hook_done_cb(enum ingest_status status, const struct spur_event *ev, json_t *run
 	hookreq_answer(hr, hr->retry_after ? 503 : 200, "application/json", buf_take(&b));
 }
 
+/* Loop (api.c): the org API's answer, for the front to send. */
+static void
+server_api_done(struct api_answer *a, void *arg)
+{
+	struct hookreq	*hr = arg;
+	char		*body = a->body;
+
+	a->body = NULL;
+	hr->allow = a->allow;
+	hr->mcp_session = a->mcp_session;
+	a->mcp_session = NULL;
+	hr->stream_run = a->stream_run;
+	a->stream_run = NULL;
+	hr->retry_after = a->retry_after;
+	hookreq_answer(hr, a->status, a->ctype != NULL ? a->ctype : "application/json", body);
+}
+
 /* Loop: what only the loop can answer (it owns the store's connection). */
 static void
 server_ask_cb(evutil_socket_t fd, short what, void *arg)
@@ -332,7 +383,9 @@ server_ask_cb(evutil_socket_t fd, short what, void *arg)
 	char		*why;
 
 	while ((hr = hookreq_pop(srv, &srv->asks)) != NULL) {
-		if (hr->kind == HOOKREQ_METRICS)
+		if (hr->kind == HOOKREQ_API)
+			api_handle(e, &hr->api, server_api_done, hr);
+		else if (hr->kind == HOOKREQ_METRICS)
 			hookreq_answer(hr, 200, "text/plain; version=0.0.4",
 			    metrics_render(e->metrics, e));
 		else if (store_writable(e->store) != 0)
@@ -546,6 +599,89 @@ server_hook(struct front *f, struct evhttp_request *req, const char *org_name,
 	hookreq_free(hr);
 }
 
+/* "/o/{org}/REST": the org into org and "/REST" returned; NULL: not such a path. */
+static const char *
+server_api_path(const char *uri, char *org, size_t orglen)
+{
+	const char	*p, *slash;
+	size_t		 n;
+
+	if (strncmp(uri, "/o/", 3) != 0)
+		return NULL;
+	p = uri + 3;
+	if ((slash = strchr(p, '/')) == NULL || (n = slash - p) == 0 || n >= orglen ||
+	    memchr(p, '?', n) != NULL)
+		return NULL;
+	memcpy(org, p, n);
+	org[n] = '\0';
+	return slash;
+}
+
+static char *
+server_header_dup(struct evkeyvalq *in, const char *name)
+{
+	const char	*v = evhttp_find_header(in, name);
+
+	return v != NULL ? xstrdup(v) : NULL;
+}
+
+/* Front: the OpenAPI document, compiled in. */
+static void
+server_openapi(struct server *srv, struct evhttp_request *req)
+{
+	struct evbuffer	*out = evbuffer_new();
+
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+	    "application/json");
+	evbuffer_add_reference(out, spur_openapi_json, spur_openapi_json_len, NULL, NULL);
+	evhttp_send_reply(req, 200, "OK", out);
+	evbuffer_free(out);
+	metrics_request(srv->engine->metrics, "openapi", 200);
+}
+
+/* Front: an org API request goes to the loop, which owns the store and the keys. */
+static void
+server_api(struct front *f, struct evhttp_request *req, const char *org)
+{
+	struct server		*srv = f->srv;
+	struct evkeyvalq	*in = evhttp_request_get_input_headers(req);
+	struct evbuffer		*body = evhttp_request_get_input_buffer(req);
+	const char		*uri = evhttp_request_get_uri(req), *rest, *method;
+	struct hookreq		*hr;
+	char			 o[128];
+	size_t			 n;
+
+	switch (evhttp_request_get_command(req)) {
+	case EVHTTP_REQ_GET: method = "GET"; break;
+	case EVHTTP_REQ_POST: method = "POST"; break;
+	case EVHTTP_REQ_PUT: method = "PUT"; break;
+	case EVHTTP_REQ_DELETE: method = "DELETE"; break;
+	default: method = "OTHER"; break;
+	}
+	rest = server_api_path(uri, o, sizeof o);
+	hr = hookreq_new(f, req, HOOKREQ_API, "api");
+	hr->api.method = xstrdup(method);
+	hr->api.org = xstrdup(org);
+	n = strcspn(rest, "?");
+	hr->api.path = xstrndup(rest, n);
+	hr->api.query = rest[n] == '?' ? xstrdup(rest + n + 1) : NULL;
+	hr->api.authorization = server_header_dup(in, "Authorization");
+	hr->api.idempotency_key = server_header_dup(in, "Idempotency-Key");
+	hr->api.last_event_id = server_header_dup(in, "Last-Event-ID");
+	hr->api.mcp_session = server_header_dup(in, "Mcp-Session-Id");
+	hr->api.mcp_version = server_header_dup(in, "MCP-Protocol-Version");
+	hr->api.accept = server_header_dup(in, "Accept");
+	hr->api.len = evbuffer_get_length(body);
+	hr->api.body = xmalloc(hr->api.len + 1);
+	evbuffer_copyout(body, hr->api.body, hr->api.len);
+	hr->api.body[hr->api.len] = '\0';
+	hr->len = hr->api.len;
+	pthread_mutex_lock(&srv->mu);
+	TAILQ_INSERT_TAIL(&srv->asks, hr, entry);
+	event_active(srv->ask_ev, 0, 0);
+	pthread_mutex_unlock(&srv->mu);
+}
+
 /* RFC 9110 tchar: what a header name is made of (no space, no colon, no control). */
 static int
 server_token(const char *s)
@@ -654,6 +790,18 @@ server_request_cb(struct evhttp_request *req, void *arg)
 	}
 	if (server_hook_path(uri, org, sizeof org, hook, sizeof hook) == 0) {
 		server_hook(f, req, org, hook);
+		return;
+	}
+	if (n == 13 && strncmp(uri, "/openapi.json", 13) == 0) {
+		if (!get) {
+			evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET");
+			server_reply(srv, req, "openapi", 405, NULL, NULL);
+		} else
+			server_openapi(srv, req);
+		return;
+	}
+	if (server_api_path(uri, org, sizeof org) != NULL) {
+		server_api(f, req, org);
 		return;
 	}
 	server_reply(srv, req, "other", 404, "application/json", "{\"error\":\"not_found\"}");
@@ -851,6 +999,7 @@ front_init(struct server *srv, struct front *f, const struct config *conf)
 	f->close_ev = event_new(f->base, -1, 0, front_close_cb, f);
 	f->limits_ev = event_new(f->base, -1, 0, front_limits_cb, f);
 	f->trim_ev = evtimer_new(f->base, front_trim_cb, f);
+	f->events = api_events_new(f->base, f->clock, conf->data_dir);
 }
 
 struct server *
@@ -947,6 +1096,8 @@ server_free(struct server *srv)
 		f = &srv->fronts[i];
 		for (j = 0; j < f->nbound; j++)
 			lpause_clear(&f->pause[j]);
+		/* The streams let go of their requests before evhttp frees them. */
+		api_events_free(f->events);
 		/* Closing the connections drops the answers of requests still here. */
 		if (f->http != NULL)
 			evhttp_free(f->http);

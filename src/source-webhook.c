@@ -73,6 +73,42 @@ webhook_check_hmac(const struct source_req *req, const struct webhook_def *def,
 	return xprintf("%s does not match the body", safe);
 }
 
+int
+webhook_standard_key(const void *secret, size_t len, unsigned char **key, size_t *keylen)
+{
+	const char	*p = secret;
+
+	*key = NULL;
+	*keylen = 0;
+	if (len >= strlen(WEBHOOK_STD_PREFIX) &&
+	    memcmp(p, WEBHOOK_STD_PREFIX, strlen(WEBHOOK_STD_PREFIX)) == 0) {
+		p += strlen(WEBHOOK_STD_PREFIX);
+		len -= strlen(WEBHOOK_STD_PREFIX);
+	}
+	if (base64_decode(p, len, key, keylen) != 0 || *keylen == 0) {
+		if (*key != NULL)
+			free(*key);
+		*key = NULL;
+		*keylen = 0;
+		return -1;
+	}
+	return 0;
+}
+
+void
+webhook_standard_hmac(const void *key, size_t keylen, const char *id, const char *ts,
+    const void *body, size_t len, unsigned char out[32])
+{
+	size_t	 msglen = strlen(id) + 1 + strlen(ts) + 1 + len, n;
+	char	*msg = xmalloc(msglen + 1);
+
+	n = (size_t)snprintf(msg, msglen + 1, "%s.%s.", id, ts);
+	if (len > 0)
+		memcpy(msg + n, body, len);
+	hmac_sha256(key, keylen, msg, msglen, out);
+	free(msg);
+}
+
 /*
  * Standard Webhooks: HMAC-SHA256(base64-decoded whsec_ key, id "." timestamp
  * "." body), any of the space-separated "v1,<base64>" signatures may match.
@@ -87,8 +123,8 @@ webhook_check_standard(const struct source_req *req, const struct secret *secret
 	const char	*p, *end;
 	const void	*key;
 	unsigned char	*decoded = NULL, want[32];
-	size_t		 keylen, n, msglen, seen = 0, v1 = 0;
-	char		*msg, *cause = NULL;
+	size_t		 keylen, seen = 0, v1 = 0;
+	char		*cause = NULL;
 	int64_t		 secs;
 	int		 matched = 0, badkey = 0;
 
@@ -107,27 +143,15 @@ webhook_check_standard(const struct source_req *req, const struct secret *secret
 	/* The key is the base64 after whsec_; a secret that is not is refused. */
 	source_key(nokey ? NULL : secret, &key, &keylen);
 	if (!nokey) {
-		p = key;
-		n = keylen;
-		if (n >= strlen(WEBHOOK_STD_PREFIX) &&
-		    memcmp(p, WEBHOOK_STD_PREFIX, strlen(WEBHOOK_STD_PREFIX)) == 0) {
-			p += strlen(WEBHOOK_STD_PREFIX);
-			n -= strlen(WEBHOOK_STD_PREFIX);
-		}
-		if (base64_decode(p, n, &decoded, &keylen) != 0 || keylen == 0) {
+		if (webhook_standard_key(key, keylen, &decoded, &keylen) != 0) {
 			badkey = 1;
 			source_key(NULL, &key, &keylen);
 		} else
 			key = decoded;
 	}
 
-	msglen = strlen(id) + 1 + strlen(ts) + 1 + req->len;
-	msg = xmalloc(msglen + 1);
-	n = (size_t)snprintf(msg, msglen + 1, "%s.%s.", id, ts);
-	memcpy(msg + n, req->body, req->len);
-	hmac_sha256(key, keylen, msg, msglen, want);
+	webhook_standard_hmac(key, keylen, id, ts, req->body, req->len, want);
 	*hashed = 1;
-	free(msg);
 	if (decoded != NULL) {
 		explicit_bzero(decoded, keylen);
 		free(decoded);

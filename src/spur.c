@@ -54,6 +54,14 @@ static const struct cmd cmds[] = {
 	{ "retry", "[-c FILE] RUN",
 	  "Starts a new run from the same event and automation.",
 	  cmd_retry, 0 },
+	{ "keys", "create|list|revoke [-c FILE] [--org ORG] [--name NAME] [--scope SCOPE]... "
+	  "[--expires DURATION] [--json] [ID]",
+	  "The org API's keys. create --org ORG prints a new key once on stdout (the\n"
+	  "store keeps only its hash); --scope (repeatable: sessions:read,\n"
+	  "sessions:write, runs:read, runs:write, automations:read, secrets:write, mcp)\n"
+	  "defaults to all but secrets:write; --expires 90d. list shows id, name,\n"
+	  "scopes, created, last used, expiry and revocation, never a key; revoke ID.",
+	  cmd_keys, 0 },
 	{ "schedules", "[-c FILE] [--org ORG] [--next N] [--json]",
 	  "Lists every schedule and its next N fire times (default 3), in UTC and in\n"
 	  "the schedule's time zone.",

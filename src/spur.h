@@ -84,6 +84,11 @@ void	 hmac_sha256(const void *key, size_t keylen, const void *msg, size_t msglen
 void	 sha256(const void *, size_t, unsigned char out[32]);
 void	 hex_encode(const unsigned char *, size_t, char *out);	/* out: 2n+1 */
 int	 hex_decode(const char *, size_t, unsigned char *out, size_t outlen);
+/*
+ * term.c: the length of the UTF-8 sequence at s, its code point in *cp: 1 to
+ * 4; 0 when it is not valid UTF-8; -1 when it is a valid start cut short.
+ */
+int	 utf8_len(const unsigned char *s, size_t len, uint32_t *cp);
 int	 hex_value(char);	/* one hex digit's value, either case; -1 for none */
 char	*base64_encode(const unsigned char *, size_t);
 int	 base64_decode(const char *, size_t, unsigned char **out, size_t *outlen);

@@ -122,6 +122,20 @@ static const char *store_migrations[] = {
 	"  'interrupted' ELSE 'agent_error' END END WHERE state NOT IN ('queued', 'running');",
 	/* 9: the repository a run works on, as the event chose it (repo.c repo_choose) */
 	"ALTER TABLE runs ADD COLUMN repository TEXT;",
+	/*
+	 * 10: the org API (SPEC section 12): keys, kept as a hash under a public id;
+	 * an API session is the thread api:ID its session.created event opened,
+	 * ended when its row here is written
+	 */
+	"CREATE TABLE api_keys ("
+	"  id TEXT PRIMARY KEY, org TEXT NOT NULL, name TEXT, hash TEXT NOT NULL,"
+	"  scopes TEXT NOT NULL, created_at INTEGER NOT NULL, last_used INTEGER,"
+	"  expires_at INTEGER, revoked_at INTEGER);"
+	"CREATE TABLE api_session_ends ("
+	"  org TEXT NOT NULL, id TEXT NOT NULL, ended_at INTEGER NOT NULL, reason TEXT,"
+	"  PRIMARY KEY (org, id));"
+	"CREATE INDEX events_thread ON events(org, thread);"
+	"CREATE INDEX runs_thread ON runs(org, thread);",
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
@@ -920,8 +934,7 @@ store_run_row(struct store *st, sqlite3_stmt *s, int full)
 	json_object_set_new(j, "conc_key", col_json_text(s, 16));
 	ev = store_event_json(st, (const char *)sqlite3_column_text(s, 3));
 	json_object_set_new(j, "event", ev != NULL ? ev : json_null());
-	json_object_set_new(j, "history", store_run_rows(st, "SELECT state, at, reason, cause, "
-	    "phase FROM run_history WHERE run = ? ORDER BY rowid", id, history_row));
+	json_object_set_new(j, "history", store_run_history(st, id));
 	json_object_set_new(j, "reports", store_run_rows(st, "SELECT kind, state, attempts, "
 	    "last_error, created_at, sent_at FROM reports WHERE run = ? ORDER BY id", id,
 	    report_row));
@@ -934,6 +947,13 @@ store_run_row(struct store *st, sqlite3_stmt *s, int full)
 		json_object_set_new(j, "automation_config", a != NULL ? a : json_null());
 	}
 	return j;
+}
+
+json_t *
+store_run_history(struct store *st, const char *run)
+{
+	return store_run_rows(st, "SELECT state, at, reason, cause, phase FROM run_history "
+	    "WHERE run = ? ORDER BY rowid", run, history_row);
 }
 
 json_t *
@@ -1337,6 +1357,271 @@ store_sessions_idle(struct store *st, int64_t before_ms)
 	}
 	sqlite3_finalize(s);
 	return list;
+}
+
+json_t *
+store_sessions_of_thread(struct store *st, const char *org, const char *thread)
+{
+	sqlite3_stmt	*s;
+	json_t		*list = json_array();
+
+	if (sqlite3_prepare_v2(st->db, "SELECT id, workspace FROM sessions WHERE org = ? AND "
+	    "thread = ? AND state = 'live'", -1, &s, NULL) != SQLITE_OK)
+		return list;
+	bind_text(s, 1, org);
+	bind_text(s, 2, thread);
+	while (sqlite3_step(s) == SQLITE_ROW)
+		json_array_append_new(list, json_pack("{s:o,s:o}", "id", col_json_text(s, 0),
+		    "workspace", col_json_text(s, 1)));
+	sqlite3_finalize(s);
+	return list;
+}
+
+/* The org API's keys (keys.c): a row of api_keys. */
+int
+store_key_add(struct store *st, const struct store_key *k)
+{
+	const char	*args[] = { k->id, k->org, k->name, k->hash, k->scopes };
+	int64_t		 ints[] = { k->created_at, k->expires_at };
+
+	return store_exec_bind(st, "INSERT INTO api_keys (id, org, name, hash, scopes, "
+	    "created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, NULLIF(?, 0))", args, 5, ints,
+	    2);
+}
+
+static char *
+col_dup(sqlite3_stmt *s, int i)
+{
+	const char	*t = (const char *)sqlite3_column_text(s, i);
+
+	return t != NULL ? xstrdup(t) : NULL;
+}
+
+int
+store_key_get(struct store *st, const char *id, struct store_key *k)
+{
+	sqlite3_stmt	*s;
+	int		 rc;
+
+	memset(k, 0, sizeof *k);
+	if ((s = store_stmt(st, "SELECT id, org, name, hash, scopes, created_at, "
+	    "IFNULL(last_used, 0), IFNULL(expires_at, 0), IFNULL(revoked_at, 0) FROM api_keys "
+	    "WHERE id = ?")) == NULL)
+		return -1;
+	bind_text(s, 1, id);
+	if ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		k->id = col_dup(s, 0);
+		k->org = col_dup(s, 1);
+		k->name = col_dup(s, 2);
+		k->hash = col_dup(s, 3);
+		k->scopes = col_dup(s, 4);
+		k->created_at = sqlite3_column_int64(s, 5);
+		k->last_used = sqlite3_column_int64(s, 6);
+		k->expires_at = sqlite3_column_int64(s, 7);
+		k->revoked_at = sqlite3_column_int64(s, 8);
+	}
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : -1;
+}
+
+void
+store_key_clear(struct store_key *k)
+{
+	free(k->id);
+	free(k->org);
+	free(k->name);
+	free(k->hash);
+	free(k->scopes);
+	memset(k, 0, sizeof *k);
+}
+
+int
+store_key_used(struct store *st, const char *id, int64_t at)
+{
+	const char	*args[] = { id };
+	int64_t		 ints[] = { at };
+
+	return store_exec_bind(st, "UPDATE api_keys SET last_used = ?2 WHERE id = ?1", args, 1,
+	    ints, 1);
+}
+
+int
+store_key_revoke(struct store *st, const char *id, int64_t at)
+{
+	const char	*args[] = { id };
+	int64_t		 ints[] = { at };
+
+	if (store_exec_bind(st, "UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND "
+	    "revoked_at IS NULL", args, 1, ints, 1) != 0)
+		return -1;
+	return sqlite3_changes(st->db) == 1 ? 0 : 1;
+}
+
+json_t *
+store_keys_json(struct store *st, const char *org)
+{
+	sqlite3_stmt	*s;
+	json_t		*list = json_array();
+
+	if (sqlite3_prepare_v2(st->db, "SELECT id, org, name, scopes, created_at, last_used, "
+	    "expires_at, revoked_at FROM api_keys WHERE (?1 IS NULL OR org = ?1) ORDER BY "
+	    "created_at, id", -1, &s, NULL) != SQLITE_OK)
+		return list;
+	bind_text(s, 1, org);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		json_array_append_new(list, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
+		    "id", col_json_text(s, 0), "org", col_json_text(s, 1), "name",
+		    col_json_text(s, 2), "scopes", col_json_text(s, 3), "created_at",
+		    col_time(s, 4), "last_used", col_time(s, 5), "expires_at", col_time(s, 6),
+		    "revoked_at", col_time(s, 7)));
+	}
+	sqlite3_finalize(s);
+	return list;
+}
+
+/*
+ * API sessions. Each is the thread "api:ID" that its session.created event
+ * opened; the event's JSON (meta: session, callback_url, metadata, key) is
+ * the session's record, ended_at its row in api_session_ends.
+ */
+#define API_SESSION_SQL "SELECT e.json, x.ended_at, x.reason FROM events e LEFT JOIN " \
+	"api_session_ends x ON x.org = e.org AND x.id = substr(e.thread, 5) WHERE " \
+	"e.org = ?1 AND e.source = 'api' AND e.type = 'session.created' "
+
+static json_t *
+api_session_row(sqlite3_stmt *s)
+{
+	json_t	*ev = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
+
+	if (ev == NULL)
+		return NULL;
+	json_object_set_new(ev, "ended_at", col_time(s, 1));
+	json_object_set_new(ev, "end_reason", col_json_text(s, 2));
+	return ev;
+}
+
+json_t *
+store_api_session(struct store *st, const char *org, const char *id)
+{
+	sqlite3_stmt	*s;
+	json_t		*j = NULL;
+	char		*thread = xprintf("api:%s", id);
+
+	if (sqlite3_prepare_v2(st->db, API_SESSION_SQL "AND e.thread = ?2", -1, &s,
+	    NULL) == SQLITE_OK) {
+		bind_text(s, 1, org);
+		bind_text(s, 2, thread);
+		if (sqlite3_step(s) == SQLITE_ROW)
+			j = api_session_row(s);
+		sqlite3_finalize(s);
+	}
+	free(thread);
+	return j;
+}
+
+json_t *
+store_api_sessions(struct store *st, const char *org, const char *after, int limit)
+{
+	sqlite3_stmt	*s;
+	json_t		*list = json_array(), *j;
+	char		*thread = after != NULL ? xprintf("api:%s", after) : NULL;
+
+	if (sqlite3_prepare_v2(st->db, API_SESSION_SQL "AND (?2 IS NULL OR e.rowid < "
+	    "(SELECT rowid FROM events WHERE org = ?1 AND thread = ?2 AND type = "
+	    "'session.created')) ORDER BY e.rowid DESC LIMIT ?3", -1, &s, NULL) == SQLITE_OK) {
+		bind_text(s, 1, org);
+		bind_text(s, 2, thread);
+		sqlite3_bind_int(s, 3, limit);
+		while (sqlite3_step(s) == SQLITE_ROW) {
+			if ((j = api_session_row(s)) != NULL)
+				json_array_append_new(list, j);
+		}
+		sqlite3_finalize(s);
+	}
+	free(thread);
+	return list;
+}
+
+int
+store_api_session_end(struct store *st, const char *org, const char *id, const char *reason)
+{
+	const char	*args[] = { org, id, reason };
+	int64_t		 ints[] = { now_ms() };
+
+	return store_exec_bind(st, "INSERT OR IGNORE INTO api_session_ends (org, id, reason, "
+	    "ended_at) VALUES (?, ?, ?, ?)", args, 3, ints, 1);
+}
+
+/* A thread's runs, oldest first. */
+json_t *
+store_thread_runs(struct store *st, const char *org, const char *thread)
+{
+	sqlite3_stmt	*s;
+	json_t		*list = json_array();
+
+	if (sqlite3_prepare_v2(st->db, "SELECT " RUN_COLUMNS " FROM runs WHERE org = ?1 AND "
+	    "thread = ?2 ORDER BY rowid", -1, &s, NULL) != SQLITE_OK)
+		return list;
+	bind_text(s, 1, org);
+	bind_text(s, 2, thread);
+	while (sqlite3_step(s) == SQLITE_ROW)
+		json_array_append_new(list, store_run_row(st, s, 0));
+	sqlite3_finalize(s);
+	return list;
+}
+
+/* The ids of the runs an event started, in order. */
+json_t *
+store_event_runs(struct store *st, const char *event)
+{
+	return store_ids(st, "SELECT id FROM runs WHERE event = ?1 ORDER BY rowid LIMIT ?2",
+	    event, 1000);
+}
+
+/*
+ * One page of an org's runs, newest first (rowid: the order they were
+ * committed in, so a page boundary neither skips nor repeats a run while
+ * others are added); after: the last id of the previous page.
+ */
+json_t *
+store_runs_page(struct store *st, const char *org, const char *state, const char *automation,
+    const char *after, int limit)
+{
+	sqlite3_stmt	*s;
+	json_t		*list = json_array();
+
+	if (sqlite3_prepare_v2(st->db, "SELECT " RUN_COLUMNS " FROM runs WHERE org = ?1 AND "
+	    "(?2 IS NULL OR state = ?2) AND (?3 IS NULL OR automation = ?3) AND (?4 IS NULL "
+	    "OR rowid < (SELECT rowid FROM runs WHERE id = ?4 AND org = ?1)) ORDER BY rowid "
+	    "DESC LIMIT ?5", -1, &s, NULL) != SQLITE_OK)
+		return list;
+	bind_text(s, 1, org);
+	bind_text(s, 2, state);
+	bind_text(s, 3, automation);
+	bind_text(s, 4, after);
+	sqlite3_bind_int(s, 5, limit);
+	while (sqlite3_step(s) == SQLITE_ROW)
+		json_array_append_new(list, store_run_row(st, s, 0));
+	sqlite3_finalize(s);
+	return list;
+}
+
+/* The org of a run, NULL: no such run. */
+char *
+store_run_org(struct store *st, const char *run)
+{
+	sqlite3_stmt	*s;
+	char		*org = NULL;
+
+	if ((s = store_stmt(st, "SELECT org FROM runs WHERE id = ?")) == NULL)
+		return NULL;
+	bind_text(s, 1, run);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		org = col_dup(s, 0);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return org;
 }
 
 static int

@@ -122,6 +122,8 @@ int		 store_run_get_state(struct store *, const char *run, enum run_state *);
 int64_t		 store_run_ended_at(struct store *, const char *run);
 /* Runs as JSON objects (the shape of `spur show --json`). */
 json_t		*store_run_json(struct store *, const char *run, int full);
+/* A run's state changes, oldest first: [{state, at, reason, cause?, phase?}]. */
+json_t		*store_run_history(struct store *, const char *run);
 json_t		*store_runs_json(struct store *, const char *org, const char *state, int limit);
 /* Oldest queued runs (ids), at most n. */
 json_t		*store_queued(struct store *, int n);
@@ -155,6 +157,49 @@ long long	 store_session_uid_pick(struct store *, long long first, long long las
 int		 store_session_touch(struct store *, const char *id, const char *agent_session);
 int		 store_session_end(struct store *, const char *id);
 json_t		*store_sessions_idle(struct store *, int64_t before_ms);
+/* The live sessions of a thread (any automation): [{id, workspace}]. */
+json_t		*store_sessions_of_thread(struct store *, const char *org, const char *thread);
+
+/* The org API's keys (keys.c): the key itself is never stored, only its hash. */
+struct store_key {
+	char	*id;		/* the public id */
+	char	*org;
+	char	*name;
+	char	*hash;		/* hex SHA-256 of the whole key */
+	char	*scopes;	/* space-separated */
+	int64_t	 created_at;
+	int64_t	 last_used;	/* ms; 0: never */
+	int64_t	 expires_at;	/* 0: never */
+	int64_t	 revoked_at;	/* 0: not revoked */
+};
+int		 store_key_add(struct store *, const struct store_key *);
+/* 0 found, 1 no such key, -1 the store could not answer. */
+int		 store_key_get(struct store *, const char *id, struct store_key *);
+void		 store_key_clear(struct store_key *);
+/* Records a use (at most one write a minute per key). */
+int		 store_key_used(struct store *, const char *id, int64_t at);
+/* 0 revoked now, 1 no such key or revoked before, -1 error. */
+int		 store_key_revoke(struct store *, const char *id, int64_t at);
+json_t		*store_keys_json(struct store *, const char *org);
+/*
+ * API sessions: the event that opened the thread api:ID (its JSON, with
+ * ended_at and end_reason added); newest first, after: the last id of the
+ * previous page.
+ */
+json_t		*store_api_session(struct store *, const char *org, const char *id);
+json_t		*store_api_sessions(struct store *, const char *org, const char *after,
+		     int limit);
+int		 store_api_session_end(struct store *, const char *org, const char *id,
+		     const char *reason);
+/* A thread's runs, oldest first (list shape). */
+json_t		*store_thread_runs(struct store *, const char *org, const char *thread);
+/* The ids of the runs an event started. */
+json_t		*store_event_runs(struct store *, const char *event);
+/* One page of an org's runs, newest first by commit order. */
+json_t		*store_runs_page(struct store *, const char *org, const char *state,
+		     const char *automation, const char *after, int limit);
+/* The org of a run (to free), NULL when there is no such run. */
+char		*store_run_org(struct store *, const char *run);
 
 /* Reports to send (the outbox). */
 int		 store_report_add(struct store *, const char *run, const char *kind,

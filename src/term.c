@@ -11,8 +11,8 @@
  * it is not valid UTF-8 (overlong, surrogate, past U+10FFFF, a bad byte), -1
  * when it is a valid start cut short by the end of the input.
  */
-static int
-term_utf8_len(const unsigned char *s, size_t len, uint32_t *cp)
+int
+utf8_len(const unsigned char *s, size_t len, uint32_t *cp)
 {
 	uint32_t	 v, min;
 	size_t		 n, i;
@@ -65,7 +65,7 @@ term_escape(struct buf *b, const char *s, size_t len, int flags)
 	int			 n;
 
 	while (i < len) {
-		n = term_utf8_len(p + i, len - i, &cp);
+		n = utf8_len(p + i, len - i, &cp);
 		if (n == -1 && (flags & TERM_MORE))
 			break;
 		if (n <= 0) {

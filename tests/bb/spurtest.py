@@ -17,6 +17,8 @@ import tempfile
 import time
 
 SPUR = os.environ.get("SPUR") or os.path.join(os.path.dirname(__file__), "..", "..", "spur")
+# A sanitizer build reserves terabytes of address space: sandboxes get no memory limit.
+ASAN = os.path.exists(SPUR) and b"__asan_init" in open(SPUR, "rb").read()
 SRCDIR = os.environ.get("SPUR_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(SRCDIR, "tests", "fixtures")
 NODE_MODULES = os.path.join(SRCDIR, "tests", "node_modules")

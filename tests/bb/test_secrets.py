@@ -284,6 +284,32 @@ with Spur("sandbox:\n  backend: bwrap\n  timeout: 60s\n", orgs=ORGS, automations
     t.ok(len(runs) == 8, "the flow started its 8 runs (fix, npm, fail, form, slack, linear, deploy, alerts)", runs)
     t.ok(wait_ended(s, runs), "every run ended")
 
+    # The org API: a key made, used, mistyped and revoked. Its one showing is keys create's
+    # stdout (not recorded as output); from then on it must be nowhere, in any form.
+    rc, kout, kerr = s.c("keys", "create", "--org", "acme", "--name", "grep", "--json")
+    api_key = json.loads(kout)["key"]
+    FORMS["API_KEY"] = forms(api_key)
+    say("spur keys create (stderr)", kerr)
+    auth = {"Authorization": "Bearer " + api_key, "Content-Type": "application/json"}
+    st, a = post(s, "/o/acme/sessions", json.dumps({"input": "dump the env", "automation": "fix"}).encode(), auth)
+    t.eq(st, 201, "an API session starts a run with the key")
+    api_runs = [a["run"]["id"]] if st == 201 else []
+    for path in ("/o/acme/sessions", "/o/acme/runs", "/o/acme/automations", "/o/acme/runs/%s" % api_runs[0]
+                 if api_runs else "/o/acme/runs"):
+        st, h, data = s.request("GET", path, None, auth)
+        say("GET %s -> %d" % (path, st), json.dumps(h) + data.decode("utf-8", "replace"))
+    mistyped = dict(auth, Authorization="Bearer " + api_key[:-2] + "zz")
+    st, h, data = s.request("GET", "/o/acme/runs", None, mistyped)
+    say("GET runs with a mistyped key -> %d" % st, data)
+    t.eq(st, 401, "a mistyped key is 401")
+    t.ok(wait_ended(s, api_runs), "the API's run ended")
+    cli(s, "keys", "list")
+    cli(s, "keys", "list", "--json")
+    cli(s, "keys", "revoke", json.loads(kout)["id"])
+    st, h, data = s.request("GET", "/o/acme/runs", None, auth)
+    say("GET runs with a revoked key -> %d" % st, data)
+    runs += api_runs
+
     # The secret reached the run that asked for it (so its absence elsewhere means something).
     npm_run = [r for r in runs if s.query("SELECT automation FROM runs WHERE id = ?", r)[0]["automation"] == "npm"]
     rc, out, err = cli(s, "logs", npm_run[0]) if npm_run else (1, "", "")

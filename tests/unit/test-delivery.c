@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "github-app.h"
 #include "outbox.h"
+#include "conf.h"
 #include "report.h"
 #include "tap.h"
 
@@ -235,10 +236,68 @@ test_verdict(void)
 	json_decref(li);
 }
 
+/* Callbacks (source-api.c): the Standard Webhooks library's own vector, and the verdicts. */
+static void
+test_callback(void)
+{
+	struct secret		 sec;
+	struct http_response	 r;
+	json_t			*api = json_pack("{s:s}", "source", "api");
+	json_t			*rep = json_pack("{s:s,s:s,s:o}", "run", "run_1", "kind",
+				    "run_end", "target", json_pack("{s:s}", "source", "api"));
+	char			*sig, *cause = NULL, *why = NULL, *id;
+	static const int	 retried[] = { 0, 408, 429, 500, 503 };
+	static const int	 refused[] = { 301, 400, 401, 404, 410, 422 };
+	size_t			 i;
+
+	sec.ref = "env:X";
+	sec.value = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+	sec.len = strlen(sec.value);
+	sig = callback_signature(&sec, "msg_p5jXN8AQM9LWM0D4loKWxJek", "1614265330",
+	    "{\"test\": 2432232314}", &cause);
+	is_str(sig, "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+	    "the signature of the Standard Webhooks test vector");
+	free(sig);
+	sec.value = "whsec_not base64!";
+	sec.len = strlen(sec.value);
+	sig = callback_signature(&sec, "m", "1", "{}", &cause);
+	ok(sig == NULL && cause != NULL && strstr(cause, "whsec_") != NULL &&
+	    strstr(cause, "not base64!") == NULL, "a secret that is not whsec_ base64 is "
+	    "refused, without quoting it");
+	free(cause);
+	id = callback_id(rep);
+	is_str(id, "run_1", "webhook-id: the run's id");
+	free(id);
+	is_int(report_idempotent(rep), 1, "a callback is posted again rather than looked for");
+
+	memset(&r, 0, sizeof r);
+	r.retry_after_ms = -1;
+	r.body = "";
+	for (i = 0; i < sizeof retried / sizeof retried[0]; i++) {
+		r.status = retried[i];
+		is_int(report_verdict(api, &r, &why), REPORT_RETRY, "callback %d: retried",
+		    retried[i]);
+		free(why);
+	}
+	for (i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		r.status = refused[i];
+		is_int(report_verdict(api, &r, &why), REPORT_FAILED, "callback %d: given up",
+		    refused[i]);
+		ok(why != NULL && strstr(why, "given up") != NULL, "saying so");
+		free(why);
+	}
+	r.status = 204;
+	is_int(report_verdict(api, &r, &why), REPORT_SENT, "callback 204: sent");
+	free(why);
+	json_decref(api);
+	json_decref(rep);
+}
+
 int
 main(void)
 {
 	test_verdict();
+	test_callback();
 	test_jwt();
 	test_format();
 	test_backoff();

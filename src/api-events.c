@@ -1,0 +1,301 @@
+/*
+ * api-events.c: GET /o/{org}/runs/{id}/events, Server-Sent Events served by
+ * the front that read the request, from the run's files and a read-only
+ * store connection of its own: the engine's loop never waits on a reader.
+ *
+ * Each event's id is "hN.oB": N state changes and B bytes of output sent so
+ * far, so Last-Event-ID resumes both exactly. A reader more than
+ * API_EVENTS_BEHIND bytes behind is closed (it may resume); a stream ends
+ * after the run's terminal state, once its output is all sent.
+ */
+#include "spur.h"
+#include "api-events.h"
+#include "reqclock.h"
+#include "store.h"
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <sys/queue.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define API_EVENTS_TICK_MS	200
+#define API_EVENTS_CHUNK	(32 * 1024)	/* output bytes read per tick */
+#define API_EVENTS_BEHIND	(1024 * 1024)	/* unsent bytes a reader may owe */
+#define API_EVENTS_KEEPALIVE_MS	15000
+
+struct api_stream {
+	struct api_events	*owner;
+	struct evhttp_request	*req;
+	char			*run;
+	char			*log;
+	int			 fd;
+	long long		 nstates;	/* state events sent */
+	long long		 off;		/* output bytes sent */
+	int64_t			 last_write;
+	struct event		*tick;
+	LIST_ENTRY(api_stream)	 entry;
+};
+
+struct api_events {
+	struct event_base	*base;
+	struct reqclock		*clock;
+	char			*data_dir;
+	struct store		*st;		/* read-only, this front's */
+	LIST_HEAD(, api_stream)	 streams;
+};
+
+struct api_events *
+api_events_new(struct event_base *base, struct reqclock *clock, const char *data_dir)
+{
+	struct api_events	*ae = xcalloc(1, sizeof *ae);
+
+	ae->base = base;
+	ae->clock = clock;
+	ae->data_dir = xstrdup(data_dir);
+	LIST_INIT(&ae->streams);
+	return ae;
+}
+
+static void
+api_stream_free(struct api_stream *s)
+{
+	LIST_REMOVE(s, entry);
+	if (s->req != NULL)
+		reqclock_on_close(s->owner->clock, s->req, NULL, NULL);
+	if (s->fd != -1)
+		close(s->fd);
+	event_free(s->tick);
+	free(s->run);
+	free(s->log);
+	free(s);
+}
+
+void
+api_events_free(struct api_events *ae)
+{
+	if (ae == NULL)
+		return;
+	while (!LIST_EMPTY(&ae->streams))
+		api_stream_free(LIST_FIRST(&ae->streams));
+	store_close(ae->st);
+	free(ae->data_dir);
+	free(ae);
+}
+
+static void
+api_stream_closed_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct api_stream	*s = arg;
+
+	s->req = NULL;
+	api_stream_free(s);
+}
+
+/* Ends the stream: the run is over (ok) or the reader is too far behind (closed). */
+static void
+api_stream_end(struct api_stream *s, int ok)
+{
+	struct evhttp_connection *evcon;
+
+	if (s->req != NULL) {
+		reqclock_on_close(s->owner->clock, s->req, NULL, NULL);
+		if (ok)
+			evhttp_send_reply_end(s->req);
+		else if ((evcon = evhttp_request_get_connection(s->req)) != NULL) {
+			log_warn("event=api.events_reader_behind run=%s consequence=\"stream "
+			    "closed, the reader may resume with Last-Event-ID\"", s->run);
+			evhttp_connection_free(evcon);
+		}
+		s->req = NULL;
+	}
+	api_stream_free(s);
+}
+
+static void
+api_stream_send(struct api_stream *s, const char *type, json_t *data)
+{
+	struct evbuffer	*out = evbuffer_new();
+	char		*d = json_dumps(data, JSON_COMPACT);
+
+	evbuffer_add_printf(out, "id: h%lld.o%lld\nevent: %s\ndata: %s\n\n", s->nstates,
+	    s->off, type, d);
+	evhttp_send_reply_chunk(s->req, out);
+	evbuffer_free(out);
+	free(d);
+	json_decref(data);
+	s->last_write = now_ms();
+}
+
+/* Bytes the reader has not taken yet. */
+static size_t
+api_stream_owed(struct api_stream *s)
+{
+	struct evhttp_connection	*evcon = evhttp_request_get_connection(s->req);
+	struct bufferevent		*bev;
+
+	if (evcon == NULL || (bev = evhttp_connection_get_bufferevent(evcon)) == NULL)
+		return 0;
+	return evbuffer_get_length(bufferevent_get_output(bev));
+}
+
+/*
+ * The output written since the last tick, as text: invalid UTF-8 becomes
+ * U+FFFD, a sequence cut at the end waits for the next tick. 1 when
+ * something was sent.
+ */
+static int
+api_stream_output(struct api_stream *s)
+{
+	unsigned char	 raw[API_EVENTS_CHUNK];
+	struct buf	 b;
+	ssize_t		 n;
+	size_t		 i = 0;
+	uint32_t	 cp;
+	int		 len;
+
+	if (s->fd == -1 && (s->fd = open(s->log, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return 0;
+	if ((n = pread(s->fd, raw, sizeof raw, (off_t)s->off)) <= 0)
+		return 0;
+	buf_init(&b, 0);
+	while (i < (size_t)n) {
+		len = utf8_len(raw + i, (size_t)n - i, &cp);
+		if (len == -1 && n == (ssize_t)sizeof raw)
+			break;
+		if (len <= 0) {
+			buf_adds(&b, "\xef\xbf\xbd");
+			i++;
+		} else if (cp == 0) {
+			buf_adds(&b, "\xef\xbf\xbd");
+			i++;
+		} else {
+			buf_add(&b, raw + i, (size_t)len);
+			i += (size_t)len;
+		}
+	}
+	if (i == 0) {
+		buf_free(&b);
+		return 0;
+	}
+	s->off += (long long)i;
+	api_stream_send(s, "output", json_pack("{s:s%}", "text", b.data != NULL ? b.data : "",
+	    b.len));
+	buf_free(&b);
+	return 1;
+}
+
+/* The state changes not sent yet; 1 when the last one sent is terminal. */
+static int
+api_stream_states(struct api_stream *s, int *terminal)
+{
+	json_t		*hist, *h;
+	size_t		 i;
+	enum run_state	 st;
+
+	*terminal = 0;
+	if (s->owner->st == NULL) {
+		char *cause = NULL;
+
+		if ((s->owner->st = store_open(s->owner->data_dir, 1, &cause)) == NULL) {
+			log_warn("event=api.events_store_failed error=%s", log_q(cause));
+			free(cause);
+			return -1;
+		}
+	}
+	if ((hist = store_run_history(s->owner->st, s->run)) == NULL)
+		return -1;
+	json_array_foreach(hist, i, h) {
+		if ((long long)i < s->nstates)
+			continue;
+		s->nstates = (long long)i + 1;
+		if (run_state_parse(json_string_value(json_object_get(h, "state")), &st) == 0 &&
+		    run_state_terminal(st))
+			*terminal = 1;
+		api_stream_send(s, "state", json_incref(h));
+	}
+	if (json_array_size(hist) > 0 && (long long)json_array_size(hist) <= s->nstates) {
+		h = json_array_get(hist, json_array_size(hist) - 1);
+		*terminal = run_state_parse(json_string_value(json_object_get(h, "state")),
+		    &st) == 0 && run_state_terminal(st);
+	}
+	json_decref(hist);
+	return 0;
+}
+
+static void
+api_stream_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct api_stream	*s = arg;
+	struct timeval		 tv = { 0, API_EVENTS_TICK_MS * 1000 };
+	struct evbuffer		*out;
+	int			 terminal = 0, more;
+
+	if (api_stream_owed(s) > API_EVENTS_BEHIND) {
+		api_stream_end(s, 0);
+		return;
+	}
+	/* Output first: a terminal state is the stream's last event. */
+	do
+		more = api_stream_output(s);
+	while (more && api_stream_owed(s) <= API_EVENTS_BEHIND);
+	if (api_stream_states(s, &terminal) == 0 && terminal) {
+		/* What the agent wrote before it ended is sent before the end is. */
+		if (!api_stream_output(s)) {
+			api_stream_end(s, 1);
+			return;
+		}
+	}
+	if (now_ms() - s->last_write >= API_EVENTS_KEEPALIVE_MS) {
+		out = evbuffer_new();
+		evbuffer_add_printf(out, ": keepalive\n\n");
+		evhttp_send_reply_chunk(s->req, out);
+		evbuffer_free(out);
+		s->last_write = now_ms();
+	}
+	evtimer_add(s->tick, &tv);
+}
+
+/* "hN.oB" into its two counts; -1 when it is not one of ours. */
+static int
+api_events_parse_id(const char *id, long long *n, long long *b)
+{
+	char	 tail;
+
+	if (id == NULL || sscanf(id, "h%lld.o%lld%c", n, b, &tail) != 2 || *n < 0 || *b < 0)
+		return -1;
+	return 0;
+}
+
+void
+api_events_start(struct api_events *ae, struct evhttp_request *req, const char *run,
+    const char *last_event_id)
+{
+	struct api_stream	*s = xcalloc(1, sizeof *s);
+	struct evkeyvalq	*h = evhttp_request_get_output_headers(req);
+
+	s->owner = ae;
+	s->req = req;
+	s->run = xstrdup(run);
+	s->log = run_log_path(ae->data_dir, run);
+	s->fd = -1;
+	if (api_events_parse_id(last_event_id, &s->nstates, &s->off) != 0)
+		s->nstates = s->off = 0;
+	s->tick = evtimer_new(ae->base, api_stream_tick_cb, s);
+	LIST_INSERT_HEAD(&ae->streams, s, entry);
+	reqclock_on_close(ae->clock, req, api_stream_closed_cb, s);
+	evhttp_add_header(h, "Content-Type", "text/event-stream");
+	evhttp_add_header(h, "Cache-Control", "no-cache");
+	evhttp_add_header(h, "X-Accel-Buffering", "no");
+	evhttp_send_reply_start(req, 200, "OK");
+	s->last_write = now_ms();
+	api_stream_tick_cb(-1, 0, s);
+}

@@ -1,0 +1,1249 @@
+/*
+ * api.c: the org API (SPEC section 12) on the engine's loop: the key, then
+ * the route, the object and the scope (one 404 for all three), then the
+ * request. Sessions are threads "api:ses_..." whose events go through ingest
+ * like a webhook's; runs are changed only through their owners (run.c via
+ * dispatch), never here.
+ */
+#include "spur.h"
+#include "api.h"
+#include "automation.h"
+#include "conf.h"
+#include "dispatch.h"
+#include "event.h"
+#include "ingest.h"
+#include "keys.h"
+#include "prompt.h"
+#include "repo.h"
+#include "serve.h"
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define API_LIST_DEFAULT	20
+#define API_LIST_MAX		100
+#define API_METADATA_MAX	(16 * 1024)
+#define API_URL_MAX		2048
+#define API_IDEM_MAX		255
+#define API_JSON_DEPTH		32
+
+enum api_object { OBJ_NONE, OBJ_SESSION, OBJ_RUN };
+
+struct api_ctx;
+typedef void (*api_route_fn)(struct api_ctx *, const char *id, json_t *body);
+
+struct api_route {
+	const char	*method;
+	const char	*pattern;	/* '*': the object's id */
+	unsigned	 scope;
+	enum api_object	 object;
+	int		 body;		/* a JSON object is read (1: required, 2: optional) */
+	api_route_fn	 fn;
+};
+
+/* One request being answered, over HTTP (done) or from the MCP server (call_done). */
+struct api_ctx {
+	struct engine	*e;
+	struct api_key	 key;
+	char		*org;
+	char		*query;
+	char		*idem;
+	int		 from_mcp;
+	api_done_cb	 done;
+	void		*arg;
+	api_call_cb	 call_done;
+	void		*call_arg;
+	/* A session's create or message, waiting for its commit. */
+	char		*session;
+};
+
+static void
+api_ctx_free(struct api_ctx *c)
+{
+	free(c->org);
+	free(c->query);
+	free(c->idem);
+	free(c->session);
+	free(c);
+}
+
+/* The one way out: takes j. */
+static void
+api_reply(struct api_ctx *c, int status, json_t *j, int retry_after)
+{
+	struct api_answer	 a;
+
+	if (c->call_done != NULL)
+		c->call_done(status, j, c->call_arg);
+	else {
+		memset(&a, 0, sizeof a);
+		a.status = status;
+		a.body = json_dumps(j, JSON_COMPACT);
+		a.retry_after = retry_after;
+		c->done(&a, c->arg);
+		api_answer_clear(&a);
+	}
+	json_decref(j);
+	api_ctx_free(c);
+}
+
+static void
+api_not_found(struct api_ctx *c)
+{
+	api_reply(c, 404, json_pack("{s:s}", "error", "not_found"), 0);
+}
+
+static void
+api_bad(struct api_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+api_bad(struct api_ctx *c, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*detail;
+
+	va_start(ap, fmt);
+	if (vasprintf(&detail, fmt, ap) < 0)
+		fatal("out of memory");
+	va_end(ap);
+	api_reply(c, 400, json_pack("{s:s,s:s}", "error", "bad_request", "detail", detail), 0);
+	free(detail);
+}
+
+static void
+api_conflict(struct api_ctx *c, const char *detail)
+{
+	api_reply(c, 409, json_pack("{s:s,s:s}", "error", "conflict", "detail", detail), 0);
+}
+
+static void
+api_unavailable(struct api_ctx *c, const char *detail)
+{
+	api_reply(c, 503, json_pack("{s:s,s:s}", "error", "unavailable", "detail", detail), 5);
+}
+
+static json_t *
+api_str(const char *s)
+{
+	return s != NULL ? json_string(s) : json_null();
+}
+
+/* %XX and '+' decoded (a query's value); NULL when an escape is bad or decodes to NUL. */
+static char *
+api_unescape(const char *s)
+{
+	char	*out = xmalloc(strlen(s) + 1), *o = out;
+	int	 hi, lo;
+
+	for (; *s != '\0'; s++) {
+		if (*s == '+')
+			*o++ = ' ';
+		else if (*s != '%')
+			*o++ = *s;
+		else if ((hi = hex_value(s[1])) < 0 || (lo = hex_value(s[2])) < 0 ||
+		    (hi == 0 && lo == 0)) {
+			free(out);
+			return NULL;
+		} else {
+			*o++ = (char)(hi << 4 | lo);
+			s += 2;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* The value of name in a query string ("a=1&b=2"), decoded; NULL: absent. */
+static char *
+api_query(const char *query, const char *name)
+{
+	const char	*p = query;
+	size_t		 n = strlen(name), len;
+	char		*raw, *v;
+
+	while (p != NULL && *p != '\0') {
+		len = strcspn(p, "&");
+		if (len > n && strncmp(p, name, n) == 0 && p[n] == '=') {
+			raw = xstrndup(p + n + 1, len - n - 1);
+			if ((v = api_unescape(raw)) == NULL)
+				v = xstrdup("\x01");
+			free(raw);
+			return v;
+		}
+		p = p[len] == '&' ? p + len + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* limit and after of a list; -1 (answered) when they are bad. */
+static int
+api_page(struct api_ctx *c, int *limit, char **after)
+{
+	char	*s, *end;
+	long	 n;
+
+	*limit = API_LIST_DEFAULT;
+	*after = api_query(c->query, "after");
+	if ((s = api_query(c->query, "limit")) != NULL) {
+		n = strtol(s, &end, 10);
+		if (*s == '\0' || *end != '\0' || n < 1 || n > API_LIST_MAX) {
+			free(s);
+			free(*after);
+			api_bad(c, "limit: must be an integer from 1 to %d", API_LIST_MAX);
+			return -1;
+		}
+		*limit = (int)n;
+		free(s);
+	}
+	return 0;
+}
+
+/* {"data": list (its extra last element cut), "has_more", "next"}; takes list. */
+static json_t *
+api_list(json_t *list, int limit, const char *idkey)
+{
+	int	 more = (int)json_array_size(list) > limit;
+	json_t	*last;
+
+	if (more)
+		json_array_remove(list, (size_t)limit);
+	last = json_array_get(list, json_array_size(list) - 1);
+	return json_pack("{s:o,s:b,s:o}", "data", list, "has_more", more, "next",
+	    more && last != NULL ? json_copy(json_object_get(last, idkey)) : json_null());
+}
+
+/* ----- sessions ----- */
+
+/* The session object from its first event (store_api_session), runs included or not. */
+static json_t *
+api_session_json(struct api_ctx *c, json_t *row, int with_runs)
+{
+	json_t		*meta = json_object_get(row, "meta"), *s;
+	const char	*thread = json_string_value(json_object_get(row, "thread"));
+
+#define META(k)	json_copy(json_object_get(meta, k) != NULL ? json_object_get(meta, k) : \
+	json_null())
+	s = json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o}",
+	    "id", META("session"), "org", json_copy(json_object_get(row, "org")),
+	    "automation", META("automation"), "agent", META("agent"), "model", META("model"),
+	    "repository", META("repository"), "thread", json_copy(json_object_get(row,
+	    "thread")), "state", json_is_null(json_object_get(row, "ended_at")) ? "active" :
+	    "ended", "created_at", json_copy(json_object_get(row, "received_at")),
+	    "ended_at", json_copy(json_object_get(row, "ended_at")), "metadata",
+	    META("metadata"), "callback_url", META("callback_url"));
+#undef META
+	if (with_runs)
+		json_object_set_new(s, "runs", store_thread_runs(c->e->store, c->org, thread));
+	return s;
+}
+
+static void
+api_sessions_list(struct api_ctx *c, const char *id, json_t *body)
+{
+	json_t	*rows, *row, *list;
+	char	*after;
+	int	 limit;
+	size_t	 i;
+
+	if (api_page(c, &limit, &after) != 0)
+		return;
+	if (after != NULL && (row = store_api_session(c->e->store, c->org, after)) == NULL) {
+		free(after);
+		api_bad(c, "after: no such session");
+		return;
+	} else if (after != NULL)
+		json_decref(row);
+	rows = store_api_sessions(c->e->store, c->org, after, limit + 1);
+	list = json_array();
+	json_array_foreach(rows, i, row)
+		json_array_append_new(list, api_session_json(c, row, 0));
+	json_decref(rows);
+	free(after);
+	api_reply(c, 200, api_list(list, limit, "id"), 0);
+}
+
+static void
+api_session_get(struct api_ctx *c, const char *id, json_t *body)
+{
+	json_t	*row = store_api_session(c->e->store, c->org, id);
+
+	if (row == NULL) {
+		api_not_found(c);
+		return;
+	}
+	api_reply(c, 200, api_session_json(c, row, 1), 0);
+	json_decref(row);
+}
+
+/* The session and the run just queued (run NULL: its first), as a create answers. */
+static void
+api_session_answer(struct api_ctx *c, const char *session, const char *run)
+{
+	json_t		*row = store_api_session(c->e->store, c->org, session), *s, *runs;
+	const char	*first;
+
+	if (row == NULL) {
+		api_unavailable(c, "store unavailable");
+		return;
+	}
+	s = api_session_json(c, row, 1);
+	json_decref(row);
+	runs = json_object_get(s, "runs");
+	if (run == NULL && (first = json_string_value(json_object_get(json_array_get(runs, 0),
+	    "id"))) != NULL)
+		run = first;
+	json_object_set_new(s, "run", run != NULL ? store_run_json(c->e->store, run, 0) :
+	    json_null());
+	if (json_is_null(json_object_get(s, "run")))
+		json_object_set_new(s, "run", json_null());
+	api_reply(c, 201, s, 0);
+}
+
+/* ingest: the session's event is committed, a repeat, or refused. */
+static void
+api_session_committed(enum ingest_status status, const struct spur_event *ev, json_t *runs,
+    void *arg)
+{
+	struct api_ctx	*c = arg;
+	json_t		*old, *meta;
+	const char	*session;
+
+	switch (status) {
+	case INGEST_NEW:
+		api_session_answer(c, c->session, json_string_value(json_array_get(runs, 0)));
+		break;
+	case INGEST_DUPLICATE:
+		/* The same Idempotency-Key: the first answer again (ev->id is the first event). */
+		old = store_event_json(c->e->store, ev->id);
+		meta = json_object_get(old, "meta");
+		session = json_string_value(json_object_get(meta, "session"));
+		if (session == NULL)
+			api_unavailable(c, "store unavailable");
+		else {
+			runs = store_event_runs(c->e->store, ev->id);
+			api_session_answer(c, session, json_string_value(json_array_get(runs, 0)));
+			json_decref(runs);
+		}
+		json_decref(old);
+		break;
+	case INGEST_QUEUE_FULL:
+		api_unavailable(c, "queue full");
+		break;
+	default:
+		api_unavailable(c, "store unavailable");
+		break;
+	}
+}
+
+static const char *const api_create_fields[] = {
+	"input", "agent", "model", "repository", "proof", "timeout", "network", "secrets",
+	"budget", "automation", "metadata", "callback_url", NULL
+};
+/* What an automation decides, refused beside it. */
+static const char *const api_automation_owns[] = {
+	"model", "repository", "proof", "timeout", "network", "secrets", NULL
+};
+
+static int
+api_in(const char *const *list, const char *s)
+{
+	for (; *list != NULL; list++) {
+		if (strcmp(*list, s) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* The first field of body not in allowed, or NULL. */
+static const char *
+api_unknown_field(json_t *body, const char *const *allowed)
+{
+	const char	*k;
+	json_t		*v;
+
+	json_object_foreach(body, k, v) {
+		if (!api_in(allowed, k))
+			return k;
+	}
+	return NULL;
+}
+
+/* The input of a create or a message; NULL (answered) when it is bad. */
+static const char *
+api_input(struct api_ctx *c, json_t *body)
+{
+	json_t		*v = json_object_get(body, "input");
+	const char	*s;
+
+	if (v == NULL) {
+		api_bad(c, "input: required");
+		return NULL;
+	}
+	if (!json_is_string(v)) {
+		api_bad(c, "input: must be a string");
+		return NULL;
+	}
+	s = json_string_value(v);
+	if (*s == '\0' || json_string_length(v) > PROMPT_DATA_MAX) {
+		api_bad(c, "input: must be 1 to %d bytes", PROMPT_DATA_MAX);
+		return NULL;
+	}
+	if (strlen(s) != json_string_length(v)) {
+		api_bad(c, "input: must not contain NUL");
+		return NULL;
+	}
+	return s;
+}
+
+/* A string list of body[name] into out (NULL-terminated, NULL: empty); -1 answered. */
+static int
+api_strings(struct api_ctx *c, json_t *v, const char *name, char ***out)
+{
+	json_t	*s;
+	size_t	 i;
+
+	*out = NULL;
+	if (v == NULL)
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) > 64) {
+		api_bad(c, "%s: must be a list of at most 64 strings", name);
+		return -1;
+	}
+	json_array_foreach(v, i, s) {
+		if (!json_is_string(s) || json_string_length(s) == 0 ||
+		    json_string_length(s) > 253) {
+			api_bad(c, "%s[%zu]: must be a non-empty string", name, i);
+			return -1;
+		}
+	}
+	*out = xcalloc(json_array_size(v) + 1, sizeof **out);
+	json_array_foreach(v, i, s)
+		(*out)[i] = xstrdup(json_string_value(s));
+	return 0;
+}
+
+static void
+api_strings_free(char **l)
+{
+	size_t	 i;
+
+	for (i = 0; l != NULL && l[i] != NULL; i++)
+		free(l[i]);
+	free(l);
+}
+
+static int
+api_repo_allowed(const struct org *o, const char *repo)
+{
+	char	**g;
+
+	if (o->api == NULL || o->api->repositories == NULL)
+		return 0;
+	for (g = o->api->repositories; *g != NULL; g++) {
+		if (glob_match(*g, repo))
+			return 1;
+	}
+	return 0;
+}
+
+static int
+api_secret_known(const struct org *o, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < o->nsecrets; i++) {
+		if (strcmp(o->secrets[i].name, name) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The automation a session without one runs: the key holder's input is the
+ * instruction. NULL (answered) when a setting is bad.
+ */
+static struct automation *
+api_inline_automation(struct api_ctx *c, const struct org *o, json_t *body, json_t *meta)
+{
+	static const char *const agents[] = { "claude", "codex", "opencode", NULL };
+	static const char *const proofs[] = { "pull_request", "commit", "report", "none", NULL };
+	json_t		*a = json_object(), *v;
+	const char	*agent = "claude", *repo = NULL, *proof, *s;
+	struct automation *out = NULL;
+	char		**allow = NULL, **secrets = NULL, *cause = NULL;
+	long long	 timeout = 0;
+	size_t		 i;
+
+	if ((v = json_object_get(body, "agent")) != NULL) {
+		if (!json_is_string(v) || !api_in(agents, json_string_value(v))) {
+			api_bad(c, "agent: unknown agent (claude, codex or opencode)");
+			goto out;
+		}
+		agent = json_string_value(v);
+	}
+	if ((v = json_object_get(body, "model")) != NULL && (!json_is_string(v) ||
+	    json_string_length(v) == 0 || json_string_length(v) > 256 ||
+	    strspn(json_string_value(v), "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789.-_:/[]@") != json_string_length(v))) {
+		api_bad(c, "model: must be a model name");
+		goto out;
+	}
+	json_object_set(a, "model", v != NULL ? v : json_null());
+	if ((v = json_object_get(body, "repository")) != NULL) {
+		if (!json_is_string(v) || !repo_valid_name(json_string_value(v))) {
+			api_bad(c, "repository: must be OWNER/NAME");
+			goto out;
+		}
+		repo = json_string_value(v);
+		if (!api_repo_allowed(o, repo)) {
+			api_bad(c, "repository: %s is not in orgs.%s.api.repositories", repo,
+			    o->name);
+			goto out;
+		}
+	}
+	proof = repo != NULL ? "pull_request" : "report";
+	if ((v = json_object_get(body, "proof")) != NULL) {
+		if (!json_is_string(v) || !api_in(proofs, json_string_value(v))) {
+			api_bad(c, "proof: must be pull_request, commit, report or none");
+			goto out;
+		}
+		proof = json_string_value(v);
+	}
+	if (repo == NULL && (strcmp(proof, "pull_request") == 0 || strcmp(proof, "commit") == 0)) {
+		api_bad(c, "repository: required for proof %s", proof);
+		goto out;
+	}
+	if ((v = json_object_get(body, "timeout")) != NULL) {
+		if (json_is_integer(v))
+			timeout = json_integer_value(v);
+		else if (!json_is_string(v) || parse_duration(json_string_value(v), &timeout,
+		    &cause) != 0)
+			timeout = -1;
+		free(cause);
+		if (timeout <= 0 || timeout > 7 * 86400) {
+			api_bad(c, "timeout: must be seconds or a duration (\"30m\"), at most 7d");
+			goto out;
+		}
+	}
+	if ((v = json_object_get(body, "network")) != NULL) {
+		if (!json_is_object(v) || (s = api_unknown_field(v, (const char *const[]){
+		    "allow", NULL })) != NULL) {
+			api_bad(c, "network%s%s: %s", json_is_object(v) ? "." : "",
+			    json_is_object(v) ? s : "", json_is_object(v) ? "unknown field" :
+			    "must be an object");
+			goto out;
+		}
+		if (api_strings(c, json_object_get(v, "allow"), "network.allow", &allow) != 0)
+			goto out;
+		for (i = 0; allow != NULL && allow[i] != NULL; i++) {
+			if (automation_host_error(allow[i]) != NULL) {
+				api_bad(c, "network.allow[%zu]: not a host name (\"*.\" allowed, "
+				    "optional :port)", i);
+				goto out;
+			}
+		}
+	}
+	if (api_strings(c, json_object_get(body, "secrets"), "secrets", &secrets) != 0)
+		goto out;
+	for (i = 0; secrets != NULL && secrets[i] != NULL; i++) {
+		if (!api_secret_known(o, secrets[i])) {
+			api_bad(c, "secrets[%zu]: no secret %s in orgs.%s.secrets", i, secrets[i],
+			    o->name);
+			goto out;
+		}
+	}
+	json_object_set_new(a, "name", json_string("api"));
+	json_object_set_new(a, "org", json_string(o->name));
+	json_object_set_new(a, "agent", json_string(agent));
+	json_object_set_new(a, "prompt", json_string(""));
+	json_object_set_new(a, "repository", repo != NULL ? json_string(repo) : json_null());
+	json_object_set_new(a, "proof", json_string(proof));
+	json_object_set_new(a, "network", json_pack("{s:o}", "allow", json_array()));
+	for (i = 0; allow != NULL && allow[i] != NULL; i++)
+		json_array_append_new(json_path(a, "network.allow"), json_string(allow[i]));
+	json_object_set_new(a, "secrets", json_array());
+	for (i = 0; secrets != NULL && secrets[i] != NULL; i++)
+		json_array_append_new(json_object_get(a, "secrets"), json_string(secrets[i]));
+	json_object_set_new(a, "timeout", json_integer(timeout));
+	json_object_set_new(a, "authors", json_string("any"));
+	if (o->environment != NULL && (v = env_to_json(o->environment)) != NULL)
+		json_object_set_new(a, "environment", v);
+	if ((out = automation_from_json(a)) == NULL)
+		api_bad(c, "automation: cannot be made from these settings");
+	json_object_set_new(meta, "agent", json_string(agent));
+	json_object_set(meta, "model", json_object_get(a, "model"));
+	json_object_set(meta, "repository", json_object_get(a, "repository"));
+out:
+	api_strings_free(allow);
+	api_strings_free(secrets);
+	json_decref(a);
+	return out;
+}
+
+/*
+ * The run's prompt: with an automation its saved prompt, the input fenced as
+ * third-party data; without, the key holder's input is the instruction.
+ */
+static char *
+api_prompt(const struct automation *a, int saved, struct spur_event *ev, const char *input)
+{
+	char	*p, *text;
+
+	if (saved)
+		return prompt_build(a->prompt, ev, NULL);
+	text = ev->text;
+	ev->text = xstrdup("");
+	p = prompt_build(input, ev, NULL);
+	free(ev->text);
+	ev->text = text;
+	return p;
+}
+
+/* The event of a session's create or message, its run queued by ingest. */
+static void
+api_session_submit(struct api_ctx *c, const char *type, const struct automation *a,
+    int saved, const char *input, json_t *meta, json_t *body)
+{
+	struct spur_event	*ev = spur_event_new(c->org, "api");
+	struct ingest_item	*it;
+	char			*prompt;
+
+	ev->id = time_id("evt_");
+	ev->type = xstrdup(type);
+	ev->thread = xprintf("api:%s", c->session);
+	ev->delivery = xstrdup(ev->id);
+	ev->actor.id = xstrdup(c->key.id);
+	ev->actor.name = xstrdup(c->key.name[0] != '\0' ? c->key.name : c->key.id);
+	ev->actor.role = xstrdup("api");
+	free(ev->text);
+	ev->text = xstrdup(input);
+	if (c->idem != NULL)
+		ev->dedup = xprintf("idem:%s:%s", c->key.id, c->idem);
+	json_object_set_new(meta, "session", json_string(c->session));
+	json_object_set_new(meta, "key", json_string(c->key.id));
+	json_decref(ev->meta);
+	ev->meta = json_incref(meta);
+	ev->payload_raw = json_dumps(body, JSON_COMPACT);
+	ev->payload_rawlen = strlen(ev->payload_raw);
+	prompt = api_prompt(a, saved, ev, input);
+	it = ingest_prepare_run(c->e->ingest, ev, a, prompt);
+	free(prompt);
+	ingest_submit(c->e->ingest, it, api_session_committed, c);
+}
+
+static void
+api_session_create(struct api_ctx *c, const char *id, json_t *body)
+{
+	struct automation_set	*set;
+	struct config		*conf = serve_config_ref(c->e, &set);
+	const struct org	*o = config_org(conf, c->org);
+	const struct automation	*named = NULL;
+	struct automation	*inline_a = NULL;
+	const char		*input, *bad, *const *f;
+	json_t			*meta = json_object(), *v;
+	char			*s;
+
+	if (o == NULL) {
+		/* Gone in a reload since the route was checked: as any org that is not there. */
+		api_not_found(c);
+		goto out;
+	}
+	if ((bad = api_unknown_field(body, api_create_fields)) != NULL) {
+		api_bad(c, "%s: unknown field", bad);
+		goto out;
+	}
+	if ((input = api_input(c, body)) == NULL)
+		goto out;
+	if ((v = json_object_get(body, "metadata")) != NULL) {
+		s = json_is_object(v) ? json_dumps(v, JSON_COMPACT) : NULL;
+		if (s == NULL || strlen(s) > API_METADATA_MAX) {
+			free(s);
+			api_bad(c, "metadata: must be an object of at most %d bytes",
+			    API_METADATA_MAX);
+			goto out;
+		}
+		free(s);
+	}
+	json_object_set(meta, "metadata", v != NULL ? v : json_null());
+	if ((v = json_object_get(body, "callback_url")) != NULL && (!json_is_string(v) ||
+	    json_string_length(v) > API_URL_MAX ||
+	    (strncmp(json_string_value(v), "https://", 8) != 0 &&
+	    strncmp(json_string_value(v), "http://", 7) != 0))) {
+		api_bad(c, "callback_url: must be an http or https URL");
+		goto out;
+	}
+	if (v != NULL && (o->api == NULL || o->api->callback_secret == NULL)) {
+		api_bad(c, "callback_url: orgs.%s.api.callback_secret is not configured", c->org);
+		goto out;
+	}
+	json_object_set(meta, "callback_url", v != NULL ? v : json_null());
+	if ((v = json_object_get(body, "budget")) != NULL) {
+		if (!json_is_object(v) || (bad = api_unknown_field(v, (const char *const[]){
+		    "tokens", "usd", NULL })) != NULL ||
+		    (json_object_get(v, "tokens") != NULL && (!json_is_integer(json_object_get(v,
+		    "tokens")) || json_integer_value(json_object_get(v, "tokens")) < 1)) ||
+		    (json_object_get(v, "usd") != NULL && (!json_is_number(json_object_get(v,
+		    "usd")) || json_number_value(json_object_get(v, "usd")) <= 0))) {
+			api_bad(c, "budget: must be {\"tokens\": N, \"usd\": X}, both positive");
+			goto out;
+		}
+		json_object_set(meta, "budget", v);
+	}
+	if ((v = json_object_get(body, "automation")) != NULL) {
+		if (!json_is_string(v)) {
+			api_bad(c, "automation: must be a string");
+			goto out;
+		}
+		/* Another org's, or none: the same 404 as any object that is not the key's. */
+		if ((named = automation_find(set, c->org, json_string_value(v))) == NULL) {
+			api_not_found(c);
+			goto out;
+		}
+		for (f = api_automation_owns; *f != NULL; f++) {
+			if (json_object_get(body, *f) != NULL) {
+				api_bad(c, "%s: set by the automation %s", *f, named->name);
+				goto out;
+			}
+		}
+		if ((v = json_object_get(body, "agent")) != NULL && (!json_is_string(v) ||
+		    strcmp(json_string_value(v), named->agent_name) != 0)) {
+			api_bad(c, "agent: the automation %s runs %s", named->name,
+			    named->agent_name);
+			goto out;
+		}
+		json_object_set_new(meta, "automation", json_string(named->name));
+		json_object_set_new(meta, "agent", json_string(named->agent_name));
+		json_object_set_new(meta, "model", api_str(named->model));
+		json_object_set_new(meta, "repository", api_str(named->repository));
+	} else {
+		json_object_set_new(meta, "automation", json_null());
+		if ((inline_a = api_inline_automation(c, o, body, meta)) == NULL)
+			goto out;
+	}
+	c->session = time_id("ses_");
+	api_session_submit(c, "session.created", named != NULL ? named : inline_a,
+	    named != NULL, input, meta, body);
+out:
+	automation_free(inline_a);
+	json_decref(meta);
+	automation_set_unref(set);
+	config_free(conf);
+}
+
+static void
+api_session_message(struct api_ctx *c, const char *id, json_t *body)
+{
+	json_t			*row = NULL, *runs = NULL, *first = NULL, *meta;
+	struct automation	*a = NULL;
+	const char		*input, *bad;
+
+	if ((bad = api_unknown_field(body, (const char *const[]){ "input", NULL })) != NULL) {
+		api_bad(c, "%s: unknown field", bad);
+		goto out;
+	}
+	if ((input = api_input(c, body)) == NULL)
+		goto out;
+	row = store_api_session(c->e->store, c->org, id);
+	if (row == NULL) {
+		api_not_found(c);
+		goto out;
+	}
+	if (!json_is_null(json_object_get(row, "ended_at"))) {
+		api_conflict(c, "the session has ended");
+		goto out;
+	}
+	/* The session's first run keeps what every run of it does: its automation's snapshot. */
+	runs = store_thread_runs(c->e->store, c->org, json_string_value(json_object_get(row,
+	    "thread")));
+	first = store_run_json(c->e->store, json_string_value(json_object_get(
+	    json_array_get(runs, 0), "id")), 1);
+	if (first == NULL || (a = automation_from_json(json_object_get(first,
+	    "automation_config"))) == NULL) {
+		api_unavailable(c, "store unavailable");
+		goto out;
+	}
+	meta = json_deep_copy(json_object_get(row, "meta"));
+	c->session = xstrdup(id);
+	api_session_submit(c, "session.message", a, json_is_string(json_object_get(meta,
+	    "automation")), input, meta, body);
+	json_decref(meta);
+out:
+	automation_free(a);
+	json_decref(first);
+	json_decref(runs);
+	json_decref(row);
+}
+
+/* Cancels each run of the list still queued or running, through dispatch (run.c decides). */
+static void
+api_cancel_runs(struct engine *e, json_t *runs, const char *reason)
+{
+	enum run_state	 st;
+	json_t		*r;
+	size_t		 i;
+	int		 any = 0;
+
+	json_array_foreach(runs, i, r) {
+		if (run_state_parse(json_string_value(json_object_get(r, "state")), &st) != 0 ||
+		    run_state_terminal(st))
+			continue;
+		if (store_run_request_cancel(e->store, json_string_value(json_object_get(r,
+		    "id")), reason) == 0)
+			any = 1;
+	}
+	if (any && e->dispatch != NULL)
+		dispatch_apply_cancels(e->dispatch);
+}
+
+static void
+api_session_cancel(struct api_ctx *c, const char *id, json_t *body)
+{
+	json_t		*row = store_api_session(c->e->store, c->org, id), *runs;
+	char		*reason;
+
+	if (row == NULL) {
+		api_not_found(c);
+		return;
+	}
+	if (!json_is_null(json_object_get(row, "ended_at"))) {
+		json_decref(row);
+		api_conflict(c, "the session has already ended");
+		return;
+	}
+	reason = xprintf("cancelled through the API by %s", c->key.id);
+	if (store_api_session_end(c->e->store, c->org, id, reason) != 0) {
+		free(reason);
+		json_decref(row);
+		api_unavailable(c, "store unavailable");
+		return;
+	}
+	runs = store_thread_runs(c->e->store, c->org, json_string_value(json_object_get(row,
+	    "thread")));
+	api_cancel_runs(c->e, runs, reason);
+	json_decref(runs);
+	/* Its workspace goes too, whether or not a run was live. */
+	if (c->e->dispatch != NULL)
+		dispatch_session_close(c->e->dispatch, c->org, json_string_value(
+		    json_object_get(row, "thread")));
+	log_info("event=api.session_cancelled org=%s session=%s key=%s", log_q(c->org), id,
+	    c->key.id);
+	free(reason);
+	json_decref(row);
+	api_session_get(c, id, NULL);
+}
+
+/* ----- runs ----- */
+
+static void
+api_runs_list(struct api_ctx *c, const char *id, json_t *body)
+{
+	enum run_state	 st;
+	char		*state, *automation, *after, *org;
+	int		 limit;
+	json_t		*rows;
+
+	if (api_page(c, &limit, &after) != 0)
+		return;
+	state = api_query(c->query, "state");
+	automation = api_query(c->query, "automation");
+	if (state != NULL && run_state_parse(state, &st) != 0)
+		api_bad(c, "state: unknown state");
+	else if (after != NULL && ((org = store_run_org(c->e->store, after)) == NULL ||
+	    strcmp(org, c->org) != 0 ? (free(org), 1) : (free(org), 0)))
+		api_bad(c, "after: no such run");
+	else {
+		rows = store_runs_page(c->e->store, c->org, state, automation, after, limit + 1);
+		api_reply(c, 200, api_list(rows, limit, "id"), 0);
+	}
+	free(state);
+	free(automation);
+	free(after);
+}
+
+static void
+api_run_get(struct api_ctx *c, const char *id, json_t *body)
+{
+	json_t	*r = store_run_json(c->e->store, id, 1);
+
+	if (r == NULL)
+		api_not_found(c);
+	else
+		api_reply(c, 200, r, 0);
+}
+
+static void
+api_run_cancel(struct api_ctx *c, const char *id, json_t *body)
+{
+	json_t		*r = store_run_json(c->e->store, id, 0), *list;
+	enum run_state	 st;
+	char		*reason;
+
+	if (r == NULL || run_state_parse(json_string_value(json_object_get(r, "state")),
+	    &st) != 0) {
+		json_decref(r);
+		api_unavailable(c, "store unavailable");
+		return;
+	}
+	if (run_state_terminal(st)) {
+		json_decref(r);
+		api_conflict(c, "the run has already ended");
+		return;
+	}
+	reason = xprintf("cancelled through the API by %s", c->key.id);
+	list = json_pack("[o]", r);
+	api_cancel_runs(c->e, list, reason);
+	json_decref(list);
+	free(reason);
+	api_reply(c, 200, store_run_json(c->e->store, id, 0), 0);
+}
+
+static void
+api_run_retry(struct api_ctx *c, const char *id, json_t *body)
+{
+	enum run_state	 st;
+	char		*cause = NULL, *new;
+
+	if (store_run_get_state(c->e->store, id, &st) != 0) {
+		api_unavailable(c, "store unavailable");
+		return;
+	}
+	if (!run_state_terminal(st)) {
+		api_conflict(c, "the run has not ended");
+		return;
+	}
+	if ((new = store_run_retry(c->e->store, id, 0, &cause)) == NULL) {
+		log_warn("event=api.retry_failed run=%s error=%s", id, log_q(cause));
+		free(cause);
+		api_unavailable(c, "store unavailable");
+		return;
+	}
+	log_info("event=run.queued run=%s org=%s retry_of=%s key=%s", new, log_q(c->org), id,
+	    c->key.id);
+	if (c->e->dispatch != NULL)
+		dispatch_kick(c->e->dispatch);
+	api_reply(c, 201, store_run_json(c->e->store, new, 0), 0);
+	free(new);
+}
+
+static void
+api_run_events(struct api_ctx *c, const char *id, json_t *body)
+{
+	struct api_answer	 a;
+
+	/* The front serves the stream; MCP has no use for it. */
+	if (c->call_done != NULL) {
+		api_not_found(c);
+		return;
+	}
+	memset(&a, 0, sizeof a);
+	a.status = 200;
+	a.ctype = "text/event-stream";
+	a.stream_run = xstrdup(id);
+	c->done(&a, c->arg);
+	api_answer_clear(&a);
+	api_ctx_free(c);
+}
+
+/* ----- automations ----- */
+
+static void
+api_automations(struct api_ctx *c, const char *id, json_t *body)
+{
+	struct automation_set	*set;
+	struct config		*conf = serve_config_ref(c->e, &set);
+	const struct automation	*a;
+	json_t			*list = json_array(), *repo;
+	size_t			 i, n = automation_count(set);
+
+	for (i = 0; i < n; i++) {
+		a = automation_get(set, i);
+		if (strcmp(a->org, c->org) != 0)
+			continue;
+		repo = a->repository_map != NULL ? json_string("chosen by the event") :
+		    api_str(a->repository);
+		json_array_append_new(list, json_pack("{s:s,s:o,s:s,s:s,s:o}", "name", a->name,
+		    "triggers", automation_triggers_json(a), "agent", a->agent_name, "proof",
+		    proof_kind_name(a->proof), "repository", repo));
+	}
+	automation_set_unref(set);
+	config_free(conf);
+	api_reply(c, 200, json_pack("{s:o}", "data", list), 0);
+}
+
+static void
+api_mcp(struct api_ctx *c, const char *id, json_t *body)
+{
+	/* Only over HTTP: handled in api_handle before this table is read. */
+	api_not_found(c);
+}
+
+static const struct api_route api_routes[] = {
+	{ "POST", "/sessions", SCOPE_SESSIONS_WRITE, OBJ_NONE, 1, api_session_create },
+	{ "GET", "/sessions", SCOPE_SESSIONS_READ, OBJ_NONE, 0, api_sessions_list },
+	{ "GET", "/sessions/*", SCOPE_SESSIONS_READ, OBJ_SESSION, 0, api_session_get },
+	{ "POST", "/sessions/*/messages", SCOPE_SESSIONS_WRITE, OBJ_SESSION, 1,
+	  api_session_message },
+	{ "POST", "/sessions/*/cancel", SCOPE_SESSIONS_WRITE, OBJ_SESSION, 2,
+	  api_session_cancel },
+	{ "GET", "/runs", SCOPE_RUNS_READ, OBJ_NONE, 0, api_runs_list },
+	{ "GET", "/runs/*", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_get },
+	{ "POST", "/runs/*/cancel", SCOPE_RUNS_WRITE, OBJ_RUN, 2, api_run_cancel },
+	{ "POST", "/runs/*/retry", SCOPE_RUNS_WRITE, OBJ_RUN, 2, api_run_retry },
+	{ "GET", "/runs/*/events", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_events },
+	{ "GET", "/automations", SCOPE_AUTOMATIONS_READ, OBJ_NONE, 0, api_automations },
+	{ "POST", "/mcp", SCOPE_MCP, OBJ_NONE, 0, api_mcp },
+	{ "GET", "/mcp", SCOPE_MCP, OBJ_NONE, 0, api_mcp },
+	{ "DELETE", "/mcp", SCOPE_MCP, OBJ_NONE, 0, api_mcp },
+};
+
+/* Whether path fits pattern; the '*' segment's text into id. */
+static int
+api_path_match(const char *pattern, const char *path, char *id, size_t idlen)
+{
+	const char	*p = pattern, *s = path;
+	size_t		 n;
+
+	while (*p != '\0') {
+		if (*p == '*') {
+			n = strcspn(s, "/");
+			if (n == 0 || n >= idlen)
+				return 0;
+			memcpy(id, s, n);
+			id[n] = '\0';
+			p++;
+			s += n;
+		} else if (*p++ != *s++)
+			return 0;
+	}
+	return *s == '\0';
+}
+
+/*
+ * The route of method and path: NULL with *allow the methods the path has
+ * (405), or NULL and *allow NULL (no such path). id gets the object's id.
+ */
+static const struct api_route *
+api_route_lookup(const char *method, const char *path, char *id, size_t idlen,
+    char *allow, size_t allowlen)
+{
+	const struct api_route	*r, *found = NULL;
+	size_t			 i;
+
+	allow[0] = '\0';
+	for (i = 0; i < SPUR_ARRLEN(api_routes); i++) {
+		r = &api_routes[i];
+		if (!api_path_match(r->pattern, path, id, idlen))
+			continue;
+		if (strcmp(r->method, method) == 0)
+			found = r;
+		else
+			snprintf(allow + strlen(allow), allowlen - strlen(allow), "%s%s",
+			    allow[0] != '\0' ? ", " : "", r->method);
+	}
+	return found;
+}
+
+/* Ids are time_id()s: letters, digits and '_'. */
+static int
+api_id_valid(const char *id)
+{
+	return *id != '\0' && strlen(id) <= 64 && strspn(id, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == strlen(id);
+}
+
+/*
+ * Whether the object of the path is the org's. Looked up for every request
+ * on such a path, before the org and the scope are compared, so that each
+ * 404 costs the same.
+ */
+static int
+api_object_found(struct engine *e, enum api_object kind, const char *org, const char *id)
+{
+	json_t	*s;
+	char	*o;
+	int	 found = 0;
+
+	if (kind == OBJ_NONE)
+		return 1;
+	if (kind == OBJ_SESSION) {
+		if ((s = store_api_session(e->store, org, api_id_valid(id) ? id : "-")) != NULL)
+			found = 1;
+		json_decref(s);
+	} else {
+		if ((o = store_run_org(e->store, api_id_valid(id) ? id : "-")) != NULL)
+			found = strcmp(o, org) == 0;
+		free(o);
+	}
+	return found && api_id_valid(id);
+}
+
+/* The route, the object, the org and the scope are checked, then the body; answers all. */
+static void
+api_route(struct api_ctx *c, const char *method, const char *path, json_t *body)
+{
+	const struct api_route	*r;
+	struct automation_set	*set;
+	struct config		*conf;
+	char			 id[128] = "", allow[64];
+	int			 ok, found, org_ok;
+	unsigned		 scopes = c->key.scopes;
+
+	r = api_route_lookup(method, path, id, sizeof id, allow, sizeof allow);
+	if (r == NULL && allow[0] == '\0') {
+		api_not_found(c);
+		return;
+	}
+	found = api_object_found(c->e, r != NULL ? r->object : OBJ_NONE, c->org, id);
+	conf = serve_config_ref(c->e, &set);
+	org_ok = config_org(conf, c->org) != NULL && strcmp(c->key.org, c->org) == 0;
+	automation_set_unref(set);
+	config_free(conf);
+	/* A call from the MCP server: its scope grants the sessions and runs tools. */
+	if (c->from_mcp)
+		scopes |= SCOPE_SESSIONS_READ | SCOPE_SESSIONS_WRITE | SCOPE_RUNS_READ |
+		    SCOPE_RUNS_WRITE;
+	ok = org_ok && found && (r == NULL || (r->scope & scopes) != 0);
+	if (!ok) {
+		api_not_found(c);
+		return;
+	}
+	if (r == NULL) {
+		/* The path exists and is the key's: only the method is wrong. */
+		if (c->call_done != NULL)
+			api_reply(c, 405, json_pack("{s:s}", "error", "method_not_allowed"), 0);
+		else {
+			struct api_answer a;
+
+			memset(&a, 0, sizeof a);
+			a.status = 405;
+			a.allow = allow;
+			a.body = xstrdup("{\"error\":\"method_not_allowed\"}");
+			c->done(&a, c->arg);
+			api_answer_clear(&a);
+			api_ctx_free(c);
+		}
+		return;
+	}
+	if (r->body == 1 && body == NULL) {
+		api_bad(c, "body: a JSON object is required");
+		return;
+	}
+	r->fn(c, id, body);
+}
+
+static struct api_ctx *
+api_ctx_new(struct engine *e, const char *org, const char *query, const char *idem)
+{
+	struct api_ctx	*c = xcalloc(1, sizeof *c);
+
+	c->e = e;
+	c->org = xstrdup(org);
+	c->query = query != NULL ? xstrdup(query) : NULL;
+	c->idem = idem != NULL ? xstrdup(idem) : NULL;
+	return c;
+}
+
+void
+api_handle(struct engine *e, const struct api_req *req, api_done_cb done, void *arg)
+{
+	struct api_ctx	*c = api_ctx_new(e, req->org, req->query, req->idempotency_key);
+	const char	*why;
+	json_t		*body = NULL;
+	char		*cause = NULL;
+	int		 rc;
+
+	c->done = done;
+	c->arg = arg;
+	rc = key_check(e->store, req->authorization, now_ms(), &c->key, &why);
+	if (rc == -2) {
+		api_unavailable(c, "store unavailable");
+		return;
+	}
+	if (rc != 0) {
+		log_warn("event=api.unauthorized org=%s path=%s reason=%s", log_q(req->org),
+		    log_q(req->path), log_q(why));
+		api_reply(c, 401, json_pack("{s:s}", "error", "unauthorized"), 0);
+		return;
+	}
+	/* At most a write a minute per key: last_used is for people, not an audit log. */
+	if (now_ms() - c->key.last_used >= 60000)
+		store_key_used(e->store, c->key.id, now_ms());
+	if (strcmp(req->path, "/mcp") == 0 && strcmp(c->key.org, req->org) == 0 &&
+	    (c->key.scopes & SCOPE_MCP) != 0) {
+		mcp_handle(e, &c->key, req, done, arg);
+		api_ctx_free(c);
+		return;
+	}
+	if (c->idem != NULL && (strlen(c->idem) == 0 || strlen(c->idem) > API_IDEM_MAX)) {
+		api_bad(c, "Idempotency-Key: must be 1 to %d characters", API_IDEM_MAX);
+		return;
+	}
+	if (req->len > 0 && strcmp(req->method, "POST") == 0) {
+		if ((body = json_parse_bounded(req->body, req->len, API_JSON_DEPTH,
+		    &cause)) == NULL || !json_is_object(body)) {
+			/* Who may not see the route learns nothing from its body: routed first. */
+			const char *m = req->method;
+			char id[128], allow[64];
+			const struct api_route *r = api_route_lookup(m, req->path, id,
+			    sizeof id, allow, sizeof allow);
+			json_decref(body);
+			if (r == NULL || strcmp(c->key.org, c->org) != 0 ||
+			    (r->scope & c->key.scopes) == 0 || !api_object_found(e, r->object,
+			    c->org, id))
+				api_not_found(c);
+			else
+				api_bad(c, "body: %s", cause != NULL ? cause :
+				    "must be a JSON object");
+			free(cause);
+			return;
+		}
+	}
+	api_route(c, req->method, req->path, body);
+	json_decref(body);
+}
+
+void
+api_call(struct engine *e, const struct api_key *key, const char *method, const char *path,
+    const char *query, json_t *body, const char *idem, api_call_cb cb, void *arg)
+{
+	struct api_ctx	*c = api_ctx_new(e, key->org, query, idem);
+
+	c->key = *key;
+	c->from_mcp = 1;
+	c->call_done = cb;
+	c->call_arg = arg;
+	if (strcmp(path, "/mcp") == 0 || strcmp(path, "/automations") == 0) {
+		api_not_found(c);
+		return;
+	}
+	api_route(c, method, path, body);
+}
+
+void
+api_req_clear(struct api_req *r)
+{
+	free(r->method);
+	free(r->org);
+	free(r->path);
+	free(r->query);
+	free(r->authorization);
+	free(r->idempotency_key);
+	free(r->last_event_id);
+	free(r->mcp_session);
+	free(r->mcp_version);
+	free(r->accept);
+	free(r->body);
+	memset(r, 0, sizeof *r);
+}
+
+void
+api_answer_clear(struct api_answer *a)
+{
+	free(a->body);
+	free(a->mcp_session);
+	free(a->stream_run);
+	free(a->stream_after);
+	memset(a, 0, sizeof *a);
+}
