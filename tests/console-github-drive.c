@@ -15,10 +15,11 @@
 #include <string.h>
 
 /*
+ * console-github-drive CONFIG authorize STATE REDIRECT_URI: prints the URL
  * console-github-drive CONFIG signin CODE REDIRECT_URI
  * console-github-drive CONFIG recheck USER
- * prints {"user": ..., "orgs": [...], "error": ...} once the callback came, and
- * the authorize URL first ({"authorize": ...}) for signin. Logs go to stderr.
+ * The last two print {"user": ..., "orgs": [...], "error": ...} once the
+ * callback came. Logs go to stderr.
  */
 static void
 drive_done_cb(const char *user, json_t *orgs, const char *error, void *arg)
@@ -42,10 +43,9 @@ main(int argc, char **argv)
 	char		*cause = NULL, *url;
 	size_t		 i;
 
-	if (argc < 4 || (strcmp(argv[2], "signin") == 0 && argc != 5) ||
-	    (strcmp(argv[2], "recheck") == 0 && argc != 4)) {
-		fprintf(stderr, "usage: console-github-drive CONFIG signin CODE REDIRECT | "
-		    "recheck USER\n");
+	if (argc != (argc > 2 && strcmp(argv[2], "recheck") == 0 ? 4 : 5)) {
+		fprintf(stderr, "usage: console-github-drive CONFIG authorize STATE REDIRECT | "
+		    "signin CODE REDIRECT | recheck USER\n");
 		return 2;
 	}
 	log_init(LOG_DEBUG, "spur");
@@ -58,6 +58,13 @@ main(int argc, char **argv)
 		return 1;
 	}
 	yerrs_free(&errs);
+	if (strcmp(argv[2], "authorize") == 0) {
+		url = console_github_authorize_url(e.conf, argv[3], argv[4]);
+		printf("%s\n", url != NULL ? url : "(not enabled)");
+		free(url);
+		config_free(e.conf);
+		return 0;
+	}
 	mkdir_p(e.conf->data_dir, 0700);
 	if ((e.store = store_open(e.conf->data_dir, 0, &cause)) == NULL) {
 		fprintf(stderr, "store: %s\n", cause);
@@ -69,12 +76,9 @@ main(int argc, char **argv)
 		fatal("evthread_use_pthreads failed");
 	e.base = event_base_new();
 	e.outbox = outbox_create(&e);
-	if (strcmp(argv[2], "signin") == 0) {
-		url = console_github_authorize_url(e.conf, "drive-state", argv[4]);
-		printf("{\"authorize\": \"%s\"}\n", url != NULL ? url : "");
-		free(url);
+	if (strcmp(argv[2], "signin") == 0)
 		console_github_signin(&e, argv[3], argv[4], drive_done_cb, &e);
-	} else
+	else
 		console_github_recheck(&e, argv[3], drive_done_cb, &e);
 	event_base_dispatch(e.base);
 	outbox_free(e.outbox);
