@@ -9,13 +9,17 @@
 #include "api.h"
 #include "automation.h"
 #include "conf.h"
+#include "console.h"
+#include "cron.h"
 #include "dispatch.h"
 #include "event.h"
+#include "fire.h"
 #include "ingest.h"
 #include "keys.h"
 #include "prompt.h"
 #include "repo.h"
 #include "serve.h"
+#include "source.h"
 #include "store.h"
 
 #include <stdio.h>
@@ -29,7 +33,7 @@
 #define API_IDEM_MAX		255
 #define API_JSON_DEPTH		32
 
-enum api_object { OBJ_NONE, OBJ_SESSION, OBJ_RUN };
+enum api_object { OBJ_NONE, OBJ_SESSION, OBJ_RUN, OBJ_KEY };
 
 struct api_ctx;
 typedef void (*api_route_fn)(struct api_ctx *, const char *id, json_t *body);
@@ -155,9 +159,8 @@ api_unescape(const char *s)
 	return out;
 }
 
-/* The value of name in a query string ("a=1&b=2"), decoded; NULL: absent. */
-static char *
-api_query(const char *query, const char *name)
+char *
+api_query_value(const char *query, const char *name)
 {
 	const char	*p = query;
 	size_t		 n = strlen(name), len;
@@ -185,8 +188,8 @@ api_page(struct api_ctx *c, int *limit, char **after)
 	long	 n;
 
 	*limit = API_LIST_DEFAULT;
-	*after = api_query(c->query, "after");
-	if ((s = api_query(c->query, "limit")) != NULL) {
+	*after = api_query_value(c->query, "after");
+	if ((s = api_query_value(c->query, "limit")) != NULL) {
 		n = strtol(s, &end, 10);
 		if (*s == '\0' || *end != '\0' || n < 1 || n > API_LIST_MAX) {
 			free(s);
@@ -846,8 +849,8 @@ api_runs_list(struct api_ctx *c, const char *id, json_t *body)
 
 	if (api_page(c, &limit, &after) != 0)
 		return;
-	state = api_query(c->query, "state");
-	automation = api_query(c->query, "automation");
+	state = api_query_value(c->query, "state");
+	automation = api_query_value(c->query, "automation");
 	if (state != NULL && run_state_parse(state, &st) != 0)
 		api_bad(c, "state: unknown state");
 	else if (after != NULL && ((org = store_run_org(c->e->store, after)) == NULL ||
@@ -972,6 +975,189 @@ api_automations(struct api_ctx *c, const char *id, json_t *body)
 	api_reply(c, 200, json_pack("{s:o}", "data", list), 0);
 }
 
+/* ----- schedules, the why of a payload ----- */
+
+static void
+api_schedules(struct api_ctx *c, const char *id, json_t *body)
+{
+	struct automation_set		*set;
+	struct config			*conf = serve_config_ref(c->e, &set);
+	const struct schedule_def	**defs;
+	json_t				*list = json_array(), *next;
+	int64_t				 t;
+	size_t				 n = automation_schedules(set, &defs), i, k;
+	char				 ts[40];
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(defs[i]->org, c->org) != 0)
+			continue;
+		next = json_array();
+		for (t = now_ms() / 1000, k = 0; k < 3 && (t = cron_next(defs[i]->parsed, t)) != -1;
+		    k++)
+			json_array_append_new(next, json_string(format_time(t * 1000, ts,
+			    sizeof ts)));
+		json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:o}", "automation",
+		    defs[i]->automation, "cron", defs[i]->cron, "timezone", defs[i]->timezone,
+		    "next", next));
+	}
+	automation_set_unref(set);
+	config_free(conf);
+	api_reply(c, 200, json_pack("{s:o}", "data", list), 0);
+}
+
+/* POST automations/why: what `spur fire --why` says of a pasted payload. */
+static void
+api_why(struct api_ctx *c, const char *id, json_t *body)
+{
+	static const char *const sources[] = { "github", "slack", "linear", "webhook", NULL };
+	struct automation_set	*set;
+	struct config		*conf;
+	struct header		 headers[2];
+	const char		*source, *event, *bad, *hook;
+	json_t			*out = NULL, *data, *m;
+	char			*text, *cause = NULL;
+	size_t			 i;
+	int			 rc;
+
+	if ((bad = api_unknown_field(body, (const char *const[]){ "source", "event", "payload",
+	    NULL })) != NULL) {
+		api_bad(c, "%s: unknown field", bad);
+		return;
+	}
+	source = json_string_value(json_object_get(body, "source"));
+	event = json_string_value(json_object_get(body, "event"));
+	if (source == NULL || !api_in(sources, source)) {
+		api_bad(c, "source: must be github, slack, linear or webhook");
+		return;
+	}
+	if ((strcmp(source, "webhook") == 0 || strcmp(source, "github") == 0) && event == NULL) {
+		api_bad(c, "event: required for %s (%s)", source, strcmp(source, "github") == 0 ?
+		    "the X-GitHub-Event name" : "the hook's name");
+		return;
+	}
+	if (!json_is_object(json_object_get(body, "payload"))) {
+		api_bad(c, "payload: must be a JSON object");
+		return;
+	}
+	hook = strcmp(source, "webhook") == 0 ? event : source;
+	text = json_dumps(json_object_get(body, "payload"), JSON_COMPACT);
+	conf = serve_config_ref(c->e, &set);
+	rc = fire_payload(conf, set, c->org, hook, event, headers, 0, text, strlen(text), &out,
+	    &cause);
+	automation_set_unref(set);
+	config_free(conf);
+	free(text);
+	if (rc < 0) {
+		api_bad(c, "payload: %s", cause);
+		free(cause);
+		return;
+	}
+	data = json_array();
+	json_array_foreach(json_object_get(out, "matches"), i, m)
+		json_array_append_new(data, json_pack("{s:O,s:b,s:s,s:O,s:O}", "automation",
+		    json_object_get(m, "automation"), "matches", 1, "why", "matched", "prompt",
+		    json_object_get(m, "prompt"), "repository", json_object_get(m, "repository")));
+	json_array_foreach(json_object_get(out, "not_matched"), i, m)
+		json_array_append_new(data, json_pack("{s:O,s:b,s:O}", "automation",
+		    json_object_get(m, "automation"), "matches", 0, "why", json_object_get(m, "why")));
+	api_reply(c, 200, json_pack("{s:O,s:o}", "event", rc == 0 ? json_object_get(out,
+	    "event") : json_null(), "data", data), 0);
+	json_decref(out);
+}
+
+/* ----- keys (a person signed in to the console only) ----- */
+
+static void
+api_keys_list(struct api_ctx *c, const char *id, json_t *body)
+{
+	api_reply(c, 200, json_pack("{s:o}", "data", store_keys_json(c->e->store, c->org)), 0);
+}
+
+static void
+api_key_create(struct api_ctx *c, const char *id, json_t *body)
+{
+	struct store_key	 row;
+	json_t			*v, *s;
+	const char		*bad;
+	unsigned		 scopes = 0, bit;
+	long long		 secs = 0;
+	char			*key, *cause = NULL, ts[40];
+	size_t			 i;
+
+	if ((bad = api_unknown_field(body, (const char *const[]){ "name", "scopes", "expires",
+	    NULL })) != NULL) {
+		api_bad(c, "%s: unknown field", bad);
+		return;
+	}
+	if ((v = json_object_get(body, "name")) != NULL && (!json_is_string(v) ||
+	    json_string_length(v) == 0 || json_string_length(v) > 100)) {
+		api_bad(c, "name: must be 1 to 100 characters");
+		return;
+	}
+	json_array_foreach(json_object_get(body, "scopes"), i, s) {
+		if (!json_is_string(s) || (bit = key_scope_parse(json_string_value(s))) == 0 ||
+		    bit == SCOPE_CONSOLE) {
+			api_bad(c, "scopes[%zu]: unknown scope", i);
+			return;
+		}
+		scopes |= bit;
+	}
+	if (json_object_get(body, "scopes") != NULL && !json_is_array(json_object_get(body,
+	    "scopes"))) {
+		api_bad(c, "scopes: must be a list");
+		return;
+	}
+	if ((v = json_object_get(body, "expires")) != NULL && (!json_is_string(v) ||
+	    parse_duration(json_string_value(v), &secs, &cause) != 0 || secs <= 0)) {
+		free(cause);
+		api_bad(c, "expires: must be a duration (\"90d\")");
+		return;
+	}
+	key_make(c->org, json_string_value(json_object_get(body, "name")), scopes != 0 ?
+	    scopes : SCOPE_DEFAULT, secs > 0 ? now_ms() + secs * 1000 : 0, &key, &row);
+	if (store_key_add(c->e->store, &row) != 0) {
+		explicit_bzero(key, strlen(key));
+		free(key);
+		store_key_clear(&row);
+		api_unavailable(c, "store unavailable");
+		return;
+	}
+	log_info("event=api.key_created org=%s key=%s by=%s", log_q(c->org), row.id,
+	    log_q(c->key.name));
+	/* The only time the key is shown. */
+	api_reply(c, 201, json_pack("{s:s,s:s,s:s,s:o,s:s,s:o}", "id", row.id, "key", key, "org",
+	    row.org, "name", row.name != NULL ? json_string(row.name) : json_null(), "scopes",
+	    row.scopes, "expires_at", row.expires_at != 0 ? json_string(format_time(
+	    row.expires_at, ts, sizeof ts)) : json_null()), 0);
+	explicit_bzero(key, strlen(key));
+	free(key);
+	store_key_clear(&row);
+}
+
+static void
+api_key_revoke(struct api_ctx *c, const char *id, json_t *body)
+{
+	json_t	*list, *k;
+	size_t	 i;
+
+	if (store_key_revoke(c->e->store, id, now_ms()) < 0) {
+		api_unavailable(c, "store unavailable");
+		return;
+	}
+	log_info("event=api.key_revoked org=%s key=%s by=%s", log_q(c->org), id,
+	    log_q(c->key.name));
+	list = store_keys_json(c->e->store, c->org);
+	json_array_foreach(list, i, k) {
+		if (strcmp(json_string_value(json_object_get(k, "id")), id) == 0) {
+			api_reply(c, 200, json_incref(k), 0);
+			json_decref(list);
+			return;
+		}
+	}
+	json_decref(list);
+	api_not_found(c);
+}
+
 static void
 api_mcp(struct api_ctx *c, const char *id, json_t *body)
 {
@@ -993,6 +1179,11 @@ static const struct api_route api_routes[] = {
 	{ "POST", "/runs/*/retry", SCOPE_RUNS_WRITE, OBJ_RUN, 2, api_run_retry },
 	{ "GET", "/runs/*/events", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_events },
 	{ "GET", "/automations", SCOPE_AUTOMATIONS_READ, OBJ_NONE, 0, api_automations },
+	{ "POST", "/automations/why", SCOPE_AUTOMATIONS_READ, OBJ_NONE, 1, api_why },
+	{ "GET", "/schedules", SCOPE_AUTOMATIONS_READ, OBJ_NONE, 0, api_schedules },
+	{ "GET", "/keys", SCOPE_CONSOLE, OBJ_NONE, 0, api_keys_list },
+	{ "POST", "/keys", SCOPE_CONSOLE, OBJ_NONE, 1, api_key_create },
+	{ "POST", "/keys/*/revoke", SCOPE_CONSOLE, OBJ_KEY, 2, api_key_revoke },
 	{ "POST", "/mcp", SCOPE_MCP, OBJ_NONE, 0, api_mcp },
 	{ "GET", "/mcp", SCOPE_MCP, OBJ_NONE, 0, api_mcp },
 	{ "DELETE", "/mcp", SCOPE_MCP, OBJ_NONE, 0, api_mcp },
@@ -1071,6 +1262,12 @@ api_object_found(struct engine *e, enum api_object kind, const char *org, const 
 		if ((s = store_api_session(e->store, org, api_id_valid(id) ? id : "-")) != NULL)
 			found = 1;
 		json_decref(s);
+	} else if (kind == OBJ_KEY) {
+		struct store_key k;
+
+		if (store_key_get(e->store, api_id_valid(id) ? id : "-", &k) == 0)
+			found = strcmp(k.org, org) == 0;
+		store_key_clear(&k);
 	} else {
 		if ((o = store_run_org(e->store, api_id_valid(id) ? id : "-")) != NULL)
 			found = strcmp(o, org) == 0;
@@ -1151,12 +1348,33 @@ api_handle(struct engine *e, const struct api_req *req, api_done_cb done, void *
 	struct api_ctx	*c = api_ctx_new(e, req->org, req->query, req->idempotency_key);
 	const char	*why;
 	json_t		*body = NULL;
-	char		*cause = NULL;
+	char		*cause = NULL, *csrf = NULL;
 	int		 rc;
 
 	c->done = done;
 	c->arg = arg;
-	rc = key_check(e->store, req->authorization, now_ms(), &c->key, &why);
+	if (req->authorization == NULL && req->cookie != NULL &&
+	    strstr(req->cookie, CONSOLE_COOKIE "=") != NULL) {
+		/* A person signed in to the console: its orgs, and a CSRF token on every change. */
+		rc = console_principal(e, req->cookie, req->org, &c->key, &csrf);
+		if (rc < 0) {
+			api_unavailable(c, "store unavailable");
+			return;
+		}
+		if (rc == 0 && strcmp(req->method, "GET") != 0 && (req->csrf == NULL ||
+		    strlen(req->csrf) != strlen(csrf) || !ct_equal(req->csrf, csrf,
+		    strlen(csrf)))) {
+			log_warn("event=api.csrf_refused org=%s path=%s user=%s", log_q(req->org),
+			    log_q(req->path), log_q(c->key.name));
+			free(csrf);
+			api_reply(c, 403, json_pack("{s:s,s:s}", "error", "forbidden", "detail",
+			    "csrf"), 0);
+			return;
+		}
+		free(csrf);
+		why = rc != 0 ? "no console session" : NULL;
+	} else
+		rc = key_check(e->store, req->authorization, now_ms(), &c->key, &why);
 	if (rc == -2) {
 		api_unavailable(c, "store unavailable");
 		return;
@@ -1168,7 +1386,7 @@ api_handle(struct engine *e, const struct api_req *req, api_done_cb done, void *
 		return;
 	}
 	/* At most a write a minute per key: last_used is for people, not an audit log. */
-	if (now_ms() - c->key.last_used >= 60000)
+	if ((c->key.scopes & SCOPE_CONSOLE) == 0 && now_ms() - c->key.last_used >= 60000)
 		store_key_used(e->store, c->key.id, now_ms());
 	if (strcmp(req->path, "/mcp") == 0 && strcmp(c->key.org, req->org) == 0 &&
 	    (c->key.scopes & SCOPE_MCP) != 0) {
@@ -1234,6 +1452,8 @@ api_req_clear(struct api_req *r)
 	free(r->mcp_session);
 	free(r->mcp_version);
 	free(r->accept);
+	free(r->cookie);
+	free(r->csrf);
 	free(r->body);
 	memset(r, 0, sizeof *r);
 }
@@ -1245,5 +1465,8 @@ api_answer_clear(struct api_answer *a)
 	free(a->mcp_session);
 	free(a->stream_run);
 	free(a->stream_after);
+	free(a->location);
+	free(a->set_cookie[0]);
+	free(a->set_cookie[1]);
 	memset(a, 0, sizeof *a);
 }

@@ -20,6 +20,8 @@ struct api_req {
 	char		*mcp_session;	/* Mcp-Session-Id */
 	char		*mcp_version;	/* MCP-Protocol-Version */
 	char		*accept;
+	char		*cookie;	/* Cookie (the console's session) */
+	char		*csrf;		/* X-CSRF-Token */
 	char		*body;
 	size_t		 len;
 };
@@ -34,6 +36,9 @@ struct api_answer {
 	char		*mcp_session;	/* Mcp-Session-Id to set, NULL: none */
 	char		*stream_run;	/* not NULL: serve the run's events (SSE) from here */
 	char		*stream_after;	/* the Last-Event-ID to resume after */
+	char		*location;	/* Location, for a redirect */
+	char		*set_cookie[2];	/* Set-Cookie */
+	int		 console;	/* a console page: its security headers */
 };
 
 typedef void (*api_done_cb)(struct api_answer *, void *arg);
@@ -41,6 +46,8 @@ typedef void (*api_done_cb)(struct api_answer *, void *arg);
 /* Loop: answers req; done runs once, on the loop (maybe before this returns). */
 void		 api_handle(struct engine *, const struct api_req *, api_done_cb, void *);
 void		 api_req_clear(struct api_req *);
+/* The value of name in a query string ("a=1&b=2"), decoded (to free); NULL: absent. */
+char		*api_query_value(const char *query, const char *name);
 void		 api_answer_clear(struct api_answer *);
 
 /*

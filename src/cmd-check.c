@@ -4,6 +4,7 @@
 #include "cmd.h"
 #include "conf.h"
 #include "event.h"
+#include "fire.h"
 #include "prompt.h"
 #include "repo.h"
 #include "schedule.h"
@@ -18,7 +19,6 @@
 
 #define FIRE_MAX_HEADERS	64
 #define FIRE_MAX_BODY		(25 << 20)
-#define FIRE_MAX_MATCHES	256
 
 int
 cmd_check(const struct cmd *c, int argc, char **argv)
@@ -79,79 +79,25 @@ fire_header(char *arg, struct header *h)
 	return 0;
 }
 
+
+/* Prints a dry run's event, the automations it matches with their exact prompts, and (--why) the others. */
 static int
-fire_has_header(const struct header *h, size_t n, const char *name)
+fire_report(json_t *out, int why, int only_prompt, int json)
 {
+	json_t	*list = json_object_get(out, "matches"), *m;
+	char	*safe;
 	size_t	 i;
 
-	for (i = 0; i < n; i++) {
-		if (strcasecmp(h[i].name, name) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-/* Prints the event, the automations it matches with their exact prompts, and (--why) the others. */
-static int
-fire_report(struct automation_set *set, const char *org, struct spur_event *ev, int why,
-    int only_prompt, int json)
-{
-	const struct automation	*matches[FIRE_MAX_MATCHES];
-	json_t			*out, *list, *nomatch, *evj, *m;
-	char			*prompt, *safe, *repo, *cause;
-	size_t			 n, i, j;
-
-	if (ev->id == NULL)
-		ev->id = time_id("evt_");
-	n = automation_match(set, ev, matches, FIRE_MAX_MATCHES);
-	out = json_object();
-	evj = spur_event_to_json(ev);
-	json_object_set_new(out, "event", evj);
-	list = json_array();
-	for (i = 0; i < n; i++) {
-		prompt = prompt_build(matches[i]->prompt, ev, NULL);
-		if (only_prompt) {
-			safe = term_safe(prompt, TERM_KEEP_NL | TERM_KEEP_TAB);
+	if (!why)
+		json_object_set_new(out, "not_matched", json_array());
+	if (only_prompt) {
+		json_array_foreach(list, i, m) {
+			safe = term_safe(json_string_value(json_object_get(m, "prompt")),
+			    TERM_KEEP_NL | TERM_KEEP_TAB);
 			fputs(safe, stdout);
 			free(safe);
 		}
-		m = json_pack("{s:s,s:s,s:s}", "automation", matches[i]->name, "file",
-		    matches[i]->file, "prompt", prompt);
-		/* The repository a run would work on, as the engine chooses it. */
-		cause = NULL;
-		repo_choose(matches[i], evj, &repo, &cause);
-		json_object_set_new(m, "repository", repo != NULL ? json_string(repo) :
-		    json_null());
-		if (cause != NULL)
-			json_object_set_new(m, "repository_error", json_string(cause));
-		json_array_append_new(list, m);
-		free(repo);
-		free(cause);
-		free(prompt);
-	}
-	json_object_set_new(out, "matches", list);
-	nomatch = json_array();
-	if (why) {
-		for (i = 0; i < automation_count(set); i++) {
-			const struct automation *a = automation_get(set, i);
-			char *reason;
-			for (j = 0; j < n; j++) {
-				if (matches[j] == a)
-					break;
-			}
-			if (j < n || strcmp(a->org, org) != 0)
-				continue;
-			reason = automation_why(a, ev);
-			json_array_append_new(nomatch, json_pack("{s:s,s:s,s:s}", "automation",
-			    a->name, "file", a->file, "why", reason != NULL ? reason :
-			    "matched"));
-			free(reason);
-		}
-	}
-	json_object_set_new(out, "not_matched", nomatch);
-	if (only_prompt)
-		;
-	else if (json)
+	} else if (json)
 		cmd_print_json(out);
 	else {
 		/* jansson escapes C0 controls in JSON, not C1: the payload's are escaped here. */
@@ -162,27 +108,26 @@ fire_report(struct automation_set *set, const char *org, struct spur_event *ev, 
 		printf("event:\n%s\n", safe);
 		free(safe);
 		free(evs);
-		if (n == 0)
+		if (json_array_size(list) == 0)
 			printf("\nno automation matches\n");
-		json_array_foreach(list, i, nomatch) {
-			printf("\nmatch: %s (%s)\n", json_string_value(json_object_get(nomatch,
-			    "automation")), json_string_value(json_object_get(nomatch, "file")));
-			if (json_string_value(json_object_get(nomatch, "repository")) != NULL)
-				printf("repository: %s\n", json_string_value(json_object_get(nomatch,
+		json_array_foreach(list, i, m) {
+			printf("\nmatch: %s (%s)\n", json_string_value(json_object_get(m,
+			    "automation")), json_string_value(json_object_get(m, "file")));
+			if (json_string_value(json_object_get(m, "repository")) != NULL)
+				printf("repository: %s\n", json_string_value(json_object_get(m,
 				    "repository")));
-			else if (json_object_get(nomatch, "repository_error") != NULL)
+			else if (json_object_get(m, "repository_error") != NULL)
 				printf("repository: none: %s\n", json_string_value(
-				    json_object_get(nomatch, "repository_error")));
+				    json_object_get(m, "repository_error")));
 			printf("--- prompt ---\n%s\n--- end of prompt ---\n",
-			    json_string_value(json_object_get(nomatch, "prompt")));
+			    json_string_value(json_object_get(m, "prompt")));
 		}
-		json_array_foreach(json_object_get(out, "not_matched"), i, nomatch) {
+		json_array_foreach(json_object_get(out, "not_matched"), i, m) {
 			printf("\nno match: %s: %s\n",
-			    json_string_value(json_object_get(nomatch, "automation")),
-			    json_string_value(json_object_get(nomatch, "why")));
+			    json_string_value(json_object_get(m, "automation")),
+			    json_string_value(json_object_get(m, "why")));
 		}
 	}
-	json_decref(out);
 	return EXIT_OK;
 }
 
@@ -195,6 +140,7 @@ fire_schedule(const struct cmd *c, const char *path, const char *org, const char
 	struct automation_set		*set = NULL;
 	const struct schedule_def	**defs;
 	struct spur_event		*ev = NULL;
+	json_t				*out;
 	size_t				 n, i;
 	int64_t				 t;
 	int				 rc = EXIT_FAILED;
@@ -218,7 +164,9 @@ fire_schedule(const struct cmd *c, const char *path, const char *org, const char
 		fprintf(stderr, "spur fire: the schedule of %s never fires\n", name);
 	else {
 		ev = schedule_event(defs[i], t);
-		rc = fire_report(set, org, ev, why, only_prompt, json);
+		out = fire_event(set, org, ev);
+		rc = fire_report(out, why, only_prompt, json);
+		json_decref(out);
 		spur_event_free(ev);
 	}
 	automation_set_unref(set);
@@ -243,9 +191,7 @@ cmd_fire(const struct cmd *c, int argc, char **argv)
 	struct config		*conf = NULL;
 	struct automation_set	*set = NULL;
 	struct header		 headers[FIRE_MAX_HEADERS];
-	struct source_req	 sr;
-	struct source_result	 res;
-	const struct source	*src;
+	json_t			*out = NULL;
 	const char		*path = NULL, *org = NULL, *source = NULL, *evname = NULL;
 	const char		*hook;
 	char			*body = NULL, *cause = NULL, *safe;
@@ -318,54 +264,26 @@ cmd_fire(const struct cmd *c, int argc, char **argv)
 		}
 		hook = evname;
 	}
-	src = source_find(hook);
-	if (src == &source_github && evname != NULL &&
-	    !fire_has_header(headers, nh, "X-GitHub-Event")) {
-		headers[nh].name = "X-GitHub-Event";
-		headers[nh++].value = evname;
-	}
-	if (!fire_has_header(headers, nh, "Content-Type")) {
-		headers[nh].name = "Content-Type";
-		headers[nh++].value = body[0] == '{' || body[0] == '[' ?
-		    "application/json" : "application/x-www-form-urlencoded";
-	}
-	memset(&sr, 0, sizeof sr);
-	memset(&res, 0, sizeof res);
-	sr.conf = conf;
-	sr.org = config_org(conf, org);
-	sr.org_name = org;
-	sr.hook = hook;
-	sr.headers = headers;
-	sr.nheaders = nh;
-	sr.body = body;
-	sr.len = len;
-	sr.now_ms = now_ms();
-	sr.no_verify = 1;
-	if (src == &source_webhook) {
-		sr.webhook = automation_webhook(set, org, hook);
-		if (sr.webhook == NULL) {
-			fprintf(stderr, "spur fire: no automation of org %s declares the "
-			    "webhook \"%s\"\n", org, hook);
-			goto out;
-		}
-	}
-	src->handle(&sr, &res);
-	if (res.verdict != SOURCE_EVENT) {
-		/* Both may quote the payload. */
-		if (res.verdict == SOURCE_REPLY) {
-			safe = term_safe(res.reply != NULL ? res.reply : "", TERM_KEEP_NL);
-			printf("%s\n", safe);
-		} else {
-			safe = term_safe(res.cause != NULL ? res.cause : "not an event", 0);
-			fprintf(stderr, "spur fire: %s\n", safe);
-		}
+	switch (fire_payload(conf, set, org, hook, evname, headers, nh, body, len, &out,
+	    &cause)) {
+	case 0:
+		rc = fire_report(out, why, only_prompt, json);
+		break;
+	case 1:
+		/* The source answers it itself (a challenge); it may quote the payload. */
+		safe = term_safe(json_string_value(json_object_get(out, "reply")), TERM_KEEP_NL);
+		printf("%s\n", safe);
 		free(safe);
-		rc = res.verdict == SOURCE_REPLY ? EXIT_OK : EXIT_FAILED;
-		source_result_free(&res);
-		goto out;
+		rc = EXIT_OK;
+		break;
+	default:
+		safe = term_safe(cause, 0);
+		fprintf(stderr, "spur fire: %s\n", safe);
+		free(safe);
+		free(cause);
+		break;
 	}
-	rc = fire_report(set, org, res.event, why, only_prompt, json);
-	source_result_free(&res);
+	json_decref(out);
 out:
 	free(body);
 	if (set != NULL)

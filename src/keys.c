@@ -65,7 +65,7 @@ key_scopes_from_text(const char *text)
 	return bits;
 }
 
-static void
+void
 key_hash(const char *key, size_t len, char out[65])
 {
 	unsigned char	 h[32];
@@ -74,18 +74,18 @@ key_hash(const char *key, size_t len, char out[65])
 	hex_encode(h, sizeof h, out);
 }
 
-void
-key_make(const char *org, const char *name, unsigned bits, int64_t expires_at,
-    char **secret, struct store_key *row)
+char *
+key_token(size_t nbytes)
 {
-	unsigned char	 id[KEY_ID_LEN / 2], sec[KEY_SECRET_LEN];
-	char		 idhex[KEY_ID_LEN + 1], hash[65], *b64, *p;
+	unsigned char	 raw[64];
+	char		*b64, *p;
 
-	random_bytes(id, sizeof id);
-	random_bytes(sec, sizeof sec);
-	hex_encode(id, sizeof id, idhex);
-	/* base64url, no padding: a key is one shell word and one URL-safe token. */
-	b64 = base64_encode(sec, sizeof sec);
+	if (nbytes > sizeof raw)
+		nbytes = sizeof raw;
+	random_bytes(raw, nbytes);
+	/* base64url, no padding: one shell word, one URL-safe token, one cookie value. */
+	b64 = base64_encode(raw, nbytes);
+	explicit_bzero(raw, sizeof raw);
 	for (p = b64; *p != '\0'; p++) {
 		if (*p == '+')
 			*p = '-';
@@ -94,8 +94,20 @@ key_make(const char *org, const char *name, unsigned bits, int64_t expires_at,
 		else if (*p == '=')
 			*p = '\0';
 	}
+	return b64;
+}
+
+void
+key_make(const char *org, const char *name, unsigned bits, int64_t expires_at,
+    char **secret, struct store_key *row)
+{
+	unsigned char	 id[KEY_ID_LEN / 2];
+	char		 idhex[KEY_ID_LEN + 1], hash[65], *b64;
+
+	random_bytes(id, sizeof id);
+	hex_encode(id, sizeof id, idhex);
+	b64 = key_token(KEY_SECRET_LEN);
 	*secret = xprintf(KEY_PREFIX "%s_%s", idhex, b64);
-	explicit_bzero(sec, sizeof sec);
 	explicit_bzero(b64, strlen(b64));
 	free(b64);
 	key_hash(*secret, strlen(*secret), hash);

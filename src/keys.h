@@ -2,6 +2,7 @@
 #ifndef SPUR_KEYS_H
 #define SPUR_KEYS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct store;
@@ -15,6 +16,7 @@ enum key_scope {
 	SCOPE_AUTOMATIONS_READ	= 1 << 4,
 	SCOPE_SECRETS_WRITE	= 1 << 5,
 	SCOPE_MCP		= 1 << 6,
+	SCOPE_CONSOLE		= 1 << 7,	/* a person signed in to the console, never a key's */
 };
 /* What `spur keys create` grants without --scope: everything but secrets:write. */
 #define SCOPE_DEFAULT	(SCOPE_SESSIONS_READ | SCOPE_SESSIONS_WRITE | SCOPE_RUNS_READ | \
@@ -31,6 +33,10 @@ struct api_key {
 	int64_t		 last_used;	/* ms, 0: never */
 };
 
+/* nbytes (at most 64) random bytes as base64url without padding (to free). */
+char		*key_token(size_t nbytes);
+/* The SHA-256 of a secret as 64 hex digits: what the store keeps of keys, cookies, links. */
+void		 key_hash(const char *, size_t, char out[65]);
 /* One scope by name (0: unknown); scopes as space-separated text (to free). */
 unsigned	 key_scope_parse(const char *);
 char		*key_scopes_text(unsigned);

@@ -2,6 +2,8 @@
 #include "spur.h"
 #include "api.h"
 #include "api-events.h"
+#include "console.h"
+#include "console-assets.h"
 #include "automation.h"
 #include "conf.h"
 #include "event.h"
@@ -91,6 +93,7 @@ struct server {
 enum hookreq_kind { HOOKREQ_HOOK, HOOKREQ_HEALTHZ, HOOKREQ_METRICS, HOOKREQ_API };
 
 static void	front_accept_error_cb(struct evconnlistener *, void *);
+static void	server_console_headers(struct evkeyvalq *, const char *);
 
 /*
  * One request from its arrival to its answer, owned by its front except while
@@ -122,6 +125,9 @@ struct hookreq {
 	/* The org API's request and what its answer adds (api.c). */
 	struct api_req		 api;
 	const char		*allow;
+	int			 console;	/* a console page (console.c), not the org API */
+	char			*location;
+	char			*set_cookie[2];
 	char			*mcp_session;
 	char			*stream_run;
 	char			*stream_after;
@@ -213,6 +219,9 @@ hookreq_free(struct hookreq *hr)
 	free(hr->answer);
 	api_req_clear(&hr->api);
 	free(hr->mcp_session);
+	free(hr->location);
+	free(hr->set_cookie[0]);
+	free(hr->set_cookie[1]);
 	free(hr->stream_run);
 	free(hr->stream_after);
 	source_result_free(&hr->res);
@@ -298,6 +307,7 @@ front_answer_cb(evutil_socket_t fd, short what, void *arg)
 	struct server		*srv = f->srv;
 	struct hookreq		*hr;
 	struct evhttp_request	*req;
+	int			 i;
 
 	while ((hr = hookreq_pop(srv, &f->answers)) != NULL) {
 		if ((req = hookreq_take(hr)) != NULL) {
@@ -313,6 +323,14 @@ front_answer_cb(evutil_socket_t fd, short what, void *arg)
 				evhttp_add_header(h, "Allow", hr->allow);
 			if (hr->mcp_session != NULL)
 				evhttp_add_header(h, "Mcp-Session-Id", hr->mcp_session);
+			if (hr->location != NULL)
+				evhttp_add_header(h, "Location", hr->location);
+			for (i = 0; i < 2; i++) {
+				if (hr->set_cookie[i] != NULL)
+					evhttp_add_header(h, "Set-Cookie", hr->set_cookie[i]);
+			}
+			if (hr->console)
+				server_console_headers(h, "no-store");
 			if (hr->stream_run != NULL) {
 				/* The stream is the front's from here: it reads the run's files. */
 				metrics_request(srv->engine->metrics, hr->route, 200);
@@ -367,6 +385,12 @@ server_api_done(struct api_answer *a, void *arg)
 	hr->allow = a->allow;
 	hr->mcp_session = a->mcp_session;
 	a->mcp_session = NULL;
+	hr->location = a->location;
+	a->location = NULL;
+	hr->set_cookie[0] = a->set_cookie[0];
+	hr->set_cookie[1] = a->set_cookie[1];
+	a->set_cookie[0] = a->set_cookie[1] = NULL;
+	hr->console = a->console;
 	hr->stream_run = a->stream_run;
 	a->stream_run = NULL;
 	hr->retry_after = a->retry_after;
@@ -383,7 +407,9 @@ server_ask_cb(evutil_socket_t fd, short what, void *arg)
 	char		*why;
 
 	while ((hr = hookreq_pop(srv, &srv->asks)) != NULL) {
-		if (hr->kind == HOOKREQ_API)
+		if (hr->kind == HOOKREQ_API && hr->api.org == NULL)
+			console_handle(e, &hr->api, server_api_done, hr);
+		else if (hr->kind == HOOKREQ_API)
 			api_handle(e, &hr->api, server_api_done, hr);
 		else if (hr->kind == HOOKREQ_METRICS)
 			hookreq_answer(hr, 200, "text/plain; version=0.0.4",
@@ -639,6 +665,39 @@ server_openapi(struct server *srv, struct evhttp_request *req)
 	metrics_request(srv->engine->metrics, "openapi", 200);
 }
 
+/* What every console answer carries: no inline script, no framing, no sniffing. */
+static void
+server_console_headers(struct evkeyvalq *h, const char *cache)
+{
+	evhttp_add_header(h, "Content-Security-Policy", "default-src 'none'; script-src 'self'; "
+	    "style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; "
+	    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
+	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+	evhttp_add_header(h, "Referrer-Policy", "same-origin");
+	evhttp_add_header(h, "Cache-Control", cache);
+}
+
+/* Front: one of the console's static files, compiled in. */
+static void
+server_console_asset(struct server *srv, struct evhttp_request *req, const char *name)
+{
+	const struct console_asset	*a = console_asset_find(name);
+	struct evkeyvalq		*h = evhttp_request_get_output_headers(req);
+	struct evbuffer			*out;
+
+	if (a == NULL || strcmp(name, "index.html") == 0) {
+		server_reply(srv, req, "console", 404, "application/json", "{\"error\":\"not_found\"}");
+		return;
+	}
+	out = evbuffer_new();
+	server_console_headers(h, "public, max-age=3600");
+	evhttp_add_header(h, "Content-Type", a->ctype);
+	evbuffer_add_reference(out, a->data, a->len, NULL, NULL);
+	evhttp_send_reply(req, 200, "OK", out);
+	evbuffer_free(out);
+	metrics_request(srv->engine->metrics, "console", 200);
+}
+
 /* Front: an org API request goes to the loop, which owns the store and the keys. */
 static void
 server_api(struct front *f, struct evhttp_request *req, const char *org)
@@ -658,10 +717,10 @@ server_api(struct front *f, struct evhttp_request *req, const char *org)
 	case EVHTTP_REQ_DELETE: method = "DELETE"; break;
 	default: method = "OTHER"; break;
 	}
-	rest = server_api_path(uri, o, sizeof o);
-	hr = hookreq_new(f, req, HOOKREQ_API, "api");
+	rest = org != NULL ? server_api_path(uri, o, sizeof o) : uri;
+	hr = hookreq_new(f, req, HOOKREQ_API, org != NULL ? "api" : "console");
 	hr->api.method = xstrdup(method);
-	hr->api.org = xstrdup(org);
+	hr->api.org = org != NULL ? xstrdup(org) : NULL;
 	n = strcspn(rest, "?");
 	hr->api.path = xstrndup(rest, n);
 	hr->api.query = rest[n] == '?' ? xstrdup(rest + n + 1) : NULL;
@@ -671,6 +730,8 @@ server_api(struct front *f, struct evhttp_request *req, const char *org)
 	hr->api.mcp_session = server_header_dup(in, "Mcp-Session-Id");
 	hr->api.mcp_version = server_header_dup(in, "MCP-Protocol-Version");
 	hr->api.accept = server_header_dup(in, "Accept");
+	hr->api.cookie = server_header_dup(in, "Cookie");
+	hr->api.csrf = server_header_dup(in, "X-CSRF-Token");
 	hr->api.len = evbuffer_get_length(body);
 	hr->api.body = xmalloc(hr->api.len + 1);
 	evbuffer_copyout(body, hr->api.body, hr->api.len);
@@ -803,6 +864,26 @@ server_request_cb(struct evhttp_request *req, void *arg)
 	if (server_api_path(uri, org, sizeof org) != NULL) {
 		server_api(f, req, org);
 		return;
+	}
+	{
+		char *path = xstrndup(uri, n);
+
+		if (strncmp(path, "/console/assets/", 16) == 0) {
+			if (!get) {
+				evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
+				    "GET");
+				server_reply(srv, req, "console", 405, NULL, NULL);
+			} else
+				server_console_asset(srv, req, path + 16);
+			free(path);
+			return;
+		}
+		if (console_path(path)) {
+			free(path);
+			server_api(f, req, NULL);
+			return;
+		}
+		free(path);
 	}
 	server_reply(srv, req, "other", 404, "application/json", "{\"error\":\"not_found\"}");
 }

@@ -62,6 +62,11 @@ static const struct cmd cmds[] = {
 	  "defaults to all but secrets:write; --expires 90d. list shows id, name,\n"
 	  "scopes, created, last used, expiry and revocation, never a key; revoke ID.",
 	  cmd_keys, 0 },
+	{ "console-link", "[-c FILE] --org ORG [--next PATH]",
+	  "Prints a one-time link that signs a browser in to the web console for ORG\n"
+	  "(good for 10 minutes, once; the session lasts 12 hours). --next /runs/RUN\n"
+	  "lands on that page.",
+	  cmd_console_link, 0 },
 	{ "schedules", "[-c FILE] [--org ORG] [--next N] [--json]",
 	  "Lists every schedule and its next N fire times (default 3), in UTC and in\n"
 	  "the schedule's time zone.",

@@ -136,6 +136,16 @@ static const char *store_migrations[] = {
 	"  PRIMARY KEY (org, id));"
 	"CREATE INDEX events_thread ON events(org, thread);"
 	"CREATE INDEX runs_thread ON runs(org, thread);",
+	/*
+	 * 11: the web console (SPEC section 14): its sign-in sessions and one-time
+	 * links, each kept as the SHA-256 of its secret
+	 */
+	"CREATE TABLE console_sessions ("
+	"  hash TEXT PRIMARY KEY, user TEXT NOT NULL, orgs TEXT NOT NULL, csrf TEXT NOT NULL,"
+	"  created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, checked_at INTEGER NOT NULL);"
+	"CREATE TABLE console_links ("
+	"  hash TEXT PRIMARY KEY, org TEXT NOT NULL, expires_at INTEGER NOT NULL,"
+	"  used_at INTEGER);",
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
@@ -1377,6 +1387,115 @@ store_sessions_of_thread(struct store *st, const char *org, const char *thread)
 	return list;
 }
 
+static char *
+col_dup(sqlite3_stmt *s, int i)
+{
+	const char	*t = (const char *)sqlite3_column_text(s, i);
+
+	return t != NULL ? xstrdup(t) : NULL;
+}
+
+/* The console's sign-in sessions (console.c). */
+int
+store_console_session_add(struct store *st, const struct console_session *cs)
+{
+	const char	*args[] = { cs->hash, cs->user, cs->orgs, cs->csrf };
+	int64_t		 ints[] = { cs->created_at, cs->expires_at, cs->checked_at };
+
+	return store_exec_bind(st, "INSERT INTO console_sessions (hash, user, orgs, csrf, "
+	    "created_at, expires_at, checked_at) VALUES (?, ?, ?, ?, ?, ?, ?)", args, 4, ints, 3);
+}
+
+int
+store_console_session_get(struct store *st, const char *hash, struct console_session *cs)
+{
+	sqlite3_stmt	*s;
+	int		 rc;
+
+	memset(cs, 0, sizeof *cs);
+	if ((s = store_stmt(st, "SELECT hash, user, orgs, csrf, created_at, expires_at, "
+	    "checked_at FROM console_sessions WHERE hash = ?")) == NULL)
+		return -1;
+	bind_text(s, 1, hash);
+	if ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		cs->hash = col_dup(s, 0);
+		cs->user = col_dup(s, 1);
+		cs->orgs = col_dup(s, 2);
+		cs->csrf = col_dup(s, 3);
+		cs->created_at = sqlite3_column_int64(s, 4);
+		cs->expires_at = sqlite3_column_int64(s, 5);
+		cs->checked_at = sqlite3_column_int64(s, 6);
+	}
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : -1;
+}
+
+void
+store_console_session_clear(struct console_session *cs)
+{
+	free(cs->hash);
+	free(cs->user);
+	free(cs->orgs);
+	free(cs->csrf);
+	memset(cs, 0, sizeof *cs);
+}
+
+int
+store_console_session_checked(struct store *st, const char *hash, const char *orgs,
+    int64_t at)
+{
+	const char	*args[] = { hash, orgs };
+	int64_t		 ints[] = { at };
+
+	return store_exec_bind(st, "UPDATE console_sessions SET orgs = ?2, checked_at = ?3 "
+	    "WHERE hash = ?1", args, 2, ints, 1);
+}
+
+int
+store_console_session_end(struct store *st, const char *hash)
+{
+	const char	*args[] = { hash };
+	int64_t		 ints[] = { now_ms() };
+
+	/* Expired ones go with it: the table holds only what can still be used. */
+	return store_exec_bind(st, "DELETE FROM console_sessions WHERE hash = ?1 OR "
+	    "expires_at < ?2", args, 1, ints, 1);
+}
+
+int
+store_console_link_add(struct store *st, const char *hash, const char *org, int64_t expires_at)
+{
+	const char	*args[] = { hash, org };
+	int64_t		 ints[] = { expires_at };
+
+	return store_exec_bind(st, "INSERT INTO console_links (hash, org, expires_at) VALUES "
+	    "(?, ?, ?)", args, 2, ints, 1);
+}
+
+char *
+store_console_link_take(struct store *st, const char *hash, int64_t now)
+{
+	const char	*args[] = { hash };
+	int64_t		 ints[] = { now };
+	sqlite3_stmt	*s;
+	char		*org = NULL;
+
+	/* Used once: the update that marks it is what makes it valid. */
+	if (store_exec_bind(st, "UPDATE console_links SET used_at = ?2 WHERE hash = ?1 AND "
+	    "used_at IS NULL AND expires_at > ?2", args, 1, ints, 1) != 0 ||
+	    sqlite3_changes(st->db) != 1)
+		return NULL;
+	if ((s = store_stmt(st, "SELECT org FROM console_links WHERE hash = ?")) == NULL)
+		return NULL;
+	bind_text(s, 1, hash);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		org = col_dup(s, 0);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return org;
+}
+
 /* The org API's keys (keys.c): a row of api_keys. */
 int
 store_key_add(struct store *st, const struct store_key *k)
@@ -1387,14 +1506,6 @@ store_key_add(struct store *st, const struct store_key *k)
 	return store_exec_bind(st, "INSERT INTO api_keys (id, org, name, hash, scopes, "
 	    "created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, NULLIF(?, 0))", args, 5, ints,
 	    2);
-}
-
-static char *
-col_dup(sqlite3_stmt *s, int i)
-{
-	const char	*t = (const char *)sqlite3_column_text(s, i);
-
-	return t != NULL ? xstrdup(t) : NULL;
 }
 
 int

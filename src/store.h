@@ -160,6 +160,30 @@ json_t		*store_sessions_idle(struct store *, int64_t before_ms);
 /* The live sessions of a thread (any automation): [{id, workspace}]. */
 json_t		*store_sessions_of_thread(struct store *, const char *org, const char *thread);
 
+/* A console sign-in session (console.c): secrets kept as SHA-256 hex. */
+struct console_session {
+	char		*hash;
+	char		*user;		/* GitHub login, or link:ORG */
+	char		*orgs;		/* JSON array of org names */
+	char		*csrf;
+	int64_t		 created_at;
+	int64_t		 expires_at;
+	int64_t		 checked_at;	/* membership last checked */
+};
+int		 store_console_session_add(struct store *, const struct console_session *);
+/* 0 found, 1 none, -1 the store failed. */
+int		 store_console_session_get(struct store *, const char *hash,
+		     struct console_session *);
+void		 store_console_session_clear(struct console_session *);
+int		 store_console_session_checked(struct store *, const char *hash,
+		     const char *orgs, int64_t at);
+/* Ends one (and removes every expired one). */
+int		 store_console_session_end(struct store *, const char *hash);
+int		 store_console_link_add(struct store *, const char *hash, const char *org,
+		     int64_t expires_at);
+/* Marks a link used; its org when it was unused and unexpired, else NULL. */
+char		*store_console_link_take(struct store *, const char *hash, int64_t now);
+
 /* The org API's keys (keys.c): the key itself is never stored, only its hash. */
 struct store_key {
 	char	*id;		/* the public id */

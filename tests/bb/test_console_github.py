@@ -217,6 +217,7 @@ try:
         t.ok(got.get("user") is None and "HTTP 503" in (got.get("error") or ""),
              "GitHub failing during the re-check: an error (the console decides), not a shorter list", got)
         fake.failures.clear()
+        fake.gh_users["octo"]["teams"]["acme-gh/sre"] = "active"
         got, _ = drive(s, "recheck", "../admin")
         t.ok(got.get("error"), "a user that is not a GitHub login is refused before any request", got)
 
@@ -272,11 +273,42 @@ try:
             st, _, body = browse(base + "/console/api/me")
             me = json.loads(body) if st == 200 else {}
             t.eq((st, me.get("user"), me.get("orgs")), (200, "octo", ["acme", "beta"]), "/console/api/me: octo, acme and beta")
+            session = dict(browse.cookies)
+
+            def age_sessions():
+                """An hour passes: every session's membership check is due."""
+                import sqlite3
+                con = sqlite3.connect(os.path.join(s.data_dir, "spur.db"), timeout=10)
+                con.execute("UPDATE console_sessions SET checked_at = checked_at - 3700000")
+                con.commit()
+                con.close()
+
+            age_sessions()
+            fake.gh_users["octo"]["teams"]["acme-gh/sre"] = "pending"
+            mark = len(fake.requests)
+            browse.cookies = session
+            st, _, body = browse(base + "/console/api/me")
+            me = json.loads(body) if st == 200 else {}
+            t.eq((st, me.get("orgs")), (200, ["beta"]), "an hour later, out of acme's teams: /console/api/me says beta alone")
+            t.ok(any(r["path"] == "/orgs/acme-gh/members/octo" and
+                     r["headers"].get("authorization") == "Bearer " + SECRETS["T_GH_TOKEN"]
+                     for r in fake.requests[mark:]), "re-checked with acme's own token")
+            st, _, _ = browse(base + "/o/acme/runs")
+            t.eq(st, 404, "acme's runs are now the same 404 as a missing org's")
+            age_sessions()
+            fake.gh_users["octo"]["orgs"].pop("beta-gh")
+            st, _, _ = browse(base + "/console/api/me")
+            t.eq(st, 401, "out of every GitHub org: the session ends (401)")
+            st, _, _ = browse(base + "/console/api/me")
+            t.eq(st, 401, "and stays ended")
+            fake.gh_users["octo"]["orgs"]["beta-gh"] = "active"
+            fake.gh_users["octo"]["teams"]["acme-gh/sre"] = "active"
             for login, why in (("outsider", "a non-member"), ("noteam", "a member in none of the teams")):
                 st, h, body, _ = sign_in(login)
                 t.ok(st >= 400 and not [c for c in h.get("set-cookie", []) if c.startswith("spur_console=")],
                      "%s is refused, with no session" % why, (st, h))
-                t.ok(b"<" in body and len(body) > 20, "with a page that says so", body[:300])
+                t.ok(login.encode() in body and b"may not see" in body, "with a page that says so",
+                     body[:300])
             st, h, body, _ = sign_in("octo", tamper_state=True)
             t.ok(st >= 400 and not [c for c in h.get("set-cookie", []) if c.startswith("spur_console=")],
                  "a state other than the cookie's is refused, with no session", (st, h))
