@@ -71,12 +71,15 @@ orgs:
 """ % {"u": fake.url, "id": CLIENT_ID, "pem": pem}
 
 outputs = []
+exits = []      # drives that did not exit 0 (a sanitizer's report, say)
 
 
 def drive(s, *args):
     p = subprocess.run([DRIVE, s.config] + list(args), capture_output=True, env=s.env, cwd=s.dir, timeout=60)
     out, err = p.stdout.decode(), p.stderr.decode()
     outputs.append(out + err)
+    if p.returncode != 0:
+        exits.append((args, p.returncode, err[-2000:]))
     try:
         got = json.loads(out.strip().splitlines()[-1])
         return dict((k, v) for k, v in got.items() if v is not None), err
@@ -222,6 +225,7 @@ try:
         t.ok(got.get("error"), "a user that is not a GitHub login is refused before any request", got)
 
         # --- no secret anywhere -------------------------------------------------------------
+        t.eq(exits, [], "every drive exited 0 (no sanitizer or leak report)")
         every = "\n".join(outputs)
         t.eq(grep_secrets(every), [], "no secret in any output or log of the drives")
         t.ok(not any(tok in every for tok in fake.user_tokens), "no person token in them either")
@@ -313,11 +317,15 @@ try:
             t.ok(st >= 400 and not [c for c in h.get("set-cookie", []) if c.startswith("spur_console=")],
                  "a state other than the cookie's is refused, with no session", (st, h))
             t.eq(grep_secrets(s.logs()), [], "no secret in the engine's log")
+            t.ok(not any(tok in s.logs() for tok in fake.user_tokens), "no person's token in it either")
             s.stop()
             for root, _, files in os.walk(s.data_dir):
                 for f in files:
                     with open(os.path.join(root, f), "rb") as fh:
-                        t.ok(OAUTH_SECRET.encode() not in fh.read(), "the client secret is not in %s" % f)
+                        data = fh.read()
+                    t.ok(OAUTH_SECRET.encode() not in data and
+                         not any(tok.encode() in data for tok in fake.user_tokens),
+                         "neither the client secret nor a person's token is in %s" % f)
 finally:
     fake.close()
 
