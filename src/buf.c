@@ -1,6 +1,7 @@
 /* buf.c: growable byte buffers with an optional bound (hitting it is an error, not growth). */
 #include "spur.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,21 @@ int
 buf_addc(struct buf *b, char c)
 {
 	return buf_add(b, &c, 1);
+}
+
+int
+buf_addq(struct buf *b, const char *s)
+{
+	const unsigned char	*p;
+	int			 rc = 0;
+
+	for (p = (const unsigned char *)s; *p != '\0' && rc == 0; p++) {
+		if (isalnum(*p) || strchr("-._~", *p) != NULL)
+			rc = buf_addc(b, (char)*p);
+		else
+			rc = buf_addf(b, "%%%02X", *p);
+	}
+	return rc;
 }
 
 int

@@ -44,6 +44,19 @@ struct org_api {
 	char		**repositories;		/* NULL-terminated globs a session may name; NULL: none */
 };
 
+/*
+ * orgs.NAME.console: who may see the org in the web console when signed in
+ * with GitHub (console-github.c). Every org that has it names the same OAuth
+ * app (client id, secret, github_url): one per installation.
+ */
+struct org_console {
+	char		*github_client_id;
+	struct secret	*github_client_secret;
+	char		*github_org;		/* members of this GitHub org... */
+	char		**teams;		/* ...and of one of these team slugs; NULL: any member */
+	char		*github_url;		/* the OAuth host, no trailing slash */
+};
+
 struct named_secret {
 	char		*name;
 	struct secret	*secret;
@@ -60,6 +73,7 @@ struct org {
 	size_t			 nsecrets;
 	struct env_conf		*environment;	/* the automations' default (env.h); NULL: none */
 	struct org_api		*api;		/* NULL when not configured */
+	struct org_console	*console;	/* NULL: no sign-in with GitHub for it */
 };
 
 struct agent_conf {

@@ -155,8 +155,10 @@ static const char *const github_keys[] = { "webhook_secret", "token", "app_id",
 static const char *const slack_keys[] = { "signing_secret", "bot_token", "api_url", NULL };
 static const char *const linear_keys[] = { "webhook_secret", "api_key", "api_url", NULL };
 static const char *const api_keys[] = { "callback_secret", "repositories", NULL };
+static const char *const console_keys[] = { "github_client_id", "github_client_secret",
+	"github_org", "teams", "github_url", NULL };
 static const char *const org_keys[] = { "github", "slack", "linear", "agents", "secrets",
-	"environment", "api", NULL };
+	"environment", "api", "console", NULL };
 static const char *const org_agent_keys[] = { "api_key", NULL };
 static const char *const retention_keys[] = { "events", "run_files", NULL };
 static const char *const git_keys[] = { "author_name", "author_email", NULL };
@@ -657,6 +659,133 @@ cfg_org_api(struct cfgctx *c, struct org *o, const struct ynode *m)
 	}
 }
 
+/* A GitHub login or team slug: it goes into API paths as it is. */
+static int
+cfg_github_name(const char *s, int slug)
+{
+	size_t	 n = strlen(s);
+
+	if (n == 0 || n > 100 || s[0] == '-' || s[0] == '.')
+		return 0;
+	for (; *s != '\0'; s++) {
+		if (!isalnum((unsigned char)*s) && *s != '-' && !(slug && (*s == '_' || *s == '.')))
+			return 0;
+	}
+	return 1;
+}
+
+/* orgs.NAME.console: sign-in with GitHub, and which GitHub org (and teams) may see it. */
+static void
+cfg_org_console(struct cfgctx *c, struct org *o, const struct ynode *m)
+{
+	struct org_console	*cs;
+	size_t			 i, j;
+	const char		*s;
+
+	if (!cfg_is_map(c, m, "console"))
+		return;
+	cs = o->console = xcalloc(1, sizeof *cs);
+	cs->github_url = xstrdup("https://github.com");
+	for (i = 0; i < m->n; i++) {
+		const char		*k = ymap_key(m, i);
+		const struct ynode	*n = ymap_value(m, i);
+
+		if (strcmp(k, "github_client_id") == 0) {
+			cfg_str(c, n, "console.github_client_id", &cs->github_client_id);
+			for (s = cs->github_client_id; s != NULL; s++) {
+				if (*s == '\0' && s > cs->github_client_id)
+					break;
+				if (!isgraph((unsigned char)*s)) {
+					cfg_error(c, n, "\"console.github_client_id\" must be "
+					    "the OAuth app's client ID (no spaces or controls)");
+					break;
+				}
+			}
+		} else if (strcmp(k, "github_client_secret") == 0)
+			cs->github_client_secret = cfg_secret(c, n,
+			    "console.github_client_secret");
+		else if (strcmp(k, "github_org") == 0) {
+			cfg_str(c, n, "console.github_org", &cs->github_org);
+			if (cs->github_org != NULL && !cfg_github_name(cs->github_org, 0))
+				cfg_error(c, n, "\"console.github_org\" must be a GitHub "
+				    "organization's login (letters, digits and -)");
+		} else if (strcmp(k, "teams") == 0) {
+			cs->teams = cfg_argv(c, n, "console.teams");
+			for (j = 0; cs->teams != NULL && cs->teams[j] != NULL; j++) {
+				if (!cfg_github_name(cs->teams[j], 1))
+					cfg_error(c, n->items[j], "\"console.teams\": \"%s\" is "
+					    "not a team slug (letters, digits, -, _ and .)",
+					    cs->teams[j]);
+			}
+		} else if (strcmp(k, "github_url") == 0)
+			cfg_url(c, n, "console.github_url", &cs->github_url);
+		else
+			cfg_unknown(c, m, i, "console", console_keys);
+	}
+	if (ymap_get(m, "github_client_id") == NULL)
+		cfg_error(c, m, "\"console.github_client_id\" is required (the GitHub "
+		    "OAuth app people sign in with)");
+	if (ymap_get(m, "github_client_secret") == NULL)
+		cfg_error(c, m, "\"console.github_client_secret\" is required with "
+		    "console.github_client_id");
+	if (ymap_get(m, "github_org") == NULL)
+		cfg_error(c, m, "\"console.github_org\" is required: the GitHub "
+		    "organization whose members may see org %s", o->name);
+}
+
+/*
+ * What console sign-in needs beyond the console key itself: the org's own
+ * GitHub credential (membership is re-checked hourly without the person's
+ * token), and one OAuth app across orgs: the callback URL is the same for
+ * every org, so spur exchanges every code with one client id and secret.
+ */
+static void
+cfg_consoles(struct cfgctx *c, struct config *cf, const struct ynode *orgs)
+{
+	const struct org	*first = NULL;
+	const struct ynode	*on, *cn, *at;
+	size_t			 i;
+
+	for (i = 0; i < cf->norgs; i++) {
+		const struct org	*o = &cf->orgs[i];
+		const struct org_console *cs = o->console;
+
+		if (cs == NULL || (on = ymap_get(orgs, o->name)) == NULL ||
+		    (cn = ymap_get(on, "console")) == NULL)
+			continue;
+		if (o->github == NULL || (o->github->token == NULL && o->github->app_id == 0))
+			cfg_error(c, cn, "\"orgs.%s.console\" needs the org's own GitHub "
+			    "credential (github.token, or github.app_id and private_key): "
+			    "membership is re-checked every hour with it", o->name);
+		if (cs->github_client_id == NULL)
+			continue;
+		if (first == NULL) {
+			first = o;
+			continue;
+		}
+		at = ymap_get(cn, "github_client_id");
+		if (strcmp(cs->github_client_id, first->console->github_client_id) != 0)
+			cfg_error(c, at, "\"orgs.%s.console.github_client_id\" differs from "
+			    "orgs.%s's: spur signs in with one GitHub OAuth app, give every "
+			    "org the same client id and secret", o->name, first->name);
+		else if (strcmp(cs->github_url, first->console->github_url) != 0)
+			cfg_error(c, ymap_get(cn, "github_url") != NULL ?
+			    ymap_get(cn, "github_url") : cn, "\"orgs.%s.console.github_url\" "
+			    "differs from orgs.%s's for the same OAuth app", o->name,
+			    first->name);
+		else if (cs->github_client_secret != NULL &&
+		    first->console->github_client_secret != NULL &&
+		    cs->github_client_secret->value != NULL &&
+		    first->console->github_client_secret->value != NULL &&
+		    (cs->github_client_secret->len != first->console->github_client_secret->len ||
+		    !ct_equal(cs->github_client_secret->value,
+		    first->console->github_client_secret->value, cs->github_client_secret->len)))
+			cfg_error(c, ymap_get(cn, "github_client_secret"),
+			    "\"orgs.%s.console.github_client_secret\" differs from orgs.%s's "
+			    "for the same OAuth app", o->name, first->name);
+	}
+}
+
 static void
 cfg_org_agents(struct cfgctx *c, struct org *o, const struct ynode *m)
 {
@@ -780,10 +909,13 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 				cfg_org_environment(c, org, n);
 			else if (strcmp(k, "api") == 0)
 				cfg_org_api(c, org, n);
+			else if (strcmp(k, "console") == 0)
+				cfg_org_console(c, org, n);
 			else
 				cfg_unknown(c, o, j, name, org_keys);
 		}
 	}
+	cfg_consoles(c, cf, m);
 }
 
 static void
@@ -1138,6 +1270,16 @@ config_free(struct config *cf)
 			free(o->api->repositories);
 			free(o->api);
 		}
+		if (o->console != NULL) {
+			free(o->console->github_client_id);
+			secret_free(o->console->github_client_secret);
+			free(o->console->github_org);
+			for (j = 0; o->console->teams && o->console->teams[j]; j++)
+				free(o->console->teams[j]);
+			free(o->console->teams);
+			free(o->console->github_url);
+			free(o->console);
+		}
 	}
 	free(cf->orgs);
 	free(cf->file);
@@ -1229,6 +1371,8 @@ config_secrets(const struct config *cf, const struct secret **out, size_t max)
 		}
 		if (o->api != NULL)
 			n = config_secrets_add(out, max, n, o->api->callback_secret);
+		if (o->console != NULL)
+			n = config_secrets_add(out, max, n, o->console->github_client_secret);
 		for (j = 0; j < o->nagents; j++)
 			n = config_secrets_add(out, max, n, o->agents[j].secret);
 		for (j = 0; j < o->nsecrets; j++)

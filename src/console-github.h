@@ -1,7 +1,8 @@
-/* console-github.h: signing in to the console with GitHub (the OAuth web flow, membership). */
+/* console-github.h: sign-in to the web console with GitHub, and which orgs a person may see. */
 #ifndef SPUR_CONSOLE_GITHUB_H
 #define SPUR_CONSOLE_GITHUB_H
 
+#include <stddef.h>
 #include <jansson.h>
 
 struct config;
@@ -9,17 +10,52 @@ struct engine;
 
 /* 1 when some org has console.github_client_id (sign-in with GitHub offered). */
 int	 console_github_enabled(const struct config *);
-/* The GitHub authorize URL (client_id, redirect_uri, state, scope read:org); NULL: not enabled. */
-char	*console_github_authorize_url(const struct config *, const char *state,
-	    const char *redirect_uri);
 /*
- * Loop, async: code -> token -> user -> the orgs (spur org names) the user may
- * see; cb(user or NULL, orgs (borrowed), error or NULL, arg) on the loop.
+ * The GitHub authorize URL (client_id, redirect_uri, state, scope "read:org"),
+ * every value percent-encoded; NULL: not enabled. Caller frees.
  */
-typedef void (*console_github_cb)(const char *user, json_t *orgs, const char *error, void *arg);
+char	*console_github_authorize_url(const struct config *, const char *state,
+	     const char *redirect_uri);
+
+/*
+ * cb(user, orgs, NULL, arg): user's GitHub login and the spur org names it may
+ * see (a JSON array, borrowed: empty when it is a member of none, which the
+ * console refuses); cb(NULL, NULL, error, arg): no answer could be had (a bad
+ * or expired code, GitHub unreachable or failing), error a sentence for the
+ * person, scrubbed of every secret. Always later, from the loop; exactly once.
+ */
+typedef void (*console_github_cb)(const char *user, json_t *orgs, const char *error,
+	     void *arg);
+/*
+ * Loop, async: code -> the person's token (POST {github_url}/login/oauth/
+ * access_token) -> login (GET {api}/user) -> for each org with console, its
+ * membership (GET {api}/user/memberships/orgs/{github_org}, state active) and,
+ * with teams, one of them (GET {api}/orgs/{github_org}/teams/{slug}/
+ * memberships/{login}, state active). The token is dropped at the end.
+ */
 void	 console_github_signin(struct engine *, const char *code, const char *redirect_uri,
-	    console_github_cb, void *arg);
-/* Loop, async: the orgs user may still see. */
-void	 console_github_recheck(struct engine *, const char *user, console_github_cb, void *arg);
+	     console_github_cb, void *arg);
+/*
+ * Loop, async: the orgs user may still see, checked with each org's own GitHub
+ * credential (github.token or its App's installation token on the GitHub
+ * org): GET {api}/orgs/{github_org}/members/{user} (204 member, 404 not) and
+ * the team route. An org whose membership cannot be told for a reason of its
+ * configuration (no credential, App not installed, a credential that cannot
+ * see members) is left out, with a warning logged; GitHub unreachable or
+ * failing ends it with an error instead.
+ */
+void	 console_github_recheck(struct engine *, const char *user, console_github_cb,
+	     void *arg);
+
+/* Pure parts, for tests. */
+/*
+ * The access token of POST /login/oauth/access_token's JSON answer, or NULL
+ * and why (GitHub's error code, e.g. bad_verification_code); caller frees.
+ */
+char	*console_github_parse_token(int status, const char *body, size_t len, char **cause);
+/* 1 when a membership answer (org or team) says state "active", else 0. */
+int	 console_github_active(int status, const char *body, size_t len);
+/* 1 when s may go into an API path as a GitHub login: letters, digits, - ([bot] suffix no). */
+int	 console_github_login_valid(const char *s);
 
 #endif

@@ -601,8 +601,13 @@ drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 				free(missing);
 			}
 			break;
-		default:
-			/* pull_request and commit: the engine commits and pushes outside the sandbox. */
+		case PROOF_PULL_REQUEST:
+		case PROOF_COMMIT:
+			/*
+			 * Only these deliver: the engine commits and pushes outside the
+			 * sandbox. A run of another proof may have a checkout all the same
+			 * (a GitHub event's repository): it stays the agent's workspace.
+			 */
 			r->sb = NULL;
 			sandbox_free(sb);
 			if (repo_deliver(r->d->engine, r->id, r->a, r->workspace, &r->ident,

@@ -556,7 +556,9 @@ github_token(struct engine *e, const char *orgname, const char *repo, long long 
 		github_exchange(f);
 		return r;
 	}
-	path = xprintf("/repos/%s/installation", repo);
+	/* owner/repo: the repository's installation; an owner alone: the org's. */
+	path = xprintf(strchr(repo, '/') != NULL ? "/repos/%s/installation" :
+	    "/orgs/%s/installation", repo);
 	url = github_api(f, path);
 	memset(&req, 0, sizeof req);
 	req.method = "GET";

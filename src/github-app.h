@@ -18,7 +18,8 @@ typedef void (*github_token_cb)(const char *token, const char *cause, int perman
 /*
  * The token for org (acting on repository owner/repo): the configured token,
  * else a GitHub App installation token (installation from the event, 0: looked
- * up for the repository), cached until shortly before it expires. The callback
+ * up for the repository, or for the GitHub org when repo is an owner alone,
+ * without a slash), cached until shortly before it expires. The callback
  * always comes later, from the loop; NULL is never returned.
  */
 struct github_req *github_token(struct engine *, const char *org, const char *repo,

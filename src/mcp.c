@@ -592,15 +592,8 @@ mcp_build_get_run(json_t *args, struct mcp_api *api, json_t **bad)
 static void
 mcp_query_add(struct buf *b, const char *k, const char *v)
 {
-	const unsigned char	*p;
-
 	buf_addf(b, "%s%s=", b->len > 0 ? "&" : "", k);
-	for (p = (const unsigned char *)v; *p != '\0'; p++) {
-		if (isalnum(*p) || strchr("-._~", *p) != NULL)
-			buf_addc(b, *p);
-		else
-			buf_addf(b, "%%%02X", *p);
-	}
+	buf_addq(b, v);
 }
 
 static int

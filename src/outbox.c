@@ -32,6 +32,7 @@ struct http_call {
 	CURL			*easy;
 	struct curl_slist	*headers;
 	char			*body;
+	size_t			 body_len;
 	struct buf		 resp;
 	int			 toobig;
 	char			*retry_after;
@@ -155,6 +156,7 @@ outbox_http(struct outbox *ob, const struct http_request *req, http_done_cb cb, 
 	curl_easy_setopt(c->easy, CURLOPT_PRIVATE, c);
 	if (req->body != NULL) {
 		c->body = xmalloc(req->body_len + 1);
+		c->body_len = req->body_len;
 		memcpy(c->body, req->body, req->body_len);
 		c->body[req->body_len] = '\0';
 		curl_easy_setopt(c->easy, CURLOPT_POSTFIELDS, c->body);
@@ -178,6 +180,9 @@ outbox_http_cancel(struct http_call *c)
 	curl_easy_cleanup(c->easy);
 	/* Headers may hold a credential. */
 	curl_slist_free_all(c->headers);
+	/* So may the body (an OAuth code exchange's client secret). */
+	if (c->body != NULL)
+		explicit_bzero(c->body, c->body_len);
 	free(c->body);
 	buf_free(&c->resp);
 	free(c->retry_after);

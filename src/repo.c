@@ -1009,11 +1009,14 @@ repo_choose(const struct automation *a, const json_t *event, char **out, char **
 		if (repo_choose_map(a, event, out, cause) < 0)
 			return -1;
 	} else {
+		/*
+		 * A GitHub event's own repository, whatever the proof: a run that
+		 * delivers nothing (report, none, artifacts) still works in a real
+		 * checkout; only pull_request and commit are pushed (dispatch.c).
+		 */
 		if (repo == NULL && source != NULL && strcmp(source, "github") == 0)
 			repo = json_string_value(json_object_get(event, "repository"));
-		/* Only runs whose proof is a commit or a PR need the event's repository. */
-		if (repo == NULL || (a->proof != PROOF_PULL_REQUEST &&
-		    a->proof != PROOF_COMMIT && a->repository == NULL))
+		if (repo == NULL)
 			return 0;
 		*out = xstrdup(repo);
 	}
@@ -1119,6 +1122,11 @@ repo_deliver(struct engine *e, const char *run, const struct automation *a,
 	json_t		*s;
 
 	*out = NULL;
+	/* A checkout is not a delivery: report, none and artifacts push nothing. */
+	if (a->proof != PROOF_PULL_REQUEST && a->proof != PROOF_COMMIT) {
+		xasprintf(cause, "proof %s delivers nothing", proof_kind_name(a->proof));
+		return -1;
+	}
 	j = repo_job_new(e, run, workspace, as);
 	if (repo_state_load(j) != 0) {
 		repo_job_free(j);

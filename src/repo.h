@@ -39,8 +39,9 @@ int	 repo_deliver(struct engine *, const char *run, const struct automation *,
  * and pull requests"): the automation's fixed one; else, for a mapping, a
  * repo: token of the text inside the allow list, the Slack channel's, the
  * Linear label's or team's, a GitHub event's own, the default; else a GitHub
- * event's own when the proof is a commit or a PR. 1 and *out (the caller
- * frees it); 0: none; -1 and cause (naming the repositories it may use).
+ * event's own, whatever the proof (only pull_request and commit deliver).
+ * 1 and *out (the caller frees it); 0: none; -1 and cause (naming the
+ * repositories it may use).
  */
 int	 repo_choose(const struct automation *, const json_t *event, char **out,
 	     char **cause);

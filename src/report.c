@@ -291,18 +291,6 @@ report_idempotent(const json_t *report)
 	return kind != NULL && strcmp(kind, "reaction") == 0;
 }
 
-/* A query string value, percent-encoded. */
-static void
-report_query_value(struct buf *b, const char *s)
-{
-	for (; *s != '\0'; s++) {
-		if (isalnum((unsigned char)*s) || strchr("-._~", *s) != NULL)
-			buf_addc(b, *s);
-		else
-			buf_addf(b, "%%%02X", (unsigned char)*s);
-	}
-}
-
 int
 report_lookup_request(struct engine *e, const json_t *report, const char *token,
     const char *page, char **url, char ***headers, char **body, char **cause)
@@ -342,7 +330,7 @@ report_lookup_request(struct engine *e, const json_t *report, const char *token,
 		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
 		buf_addf(&b, "%.*s?per_page=%d&since=%s&page=", (int)(rest + 9 - path), path,
 		    REPORT_LOOKUP_PAGE, when);
-		report_query_value(&b, page != NULL ? page : "1");
+		buf_addq(&b, page != NULL ? page : "1");
 	} else if (source != NULL && strcmp(source, "slack") == 0) {
 		channel = json_string_value(json_object_get(posted, "channel"));
 		ts = json_string_value(json_object_get(posted, "thread_ts"));
@@ -353,16 +341,16 @@ report_lookup_request(struct engine *e, const json_t *report, const char *token,
 		/* A reply in the thread, or (no thread) a message in the channel. */
 		buf_adds(&b, ts != NULL ? "/conversations.replies?channel=" :
 		    "/conversations.history?channel=");
-		report_query_value(&b, channel);
+		buf_addq(&b, channel);
 		if (ts != NULL) {
 			buf_adds(&b, "&ts=");
-			report_query_value(&b, ts);
+			buf_addq(&b, ts);
 		}
 		buf_addf(&b, "&oldest=%lld.000000&limit=%d&include_all_metadata=true",
 		    (long long)(since / 1000), REPORT_LOOKUP_PAGE);
 		if (page != NULL) {
 			buf_adds(&b, "&cursor=");
-			report_query_value(&b, page);
+			buf_addq(&b, page);
 		}
 	} else if (source != NULL && strcmp(source, "linear") == 0) {
 		issue = json_string_value(json_path(posted, "variables.input.issueId"));

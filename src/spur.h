@@ -52,6 +52,8 @@ int	 buf_add(struct buf *, const void *, size_t);	/* -1 when max reached */
 int	 buf_adds(struct buf *, const char *);
 int	 buf_addf(struct buf *, const char *, ...) __attribute__((format(printf, 2, 3)));
 int	 buf_addc(struct buf *, char);
+/* s percent-encoded for a URL's query or path (RFC 3986 unreserved characters kept). */
+int	 buf_addq(struct buf *, const char *s);
 char	*buf_cstr(struct buf *);	/* NUL-terminated view, still owned by buf */
 char	*buf_take(struct buf *);	/* NUL-terminated, caller frees, buf emptied */
 void	 buf_reset(struct buf *);

@@ -1,5 +1,6 @@
-"""fakeapis: local stand-ins for the GitHub REST API, Slack Web API, Linear GraphQL API, and a
-real git smart-HTTP server (git's own http-backend CGI) with Basic authentication.
+"""fakeapis: local stand-ins for the GitHub REST API (and its OAuth web flow), Slack Web API,
+Linear GraphQL API, and a real git smart-HTTP server (git's own http-backend CGI) with Basic
+authentication.
 
 Every request is recorded. fail(pattern, status, headers, times) makes the next matching
 requests fail; hang(pattern, times) makes them never answer (until the client gives up);
@@ -49,6 +50,17 @@ class Fake:
         self.next_id = 5000
         self.threads = {}      # thread key -> comments or messages posted there, oldest first
         self.slack_ts = 0      # microseconds: Slack's ts are unique times
+        self.on_demand = False  # any_repository()
+        self.made = threading.Lock()
+        # GitHub's OAuth web flow (console sign-in): the OAuth app, the people who can sign in
+        # (login -> {"orgs": {github_org: "active"|"pending"}, "teams": {"org/slug": state}}),
+        # who the browser is signed in to GitHub as (signed_in), the codes handed out and the
+        # person tokens they were exchanged for (token -> {"login", "scope"}).
+        self.oauth_client = None
+        self.gh_users = {}
+        self.signed_in = None
+        self.oauth_codes = {}
+        self.user_tokens = {}
         fake = self
 
         class H(BaseHTTPRequestHandler):
@@ -84,6 +96,51 @@ class Fake:
                 "    slack:\n      signing_secret: env:T_SLACK_SECRET\n      bot_token: env:T_SLACK_TOKEN\n"
                 "      api_url: %(u)s/slack/api\n    linear:\n      webhook_secret: env:T_LINEAR_SECRET\n"
                 "      api_key: env:T_LINEAR_KEY\n      api_url: %(u)s/linear/graphql\n" % {"u": self.url}) + extra
+
+    ON_DEMAND_PULL = re.compile(r"^/repos/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/pulls/(\d+)$")
+    ON_DEMAND_GIT = re.compile(r"^/git/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)\.git/")
+
+    def any_repository(self):
+        """From now on every OWNER/NAME exists: a git request finds a bare repository made on
+        its first use (one commit of README.md on main), and GET /repos/OWNER/NAME/pulls/N an open
+        pull request N of branch pr-N into main (one more commit), unless add_pr said otherwise.
+        For tests whose runs merely need the event's repository to be there (every run of a
+        GitHub event checks it out, whatever its proof)."""
+        self.on_demand = True
+        return self
+
+    def repository(self, name):
+        """The bare repository of OWNER/NAME, made on its first use."""
+        bare = os.path.join(self.git_root, name + ".git")
+        with self.made:
+            if not os.path.isdir(bare) and ".." not in name and not name.startswith("."):
+                make_remote(self.git_root, name, {"README.md": "# %s\n" % name})
+        return bare
+
+    def pull(self, name, number):
+        """Pull request number of OWNER/NAME, made on its first use (branch pr-N)."""
+        bare = self.repository(name)
+        with self.made:
+            if "%s#%d" % (name, number) not in self.prs:
+                add_ref(bare, "refs/heads/pr-%d" % number, {"pr-%d.txt" % number: "pull request %d\n" % number})
+                self.add_pr(name, number, "pr-%d" % number, name, "main")
+
+    def make_on_demand(self, method, path):
+        m = self.ON_DEMAND_PULL.match(path.partition("?")[0]) if method == "GET" else None
+        if m is not None:
+            self.pull("%s/%s" % m.group(1, 2), int(m.group(3)))
+        elif (m := self.ON_DEMAND_GIT.match(path)) is not None:
+            self.repository("%s/%s" % m.group(1, 2))
+
+    def oauth_app(self, client_id, client_secret):
+        """The OAuth app spur signs in with: /login/oauth/* accept only these credentials."""
+        self.oauth_client = (client_id, client_secret)
+
+    def gh_user(self, login, orgs=None, teams=None):
+        """A GitHub user: orgs {github_org: "active"|"pending"}, teams {"org/slug": state}."""
+        with self.lock:
+            self.gh_users[login] = {"id": 1000 + len(self.gh_users), "orgs": dict(orgs or {}),
+                                    "teams": dict(teams or {})}
 
     def fail(self, pattern, status, headers=None, times=1, body=None):
         with self.lock:
@@ -250,6 +307,8 @@ class Fake:
                 return
             return self.send(h, fail["status"], fail["body"] or {"message": "failing on command"}, fail["headers"])
         path = h.path
+        if self.on_demand:
+            self.make_on_demand(h.command, path)
         if path.startswith("/git/"):
             return self.git(h, body)
         if path.startswith("/slack/"):
@@ -278,10 +337,122 @@ class Fake:
         self.keep(key, c)
         return c
 
+    def oauth(self, h, path, query, body):
+        """GitHub's OAuth web flow: /login/oauth/authorize (what the browser is sent to: here
+        it answers at once as if the person signed in as self.signed_in approved the app) and
+        /login/oauth/access_token (the code exchange), in GitHub's formats."""
+        q = dict((k, v[0]) for k, v in query.items())
+        if path == "/login/oauth/authorize" and h.command == "GET":
+            if self.oauth_client is None or q.get("client_id") != self.oauth_client[0]:
+                return self.send(h, 404, raw=b"Not Found")
+            if self.signed_in is None:
+                return self.send(h, 200, raw=b"<html>Sign in to GitHub</html>")
+            code = base64.b32encode(os.urandom(10)).decode().lower()
+            with self.lock:
+                self.oauth_codes[code] = {"login": self.signed_in, "redirect_uri": q.get("redirect_uri"),
+                                          "scope": q.get("scope", ""), "at": time.time()}
+            sep = "&" if "?" in q.get("redirect_uri", "") else "?"
+            loc = q.get("redirect_uri", "") + sep + urllib.parse.urlencode({"code": code, "state": q.get("state", "")})
+            h.send_response(302)
+            h.send_header("Location", loc)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
+        if path == "/login/oauth/access_token" and h.command == "POST":
+            ctype = h.headers.get("Content-Type", "")
+            try:
+                if ctype.startswith("application/json"):
+                    f = json.loads(body or b"{}")
+                else:
+                    f = dict((k, v[0]) for k, v in urllib.parse.parse_qs(body.decode()).items())
+            except ValueError:
+                f = {}
+            docs = "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/"
+            err = None
+            with self.lock:
+                c = self.oauth_codes.pop(f.get("code", ""), None)
+            if self.oauth_client is None or (f.get("client_id"), f.get("client_secret")) != self.oauth_client:
+                err = ("incorrect_client_credentials", "The client_id and/or client_secret passed are incorrect.")
+            elif c is None or time.time() - c["at"] > 600:
+                err = ("bad_verification_code", "The code passed is incorrect or expired.")
+            elif f.get("redirect_uri") and f["redirect_uri"] != c["redirect_uri"]:
+                err = ("redirect_uri_mismatch", "The redirect_uri MUST match the registered callback URL for this application.")
+            if err is not None:
+                out = {"error": err[0], "error_description": err[1], "error_uri": docs + "#" + err[0].replace("_", "-")}
+            else:
+                tok = "gho_" + base64.b32encode(os.urandom(20)).decode().lower()
+                scope = ",".join(x for x in c["scope"].replace(",", " ").split() if x)
+                with self.lock:
+                    self.user_tokens[tok] = {"login": c["login"], "scope": scope}
+                out = {"access_token": tok, "scope": scope, "token_type": "bearer"}
+            # GitHub answers 200 either way; JSON only when asked for, else a form.
+            if "application/json" in h.headers.get("Accept", ""):
+                return self.send(h, 200, out)
+            raw = urllib.parse.urlencode(out).encode()
+            h.send_response(200)
+            h.send_header("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+            h.send_header("Content-Length", str(len(raw)))
+            h.end_headers()
+            h.wfile.write(raw)
+            return
+        return self.send(h, 404, raw=b"Not Found")
+
+    def membership(self, org, login, state):
+        u = self.url
+        return {"url": "%s/orgs/%s/memberships/%s" % (u, org, login), "state": state, "role": "member",
+                "organization_url": "%s/orgs/%s" % (u, org),
+                "organization": {"login": org, "id": 42, "url": "%s/orgs/%s" % (u, org)},
+                "user": {"login": login, "id": self.gh_users[login]["id"], "type": "User"}}
+
+    def team_state(self, org, slug, login):
+        user = self.gh_users.get(login)
+        if user is None or user["orgs"].get(org) != "active":
+            return None
+        return user["teams"].get("%s/%s" % (org, slug))
+
+    def github_as_user(self, h, path, person):
+        """The routes console sign-in calls with a person's OAuth token."""
+        login = person["login"]
+        not_found = {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}
+        if h.command != "GET":
+            return self.send(h, 404, not_found)
+        if path == "/user":
+            return self.send(h, 200, {"login": login, "id": self.gh_users[login]["id"], "type": "User",
+                                      "html_url": "https://github.example/" + login})
+        m = re.match(r"^/user/memberships/orgs/([^/]+)$", path)
+        if m:
+            if "read:org" not in person["scope"].split(","):
+                return self.send(h, 403, {"message": "You need at least read:org scope or user scope to list your organizations.",
+                                          "documentation_url": "https://docs.github.com/rest"})
+            state = self.gh_users[login]["orgs"].get(m.group(1))
+            if state is None:
+                return self.send(h, 404, not_found)
+            return self.send(h, 200, self.membership(m.group(1), login, state))
+        m = re.match(r"^/orgs/([^/]+)/teams/([^/]+)/memberships/([^/]+)$", path)
+        if m:
+            # Only a member of the org may see its teams' memberships.
+            if self.gh_users[login]["orgs"].get(m.group(1)) != "active":
+                return self.send(h, 404, not_found)
+            return self.team_answer(h, *m.groups())
+        return self.send(h, 404, not_found)
+
+    def team_answer(self, h, org, slug, login):
+        state = self.team_state(org, slug, login)
+        if state is None:
+            return self.send(h, 404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
+        return self.send(h, 200, {"url": "%s/teams/1/memberships/%s" % (self.url, login), "role": "member",
+                                  "state": state})
+
     def github(self, h, path, body):
         path, _, qs = path.partition("?")
         query = urllib.parse.parse_qs(qs)
         auth = h.headers.get("Authorization", "")
+        if path.startswith("/login/oauth/"):
+            return self.oauth(h, path, query, body)
+        with self.lock:
+            person = self.user_tokens.get(auth[7:]) if auth.startswith("Bearer ") else None
+        if person is not None:
+            return self.github_as_user(h, path, person)
         m = re.match(r"^/app/installations/(\d+)/access_tokens$", path)
         if m and h.command == "POST":
             if self.app is None or self.verify_jwt(auth) is not None:
@@ -296,8 +467,10 @@ class Fake:
                                                     time.gmtime(time.time() + self.app_token_ttl)),
                                       "permissions": {"contents": "write", "pull_requests": "write"},
                                       "repository_selection": "all"})
-        m = re.match(r"^/repos/([^/]+/[^/]+)/installation$", path)
+        m = re.match(r"^/repos/([^/]+/[^/]+)/installation$", path) or \
+            re.match(r"^/orgs/([^/]+)/installation$", path)
         if m and h.command == "GET":
+            # installations: {"owner/repo": id} for a repository's, {"org": id} for an org's.
             if self.app is None or self.verify_jwt(auth) is not None:
                 return self.send(h, 401, {"message": "A JSON web token could not be decoded"})
             if m.group(1) not in self.app["installations"]:
@@ -312,6 +485,18 @@ class Fake:
                 j = json.loads(body or b"{}")
             except ValueError:
                 return self.send(h, 400, {"message": "Problems parsing JSON"})
+        # An org's own credential: is this person a member (204) or not (404), and of a team.
+        m = re.match(r"^/orgs/([^/]+)/members/([^/]+)$", path)
+        if m and h.command == "GET":
+            user = self.gh_users.get(m.group(2))
+            if user is None or user["orgs"].get(m.group(1)) != "active":
+                return self.send(h, 404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
+            h.send_response(204)
+            h.end_headers()
+            return
+        m = re.match(r"^/orgs/([^/]+)/teams/([^/]+)/memberships/([^/]+)$", path)
+        if m and h.command == "GET":
+            return self.team_answer(h, *m.groups())
         if re.match(r"^/repos/[^/]+/[^/]+/(issues|pulls)/comments/\d+/reactions$", path):
             if j.get("content") not in ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"):
                 return self.send(h, 422, {"message": "Validation Failed"})

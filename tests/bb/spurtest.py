@@ -1,10 +1,12 @@
 """spurtest: black-box test harness: a real `spur serve` on a free port, driven over HTTP, TAP out."""
+import atexit
 import hashlib
 import hmac
 import base64
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -151,9 +153,65 @@ def env_with_secrets(extra=None):
     return env
 
 
-# Tests send nothing off this machine: the APIs of the default org point at a closed
-# loopback port (tests that check what is posted run their own fake APIs).
+# Tests send nothing off this machine: the Slack and Linear APIs of the default org point at
+# a closed loopback port, its GitHub at this process's LocalGitHub (tests that check what is
+# posted run their own fake APIs).
 DEAD_API = "http://127.0.0.1:9"
+
+# Written into a config, this becomes the URL of the process's LocalGitHub (started then).
+LOCAL_GITHUB = "@LOCAL_GITHUB@"
+
+
+class LocalGitHub:
+    """What every run with a GitHub repository needs before its agent starts, for the tests
+    that do not run their own fakeapis.Fake: git's smart HTTP (Fake.git: git http-backend,
+    the token checked) under /git, and GET /github/repos/OWNER/NAME/pulls/N, every repository
+    and pull request there (Fake.any_repository: made on first use, pull request N of branch
+    pr-N into main). Nothing else of the API answers: the connection is closed unanswered, so
+    reports and reactions go on failing as they did against a closed port. One per test
+    process, shared by its engines (local_github())."""
+
+    PULL = re.compile(r"^/github(/repos/[^/]+/[^/]+/pulls/\d+)$")
+
+    def __init__(self):
+        import fakeapis
+        self.root = tempfile.mkdtemp(prefix="spur-test-github-")
+        local = self
+
+        class Git(fakeapis.Fake):
+            def handle(self, h):
+                pull = local.PULL.match(h.path) if h.command == "GET" else None
+                if pull is not None:
+                    h.path = pull.group(1)
+                elif not h.path.startswith("/git/"):
+                    self.read_body(h)
+                    h.close_connection = True
+                    return
+                return fakeapis.Fake.handle(self, h)
+
+        self.fake = Git(SECRETS["T_GH_TOKEN"], None, None, self.root).any_repository()
+        # A run cancelled or an engine killed mid-clone leaves answers unread: not a failure here.
+        quiet = self.fake.server.handle_error
+        self.fake.server.handle_error = lambda req, addr: None if isinstance(
+            sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)) else quiet(req, addr)
+        self.url = self.fake.url
+        atexit.register(self.close)
+
+    def close(self):
+        self.fake.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+_local_github = None
+
+
+def local_github():
+    """This process's LocalGitHub, started on first use."""
+    global _local_github
+    if _local_github is None:
+        _local_github = LocalGitHub()
+    return _local_github
+
 
 DEFAULT_ORGS = """\
 orgs:
@@ -161,8 +219,8 @@ orgs:
     github:
       webhook_secret: env:T_GH_SECRET
       token: env:T_GH_TOKEN
-      api_url: http://127.0.0.1:9/github
-      git_url: http://127.0.0.1:9/git
+      api_url: @LOCAL_GITHUB@/github
+      git_url: @LOCAL_GITHUB@/git
     slack:
       signing_secret: env:T_SLACK_SECRET
       bot_token: env:T_SLACK_TOKEN
@@ -201,6 +259,9 @@ class Spur:
             f.write(text)
 
     def write_config(self, extra="", orgs=DEFAULT_ORGS):
+        if LOCAL_GITHUB in orgs or LOCAL_GITHUB in extra:
+            orgs = orgs.replace(LOCAL_GITHUB, local_github().url)
+            extra = extra.replace(LOCAL_GITHUB, local_github().url)
         with open(self.config, "w") as f:
             f.write("listen: 127.0.0.1:%d\n" % self.port)
             f.write("data_dir: ./var\n")

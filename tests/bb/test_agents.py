@@ -6,7 +6,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SPUR, SECRETS, NODE_MODULES, github_headers, github_comment
+from spurtest import require_sandboxes, Spur, Tap, SPUR, SECRETS, LOCAL_GITHUB, NODE_MODULES, github_headers, github_comment
 import fakemodel
 
 t = Tap()
@@ -82,7 +82,7 @@ def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs="
     conf = SANDBOX_CONF + "agents:\n  %s:\n    command: [%s]\n    api_url: http://127.0.0.1:%d%s\n%s" % (
         agent, binary, fake.port, needs, extra_conf)
     orgs = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
-            "      api_url: http://127.0.0.1:9/github\n      git_url: http://127.0.0.1:9/git\n"
+            "      api_url: %(g)s/github\n      git_url: %(g)s/git\n" % {"g": LOCAL_GITHUB} +
             "    agents:\n%s") % org_agents
     key = KEY if agent != "codex" else OPENAI_KEY
     with Spur(conf, orgs=orgs, automations={"a.yaml": agent_automation(agent, "^/go")},
@@ -155,7 +155,7 @@ def model_error(binary, status):
         binary, fake.port)
     # Claude Code retries 429/529 ten times with backoff (minutes); one retry keeps this short.
     orgs = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
-            "      api_url: http://127.0.0.1:9/github\n      git_url: http://127.0.0.1:9/git\n"
+            "      api_url: %(g)s/github\n      git_url: %(g)s/git\n" % {"g": LOCAL_GITHUB} +
             "    agents:\n      claude: { api_key: env:T_BAD_KEY }\n"
             "    secrets:\n      CLAUDE_CODE_MAX_RETRIES: env:T_RETRIES\n")
     auto = agent_automation("claude", "^/go", "secrets: [CLAUDE_CODE_MAX_RETRIES]\n")

@@ -300,4 +300,69 @@ with Spur(automations={"warned.yaml": WARNED}) as s:
     t.ok(wait_log(s, "event=reload.refused errors=1 kept=old", mark), "a reload with an error is refused",
          s.logs()[mark:])
 
+# orgs.NAME.console (sign-in with GitHub): each problem at its position; one OAuth app for all orgs
+CONSOLE = """\
+orgs:
+  acme:
+    github:
+      webhook_secret: env:T_GH_SECRET
+      token: env:T_GH_TOKEN
+    console:
+      github_client_id: Iv1.abc
+      github_org: acme
+      teems: [sre]
+  beta:
+    github:
+      webhook_secret: env:T_GH_SECRET
+    console:
+      github_client_id: Iv1.other
+      github_client_secret: env:T_GH_TOKEN
+      github_org: bad/org
+      teams: [sre, "x y"]
+      github_url: ftp://github.example
+  gamma:
+    console:
+      github_client_secret: literal-oauth-secret
+"""
+with Spur() as s:
+    with open(s.config, "w") as f:
+        f.write(CONSOLE)
+    rc, out, err = s.c("check")
+    t.eq((rc, sorted(err.splitlines())), (1, sorted(s.config + ":" + l for l in [
+        '9:7: error: unknown key "teems" in console (did you mean "teams"?)',
+        '7:7: error: "console.github_client_secret" is required with console.github_client_id',
+        '16:19: error: "console.github_org" must be a GitHub organization\'s login (letters, digits and -)',
+        '17:20: error: "console.teams": "x y" is not a team slug (letters, digits, -, _ and .)',
+        '18:19: error: "console.github_url" must be an http:// or https:// URL',
+        '21:29: error: "console.github_client_secret" must be a secret reference (env:NAME or file:PATH), '
+        'not a literal value',
+        '21:7: error: "console.github_client_id" is required (the GitHub OAuth app people sign in with)',
+        '21:7: error: "console.github_org" is required: the GitHub organization whose members may see org gamma',
+        '14:7: error: "orgs.beta.console" needs the org\'s own GitHub credential (github.token, or '
+        'github.app_id and private_key): membership is re-checked every hour with it',
+        '14:25: error: "orgs.beta.console.github_client_id" differs from orgs.acme\'s: spur signs in with '
+        'one GitHub OAuth app, give every org the same client id and secret',
+        '21:7: error: "orgs.gamma.console" needs the org\'s own GitHub credential (github.token, or '
+        'github.app_id and private_key): membership is re-checked every hour with it'])),
+        "console: a client id without secret, without github_org, an unknown key, bad names, "
+        "a literal secret, two OAuth apps, no credential to re-check with: each at its position")
+    t.ok("literal-oauth-secret" not in err, "the literal client secret is not echoed")
+    ok_console = s.config.replace("spur.yaml", "ok.yaml")
+    with open(ok_console, "w") as f:
+        f.write(CONSOLE.replace("      teems: [sre]\n", "      github_client_secret: env:T_STD_SECRET\n")
+                .split("  beta:")[0] + "  beta:\n    github:\n      webhook_secret: env:T_GH_SECRET\n"
+                "      token: env:T_GH_TOKEN\n    console:\n      github_client_id: Iv1.abc\n"
+                "      github_client_secret: env:T_HOOK_SECRET\n      github_org: beta\n")
+    rc, out, err = s.cli("check", "-c", ok_console)
+    t.eq((rc, err.strip()), (1, ok_console + ':16:29: error: "orgs.beta.console.github_client_secret" differs '
+                             'from orgs.acme\'s for the same OAuth app'),
+         "the same client id with another secret is refused at the secret")
+    rc, out, err = s.cli("check", "--offline", "-c", ok_console)
+    t.eq((rc, err), (0, ""), "--offline does not read the secrets, so cannot compare them")
+    with open(ok_console, "w") as f:
+        f.write(CONSOLE.replace("      teems: [sre]\n", "      github_client_secret: env:T_STD_SECRET\n"
+                                "      teams: [platform, sre.eu, on_call]\n").split("  beta:")[0])
+    rc, out, err = s.cli("check", "-c", ok_console)
+    t.eq((rc, err), (0, ""), "a whole console section is accepted")
+
 t.done()

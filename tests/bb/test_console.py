@@ -8,8 +8,24 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import Spur, Tap, DEFAULT_ORGS, github_headers, github_comment, free_port  # noqa: E402
+import openapi  # noqa: E402
 
 t = Tap()
+
+
+class Recorded(Spur):
+    """Every answer of the org API this test gets is checked against src/openapi.json at the end."""
+
+    def request(self, method, path, body=None, headers=None, timeout=10):
+        st, h, data = Spur.request(self, method, path, body, headers, timeout)
+        if path.startswith("/o/") and "/hooks/" not in path:
+            try:
+                j = json.loads(data) if data else data.decode()
+            except ValueError:
+                j = data.decode("utf-8", "replace")
+            openapi.RECORDED.append({"method": method, "path": path.split("?")[0], "status": st,
+                                     "ctype": h.get("content-type", ""), "headers": h, "body": j})
+        return st, h, data
 
 ORGS = DEFAULT_ORGS + """\
   beta:
@@ -44,7 +60,7 @@ def sign_in(s, org="acme"):
 
 
 port = free_port()
-with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\n" % port, port=port, orgs=ORGS,
+with Recorded("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\n" % port, port=port, orgs=ORGS,
           automations={"echo.yaml": AUTO, "nightly.yaml": NIGHTLY, "theirs.yaml": THEIRS}) as s:
     s.start()
 
@@ -195,6 +211,8 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\n" % port,
     t.ok(tok not in logs and tok2 not in logs and tok.encode() not in blob and tok2.encode() not in blob,
          "session cookies are in no log and not in the store in clear")
     t.ok(me["csrf"] not in logs, "nor the CSRF token in the log")
+
+openapi.OpenAPIChecker().tap(t)
 
 # Behind HTTPS the cookie is Secure.
 with Spur("public_url: https://spur.example.com\n", orgs=ORGS) as s:

@@ -48,15 +48,17 @@ RUN = ("name: run\non:\n  github:\n    events: [issue_comment.created]\n    text
        "timeout: 60s\n") % json.dumps(["sh", "-c", SCRIPT, "spurcrash" + MARK])
 
 gitroot = tempfile.mkdtemp(prefix="spur-git-")
-fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot)
+# Its repositories too: every run of a GitHub event checks the event's repository out first.
+fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot).any_repository()
 ORGS = """\
 orgs:
   acme:
     github:
       webhook_secret: env:T_GH_SECRET
       token: env:T_GH_TOKEN
-      api_url: %s
-""" % fake.url
+      api_url: %(u)s
+      git_url: %(u)s/git
+""" % {"u": fake.url}
 
 
 def survivors():
@@ -130,10 +132,13 @@ class Client(threading.Thread):
 
 
 def history(s):
-    """run id -> its list of states, in order."""
+    """run id -> its list of states, in order; a running run's change of phase (cloning, then
+    agent) is one stay in running, not a second start."""
     h = {}
     for r in s.query("SELECT run, state FROM run_history ORDER BY rowid"):
-        h.setdefault(r["run"], []).append(r["state"])
+        states = h.setdefault(r["run"], [])
+        if not (states and states[-1] == r["state"] == "running"):
+            states.append(r["state"])
     return h
 
 

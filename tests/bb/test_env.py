@@ -63,8 +63,8 @@ ORGS = DEFAULT_ORGS + """\
     github:
       webhook_secret: env:T_GH_SECRET
       token: env:T_GH_TOKEN
-      api_url: http://127.0.0.1:9/github
-      git_url: http://127.0.0.1:9/git
+      api_url: @LOCAL_GITHUB@/github
+      git_url: @LOCAL_GITHUB@/git
 """
 
 
@@ -74,8 +74,9 @@ def auto(name, org, text, env, command=None):
                 name, org, text, json.dumps(command or ["python3", "-c", AGENT]), env)
 
 
-def fire(s, org, text, number):
-    b = json.dumps(github_comment(text, number=number, comment_id=int(time.time() * 1e6) % 10**9)).encode()
+def fire(s, org, text, number, repo="acme/api"):
+    b = json.dumps(github_comment(text, number=number, repo=repo,
+                                  comment_id=int(time.time() * 1e6) % 10**9)).encode()
     st, _, a = s.post_json("/o/%s/hooks/github" % org, b, github_headers(b))
     if st != 200 or len(a.get("runs", [])) != 1:
         raise RuntimeError("post failed: %r %r" % (st, a))
@@ -139,7 +140,7 @@ with spur as s:
     t.eq(r1.get("proxy"), None, "the agent has no network: the setup's allow list is the setup's alone")
     t.ok("spur: setup: python3" in log1 and "setup: downloading left-pad via http://127.0.0.1:3128" in log1
          and "spur: setup done" in log1, "the setup's output is in the run's log", log1[-2000:])
-    t.eq(phases(s, run1), ["setup", "agent"], "the run's phases: setup, then agent")
+    t.eq(phases(s, run1), ["cloning", "setup", "agent"], "the run's phases: cloning, setup, then agent")
     conns = s.query("SELECT host, port, verdict FROM connections WHERE run = ?", run1)
     t.ok(any(c["port"] == RPORT and c["verdict"] == "allowed" for c in conns),
          "the setup's connection is recorded with the run", conns)
@@ -167,8 +168,8 @@ with spur as s:
     t.ok("pkg" in r3 and r3["pkg"] is None, "org beta's run does not see org acme's cached package", r3)
     cache = os.path.join(s.data_dir, "cache")
     t.eq(sorted(os.listdir(cache)), ["acme", "beta"], "caches are kept per org")
-    t.eq(os.listdir(os.path.join(cache, "acme")), ["automation@dl"],
-         "a run without a repository keeps its caches per automation")
+    t.eq(os.listdir(os.path.join(cache, "acme")), ["acme__api"],
+         "a run of a GitHub event keeps its caches per repository, the event's (whatever its proof)")
 
     # --- Failing setups end the run failed, cause sandbox, saying why; the agent never starts.
     run = fire(s, "acme", "/fail now", 4)
@@ -223,22 +224,23 @@ with spur as s:
     acme = os.path.join(s.data_dir, "cache", "acme")
 
     def cached(name):
-        d = os.path.join(acme, "automation@" + name)
+        d = os.path.join(acme, "acme__" + name)
         return sorted(os.listdir(d)) if os.path.isdir(d) else []
 
-    st = wait_done(s, fire(s, "acme", "/one", 1))
+    # Two repositories' caches (a cache is per org, repository and path).
+    st = wait_done(s, fire(s, "acme", "/one", 1, repo="acme/one"))
     t.ok(st["state"] == "completed" and len(cached("one")) == 2, "a 600 KiB cache under the 1 MiB bound is kept",
          (st, cached("one")))
     deadline = time.time() + 10
     while time.time() < deadline:
-        mark = json.load(open(os.path.join(acme, "automation@one", [n for n in cached("one") if n.endswith(".json")][0])))
+        mark = json.load(open(os.path.join(acme, "acme__one", [n for n in cached("one") if n.endswith(".json")][0])))
         if mark.get("bytes", 0) > 0:
             break
         time.sleep(0.1)
     t.ok(mark.get("path") == "~/.fill" and mark.get("bytes", 0) >= 600 * 1024,
          "the engine records the cache's size and last use beside it", mark)
     time.sleep(0.05)
-    st = wait_done(s, fire(s, "acme", "/two", 2))
+    st = wait_done(s, fire(s, "acme", "/two", 2, repo="acme/two"))
     t.ok(st["state"] == "completed", "a second cache is filled", st)
     deadline = time.time() + 10  # the run's end is stored first, then its caches are measured
     while time.time() < deadline and "event=env.cache_evicted" not in s.logs():

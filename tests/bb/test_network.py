@@ -7,7 +7,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SPUR, SECRETS, github_headers, github_comment
+from spurtest import require_sandboxes, Spur, Tap, SPUR, SECRETS, LOCAL_GITHUB, github_headers, github_comment
 import fakemodel
 
 t = Tap()
@@ -320,7 +320,7 @@ fake = fakemodel.Fake().start()
 gconf = SANDBOX_CONF + "agents:\n  claude:\n    command: %s\n    api_url: http://127.0.0.1:%d/v1\n" % (
     json.dumps(["python3", "-c", GATEWAY]), fake.port)
 gorgs = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
-         "      api_url: http://127.0.0.1:9/github\n      git_url: http://127.0.0.1:9/git\n"
+         "      api_url: %(g)s/github\n      git_url: %(g)s/git\n" % {"g": LOCAL_GITHUB} +
          "    agents:\n      claude: { api_key: env:T_ANTHROPIC_KEY }\n")
 gauto = ("name: gw\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/gw'\n"
          "agent: claude\nprompt: |\n  Probe the gateway.\nproof: report\ntimeout: 280s\n")

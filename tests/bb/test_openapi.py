@@ -31,6 +31,11 @@ ROUTES = {
     ("post", "/o/{org}/runs/{id}/retry"): ("201", {"409"}),
     ("get", "/o/{org}/runs/{id}/events"): ("200", set()),
     ("get", "/o/{org}/automations"): ("200", set()),
+    ("post", "/o/{org}/automations/why"): ("200", {"400", "403", "413"}),
+    ("get", "/o/{org}/schedules"): ("200", set()),
+    ("get", "/o/{org}/keys"): ("200", set()),
+    ("post", "/o/{org}/keys"): ("201", {"400", "403", "413"}),
+    ("post", "/o/{org}/keys/{id}/revoke"): ("200", {"403"}),
     ("post", "/o/{org}/mcp"): ("200", {"202", "413"}),
     ("get", "/o/{org}/mcp"): ("405", set()),
     ("delete", "/o/{org}/mcp"): ("200", set()),
@@ -90,17 +95,21 @@ def contract():
             if code == "405" and not deref(r.get("headers", {}).get("Allow", {})).get("required"):
                 bad.append("%s %s 405 without a required Allow" % (m.upper(), p))
         security = op.get("security", doc.get("security"))
-        if p.startswith("/o/") and security != [{"bearerAuth": []}]:
-            bad.append("%s %s is not behind bearerAuth" % (m.upper(), p))
-    t.eq(bad, [], "each route answers every status of the contract, 503 with Retry-After, behind bearerAuth")
+        # The keys routes are a signed-in person's alone; the rest take a key or a console session.
+        want_sec = [{"consoleSession": []}] if "/keys" in p else [{"bearerAuth": []}, {"consoleSession": []}]
+        if p.endswith("/mcp"):
+            want_sec = [{"bearerAuth": []}]
+        if p.startswith("/o/") and security != want_sec:
+            bad.append("%s %s is behind %s, not %s" % (m.upper(), p, security, want_sec))
+    t.eq(bad, [], "each route answers every status of the contract, 503 with Retry-After, behind its auth")
     t.eq(doc["paths"]["/openapi.json"]["get"].get("security"), [], "GET /openapi.json asks for no key")
     t.eq(doc["components"]["securitySchemes"].get("bearerAuth"),
          {"type": "http", "scheme": "bearer", "bearerFormat": "rk_live_<16 hex>_<43 base64url>",
           "description": "An API key of the org, from `spur keys create`."}, "bearerAuth is HTTP bearer")
     schemas = doc["components"]["schemas"]
     t.eq(sorted(deref(schemas["Error"])["properties"]["error"]["enum"]),
-         sorted(["unauthorized", "not_found", "bad_request", "method_not_allowed", "conflict", "too_large",
-                 "unavailable"]), "Error: the contract's seven error codes")
+         sorted(["unauthorized", "not_found", "bad_request", "method_not_allowed", "conflict", "forbidden", "too_large",
+                 "unavailable"]), "Error: the contract's eight error codes (forbidden: a console session's change without its CSRF token)")
     create = schemas["CreateSessionRequest"]
     t.ok(create.get("additionalProperties") is False and create.get("required") == ["input"] and
          set(create["properties"]) == {"input", "agent", "model", "repository", "proof", "timeout", "network",

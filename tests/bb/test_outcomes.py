@@ -20,7 +20,9 @@ HOOK = "/o/acme/hooks/github"
 gitroot = tempfile.mkdtemp(prefix="spur-git-")
 fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot)
 make_remote(gitroot, "acme/api", {"README.md": "hello\n"})
-fake.add_pr("acme/api", 30, "main", "acme/api")
+# The pull requests the comments below are on: each run checks its PR's branch out, whatever its proof.
+for n in range(1, 50):
+    fake.add_pr("acme/api", n, "main", "acme/api")
 
 SECRET = "    secrets:\n      NPM_TOKEN: env:T_NPM_TOKEN\n"
 ORGS = fake.orgs(SECRET)

@@ -1,16 +1,20 @@
 """The repository chosen by the event: repository as a mapping (a Slack channel, a Linear team or
 label, a repo: token in any source's text inside the allow list, a default), against a real git
 smart-HTTP server; a run whose repository cannot be chosen fails, cause delivery, and its thread is
-told which repositories it may use."""
+told which repositories it may use. A GitHub event's own repository is checked out whatever the
+proof: a run of proof report or none works in a real checkout with history (a pull request's
+base fetched) and nothing is pushed or proposed; its clone failing fails it, cause delivery, its
+thread told."""
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment, slack_headers, linear_sig
-from fakeapis import Fake, make_remote, git_show
+from fakeapis import Fake, make_remote, git_show, add_ref, git_log
 
 t = Tap()
 require_sandboxes(t)
@@ -40,7 +44,26 @@ AUTOS = {
                     "repository:\n  text: true\n  default: acme/tools\nrepositories: [\"acme/*\"]\n" + AGENT,
 }
 
+# Proofs that deliver nothing, on a GitHub event naming no repository in the automation: the
+# agent looks at the checkout it got (status, history, the pull request's change against its
+# base) and commits, which the engine must not push.
+LOOK = ("cat >/dev/null; cd /workspace; git status --short --branch; git log --format='log: %s' -3; "
+        "git diff --name-only origin/main...HEAD | sed 's/^/changed: /'; echo mine > mine.txt; "
+        "git add mine.txt && git -c user.name=A -c user.email=a@x commit -qm 'agent commit' && echo committed")
+AUTOS["look.yaml"] = ("name: look\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/look'\n"
+                      "agent: command\ncommand: [sh, -c, %s]\nprompt: Look.\nproof: report\n" % json.dumps(LOOK))
+AUTOS["quiet.yaml"] = ("name: quiet\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/quiet'\n"
+                       "agent: command\ncommand: [sh, -c, 'cat >/dev/null; cd /workspace; git rev-parse "
+                       "--abbrev-ref HEAD; cat WHICH; echo x > x.txt']\nprompt: Look.\nproof: none\n")
+
 seq = [0]
+
+
+def refs(bare):
+    """Every ref of a bare repository and where it points."""
+    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null")
+    return subprocess.run(["git", "--git-dir", bare, "for-each-ref", "--format=%(refname) %(objectname)"],
+                          capture_output=True, env=env).stdout.decode()
 
 
 def slack(s, channel, text):
@@ -72,9 +95,9 @@ def linear(s, team, labels, description="please"):
     return a["runs"][0], iid
 
 
-def github(s, text, repo="acme/api"):
+def github(s, text, repo="acme/api", number=None, pr=False):
     seq[0] += 1
-    b = json.dumps(github_comment(text, number=40 + seq[0], pr=False, repo=repo,
+    b = json.dumps(github_comment(text, number=number or 40 + seq[0], pr=pr, repo=repo,
                                   comment_id=9000 + seq[0])).encode()
     st, _, a = s.post_json(HOOK + "github", b, github_headers(b))
     if st != 200 or len(a.get("runs", [])) != 1:
@@ -199,6 +222,57 @@ try:
         r = generic(s, "deploy failed in repo:evil/x")
         refused(s, r, ["repo:evil/x is not one this automation may use", "matching acme/*"],
                 "webhook: a token outside the allow list does not fall back to the default")
+
+        # --- proof report and none: a checkout for the agent, nothing delivered ------------
+        head = add_ref(remotes["acme/api"], "refs/heads/feature", {"feature.txt": "the change\n"})
+        fake.add_pr("acme/api", 77, "feature", "acme/api", "main")
+        refs_before = refs(remotes["acme/api"])
+        api_before = len(fake.api_requests("/repos/acme/api/pulls"))
+        r = github(s, "/look at it", number=77, pr=True)
+        j = show(s, r)
+        out = j.get("result") or ""
+        t.ok(j.get("state") == "completed" and j.get("proof") == "report" and j.get("repository") == "acme/api",
+             "proof report on a pull request: completed, its repository acme/api",
+             (j.get("state"), j.get("reason"), j.get("proof"), j.get("repository")))
+        t.contains(out, "## feature", "proof report: the agent's workspace is a git checkout of the PR's branch")
+        t.ok("log: on refs/heads/feature" in out and "log: initial" in out,
+             "proof report: with its history (git log)", out)
+        t.ok("changed: feature.txt" in out and "changed: WHICH" not in out,
+             "proof report: the base is fetched, git diff origin/main...HEAD shows the PR's change", out)
+        t.contains(out, "committed", "proof report: the agent may commit in its checkout")
+        t.eq(git_log(remotes["acme/api"], "feature", "%H").strip(), head,
+             "proof report: the agent's commit is not pushed (the PR's branch is where it was)")
+        t.eq(refs(remotes["acme/api"]), refs_before,
+             "proof report: no branch pushed at all")
+        t.eq([x["method"] + " " + x["path"] for x in fake.api_requests("/repos/acme/api/pulls")[api_before:]],
+             ["GET /repos/acme/api/pulls/77"], "proof report: no pull request opened or looked for, "
+             "only the PR's branches read for the checkout")
+        rc, log, _ = s.c("logs", r)
+        t.ok(rc == 0 and "## feature" in log and "log: initial" in log, "proof report: git's output is in the run's log",
+             log)
+        r = github(s, "/quiet please")
+        j = show(s, r)
+        t.ok(j.get("state") == "completed" and j.get("repository") == "acme/api" and
+             (j.get("result") or "").split() == ["spur/" + r, "acme/api"],
+             "proof none on an issue: a checkout of the default branch on a branch of its own",
+             (j.get("state"), j.get("reason"), j.get("result")))
+        t.ok(not any(git_show(x, "spur/" + r, "WHICH") for x in remotes.values()),
+             "proof none: nothing pushed anywhere")
+        t.eq(refs(remotes["acme/api"]), refs_before, "proof none: no branch pushed at all")
+
+        # --- proof report, the clone failing: failed, cause delivery, the thread told --------
+        r = github(s, "/look again", repo="acme/gone", number=78)
+        j = show(s, r)
+        t.ok(j.get("state") == "failed" and j.get("cause") == "delivery" and
+             (j.get("reason") or "").startswith("repository: cannot reach the repository"),
+             "proof report, a repository that cannot be cloned: failed, cause delivery, saying why",
+             (j.get("state"), j.get("cause"), j.get("reason")))
+        rc, log, _ = s.c("logs", r)
+        t.ok("committed" not in log, "the clone failing: the agent never ran", log)
+        t.eq(report_sent(s, r), "sent", "the clone failing: the thread is told")
+        posted = [p.get("body") or "" for p in fake.posted("acme/gone#78")]
+        t.ok(posted and "failed" in posted[-1] and "cannot reach the repository" in posted[-1],
+             "the clone failing: what the thread is told says why", posted[-1:])
 
         # --- spur fire shows the repository each match would use --------------------------
         ev = os.path.join(s.dir, "ev.json")

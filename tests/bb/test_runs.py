@@ -60,14 +60,16 @@ def fire(s, text, number=1, comment_id=None):
     return a["runs"][0]
 
 
-def wait_state(s, run, states=("completed", "needs_review", "failed", "timed_out", "cancelled"), timeout=30):
+def wait_state(s, run, states=("completed", "needs_review", "failed", "timed_out", "cancelled"), timeout=30,
+               phase=None):
+    """phase: also wait for it (a running run clones its repository before its agent starts)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        r = s.query("SELECT state, reason FROM runs WHERE id = ?", run)
-        if r and r[0]["state"] in states:
+        r = s.query("SELECT state, reason, phase FROM runs WHERE id = ?", run)
+        if r and r[0]["state"] in states and (phase is None or r[0]["phase"] == phase):
             return r[0]
         time.sleep(0.05)
-    return s.query("SELECT state, reason FROM runs WHERE id = ?", run)[0]
+    return s.query("SELECT state, reason, phase FROM runs WHERE id = ?", run)[0]
 
 
 def show(s, run):
@@ -82,9 +84,12 @@ with Spur("limits:\n  runs: 4\n", automations=automations) as s:
     st = wait_state(s, r1)
     t.eq(st["state"], "completed", "a command agent with a report ends completed")
     j = show(s, r1)
-    t.eq([h["state"] for h in j["history"]], ["queued", "running", "completed"], "its history is queued, running, completed")
-    t.eq((j["cause"], j["history"][1].get("phase"), j["history"][2].get("cause")), ("ok", "agent", "ok"),
-         "its cause is ok; the running row names its phase (agent), the end its cause")
+    # A GitHub event's repository is checked out whatever the proof: cloning, then the agent.
+    t.eq([h["state"] for h in j["history"]], ["queued", "running", "running", "completed"],
+         "its history is queued, running (cloning), running (agent), completed")
+    t.eq((j["cause"], [h.get("phase") for h in j["history"][1:3]], j["history"][3].get("cause")),
+         ("ok", ["cloning", "agent"], "ok"),
+         "its cause is ok; the running rows name their phases (cloning, agent), the end its cause")
     t.ok(all(h["at"] and h["reason"] for h in j["history"]), "every change has a time and a reason", j["history"])
     t.ok(j["result"] and j["result"].startswith("report for %s npm=[secret]" % r1),
          "the agent got the prompt on stdin, SPUR_RUN, and the secret it asked for (cut out of the stored "
@@ -108,7 +113,7 @@ with Spur("limits:\n  runs: 4\n", automations=automations) as s:
 
     # spur logs -f follows a running run's output until the run ends
     rl = fire(s, "/stream", number=11)
-    wait_state(s, rl, states=("running",))
+    wait_state(s, rl, states=("running",), phase="agent")
     t0 = time.time()
     rc, out, err = s.c("logs", "-f", rl, timeout=60)
     st = s.query("SELECT state FROM runs WHERE id = ?", rl)[0]["state"]
@@ -148,7 +153,7 @@ with Spur("limits:\n  runs: 4\n", automations=automations) as s:
 
     # cancel a running run
     rc_run = fire(s, "/slow cancel me", number=8)
-    wait_state(s, rc_run, states=("running",))
+    wait_state(s, rc_run, states=("running",), phase="agent")
     rc, out, err = s.c("cancel", rc_run)
     t.eq(rc, 0, "spur cancel of a running run succeeds")
     st = wait_state(s, rc_run)
@@ -187,7 +192,7 @@ with Spur("limits:\n  runs: 4\n", automations=automations) as s:
 
     # restart: a running run ends failed/interrupted and its sandbox is gone
     ri = fire(s, "/slow interrupted", number=10)
-    wait_state(s, ri, states=("running",))
+    wait_state(s, ri, states=("running",), phase="agent")
     time.sleep(0.5)
     t.ok(run_procs(ri), "the slow run's processes are found by its id before the kill")
     s.kill9()

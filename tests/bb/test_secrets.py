@@ -74,7 +74,8 @@ tmp = tempfile.mkdtemp(prefix="spur-secrets-")
 keyfile = os.path.join(tmp, "linear.key")
 with open(keyfile, "w") as f:
     f.write(FILE_SECRET + "\n")
-fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], FILE_SECRET, tmp)
+# Its repositories too: every run of a GitHub event checks the event's repository out first.
+fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], FILE_SECRET, tmp).any_repository()
 
 ORGS = """\
 orgs:
@@ -83,6 +84,7 @@ orgs:
       webhook_secret: env:T_GH_SECRET
       token: env:T_GH_TOKEN
       api_url: %(u)s
+      git_url: %(u)s/git
     slack:
       signing_secret: env:T_SLACK_SECRET
       bot_token: env:T_SLACK_TOKEN

@@ -68,15 +68,17 @@ retry: never
 
 # Reports go to a local stand-in for the GitHub API, so the outbox is soaked too.
 gitroot = tempfile.mkdtemp(prefix="spur-git-")
-fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot)
+# Its repositories too: every run of a GitHub event checks the event's repository out first.
+fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot).any_repository()
 ORGS = """\
 orgs:
   acme:
     github:
       webhook_secret: env:T_GH_SECRET
       token: env:T_GH_TOKEN
-      api_url: %s
-""" % fake.url
+      api_url: %(u)s
+      git_url: %(u)s/git
+""" % {"u": fake.url}
 
 
 def fsize(p):

@@ -549,6 +549,65 @@ out:
 	free(dir);
 }
 
+/*
+ * Without a mapping: the automation's fixed repository, else a GitHub event's
+ * own, whatever the proof (a run of proof report gets a checkout too).
+ */
+static void
+test_repository_any_proof(void)
+{
+	static const char	*proofs[] = { "report", "none", "artifacts", "commit",
+				    "pull_request" };
+	struct automation_set	*set;
+	struct yerrs		 errs;
+	char			*dir, *got, *text;
+	size_t			 i;
+
+	for (i = 0; i < SPUR_ARRLEN(proofs); i++) {
+		dir = tmp_dir();
+		/* proof artifacts needs its globs. */
+		text = xprintf("on:\n  github: { events: [issue_comment] }\nprompt: Go.\n"
+		    "proof: %s\n%s", proofs[i], strcmp(proofs[i], "artifacts") == 0 ?
+		    "artifacts: [a.txt]\n" : "");
+		tmp_write(dir, "own.yaml", text);
+		free(text);
+		text = xprintf("on:\n  github: { events: [issue_comment] }\nprompt: Go.\n"
+		    "proof: %s\n%srepository: acme/fixed\n", proofs[i],
+		    strcmp(proofs[i], "artifacts") == 0 ? "artifacts: [a.txt]\n" : "");
+		tmp_write(dir, "fixed.yaml", text);
+		free(text);
+		yerrs_init(&errs);
+		set = automation_load(&conf1, dir, &errs);
+		if (ok(set != NULL && automation_count(set) == 2, "proof %s loads", proofs[i])) {
+			got = choose(automation_get(set, 1), "{\"source\":\"github\","
+			    "\"text\":\"x\",\"repository\":\"acme/own\"}");
+			is_str(got, "acme/own", "proof %s: a GitHub event's own repository",
+			    proofs[i]);
+			free(got);
+			got = choose(automation_get(set, 0), "{\"source\":\"github\","
+			    "\"text\":\"x\",\"repository\":\"acme/own\"}");
+			is_str(got, "acme/fixed", "proof %s: the automation's own before the "
+			    "event's", proofs[i]);
+			free(got);
+			got = choose(automation_get(set, 1), "{\"source\":\"slack\","
+			    "\"text\":\"x\",\"meta\":{\"channel\":\"C0X\"}}");
+			is_str(got, "-", "proof %s: a Slack event has none of its own", proofs[i]);
+			free(got);
+			got = choose(automation_get(set, 1), "{\"source\":\"github\","
+			    "\"text\":\"x\"}");
+			is_str(got, "-", "proof %s: a GitHub event without a repository (none)",
+			    proofs[i]);
+			free(got);
+		} else
+			printf("# %s\n", errs.n > 0 ? errs.msgs[0] : "");
+		if (set != NULL)
+			automation_set_unref(set);
+		yerrs_free(&errs);
+		rm_rf(dir);
+		free(dir);
+	}
+}
+
 /* Runs automation_match with stderr sent to a file; returns what was logged. */
 static char *
 match_logged(const struct automation_set *set, const struct spur_event *ev,
@@ -716,6 +775,7 @@ main(void)
 	test_defs();
 	test_json();
 	test_repository_map();
+	test_repository_any_proof();
 	test_regex_limit();
 	test_load_misc();
 	test_environment();
