@@ -180,7 +180,7 @@
 	}
 
 	/* One request; 401 goes to sign-in; the answer as {status, body}. */
-	async function api(method, path, body) {
+	async function api(method, path, body, retried) {
 		var opts = { method: method, credentials: 'same-origin', headers: { Accept: 'application/json' } };
 		var r, text, j = null;
 
@@ -191,6 +191,15 @@
 			opts.body = JSON.stringify(body);
 		}
 		r = await fetch(path, opts);
+		/*
+		 * A session whose GitHub membership is an hour old is re-checked by
+		 * /console/api/me, and the org API answers 401 until then: ask it, then
+		 * try once more; a session that is gone goes to sign-in.
+		 */
+		if (r.status === 401 && path.slice(0, 3) === '/o/' && !retried) {
+			me = await signedIn();
+			return api(method, path, body, true);
+		}
 		if (r.status === 401)
 			toLogin();
 		text = await r.text();
@@ -845,7 +854,7 @@
 	}
 
 	async function runPage(gen, id) {
-		var found, org, run, head, rest, outBox, out, es = null, ended, poll = null;
+		var found, org, run, head, rest, outBox, out, es = null, ended, poll = null, restarted = false;
 
 		title('Run ' + id);
 		chrome('Runs');
@@ -899,7 +908,17 @@
 					out.end();
 					outStatus.textContent = bytes(out.bytes) + ' of output';
 				} else if (es.readyState === EventSource.CLOSED) {
+					/* Refused (a session to re-check, or gone): ask, then read on from the start. */
 					outStatus.textContent = 'stream closed';
+					if (!restarted) {
+						restarted = true;
+						signedIn().then(function (m) {
+							alive(gen);
+							me = m;
+							out = new Output(clear(outBox));
+							stream();
+						}).catch(quiet);
+					}
 				} else {
 					outStatus.textContent = 'reconnecting…';
 				}
