@@ -146,6 +146,13 @@ static const char *store_migrations[] = {
 	"CREATE TABLE console_links ("
 	"  hash TEXT PRIMARY KEY, org TEXT NOT NULL, expires_at INTEGER NOT NULL,"
 	"  used_at INTEGER);",
+	/*
+	 * 12: pages of an org's runs and API sessions walk an index in rowid order
+	 * from the cursor and stop at the page's end (every index ends with the
+	 * rowid); without them a page sorted all the org's rows
+	 */
+	"CREATE INDEX runs_org ON runs(org);"
+	"CREATE INDEX events_api ON events(org, type) WHERE source = 'api';",
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
@@ -1631,18 +1638,36 @@ store_api_session(struct store *st, const char *org, const char *id)
 	return j;
 }
 
+/* The rowid of a page's cursor (sql selects it), or INT64_MAX when there is none. */
+static int64_t
+store_cursor(struct store *st, const char *sql, const char *org, const char *id)
+{
+	sqlite3_stmt	*s;
+	int64_t		 rowid = INT64_MAX;
+
+	if (id == NULL || sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return rowid;
+	bind_text(s, 1, org);
+	bind_text(s, 2, id);
+	rowid = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
+	sqlite3_finalize(s);
+	return rowid;
+}
+
 json_t *
 store_api_sessions(struct store *st, const char *org, const char *after, int limit)
 {
 	sqlite3_stmt	*s;
 	json_t		*list = json_array(), *j;
 	char		*thread = after != NULL ? xprintf("api:%s", after) : NULL;
+	int64_t		 before;
 
-	if (sqlite3_prepare_v2(st->db, API_SESSION_SQL "AND (?2 IS NULL OR e.rowid < "
-	    "(SELECT rowid FROM events WHERE org = ?1 AND thread = ?2 AND type = "
-	    "'session.created')) ORDER BY e.rowid DESC LIMIT ?3", -1, &s, NULL) == SQLITE_OK) {
+	before = store_cursor(st, "SELECT rowid FROM events WHERE org = ?1 AND thread = ?2 AND "
+	    "source = 'api' AND type = 'session.created'", org, thread);
+	if (sqlite3_prepare_v2(st->db, API_SESSION_SQL "AND e.rowid < ?2 ORDER BY e.rowid DESC "
+	    "LIMIT ?3", -1, &s, NULL) == SQLITE_OK) {
 		bind_text(s, 1, org);
-		bind_text(s, 2, thread);
+		sqlite3_bind_int64(s, 2, before);
 		sqlite3_bind_int(s, 3, limit);
 		while (sqlite3_step(s) == SQLITE_ROW) {
 			if ((j = api_session_row(s)) != NULL)
@@ -1701,16 +1726,18 @@ store_runs_page(struct store *st, const char *org, const char *state, const char
 {
 	sqlite3_stmt	*s;
 	json_t		*list = json_array();
+	int64_t		 before;
 
+	before = store_cursor(st, "SELECT rowid FROM runs WHERE org = ?1 AND id = ?2", org,
+	    after);
 	if (sqlite3_prepare_v2(st->db, "SELECT " RUN_COLUMNS " FROM runs WHERE org = ?1 AND "
-	    "(?2 IS NULL OR state = ?2) AND (?3 IS NULL OR automation = ?3) AND (?4 IS NULL "
-	    "OR rowid < (SELECT rowid FROM runs WHERE id = ?4 AND org = ?1)) ORDER BY rowid "
-	    "DESC LIMIT ?5", -1, &s, NULL) != SQLITE_OK)
+	    "(?2 IS NULL OR state = ?2) AND (?3 IS NULL OR automation = ?3) AND rowid < ?4 "
+	    "ORDER BY rowid DESC LIMIT ?5", -1, &s, NULL) != SQLITE_OK)
 		return list;
 	bind_text(s, 1, org);
 	bind_text(s, 2, state);
 	bind_text(s, 3, automation);
-	bind_text(s, 4, after);
+	sqlite3_bind_int64(s, 4, before);
 	sqlite3_bind_int(s, 5, limit);
 	while (sqlite3_step(s) == SQLITE_ROW)
 		json_array_append_new(list, store_run_row(st, s, 0));
