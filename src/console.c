@@ -318,10 +318,16 @@ console_github_done(const char *user, json_t *orgs, const char *error, void *arg
 	if (user == NULL || json_array_size(orgs) == 0) {
 		log_warn("event=console.github_refused user=%s reason=%s", log_q(user),
 		    log_q(error != NULL ? error : "not a member of any org's github_org or teams"));
-		console_answer(w->done, w->arg, 403, "text/plain; charset=utf-8", xprintf(
-		    "Signed in to GitHub as %s, but that account may not see any org here: "
-		    "ask for membership of the GitHub organization (and team) the console names.\n",
-		    user != NULL ? user : "(unknown)"));
+		if (user == NULL)
+			/* The error is meant for the person, and scrubbed (console-github.c). */
+			console_answer(w->done, w->arg, 403, "text/plain; charset=utf-8", xprintf(
+			    "Sign-in with GitHub failed: %s. Start again from the console.\n",
+			    error != NULL ? error : "no answer from GitHub"));
+		else
+			console_answer(w->done, w->arg, 403, "text/plain; charset=utf-8", xprintf(
+			    "Signed in to GitHub as %s, but that account may not see any org here: "
+			    "ask for membership of the GitHub organization (and team) the console "
+			    "names.\n", user));
 		free(clear);
 	} else if ((cookie = console_session_new(w->e, user, orgs, NULL)) == NULL) {
 		console_answer(w->done, w->arg, 503, "text/plain", xstrdup("store unavailable\n"));
