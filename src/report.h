@@ -100,6 +100,61 @@ enum report_lookup report_lookup_verdict(const json_t *report, const char *page,
 int	 report_idempotent(const json_t *report);
 
 /*
+ * One outside system a thread can be on, in its own source-*.c (as OpenSMTPD's
+ * queue backends, tmux's cmd_entry): where its reports go, how they are asked,
+ * what its answers mean, how a report already posted is found in its thread.
+ * Found by the event's source (report_backend_find); adding a system is one
+ * file and one entry in report.c's table. NULL members: the system has none.
+ */
+enum report_marker_at { REPORT_MARKER_NONE, REPORT_MARKER_HEAD, REPORT_MARKER_TAIL };
+struct buf;
+struct org;
+struct report_backend {
+	const char		*name;		/* the event's source */
+	size_t			 max;		/* a message's limit in bytes; 0: not text */
+	int			 mrkdwn;	/* Slack's markup, else markdown */
+	enum report_marker_at	 marker;	/* where a text's hidden marker goes */
+	/* The accept reaction on the event's message: its target and body; -1: none. */
+	int	 (*ack)(const json_t *ev, const char *run, json_t **target, char **body);
+	/* Where a run's report goes; NULL with why when nowhere. */
+	json_t	*(*target)(const json_t *ev, const char **why);
+	/* The report's request body: text (report_format's, NULL when max is 0) placed. */
+	char	*(*body)(struct engine *, const json_t *ev, const char *run, const char *text);
+	/* The request (URL and headers) that sends a stored report to target. */
+	int	 (*request)(struct engine *, const json_t *report, const json_t *target,
+		     const char *token, char **url, char ***headers, char **cause);
+	enum report_verdict (*verdict)(const json_t *target, const struct http_response *,
+		     char **why);
+	/* Whether posting report twice does no harm; NULL: only reactions. */
+	int	 (*idempotent)(const json_t *report);
+	/*
+	 * The lookup of a report in its thread (see report_lookup_request): one
+	 * page's path (or POST body) since a time (ms), for what was posted; the
+	 * list of items in an answer (NULL with why); whether an item is the run's
+	 * (NULL: its body holds marker); the next page (NULL: none).
+	 */
+	int	 (*lookup_request)(const json_t *report, const json_t *posted, const char *page,
+		     int64_t since, struct buf *path, char **body, char **cause);
+	const json_t *(*lookup_list)(const json_t *answer, char **why);
+	int	 (*lookup_ours)(const json_t *item, const char *run, const char *marker);
+	char	*(*lookup_next)(const json_t *answer, const json_t *list, const char *page);
+};
+extern const struct report_backend report_github, report_slack, report_linear, report_api;
+/* The backend of a source (github, slack, linear, api), or NULL. */
+const struct report_backend *report_backend_find(const char *source);
+
+/* Helpers for the backends. */
+#define REPORT_LOOKUP_PAGE	100	/* comments or messages per page of a lookup */
+/* target's org and *url (the org's API for the source + target's path); NULL with cause. */
+struct org *report_api_url(struct engine *, const json_t *target, char **url, char **cause);
+/* No answer, 429 or 5xx: retried (1, *v and *why set); 0: the backend decides. */
+int	 report_verdict_transport(const struct http_response *, enum report_verdict *v,
+	     char **why);
+/* 2xx sent; GitHub's rate-limit 403 retried; any other refusal given up, with the API's message. */
+enum report_verdict report_verdict_http(const struct http_response *, const json_t *answer,
+	     char **why);
+
+/*
  * source-api.c: an API session's thread is its callback_url (SPEC 12), told
  * CALLBACK_RUN_ENDED in a POST signed with Standard Webhooks under
  * orgs.NAME.api.callback_secret. The body: {"type", "session", "run" (the run

@@ -163,3 +163,46 @@ callback_verdict(const struct http_response *r, char **why)
 	    "than 408 and 429 is not retried)", r->status);
 	return REPORT_FAILED;
 }
+
+static json_t *
+api_report_target(const json_t *ev, const char **why)
+{
+	return callback_target(ev, why);
+}
+
+static char *
+api_report_body(struct engine *e, const json_t *ev, const char *run, const char *text)
+{
+	return callback_body(e, ev, run);
+}
+
+static int
+api_report_request(struct engine *e, const json_t *report, const json_t *target,
+    const char *token, char **url, char ***headers, char **cause)
+{
+	return callback_request(e, report, target, url, headers, cause);
+}
+
+static enum report_verdict
+api_report_verdict(const json_t *target, const struct http_response *r, char **why)
+{
+	return callback_verdict(r, why);
+}
+
+/* A callback's receiver drops a webhook-id it has seen (Standard Webhooks). */
+static int
+api_report_idempotent(const json_t *report)
+{
+	return 1;
+}
+
+/* No reaction, no lookup: a callback is posted again rather than looked for. */
+const struct report_backend report_api = {
+	.name = "api",
+	.max = 0,
+	.target = api_report_target,
+	.body = api_report_body,
+	.request = api_report_request,
+	.verdict = api_report_verdict,
+	.idempotent = api_report_idempotent,
+};

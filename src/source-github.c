@@ -1,11 +1,14 @@
-/* source-github.c: GitHub webhooks: X-Hub-Signature-256, ping, payloads to events. */
+/* source-github.c: GitHub webhooks: X-Hub-Signature-256, ping, payloads to events; reports back as comments. */
 #include "spur.h"
 #include "conf.h"
 #include "event.h"
+#include "outbox.h"
+#include "report.h"
 #include "source.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define GITHUB_SIG_HEADER	"X-Hub-Signature-256"
 #define GITHUB_SIG_PREFIX	"sha256="
@@ -410,3 +413,165 @@ github_handle(const struct source_req *req, struct source_result *res)
 	res->status = 200;
 	res->event = ev;
 }
+
+/* --- reporting back: issue comments, review-thread replies, the eyes reaction -- */
+
+/* A request on the event's repository (path is taken), with what the App's token needs. */
+static json_t *
+github_report_at(const json_t *ev, const char *method, char *path)
+{
+	json_t	*t;
+
+	t = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I}", "source", "github", "org",
+	    json_string_value(json_object_get(ev, "org")), "method", method, "path", path,
+	    "repo", json_string_value(json_object_get(ev, "repository")), "installation_id",
+	    json_integer_value(json_path(ev, "meta.installation_id")));
+	free(path);
+	return t;
+}
+
+static json_t *
+github_report_target(const json_t *ev, const char **why)
+{
+	const char	*repo = json_string_value(json_object_get(ev, "repository"));
+	const json_t	*meta = json_object_get(ev, "meta");
+	json_int_t	 n = json_integer_value(json_object_get(meta, "number"));
+	json_int_t	 rcid = json_integer_value(json_object_get(meta, "review_comment_id"));
+	char		*path;
+
+	if (repo == NULL || n == 0) {
+		*why = "the event has no issue or pull request to answer";
+		return NULL;
+	}
+	if (rcid != 0)
+		path = xprintf("/repos/%s/pulls/%lld/comments/%lld/replies", repo,
+		    (long long)n, (long long)rcid);
+	else
+		path = xprintf("/repos/%s/issues/%lld/comments", repo, (long long)n);
+	return github_report_at(ev, "POST", path);
+}
+
+/* The eyes reaction on the triggering comment (issue or review comment). */
+static int
+github_report_ack(const json_t *ev, const char *run, json_t **target, char **body)
+{
+	const char	*org = json_string_value(json_object_get(ev, "org"));
+	const char	*repo = json_string_value(json_object_get(ev, "repository"));
+	const json_t	*meta = json_object_get(ev, "meta");
+	json_int_t	 cid = json_integer_value(json_object_get(meta, "comment_id"));
+	json_int_t	 rcid = json_integer_value(json_object_get(meta, "review_comment_id"));
+	char		*path;
+
+	if (org == NULL || repo == NULL || (cid == 0 && rcid == 0))
+		return -1;
+	if (rcid != 0)
+		path = xprintf("/repos/%s/pulls/comments/%lld/reactions", repo,
+		    (long long)rcid);
+	else
+		path = xprintf("/repos/%s/issues/comments/%lld/reactions", repo,
+		    (long long)cid);
+	*target = github_report_at(ev, "POST", path);
+	*body = xstrdup("{\"content\":\"eyes\"}");
+	return 0;
+}
+
+static char *
+github_report_body(struct engine *e, const json_t *ev, const char *run, const char *text)
+{
+	json_t	*j = json_pack("{s:s}", "body", text);
+	char	*s = json_dumps(j, JSON_COMPACT);
+
+	json_decref(j);
+	return s;
+}
+
+static int
+github_report_request(struct engine *e, const json_t *report, const json_t *target,
+    const char *token, char **url, char ***headers, char **cause)
+{
+	char	**h;
+
+	if (report_api_url(e, target, url, cause) == NULL)
+		return -1;
+	h = xcalloc(5, sizeof *h);
+	h[0] = xprintf("Authorization: Bearer %s", token != NULL ? token : "");
+	h[1] = xstrdup("Accept: application/vnd.github+json");
+	h[2] = xstrdup("X-GitHub-Api-Version: 2022-11-28");
+	h[3] = xstrdup("Content-Type: application/json");
+	*headers = h;
+	return 0;
+}
+
+static enum report_verdict
+github_report_verdict(const json_t *target, const struct http_response *r, char **why)
+{
+	enum report_verdict	 v;
+	json_t			*j;
+
+	if (report_verdict_transport(r, &v, why))
+		return v;
+	j = json_loadb(r->body, r->len, 0, NULL);
+	v = report_verdict_http(r, j, why);
+	json_decref(j);
+	return v;
+}
+
+/* issues/N/comments, or pulls/N/comments/ID/replies: pull N's review comments, since then. */
+static int
+github_report_lookup_request(const json_t *report, const json_t *posted, const char *page,
+    int64_t since, struct buf *b, char **body, char **cause)
+{
+	const char	*path = json_string_value(json_path(report, "target.path"));
+	const char	*repo = json_string_value(json_path(report, "target.repo"));
+	const char	*rest = NULL;
+	struct tm	 tm;
+	time_t		 secs;
+	char		 when[32];
+
+	if (path != NULL && repo != NULL && strncmp(path, "/repos/", 7) == 0 &&
+	    strncmp(path + 7, repo, strlen(repo)) == 0)
+		rest = strstr(path + 7 + strlen(repo), "/comments");
+	if (rest == NULL) {
+		xasprintf(cause, "cannot look in the thread of %s", path != NULL ? path : "?");
+		return -1;
+	}
+	secs = (time_t)(since / 1000);
+	gmtime_r(&secs, &tm);
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	buf_addf(b, "%.*s?per_page=%d&since=%s&page=", (int)(rest + 9 - path), path,
+	    REPORT_LOOKUP_PAGE, when);
+	buf_addq(b, page != NULL ? page : "1");
+	return 0;
+}
+
+static const json_t *
+github_report_lookup_list(const json_t *answer, char **why)
+{
+	return answer;
+}
+
+/* A full page: there may be more after it. */
+static char *
+github_report_lookup_next(const json_t *answer, const json_t *list, const char *page)
+{
+	long	 n;
+
+	if (json_array_size(list) < REPORT_LOOKUP_PAGE)
+		return NULL;
+	n = page != NULL ? strtol(page, NULL, 10) : 1;
+	return xprintf("%ld", (n > 0 ? n : 1) + 1);
+}
+
+const struct report_backend report_github = {
+	.name = "github",
+	.max = REPORT_GITHUB_MAX,
+	.marker = REPORT_MARKER_HEAD,
+	.ack = github_report_ack,
+	.target = github_report_target,
+	.body = github_report_body,
+	.request = github_report_request,
+	.verdict = github_report_verdict,
+	.lookup_request = github_report_lookup_request,
+	.lookup_list = github_report_lookup_list,
+	.lookup_next = github_report_lookup_next,
+};

@@ -1,7 +1,9 @@
-/* source-linear.c: Linear webhooks: Linear-Signature, the webhookTimestamp window, events. */
+/* source-linear.c: Linear webhooks: Linear-Signature, the webhookTimestamp window, events; reports back as issue comments. */
 #include "spur.h"
 #include "conf.h"
 #include "event.h"
+#include "outbox.h"
+#include "report.h"
 #include "source.h"
 
 #include <math.h>
@@ -264,3 +266,120 @@ linear_handle(const struct source_req *req, struct source_result *res)
 	res->status = 200;
 	res->event = ev;
 }
+
+/* --- reporting back: comments on the issue (GraphQL commentCreate) ------------- */
+
+static json_t *
+linear_report_target(const json_t *ev, const char **why)
+{
+	const char	*org = json_string_value(json_object_get(ev, "org"));
+
+	if (json_string_value(json_path(ev, "meta.issue_id")) == NULL) {
+		*why = "the event has no issue to answer";
+		return NULL;
+	}
+	return json_pack("{s:s,s:s,s:s,s:s}", "source", "linear", "org", org, "method",
+	    "POST", "path", "");
+}
+
+static char *
+linear_report_body(struct engine *e, const json_t *ev, const char *run, const char *text)
+{
+	json_t	*j;
+	char	*s;
+
+	j = json_pack("{s:s,s:{s:{s:s,s:s}}}", "query", "mutation CommentCreate("
+	    "$input: CommentCreateInput!) { commentCreate(input: $input) { success "
+	    "comment { id } } }", "variables", "input", "issueId",
+	    json_string_value(json_path(ev, "meta.issue_id")), "body", text);
+	s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return s;
+}
+
+static int
+linear_report_request(struct engine *e, const json_t *report, const json_t *target,
+    const char *token, char **url, char ***headers, char **cause)
+{
+	struct org	*org;
+	char		**h;
+
+	if ((org = report_api_url(e, target, url, cause)) == NULL)
+		return -1;
+	if (org->linear == NULL || org->linear->api_key == NULL) {
+		free(*url);
+		*url = NULL;
+		xasprintf(cause, "linear has no credential configured for reports");
+		return -1;
+	}
+	h = xcalloc(5, sizeof *h);
+	/* Linear's personal API keys go bare, without "Bearer". */
+	h[0] = xprintf("Authorization: %s", org->linear->api_key->value);
+	h[1] = xstrdup("Content-Type: application/json");
+	*headers = h;
+	return 0;
+}
+
+/* GraphQL: success is data.MUTATION.success; a refusal is in errors. */
+static enum report_verdict
+linear_report_verdict(const json_t *target, const struct http_response *r, char **why)
+{
+	enum report_verdict	 v;
+	json_t			*j, *e;
+	const char		*code, *msg;
+
+	if (report_verdict_transport(r, &v, why))
+		return v;
+	j = json_loadb(r->body, r->len, 0, NULL);
+	if (r->status < 300 && json_is_true(json_path(j, "data.commentCreate.success")))
+		v = REPORT_SENT;
+	else {
+		e = json_path(j, "errors.0");
+		code = json_string_value(json_path(e, "extensions.code"));
+		msg = json_string_value(json_object_get(e, "message"));
+		v = code != NULL && strcmp(code, "RATELIMITED") == 0 ? REPORT_RETRY :
+		    REPORT_FAILED;
+		*why = xprintf("linear: HTTP %d: %s", r->status, msg != NULL ? msg :
+		    "commentCreate failed");
+	}
+	json_decref(j);
+	return v;
+}
+
+/* The issue's last comments: a report is posted soon after it is stored. */
+static int
+linear_report_lookup_request(const json_t *report, const json_t *posted, const char *page,
+    int64_t since, struct buf *b, char **body, char **cause)
+{
+	const char	*issue = json_string_value(json_path(posted, "variables.input.issueId"));
+	json_t		*q;
+
+	if (issue == NULL) {
+		xasprintf(cause, "the stored Linear report names no issue");
+		return -1;
+	}
+	q = json_pack("{s:s,s:{s:s}}", "query", "query SpurReport($id: String!) { "
+	    "issue(id: $id) { comments(last: 50) { nodes { body } } } }", "variables",
+	    "id", issue);
+	*body = json_dumps(q, JSON_COMPACT);
+	json_decref(q);
+	return 0;
+}
+
+static const json_t *
+linear_report_lookup_list(const json_t *answer, char **why)
+{
+	return json_path(answer, "data.issue.comments.nodes");
+}
+
+const struct report_backend report_linear = {
+	.name = "linear",
+	.max = REPORT_LINEAR_MAX,
+	.marker = REPORT_MARKER_TAIL,
+	.target = linear_report_target,
+	.body = linear_report_body,
+	.request = linear_report_request,
+	.verdict = linear_report_verdict,
+	.lookup_request = linear_report_lookup_request,
+	.lookup_list = linear_report_lookup_list,
+};

@@ -1,7 +1,9 @@
-/* source-slack.c: Slack: v0 signatures, url_verification, Events API and slash commands. */
+/* source-slack.c: Slack: v0 signatures, url_verification, Events API and slash commands; reports back as thread replies. */
 #include "spur.h"
 #include "conf.h"
 #include "event.h"
+#include "outbox.h"
+#include "report.h"
 #include "source.h"
 
 #include <stdlib.h>
@@ -311,3 +313,188 @@ slack_handle(const struct source_req *req, struct source_result *res)
 		break;
 	}
 }
+
+/* --- reporting back: thread replies (chat.postMessage), the eyes reaction ------ */
+
+static json_t *
+slack_report_target(const json_t *ev, const char **why)
+{
+	const char	*org = json_string_value(json_object_get(ev, "org"));
+
+	if (json_string_value(json_path(ev, "meta.channel")) == NULL) {
+		*why = "no channel to answer";
+		return NULL;
+	}
+	return json_pack("{s:s,s:s,s:s,s:s}", "source", "slack", "org", org, "method",
+	    "POST", "path", "/chat.postMessage");
+}
+
+static int
+slack_report_ack(const json_t *ev, const char *run, json_t **target, char **body)
+{
+	const char	*org = json_string_value(json_object_get(ev, "org"));
+	const char	*channel = json_string_value(json_path(ev, "meta.channel"));
+	const char	*ts = json_string_value(json_path(ev, "meta.ts"));
+	json_t		*j;
+
+	if (org == NULL || channel == NULL || ts == NULL)
+		return -1;
+	*target = json_pack("{s:s,s:s,s:s,s:s}", "source", "slack", "org", org, "method",
+	    "POST", "path", "/reactions.add");
+	j = json_pack("{s:s,s:s,s:s}", "channel", channel, "timestamp", ts, "name", "eyes");
+	*body = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return 0;
+}
+
+static char *
+slack_report_body(struct engine *e, const json_t *ev, const char *run, const char *text)
+{
+	const json_t	*meta = json_object_get(ev, "meta");
+	const char	*ts = json_string_value(json_object_get(meta, "thread_ts"));
+	json_t		*j;
+	char		*s;
+
+	if (ts == NULL)
+		ts = json_string_value(json_object_get(meta, "ts"));
+	j = json_pack("{s:s,s:s}", "channel", json_string_value(json_object_get(meta,
+	    "channel")), "text", text);
+	if (ts != NULL)
+		json_object_set_new(j, "thread_ts", json_string(ts));
+	json_object_set_new(j, "unfurl_links", json_false());
+	/* mrkdwn hides nothing: the run id goes where the outbox can look for it. */
+	json_object_set_new(j, "metadata", json_pack("{s:s,s:{s:s}}", "event_type",
+	    REPORT_SLACK_EVENT, "event_payload", "run", run));
+	s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return s;
+}
+
+static int
+slack_report_request(struct engine *e, const json_t *report, const json_t *target,
+    const char *token, char **url, char ***headers, char **cause)
+{
+	struct org	*org;
+	char		**h;
+
+	if ((org = report_api_url(e, target, url, cause)) == NULL)
+		return -1;
+	if (org->slack == NULL || org->slack->bot_token == NULL) {
+		free(*url);
+		*url = NULL;
+		xasprintf(cause, "slack has no credential configured for reports");
+		return -1;
+	}
+	h = xcalloc(5, sizeof *h);
+	h[0] = xprintf("Authorization: Bearer %s", org->slack->bot_token->value);
+	h[1] = xstrdup("Content-Type: application/json; charset=utf-8");
+	*headers = h;
+	return 0;
+}
+
+/* Slack answers 200 with ok: false for what it refuses. */
+static enum report_verdict
+slack_report_verdict(const json_t *target, const struct http_response *r, char **why)
+{
+	enum report_verdict	 v;
+	json_t			*j;
+	const char		*err;
+
+	if (report_verdict_transport(r, &v, why))
+		return v;
+	j = json_loadb(r->body, r->len, 0, NULL);
+	if (r->status != 200)
+		v = report_verdict_http(r, j, why);
+	else if (json_is_true(json_object_get(j, "ok")))
+		v = REPORT_SENT;
+	else {
+		err = json_string_value(json_object_get(j, "error"));
+		if (err != NULL && strcmp(err, "already_reacted") == 0)
+			v = REPORT_SENT;
+		else {
+			v = err != NULL && strcmp(err, "ratelimited") == 0 ? REPORT_RETRY :
+			    REPORT_FAILED;
+			*why = xprintf("slack: %s", err != NULL ? err : "not ok");
+		}
+	}
+	json_decref(j);
+	return v;
+}
+
+/* A reply in the thread, or (no thread) a message in the channel. */
+static int
+slack_report_lookup_request(const json_t *report, const json_t *posted, const char *page,
+    int64_t since, struct buf *b, char **body, char **cause)
+{
+	const char	*channel = json_string_value(json_object_get(posted, "channel"));
+	const char	*ts = json_string_value(json_object_get(posted, "thread_ts"));
+
+	if (channel == NULL) {
+		xasprintf(cause, "the stored Slack report names no channel");
+		return -1;
+	}
+	buf_adds(b, ts != NULL ? "/conversations.replies?channel=" :
+	    "/conversations.history?channel=");
+	buf_addq(b, channel);
+	if (ts != NULL) {
+		buf_adds(b, "&ts=");
+		buf_addq(b, ts);
+	}
+	buf_addf(b, "&oldest=%lld.000000&limit=%d&include_all_metadata=true",
+	    (long long)(since / 1000), REPORT_LOOKUP_PAGE);
+	if (page != NULL) {
+		buf_adds(b, "&cursor=");
+		buf_addq(b, page);
+	}
+	return 0;
+}
+
+static const json_t *
+slack_report_lookup_list(const json_t *answer, char **why)
+{
+	const char	*err;
+
+	if (!json_is_true(json_object_get(answer, "ok"))) {
+		err = json_string_value(json_object_get(answer, "error"));
+		*why = xprintf("slack: %s", err != NULL ? err : "not ok");
+		return NULL;
+	}
+	return json_object_get(answer, "messages");
+}
+
+/* Slack's messages carry the run in their metadata, not in a hidden marker. */
+static int
+slack_report_lookup_ours(const json_t *item, const char *run, const char *marker)
+{
+	const json_t	*md = json_object_get(item, "metadata");
+	const char	*type = json_string_value(json_object_get(md, "event_type"));
+	const char	*r = json_string_value(json_path(md, "event_payload.run"));
+
+	return type != NULL && strcmp(type, REPORT_SLACK_EVENT) == 0 && r != NULL &&
+	    strcmp(r, run) == 0;
+}
+
+static char *
+slack_report_lookup_next(const json_t *answer, const json_t *list, const char *page)
+{
+	const char	*cursor = json_string_value(json_path(answer,
+			    "response_metadata.next_cursor"));
+
+	return cursor != NULL && *cursor != '\0' ? xstrdup(cursor) : NULL;
+}
+
+const struct report_backend report_slack = {
+	.name = "slack",
+	.max = REPORT_SLACK_MAX,
+	.mrkdwn = 1,
+	.marker = REPORT_MARKER_NONE,
+	.ack = slack_report_ack,
+	.target = slack_report_target,
+	.body = slack_report_body,
+	.request = slack_report_request,
+	.verdict = slack_report_verdict,
+	.lookup_request = slack_report_lookup_request,
+	.lookup_list = slack_report_lookup_list,
+	.lookup_ours = slack_report_lookup_ours,
+	.lookup_next = slack_report_lookup_next,
+};
