@@ -107,6 +107,7 @@ struct config {
 	long long		 retention_run_files; /* seconds an ended run's files are kept */
 	long long		 schedule_catch_up; /* seconds */
 	long long		 report_give_up;	/* seconds a report is retried before it is given up */
+	int			 report_progress; /* a status message in the thread, edited as the run moves */
 	char			*git_author_name;	/* of the commits spur makes */
 	char			*git_author_email;
 	struct {

@@ -946,6 +946,31 @@ cfg_simple_section(struct cfgctx *c, const struct ynode *m, const char *section,
 	}
 }
 
+/* reports: {give_up, progress}. */
+static void
+cfg_reports(struct cfgctx *c, struct config *cf, const struct ynode *m)
+{
+	static const char *const keys[] = { "give_up", "progress", NULL };
+	size_t	 i;
+	int	 b;
+
+	if (!cfg_is_map(c, m, "reports"))
+		return;
+	for (i = 0; i < m->n; i++) {
+		if (strcmp(ymap_key(m, i), "give_up") == 0)
+			cfg_duration_min(c, ymap_value(m, i), "reports.give_up",
+			    &cf->report_give_up, 1);
+		else if (strcmp(ymap_key(m, i), "progress") == 0) {
+			if ((b = ynode_bool(ymap_value(m, i))) < 0)
+				cfg_error(c, ymap_value(m, i), "\"reports.progress\" must be "
+				    "true or false");
+			else
+				cf->report_progress = b;
+		} else
+			cfg_unknown(c, m, i, "reports", keys);
+	}
+}
+
 /* retention: {events, run_files}. */
 static void
 cfg_retention(struct cfgctx *c, struct config *cf, const struct ynode *m)
@@ -1136,7 +1161,7 @@ config_load(const char *path, int flags, struct yerrs *errs)
 			cfg_simple_section(&c, n, "schedules", "catch_up",
 			    &cf->schedule_catch_up, 0);
 		else if (strcmp(k, "reports") == 0)
-			cfg_simple_section(&c, n, "reports", "give_up", &cf->report_give_up, 1);
+			cfg_reports(&c, cf, n);
 		else
 			cfg_unknown(&c, root, i, NULL, top_keys);
 	}

@@ -981,6 +981,8 @@ dispatch_start(struct dispatch *d, const char *id)
 	}
 	store_run_update(e->store, id, "session", r->session);
 	store_tx_commit(e->store, NULL);
+	/* The thread's status message says it runs (reports.progress). */
+	report_status(e, id);
 	rundir = xprintf("%s/runs/%s", e->conf->data_dir, id);
 	r->artifacts = path_join(rundir, "artifacts");
 	if (mkdir_p(rundir, 0700) != 0 || drun_session_dir(r, &cause) != 0 ||

@@ -404,6 +404,8 @@ ingest_mark(struct ingest *in, const struct report_mark *m)
 	}
 	in->marks[in->nmarks] = *m;
 	in->marks[in->nmarks].error = m->error != NULL ? xstrdup(m->error) : NULL;
+	in->marks[in->nmarks].status_id = m->status_id != NULL ? xstrdup(m->status_id) :
+	    NULL;
 	if (++in->nmarks == 1 && in->npending == 0)
 		pthread_cond_signal(&in->work);
 	pthread_mutex_unlock(&in->mu);
@@ -447,6 +449,12 @@ ingest_finish_batch(struct ingest *in, struct batch *d)
 				log_info("event=run.queued run=%s org=%s automation=%s "
 				    "event_id=%s thread=%s", it->runs[j].id, log_q(ev->org),
 				    log_q(it->runs[j].automation), ev->id, log_q(ev->thread));
+				/*
+				 * Its status message (reports.progress), stored just after
+				 * the commit, as the reaction: a crash between loses it, and
+				 * the report is then posted as a message of its own.
+				 */
+				report_status(e, it->runs[j].id);
 			}
 			log_info("event=ingest.stored org=%s source=%s type=%s event_id=%s "
 			    "delivery=%s thread=%s runs=%zu", log_q(ev->org), ev->source,
@@ -466,6 +474,7 @@ ingest_finish_batch(struct ingest *in, struct batch *d)
 		/* Committed or not, the outbox may look at the report again. */
 		outbox_marked(e->outbox, d->marks[i].id);
 		free(d->marks[i].error);
+		free(d->marks[i].status_id);
 	}
 	free(d->marks);
 	free(items);

@@ -269,8 +269,8 @@ outbox_backoff_ms(int attempts, long long retry_after_ms, long long give_up_ms, 
 
 /* What became of an attempt goes to the writer's next commit; until then the report waits. */
 static void
-outbox_mark(struct outbox *ob, int64_t id, enum report_mark_kind what, int64_t at,
-    const char *error, int posted_maybe)
+outbox_mark_status(struct outbox *ob, int64_t id, enum report_mark_kind what, int64_t at,
+    const char *error, int posted_maybe, const char *status_id)
 {
 	struct engine		*e = ob->engine;
 	struct report_mark	 m;
@@ -281,6 +281,7 @@ outbox_mark(struct outbox *ob, int64_t id, enum report_mark_kind what, int64_t a
 	m.at = at;
 	m.error = (char *)error;
 	m.posted_maybe = posted_maybe;
+	m.status_id = (char *)status_id;
 	if (e->ingest == NULL) {
 		store_report_mark(e->store, &m);
 		return;
@@ -291,6 +292,37 @@ outbox_mark(struct outbox *ob, int64_t id, enum report_mark_kind what, int64_t a
 	}
 	ob->marking[ob->nmarking++] = id;
 	ingest_mark(e->ingest, &m);
+}
+
+static void
+outbox_mark(struct outbox *ob, int64_t id, enum report_mark_kind what, int64_t at,
+    const char *error, int posted_maybe)
+{
+	outbox_mark_status(ob, id, what, at, error, posted_maybe, NULL);
+}
+
+/*
+ * A status message is in its thread (posted, or found there): its id is kept
+ * with the run, and it is edited if the run moved on meanwhile; an edit of a
+ * running run's was sent: the next tells the time a minute later.
+ */
+static void
+outbox_sent(struct outbox_send *s, const char *status_id, const char *how)
+{
+	struct engine	*e = s->ob->engine;
+	const char	*run = json_string_value(json_object_get(s->report, "run"));
+	const char	*kind = json_string_value(json_object_get(s->report, "kind"));
+
+	outbox_mark_status(s->ob, s->id, REPORT_MARK_SENT, now_ms(), NULL, 0, status_id);
+	log_info("event=report.sent run=%s kind=%s report=%lld %s%s%s", run, kind,
+	    (long long)s->id, how, status_id != NULL ? " message=" : "",
+	    status_id != NULL ? status_id : "");
+	if (run == NULL || kind == NULL)
+		return;
+	if (strcmp(kind, "status") == 0 && status_id != NULL)
+		report_status_posted(e, run, status_id);
+	else if (strcmp(kind, "status_edit") == 0)
+		report_status_edited(e, run);
 }
 
 void
@@ -356,6 +388,7 @@ outbox_send_failed(struct outbox_send *s, enum report_verdict v, const char *why
 		outbox_mark(s->ob, s->id, REPORT_MARK_GIVE_UP, 0, safe, 0);
 		log_error("event=report.given_up run=%s kind=%s report=%lld attempts=%d "
 		    "error=%s", run, kind, (long long)s->id, attempts, log_q(safe));
+		report_edit_given_up(e, s->report);
 	}
 	free(safe);
 }
@@ -366,7 +399,8 @@ outbox_done_cb(const struct http_response *r, void *arg)
 	struct outbox_send	*s = arg;
 	struct outbox		*ob = s->ob;
 	enum report_verdict	 v;
-	char			*why = NULL;
+	char			*why = NULL, *status_id = NULL, how[32];
+	const char		*kind;
 
 	s->call = NULL;
 	v = report_verdict(json_object_get(s->report, "target"), r, &why);
@@ -375,11 +409,12 @@ outbox_done_cb(const struct http_response *r, void *arg)
 		 * A crash between the API's answer and this commit leaves the report
 		 * sending: the next start looks in the thread before posting again.
 		 */
-		outbox_mark(ob, s->id, REPORT_MARK_SENT, now_ms(), NULL, 0);
-		log_info("event=report.sent run=%s kind=%s report=%lld status=%d",
-		    json_string_value(json_object_get(s->report, "run")),
-		    json_string_value(json_object_get(s->report, "kind")), (long long)s->id,
-		    r->status);
+		kind = json_string_value(json_object_get(s->report, "kind"));
+		if (kind != NULL && strcmp(kind, "status") == 0)
+			status_id = report_message_id(s->report, r);
+		snprintf(how, sizeof how, "status=%d", r->status);
+		outbox_sent(s, status_id, how);
+		free(status_id);
 	} else {
 		/* No answer: the post may have landed all the same. */
 		outbox_send_failed(s, v, why, r->retry_after_ms, r->status == 0);
@@ -396,17 +431,17 @@ outbox_lookup_cb(const struct http_response *r, void *arg)
 	struct outbox_send	*s = arg;
 	struct outbox		*ob = s->ob;
 	enum report_lookup	 v;
-	char			*next = NULL, *why = NULL;
+	char			*next = NULL, *why = NULL, *found = NULL, how[32];
 	const char		*run = json_string_value(json_object_get(s->report, "run"));
 	const char		*kind = json_string_value(json_object_get(s->report, "kind"));
 
 	s->call = NULL;
-	v = report_lookup_verdict(s->report, s->page, r, &next, &why);
+	v = report_lookup_verdict(s->report, s->page, r, &next, &found, &why);
 	switch (v) {
 	case REPORT_LOOKUP_FOUND:
-		outbox_mark(ob, s->id, REPORT_MARK_SENT, now_ms(), NULL, 0);
-		log_info("event=report.sent run=%s kind=%s report=%lld found=1 pages=%d",
-		    run, kind, (long long)s->id, s->pages + 1);
+		snprintf(how, sizeof how, "found=1 pages=%d", s->pages + 1);
+		outbox_sent(s, found, how);
+		free(found);
 		break;
 	case REPORT_LOOKUP_MORE:
 		if (++s->pages < OUTBOX_LOOKUP_PAGES) {

@@ -38,6 +38,19 @@ report_cut(const char *s, size_t max, const char *more)
 	return xprintf("%.*s%s", (int)keep, s, more != NULL ? more : "");
 }
 
+/*
+ * The hidden marker of a run's message of kind: "<!-- spur:RUN -->" for its
+ * report, "<!-- spur:RUN:status -->" for its status message, so a lookup of
+ * one never finds the other (until the report replaces the status message).
+ */
+static char *
+report_marker(const char *run, const char *kind)
+{
+	if (kind != NULL && strcmp(kind, "status") == 0)
+		return xprintf(REPORT_MARKER "%s:status -->", run);
+	return xprintf(REPORT_MARKER "%s -->", run);
+}
+
 static void
 report_duration(int64_t ms, char *out, size_t len)
 {
@@ -286,6 +299,9 @@ report_idempotent(const json_t *report)
 
 	if (b != NULL && b->idempotent != NULL)
 		return b->idempotent(report);
+	/* An edit sets a message to the same text however often it is sent. */
+	if (json_is_true(json_path(report, "target.edit")))
+		return 1;
 	/* GitHub answers 200 for a reaction that is there; Slack already_reacted. */
 	return kind != NULL && strcmp(kind, "reaction") == 0;
 }
@@ -331,10 +347,11 @@ out:
 
 enum report_lookup
 report_lookup_verdict(const json_t *report, const char *page, const struct http_response *r,
-    char **next, char **why)
+    char **next, char **found, char **why)
 {
 	const char	*source = json_string_value(json_path(report, "target.source"));
 	const char	*run = json_string_value(json_object_get(report, "run"));
+	const char	*kind = json_string_value(json_object_get(report, "kind"));
 	const struct report_backend *b = report_backend_find(source);
 	const char	*err, *text;
 	json_t		*j;
@@ -345,7 +362,10 @@ report_lookup_verdict(const json_t *report, const char *page, const struct http_
 	enum report_lookup v = REPORT_LOOKUP_RETRY;
 
 	*next = NULL;
+	*found = NULL;
 	*why = NULL;
+	if (kind == NULL)
+		kind = "run_end";
 	if (r->status == 0) {
 		*why = xprintf("looking in the thread: network: %s", r->error != NULL ?
 		    r->error : "no answer");
@@ -372,16 +392,19 @@ report_lookup_verdict(const json_t *report, const char *page, const struct http_
 		free(lwhy);
 		goto out;
 	}
-	marker = xprintf(REPORT_MARKER "%s -->", run);
+	marker = report_marker(run, kind);
 	v = REPORT_LOOKUP_ABSENT;
 	json_array_foreach(list, i, item) {
 		if (b->lookup_ours != NULL)
-			ours = b->lookup_ours(item, run, marker);
+			ours = b->lookup_ours(item, run, kind, marker);
 		else {
 			text = json_string_value(json_object_get(item, "body"));
 			ours = text != NULL && strstr(text, marker) != NULL;
 		}
 		if (ours) {
+			/* A status message found is edited from now on: its id is kept. */
+			if (strcmp(kind, "status") == 0 && b->message_id != NULL)
+				*found = b->message_id(item);
 			v = REPORT_LOOKUP_FOUND;
 			break;
 		}
@@ -431,21 +454,207 @@ report_target(const json_t *ev, const char **why)
 	return b->target(ev, why);
 }
 
+/* {public_url}/runs/RUN, or NULL without a public_url. */
+static char *
+report_link(struct engine *e, const char *run)
+{
+	size_t	 n;
+
+	if (e->conf->public_url == NULL || *e->conf->public_url == '\0')
+		return NULL;
+	n = strlen(e->conf->public_url);
+	while (n > 0 && e->conf->public_url[n - 1] == '/')
+		n--;
+	return xprintf("%.*s/runs/%s", (int)n, e->conf->public_url, run);
+}
+
+/* report: none in the run's automation. */
+static int
+report_none(const json_t *j)
+{
+	const char	*r = json_string_value(json_path(j, "automation_config.report"));
+
+	return r != NULL && strcmp(r, "none") == 0;
+}
+
+/*
+ * The status message's one line, in b's markup: queued, running since when
+ * (and for how long so far), or ended (its report follows in the thread),
+ * with the run's link; the status marker where b hides one.
+ */
+static char *
+report_status_text(const struct report_backend *b, const json_t *j, const char *run,
+    const char *link)
+{
+	const char	*state = json_string_value(json_object_get(j, "state"));
+	const char	*automation = json_string_value(json_object_get(j, "automation"));
+	const char	*started = json_string_value(json_object_get(j, "started_at"));
+	json_t		*d = json_object_get(j, "duration_ms");
+	struct buf	 m;
+	char		 dur[64], *marker = report_marker(run, "status");
+	const char	*bold = b->mrkdwn ? "*" : "**";
+
+	buf_init(&m, 0);
+	if (b->marker == REPORT_MARKER_HEAD)
+		buf_addf(&m, "%s\n", marker);
+	buf_addf(&m, "%sspur%s · `%s` · ", bold, bold, automation != NULL ? automation : "?");
+	if (state == NULL || strcmp(state, "queued") == 0)
+		buf_addf(&m, "%squeued%s", bold, bold);
+	else if (strcmp(state, "running") == 0) {
+		report_duration(json_is_integer(d) ? json_integer_value(d) : 0, dur, sizeof dur);
+		buf_addf(&m, "%srunning%s since %s (%s so far)", bold, bold,
+		    started != NULL ? started : "?", dur);
+	} else
+		buf_addf(&m, "%s%s%s · the report follows in the thread", bold, state, bold);
+	if (link != NULL)
+		buf_addf(&m, b->mrkdwn ? " · Run <%s|%s>" : " · Run [%s](%s)",
+		    b->mrkdwn ? link : run, b->mrkdwn ? run : link);
+	else
+		buf_addf(&m, " · Run `%s`", run);
+	if (b->marker == REPORT_MARKER_TAIL)
+		buf_addf(&m, "\n\n%s", marker);
+	free(marker);
+	return buf_take(&m);
+}
+
+/* Message id edited to text, due REPORT_EDIT_MS after the last post or edit (at), or later. */
+static void
+report_status_edit(struct engine *e, const struct report_backend *b, const json_t *ev,
+    const char *run, const char *kind, const char *id, int64_t at, const char *text)
+{
+	json_t	*target = b->edit_target(ev, id);
+	char	*body = b->edit_body(ev, run, kind, id, text);
+	int64_t	 due = now_ms();
+
+	if (at + REPORT_EDIT_MS > due)
+		due = at + REPORT_EDIT_MS;
+	if (target != NULL && body != NULL &&
+	    store_report_edit(e->store, run, kind, target, body, due) == 0) {
+		log_info("event=report.stored run=%s kind=%s source=%s edit=%s in_ms=%lld",
+		    run, kind, b->name, id, (long long)(due - now_ms()));
+		outbox_kick(e->outbox);
+	}
+	json_decref(target);
+	free(body);
+}
+
+/*
+ * The status message for where the run is now: posted the first time, then
+ * edited; nothing while its post has not come back (report_status_posted
+ * edits it then), nor once the run ended (its report takes over).
+ */
+static void
+report_status_at(struct engine *e, const char *run, const char *posted, int64_t not_before)
+{
+	json_t		*j, *ev, *target;
+	const struct report_backend *b;
+	const char	*why, *state, *retry_of;
+	char		*link = NULL, *text = NULL, *body, *id = NULL, *next;
+	int64_t		 at;
+
+	if (!e->conf->report_progress || (j = store_run_json(e->store, run, 1)) == NULL)
+		return;
+	ev = json_object_get(j, "event");
+	state = json_string_value(json_object_get(j, "state"));
+	b = report_backend_find(json_string_value(json_object_get(ev, "source")));
+	if (b == NULL || b->status_target == NULL || report_none(j) || state == NULL)
+		goto out;
+	link = report_link(e, run);
+	text = report_status_text(b, j, run, link);
+	id = posted != NULL ? xstrdup(posted) : store_run_status(e->store, run, &at);
+	if (posted != NULL)
+		at = not_before;
+	retry_of = json_string_value(json_object_get(j, "retry_of"));
+	if (posted != NULL && strcmp(state, "running") != 0 && strcmp(state, "queued") != 0 &&
+	    (next = store_run_continuation(e->store, run)) != NULL) {
+		/* Interrupted and queued again: the message is its continuation's now. */
+		report_status_at(e, next, posted, not_before);
+		free(next);
+		goto out;
+	}
+	if (id == NULL && !store_report_exists(e->store, run, "status") &&
+	    (retry_of == NULL || !store_report_exists(e->store, retry_of, "status"))) {
+		if (strcmp(state, "queued") != 0 && strcmp(state, "running") != 0)
+			goto out;
+		if ((target = b->status_target(ev, &why)) == NULL)
+			goto out;
+		body = b->body(e, ev, run, "status", text);
+		if (store_report_add(e->store, run, "status", target, body) == 0) {
+			log_info("event=report.stored run=%s kind=status source=%s", run,
+			    b->name);
+			outbox_kick(e->outbox);
+		}
+		free(body);
+		json_decref(target);
+	} else if (id != NULL && strcmp(state, "queued") != 0) {
+		/* Ended: only when the report went as a message of its own (no id then). */
+		if (strcmp(state, "running") != 0 && (posted == NULL ||
+		    !store_report_exists(e->store, run, "run_end")))
+			goto out;
+		if (at < not_before)
+			at = not_before;
+		report_status_edit(e, b, ev, run, "status_edit", id, at, text);
+	}
+out:
+	free(id);
+	free(text);
+	free(link);
+	json_decref(j);
+}
+
 void
-report_run_end(struct engine *e, const char *run)
+report_status(struct engine *e, const char *run)
+{
+	report_status_at(e, run, NULL, 0);
+}
+
+void
+report_status_posted(struct engine *e, const char *run, const char *id)
+{
+	report_status_at(e, run, id, now_ms());
+}
+
+/* An edit while running was sent: the elapsed time is told again a minute later. */
+void
+report_status_edited(struct engine *e, const char *run)
+{
+	report_status_at(e, run, NULL, now_ms() + REPORT_REFRESH_MS - REPORT_EDIT_MS);
+}
+
+char *
+report_message_id(const json_t *report, const struct http_response *r)
+{
+	const struct report_backend *b = report_backend_of(json_object_get(report, "target"));
+	json_t		*j;
+	char		*id;
+
+	if (b == NULL || b->message_id == NULL)
+		return NULL;
+	j = json_loadb(r->body, r->len, 0, NULL);
+	id = b->message_id(j);
+	json_decref(j);
+	return id;
+}
+
+/* The run's report; in place of its status message unless alone (that edit failed). */
+static void
+report_run_end_(struct engine *e, const char *run, int alone)
 {
 	json_t			*j, *ev, *target = NULL, *aj, *none;
 	struct report_facts	 f;
 	enum run_cause		 why;
 	const char		*nothread = NULL, *source;
 	const struct report_backend *b;
+	json_t			*st;
+	char			*id = NULL, *stext = NULL;
+	int64_t			 at;
+	int			 follows;
 	char			*result = NULL, *reason = NULL, *text = NULL, *body = NULL;
 	char			*link = NULL;
-	size_t			 max;
 
 	if ((j = store_run_json(e->store, run, 1)) == NULL)
 		return;
-	if (store_report_exists(e->store, run, "run_end"))
+	if (!alone && store_report_exists(e->store, run, "run_end"))
 		goto out;
 	ev = json_object_get(j, "event");
 	aj = json_object_get(j, "automation_config");
@@ -465,7 +674,7 @@ report_run_end(struct engine *e, const char *run)
 	source = json_string_value(json_object_get(target, "source"));
 	b = report_backend_find(source);
 	if (b->max == 0) {
-		body = b->body(e, ev, run, NULL);
+		body = b->body(e, ev, run, "run_end", NULL);
 		goto store;
 	}
 	memset(&f, 0, sizeof f);
@@ -480,25 +689,35 @@ report_run_end(struct engine *e, const char *run)
 	f.proof = json_string_value(json_object_get(j, "proof"));
 	f.duration_ms = json_is_integer(json_object_get(j, "duration_ms")) ?
 	    json_integer_value(json_object_get(j, "duration_ms")) : -1;
-	if (e->conf->public_url != NULL && *e->conf->public_url != '\0') {
-		max = strlen(e->conf->public_url);
-		while (max > 0 && e->conf->public_url[max - 1] == '/')
-			max--;
-		link = xprintf("%.*s/runs/%s", (int)max, e->conf->public_url, run);
-	}
-	f.link = link;
+	f.link = link = report_link(e, run);
 	if (f.automation == NULL)
 		f.automation = "?";
 	if (f.state == NULL)
 		f.state = "?";
 	text = report_format(source, &f, b->max);
-	body = b->body(e, ev, run, text);
+	if ((id = b->edit_target != NULL && !alone ? store_run_status(e->store, run, &at) :
+	    NULL) != NULL) {
+		st = b->status_target(ev, &nothread);
+		follows = st == NULL || !json_equal(st, target);
+		json_decref(st);
+		if (!follows) {
+			/* The report takes the status message's place. */
+			report_status_edit(e, b, ev, run, "run_end", id, at, text);
+			goto out;
+		}
+		/* A review thread: the status message says so, the report follows there. */
+		stext = report_status_text(b, j, run, link);
+		report_status_edit(e, b, ev, run, "status_edit", id, at, stext);
+	}
+	body = b->body(e, ev, run, "run_end", text);
 store:
 	if (store_report_add(e->store, run, "run_end", target, body) == 0) {
 		log_info("event=report.stored run=%s kind=run_end source=%s", run, source);
 		outbox_kick(e->outbox);
 	}
 out:
+	free(id);
+	free(stext);
 	free(result);
 	free(reason);
 	free(text);
@@ -506,4 +725,22 @@ out:
 	free(link);
 	json_decref(target);
 	json_decref(j);
+}
+
+void
+report_run_end(struct engine *e, const char *run)
+{
+	report_run_end_(e, run, 0);
+}
+
+void
+report_edit_given_up(struct engine *e, const json_t *report)
+{
+	const char	*run = json_string_value(json_object_get(report, "run"));
+	const char	*kind = json_string_value(json_object_get(report, "kind"));
+
+	/* The status message is gone (deleted, say): the report goes as a message of its own. */
+	if (run != NULL && kind != NULL && strcmp(kind, "run_end") == 0 &&
+	    json_is_true(json_path(report, "target.edit")))
+		report_run_end_(e, run, 1);
 }

@@ -43,6 +43,24 @@ int	 report_ack(const struct spur_event *, const char *run, json_t **target,
  */
 void	 report_run_end(struct engine *, const char *run);
 
+/*
+ * reports.progress: the run's one status message in its thread (posted on
+ * accept, edited as the run moves, at most once every REPORT_EDIT_MS; the
+ * report at the end replaces it). report_status: the run moved (queued,
+ * running); report_status_posted: the outbox got the message's id.
+ */
+#define REPORT_EDIT_MS		10000
+#define REPORT_SLACK_STATUS	"spur_status"
+void	 report_status(struct engine *, const char *run);
+void	 report_status_posted(struct engine *, const char *run, const char *id);
+/* An edit of a running run's status was sent: the next, REPORT_REFRESH_MS on, tells its time. */
+#define REPORT_REFRESH_MS	60000
+void	 report_status_edited(struct engine *, const char *run);
+/* A report that was to replace the status message was given up: it is posted instead. */
+void	 report_edit_given_up(struct engine *, const json_t *report);
+/* The id of the message a sent report of kind status posted, from the API's answer. */
+char	*report_message_id(const json_t *report, const struct http_response *);
+
 /* What a run's report says, before it is fitted to one API. */
 struct report_facts {
 	const char	*run;
@@ -95,7 +113,7 @@ enum report_lookup {
 };
 /* What one page (page as asked, NULL: the first) of the thread says about report; *next set on MORE, *why on RETRY. */
 enum report_lookup report_lookup_verdict(const json_t *report, const char *page,
-	     const struct http_response *, char **next, char **why);
+	     const struct http_response *, char **next, char **found, char **why);
 /* Whether posting report twice does no harm (reactions): then it is never looked for. */
 int	 report_idempotent(const json_t *report);
 
@@ -118,8 +136,12 @@ struct report_backend {
 	int	 (*ack)(const json_t *ev, const char *run, json_t **target, char **body);
 	/* Where a run's report goes; NULL with why when nowhere. */
 	json_t	*(*target)(const json_t *ev, const char **why);
-	/* The report's request body: text (report_format's, NULL when max is 0) placed. */
-	char	*(*body)(struct engine *, const json_t *ev, const char *run, const char *text);
+	/*
+	 * The request body of a message of kind (run_end, status) in the thread:
+	 * text (report_format's, NULL when max is 0) placed.
+	 */
+	char	*(*body)(struct engine *, const json_t *ev, const char *run, const char *kind,
+		     const char *text);
 	/* The request (URL and headers) that sends a stored report to target. */
 	int	 (*request)(struct engine *, const json_t *report, const json_t *target,
 		     const char *token, char **url, char ***headers, char **cause);
@@ -136,8 +158,20 @@ struct report_backend {
 	int	 (*lookup_request)(const json_t *report, const json_t *posted, const char *page,
 		     int64_t since, struct buf *path, char **body, char **cause);
 	const json_t *(*lookup_list)(const json_t *answer, char **why);
-	int	 (*lookup_ours)(const json_t *item, const char *run, const char *marker);
+	int	 (*lookup_ours)(const json_t *item, const char *run, const char *kind,
+		     const char *marker);
 	char	*(*lookup_next)(const json_t *answer, const json_t *list, const char *page);
+	/*
+	 * The status message (reports.progress), where the system can edit one:
+	 * where it is posted (NULL with why: not here), the edit of message id
+	 * (an edit is the same however often it is sent: never looked for) and
+	 * its body, and a message's id in a post's answer or a lookup's item.
+	 */
+	json_t	*(*status_target)(const json_t *ev, const char **why);
+	json_t	*(*edit_target)(const json_t *ev, const char *id);
+	char	*(*edit_body)(const json_t *ev, const char *run, const char *kind,
+		     const char *id, const char *text);
+	char	*(*message_id)(const json_t *answer_or_item);
 };
 extern const struct report_backend report_github, report_slack, report_linear, report_api;
 /* The backend of a source (github, slack, linear, api), or NULL. */

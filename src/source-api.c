@@ -171,7 +171,8 @@ api_report_target(const json_t *ev, const char **why)
 }
 
 static char *
-api_report_body(struct engine *e, const json_t *ev, const char *run, const char *text)
+api_report_body(struct engine *e, const json_t *ev, const char *run, const char *kind,
+    const char *text)
 {
 	return callback_body(e, ev, run);
 }

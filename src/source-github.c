@@ -476,13 +476,56 @@ github_report_ack(const json_t *ev, const char *run, json_t **target, char **bod
 }
 
 static char *
-github_report_body(struct engine *e, const json_t *ev, const char *run, const char *text)
+github_report_body(struct engine *e, const json_t *ev, const char *run, const char *kind,
+    const char *text)
 {
 	json_t	*j = json_pack("{s:s}", "body", text);
 	char	*s = json_dumps(j, JSON_COMPACT);
 
 	json_decref(j);
 	return s;
+}
+
+/* The status message is an issue comment, even for a review thread: those can be edited. */
+static json_t *
+github_report_status_target(const json_t *ev, const char **why)
+{
+	const char	*repo = json_string_value(json_object_get(ev, "repository"));
+	json_int_t	 n = json_integer_value(json_path(ev, "meta.number"));
+
+	if (repo == NULL || n == 0) {
+		*why = "the event has no issue or pull request to answer";
+		return NULL;
+	}
+	return github_report_at(ev, "POST", xprintf("/repos/%s/issues/%lld/comments", repo,
+	    (long long)n));
+}
+
+/* PATCH /repos/{owner}/{repo}/issues/comments/{comment_id} {"body"}. */
+static json_t *
+github_report_edit_target(const json_t *ev, const char *id)
+{
+	json_t	*t = github_report_at(ev, "PATCH", xprintf("/repos/%s/issues/comments/%s",
+		    json_string_value(json_object_get(ev, "repository")), id));
+
+	json_object_set_new(t, "edit", json_true());
+	return t;
+}
+
+static char *
+github_report_edit_body(const json_t *ev, const char *run, const char *kind, const char *id,
+    const char *text)
+{
+	return github_report_body(NULL, ev, run, kind, text);
+}
+
+/* A comment's id: in a post's answer and in a listed comment alike. */
+static char *
+github_report_message_id(const json_t *comment)
+{
+	json_t	*id = json_object_get(comment, "id");
+
+	return json_is_integer(id) ? xprintf("%lld", (long long)json_integer_value(id)) : NULL;
 }
 
 static int
@@ -574,4 +617,8 @@ const struct report_backend report_github = {
 	.lookup_request = github_report_lookup_request,
 	.lookup_list = github_report_lookup_list,
 	.lookup_next = github_report_lookup_next,
+	.status_target = github_report_status_target,
+	.edit_target = github_report_edit_target,
+	.edit_body = github_report_edit_body,
+	.message_id = github_report_message_id,
 };

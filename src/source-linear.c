@@ -283,7 +283,8 @@ linear_report_target(const json_t *ev, const char **why)
 }
 
 static char *
-linear_report_body(struct engine *e, const json_t *ev, const char *run, const char *text)
+linear_report_body(struct engine *e, const json_t *ev, const char *run, const char *kind,
+    const char *text)
 {
 	json_t	*j;
 	char	*s;
@@ -331,7 +332,8 @@ linear_report_verdict(const json_t *target, const struct http_response *r, char 
 	if (report_verdict_transport(r, &v, why))
 		return v;
 	j = json_loadb(r->body, r->len, 0, NULL);
-	if (r->status < 300 && json_is_true(json_path(j, "data.commentCreate.success")))
+	if (r->status < 300 && (json_is_true(json_path(j, "data.commentCreate.success")) ||
+	    json_is_true(json_path(j, "data.commentUpdate.success"))))
 		v = REPORT_SENT;
 	else {
 		e = json_path(j, "errors.0");
@@ -340,7 +342,7 @@ linear_report_verdict(const json_t *target, const struct http_response *r, char 
 		v = code != NULL && strcmp(code, "RATELIMITED") == 0 ? REPORT_RETRY :
 		    REPORT_FAILED;
 		*why = xprintf("linear: HTTP %d: %s", r->status, msg != NULL ? msg :
-		    "commentCreate failed");
+		    "the mutation failed");
 	}
 	json_decref(j);
 	return v;
@@ -359,7 +361,7 @@ linear_report_lookup_request(const json_t *report, const json_t *posted, const c
 		return -1;
 	}
 	q = json_pack("{s:s,s:{s:s}}", "query", "query SpurReport($id: String!) { "
-	    "issue(id: $id) { comments(last: 50) { nodes { body } } } }", "variables",
+	    "issue(id: $id) { comments(last: 50) { nodes { id body } } } }", "variables",
 	    "id", issue);
 	*body = json_dumps(q, JSON_COMPACT);
 	json_decref(q);
@@ -372,6 +374,41 @@ linear_report_lookup_list(const json_t *answer, char **why)
 	return json_path(answer, "data.issue.comments.nodes");
 }
 
+/* commentUpdate(id, input: {body}): the comment keeps its place on the issue. */
+static json_t *
+linear_report_edit_target(const json_t *ev, const char *id)
+{
+	return json_pack("{s:s,s:s,s:s,s:s,s:b}", "source", "linear", "org",
+	    json_string_value(json_object_get(ev, "org")), "method", "POST", "path", "",
+	    "edit", 1);
+}
+
+static char *
+linear_report_edit_body(const json_t *ev, const char *run, const char *kind, const char *id,
+    const char *text)
+{
+	json_t	*j;
+	char	*s;
+
+	j = json_pack("{s:s,s:{s:s,s:{s:s}}}", "query", "mutation CommentUpdate($id: String!, "
+	    "$input: CommentUpdateInput!) { commentUpdate(id: $id, input: $input) { success "
+	    "comment { id } } }", "variables", "id", id, "input", "body", text);
+	s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return s;
+}
+
+/* A comment's id: in commentCreate's answer, or a listed comment's. */
+static char *
+linear_report_message_id(const json_t *j)
+{
+	const char	*id = json_string_value(json_path(j, "data.commentCreate.comment.id"));
+
+	if (id == NULL)
+		id = json_string_value(json_object_get(j, "id"));
+	return id != NULL ? xstrdup(id) : NULL;
+}
+
 const struct report_backend report_linear = {
 	.name = "linear",
 	.max = REPORT_LINEAR_MAX,
@@ -382,4 +419,8 @@ const struct report_backend report_linear = {
 	.verdict = linear_report_verdict,
 	.lookup_request = linear_report_lookup_request,
 	.lookup_list = linear_report_lookup_list,
+	.status_target = linear_report_target,
+	.edit_target = linear_report_edit_target,
+	.edit_body = linear_report_edit_body,
+	.message_id = linear_report_message_id,
 };

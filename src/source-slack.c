@@ -347,8 +347,18 @@ slack_report_ack(const json_t *ev, const char *run, json_t **target, char **body
 	return 0;
 }
 
+/* mrkdwn hides nothing: the run id goes where the outbox can look for it. */
+static json_t *
+slack_report_metadata(const char *run, const char *kind)
+{
+	return json_pack("{s:s,s:{s:s}}", "event_type", kind != NULL && strcmp(kind,
+	    "status") == 0 ? REPORT_SLACK_STATUS : REPORT_SLACK_EVENT, "event_payload", "run",
+	    run);
+}
+
 static char *
-slack_report_body(struct engine *e, const json_t *ev, const char *run, const char *text)
+slack_report_body(struct engine *e, const json_t *ev, const char *run, const char *kind,
+    const char *text)
 {
 	const json_t	*meta = json_object_get(ev, "meta");
 	const char	*ts = json_string_value(json_object_get(meta, "thread_ts"));
@@ -362,9 +372,7 @@ slack_report_body(struct engine *e, const json_t *ev, const char *run, const cha
 	if (ts != NULL)
 		json_object_set_new(j, "thread_ts", json_string(ts));
 	json_object_set_new(j, "unfurl_links", json_false());
-	/* mrkdwn hides nothing: the run id goes where the outbox can look for it. */
-	json_object_set_new(j, "metadata", json_pack("{s:s,s:{s:s}}", "event_type",
-	    REPORT_SLACK_EVENT, "event_payload", "run", run));
+	json_object_set_new(j, "metadata", slack_report_metadata(run, kind));
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	return s;
@@ -464,14 +472,48 @@ slack_report_lookup_list(const json_t *answer, char **why)
 
 /* Slack's messages carry the run in their metadata, not in a hidden marker. */
 static int
-slack_report_lookup_ours(const json_t *item, const char *run, const char *marker)
+slack_report_lookup_ours(const json_t *item, const char *run, const char *kind,
+    const char *marker)
 {
 	const json_t	*md = json_object_get(item, "metadata");
 	const char	*type = json_string_value(json_object_get(md, "event_type"));
 	const char	*r = json_string_value(json_path(md, "event_payload.run"));
 
-	return type != NULL && strcmp(type, REPORT_SLACK_EVENT) == 0 && r != NULL &&
-	    strcmp(r, run) == 0;
+	return type != NULL && strcmp(type, strcmp(kind, "status") == 0 ?
+	    REPORT_SLACK_STATUS : REPORT_SLACK_EVENT) == 0 && r != NULL && strcmp(r, run) == 0;
+}
+
+/* chat.update {channel, ts, text, metadata}: the message keeps its place in the thread. */
+static json_t *
+slack_report_edit_target(const json_t *ev, const char *id)
+{
+	return json_pack("{s:s,s:s,s:s,s:s,s:b}", "source", "slack", "org",
+	    json_string_value(json_object_get(ev, "org")), "method", "POST", "path",
+	    "/chat.update", "edit", 1);
+}
+
+static char *
+slack_report_edit_body(const json_t *ev, const char *run, const char *kind, const char *id,
+    const char *text)
+{
+	json_t	*j;
+	char	*s;
+
+	j = json_pack("{s:s,s:s,s:s,s:o}", "channel", json_string_value(json_path(ev,
+	    "meta.channel")), "ts", id, "text", text, "metadata", slack_report_metadata(run,
+	    kind));
+	s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return s;
+}
+
+/* A message's ts: in chat.postMessage's answer and in a listed message alike. */
+static char *
+slack_report_message_id(const json_t *message)
+{
+	const char	*ts = json_string_value(json_object_get(message, "ts"));
+
+	return ts != NULL ? xstrdup(ts) : NULL;
 }
 
 static char *
@@ -497,4 +539,8 @@ const struct report_backend report_slack = {
 	.lookup_list = slack_report_lookup_list,
 	.lookup_ours = slack_report_lookup_ours,
 	.lookup_next = slack_report_lookup_next,
+	.status_target = slack_report_target,
+	.edit_target = slack_report_edit_target,
+	.edit_body = slack_report_edit_body,
+	.message_id = slack_report_message_id,
 };

@@ -153,6 +153,13 @@ static const char *store_migrations[] = {
 	 */
 	"CREATE INDEX runs_org ON runs(org);"
 	"CREATE INDEX events_api ON events(org, type) WHERE source = 'api';",
+	/*
+	 * 13: a run's status message in its thread (reports.progress): its id
+	 * there (a GitHub comment id, a Slack ts, a Linear comment id), and when
+	 * its last edit was posted or is due (at most one every 10 s)
+	 */
+	"ALTER TABLE runs ADD COLUMN status_msg TEXT;"
+	"ALTER TABLE runs ADD COLUMN status_at INTEGER;",
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
@@ -1102,9 +1109,11 @@ store_run_retry(struct store *st, const char *run, int requeue, char **cause)
 		goto fail;
 	/* A requeue continues its run once: a run that is itself one is not queued again. */
 	if (sqlite3_prepare_v2(st->db, "INSERT INTO runs (id, org, automation, event, "
-	    "thread, state, reason, conc_key, automation_json, prompt, created_at, retry_of) "
+	    "thread, state, reason, conc_key, automation_json, prompt, created_at, retry_of, "
+	    "status_msg, status_at) "
 	    "SELECT ?1, org, automation, event, thread, 'queued', ?2, conc_key, "
-	    "automation_json, NULL, ?3, CASE WHEN ?5 THEN id END FROM runs WHERE id = ?4 AND "
+	    "automation_json, NULL, ?3, CASE WHEN ?5 THEN id END, CASE WHEN ?5 THEN status_msg "
+	    "END, CASE WHEN ?5 THEN status_at END FROM runs WHERE id = ?4 AND "
 	    "(NOT ?5 OR retry_of IS NULL)", -1, &s,
 	    NULL) != SQLITE_OK) {
 		xasprintf(cause, "%s", sqlite3_errmsg(st->db));
@@ -1855,6 +1864,18 @@ store_report_mark(struct store *st, const struct report_mark *m)
 
 	switch (m->what) {
 	case REPORT_MARK_SENT:
+		/* A status message's id goes with its run: its edits and the report use it. */
+		/* Its continuation (an interrupted run queued again) edits the same message. */
+		if (m->status_id != NULL && store_exec_bind(st, "UPDATE runs SET status_msg = "
+		    "?1 WHERE id IN (SELECT run FROM reports WHERE id = ?3) OR retry_of IN "
+		    "(SELECT run FROM reports WHERE id = ?3)",
+		    (const char *[]){ m->status_id }, 1, ints, 2) != 0)
+			return -1;
+		/* When a status message was last posted or edited: the next waits 10 s. */
+		if (store_exec_bind(st, "UPDATE runs SET status_at = ? WHERE id = (SELECT run "
+		    "FROM reports WHERE id = ? AND kind IN ('status', 'status_edit'))", NULL, 0,
+		    ints, 2) != 0)
+			return -1;
 		return store_exec_bind(st, "UPDATE reports SET state = 'sent', attempts = "
 		    "attempts + 1, sent_at = ?, last_error = NULL, sending_at = NULL WHERE id = "
 		    "?", NULL, 0, ints, 2);
@@ -1885,6 +1906,64 @@ store_report_note(struct store *st, const char *run, const char *kind, json_t *t
 	    "next_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)", args, 5, ints, 2);
 	free(t);
 	return r;
+}
+
+int
+store_report_edit(struct store *st, const char *run, const char *kind, json_t *target,
+    const char *body, int64_t due)
+{
+	char		*t = json_dumps(target, JSON_COMPACT);
+	const char	*args[] = { run, kind, t, body };
+	int64_t		 ints[] = { due, now_ms() };
+	int		 r;
+
+	/*
+	 * The edit waiting for its time says less than this one: it goes instead.
+	 * One that is due may be on its way (or sent, its mark not yet committed).
+	 */
+	r = store_exec_bind(st, "DELETE FROM reports WHERE run = ? AND kind = 'status_edit' "
+	    "AND state = 'pending' AND next_at > ?", args, 1, ints + 1, 1);
+	if (r == 0)
+		r = store_exec_bind(st, "INSERT INTO reports (run, kind, target, body, state, "
+		    "next_at, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)", args, 4, ints, 2);
+	free(t);
+	return r;
+}
+
+char *
+store_run_continuation(struct store *st, const char *run)
+{
+	sqlite3_stmt	*s;
+	char		*id = NULL;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT id FROM runs WHERE retry_of = ? LIMIT 1", -1,
+	    &s, NULL) != SQLITE_OK)
+		return NULL;
+	bind_text(s, 1, run);
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0) != NULL)
+		id = xstrdup((const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	return id;
+}
+
+char *
+store_run_status(struct store *st, const char *run, int64_t *at)
+{
+	sqlite3_stmt	*s;
+	char		*id = NULL;
+
+	*at = 0;
+	if (sqlite3_prepare_v2(st->db, "SELECT status_msg, status_at FROM runs WHERE id = ?",
+	    -1, &s, NULL) != SQLITE_OK)
+		return NULL;
+	bind_text(s, 1, run);
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		if (sqlite3_column_text(s, 0) != NULL)
+			id = xstrdup((const char *)sqlite3_column_text(s, 0));
+		*at = sqlite3_column_int64(s, 1);
+	}
+	sqlite3_finalize(s);
+	return id;
 }
 
 int

@@ -259,6 +259,7 @@ struct report_mark {
 	int64_t			 at;		/* SENT: when; RETRY: next attempt */
 	char			*error;
 	int			 posted_maybe;
+	char			*status_id;	/* SENT status message: its id in the thread */
 };
 int		 store_report_mark(struct store *, const struct report_mark *);
 /* Marks a pending report sending, durably, before the attempt at that time; -1: do not post. */
@@ -266,6 +267,17 @@ int		 store_report_sending(struct store *, int64_t id, int64_t at);
 /* A report that is not sent, stored with its state and why (no_thread, none). */
 int		 store_report_note(struct store *, const char *run, const char *kind,
 		     json_t *target, const char *state, const char *why);
+/*
+ * An edit of the run's status message (or the report that replaces it), due
+ * at due: it takes the place of an edit not yet sent. A status message's
+ * post or edit marked sent sets the run's status_at.
+ */
+int		 store_report_edit(struct store *, const char *run, const char *kind,
+		     json_t *target, const char *body, int64_t due);
+/* The run's status message id (NULL: none yet) and when it was last posted or edited. */
+char		*store_run_status(struct store *, const char *run, int64_t *at);
+/* The run that continues an interrupted run (its retry_of), or NULL. */
+char		*store_run_continuation(struct store *, const char *run);
 /* 1 when the run already has a report of that kind. */
 int		 store_report_exists(struct store *, const char *run, const char *kind);
 /* The branch a session's runs push to (repo.c). */

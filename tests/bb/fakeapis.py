@@ -61,6 +61,7 @@ class Fake:
         self.signed_in = None
         self.oauth_codes = {}
         self.user_tokens = {}
+        self.linear_ids = {}
         fake = self
 
         class H(BaseHTTPRequestHandler):
@@ -73,6 +74,9 @@ class Fake:
                 fake.handle(self)
 
             def do_POST(self):
+                fake.handle(self)
+
+            def do_PATCH(self):
                 fake.handle(self)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
@@ -337,6 +341,19 @@ class Fake:
         self.keep(key, c)
         return c
 
+    def github_edit(self, repo, cid, body):
+        """An issue comment of repo, by id, given a new body (None: no such comment)."""
+        with self.lock:
+            for key, items in self.threads.items():
+                if not key.startswith(repo + "#"):
+                    continue
+                for c in items:
+                    if isinstance(c, dict) and c.get("id") == cid:
+                        c["body"] = body
+                        c["updated_at"] = iso(time.time())
+                        return dict(c)
+        return None
+
     def oauth(self, h, path, query, body):
         """GitHub's OAuth web flow: /login/oauth/authorize (what the browser is sent to: here
         it answers at once as if the person signed in as self.signed_in approved the app) and
@@ -480,7 +497,7 @@ class Fake:
         tokens = [t for t in (self.gh_token, self.app_token) if t] + self.app_tokens
         if auth not in ["Bearer " + t for t in tokens] + ["token " + t for t in tokens]:
             return self.send(h, 401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
-        if h.command == "POST":
+        if h.command in ("POST", "PATCH"):
             try:
                 j = json.loads(body or b"{}")
             except ValueError:
@@ -501,6 +518,15 @@ class Fake:
             if j.get("content") not in ("+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"):
                 return self.send(h, 422, {"message": "Validation Failed"})
             return self.send(h, 201, {"id": 1, "content": j["content"]})
+        # Update an issue comment: PATCH /repos/{owner}/{repo}/issues/comments/{comment_id} {"body"}.
+        m = re.match(r"^/repos/([^/]+/[^/]+)/issues/comments/(\d+)$", path)
+        if m and h.command == "PATCH":
+            if not isinstance(j.get("body"), str) or len(j["body"]) > 65536:
+                return self.send(h, 422, {"message": "Validation Failed"})
+            c = self.github_edit(m.group(1), int(m.group(2)), j["body"])
+            if c is None:
+                return self.send(h, 404, {"message": "Not Found"})
+            return self.send(h, 200, c)
         m = re.match(r"^/repos/([^/]+/[^/]+)/issues/(\d+)/comments$", path)
         if m and h.command == "POST":
             if not isinstance(j.get("body"), str) or len(j["body"]) > 65536:
@@ -569,14 +595,12 @@ class Fake:
         except ValueError:
             return self.send(h, 200, {"ok": False, "error": "invalid_json"})
         if path == "/api/chat.postMessage":
-            if not j.get("channel") or not j.get("text"):
+            if not j.get("channel"):
                 return self.send(h, 200, {"ok": False, "error": "no_text"})
-            if len(j["text"]) > 40000:
-                return self.send(h, 200, {"ok": False, "error": "msg_too_long"})
+            err = self.slack_message_error(j)
+            if err:
+                return self.send(h, 200, {"ok": False, "error": err})
             md = j.get("metadata")
-            if md is not None and (not isinstance(md, dict) or not isinstance(md.get("event_type"), str)
-                                   or not isinstance(md.get("event_payload"), dict)):
-                return self.send(h, 200, {"ok": False, "error": "invalid_metadata_format"})
             with self.lock:
                 self.slack_ts = max(self.slack_ts + 1, int(time.time() * 10 ** 6))
                 ts = "%d.%06d" % divmod(self.slack_ts, 10 ** 6)
@@ -587,11 +611,45 @@ class Fake:
                 m["metadata"] = md
             self.keep("%s/%s" % (j["channel"], j.get("thread_ts") or ts), m)
             return self.send(h, 200, {"ok": True, "ts": ts, "channel": j["channel"]})
+        if path == "/api/chat.update":
+            # channel and ts name the message; text replaces its text, metadata its metadata.
+            if not j.get("channel") or not j.get("ts"):
+                return self.send(h, 200, {"ok": False, "error": "invalid_arguments"})
+            err = self.slack_message_error(j)
+            if err:
+                return self.send(h, 200, {"ok": False, "error": err})
+            md = j.get("metadata")
+            with self.lock:
+                for key, items in self.threads.items():
+                    if not key.startswith(j["channel"] + "/"):
+                        continue
+                    for m in items:
+                        if isinstance(m, dict) and m.get("ts") == j["ts"]:
+                            m["text"] = j["text"]
+                            m["edited"] = {"user": "USPUR", "ts": "%.6f" % time.time()}
+                            if md is not None:
+                                m["metadata"] = md
+                            return self.send(h, 200, {"ok": True, "channel": j["channel"], "ts": j["ts"],
+                                                      "text": j["text"], "message": dict(m)})
+            return self.send(h, 200, {"ok": False, "error": "message_not_found"})
         if path == "/api/reactions.add":
             if not j.get("timestamp") or j.get("name") != "eyes":
                 return self.send(h, 200, {"ok": False, "error": "invalid_arguments"})
             return self.send(h, 200, {"ok": True})
         return self.send(h, 404, raw=b"")
+
+    @staticmethod
+    def slack_message_error(j):
+        """What Slack answers a message's text and metadata (chat.postMessage, chat.update) with."""
+        if not j.get("text"):
+            return "no_text"
+        if len(j["text"]) > 40000:
+            return "msg_too_long"
+        md = j.get("metadata")
+        if md is not None and (not isinstance(md, dict) or not isinstance(md.get("event_type"), str)
+                               or not isinstance(md.get("event_payload"), dict)):
+            return "invalid_metadata_format"
+        return None
 
     def linear(self, h, body):
         if h.headers.get("Authorization") != self.linear_key:
@@ -602,13 +660,37 @@ class Fake:
             iid = j.get("variables", {}).get("id")
             if not iid:
                 return self.send(h, 400, {"errors": [{"message": "bad query", "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"}}]})
-            nodes = [{"body": b} for b in self.posted(iid)][-50:]
+            nodes = [{"id": self.linear_id(iid, i), "body": b} for i, b in enumerate(self.posted(iid))][-50:]
+            if "id body" not in j["query"] and "id\n" not in j["query"]:
+                for n in nodes:
+                    n.pop("id")
             return self.send(h, 200, {"data": {"issue": {"comments": {"nodes": nodes}}}})
         inp = j.get("variables", {}).get("input", {})
+        if "commentUpdate(" in j.get("query", ""):
+            # commentUpdate(id: String!, input: CommentUpdateInput!): the comment's body replaced.
+            cid = j.get("variables", {}).get("id")
+            if not isinstance(cid, str) or not isinstance(inp.get("body"), str) or "issueId" in inp:
+                return self.send(h, 400, {"errors": [{"message": "bad query", "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"}}]})
+            with self.lock:
+                where = self.linear_ids.get(cid)
+                if where is not None:
+                    self.threads[where[0]][where[1]] = inp["body"]
+            if where is None:
+                return self.send(h, 200, {"data": None, "errors": [{"message": "Entity not found: Comment",
+                                                                   "extensions": {"code": "INVALID_INPUT"}}]})
+            return self.send(h, 200, {"data": {"commentUpdate": {"success": True, "comment": {"id": cid}}}})
         if "commentCreate" not in j.get("query", "") or not inp.get("issueId") or not inp.get("body"):
             return self.send(h, 400, {"errors": [{"message": "bad query", "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"}}]})
         self.keep(inp["issueId"], inp["body"])
-        return self.send(h, 200, {"data": {"commentCreate": {"success": True, "comment": {"id": "c1"}}}})
+        cid = self.linear_id(inp["issueId"], len(self.posted(inp["issueId"])) - 1)
+        return self.send(h, 200, {"data": {"commentCreate": {"success": True, "comment": {"id": cid}}}})
+
+    def linear_id(self, iid, i):
+        """The id of the i-th comment on a Linear issue (the comments are kept as bodies)."""
+        cid = "%s-c%d" % (iid, i)
+        with self.lock:
+            self.linear_ids[cid] = (iid, i)
+        return cid
 
     def git(self, h, body):
         auth = h.headers.get("Authorization", "")

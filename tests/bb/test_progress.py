@@ -1,0 +1,203 @@
+"""Progress in the thread (reports.progress): one status message on accept, edited in place
+as the run moves (queued, running, the report), at most once every 10 s, exactly once across
+a kill -9; against the local GitHub, Slack and Linear, each request in the real API's shape."""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spurtest import require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment, slack_headers, linear_sig
+from fakeapis import Fake, make_remote
+
+t = Tap()
+require_sandboxes(t)
+
+HOOK = "/o/acme/hooks/"
+gitroot = tempfile.mkdtemp(prefix="spur-git-")
+fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot)
+make_remote(gitroot, "acme/api", {"README.md": "hello\n"})
+ORGS = fake.orgs()
+LINK = "http://spur.example:8080/runs/"
+
+
+def auto(name, text, secs):
+    return ("name: %s\non:\n  github:\n    events: [issue_comment.created]\n    text: '%s'\n"
+            "agent: command\ncommand: [sh, -c, 'cat >/dev/null; sleep %d; echo \"%s done\"']\n"
+            "prompt: Go.\nproof: report\n") % (name, text, secs, name)
+
+
+AUTOS = {
+    "quick.yaml": auto("quick", "^/quick", 3),
+    "long.yaml": auto("long", "^/long", 14),
+    "slack.yaml": "name: slk\non:\n  slack:\n    events: [app_mention]\nagent: command\n"
+                  "command: [sh, -c, 'cat >/dev/null; sleep 1; echo \"slack done\"']\nprompt: hi\nproof: report\n",
+    "linear.yaml": "name: lin\non:\n  linear:\n    events: [Issue.update]\n    to_state: In Progress\n"
+                   "agent: command\ncommand: [sh, -c, 'cat >/dev/null; echo \"linear done\"']\n"
+                   "prompt: Start.\nproof: report\n",
+}
+
+
+def fire(s, text, number):
+    b = json.dumps(github_comment(text, number=number, pr=False, comment_id=int(time.time() * 1e6) % 10**9)).encode()
+    st, _, a = s.post_json(HOOK + "github", b, github_headers(b))
+    if st != 200 or len(a.get("runs", [])) != 1:
+        raise RuntimeError("post failed: %r %r" % (st, a))
+    return a["runs"][0]
+
+
+def wait_report(s, run, kind="run_end", timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        r = s.query("SELECT * FROM reports WHERE run = ? AND kind = ?", run, kind)
+        if r and r[0]["state"] in ("sent", "given_up", "no_thread", "none"):
+            return r[0]
+        time.sleep(0.1)
+    r = s.query("SELECT * FROM reports WHERE run = ? AND kind = ?", run, kind)
+    return r[0] if r else None
+
+
+def reqs(method, path):
+    return [r for r in fake.api_requests() if r["method"] == method and r["path"] == path]
+
+
+def gaps(rs):
+    return [round(b["at"] - a["at"], 2) for a, b in zip(rs, rs[1:])]
+
+
+try:
+    with Spur("public_url: http://spur.example:8080/\nreports:\n  progress: true\n", orgs=ORGS,
+              automations=AUTOS) as s:
+        s.start()
+
+        # --- GitHub: one comment, queued, then replaced by the report ------------------
+        r1 = fire(s, "/quick", 50)
+        rep = wait_report(s, r1)
+        t.eq(rep and rep["state"], "sent", "the report is sent")
+        posts = reqs("POST", "/repos/acme/api/issues/50/comments")
+        t.eq(len(posts), 1, "one comment is posted in the thread: the status message")
+        body = json.loads(posts[0]["body"])["body"] if posts else ""
+        t.ok(body.startswith("<!-- spur:%s:status -->" % r1) and "queued" in body and LINK + r1 in body,
+             "it says queued, with the run page link and the status marker", body)
+        t.eq(posts and posts[0]["headers"].get("authorization"), "Bearer " + SECRETS["T_GH_TOKEN"],
+             "with the GitHub credential")
+        thread = fake.posted("acme/api#50")
+        cid = thread[0]["id"] if thread else None
+        row = s.query("SELECT status_msg FROM runs WHERE id = ?", r1)
+        t.eq(row and row[0]["status_msg"], str(cid), "the status message's id is stored with the run")
+        patches = reqs("PATCH", "/repos/acme/api/issues/comments/%s" % cid)
+        t.eq(len(patches), 1, "a 3 s run: one edit, the report (the running edit it made pointless is dropped)")
+        pj = json.loads(patches[0]["body"]) if patches else {}
+        t.ok(list(pj) == ["body"] and "<!-- spur:%s -->" % r1 in pj["body"] and "completed" in pj["body"] and
+             "quick done" in pj["body"], "PATCH issues/comments/{id} {body}: the report replaces it", pj)
+        t.eq(patches and patches[0]["headers"].get("accept"), "application/vnd.github+json", "GitHub's media type")
+        t.ok(patches and patches[0]["at"] - posts[0]["at"] >= 9.9,
+             "the edit waits 10 s from the post", patches and patches[0]["at"] - posts[0]["at"])
+        t.ok(len(thread) == 1 and "<!-- spur:%s -->" % r1 in thread[0]["body"],
+             "the thread holds one comment: the report", thread)
+
+        # --- a 14 s run: queued, running (with its elapsed time), the report; 10 s apart ------
+        r2 = fire(s, "/long", 51)
+        rep = wait_report(s, r2, timeout=90)
+        t.eq(rep and rep["state"], "sent", "the long run's report is sent")
+        cid2 = fake.posted("acme/api#51")[0]["id"]
+        edits = reqs("PATCH", "/repos/acme/api/issues/comments/%s" % cid2)
+        bodies = [json.loads(r["body"])["body"] for r in edits]
+        t.ok(len(edits) == 2 and "running" in bodies[0] and "so far" in bodies[0] and
+             "<!-- spur:%s:status -->" % r2 in bodies[0] and "<!-- spur:%s -->" % r2 in bodies[1],
+             "two edits: running (since when, for how long), then the report", bodies)
+        seq = reqs("POST", "/repos/acme/api/issues/51/comments") + edits
+        t.ok(all(g >= 9.9 for g in gaps(seq)), "at most one edit every 10 s", gaps(seq))
+        t.eq(len(fake.posted("acme/api#51")), 1, "still one comment in the thread")
+
+        # --- kill -9 after GitHub posted the status message, before spur stored it --------
+        fake.before_answer(r"POST /repos/acme/api/issues/52/comments", lambda: s.proc.kill())
+        r3 = fire(s, "/quick", 52)
+        fake.wait_for(lambda r: r["method"] == "POST" and r["path"] == "/repos/acme/api/issues/52/comments")
+        s.proc.wait(20)
+        s.kill9()
+        rows = s.query("SELECT state, sending_at FROM reports WHERE run = ? AND kind = 'status'", r3)
+        t.ok(rows and rows[0]["state"] == "pending" and rows[0]["sending_at"],
+             "killed after the API's effect: the status message is stored as sending", rows)
+        s.start()
+        rep = wait_report(s, r3, kind="status", timeout=30)
+        t.eq(rep and rep["state"], "sent", "at restart the status message is found in its thread")
+        looks = [r for r in fake.api_requests("/repos/acme/api/issues/52/comments?") if r["method"] == "GET"]
+        t.ok(looks, "by looking in the thread first", looks)
+        cont = s.query("SELECT id FROM runs WHERE retry_of = ?", r3)
+        last = cont[0]["id"] if cont else r3
+        rep = wait_report(s, last, timeout=60)
+        t.eq(rep and rep["state"], "sent", "the (continued) run's report is sent")
+        t.eq(len(reqs("POST", "/repos/acme/api/issues/52/comments")), 1, "no second status message is posted")
+        thread = fake.posted("acme/api#52")
+        t.ok(len(thread) == 1 and "<!-- spur:%s -->" % last in thread[0]["body"],
+             "the thread holds one comment, the report, edited in place", thread)
+        t.contains(s.logs(), "kind=status report=", "the log names the status message")
+
+        # --- the status message deleted in the thread: the report is posted on its own ------
+        fake.fail(r"PATCH /repos/acme/api/issues/comments/", 404, times=1)
+        r4 = fire(s, "/quick", 53)
+        deadline = time.time() + 60
+        while time.time() < deadline and len(s.query("SELECT 1 FROM reports WHERE run = ? AND kind = 'run_end' "
+                                                     "AND state = 'sent'", r4)) < 1:
+            time.sleep(0.2)
+        rows = s.query("SELECT state, target FROM reports WHERE run = ? AND kind = 'run_end' ORDER BY id", r4)
+        t.ok([r["state"] for r in rows] == ["given_up", "sent"] and '"edit":true' in rows[0]["target"] and
+             '"method":"POST"' in rows[1]["target"], "its edit given up (404), the report is posted instead", rows)
+        t.ok(len(reqs("POST", "/repos/acme/api/issues/53/comments")) == 2 and
+             "<!-- spur:%s -->" % r4 in fake.posted("acme/api#53")[-1]["body"],
+             "as a comment of its own", fake.posted("acme/api#53"))
+
+        # --- Slack: a thread reply, then chat.update ---------------------------------
+        m = json.dumps({"type": "event_callback", "team_id": "T1", "event_id": "EvP1",
+                        "event": {"type": "app_mention", "user": "U1", "text": "<@UBOT> go",
+                                  "ts": "1700000009.000100", "channel": "C7",
+                                  "event_ts": "1700000009.000100"}}).encode()
+        sh = slack_headers(SECRETS["T_SLACK_SECRET"], m)
+        sh["Content-Type"] = "application/json"
+        st, _, a = s.post_json(HOOK + "slack", m, sh)
+        rs = a["runs"][0] if st == 200 and a.get("runs") else None
+        rep = wait_report(s, rs) if rs else None
+        t.eq(rep and rep["state"], "sent", "Slack: the report is sent")
+        pm = [json.loads(r["body"]) for r in reqs("POST", "/slack/api/chat.postMessage")
+              if "1700000009.000100" in r["body"]]
+        t.ok(len(pm) == 1 and pm[0].get("thread_ts") == "1700000009.000100" and "queued" in pm[0]["text"] and
+             pm[0].get("metadata") == {"event_type": "spur_status", "event_payload": {"run": rs}},
+             "one thread reply: queued, the run in its metadata", pm)
+        up = [json.loads(r["body"]) for r in reqs("POST", "/slack/api/chat.update")]
+        msgs = fake.posted("C7/1700000009.000100")
+        t.ok(len(up) == 1 and up[0]["channel"] == "C7" and msgs and up[0]["ts"] == msgs[0]["ts"] and
+             "slack done" in up[0]["text"] and
+             up[0].get("metadata") == {"event_type": "spur_report", "event_payload": {"run": rs}},
+             "chat.update {channel, ts, text, metadata}: the report replaces it", up)
+        t.ok(len(msgs) == 1 and "slack done" in msgs[0]["text"], "the thread holds one reply", msgs)
+
+        # --- Linear: commentCreate, then commentUpdate ------------------------------
+        lin = json.dumps({"action": "update", "type": "Issue", "webhookTimestamp": int(time.time() * 1000),
+                          "data": {"id": "iss-p", "identifier": "ENG-7", "title": "Do it", "description": "please",
+                                   "stateId": "s2", "state": {"id": "s2", "name": "In Progress", "type": "started"},
+                                   "team": {"key": "ENG"}, "url": "https://linear.app/acme/issue/ENG-7"},
+                          "updatedFrom": {"stateId": "s1"}, "actor": {"id": "u1", "name": "Bob", "type": "user"}}).encode()
+        st, _, a = s.post_json(HOOK + "linear", lin, {"Content-Type": "application/json", "Linear-Delivery": "ld-p1",
+                                                      "Linear-Signature": linear_sig(SECRETS["T_LINEAR_SECRET"], lin)})
+        rl = a["runs"][0] if st == 200 and a.get("runs") else None
+        rep = wait_report(s, rl) if rl else None
+        t.eq(rep and rep["state"], "sent", "Linear: the report is sent")
+        gq = [json.loads(r["body"]) for r in reqs("POST", "/linear/graphql")]
+        cc = [q for q in gq if "commentCreate(" in q["query"]]
+        cu = [q for q in gq if "commentUpdate(" in q["query"]]
+        t.ok(len(cc) == 1 and "queued" in cc[0]["variables"]["input"]["body"] and
+             "<!-- spur:%s:status -->" % rl in cc[0]["variables"]["input"]["body"], "one commentCreate: queued", cc)
+        t.ok(len(cu) == 1 and cu[0]["query"].lstrip().startswith("mutation") and
+             cu[0]["variables"].get("id") == "iss-p-c0" and list(cu[0]["variables"]["input"]) == ["body"] and
+             "linear done" in cu[0]["variables"]["input"]["body"],
+             "commentUpdate(id, input: {body}): the report replaces it", cu)
+        t.eq(fake.posted("iss-p")[-1:] and "<!-- spur:%s -->" % rl in fake.posted("iss-p")[-1], True,
+             "the issue holds one comment, the report")
+        t.eq(len(fake.posted("iss-p")), 1, "and only that one")
+finally:
+    fake.close()
+    shutil.rmtree(gitroot, ignore_errors=True)
+t.done()
