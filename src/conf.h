@@ -60,6 +60,9 @@ struct org_console {
 struct named_secret {
 	char		*name;
 	struct secret	*secret;
+	char		**hosts;	/* a header secret's hosts (SPEC 15); NULL: an env secret */
+	char		*header_name;	/* NULL: Authorization */
+	char		*format;	/* NULL: Bearer {value} */
 };
 
 struct org {
@@ -109,6 +112,7 @@ struct config {
 	long long		 report_give_up;	/* seconds a report is retried before it is given up */
 	char			*git_author_name;	/* of the commits spur makes */
 	char			*git_author_email;
+	char			*egress_ca_file;	/* trust for intercepted upstreams; NULL: system */
 	struct {
 		enum sandbox_backend	 backend;
 		char			*user;
@@ -143,6 +147,7 @@ struct org		*config_org(const struct config *, const char *);
 char			*config_api_url(const struct org *, const char *source);
 const struct agent_conf	*config_agent(const struct config *, const char *);
 struct secret		*org_secret(const struct org *, const char *);
+const struct named_secret *org_named_secret(const struct org *, const char *);
 struct secret		*org_agent_key(const struct org *, const char *);
 /* Every resolved secret value of the config, for tests and log scrubbing. */
 size_t			 config_secrets(const struct config *, const struct secret **, size_t);

@@ -144,7 +144,8 @@ cfg_url(struct cfgctx *c, const struct ynode *n, const char *what, char **out)
 
 /* The keys of each mapping, for "did you mean" when a key is not one of them. */
 static const char *const top_keys[] = { "listen", "data_dir", "automations", "public_url",
-	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports", NULL };
+	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports", "egress",
+	NULL };
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
 	"idle", "buffered", "request", "runs", "queue", "drain", NULL };
 static const char *const sandbox_keys[] = { "backend", "user", "timeout", "memory", "pids",
@@ -823,6 +824,74 @@ cfg_org_agents(struct cfgctx *c, struct org *o, const struct ynode *m)
 	}
 }
 
+static const char *const egress_keys[] = { "ca_file", NULL };
+
+/* egress: the proxy's own settings; ca_file: what it trusts for the upstreams it intercepts. */
+static void
+cfg_egress(struct cfgctx *c, struct config *cf, const struct ynode *m)
+{
+	size_t	 i;
+
+	if (!cfg_is_map(c, m, "egress"))
+		return;
+	for (i = 0; i < m->n; i++) {
+		if (strcmp(ymap_key(m, i), "ca_file") == 0)
+			cfg_str(c, ymap_value(m, i), "egress.ca_file", &cf->egress_ca_file);
+		else
+			cfg_unknown(c, m, i, "egress", egress_keys);
+	}
+}
+
+static const char *const secret_keys[] = { "value", "hosts", "header", NULL };
+
+/*
+ * A header secret: { value: REF, hosts: [HOST...], header: 'NAME: FORMAT' }
+ * (SPEC section 15): the run's proxy puts it into the requests to its hosts.
+ */
+static void
+cfg_header_secret(struct cfgctx *c, struct named_secret *ns, const struct ynode *m)
+{
+	const struct ynode	*n;
+	const char		*h, *colon;
+	size_t			 i;
+
+	for (i = 0; i < m->n; i++) {
+		const char	*k = ymap_key(m, i);
+
+		n = ymap_value(m, i);
+		if (strcmp(k, "value") == 0)
+			ns->secret = cfg_secret(c, n, ns->name);
+		else if (strcmp(k, "hosts") == 0) {
+			ns->hosts = cfg_argv(c, n, "hosts");
+		} else if (strcmp(k, "header") == 0) {
+			if ((h = cfg_scalar(c, n, "header")) == NULL)
+				continue;
+			colon = strchr(h, ':');
+			free(ns->header_name);
+			free(ns->format);
+			ns->header_name = xstrndup(h, colon != NULL ? (size_t)(colon - h) :
+			    strlen(h));
+			ns->format = NULL;
+			if (colon != NULL) {
+				colon++;
+				colon += strspn(colon, " ");
+				ns->format = xstrdup(colon);
+			}
+			if (*ns->header_name == '\0' || strspn(ns->header_name,
+			    "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
+			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(ns->header_name) ||
+			    (ns->format != NULL && strstr(ns->format, "{value}") == NULL))
+				cfg_error(c, n, "\"header\" must be 'NAME: FORMAT' with {value} "
+				    "in FORMAT");
+		} else
+			cfg_unknown(c, m, i, "secret", secret_keys);
+	}
+	if (ns->secret == NULL && !(m->n == 0))
+		cfg_error(c, m, "secret %s needs a value (env:NAME or file:PATH)", ns->name);
+	if (ns->hosts == NULL)
+		cfg_error(c, m, "secret %s: a header secret needs hosts", ns->name);
+}
+
 static void
 cfg_org_secrets(struct cfgctx *c, struct org *o, const struct ynode *m)
 {
@@ -845,7 +914,10 @@ cfg_org_secrets(struct cfgctx *c, struct org *o, const struct ynode *m)
 			continue;
 		}
 		o->secrets[o->nsecrets].name = xstrdup(name);
-		o->secrets[o->nsecrets].secret = cfg_secret(c, ymap_value(m, i), name);
+		if (ymap_value(m, i) != NULL && ymap_value(m, i)->type == YNODE_MAP)
+			cfg_header_secret(c, &o->secrets[o->nsecrets], ymap_value(m, i));
+		else
+			o->secrets[o->nsecrets].secret = cfg_secret(c, ymap_value(m, i), name);
 		o->nsecrets++;
 	}
 }
@@ -1137,6 +1209,8 @@ config_load(const char *path, int flags, struct yerrs *errs)
 			    &cf->schedule_catch_up, 0);
 		else if (strcmp(k, "reports") == 0)
 			cfg_simple_section(&c, n, "reports", "give_up", &cf->report_give_up, 1);
+		else if (strcmp(k, "egress") == 0)
+			cfg_egress(&c, cf, n);
 		else
 			cfg_unknown(&c, root, i, NULL, top_keys);
 	}
@@ -1169,11 +1243,16 @@ out:
 static void
 named_secrets_free(struct named_secret *s, size_t n)
 {
-	size_t	 i;
+	size_t	 i, k;
 
 	for (i = 0; i < n; i++) {
 		free(s[i].name);
 		secret_free(s[i].secret);
+		for (k = 0; s[i].hosts != NULL && s[i].hosts[k] != NULL; k++)
+			free(s[i].hosts[k]);
+		free(s[i].hosts);
+		free(s[i].header_name);
+		free(s[i].format);
 	}
 	free(s);
 }
@@ -1289,6 +1368,7 @@ config_free(struct config *cf)
 	free(cf->public_url);
 	free(cf->sandbox.user);
 	free(cf->git_author_name);
+	free(cf->egress_ca_file);
 	free(cf->git_author_email);
 	free(cf);
 }
@@ -1313,6 +1393,18 @@ config_agent(const struct config *cf, const char *name)
 	for (i = 0; i < cf->nagents; i++) {
 		if (strcmp(cf->agents[i].name, name) == 0)
 			return &cf->agents[i];
+	}
+	return NULL;
+}
+
+const struct named_secret *
+org_named_secret(const struct org *o, const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; i < o->nsecrets; i++) {
+		if (strcmp(o->secrets[i].name, name) == 0)
+			return &o->secrets[i];
 	}
 	return NULL;
 }

@@ -5,6 +5,7 @@
 #include "conf.h"
 #include "dispatch.h"
 #include "egress.h"
+#include "intercept.h"
 #include "env.h"
 #include "event.h"
 #include "prompt.h"
@@ -62,6 +63,8 @@ struct drun {
 	int			 joined;	/* the run joined its thread's live session */
 	int			 cloned;	/* it has a repository to prepare first */
 	struct egress		*egress;	/* the run's network (egress.c) */
+	struct header_secret	*hs;		/* its header secrets (intercept.h) */
+	size_t			 nhs;
 	struct repo_job		*repo;		/* clone before, push after (repo.c) */
 	json_t			*event;		/* its event, until the agent starts */
 	struct env_job		*envjob;	/* its caches and setup (env.c) */
@@ -87,6 +90,60 @@ static void	drun_agent(struct drun *, int);
 static void	drun_setup_cb(int, const char *, void *);
 
 static void
+drun_header_secrets_free(struct drun *r)
+{
+	struct header_secret	*h;
+	size_t			 i, k;
+
+	for (i = 0; i < r->nhs; i++) {
+		h = &r->hs[i];
+		free(h->name);
+		freezero_str(h->value);
+		free(h->placeholder);
+		for (k = 0; h->hosts[k] != NULL; k++)
+			free(h->hosts[k]);
+		free(h->hosts);
+		free(h->header_name);
+		free(h->format);
+	}
+	free(r->hs);
+	r->hs = NULL;
+	r->nhs = 0;
+}
+
+/*
+ * A header secret (SPEC 15): the sandbox gets a placeholder in its variable;
+ * the value goes to the run's proxy, which puts it into the requests to the
+ * secret's hosts. Returns the placeholder.
+ */
+static const char *
+drun_header_secret(struct drun *r, const struct named_secret *ns)
+{
+	struct header_secret	*h;
+	char			*prefix;
+	size_t			 k;
+
+	r->hs = xreallocarray(r->hs, r->nhs + 1, sizeof *r->hs);
+	h = &r->hs[r->nhs++];
+	memset(h, 0, sizeof *h);
+	h->name = xstrdup(ns->name);
+	h->value = xstrdup(ns->secret->value);
+	prefix = xprintf("spur-secret-%s-", ns->name);
+	h->placeholder = random_id(prefix);
+	free(prefix);
+	for (k = 0; ns->hosts[k] != NULL; k++)
+		;
+	h->hosts = xcalloc(k + 1, sizeof *h->hosts);
+	for (k = 0; ns->hosts[k] != NULL; k++)
+		h->hosts[k] = xstrdup(ns->hosts[k]);
+	if (ns->header_name != NULL)
+		h->header_name = xstrdup(ns->header_name);
+	if (ns->format != NULL)
+		h->format = xstrdup(ns->format);
+	return h->placeholder;
+}
+
+static void
 drun_free(struct drun *r)
 {
 	size_t	 i;
@@ -99,6 +156,7 @@ drun_free(struct drun *r)
 	json_decref(r->event);
 	if (r->egress != NULL)
 		egress_free(r->egress);
+	drun_header_secrets_free(r);
 	agent_result_clear(&r->res);
 	if (r->stream != NULL)
 		agent_stream_free(r->stream);
@@ -739,7 +797,7 @@ drun_launch(struct drun *r)
 	struct engine		*e = r->d->engine;
 	struct agent_request	 req;
 	struct org		*org;
-	struct secret		*sec;
+	const struct named_secret *ns;
 	char			*cause = NULL;
 	size_t			 n = 0, i;
 	int			 rc;
@@ -768,11 +826,13 @@ drun_launch(struct drun *r)
 	drun_env_add(r, &n, xprintf("SPUR_SESSION=%s", r->session));
 	org = config_org(e->conf, r->org);
 	for (i = 0; r->a->secrets != NULL && r->a->secrets[i] != NULL; i++) {
-		if (org == NULL || (sec = org_secret(org, r->a->secrets[i])) == NULL) {
+		if (org == NULL || (ns = org_named_secret(org, r->a->secrets[i])) == NULL ||
+		    ns->secret == NULL) {
 			cause = xprintf("secret %s is no longer configured", r->a->secrets[i]);
 			goto fail;
 		}
-		if (drun_env_add(r, &n, xprintf("%s=%s", r->a->secrets[i], sec->value)) != 0) {
+		if (drun_env_add(r, &n, xprintf("%s=%s", r->a->secrets[i], ns->hosts != NULL ?
+		    drun_header_secret(r, ns) : ns->secret->value)) != 0) {
 			cause = xprintf("more than %d environment variables for the run",
 			    DISPATCH_ENV_MAX);
 			goto fail;
@@ -816,7 +876,7 @@ drun_agent(struct drun *r, int phase)
 	for (n = 0; r->env[n] != NULL; n++)
 		;
 	/* The run's network: proxy and model gateway, binds, env and a forwarder (egress.c). */
-	if (egress_attach(e, r->id, r->org, r->a, r->home, &r->spec, r->env, &n,
+	if (egress_attach(e, r->id, r->org, r->a, r->hs, r->nhs, r->home, &r->spec, r->env, &n,
 	    DISPATCH_ENV_MAX, &r->argv, &r->egress, &cause) != 0)
 		goto fail;
 	r->spec.argv = r->argv;

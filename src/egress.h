@@ -18,6 +18,7 @@ struct evdns_base;
 struct evconnlistener;
 struct bufferevent;
 struct store;
+struct header_secret;
 
 /* Where the forwarder listens inside a sandbox (its own network namespace). */
 #define EGRESS_PROXY_PORT	3128
@@ -28,11 +29,14 @@ struct store;
 /*
  * Gives a run the network it may have: adds binds to spec, "K=V" strings to
  * env (at *nenv, at most max), and may wrap *argv (e.g. with the in-sandbox
- * forwarder). *out is what to free when the run ends (NULL: nothing opened).
- * -1 and cause when the run cannot get its network.
+ * forwarder). Its header secrets (hs, nhs; intercept.h) go into the requests
+ * to their hosts, with the run's CA trusted inside. *out is what to free when
+ * the run ends (NULL: nothing opened). -1 and cause when the run cannot get
+ * its network.
  */
 int	 egress_attach(struct engine *, const char *run, const char *org,
-	     const struct automation *, const char *home, struct sandbox_spec *,
+	     const struct automation *, const struct header_secret *hs, size_t nhs,
+	     const char *home, struct sandbox_spec *,
 	     char **env, size_t *nenv, size_t max, char ***argv, struct egress **out,
 	     char **cause);
 void	 egress_free(struct egress *);
@@ -119,6 +123,9 @@ struct proxy	*proxy_create(struct event_base *, struct evdns_base *, struct engi
 		     const char *run, char *const *allow, const char *path, int *port,
 		     char **cause);
 void		 proxy_free(struct proxy *);
+/* The run's header secrets (intercept.h): their hosts are intercepted; it outlives the proxy. */
+struct intercept;
+void		 proxy_set_intercept(struct proxy *, struct intercept *);
 /*
  * Whether a host:port request may go out; whether addr (with its port) may be
  * connected: any public address, a private one only when an entry names it

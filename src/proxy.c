@@ -1,6 +1,7 @@
 /* proxy.c: a run's HTTP proxy (CONNECT and absolute-URI requests), its allow list, and the relay it shares. */
 #include "spur.h"
 #include "egress.h"
+#include "intercept.h"
 #include "scrub.h"
 #include "serve.h"
 
@@ -560,6 +561,7 @@ struct pconn {
 	struct bufferevent		*cli;
 	struct bufferevent		*up;
 	struct relay			*relay;
+	struct intercept_conn		*icc;		/* a host of a header secret */
 	struct evdns_getaddrinfo_request *dns;
 	struct evutil_addrinfo		*ai;
 	struct http_head		 head;
@@ -581,6 +583,7 @@ struct proxy {
 	struct evconnlistener	*lis;
 	struct egress_gate	 gate;
 	unsigned		 refused;	/* connections refused by policy */
+	struct intercept	*intercept;	/* the run's header secrets; NULL: none */
 	LIST_HEAD(, pconn)	 conns;
 };
 
@@ -593,6 +596,8 @@ pconn_free(struct pconn *pc)
 		evdns_getaddrinfo_cancel(pc->dns);	/* its callback still runs, with pc gone */
 	if (pc->ai != NULL)
 		evutil_freeaddrinfo(pc->ai);
+	if (pc->icc != NULL)
+		intercept_conn_free(pc->icc);
 	if (pc->relay != NULL)
 		relay_free(pc->relay);
 	else {
@@ -617,6 +622,12 @@ pconn_record(struct pconn *pc, uint64_t in, uint64_t out, const char *verdict)
 	free(host);
 	if (strcmp(verdict, "denied") == 0 || strcmp(verdict, "refused") == 0)
 		pc->p->refused++;
+}
+
+void
+proxy_set_intercept(struct proxy *p, struct intercept *ic)
+{
+	p->intercept = ic;
 }
 
 unsigned
@@ -688,11 +699,28 @@ pconn_origin_head(struct pconn *pc, struct evbuffer *out)
 static void	pconn_connect(struct pconn *);
 
 static void
+pconn_intercept_done(struct intercept_conn *icc, const char *verdict, uint64_t in,
+    uint64_t out, void *arg)
+{
+	struct pconn	*pc = arg;
+
+	pconn_record(pc, in, out, verdict);
+	pconn_free(pc);
+}
+
+static void
 pconn_up_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct pconn	*pc = arg;
 
 	if (what & BEV_EVENT_CONNECTED) {
+		/* A host of a header secret: TLS ends here, the secret goes in (intercept.c). */
+		if (pc->tunnel && intercept_bound(pc->p->intercept, pc->host)) {
+			pc->icc = intercept_conn_start(pc->p->intercept, pc->cli, pc->up, pc->host,
+			    pc->port, pconn_intercept_done, pc);
+			pc->cli = pc->up = NULL;
+			return;
+		}
 		if (pc->tunnel)
 			evbuffer_add_printf(bufferevent_get_output(pc->cli),
 			    "HTTP/1.1 200 Connection established\r\n\r\n");
@@ -815,6 +843,7 @@ pconn_head_cb(struct bufferevent *bev, void *arg)
 	struct evutil_addrinfo		 hints;
 	struct evdns_getaddrinfo_request *req;
 	char				*text, port[8];
+	const char			*name;
 	size_t				 len;
 
 	end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
@@ -834,6 +863,15 @@ pconn_head_cb(struct bufferevent *bev, void *arg)
 		free(text);
 		pconn_fail(pc, 400, "expected CONNECT host:port or an absolute http:// URI",
 		    "bad-request");
+		return;
+	}
+	/* A placeholder goes only to its secret's hosts (and there only inside TLS). */
+	if ((name = intercept_foreign(pc->p->intercept, pc->host, text, len)) != NULL) {
+		free(text);
+		log_warn("event=egress.placeholder_refused run=%s host=%s secret=%s where=%s",
+		    pc->p->run, log_q(pc->host), name, pc->tunnel ? "connect" : "http");
+		pconn_fail(pc, 403, "a secret's placeholder may only go to the secret's hosts",
+		    "refused");
 		return;
 	}
 	free(text);
@@ -936,7 +974,9 @@ proxy_free(struct proxy *p)
 	egress_gate_clear(&p->gate);
 	/* The run ended: what is still open is cut, and logged with what it moved. */
 	while ((pc = LIST_FIRST(&p->conns)) != NULL) {
-		if (pc->relay != NULL)
+		if (pc->icc != NULL)
+			pconn_record(pc, 0, 0, "intercepted");
+		else if (pc->relay != NULL)
 			pconn_record(pc, relay_bytes(pc->relay, 0),
 			    relay_bytes(pc->relay, 1) + pc->head_out, "allowed");
 		else if (pc->host != NULL)
