@@ -120,7 +120,8 @@ static const char *
 drun_header_secret(struct drun *r, const struct named_secret *ns)
 {
 	struct header_secret	*h;
-	char			*prefix;
+	unsigned char		 rnd[16];
+	char			 hex[33];
 	size_t			 k;
 
 	r->hs = xreallocarray(r->hs, r->nhs + 1, sizeof *r->hs);
@@ -128,9 +129,10 @@ drun_header_secret(struct drun *r, const struct named_secret *ns)
 	memset(h, 0, sizeof *h);
 	h->name = xstrdup(ns->name);
 	h->value = xstrdup(ns->secret->value);
-	prefix = xprintf("spur-secret-%s-", ns->name);
-	h->placeholder = random_id(prefix);
-	free(prefix);
+	/* Random per run: nothing in the sandbox says what the value is, or was elsewhere. */
+	random_bytes(rnd, sizeof rnd);
+	hex_encode(rnd, sizeof rnd, hex);
+	h->placeholder = xprintf("spur-secret-%s", hex);
 	for (k = 0; ns->hosts[k] != NULL; k++)
 		;
 	h->hosts = xcalloc(k + 1, sizeof *h->hosts);

@@ -97,6 +97,13 @@ struct http_head {
 	char	*value[HTTP_HEADERS_MAX];
 	size_t	 n;
 };
+/*
+ * Takes one head out of in, its CRLF CRLF dropped: 1 and *text (NUL-terminated,
+ * *len bytes, to free) when it is all there, 0 while more must come, -1 when
+ * more than HTTP_HEAD_MAX came without its end.
+ */
+struct evbuffer;
+int		 http_head_take(struct evbuffer *in, char **text, size_t *len);
 /* Parses text (the head without its final CRLF CRLF); -1 when it is no request, or malformed. */
 int		 http_head_parse(const char *, size_t, struct http_head *);
 const char	*http_head_get(const struct http_head *, const char *name);
@@ -123,6 +130,9 @@ struct proxy	*proxy_create(struct event_base *, struct evdns_base *, struct engi
 		     const char *run, char *const *allow, const char *path, int *port,
 		     char **cause);
 void		 proxy_free(struct proxy *);
+/* The proxy's own answer: status, the reason in the body, the verdict in X-Spur-Verdict. */
+void		 proxy_answer(struct evbuffer *, int status, const char *reason,
+		     const char *verdict);
 /* The run's header secrets (intercept.h): their hosts are intercepted; it outlives the proxy. */
 struct intercept;
 void		 proxy_set_intercept(struct proxy *, struct intercept *);

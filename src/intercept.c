@@ -711,14 +711,8 @@ ic_close(struct intercept_conn *c)
 static void
 ic_answer(struct intercept_conn *c, int status, const char *why, const char *verdict)
 {
-	char	*body = xprintf("spur proxy: %s\n", why);
-
 	c->verdict = verdict;
-	evbuffer_add_printf(bufferevent_get_output(c->cli), "HTTP/1.1 %d %s\r\n"
-	    "Content-Type: text/plain\r\nContent-Length: %zu\r\nConnection: close\r\n"
-	    "X-Spur-Verdict: %s\r\n\r\n%s", status, status == 403 ? "Forbidden" :
-	    status == 400 ? "Bad Request" : "Bad Gateway", strlen(body), verdict, body);
-	free(body);
+	proxy_answer(bufferevent_get_output(c->cli), status, why, verdict);
 	ic_close(c);
 }
 
@@ -735,11 +729,10 @@ ic_cli_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct intercept_conn	*c = arg;
 	struct evbuffer		*in = bufferevent_get_input(bev);
-	struct evbuffer_ptr	 end;
 	char			*text, *head, *applied;
 	const char		*why, *name;
 	size_t			 len, outlen;
-	int			 status;
+	int			 status, rc;
 
 	if (c->state == IC_RESPONSE) {
 		/* A body, while the answer's head is awaited. */
@@ -749,17 +742,11 @@ ic_cli_read_cb(struct bufferevent *bev, void *arg)
 	}
 	if (c->state != IC_REQUEST)
 		return;
-	end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
-	if (end.pos == -1) {
-		if (evbuffer_get_length(in) > HTTP_HEAD_MAX)
+	if ((rc = http_head_take(in, &text, &len)) <= 0) {
+		if (rc < 0)
 			ic_answer(c, 400, "request head too large", "bad-request");
 		return;
 	}
-	len = (size_t)end.pos;
-	text = xmalloc(len + 1);
-	evbuffer_remove(in, text, len);
-	evbuffer_drain(in, 4);
-	text[len] = '\0';
 	head = intercept_rewrite(c->ic, c->host, text, len, &outlen, &status, &why, &applied);
 	if (head == NULL) {
 		if (status == 403 && (name = intercept_foreign(c->ic, c->host, text, len)) !=

@@ -207,6 +207,22 @@ fail:
 	return -1;
 }
 
+int
+http_head_take(struct evbuffer *in, char **text, size_t *len)
+{
+	struct evbuffer_ptr	 end;
+
+	end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+	if (end.pos == -1)
+		return evbuffer_get_length(in) > HTTP_HEAD_MAX ? -1 : 0;
+	*len = (size_t)end.pos;
+	*text = xmalloc(*len + 1);
+	evbuffer_remove(in, *text, *len);
+	evbuffer_drain(in, 4);
+	(*text)[*len] = '\0';
+	return 1;
+}
+
 size_t
 http_head_count(const struct http_head *h, const char *name)
 {
@@ -642,23 +658,28 @@ pconn_closed_cb(struct bufferevent *bev, short what, void *arg)
 	pconn_free(arg);
 }
 
+void
+proxy_answer(struct evbuffer *out, int status, const char *reason, const char *verdict)
+{
+	char	*body = xprintf("spur proxy: %s\n", reason);
+
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n"
+	    "Content-Type: text/plain\r\nContent-Length: %zu\r\nConnection: close\r\n"
+	    "X-Spur-Verdict: %s\r\n\r\n%s", status, status == 403 ? "Forbidden" :
+	    status == 400 ? "Bad Request" : "Bad Gateway", strlen(body), verdict, body);
+	free(body);
+}
+
 /* Answers with an error and closes once it is written. */
 static void
 pconn_fail(struct pconn *pc, int status, const char *reason, const char *verdict)
 {
-	char	*body;
-
 	pconn_record(pc, 0, 0, verdict);
 	if (pc->up != NULL) {
 		bufferevent_free(pc->up);
 		pc->up = NULL;
 	}
-	body = xprintf("spur proxy: %s\n", reason);
-	evbuffer_add_printf(bufferevent_get_output(pc->cli), "HTTP/1.1 %d %s\r\n"
-	    "Content-Type: text/plain\r\nContent-Length: %zu\r\nConnection: close\r\n"
-	    "X-Spur-Verdict: %s\r\n\r\n%s", status, status == 403 ? "Forbidden" :
-	    status == 400 ? "Bad Request" : "Bad Gateway", strlen(body), verdict, body);
-	free(body);
+	proxy_answer(bufferevent_get_output(pc->cli), status, reason, verdict);
 	egress_close_flushed(pc->cli, pconn_closed_cb, pc);
 }
 
@@ -839,24 +860,18 @@ pconn_head_cb(struct bufferevent *bev, void *arg)
 {
 	struct pconn			*pc = arg;
 	struct evbuffer			*in = bufferevent_get_input(bev);
-	struct evbuffer_ptr		 end;
 	struct evutil_addrinfo		 hints;
 	struct evdns_getaddrinfo_request *req;
 	char				*text, port[8];
 	const char			*name;
 	size_t				 len;
+	int				 rc;
 
-	end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
-	if (end.pos == -1) {
-		if (evbuffer_get_length(in) > HTTP_HEAD_MAX)
+	if ((rc = http_head_take(in, &text, &len)) <= 0) {
+		if (rc < 0)
 			pconn_fail(pc, 400, "request head too large", "bad-request");
 		return;
 	}
-	len = (size_t)end.pos;
-	text = xmalloc(len + 1);
-	evbuffer_remove(in, text, len);
-	evbuffer_drain(in, 4);
-	text[len] = '\0';
 	bufferevent_disable(bev, EV_READ);
 	bufferevent_set_timeouts(bev, NULL, NULL);
 	if (http_head_parse(text, len, &pc->head) != 0 || pconn_target(pc) != 0) {
