@@ -193,6 +193,7 @@ intercept_rewrite(const struct intercept *ic, const char *host, const char *text
 		return NULL;
 	}
 	if (http_head_parse(text, len, &h) != 0 || h.target[0] != '/') {
+		http_head_clear(&h);	/* a parsed head whose target is not origin-form */
 		*status = 400;
 		*why = "malformed request head (origin-form HTTP/1.x expected)";
 		return NULL;
