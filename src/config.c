@@ -1232,6 +1232,10 @@ out:
 	tmp = cf->automations_dir;
 	cf->automations_dir = cfg_abspath(cf->dir, tmp);
 	free(tmp);
+	if ((tmp = cf->egress_ca_file) != NULL) {
+		cf->egress_ca_file = cfg_abspath(cf->dir, tmp);
+		free(tmp);
+	}
 	ynode_free(root);
 	if (errs->nerrors != before) {
 		config_free(cf);
