@@ -1,8 +1,8 @@
 /*
  * fuzz-head.c: the request heads the agent sends the run's proxy (proxy.c
  * http_head_parse, http_head_take) and what the interception makes of them
- * (intercept.c intercept_rewrite, intercept_foreign) for a fixed host with
- * two fixed header secrets. Input: a raw head, CRLF CRLF and what follows.
+ * (intercept.c intercept_rewrite, intercept_foreign, the body watch in small
+ * reads) for a fixed host with two fixed header secrets. Input: a raw head, CRLF CRLF and what follows.
  */
 #include "spur.h"
 #include "egress.h"
@@ -57,6 +57,24 @@ fuzz_check(const char *out, size_t len)
 	http_head_clear(&h);
 }
 
+/* A body read in small pieces: a placeholder across two reads is found as in one. */
+static void
+fuzz_watch(const uint8_t *data, size_t size)
+{
+	struct intercept_watch	*w = intercept_watch_new(ic, "api.example.test");
+	const char		*whole, *found = NULL;
+	size_t			 off, step = size % 7 + 1, n;
+
+	whole = intercept_foreign(ic, "api.example.test", data, size);
+	for (off = 0; off < size && found == NULL; off += n) {
+		n = size - off < step ? size - off : step;
+		found = intercept_watch_feed(w, data + off, n);
+	}
+	if ((whole == NULL) != (found == NULL))
+		abort();
+	intercept_watch_free(w);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -69,6 +87,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (ic == NULL)
 		fuzz_setup();
+	fuzz_watch(data, size);
 	if (http_head_parse((const char *)data, size, &h) == 0)
 		http_head_clear(&h);
 	in = evbuffer_new();

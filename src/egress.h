@@ -119,6 +119,15 @@ void		 http_head_clear(struct http_head *);
 struct relay;
 struct relay	*relay_start(struct bufferevent *, struct bufferevent *,
 		     void (*done)(struct relay *, void *), void *);
+/*
+ * The same, and what a sends is shown to watch (each read, before it goes
+ * on); when watch returns a name, that read is dropped and the relay ends:
+ * relay_cut then returns the name.
+ */
+struct relay	*relay_start_watched(struct bufferevent *, struct bufferevent *,
+		     void (*done)(struct relay *, void *), void *,
+		     const char *(*watch)(void *, const void *, size_t), void *);
+const char	*relay_cut(const struct relay *);
 /* Bytes a to b and b to a so far. */
 uint64_t	 relay_bytes(const struct relay *, int a_to_b);
 void		 relay_free(struct relay *);

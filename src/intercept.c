@@ -43,6 +43,7 @@
 #define IC_LEAVES_MAX		64		/* leaf certificates cached per run */
 #define IC_LINGER_MS		20
 #define IC_LINGER_MAX		250		/* times IC_LINGER_MS: 5 s to flush the last bytes */
+#define IC_PLACEHOLDER_MAX	96		/* bytes; the stream watch keeps one less */
 #define IC_HANDSHAKE_SECS	30
 #define IC_IDLE_SECS		900
 
@@ -122,6 +123,59 @@ intercept_foreign(const struct intercept *ic, const char *host, const void *data
 			return s->name;
 	}
 	return NULL;
+}
+
+struct intercept_watch {
+	const struct intercept	*ic;
+	char			*host;
+	char			 tail[IC_PLACEHOLDER_MAX];	/* the stream's last bytes */
+	size_t			 ntail;
+};
+
+struct intercept_watch *
+intercept_watch_new(const struct intercept *ic, const char *host)
+{
+	struct intercept_watch	*w = xcalloc(1, sizeof *w);
+
+	w->ic = ic;
+	w->host = xstrdup(host);
+	return w;
+}
+
+const char *
+intercept_watch_feed(void *arg, const void *data, size_t len)
+{
+	struct intercept_watch	*w = arg;
+	char			 joint[2 * IC_PLACEHOLDER_MAX];
+	const char		*name;
+	size_t			 n, keep = IC_PLACEHOLDER_MAX - 1;
+
+	/* One that straddles two reads: the last bytes of one and the first of the next. */
+	n = len < keep ? len : keep;
+	memcpy(joint, w->tail, w->ntail);
+	memcpy(joint + w->ntail, data, n);
+	if ((name = intercept_foreign(w->ic, w->host, joint, w->ntail + n)) != NULL ||
+	    (name = intercept_foreign(w->ic, w->host, data, len)) != NULL)
+		return name;
+	if (len >= keep) {
+		memcpy(w->tail, (const char *)data + len - keep, keep);
+		w->ntail = keep;
+	} else {
+		n = w->ntail + len > keep ? w->ntail + len - keep : 0;	/* old bytes to drop */
+		memmove(w->tail, w->tail + n, w->ntail - n);
+		memcpy(w->tail + w->ntail - n, data, len);
+		w->ntail = w->ntail - n + len;
+	}
+	return NULL;
+}
+
+void
+intercept_watch_free(struct intercept_watch *w)
+{
+	if (w == NULL)
+		return;
+	free(w->host);
+	free(w);
 }
 
 /* s with every from replaced by to. */
@@ -458,7 +512,8 @@ intercept_create(const char *run, const struct header_secret *hs, size_t n,
 
 	for (i = 0; i < n; i++) {
 		if (hs[i].value == NULL || hs[i].placeholder == NULL ||
-		    strlen(hs[i].placeholder) < 8 || !ic_field_ok(hs[i].value) ||
+		    strlen(hs[i].placeholder) < 8 ||
+		    strlen(hs[i].placeholder) > IC_PLACEHOLDER_MAX || !ic_field_ok(hs[i].value) ||
 		    (hs[i].format != NULL && !ic_field_ok(hs[i].format))) {
 			*cause = xprintf("secret %s cannot go in a header (empty, short "
 			    "placeholder or a control character)", hs[i].name);
@@ -633,6 +688,7 @@ struct intercept_conn {
 	struct bufferevent	*cli;		/* the socket, then TLS over it */
 	struct bufferevent	*up;		/* TLS over the upstream socket */
 	struct relay		*relay;
+	struct intercept_watch	*watch;		/* the body: no other host's placeholder */
 	char			*host;
 	int			 port;
 	uint64_t		 in, out;	/* before the relay */
@@ -717,11 +773,26 @@ ic_answer(struct intercept_conn *c, int status, const char *why, const char *ver
 	ic_close(c);
 }
 
+/* Another host's placeholder in the body: the request is cut (its answer may have begun). */
+static void
+ic_body_refused(struct intercept_conn *c, const char *name)
+{
+	log_warn("event=egress.placeholder_refused run=%s host=%s secret=%s where=body",
+	    c->ic->run, log_q(c->host), name);
+	c->verdict = "refused";
+	c->lingered = IC_LINGER_MAX;
+	ic_close(c);
+}
+
 static void
 ic_relay_done(struct relay *r, void *arg)
 {
 	struct intercept_conn	*c = arg;
 
+	if (relay_cut(r) != NULL) {
+		ic_body_refused(c, relay_cut(r));
+		return;
+	}
 	ic_close(c);
 }
 
@@ -737,6 +808,12 @@ ic_cli_read_cb(struct bufferevent *bev, void *arg)
 
 	if (c->state == IC_RESPONSE) {
 		/* A body, while the answer's head is awaited. */
+		if ((name = intercept_watch_feed(c->watch, evbuffer_pullup(in, -1),
+		    evbuffer_get_length(in))) != NULL) {
+			evbuffer_drain(in, evbuffer_get_length(in));
+			ic_body_refused(c, name);
+			return;
+		}
 		c->out += evbuffer_get_length(in);
 		evbuffer_add_buffer(bufferevent_get_output(c->up), in);
 		return;
@@ -822,7 +899,8 @@ ic_up_read_cb(struct bufferevent *bev, void *arg)
 		break;
 	}
 	c->state = IC_RELAY;
-	c->relay = relay_start(c->cli, c->up, ic_relay_done, c);
+	c->relay = relay_start_watched(c->cli, c->up, ic_relay_done, c, intercept_watch_feed,
+	    c->watch);
 }
 
 static void
@@ -919,6 +997,7 @@ intercept_conn_start(struct intercept *ic, struct bufferevent *cli, struct buffe
 	c->ic = ic;
 	c->cli = cli;
 	c->host = xstrdup(host);
+	c->watch = intercept_watch_new(ic, host);
 	c->port = port;
 	c->done = done;
 	c->arg = arg;
@@ -963,6 +1042,7 @@ intercept_conn_free(struct intercept_conn *c)
 	}
 	if (c->linger != NULL)
 		event_free(c->linger);
+	intercept_watch_free(c->watch);
 	free(c->host);
 	free(c);
 }

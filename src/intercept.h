@@ -51,6 +51,16 @@ const char	*intercept_foreign(const struct intercept *, const char *host, const 
 		     size_t);
 
 /*
+ * Looks for placeholders of secrets not bound to host in a stream (a request
+ * body), across the reads it comes in; relay_start_watched's watch.
+ */
+struct intercept_watch;
+struct intercept_watch *intercept_watch_new(const struct intercept *, const char *host);
+/* The name of the secret whose placeholder the stream now holds; NULL: none yet. */
+const char	*intercept_watch_feed(void *, const void *, size_t);
+void		 intercept_watch_free(struct intercept_watch *);
+
+/*
  * A request head (without its last CRLF CRLF) as it goes to host: the bound
  * secrets' headers set, their placeholders replaced, Connection: close.
  * NULL when it is refused: *status 400 (malformed) or 403 (a placeholder of

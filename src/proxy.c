@@ -271,6 +271,9 @@ struct relay {
 	void			(*done)(struct relay *, void *);
 	void			*arg;
 	struct event		*done_ev;
+	const char		*(*watch)(void *, const void *, size_t);
+	void			*watch_arg;
+	const char		*cut;		/* what watch found */
 };
 
 static void	relay_read_cb(struct bufferevent *, void *);
@@ -321,8 +324,17 @@ relay_read_cb(struct bufferevent *bev, void *arg)
 	int			 i = relay_side(r, bev);
 	struct bufferevent	*to = r->bev[!i];
 	struct evbuffer		*in = bufferevent_get_input(bev);
+	size_t			 len = evbuffer_get_length(in);
 
-	r->bytes[i] += evbuffer_get_length(in);
+	if (r->closing)
+		return;
+	if (i == 0 && r->watch != NULL && len > 0 &&
+	    (r->cut = r->watch(r->watch_arg, evbuffer_pullup(in, -1), len)) != NULL) {
+		evbuffer_drain(in, len);
+		relay_end(r);
+		return;
+	}
+	r->bytes[i] += len;
 	evbuffer_add_buffer(bufferevent_get_output(to), in);
 	if (evbuffer_get_length(bufferevent_get_output(to)) >= RELAY_HIGH) {
 		bufferevent_disable(bev, EV_READ);
@@ -350,6 +362,8 @@ relay_event_cb(struct bufferevent *bev, short what, void *arg)
 	/* What this side said last still goes to the other, then both close. */
 	if (what & BEV_EVENT_EOF)
 		relay_read_cb(bev, r);
+	if (r->closing)
+		return;		/* what it read was cut */
 	if ((what & BEV_EVENT_EOF) && evbuffer_get_length(bufferevent_get_output(to)) > 0) {
 		bufferevent_disable(bev, EV_READ);
 		bufferevent_disable(to, EV_READ);
@@ -365,9 +379,25 @@ struct relay *
 relay_start(struct bufferevent *a, struct bufferevent *b,
     void (*done)(struct relay *, void *), void *arg)
 {
+	return relay_start_watched(a, b, done, arg, NULL, NULL);
+}
+
+const char *
+relay_cut(const struct relay *r)
+{
+	return r->cut;
+}
+
+struct relay *
+relay_start_watched(struct bufferevent *a, struct bufferevent *b,
+    void (*done)(struct relay *, void *), void *arg,
+    const char *(*watch)(void *, const void *, size_t), void *watch_arg)
+{
 	struct relay	*r = xcalloc(1, sizeof *r);
 	struct timeval	 tv = { PROXY_IDLE_SECS, 0 };
 
+	r->watch = watch;
+	r->watch_arg = watch_arg;
 	r->bev[0] = a;
 	r->bev[1] = b;
 	r->done = done;
@@ -578,6 +608,7 @@ struct pconn {
 	struct bufferevent		*up;
 	struct relay			*relay;
 	struct intercept_conn		*icc;		/* a host of a header secret */
+	struct intercept_watch		*watch;		/* what it sends: no placeholder */
 	struct evdns_getaddrinfo_request *dns;
 	struct evutil_addrinfo		*ai;
 	struct http_head		 head;
@@ -623,6 +654,7 @@ pconn_free(struct pconn *pc)
 			bufferevent_free(pc->up);
 	}
 	http_head_clear(&pc->head);
+	intercept_watch_free(pc->watch);
 	free(pc->host);
 	free(pc);
 }
@@ -688,8 +720,13 @@ pconn_relay_done(struct relay *r, void *arg)
 {
 	struct pconn	*pc = arg;
 
+	/* A placeholder in what it sent (a body, a plain protocol in a tunnel): cut there. */
+	if (relay_cut(r) != NULL)
+		log_warn("event=egress.placeholder_refused run=%s host=%s secret=%s where=%s",
+		    pc->p->run, log_q(pc->host), relay_cut(r), pc->tunnel ? "tunnel" : "body");
 	/* cli is side a: a to b is what the run sent out. */
-	pconn_record(pc, relay_bytes(r, 0), relay_bytes(r, 1) + pc->head_out, "allowed");
+	pconn_record(pc, relay_bytes(r, 0), relay_bytes(r, 1) + pc->head_out,
+	    relay_cut(r) != NULL ? "refused" : "allowed");
 	pconn_free(pc);
 }
 
@@ -747,7 +784,10 @@ pconn_up_event_cb(struct bufferevent *bev, short what, void *arg)
 			    "HTTP/1.1 200 Connection established\r\n\r\n");
 		else
 			pconn_origin_head(pc, bufferevent_get_output(pc->up));
-		pc->relay = relay_start(pc->cli, pc->up, pconn_relay_done, pc);
+		if (pc->p->intercept != NULL)
+			pc->watch = intercept_watch_new(pc->p->intercept, pc->host);
+		pc->relay = relay_start_watched(pc->cli, pc->up, pconn_relay_done, pc,
+		    pc->watch != NULL ? intercept_watch_feed : NULL, pc->watch);
 		return;
 	}
 	if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF | BEV_EVENT_TIMEOUT)) {

@@ -117,7 +117,12 @@ class Upstream(http.server.BaseHTTPRequestHandler):
 class Plain(Upstream):
     """The second allowed host: plain HTTP, records what it got."""
     def handle_any(self):
-        Upstream.hits.append({"host": "127.0.0.2", "path": self.path, "headers": dict(self.headers)})
+        try:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+        except OSError:
+            body = b""
+        Upstream.hits.append({"host": "127.0.0.2", "path": self.path, "headers": dict(self.headers),
+                              "body": body.decode("latin-1")})
         self.send_response(200)
         self.send_header("Content-Length", "8")
         self.end_headers()
@@ -131,6 +136,7 @@ def tls_server(addr, cert, key):
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(os.path.join(WORK, cert), os.path.join(WORK, key))
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv.handle_error = lambda *a: None     # connections the proxy cuts, or refuses
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
 
@@ -141,6 +147,7 @@ bad = tls_server("127.0.0.3", "bad.pem", "bad.key")
 BAD_PORT = bad.server_address[1]
 plain = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Plain)
 PLAIN_PORT = plain.server_address[1]
+plain.handle_error = lambda *a: None
 threading.Thread(target=plain.serve_forever, daemon=True).start()
 
 HAVE = {k: shutil.which(k) for k in ("curl", "git", "node")}
@@ -174,6 +181,18 @@ if "CURL" in sys.argv:
     out["plain_placeholder_url"] = run(["curl", "-sS", "-i", "http://127.0.0.2:%d/leak?t=%s" % (PLAIN, ph)])
     out["connect_placeholder"] = run(["curl", "-sS", "-i", "-p", "-x", os.environ["HTTP_PROXY"], "--proxy-header",
                                       "X-T: " + ph, "http://127.0.0.2:%d/leak2" % PLAIN])
+    bad_ph = os.environ.get("BAD_TOKEN", "")
+    big = "a" * (1 << 20)
+    with open("/tmp/body", "w") as f:
+        f.write(big + ph + "b" * 100)
+    with open("/tmp/body2", "w") as f:
+        f.write(big + bad_ph)
+    out["plain_body"] = run(["curl", "-sS", "-i", "--data-binary", "@/tmp/body", "http://127.0.0.2:%d/leakbody" % PLAIN])
+    out["tunnel_body"] = run(["curl", "-sS", "-i", "-p", "-x", os.environ["HTTP_PROXY"], "--data-binary", "@/tmp/body",
+                              "http://127.0.0.2:%d/leaktunnel" % PLAIN])
+    out["foreign_body"] = run(["curl", "-sS", "-i", "--data-binary", "@/tmp/body2", url + "/foreignbody"])
+    os.unlink("/tmp/body")
+    os.unlink("/tmp/body2")
 if "GIT" in sys.argv:
     out["git"] = run(["git", "clone", "-q", url + "/repo/private.git", "/tmp/clone"])
     out["git_readme"] = open("/tmp/clone/README").read() if os.path.exists("/tmp/clone/README") else None
@@ -214,6 +233,7 @@ for root in ("/run/spur", os.environ.get("HOME", "/nonexistent"), "/workspace", 
             except OSError:
                 pass
 import base64, zlib
+out["bad_ph"] = os.environ.get("BAD_TOKEN")
 out["dump"] = base64.b64encode(zlib.compress(b"\n".join(seen), 9)).decode()
 out["ca"] = open("/run/spur/ca.pem").read() if os.path.exists("/run/spur/ca.pem") else None
 bundle = open("/run/spur/ca-bundle.pem").read() if os.path.exists("/run/spur/ca-bundle.pem") else ""
@@ -296,8 +316,15 @@ with Spur(CONF, orgs=ORGS, automations={"sec.yaml": AUTO},
                         ("connect_placeholder", "in a CONNECT's header")):
             t.ok(" 403 " in r.get(k, {}).get("out", "").split("\r\n")[0],
                  "the placeholder sent to a second allowed host %s: 403" % what, r.get(k))
-        t.ok(not any(h["path"].startswith("/leak") for h in hits), "and nothing of it reached that host",
-             [h["path"] for h in hits])
+        t.ok(not any(h["path"].startswith("/leak") and "body" not in h["path"] and "tunnel" not in h["path"] for h in hits),
+             "and nothing of it reached that host", [h["path"] for h in hits])
+        for k, what in (("plain_body", "a plain request's body to another host"),
+                        ("tunnel_body", "a body in a tunnel to another host"),
+                        ("foreign_body", "a body to the bound host of another secret's placeholder")):
+            o = r.get(k, {}).get("out", "")
+            t.ok(k in r and "landing" not in o and "hello with" not in o, "%s is cut" % what, r.get(k))
+        leaked = [h["path"] for h in hits if ph in json.dumps(h) or r.get("bad_ph", "x") in json.dumps(h)]
+        t.eq(leaked, [], "no placeholder in a body reached another host")
     else:
         t.skip("curl cases", "curl is not installed")
     if "GIT" in flags:
