@@ -853,16 +853,28 @@ cfg_header_secret(struct cfgctx *c, struct named_secret *ns, const struct ynode 
 {
 	const struct ynode	*n;
 	const char		*h, *colon;
+	char			**h2;
 	size_t			 i;
+	int			 valued = 0;
 
 	for (i = 0; i < m->n; i++) {
 		const char	*k = ymap_key(m, i);
 
 		n = ymap_value(m, i);
-		if (strcmp(k, "value") == 0)
+		if (strcmp(k, "value") == 0) {
+			valued = 1;
 			ns->secret = cfg_secret(c, n, ns->name);
+		}
 		else if (strcmp(k, "hosts") == 0) {
-			ns->hosts = cfg_argv(c, n, "hosts");
+			if (ns->hosts != NULL || (ns->hosts = cfg_argv(c, n, "hosts")) == NULL)
+				continue;
+			/* Exact names or addresses: the proxy's CA may sign for these only. */
+			for (h2 = ns->hosts; *h2 != NULL; h2++) {
+				if (**h2 == '\0' || strspn(*h2, "abcdefghijklmnopqrstuvwxyz"
+				    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:") != strlen(*h2))
+					cfg_error(c, n, "secret %s: host \"%s\" must be a name or "
+					    "an address (no port, no wildcard)", ns->name, *h2);
+			}
 		} else if (strcmp(k, "header") == 0) {
 			if ((h = cfg_scalar(c, n, "header")) == NULL)
 				continue;
@@ -886,7 +898,7 @@ cfg_header_secret(struct cfgctx *c, struct named_secret *ns, const struct ynode 
 		} else
 			cfg_unknown(c, m, i, "secret", secret_keys);
 	}
-	if (ns->secret == NULL && !(m->n == 0))
+	if (!valued)
 		cfg_error(c, m, "secret %s needs a value (env:NAME or file:PATH)", ns->name);
 	if (ns->hosts == NULL)
 		cfg_error(c, m, "secret %s: a header secret needs hosts", ns->name);

@@ -963,6 +963,9 @@ ic_up_event_cb(struct bufferevent *bev, short what, void *arg)
 		bufferevent_setcb(c->up, ic_up_read_cb, NULL, ic_event_cb, c);
 		bufferevent_setwatermark(c->cli, EV_READ, 0, HTTP_HEAD_MAX + 8);
 		bufferevent_set_timeouts(c->cli, &tv, NULL);
+		/* An API may think long before its answer's head: as long as a tunnel may idle. */
+		tv.tv_sec = IC_IDLE_SECS;
+		bufferevent_set_timeouts(c->up, &tv, &tv);
 		bufferevent_enable(c->cli, EV_READ | EV_WRITE);
 		bufferevent_disable(c->up, EV_READ);
 		return;

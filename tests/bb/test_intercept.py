@@ -379,6 +379,15 @@ with Spur(CONF, orgs=ORGS, automations={"sec.yaml": AUTO},
          "a second run has its own CA, and the first run's is not in its bundle", (r2.get("ca") or "")[:80])
     t.ok(not os.path.exists(os.path.join(s.data_dir, "runs", run, "net", "proxy.sock")), "the run's proxy is gone")
 
+# spur check: a header secret's shape
+BADORGS = ORGS.replace('header: "X-Api-Key: key {value}"', 'header: "X-Api-Key: key"').replace(
+    'hosts: ["127.0.0.3"]', 'hosts: ["*.example.com"]')
+with Spur(CONF, orgs=BADORGS, automations={"sec.yaml": AUTO}, env={"T_API_TOKEN": VALUE, "T_BAD_TOKEN": BAD_VALUE}) as s:
+    rc, out, err = s.c("check")
+    t.ok(rc != 0 and "{value}" in out + err and "*.example.com" in out + err,
+         "spur check: a header without {value} and a wildcard host are errors with their place", out + err)
+    t.ok(VALUE not in out + err and BAD_VALUE not in out + err, "spur check shows no value")
+
 up.shutdown()
 bad.shutdown()
 plain.shutdown()
