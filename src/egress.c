@@ -43,7 +43,8 @@ struct egress_agent {
 	int		 bearer;	/* Authorization: Bearer, else x-api-key */
 };
 
-#define EGRESS_LIBDIRS_MAX	4	/* host directories of spur's libraries, in a rootfs */
+#define EGRESS_LIBDIRS_MAX	4
+#define EGRESS_SYSTEM_BUNDLE	"/etc/ssl/certs/ca-certificates.crt"	/* Debian's, and Go's first */	/* host directories of spur's libraries, in a rootfs */
 
 static const struct egress_agent egress_agents[] = {
 	{ "claude", "https://api.anthropic.com", "", 0 },
@@ -55,6 +56,7 @@ static const struct egress_agent egress_agents[] = {
 struct egress {
 	struct proxy		*proxy;
 	struct intercept	*intercept;	/* the run's header secrets and CA */
+	char			*bundle;	/* the system's bundle and the run's CA */
 	struct gateway		*gateway;
 	char			*dir;
 	char			*self;		/* the spur binary on the host */
@@ -447,6 +449,7 @@ egress_intercept(struct egress *eg, struct engine *e, const char *run,
 	proxy_set_intercept(eg->proxy, eg->intercept);
 	if (intercept_write_ca(eg->intercept, eg->dir, cause) != 0)
 		return -1;
+	eg->bundle = path_join(eg->dir, "ca-bundle.pem");
 	for (i = 0; i < SPUR_ARRLEN(vars); i++) {
 		if (egress_env(env, nenv, max, xprintf("%s=%s/ca-bundle.pem", vars[i], inside),
 		    cause) != 0)
@@ -535,6 +538,11 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 		free(url);
 		if (nhs > 0 && egress_intercept(eg, e, run, hs, nhs, bwrap ? EGRESS_INSIDE_DIR :
 		    eg->dir, env, nenv, max, cause) != 0)
+			goto fail;
+		/* Programs that read only the system's bundle (Go's, OpenSSL's default) too. */
+		if (eg->intercept != NULL && bwrap && spec->rootfs == NULL &&
+		    access(EGRESS_SYSTEM_BUNDLE, R_OK) == 0 &&
+		    egress_bind(eg, spec, eg->bundle, EGRESS_SYSTEM_BUNDLE, cause) != 0)
 			goto fail;
 	}
 	if (egress_env(env, nenv, max, xstrdup("NO_PROXY=127.0.0.1,localhost"), cause) != 0 ||
@@ -630,6 +638,7 @@ egress_free(struct egress *eg)
 		egress_dns = NULL;
 	}
 	free(eg->dir);
+	free(eg->bundle);
 	free(eg->self);
 	free(eg->agent_dir);
 	for (i = 0; i < eg->nlibdirs; i++) {

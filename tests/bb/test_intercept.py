@@ -173,6 +173,7 @@ def run(args, **kw):
 if "CURL" in sys.argv:
     out["curl"] = run(["curl", "-sS", "-H", "Authorization: Bearer " + ph, url + "/hello"])
     out["curl_none"] = run(["curl", "-sS", url + "/nohdr"])
+    out["curl_system"] = run(["env", "-u", "SSL_CERT_FILE", "-u", "CURL_CA_BUNDLE", "curl", "-sS", url + "/system"])
     out["curl_big"] = run(["sh", "-c", "curl -sS %s/big | wc -c" % url])
     out["curl_h2"] = run(["curl", "-sS", "--http2", url + "/h2"])
     out["redirect"] = run(["curl", "-sSL", url + "/redirect"])
@@ -238,6 +239,8 @@ out["dump"] = base64.b64encode(zlib.compress(b"\n".join(seen), 9)).decode()
 out["ca"] = open("/run/spur/ca.pem").read() if os.path.exists("/run/spur/ca.pem") else None
 bundle = open("/run/spur/ca-bundle.pem").read() if os.path.exists("/run/spur/ca-bundle.pem") else ""
 out["bundle_tail"] = bundle[-1500:]
+sysb = "/etc/ssl/certs/ca-certificates.crt"
+out["system_bundle"] = (open(sysb).read()[-1500:] if os.path.exists(sysb) else None)
 out["bundle_key"] = "PRIVATE" in bundle or "PRIVATE" in (out["ca"] or "")
 print(json.dumps(out))
 '''
@@ -351,6 +354,14 @@ with Spur(CONF, orgs=ORGS, automations={"sec.yaml": AUTO},
          len(dump))
     t.ok(r.get("ca") and r.get("bundle_key") is False and r["ca"].strip() in r.get("bundle_tail", ""),
          "the run's CA certificate is in its bundle, no key beside it", (r.get("ca") or "")[:80])
+    if os.path.exists("/etc/ssl/certs/ca-certificates.crt"):
+        t.ok(r.get("ca") and r["ca"].strip() in (r.get("system_bundle") or ""),
+             "the system bundle inside (/etc/ssl/certs/ca-certificates.crt) has the run's CA too")
+        if "CURL" in flags:
+            t.ok("hello with the secret" in r.get("curl_system", {}).get("out", ""),
+                 "curl without the trust variables: through the system bundle", r.get("curl_system"))
+    else:
+        t.skip("the system bundle inside", "the host has no /etc/ssl/certs/ca-certificates.crt")
     logs = s.logs()
     t.ok("event=egress.intercept" in logs and "API_TOKEN:Authorization" in logs,
          "each interception is logged (host, secret, header)")
