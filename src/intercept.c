@@ -700,6 +700,27 @@ struct intercept_conn {
 	void			*arg;
 };
 
+static const char *
+ic_state_name(enum ic_state st)
+{
+	static const char *const names[] = { "upstream", "request", "response", "relay",
+	    "closing", "done" };
+
+	return names[st];
+}
+
+/* States only go forward (an answer of ours may come from any of the first four). */
+static void
+ic_set_state(struct intercept_conn *c, enum ic_state st, const char *reason)
+{
+	if (st <= c->state)
+		fatal("intercept: %s to %s", ic_state_name(c->state), ic_state_name(st));
+	log_debug("event=egress.intercept_state run=%s host=%s from=%s to=%s reason=%s",
+	    c->ic->run, log_q(c->host), ic_state_name(c->state), ic_state_name(st),
+	    log_q(reason));
+	c->state = st;
+}
+
 static void	ic_cli_read_cb(struct bufferevent *, void *);
 static void	ic_up_read_cb(struct bufferevent *, void *);
 static void	ic_event_cb(struct bufferevent *, short, void *);
@@ -711,7 +732,7 @@ ic_finish(struct intercept_conn *c)
 
 	if (c->state == IC_DONE)
 		return;
-	c->state = IC_DONE;
+	ic_set_state(c, IC_DONE, c->verdict != NULL ? c->verdict : "closed");
 	/* The relay's side a is the client: a to b is what the run sent. */
 	if (c->relay != NULL) {
 		out += relay_bytes(c->relay, 1);
@@ -754,7 +775,7 @@ ic_close(struct intercept_conn *c)
 
 	if (c->state == IC_CLOSING || c->state == IC_DONE)
 		return;
-	c->state = IC_CLOSING;
+	ic_set_state(c, IC_CLOSING, c->verdict != NULL ? c->verdict : "closed");
 	if (c->linger == NULL)
 		c->linger = evtimer_new(bufferevent_get_base(c->cli), ic_linger_cb, c);
 	if (c->up != NULL && c->relay == NULL)
@@ -843,7 +864,7 @@ ic_cli_read_cb(struct bufferevent *bev, void *arg)
 	evbuffer_add(bufferevent_get_output(c->up), head, outlen);
 	explicit_bzero(head, outlen);
 	free(head);
-	c->state = IC_RESPONSE;
+	ic_set_state(c, IC_RESPONSE, "request head sent");
 	bufferevent_enable(c->up, EV_READ);
 	if (evbuffer_get_length(in) > 0)
 		ic_cli_read_cb(bev, c);
@@ -898,7 +919,7 @@ ic_up_read_cb(struct bufferevent *bev, void *arg)
 		free(text);
 		break;
 	}
-	c->state = IC_RELAY;
+	ic_set_state(c, IC_RELAY, "answer head sent");
 	c->relay = relay_start_watched(c->cli, c->up, ic_relay_done, c, intercept_watch_feed,
 	    c->watch);
 }
@@ -957,7 +978,7 @@ ic_up_event_cb(struct bufferevent *bev, short what, void *arg)
 		}
 		bufferevent_openssl_set_allow_dirty_shutdown(tls, 1);
 		c->cli = tls;
-		c->state = IC_REQUEST;
+		ic_set_state(c, IC_REQUEST, "upstream verified");
 		c->verdict = "intercepted";
 		bufferevent_setcb(c->cli, ic_cli_read_cb, NULL, ic_event_cb, c);
 		bufferevent_setcb(c->up, ic_up_read_cb, NULL, ic_event_cb, c);
@@ -1004,7 +1025,7 @@ intercept_conn_start(struct intercept *ic, struct bufferevent *cli, struct buffe
 	c->port = port;
 	c->done = done;
 	c->arg = arg;
-	c->state = IC_UPSTREAM;
+	c->state = IC_UPSTREAM;		/* the first state, not a transition */
 	bufferevent_setcb(cli, NULL, NULL, ic_event_cb, c);
 	bufferevent_disable(cli, EV_READ);
 	bufferevent_set_timeouts(cli, NULL, NULL);
