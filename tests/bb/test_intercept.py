@@ -389,6 +389,10 @@ with Spur(CONF, orgs=ORGS, automations={"sec.yaml": AUTO},
          and r2["ca"].strip() in r2.get("bundle_tail", ""),
          "a second run has its own CA, and the first run's is not in its bundle", (r2.get("ca") or "")[:80])
     t.ok(not os.path.exists(os.path.join(s.data_dir, "runs", run, "net", "proxy.sock")), "the run's proxy is gone")
+    s.stop()
+    t.ok("Sanitizer" not in s.logs() and "runtime error" not in s.logs(),
+         "no sanitizer report from the engine (a sanitizer build: leaks too, at exit)",
+         s.logs()[s.logs().find("Sanitizer") - 2000:][:4000])
 
 # spur check: a header secret's shape
 BADORGS = ORGS.replace('header: "X-Api-Key: key {value}"', 'header: "X-Api-Key: key"').replace(
