@@ -110,7 +110,7 @@ int
 main(int argc, char **argv)
 {
 	static struct secret		 secret = { "env:BENCH", "x", 1 };
-	static struct named_secret	 secrets[] = { { "TOKEN", &secret, NULL, NULL, NULL } };
+	static struct named_secret	 secrets[] = { { "TOKEN", &secret } };
 	struct org			 orgs[BENCH_ORGS];
 	struct config			 conf;
 	struct automation_set		*set;

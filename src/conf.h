@@ -60,7 +60,15 @@ struct org_console {
 struct named_secret {
 	char		*name;
 	struct secret	*secret;
-	char		**hosts;	/* a header secret's hosts (SPEC 15); NULL: an env secret */
+};
+
+/*
+ * A header secret (SPEC 15: orgs.NAME.secrets.X: { value, hosts, header }):
+ * the secret of that name goes into requests to hosts, never into the sandbox.
+ */
+struct secret_binding {
+	char		*name;
+	char		**hosts;	/* NULL-terminated names or addresses */
 	char		*header_name;	/* NULL: Authorization */
 	char		*format;	/* NULL: Bearer {value} */
 };
@@ -74,6 +82,8 @@ struct org {
 	size_t			 nagents;
 	struct named_secret	*secrets;	/* automation-visible secrets */
 	size_t			 nsecrets;
+	struct secret_binding	*bindings;	/* those of them that are header secrets */
+	size_t			 nbindings;
 	struct env_conf		*environment;	/* the automations' default (env.h); NULL: none */
 	struct org_api		*api;		/* NULL when not configured */
 	struct org_console	*console;	/* NULL: no sign-in with GitHub for it */
@@ -147,7 +157,8 @@ struct org		*config_org(const struct config *, const char *);
 char			*config_api_url(const struct org *, const char *source);
 const struct agent_conf	*config_agent(const struct config *, const char *);
 struct secret		*org_secret(const struct org *, const char *);
-const struct named_secret *org_named_secret(const struct org *, const char *);
+/* The secret's hosts and header when it is a header secret; NULL: an env secret. */
+const struct secret_binding *org_secret_binding(const struct org *, const char *);
 struct secret		*org_agent_key(const struct org *, const char *);
 /* Every resolved secret value of the config, for tests and log scrubbing. */
 size_t			 config_secrets(const struct config *, const struct secret **, size_t);

@@ -849,7 +849,8 @@ static const char *const secret_keys[] = { "value", "hosts", "header", NULL };
  * (SPEC section 15): the run's proxy puts it into the requests to its hosts.
  */
 static void
-cfg_header_secret(struct cfgctx *c, struct named_secret *ns, const struct ynode *m)
+cfg_header_secret(struct cfgctx *c, struct named_secret *ns, struct secret_binding *b,
+    const struct ynode *m)
 {
 	const struct ynode	*n;
 	const char		*h, *colon;
@@ -866,10 +867,10 @@ cfg_header_secret(struct cfgctx *c, struct named_secret *ns, const struct ynode 
 			ns->secret = cfg_secret(c, n, ns->name);
 		}
 		else if (strcmp(k, "hosts") == 0) {
-			if (ns->hosts != NULL || (ns->hosts = cfg_argv(c, n, "hosts")) == NULL)
+			if (b->hosts != NULL || (b->hosts = cfg_argv(c, n, "hosts")) == NULL)
 				continue;
 			/* Exact names or addresses: the proxy's CA may sign for these only. */
-			for (h2 = ns->hosts; *h2 != NULL; h2++) {
+			for (h2 = b->hosts; *h2 != NULL; h2++) {
 				if (**h2 == '\0' || strspn(*h2, "abcdefghijklmnopqrstuvwxyz"
 				    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:") != strlen(*h2))
 					cfg_error(c, n, "secret %s: host \"%s\" must be a name or "
@@ -879,20 +880,20 @@ cfg_header_secret(struct cfgctx *c, struct named_secret *ns, const struct ynode 
 			if ((h = cfg_scalar(c, n, "header")) == NULL)
 				continue;
 			colon = strchr(h, ':');
-			free(ns->header_name);
-			free(ns->format);
-			ns->header_name = xstrndup(h, colon != NULL ? (size_t)(colon - h) :
+			free(b->header_name);
+			free(b->format);
+			b->header_name = xstrndup(h, colon != NULL ? (size_t)(colon - h) :
 			    strlen(h));
-			ns->format = NULL;
+			b->format = NULL;
 			if (colon != NULL) {
 				colon++;
 				colon += strspn(colon, " ");
-				ns->format = xstrdup(colon);
+				b->format = xstrdup(colon);
 			}
-			if (*ns->header_name == '\0' || strspn(ns->header_name,
+			if (*b->header_name == '\0' || strspn(b->header_name,
 			    "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
-			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(ns->header_name) ||
-			    (ns->format != NULL && strstr(ns->format, "{value}") == NULL))
+			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(b->header_name) ||
+			    (b->format != NULL && strstr(b->format, "{value}") == NULL))
 				cfg_error(c, n, "\"header\" must be 'NAME: FORMAT' with {value} "
 				    "in FORMAT");
 		} else
@@ -900,7 +901,7 @@ cfg_header_secret(struct cfgctx *c, struct named_secret *ns, const struct ynode 
 	}
 	if (!valued)
 		cfg_error(c, m, "secret %s needs a value (env:NAME or file:PATH)", ns->name);
-	if (ns->hosts == NULL)
+	if (b->hosts == NULL)
 		cfg_error(c, m, "secret %s: a header secret needs hosts", ns->name);
 }
 
@@ -912,6 +913,7 @@ cfg_org_secrets(struct cfgctx *c, struct org *o, const struct ynode *m)
 	if (!cfg_is_map(c, m, "secrets"))
 		return;
 	o->secrets = xcalloc(m->n, sizeof *o->secrets);
+	o->bindings = xcalloc(m->n, sizeof *o->bindings);
 	for (i = 0; i < m->n; i++) {
 		const char	*name = ymap_key(m, i);
 		const char	*p;
@@ -926,9 +928,12 @@ cfg_org_secrets(struct cfgctx *c, struct org *o, const struct ynode *m)
 			continue;
 		}
 		o->secrets[o->nsecrets].name = xstrdup(name);
-		if (ymap_value(m, i) != NULL && ymap_value(m, i)->type == YNODE_MAP)
-			cfg_header_secret(c, &o->secrets[o->nsecrets], ymap_value(m, i));
-		else
+		if (ymap_value(m, i) != NULL && ymap_value(m, i)->type == YNODE_MAP) {
+			o->bindings[o->nbindings].name = xstrdup(name);
+			cfg_header_secret(c, &o->secrets[o->nsecrets], &o->bindings[o->nbindings],
+			    ymap_value(m, i));
+			o->nbindings++;
+		} else
 			o->secrets[o->nsecrets].secret = cfg_secret(c, ymap_value(m, i), name);
 		o->nsecrets++;
 	}
@@ -1257,18 +1262,29 @@ out:
 }
 
 static void
-named_secrets_free(struct named_secret *s, size_t n)
+secret_bindings_free(struct secret_binding *b, size_t n)
 {
 	size_t	 i, k;
 
 	for (i = 0; i < n; i++) {
+		free(b[i].name);
+		for (k = 0; b[i].hosts != NULL && b[i].hosts[k] != NULL; k++)
+			free(b[i].hosts[k]);
+		free(b[i].hosts);
+		free(b[i].header_name);
+		free(b[i].format);
+	}
+	free(b);
+}
+
+static void
+named_secrets_free(struct named_secret *s, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
 		free(s[i].name);
 		secret_free(s[i].secret);
-		for (k = 0; s[i].hosts != NULL && s[i].hosts[k] != NULL; k++)
-			free(s[i].hosts[k]);
-		free(s[i].hosts);
-		free(s[i].header_name);
-		free(s[i].format);
 	}
 	free(s);
 }
@@ -1354,6 +1370,7 @@ config_free(struct config *cf)
 		}
 		named_secrets_free(o->agents, o->nagents);
 		named_secrets_free(o->secrets, o->nsecrets);
+		secret_bindings_free(o->bindings, o->nbindings);
 		if (o->environment != NULL) {
 			env_conf_clear(o->environment);
 			free(o->environment);
@@ -1413,14 +1430,14 @@ config_agent(const struct config *cf, const char *name)
 	return NULL;
 }
 
-const struct named_secret *
-org_named_secret(const struct org *o, const char *name)
+const struct secret_binding *
+org_secret_binding(const struct org *o, const char *name)
 {
 	size_t	 i;
 
-	for (i = 0; i < o->nsecrets; i++) {
-		if (strcmp(o->secrets[i].name, name) == 0)
-			return &o->secrets[i];
+	for (i = 0; i < o->nbindings; i++) {
+		if (strcmp(o->bindings[i].name, name) == 0)
+			return &o->bindings[i];
 	}
 	return NULL;
 }

@@ -117,7 +117,8 @@ drun_header_secrets_free(struct drun *r)
  * secret's hosts. Returns the placeholder.
  */
 static const char *
-drun_header_secret(struct drun *r, const struct named_secret *ns)
+drun_header_secret(struct drun *r, const char *name, const struct secret *sec,
+    const struct secret_binding *b)
 {
 	struct header_secret	*h;
 	unsigned char		 rnd[16];
@@ -127,21 +128,21 @@ drun_header_secret(struct drun *r, const struct named_secret *ns)
 	r->hs = xreallocarray(r->hs, r->nhs + 1, sizeof *r->hs);
 	h = &r->hs[r->nhs++];
 	memset(h, 0, sizeof *h);
-	h->name = xstrdup(ns->name);
-	h->value = xstrdup(ns->secret->value);
+	h->name = xstrdup(name);
+	h->value = xstrdup(sec->value);
 	/* Random per run: nothing in the sandbox says what the value is, or was elsewhere. */
 	random_bytes(rnd, sizeof rnd);
 	hex_encode(rnd, sizeof rnd, hex);
 	h->placeholder = xprintf("spur-secret-%s", hex);
-	for (k = 0; ns->hosts[k] != NULL; k++)
+	for (k = 0; b->hosts[k] != NULL; k++)
 		;
 	h->hosts = xcalloc(k + 1, sizeof *h->hosts);
-	for (k = 0; ns->hosts[k] != NULL; k++)
-		h->hosts[k] = xstrdup(ns->hosts[k]);
-	if (ns->header_name != NULL)
-		h->header_name = xstrdup(ns->header_name);
-	if (ns->format != NULL)
-		h->format = xstrdup(ns->format);
+	for (k = 0; b->hosts[k] != NULL; k++)
+		h->hosts[k] = xstrdup(b->hosts[k]);
+	if (b->header_name != NULL)
+		h->header_name = xstrdup(b->header_name);
+	if (b->format != NULL)
+		h->format = xstrdup(b->format);
 	return h->placeholder;
 }
 
@@ -799,7 +800,8 @@ drun_launch(struct drun *r)
 	struct engine		*e = r->d->engine;
 	struct agent_request	 req;
 	struct org		*org;
-	const struct named_secret *ns;
+	const struct secret_binding *b;
+	struct secret		*sec;
 	char			*cause = NULL;
 	size_t			 n = 0, i;
 	int			 rc;
@@ -828,13 +830,14 @@ drun_launch(struct drun *r)
 	drun_env_add(r, &n, xprintf("SPUR_SESSION=%s", r->session));
 	org = config_org(e->conf, r->org);
 	for (i = 0; r->a->secrets != NULL && r->a->secrets[i] != NULL; i++) {
-		if (org == NULL || (ns = org_named_secret(org, r->a->secrets[i])) == NULL ||
-		    ns->secret == NULL) {
+		if (org == NULL || (sec = org_secret(org, r->a->secrets[i])) == NULL) {
 			cause = xprintf("secret %s is no longer configured", r->a->secrets[i]);
 			goto fail;
 		}
-		if (drun_env_add(r, &n, xprintf("%s=%s", r->a->secrets[i], ns->hosts != NULL ?
-		    drun_header_secret(r, ns) : ns->secret->value)) != 0) {
+		/* A header secret: the sandbox gets its placeholder, the proxy its value. */
+		b = org_secret_binding(org, r->a->secrets[i]);
+		if (drun_env_add(r, &n, xprintf("%s=%s", r->a->secrets[i], b != NULL ?
+		    drun_header_secret(r, r->a->secrets[i], sec, b) : sec->value)) != 0) {
 			cause = xprintf("more than %d environment variables for the run",
 			    DISPATCH_ENV_MAX);
 			goto fail;
