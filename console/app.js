@@ -190,7 +190,12 @@
 			opts.headers['Content-Type'] = 'application/json';
 			opts.body = JSON.stringify(body);
 		}
-		r = await fetch(path, opts);
+		if (prefetched !== null && prefetched.path === path && method === 'GET') {
+			r = await prefetched.answer;
+			prefetched = null;
+		} else {
+			r = await fetch(path, opts);
+		}
 		/*
 		 * A session whose GitHub membership is an hour old is re-checked by
 		 * /console/api/me, and the org API answers 401 until then: ask it, then
@@ -407,6 +412,8 @@
 	async function runsPage(gen) {
 		var org = curOrg(), q = query(), filt = {}, autos = [];
 		var tbody = h('tbody', { id: 'runs' }), more, status, seen = {}, next = null, shown = 0;
+
+		setOrg(org);
 
 		['state', 'cause', 'automation', 'source'].forEach(function (k) { filt[k] = q.get(k) || ''; });
 		title('Runs');
@@ -1396,6 +1403,25 @@
 		return r.json();
 	}
 
+	/*
+	 * The runs page's first answer, asked for beside /console/api/me when the
+	 * org is known already (?org= or the last one chosen): the first screen
+	 * waits for one round trip, not two. api() takes it for that path, once.
+	 */
+	var prefetched = null;
+
+	function prefetch(p) {
+		var org = query().get('org'), q = query();
+
+		try { org = org || localStorage.getItem('spur.org'); } catch (e) { /* private mode */ }
+		prefetched = null;
+		if (!org || (p !== '/console' && p !== '/console/runs') || q.get('state') || q.get('automation'))
+			return;
+		prefetched = { path: '/o/' + enc(org) + '/runs?limit=' + PAGE };
+		prefetched.answer = fetch(prefetched.path, { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+		prefetched.answer.catch(quiet);
+	}
+
 	async function route() {
 		var p = location.pathname.replace(/\/+$/, '') || '/', gen, m;
 
@@ -1405,6 +1431,7 @@
 			if (p === '/console/login')
 				return await loginPage(gen);
 			if (me === null) {
+				prefetch(p);
 				me = await signedIn();
 				alive(gen);
 			}
