@@ -234,7 +234,7 @@ try:
         t.ok(stats["chars"] < 600000 and stats["note"] and "earlier" in stats["note"],
              "the page keeps the newest output (%d characters) and says how much it folded away" % stats["chars"],
              stats["note"])
-        worst = 1000 if not ASAN else 2000
+        worst = 1000
         t.ok(stats["gap"] < worst, "the page stayed responsive: no frame waited %d ms or more (worst %d ms)"
              % (worst, stats["gap"]), stats)
         check = b.do("eval", js="window.__newest()")
