@@ -74,6 +74,24 @@ int	 secrets_open(const unsigned char key[SECRETS_KEY_LEN], const char *aad,
 	     size_t aadlen, const unsigned char *nonce, size_t noncelen,
 	     const unsigned char *sealed, size_t sealedlen, char **value, size_t *len);
 
+/* secrets.key's 32 bytes (its reference read when the config left it unresolved). */
+int	 secrets_key_get(const struct config *, unsigned char key[SECRETS_KEY_LEN],
+	     char **cause);
+struct store_secret;
+/* Opens one row of the store; cause names the key and the secret when it does not. */
+int	 secrets_row_open(const struct config *, const unsigned char key[SECRETS_KEY_LEN],
+	     const struct store_secret *, char **value, size_t *len, char **cause);
+/* What a sealed secret may be called: an environment variable's name. */
+int	 secrets_name_valid(const char *);
+/*
+ * Seals value as org/name (kind header when hosts has any; header NULL: the
+ * default) under secrets.key: 0; -1 and cause naming the field for a bad
+ * request or a key that does not open what is sealed; -2 the store failed.
+ */
+int	 secrets_put(const struct config *, struct store *, const char *org,
+	     const char *name, const char *value, size_t len, char *const *hosts,
+	     const char *header, char **cause);
+
 /* A header line "Name: FORMAT" (FORMAT writes {value}): 0 when it is one. */
 int	 secrets_header_valid(const char *, char **cause);
 

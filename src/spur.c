@@ -3,6 +3,7 @@
 #include "automation.h"
 #include "cmd.h"
 #include "conf.h"
+#include "secrets.h"
 #include "store.h"
 #include "ytree.h"
 
@@ -171,7 +172,14 @@ cmd_load_errs(const char *path, int flags, struct config **confp,
 	size_t			 nerr = errs->nerrors;
 
 	conf = config_load(path, flags, errs);
+	/*
+	 * The store's sealed secrets before the automations that name them: with
+	 * the config's secrets resolved (serve, check, a reload) each is opened,
+	 * so a missing or wrong secrets.key stops the start here.
+	 */
 	if (conf != NULL && setp != NULL)
+		secrets_attach(conf, !(flags & CONFIG_UNRESOLVED), errs);
+	if (conf != NULL && setp != NULL && errs->nerrors == nerr)
 		set = automation_load(conf, conf->automations_dir, errs);
 	if (errs->nerrors != nerr) {
 		if (set != NULL)
