@@ -191,33 +191,25 @@ secrets_header_valid(const char *h, char **cause)
 	return 0;
 }
 
-/* secrets.key's 32 bytes, read from its reference when the config left it unresolved. */
 int
-secrets_key_get(const struct config *cf, unsigned char key[SECRETS_KEY_LEN], char **cause)
+secrets_key_from_ref(const char *dir, const char *ref, unsigned char key[SECRETS_KEY_LEN],
+    char **cause)
 {
-	const struct secret	*s = cf->secrets_key;
-	char			*data = NULL, *path, *why = NULL;
-	const char		*v;
-	size_t			 len = 0;
-	int			 rc;
+	char		*data = NULL, *path, *why = NULL;
+	const char	*v;
+	size_t		 len = 0;
+	int		 rc;
 
-	if (s == NULL) {
-		*cause = xprintf("secrets.key is not set in %s", cf->file);
-		return -1;
-	}
-	if (s->value != NULL)
-		rc = secrets_key_parse(s->value, s->len, key, &why);
-	else if (strncmp(s->ref, "env:", 4) == 0) {
-		if ((v = getenv(s->ref + 4)) == NULL || *v == '\0') {
-			*cause = xprintf("secrets.key (%s): environment variable %s is not set",
-			    s->ref, s->ref + 4);
+	if (strncmp(ref, "env:", 4) == 0 && ref[4] != '\0') {
+		if ((v = getenv(ref + 4)) == NULL || *v == '\0') {
+			*cause = xprintf("%s: environment variable %s is not set", ref, ref + 4);
 			return -1;
 		}
 		rc = secrets_key_parse(v, strlen(v), key, &why);
-	} else {
-		path = path_join(cf->dir, s->ref + 5);
+	} else if (strncmp(ref, "file:", 5) == 0 && ref[5] != '\0') {
+		path = path_join(dir, ref + 5);
 		if (read_file(path, SECRETS_KEY_FILE_MAX, &data, &len, &why) != 0) {
-			*cause = xprintf("secrets.key (%s): %s", s->ref, why);
+			*cause = xprintf("%s: %s", ref, why);
 			free(why);
 			free(path);
 			return -1;
@@ -230,11 +222,38 @@ secrets_key_get(const struct config *cf, unsigned char key[SECRETS_KEY_LEN], cha
 		rc = secrets_key_parse(data, len, key, &why);
 		explicit_bzero(data, len);
 		free(data);
+	} else {
+		*cause = xprintf("%s: must be a reference, env:NAME or file:PATH", ref);
+		return -1;
 	}
 	if (rc != 0) {
-		*cause = xprintf("secrets.key (%s): %s", s->ref, why);
+		*cause = xprintf("%s: %s", ref, why);
 		free(why);
 	}
+	return rc;
+}
+
+int
+secrets_key_get(const struct config *cf, unsigned char key[SECRETS_KEY_LEN], char **cause)
+{
+	const struct secret	*s = cf->secrets_key;
+	char			*why = NULL, *tmp;
+	int			 rc;
+
+	if (s == NULL) {
+		*cause = xprintf("secrets.key is not set in %s", cf->file);
+		return -1;
+	}
+	if (s->value != NULL) {
+		if ((rc = secrets_key_parse(s->value, s->len, key, &tmp)) != 0) {
+			why = xprintf("%s: %s", s->ref, tmp);
+			free(tmp);
+		}
+	} else
+		rc = secrets_key_from_ref(cf->dir, s->ref, key, &why);
+	if (rc != 0)
+		*cause = xprintf("secrets.key (%s)", why);
+	free(why);
 	return rc;
 }
 

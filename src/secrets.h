@@ -77,6 +77,9 @@ int	 secrets_open(const unsigned char key[SECRETS_KEY_LEN], const char *aad,
 /* secrets.key's 32 bytes (its reference read when the config left it unresolved). */
 int	 secrets_key_get(const struct config *, unsigned char key[SECRETS_KEY_LEN],
 	     char **cause);
+/* A key from a reference (env:NAME, file:PATH relative to dir). */
+int	 secrets_key_from_ref(const char *dir, const char *ref,
+	     unsigned char key[SECRETS_KEY_LEN], char **cause);
 struct store_secret;
 /* Opens one row of the store; cause names the key and the secret when it does not. */
 int	 secrets_row_open(const struct config *, const unsigned char key[SECRETS_KEY_LEN],

@@ -257,7 +257,7 @@ store_tx_begin(struct store *st, char **cause)
 }
 
 /* Ends a transaction without its writes when it is the outermost; nested, the outer one decides. */
-static void
+void
 store_tx_rollback(struct store *st)
 {
 	if (st->txdepth > 0 && --st->txdepth == 0)

@@ -62,6 +62,8 @@ const char	*store_path(const struct store *);
 /* A transaction; nested ones join the outermost (one commit, one fsync). */
 int		 store_tx_begin(struct store *, char **cause);
 int		 store_tx_commit(struct store *, char **cause);
+/* Ends one without its writes when it is the outermost; nested, the outer one decides. */
+void		 store_tx_rollback(struct store *);
 /*
  * This connection (the ingest writer's) commits events whose payloads are in
  * the payload log (plog.c; ingest_item.payload_seg), and syncs the log before
