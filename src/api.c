@@ -1513,7 +1513,8 @@ api_handle(struct engine *e, const struct api_req *req, api_done_cb done, void *
 		api_bad(c, "Idempotency-Key: must be 1 to %d characters", API_IDEM_MAX);
 		return;
 	}
-	if (req->len > 0 && strcmp(req->method, "POST") == 0) {
+	if (req->len > 0 && (strcmp(req->method, "POST") == 0 ||
+	    strcmp(req->method, "PUT") == 0)) {
 		if ((body = json_parse_bounded(req->body, req->len, API_JSON_DEPTH,
 		    &cause)) == NULL || !json_is_object(body)) {
 			/* Who may not see the route learns nothing from its body: routed first. */
