@@ -455,9 +455,9 @@ secrets_scrub_extra(const struct secret **out, size_t max)
 	return i;
 }
 
-/* The row of org/name unsealed: 0, 1 when there is none, -1 and cause. */
+/* The row of org/name of that kind unsealed: 0, 1 when there is none, -1 and cause. */
 static int
-secrets_unseal(struct engine *e, const char *org, const char *name,
+secrets_unseal(struct engine *e, const char *org, const char *name, const char *kind,
     struct store_secret *r, char **value, size_t *len, char **cause)
 {
 	unsigned char	 key[SECRETS_KEY_LEN];
@@ -467,6 +467,10 @@ secrets_unseal(struct engine *e, const char *org, const char *name,
 		if (rc < 0)
 			*cause = xprintf("sealed secret %s: the store cannot be read", name);
 		return rc;
+	}
+	if (strcmp(r->kind, kind) != 0) {
+		store_secret_clear(r);
+		return 1;
 	}
 	if (secrets_key_get(e->conf, key, cause) != 0) {
 		store_secret_clear(r);
@@ -491,15 +495,10 @@ secrets_env_value(struct engine *e, const char *org, const char *name, char **va
 	struct store_secret	 r;
 	int			 rc;
 
-	if ((rc = secrets_unseal(e, org, name, &r, value, len, cause)) != 0)
+	if ((rc = secrets_unseal(e, org, name, "env", &r, value, len, cause)) != 0)
 		return rc;
-	if (strcmp(r.kind, "env") != 0) {
-		secrets_wipe(*value, *len);
-		*value = NULL;
-		rc = 1;
-	}
 	store_secret_clear(&r);
-	return rc;
+	return 0;
 }
 
 void
@@ -565,7 +564,8 @@ secrets_for_run(struct engine *e, const char *org, char *const *names,
 		/* A configured name is the config's (spur check refuses one in both). */
 		if (o != NULL && org_secret(o, names[i]) != NULL)
 			continue;
-		if ((rc = secrets_unseal(e, org, names[i], &r, &value, &len, cause)) < 0) {
+		if ((rc = secrets_unseal(e, org, names[i], "header", &r, &value, &len,
+		    cause)) < 0) {
 			header_secrets_free(*out, *n);
 			*out = NULL;
 			*n = 0;
@@ -573,11 +573,6 @@ secrets_for_run(struct engine *e, const char *org, char *const *names,
 		}
 		if (rc == 1)
 			continue;
-		if (strcmp(r.kind, "header") != 0) {
-			secrets_wipe(value, len);
-			store_secret_clear(&r);
-			continue;
-		}
 		*out = xreallocarray(*out, *n + 1, sizeof **out);
 		memset(&(*out)[*n], 0, sizeof **out);
 		secrets_header_make(&(*out)[(*n)++], &r, value);
