@@ -456,17 +456,23 @@ valid_path(const char *p)
 	return 1;
 }
 
-/* A secret name the automation refers to must be one of its org's secrets. */
+/*
+ * A secret name the automation refers to must be one of its org's secrets;
+ * sealed ones (in the store) only where a run gets it, not for a hook's auth.
+ */
 static char *
 get_secret(struct aload *l, const struct ynode *n, const char *what)
 {
 	char	*s;
+	int	 run = strcmp(what, "secrets") == 0;
 
 	if ((s = get_string(l, n, what)) == NULL)
 		return NULL;
-	if (l->org != NULL && org_secret(l->org, s) == NULL) {
-		yerrs_node(l->errs, l->file, n, "secret \"%s\" is not defined in org \"%s\"",
-		    s, l->org->name);
+	if (l->org != NULL && (run ? !org_secret_known(l->org, s) :
+	    org_secret(l->org, s) == NULL)) {
+		yerrs_node(l->errs, l->file, n, "secret \"%s\" is not defined in org \"%s\"%s",
+		    s, l->org->name, run ? " (orgs.NAME.secrets, or sealed: spur secrets set)" :
+		    "");
 		free(s);
 		return NULL;
 	}

@@ -4,6 +4,7 @@
 #include "conf.h"
 #include "egress.h"
 #include "sandbox.h"
+#include "secrets.h"
 #include "serve.h"
 #include "store.h"
 
@@ -64,6 +65,9 @@ struct egress {
 	char			*libpath;	/* its --library-path */
 	struct sandbox_bind	 binds[SANDBOX_BINDS_MAX];
 	int			 dns_ref;
+	/* The run's header secrets (secrets.h), owned: what the proxy adds outside. */
+	struct header_secret	*hsecrets;
+	size_t			 nhsecrets;
 };
 
 /* One resolver for every run's proxy; it lives while any run has the network. */
@@ -603,5 +607,25 @@ egress_free(struct egress *eg)
 	}
 	free(eg->loader);
 	free(eg->libpath);
+	header_secrets_free(eg->hsecrets, eg->nhsecrets);
 	free(eg);
+}
+
+/*
+ * The run's header secrets, taken over (freed with the egress): the proxy's
+ * TLS interception reads them through egress_header_secrets.
+ */
+void
+egress_set_header_secrets(struct egress *eg, struct header_secret *hs, size_t n)
+{
+	header_secrets_free(eg->hsecrets, eg->nhsecrets);
+	eg->hsecrets = hs;
+	eg->nhsecrets = n;
+}
+
+const struct header_secret *
+egress_header_secrets(const struct egress *eg, size_t *n)
+{
+	*n = eg != NULL ? eg->nhsecrets : 0;
+	return eg != NULL ? eg->hsecrets : NULL;
 }
