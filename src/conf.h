@@ -62,17 +62,6 @@ struct named_secret {
 	struct secret	*secret;
 };
 
-/*
- * A header secret (SPEC 15: orgs.NAME.secrets.X: { value, hosts, header }):
- * the secret of that name goes into requests to hosts, never into the sandbox.
- */
-struct secret_binding {
-	char		*name;
-	char		**hosts;	/* NULL-terminated names or addresses */
-	char		*header_name;	/* NULL: Authorization */
-	char		*format;	/* NULL: Bearer {value} */
-};
-
 struct org {
 	char			*name;
 	struct org_github	*github;	/* NULL when not configured */
@@ -82,8 +71,9 @@ struct org {
 	size_t			 nagents;
 	struct named_secret	*secrets;	/* automation-visible secrets */
 	size_t			 nsecrets;
-	struct secret_binding	*bindings;	/* those of them that are header secrets */
-	size_t			 nbindings;
+	/* Sealed in the store (secrets.c secrets_attach): names, values once unsealed. */
+	struct named_secret	*sealed;
+	size_t			 nsealed;
 	struct env_conf		*environment;	/* the automations' default (env.h); NULL: none */
 	struct org_api		*api;		/* NULL when not configured */
 	struct org_console	*console;	/* NULL: no sign-in with GitHub for it */
@@ -138,6 +128,8 @@ struct config {
 	} sandbox;
 	struct agent_conf	*agents;
 	size_t			 nagents;
+	/* secrets.key: seals the store's secrets (64 hex digits); NULL: none */
+	struct secret		*secrets_key;
 	struct org		*orgs;
 	size_t			 norgs;
 };
@@ -157,9 +149,11 @@ struct org		*config_org(const struct config *, const char *);
 char			*config_api_url(const struct org *, const char *source);
 const struct agent_conf	*config_agent(const struct config *, const char *);
 struct secret		*org_secret(const struct org *, const char *);
-/* The secret's hosts and header when it is a header secret; NULL: an env secret. */
-const struct secret_binding *org_secret_binding(const struct org *, const char *);
 struct secret		*org_agent_key(const struct org *, const char *);
+/* Whether an automation may name it: configured in orgs.NAME.secrets or sealed in the store. */
+int			 org_secret_known(const struct org *, const char *);
+/* Frees a secret (its value wiped). */
+void			 secret_free(struct secret *);
 /* Every resolved secret value of the config, for tests and log scrubbing. */
 size_t			 config_secrets(const struct config *, const struct secret **, size_t);
 

@@ -4,6 +4,7 @@
 #include "conf.h"
 #include "github-app.h"
 #include "sandbox.h"
+#include "secrets.h"
 #include "ytree.h"
 
 #include <ctype.h>
@@ -144,8 +145,8 @@ cfg_url(struct cfgctx *c, const struct ynode *n, const char *what, char **out)
 
 /* The keys of each mapping, for "did you mean" when a key is not one of them. */
 static const char *const top_keys[] = { "listen", "data_dir", "automations", "public_url",
-	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports", "egress",
-	NULL };
+	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports",
+	"secrets", "egress", NULL };
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
 	"idle", "buffered", "request", "runs", "queue", "drain", NULL };
 static const char *const sandbox_keys[] = { "backend", "user", "timeout", "memory", "pids",
@@ -163,6 +164,7 @@ static const char *const org_keys[] = { "github", "slack", "linear", "agents", "
 static const char *const org_agent_keys[] = { "api_key", NULL };
 static const char *const retention_keys[] = { "events", "run_files", NULL };
 static const char *const git_keys[] = { "author_name", "author_email", NULL };
+static const char *const secrets_keys[] = { "key", NULL };
 
 static void
 cfg_unknown(struct cfgctx *c, const struct ynode *m, size_t i, const char *where,
@@ -176,7 +178,7 @@ cfg_unknown(struct cfgctx *c, const struct ynode *m, size_t i, const char *where
 	    hint != NULL ? "\"?)" : "");
 }
 
-static void
+void
 secret_free(struct secret *s)
 {
 	if (s == NULL)
@@ -842,69 +844,6 @@ cfg_egress(struct cfgctx *c, struct config *cf, const struct ynode *m)
 	}
 }
 
-static const char *const secret_keys[] = { "value", "hosts", "header", NULL };
-
-/*
- * A header secret: { value: REF, hosts: [HOST...], header: 'NAME: FORMAT' }
- * (SPEC section 15): the run's proxy puts it into the requests to its hosts.
- */
-static void
-cfg_header_secret(struct cfgctx *c, struct named_secret *ns, struct secret_binding *b,
-    const struct ynode *m)
-{
-	const struct ynode	*n;
-	const char		*h, *colon;
-	char			**h2;
-	size_t			 i;
-	int			 valued = 0;
-
-	for (i = 0; i < m->n; i++) {
-		const char	*k = ymap_key(m, i);
-
-		n = ymap_value(m, i);
-		if (strcmp(k, "value") == 0) {
-			valued = 1;
-			ns->secret = cfg_secret(c, n, ns->name);
-		}
-		else if (strcmp(k, "hosts") == 0) {
-			if (b->hosts != NULL || (b->hosts = cfg_argv(c, n, "hosts")) == NULL)
-				continue;
-			/* Exact names or addresses: the proxy's CA may sign for these only. */
-			for (h2 = b->hosts; *h2 != NULL; h2++) {
-				if (**h2 == '\0' || strspn(*h2, "abcdefghijklmnopqrstuvwxyz"
-				    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:") != strlen(*h2))
-					cfg_error(c, n, "secret %s: host \"%s\" must be a name or "
-					    "an address (no port, no wildcard)", ns->name, *h2);
-			}
-		} else if (strcmp(k, "header") == 0) {
-			if ((h = cfg_scalar(c, n, "header")) == NULL)
-				continue;
-			colon = strchr(h, ':');
-			free(b->header_name);
-			free(b->format);
-			b->header_name = xstrndup(h, colon != NULL ? (size_t)(colon - h) :
-			    strlen(h));
-			b->format = NULL;
-			if (colon != NULL) {
-				colon++;
-				colon += strspn(colon, " ");
-				b->format = xstrdup(colon);
-			}
-			if (*b->header_name == '\0' || strspn(b->header_name,
-			    "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz"
-			    "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(b->header_name) ||
-			    (b->format != NULL && strstr(b->format, "{value}") == NULL))
-				cfg_error(c, n, "\"header\" must be 'NAME: FORMAT' with {value} "
-				    "in FORMAT");
-		} else
-			cfg_unknown(c, m, i, "secret", secret_keys);
-	}
-	if (!valued)
-		cfg_error(c, m, "secret %s needs a value (env:NAME or file:PATH)", ns->name);
-	if (b->hosts == NULL)
-		cfg_error(c, m, "secret %s: a header secret needs hosts", ns->name);
-}
-
 static void
 cfg_org_secrets(struct cfgctx *c, struct org *o, const struct ynode *m)
 {
@@ -913,7 +852,6 @@ cfg_org_secrets(struct cfgctx *c, struct org *o, const struct ynode *m)
 	if (!cfg_is_map(c, m, "secrets"))
 		return;
 	o->secrets = xcalloc(m->n, sizeof *o->secrets);
-	o->bindings = xcalloc(m->n, sizeof *o->bindings);
 	for (i = 0; i < m->n; i++) {
 		const char	*name = ymap_key(m, i);
 		const char	*p;
@@ -928,13 +866,7 @@ cfg_org_secrets(struct cfgctx *c, struct org *o, const struct ynode *m)
 			continue;
 		}
 		o->secrets[o->nsecrets].name = xstrdup(name);
-		if (ymap_value(m, i) != NULL && ymap_value(m, i)->type == YNODE_MAP) {
-			o->bindings[o->nbindings].name = xstrdup(name);
-			cfg_header_secret(c, &o->secrets[o->nsecrets], &o->bindings[o->nbindings],
-			    ymap_value(m, i));
-			o->nbindings++;
-		} else
-			o->secrets[o->nsecrets].secret = cfg_secret(c, ymap_value(m, i), name);
+		o->secrets[o->nsecrets].secret = cfg_secret(c, ymap_value(m, i), name);
 		o->nsecrets++;
 	}
 }
@@ -1167,6 +1099,39 @@ cfg_host(struct cfgctx *c, const struct config *cf, const struct ynode *root)
 	}
 }
 
+/*
+ * secrets: {key: REF}: the key the store's sealed secrets are sealed under
+ * (secrets.c), 32 random bytes written as 64 hex digits; anything else is
+ * refused here, before a value is ever sealed or opened with it.
+ */
+static void
+cfg_secrets_key(struct cfgctx *c, struct config *cf, const struct ynode *m)
+{
+	unsigned char	 key[SECRETS_KEY_LEN];
+	char		*cause = NULL;
+	size_t		 i;
+
+	if (!cfg_is_map(c, m, "secrets"))
+		return;
+	for (i = 0; i < m->n; i++) {
+		if (strcmp(ymap_key(m, i), "key") != 0) {
+			cfg_unknown(c, m, i, "secrets", secrets_keys);
+			continue;
+		}
+		secret_free(cf->secrets_key);
+		if ((cf->secrets_key = cfg_secret(c, ymap_value(m, i), "secrets.key")) == NULL ||
+		    cf->secrets_key->value == NULL)
+			continue;
+		if (secrets_key_parse(cf->secrets_key->value, cf->secrets_key->len, key,
+		    &cause) != 0) {
+			cfg_error(c, ymap_value(m, i), "\"secrets.key\" (%s): %s",
+			    cf->secrets_key->ref, cause);
+			free(cause);
+		}
+		explicit_bzero(key, sizeof key);
+	}
+}
+
 const char *
 config_default_path(void)
 {
@@ -1226,6 +1191,8 @@ config_load(const char *path, int flags, struct yerrs *errs)
 			    &cf->schedule_catch_up, 0);
 		else if (strcmp(k, "reports") == 0)
 			cfg_simple_section(&c, n, "reports", "give_up", &cf->report_give_up, 1);
+		else if (strcmp(k, "secrets") == 0)
+			cfg_secrets_key(&c, cf, n);
 		else if (strcmp(k, "egress") == 0)
 			cfg_egress(&c, cf, n);
 		else
@@ -1259,22 +1226,6 @@ out:
 		return NULL;
 	}
 	return cf;
-}
-
-static void
-secret_bindings_free(struct secret_binding *b, size_t n)
-{
-	size_t	 i, k;
-
-	for (i = 0; i < n; i++) {
-		free(b[i].name);
-		for (k = 0; b[i].hosts != NULL && b[i].hosts[k] != NULL; k++)
-			free(b[i].hosts[k]);
-		free(b[i].hosts);
-		free(b[i].header_name);
-		free(b[i].format);
-	}
-	free(b);
 }
 
 static void
@@ -1345,6 +1296,7 @@ config_free(struct config *cf)
 		free(cf->agents[i].api_url);
 	}
 	free(cf->agents);
+	secret_free(cf->secrets_key);
 	for (i = 0; i < cf->norgs; i++) {
 		struct org *o = &cf->orgs[i];
 		free(o->name);
@@ -1370,7 +1322,7 @@ config_free(struct config *cf)
 		}
 		named_secrets_free(o->agents, o->nagents);
 		named_secrets_free(o->secrets, o->nsecrets);
-		secret_bindings_free(o->bindings, o->nbindings);
+		named_secrets_free(o->sealed, o->nsealed);
 		if (o->environment != NULL) {
 			env_conf_clear(o->environment);
 			free(o->environment);
@@ -1430,18 +1382,6 @@ config_agent(const struct config *cf, const char *name)
 	return NULL;
 }
 
-const struct secret_binding *
-org_secret_binding(const struct org *o, const char *name)
-{
-	size_t	 i;
-
-	for (i = 0; i < o->nbindings; i++) {
-		if (strcmp(o->bindings[i].name, name) == 0)
-			return &o->bindings[i];
-	}
-	return NULL;
-}
-
 struct secret *
 org_secret(const struct org *o, const char *name)
 {
@@ -1452,6 +1392,20 @@ org_secret(const struct org *o, const char *name)
 			return o->secrets[i].secret;
 	}
 	return NULL;
+}
+
+int
+org_secret_known(const struct org *o, const char *name)
+{
+	size_t	 i;
+
+	if (org_secret(o, name) != NULL)
+		return 1;
+	for (i = 0; i < o->nsealed; i++) {
+		if (strcmp(o->sealed[i].name, name) == 0)
+			return 1;
+	}
+	return 0;
 }
 
 struct secret *
@@ -1502,6 +1456,11 @@ config_secrets(const struct config *cf, const struct secret **out, size_t max)
 			n = config_secrets_add(out, max, n, o->agents[j].secret);
 		for (j = 0; j < o->nsecrets; j++)
 			n = config_secrets_add(out, max, n, o->secrets[j].secret);
+		for (j = 0; j < o->nsealed; j++) {
+			if (o->sealed[j].secret->value != NULL)
+				n = config_secrets_add(out, max, n, o->sealed[j].secret);
+		}
 	}
+	n = config_secrets_add(out, max, n, cf->secrets_key);
 	return n;
 }

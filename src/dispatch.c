@@ -5,7 +5,6 @@
 #include "conf.h"
 #include "dispatch.h"
 #include "egress.h"
-#include "intercept.h"
 #include "env.h"
 #include "event.h"
 #include "prompt.h"
@@ -14,6 +13,7 @@
 #include "run.h"
 #include "sandbox.h"
 #include "scrub.h"
+#include "secrets.h"
 #include "serve.h"
 #include "store.h"
 
@@ -48,6 +48,9 @@ struct drun {
 	char			*home;
 	char			*artifacts;
 	char			*prompt;
+	/* Its header secrets until its egress takes them (secrets.h). */
+	struct header_secret	*hsecrets;
+	size_t			 nhsecrets;
 	struct automation	*a;
 	const struct agent	*agent;
 	char			**argv;
@@ -63,8 +66,6 @@ struct drun {
 	int			 joined;	/* the run joined its thread's live session */
 	int			 cloned;	/* it has a repository to prepare first */
 	struct egress		*egress;	/* the run's network (egress.c) */
-	struct header_secret	*hs;		/* its header secrets (intercept.h) */
-	size_t			 nhs;
 	struct repo_job		*repo;		/* clone before, push after (repo.c) */
 	json_t			*event;		/* its event, until the agent starts */
 	struct env_job		*envjob;	/* its caches and setup (env.c) */
@@ -90,63 +91,6 @@ static void	drun_agent(struct drun *, int);
 static void	drun_setup_cb(int, const char *, void *);
 
 static void
-drun_header_secrets_free(struct drun *r)
-{
-	struct header_secret	*h;
-	size_t			 i, k;
-
-	for (i = 0; i < r->nhs; i++) {
-		h = &r->hs[i];
-		free(h->name);
-		freezero_str(h->value);
-		free(h->placeholder);
-		for (k = 0; h->hosts[k] != NULL; k++)
-			free(h->hosts[k]);
-		free(h->hosts);
-		free(h->header_name);
-		free(h->format);
-	}
-	free(r->hs);
-	r->hs = NULL;
-	r->nhs = 0;
-}
-
-/*
- * A header secret (SPEC 15): the sandbox gets a placeholder in its variable;
- * the value goes to the run's proxy, which puts it into the requests to the
- * secret's hosts. Returns the placeholder.
- */
-static const char *
-drun_header_secret(struct drun *r, const char *name, const struct secret *sec,
-    const struct secret_binding *b)
-{
-	struct header_secret	*h;
-	unsigned char		 rnd[16];
-	char			 hex[33];
-	size_t			 k;
-
-	r->hs = xreallocarray(r->hs, r->nhs + 1, sizeof *r->hs);
-	h = &r->hs[r->nhs++];
-	memset(h, 0, sizeof *h);
-	h->name = xstrdup(name);
-	h->value = xstrdup(sec->value);
-	/* Random per run: nothing in the sandbox says what the value is, or was elsewhere. */
-	random_bytes(rnd, sizeof rnd);
-	hex_encode(rnd, sizeof rnd, hex);
-	h->placeholder = xprintf("spur-secret-%s", hex);
-	for (k = 0; b->hosts[k] != NULL; k++)
-		;
-	h->hosts = xcalloc(k + 1, sizeof *h->hosts);
-	for (k = 0; b->hosts[k] != NULL; k++)
-		h->hosts[k] = xstrdup(b->hosts[k]);
-	if (b->header_name != NULL)
-		h->header_name = xstrdup(b->header_name);
-	if (b->format != NULL)
-		h->format = xstrdup(b->format);
-	return h->placeholder;
-}
-
-static void
 drun_free(struct drun *r)
 {
 	size_t	 i;
@@ -154,12 +98,12 @@ drun_free(struct drun *r)
 	if (r->sb != NULL)
 		sandbox_free(r->sb);
 	env_job_free(r->envjob);
+	header_secrets_free(r->hsecrets, r->nhsecrets);
 	if (r->repo != NULL)
 		repo_job_free(r->repo);
 	json_decref(r->event);
 	if (r->egress != NULL)
 		egress_free(r->egress);
-	drun_header_secrets_free(r);
 	agent_result_clear(&r->res);
 	if (r->stream != NULL)
 		agent_stream_free(r->stream);
@@ -793,6 +737,35 @@ drun_start_failed(struct drun *r, char *cause)
 	free(cause);
 }
 
+/*
+ * "NAME=VALUE" of one secret the run asks for: a configured one, a header
+ * secret's placeholder, or a sealed env secret unsealed. NULL and cause.
+ */
+static char *
+drun_secret_env(struct drun *r, const struct org *org, const char *name, char **cause)
+{
+	struct secret	*sec;
+	char		*value, *kv;
+	size_t		 i, len;
+	int		 rc;
+
+	if (org != NULL && (sec = org_secret(org, name)) != NULL)
+		return xprintf("%s=%s", name, sec->value);
+	for (i = 0; i < r->nhsecrets; i++) {
+		if (strcmp(r->hsecrets[i].name, name) == 0)
+			return xprintf("%s=%s", name, r->hsecrets[i].placeholder);
+	}
+	if ((rc = secrets_env_value(r->d->engine, r->org, name, &value, &len, cause)) != 0) {
+		if (rc > 0)
+			*cause = xprintf("secret %s is no longer configured", name);
+		return NULL;
+	}
+	kv = xprintf("%s=%s", name, value);
+	explicit_bzero(value, len);
+	free(value);
+	return kv;
+}
+
 /* Builds the agent's argv and environment and starts the sandbox. */
 static void
 drun_launch(struct drun *r)
@@ -800,9 +773,7 @@ drun_launch(struct drun *r)
 	struct engine		*e = r->d->engine;
 	struct agent_request	 req;
 	struct org		*org;
-	const struct secret_binding *b;
-	struct secret		*sec;
-	char			*cause = NULL;
+	char			*cause = NULL, *kv;
 	size_t			 n = 0, i;
 	int			 rc;
 
@@ -829,15 +800,14 @@ drun_launch(struct drun *r)
 	drun_env_add(r, &n, xprintf("SPUR_RUN=%s", r->id));
 	drun_env_add(r, &n, xprintf("SPUR_SESSION=%s", r->session));
 	org = config_org(e->conf, r->org);
+	/* Header secrets stay outside: the run's variable holds a placeholder (secrets.c). */
+	if (secrets_for_run(e, r->org, r->a->secrets, &r->hsecrets, &r->nhsecrets,
+	    &cause) != 0)
+		goto fail;
 	for (i = 0; r->a->secrets != NULL && r->a->secrets[i] != NULL; i++) {
-		if (org == NULL || (sec = org_secret(org, r->a->secrets[i])) == NULL) {
-			cause = xprintf("secret %s is no longer configured", r->a->secrets[i]);
+		if ((kv = drun_secret_env(r, org, r->a->secrets[i], &cause)) == NULL)
 			goto fail;
-		}
-		/* A header secret: the sandbox gets its placeholder, the proxy its value. */
-		b = org_secret_binding(org, r->a->secrets[i]);
-		if (drun_env_add(r, &n, xprintf("%s=%s", r->a->secrets[i], b != NULL ?
-		    drun_header_secret(r, r->a->secrets[i], sec, b) : sec->value)) != 0) {
+		if (drun_env_add(r, &n, kv) != 0) {
 			cause = xprintf("more than %d environment variables for the run",
 			    DISPATCH_ENV_MAX);
 			goto fail;
@@ -881,9 +851,13 @@ drun_agent(struct drun *r, int phase)
 	for (n = 0; r->env[n] != NULL; n++)
 		;
 	/* The run's network: proxy and model gateway, binds, env and a forwarder (egress.c). */
-	if (egress_attach(e, r->id, r->org, r->a, r->hs, r->nhs, r->home, &r->spec, r->env, &n,
-	    DISPATCH_ENV_MAX, &r->argv, &r->egress, &cause) != 0)
+	if (egress_attach(e, r->id, r->org, r->a, r->hsecrets, r->nhsecrets, r->home, &r->spec,
+	    r->env, &n, DISPATCH_ENV_MAX, &r->argv, &r->egress, &cause) != 0)
 		goto fail;
+	/* The run's proxy holds its header secrets now (intercept.c): these copies go. */
+	header_secrets_free(r->hsecrets, r->nhsecrets);
+	r->hsecrets = NULL;
+	r->nhsecrets = 0;
 	r->spec.argv = r->argv;
 	r->spec.env = r->env;
 	r->stream = agent_stream_create(r->agent);

@@ -649,3 +649,4 @@ egress_free(struct egress *eg)
 	free(eg->libpath);
 	free(eg);
 }
+

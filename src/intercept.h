@@ -5,21 +5,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "secrets.h"	/* struct header_secret: a run's, values unsealed */
+
 struct bufferevent;
 
-/*
- * A secret put into the requests to its hosts by the run's proxy; the sandbox
- * holds only the placeholder (in the variable called name).
- */
-struct header_secret {
-	char	*name;
-	char	*value;
-	char	*placeholder;
-	char	**hosts;	/* NULL-terminated: names or literal addresses */
-	char	*header_name;	/* NULL: Authorization */
-	char	*format;	/* {value} is the secret; NULL: "Bearer {value}" */
-};
-
+/* When a header secret names no header (secrets.h's default, split). */
 #define INTERCEPT_HEADER	"Authorization"
 #define INTERCEPT_FORMAT	"Bearer {value}"
 
