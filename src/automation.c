@@ -2089,9 +2089,12 @@ automation_to_json(const struct automation *a)
 	json_object_set_new(j, "secrets", json_str_list(a->secrets));
 	json_object_set_new(j, "network", json_pack("{s:o}", "allow",
 	    json_str_list(a->network_allow)));
-	json_object_set_new(j, "pull_request", json_pack("{s:b,s:o,s:o}", "draft",
-	    a->pull_request.draft, "reviewers", json_str_list(a->pull_request.reviewers),
-	    "labels", json_str_list(a->pull_request.labels)));
+	/* Only when it says something: snapshots of runs without it stay as they were. */
+	if (a->pull_request.draft || a->pull_request.reviewers != NULL ||
+	    a->pull_request.labels != NULL)
+		json_object_set_new(j, "pull_request", json_pack("{s:b,s:o,s:o}", "draft",
+		    a->pull_request.draft, "reviewers", json_str_list(a->pull_request.reviewers),
+		    "labels", json_str_list(a->pull_request.labels)));
 	json_object_set_new(j, "timeout", json_integer(a->timeout));
 	json_object_set_new(j, "concurrency", json_pack("{s:s,s:s}",
 	    "key", conc_key_names[a->conc_key], "on_busy", on_busy_names[a->on_busy]));
