@@ -190,7 +190,12 @@
 			opts.headers['Content-Type'] = 'application/json';
 			opts.body = JSON.stringify(body);
 		}
-		r = await fetch(path, opts);
+		if (prefetched !== null && prefetched.path === path && method === 'GET') {
+			r = await prefetched.answer;
+			prefetched = null;
+		} else {
+			r = await fetch(path, opts);
+		}
 		/*
 		 * A session whose GitHub membership is an hour old is re-checked by
 		 * /console/api/me, and the org API answers 401 until then: ask it, then
@@ -408,6 +413,8 @@
 		var org = curOrg(), q = query(), filt = {}, autos = [];
 		var tbody = h('tbody', { id: 'runs' }), more, status, seen = {}, next = null, shown = 0;
 
+		setOrg(org);
+
 		['state', 'cause', 'automation', 'source'].forEach(function (k) { filt[k] = q.get(k) || ''; });
 		title('Runs');
 		chrome('Runs');
@@ -582,45 +589,161 @@
 	 * tool calls (a tool's result folded into its call); anything else is
 	 * plain text.
 	 */
+	/*
+	 * What the box keeps: an agent writing 1 MB a minute would otherwise make one
+	 * text the browser lays out again, whole, on every append. Output arriving is
+	 * read once per animation frame; plain lines go into blocks of at most
+	 * OUT_BLOCK characters, and past OUT_KEEP characters the oldest blocks leave
+	 * the page (kept as text: a button puts them back).
+	 */
+	var OUT_BLOCK = 16 * 1024, OUT_KEEP = 256 * 1024;
+
 	function Output(box) {
 		this.box = box;
 		this.rest = '';
+		this.pending = '';		/* arrived, not yet read */
+		this.timer = null;
+		this.frame = null;
+		this.stopped = false;
 		this.plainText = null;		/* the text node plain lines are added to */
+		this.plainLen = 0;
 		this.tools = {};		/* tool call id -> its <details> */
 		this.bytes = 0;
+		this.kept = [];			/* [node, characters] in the box, oldest first */
+		this.keptLen = 0;
+		this.folded = [];		/* the text of the nodes that left */
+		this.foldedLen = 0;
+		this.foldedLines = 0;
+		this.note = null;
+		this.keepAll = false;
 	}
 
 	Output.prototype.feed = function (text) {
-		var s = this.rest + text, at = 0, nl, stick = this.box.scrollHeight - this.box.scrollTop - this.box.clientHeight < 40;
+		var self = this;
 
 		this.bytes += text.length;
+		this.pending += text;
+		if (this.frame !== null || this.timer !== null)
+			return;
+		/* A hidden tab has no frames: the timer reads it then. */
+		this.frame = window.requestAnimationFrame(function () { self.flush(); });
+		this.timer = setTimeout(function () { self.flush(); }, 250);
+	};
+
+	Output.prototype.flush = function () {
+		var s, at = 0, nl, stick;
+
+		if (this.frame !== null)
+			window.cancelAnimationFrame(this.frame);
+		if (this.timer !== null)
+			clearTimeout(this.timer);
+		this.frame = this.timer = null;
+		if (this.stopped || this.pending === '')
+			return;
+		stick = this.box.scrollHeight - this.box.scrollTop - this.box.clientHeight < 40;
+		s = this.rest + this.pending;
+		this.pending = '';
 		while ((nl = s.indexOf('\n', at)) >= 0) {
 			this.line(s.slice(at, nl));
 			at = nl + 1;
 		}
 		this.rest = s.slice(at);
+		this.trim();
 		if (stick)
 			this.box.scrollTop = this.box.scrollHeight;
 	};
 
 	Output.prototype.end = function () {
+		this.flush();
 		if (this.rest !== '')
 			this.line(this.rest);
 		this.rest = '';
+		this.trim();
+	};
+
+	/* A new Output takes the box (a stream read again from its start). */
+	Output.prototype.stop = function () {
+		this.stopped = true;
+		this.pending = '';
+	};
+
+	Output.prototype.count = function (node, n) {
+		var last = this.kept[this.kept.length - 1];
+
+		if (last && last[0] === node)
+			last[1] += n;
+		else
+			this.kept.push([node, n]);
+		this.keptLen += n;
+	};
+
+	/* A node already kept grew (a tool call's result joined it). */
+	Output.prototype.grew = function (node, n) {
+		var i;
+
+		for (i = this.kept.length - 1; i >= 0; i--) {
+			if (this.kept[i][0] === node) {
+				this.kept[i][1] += n;
+				this.keptLen += n;
+				return;
+			}
+		}
+	};
+
+	/* The oldest nodes leave the page while it holds more than OUT_KEEP characters. */
+	Output.prototype.trim = function () {
+		var self = this, k, text;
+
+		while (!this.keepAll && this.keptLen > OUT_KEEP && this.kept.length > 1) {
+			k = this.kept.shift();
+			this.keptLen -= k[1];
+			text = k[0].textContent;
+			this.folded.push(text);
+			this.foldedLen += text.length;
+			this.foldedLines += text.split('\n').length - 1;
+			k[0].remove();
+			if (k[0] === this.plainPre)
+				this.plainText = null;
+		}
+		if (this.folded.length === 0)
+			return;
+		if (this.note === null) {
+			this.note = h('div', { class: 'o-folded' }, h('span'), ' ',
+			    h('button', { type: 'button', class: 'link', id: 'output-earlier', onclick: function () { self.unfold(); } },
+				'Show it'));
+			this.box.insertBefore(this.note, this.box.firstChild);
+		}
+		this.note.firstChild.textContent = bytes(this.foldedLen) + ' of earlier output (' +
+		    this.foldedLines.toLocaleString('en') + ' lines) is not shown, to keep this page fast.';
+	};
+
+	/* Asked for: the earlier output back, as text, and nothing leaves from now on. */
+	Output.prototype.unfold = function () {
+		var pre = h('pre', { class: 'o-plain o-earlier' }, this.folded.join(''));
+
+		this.keepAll = true;
+		this.box.replaceChild(pre, this.note);
+		this.note = null;
+		this.folded = [];
 	};
 
 	Output.prototype.put = function (node) {
 		this.plainText = null;
 		this.box.appendChild(node);
+		this.count(node, node.textContent.length);
 		return node;
 	};
 
 	Output.prototype.plain = function (line) {
-		if (this.plainText === null) {
+		if (this.plainText === null || this.plainLen > OUT_BLOCK) {
 			this.plainText = document.createTextNode('');
-			this.box.appendChild(h('pre', { class: 'o-plain' }, this.plainText));
+			this.plainPre = h('pre', { class: 'o-plain' }, this.plainText);
+			this.plainLen = 0;
+			this.box.appendChild(this.plainPre);
 		}
 		this.plainText.appendData(line + '\n');
+		this.plainLen += line.length + 1;
+		this.count(this.plainPre, line.length + 1);
 	};
 
 	Output.prototype.line = function (line) {
@@ -671,6 +794,7 @@
 			return;
 		}
 		add(d, node);
+		this.grew(d, node.textContent.length);
 		if (isError)
 			d.classList.add('o-failed');
 	};
@@ -915,6 +1039,7 @@
 						signedIn().then(function (m) {
 							alive(gen);
 							me = m;
+							out.stop();
 							out = new Output(clear(outBox));
 							stream();
 						}).catch(quiet);
@@ -980,8 +1105,10 @@
 				['reason', run.reason],
 				['repository', run.repository],
 				['thread', run.thread],
-				['session', run.session ? h('a', { href: withOrg('/console/sessions/' + enc(run.session), org), 'data-nav': true },
-				    run.session) : null],
+				/* An API session is its thread (api:ses_…); run.session is the sandbox's. */
+				['API session', /^api:ses_/.test(run.thread || '') ? h('a', { href: withOrg('/console/sessions/' +
+				    enc(run.thread.slice(4)), org), 'data-nav': true, id: 'run-api-session' }, run.thread.slice(4)) : null],
+				['sandbox session', run.session],
 				['retry of', run.retry_of ? h('a', { href: runHref(run.retry_of, org), 'data-nav': true }, run.retry_of) : null],
 				['pull request', pr ? ext(pr) : null],
 				['proof', run.proof && !pr ? ext(run.proof) : null],
@@ -1276,6 +1403,25 @@
 		return r.json();
 	}
 
+	/*
+	 * The runs page's first answer, asked for beside /console/api/me when the
+	 * org is known already (?org= or the last one chosen): the first screen
+	 * waits for one round trip, not two. api() takes it for that path, once.
+	 */
+	var prefetched = null;
+
+	function prefetch(p) {
+		var org = query().get('org'), q = query();
+
+		try { org = org || localStorage.getItem('spur.org'); } catch (e) { /* private mode */ }
+		prefetched = null;
+		if (!org || (p !== '/console' && p !== '/console/runs') || q.get('state') || q.get('automation'))
+			return;
+		prefetched = { path: '/o/' + enc(org) + '/runs?limit=' + PAGE };
+		prefetched.answer = fetch(prefetched.path, { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+		prefetched.answer.catch(quiet);
+	}
+
 	async function route() {
 		var p = location.pathname.replace(/\/+$/, '') || '/', gen, m;
 
@@ -1285,6 +1431,7 @@
 			if (p === '/console/login')
 				return await loginPage(gen);
 			if (me === null) {
+				prefetch(p);
 				me = await signedIn();
 				alive(gen);
 			}

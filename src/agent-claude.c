@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "agent.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /*
@@ -87,10 +88,88 @@ claude_line(struct agent_stream *s, const json_t *j)
 	}
 }
 
+/* A tool_result's content: a string, or an array of text (and image) blocks. */
+static char *
+claude_result_text(const json_t *content)
+{
+	struct buf	 b;
+	json_t		*part;
+	const char	*text;
+	size_t		 i;
+
+	if (json_is_string(content))
+		return xstrdup(json_string_value(content));
+	buf_init(&b, 0);
+	json_array_foreach(content, i, part) {
+		if ((text = agent_json_str(part, "text")) != NULL)
+			(void)buf_addf(&b, "%s%s", b.len > 0 ? "\n" : "", text);
+	}
+	return buf_take(&b);
+}
+
+/* The transcript: init, the assistant's blocks, the tool results the user turns carry, the result. */
+static void
+claude_render(struct transcript *t, const json_t *j)
+{
+	const char	*type, *ptype, *v;
+	json_t		*content, *part, *errors;
+	size_t		 i;
+	char		*text;
+
+	if ((type = agent_json_str(j, "type")) == NULL)
+		return;
+	if (strcmp(type, "system") == 0) {
+		if ((v = agent_json_str(j, "subtype")) != NULL && strcmp(v, "init") == 0)
+			transcript_note(t, "claude session %s, model %s",
+			    (v = agent_json_str(j, "session_id")) != NULL ? v : "-",
+			    agent_json_str(j, "model") != NULL ? agent_json_str(j, "model") : "-");
+		return;
+	}
+	if (strcmp(type, "assistant") == 0 || strcmp(type, "user") == 0) {
+		content = json_object_get(json_object_get(j, "message"), "content");
+		json_array_foreach(content, i, part) {
+			if ((ptype = agent_json_str(part, "type")) == NULL)
+				continue;
+			if (strcmp(ptype, "text") == 0 && (v = agent_json_str(part, "text")) != NULL)
+				transcript_text(t, v);
+			else if (strcmp(ptype, "thinking") == 0 &&
+			    (v = agent_json_str(part, "thinking")) != NULL)
+				transcript_thinking(t, v);
+			else if (strcmp(ptype, "tool_use") == 0)
+				transcript_tool(t, agent_json_str(part, "name"),
+				    json_object_get(part, "input"));
+			else if (strcmp(ptype, "tool_result") == 0) {
+				text = claude_result_text(json_object_get(part, "content"));
+				transcript_output(t, text,
+				    json_is_true(json_object_get(part, "is_error")));
+				free(text);
+			}
+		}
+		return;
+	}
+	if (strcmp(type, "result") != 0)
+		return;
+	v = agent_json_str(j, "subtype");
+	if (json_is_true(json_object_get(j, "is_error")) ||
+	    (v != NULL && strcmp(v, "success") != 0)) {
+		errors = json_object_get(j, "errors");
+		if (json_is_string(json_array_get(errors, 0)))
+			transcript_error(t, json_string_value(json_array_get(errors, 0)));
+		else
+			transcript_error(t, agent_json_str(j, "result") != NULL ?
+			    agent_json_str(j, "result") : v != NULL ? v : "error");
+	}
+	transcript_note(t, "result: %s, %lld turns, %.1f s, $%.4f", v != NULL ? v : "-",
+	    (long long)json_integer_value(json_object_get(j, "num_turns")),
+	    json_number_value(json_object_get(j, "duration_ms")) / 1000.0,
+	    json_number_value(json_object_get(j, "total_cost_usd")));
+}
+
 const struct agent agent_claude = {
 	.name = "claude",
 	.command = "claude",
 	.args = claude_args,
 	.line = claude_line,
 	.final_required = 1,
+	.render = claude_render,
 };

@@ -63,10 +63,101 @@ codex_line(struct agent_stream *s, const json_t *j)
 	}
 }
 
+/* An item of the thread: the command it runs (told when started), or what it did. */
+static void
+codex_render_item(struct transcript *t, const json_t *item, int started)
+{
+	const char	*itype, *v;
+	json_t		*list, *e, *code;
+	struct buf	 b;
+	size_t		 i;
+	int		 seen;
+
+	if ((itype = agent_json_str(item, "type")) == NULL &&
+	    (itype = agent_json_str(item, "item_type")) == NULL)
+		return;
+	seen = transcript_same(t, agent_json_str(item, "id"));
+	if (strcmp(itype, "command_execution") == 0) {
+		if (!seen)
+			transcript_tool(t, "command", json_object_get(item, "command"));
+		if (started)
+			return;
+		code = json_object_get(item, "exit_code");
+		transcript_output(t, agent_json_str(item, "aggregated_output"),
+		    json_is_integer(code) && json_integer_value(code) != 0);
+		return;
+	}
+	if (started)
+		return;
+	if (strcmp(itype, "agent_message") == 0 || strcmp(itype, "assistant_message") == 0) {
+		if ((v = agent_json_str(item, "text")) != NULL)
+			transcript_text(t, v);
+	} else if (strcmp(itype, "reasoning") == 0) {
+		if ((v = agent_json_str(item, "text")) != NULL)
+			transcript_thinking(t, v);
+	} else if (strcmp(itype, "file_change") == 0) {
+		buf_init(&b, 0);
+		list = json_object_get(item, "changes");
+		json_array_foreach(list, i, e)
+			(void)buf_addf(&b, "%s%s %s", i > 0 ? ", " : "",
+			    agent_json_str(e, "kind") != NULL ? agent_json_str(e, "kind") : "change",
+			    agent_json_str(e, "path") != NULL ? agent_json_str(e, "path") : "-");
+		e = json_string(buf_cstr(&b));
+		transcript_tool(t, "edit", e);
+		json_decref(e);
+		buf_free(&b);
+	} else if (strcmp(itype, "mcp_tool_call") == 0) {
+		v = agent_json_str(item, "tool");
+		transcript_tool(t, v != NULL ? v : "mcp", json_object_get(item, "arguments"));
+		if ((e = json_object_get(item, "error")) != NULL && !json_is_null(e))
+			transcript_output(t, agent_json_str(e, "message") != NULL ?
+			    agent_json_str(e, "message") : "failed", 1);
+	} else if (strcmp(itype, "web_search") == 0)
+		transcript_tool(t, "web_search", json_object_get(item, "query"));
+	else if (strcmp(itype, "todo_list") == 0) {
+		list = json_object_get(item, "items");
+		json_array_foreach(list, i, e)
+			transcript_note(t, "[%s] %s",
+			    json_is_true(json_object_get(e, "completed")) ? "x" : " ",
+			    agent_json_str(e, "text") != NULL ? agent_json_str(e, "text") : "");
+	} else if (strcmp(itype, "error") == 0)
+		transcript_error(t, agent_json_str(item, "message") != NULL ?
+		    agent_json_str(item, "message") : "error");
+}
+
+/* The transcript: the thread, its items, the turn's end or failure, errors (retries too). */
+static void
+codex_render(struct transcript *t, const json_t *j)
+{
+	const char	*type, *v;
+	json_t		*usage;
+
+	if ((type = agent_json_str(j, "type")) == NULL)
+		return;
+	if (strcmp(type, "thread.started") == 0)
+		transcript_note(t, "codex thread %s",
+		    (v = agent_json_str(j, "thread_id")) != NULL ? v : "-");
+	else if (strcmp(type, "item.started") == 0)
+		codex_render_item(t, json_object_get(j, "item"), 1);
+	else if (strcmp(type, "item.completed") == 0)
+		codex_render_item(t, json_object_get(j, "item"), 0);
+	else if (strcmp(type, "turn.completed") == 0) {
+		usage = json_object_get(j, "usage");
+		transcript_note(t, "turn completed, %lld tokens in, %lld out",
+		    (long long)json_integer_value(json_object_get(usage, "input_tokens")),
+		    (long long)json_integer_value(json_object_get(usage, "output_tokens")));
+	} else if (strcmp(type, "turn.failed") == 0) {
+		v = agent_json_str(json_object_get(j, "error"), "message");
+		transcript_error(t, v != NULL ? v : "turn failed");
+	} else if (strcmp(type, "error") == 0)
+		transcript_error(t, (v = agent_json_str(j, "message")) != NULL ? v : "error");
+}
+
 const struct agent agent_codex = {
 	.name = "codex",
 	.command = "codex",
 	.args = codex_args,
 	.line = codex_line,
 	.final_required = 1,
+	.render = codex_render,
 };

@@ -65,10 +65,51 @@ opencode_line(struct agent_stream *s, const json_t *j)
 	}
 }
 
+/* The transcript: text and reasoning parts, tools with their state, the last step's end, errors. */
+static void
+opencode_render(struct transcript *t, const json_t *j)
+{
+	const char	*type, *v, *status;
+	json_t		*part, *state, *err;
+
+	if ((type = agent_json_str(j, "type")) == NULL)
+		return;
+	part = json_object_get(j, "part");
+	if (strcmp(type, "text") == 0) {
+		if ((v = agent_json_str(part, "text")) != NULL)
+			transcript_text(t, v);
+	} else if (strcmp(type, "reasoning") == 0) {
+		if ((v = agent_json_str(part, "text")) != NULL)
+			transcript_thinking(t, v);
+	} else if (strcmp(type, "tool_use") == 0) {
+		state = json_object_get(part, "state");
+		transcript_tool(t, agent_json_str(part, "tool"), json_object_get(state, "input"));
+		status = agent_json_str(state, "status");
+		if (status != NULL && strcmp(status, "error") == 0)
+			transcript_output(t, (v = agent_json_str(state, "error")) != NULL ? v :
+			    "failed", 1);
+		else if (status != NULL && strcmp(status, "completed") == 0)
+			transcript_output(t, agent_json_str(state, "output"), 0);
+	} else if (strcmp(type, "step_finish") == 0) {
+		v = agent_json_str(part, "reason");
+		if (v == NULL || strcmp(v, "tool-calls") != 0)
+			transcript_note(t, "opencode session %s: %s",
+			    agent_json_str(j, "sessionID") != NULL ? agent_json_str(j, "sessionID") :
+			    "-", v != NULL ? v : "finished");
+	} else if (strcmp(type, "error") == 0) {
+		err = json_object_get(j, "error");
+		if ((v = agent_json_str(json_object_get(err, "data"), "message")) == NULL &&
+		    (v = agent_json_str(err, "message")) == NULL)
+			v = agent_json_str(err, "name");
+		transcript_error(t, v != NULL ? v : "error");
+	}
+}
+
 const struct agent agent_opencode = {
 	.name = "opencode",
 	.command = "opencode",
 	.args = opencode_args,
 	.line = opencode_line,
 	.final_required = 1,
+	.render = opencode_render,
 };

@@ -30,6 +30,7 @@ struct agent_result {
 
 struct agent;
 struct agent_stream;
+struct transcript;
 
 /* The agent of that name (claude, codex, opencode, command), NULL if none. */
 const struct agent	*agent_find(const char *);
@@ -53,6 +54,24 @@ void			 agent_stream_free(struct agent_stream *);
 void			 agent_result_clear(struct agent_result *);
 
 /*
+ * transcript.c: the stream as `spur logs` shows it, a readable transcript
+ * (the assistant's words, tool calls with their arguments shortened, tool
+ * results folded to a line, errors marked) with everything the agent wrote
+ * escaped for the terminal. Fed any chunking: a line waits for its end. A
+ * line that is no JSON, or an agent without a renderer (command, NULL), is
+ * text.
+ */
+#define TRANSCRIPT_COLOR	0x1	/* ANSI colours: a terminal, and no NO_COLOR */
+#define TRANSCRIPT_ARGS_MAX	160	/* bytes of tool arguments or a folded line shown */
+struct transcript	*transcript_create(const struct agent *, int flags);
+/* Appends to out what the complete lines of data render to. */
+void			 transcript_feed(struct transcript *, const char *, size_t,
+			    struct buf *out);
+/* Nothing follows: the last line, even without its newline. */
+void			 transcript_end(struct transcript *, struct buf *out);
+void			 transcript_free(struct transcript *);
+
+/*
  * For agent-*.c only: one table entry per agent, and the stream state the
  * line handlers update.
  */
@@ -69,6 +88,8 @@ struct agent {
 	/* One JSON object from stdout; NULL: stdout is the message (command). */
 	void		(*line)(struct agent_stream *, const json_t *);
 	int		 final_required; /* no final event seen: the run failed */
+	/* One JSON object from stdout, told to the transcript; NULL: lines are text. */
+	void		(*render)(struct transcript *, const json_t *);
 };
 
 struct agent_stream {
@@ -85,6 +106,20 @@ void	agent_args_add(struct agent_args *, const char *);
 /* Replaces *field with a copy of s, cut at AGENT_MESSAGE_MAX. */
 void	agent_set(char **field, const char *s);
 const char *agent_json_str(const json_t *, const char *key);
+
+/* For the render functions: one part of the transcript each. */
+void	transcript_text(struct transcript *, const char *);	/* the assistant's words */
+void	transcript_thinking(struct transcript *, const char *);
+/* A tool call: its name and arguments (an object as "key: value, ...", or a string). */
+void	transcript_tool(struct transcript *, const char *name, const json_t *args);
+/* A tool's result, folded to its first line and how many more; error: it failed. */
+void	transcript_output(struct transcript *, const char *, int error);
+void	transcript_error(struct transcript *, const char *);
+/* What spur says about the stream (session, end); not the agent's words, but holds them. */
+void	transcript_note(struct transcript *, const char *, ...)
+	    __attribute__((format(printf, 2, 3)));
+/* Whether id is the one last given (then 1), remembering it: an event told in two parts. */
+int	transcript_same(struct transcript *, const char *id);
 
 extern const struct agent agent_claude;
 extern const struct agent agent_codex;

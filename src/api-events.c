@@ -4,9 +4,12 @@
  * store connection of its own: the engine's loop never waits on a reader.
  *
  * Each event's id is "hN.oB": N state changes and B bytes of output sent so
- * far, so Last-Event-ID resumes both exactly. A reader more than
- * API_EVENTS_BEHIND bytes behind is closed (it may resume); a stream ends
- * after the run's terminal state, once its output is all sent.
+ * far, so Last-Event-ID resumes both exactly. The output is read from the log
+ * at the reader's pace: no more is read while API_EVENTS_HIGH bytes wait to be
+ * taken, so a slow reader costs that much memory and loses nothing. A reader
+ * that takes nothing for API_EVENTS_STALL_MS while that much waits is closed
+ * (it may resume). A stream ends after the run's terminal state, once its
+ * output is all sent.
  */
 #include "spur.h"
 #include "api-events.h"
@@ -29,7 +32,8 @@
 
 #define API_EVENTS_TICK_MS	200
 #define API_EVENTS_CHUNK	(32 * 1024)	/* output bytes read per tick */
-#define API_EVENTS_BEHIND	(1024 * 1024)	/* unsent bytes a reader may owe */
+#define API_EVENTS_HIGH		(256 * 1024)	/* unsent bytes: read no more of the log */
+#define API_EVENTS_STALL_MS	10000		/* that much untaken this long: closed */
 #define API_EVENTS_KEEPALIVE_MS	15000
 
 struct api_stream {
@@ -41,6 +45,8 @@ struct api_stream {
 	long long		 nstates;	/* state events sent */
 	long long		 off;		/* output bytes sent */
 	int64_t			 last_write;
+	size_t			 owed;		/* unsent bytes at the last tick */
+	int64_t			 stuck_since;	/* when the reader last took something */
 	struct event		*tick;
 	LIST_ENTRY(api_stream)	 entry;
 };
@@ -111,8 +117,8 @@ api_stream_end(struct api_stream *s, int ok)
 		if (ok)
 			evhttp_send_reply_end(s->req);
 		else if ((evcon = evhttp_request_get_connection(s->req)) != NULL) {
-			log_warn("event=api.events_reader_behind run=%s consequence=\"stream "
-			    "closed, the reader may resume with Last-Event-ID\"", s->run);
+			log_warn("event=api.events_reader_stalled run=%s owed=%zu consequence=\"stream "
+			    "closed, the reader may resume with Last-Event-ID\"", s->run, s->owed);
 			evhttp_connection_free(evcon);
 		}
 		s->req = NULL;
@@ -237,29 +243,34 @@ api_stream_tick_cb(evutil_socket_t fd, short what, void *arg)
 	struct api_stream	*s = arg;
 	struct timeval		 tv = { 0, API_EVENTS_TICK_MS * 1000 };
 	struct evbuffer		*out;
-	int			 terminal = 0, more;
+	size_t			 owed = api_stream_owed(s);
+	int64_t			 now = now_ms();
+	int			 terminal = 0, more = 1;
 
-	if (api_stream_owed(s) > API_EVENTS_BEHIND) {
+	/* A reader that takes nothing while a full buffer waits for it. */
+	if (owed < API_EVENTS_HIGH || owed < s->owed)
+		s->stuck_since = now;
+	else if (now - s->stuck_since >= API_EVENTS_STALL_MS) {
+		s->owed = owed;
 		api_stream_end(s, 0);
 		return;
 	}
-	/* Output first: a terminal state is the stream's last event. */
-	do
+	/* Output first, at the reader's pace: a terminal state is the stream's last event. */
+	while (more && api_stream_owed(s) < API_EVENTS_HIGH)
 		more = api_stream_output(s);
-	while (more && api_stream_owed(s) <= API_EVENTS_BEHIND);
-	if (api_stream_states(s, &terminal) == 0 && terminal) {
+	if (!more && api_stream_states(s, &terminal) == 0 && terminal &&
+	    !api_stream_output(s)) {
 		/* What the agent wrote before it ended is sent before the end is. */
-		if (!api_stream_output(s)) {
-			api_stream_end(s, 1);
-			return;
-		}
+		api_stream_end(s, 1);
+		return;
 	}
-	if (now_ms() - s->last_write >= API_EVENTS_KEEPALIVE_MS) {
+	s->owed = api_stream_owed(s);
+	if (s->owed == 0 && now - s->last_write >= API_EVENTS_KEEPALIVE_MS) {
 		out = evbuffer_new();
 		evbuffer_add_printf(out, ": keepalive\n\n");
 		evhttp_send_reply_chunk(s->req, out);
 		evbuffer_free(out);
-		s->last_write = now_ms();
+		s->last_write = now;
 	}
 	evtimer_add(s->tick, &tv);
 }
@@ -296,6 +307,6 @@ api_events_start(struct api_events *ae, struct evhttp_request *req, const char *
 	evhttp_add_header(h, "Cache-Control", "no-cache");
 	evhttp_add_header(h, "X-Accel-Buffering", "no");
 	evhttp_send_reply_start(req, 200, "OK");
-	s->last_write = now_ms();
+	s->last_write = s->stuck_since = now_ms();
 	api_stream_tick_cb(-1, 0, s);
 }

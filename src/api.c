@@ -18,6 +18,7 @@
 #include "keys.h"
 #include "prompt.h"
 #include "repo.h"
+#include "secrets.h"
 #include "serve.h"
 #include "source.h"
 #include "store.h"
@@ -33,7 +34,7 @@
 #define API_IDEM_MAX		255
 #define API_JSON_DEPTH		32
 
-enum api_object { OBJ_NONE, OBJ_SESSION, OBJ_RUN, OBJ_KEY };
+enum api_object { OBJ_NONE, OBJ_SESSION, OBJ_RUN, OBJ_KEY, OBJ_SECRET };
 
 struct api_ctx;
 typedef void (*api_route_fn)(struct api_ctx *, const char *id, json_t *body);
@@ -451,16 +452,18 @@ api_repo_allowed(const struct org *o, const char *repo)
 	return 0;
 }
 
+/* Configured, or sealed in the store now (set since the config was loaded, say). */
 static int
-api_secret_known(const struct org *o, const char *name)
+api_secret_known(struct engine *e, const struct org *o, const char *name)
 {
-	size_t	 i;
+	struct store_secret	 r;
+	int			 found;
 
-	for (i = 0; i < o->nsecrets; i++) {
-		if (strcmp(o->secrets[i].name, name) == 0)
-			return 1;
-	}
-	return 0;
+	if (org_secret_known(o, name))
+		return 1;
+	found = store_secret_get(e->store, o->name, name, &r) == 0;
+	store_secret_clear(&r);
+	return found;
 }
 
 /*
@@ -551,8 +554,9 @@ api_inline_automation(struct api_ctx *c, const struct org *o, json_t *body, json
 	if (api_strings(c, json_object_get(body, "secrets"), "secrets", &secrets) != 0)
 		goto out;
 	for (i = 0; secrets != NULL && secrets[i] != NULL; i++) {
-		if (!api_secret_known(o, secrets[i])) {
-			api_bad(c, "secrets[%zu]: no secret %s in orgs.%s.secrets", i, secrets[i],
+		if (!api_secret_known(c->e, o, secrets[i])) {
+			api_bad(c, "secrets[%zu]: no secret %s in orgs.%s.secrets or sealed", i,
+			    secrets[i],
 			    o->name);
 			goto out;
 		}
@@ -1158,6 +1162,109 @@ api_key_revoke(struct api_ctx *c, const char *id, json_t *body)
 	api_not_found(c);
 }
 
+/* The org's sealed secrets: names, kinds, hosts, update times; never a value. */
+static void
+api_secrets_list(struct api_ctx *c, const char *id, json_t *body)
+{
+	api_reply(c, 200, json_pack("{s:o}", "data", store_secrets_json(c->e->store, c->org)),
+	    0);
+}
+
+/* The listing object of org/name (NULL: none). */
+static json_t *
+api_secret_object(struct api_ctx *c, const char *name)
+{
+	json_t	*list = store_secrets_json(c->e->store, c->org), *s, *found = NULL;
+	size_t	 i;
+
+	json_array_foreach(list, i, s) {
+		if (strcmp(json_string_value(json_object_get(s, "name")), name) == 0)
+			found = json_incref(s);
+	}
+	json_decref(list);
+	return found;
+}
+
+/* Seals a value (write only: the answer is the listing object, never the value). */
+static void
+api_secret_put(struct api_ctx *c, const char *id, json_t *body)
+{
+	struct automation_set	*set;
+	struct config		*conf;
+	json_t			*v, *h;
+	const char		*bad, *header = NULL;
+	char			**hosts = NULL, *cause = NULL;
+	size_t			 i;
+	int			 rc;
+
+	if ((bad = api_unknown_field(body, (const char *const[]){ "value", "hosts", "header",
+	    NULL })) != NULL) {
+		api_bad(c, "%s: unknown field", bad);
+		return;
+	}
+	v = json_object_get(body, "value");
+	if (!json_is_string(v) || json_string_length(v) == 0 ||
+	    json_string_length(v) > SECRETS_VALUE_MAX ||
+	    strlen(json_string_value(v)) != json_string_length(v)) {
+		api_bad(c, "value: required, 1 to %d bytes of text", SECRETS_VALUE_MAX);
+		return;
+	}
+	if ((h = json_object_get(body, "header")) != NULL) {
+		if (!json_is_string(h)) {
+			api_bad(c, "header: must be \"Name: FORMAT\"");
+			return;
+		}
+		header = json_string_value(h);
+	}
+	if ((h = json_object_get(body, "hosts")) != NULL && json_array_size(h) >
+	    SECRETS_HOSTS_MAX) {
+		api_bad(c, "hosts: at most %d", SECRETS_HOSTS_MAX);
+		return;
+	}
+	if (api_strings(c, h, "hosts", &hosts) != 0)
+		return;
+	conf = serve_config_ref(c->e, &set);
+	automation_set_unref(set);
+	rc = secrets_put(conf, c->e->store, c->org, id, json_string_value(v),
+	    json_string_length(v), hosts, header, &cause);
+	config_free(conf);
+	for (i = 0; hosts != NULL && hosts[i] != NULL; i++)
+		free(hosts[i]);
+	free(hosts);
+	if (rc == -2)
+		api_unavailable(c, "store unavailable");
+	else if (rc != 0)
+		api_bad(c, "%s", cause);
+	else {
+		log_info("event=api.secret_set org=%s name=%s by=%s", log_q(c->org), log_q(id),
+		    log_q(c->key.name));
+		if ((v = api_secret_object(c, id)) != NULL)
+			api_reply(c, 200, v, 0);
+		else
+			api_unavailable(c, "store unavailable");
+	}
+	free(cause);
+}
+
+static void
+api_secret_delete(struct api_ctx *c, const char *id, json_t *body)
+{
+	json_t	*s = api_secret_object(c, id);
+
+	if (s == NULL) {
+		api_not_found(c);
+		return;
+	}
+	if (store_secret_delete(c->e->store, c->org, id) < 0) {
+		json_decref(s);
+		api_unavailable(c, "store unavailable");
+		return;
+	}
+	log_info("event=api.secret_removed org=%s name=%s by=%s", log_q(c->org), log_q(id),
+	    log_q(c->key.name));
+	api_reply(c, 200, s, 0);
+}
+
 static void
 api_mcp(struct api_ctx *c, const char *id, json_t *body)
 {
@@ -1184,6 +1291,9 @@ static const struct api_route api_routes[] = {
 	{ "GET", "/keys", SCOPE_CONSOLE, OBJ_NONE, 0, api_keys_list },
 	{ "POST", "/keys", SCOPE_CONSOLE, OBJ_NONE, 1, api_key_create },
 	{ "POST", "/keys/*/revoke", SCOPE_CONSOLE, OBJ_KEY, 2, api_key_revoke },
+	{ "GET", "/secrets", SCOPE_SECRETS_WRITE, OBJ_NONE, 0, api_secrets_list },
+	{ "PUT", "/secrets/*", SCOPE_SECRETS_WRITE, OBJ_NONE, 1, api_secret_put },
+	{ "DELETE", "/secrets/*", SCOPE_SECRETS_WRITE, OBJ_SECRET, 0, api_secret_delete },
 	{ "POST", "/mcp", SCOPE_MCP, OBJ_NONE, 0, api_mcp },
 	{ "GET", "/mcp", SCOPE_MCP, OBJ_NONE, 0, api_mcp },
 	{ "DELETE", "/mcp", SCOPE_MCP, OBJ_NONE, 0, api_mcp },
@@ -1262,6 +1372,11 @@ api_object_found(struct engine *e, enum api_object kind, const char *org, const 
 		if ((s = store_api_session(e->store, org, api_id_valid(id) ? id : "-")) != NULL)
 			found = 1;
 		json_decref(s);
+	} else if (kind == OBJ_SECRET) {
+		struct store_secret r;
+
+		found = store_secret_get(e->store, org, api_id_valid(id) ? id : "-", &r) == 0;
+		store_secret_clear(&r);
 	} else if (kind == OBJ_KEY) {
 		struct store_key k;
 
@@ -1398,7 +1513,8 @@ api_handle(struct engine *e, const struct api_req *req, api_done_cb done, void *
 		api_bad(c, "Idempotency-Key: must be 1 to %d characters", API_IDEM_MAX);
 		return;
 	}
-	if (req->len > 0 && strcmp(req->method, "POST") == 0) {
+	if (req->len > 0 && (strcmp(req->method, "POST") == 0 ||
+	    strcmp(req->method, "PUT") == 0)) {
 		if ((body = json_parse_bounded(req->body, req->len, API_JSON_DEPTH,
 		    &cause)) == NULL || !json_is_object(body)) {
 			/* Who may not see the route learns nothing from its body: routed first. */

@@ -42,7 +42,7 @@ struct aload {
 static const char *const top_keys[] = {
 	"name", "org", "on", "agent", "model", "command", "prompt", "repository", "proof",
 	"artifacts", "secrets", "network", "timeout", "concurrency", "report", "authors",
-	"bots", "retry", "repositories", "environment", NULL
+	"bots", "retry", "repositories", "environment", "pull_request", NULL
 };
 /* repository as a mapping: what of the event chooses it. */
 static const char *const repo_map_keys[] = { "slack", "linear", "text", "default", NULL };
@@ -68,6 +68,7 @@ static const char *const hmac_keys[] = {
 };
 static const char *const secret_keys[] = { "secret", NULL };
 static const char *const network_keys[] = { "allow", NULL };
+static const char *const pull_request_keys[] = { "draft", "reviewers", "labels", NULL };
 static const char *const environment_keys[] = { "setup", "cache", "rootfs", NULL };
 static const char *const setup_keys[] = { "script", "run", "network", "timeout", NULL };
 static const char *const concurrency_keys[] = { "key", "on_busy", NULL };
@@ -456,17 +457,23 @@ valid_path(const char *p)
 	return 1;
 }
 
-/* A secret name the automation refers to must be one of its org's secrets. */
+/*
+ * A secret name the automation refers to must be one of its org's secrets;
+ * sealed ones (in the store) only where a run gets it, not for a hook's auth.
+ */
 static char *
 get_secret(struct aload *l, const struct ynode *n, const char *what)
 {
 	char	*s;
+	int	 run = strcmp(what, "secrets") == 0;
 
 	if ((s = get_string(l, n, what)) == NULL)
 		return NULL;
-	if (l->org != NULL && org_secret(l->org, s) == NULL) {
-		yerrs_node(l->errs, l->file, n, "secret \"%s\" is not defined in org \"%s\"",
-		    s, l->org->name);
+	if (l->org != NULL && (run ? !org_secret_known(l->org, s) :
+	    org_secret(l->org, s) == NULL)) {
+		yerrs_node(l->errs, l->file, n, "secret \"%s\" is not defined in org \"%s\"%s",
+		    s, l->org->name, run ? " (orgs.NAME.secrets, or sealed: spur secrets set)" :
+		    "");
 		free(s);
 		return NULL;
 	}
@@ -1222,6 +1229,34 @@ parse_repository_map(struct aload *l, const struct ynode *m)
 	return map;
 }
 
+/* A GitHub login: letters, digits and single hyphens inside, at most 39. */
+static const char *
+valid_login(const char *s)
+{
+	size_t	n = strlen(s);
+
+	if (n > 0 && n <= 39 && *s != '-' && s[n - 1] != '-' && strstr(s, "--") == NULL &&
+	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") == n)
+		return NULL;
+	return "pull_request.reviewers: \"%s\" is not a GitHub login (letters, digits and "
+	    "hyphens, at most 39)";
+}
+
+/* A GitHub label: 1 to 50 characters, no controls. */
+static const char *
+valid_label(const char *s)
+{
+	const char	*p;
+
+	for (p = s; *p != '\0'; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			break;
+	}
+	if (*s != '\0' && *p == '\0' && strlen(s) <= 50)
+		return NULL;
+	return "pull_request.labels: \"%s\" is not a label name (1 to 50 characters)";
+}
+
 /*
  * network.allow: host names, "*." wildcards, an optional port; no schemes or
  * paths. A wildcard matches names only, so one whose suffix is numeric (every
@@ -1468,6 +1503,18 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 			return;
 		parse_list_checked(l, ymap_get(v, "allow"), "network.allow",
 		    &a->network_allow, NULL, valid_host);
+	} else if (strcmp(key, "pull_request") == 0) {
+		if (map_check(l, v, "pull_request", pull_request_keys) != 0)
+			return;
+		if (ymap_get(v, "draft") != NULL &&
+		    (e = get_bool(l, ymap_get(v, "draft"), "pull_request.draft")) >= 0)
+			a->pull_request.draft = e;
+		if (ymap_get(v, "reviewers") != NULL)
+			parse_list_checked(l, ymap_get(v, "reviewers"), "pull_request.reviewers",
+			    &a->pull_request.reviewers, NULL, valid_login);
+		if (ymap_get(v, "labels") != NULL)
+			parse_list_checked(l, ymap_get(v, "labels"), "pull_request.labels",
+			    &a->pull_request.labels, NULL, valid_label);
 	} else if (strcmp(key, "timeout") == 0) {
 		s = NULL;
 		if (v->type != YNODE_SCALAR || parse_duration(v->value, &a->timeout, &s) != 0 ||
@@ -1663,6 +1710,8 @@ automation_parse(struct aload *l, const char *path, const char *base)
 		    "(the argv to run)");
 	if (a->agent != AGENT_COMMAND && ymap_get(root, "prompt") == NULL)
 		yerrs_add(l->errs, l->file, 1, 1, "missing \"prompt\" (the saved prompt)");
+	if ((n = ymap_get(root, "pull_request")) != NULL && a->proof != PROOF_PULL_REQUEST)
+		yerrs_node(l->errs, l->file, n, "\"pull_request\" is only for proof: pull_request");
 	if ((n = ymap_get(root, "artifacts")) != NULL && a->proof != PROOF_ARTIFACTS)
 		yerrs_node(l->errs, l->file, n, "\"artifacts\" is only for proof: artifacts");
 	if (a->proof == PROOF_ARTIFACTS && n == NULL)
@@ -1932,6 +1981,8 @@ automation_free(struct automation *a)
 	list_free(a->artifacts);
 	list_free(a->secrets);
 	list_free(a->network_allow);
+	list_free(a->pull_request.reviewers);
+	list_free(a->pull_request.labels);
 	env_conf_clear(&a->env);
 	for (i = 0; i < a->ntriggers; i++)
 		trigger_clear(&a->triggers[i]);
@@ -2038,6 +2089,12 @@ automation_to_json(const struct automation *a)
 	json_object_set_new(j, "secrets", json_str_list(a->secrets));
 	json_object_set_new(j, "network", json_pack("{s:o}", "allow",
 	    json_str_list(a->network_allow)));
+	/* Only when it says something: snapshots of runs without it stay as they were. */
+	if (a->pull_request.draft || a->pull_request.reviewers != NULL ||
+	    a->pull_request.labels != NULL)
+		json_object_set_new(j, "pull_request", json_pack("{s:b,s:o,s:o}", "draft",
+		    a->pull_request.draft, "reviewers", json_str_list(a->pull_request.reviewers),
+		    "labels", json_str_list(a->pull_request.labels)));
 	json_object_set_new(j, "timeout", json_integer(a->timeout));
 	json_object_set_new(j, "concurrency", json_pack("{s:s,s:s}",
 	    "key", conc_key_names[a->conc_key], "on_busy", on_busy_names[a->on_busy]));
@@ -2192,6 +2249,12 @@ automation_from_json(const json_t *j)
 	a->artifacts = json_list_dup(json_object_get(j, "artifacts"), &bad);
 	a->secrets = json_list_dup(json_object_get(j, "secrets"), &bad);
 	a->network_allow = json_list_dup(json_path(j, "network.allow"), &bad);
+	/* Snapshots from before pull_request existed say nothing: a plain PR. */
+	if ((v = json_object_get(j, "pull_request")) != NULL) {
+		a->pull_request.draft = json_is_true(json_object_get(v, "draft"));
+		a->pull_request.reviewers = json_list_dup(json_object_get(v, "reviewers"), &bad);
+		a->pull_request.labels = json_list_dup(json_object_get(v, "labels"), &bad);
+	}
 	if ((v = json_object_get(j, "timeout")) != NULL) {
 		if (!json_is_integer(v) || json_integer_value(v) < 0)
 			bad = 1;

@@ -64,6 +64,11 @@ struct automation {
 	char		**artifacts;	/* NULL-terminated */
 	char		**secrets;	/* NULL-terminated */
 	char		**network_allow; /* NULL-terminated, NULL: none */
+	struct {
+		int	  draft;
+		char	**reviewers;	/* NULL-terminated GitHub logins, NULL: none */
+		char	**labels;	/* NULL-terminated, NULL: none */
+	} pull_request;			/* pull_request: how a proof: pull_request PR opens */
 	long long	  timeout;	/* seconds, 0: the config's */
 	enum concurrency_key conc_key;
 	enum on_busy	  on_busy;

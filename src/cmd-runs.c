@@ -3,6 +3,7 @@
 #include "cmd.h"
 #include "conf.h"
 #include "store.h"
+#include "agent.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -208,26 +209,23 @@ cmd_show(const struct cmd *c, int argc, char **argv)
 	return EXIT_OK;
 }
 
-/* Where spur logs is in the output: a UTF-8 sequence cut by a read waits here for the next. */
+/* Where spur logs is in the output: --raw, or the transcript, which holds a line cut by a read. */
 struct logs_out {
-	int	 raw;
-	char	 pend[4];
-	size_t	 npend;
+	int			 raw;
+	struct transcript	*t;
 };
 
-/* Writes what fd has past its offset to stdout, escaped unless --raw; final: nothing follows. */
+/* Writes what fd has past its offset to stdout, as a transcript unless --raw; final: nothing follows. */
 static void
 logs_copy(int fd, struct logs_out *lo, int final)
 {
 	struct buf	 out;
-	char		 buf[8192 + sizeof lo->pend];
+	char		 buf[8192];
 	ssize_t		 n;
-	size_t		 len, used;
 
 	buf_init(&out, 0);
 	for (;;) {
-		memcpy(buf, lo->pend, lo->npend);
-		n = read(fd, buf + lo->npend, sizeof buf - lo->npend);
+		n = read(fd, buf, sizeof buf);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
@@ -236,20 +234,42 @@ logs_copy(int fd, struct logs_out *lo, int final)
 			fwrite(buf, 1, n, stdout);
 			continue;
 		}
-		len = lo->npend + n;
-		used = term_escape(&out, buf, len, TERM_KEEP_NL | TERM_KEEP_TAB | TERM_MORE);
-		lo->npend = len - used;
-		memcpy(lo->pend, buf + used, lo->npend);
-		fwrite(out.data, 1, out.len, stdout);
+		transcript_feed(lo->t, buf, (size_t)n, &out);
+		if (out.len > 0)
+			fwrite(out.data, 1, out.len, stdout);
 		buf_reset(&out);
 	}
-	if (final && lo->npend > 0) {
-		term_escape(&out, lo->pend, lo->npend, TERM_KEEP_NL | TERM_KEEP_TAB);
-		lo->npend = 0;
-		fwrite(out.data, 1, out.len, stdout);
+	if (final && !lo->raw) {
+		transcript_end(lo->t, &out);
+		if (out.len > 0)
+			fwrite(out.data, 1, out.len, stdout);
 	}
 	fflush(stdout);
 	buf_free(&out);
+}
+
+/* The agent whose stream the run's log holds (the automation's snapshot); NULL: plain text. */
+static const struct agent *
+logs_agent(struct store *st, const char *run)
+{
+	const struct agent	*a = NULL;
+	json_t			*r;
+
+	if ((r = store_run_json(st, run, 1)) != NULL) {
+		a = agent_find(json_string_value(json_object_get(json_object_get(r,
+		    "automation_config"), "agent")));
+		json_decref(r);
+	}
+	return a;
+}
+
+/* Colours for a terminal, unless NO_COLOR is set (to anything but ""). */
+static int
+logs_color(void)
+{
+	const char	*nc = getenv("NO_COLOR");
+
+	return isatty(STDOUT_FILENO) && (nc == NULL || *nc == '\0');
 }
 
 int
@@ -283,6 +303,7 @@ cmd_logs(const struct cmd *c, int argc, char **argv)
 		rc = EXIT_FAILED;
 		goto out;
 	}
+	lo.t = transcript_create(logs_agent(st, argv[idx]), logs_color() ? TRANSCRIPT_COLOR : 0);
 	path = run_log_path(conf->data_dir, argv[idx]);
 	ended = store_run_ended_at(st, argv[idx]);
 	if (access(path, F_OK) != 0 && ended > 0 &&
@@ -310,6 +331,7 @@ cmd_logs(const struct cmd *c, int argc, char **argv)
 	}
 	free(path);
 out:
+	transcript_free(lo.t);
 	store_close(st);
 	config_free(conf);
 	return rc;

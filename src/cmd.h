@@ -32,6 +32,7 @@ int	cmd_retry(const struct cmd *, int, char **);
 int	cmd_schedules(const struct cmd *, int, char **);
 int	cmd_env(const struct cmd *, int, char **);
 int	cmd_keys(const struct cmd *, int, char **);
+int	cmd_secrets(const struct cmd *, int, char **);
 int	cmd_console_link(const struct cmd *, int, char **);
 /* forward.c: internal, run inside sandboxes by the engine. */
 int	cmd_forward(const struct cmd *, int, char **);

@@ -71,6 +71,9 @@ struct org {
 	size_t			 nagents;
 	struct named_secret	*secrets;	/* automation-visible secrets */
 	size_t			 nsecrets;
+	/* Sealed in the store (secrets.c secrets_attach): names, values once unsealed. */
+	struct named_secret	*sealed;
+	size_t			 nsealed;
 	struct env_conf		*environment;	/* the automations' default (env.h); NULL: none */
 	struct org_api		*api;		/* NULL when not configured */
 	struct org_console	*console;	/* NULL: no sign-in with GitHub for it */
@@ -110,6 +113,7 @@ struct config {
 	int			 report_progress; /* a status message in the thread, edited as the run moves */
 	char			*git_author_name;	/* of the commits spur makes */
 	char			*git_author_email;
+	char			*egress_ca_file;	/* trust for intercepted upstreams; NULL: system */
 	struct {
 		enum sandbox_backend	 backend;
 		char			*user;
@@ -125,6 +129,8 @@ struct config {
 	} sandbox;
 	struct agent_conf	*agents;
 	size_t			 nagents;
+	/* secrets.key: seals the store's secrets (64 hex digits); NULL: none */
+	struct secret		*secrets_key;
 	struct org		*orgs;
 	size_t			 norgs;
 };
@@ -145,6 +151,10 @@ char			*config_api_url(const struct org *, const char *source);
 const struct agent_conf	*config_agent(const struct config *, const char *);
 struct secret		*org_secret(const struct org *, const char *);
 struct secret		*org_agent_key(const struct org *, const char *);
+/* Whether an automation may name it: configured in orgs.NAME.secrets or sealed in the store. */
+int			 org_secret_known(const struct org *, const char *);
+/* Frees a secret (its value wiped). */
+void			 secret_free(struct secret *);
 /* Every resolved secret value of the config, for tests and log scrubbing. */
 size_t			 config_secrets(const struct config *, const struct secret **, size_t);
 

@@ -4,6 +4,7 @@
 #include "conf.h"
 #include "github-app.h"
 #include "sandbox.h"
+#include "secrets.h"
 #include "ytree.h"
 
 #include <ctype.h>
@@ -144,7 +145,8 @@ cfg_url(struct cfgctx *c, const struct ynode *n, const char *what, char **out)
 
 /* The keys of each mapping, for "did you mean" when a key is not one of them. */
 static const char *const top_keys[] = { "listen", "data_dir", "automations", "public_url",
-	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports", NULL };
+	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports",
+	"secrets", "egress", NULL };
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
 	"idle", "buffered", "request", "runs", "queue", "drain", NULL };
 static const char *const sandbox_keys[] = { "backend", "user", "timeout", "memory", "pids",
@@ -162,6 +164,7 @@ static const char *const org_keys[] = { "github", "slack", "linear", "agents", "
 static const char *const org_agent_keys[] = { "api_key", NULL };
 static const char *const retention_keys[] = { "events", "run_files", NULL };
 static const char *const git_keys[] = { "author_name", "author_email", NULL };
+static const char *const secrets_keys[] = { "key", NULL };
 
 static void
 cfg_unknown(struct cfgctx *c, const struct ynode *m, size_t i, const char *where,
@@ -175,7 +178,7 @@ cfg_unknown(struct cfgctx *c, const struct ynode *m, size_t i, const char *where
 	    hint != NULL ? "\"?)" : "");
 }
 
-static void
+void
 secret_free(struct secret *s)
 {
 	if (s == NULL)
@@ -823,6 +826,24 @@ cfg_org_agents(struct cfgctx *c, struct org *o, const struct ynode *m)
 	}
 }
 
+static const char *const egress_keys[] = { "ca_file", NULL };
+
+/* egress: the proxy's own settings; ca_file: what it trusts for the upstreams it intercepts. */
+static void
+cfg_egress(struct cfgctx *c, struct config *cf, const struct ynode *m)
+{
+	size_t	 i;
+
+	if (!cfg_is_map(c, m, "egress"))
+		return;
+	for (i = 0; i < m->n; i++) {
+		if (strcmp(ymap_key(m, i), "ca_file") == 0)
+			cfg_str(c, ymap_value(m, i), "egress.ca_file", &cf->egress_ca_file);
+		else
+			cfg_unknown(c, m, i, "egress", egress_keys);
+	}
+}
+
 static void
 cfg_org_secrets(struct cfgctx *c, struct org *o, const struct ynode *m)
 {
@@ -1103,6 +1124,39 @@ cfg_host(struct cfgctx *c, const struct config *cf, const struct ynode *root)
 	}
 }
 
+/*
+ * secrets: {key: REF}: the key the store's sealed secrets are sealed under
+ * (secrets.c), 32 random bytes written as 64 hex digits; anything else is
+ * refused here, before a value is ever sealed or opened with it.
+ */
+static void
+cfg_secrets_key(struct cfgctx *c, struct config *cf, const struct ynode *m)
+{
+	unsigned char	 key[SECRETS_KEY_LEN];
+	char		*cause = NULL;
+	size_t		 i;
+
+	if (!cfg_is_map(c, m, "secrets"))
+		return;
+	for (i = 0; i < m->n; i++) {
+		if (strcmp(ymap_key(m, i), "key") != 0) {
+			cfg_unknown(c, m, i, "secrets", secrets_keys);
+			continue;
+		}
+		secret_free(cf->secrets_key);
+		if ((cf->secrets_key = cfg_secret(c, ymap_value(m, i), "secrets.key")) == NULL ||
+		    cf->secrets_key->value == NULL)
+			continue;
+		if (secrets_key_parse(cf->secrets_key->value, cf->secrets_key->len, key,
+		    &cause) != 0) {
+			cfg_error(c, ymap_value(m, i), "\"secrets.key\" (%s): %s",
+			    cf->secrets_key->ref, cause);
+			free(cause);
+		}
+		explicit_bzero(key, sizeof key);
+	}
+}
+
 const char *
 config_default_path(void)
 {
@@ -1162,6 +1216,10 @@ config_load(const char *path, int flags, struct yerrs *errs)
 			    &cf->schedule_catch_up, 0);
 		else if (strcmp(k, "reports") == 0)
 			cfg_reports(&c, cf, n);
+		else if (strcmp(k, "secrets") == 0)
+			cfg_secrets_key(&c, cf, n);
+		else if (strcmp(k, "egress") == 0)
+			cfg_egress(&c, cf, n);
 		else
 			cfg_unknown(&c, root, i, NULL, top_keys);
 	}
@@ -1183,6 +1241,10 @@ out:
 	tmp = cf->automations_dir;
 	cf->automations_dir = cfg_abspath(cf->dir, tmp);
 	free(tmp);
+	if ((tmp = cf->egress_ca_file) != NULL) {
+		cf->egress_ca_file = cfg_abspath(cf->dir, tmp);
+		free(tmp);
+	}
 	ynode_free(root);
 	if (errs->nerrors != before) {
 		config_free(cf);
@@ -1259,6 +1321,7 @@ config_free(struct config *cf)
 		free(cf->agents[i].api_url);
 	}
 	free(cf->agents);
+	secret_free(cf->secrets_key);
 	for (i = 0; i < cf->norgs; i++) {
 		struct org *o = &cf->orgs[i];
 		free(o->name);
@@ -1284,6 +1347,7 @@ config_free(struct config *cf)
 		}
 		named_secrets_free(o->agents, o->nagents);
 		named_secrets_free(o->secrets, o->nsecrets);
+		named_secrets_free(o->sealed, o->nsealed);
 		if (o->environment != NULL) {
 			env_conf_clear(o->environment);
 			free(o->environment);
@@ -1314,6 +1378,7 @@ config_free(struct config *cf)
 	free(cf->public_url);
 	free(cf->sandbox.user);
 	free(cf->git_author_name);
+	free(cf->egress_ca_file);
 	free(cf->git_author_email);
 	free(cf);
 }
@@ -1352,6 +1417,20 @@ org_secret(const struct org *o, const char *name)
 			return o->secrets[i].secret;
 	}
 	return NULL;
+}
+
+int
+org_secret_known(const struct org *o, const char *name)
+{
+	size_t	 i;
+
+	if (org_secret(o, name) != NULL)
+		return 1;
+	for (i = 0; i < o->nsealed; i++) {
+		if (strcmp(o->sealed[i].name, name) == 0)
+			return 1;
+	}
+	return 0;
 }
 
 struct secret *
@@ -1402,6 +1481,11 @@ config_secrets(const struct config *cf, const struct secret **out, size_t max)
 			n = config_secrets_add(out, max, n, o->agents[j].secret);
 		for (j = 0; j < o->nsecrets; j++)
 			n = config_secrets_add(out, max, n, o->secrets[j].secret);
+		for (j = 0; j < o->nsealed; j++) {
+			if (o->sealed[j].secret->value != NULL)
+				n = config_secrets_add(out, max, n, o->sealed[j].secret);
+		}
 	}
+	n = config_secrets_add(out, max, n, cf->secrets_key);
 	return n;
 }

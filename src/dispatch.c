@@ -13,6 +13,7 @@
 #include "run.h"
 #include "sandbox.h"
 #include "scrub.h"
+#include "secrets.h"
 #include "serve.h"
 #include "store.h"
 
@@ -47,6 +48,9 @@ struct drun {
 	char			*home;
 	char			*artifacts;
 	char			*prompt;
+	/* Its header secrets until its egress takes them (secrets.h). */
+	struct header_secret	*hsecrets;
+	size_t			 nhsecrets;
 	struct automation	*a;
 	const struct agent	*agent;
 	char			**argv;
@@ -94,6 +98,7 @@ drun_free(struct drun *r)
 	if (r->sb != NULL)
 		sandbox_free(r->sb);
 	env_job_free(r->envjob);
+	header_secrets_free(r->hsecrets, r->nhsecrets);
 	if (r->repo != NULL)
 		repo_job_free(r->repo);
 	json_decref(r->event);
@@ -732,6 +737,35 @@ drun_start_failed(struct drun *r, char *cause)
 	free(cause);
 }
 
+/*
+ * "NAME=VALUE" of one secret the run asks for: a configured one, a header
+ * secret's placeholder, or a sealed env secret unsealed. NULL and cause.
+ */
+static char *
+drun_secret_env(struct drun *r, const struct org *org, const char *name, char **cause)
+{
+	struct secret	*sec;
+	char		*value, *kv;
+	size_t		 i, len;
+	int		 rc;
+
+	if (org != NULL && (sec = org_secret(org, name)) != NULL)
+		return xprintf("%s=%s", name, sec->value);
+	for (i = 0; i < r->nhsecrets; i++) {
+		if (strcmp(r->hsecrets[i].name, name) == 0)
+			return xprintf("%s=%s", name, r->hsecrets[i].placeholder);
+	}
+	if ((rc = secrets_env_value(r->d->engine, r->org, name, &value, &len, cause)) != 0) {
+		if (rc > 0)
+			*cause = xprintf("secret %s is no longer configured", name);
+		return NULL;
+	}
+	kv = xprintf("%s=%s", name, value);
+	explicit_bzero(value, len);
+	free(value);
+	return kv;
+}
+
 /* Builds the agent's argv and environment and starts the sandbox. */
 static void
 drun_launch(struct drun *r)
@@ -739,8 +773,7 @@ drun_launch(struct drun *r)
 	struct engine		*e = r->d->engine;
 	struct agent_request	 req;
 	struct org		*org;
-	struct secret		*sec;
-	char			*cause = NULL;
+	char			*cause = NULL, *kv;
 	size_t			 n = 0, i;
 	int			 rc;
 
@@ -767,12 +800,14 @@ drun_launch(struct drun *r)
 	drun_env_add(r, &n, xprintf("SPUR_RUN=%s", r->id));
 	drun_env_add(r, &n, xprintf("SPUR_SESSION=%s", r->session));
 	org = config_org(e->conf, r->org);
+	/* Header secrets stay outside: the run's variable holds a placeholder (secrets.c). */
+	if (secrets_for_run(e, r->org, r->a->secrets, &r->hsecrets, &r->nhsecrets,
+	    &cause) != 0)
+		goto fail;
 	for (i = 0; r->a->secrets != NULL && r->a->secrets[i] != NULL; i++) {
-		if (org == NULL || (sec = org_secret(org, r->a->secrets[i])) == NULL) {
-			cause = xprintf("secret %s is no longer configured", r->a->secrets[i]);
+		if ((kv = drun_secret_env(r, org, r->a->secrets[i], &cause)) == NULL)
 			goto fail;
-		}
-		if (drun_env_add(r, &n, xprintf("%s=%s", r->a->secrets[i], sec->value)) != 0) {
+		if (drun_env_add(r, &n, kv) != 0) {
 			cause = xprintf("more than %d environment variables for the run",
 			    DISPATCH_ENV_MAX);
 			goto fail;
@@ -816,9 +851,13 @@ drun_agent(struct drun *r, int phase)
 	for (n = 0; r->env[n] != NULL; n++)
 		;
 	/* The run's network: proxy and model gateway, binds, env and a forwarder (egress.c). */
-	if (egress_attach(e, r->id, r->org, r->a, r->home, &r->spec, r->env, &n,
-	    DISPATCH_ENV_MAX, &r->argv, &r->egress, &cause) != 0)
+	if (egress_attach(e, r->id, r->org, r->a, r->hsecrets, r->nhsecrets, r->home, &r->spec,
+	    r->env, &n, DISPATCH_ENV_MAX, &r->argv, &r->egress, &cause) != 0)
 		goto fail;
+	/* The run's proxy holds its header secrets now (intercept.c): these copies go. */
+	header_secrets_free(r->hsecrets, r->nhsecrets);
+	r->hsecrets = NULL;
+	r->nhsecrets = 0;
 	r->spec.argv = r->argv;
 	r->spec.env = r->env;
 	r->stream = agent_stream_create(r->agent);

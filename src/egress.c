@@ -3,6 +3,7 @@
 #include "automation.h"
 #include "conf.h"
 #include "egress.h"
+#include "intercept.h"
 #include "sandbox.h"
 #include "serve.h"
 #include "store.h"
@@ -42,7 +43,8 @@ struct egress_agent {
 	int		 bearer;	/* Authorization: Bearer, else x-api-key */
 };
 
-#define EGRESS_LIBDIRS_MAX	4	/* host directories of spur's libraries, in a rootfs */
+#define EGRESS_LIBDIRS_MAX	4
+#define EGRESS_SYSTEM_BUNDLE	"/etc/ssl/certs/ca-certificates.crt"	/* Debian's, and Go's first */	/* host directories of spur's libraries, in a rootfs */
 
 static const struct egress_agent egress_agents[] = {
 	{ "claude", "https://api.anthropic.com", "", 0 },
@@ -53,6 +55,8 @@ static const struct egress_agent egress_agents[] = {
 
 struct egress {
 	struct proxy		*proxy;
+	struct intercept	*intercept;	/* the run's header secrets and CA */
+	char			*bundle;	/* the system's bundle and the run's CA */
 	struct gateway		*gateway;
 	char			*dir;
 	char			*self;		/* the spur binary on the host */
@@ -426,9 +430,39 @@ egress_wrap(const struct egress *eg, char ***argvp, int proxy, int gateway)
 	*argvp = nv;
 }
 
+/*
+ * The run's header secrets: its CA made, written beside the sockets (the
+ * certificate only) and trusted inside by every usual variable.
+ */
+static int
+egress_intercept(struct egress *eg, struct engine *e, const char *run,
+    const struct header_secret *hs, size_t nhs, const char *inside, char **env,
+    size_t *nenv, size_t max, char **cause)
+{
+	static const char *const vars[] = { "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
+	    "CURL_CA_BUNDLE", "GIT_SSL_CAINFO" };
+	size_t	 i;
+
+	if ((eg->intercept = intercept_create(run, hs, nhs, e->conf->egress_ca_file,
+	    cause)) == NULL)
+		return -1;
+	proxy_set_intercept(eg->proxy, eg->intercept);
+	if (intercept_write_ca(eg->intercept, eg->dir, cause) != 0)
+		return -1;
+	eg->bundle = path_join(eg->dir, "ca-bundle.pem");
+	for (i = 0; i < SPUR_ARRLEN(vars); i++) {
+		if (egress_env(env, nenv, max, xprintf("%s=%s/ca-bundle.pem", vars[i], inside),
+		    cause) != 0)
+			return -1;
+	}
+	/* Node keeps its own roots and adds these. */
+	return egress_env(env, nenv, max, xprintf("NODE_EXTRA_CA_CERTS=%s/ca.pem", inside),
+	    cause);
+}
+
 int
 egress_attach(struct engine *e, const char *run, const char *org_name,
-    const struct automation *a, const char *home, struct sandbox_spec *spec, char **env,
+    const struct automation *a, const struct header_secret *hs, size_t nhs, const char *home, struct sandbox_spec *spec, char **env,
     size_t *nenv, size_t max, char ***argv, struct egress **out, char **cause)
 {
 	const struct egress_agent	*ag = egress_agent(a->agent_name);
@@ -502,6 +536,14 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 			goto fail;
 		}
 		free(url);
+		if (nhs > 0 && egress_intercept(eg, e, run, hs, nhs, bwrap ? EGRESS_INSIDE_DIR :
+		    eg->dir, env, nenv, max, cause) != 0)
+			goto fail;
+		/* Programs that read only the system's bundle (Go's, OpenSSL's default) too. */
+		if (eg->intercept != NULL && bwrap && spec->rootfs == NULL &&
+		    access(EGRESS_SYSTEM_BUNDLE, R_OK) == 0 &&
+		    egress_bind(eg, spec, eg->bundle, EGRESS_SYSTEM_BUNDLE, cause) != 0)
+			goto fail;
 	}
 	if (egress_env(env, nenv, max, xstrdup("NO_PROXY=127.0.0.1,localhost"), cause) != 0 ||
 	    egress_env(env, nenv, max, xstrdup("no_proxy=127.0.0.1,localhost"), cause) != 0)
@@ -589,12 +631,14 @@ egress_free(struct egress *eg)
 	if (eg == NULL)
 		return;
 	proxy_free(eg->proxy);
+	intercept_free(eg->intercept);	/* after the proxy's connections that use it */
 	gateway_free(eg->gateway);
 	if (eg->dns_ref && --egress_dns_refs == 0) {
 		evdns_base_free(egress_dns, 1);
 		egress_dns = NULL;
 	}
 	free(eg->dir);
+	free(eg->bundle);
 	free(eg->self);
 	free(eg->agent_dir);
 	for (i = 0; i < eg->nlibdirs; i++) {
@@ -605,3 +649,4 @@ egress_free(struct egress *eg)
 	free(eg->libpath);
 	free(eg);
 }
+

@@ -18,6 +18,7 @@ struct evdns_base;
 struct evconnlistener;
 struct bufferevent;
 struct store;
+struct header_secret;
 
 /* Where the forwarder listens inside a sandbox (its own network namespace). */
 #define EGRESS_PROXY_PORT	3128
@@ -28,11 +29,14 @@ struct store;
 /*
  * Gives a run the network it may have: adds binds to spec, "K=V" strings to
  * env (at *nenv, at most max), and may wrap *argv (e.g. with the in-sandbox
- * forwarder). *out is what to free when the run ends (NULL: nothing opened).
- * -1 and cause when the run cannot get its network.
+ * forwarder). Its header secrets (hs, nhs; intercept.h) go into the requests
+ * to their hosts, with the run's CA trusted inside. *out is what to free when
+ * the run ends (NULL: nothing opened). -1 and cause when the run cannot get
+ * its network.
  */
 int	 egress_attach(struct engine *, const char *run, const char *org,
-	     const struct automation *, const char *home, struct sandbox_spec *,
+	     const struct automation *, const struct header_secret *hs, size_t nhs,
+	     const char *home, struct sandbox_spec *,
 	     char **env, size_t *nenv, size_t max, char ***argv, struct egress **out,
 	     char **cause);
 void	 egress_free(struct egress *);
@@ -93,6 +97,13 @@ struct http_head {
 	char	*value[HTTP_HEADERS_MAX];
 	size_t	 n;
 };
+/*
+ * Takes one head out of in, its CRLF CRLF dropped: 1 and *text (NUL-terminated,
+ * *len bytes, to free) when it is all there, 0 while more must come, -1 when
+ * more than HTTP_HEAD_MAX came without its end.
+ */
+struct evbuffer;
+int		 http_head_take(struct evbuffer *in, char **text, size_t *len);
 /* Parses text (the head without its final CRLF CRLF); -1 when it is no request, or malformed. */
 int		 http_head_parse(const char *, size_t, struct http_head *);
 const char	*http_head_get(const struct http_head *, const char *name);
@@ -108,6 +119,15 @@ void		 http_head_clear(struct http_head *);
 struct relay;
 struct relay	*relay_start(struct bufferevent *, struct bufferevent *,
 		     void (*done)(struct relay *, void *), void *);
+/*
+ * The same, and what a sends is shown to watch (each read, before it goes
+ * on); when watch returns a name, that read is dropped and the relay ends:
+ * relay_cut then returns the name.
+ */
+struct relay	*relay_start_watched(struct bufferevent *, struct bufferevent *,
+		     void (*done)(struct relay *, void *), void *,
+		     const char *(*watch)(void *, const void *, size_t), void *);
+const char	*relay_cut(const struct relay *);
 /* Bytes a to b and b to a so far. */
 uint64_t	 relay_bytes(const struct relay *, int a_to_b);
 void		 relay_free(struct relay *);
@@ -119,6 +139,12 @@ struct proxy	*proxy_create(struct event_base *, struct evdns_base *, struct engi
 		     const char *run, char *const *allow, const char *path, int *port,
 		     char **cause);
 void		 proxy_free(struct proxy *);
+/* The proxy's own answer: status, the reason in the body, the verdict in X-Spur-Verdict. */
+void		 proxy_answer(struct evbuffer *, int status, const char *reason,
+		     const char *verdict);
+/* The run's header secrets (intercept.h): their hosts are intercepted; it outlives the proxy. */
+struct intercept;
+void		 proxy_set_intercept(struct proxy *, struct intercept *);
 /*
  * Whether a host:port request may go out; whether addr (with its port) may be
  * connected: any public address, a private one only when an entry names it

@@ -412,29 +412,23 @@ gconn_read_cb(struct bufferevent *bev, void *arg)
 {
 	struct gconn		*gc = arg;
 	struct evbuffer		*in = bufferevent_get_input(bev);
-	struct evbuffer_ptr	 end;
 	const char		*cl, *te;
 	char			*text, *target, *cause, *msg;
 	unsigned long long	 n;
 	size_t			 len;
+	int			 rc;
 
 	if (gc->easy != NULL || gc->done) {
 		evbuffer_drain(in, evbuffer_get_length(in));
 		return;
 	}
 	if (gc->head.method == NULL) {
-		end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
-		if (end.pos == -1) {
-			if (evbuffer_get_length(in) > HTTP_HEAD_MAX)
+		if ((rc = http_head_take(in, &text, &len)) <= 0) {
+			if (rc < 0)
 				gconn_fail(gc, 431, "spur gateway: request head too large",
 				    "bad-request");
 			return;
 		}
-		len = (size_t)end.pos;
-		text = xmalloc(len + 1);
-		evbuffer_remove(in, text, len);
-		evbuffer_drain(in, 4);
-		text[len] = '\0';
 		if (http_head_parse(text, len, &gc->head) != 0) {
 			free(text);
 			gconn_fail(gc, 400, "spur gateway: bad request", "bad-request");

@@ -1,6 +1,7 @@
 /* proxy.c: a run's HTTP proxy (CONNECT and absolute-URI requests), its allow list, and the relay it shares. */
 #include "spur.h"
 #include "egress.h"
+#include "intercept.h"
 #include "scrub.h"
 #include "serve.h"
 
@@ -206,6 +207,22 @@ fail:
 	return -1;
 }
 
+int
+http_head_take(struct evbuffer *in, char **text, size_t *len)
+{
+	struct evbuffer_ptr	 end;
+
+	end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+	if (end.pos == -1)
+		return evbuffer_get_length(in) > HTTP_HEAD_MAX ? -1 : 0;
+	*len = (size_t)end.pos;
+	*text = xmalloc(*len + 1);
+	evbuffer_remove(in, *text, *len);
+	evbuffer_drain(in, 4);
+	(*text)[*len] = '\0';
+	return 1;
+}
+
 size_t
 http_head_count(const struct http_head *h, const char *name)
 {
@@ -254,6 +271,9 @@ struct relay {
 	void			(*done)(struct relay *, void *);
 	void			*arg;
 	struct event		*done_ev;
+	const char		*(*watch)(void *, const void *, size_t);
+	void			*watch_arg;
+	const char		*cut;		/* what watch found */
 };
 
 static void	relay_read_cb(struct bufferevent *, void *);
@@ -304,8 +324,17 @@ relay_read_cb(struct bufferevent *bev, void *arg)
 	int			 i = relay_side(r, bev);
 	struct bufferevent	*to = r->bev[!i];
 	struct evbuffer		*in = bufferevent_get_input(bev);
+	size_t			 len = evbuffer_get_length(in);
 
-	r->bytes[i] += evbuffer_get_length(in);
+	if (r->closing)
+		return;
+	if (i == 0 && r->watch != NULL && len > 0 &&
+	    (r->cut = r->watch(r->watch_arg, evbuffer_pullup(in, -1), len)) != NULL) {
+		evbuffer_drain(in, len);
+		relay_end(r);
+		return;
+	}
+	r->bytes[i] += len;
 	evbuffer_add_buffer(bufferevent_get_output(to), in);
 	if (evbuffer_get_length(bufferevent_get_output(to)) >= RELAY_HIGH) {
 		bufferevent_disable(bev, EV_READ);
@@ -333,6 +362,8 @@ relay_event_cb(struct bufferevent *bev, short what, void *arg)
 	/* What this side said last still goes to the other, then both close. */
 	if (what & BEV_EVENT_EOF)
 		relay_read_cb(bev, r);
+	if (r->closing)
+		return;		/* what it read was cut */
 	if ((what & BEV_EVENT_EOF) && evbuffer_get_length(bufferevent_get_output(to)) > 0) {
 		bufferevent_disable(bev, EV_READ);
 		bufferevent_disable(to, EV_READ);
@@ -348,9 +379,25 @@ struct relay *
 relay_start(struct bufferevent *a, struct bufferevent *b,
     void (*done)(struct relay *, void *), void *arg)
 {
+	return relay_start_watched(a, b, done, arg, NULL, NULL);
+}
+
+const char *
+relay_cut(const struct relay *r)
+{
+	return r->cut;
+}
+
+struct relay *
+relay_start_watched(struct bufferevent *a, struct bufferevent *b,
+    void (*done)(struct relay *, void *), void *arg,
+    const char *(*watch)(void *, const void *, size_t), void *watch_arg)
+{
 	struct relay	*r = xcalloc(1, sizeof *r);
 	struct timeval	 tv = { PROXY_IDLE_SECS, 0 };
 
+	r->watch = watch;
+	r->watch_arg = watch_arg;
 	r->bev[0] = a;
 	r->bev[1] = b;
 	r->done = done;
@@ -560,6 +607,8 @@ struct pconn {
 	struct bufferevent		*cli;
 	struct bufferevent		*up;
 	struct relay			*relay;
+	struct intercept_conn		*icc;		/* a host of a header secret */
+	struct intercept_watch		*watch;		/* what it sends: no placeholder */
 	struct evdns_getaddrinfo_request *dns;
 	struct evutil_addrinfo		*ai;
 	struct http_head		 head;
@@ -581,6 +630,7 @@ struct proxy {
 	struct evconnlistener	*lis;
 	struct egress_gate	 gate;
 	unsigned		 refused;	/* connections refused by policy */
+	struct intercept	*intercept;	/* the run's header secrets; NULL: none */
 	LIST_HEAD(, pconn)	 conns;
 };
 
@@ -593,6 +643,8 @@ pconn_free(struct pconn *pc)
 		evdns_getaddrinfo_cancel(pc->dns);	/* its callback still runs, with pc gone */
 	if (pc->ai != NULL)
 		evutil_freeaddrinfo(pc->ai);
+	if (pc->icc != NULL)
+		intercept_conn_free(pc->icc);
 	if (pc->relay != NULL)
 		relay_free(pc->relay);
 	else {
@@ -602,6 +654,7 @@ pconn_free(struct pconn *pc)
 			bufferevent_free(pc->up);
 	}
 	http_head_clear(&pc->head);
+	intercept_watch_free(pc->watch);
 	free(pc->host);
 	free(pc);
 }
@@ -619,6 +672,12 @@ pconn_record(struct pconn *pc, uint64_t in, uint64_t out, const char *verdict)
 		pc->p->refused++;
 }
 
+void
+proxy_set_intercept(struct proxy *p, struct intercept *ic)
+{
+	p->intercept = ic;
+}
+
 unsigned
 proxy_refused(const struct proxy *p)
 {
@@ -631,23 +690,28 @@ pconn_closed_cb(struct bufferevent *bev, short what, void *arg)
 	pconn_free(arg);
 }
 
+void
+proxy_answer(struct evbuffer *out, int status, const char *reason, const char *verdict)
+{
+	char	*body = xprintf("spur proxy: %s\n", reason);
+
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n"
+	    "Content-Type: text/plain\r\nContent-Length: %zu\r\nConnection: close\r\n"
+	    "X-Spur-Verdict: %s\r\n\r\n%s", status, status == 403 ? "Forbidden" :
+	    status == 400 ? "Bad Request" : "Bad Gateway", strlen(body), verdict, body);
+	free(body);
+}
+
 /* Answers with an error and closes once it is written. */
 static void
 pconn_fail(struct pconn *pc, int status, const char *reason, const char *verdict)
 {
-	char	*body;
-
 	pconn_record(pc, 0, 0, verdict);
 	if (pc->up != NULL) {
 		bufferevent_free(pc->up);
 		pc->up = NULL;
 	}
-	body = xprintf("spur proxy: %s\n", reason);
-	evbuffer_add_printf(bufferevent_get_output(pc->cli), "HTTP/1.1 %d %s\r\n"
-	    "Content-Type: text/plain\r\nContent-Length: %zu\r\nConnection: close\r\n"
-	    "X-Spur-Verdict: %s\r\n\r\n%s", status, status == 403 ? "Forbidden" :
-	    status == 400 ? "Bad Request" : "Bad Gateway", strlen(body), verdict, body);
-	free(body);
+	proxy_answer(bufferevent_get_output(pc->cli), status, reason, verdict);
 	egress_close_flushed(pc->cli, pconn_closed_cb, pc);
 }
 
@@ -656,8 +720,13 @@ pconn_relay_done(struct relay *r, void *arg)
 {
 	struct pconn	*pc = arg;
 
+	/* A placeholder in what it sent (a body, a plain protocol in a tunnel): cut there. */
+	if (relay_cut(r) != NULL)
+		log_warn("event=egress.placeholder_refused run=%s host=%s secret=%s where=%s",
+		    pc->p->run, log_q(pc->host), relay_cut(r), pc->tunnel ? "tunnel" : "body");
 	/* cli is side a: a to b is what the run sent out. */
-	pconn_record(pc, relay_bytes(r, 0), relay_bytes(r, 1) + pc->head_out, "allowed");
+	pconn_record(pc, relay_bytes(r, 0), relay_bytes(r, 1) + pc->head_out,
+	    relay_cut(r) != NULL ? "refused" : "allowed");
 	pconn_free(pc);
 }
 
@@ -688,17 +757,37 @@ pconn_origin_head(struct pconn *pc, struct evbuffer *out)
 static void	pconn_connect(struct pconn *);
 
 static void
+pconn_intercept_done(struct intercept_conn *icc, const char *verdict, uint64_t in,
+    uint64_t out, void *arg)
+{
+	struct pconn	*pc = arg;
+
+	pconn_record(pc, in, out, verdict);
+	pconn_free(pc);
+}
+
+static void
 pconn_up_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct pconn	*pc = arg;
 
 	if (what & BEV_EVENT_CONNECTED) {
+		/* A host of a header secret: TLS ends here, the secret goes in (intercept.c). */
+		if (pc->tunnel && intercept_bound(pc->p->intercept, pc->host)) {
+			pc->icc = intercept_conn_start(pc->p->intercept, pc->cli, pc->up, pc->host,
+			    pc->port, pconn_intercept_done, pc);
+			pc->cli = pc->up = NULL;
+			return;
+		}
 		if (pc->tunnel)
 			evbuffer_add_printf(bufferevent_get_output(pc->cli),
 			    "HTTP/1.1 200 Connection established\r\n\r\n");
 		else
 			pconn_origin_head(pc, bufferevent_get_output(pc->up));
-		pc->relay = relay_start(pc->cli, pc->up, pconn_relay_done, pc);
+		if (pc->p->intercept != NULL)
+			pc->watch = intercept_watch_new(pc->p->intercept, pc->host);
+		pc->relay = relay_start_watched(pc->cli, pc->up, pconn_relay_done, pc,
+		    pc->watch != NULL ? intercept_watch_feed : NULL, pc->watch);
 		return;
 	}
 	if (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF | BEV_EVENT_TIMEOUT)) {
@@ -811,29 +900,33 @@ pconn_head_cb(struct bufferevent *bev, void *arg)
 {
 	struct pconn			*pc = arg;
 	struct evbuffer			*in = bufferevent_get_input(bev);
-	struct evbuffer_ptr		 end;
 	struct evutil_addrinfo		 hints;
 	struct evdns_getaddrinfo_request *req;
 	char				*text, port[8];
+	const char			*name;
 	size_t				 len;
+	int				 rc;
 
-	end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
-	if (end.pos == -1) {
-		if (evbuffer_get_length(in) > HTTP_HEAD_MAX)
+	if ((rc = http_head_take(in, &text, &len)) <= 0) {
+		if (rc < 0)
 			pconn_fail(pc, 400, "request head too large", "bad-request");
 		return;
 	}
-	len = (size_t)end.pos;
-	text = xmalloc(len + 1);
-	evbuffer_remove(in, text, len);
-	evbuffer_drain(in, 4);
-	text[len] = '\0';
 	bufferevent_disable(bev, EV_READ);
 	bufferevent_set_timeouts(bev, NULL, NULL);
 	if (http_head_parse(text, len, &pc->head) != 0 || pconn_target(pc) != 0) {
 		free(text);
 		pconn_fail(pc, 400, "expected CONNECT host:port or an absolute http:// URI",
 		    "bad-request");
+		return;
+	}
+	/* A placeholder goes only to its secret's hosts (and there only inside TLS). */
+	if ((name = intercept_foreign(pc->p->intercept, pc->host, text, len)) != NULL) {
+		free(text);
+		log_warn("event=egress.placeholder_refused run=%s host=%s secret=%s where=%s",
+		    pc->p->run, log_q(pc->host), name, pc->tunnel ? "connect" : "http");
+		pconn_fail(pc, 403, "a secret's placeholder may only go to the secret's hosts",
+		    "refused");
 		return;
 	}
 	free(text);
@@ -936,7 +1029,9 @@ proxy_free(struct proxy *p)
 	egress_gate_clear(&p->gate);
 	/* The run ended: what is still open is cut, and logged with what it moved. */
 	while ((pc = LIST_FIRST(&p->conns)) != NULL) {
-		if (pc->relay != NULL)
+		if (pc->icc != NULL)
+			pconn_record(pc, 0, 0, "intercepted");
+		else if (pc->relay != NULL)
 			pconn_record(pc, relay_bytes(pc->relay, 0),
 			    relay_bytes(pc->relay, 1) + pc->head_out, "allowed");
 		else if (pc->host != NULL)

@@ -7,6 +7,8 @@
 #include "github-app.h"
 #include "outbox.h"
 #include "repo.h"
+#include "report.h"
+#include "scrub.h"
 #include "sandbox.h"
 #include "serve.h"
 #include "store.h"
@@ -49,13 +51,13 @@ enum repo_step {
 	REPO_INIT, REPO_PR_INFO, REPO_LS_REMOTE, REPO_FETCH, REPO_CHECKOUT,
 	REPO_AGENT_INIT, REPO_AGENT_FETCH, REPO_AGENT_RESET, REPO_AGENT_REMOTE, REPO_PR_FILES,
 	REPO_TAKE, REPO_KEEP, REPO_COUNT, REPO_MOVE, REPO_ADD, REPO_DIFF, REPO_COMMIT, REPO_PUSH,
-	REPO_PR_CREATE, REPO_PR_FIND
+	REPO_PR_CREATE, REPO_PR_FIND, REPO_PR_REVIEWERS, REPO_PR_LABELS, REPO_PR_UPDATE
 };
 
 static const char *repo_step_names[] = {
 	"init", "pr_info", "ls_remote", "fetch", "checkout", "agent_init", "agent_fetch",
 	"agent_reset", "agent_remote", "pr_files", "take", "keep", "count", "move", "add", "diff", "commit",
-	"push", "pr_create", "pr_find"
+	"push", "pr_create", "pr_find", "pr_reviewers", "pr_labels", "pr_update"
 };
 
 struct repo_job {
@@ -86,6 +88,13 @@ struct repo_job {
 	char			*head_ref;	/* a PR's head branch, as its repository names it */
 	char			*files;		/* a PR's changed files, for the agent's prompt */
 	char			*message;
+	char			*asked;		/* the PR body's markdown of who asked what, where */
+	char			*linear;	/* the Linear issue's identifier (ENG-12), NULL: none */
+	char			*link;		/* public_url/runs/RUN */
+	int			 draft;
+	json_t			*reviewers;	/* logins to request, NULL: none */
+	json_t			*labels;
+	long long		 pr_number;	/* the delivered PR's number */
 	char			*token;
 	struct github_req	*gh;
 	struct http_call	*call;
@@ -99,6 +108,7 @@ struct repo_job {
 };
 
 static void	repo_next(struct repo_job *);
+static void	repo_pr_next(struct repo_job *, enum repo_step);
 
 void
 repo_job_free(struct repo_job *j)
@@ -124,6 +134,11 @@ repo_job_free(struct repo_job *j)
 	free(j->head_ref);
 	free(j->files);
 	free(j->message);
+	free(j->asked);
+	free(j->linear);
+	free(j->link);
+	json_decref(j->reviewers);
+	json_decref(j->labels);
 	free(j->sync_cause);
 	freezero_str(j->token);
 	free(j);
@@ -485,6 +500,7 @@ repo_api_cb(const struct http_response *r, void *arg)
 	json_t		*res = json_loadb(r->body, r->len, 0, NULL), *pr;
 	const char	*s;
 	char		*why;
+	int		 ours;
 
 	j->call = NULL;
 	switch (j->step) {
@@ -522,10 +538,12 @@ repo_api_cb(const struct http_response *r, void *arg)
 		if (r->status == 201 && (s = json_string_value(json_object_get(res,
 		    "html_url"))) != NULL) {
 			j->pr_url = xstrdup(s);
+			j->pr_number = json_integer_value(json_object_get(res, "number"));
 			repo_state_save(j);
-			log_info("event=repo.pull_request run=%s url=%s", j->run, log_q(s));
+			log_info("event=repo.pull_request run=%s url=%s draft=%d", j->run, log_q(s),
+			    j->draft);
 			json_decref(res);
-			return repo_end(j, 1, j->pr_url, NULL);
+			return repo_pr_next(j, REPO_PR_CREATE);
 		}
 		if (r->status != 422) {
 			why = xprintf("opening the pull request failed (HTTP %d)", r->status);
@@ -561,8 +579,27 @@ repo_api_cb(const struct http_response *r, void *arg)
 		free(j->pr_url);
 		j->pr_url = xstrdup(s);
 		repo_state_save(j);
+		/* A follow-up: the description says what this run did, if spur wrote it. */
+		j->pr_number = json_integer_value(json_object_get(pr, "number"));
+		s = json_string_value(json_object_get(pr, "body"));
+		ours = s != NULL && strncmp(s, REPORT_MARKER, strlen(REPORT_MARKER)) == 0;
 		json_decref(res);
+		if (j->pr_number > 0 && ours) {
+			j->step = REPO_PR_UPDATE;
+			return repo_next(j);
+		}
 		return repo_end(j, 1, j->pr_url, NULL);
+	case REPO_PR_REVIEWERS:
+	case REPO_PR_LABELS:
+	case REPO_PR_UPDATE:
+		/* The PR is delivered: what it lacks is said, not a failed run. */
+		if (r->status / 100 != 2)
+			log_warn("event=repo.pull_request_incomplete run=%s step=%s status=%d "
+			    "url=%s", j->run, repo_step_names[j->step], r->status, log_q(j->pr_url));
+		json_decref(res);
+		if (j->step == REPO_PR_UPDATE)
+			return repo_end(j, 1, j->pr_url, NULL);
+		return repo_pr_next(j, j->step);
 	default:
 		fatal("repo: API answer in step %d", j->step);
 	}
@@ -612,6 +649,116 @@ repo_commit_message(struct repo_job *j)
 	return buf_take(&b);
 }
 
+/*
+ * Text a third party wrote, as GitHub markdown that shows it and does nothing
+ * else: what a reader would not see dropped, one line of at most max bytes,
+ * every ASCII punctuation mark escaped (no link, image, HTML, heading or
+ * emphasis can hide or dress anything up) and "@" an entity (no one is pinged).
+ */
+static void
+repo_md_plain(struct buf *b, const char *s, size_t max)
+{
+	char	*seen = scrub_unseen(s, strlen(s), 0), *cut, *p;
+
+	cut = report_cut(seen, max, "...");
+	for (p = cut; *p != '\0'; p++) {
+		if (*p == '\n' || *p == '\r' || *p == '\t')
+			(void)buf_addc(b, ' ');
+		else if (*p == '@')
+			(void)buf_adds(b, "&#64;");
+		else if (*p == '&')
+			(void)buf_adds(b, "&amp;");
+		else if (strchr("\\`*_{}[]()<>#+-.!|~\"':/=", *p) != NULL) {
+			(void)buf_addc(b, '\\');
+			(void)buf_addc(b, *p);
+		} else
+			(void)buf_addc(b, *p);
+	}
+	free(cut);
+	free(seen);
+}
+
+/* Who asked for the run and where, from its event, for the PR body. */
+static void
+repo_pr_facts(struct repo_job *j, const json_t *run)
+{
+	const json_t	*ev = json_object_get(run, "event");
+	const char	*source = json_path_str(ev, "source"), *url = json_path_str(ev, "url");
+	const char	*who = json_path_str(ev, "actor.name"), *text = json_path_str(ev, "text");
+	const char	*id = json_path_str(ev, "meta.identifier");
+	struct buf	 b;
+
+	buf_init(&b, 0);
+	(void)buf_adds(&b, "**Asked by** ");
+	repo_md_plain(&b, who != NULL && *who != '\0' ? who : "someone", 100);
+	(void)buf_addf(&b, " on %s", source != NULL ? source : "an event");
+	/* Only a web address becomes a link: the URL is the sender's too. */
+	if (url != NULL && strncmp(url, "https://", 8) == 0 && strlen(url) < 2048 &&
+	    strpbrk(url, " <>()[]\"'`\\\n\r\t") == NULL)
+		(void)buf_addf(&b, " ([%s](%s))", strcmp(source != NULL ? source : "",
+		    "github") == 0 ? "the comment" : "the message", url);
+	(void)buf_adds(&b, ":\n");
+	if (text != NULL && *text != '\0') {
+		(void)buf_adds(&b, "\n> ");
+		repo_md_plain(&b, text, 500);
+		(void)buf_adds(&b, "\n");
+	}
+	j->asked = buf_take(&b);
+	/* Linear links a pull request whose body names its issue. */
+	if (id != NULL && strlen(id) < 32 && strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(id))
+		j->linear = xstrdup(id);
+	if (j->e->conf->public_url != NULL)
+		j->link = xprintf("%s/runs/%s", j->e->conf->public_url, j->run);
+}
+
+/*
+ * The PR's description: the marker, what was asked, by whom, where; why this
+ * PR exists when it continues another; the agent's summary, cut to fit
+ * GitHub's limit; the Linear issue; the run. A follow-up writes it anew.
+ */
+static char *
+repo_pr_body(struct repo_job *j)
+{
+	struct buf	 head, tail;
+	char		*summary, *seen, *cut, *more;
+	size_t		 room;
+
+	buf_init(&head, 0);
+	buf_init(&tail, 0);
+	(void)buf_addf(&head, REPORT_MARKER "%s -->\n", j->run);
+	if (j->asked != NULL)
+		(void)buf_addf(&head, "%s\n", j->asked);
+	if (j->old_pr != NULL)
+		(void)buf_addf(&head, "This continues %s, which was closed.\n\n", j->old_pr);
+	else if (j->fork)
+		(void)buf_addf(&head, "This continues #%lld, whose branch lives in a fork (%s) "
+		    "spur cannot push to, so the changes are on a new branch here.\n\n",
+		    j->number, j->head_repo != NULL ? j->head_repo : "deleted");
+	(void)buf_adds(&head, "### Summary\n\n");
+	if (j->linear != NULL)
+		(void)buf_addf(&tail, "\n\nLinear: %s", j->linear);
+	if (j->link != NULL)
+		(void)buf_addf(&tail, "\n\nOpened by spur for run [%s](%s).\n", j->run, j->link);
+	else
+		(void)buf_addf(&tail, "\n\nOpened by spur for run `%s`.\n", j->run);
+	summary = j->message != NULL ? scrub_for_engine(j->e, j->message) : NULL;
+	seen = summary != NULL && *summary != '\0' ? scrub_unseen(summary, strlen(summary), 0) :
+	    xstrdup("_(no final message)_");
+	room = head.len + tail.len + 64 < REPORT_GITHUB_MAX ?
+	    REPORT_GITHUB_MAX - head.len - tail.len : 64;
+	more = xprintf("\n\n... (cut; the whole message: `spur show %s`)", j->run);
+	cut = report_cut(seen, room, more);
+	(void)buf_adds(&head, cut);
+	(void)buf_add(&head, tail.data, tail.len);
+	free(more);
+	free(cut);
+	free(seen);
+	free(summary);
+	buf_free(&tail);
+	return buf_take(&head);
+}
+
 static void
 repo_pr_create(struct repo_job *j)
 {
@@ -619,19 +766,9 @@ repo_pr_create(struct repo_job *j)
 	char	*s, *path, *title, *text, *msg = repo_commit_message(j);
 
 	title = xprintf("%.*s", (int)strcspn(msg, "\n"), msg);
-	if (j->old_pr != NULL) {
-		text = xprintf("This continues %s, which was closed.\n\nOpened by spur for run "
-		    "`%s`.\n", j->old_pr, j->run);
-	} else if (!j->fork)
-		text = xprintf("Opened by spur for run `%s`.\n", j->run);
-	else {
-		text = xprintf("This continues #%lld, whose branch lives in a fork (%s) spur "
-		    "cannot push to, so the changes are on a new branch here.\n\nOpened by "
-		    "spur for run `%s`.\n", j->number, j->head_repo != NULL ? j->head_repo :
-		    "deleted", j->run);
-	}
-	body = json_pack("{s:s,s:s,s:s,s:s}", "title", title, "head", j->branch, "base",
-	    j->base != NULL ? j->base : "main", "body", text);
+	text = repo_pr_body(j);
+	body = json_pack("{s:s,s:s,s:s,s:s,s:b}", "title", title, "head", j->branch, "base",
+	    j->base != NULL ? j->base : "main", "body", text, "draft", j->draft);
 	s = json_dumps(body, JSON_COMPACT);
 	path = xprintf("/repos/%s/pulls", j->repo);
 	repo_api(j, "POST", path, s);
@@ -641,6 +778,45 @@ repo_pr_create(struct repo_job *j)
 	free(title);
 	free(text);
 	free(msg);
+}
+
+/* After a new PR: its reviewers, then its labels; after a follow-up: its description. */
+static void
+repo_pr_more(struct repo_job *j)
+{
+	json_t	*body = NULL;
+	char	*s, *path, *text = NULL;
+
+	if (j->step == REPO_PR_REVIEWERS) {
+		body = json_pack("{s:O}", "reviewers", j->reviewers);
+		path = xprintf("/repos/%s/pulls/%lld/requested_reviewers", j->repo, j->pr_number);
+	} else if (j->step == REPO_PR_LABELS) {
+		body = json_pack("{s:O}", "labels", j->labels);
+		path = xprintf("/repos/%s/issues/%lld/labels", j->repo, j->pr_number);
+	} else {
+		text = repo_pr_body(j);
+		body = json_pack("{s:s}", "body", text);
+		path = xprintf("/repos/%s/pulls/%lld", j->repo, j->pr_number);
+	}
+	s = json_dumps(body, JSON_COMPACT);
+	repo_api(j, j->step == REPO_PR_UPDATE ? "PATCH" : "POST", path, s);
+	json_decref(body);
+	free(s);
+	free(path);
+	free(text);
+}
+
+/* The PR is there: what else a new one gets (reviewers, labels), or the end. */
+static void
+repo_pr_next(struct repo_job *j, enum repo_step after)
+{
+	if (after < REPO_PR_REVIEWERS && j->reviewers != NULL)
+		j->step = REPO_PR_REVIEWERS;
+	else if (after < REPO_PR_LABELS && j->labels != NULL)
+		j->step = REPO_PR_LABELS;
+	else
+		return repo_end(j, 1, j->pr_url, NULL);
+	repo_next(j);
 }
 
 /* Runs the job's current step. */
@@ -760,6 +936,11 @@ repo_next(struct repo_job *j)
 		break;
 	case REPO_PR_CREATE:
 		repo_pr_create(j);
+		return;
+	case REPO_PR_REVIEWERS:
+	case REPO_PR_LABELS:
+	case REPO_PR_UPDATE:
+		repo_pr_more(j);
 		return;
 	case REPO_PR_FIND:
 		path = xprintf("/repos/%s/pulls?state=open&head=%.*s:%s", j->repo,
@@ -1113,6 +1294,16 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 	return repo_begin(j, out, cause) == 0 ? 1 : -1;
 }
 
+static json_t *
+repo_str_list(char **list)
+{
+	json_t	*j = json_array();
+
+	for (; *list != NULL; list++)
+		json_array_append_new(j, json_string(*list));
+	return j;
+}
+
 int
 repo_deliver(struct engine *e, const char *run, const struct automation *a,
     const char *workspace, const struct sandbox_ident *as, const char *message,
@@ -1138,6 +1329,15 @@ repo_deliver(struct engine *e, const char *run, const struct automation *a,
 	j->arg = arg;
 	j->want_pr = a->proof == PROOF_PULL_REQUEST;
 	j->message = message != NULL ? xstrdup(message) : NULL;
+	j->draft = a->pull_request.draft;
+	if (a->pull_request.reviewers != NULL)
+		j->reviewers = repo_str_list(a->pull_request.reviewers);
+	if (a->pull_request.labels != NULL)
+		j->labels = repo_str_list(a->pull_request.labels);
+	if (j->want_pr && (s = store_run_json(e->store, run, 1)) != NULL) {
+		repo_pr_facts(j, s);
+		json_decref(s);
+	}
 	if ((s = store_run_json(e->store, run, 0)) != NULL) {
 		if (json_string_value(json_object_get(s, "session")) != NULL)
 			store_session_set_branch(e->store, json_string_value(json_object_get(s,

@@ -48,7 +48,13 @@ run_set_state_(struct engine *e, const char *run, enum run_state to, enum run_ca
 		why = CAUSE_NONE;
 	else if (why == CAUSE_NONE)
 		fatal("run %s: the terminal state %s without a cause", run, run_state_name(to));
+	/*
+	 * An end and its report row are one commit: a crash between two commits
+	 * left an ended run that no one would ever tell its thread about.
+	 */
+	store_tx_begin(e->store, NULL);
 	if (store_run_set_state(e->store, run, to, why, safe, &cause) != 0) {
+		store_tx_commit(e->store, NULL);
 		log_warn("event=run.state_refused run=%s state=%s error=%s", run,
 		    run_state_name(to), log_q(cause));
 		free(cause);
@@ -58,8 +64,10 @@ run_set_state_(struct engine *e, const char *run, enum run_state to, enum run_ca
 	log_info("event=run.state run=%s state=%s cause=%s reason=%s", run, run_state_name(to),
 	    why != CAUSE_NONE ? run_cause_name(why) : "-", log_q(safe));
 	free(safe);
-	if (!terminal)
+	if (!terminal) {
+		store_tx_commit(e->store, NULL);
 		return 0;
+	}
 	if (requeued != NULL) {
 		/* Its continuation reports for both: the thread is told once. */
 		none = json_object();
@@ -67,6 +75,11 @@ run_set_state_(struct engine *e, const char *run, enum run_state to, enum run_ca
 		json_decref(none);
 	} else
 		report_run_end(e, run);
+	if (store_tx_commit(e->store, &cause) != 0) {
+		log_error("event=run.state_commit_failed run=%s error=%s", run, log_q(cause));
+		free(cause);
+		return -1;
+	}
 	if (e->dispatch != NULL)
 		dispatch_kick(e->dispatch);
 	return 0;

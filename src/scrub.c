@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "conf.h"
 #include "scrub.h"
+#include "secrets.h"
 #include "serve.h"
 
 #include <stdlib.h>
@@ -651,5 +652,8 @@ scrub_for_engine(struct engine *e, const char *text)
 	if (text == NULL)
 		return NULL;
 	n = config_secrets(e->conf, sec, SCRUB_SECRETS_MAX);
+	/* And the sealed values runs got since the config was loaded (secrets.c). */
+	if (n < SCRUB_SECRETS_MAX)
+		n += secrets_scrub_extra(sec + n, SCRUB_SECRETS_MAX - n);
 	return scrub_secrets(text, sec, n < SCRUB_SECRETS_MAX ? n : SCRUB_SECRETS_MAX);
 }

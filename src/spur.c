@@ -3,6 +3,7 @@
 #include "automation.h"
 #include "cmd.h"
 #include "conf.h"
+#include "secrets.h"
 #include "store.h"
 #include "ytree.h"
 
@@ -62,6 +63,16 @@ static const struct cmd cmds[] = {
 	  "defaults to all but secrets:write; --expires 90d. list shows id, name,\n"
 	  "scopes, created, last used, expiry and revocation, never a key; revoke ID.",
 	  cmd_keys, 0 },
+	{ "secrets", "set|list|rm|rekey [-c FILE] [--org ORG] [--host HOST]... "
+	  "[--header 'NAME: FORMAT'] [--new-key REF] [--json] [NAME]",
+	  "Sealed secrets in the store (AES-256-GCM under secrets.key). set --org ORG\n"
+	  "NAME reads the value from standard input; with --host it is a header secret\n"
+	  "(the sandbox gets a placeholder, the run's proxy adds the header for those\n"
+	  "hosts; --header defaults to 'Authorization: Bearer {value}'). list shows\n"
+	  "names, kinds, hosts and update times, never a value; rm --org ORG NAME;\n"
+	  "rekey --new-key env:NAME|file:PATH seals every value again under a new key\n"
+	  "in one transaction, then point secrets.key at it.",
+	  cmd_secrets, 0 },
 	{ "console-link", "[-c FILE] --org ORG [--next PATH]",
 	  "Prints a one-time link that signs a browser in to the web console for ORG\n"
 	  "(good for 10 minutes, once; the session lasts 12 hours). --next /runs/RUN\n"
@@ -171,7 +182,14 @@ cmd_load_errs(const char *path, int flags, struct config **confp,
 	size_t			 nerr = errs->nerrors;
 
 	conf = config_load(path, flags, errs);
+	/*
+	 * The store's sealed secrets before the automations that name them: with
+	 * the config's secrets resolved (serve, check, a reload) each is opened,
+	 * so a missing or wrong secrets.key stops the start here.
+	 */
 	if (conf != NULL && setp != NULL)
+		secrets_attach(conf, !(flags & CONFIG_UNRESOLVED), errs);
+	if (conf != NULL && setp != NULL && errs->nerrors == nerr)
 		set = automation_load(conf, conf->automations_dir, errs);
 	if (errs->nerrors != nerr) {
 		if (set != NULL)

@@ -154,9 +154,17 @@ static const char *store_migrations[] = {
 	"CREATE INDEX runs_org ON runs(org);"
 	"CREATE INDEX events_api ON events(org, type) WHERE source = 'api';",
 	/*
-	 * 13: a run's status message in its thread (reports.progress): its id
+	 * 13: sealed secrets (SPEC section 15, secrets.c): each value AES-256-GCM
+	 * under secrets.key with its own nonce; sealed is the ciphertext and tag
+	 */
+	"CREATE TABLE secrets ("
+	"  org TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, hosts TEXT,"
+	"  header TEXT, nonce BLOB NOT NULL, sealed BLOB NOT NULL,"
+	"  updated_at INTEGER NOT NULL, PRIMARY KEY (org, name));",
+	/*
+	 * 14: a run's status message in its thread (reports.progress): its id
 	 * there (a GitHub comment id, a Slack ts, a Linear comment id), and when
-	 * its last edit was posted or is due (at most one every 10 s)
+	 * it was last posted or edited (the next edit waits 10 s from then)
 	 */
 	"ALTER TABLE runs ADD COLUMN status_msg TEXT;"
 	"ALTER TABLE runs ADD COLUMN status_at INTEGER;",
@@ -256,7 +264,7 @@ store_tx_begin(struct store *st, char **cause)
 }
 
 /* Ends a transaction without its writes when it is the outermost; nested, the outer one decides. */
-static void
+void
 store_tx_rollback(struct store *st)
 {
 	if (st->txdepth > 0 && --st->txdepth == 0)
@@ -2025,4 +2033,164 @@ char *
 run_log_path(const char *data_dir, const char *run)
 {
 	return xprintf("%s/runs/%s/output.log", data_dir, run);
+}
+
+/*
+ * Sealed secrets (secrets.c): the store never sees a value, only what
+ * AES-256-GCM made of it.
+ */
+static void
+store_secret_row(sqlite3_stmt *s, struct store_secret *r)
+{
+	r->org = col_dup(s, 0);
+	r->name = col_dup(s, 1);
+	r->kind = col_dup(s, 2);
+	r->hosts = col_dup(s, 3);
+	r->header = col_dup(s, 4);
+	r->noncelen = (size_t)sqlite3_column_bytes(s, 5);
+	r->nonce = xmalloc(r->noncelen + 1);
+	if (r->noncelen > 0)
+		memcpy(r->nonce, sqlite3_column_blob(s, 5), r->noncelen);
+	r->sealedlen = (size_t)sqlite3_column_bytes(s, 6);
+	r->sealed = xmalloc(r->sealedlen + 1);
+	if (r->sealedlen > 0)
+		memcpy(r->sealed, sqlite3_column_blob(s, 6), r->sealedlen);
+	r->updated_at = sqlite3_column_int64(s, 7);
+}
+
+void
+store_secret_clear(struct store_secret *r)
+{
+	free(r->org);
+	free(r->name);
+	free(r->kind);
+	free(r->hosts);
+	free(r->header);
+	free(r->nonce);
+	free(r->sealed);
+	memset(r, 0, sizeof *r);
+}
+
+static int
+store_secret_bind_put(sqlite3_stmt *s, const struct store_secret *r)
+{
+	bind_text(s, 1, r->org);
+	bind_text(s, 2, r->name);
+	bind_text(s, 3, r->kind);
+	bind_text(s, 4, r->hosts);
+	bind_text(s, 5, r->header);
+	sqlite3_bind_blob(s, 6, r->nonce, (int)r->noncelen, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(s, 7, r->sealed, (int)r->sealedlen, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(s, 8, r->updated_at);
+	return 0;
+}
+
+int
+store_secret_put(struct store *st, const struct store_secret *r)
+{
+	sqlite3_stmt	*s;
+
+	if ((s = store_stmt(st, "INSERT INTO secrets (org, name, kind, hosts, header, nonce, "
+	    "sealed, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (org, name) DO "
+	    "UPDATE SET kind = excluded.kind, hosts = excluded.hosts, header = "
+	    "excluded.header, nonce = excluded.nonce, sealed = excluded.sealed, updated_at = "
+	    "excluded.updated_at")) == NULL) {
+		log_error("event=store.error error=%s", log_q(sqlite3_errmsg(st->db)));
+		return -1;
+	}
+	store_secret_bind_put(s, r);
+	if (store_step_done(st, s) != 0) {
+		log_error("event=store.error error=%s", log_q(sqlite3_errmsg(st->db)));
+		return -1;
+	}
+	return 0;
+}
+
+int
+store_secret_get(struct store *st, const char *org, const char *name,
+    struct store_secret *r)
+{
+	sqlite3_stmt	*s;
+	int		 rc;
+
+	memset(r, 0, sizeof *r);
+	if ((s = store_stmt(st, "SELECT org, name, kind, hosts, header, nonce, sealed, "
+	    "updated_at FROM secrets WHERE org = ? AND name = ?")) == NULL)
+		return -1;
+	bind_text(s, 1, org);
+	bind_text(s, 2, name);
+	if ((rc = sqlite3_step(s)) == SQLITE_ROW)
+		store_secret_row(s, r);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : -1;
+}
+
+int
+store_secret_delete(struct store *st, const char *org, const char *name)
+{
+	sqlite3_stmt	*s;
+
+	if ((s = store_stmt(st, "DELETE FROM secrets WHERE org = ? AND name = ?")) == NULL)
+		return -1;
+	bind_text(s, 1, org);
+	bind_text(s, 2, name);
+	if (store_step_done(st, s) != 0)
+		return -1;
+	return sqlite3_changes(st->db) > 0 ? 0 : 1;
+}
+
+int
+store_secrets_each(struct store *st, const char *org,
+    int (*fn)(struct store_secret *, void *), void *arg)
+{
+	sqlite3_stmt		*s;
+	struct store_secret	 r;
+	int			 rc = 0, step;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT org, name, kind, hosts, header, nonce, sealed, "
+	    "updated_at FROM secrets WHERE (?1 IS NULL OR org = ?1) ORDER BY org, name", -1,
+	    &s, NULL) != SQLITE_OK)
+		return -1;
+	bind_text(s, 1, org);
+	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+		memset(&r, 0, sizeof r);
+		store_secret_row(s, &r);
+		rc = fn(&r, arg);
+		store_secret_clear(&r);
+		if (rc != 0)
+			break;
+	}
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = -1;
+	sqlite3_finalize(s);
+	return rc;
+}
+
+json_t *
+store_secrets_json(struct store *st, const char *org)
+{
+	sqlite3_stmt	*s;
+	json_t		*list = json_array(), *hosts;
+	const char	*h;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT org, name, kind, hosts, header, updated_at "
+	    "FROM secrets WHERE (?1 IS NULL OR org = ?1) ORDER BY org, name", -1, &s,
+	    NULL) != SQLITE_OK)
+		return list;
+	bind_text(s, 1, org);
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		h = (const char *)sqlite3_column_text(s, 3);
+		hosts = h != NULL ? json_loads(h, 0, NULL) : NULL;
+		if (!json_is_array(hosts)) {
+			json_decref(hosts);
+			hosts = json_array();
+		}
+		json_array_append_new(list, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "org",
+		    col_json_text(s, 0), "name", col_json_text(s, 1), "kind",
+		    col_json_text(s, 2), "hosts", hosts, "header", col_json_text(s, 4),
+		    "updated_at", col_time(s, 5)));
+	}
+	sqlite3_finalize(s);
+	return list;
 }

@@ -62,6 +62,8 @@ const char	*store_path(const struct store *);
 /* A transaction; nested ones join the outermost (one commit, one fsync). */
 int		 store_tx_begin(struct store *, char **cause);
 int		 store_tx_commit(struct store *, char **cause);
+/* Ends one without its writes when it is the outermost; nested, the outer one decides. */
+void		 store_tx_rollback(struct store *);
 /*
  * This connection (the ingest writer's) commits events whose payloads are in
  * the payload log (plog.c; ingest_item.payload_seg), and syncs the log before
@@ -289,5 +291,35 @@ int		 store_connection_add(struct store *, const char *run, const char *host,
 
 char		*run_log_path(const char *data_dir, const char *run);
 void		*store_db(struct store *);	/* sqlite3 *, for modules with their own queries */
+
+/*
+ * A sealed secret's row (secrets.c): hosts is a JSON array of names (NULL:
+ * kind env), header its "Name: FORMAT" line; sealed is ciphertext and tag.
+ */
+struct store_secret {
+	char		*org;
+	char		*name;
+	char		*kind;		/* "env" or "header" */
+	char		*hosts;
+	char		*header;
+	unsigned char	*nonce;
+	size_t		 noncelen;
+	unsigned char	*sealed;
+	size_t		 sealedlen;
+	int64_t		 updated_at;	/* ms */
+};
+/* Adds or replaces org/name. */
+int		 store_secret_put(struct store *, const struct store_secret *);
+/* 0 and *out, 1 when there is none, -1 when the store cannot say. */
+int		 store_secret_get(struct store *, const char *org, const char *name,
+		     struct store_secret *);
+/* 0 removed, 1 there was none, -1 failed. */
+int		 store_secret_delete(struct store *, const char *org, const char *name);
+/* Calls fn for every row (of org; NULL: all) until it answers non-zero (returned). */
+int		 store_secrets_each(struct store *, const char *org,
+		     int (*fn)(struct store_secret *, void *), void *);
+/* [{org, name, kind, hosts, header, updated_at}]: never a value. */
+json_t		*store_secrets_json(struct store *, const char *org);
+void		 store_secret_clear(struct store_secret *);
 
 #endif

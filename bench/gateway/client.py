@@ -46,6 +46,40 @@ def download(proxy, url):
     return n, time.perf_counter() - t0
 
 
+def tls_get(proxy, hostport, path, ctx):
+    """One GET over CONNECT and TLS (a new connection, as the proxy makes every intercepted
+    request); (seconds to the whole answer, body bytes)."""
+    import ssl  # noqa: F401 (ctx is an ssl.SSLContext)
+    u = urllib.parse.urlparse(proxy)
+    t0 = time.perf_counter()
+    s = socket.create_connection((u.hostname, u.port))
+    s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (hostport, hostport)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        c = s.recv(1)
+        if not c:
+            raise OSError("proxy closed: %r" % head)
+        head += c
+    if b" 200 " not in head.split(b"\r\n")[0]:
+        raise OSError("CONNECT refused: %r" % head)
+    t = ctx.wrap_socket(s, server_hostname=hostport.rsplit(":", 1)[0])
+    t.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nConnection: close\r\n\r\n" % (
+        path, hostport, os.environ.get("BENCH_TOKEN", ""))).encode())
+    n = 0
+    data = b""
+    while True:
+        c = t.recv(1 << 20)
+        if not c:
+            break
+        if len(data) < 4096:
+            data += c[:4096]
+        n += len(c)
+    t.close()
+    if b" 200 " not in data.split(b"\r\n")[0]:
+        raise OSError("answer: %r" % data[:200])
+    return time.perf_counter() - t0, n
+
+
 def med(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2]
@@ -64,6 +98,21 @@ def main():
     if os.environ.get("HTTP_PROXY"):
         n, secs = download(os.environ["HTTP_PROXY"], big)
         res["proxy_download"] = {"bytes": n, "seconds": round(secs, 3), "MiB_per_s": round(n / secs / (1 << 20), 1)}
+    if len(sys.argv) > 4 and os.environ.get("HTTPS_PROXY"):
+        import ssl
+        proxy = os.environ["HTTPS_PROXY"]
+        trusted = ssl.create_default_context()      # the run's bundle: the run's CA
+        blind = ssl.create_default_context()        # the tunnelled host's CA is the test's own
+        blind.check_hostname = False
+        blind.verify_mode = ssl.CERT_NONE
+        for name, hostport, ctx in (("tunnelled", sys.argv[4], blind), ("intercepted", sys.argv[3], trusted)):
+            try:
+                small = [tls_get(proxy, hostport, "/small", ctx)[0] for _ in range(N)]
+                secs, n = tls_get(proxy, hostport, "/big", ctx)
+                res[name] = {"request_ms": round(med(small) * 1000, 2), "bytes": n, "seconds": round(secs, 3),
+                             "MiB_per_s": round(n / secs / (1 << 20), 1)}
+            except OSError as e:
+                res[name] = {"error": repr(e)}
     print(json.dumps({"type": "result", "subtype": "success", "session_id": "bench",
                       "result": json.dumps(res)}))
 

@@ -542,7 +542,37 @@ class Fake:
         m = re.match(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)/comments$", path)
         if m and h.command == "GET":
             return self.github_list(h, "%s!%s" % m.groups(), query)
+        m = re.match(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)/requested_reviewers$", path)
+        if m and h.command == "POST":
+            with self.lock:
+                pr = self.prs.get("%s#%s" % m.groups())
+                if pr is None:
+                    return self.send(h, 404, {"message": "Not Found"})
+                if not isinstance(j.get("reviewers"), list) or not all(isinstance(x, str) for x in j["reviewers"]):
+                    return self.send(h, 422, {"message": "Validation Failed"})
+                pr["requested_reviewers"] = [{"login": x, "type": "User"} for x in j["reviewers"]]
+            return self.send(h, 201, pr)
+        m = re.match(r"^/repos/([^/]+/[^/]+)/issues/(\d+)/labels$", path)
+        if m and h.command == "POST":
+            with self.lock:
+                pr = self.prs.get("%s#%s" % m.groups())
+                if pr is None:
+                    return self.send(h, 404, {"message": "Not Found"})
+                if not isinstance(j.get("labels"), list) or not all(isinstance(x, str) for x in j["labels"]):
+                    return self.send(h, 422, {"message": "Validation Failed"})
+                pr["labels"] = [{"name": x} for x in j["labels"]]
+                out = list(pr["labels"])
+            return self.send(h, 200, out)
         m = re.match(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)$", path)
+        if m and h.command == "PATCH":
+            with self.lock:
+                pr = self.prs.get("%s#%s" % m.groups())
+                if pr is None:
+                    return self.send(h, 404, {"message": "Not Found"})
+                if "body" in j and (not isinstance(j["body"], str) or len(j["body"]) > 65536):
+                    return self.send(h, 422, {"message": "Validation Failed"})
+                pr.update({k: j[k] for k in ("title", "body", "state", "base") if k in j})
+            return self.send(h, 200, pr)
         if m and h.command == "GET":
             with self.lock:
                 pr = self.prs.get("%s#%s" % m.groups())
@@ -567,7 +597,9 @@ class Fake:
             with self.lock:
                 n = 100 + len([k for k in self.prs if k.startswith(repo + "#")])
             pr = self.add_pr(repo, n, j["head"], repo, j["base"])
-            pr.update({"title": j["title"], "body": j.get("body") or ""})
+            if "body" in j and (not isinstance(j["body"], str) or len(j["body"]) > 65536):
+                return self.send(h, 422, {"message": "Validation Failed"})
+            pr.update({"title": j["title"], "body": j.get("body") or "", "draft": bool(j.get("draft", False))})
             return self.send(h, 201, pr)
         return self.send(h, 404, {"message": "Not Found"})
 

@@ -366,6 +366,30 @@ class Spur:
         finally:
             con.close()
 
+    def tty(self, cmd, *args, env=None):
+        """A CLI command with its stdout on a pseudo-terminal: (exit status, stderr, what the terminal got)."""
+        import pty
+        import select
+        master, slave = pty.openpty()
+        p = subprocess.Popen([SPUR, cmd, "-c", self.config] + list(args), stdout=slave, stderr=subprocess.PIPE,
+                             env=dict(self.env, **(env or {})), cwd=self.dir)
+        os.close(slave)
+        shown = b""
+        while p.poll() is None or select.select([master], [], [], 0.2)[0]:
+            if not select.select([master], [], [], 0.2)[0]:
+                continue
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+        err = p.stderr.read()
+        p.wait(timeout=30)
+        os.close(master)
+        return p.returncode, err, shown
+
     def fire_comment(self, hook, text, number):
         """A GitHub issue comment to hook that starts exactly one run; its id."""
         b = json.dumps(github_comment(text, number=number, comment_id=int(time.time() * 1e6) % 10**9)).encode()

@@ -208,22 +208,9 @@ with Spur("sandbox:\n  backend: none\n", automations={"alert.yaml": ALERT}) as s
     rc, out, err = cli("runs", "--raw")
     t.eq(rc, 2, "--raw is an option of logs only")
     # --raw on a terminal: the attack itself, refused.
-    master, slave = pty.openpty()
-    p = subprocess.run([SPUR, "logs", "-c", s.config, "--raw", run_id], stdout=slave, stderr=subprocess.PIPE,
-                       env=s.env, cwd=s.dir, timeout=30)
-    os.close(slave)
-    shown = b""
-    while select.select([master], [], [], 0.2)[0]:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(master)
-    t.ok(p.returncode == 2 and b"terminal" in p.stderr and b"\x1b" not in shown,
-         "spur logs --raw on a terminal exits 2, says why and writes nothing", (p.returncode, p.stderr, shown))
+    code, perr, shown = s.tty("logs", "--raw", run_id)
+    t.ok(code == 2 and b"terminal" in perr and b"\x1b" not in shown,
+         "spur logs --raw on a terminal exits 2, says why and writes nothing", (code, perr, shown))
     rc, out, err = run("help", "logs")
     t.ok("--raw" in out and "terminal" in out, "spur help logs documents --raw", out)
     payload = os.path.join(s.dir, "alert.json")

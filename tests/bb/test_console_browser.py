@@ -8,28 +8,19 @@ SPUR_SCREENSHOTS=DIR writes the main pages' screenshots there (docs/screenshots 
 by default they go to the test's own directory and are dropped with it."""
 import json
 import os
-import shutil
 import sqlite3
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import (ASAN, SPUR, Spur, Tap, DEFAULT_ORGS, FIXTURES, NODE_MODULES, github_headers,  # noqa: E402
+from spurtest import (ASAN, Spur, Tap, DEFAULT_ORGS, FIXTURES, github_headers,  # noqa: E402
                       github_comment, free_port)
+from browser import Browser, BrowserError, link, skip_reason  # noqa: E402
 
 t = Tap()
-CHROMIUM = os.environ.get("SPUR_CHROMIUM", "/usr/bin/chromium")
-DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "console_browser.js")
-
-if subprocess.run([SPUR, "help", "console-link"], capture_output=True).returncode != 0:
-    t.skip_all("this spur has no `spur console-link` (the console's sign-in) yet")
-if shutil.which("node") is None:
-    t.skip_all("node is not installed")
-if not os.path.isdir(os.path.join(NODE_MODULES, "playwright-core")):
-    t.skip_all("playwright-core is not in tests/node_modules (cd tests && npm install)")
-if not os.access(CHROMIUM, os.X_OK):
-    t.skip_all("%s is not installed (Debian's chromium package; contrib/quickstart installs it)" % CHROMIUM)
+why_not = skip_reason()
+if why_not:
+    t.skip_all(why_not)
 
 ORGS = DEFAULT_ORGS + """\
   beta:
@@ -82,50 +73,6 @@ XSS = [
     "[click](javascript:window.__pwned=5) <a href=\"javascript:window.__pwned=6\">x</a>",
     "{{constructor.constructor('window.__pwned=7')()}} ${window.__pwned=8}",
 ]
-
-
-class BrowserError(Exception):
-    pass
-
-
-class Browser:
-    """console_browser.js: one JSON command a line."""
-
-    def __init__(self):
-        self.p = subprocess.Popen(["node", DRIVER, CHROMIUM], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, bufsize=1)
-
-    def do(self, op, **args):
-        args["op"] = op
-        self.p.stdin.write(json.dumps(args) + "\n")
-        self.p.stdin.flush()
-        line = self.p.stdout.readline()
-        if not line:
-            raise BrowserError("the driver ended: " + self.p.stderr.read()[-2000:])
-        r = json.loads(line)
-        if "error" in r:
-            raise BrowserError("%s: %s" % (op, r["error"]))
-        return r["ok"]
-
-    def try_(self, op, **args):
-        try:
-            return self.do(op, **args)
-        except BrowserError as e:
-            return e
-
-    def close(self):
-        try:
-            self.p.stdin.close()
-            self.p.wait(20)
-        except (OSError, subprocess.TimeoutExpired):
-            self.p.kill()
-
-
-def link(s, org="acme", nxt=None):
-    rc, out, err = s.c("console-link", "--org", org, *(["--next", nxt] if nxt else []))
-    if rc != 0:
-        raise RuntimeError("console-link failed: " + err)
-    return out.strip()
 
 
 def post(s, text, number, repo="acme/api", org="acme"):

@@ -108,7 +108,8 @@ AUTOS = {
     "pr.yaml": auto("pr", ["sh", "-c", "cat >/dev/null; cd /workspace; ls README.md >/dev/null && "
                            "echo fixed > fix.txt && mkdir -p d && echo x > d/y.txt && "
                            "printf 'Fix the flaky tests\\n\\nThey raced on the clock.\\n'"], "^/pr",
-                    "proof: pull_request\n"),
+                    "proof: pull_request\npull_request: {draft: true, reviewers: [octocat, hubot], "
+                    "labels: [spur, bug]}\n"),
     "nochange.yaml": auto("nochange", ["sh", "-c", "cat >/dev/null; echo nothing to do"], "^/nochange",
                           "proof: commit\n"),
     "hostile.yaml": auto("hostile", ["sh", "-c", HOSTILE_SH], "^/hostile", "proof: commit\n"),
@@ -316,6 +317,20 @@ try:
         pj = json.loads(pr[-1]["body"]) if pr else {}
         t.ok(pj.get("head") == branch and pj.get("base") == "main" and pj.get("title") == "Fix the flaky tests",
              "the pull request: head, base, title", pj)
+        body = pj.get("body") or ""
+        t.ok(body.startswith("<!-- spur:%s -->" % r6) and "**Asked by** alice on github ([the comment]"
+             "(https://github.com/acme/api/pull/12#issuecomment-" in body,
+             "its body: the marker, the requester and a link to the triggering comment", body)
+        t.ok("> /pr please" in body.replace("\\/", "/") and "### Summary\n\nFix the flaky tests\n\nThey raced on "
+             "the clock." in body and "[%s](http://spur.example:8080/runs/%s)" % (r6, r6) in body,
+             "what was asked (escaped), the agent's summary, the run's link", body)
+        t.ok(pj.get("draft") is True, "pull_request.draft: the PR is opened as a draft", pj)
+        num = int(st["proof"].rsplit("/", 1)[1])
+        rv = posts("/repos/acme/api/pulls/%d/requested_reviewers" % num)
+        lb = posts("/repos/acme/api/issues/%d/labels" % num)
+        t.ok(rv and json.loads(rv[-1]["body"]) == {"reviewers": ["octocat", "hubot"]},
+             "the automation's reviewers are requested", rv)
+        t.ok(lb and json.loads(lb[-1]["body"]) == {"labels": ["spur", "bug"]}, "and its labels added", lb)
         ws = s.query("SELECT workspace FROM sessions WHERE id = (SELECT session FROM runs WHERE id = ?)", r6)[0]["workspace"]
         # The agent's own repository: its branch, the base as origin/main, whole histories.
         agit = ["git", "--git-dir", os.path.join(ws, ".git"), "-c", "safe.directory=*"]
@@ -453,6 +468,12 @@ try:
         heads = [json.loads(r["body"])["head"] for r in posts("/repos/acme/api/pulls")]
         t.eq(heads.count("spur/" + r13) + heads.count("spur/" + r14), 1, "the PR is opened once, never duplicated")
         t.eq(len(fake.open_prs("acme/api", "spur/" + r13)), 1, "one open PR for the session's branch")
+        opened = fake.open_prs("acme/api", "spur/" + r13)
+        patches = [r for r in fake.api_requests() if r["method"] == "PATCH" and
+                   r["path"] == "/repos/acme/api/pulls/%d" % (opened[0]["number"] if opened else 0)]
+        t.ok(patches and "count is now 2" in json.loads(patches[-1]["body"])["body"] and
+             "<!-- spur:%s -->" % r14 in (opened[0].get("body") or "") if opened else False,
+             "the follow-up updates the PR's description with its own summary (PATCH)", patches)
 
         # --- a follow-up after its PR was closed: the same branch, a new PR that says so ----
         t.ok(fake.close_pr(st1["proof"]) is not None, "(the session's PR is closed on GitHub)")

@@ -36,6 +36,9 @@ ROUTES = {
     ("get", "/o/{org}/keys"): ("200", set()),
     ("post", "/o/{org}/keys"): ("201", {"400", "403", "413"}),
     ("post", "/o/{org}/keys/{id}/revoke"): ("200", {"403"}),
+    ("get", "/o/{org}/secrets"): ("200", set()),
+    ("put", "/o/{org}/secrets/{name}"): ("200", {"400", "413"}),
+    ("delete", "/o/{org}/secrets/{name}"): ("200", set()),
     ("post", "/o/{org}/mcp"): ("200", {"202", "413"}),
     ("get", "/o/{org}/mcp"): ("405", set()),
     ("delete", "/o/{org}/mcp"): ("200", set()),
@@ -97,7 +100,8 @@ def contract():
         security = op.get("security", doc.get("security"))
         # The keys routes are a signed-in person's alone; the rest take a key or a console session.
         want_sec = [{"consoleSession": []}] if "/keys" in p else [{"bearerAuth": []}, {"consoleSession": []}]
-        if p.endswith("/mcp"):
+        # The MCP server and the sealed secrets take a key alone (a console session has no secrets:write).
+        if p.endswith("/mcp") or "/secrets" in p:
             want_sec = [{"bearerAuth": []}]
         if p.startswith("/o/") and security != want_sec:
             bad.append("%s %s is behind %s, not %s" % (m.upper(), p, security, want_sec))

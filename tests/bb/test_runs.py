@@ -229,8 +229,10 @@ with Spur("sandbox:\n  backend: none\n", automations={"chatty.yaml": CHATTY}) as
          j and (j.get("result") or "")[-200:])
     logs = s.logs()
     t.eq(logs.count("event=run.log_failed run=%s" % rc), 1, "the log says once that the run's log is cut")
+    rcode, out, err = s.c("logs", "--raw", rc)
+    t.eq(len(out), 2 << 20, "spur logs --raw shows what the disk took (2 MiB)")
     rcode, out, err = s.c("logs", rc)
-    t.eq(len(out), 2 << 20, "spur logs shows what the disk took (2 MiB)")
+    t.eq(len(out), (2 << 20) + 1, "spur logs shows it too, its cut last line ended with a newline")
 
 # retention.run_files: an ended run's files (output, artifacts) go after it, its row stays.
 with Spur("sandbox:\n  backend: none\n", automations={"report.yaml": auto(

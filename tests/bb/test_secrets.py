@@ -500,7 +500,7 @@ with Spur("sandbox:\n  backend: bwrap\n  timeout: 60s\n%sagents:\n  claude:\n   
     runs = a.get("runs", []) if isinstance(a, dict) else []
     t.ok(len(runs) == 1 and wait_ended(s, runs), "the disguising run ended")
     run = runs[0] if runs else "none"
-    rc, out, err = cli(s, "logs", run)
+    rc, out, err = cli(s, "logs", "--raw", run)
     t.contains(out, "final message", "the agent wrote its disguised secret (its own log holds it)")
     deadline = time.time() + 15
     while time.time() < deadline and s.query("SELECT id FROM reports WHERE state = 'pending'"):

@@ -39,6 +39,28 @@ parse(const char *agent, const char *name, size_t step, int exit_ok,
 	free(data);
 }
 
+/* The transcript of a fixture fed in chunks of step bytes; flags as transcript_create's. */
+static char *
+render(const char *agent, const char *name, size_t step, int flags)
+{
+	struct transcript	*t;
+	struct buf		 out;
+	char			*data;
+	size_t			 len, off, n;
+
+	data = fixture(name, &len);
+	buf_init(&out, 0);
+	t = transcript_create(agent_find(agent), flags);
+	for (off = 0; off < len; off += n) {
+		n = len - off < step ? len - off : step;
+		transcript_feed(t, data + off, n, &out);
+	}
+	transcript_end(t, &out);
+	transcript_free(t);
+	free(data);
+	return buf_take(&out);
+}
+
 static char *
 join(char **argv)
 {
@@ -331,6 +353,104 @@ test_hostile(void)
 	agent_result_clear(&r);
 }
 
+/* spur logs: each agent's recorded stream as a transcript, whatever the chunking. */
+static void
+test_transcript(void)
+{
+	static const char *const names[][2] = {
+		{ "claude", "claude-success.jsonl" }, { "claude", "claude-error.jsonl" },
+		{ "claude", "claude-tools.jsonl" },
+		{ "codex", "codex-success.jsonl" }, { "codex", "codex-failed.jsonl" },
+		{ "opencode", "opencode-success.jsonl" }, { "opencode", "opencode-error.jsonl" },
+	};
+	struct transcript	*t;
+	struct buf		 out;
+	size_t			 i;
+	char			*got, *bytes;
+
+	for (i = 0; i < SPUR_ARRLEN(names); i++) {
+		got = render(names[i][0], names[i][1], 4096, 0);
+		bytes = render(names[i][0], names[i][1], 1, 0);
+		is_str(bytes, got, "%s: byte by byte as in one read", names[i][1]);
+		ok(strchr(got, '\033') == NULL, "%s: no escape byte without colour", names[i][1]);
+		free(bytes);
+		free(got);
+	}
+	got = render("claude", "claude-success.jsonl", 7, 0);
+	is_str(got,
+	    "── claude session 8f2c1a9e-4b7d-4e3a-9c1f-2d5e6a7b8c9d, model claude-sonnet-4-5-20250929\n"
+	    "I'll run the tests first.\n"
+	    "● Bash(command: make check, description: Run the test suite)\n"
+	    "  ⎿ FAIL: test_range (off by one) (1 more line)\n"
+	    "Fixed the off-by-one in parse_range; all 12 tests pass.\n"
+	    "── result: success, 4 turns, 20.3 s, $0.0412\n",
+	    "claude: init, text, tool call with its arguments, folded result, text, result");
+	free(got);
+	got = render("claude", "claude-tools.jsonl", 4096, 0);
+	ok(strstr(got, "npm WARN deprecated \\x1b[31mred\\x1b[0m inflight@1.0.6\n") != NULL,
+	    "claude: a line that is no JSON is text, escaped");
+	ok(strstr(got, "thinking: The README says (1 more line)\n") != NULL,
+	    "claude: thinking folds to its first line");
+	ok(strstr(got, "  ⎿ 1\t#include <stdio.h> (4 more lines)\n") != NULL,
+	    "claude: a tool result of text blocks folds to its first line and how many more");
+	ok(strstr(got, "● Edit(file_path: /workspace/src/range.c, old_string: for (i = 0; i <= n; i++) "
+	    "sum += v[i];, new_string: for (i = 0; i < n; i++) sum += v[i];, replace_all: false)\n")
+	    != NULL, "claude: arguments on one line, whitespace squeezed, non-strings as JSON");
+	ok(strstr(got, "  ⎿ error: <tool_use_error>String to replace not found in file. "
+	    "(1 more line)\n") != NULL, "claude: a failed tool result is marked an error");
+	ok(strstr(got, "The build printed \\x1b]0;pwned\\x07 and \\x1b[2J; moving on.\n\nDone:\n"
+	    "- one\n- two\n") != NULL, "claude: text keeps its lines, controls escaped");
+	ok(strstr(got, "✗ error: error_max_turns\n") != NULL, "claude: a failed result is an error");
+	free(got);
+	got = render("claude", "claude-tools.jsonl", 4096, TRANSCRIPT_COLOR);
+	ok(strstr(got, "● \033[1;36mEdit\033[0m(") != NULL && strstr(got, "\033[1;31m✗ error: ") != NULL &&
+	    strstr(got, "\\x1b]0;pwned") != NULL,
+	    "claude: colour marks tool names and errors; the agent's escapes stay escaped");
+	free(got);
+	got = render("codex", "codex-success.jsonl", 4096, 0);
+	is_str(got,
+	    "── codex thread 0199a213-81c0-7800-8aa1-bbab2a035a53\n"
+	    "thinking: **Looking at the repository layout**\n"
+	    "● command(bash -lc ls)\n"
+	    "  ⎿ Makefile (1 more line)\n"
+	    "Draft: looking further.\n"
+	    "● edit(update src/range.c)\n"
+	    "Fixed the off-by-one in src/range.c; make check passes.\n"
+	    "── turn completed, 24763 tokens in, 122 out\n",
+	    "codex: a command told once when it starts, its output when it ends; edits, messages");
+	free(got);
+	got = render("codex", "codex-failed.jsonl", 4096, 0);
+	ok(strstr(got, "✗ error: unexpected status 401 Unauthorized") != NULL,
+	    "codex: a failed turn is an error");
+	free(got);
+	got = render("opencode", "opencode-success.jsonl", 4096, 0);
+	is_str(got,
+	    "Let me look at the tests.\n"
+	    "● bash(command: make check, description: Run tests)\n"
+	    "  ⎿ 11 passed, 1 failed\n"
+	    "Fixed the off-by-one in parse_range.\n"
+	    "All 12 tests pass.\n"
+	    "── opencode session ses_44f9562d4ffeQ3kZ1x7Yb2: stop\n",
+	    "opencode: text, tool with its output, the last step's end");
+	free(got);
+	got = render("opencode", "opencode-error.jsonl", 4096, 0);
+	is_str(got, "✗ error: Invalid API key\n", "opencode: its error");
+	free(got);
+
+	/* The command agent's stdout is text, JSON or not; a last line without newline is shown. */
+	buf_init(&out, 0);
+	t = transcript_create(agent_find("command"), 0);
+	transcript_feed(t, "{\"type\":\"result\"}\nhalf a li", 27, &out);
+	ok(strcmp(buf_cstr(&out), "{\"type\":\"result\"}\n") == 0,
+	    "command: JSON is text; a cut line waits for its rest");
+	transcript_feed(t, "ne\033[2J", 6, &out);
+	transcript_end(t, &out);
+	is_str(buf_cstr(&out), "{\"type\":\"result\"}\nhalf a line\\x1b[2J\n",
+	    "command: and is shown, escaped, when nothing follows");
+	transcript_free(t);
+	buf_free(&out);
+}
+
 int
 main(void)
 {
@@ -341,5 +461,6 @@ main(void)
 	test_opencode();
 	test_command();
 	test_hostile();
+	test_transcript();
 	return tap_done();
 }
