@@ -24,6 +24,7 @@ ALLOWED = {
     ("egress.c", "fchownat"): "AT_SYMLINK_NOFOLLOW, relative to HOME's descriptor (O_NOFOLLOW)",
     ("egress.c", "realpath"): "the agent's command from spur.yaml (the operator's)",
     ("gateway.c", "unlink"): "the gateway's socket in data_dir/runs/RUN/net (root's)",
+    ("intercept.c", "unlink"): "the run's CA files in data_dir/runs/RUN/net (root's)",
     ("plog.c", "opendir"): "data_dir/payloads (root's; no sandbox sees it)",
     ("proxy.c", "unlink"): "the proxy's socket in data_dir/runs/RUN/net (root's)",
     ("proxy.c", "chmod"): "the proxy's socket in data_dir/runs/RUN/net (root's)",
