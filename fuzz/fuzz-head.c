@@ -37,7 +37,7 @@ fuzz_setup(void)
 
 /* A rewritten head must still be one head: no bare CR or LF, one CRLF CRLF at its end. */
 static void
-fuzz_check(const char *out, size_t len)
+fuzz_check(const char *in, const char *out, size_t len)
 {
 	struct http_head	 h;
 	const char		*end;
@@ -52,8 +52,8 @@ fuzz_check(const char *out, size_t len)
 	if (http_head_count(&h, "authorization") != 1 ||
 	    strcmp(http_head_get(&h, "authorization"), "Bearer " FUZZ_VALUE) != 0)
 		abort();	/* the bound secret's header, once, from FORMAT */
-	if (strstr(out, "fuzz-other-value") != NULL)
-		abort();	/* another host's secret never goes */
+	if (strstr(out, "fuzz-other-value") != NULL && strstr(in, "fuzz-other-value") == NULL)
+		abort();	/* another host's secret never goes (unless the sender wrote it) */
 	http_head_clear(&h);
 }
 
@@ -97,7 +97,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			out = intercept_rewrite(ic, "api.example.test", text, len, &outlen, &status,
 			    &why, NULL);
 			if (out != NULL)
-				fuzz_check(out, outlen);
+				fuzz_check(text, out, outlen);
 			else if ((status != 400 && status != 403) || why == NULL)
 				abort();
 			free(out);
