@@ -430,10 +430,6 @@
 			route();
 		}
 
-		/* cause and source are not API filters: the rows read are filtered here. */
-		function wanted(r) {
-			return (!filt.cause || r.cause === filt.cause) && (!filt.source || runSource(r) === filt.source);
-		}
 
 		function listPath(after) {
 			var p = '/o/' + enc(org) + '/runs?limit=' + PAGE;
@@ -441,6 +437,10 @@
 				p += '&state=' + enc(filt.state);
 			if (filt.automation)
 				p += '&automation=' + enc(filt.automation);
+			if (filt.cause)
+				p += '&cause=' + enc(filt.cause);
+			if (filt.source)
+				p += '&source=' + enc(filt.source);
 			return after ? p + '&after=' + enc(after) : p;
 		}
 
@@ -462,7 +462,7 @@
 					return;
 				}
 				res.body.data.forEach(function (r) {
-					if (seen[r.id] || !wanted(r))
+					if (seen[r.id])
 						return;
 					seen[r.id] = true;
 					tbody.appendChild(runRow(r, org));
@@ -484,7 +484,7 @@
 				row = tbody.querySelector('tr[data-run="' + CSS.escape(r.id) + '"]');
 				if (row) {
 					tbody.replaceChild(runRow(r, org), row);
-				} else if (!seen[r.id] && wanted(r)) {
+				} else if (!seen[r.id]) {
 					seen[r.id] = true;
 					tbody.insertBefore(runRow(r, org), first);
 					shown++;

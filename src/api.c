@@ -846,26 +846,44 @@ api_session_cancel(struct api_ctx *c, const char *id, json_t *body)
 static void
 api_runs_list(struct api_ctx *c, const char *id, json_t *body)
 {
-	enum run_state	 st;
-	char		*state, *automation, *after, *org;
-	int		 limit;
-	json_t		*rows;
+	static const char *const sources[] = { "github", "slack", "linear", "webhook",
+	    "schedule", "api", NULL };
+	struct runs_filter	 f;
+	enum run_state		 st;
+	enum run_cause		 why;
+	char			*state, *automation, *cause, *source, *after, *org;
+	int			 limit;
+	json_t			*rows;
 
 	if (api_page(c, &limit, &after) != 0)
 		return;
 	state = api_query_value(c->query, "state");
 	automation = api_query_value(c->query, "automation");
+	cause = api_query_value(c->query, "cause");
+	source = api_query_value(c->query, "source");
 	if (state != NULL && run_state_parse(state, &st) != 0)
 		api_bad(c, "state: unknown state");
+	else if (cause != NULL && run_cause_parse(cause, &why) != 0)
+		api_bad(c, "cause: unknown cause");
+	else if (source != NULL && !api_in(sources, source))
+		api_bad(c, "source: one of github, slack, linear, webhook, schedule, api");
 	else if (after != NULL && ((org = store_run_org(c->e->store, after)) == NULL ||
 	    strcmp(org, c->org) != 0 ? (free(org), 1) : (free(org), 0)))
 		api_bad(c, "after: no such run");
 	else {
-		rows = store_runs_page(c->e->store, c->org, state, automation, after, limit + 1);
+		memset(&f, 0, sizeof f);
+		f.org = c->org;
+		f.state = state;
+		f.automation = automation;
+		f.cause = cause;
+		f.source = source;
+		rows = store_runs_page(c->e->store, &f, after, limit + 1);
 		api_reply(c, 200, api_list(rows, limit, "id"), 0);
 	}
 	free(state);
 	free(automation);
+	free(cause);
+	free(source);
 	free(after);
 }
 

@@ -1738,24 +1738,27 @@ store_event_runs(struct store *st, const char *event)
  * others are added); after: the last id of the previous page.
  */
 json_t *
-store_runs_page(struct store *st, const char *org, const char *state, const char *automation,
-    const char *after, int limit)
+store_runs_page(struct store *st, const struct runs_filter *f, const char *after, int limit)
 {
 	sqlite3_stmt	*s;
 	json_t		*list = json_array();
 	int64_t		 before;
 
-	before = store_cursor(st, "SELECT rowid FROM runs WHERE org = ?1 AND id = ?2", org,
+	before = store_cursor(st, "SELECT rowid FROM runs WHERE org = ?1 AND id = ?2", f->org,
 	    after);
 	if (sqlite3_prepare_v2(st->db, "SELECT " RUN_COLUMNS " FROM runs WHERE org = ?1 AND "
-	    "(?2 IS NULL OR state = ?2) AND (?3 IS NULL OR automation = ?3) AND rowid < ?4 "
-	    "ORDER BY rowid DESC LIMIT ?5", -1, &s, NULL) != SQLITE_OK)
+	    "(?2 IS NULL OR state = ?2) AND (?3 IS NULL OR automation = ?3) AND rowid < ?4 AND "
+	    "(?6 IS NULL OR cause = ?6) AND (?7 IS NULL OR EXISTS (SELECT 1 FROM events e "
+	    "WHERE e.id = runs.event AND e.source = ?7)) ORDER BY rowid DESC LIMIT ?5", -1, &s,
+	    NULL) != SQLITE_OK)
 		return list;
-	bind_text(s, 1, org);
-	bind_text(s, 2, state);
-	bind_text(s, 3, automation);
+	bind_text(s, 1, f->org);
+	bind_text(s, 2, f->state);
+	bind_text(s, 3, f->automation);
 	sqlite3_bind_int64(s, 4, before);
 	sqlite3_bind_int(s, 5, limit);
+	bind_text(s, 6, f->cause);
+	bind_text(s, 7, f->source);
 	while (sqlite3_step(s) == SQLITE_ROW)
 		json_array_append_new(list, store_run_row(st, s, 0));
 	sqlite3_finalize(s);

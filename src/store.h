@@ -222,8 +222,16 @@ json_t		*store_thread_runs(struct store *, const char *org, const char *thread);
 /* The ids of the runs an event started. */
 json_t		*store_event_runs(struct store *, const char *event);
 /* One page of an org's runs, newest first by commit order. */
-json_t		*store_runs_page(struct store *, const char *org, const char *state,
-		     const char *automation, const char *after, int limit);
+/* What a page of runs is filtered by (NULL: any). */
+struct runs_filter {
+	const char	*org;
+	const char	*state;
+	const char	*automation;
+	const char	*cause;
+	const char	*source;	/* the event's: github, slack, linear, webhook, schedule, api */
+};
+json_t		*store_runs_page(struct store *, const struct runs_filter *, const char *after,
+		     int limit);
 /* The org of a run (to free), NULL when there is no such run. */
 char		*store_run_org(struct store *, const char *run);
 

@@ -381,6 +381,17 @@ with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.y
     t.ok(st == 200 and j["data"] and all(x["state"] == "cancelled" for x in j["data"]), "runs filter by state")
     st, _, j, _ = api.req("GET", "/o/acme/runs?automation=slow&limit=100")
     t.ok(st == 200 and j["data"] and all(x["automation"] == "slow" for x in j["data"]), "runs filter by automation")
+    st, _, j, _ = api.req("GET", "/o/acme/runs?cause=cancelled&limit=100")
+    t.ok(st == 200 and j["data"] and all(x["cause"] == "cancelled" for x in j["data"]), "runs filter by cause")
+    st, _, j, _ = api.req("GET", "/o/acme/runs?source=api&limit=100")
+    n_api = len(j["data"])
+    st2, _, j2, _ = api.req("GET", "/o/acme/runs?source=github&limit=100")
+    t.ok(st == 200 and n_api > 0 and all(x["thread"].startswith("api:") for x in j["data"]) and st2 == 200 and
+         j2["data"] == [], "runs filter by their event's source", (n_api, len(j2["data"])))
+    st, _, j, _ = api.req("GET", "/o/acme/runs?cause=bored")
+    t.ok(st == 400 and "cause" in j["detail"], "an unknown cause answers 400", j)
+    st, _, j, _ = api.req("GET", "/o/acme/runs?source=fax")
+    t.ok(st == 400 and "source" in j["detail"], "an unknown source answers 400", j)
 
     # --- automations ---
     st, _, j, out = api.req("GET", "/o/acme/automations")
