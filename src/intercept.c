@@ -359,8 +359,9 @@ ic_cert_new(const char *cn, EVP_PKEY *key, long before, long days)
 	name = X509_get_subject_name(c);
 	X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"spur", -1,
 	    -1, 0);
-	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1,
-	    -1, 0);
+	if (cn != NULL)
+		X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn,
+		    -1, -1, 0);
 	X509_set_pubkey(c, key);
 	return c;
 }
@@ -442,7 +443,14 @@ ic_leaf(struct intercept *ic, const char *host)
 		if (strcasecmp(ic->leaves[i].host, host) == 0)
 			return ic->leaves[i].cert;
 	}
-	if ((c = ic_cert_new(host, ic->leaf_key, -3600, IC_CA_DAYS)) == NULL)
+	/*
+	 * An address gets no CN: a verifier reads a CN that looks like a name
+	 * ("127.0.0.1" does) as a DNS name when the leaf has no DNS SAN, and when
+	 * the run's hosts mix addresses and names the CA's DNS subtrees refuse it
+	 * ("permitted subtree violation").
+	 */
+	if ((c = ic_cert_new(ic_is_ip(host) ? NULL : host, ic->leaf_key, -3600,
+	    IC_CA_DAYS)) == NULL)
 		return NULL;
 	X509_set_issuer_name(c, X509_get_subject_name(ic->ca));
 	san = xprintf("%s:%s", ic_is_ip(host) ? "IP" : "DNS", host);

@@ -1,11 +1,16 @@
 """Header secrets (SPEC section 15): the run's proxy terminates TLS for a secret's hosts with a per-run CA, verifies the real upstream, and puts the secret into the header; the sandbox only ever holds a placeholder."""
+import base64
+import hashlib
 import http.server
+import io
 import json
 import os
+import re
 import shutil
 import ssl
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -25,15 +30,16 @@ def sh(*args, **kw):
     subprocess.run(args, check=True, capture_output=True, cwd=WORK, **kw)
 
 
-# A test CA (what egress.ca_file names) and a certificate for 127.0.0.1 signed by it; and a
-# self-signed one the proxy must refuse.
+# A test CA (what egress.ca_file names) and a certificate for 127.0.0.1 and localhost (and
+# 127.0.0.4, the registry without a secret) signed by it; and a self-signed one the proxy must
+# refuse.
 sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
    "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=spur test upstream CA",
    "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
 sh("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
    "-keyout", "up.key", "-out", "up.csr", "-subj", "/CN=127.0.0.1")
 with open(os.path.join(WORK, "ext.cnf"), "w") as f:
-    f.write("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+    f.write("subjectAltName=IP:127.0.0.1,IP:127.0.0.4,DNS:localhost\nextendedKeyUsage=serverAuth\n")
 sh("openssl", "x509", "-req", "-in", "up.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
    "-CAcreateserial", "-out", "up.pem", "-days", "2", "-extfile", "ext.cnf")
 sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
@@ -52,6 +58,33 @@ sh("git", "-C", src, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q"
 sh("git", "-C", src, "push", "-q", REPO, "HEAD:refs/heads/main")
 sh("git", "-C", REPO, "symbolic-ref", "HEAD", "refs/heads/main")
 
+# A private npm registry stands under /npm/ of the upstream: a package NAME's packument at
+# /npm/NAME, its tarball (made here, one per name) at /npm/NAME/-/NAME-1.0.0.tgz, both only
+# with the token, like the upstream's every path.
+TARBALLS = {}
+
+
+def tarball(name):
+    if name not in TARBALLS:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+            for fn, data in (("package/package.json", json.dumps({"name": name, "version": "1.0.0", "main": "index.js"})),
+                             ("package/index.js", "module.exports = 'the private package %s';\n" % name)):
+                ti = tarfile.TarInfo(fn)
+                ti.size, ti.mode, ti.mtime = len(data.encode()), 0o644, 0
+                tf.addfile(ti, io.BytesIO(data.encode()))
+        TARBALLS[name] = buf.getvalue()
+    return TARBALLS[name]
+
+
+def packument(name, host):
+    tgz = tarball(name)
+    return {"name": name, "dist-tags": {"latest": "1.0.0"},
+            "versions": {"1.0.0": {"name": name, "version": "1.0.0", "dist": {
+                "tarball": "https://%s/npm/%s/-/%s-1.0.0.tgz" % (host, name, name),
+                "shasum": hashlib.sha1(tgz).hexdigest(),
+                "integrity": "sha512-" + base64.b64encode(hashlib.sha512(tgz).digest()).decode()}}}}
+
 
 class Upstream(http.server.BaseHTTPRequestHandler):
     """The HTTPS upstream: answers only with the secret in Authorization."""
@@ -62,7 +95,8 @@ class Upstream(http.server.BaseHTTPRequestHandler):
     def handle_any(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
         Upstream.hits.append({"host": self.server.server_address[0], "path": self.path,
-                              "headers": dict(self.headers), "body": body.decode("latin-1")})
+                              "headers": dict(self.headers), "auth": self.headers.get_all("Authorization") or [],
+                              "body": body.decode("latin-1")})
         if self.path.startswith("/redirect"):
             self.send_response(302)
             self.send_header("Location", "http://127.0.0.2:%d/landing" % PLAIN_PORT)
@@ -77,6 +111,8 @@ class Upstream(http.server.BaseHTTPRequestHandler):
             return
         if self.path.startswith("/repo/"):
             return self.git(body)
+        if self.path.startswith("/npm/"):
+            return self.npm()
         out = b"hello with the secret\n"
         if self.path.startswith("/big"):
             out = b"y" * (1 << 20)
@@ -104,6 +140,21 @@ class Upstream(http.server.BaseHTTPRequestHandler):
         self.send_response(status)
         for k, v in hdrs:
             self.send_header(k, v)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def npm(self):
+        parts = self.path.split("?")[0].split("/")     # "", "npm", NAME[, "-", NAME-1.0.0.tgz]
+        status, ctype = 200, "application/json"
+        if len(parts) == 3 and parts[2]:
+            out = json.dumps(packument(parts[2], self.headers.get("Host", ""))).encode()
+        elif len(parts) == 5 and parts[3] == "-" and parts[4] == parts[2] + "-1.0.0.tgz":
+            out, ctype = tarball(parts[2]), "application/octet-stream"
+        else:
+            status, out = 404, b'{"error":"not found"}'
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(out)))
         self.end_headers()
         self.wfile.write(out)
@@ -145,17 +196,22 @@ up = tls_server("127.0.0.1", "up.pem", "up.key")
 UP_PORT = up.server_address[1]
 bad = tls_server("127.0.0.3", "bad.pem", "bad.key")
 BAD_PORT = bad.server_address[1]
+# The same registry on an allowed host no secret is bound to: tunnelled, so npm gets no token.
+open_reg = tls_server("127.0.0.4", "up.pem", "up.key")
+OPEN_PORT = open_reg.server_address[1]
+with open(os.path.join(WORK, "ca.pem")) as f:
+    TEST_CA = f.read()
 plain = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Plain)
 PLAIN_PORT = plain.server_address[1]
 plain.handle_error = lambda *a: None
 threading.Thread(target=plain.serve_forever, daemon=True).start()
 
-HAVE = {k: shutil.which(k) for k in ("curl", "git", "node")}
+HAVE = {k: shutil.which(k) for k in ("curl", "git", "node", "npm")}
 
 # Everything the run does, from inside; prints one JSON object.
 PROBE = r'''
 import glob, json, os, socket, ssl, subprocess, sys, urllib.request
-UP, PLAIN, BAD = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+UP, PLAIN, BAD, OPEN = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 url = "https://127.0.0.1:%d" % UP
 ph = os.environ.get("API_TOKEN", "")
 # The upstreams stand in for remote hosts: through the proxy, though they are on loopback.
@@ -212,6 +268,41 @@ req.on('connect', (res, socket) => {
 req.end();
 """
     out["node"] = run(["node", "-e", js, str(UP)])
+if "NPM" in sys.argv:
+    # npm install from the private registry, with no token anywhere in npm's config: npm sends no
+    # Authorization, the proxy adds it. Strict SSL on; the run's CA trusted three ways.
+    with open("/tmp/test-upstream-ca.pem", "w") as f:
+        f.write(sys.argv[5])
+    def npm(case, name, registry, npmrc, env=None, retries=1):
+        d = "/tmp/npm-" + case
+        os.makedirs(d)
+        with open(d + "/package.json", "w") as f:
+            json.dump({"name": "probe-" + case, "version": "0.0.0", "private": True}, f)
+        with open(d + "/.npmrc", "w") as f:
+            f.write("strict-ssl=true\n" + npmrc)
+        e = dict(os.environ, **(env or {}))
+        for k in [k for k, v in e.items() if v is None]:
+            del e[k]
+        r = run(["npm", "install", "--registry", registry, "--no-audit", "--no-fund", "--no-update-notifier",
+                 "--cache", d + "/.npm-cache", "--fetch-retries", str(retries),
+                 "--fetch-retry-mintimeout", "1000", "--fetch-retry-maxtimeout", "2000", name], cwd=d, env=e)
+        pkg = d + "/node_modules/" + name
+        r["files"] = sorted(os.listdir(pkg)) if os.path.isdir(pkg) else None
+        if r["files"]:
+            r["require"] = run(["node", "-e", "process.stdout.write(require(%s))" % json.dumps(name)], cwd=d).get("out")
+        return r
+    # The registry by name: through a proxy, npm (its https-proxy-agent) checks an IP address's
+    # certificate against "localhost", never the address; localhost is the secret's second host.
+    reg = "https://localhost:%d/npm/" % UP
+    noglobal = {"npm_config_globalconfig": "/dev/null"}     # no machine-wide cafile: node's roots
+    out["npm"] = npm("machine", "spur-npm-machine", reg, "")
+    out["npm_extra"] = npm("extra", "spur-npm-extra", reg, "", noglobal)
+    out["npm_cafile"] = npm("cafile", "spur-npm-cafile", reg, "cafile=%s\n" % os.environ.get("SSL_CERT_FILE"),
+                            dict(noglobal, NODE_EXTRA_CA_CERTS=None))
+    out["npm_wrongca"] = npm("wrongca", "spur-npm-wrongca", reg, "cafile=/tmp/test-upstream-ca.pem\n", noglobal, 0)
+    # (npm checks this one's certificate against "localhost" too: the test certificate names it.)
+    out["npm_open"] = npm("open", "spur-npm-open", "https://127.0.0.4:%d/npm/" % OPEN,
+                          "cafile=/tmp/test-upstream-ca.pem\n", noglobal, 0)
 try:
     r = urllib.request.urlopen(urllib.request.Request(url + "/python", headers={"Authorization": "Bearer " + ph}), timeout=30)
     out["python"] = {"status": r.status, "body": r.read().decode()}
@@ -263,9 +354,9 @@ CONF = ("sandbox:\n  memory: 0\n" if ASAN else "") + "egress:\n  ca_file: %s\n" 
 AUTO = ("name: sec\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/sec'\n"
         "agent: command\ncommand: %s\nprompt: |\n  Probe.\nproof: report\ntimeout: 240s\n"
         "secrets: [API_TOKEN, BAD_TOKEN]\n"
-        "network:\n  allow: [\"127.0.0.1:%d\", \"127.0.0.2:%d\", \"127.0.0.3:%d\"]\n") % (
-    json.dumps(["python3", "-c", PROBE, str(UP_PORT), str(PLAIN_PORT), str(BAD_PORT)] + flags),
-    UP_PORT, PLAIN_PORT, BAD_PORT)
+        "network:\n  allow: [\"127.0.0.1:%d\", \"127.0.0.2:%d\", \"127.0.0.3:%d\", \"127.0.0.4:%d\", \"localhost:%d\"]\n") % (
+    json.dumps(["python3", "-c", PROBE, str(UP_PORT), str(PLAIN_PORT), str(BAD_PORT), str(OPEN_PORT), TEST_CA] + flags),
+    UP_PORT, PLAIN_PORT, BAD_PORT, OPEN_PORT, UP_PORT)
 
 
 def result(s, run):
@@ -279,7 +370,8 @@ def result(s, run):
 
 
 with Spur(CONF, orgs=ORGS, automations={"sec.yaml": AUTO}) as s:
-    rc1, _, err1 = s.c("secrets", "set", "--org", "acme", "API_TOKEN", "--host", "127.0.0.1", stdin=VALUE.encode())
+    rc1, _, err1 = s.c("secrets", "set", "--org", "acme", "API_TOKEN", "--host", "127.0.0.1", "--host", "localhost",
+                   stdin=VALUE.encode())
     rc2, _, err2 = s.c("secrets", "set", "--org", "acme", "BAD_TOKEN", "--host", "127.0.0.3", "--header",
                        "X-Api-Key: key {value}", stdin=BAD_VALUE.encode())
     t.ok(rc1 == 0 and rc2 == 0, "two header secrets sealed (spur secrets set --host)", err1 + err2)
@@ -340,6 +432,36 @@ with Spur(CONF, orgs=ORGS, automations={"sec.yaml": AUTO}) as s:
              "node (tls over a CONNECT, NODE_EXTRA_CA_CERTS) gets through with the secret", r.get("node"))
     else:
         t.skip("node", "node is not installed")
+    if "NPM" in flags:
+        def npm_hits(name, host):
+            return [h for h in hits if h["host"] == host and h["path"].split("?")[0] in
+                    ("/npm/" + name, "/npm/%s/-/%s-1.0.0.tgz" % (name, name))]
+
+        def auths(got):
+            return [(h["path"], ["the value" if a == "Bearer " + VALUE else a for a in h["auth"]]) for h in got]
+        for k, name, how in (("npm", "spur-npm-machine", "the machine's npm config (its cafile: the system bundle inside)"),
+                             ("npm_extra", "spur-npm-extra", "no cafile: node's roots and NODE_EXTRA_CA_CERTS"),
+                             ("npm_cafile", "spur-npm-cafile", "cafile=$SSL_CERT_FILE, without NODE_EXTRA_CA_CERTS")):
+            n = r.get(k, {})
+            t.ok(n.get("rc") == 0 and n.get("files") == ["index.js", "package.json"]
+                 and n.get("require") == "the private package " + name,
+                 "npm install from a registry that needs the token, no token in npm's config, strict SSL, "
+                 "the run's CA trusted by %s: installed" % how, n)
+            got = npm_hits(name, "127.0.0.1")
+            t.ok(sorted({h["path"] for h in got}) == ["/npm/" + name, "/npm/%s/-/%s-1.0.0.tgz" % (name, name)]
+                 and all(h["auth"] == ["Bearer " + VALUE] for h in got),
+                 "the registry got the packument and the tarball, every request with the value in one Authorization",
+                 auths(got))
+        w = r.get("npm_wrongca", {})
+        t.ok(w.get("rc") not in (0, None) and "E401" not in w.get("err", "")
+             and re.search(r"UNABLE_TO|CERT|certificate", w.get("err", "")) and not npm_hits("spur-npm-wrongca", "127.0.0.1"),
+             "strict SSL holds: npm with a cafile that does not vouch for the run's CA fails TLS, and sends nothing", w)
+        o = r.get("npm_open", {})
+        got = npm_hits("spur-npm-open", "127.0.0.4")
+        t.ok(o.get("rc") not in (0, None) and "E401" in o.get("err", "") and got and all(h["auth"] == [] for h in got),
+             "the same npm against the registry on an allowed host with no secret bound: no token sent, 401", (o, auths(got)))
+    else:
+        t.skip("npm install", "npm is not installed")
     t.ok(r.get("python", {}).get("status") == 200, "python (urllib, SSL_CERT_FILE) gets through with the secret",
          r.get("python"))
     t.ok(hits and all(h["headers"].get("Authorization") in (None, "Bearer " + VALUE) for h in hits
@@ -396,6 +518,7 @@ with Spur(CONF, orgs=ORGS, automations={"sec.yaml": AUTO}) as s:
 
 up.shutdown()
 bad.shutdown()
+open_reg.shutdown()
 plain.shutdown()
 shutil.rmtree(WORK, ignore_errors=True)
 t.done()
