@@ -35,7 +35,7 @@ AUTOS = {
     "slack.yaml": "name: slk\non:\n  slack:\n    events: [app_mention]\nagent: command\n"
                   "command: [sh, -c, 'cat >/dev/null; sleep 1; echo \"slack done\"']\nprompt: hi\nproof: report\n",
     "linear.yaml": "name: lin\non:\n  linear:\n    events: [Issue.update]\n    to_state: In Progress\n"
-                   "agent: command\ncommand: [sh, -c, 'cat >/dev/null; echo \"linear done\"']\n"
+                   "agent: command\ncommand: [sh, -c, 'cat >/dev/null; sleep 2; echo \"linear done\"']\n"
                    "prompt: Start.\nproof: report\n",
 }
 
