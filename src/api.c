@@ -129,56 +129,22 @@ api_unavailable(struct api_ctx *c, const char *detail)
 	api_reply(c, 503, json_pack("{s:s,s:s}", "error", "unavailable", "detail", detail), 5);
 }
 
-static json_t *
-api_str(const char *s)
-{
-	return s != NULL ? json_string(s) : json_null();
-}
-
-/* %XX and '+' decoded (a query's value); NULL when an escape is bad or decodes to NUL. */
-static char *
-api_unescape(const char *s)
-{
-	char	*out = xmalloc(strlen(s) + 1), *o = out;
-	int	 hi, lo;
-
-	for (; *s != '\0'; s++) {
-		if (*s == '+')
-			*o++ = ' ';
-		else if (*s != '%')
-			*o++ = *s;
-		else if ((hi = hex_value(s[1])) < 0 || (lo = hex_value(s[2])) < 0 ||
-		    (hi == 0 && lo == 0)) {
-			free(out);
-			return NULL;
-		} else {
-			*o++ = (char)(hi << 4 | lo);
-			s += 2;
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
 char *
 api_query_value(const char *query, const char *name)
 {
-	const char	*p = query;
-	size_t		 n = strlen(name), len;
-	char		*raw, *v;
+	json_t		*form, *v;
+	char		*out = NULL;
 
-	while (p != NULL && *p != '\0') {
-		len = strcspn(p, "&");
-		if (len > n && strncmp(p, name, n) == 0 && p[n] == '=') {
-			raw = xstrndup(p + n + 1, len - n - 1);
-			if ((v = api_unescape(raw)) == NULL)
-				v = xstrdup("\x01");
-			free(raw);
-			return v;
-		}
-		p = p[len] == '&' ? p + len + 1 : NULL;
-	}
-	return NULL;
+	if (query == NULL)
+		return NULL;
+	/* A query is a form: the sources' decoder reads it. A bad escape or a NUL matches nothing. */
+	if ((form = form_decode(query, strlen(query))) == NULL)
+		return strstr(query, name) != NULL ? xstrdup("\x01") : NULL;
+	if ((v = json_object_get(form, name)) != NULL)
+		out = strlen(json_string_value(v)) == json_string_length(v) ?
+		    xstrdup(json_string_value(v)) : xstrdup("\x01");
+	json_decref(form);
+	return out;
 }
 
 /* limit and after of a list; -1 (answered) when they are bad. */
@@ -722,8 +688,8 @@ api_session_create(struct api_ctx *c, const char *id, json_t *body)
 		}
 		json_object_set_new(meta, "automation", json_string(named->name));
 		json_object_set_new(meta, "agent", json_string(named->agent_name));
-		json_object_set_new(meta, "model", api_str(named->model));
-		json_object_set_new(meta, "repository", api_str(named->repository));
+		json_object_set_new(meta, "model", json_str_or_null(named->model));
+		json_object_set_new(meta, "repository", json_str_or_null(named->repository));
 	} else {
 		json_object_set_new(meta, "automation", json_null());
 		if ((inline_a = api_inline_automation(c, o, body, meta)) == NULL)
@@ -987,7 +953,7 @@ api_automations(struct api_ctx *c, const char *id, json_t *body)
 		if (strcmp(a->org, c->org) != 0)
 			continue;
 		repo = a->repository_map != NULL ? json_string("chosen by the event") :
-		    api_str(a->repository);
+		    json_str_or_null(a->repository);
 		json_array_append_new(list, json_pack("{s:s,s:o,s:s,s:s,s:o}", "name", a->name,
 		    "triggers", automation_triggers_json(a), "agent", a->agent_name, "proof",
 		    proof_kind_name(a->proof), "repository", repo));

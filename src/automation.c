@@ -2013,12 +2013,6 @@ json_str_list(char **list)
 	return j;
 }
 
-static json_t *
-json_str_or_null(const char *s)
-{
-	return s != NULL ? json_string(s) : json_null();
-}
-
 /* The environment of a run's snapshot; NULL when it has none. */
 json_t *
 env_to_json(const struct env_conf *c)

@@ -48,7 +48,7 @@ spur_event_free(struct spur_event *ev)
  * should one not, bytes that are not are replaced by '?', never a crash.
  */
 static json_t *
-json_str_or_null(const char *s)
+event_str(const char *s)
 {
 	json_t	*j;
 	char	*copy, *p;
@@ -95,17 +95,17 @@ spur_event_head_json(const struct spur_event *ev)
 	json_t	*j, *actor;
 
 	format_time(ev->received_at, ts, sizeof ts);
-	actor = json_pack("{s:o,s:o,s:o,s:b}", "id", json_str_or_null(ev->actor.id),
-	    "name", json_str_or_null(ev->actor.name), "role",
-	    json_str_or_null(ev->actor.role), "bot", ev->actor.bot);
+	actor = json_pack("{s:o,s:o,s:o,s:b}", "id", event_str(ev->actor.id),
+	    "name", event_str(ev->actor.name), "role",
+	    event_str(ev->actor.role), "bot", ev->actor.bot);
 	j = json_pack("{s:o,s:o,s:o,s:o,s:o,s:s,s:o,s:o,s:o,s:o,s:o}",
-	    "id", json_str_or_null(ev->id), "org", json_str_or_null(ev->org), "source",
-	    json_str_or_null(ev->source),
-	    "type", json_str_or_null(ev->type), "delivery", json_str_or_null(ev->delivery),
-	    "received_at", ts, "thread", json_str_or_null(ev->thread), "actor", actor,
-	    "text", json_str_or_null(ev->text != NULL ? ev->text : ""), "url",
-	    json_str_or_null(ev->url),
-	    "repository", json_str_or_null(ev->repository));
+	    "id", event_str(ev->id), "org", event_str(ev->org), "source",
+	    event_str(ev->source),
+	    "type", event_str(ev->type), "delivery", event_str(ev->delivery),
+	    "received_at", ts, "thread", event_str(ev->thread), "actor", actor,
+	    "text", event_str(ev->text != NULL ? ev->text : ""), "url",
+	    event_str(ev->url),
+	    "repository", event_str(ev->repository));
 	if (j == NULL)
 		fatal("event_to_json: cannot pack");
 	json_object_set(j, "meta", ev->meta);

@@ -64,6 +64,8 @@ const char	*spur_event_meta_str(const struct spur_event *, const char *);
 /* json.c: the one dotted-path lookup ("pull_request.labels.0.name"). */
 json_t		*json_path(const json_t *, const char *path);
 const char	*json_path_str(const json_t *, const char *path);
+/* A string, or JSON null for NULL. */
+json_t		*json_str_or_null(const char *);
 /* A scalar as text for matching: strings as is, numbers and booleans printed; NULL otherwise. */
 char		*json_scalar_text(const json_t *);
 /* Parses with a depth limit and a size limit; -1 with cause otherwise. */

@@ -106,3 +106,9 @@ json_parse_bounded(const char *s, size_t len, int maxdepth, char **cause)
 	}
 	return j;
 }
+
+json_t *
+json_str_or_null(const char *s)
+{
+	return s != NULL ? json_string(s) : json_null();
+}
