@@ -78,6 +78,20 @@ base64_encode(const unsigned char *in, size_t n)
 	return out;
 }
 
+char *
+base64url_encode(const unsigned char *p, size_t len)
+{
+	char	*s = base64_encode(p, len), *q, *w;
+
+	for (q = w = s; *q != '\0'; q++) {
+		if (*q == '=')
+			continue;
+		*w++ = *q == '+' ? '-' : *q == '/' ? '_' : *q;
+	}
+	*w = '\0';
+	return s;
+}
+
 /* Decodes standard base64 (padding required when the length asks for it). */
 int
 base64_decode(const char *s, size_t len, unsigned char **out, size_t *outlen)

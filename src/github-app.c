@@ -85,20 +85,6 @@ github_app_cleanup(void)
 		github_cached_free(LIST_FIRST(&github_cache));
 }
 
-char *
-github_b64url(const unsigned char *p, size_t len)
-{
-	char	*s = base64_encode(p, len), *q, *w;
-
-	for (q = w = s; *q != '\0'; q++) {
-		if (*q == '=')
-			continue;
-		*w++ = *q == '+' ? '-' : *q == '/' ? '_' : *q;
-	}
-	*w = '\0';
-	return s;
-}
-
 /* An encrypted key must never make OpenSSL ask a terminal for its passphrase. */
 static int
 github_no_passphrase_cb(char *buf, int size, int rwflag, void *arg)
@@ -197,11 +183,11 @@ github_jwt_why(const char *pem, size_t len, long long app_id, int64_t now_s, cha
 
 	if ((key = github_key_read(pem, len, why)) == NULL)
 		return NULL;
-	head = github_b64url((const unsigned char *)"{\"alg\":\"RS256\",\"typ\":\"JWT\"}", 27);
+	head = base64url_encode((const unsigned char *)"{\"alg\":\"RS256\",\"typ\":\"JWT\"}", 27);
 	payload = xprintf("{\"iat\":%lld,\"exp\":%lld,\"iss\":\"%lld\"}",
 	    (long long)(now_s - GITHUB_JWT_BACKDATE), (long long)(now_s + GITHUB_JWT_LIFE),
 	    app_id);
-	claims = github_b64url((const unsigned char *)payload, strlen(payload));
+	claims = base64url_encode((const unsigned char *)payload, strlen(payload));
 	free(payload);
 	input = xprintf("%s.%s", head, claims);
 	if ((ctx = EVP_MD_CTX_new()) == NULL ||
@@ -217,7 +203,7 @@ github_jwt_why(const char *pem, size_t len, long long app_id, int64_t now_s, cha
 		    github_ssl_reason());
 		goto out;
 	}
-	s64 = github_b64url(sig, siglen);
+	s64 = base64url_encode(sig, siglen);
 	jwt = xprintf("%s.%s", input, s64);
 	free(s64);
 out:

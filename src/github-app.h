@@ -40,7 +40,5 @@ char		*github_jwt(const char *pem, size_t len, long long app_id, int64_t now_s,
  * naming what it is instead ("is a public key (-----BEGIN PUBLIC KEY-----) ...").
  */
 int		 github_key_check(const char *pem, size_t len, char **why);
-/* base64url without padding (JWT's encoding). */
-char		*github_b64url(const unsigned char *, size_t);
 
 #endif

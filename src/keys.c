@@ -78,22 +78,14 @@ char *
 key_token(size_t nbytes)
 {
 	unsigned char	 raw[64];
-	char		*b64, *p;
+	char		*b64;
 
 	if (nbytes > sizeof raw)
 		nbytes = sizeof raw;
 	random_bytes(raw, nbytes);
-	/* base64url, no padding: one shell word, one URL-safe token, one cookie value. */
-	b64 = base64_encode(raw, nbytes);
+	/* One shell word, one URL-safe token, one cookie value. */
+	b64 = base64url_encode(raw, nbytes);
 	explicit_bzero(raw, sizeof raw);
-	for (p = b64; *p != '\0'; p++) {
-		if (*p == '+')
-			*p = '-';
-		else if (*p == '/')
-			*p = '_';
-		else if (*p == '=')
-			*p = '\0';
-	}
 	return b64;
 }
 

@@ -93,6 +93,8 @@ int	 hex_decode(const char *, size_t, unsigned char *out, size_t outlen);
 int	 utf8_len(const unsigned char *s, size_t len, uint32_t *cp);
 int	 hex_value(char);	/* one hex digit's value, either case; -1 for none */
 char	*base64_encode(const unsigned char *, size_t);
+/* base64url without padding (JWT's encoding; keys, cookies, links). */
+char	*base64url_encode(const unsigned char *, size_t);
 int	 base64_decode(const char *, size_t, unsigned char **out, size_t *outlen);
 int	 ct_equal(const void *, const void *, size_t);
 void	 random_bytes(void *, size_t);
