@@ -90,7 +90,11 @@ struct server {
 	struct reqbudget		*budget;	/* limits.buffered, every front's */
 };
 
-enum hookreq_kind { HOOKREQ_HOOK, HOOKREQ_HEALTHZ, HOOKREQ_METRICS, HOOKREQ_API };
+enum hookreq_kind {
+	HOOKREQ_HOOK, HOOKREQ_HEALTHZ, HOOKREQ_METRICS,
+	HOOKREQ_API,		/* /o/{org}/..., not a hook: api.c */
+	HOOKREQ_CONSOLE,	/* the console's pages and sign-in: console.c */
+};
 
 static void	front_accept_error_cb(struct evconnlistener *, void *);
 static void	server_console_headers(struct evkeyvalq *, const char *);
@@ -315,7 +319,7 @@ front_answer_cb(evutil_socket_t fd, short what, void *arg)
 			char ra[16];
 
 			if (hr->retry_after) {
-				snprintf(ra, sizeof ra, "%d", hr->kind == HOOKREQ_API ?
+				snprintf(ra, sizeof ra, "%d", hr->kind != HOOKREQ_HOOK ?
 				    hr->retry_after : 5);
 				evhttp_add_header(h, "Retry-After", ra);
 			}
@@ -407,7 +411,7 @@ server_ask_cb(evutil_socket_t fd, short what, void *arg)
 	char		*why;
 
 	while ((hr = hookreq_pop(srv, &srv->asks)) != NULL) {
-		if (hr->kind == HOOKREQ_API && hr->api.org == NULL)
+		if (hr->kind == HOOKREQ_CONSOLE)
 			console_handle(e, &hr->api, server_api_done, hr);
 		else if (hr->kind == HOOKREQ_API)
 			api_handle(e, &hr->api, server_api_done, hr);
@@ -718,7 +722,8 @@ server_api(struct front *f, struct evhttp_request *req, const char *org)
 	default: method = "OTHER"; break;
 	}
 	rest = org != NULL ? server_api_path(uri, o, sizeof o) : uri;
-	hr = hookreq_new(f, req, HOOKREQ_API, org != NULL ? "api" : "console");
+	hr = org != NULL ? hookreq_new(f, req, HOOKREQ_API, "api") :
+	    hookreq_new(f, req, HOOKREQ_CONSOLE, "console");
 	hr->api.method = xstrdup(method);
 	hr->api.org = org != NULL ? xstrdup(org) : NULL;
 	n = strcspn(rest, "?");
