@@ -135,6 +135,15 @@ size_t			 automation_match(const struct automation_set *, const struct spur_even
 char			*automation_why(const struct automation *, const struct spur_event *);
 
 /*
+ * Whether ev's author may start a run of a (its authors and bots, as matching
+ * checks them): thread commands act for the same people. 0 with why (if not
+ * NULL) when not.
+ */
+struct buf;
+int			 automation_allows(const struct automation *, const struct spur_event *,
+			     struct buf *why);
+
+/*
  * The automation as JSON: what a run keeps so a reload does not change it (everything
  * but the triggers). from_json returns NULL on a malformed object; its result has no
  * triggers and is freed with automation_free.

@@ -46,8 +46,8 @@ report_cut(const char *s, size_t max, const char *more)
 static char *
 report_marker(const char *run, const char *kind)
 {
-	if (kind != NULL && strcmp(kind, "status") == 0)
-		return xprintf(REPORT_MARKER "%s:status -->", run);
+	if (kind != NULL && (strcmp(kind, "status") == 0 || strcmp(kind, "reply") == 0))
+		return xprintf(REPORT_MARKER "%s:%s -->", run, kind);
 	return xprintf(REPORT_MARKER "%s -->", run);
 }
 
@@ -454,8 +454,7 @@ report_target(const json_t *ev, const char **why)
 	return b->target(ev, why);
 }
 
-/* {public_url}/runs/RUN, or NULL without a public_url. */
-static char *
+char *
 report_link(struct engine *e, const char *run)
 {
 	size_t	 n;
@@ -743,4 +742,57 @@ report_edit_given_up(struct engine *e, const json_t *report)
 	if (run != NULL && kind != NULL && strcmp(kind, "run_end") == 0 &&
 	    json_is_true(json_path(report, "target.edit")))
 		report_run_end_(e, run, 1);
+}
+
+char *
+report_run_ref(struct engine *e, const char *source, const char *run)
+{
+	const struct report_backend *b = report_backend_find(source);
+	char		*link = report_link(e, run), *ref;
+
+	if (link == NULL)
+		ref = xprintf("`%s`", run);
+	else if (b != NULL && b->mrkdwn)
+		ref = xprintf("<%s|%s>", link, run);
+	else
+		ref = xprintf("[%s](%s)", run, link);
+	free(link);
+	return ref;
+}
+
+void
+report_reply(struct engine *e, const struct spur_event *ev, const char *text)
+{
+	const struct report_backend *b = report_backend_find(ev->source);
+	json_t		*evj, *target;
+	const char	*why;
+	char		*marker, *msg, *body;
+
+	if (b == NULL || b->target == NULL || b->max == 0)
+		return;
+	evj = spur_event_head_json(ev);
+	if ((target = b->target(evj, &why)) == NULL) {
+		json_decref(evj);
+		return;
+	}
+	marker = report_marker(ev->id, "reply");
+	msg = xprintf("%s%s%s%s", b->marker == REPORT_MARKER_HEAD ? marker : "",
+	    b->marker == REPORT_MARKER_HEAD ? "\n" : "", text,
+	    b->marker == REPORT_MARKER_TAIL ? "\n\n" : "");
+	if (b->marker == REPORT_MARKER_TAIL) {
+		body = xprintf("%s%s", msg, marker);
+		free(msg);
+		msg = body;
+	}
+	body = b->body(e, evj, ev->id, "reply", msg);
+	if (store_report_add(e->store, ev->id, "reply", target, body) == 0) {
+		log_info("event=report.stored event_id=%s kind=reply source=%s", ev->id,
+		    b->name);
+		outbox_kick(e->outbox);
+	}
+	free(body);
+	free(msg);
+	free(marker);
+	json_decref(target);
+	json_decref(evj);
 }
