@@ -496,6 +496,8 @@ report_status_text(const struct report_backend *b, const json_t *j, const char *
 	buf_init(&m, 0);
 	if (b->marker == REPORT_MARKER_HEAD)
 		buf_addf(&m, "%s\n", marker);
+	if (b->status_head != NULL)
+		b->status_head(json_object_get(j, "event"), &m);
 	buf_addf(&m, "%sspur%s · `%s` · ", bold, bold, automation != NULL ? automation : "?");
 	if (state == NULL || strcmp(state, "queued") == 0)
 		buf_addf(&m, "%squeued%s", bold, bold);
@@ -551,12 +553,13 @@ report_status_at(struct engine *e, const char *run, const char *posted, int64_t 
 	char		*link = NULL, *text = NULL, *body, *id = NULL, *next;
 	int64_t		 at;
 
-	if (!e->conf->report_progress || (j = store_run_json(e->store, run, 1)) == NULL)
+	if ((j = store_run_json(e->store, run, 1)) == NULL)
 		return;
 	ev = json_object_get(j, "event");
 	state = json_string_value(json_object_get(j, "state"));
 	b = report_backend_find(json_string_value(json_object_get(ev, "source")));
-	if (b == NULL || b->status_target == NULL || report_none(j) || state == NULL)
+	if (b == NULL || b->status_target == NULL || report_none(j) || state == NULL ||
+	    (!e->conf->report_progress && (b->opens_thread == NULL || !b->opens_thread(ev))))
 		goto out;
 	link = report_link(e, run);
 	text = report_status_text(b, j, run, link);
@@ -697,7 +700,8 @@ report_run_end_(struct engine *e, const char *run, int alone)
 	if ((id = b->edit_target != NULL && !alone ? store_run_status(e->store, run, &at) :
 	    NULL) != NULL) {
 		st = b->status_target(ev, &nothread);
-		follows = st == NULL || !json_equal(st, target);
+		follows = st == NULL || !json_equal(st, target) ||
+		    (b->opens_thread != NULL && b->opens_thread(ev));
 		json_decref(st);
 		if (!follows) {
 			/* The report takes the status message's place. */

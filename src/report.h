@@ -184,6 +184,14 @@ struct report_backend {
 	char	*(*edit_body)(const json_t *ev, const char *run, const char *kind,
 		     const char *id, const char *text);
 	char	*(*message_id)(const json_t *answer_or_item);
+	/*
+	 * A thread spur opens itself (a Slack slash command has none): its status
+	 * message is posted whatever reports.progress says, opens with who asked
+	 * (status_head), and every later message of the run goes in its thread,
+	 * the report included (it follows the status message, never replaces it).
+	 */
+	int	 (*opens_thread)(const json_t *ev);
+	void	 (*status_head)(const json_t *ev, struct buf *);
 };
 extern const struct report_backend report_github, report_slack, report_linear, report_api;
 /* The backend of a source (github, slack, linear, api), or NULL. */

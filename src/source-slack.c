@@ -4,7 +4,9 @@
 #include "event.h"
 #include "outbox.h"
 #include "report.h"
+#include "serve.h"
 #include "source.h"
+#include "store.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -464,21 +466,71 @@ slack_report_metadata(const char *run, const char *kind)
 	return json_pack("{s:s,s:{s:s}}", "event_type", type, "event_payload", "run", run);
 }
 
+/* A slash command has no message to answer under: spur opens the thread itself. */
+static int
+slack_opens_thread(const json_t *ev)
+{
+	const char	*type = json_string_value(json_object_get(ev, "type"));
+
+	return type != NULL && strcmp(type, "slash_command") == 0;
+}
+
+/* The visible message under which a slash command's run is told: who asked, and what. */
+static void
+slack_status_head(const json_t *ev, struct buf *b)
+{
+	const char	*who = json_string_value(json_path(ev, "actor.id"));
+	const char	*cmd = json_string_value(json_path(ev, "meta.command"));
+	const char	*text = json_string_value(json_object_get(ev, "text"));
+	char		*cut;
+
+	if (!slack_opens_thread(ev) || who == NULL)
+		return;
+	cut = report_cut(text != NULL ? text : "", 300, "…");
+	buf_addf(b, "<@%s> asked: `%s ", who, cmd != NULL ? cmd : "/spur");
+	for (text = cut; *text != '\0'; text++) {
+		/* The request as typed, inside one code span: mrkdwn's &, <, > and no backtick. */
+		if (*text == '&')
+			buf_adds(b, "&amp;");
+		else if (*text == '<')
+			buf_adds(b, "&lt;");
+		else if (*text == '>')
+			buf_adds(b, "&gt;");
+		else if (*text == '`' || *text == '\n')
+			buf_addc(b, *text == '`' ? '\'' : ' ');
+		else
+			buf_addc(b, *text);
+	}
+	buf_adds(b, "`\n");
+	free(cut);
+}
+
 static char *
 slack_report_body(struct engine *e, const json_t *ev, const char *run, const char *kind,
     const char *text)
 {
 	const json_t	*meta = json_object_get(ev, "meta");
 	const char	*ts = json_string_value(json_object_get(meta, "thread_ts"));
+	const char	*who = json_string_value(json_path(ev, "actor.id"));
+	char		*opened = NULL, *mention = NULL;
+	int64_t		 at;
 	json_t		*j;
 	char		*s;
 
 	if (ts == NULL)
 		ts = json_string_value(json_object_get(meta, "ts"));
+	if (slack_opens_thread(ev) && strcmp(kind, "status") != 0) {
+		/* Under the status message that named the requester; the report names them again. */
+		ts = opened = store_run_status(e->store, run, &at);
+		if (strcmp(kind, "run_end") == 0 && who != NULL)
+			text = mention = xprintf("<@%s> %s", who, text);
+	}
 	j = json_pack("{s:s,s:s}", "channel", json_string_value(json_object_get(meta,
 	    "channel")), "text", text);
 	if (ts != NULL)
 		json_object_set_new(j, "thread_ts", json_string(ts));
+	free(opened);
+	free(mention);
 	json_object_set_new(j, "unfurl_links", json_false());
 	json_object_set_new(j, "metadata", slack_report_metadata(run, kind));
 	s = json_dumps(j, JSON_COMPACT);
@@ -656,4 +708,6 @@ const struct report_backend report_slack = {
 	.edit_target = slack_report_edit_target,
 	.edit_body = slack_report_edit_body,
 	.message_id = slack_report_message_id,
+	.opens_thread = slack_opens_thread,
+	.status_head = slack_status_head,
 };

@@ -204,6 +204,38 @@ try:
         t.eq(slash_run and wait_state(s, slash_run, ("cancelled",)), "cancelled",
              "and cancels the latest run that person asked for in the channel")
 
+        # The run is told in a thread spur opens under a visible message naming who asked.
+        deadline = time.time() + 30
+        while time.time() < deadline and not s.query("SELECT 1 FROM reports WHERE run = ? AND kind = 'run_end' "
+                                                     "AND state = 'sent'", slash_run):
+            time.sleep(0.1)
+        pm = [json.loads(r["body"]) for r in fake.api_requests("/slack/api/chat.postMessage") if r["method"] == "POST"]
+        top = [m for m in pm if m.get("metadata", {}).get("event_payload", {}).get("run") == slash_run and
+               m["metadata"]["event_type"] == "spur_status"]
+        t.ok(len(top) == 1 and "thread_ts" not in top[0] and top[0]["channel"] == "C9" and
+             top[0]["text"].startswith("<@U2> asked: `/spur fix the flaky test`") and LINK + slash_run in top[0]["text"],
+             "a visible message in the channel names the requester and what they asked", top)
+        msgs = fake.posted("C9/" + (s.query("SELECT status_msg FROM runs WHERE id = ?", slash_run)[0]["status_msg"] or "?"))
+        t.ok(len(msgs) == 2 and msgs[1].get("thread_ts") == msgs[0]["ts"] and msgs[1]["text"].startswith("<@U2> ") and
+             "cancelled" in msgs[1]["text"] and msgs[1]["metadata"]["event_type"] == "spur_report",
+             "the report follows in its thread and mentions the requester", msgs)
+        deadline = time.time() + 20     # edits are at most one every 10 s
+        while time.time() < deadline and msgs and "cancelled" not in msgs[0]["text"]:
+            time.sleep(0.2)
+        t.ok(msgs and "cancelled" in msgs[0]["text"] and "asked" in msgs[0]["text"],
+             "the visible message is edited to the end, still naming who asked", msgs[:1])
+        # /spur cancel in that thread (a mention under spur's message) finds the run by its message.
+        if msgs:
+            st, _, a = slack_event("<@UBOT> /retry", "1700000200.000100", thread_ts=msgs[0]["ts"], user="U2")
+            deadline = time.time() + 20
+            again = []
+            while time.time() < deadline and not again:
+                again = s.query("SELECT id FROM runs WHERE reason = ?", "retry of " + slash_run)
+                time.sleep(0.1)
+            t.ok(again, "a mention with /retry under spur's message retries that run", again)
+            if again:
+                s.cli("cancel", again[0]["id"])
+
         # --- Linear: a comment on the issue ---------------------------------------------------
         lin = json.dumps({"action": "update", "type": "Issue", "webhookTimestamp": int(time.time() * 1000),
                           "data": {"id": "iss-c", "identifier": "ENG-9", "title": "Do it", "description": "please",
