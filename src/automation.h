@@ -73,6 +73,15 @@ struct automation {
 	enum concurrency_key conc_key;
 	enum on_busy	  on_busy;
 	int		  report_thread;
+	/*
+	 * report's destinations besides the thread, each shaped as the event of
+	 * a thread there (report.c answers it like one): {"source": "slack",
+	 * "meta": {"channel"}}, {"source": "github", "repository", "meta":
+	 * {"number"}}, {"source": "linear", "meta": {"issue_id"}}, {"source":
+	 * "api", "meta": {"callback_url", "callback_secret"?}}. NULL: none.
+	 */
+	json_t		 *report_to;
+	char		**report_on;	/* the end states destinations hear of; NULL: every one */
 	int		  retry_never;	/* retry: never: an interrupted run is not queued again */
 	int		  authors_any;	/* authors: any */
 	int		  bots;
