@@ -395,16 +395,6 @@ api_strings(struct api_ctx *c, json_t *v, const char *name, char ***out)
 	return 0;
 }
 
-static void
-api_strings_free(char **l)
-{
-	size_t	 i;
-
-	for (i = 0; l != NULL && l[i] != NULL; i++)
-		free(l[i]);
-	free(l);
-}
-
 static int
 api_repo_allowed(const struct org *o, const char *repo)
 {
@@ -550,8 +540,8 @@ api_inline_automation(struct api_ctx *c, const struct org *o, json_t *body, json
 	json_object_set(meta, "model", json_object_get(a, "model"));
 	json_object_set(meta, "repository", json_object_get(a, "repository"));
 out:
-	api_strings_free(allow);
-	api_strings_free(secrets);
+	strv_free(allow);
+	strv_free(secrets);
 	json_decref(a);
 	return out;
 }

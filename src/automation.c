@@ -308,18 +308,6 @@ get_list(struct aload *l, const struct ynode *n, const char *what, size_t *count
 	return out;
 }
 
-static void
-list_free(char **list)
-{
-	size_t	 i;
-
-	if (list == NULL)
-		return;
-	for (i = 0; list[i] != NULL; i++)
-		free(list[i]);
-	free(list);
-}
-
 /* One of names, or an error listing them; -1 then. */
 static int
 get_enum(struct aload *l, const struct ynode *n, const char *what, const char *const *names)
@@ -1583,12 +1571,56 @@ parse_report(struct aload *l, const struct ynode *m)
 				yerrs_node(l->errs, l->file, v->type == YNODE_SEQ ? v->items[i] : v,
 				    "report.on: \"%s\" is not an end state (completed, "
 				    "needs_review, failed, timed_out, cancelled)", on[i]);
-		list_free(l->a->report_on);
+		strv_free(l->a->report_on);
 		l->a->report_on = on;
 		if (l->a->report_to == NULL)
 			yerrs_node(l->errs, l->file, v, "report.on limits the destinations "
 			    "besides the thread (slack, github, linear, webhook): name one");
 	}
+}
+
+/* Adds list's strings to *to (NULL-terminated, made on first use). */
+static void
+list_extend(char ***to, char **list)
+{
+	size_t	 n = 0, m = 0, i;
+
+	while (*to != NULL && (*to)[n] != NULL)
+		n++;
+	while (list != NULL && list[m] != NULL)
+		m++;
+	*to = xreallocarray(*to, n + m + 1, sizeof **to);
+	for (i = 0; i < m; i++)
+		(*to)[n + i] = list[i];
+	(*to)[n + m] = NULL;
+	free(list);
+}
+
+/*
+ * authors as a mapping: users (ids: Slack U..., Linear user ids; GitHub
+ * logins), groups (Slack user group ids, S...), teams (Linear team keys).
+ */
+static void
+parse_authors(struct aload *l, const struct ynode *m)
+{
+	static const char *const keys[] = { "users", "groups", "teams", NULL };
+	const struct ynode	*v;
+	size_t			 n;
+
+	if (map_check(l, m, "authors", keys) != 0)
+		return;
+	if (m->n == 0) {
+		yerrs_node(l->errs, l->file, m, "authors needs users, groups or teams (or say "
+		    "members or any)");
+		return;
+	}
+	l->a->authors_listed = 1;
+	if ((v = ymap_get(m, "users")) != NULL)
+		list_extend(&l->a->author_users, get_list(l, v, "authors.users", &n));
+	if ((v = ymap_get(m, "groups")) != NULL)
+		list_extend(&l->a->author_groups, get_list(l, v, "authors.groups", &n));
+	if ((v = ymap_get(m, "teams")) != NULL)
+		list_extend(&l->a->author_groups, get_list(l, v, "authors.teams", &n));
 }
 
 static void
@@ -1695,7 +1727,9 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 	} else if (strcmp(key, "authors") == 0) {
 		static const char *const authors[] = { "members", "any", NULL };
 
-		if ((e = get_enum(l, v, key, authors)) >= 0)
+		if (v->type == YNODE_MAP)
+			parse_authors(l, v);
+		else if ((e = get_enum(l, v, key, authors)) >= 0)
 			a->authors_any = e == 1;
 		a->checks[a->nchecks++] = TOP_AUTHORS;
 	} else if (strcmp(key, "bots") == 0) {
@@ -2092,14 +2126,14 @@ trigger_clear(struct trigger *t)
 	for (i = 0; i < t->nevents; i++)
 		free(t->events[i]);
 	free(t->events);
-	list_free(t->repositories);
+	strv_free(t->repositories);
 	regex_free(t->text);
 	cond_free(t->where);
-	list_free(t->labels);
-	list_free(t->teams);
+	strv_free(t->labels);
+	strv_free(t->teams);
 	free(t->to_state);
 	free(t->to_state_type);
-	list_free(t->channels);
+	strv_free(t->channels);
 	if (t->schedule != NULL) {
 		free(t->schedule->org);
 		free(t->schedule->automation);
@@ -2133,18 +2167,20 @@ automation_free(struct automation *a)
 	free(a->file);
 	free(a->agent_name);
 	free(a->model);
-	list_free(a->command);
+	strv_free(a->command);
 	free(a->prompt);
 	free(a->repository);
 	json_decref(a->repository_map);
 	json_decref(a->report_to);
-	list_free(a->report_on);
-	list_free(a->repositories);
-	list_free(a->artifacts);
-	list_free(a->secrets);
-	list_free(a->network_allow);
-	list_free(a->pull_request.reviewers);
-	list_free(a->pull_request.labels);
+	strv_free(a->report_on);
+	strv_free(a->author_users);
+	strv_free(a->author_groups);
+	strv_free(a->repositories);
+	strv_free(a->artifacts);
+	strv_free(a->secrets);
+	strv_free(a->network_allow);
+	strv_free(a->pull_request.reviewers);
+	strv_free(a->pull_request.labels);
 	env_conf_clear(&a->env);
 	for (i = 0; i < a->ntriggers; i++)
 		trigger_clear(&a->triggers[i]);
@@ -2260,7 +2296,12 @@ automation_to_json(const struct automation *a)
 	if (a->report_on != NULL)
 		json_object_set_new(j, "report_on", json_str_list(a->report_on));
 	json_object_set_new(j, "retry", json_string(retry_names[a->retry_never ? 1 : 0]));
-	json_object_set_new(j, "authors", json_string(a->authors_any ? "any" : "members"));
+	if (a->authors_listed)
+		json_object_set_new(j, "authors", json_pack("{s:o,s:o}", "users",
+		    json_str_list(a->author_users), "groups", json_str_list(a->author_groups)));
+	else
+		json_object_set_new(j, "authors", json_string(a->authors_any ? "any" :
+		    "members"));
 	json_object_set_new(j, "bots", json_boolean(a->bots));
 	if ((env = env_to_json(&a->env)) != NULL)
 		json_object_set_new(j, "environment", env);
@@ -2435,7 +2476,12 @@ automation_from_json(const json_t *j)
 	/* Snapshots from before "retry" existed say nothing: once, the default. */
 	a->retry_never = json_object_get(j, "retry") != NULL &&
 	    json_enum(j, "retry", retry_names, 0, &bad) == 1;
-	a->authors_any = json_enum(j, "authors", authors, 0, &bad) == 1;
+	if (json_is_object((v = json_object_get(j, "authors")))) {
+		a->authors_listed = 1;
+		a->author_users = json_list_dup(json_object_get(v, "users"), &bad);
+		a->author_groups = json_list_dup(json_object_get(v, "groups"), &bad);
+	} else
+		a->authors_any = json_enum(j, "authors", authors, 0, &bad) == 1;
 	a->bots = json_is_true(json_object_get(j, "bots"));
 	env_from_json(json_object_get(j, "environment"), &a->env, &bad);
 	a->checks[a->nchecks++] = TOP_ON;

@@ -84,6 +84,15 @@ struct automation {
 	char		**report_on;	/* the end states destinations hear of; NULL: every one */
 	int		  retry_never;	/* retry: never: an interrupted run is not queued again */
 	int		  authors_any;	/* authors: any */
+	/*
+	 * authors as a mapping: who may start runs, by id or login (users), by
+	 * Slack user group id (groups) or Linear team key (teams); NULL: none.
+	 * Without one (members): GitHub OWNER/MEMBER/COLLABORATOR, Slack not a
+	 * guest nor of another workspace, Linear not a guest.
+	 */
+	char		**author_users;
+	char		**author_groups;
+	int		  authors_listed;
 	int		  bots;
 	struct env_conf	  env;		/* environment, the org's default merged in key by key */
 	/* triggers are private to automation.c/match.c (trigger.h) */
@@ -148,6 +157,16 @@ char			*automation_why(const struct automation *, const struct spur_event *);
  * checks them): thread commands act for the same people. 0 with why (if not
  * NULL) when not.
  */
+/*
+ * Whether checking a's authors for ev needs to know more of its actor than
+ * the event says (a Slack or Linear event, authors members or groups/teams):
+ * people.c looks the actor up first (struct person, ev->person). The group
+ * ids or team keys it names are added to *groups (a NULL-terminated list).
+ */
+int			 automation_authors_need(const struct automation *, const struct spur_event *);
+/* The same for every automation of ev's org with a trigger of ev's source; their groups into *groups. */
+int			 automation_set_authors_need(const struct automation_set *,
+			     const struct spur_event *, char ***groups);
 struct buf;
 int			 automation_allows(const struct automation *, const struct spur_event *,
 			     struct buf *why);

@@ -108,6 +108,8 @@ fire_report(json_t *out, int why, int only_prompt, int json)
 		printf("event:\n%s\n", safe);
 		free(safe);
 		free(evs);
+		if (json_string_value(json_object_get(out, "assumed")) != NULL)
+			printf("\nnote: %s\n", json_string_value(json_object_get(out, "assumed")));
 		if (json_array_size(list) == 0)
 			printf("\nno automation matches\n");
 		json_array_foreach(list, i, m) {

@@ -101,32 +101,6 @@ env_cache_inside(const char *s)
 	return xprintf("/workspace/%s", s);
 }
 
-static char **
-env_list_dup(char *const *list)
-{
-	char	**out;
-	size_t	  n, i;
-
-	if (list == NULL)
-		return NULL;
-	for (n = 0; list[n] != NULL; n++)
-		;
-	out = xcalloc(n + 1, sizeof *out);
-	for (i = 0; i < n; i++)
-		out[i] = xstrdup(list[i]);
-	return out;
-}
-
-static void
-env_list_free(char **list)
-{
-	size_t	i;
-
-	for (i = 0; list != NULL && list[i] != NULL; i++)
-		free(list[i]);
-	free(list);
-}
-
 static void
 env_setup_free(struct env_setup *s)
 {
@@ -134,7 +108,7 @@ env_setup_free(struct env_setup *s)
 		return;
 	free(s->script);
 	free(s->run);
-	env_list_free(s->allow);
+	strv_free(s->allow);
 	free(s);
 }
 
@@ -148,11 +122,11 @@ env_conf_merge(struct env_conf *to, const struct env_conf *def)
 		to->setup->script = def->setup->script != NULL ? xstrdup(def->setup->script) :
 		    NULL;
 		to->setup->run = def->setup->run != NULL ? xstrdup(def->setup->run) : NULL;
-		to->setup->allow = env_list_dup(def->setup->allow);
+		to->setup->allow = strv_dup(def->setup->allow);
 		to->setup->timeout = def->setup->timeout;
 	}
 	if (to->cache == NULL)
-		to->cache = env_list_dup(def->cache);
+		to->cache = strv_dup(def->cache);
 	if (to->rootfs == NULL && def->rootfs != NULL)
 		to->rootfs = xstrdup(def->rootfs);
 }
@@ -161,7 +135,7 @@ void
 env_conf_clear(struct env_conf *c)
 {
 	env_setup_free(c->setup);
-	env_list_free(c->cache);
+	strv_free(c->cache);
 	free(c->rootfs);
 	memset(c, 0, sizeof *c);
 }

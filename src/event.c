@@ -41,6 +41,7 @@ spur_event_free(struct spur_event *ev)
 	free(ev->payload_raw);
 	json_decref(ev->meta);
 	free(ev->reply);
+	person_free(ev->person);
 	free(ev);
 }
 
@@ -161,4 +162,26 @@ const char *
 spur_event_meta_str(const struct spur_event *ev, const char *key)
 {
 	return json_string_value(json_object_get(ev->meta, key));
+}
+
+void
+person_free(struct person *p)
+{
+	if (p == NULL)
+		return;
+	strv_free(p->groups);
+	free(p->failed);
+	free(p);
+}
+
+struct person *
+person_dup(const struct person *p)
+{
+	struct person	*d = xcalloc(1, sizeof *d);
+
+	d->guest = p->guest;
+	d->external = p->external;
+	d->failed = p->failed != NULL ? xstrdup(p->failed) : NULL;
+	d->groups = p->groups != NULL ? strv_dup(p->groups) : xcalloc(1, sizeof *d->groups);
+	return d;
 }

@@ -6,6 +6,19 @@
 #include <jansson.h>
 #include <stdint.h>
 
+/*
+ * Who an event's actor is, beyond what the event says (people.c asks the
+ * source's API, for authors: members, groups and teams).
+ */
+struct person {
+	int	 guest;		/* Slack: restricted or ultra-restricted; Linear: a guest */
+	int	 external;	/* Slack: of another workspace (Slack Connect) */
+	char	**groups;	/* NULL-terminated: the named Slack user groups, Linear teams they are in */
+	char	*failed;	/* the lookup failed (why): nothing is known, nothing is allowed */
+};
+void		 person_free(struct person *);
+struct person	*person_dup(const struct person *);
+
 struct spur_event {
 	char	*id;		/* evt_... */
 	char	*org;
@@ -42,6 +55,8 @@ struct spur_event {
 	json_t	*meta;
 	/* A thread command's answer (thread-cmd.c), for a source's own 200 (source->answer). */
 	char	*reply;
+	/* The actor as the source's API told (people.c); NULL: not looked up. */
+	struct person *person;
 };
 
 /* What every report spur posts carries, so that its own posts never start runs (bots: false). */

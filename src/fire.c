@@ -19,13 +19,30 @@ fire_event(struct automation_set *set, const char *org, struct spur_event *ev)
 {
 	const struct automation	*matches[FIRE_MAX_MATCHES], *a;
 	json_t			*out, *list, *nomatch, *evj, *m;
-	char			*prompt, *repo, *cause, *reason;
+	char			*prompt, *repo, *cause, *reason, **groups = NULL;
 	size_t			 n, i, j;
+	int			 assumed = 0;
 
 	if (ev->id == NULL)
 		ev->id = time_id("evt_");
+	/*
+	 * A dry run asks no API who the actor is: it is taken for a full member
+	 * (authors: members), in no group or team, and the answer says so.
+	 */
+	if (ev->person == NULL && automation_set_authors_need(set, ev, &groups)) {
+		ev->person = xcalloc(1, sizeof *ev->person);
+		ev->person->groups = xcalloc(1, sizeof *ev->person->groups);
+		assumed = 1;
+	}
+	for (i = 0; groups != NULL && groups[i] != NULL; i++)
+		free(groups[i]);
+	free(groups);
 	n = automation_match(set, ev, matches, FIRE_MAX_MATCHES);
 	out = json_object();
+	if (assumed)
+		json_object_set_new(out, "assumed", json_string("the actor is taken for a full "
+		    "member of the workspace, in no group or team: spur fire asks no API who "
+		    "people are"));
 	evj = spur_event_to_json(ev);
 	json_object_set_new(out, "event", evj);
 	list = json_array();

@@ -507,16 +507,87 @@ automation_is_member(const char *role)
 	    strcmp(role, "COLLABORATOR") == 0);
 }
 
+/* A source whose people spur looks up (its events say too little of who they are). */
+static int
+automation_looked_up(const struct spur_event *ev)
+{
+	return strcmp(ev->source, "slack") == 0 || strcmp(ev->source, "linear") == 0;
+}
+
+int
+automation_authors_need(const struct automation *a, const struct spur_event *ev)
+{
+	if (a->authors_any || !automation_looked_up(ev))
+		return 0;
+	/* Listed users alone are known from the event. */
+	return !a->authors_listed || a->author_groups != NULL;
+}
+
 static int
 automation_authors_ok(const struct automation *a, const struct spur_event *ev, struct buf *why)
 {
-	if (a->authors_any || strcmp(ev->source, "github") != 0 ||
-	    automation_is_member(ev->actor.role))
+	const struct person	*p = ev->person;
+	const char		*who = ev->actor.id != NULL ? ev->actor.id : "(nobody)";
+	size_t			 i;
+
+	if (a->authors_any)
+		return 1;
+	if (a->authors_listed && (strv_has(a->author_users, ev->actor.id) ||
+	    strv_has(a->author_users, ev->actor.name)))
+		return 1;
+	if (automation_authors_need(a, ev) && (p == NULL || p->failed != NULL)) {
+		if (why != NULL)
+			buf_addf(why, "authors: who %s is is not known (%s)", who, p == NULL ?
+			    "not looked up" : p->failed);
+		return 0;
+	}
+	if (a->authors_listed) {
+		for (i = 0; p != NULL && p->groups != NULL && p->groups[i] != NULL; i++)
+			if (strv_has(a->author_groups, p->groups[i]))
+				return 1;
+		if (why != NULL)
+			buf_addf(why, "authors: %s is not among the users%s listed", who,
+			    a->author_groups != NULL ? ", groups or teams" : "");
+		return 0;
+	}
+	if (strcmp(ev->source, "github") == 0) {
+		if (automation_is_member(ev->actor.role))
+			return 1;
+		if (why != NULL)
+			buf_addf(why, "authors: actor role %s is not a member",
+			    ev->actor.role != NULL ? ev->actor.role : "NONE");
+		return 0;
+	}
+	if (!automation_looked_up(ev) || (!p->guest && !p->external))
 		return 1;
 	if (why != NULL)
-		buf_addf(why, "authors: actor role %s is not a member",
-		    ev->actor.role != NULL ? ev->actor.role : "NONE");
+		buf_addf(why, "authors: %s is %s, not a member", who, p->external ?
+		    "of another workspace" : "a guest");
 	return 0;
+}
+
+int
+automation_set_authors_need(const struct automation_set *set, const struct spur_event *ev,
+    char ***groups)
+{
+	const struct automation	*a;
+	size_t			 i, j;
+	int			 need = 0, has;
+
+	for (i = 0; i < automation_count(set); i++) {
+		a = automation_get(set, i);
+		if (strcmp(a->org, ev->org) != 0 || !automation_authors_need(a, ev))
+			continue;
+		for (has = 0, j = 0; j < a->ntriggers && !has; j++)
+			has = strcmp(trigger_source_name(a->triggers[j].source), ev->source) == 0;
+		if (!has)
+			continue;
+		need = 1;
+		for (j = 0; a->author_groups != NULL && a->author_groups[j] != NULL; j++)
+			if (!strv_has(*groups, a->author_groups[j]))
+				strv_add(groups, a->author_groups[j]);
+	}
+	return need;
 }
 
 static int

@@ -10,6 +10,7 @@
 #include "sandbox.h"
 #include "serve.h"
 #include "outbox.h"
+#include "people.h"
 #include "store.h"
 #include "ytree.h"
 
@@ -408,6 +409,7 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	}
 	e.scheduler = scheduler_create(&e);
 	e.outbox = outbox_create(&e);
+	e.people = people_create(&e);
 	sigterm = evsignal_new(e.base, SIGTERM, serve_stop_cb, &e);
 	sigint = evsignal_new(e.base, SIGINT, serve_stop_cb, &e);
 	sighup = evsignal_new(e.base, SIGHUP, serve_hup_cb, &e);
@@ -446,6 +448,9 @@ out:
 	 * The fronts first: they stop, and what they handed to ingest is committed
 	 * and answered while everything its answers touch is still there.
 	 */
+	/* Events waiting for who their actor is are answered (503) while their fronts are there. */
+	people_free(e.people);
+	e.people = NULL;
 	server_free(e.server);
 	mcp_free_all();
 	scheduler_free(e.scheduler);

@@ -16,6 +16,7 @@ struct metrics;
 struct dispatch;
 struct scheduler;
 struct outbox;
+struct people;
 
 struct engine {
 	struct event_base	*base;
@@ -34,6 +35,7 @@ struct engine {
 	struct dispatch		*dispatch;
 	struct scheduler	*scheduler;
 	struct outbox		*outbox;
+	struct people		*people;	/* who events' actors are (authors) */
 	char			*config_path;
 	int			 stopping;
 };

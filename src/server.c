@@ -13,6 +13,7 @@
 #include "reqclock.h"
 #include "sandbox.h"
 #include "serve.h"
+#include "people.h"
 #include "source.h"
 #include "store.h"
 
@@ -94,6 +95,7 @@ enum hookreq_kind {
 	HOOKREQ_HOOK, HOOKREQ_HEALTHZ, HOOKREQ_METRICS,
 	HOOKREQ_API,		/* /o/{org}/..., not a hook: api.c */
 	HOOKREQ_CONSOLE,	/* the console's pages and sign-in: console.c */
+	HOOKREQ_PERSON,		/* a hook whose actor must be looked up first: people.c */
 };
 
 static void	front_accept_error_cb(struct evconnlistener *, void *);
@@ -135,6 +137,9 @@ struct hookreq {
 	char			*mcp_session;
 	char			*stream_run;
 	char			*stream_after;
+	/* A verified event waiting for who its actor is (HOOKREQ_PERSON), and the groups asked. */
+	struct spur_event	*person_ev;
+	char			**person_groups;
 	TAILQ_ENTRY(hookreq)	 entry;
 };
 
@@ -228,6 +233,8 @@ hookreq_free(struct hookreq *hr)
 	free(hr->set_cookie[1]);
 	free(hr->stream_run);
 	free(hr->stream_after);
+	spur_event_free(hr->person_ev);
+	strv_free(hr->person_groups);
 	source_result_free(&hr->res);
 	if (hr->set != NULL)
 		automation_set_unref(hr->set);
@@ -409,6 +416,26 @@ server_api_done(struct api_answer *a, void *arg)
 	hookreq_answer(hr, a->status, a->ctype != NULL ? a->ctype : "application/json", body);
 }
 
+/* Loop: who the event's actor is is known (or the engine stops: NULL); on to ingest. */
+static void
+server_person_cb(struct person *p, void *arg)
+{
+	struct hookreq		*hr = arg;
+	struct engine		*e = hr->srv->engine;
+	struct spur_event	*ev = hr->person_ev;
+
+	hr->person_ev = NULL;
+	if (p == NULL) {
+		spur_event_free(ev);
+		hr->retry_after = 1;
+		hookreq_answer(hr, 503, "application/json", xstrdup("{\"error\":\"unavailable\","
+		    "\"detail\":\"stopping\"}"));
+		return;
+	}
+	ev->person = p;
+	ingest_submit(e->ingest, ingest_prepare(e->ingest, hr->set, ev), hook_done_cb, hr);
+}
+
 /* Loop: what only the loop can answer (it owns the store's connection). */
 static void
 server_ask_cb(evutil_socket_t fd, short what, void *arg)
@@ -419,7 +446,10 @@ server_ask_cb(evutil_socket_t fd, short what, void *arg)
 	char		*why;
 
 	while ((hr = hookreq_pop(srv, &srv->asks)) != NULL) {
-		if (hr->kind == HOOKREQ_CONSOLE)
+		if (hr->kind == HOOKREQ_PERSON)
+			people_lookup(e->people, hr->person_ev, hr->person_groups,
+			    server_person_cb, hr);
+		else if (hr->kind == HOOKREQ_CONSOLE)
 			console_handle(e, &hr->api, server_api_done, hr);
 		else if (hr->kind == HOOKREQ_API)
 			api_handle(e, &hr->api, server_api_done, hr);
@@ -502,6 +532,15 @@ hookreq_verify(struct hookreq *hr)
 		return NULL;
 	ev = hr->res.event;
 	hr->res.event = NULL;
+	/* Who the actor is, when authors needs more than the event says and it is not known. */
+	if (automation_set_authors_need(hr->set, ev, &hr->person_groups) &&
+	    (ev->person = people_cached(hr->srv->engine->people, ev, hr->person_groups)) ==
+	    NULL) {
+		hr->person_ev = ev;
+		return NULL;
+	}
+	strv_free(hr->person_groups);
+	hr->person_groups = NULL;
 	return ingest_prepare(hr->srv->engine->ingest, hr->set, ev);
 }
 
@@ -630,6 +669,15 @@ server_hook(struct front *f, struct evhttp_request *req, const char *org_name,
 			    res->reply);
 		break;
 	case SOURCE_EVENT:
+		if (item == NULL) {
+			/* The loop asks who the actor is, then hands the event to ingest. */
+			hr->kind = HOOKREQ_PERSON;
+			pthread_mutex_lock(&srv->mu);
+			TAILQ_INSERT_TAIL(&srv->asks, hr, entry);
+			event_active(srv->ask_ev, 0, 0);
+			pthread_mutex_unlock(&srv->mu);
+			return;
+		}
 		/* Answered when ingest is done with it (hook_done_cb). */
 		ingest_submit(srv->engine->ingest, item, hook_done_cb, hr);
 		return;

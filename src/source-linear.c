@@ -17,11 +17,56 @@
 static void	linear_handle(const struct source_req *, struct source_result *);
 
 static const char *linear_command_text(const struct spur_event *, int *);
+static json_t	*linear_person_request(const struct spur_event *, char *const *, size_t, char **);
+static int	 linear_person_answer(const struct spur_event *, char *const *, size_t, int,
+		     const json_t *, struct person *, char **);
 const struct source source_linear = {
 	.name = "linear",
 	.handle = linear_handle,
 	.command_text = linear_command_text,
+	.person_request = linear_person_request,
+	.person_answer = linear_person_answer,
 };
+
+/* One query: whether the user is a guest, and the keys of their teams. */
+static json_t *
+linear_person_request(const struct spur_event *ev, char *const *groups, size_t step,
+    char **body)
+{
+	json_t	*q;
+
+	*body = NULL;
+	if (step > 0)
+		return NULL;
+	q = json_pack("{s:s,s:{s:s}}", "query", "query Person($id: String!) { user(id: $id) "
+	    "{ id guest active teams { nodes { key } } } }", "variables", "id",
+	    ev->actor.id != NULL ? ev->actor.id : "");
+	*body = json_dumps(q, JSON_COMPACT);
+	json_decref(q);
+	return json_pack("{s:s,s:s,s:s,s:s}", "source", "linear", "org", ev->org, "method",
+	    "POST", "path", "");
+}
+
+static int
+linear_person_answer(const struct spur_event *ev, char *const *groups, size_t step, int status,
+    const json_t *a, struct person *p, char **why)
+{
+	const json_t	*u = json_path(a, "data.user"), *t;
+	const char	*msg = json_string_value(json_path(a, "errors.0.message")), *key;
+	size_t		 i;
+
+	if (status != 200 || !json_is_object(u)) {
+		*why = xprintf("linear user query: %s", msg != NULL ? msg : status != 200 ?
+		    "not 200" : "no user");
+		return -1;
+	}
+	p->guest = json_is_true(json_object_get(u, "guest"));
+	json_array_foreach(json_path(u, "teams.nodes"), i, t) {
+		if ((key = json_string_value(json_object_get(t, "key"))) != NULL)
+			strv_add(&p->groups, key);
+	}
+	return 0;
+}
 
 /* A new comment on an issue can hold a thread command. */
 static const char *

@@ -20,12 +20,17 @@ static void	slack_handle(const struct source_req *, struct source_result *);
 static const char *slack_command_text(const struct spur_event *, int *);
 static void	slack_command_scope(const struct spur_event *, struct thread_scope *);
 static char	*slack_answer(const struct spur_event *, const json_t *, int, const char *);
+static json_t	*slack_person_request(const struct spur_event *, char *const *, size_t, char **);
+static int	 slack_person_answer(const struct spur_event *, char *const *, size_t, int,
+		     const json_t *, struct person *, char **);
 const struct source source_slack = {
 	.name = "slack",
 	.handle = slack_handle,
 	.command_text = slack_command_text,
 	.command_scope = slack_command_scope,
 	.answer = slack_answer,
+	.person_request = slack_person_request,
+	.person_answer = slack_person_answer,
 };
 
 /* Why a request cannot be checked against a real secret, or NULL when it can. */
@@ -418,6 +423,74 @@ slack_answer(const struct spur_event *ev, const json_t *runs, int duplicate,
 	json_decref(j);
 	buf_free(&b);
 	return s;
+}
+
+/* --- who a person is: users.info, then each user group's members ------------- */
+
+static json_t *
+slack_person_request(const struct spur_event *ev, char *const *groups, size_t step,
+    char **body)
+{
+	struct buf	 b;
+	json_t		*t;
+
+	*body = NULL;
+	buf_init(&b, 0);
+	if (step == 0) {
+		buf_adds(&b, "/users.info?user=");
+		buf_addq(&b, ev->actor.id != NULL ? ev->actor.id : "");
+	} else {
+		if (groups == NULL || groups[step - 1] == NULL) {
+			buf_free(&b);
+			return NULL;
+		}
+		buf_adds(&b, "/usergroups.users.list?usergroup=");
+		buf_addq(&b, groups[step - 1]);
+	}
+	t = json_pack("{s:s,s:s,s:s,s:s}", "source", "slack", "org", ev->org, "method", "GET",
+	    "path", buf_cstr(&b));
+	buf_free(&b);
+	return t;
+}
+
+/*
+ * users.info: a guest is restricted (multi-channel) or ultra-restricted
+ * (single-channel); a person of another workspace (Slack Connect) is a
+ * stranger or has another team_id than the event's. A group's list: whether
+ * the person is in it. Slack says ok: false for what it refuses (a missing
+ * scope: users:read, usergroups:read).
+ */
+static int
+slack_person_answer(const struct spur_event *ev, char *const *groups, size_t step, int status,
+    const json_t *a, struct person *p, char **why)
+{
+	const json_t	*u, *id;
+	const char	*team = spur_event_meta_str(ev, "team"), *uteam, *err;
+	size_t		 i;
+
+	if (status != 200 || !json_is_true(json_object_get(a, "ok"))) {
+		err = json_string_value(json_object_get(a, "error"));
+		*why = xprintf("slack %s: %s", step == 0 ? "users.info" : "usergroups.users.list",
+		    err != NULL ? err : status != 200 ? "not 200" : "not ok");
+		return -1;
+	}
+	if (step == 0) {
+		u = json_object_get(a, "user");
+		uteam = json_string_value(json_object_get(u, "team_id"));
+		p->guest = json_is_true(json_object_get(u, "is_restricted")) ||
+		    json_is_true(json_object_get(u, "is_ultra_restricted"));
+		p->external = json_is_true(json_object_get(u, "is_stranger")) ||
+		    (uteam != NULL && team != NULL && strcmp(uteam, team) != 0);
+		return 0;
+	}
+	json_array_foreach(json_object_get(a, "users"), i, id) {
+		if (json_is_string(id) && ev->actor.id != NULL &&
+		    strcmp(json_string_value(id), ev->actor.id) == 0) {
+			strv_add(&p->groups, groups[step - 1]);
+			break;
+		}
+	}
+	return 0;
 }
 
 /* --- reporting back: thread replies (chat.postMessage), the eyes reaction ------ */

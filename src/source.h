@@ -7,6 +7,7 @@
 
 struct config;
 struct json_t;
+struct person;
 struct org;
 struct spur_event;
 struct webhook_def;
@@ -78,6 +79,18 @@ struct source {
 	 */
 	char		*(*answer)(const struct spur_event *, const struct json_t *runs,
 			    int duplicate, const char *public_url);
+	/*
+	 * Who an actor is, where the event does not say (people.c; authors:
+	 * members, groups, teams): the step-th request to the system's API (a
+	 * target for report_request, *body for a POST), NULL when there is none
+	 * left; and what its answer (status, the JSON or NULL) adds to p, -1
+	 * with why when it tells nothing.
+	 */
+	struct json_t	*(*person_request)(const struct spur_event *, char *const *groups,
+			    size_t step, char **body);
+	int		 (*person_answer)(const struct spur_event *, char *const *groups,
+			    size_t step, int status, const struct json_t *, struct person *,
+			    char **why);
 };
 
 /* The source for a hook path segment: github, slack, linear, else the generic one. */

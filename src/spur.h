@@ -18,6 +18,12 @@ void	*xcalloc(size_t, size_t);
 void	*xrealloc(void *, size_t);
 void	*xreallocarray(void *, size_t, size_t);
 char	*xstrdup(const char *);
+/* NULL-terminated lists of strings (util.c): a copy (NULL stays NULL), free, length, membership, append. */
+char	**strv_dup(char *const *);
+void	 strv_free(char **);
+size_t	 strv_len(char *const *);
+int	 strv_has(char *const *, const char *);
+void	 strv_add(char ***, const char *);
 char	*xstrndup(const char *, size_t);
 int	 xasprintf(char **, const char *, ...) __attribute__((format(printf, 2, 3)));
 int	 xvasprintf(char **, const char *, va_list);

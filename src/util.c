@@ -251,3 +251,59 @@ valid_name(const char *s)
 	}
 	return p - s <= 128;
 }
+
+char **
+strv_dup(char *const *l)
+{
+	char	**d;
+	size_t	  i, n;
+
+	if (l == NULL)
+		return NULL;
+	n = strv_len(l);
+	d = xcalloc(n + 1, sizeof *d);
+	for (i = 0; i < n; i++)
+		d[i] = xstrdup(l[i]);
+	return d;
+}
+
+void
+strv_free(char **l)
+{
+	size_t	 i;
+
+	for (i = 0; l != NULL && l[i] != NULL; i++)
+		free(l[i]);
+	free(l);
+}
+
+size_t
+strv_len(char *const *l)
+{
+	size_t	 n = 0;
+
+	while (l != NULL && l[n] != NULL)
+		n++;
+	return n;
+}
+
+int
+strv_has(char *const *l, const char *s)
+{
+	size_t	 i;
+
+	for (i = 0; s != NULL && l != NULL && l[i] != NULL; i++)
+		if (strcmp(l[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+void
+strv_add(char ***l, const char *s)
+{
+	size_t	 n = strv_len(*l);
+
+	*l = xreallocarray(*l, n + 2, sizeof **l);
+	(*l)[n] = xstrdup(s);
+	(*l)[n + 1] = NULL;
+}

@@ -62,6 +62,13 @@ class Fake:
         self.oauth_codes = {}
         self.user_tokens = {}
         self.linear_ids = {}
+        # Who people are (authors): Slack users.info's user objects by id, user groups' members
+        # (usergroups.users.list) by group id, and Linear users ({guest, teams: [keys]}) by id.
+        # A user not listed is a full member of workspace T1 (Slack) or of no team (Linear);
+        # listed as None: Slack's user_not_found, Linear's "Entity not found".
+        self.slack_users = {}
+        self.slack_groups = {}
+        self.linear_users = {}
         fake = self
 
         class H(BaseHTTPRequestHandler):
@@ -607,6 +614,18 @@ class Fake:
         if h.headers.get("Authorization") != "Bearer " + self.slack_token:
             return self.send(h, 200, {"ok": False, "error": "invalid_auth"})
         path, _, qs = path.partition("?")
+        if path in ("/api/users.info", "/api/usergroups.users.list") and h.command == "GET":
+            q = dict((k, v[0]) for k, v in urllib.parse.parse_qs(qs).items())
+            if path == "/api/users.info":
+                u = self.slack_users.get(q.get("user"), {"team_id": "T1", "is_restricted": False,
+                                                         "is_ultra_restricted": False, "is_bot": False})
+                if u is None:
+                    return self.send(h, 200, {"ok": False, "error": "user_not_found"})
+                return self.send(h, 200, {"ok": True, "user": dict(u, id=q["user"])})
+            g = self.slack_groups.get(q.get("usergroup"))
+            if g is None:
+                return self.send(h, 200, {"ok": False, "error": "no_such_subteam"})
+            return self.send(h, 200, {"ok": True, "users": list(g)})
         if path == "/api/conversations.replies" and h.command == "GET":
             q = dict((k, v[0]) for k, v in urllib.parse.parse_qs(qs).items())
             if not q.get("channel") or not q.get("ts"):
@@ -688,6 +707,14 @@ class Fake:
             return self.send(h, 400, {"errors": [{"message": "Authentication required, not authenticated",
                                                   "extensions": {"code": "AUTHENTICATION_ERROR"}}]})
         j = json.loads(body)
+        if "user(id:" in j.get("query", ""):
+            uid = j.get("variables", {}).get("id")
+            u = self.linear_users.get(uid, {"guest": False, "teams": []})
+            if u is None:
+                return self.send(h, 200, {"data": None, "errors": [{"message": "Entity not found: User",
+                                                                   "extensions": {"code": "INVALID_INPUT"}}]})
+            return self.send(h, 200, {"data": {"user": {"id": uid, "guest": bool(u.get("guest")), "active": True,
+                                                        "teams": {"nodes": [{"key": k} for k in u.get("teams", [])]}}}})
         if "issue(id:" in j.get("query", ""):
             iid = j.get("variables", {}).get("id")
             if not iid:

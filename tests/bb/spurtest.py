@@ -169,11 +169,13 @@ class LocalGitHub:
     that do not run their own fakeapis.Fake: git's smart HTTP (Fake.git: git http-backend,
     the token checked) under /git, and GET /github/repos/OWNER/NAME/pulls/N, every repository
     and pull request there (Fake.any_repository: made on first use, pull request N of branch
-    pr-N into main). Nothing else of the API answers: the connection is closed unanswered, so
-    reports and reactions go on failing as they did against a closed port. One per test
-    process, shared by its engines (local_github())."""
+    pr-N into main); and who people are (authors: members): Slack's users.info and Linear's
+    user query, everyone a full member (Fake's defaults). Nothing else of the APIs answers: the
+    connection is closed unanswered, so reports and reactions go on failing as they did
+    against a closed port. One per test process, shared by its engines (local_github())."""
 
     PULL = re.compile(r"^/github(/repos/[^/]+/[^/]+/pulls/\d+)$")
+    PEOPLE = re.compile(r"^/(slack)/(users\.info\?.*)$|^/(linear)$")
 
     def __init__(self):
         import fakeapis
@@ -183,15 +185,25 @@ class LocalGitHub:
         class Git(fakeapis.Fake):
             def handle(self, h):
                 pull = local.PULL.match(h.path) if h.command == "GET" else None
+                people = local.PEOPLE.match(h.path)
                 if pull is not None:
                     h.path = pull.group(1)
+                elif people is not None and people.group(1) and h.command == "GET":
+                    return self.slack(h, "/api/" + people.group(2), b"")
+                elif people is not None and people.group(3) and h.command == "POST":
+                    body = self.read_body(h)
+                    if b"user(id:" in body:
+                        return self.linear(h, body)
+                    h.close_connection = True
+                    return
                 elif not h.path.startswith("/git/"):
                     self.read_body(h)
                     h.close_connection = True
                     return
                 return fakeapis.Fake.handle(self, h)
 
-        self.fake = Git(SECRETS["T_GH_TOKEN"], None, None, self.root).any_repository()
+        self.fake = Git(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"],
+                        self.root).any_repository()
         # A run cancelled or an engine killed mid-clone leaves answers unread: not a failure here.
         quiet = self.fake.server.handle_error
         self.fake.server.handle_error = lambda req, addr: None if isinstance(
@@ -226,11 +238,11 @@ orgs:
     slack:
       signing_secret: env:T_SLACK_SECRET
       bot_token: env:T_SLACK_TOKEN
-      api_url: http://127.0.0.1:9/slack
+      api_url: @LOCAL_GITHUB@/slack
     linear:
       webhook_secret: env:T_LINEAR_SECRET
       api_key: env:T_LINEAR_KEY
-      api_url: http://127.0.0.1:9/linear
+      api_url: @LOCAL_GITHUB@/linear
     secrets:
       HOOK_SECRET: env:T_HOOK_SECRET
       STD_SECRET: env:T_STD_SECRET
