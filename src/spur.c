@@ -27,6 +27,16 @@ static const struct cmd cmds[] = {
 	  "key and, when run as root, that sandbox.user exists. --offline checks the\n"
 	  "rest without them, for CI or a shell without the production secrets.",
 	  cmd_check, 0 },
+	{ "doctor", "[-c FILE] [--org ORG] [--min-free SIZE] [--json]",
+	  "Checks what check cannot: for each org, that GitHub takes the App's key\n"
+	  "(or the token) and where the App is installed with which permissions and\n"
+	  "events, the Slack bot token and its scopes against what spur and the\n"
+	  "automations use, the Linear API key, each model key at its API; then that\n"
+	  "sandboxes can start (user namespaces, sandbox.user, seccomp, bubblewrap),\n"
+	  "data_dir's free space (at least --min-free, default 1GiB) and the clock\n"
+	  "against the APIs' Date. Each check prints pass, fail (with the fix) or\n"
+	  "skip; exit 1 if any failed.",
+	  cmd_doctor, 0 },
 	{ "fire", "[-c FILE] --org ORG --source SRC [--event NAME] [-H 'Name: value']... "
 	  "[--why] [--prompt] [--json] FILE",
 	  "Dry run of one payload: prints the normalized event, each automation that\n"
