@@ -114,6 +114,7 @@ struct config {
 	char			*git_author_name;	/* of the commits spur makes */
 	char			*git_author_email;
 	char			*egress_ca_file;	/* trust for intercepted upstreams; NULL: system */
+	int			 log_json;	/* log.format: json (else text: key=value) */
 	struct {
 		enum sandbox_backend	 backend;
 		char			*user;
