@@ -136,6 +136,12 @@ struct config {
 	size_t			 norgs;
 };
 
+/* The installed config, found when there is no ./spur.yaml (config_default_path). */
+#ifndef SPUR_SYSCONFDIR
+#define SPUR_SYSCONFDIR	"/usr/local/etc"
+#endif
+#define CONFIG_INSTALLED	SPUR_SYSCONFDIR "/spur/spur.yaml"
+
 /* config_load flags. */
 #define CONFIG_UNRESOLVED	0x1	/* secrets stay references: no variable or file is read */
 #define CONFIG_HOST		0x2	/* also what this host must have: the sandbox user */

@@ -166,6 +166,7 @@ static const char *const retention_keys[] = { "events", "run_files", NULL };
 static const char *const git_keys[] = { "author_name", "author_email", NULL };
 static const char *const secrets_keys[] = { "key", NULL };
 static const char *const log_keys[] = { "format", NULL };
+static const char *const reports_keys[] = { "give_up", "progress", NULL };
 
 static void
 cfg_unknown(struct cfgctx *c, const struct ynode *m, size_t i, const char *where,
@@ -972,7 +973,6 @@ cfg_simple_section(struct cfgctx *c, const struct ynode *m, const char *section,
 static void
 cfg_reports(struct cfgctx *c, struct config *cf, const struct ynode *m)
 {
-	static const char *const keys[] = { "give_up", "progress", NULL };
 	size_t	 i;
 	int	 b;
 
@@ -989,7 +989,7 @@ cfg_reports(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			else
 				cf->report_progress = b;
 		} else
-			cfg_unknown(c, m, i, "reports", keys);
+			cfg_unknown(c, m, i, "reports", reports_keys);
 	}
 }
 
@@ -1183,12 +1183,22 @@ cfg_secrets_key(struct cfgctx *c, struct config *cf, const struct ynode *m)
 	}
 }
 
+/*
+ * -c FILE, else $SPUR_CONFIG, else ./spur.yaml (SPEC 2); when there is none
+ * here, the installed one, $sysconfdir/spur/spur.yaml (/etc/spur/spur.yaml
+ * for the Debian package), so a service or an operator's shell anywhere
+ * finds it. Neither: ./spur.yaml, and the error names it.
+ */
 const char *
 config_default_path(void)
 {
 	const char	*p = getenv("SPUR_CONFIG");
 
-	return p != NULL && *p != '\0' ? p : "spur.yaml";
+	if (p != NULL && *p != '\0')
+		return p;
+	if (access("spur.yaml", F_OK) != 0 && access(CONFIG_INSTALLED, F_OK) == 0)
+		return CONFIG_INSTALLED;
+	return "spur.yaml";
 }
 
 struct config *
