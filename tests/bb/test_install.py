@@ -10,7 +10,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import SPUR, SRCDIR, Tap, sandbox_unavailable  # noqa: E402
+from spurtest import SPUR, SRCDIR, Tap, make_install, sandbox_unavailable  # noqa: E402
 
 t = Tap()
 builddir = os.path.dirname(os.path.abspath(SPUR))
@@ -42,8 +42,7 @@ def described(page):
 
 
 try:
-    dirs = dict(x.split("=", 1) for x in make("print-install-dirs").stdout.split() if "=" in x)
-    p = make("install", "DESTDIR=" + dest)
+    p, dirs = make_install(dest)
     t.eq(p.returncode, 0, "make install DESTDIR=... succeeds" + (": " + p.stderr[-500:] if p.returncode else ""))
     at = lambda d, *n: os.path.join(dest + dirs[d], *n)
     for d, n in (("bindir", "spur"), ("man1dir", "spur.1"), ("man5dir", "spur.yaml.5"),
