@@ -34,6 +34,7 @@ int	cmd_env(const struct cmd *, int, char **);
 int	cmd_keys(const struct cmd *, int, char **);
 int	cmd_secrets(const struct cmd *, int, char **);
 int	cmd_console_link(const struct cmd *, int, char **);
+int	cmd_doctor(const struct cmd *, int, char **);
 /* forward.c: internal, run inside sandboxes by the engine. */
 int	cmd_forward(const struct cmd *, int, char **);
 

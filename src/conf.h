@@ -114,6 +114,7 @@ struct config {
 	char			*git_author_name;	/* of the commits spur makes */
 	char			*git_author_email;
 	char			*egress_ca_file;	/* trust for intercepted upstreams; NULL: system */
+	int			 log_json;	/* log.format: json (else text: key=value) */
 	struct {
 		enum sandbox_backend	 backend;
 		char			*user;
@@ -134,6 +135,12 @@ struct config {
 	struct org		*orgs;
 	size_t			 norgs;
 };
+
+/* The installed config, found when there is no ./spur.yaml (config_default_path). */
+#ifndef SPUR_SYSCONFDIR
+#define SPUR_SYSCONFDIR	"/usr/local/etc"
+#endif
+#define CONFIG_INSTALLED	SPUR_SYSCONFDIR "/spur/spur.yaml"
 
 /* config_load flags. */
 #define CONFIG_UNRESOLVED	0x1	/* secrets stay references: no variable or file is read */

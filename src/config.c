@@ -146,7 +146,7 @@ cfg_url(struct cfgctx *c, const struct ynode *n, const char *what, char **out)
 /* The keys of each mapping, for "did you mean" when a key is not one of them. */
 static const char *const top_keys[] = { "listen", "data_dir", "automations", "public_url",
 	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports",
-	"secrets", "egress", NULL };
+	"secrets", "egress", "log", NULL };
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
 	"idle", "buffered", "request", "runs", "queue", "drain", NULL };
 static const char *const sandbox_keys[] = { "backend", "user", "timeout", "memory", "pids",
@@ -165,6 +165,8 @@ static const char *const org_agent_keys[] = { "api_key", NULL };
 static const char *const retention_keys[] = { "events", "run_files", NULL };
 static const char *const git_keys[] = { "author_name", "author_email", NULL };
 static const char *const secrets_keys[] = { "key", NULL };
+static const char *const log_keys[] = { "format", NULL };
+static const char *const reports_keys[] = { "give_up", "progress", NULL };
 
 static void
 cfg_unknown(struct cfgctx *c, const struct ynode *m, size_t i, const char *where,
@@ -971,7 +973,6 @@ cfg_simple_section(struct cfgctx *c, const struct ynode *m, const char *section,
 static void
 cfg_reports(struct cfgctx *c, struct config *cf, const struct ynode *m)
 {
-	static const char *const keys[] = { "give_up", "progress", NULL };
 	size_t	 i;
 	int	 b;
 
@@ -988,7 +989,7 @@ cfg_reports(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			else
 				cf->report_progress = b;
 		} else
-			cfg_unknown(c, m, i, "reports", keys);
+			cfg_unknown(c, m, i, "reports", reports_keys);
 	}
 }
 
@@ -1043,6 +1044,31 @@ cfg_git(struct cfgctx *c, struct config *cf, const struct ynode *m)
 	}
 	if (cf->git_author_email != NULL && strchr(cf->git_author_email, '@') == NULL)
 		cfg_error(c, ymap_get(m, "author_email"), "\"git.author_email\" must be an email address");
+}
+
+/* log: {format: text | json}: how spur serve writes its lines on stderr. */
+static void
+cfg_log(struct cfgctx *c, struct config *cf, const struct ynode *m)
+{
+	const char	*s;
+	size_t		 i;
+
+	if (!cfg_is_map(c, m, "log"))
+		return;
+	for (i = 0; i < m->n; i++) {
+		if (strcmp(ymap_key(m, i), "format") != 0) {
+			cfg_unknown(c, m, i, "log", log_keys);
+			continue;
+		}
+		if ((s = cfg_scalar(c, ymap_value(m, i), "log.format")) == NULL)
+			continue;
+		if (strcmp(s, "text") == 0)
+			cf->log_json = 0;
+		else if (strcmp(s, "json") == 0)
+			cf->log_json = 1;
+		else
+			cfg_error(c, ymap_value(m, i), "\"log.format\" must be text or json");
+	}
 }
 
 static void
@@ -1157,12 +1183,22 @@ cfg_secrets_key(struct cfgctx *c, struct config *cf, const struct ynode *m)
 	}
 }
 
+/*
+ * -c FILE, else $SPUR_CONFIG, else ./spur.yaml (SPEC 2); when there is none
+ * here, the installed one, $sysconfdir/spur/spur.yaml (/etc/spur/spur.yaml
+ * for the Debian package), so a service or an operator's shell anywhere
+ * finds it. Neither: ./spur.yaml, and the error names it.
+ */
 const char *
 config_default_path(void)
 {
 	const char	*p = getenv("SPUR_CONFIG");
 
-	return p != NULL && *p != '\0' ? p : "spur.yaml";
+	if (p != NULL && *p != '\0')
+		return p;
+	if (access("spur.yaml", F_OK) != 0 && access(CONFIG_INSTALLED, F_OK) == 0)
+		return CONFIG_INSTALLED;
+	return "spur.yaml";
 }
 
 struct config *
@@ -1211,6 +1247,8 @@ config_load(const char *path, int flags, struct yerrs *errs)
 			cfg_retention(&c, cf, n);
 		else if (strcmp(k, "git") == 0)
 			cfg_git(&c, cf, n);
+		else if (strcmp(k, "log") == 0)
+			cfg_log(&c, cf, n);
 		else if (strcmp(k, "schedules") == 0)
 			cfg_simple_section(&c, n, "schedules", "catch_up",
 			    &cf->schedule_catch_up, 0);

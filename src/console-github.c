@@ -149,7 +149,7 @@ static void
 cgh_free(struct cgh *c)
 {
 	if (c->call != NULL)
-		outbox_http_cancel(c->call);
+		httpc_cancel(c->call);
 	github_req_cancel(c->gh);
 	freezero_str(c->token);
 	free(c->login);

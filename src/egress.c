@@ -41,16 +41,17 @@ struct egress_agent {
 	const char	*upstream;	/* default, without agents.NAME.api_url */
 	const char	*prefix;	/* path of the in-sandbox base URL, dropped upstream */
 	int		 bearer;	/* Authorization: Bearer, else x-api-key */
+	const char	*models;	/* under upstream: the list of models, a cheap call a key must pass */
 };
 
 #define EGRESS_LIBDIRS_MAX	4
 #define EGRESS_SYSTEM_BUNDLE	"/etc/ssl/certs/ca-certificates.crt"	/* Debian's, and Go's first */	/* host directories of spur's libraries, in a rootfs */
 
 static const struct egress_agent egress_agents[] = {
-	{ "claude", "https://api.anthropic.com", "", 0 },
-	{ "codex", "https://api.openai.com/v1", "/v1", 1 },
+	{ "claude", "https://api.anthropic.com", "", 0, "/v1/models" },
+	{ "codex", "https://api.openai.com/v1", "/v1", 1, "/models" },
 	/* OpenCode through its anthropic provider, whose base URL ends in /v1. */
-	{ "opencode", "https://api.anthropic.com", "", 0 },
+	{ "opencode", "https://api.anthropic.com", "", 0, "/v1/models" },
 };
 
 struct egress {
@@ -121,6 +122,21 @@ egress_agent(const char *name)
 			return &egress_agents[i];
 	}
 	return NULL;
+}
+
+int
+egress_model_api(const struct config *conf, const char *name, const char **upstream,
+    const char **models, int *bearer)
+{
+	const struct egress_agent	*ag = egress_agent(name);
+	const struct agent_conf		*ac = config_agent(conf, name);
+
+	if (ag == NULL)
+		return -1;
+	*upstream = ac != NULL && ac->api_url != NULL ? ac->api_url : ag->upstream;
+	*models = ag->models;
+	*bearer = ag->bearer;
+	return 0;
 }
 
 static int

@@ -19,6 +19,7 @@ struct evconnlistener;
 struct bufferevent;
 struct store;
 struct header_secret;
+struct config;
 
 /* Where the forwarder listens inside a sandbox (its own network namespace). */
 #define EGRESS_PROXY_PORT	3128
@@ -40,6 +41,14 @@ int	 egress_attach(struct engine *, const char *run, const char *org,
 	     char **env, size_t *nenv, size_t max, char ***argv, struct egress **out,
 	     char **cause);
 void	 egress_free(struct egress *);
+/*
+ * The model API an agent's runs reach through the gateway: agents.NAME.api_url
+ * or the vendor's base, the path under it that lists models (a call any good
+ * key may make) and whether the key goes as a bearer token (else x-api-key).
+ * -1 for an agent without a model API (command).
+ */
+int	 egress_model_api(const struct config *, const char *agent, const char **upstream,
+	     const char **models, int *bearer);
 
 /* What the run's model API said: the cause of a run that failed because of it. */
 enum egress_verdict { EGRESS_OK, EGRESS_MODEL_AUTH, EGRESS_MODEL_QUOTA, EGRESS_DENIED };

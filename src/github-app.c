@@ -244,7 +244,7 @@ github_flight_free(struct github_flight *f)
 {
 	LIST_REMOVE(f, entry);
 	if (f->call != NULL)
-		outbox_http_cancel(f->call);
+		httpc_cancel(f->call);
 	free(f->org);
 	free(f->repo);
 	freezero_str(f->jwt);

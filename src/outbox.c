@@ -1,7 +1,6 @@
-/* outbox.c: the one HTTP client (libcurl on the engine's loop, through curlev.c) and the sender of stored reports. */
+/* outbox.c: the sender of stored reports (retried with backoff, looked up in the thread first), on the engine's HTTP client. */
 #include "spur.h"
 #include "conf.h"
-#include "curlev.h"
 #include "github-app.h"
 #include "ingest.h"
 #include "outbox.h"
@@ -10,7 +9,6 @@
 #include "store.h"
 
 #include <sys/queue.h>
-#include <curl/curl.h>
 #include <event2/event.h>
 #include <ctype.h>
 #include <limits.h>
@@ -20,29 +18,10 @@
 #include <strings.h>
 #include <time.h>
 
-#define HTTP_BODY_MAX		(1024 * 1024)
-#define HTTP_TIMEOUT_MS		30000L
-#define HTTP_CONNECT_MS		10000L
 #define OUTBOX_INFLIGHT		8	/* reports being sent at once */
 #define OUTBOX_IDLE_MS		60000	/* look at the store at least this often */
 #define OUTBOX_LOOKUP_PAGES	10	/* pages of a thread looked at for a report */
 
-struct http_call {
-	struct outbox		*ob;
-	CURL			*easy;
-	struct curl_slist	*headers;
-	char			*body;
-	size_t			 body_len;
-	struct buf		 resp;
-	int			 toobig;
-	char			*retry_after;
-	char			*rl_remaining;
-	char			*rl_reset;
-	char			 errbuf[CURL_ERROR_SIZE];
-	http_done_cb		 cb;
-	void			*arg;
-	LIST_ENTRY(http_call)	 entry;
-};
 
 /* One stored report being sent (after a look in its thread when it was sending). */
 struct outbox_send {
@@ -59,10 +38,9 @@ struct outbox_send {
 
 struct outbox {
 	struct engine		*engine;
-	struct curlev		*curl;
+	struct httpc		*http;
 	struct event		*due;		/* the next pending report */
 	struct event		*kick;
-	LIST_HEAD(, http_call)	 calls;
 	LIST_HEAD(, outbox_send) sends;
 	int			 nsends;
 	/* Reports whose marks the writer has not committed yet: not looked at again. */
@@ -74,176 +52,6 @@ struct outbox {
 static void	outbox_pass(struct outbox *);
 static void	outbox_lookup(struct outbox_send *);
 static void	outbox_post(struct outbox_send *);
-
-/* --- the HTTP client ------------------------------------------------------ */
-
-static size_t
-http_write_fn(char *data, size_t size, size_t n, void *arg)
-{
-	struct http_call	*c = arg;
-
-	if (buf_add(&c->resp, data, size * n) != 0) {
-		c->toobig = 1;
-		return 0;
-	}
-	return size * n;
-}
-
-/* Keeps the few response headers that say when to come back. */
-static size_t
-http_header_fn(char *data, size_t size, size_t n, void *arg)
-{
-	struct http_call	*c = arg;
-	size_t			 len = size * n, k;
-	char			**slot = NULL;
-	const char		*v;
-
-	if (strncasecmp(data, "retry-after:", 12) == 0)
-		slot = &c->retry_after, k = 12;
-	else if (strncasecmp(data, "x-ratelimit-remaining:", 22) == 0)
-		slot = &c->rl_remaining, k = 22;
-	else if (strncasecmp(data, "x-ratelimit-reset:", 18) == 0)
-		slot = &c->rl_reset, k = 18;
-	else if (len >= 5 && strncmp(data, "HTTP/", 5) == 0) {
-		/* A new response (after 100 Continue): forget the last one's. */
-		free(c->retry_after);
-		free(c->rl_remaining);
-		free(c->rl_reset);
-		c->retry_after = c->rl_remaining = c->rl_reset = NULL;
-		return len;
-	}
-	if (slot == NULL || len > 256)
-		return len;
-	v = data + k;
-	while (v < data + len && (*v == ' ' || *v == '\t'))
-		v++;
-	free(*slot);
-	*slot = xprintf("%.*s", (int)strcspn(v, "\r\n"), v);
-	return len;
-}
-
-struct http_call *
-outbox_http(struct outbox *ob, const struct http_request *req, http_done_cb cb, void *arg)
-{
-	struct http_call	*c = xcalloc(1, sizeof *c);
-	size_t			 i;
-
-	c->ob = ob;
-	c->cb = cb;
-	c->arg = arg;
-	buf_init(&c->resp, HTTP_BODY_MAX);
-	c->easy = curl_easy_init();
-	if (c->easy == NULL)
-		fatal("curl_easy_init");
-	for (i = 0; req->headers != NULL && req->headers[i] != NULL; i++)
-		c->headers = curl_slist_append(c->headers, req->headers[i]);
-	/* No "Expect: 100-continue" round trip. */
-	c->headers = curl_slist_append(c->headers, "Expect:");
-	curl_easy_setopt(c->easy, CURLOPT_URL, req->url);
-	curl_easy_setopt(c->easy, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c->easy, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(c->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c->easy, CURLOPT_TIMEOUT_MS, req->timeout_ms > 0 ? req->timeout_ms :
-	    HTTP_TIMEOUT_MS);
-	curl_easy_setopt(c->easy, CURLOPT_CONNECTTIMEOUT_MS, HTTP_CONNECT_MS);
-	curl_easy_setopt(c->easy, CURLOPT_USERAGENT, "spur/" PACKAGE_VERSION);
-	curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, c->headers);
-	curl_easy_setopt(c->easy, CURLOPT_WRITEFUNCTION, http_write_fn);
-	curl_easy_setopt(c->easy, CURLOPT_WRITEDATA, c);
-	curl_easy_setopt(c->easy, CURLOPT_HEADERFUNCTION, http_header_fn);
-	curl_easy_setopt(c->easy, CURLOPT_HEADERDATA, c);
-	curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, c->errbuf);
-	curl_easy_setopt(c->easy, CURLOPT_PRIVATE, c);
-	if (req->body != NULL) {
-		c->body = xmalloc(req->body_len + 1);
-		c->body_len = req->body_len;
-		memcpy(c->body, req->body, req->body_len);
-		c->body[req->body_len] = '\0';
-		curl_easy_setopt(c->easy, CURLOPT_POSTFIELDS, c->body);
-		curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
-	}
-	curl_easy_setopt(c->easy, CURLOPT_CUSTOMREQUEST, req->method);
-	if (strcmp(req->method, "GET") == 0)
-		curl_easy_setopt(c->easy, CURLOPT_HTTPGET, 1L);
-	LIST_INSERT_HEAD(&ob->calls, c, entry);
-	curlev_add(ob->curl, c->easy);
-	return c;
-}
-
-void
-outbox_http_cancel(struct http_call *c)
-{
-	if (c == NULL)
-		return;
-	LIST_REMOVE(c, entry);
-	curlev_remove(c->ob->curl, c->easy);
-	curl_easy_cleanup(c->easy);
-	/* Headers may hold a credential. */
-	curl_slist_free_all(c->headers);
-	/* So may the body (an OAuth code exchange's client secret). */
-	if (c->body != NULL)
-		explicit_bzero(c->body, c->body_len);
-	free(c->body);
-	buf_free(&c->resp);
-	free(c->retry_after);
-	free(c->rl_remaining);
-	free(c->rl_reset);
-	free(c);
-}
-
-long long
-outbox_parse_retry_after(const char *v, int64_t now)
-{
-	struct tm	 tm;
-	char		*end;
-	long long	 n;
-	time_t		 t;
-
-	if (v == NULL || *v == '\0')
-		return -1;
-	if (isdigit((unsigned char)*v)) {
-		n = strtoll(v, &end, 10);
-		if (*end != '\0' || n < 0 || n > 7 * 86400)
-			return -1;
-		return n * 1000;
-	}
-	memset(&tm, 0, sizeof tm);
-	end = strptime(v, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-	if (end == NULL || *end != '\0')
-		return -1;
-	t = timegm(&tm);
-	return (long long)t * 1000 > now ? (long long)t * 1000 - now : 0;
-}
-
-/* A finished transfer: its caller's callback, then it is freed. */
-static void
-http_call_done_cb(CURL *easy, CURLcode result, void *arg)
-{
-	struct http_response	 r;
-	struct http_call	*c;
-	long			 status = 0;
-	long long		 reset;
-
-	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&c);
-	memset(&r, 0, sizeof r);
-	curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
-	if (result != CURLE_OK) {
-		r.status = 0;
-		r.error = c->toobig ? "answer too big" : (c->errbuf[0] != '\0' ?
-		    c->errbuf : curl_easy_strerror(result));
-	} else
-		r.status = (int)status;
-	r.body = buf_cstr(&c->resp);
-	r.len = c->resp.len;
-	r.retry_after_ms = outbox_parse_retry_after(c->retry_after, now_ms());
-	if (r.retry_after_ms < 0 && c->rl_remaining != NULL &&
-	    strcmp(c->rl_remaining, "0") == 0 && c->rl_reset != NULL) {
-		reset = strtoll(c->rl_reset, NULL, 10) * 1000;
-		r.retry_after_ms = reset > now_ms() ? reset - now_ms() : 0;
-	}
-	c->cb(&r, c->arg);
-	outbox_http_cancel(c);
-}
 
 /* --- the report sender ---------------------------------------------------- */
 
@@ -350,7 +158,7 @@ outbox_send_free(struct outbox_send *s)
 	if (s->gh != NULL)
 		github_req_cancel(s->gh);
 	if (s->call != NULL)
-		outbox_http_cancel(s->call);
+		httpc_cancel(s->call);
 	if (s->token != NULL)
 		freezero_str(s->token);
 	free(s->page);
@@ -652,9 +460,8 @@ outbox_create(struct engine *e)
 	struct outbox	*ob = xcalloc(1, sizeof *ob);
 
 	ob->engine = e;
-	LIST_INIT(&ob->calls);
 	LIST_INIT(&ob->sends);
-	ob->curl = curlev_create(e->base, http_call_done_cb, ob);
+	ob->http = httpc_create(e->base);
 	ob->due = evtimer_new(e->base, outbox_kick_cb, ob);
 	ob->kick = event_new(e->base, -1, 0, outbox_kick_cb, ob);
 	/* Reports left pending by the last run of the engine go first. */
@@ -665,18 +472,20 @@ outbox_create(struct engine *e)
 void
 outbox_free(struct outbox *ob)
 {
-	struct http_call	*c;
-
 	if (ob == NULL)
 		return;
 	while (!LIST_EMPTY(&ob->sends))
 		outbox_send_free(LIST_FIRST(&ob->sends));
-	while ((c = LIST_FIRST(&ob->calls)) != NULL)
-		outbox_http_cancel(c);
 	github_app_cleanup();
 	free(ob->marking);
-	curlev_free(ob->curl);
+	httpc_free(ob->http);
 	event_free(ob->due);
 	event_free(ob->kick);
 	free(ob);
+}
+
+struct http_call *
+outbox_http(struct outbox *ob, const struct http_request *req, http_done_cb cb, void *arg)
+{
+	return httpc_request(ob->http, req, cb, arg);
 }

@@ -1,6 +1,7 @@
 /* people.c: who an event's actor is, asked of its source's API (authors: members, groups, teams), cached. */
 #include "spur.h"
 #include "event.h"
+#include "httpc.h"
 #include "outbox.h"
 #include "people.h"
 #include "report.h"
@@ -83,7 +84,7 @@ people_free(struct people *pp)
 	for (l = pp->lookups; l != NULL; l = ln) {
 		ln = l->next;
 		if (l->call != NULL)
-			outbox_http_cancel(l->call);
+			httpc_cancel(l->call);
 		l->cb(NULL, l->arg);
 		spur_event_free(l->ev);
 		strv_free(l->groups);

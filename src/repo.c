@@ -116,7 +116,7 @@ repo_job_free(struct repo_job *j)
 	if (j == NULL)
 		return;
 	github_req_cancel(j->gh);
-	outbox_http_cancel(j->call);
+	httpc_cancel(j->call);
 	git_free(j->git);
 	free(j->run);
 	free(j->org);

@@ -192,6 +192,7 @@ serve_reload(struct engine *e)
 	}
 	serve_tell_errs(&errs, "reload.error");
 	yerrs_free(&errs);
+	log_set_json(conf->log_json);
 	if (strcmp(conf->data_dir, e->conf->data_dir) != 0)
 		log_warn("event=reload.ignored key=data_dir reason=\"needs a restart\"");
 	if (conf->nlisten != e->conf->nlisten ||
@@ -372,6 +373,7 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 		pthread_mutex_destroy(&e.conf_mu);
 		return EXIT_FAILED;
 	}
+	log_set_json(e.conf->log_json);
 	signal(SIGPIPE, SIG_IGN);
 	serve_raise_nofile();
 	if (e.conf->sandbox.backend == SANDBOX_BWRAP &&

@@ -34,6 +34,8 @@ void	 freezero_str(char *);
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 void	 log_init(enum log_level, const char *);
 void	 log_set_level(enum log_level);
+/* log.format: json: each line one JSON object instead of key=value. */
+void	 log_set_json(int);
 enum log_level log_get_level(void);
 void	 log_msg(enum log_level, const char *, ...) __attribute__((format(printf, 2, 3)));
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)

@@ -40,6 +40,7 @@ class Fake:
         self.app_rotate = False
         self.app_token_ttl = 3600
         self.app_tokens = []
+        self.app_token_installation = {}
         self.slack_token = slack_token
         self.linear_key = linear_key
         self.git_root = git_root
@@ -69,6 +70,15 @@ class Fake:
         self.slack_users = {}
         self.slack_groups = {}
         self.linear_users = {}
+        # What `spur doctor` reads: the scopes GitHub says a classic token has (X-OAuth-Scopes;
+        # None: a fine-grained token, no header), the Slack bot token's scopes (x-oauth-scopes
+        # on every Web API answer) and whether it was revoked, and how far this server's Date
+        # is from the real time (seconds), standing in for a host whose clock is off.
+        self.gh_scopes = "repo, read:org"
+        self.slack_scopes = ("app_mentions:read,channels:history,chat:write,commands,groups:history,"
+                             "im:history,mpim:history,reactions:write,users:read,usergroups:read")
+        self.slack_revoked = False
+        self.date_offset = 0
         fake = self
 
         class H(BaseHTTPRequestHandler):
@@ -76,6 +86,9 @@ class Fake:
 
             def log_message(self, *a):
                 pass
+
+            def date_time_string(self, timestamp=None):
+                return BaseHTTPRequestHandler.date_time_string(self, (timestamp or time.time()) + fake.date_offset)
 
             def do_GET(self):
                 fake.handle(self)
@@ -152,6 +165,25 @@ class Fake:
         with self.lock:
             self.gh_users[login] = {"id": 1000 + len(self.gh_users), "orgs": dict(orgs or {}),
                                     "teams": dict(teams or {})}
+
+    DEFAULT_APP_PERMISSIONS = {"contents": "write", "pull_requests": "write", "issues": "write", "metadata": "read"}
+    DEFAULT_APP_EVENTS = ["issue_comment", "issues", "pull_request", "pull_request_review_comment"]
+
+    def app_permissions(self):
+        return dict(self.app.get("permissions", self.DEFAULT_APP_PERMISSIONS))
+
+    def app_events(self):
+        return list(self.app.get("events", self.DEFAULT_APP_EVENTS))
+
+    def app_installations(self):
+        """{installation id: (account login, [repositories named with it])} from app["installations"]."""
+        out = {}
+        for name, iid in self.app["installations"].items():
+            login, repos = out.get(iid, (name.split("/")[0], []))
+            if "/" in name:
+                repos.append(name)
+            out[iid] = (login, repos)
+        return out
 
     def fail(self, pattern, status, headers=None, times=1, body=None):
         with self.lock:
@@ -477,6 +509,31 @@ class Fake:
             person = self.user_tokens.get(auth[7:]) if auth.startswith("Bearer ") else None
         if person is not None:
             return self.github_as_user(h, path, person)
+        if path in ("/app", "/app/installations") and h.command == "GET":
+            # The App itself (GET /app) and where it is installed, as the App's JWT sees them.
+            if self.app is None or self.verify_jwt(auth) is not None:
+                return self.send(h, 401, {"message": "A JSON web token could not be decoded",
+                                          "documentation_url": "https://docs.github.com/rest"})
+            if path == "/app":
+                return self.send(h, 200, {"id": self.app["id"], "slug": "spur-test", "client_id": "Iv1.0123456789abcdef",
+                                          "name": "spur test", "owner": {"login": "acme", "type": "Organization"},
+                                          "permissions": self.app_permissions(), "events": self.app_events(),
+                                          "installations_count": len(self.app_installations())})
+            return self.send(h, 200, [{"id": i, "app_id": self.app["id"], "account": {"login": login, "type": "Organization"},
+                                       "repository_selection": "all" if not repos else "selected",
+                                       "permissions": self.app_permissions(), "events": self.app_events(),
+                                       "target_type": "Organization", "suspended_at": None}
+                                      for i, (login, repos) in sorted(self.app_installations().items())])
+        if path == "/installation/repositories" and h.command == "GET" and auth.startswith("Bearer "):
+            # An installation token's repositories: those named with it in app["installations"].
+            tok = auth[7:]
+            if tok not in self.app_tokens:
+                return self.send(h, 401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
+            inst = self.app_token_installation.get(tok)
+            repos = self.app_installations().get(inst, (None, []))[1]
+            return self.send(h, 200, {"total_count": len(repos), "repository_selection": "selected",
+                                      "repositories": [{"id": 100 + n, "name": r.split("/")[1], "full_name": r,
+                                                        "private": True} for n, r in enumerate(repos)]})
         m = re.match(r"^/app/installations/(\d+)/access_tokens$", path)
         if m and h.command == "POST":
             if self.app is None or self.verify_jwt(auth) is not None:
@@ -486,10 +543,11 @@ class Fake:
             with self.lock:
                 tok = self.app_token + ("_%d" % (len(self.app_tokens) + 1) if self.app_rotate else "")
                 self.app_tokens.append(tok)
+                self.app_token_installation[tok] = int(m.group(1))
             return self.send(h, 201, {"token": tok, "expires_at":
                                       time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                     time.gmtime(time.time() + self.app_token_ttl)),
-                                      "permissions": {"contents": "write", "pull_requests": "write"},
+                                      "permissions": self.app_permissions(),
                                       "repository_selection": "all"})
         m = re.match(r"^/repos/([^/]+/[^/]+)/installation$", path) or \
             re.match(r"^/orgs/([^/]+)/installation$", path)
@@ -504,6 +562,10 @@ class Fake:
         tokens = [t for t in (self.gh_token, self.app_token) if t] + self.app_tokens
         if auth not in ["Bearer " + t for t in tokens] + ["token " + t for t in tokens]:
             return self.send(h, 401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
+        if path == "/user" and h.command == "GET" and self.gh_token and auth.endswith(" " + self.gh_token):
+            # The configured token's user; a classic token's scopes in X-OAuth-Scopes.
+            return self.send(h, 200, {"login": "spur-bot", "id": 4242, "type": "User"},
+                             {"X-OAuth-Scopes": self.gh_scopes} if self.gh_scopes is not None else None)
         if h.command in ("POST", "PATCH"):
             try:
                 j = json.loads(body or b"{}")
@@ -613,6 +675,8 @@ class Fake:
     def slack(self, h, path, body):
         if h.headers.get("Authorization") != "Bearer " + self.slack_token:
             return self.send(h, 200, {"ok": False, "error": "invalid_auth"})
+        if self.slack_revoked:
+            return self.send(h, 200, {"ok": False, "error": "token_revoked"})
         path, _, qs = path.partition("?")
         if path in ("/api/users.info", "/api/usergroups.users.list") and h.command == "GET":
             q = dict((k, v[0]) for k, v in urllib.parse.parse_qs(qs).items())
@@ -626,6 +690,12 @@ class Fake:
             if g is None:
                 return self.send(h, 200, {"ok": False, "error": "no_such_subteam"})
             return self.send(h, 200, {"ok": True, "users": list(g)})
+        if path == "/api/auth.test":
+            # Who the token is, and (as on every Web API answer) its scopes in x-oauth-scopes.
+            return self.send(h, 200, {"ok": True, "url": "https://acme.slack.com/", "team": "Acme", "user": "spur",
+                                      "team_id": "T0ACME", "user_id": "U0SPUR", "bot_id": "BSPUR",
+                                      "is_enterprise_install": False},
+                             {"x-oauth-scopes": self.slack_scopes, "x-accepted-oauth-scopes": ""})
         if path == "/api/conversations.replies" and h.command == "GET":
             q = dict((k, v[0]) for k, v in urllib.parse.parse_qs(qs).items())
             if not q.get("channel") or not q.get("ts"):
@@ -715,6 +785,9 @@ class Fake:
                                                                    "extensions": {"code": "INVALID_INPUT"}}]})
             return self.send(h, 200, {"data": {"user": {"id": uid, "guest": bool(u.get("guest")), "active": True,
                                                         "teams": {"nodes": [{"key": k} for k in u.get("teams", [])]}}}})
+        if re.match(r"^\s*(query\s*)?\{\s*viewer\s*\{", j.get("query", "")):
+            return self.send(h, 200, {"data": {"viewer": {"id": "usr-spur", "name": "spur bot",
+                                                          "email": "spur@acme.example"}}})
         if "issue(id:" in j.get("query", ""):
             iid = j.get("variables", {}).get("id")
             if not iid:

@@ -499,6 +499,18 @@ def grep_secrets(text):
     return [k for k, v in SECRETS.items() if v in text]
 
 
+def make_install(dest, *extra):
+    """`make install DESTDIR=dest` from the build directory beside $SPUR: (completed process,
+    {bindir, man1dir, man5dir, spurconfdir} as configure set them), or (None, None) when
+    there is no Makefile there."""
+    builddir = os.path.dirname(os.path.abspath(SPUR))
+    if not os.path.exists(os.path.join(builddir, "Makefile")):
+        return None, None
+    run = lambda *a: subprocess.run(["make", "-s", "-C", builddir] + list(a), capture_output=True, text=True)
+    dirs = dict(x.split("=", 1) for x in run("print-install-dirs").stdout.split() if "=" in x)
+    return run("install", "DESTDIR=" + dest, *extra), dirs
+
+
 class Receiver(http.server.ThreadingHTTPServer):
     """A local receiver of webhooks (callbacks, report destinations), serving in a thread:
     records every POST (path, time, body, lowercased headers) in got; answer(path) gives

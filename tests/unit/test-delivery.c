@@ -168,11 +168,11 @@ test_backoff(void)
 	ok(outbox_backoff_ms(3, 0, DAY_MS, 1) < 1000, "Retry-After: 0 means soon");
 	is_int(outbox_backoff_ms(1, 2 * DAY_MS, DAY_MS, 0), DAY_MS,
 	    "a Retry-After past reports.give_up waits no longer than it");
-	is_int(outbox_parse_retry_after("3", 0), 3000, "Retry-After in seconds");
-	is_int(outbox_parse_retry_after("Thu, 01 Jan 1970 00:01:40 GMT", 40000), 60000,
+	is_int(http_parse_retry_after("3", 0), 3000, "Retry-After in seconds");
+	is_int(http_parse_retry_after("Thu, 01 Jan 1970 00:01:40 GMT", 40000), 60000,
 	    "Retry-After as a date");
-	is_int(outbox_parse_retry_after("soon", 0), -1, "an unreadable Retry-After is ignored");
-	is_int(outbox_parse_retry_after("-5", 0), -1, "a negative one too");
+	is_int(http_parse_retry_after("soon", 0), -1, "an unreadable Retry-After is ignored");
+	is_int(http_parse_retry_after("-5", 0), -1, "a negative one too");
 }
 
 static void

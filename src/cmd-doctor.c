@@ -1,0 +1,1024 @@
+/* cmd-doctor.c: `spur doctor`: what `spur check` cannot see: the credentials as the APIs take them, the host's sandboxes, disk and clock. */
+#include "spur.h"
+#include "automation.h"
+#include "cmd.h"
+#include "conf.h"
+#include "egress.h"
+#include "github-app.h"
+#include "httpc.h"
+#include "sandbox.h"
+#include "trigger.h"
+
+#include <sys/statvfs.h>
+#include <errno.h>
+#include <getopt.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#define DOCTOR_TIMEOUT_MS	15000L
+#define DOCTOR_SKEW_MAX		30	/* seconds: Linear's signatures allow 60, a JWT's iat 60 */
+#define DOCTOR_REPOS_MAX	20	/* repositories named in a line, the rest counted */
+
+enum doctor_verdict { DOCTOR_PASS, DOCTOR_FAIL, DOCTOR_SKIP };
+
+static const char *const doctor_verdict_names[] = { "pass", "fail", "skip" };
+
+struct doctor {
+	struct config		*conf;
+	struct automation_set	*set;
+	struct event_base	*base;
+	struct httpc		*http;
+	json_t			*checks;	/* every verdict, for --json */
+	int			 json;
+	int			 counts[3];	/* by verdict */
+	unsigned long long	 min_free;
+	/* The first server Date seen, to compare the clock with: seconds, 0: none yet. */
+	long long		 server_date;
+	long long		 server_date_at;
+	char			*server_date_from;
+};
+
+/* One answer, copied out of the client's callback. */
+struct doctor_answer {
+	int		 status;	/* 0: no answer (error says why) */
+	char		*error;
+	char		*body;
+	size_t		 len;
+	json_t		*json;		/* the body parsed, NULL if it is no JSON */
+	char		*head;
+	int		 done;
+};
+
+/* One verdict: printed at once (a slow API shows where it is), kept for --json. */
+static void __attribute__((format(printf, 6, 7)))
+doctor_say(struct doctor *d, const char *org, const char *check, enum doctor_verdict v,
+    const char *fix, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*detail, *f, *safe;
+
+	va_start(ap, fmt);
+	if (vasprintf(&detail, fmt, ap) == -1)
+		fatal("vasprintf");
+	va_end(ap);
+	d->counts[v]++;
+	json_array_append_new(d->checks, json_pack("{s:s?, s:s, s:s, s:s, s:s?}", "org", org,
+	    "check", check, "status", doctor_verdict_names[v], "detail", detail,
+	    "fix", v == DOCTOR_FAIL ? fix : NULL));
+	if (!d->json) {
+		/* Names and messages come from the APIs: printed escaped. */
+		safe = term_safe(detail, 0);
+		printf("%s  %s%s%s: %s\n", doctor_verdict_names[v], org != NULL ? org : "",
+		    org != NULL ? " " : "", check, safe);
+		free(safe);
+		if (v == DOCTOR_FAIL && fix != NULL) {
+			f = term_safe(fix, 0);
+			printf("      fix: %s\n", f);
+			free(f);
+		}
+		fflush(stdout);
+	}
+	free(detail);
+}
+
+static void
+doctor_answer_clear(struct doctor_answer *a)
+{
+	free(a->error);
+	free(a->body);
+	free(a->head);
+	json_decref(a->json);
+	memset(a, 0, sizeof *a);
+}
+
+static void
+doctor_http_done_cb(const struct http_response *res, void *arg)
+{
+	struct doctor_answer	*a = arg;
+
+	a->status = res->status;
+	a->error = res->error != NULL ? xstrdup(res->error) : NULL;
+	a->body = xmalloc(res->len + 1);
+	memcpy(a->body, res->body, res->len);
+	a->body[res->len] = '\0';
+	a->len = res->len;
+	a->head = xstrdup(res->head != NULL ? res->head : "");
+	a->json = json_loadb(res->body, res->len, 0, NULL);
+	a->done = 1;
+}
+
+/* Remembers the first server's Date for the clock check. */
+static void
+doctor_note_date(struct doctor *d, const struct doctor_answer *a, const char *url)
+{
+	struct http_response	 r;
+	struct tm		 tm;
+	char			*date, *end;
+
+	if (d->server_date != 0 || a->status == 0)
+		return;
+	memset(&r, 0, sizeof r);
+	r.head = a->head;
+	if ((date = http_response_header(&r, "date")) == NULL)
+		return;
+	memset(&tm, 0, sizeof tm);
+	end = strptime(date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	if (end != NULL && *end == '\0') {
+		d->server_date = (long long)timegm(&tm);
+		d->server_date_at = now_ms() / 1000;
+		d->server_date_from = xstrdup(url);
+	}
+	free(date);
+}
+
+/* One request, waited for on the doctor's own loop. */
+static void
+doctor_http(struct doctor *d, const char *method, const char *url, const char *const *headers,
+    const char *body, struct doctor_answer *a)
+{
+	struct http_request	 req;
+
+	memset(a, 0, sizeof *a);
+	memset(&req, 0, sizeof req);
+	req.method = method;
+	req.url = url;
+	req.headers = headers;
+	req.body = body;
+	req.body_len = body != NULL ? strlen(body) : 0;
+	req.timeout_ms = DOCTOR_TIMEOUT_MS;
+	(void)httpc_request(d->http, &req, doctor_http_done_cb, a);
+	while (!a->done)
+		event_base_loop(d->base, EVLOOP_ONCE);
+	doctor_note_date(d, a, url);
+}
+
+/* What an answer that is not the one hoped for says, in a phrase. */
+static char *
+doctor_why(const struct doctor_answer *a)
+{
+	const char	*msg;
+
+	if (a->status == 0)
+		return xprintf("no answer: %s", a->error != NULL ? a->error : "unknown error");
+	msg = json_string_value(json_object_get(a->json, "message"));
+	if (msg == NULL)
+		msg = json_string_value(json_object_get(a->json, "error"));
+	if (msg == NULL)
+		msg = json_string_value(json_object_get(json_object_get(a->json, "error"),
+		    "message"));
+	if (msg == NULL)
+		msg = json_string_value(json_object_get(json_array_get(json_object_get(a->json,
+		    "errors"), 0), "message"));
+	return msg != NULL ? xprintf("HTTP %d: %s", a->status, msg) :
+	    xprintf("HTTP %d", a->status);
+}
+
+/* Whether a comma- or space-separated list holds item. */
+static int
+doctor_list_has(const char *list, const char *item)
+{
+	size_t		 n = strlen(item), k;
+	const char	*p = list;
+
+	while (p != NULL && *p != '\0') {
+		p += strspn(p, ", ");
+		k = strcspn(p, ", ");
+		if (k == n && strncmp(p, item, n) == 0)
+			return 1;
+		p += k;
+	}
+	return 0;
+}
+
+/* --- GitHub ------------------------------------------------------------------ */
+
+/* Whether org's automations use a trigger of source with event name (NULL: any). */
+static int
+doctor_uses(const struct doctor *d, const char *org, enum trigger_source src, const char *event)
+{
+	const struct automation	*a;
+	size_t			 i, t, k, n;
+
+	for (i = 0; i < automation_count(d->set); i++) {
+		a = automation_get(d->set, i);
+		if (strcmp(a->org, org) != 0)
+			continue;
+		for (t = 0; t < a->ntriggers; t++) {
+			if (a->triggers[t].source != src)
+				continue;
+			if (event == NULL)
+				return 1;
+			for (k = 0; k < a->triggers[t].nevents; k++) {
+				n = strcspn(a->triggers[t].events[k], ".");
+				if (strlen(event) == n &&
+				    strncmp(a->triggers[t].events[k], event, n) == 0)
+					return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * Whether an automation of org on src asks who its authors are (people.c):
+ * groups: one that names groups or teams; else one whose authors are not
+ * any nor a list of users alone.
+ */
+static int
+doctor_looks_up(const struct doctor *d, const char *org, enum trigger_source src, int groups)
+{
+	const struct automation	*a;
+	size_t			 i, t;
+
+	for (i = 0; i < automation_count(d->set); i++) {
+		a = automation_get(d->set, i);
+		if (strcmp(a->org, org) != 0 || a->authors_any)
+			continue;
+		for (t = 0; t < a->ntriggers; t++)
+			if (a->triggers[t].source == src && (groups ? a->author_groups != NULL :
+			    !a->authors_listed || a->author_groups != NULL))
+				return 1;
+	}
+	return 0;
+}
+
+/* The GitHub events org's automations listen to, each once, into out (a JSON array). */
+static json_t *
+doctor_github_events(const struct doctor *d, const char *org)
+{
+	const struct automation	*a;
+	const struct trigger	*tr;
+	json_t			*out = json_array(), *v;
+	size_t			 i, t, k, x, n;
+	char			*ev;
+	int			 seen;
+
+	for (i = 0; i < automation_count(d->set); i++) {
+		a = automation_get(d->set, i);
+		if (strcmp(a->org, org) != 0)
+			continue;
+		for (t = 0; t < a->ntriggers; t++) {
+			tr = &a->triggers[t];
+			if (tr->source != TRIG_GITHUB)
+				continue;
+			for (k = 0; k < tr->nevents; k++) {
+				n = strcspn(tr->events[k], ".");
+				ev = xprintf("%.*s", (int)n, tr->events[k]);
+				seen = 0;
+				json_array_foreach(out, x, v) {
+					if (strcmp(json_string_value(v), ev) == 0)
+						seen = 1;
+				}
+				if (!seen)
+					json_array_append_new(out, json_string(ev));
+				free(ev);
+			}
+		}
+	}
+	return out;
+}
+
+/* The fixed repositories (no glob) org's automations name: they must be reachable. */
+static json_t *
+doctor_github_repos(const struct doctor *d, const char *org)
+{
+	const struct automation	*a;
+	const struct trigger	*tr;
+	json_t			*out = json_object();
+	size_t			 i, t, k;
+
+	for (i = 0; i < automation_count(d->set); i++) {
+		a = automation_get(d->set, i);
+		if (strcmp(a->org, org) != 0)
+			continue;
+		if (a->repository != NULL)
+			json_object_set_new(out, a->repository, json_string(a->name));
+		for (t = 0; t < a->ntriggers; t++) {
+			tr = &a->triggers[t];
+			if (tr->source != TRIG_GITHUB)
+				continue;
+			for (k = 0; k < tr->nrepositories; k++) {
+				if (strpbrk(tr->repositories[k], "*?[") == NULL)
+					json_object_set_new(out, tr->repositories[k],
+					    json_string(a->name));
+			}
+		}
+	}
+	return out;
+}
+
+static char *
+doctor_github_url(const struct org *org, const char *path)
+{
+	char	*base = config_api_url(org, "github"), *url;
+
+	url = xprintf("%s%s", base, path);
+	free(base);
+	return url;
+}
+
+/* A token's request to GitHub's API. */
+static void
+doctor_github_get(struct doctor *d, const struct org *org, const char *auth, const char *path,
+    const char *method, struct doctor_answer *a)
+{
+	const char	*h[4];
+	char		*url = doctor_github_url(org, path);
+
+	h[0] = auth;
+	h[1] = "Accept: application/vnd.github+json";
+	h[2] = "X-GitHub-Api-Version: 2022-11-28";
+	h[3] = NULL;
+	doctor_http(d, method, url, h, method[0] == 'P' ? "" : NULL, a);
+	free(url);
+}
+
+/* The permissions spur's runs and reports use, as GitHub names them. */
+static const struct {
+	const char	*name;
+	const char	*level;		/* at least */
+	const char	*why;
+} doctor_github_perms[] = {
+	{ "contents", "write", "clone and push branches" },
+	{ "pull_requests", "write", "open and update pull requests, reply to review comments" },
+	{ "issues", "write", "comment on issues and pull requests, react to comments" },
+	{ "metadata", "read", "find repositories and installations" },
+};
+
+/* An installation token's permissions against doctor_github_perms; the missing, or NULL. */
+static char *
+doctor_github_missing(const json_t *perms)
+{
+	struct buf	 b;
+	const char	*have;
+	size_t		 i;
+
+	buf_init(&b, 0);
+	for (i = 0; i < SPUR_ARRLEN(doctor_github_perms); i++) {
+		have = json_string_value(json_object_get(perms, doctor_github_perms[i].name));
+		if (have != NULL && (strcmp(have, doctor_github_perms[i].level) == 0 ||
+		    strcmp(have, "write") == 0 || strcmp(have, "admin") == 0))
+			continue;
+		buf_addf(&b, "%s%s: %s (%s; has %s)", b.len > 0 ? ", " : "",
+		    doctor_github_perms[i].name, doctor_github_perms[i].level,
+		    doctor_github_perms[i].why, have != NULL ? have : "none");
+	}
+	if (b.len == 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_take(&b);
+}
+
+/* The repositories an installation token reaches (one page of 100: enough to say). */
+static void
+doctor_github_installation(struct doctor *d, const struct org *org, const json_t *inst,
+    const char *jwt_auth, json_t *reached)
+{
+	struct doctor_answer	 a;
+	const char		*account, *tok;
+	json_t			*r;
+	struct buf		 list;
+	const char		*check = "github.installation";
+	char			*path, *auth, *missing, *why;
+	long long		 id = json_integer_value(json_object_get(inst, "id"));
+	size_t			 i;
+
+	account = json_string_value(json_object_get(json_object_get(inst, "account"), "login"));
+	if (account == NULL)
+		account = "?";
+	path = xprintf("/app/installations/%lld/access_tokens", id);
+	doctor_github_get(d, org, jwt_auth, path, "POST", &a);
+	free(path);
+	tok = json_string_value(json_object_get(a.json, "token"));
+	if (a.status != 201 || tok == NULL) {
+		why = doctor_why(&a);
+		doctor_say(d, org->name, check, DOCTOR_FAIL, "check that the installation is "
+		    "not suspended (the account's Settings, GitHub Apps)", "installation %lld "
+		    "on %s: no token (%s)", id, account, why);
+		free(why);
+		doctor_answer_clear(&a);
+		return;
+	}
+	auth = xprintf("Authorization: Bearer %s", tok);
+	if ((missing = doctor_github_missing(json_object_get(a.json, "permissions"))) != NULL) {
+		doctor_say(d, org->name, "github.permissions", DOCTOR_FAIL, "in the App's "
+		    "settings, Permissions & events: Contents, Pull requests and Issues read "
+		    "and write, Metadata read; then accept the new permissions on each "
+		    "installation", "installation on %s lacks %s", account, missing);
+		free(missing);
+	} else
+		doctor_say(d, org->name, "github.permissions", DOCTOR_PASS, NULL, "installation "
+		    "on %s: contents, pull_requests and issues write, metadata read", account);
+	doctor_answer_clear(&a);
+	doctor_github_get(d, org, auth, "/installation/repositories?per_page=100", "GET", &a);
+	freezero_str(auth);
+	if (a.status != 200 || !json_is_array(json_object_get(a.json, "repositories"))) {
+		why = doctor_why(&a);
+		doctor_say(d, org->name, check, DOCTOR_FAIL, "see that GitHub answers the API "
+		    "(api_url) and the installation is not suspended", "installation on %s: "
+		    "cannot list its repositories (%s)", account, why);
+		free(why);
+		doctor_answer_clear(&a);
+		return;
+	}
+	buf_init(&list, 0);
+	json_array_foreach(json_object_get(a.json, "repositories"), i, r) {
+		const char *name = json_string_value(json_object_get(r, "full_name"));
+
+		if (name == NULL)
+			continue;
+		json_object_set_new(reached, name, json_true());
+		if (i < DOCTOR_REPOS_MAX)
+			buf_addf(&list, "%s%s", i > 0 ? ", " : "", name);
+	}
+	if (json_array_size(json_object_get(a.json, "repositories")) > DOCTOR_REPOS_MAX)
+		buf_addf(&list, " and %zu more", json_array_size(json_object_get(a.json,
+		    "repositories")) - DOCTOR_REPOS_MAX);
+	doctor_say(d, org->name, check, DOCTOR_PASS, NULL, "installed on %s (%s, %lld "
+	    "repositories): %s", account, json_string_value(json_object_get(inst,
+	    "repository_selection")) != NULL ? json_string_value(json_object_get(inst,
+	    "repository_selection")) : "?", (long long)json_integer_value(json_object_get(a.json,
+	    "total_count")), list.len > 0 ? buf_cstr(&list) : "none");
+	buf_free(&list);
+	doctor_answer_clear(&a);
+}
+
+static void
+doctor_github_app(struct doctor *d, const struct org *org)
+{
+	struct doctor_answer	 a;
+	json_t			*inst, *events, *repos, *reached, *v;
+	const char		*name, *repo;
+	struct buf		 missing;
+	char			*jwt, *cause = NULL, *auth, *why;
+	size_t			 i, k;
+	int			 has;
+
+	jwt = github_jwt(org->github->private_key->value, org->github->private_key->len,
+	    org->github->app_id, now_ms() / 1000, &cause);
+	if (jwt == NULL) {
+		doctor_say(d, org->name, "github.app", DOCTOR_FAIL, "download a new private key "
+		    "in the App's settings (Private keys, Generate) and point private_key at it",
+		    "the private key cannot sign a JWT: %s", cause);
+		free(cause);
+		return;
+	}
+	auth = xprintf("Authorization: Bearer %s", jwt);
+	freezero_str(jwt);
+	doctor_github_get(d, org, auth, "/app", "GET", &a);
+	if (a.status != 200) {
+		why = doctor_why(&a);
+		doctor_say(d, org->name, "github.app", DOCTOR_FAIL, a.status == 401 ?
+		    "app_id must be the App ID (a number on the App's settings page, not the "
+		    "client ID Iv1...), private_key one of that App's keys not revoked there, "
+		    "and the clock right (spur doctor's clock check)" :
+		    "see that api_url is GitHub's API (https://api.github.com, or GHES's /api/v3)",
+		    "GitHub refused App %lld's JWT (%s)", org->github->app_id, why);
+		free(why);
+		doctor_answer_clear(&a);
+		freezero_str(auth);
+		return;
+	}
+	name = json_string_value(json_object_get(a.json, "slug"));
+	doctor_say(d, org->name, "github.app", DOCTOR_PASS, NULL, "App %lld (%s) accepts the "
+	    "key's JWT", org->github->app_id, name != NULL ? name : "?");
+	/* The events the automations need, against those the App subscribes to. */
+	events = doctor_github_events(d, org->name);
+	buf_init(&missing, 0);
+	json_array_foreach(events, i, v) {
+		has = 0;
+		for (k = 0; k < json_array_size(json_object_get(a.json, "events")); k++) {
+			if (strcmp(json_string_value(v), json_string_value(json_array_get(
+			    json_object_get(a.json, "events"), k)) ?: "") == 0)
+				has = 1;
+		}
+		if (!has)
+			buf_addf(&missing, "%s%s", missing.len > 0 ? ", " : "", json_string_value(v));
+	}
+	if (json_array_size(events) == 0)
+		doctor_say(d, org->name, "github.events", DOCTOR_SKIP, NULL, "no automation of "
+		    "the org has a github trigger");
+	else if (missing.len > 0)
+		doctor_say(d, org->name, "github.events", DOCTOR_FAIL, "in the App's settings, "
+		    "Permissions & events, Subscribe to events: tick them", "the App is not "
+		    "subscribed to %s, which automations listen to", buf_cstr(&missing));
+	else
+		doctor_say(d, org->name, "github.events", DOCTOR_PASS, NULL, "the App sends "
+		    "every event the automations listen to (%zu)", json_array_size(events));
+	buf_free(&missing);
+	json_decref(events);
+	doctor_answer_clear(&a);
+
+	doctor_github_get(d, org, auth, "/app/installations?per_page=100", "GET", &a);
+	if (a.status != 200 || !json_is_array(a.json)) {
+		why = doctor_why(&a);
+		doctor_say(d, org->name, "github.installation", DOCTOR_FAIL, "see that GitHub "
+		    "answers the API (api_url)", "cannot list the App's installations (%s)", why);
+		free(why);
+	} else if (json_array_size(a.json) == 0) {
+		doctor_say(d, org->name, "github.installation", DOCTOR_FAIL, "install the App "
+		    "(its public page, Install, choose the repositories)", "App %lld is "
+		    "installed nowhere", org->github->app_id);
+	} else {
+		reached = json_object();
+		json_array_foreach(a.json, i, inst)
+			doctor_github_installation(d, org, inst, auth, reached);
+		repos = doctor_github_repos(d, org->name);
+		buf_init(&missing, 0);
+		json_object_foreach(repos, repo, v) {
+			if (json_object_get(reached, repo) == NULL)
+				buf_addf(&missing, "%s%s (%s)", missing.len > 0 ? ", " : "", repo,
+				    json_string_value(v));
+		}
+		if (json_object_size(repos) == 0)
+			doctor_say(d, org->name, "github.repositories", DOCTOR_SKIP, NULL, "no "
+			    "automation names a repository without a glob");
+		else if (missing.len > 0)
+			doctor_say(d, org->name, "github.repositories", DOCTOR_FAIL, "add them "
+			    "to the installation (the account's Settings, GitHub Apps, Configure, "
+			    "Repository access)", "the App cannot reach %s", buf_cstr(&missing));
+		else
+			doctor_say(d, org->name, "github.repositories", DOCTOR_PASS, NULL, "the App "
+			    "reaches every repository the automations name (%zu)",
+			    json_object_size(repos));
+		buf_free(&missing);
+		json_decref(repos);
+		json_decref(reached);
+	}
+	doctor_answer_clear(&a);
+	freezero_str(auth);
+}
+
+static void
+doctor_github_token(struct doctor *d, const struct org *org)
+{
+	struct doctor_answer	 a;
+	struct http_response	 r;
+	const char		*login;
+	char			*auth, *why, *scopes;
+
+	auth = xprintf("Authorization: Bearer %s", org->github->token->value);
+	doctor_github_get(d, org, auth, "/user", "GET", &a);
+	freezero_str(auth);
+	if (a.status != 200) {
+		why = doctor_why(&a);
+		doctor_say(d, org->name, "github.token", DOCTOR_FAIL, a.status == 401 ?
+		    "the token is revoked, expired or mistyped: make a new one (or use a GitHub "
+		    "App: app_id and private_key) and update its secret" :
+		    "see that api_url is GitHub's API (https://api.github.com, or GHES's /api/v3)",
+		    "GitHub refused the token (%s)", why);
+		free(why);
+		doctor_answer_clear(&a);
+		return;
+	}
+	login = json_string_value(json_object_get(a.json, "login"));
+	memset(&r, 0, sizeof r);
+	r.head = a.head;
+	/* A classic token says its scopes; a fine-grained one does not (its permissions are per repository). */
+	scopes = http_response_header(&r, "x-oauth-scopes");
+	if (scopes != NULL && !doctor_list_has(scopes, "repo"))
+		doctor_say(d, org->name, "github.token", DOCTOR_FAIL, "give the token the repo "
+		    "scope (or use a fine-grained token with Contents, Pull requests and Issues "
+		    "read and write)", "the token of %s has scopes \"%s\", without repo",
+		    login != NULL ? login : "?", scopes);
+	else
+		doctor_say(d, org->name, "github.token", DOCTOR_PASS, NULL, "the token is %s's%s%s",
+		    login != NULL ? login : "?", scopes != NULL ? ", scopes " : "",
+		    scopes != NULL ? scopes : "");
+	free(scopes);
+	doctor_answer_clear(&a);
+}
+
+static void
+doctor_github(struct doctor *d, const struct org *org)
+{
+	if (org->github == NULL) {
+		doctor_say(d, org->name, "github", DOCTOR_SKIP, NULL, "not configured");
+		return;
+	}
+	if (org->github->app_id != 0 && org->github->private_key != NULL)
+		doctor_github_app(d, org);
+	else if (org->github->token != NULL)
+		doctor_github_token(d, org);
+	else
+		doctor_say(d, org->name, "github", DOCTOR_FAIL, "set token, or app_id and "
+		    "private_key (a GitHub App)", "neither a token nor a GitHub App: nothing "
+		    "can be cloned or reported");
+}
+
+/* --- Slack --------------------------------------------------------------------- */
+
+static void
+doctor_slack(struct doctor *d, const struct org *org)
+{
+	struct doctor_answer	 a;
+	struct http_response	 r;
+	struct buf		 need, missing;
+	const char		*h[3], *err, *p;
+	char			*url, *auth, *base, *scopes, *scope;
+	size_t			 n;
+
+	if (org->slack == NULL) {
+		doctor_say(d, org->name, "slack", DOCTOR_SKIP, NULL, "not configured");
+		return;
+	}
+	base = config_api_url(org, "slack");
+	url = xprintf("%s/auth.test", base);
+	free(base);
+	auth = xprintf("Authorization: Bearer %s", org->slack->bot_token->value);
+	h[0] = auth;
+	h[1] = "Content-Type: application/x-www-form-urlencoded";
+	h[2] = NULL;
+	doctor_http(d, "POST", url, h, "", &a);
+	freezero_str(auth);
+	free(url);
+	if (a.status != 200 || !json_is_true(json_object_get(a.json, "ok"))) {
+		err = json_string_value(json_object_get(a.json, "error"));
+		if (a.status == 200 && err != NULL)
+			doctor_say(d, org->name, "slack.token", DOCTOR_FAIL, "reinstall the app to "
+			    "the workspace (OAuth & Permissions) and set bot_token to its Bot User "
+			    "OAuth Token (xoxb-...)", "Slack refused the bot token: %s", err);
+		else {
+			char *why = doctor_why(&a);
+
+			doctor_say(d, org->name, "slack.token", DOCTOR_FAIL, "see that api_url is "
+			    "Slack's Web API (https://slack.com/api)", "auth.test failed (%s)", why);
+			free(why);
+		}
+		doctor_answer_clear(&a);
+		return;
+	}
+	doctor_say(d, org->name, "slack.token", DOCTOR_PASS, NULL, "bot %s in %s (%s)",
+	    json_string_value(json_object_get(a.json, "user")) ?: "?",
+	    json_string_value(json_object_get(a.json, "team")) ?: "?",
+	    json_string_value(json_object_get(a.json, "team_id")) ?: "?");
+	/*
+	 * What spur calls: chat.postMessage and chat.update (reports), reactions.add
+	 * (the eyes on accept), conversations.replies and .history (finding a report
+	 * already posted, in public and private channels); what the automations
+	 * listen to: app_mention, slash commands.
+	 */
+	buf_init(&need, 0);
+	buf_adds(&need, "chat:write reactions:write channels:history groups:history");
+	if (doctor_uses(d, org->name, TRIG_SLACK, "app_mention"))
+		buf_adds(&need, " app_mentions:read");
+	if (doctor_uses(d, org->name, TRIG_SLACK, "message"))
+		buf_adds(&need, " im:history mpim:history");
+	if (doctor_uses(d, org->name, TRIG_SLACK, "slash_command"))
+		buf_adds(&need, " commands");
+	/* authors: who a person is (users.info) and who is in a user group. */
+	if (doctor_looks_up(d, org->name, TRIG_SLACK, 0))
+		buf_adds(&need, " users:read");
+	if (doctor_looks_up(d, org->name, TRIG_SLACK, 1))
+		buf_adds(&need, " usergroups:read");
+	memset(&r, 0, sizeof r);
+	r.head = a.head;
+	scopes = http_response_header(&r, "x-oauth-scopes");
+	if (scopes == NULL) {
+		doctor_say(d, org->name, "slack.scopes", DOCTOR_SKIP, NULL, "Slack did not say "
+		    "the token's scopes (no x-oauth-scopes); it needs %s", buf_cstr(&need));
+		buf_free(&need);
+		doctor_answer_clear(&a);
+		return;
+	}
+	buf_init(&missing, 0);
+	for (p = buf_cstr(&need); *p != '\0'; p += n) {
+		p += strspn(p, " ");
+		n = strcspn(p, " ");
+		scope = xprintf("%.*s", (int)n, p);
+		if (!doctor_list_has(scopes, scope))
+			buf_addf(&missing, "%s%s", missing.len > 0 ? ", " : "", scope);
+		free(scope);
+	}
+	if (missing.len > 0)
+		doctor_say(d, org->name, "slack.scopes", DOCTOR_FAIL, "add them under OAuth & "
+		    "Permissions, Bot Token Scopes (or in the app manifest, docs/slack.md), then "
+		    "reinstall the app to the workspace", "the bot token lacks %s (has %s)",
+		    buf_cstr(&missing), scopes);
+	else
+		doctor_say(d, org->name, "slack.scopes", DOCTOR_PASS, NULL, "the bot token has "
+		    "every scope spur and the automations use (%s)", buf_cstr(&need));
+	free(scopes);
+	buf_free(&missing);
+	buf_free(&need);
+	doctor_answer_clear(&a);
+}
+
+/* --- Linear -------------------------------------------------------------------- */
+
+static void
+doctor_linear(struct doctor *d, const struct org *org)
+{
+	struct doctor_answer	 a;
+	const json_t		*viewer;
+	const char		*h[3];
+	char			*url, *auth, *why;
+
+	if (org->linear == NULL) {
+		doctor_say(d, org->name, "linear", DOCTOR_SKIP, NULL, "not configured");
+		return;
+	}
+	url = config_api_url(org, "linear");
+	/* A personal API key goes bare, as source-linear.c sends it. */
+	auth = xprintf("Authorization: %s", org->linear->api_key->value);
+	h[0] = auth;
+	h[1] = "Content-Type: application/json";
+	h[2] = NULL;
+	doctor_http(d, "POST", url, h, "{\"query\":\"{ viewer { id name } }\"}", &a);
+	freezero_str(auth);
+	free(url);
+	viewer = json_object_get(json_object_get(a.json, "data"), "viewer");
+	if (a.status != 200 || !json_is_object(viewer)) {
+		why = doctor_why(&a);
+		doctor_say(d, org->name, "linear.key", DOCTOR_FAIL, "make a personal API key "
+		    "(Linear: Settings, Account, Security & access, API keys) for the user spur "
+		    "comments as, and set api_key to it", "Linear refused the API key (%s)", why);
+		free(why);
+	} else
+		doctor_say(d, org->name, "linear.key", DOCTOR_PASS, NULL, "the key is %s's",
+		    json_string_value(json_object_get(viewer, "name")) ?: "?");
+	doctor_answer_clear(&a);
+}
+
+/* --- model keys ---------------------------------------------------------------- */
+
+static void
+doctor_models(struct doctor *d, const struct org *org)
+{
+	struct doctor_answer	 a;
+	const char		*upstream, *models, *h[3];
+	char			*url, *auth, *why, check[64];
+	size_t			 i;
+	int			 bearer;
+
+	for (i = 0; i < org->nagents; i++) {
+		snprintf(check, sizeof check, "model.%s", org->agents[i].name);
+		if (egress_model_api(d->conf, org->agents[i].name, &upstream, &models,
+		    &bearer) != 0) {
+			doctor_say(d, org->name, check, DOCTOR_SKIP, NULL, "no model API for this "
+			    "agent");
+			continue;
+		}
+		url = xprintf("%.*s%s", (int)(strlen(upstream) - (upstream[0] != '\0' &&
+		    upstream[strlen(upstream) - 1] == '/')), upstream, models);
+		auth = bearer ? xprintf("Authorization: Bearer %s", org->agents[i].secret->value) :
+		    xprintf("x-api-key: %s", org->agents[i].secret->value);
+		h[0] = auth;
+		h[1] = "anthropic-version: 2023-06-01";
+		h[2] = NULL;
+		doctor_http(d, "GET", url, h, NULL, &a);
+		freezero_str(auth);
+		if (a.status == 200 || a.status == 429)
+			doctor_say(d, org->name, check, DOCTOR_PASS, NULL, "%s accepts the key%s",
+			    url, a.status == 429 ? " (rate limited now)" : "");
+		else {
+			why = doctor_why(&a);
+			doctor_say(d, org->name, check, DOCTOR_FAIL, a.status == 401 ||
+			    a.status == 403 ? "the key is revoked or mistyped: make a new one in "
+			    "the vendor's console and update orgs.NAME.agents.AGENT.api_key's secret" :
+			    "see that agents.AGENT.api_url is the model API's base",
+			    "%s refused the key (%s)", url, why);
+			free(why);
+		}
+		doctor_answer_clear(&a);
+		free(url);
+	}
+}
+
+/* --- the host ------------------------------------------------------------------ */
+
+/* The first line of a /proc file as a number; -1 when it is not there. */
+static long long
+doctor_proc_num(const char *path)
+{
+	FILE		*f = fopen(path, "r");
+	long long	 v = -1;
+
+	if (f == NULL)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static void
+doctor_sandbox(struct doctor *d)
+{
+	const struct passwd	*pw;
+	char			*cause = NULL;
+	long long		 v;
+
+	if (d->conf->sandbox.backend == SANDBOX_NONE) {
+		doctor_say(d, NULL, "sandbox", DOCTOR_SKIP, NULL, "sandbox.backend is none: "
+		    "runs are not isolated (development only)");
+		return;
+	}
+	if ((v = doctor_proc_num("/proc/sys/user/max_user_namespaces")) == 0)
+		doctor_say(d, NULL, "sandbox.userns", DOCTOR_FAIL, "sysctl -w user."
+		    "max_user_namespaces=15000, and the same in /etc/sysctl.d/", "user "
+		    "namespaces are off (user.max_user_namespaces is 0)");
+	else if (doctor_proc_num("/proc/sys/kernel/unprivileged_userns_clone") == 0)
+		doctor_say(d, NULL, "sandbox.userns", DOCTOR_FAIL, "sysctl -w kernel."
+		    "unprivileged_userns_clone=1, and the same in /etc/sysctl.d/", "unprivileged "
+		    "user namespaces are off (kernel.unprivileged_userns_clone is 0)");
+	else if (doctor_proc_num("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == 1)
+		doctor_say(d, NULL, "sandbox.userns", DOCTOR_FAIL, "give bwrap an AppArmor "
+		    "profile that allows userns (docs/install.md), or sysctl -w kernel."
+		    "apparmor_restrict_unprivileged_userns=0", "AppArmor restricts unprivileged "
+		    "user namespaces");
+	else
+		doctor_say(d, NULL, "sandbox.userns", DOCTOR_PASS, NULL, "user namespaces are "
+		    "on (at most %lld)", v);
+	if (geteuid() != 0)
+		doctor_say(d, NULL, "sandbox.user", DOCTOR_SKIP, NULL, "spur is not root: "
+		    "sandboxes run as its own user (uid %ld)", (long)geteuid());
+	else if ((pw = getpwnam(d->conf->sandbox.user)) == NULL)
+		doctor_say(d, NULL, "sandbox.user", DOCTOR_FAIL, "useradd --system "
+		    "--no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin USER "
+		    "(the Debian package makes spur-run)", "no user %s (sandbox.user)",
+		    d->conf->sandbox.user);
+	else if (pw->pw_uid == 0)
+		doctor_say(d, NULL, "sandbox.user", DOCTOR_FAIL, "name an unprivileged user",
+		    "sandbox.user %s is root", d->conf->sandbox.user);
+	else
+		doctor_say(d, NULL, "sandbox.user", DOCTOR_PASS, NULL, "%s (uid %ld)",
+		    d->conf->sandbox.user, (long)pw->pw_uid);
+#ifdef HAVE_SECCOMP
+	{
+		int fd = seccomp_filter_fd(&cause);
+
+		if (fd == -1) {
+			doctor_say(d, NULL, "sandbox.seccomp", DOCTOR_FAIL, "see that the kernel "
+			    "has seccomp (CONFIG_SECCOMP_FILTER)", "%s", cause);
+			free(cause);
+			cause = NULL;
+		} else {
+			close(fd);
+			doctor_say(d, NULL, "sandbox.seccomp", DOCTOR_PASS, NULL, "the syscall "
+			    "filter builds");
+		}
+	}
+#else
+	doctor_say(d, NULL, "sandbox.seccomp", DOCTOR_SKIP, NULL, "spur was built without "
+	    "libseccomp: sandboxes have no syscall filter (install libseccomp-dev, rebuild)");
+#endif
+	if (sandbox_available(d->conf->sandbox.user, &cause) != 0) {
+		doctor_say(d, NULL, "sandbox.start", DOCTOR_FAIL, "install bubblewrap; see the "
+		    "checks above", "a sandbox cannot start: %s", cause);
+		free(cause);
+	} else
+		doctor_say(d, NULL, "sandbox.start", DOCTOR_PASS, NULL, "a bubblewrap sandbox "
+		    "started and exited");
+}
+
+static void
+doctor_disk(struct doctor *d)
+{
+	struct statvfs	 sv;
+	char		*dir = xstrdup(d->conf->data_dir), *slash;
+	unsigned long long free_b, total;
+
+	/* Before the first start data_dir may not exist: its nearest parent's disk. */
+	while (statvfs(dir, &sv) != 0) {
+		if (errno != ENOENT || (slash = strrchr(dir, '/')) == NULL || slash == dir) {
+			doctor_say(d, NULL, "disk", DOCTOR_FAIL, "see that data_dir can be made",
+			    "%s: %s", d->conf->data_dir, strerror(errno));
+			free(dir);
+			return;
+		}
+		*slash = '\0';
+	}
+	free_b = (unsigned long long)sv.f_bavail * sv.f_frsize;
+	total = (unsigned long long)sv.f_blocks * sv.f_frsize;
+	if (free_b < d->min_free)
+		doctor_say(d, NULL, "disk", DOCTOR_FAIL, "free space or move data_dir; "
+		    "retention.run_files and sandbox.cache_size bound what spur keeps",
+		    "%s has %llu MiB free of %llu MiB, under %llu MiB", d->conf->data_dir,
+		    free_b >> 20, total >> 20, d->min_free >> 20);
+	else if (sv.f_files > 0 && sv.f_favail < sv.f_files / 100)
+		doctor_say(d, NULL, "disk", DOCTOR_FAIL, "free inodes (old workspaces and "
+		    "caches hold many files)", "%s has %llu of %llu inodes free",
+		    d->conf->data_dir, (unsigned long long)sv.f_favail,
+		    (unsigned long long)sv.f_files);
+	else
+		doctor_say(d, NULL, "disk", DOCTOR_PASS, NULL, "%s: %llu MiB free of %llu MiB",
+		    d->conf->data_dir, free_b >> 20, total >> 20);
+	free(dir);
+}
+
+static void
+doctor_clock(struct doctor *d)
+{
+	long long	 skew;
+
+	if (d->server_date == 0) {
+		doctor_say(d, NULL, "clock", DOCTOR_SKIP, NULL, "no API answered with a Date to "
+		    "compare with");
+		return;
+	}
+	/* Date has whole seconds: the skew is known to a second. */
+	skew = d->server_date_at - d->server_date;
+	if (skew > DOCTOR_SKEW_MAX || skew < -DOCTOR_SKEW_MAX)
+		doctor_say(d, NULL, "clock", DOCTOR_FAIL, "run NTP (timedatectl set-ntp true, "
+		    "or chrony): GitHub refuses App JWTs and spur refuses Slack and Linear "
+		    "signatures when the clock is off", "%lld s %s %s's Date", skew < 0 ? -skew :
+		    skew, skew < 0 ? "behind" : "ahead of", d->server_date_from);
+	else
+		doctor_say(d, NULL, "clock", DOCTOR_PASS, NULL, "within %d s of %s's Date "
+		    "(%+lld s)", DOCTOR_SKEW_MAX, d->server_date_from, skew);
+}
+
+int
+cmd_doctor(const struct cmd *c, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "org", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "min-free", required_argument, NULL, 'm' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct doctor	 d;
+	const char	*path = NULL, *only = NULL;
+	char		*cause;
+	size_t		 i;
+	int		 ch, found = 0;
+
+	memset(&d, 0, sizeof d);
+	d.min_free = 1ULL << 30;
+	while ((ch = getopt_long(argc, argv, "c:", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'o':
+			only = optarg;
+			break;
+		case 'j':
+			d.json = 1;
+			break;
+		case 'm':
+			if (parse_size(optarg, &d.min_free, &cause) != 0) {
+				fprintf(stderr, "spur: --min-free: %s\n", cause);
+				free(cause);
+				return EXIT_USAGE;
+			}
+			break;
+		default:
+			cmd_usage(c, 1);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		cmd_usage(c, 1);
+		return EXIT_USAGE;
+	}
+	if (path == NULL)
+		path = config_default_path();
+	if (cmd_load(path, 0, &d.conf, &d.set) != 0)
+		return EXIT_FAILED;
+	for (i = 0; only != NULL && i < d.conf->norgs; i++)
+		found |= strcmp(d.conf->orgs[i].name, only) == 0;
+	if (only != NULL && !found) {
+		fprintf(stderr, "spur: no org \"%s\" in %s\n", only, path);
+		automation_set_unref(d.set);
+		config_free(d.conf);
+		return EXIT_FAILED;
+	}
+	d.checks = json_array();
+	if ((d.base = event_base_new()) == NULL)
+		fatal("event_base_new");
+	d.http = httpc_create(d.base);
+	for (i = 0; i < d.conf->norgs; i++) {
+		if (only != NULL && strcmp(d.conf->orgs[i].name, only) != 0)
+			continue;
+		doctor_github(&d, &d.conf->orgs[i]);
+		doctor_slack(&d, &d.conf->orgs[i]);
+		doctor_linear(&d, &d.conf->orgs[i]);
+		doctor_models(&d, &d.conf->orgs[i]);
+	}
+	doctor_sandbox(&d);
+	doctor_disk(&d);
+	doctor_clock(&d);
+	if (d.json)
+		cmd_print_json(d.checks);
+	else
+		printf("doctor: %d passed, %d failed, %d skipped\n", d.counts[DOCTOR_PASS],
+		    d.counts[DOCTOR_FAIL], d.counts[DOCTOR_SKIP]);
+	httpc_free(d.http);
+	event_base_free(d.base);
+	json_decref(d.checks);
+	free(d.server_date_from);
+	automation_set_unref(d.set);
+	config_free(d.conf);
+	return d.counts[DOCTOR_FAIL] == 0 ? EXIT_OK : EXIT_FAILED;
+}

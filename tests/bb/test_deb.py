@@ -1,0 +1,152 @@
+"""The Debian package: dpkg-buildpackage -us -uc -b on a copy of the tree, then installed with
+dpkg --root into a scratch root (its maintainer scripts chrootless, DPKG_ROOT set, so the host's
+users and files are never touched): the files where Debian puts them, /etc/spur/spur.yaml a
+conffile, the spur and spur-run system users made by postinst in that root, spur version and
+spur check on the shipped example, and purge.
+
+The build takes about 20 s on 2 cores; the .deb is kept under /tmp keyed by the sources' hash,
+so a second run of the suite on the same tree installs the same package without building."""
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spurtest import SRCDIR, Tap  # noqa: E402
+
+t = Tap()
+for tool, pkg in (("dpkg-buildpackage", "dpkg-dev"), ("dh", "debhelper"), ("dpkg", "dpkg")):
+    if shutil.which(tool) is None:
+        t.skip_all("%s is not installed (Debian package %s; contrib/quickstart installs it)" % (tool, pkg))
+if os.geteuid() != 0 and shutil.which("fakeroot") is None:
+    t.skip_all("neither root nor fakeroot (Debian package fakeroot) to build the package")
+CACHE = "/tmp/spur-deb-cache"
+
+
+def source_files():
+    """The tree's files: git's list in a checkout, else everything but build output."""
+    if os.path.isdir(os.path.join(SRCDIR, ".git")) or os.path.isfile(os.path.join(SRCDIR, ".git")):
+        p = subprocess.run(["git", "-C", SRCDIR, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                           capture_output=True)
+        if p.returncode == 0:
+            return sorted(f for f in p.stdout.decode().split("\0") if f and os.path.isfile(os.path.join(SRCDIR, f)))
+    out = []
+    for d, dirs, files in os.walk(SRCDIR):
+        dirs[:] = [x for x in dirs if x not in ("build", "node_modules", ".git", "autom4te.cache")]
+        out += [os.path.relpath(os.path.join(d, f), SRCDIR) for f in files]
+    return sorted(out)
+
+
+def build(files, key):
+    """The .deb of these sources: from the cache, or built now. (path, build log or None)."""
+    cached = os.path.join(CACHE, key)
+    if os.path.isdir(cached):
+        debs = [f for f in os.listdir(cached) if f.startswith("spur_") and f.endswith(".deb")]
+        if debs:
+            return os.path.join(cached, debs[0]), None
+    work = tempfile.mkdtemp(prefix="spur-deb-")
+    try:
+        src = os.path.join(work, "spur")
+        for f in files:
+            os.makedirs(os.path.dirname(os.path.join(src, f)), exist_ok=True)
+            shutil.copy2(os.path.join(SRCDIR, f), os.path.join(src, f))
+        cmd = ["dpkg-buildpackage", "-us", "-uc", "-b"] + ([] if os.geteuid() == 0 else ["-rfakeroot"])
+        p = subprocess.run(cmd, cwd=src, capture_output=True, text=True, timeout=900)
+        if p.returncode != 0:
+            return None, p.stdout[-3000:] + p.stderr[-3000:]
+        shutil.rmtree(CACHE, ignore_errors=True)   # one package kept: the latest tree's
+        os.makedirs(cached)
+        deb = [f for f in os.listdir(work) if f.startswith("spur_") and f.endswith(".deb")][0]
+        shutil.copy(os.path.join(work, deb), cached)
+        return os.path.join(cached, deb), p.stdout
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+files = source_files()
+t.ok("debian/control" in files and "debian/rules" in files, "the tree has debian/ (%d files)" % len(files))
+h = hashlib.sha256()
+for f in files:
+    h.update(f.encode() + b"\0")
+    with open(os.path.join(SRCDIR, f), "rb") as fh:
+        h.update(hashlib.sha256(fh.read()).digest())
+deb, log = build(files, h.hexdigest()[:16])
+t.ok(deb is not None, "dpkg-buildpackage -us -uc -b builds it" + (" (cached)" if log is None else ""), log)
+if deb is None:
+    t.done()
+
+listing = subprocess.run(["dpkg", "-c", deb], capture_output=True, text=True).stdout
+paths = [line.split()[5] for line in listing.splitlines() if len(line.split()) >= 6]
+for p in ("./usr/bin/spur", "./usr/share/man/man1/spur.1.gz", "./usr/share/man/man5/spur.yaml.5.gz",
+          "./usr/share/man/man5/spur-automation.5.gz", "./etc/spur/spur.yaml",
+          "./etc/spur/automations/fix-on-comment.yaml.example", "./lib/systemd/system/spur.service",
+          "./var/lib/spur/"):
+    t.ok(p in paths, "the package holds " + p)
+ctl = tempfile.mkdtemp(prefix="spur-deb-ctl-")
+subprocess.run(["dpkg-deb", "-e", deb, ctl], check=True)
+t.eq(sorted(open(os.path.join(ctl, "conffiles")).read().split()),
+     ["/etc/spur/automations/fix-on-comment.yaml.example", "/etc/spur/spur.yaml"],
+     "the example config and automation are conffiles (edited ones survive upgrades)")
+depends = subprocess.run(["dpkg-deb", "-f", deb, "Depends"], capture_output=True, text=True).stdout
+t.ok("bubblewrap" in depends and "libevent" in depends and "libsqlite3" in depends,
+     "it depends on bubblewrap and its libraries", depends)
+shutil.rmtree(ctl, ignore_errors=True)
+
+# --- installed into a scratch root ---------------------------------------------------------------
+root = tempfile.mkdtemp(prefix="spur-deb-root-")
+try:
+    for d in ("var/lib/dpkg/info", "var/lib/dpkg/updates", "var/log", "etc"):
+        os.makedirs(os.path.join(root, d))
+    open(os.path.join(root, "var/lib/dpkg/status"), "w").close()
+    for name, line in (("passwd", "root:x:0:0:root:/root:/bin/sh\n"), ("group", "root:x:0:\n"),
+                       ("shadow", "root:*:19000:0:99999:7:::\n"), ("gshadow", "root:*::\n")):
+        with open(os.path.join(root, "etc", name), "w") as f:
+            f.write(line)
+    host = {n: open("/etc/" + n, "rb").read() for n in ("passwd", "group")}
+    inst = subprocess.run(["dpkg", "--root=" + root, "--force-script-chrootless", "--force-depends",
+                           "--force-not-root", "--log=/dev/null", "-i", deb], capture_output=True, text=True)
+    t.ok(inst.returncode == 0, "dpkg --root installs it, postinst and all (its dependencies are the host's)",
+         inst.stderr[-1000:])
+    spur = os.path.join(root, "usr/bin/spur")
+    v = subprocess.run([spur, "version"], capture_output=True, text=True)
+    t.eq((v.returncode, v.stdout.strip()), (0, "spur 0.1.0"), "spur version")
+    hc = subprocess.run([spur, "help", "check"], capture_output=True, text=True).stdout
+    t.contains(hc, "else /etc/spur/spur.yaml", "its default config is /etc/spur/spur.yaml (--sysconfdir=/etc)")
+    env = dict(os.environ, ACME_GH_WEBHOOK_SECRET="x", ACME_GH_TOKEN="y", ACME_ANTHROPIC_API_KEY="z")
+    env.pop("SPUR_CONFIG", None)
+    conf = os.path.join(root, "etc/spur/spur.yaml")
+    c = subprocess.run([spur, "check", "--offline", "-c", conf], capture_output=True, text=True, env=env)
+    t.eq((c.returncode, c.stderr), (0, ""), "spur check --offline on the shipped example")
+    c = subprocess.run([spur, "check", "-c", conf], capture_output=True, text=True, env=env)
+    has_run_user = subprocess.run(["id", "spur-run"], capture_output=True).returncode == 0
+    if os.geteuid() != 0 or has_run_user:
+        t.eq((c.returncode, c.stderr), (0, ""), "spur check on it, with its secrets set")
+    else:
+        t.contains(c.stderr, "spur-run", "spur check on it as root: this host has no spur-run (outside the root)")
+    c = subprocess.run([spur, "check", "-c", conf], capture_output=True, text=True,
+                       env=dict(env, ACME_GH_TOKEN=""))
+    t.ok(c.returncode == 1 and "ACME_GH_TOKEN" in c.stderr, "and without one of them, the error names it", c.stderr)
+
+    passwd = open(os.path.join(root, "etc/passwd")).read()
+    users = dict((x.split(":")[0], x.split(":")) for x in passwd.splitlines())
+    t.ok("spur" in users and users["spur"][6] == "/usr/sbin/nologin" and int(users["spur"][2]) < 1000,
+         "postinst made the system user spur", passwd)
+    t.ok("spur-run" in users and users["spur-run"][6] == "/usr/sbin/nologin" and int(users["spur-run"][2]) < 1000
+         and users["spur-run"][5] == "/nonexistent", "and the sandbox user spur-run", passwd)
+    t.ok(all(open("/etc/" + n, "rb").read() == host[n] for n in host), "the host's users are untouched")
+    mode = stat.S_IMODE(os.stat(os.path.join(root, "var/lib/spur")).st_mode)
+    t.eq(oct(mode), oct(0o700), "/var/lib/spur is 0700")
+    again = subprocess.run(["dpkg", "--root=" + root, "--force-script-chrootless", "--force-depends",
+                            "--force-not-root", "--log=/dev/null", "-i", deb], capture_output=True, text=True)
+    t.ok(again.returncode == 0 and open(os.path.join(root, "etc/passwd")).read() == passwd,
+         "installed again: the users are not made twice", again.stderr[-500:])
+    purge = subprocess.run(["dpkg", "--root=" + root, "--force-script-chrootless", "--force-not-root",
+                            "--log=/dev/null", "--purge", "spur"], capture_output=True, text=True)
+    t.ok(purge.returncode == 0 and not os.path.exists(os.path.join(root, "var/lib/spur")) and
+         not os.path.exists(conf), "purge removes the data directory and the config", purge.stderr[-500:])
+finally:
+    shutil.rmtree(root, ignore_errors=True)
+t.done()
