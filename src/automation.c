@@ -1454,7 +1454,7 @@ parse_budget(struct aload *l, const struct ynode *v, struct automation *a)
 
 	if (map_check(l, v, "budget", budget_keys) != 0)
 		return;
-	if (ymap_get(v, "tokens") == NULL && ymap_get(v, "usd") == NULL) {
+	if (v->n == 0) {
 		yerrs_node(l->errs, l->file, v, "\"budget\" needs tokens, usd or both");
 		return;
 	}

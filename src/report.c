@@ -1,6 +1,7 @@
 /* report.c: reports back to threads: what each one says, where it goes, and what each API's answer means. */
 #include "spur.h"
 #include "automation.h"
+#include "budget.h"
 #include "conf.h"
 #include "event.h"
 #include "outbox.h"
@@ -88,10 +89,12 @@ report_frame(const struct report_backend *b, const struct report_facts *f,
     struct buf *head, struct buf *tail)
 {
 	int	 slack = b != NULL && b->mrkdwn;
-	char	 dur[64];
+	char	 dur[128];
 	int	 ok = strcmp(f->state, "completed") == 0;
 
 	report_duration(f->duration_ms, dur, sizeof dur);
+	if (f->usage != NULL)
+		snprintf(dur + strlen(dur), sizeof dur - strlen(dur), ", %s", f->usage);
 	if (slack) {
 		buf_addf(head, "*spur* · `%s` · *%s* · %s\n", f->automation, f->state, dur);
 		if (!ok && f->cause != NULL && *f->cause != '\0')
@@ -650,7 +653,8 @@ report_run_end_(struct engine *e, const char *run, int alone)
 	int64_t			 at;
 	int			 follows;
 	char			*result = NULL, *reason = NULL, *text = NULL, *body = NULL;
-	char			*link = NULL;
+	char			*link = NULL, words[64];
+	json_t			*u;
 
 	if ((j = store_run_json(e->store, run, 1)) == NULL)
 		return;
@@ -690,6 +694,12 @@ report_run_end_(struct engine *e, const char *run, int alone)
 	f.duration_ms = json_is_integer(json_object_get(j, "duration_ms")) ?
 	    json_integer_value(json_object_get(j, "duration_ms")) : -1;
 	f.link = link = report_link(e, run);
+	if ((u = json_object_get(j, "usage")) != NULL &&
+	    json_integer_value(json_object_get(u, "requests")) > 0) {
+		budget_words((uint64_t)json_integer_value(json_object_get(u, "tokens")),
+		    json_number_value(json_object_get(u, "cost_usd")), words, sizeof words);
+		f.usage = words;
+	}
 	if (f.automation == NULL)
 		f.automation = "?";
 	if (f.state == NULL)
