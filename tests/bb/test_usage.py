@@ -293,7 +293,59 @@ with Spur(with_plan(fake, P5, extra="limits:\n  runs: 4\n"), orgs=ORGS % {"budge
     t.eq(int(total["n"]), len(fake.requests), "concurrent: every answer was counted")
 fake.stop()
 
-# 6. Bad budgets: spur check names them, and nothing starts.
+# 6. The org API: a session's budget (the tighter of it and its automation's), the run's
+# usage in its object and its usage events, and malformed budgets refused.
+fake = fakemodel.Fake().start()
+P6 = {"requests": [req("/v1/messages", "claude-sonnet-4-5", {"input": 500, "output": 100})], "times": 5}
+with Spur(with_plan(fake, P6), orgs=ORGS % {"budget": ""},
+          automations={"saved.yaml": automation(P6, name="saved", extra="budget: { tokens: 5000, usd: 0.001 }\n")}) as s:
+    s.start()
+    rc, out, err = s.c("keys", "create", "--json", "--org", "acme", "--scope", "sessions:write",
+                       "--scope", "sessions:read", "--scope", "runs:read")
+    key = json.loads(out)["key"]
+    base = "http://127.0.0.1:%d" % s.port
+    bad = [{"tokens": 0}, {"tokens": 1.5}, {"tokens": "5"}, {"usd": 0}, {"usd": -1}, {"usd": "1"},
+           {}, {"dollars": 1}, 5, None]
+    for b in bad:
+        st, _, a = api_request(base, "POST", "/o/acme/sessions", key, {"input": "go", "budget": b})
+        t.ok(st == 400 and "budget" in a.get("detail", ""), "api: budget %s is refused 400 naming budget" %
+             json.dumps(b), (st, a))
+    t.eq(s.query("SELECT count(*) AS n FROM runs")[0]["n"], 0, "api: and nothing was stored")
+    st, _, a = api_request(base, "POST", "/o/acme/sessions", key, {"input": "go", "budget": {"tokens": 1000}})
+    t.eq(st, 201, "api: a session with a budget of 1,000 tokens")
+    run = a["run"]["id"]
+    wst = wait_done(s, run)
+    t.eq((wst["state"], wst["cause"]), ("failed", "budget"), "api: its run ends failed, cause budget")
+    st, _, r = api_request(base, "GET", "/o/acme/runs/%s" % run, key)
+    t.ok(st == 200 and r["usage"]["tokens"] == 1200 and r["usage"]["requests"] == 2 and
+         r["usage"]["models"][0]["model"] == "claude-sonnet-4-5", "api: the run object has its usage", r.get("usage"))
+    t.eq(r.get("automation_config", {}).get("budget"), {"tokens": 1000}, "api: the run keeps the session's budget")
+    st, h, body = api_request(base, "GET", "/o/acme/runs/%s/events" % run, key)
+    evs = [blk for blk in body.split("\n\n") if "event: usage" in blk]
+    reqs = [json.loads(blk.split("data: ", 1)[1])["requests"] for blk in evs]
+    t.ok(st == 200 and reqs and reqs[-1] == 2 and reqs == sorted(set(reqs)),
+         "api: usage events as the run's usage grew, none repeated", reqs)
+    first = evs[0].split("id: ", 1)[1].split("\n")[0] if evs else "x"
+    st, h, body2 = api_request(base, "GET", "/o/acme/runs/%s/events" % run, key, headers={"Last-Event-ID": first})
+    reqs2 = [json.loads(blk.split("data: ", 1)[1])["requests"] for blk in body2.split("\n\n") if "event: usage" in blk]
+    t.ok(reqs2 == [r_ for r_ in reqs if r_ > reqs[0]], "api: Last-Event-ID resumes after a usage event, none repeated",
+         (first, reqs2))
+    last = [blk for blk in body.split("\n\n") if blk.strip()][-1]
+    t.ok("event: state" in last and '"failed"' in last, "api: the terminal state is still the last event", last)
+    # With an automation: its own budget ($0.001) is tighter than the session's usd, the session's tokens tighter.
+    st, _, a = api_request(base, "POST", "/o/acme/sessions", key,
+                           {"input": "go", "automation": "saved", "budget": {"tokens": 1000, "usd": 5}})
+    run = a["run"]["id"]
+    wst = wait_done(s, run)
+    st, _, r = api_request(base, "GET", "/o/acme/runs/%s" % run, key)
+    t.eq(r.get("automation_config", {}).get("budget"), {"tokens": 1000, "usd": 0.001},
+         "api: with an automation, each limit the tighter of the two")
+    t.ok(wst["cause"] == "budget" and "$0.0010" in (wst["reason"] or "") and r["usage"]["requests"] == 1,
+         "api: and the dollar one stops it after one answer", wst)
+OpenAPIChecker().tap(t, "api: every answer matches src/openapi.json (usage, usage events)")
+fake.stop()
+
+# 7. Bad budgets: spur check names them, and nothing starts.
 BAD = [("budget: { tokens: 0 }\n", "budget.tokens"), ("budget: { tokens: 1.5 }\n", "budget.tokens"),
        ("budget: { usd: -1 }\n", "budget.usd"), ("budget: { usd: lots }\n", "budget.usd"),
        ("budget: { usd: '2' }\n", "budget.usd"),
