@@ -143,7 +143,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         if path.endswith("/messages/count_tokens"):
             return self.reply_json(200, {"input_tokens": 10})
-        if path.endswith("/messages"):
+        if path.endswith("/messages") or path.endswith("/bench/raw"):
+            # /bench/raw: the same answer on a path the gateway reads no usage of (bench/gateway).
+            if j.get("bench_mib"):
+                return self.bench_stream(j)
             return self.anthropic(j)
         if path.endswith("/responses"):
             return self.openai(j)
@@ -213,6 +216,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send(sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
                                         "usage": final}))
         self.send(sse("message_stop", {"type": "message_stop"}))
+
+    # bench/gateway's throughput: bench_mib MiB of text deltas, written as fast as it can.
+    def bench_stream(self, j):
+        mib = int(j["bench_mib"])
+        cache = getattr(self.server, "bench_cache", {})
+        if mib not in cache:
+            delta = sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+                "type": "text_delta", "text": "token " * 16}})
+            body = delta * ((mib << 20) // len(delta))
+            msg = {"id": "msg_bench", "type": "message", "role": "assistant", "model": j.get("model", "bench"),
+                   "content": [], "usage": {"input_tokens": 10, "output_tokens": 1}}
+            cache[mib] = (sse("message_start", {"type": "message_start", "message": msg}) + body +
+                          sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                                                "usage": {"output_tokens": 20}}) +
+                          sse("message_stop", {"type": "message_stop"}))
+            self.server.bench_cache = cache
+        self.stream_start()
+        self.wfile.write(cache[mib])
+        self.wfile.flush()
 
     # OpenAI Responses API (what Codex speaks with wire_api = "responses").
     def openai(self, j):
