@@ -12,14 +12,26 @@
 #define USAGE_BODY_MAX		(16 * 1024 * 1024)	/* an unstreamed answer */
 
 /* Where the reader is in an SSE line. */
-enum usage_line { LINE_START, LINE_DATA, LINE_SKIP };
+enum usage_line { LINE_START, LINE_DATA, LINE_EVENT, LINE_SKIP };
+
+/*
+ * The named events that carry usage; the data of any other named event
+ * (Anthropic's content_block_delta, Responses' output_text.delta: nearly all
+ * of a stream) is passed over without being kept. Unnamed events (Chat
+ * Completions) are all read.
+ */
+static const char *usage_events[] = { "message_start", "message_delta", "response.completed",
+	"response.incomplete", "response.failed", "response.done", "message" };
 
 struct usage_reader {
 	enum usage_api		 api;
 	int			 sse;
 	enum usage_line		 line;
-	char			 pre[5];	/* the start of a line, until it is known */
+	char			 pre[6];	/* the start of a line, until it is known */
 	size_t			 npre;
+	char			 event[32];	/* the event's name, while it is read */
+	size_t			 nevent;
+	int			 skip;		/* its name says it has no usage */
 	struct buf		 data;		/* the event's data lines (SSE), or the body */
 	int			 toobig;	/* the event or body passed its bound */
 	int			 seen;
@@ -152,7 +164,26 @@ usage_event_end(struct usage_reader *r)
 	if (!r->toobig)
 		usage_document(r, r->data.data, r->data.len);
 	r->toobig = 0;
+	r->skip = 0;
 	buf_reset(&r->data);
+}
+
+/* An event: line's name read: whether its data can hold usage. */
+static void
+usage_event_name(struct usage_reader *r)
+{
+	size_t	 i, n = r->nevent;
+	char	*name = r->event;
+
+	while (n > 0 && (name[n - 1] == '\r' || name[n - 1] == ' '))
+		n--;
+	while (n > 0 && *name == ' ')
+		name++, n--;
+	r->skip = 1;
+	for (i = 0; i < SPUR_ARRLEN(usage_events); i++) {
+		if (strlen(usage_events[i]) == n && memcmp(usage_events[i], name, n) == 0)
+			r->skip = 0;
+	}
 }
 
 static void
@@ -164,8 +195,9 @@ usage_data(struct usage_reader *r, const char *p, size_t n)
 
 /*
  * SSE: a line "data:..." adds to the event's data (lines joined by a newline,
- * which JSON takes as space), an empty line ends the event, other lines
- * (event:, id:, comments) are skipped without being kept.
+ * which JSON takes as space), unless an "event:" line before it named an
+ * event without usage; an empty line ends the event; other lines (id:,
+ * comments) are skipped without being kept.
  */
 static void
 usage_sse(struct usage_reader *r, const char *p, size_t n)
@@ -186,13 +218,34 @@ usage_sse(struct usage_reader *r, const char *p, size_t n)
 			}
 			r->pre[r->npre++] = *p++;
 			n--;
-			if (memcmp(r->pre, "data:", r->npre) != 0 &&
+			if (r->npre == 5 && memcmp(r->pre, "data:", 5) == 0) {
+				r->line = r->skip ? LINE_SKIP : LINE_DATA;
+				if (!r->skip && r->data.len > 0)
+					usage_data(r, "\n", 1);
+			} else if (r->npre == 6 && memcmp(r->pre, "event:", 6) == 0) {
+				r->line = LINE_EVENT;
+				r->nevent = 0;
+			} else if (memcmp(r->pre, "data:", r->npre < 5 ? r->npre : 5) != 0 &&
+			    memcmp(r->pre, "event:", r->npre) != 0 &&
 			    !(r->npre == 1 && r->pre[0] == '\r'))
 				r->line = LINE_SKIP;
-			else if (r->npre == sizeof r->pre) {
-				r->line = LINE_DATA;
-				if (r->data.len > 0)
-					usage_data(r, "\n", 1);
+			break;
+		case LINE_EVENT:
+			nl = memchr(p, '\n', n);
+			k = nl != NULL ? (size_t)(nl - p) : n;
+			if (k > sizeof r->event - r->nevent)
+				r->nevent = sizeof r->event;	/* too long: no name of ours */
+			else {
+				memcpy(r->event + r->nevent, p, k);
+				r->nevent += k;
+			}
+			p += k;
+			n -= k;
+			if (nl != NULL) {
+				usage_event_name(r);
+				p++, n--;
+				r->line = LINE_START;
+				r->npre = 0;
 			}
 			break;
 		case LINE_DATA:
