@@ -18,6 +18,7 @@
 #include "keys.h"
 #include "prompt.h"
 #include "repo.h"
+#include "run.h"
 #include "secrets.h"
 #include "serve.h"
 #include "source.h"
@@ -782,25 +783,15 @@ out:
 	json_decref(row);
 }
 
-/* Cancels each run of the list still queued or running, through dispatch (run.c decides). */
+/* Cancels each run of the list still queued or running (run.c decides). */
 static void
 api_cancel_runs(struct engine *e, json_t *runs, const char *reason)
 {
-	enum run_state	 st;
 	json_t		*r;
 	size_t		 i;
-	int		 any = 0;
 
-	json_array_foreach(runs, i, r) {
-		if (run_state_parse(json_string_value(json_object_get(r, "state")), &st) != 0 ||
-		    run_state_terminal(st))
-			continue;
-		if (store_run_request_cancel(e->store, json_string_value(json_object_get(r,
-		    "id")), reason) == 0)
-			any = 1;
-	}
-	if (any && e->dispatch != NULL)
-		dispatch_apply_cancels(e->dispatch);
+	json_array_foreach(runs, i, r)
+		run_request_cancel(e, json_string_value(json_object_get(r, "id")), reason);
 }
 
 static void
@@ -937,16 +928,12 @@ api_run_retry(struct api_ctx *c, const char *id, json_t *body)
 		api_conflict(c, "the run has not ended");
 		return;
 	}
-	if ((new = store_run_retry(c->e->store, id, 0, &cause)) == NULL) {
+	if ((new = run_retry(c->e, id, c->key.id, &cause)) == NULL) {
 		log_warn("event=api.retry_failed run=%s error=%s", id, log_q(cause));
 		free(cause);
 		api_unavailable(c, "store unavailable");
 		return;
 	}
-	log_info("event=run.queued run=%s org=%s retry_of=%s key=%s", new, log_q(c->org), id,
-	    c->key.id);
-	if (c->e->dispatch != NULL)
-		dispatch_kick(c->e->dispatch);
 	api_reply(c, 201, store_run_json(c->e->store, new, 0), 0);
 	free(new);
 }

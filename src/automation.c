@@ -1470,6 +1470,153 @@ parse_budget(struct aload *l, const struct ynode *v, struct automation *a)
 		    ynode_type_name(n));
 }
 
+/* A report destination, shaped as the event of a thread there (see automation.h). */
+static void
+report_dest_add(struct aload *l, json_t *dest)
+{
+	if (l->a->report_to == NULL)
+		l->a->report_to = json_array();
+	json_array_append_new(l->a->report_to, dest);
+}
+
+/* github: OWNER/NAME#NUMBER, an issue (or pull request) to comment on. */
+static void
+parse_report_github(struct aload *l, const struct ynode *n)
+{
+	const char	*hash = strchr(n->value, '#');
+	char		*repo, *end;
+	long long	 num;
+
+	repo = hash != NULL ? xstrndup(n->value, hash - n->value) : NULL;
+	num = hash != NULL ? strtoll(hash + 1, &end, 10) : 0;
+	if (repo == NULL || !valid_repository(repo) || num <= 0 || *end != '\0' ||
+	    hash[1] < '1' || hash[1] > '9')
+		yerrs_node(l->errs, l->file, n, "report.github \"%s\" is not an issue: write "
+		    "OWNER/NAME#NUMBER (acme/ops#12)", n->value);
+	else
+		report_dest_add(l, json_pack("{s:s,s:s,s:{s:I}}", "source", "github",
+		    "repository", repo, "meta", "number", (json_int_t)num));
+	free(repo);
+}
+
+/* linear: an issue's identifier (ENG-12) or id. */
+static void
+parse_report_linear(struct aload *l, const struct ynode *n)
+{
+	const char	*s = n->value;
+	size_t		 len = strlen(s);
+
+	if (len == 0 || len > 64 || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
+	    "vwxyz0123456789-") != len || strchr(s, '-') == NULL)
+		yerrs_node(l->errs, l->file, n, "report.linear \"%s\" is not an issue: write "
+		    "its identifier (ENG-12) or id", s);
+	else
+		report_dest_add(l, json_pack("{s:s,s:{s:s}}", "source", "linear", "meta",
+		    "issue_id", s));
+}
+
+/*
+ * webhook: a URL (signed with the org's api.callback_secret) or {url, secret}
+ * (signed with that secret of the org), told as API callbacks are (SPEC 12).
+ */
+static void
+parse_report_webhook(struct aload *l, const struct ynode *n)
+{
+	static const char *const keys[] = { "url", "secret", NULL };
+	const struct ynode	*u = n, *sn = NULL;
+	char			*secret = NULL;
+	json_t			*meta;
+
+	if (n->type == YNODE_MAP) {
+		if (map_check(l, n, "report.webhook", keys) != 0)
+			return;
+		if ((u = ymap_get(n, "url")) == NULL) {
+			yerrs_node(l->errs, l->file, n, "report.webhook needs \"url\"");
+			return;
+		}
+		if ((sn = ymap_get(n, "secret")) != NULL &&
+		    (secret = get_secret(l, sn, "report.webhook.secret")) == NULL)
+			return;
+	}
+	if (u->type != YNODE_SCALAR || (strncmp(u->value, "https://", 8) != 0 &&
+	    strncmp(u->value, "http://", 7) != 0) || strpbrk(u->value, " \t\r\n") != NULL) {
+		yerrs_node(l->errs, l->file, u, "report.webhook must be an http(s) URL");
+		free(secret);
+		return;
+	}
+	if (sn == NULL && l->org != NULL && (l->org->api == NULL ||
+	    l->org->api->callback_secret == NULL))
+		yerrs_node(l->errs, l->file, u, "report.webhook is signed with orgs.%s.api."
+		    "callback_secret, which is not configured (or name one: {url, secret})",
+		    l->org->name);
+	meta = json_pack("{s:s}", "callback_url", u->value);
+	if (secret != NULL)
+		json_object_set_new(meta, "callback_secret", json_string(secret));
+	report_dest_add(l, json_pack("{s:s,s:o}", "source", "api", "meta", meta));
+	free(secret);
+}
+
+/*
+ * report as a mapping: the thread (thread: false turns it off) and where else
+ * each run's end goes, with on: the end states those hear of.
+ */
+static void
+parse_report(struct aload *l, const struct ynode *m)
+{
+	static const char *const keys[] = { "thread", "slack", "github", "linear", "webhook",
+	    "on", NULL };
+	static const char *const ends[] = { "completed", "needs_review", "failed",
+	    "timed_out", "cancelled", NULL };
+	struct ynode *const	*items;
+	const struct ynode	*v;
+	size_t			 i, n;
+	int			 e;
+	char			**on;
+	const char		*why;
+
+	if (map_check(l, m, "report", keys) != 0)
+		return;
+	if ((v = ymap_get(m, "thread")) != NULL && (e = get_bool(l, v, "report.thread")) >= 0)
+		l->a->report_thread = e;
+	if ((v = ymap_get(m, "slack")) != NULL && get_items(l, v, "report.slack", &items,
+	    &n) == 0) {
+		for (i = 0; i < n; i++) {
+			if ((why = valid_channel(items[i]->value)) != NULL)
+				yerrs_node(l->errs, l->file, items[i], why, items[i]->value);
+			else
+				report_dest_add(l, json_pack("{s:s,s:{s:s}}", "source", "slack",
+				    "meta", "channel", items[i]->value));
+		}
+	}
+	if ((v = ymap_get(m, "github")) != NULL && get_items(l, v, "report.github", &items,
+	    &n) == 0)
+		for (i = 0; i < n; i++)
+			parse_report_github(l, items[i]);
+	if ((v = ymap_get(m, "linear")) != NULL && get_items(l, v, "report.linear", &items,
+	    &n) == 0)
+		for (i = 0; i < n; i++)
+			parse_report_linear(l, items[i]);
+	if ((v = ymap_get(m, "webhook")) != NULL) {
+		if (v->type == YNODE_SEQ && v->n > 0)
+			for (i = 0; i < v->n; i++)
+				parse_report_webhook(l, v->items[i]);
+		else
+			parse_report_webhook(l, v);
+	}
+	if ((v = ymap_get(m, "on")) != NULL && (on = get_list(l, v, "report.on", &n)) != NULL) {
+		for (i = 0; i < n; i++)
+			if (name_index(ends, on[i]) < 0)
+				yerrs_node(l->errs, l->file, v->type == YNODE_SEQ ? v->items[i] : v,
+				    "report.on: \"%s\" is not an end state (completed, "
+				    "needs_review, failed, timed_out, cancelled)", on[i]);
+		list_free(l->a->report_on);
+		l->a->report_on = on;
+		if (l->a->report_to == NULL)
+			yerrs_node(l->errs, l->file, v, "report.on limits the destinations "
+			    "besides the thread (slack, github, linear, webhook): name one");
+	}
+}
+
 static void
 parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen_on)
 {
@@ -1564,7 +1711,9 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 	} else if (strcmp(key, "report") == 0) {
 		static const char *const reports[] = { "thread", "none", NULL };
 
-		if ((e = get_enum(l, v, key, reports)) >= 0)
+		if (v->type == YNODE_MAP)
+			parse_report(l, v);
+		else if ((e = get_enum(l, v, key, reports)) >= 0)
 			a->report_thread = e == 0;
 	} else if (strcmp(key, "retry") == 0) {
 		if ((e = get_enum(l, v, key, retry_names)) >= 0)
@@ -1759,6 +1908,17 @@ automation_parse(struct aload *l, const char *path, const char *base)
 		yerrs_node(l->errs, l->file, n, "\"repositories\" is the allow list of "
 		    "repository.text: true (a repo:OWNER/NAME token in the event's text); without "
 		    "it, nothing reads it");
+	/* A schedule's or a generic webhook's run has no thread: its end would reach no one. */
+	for (i = 0; a->report_thread && a->report_to == NULL && i < a->ntriggers; i++) {
+		if (a->triggers[i].source != TRIG_SCHEDULE && a->triggers[i].source != TRIG_WEBHOOK)
+			continue;
+		yerrs_warn_node(l->errs, l->file, ymap_get(root, "on"), "runs of the %s trigger "
+		    "have no thread to report to, so their end reaches no one: name where it "
+		    "goes (report: {slack: C0123ABCD}, or github: OWNER/NAME#N, linear: ENG-12, "
+		    "webhook: URL), or say report: none", trigger_source_name(
+		    a->triggers[i].source));
+		break;
+	}
 	if (a->prompt == NULL)
 		a->prompt = xstrdup("");
 	/* The org's default environment, for each key the automation leaves out. */
@@ -2005,6 +2165,8 @@ automation_free(struct automation *a)
 	free(a->prompt);
 	free(a->repository);
 	json_decref(a->repository_map);
+	json_decref(a->report_to);
+	list_free(a->report_on);
 	list_free(a->repositories);
 	list_free(a->artifacts);
 	list_free(a->secrets);
@@ -2130,6 +2292,10 @@ automation_to_json(const struct automation *a)
 	json_object_set_new(j, "concurrency", json_pack("{s:s,s:s}",
 	    "key", conc_key_names[a->conc_key], "on_busy", on_busy_names[a->on_busy]));
 	json_object_set_new(j, "report", json_string(a->report_thread ? "thread" : "none"));
+	if (a->report_to != NULL)
+		json_object_set(j, "report_to", a->report_to);
+	if (a->report_on != NULL)
+		json_object_set_new(j, "report_on", json_str_list(a->report_on));
 	json_object_set_new(j, "retry", json_string(retry_names[a->retry_never ? 1 : 0]));
 	json_object_set_new(j, "authors", json_string(a->authors_any ? "any" : "members"));
 	json_object_set_new(j, "bots", json_boolean(a->bots));
@@ -2304,6 +2470,13 @@ automation_from_json(const json_t *j)
 	a->conc_key = json_enum(conc, "key", conc_key_names, CONC_THREAD, &bad);
 	a->on_busy = json_enum(conc, "on_busy", on_busy_names, BUSY_QUEUE, &bad);
 	a->report_thread = json_enum(j, "report", reports, 0, &bad) == 0;
+	if ((v = json_object_get(j, "report_to")) != NULL) {
+		if (json_is_array(v))
+			a->report_to = json_deep_copy(v);
+		else
+			bad = 1;
+	}
+	a->report_on = json_list_dup(json_object_get(j, "report_on"), &bad);
 	/* Snapshots from before "retry" existed say nothing: once, the default. */
 	a->retry_never = json_object_get(j, "retry") != NULL &&
 	    json_enum(j, "retry", retry_names, 0, &bad) == 1;

@@ -75,6 +75,15 @@ struct automation {
 	enum concurrency_key conc_key;
 	enum on_busy	  on_busy;
 	int		  report_thread;
+	/*
+	 * report's destinations besides the thread, each shaped as the event of
+	 * a thread there (report.c answers it like one): {"source": "slack",
+	 * "meta": {"channel"}}, {"source": "github", "repository", "meta":
+	 * {"number"}}, {"source": "linear", "meta": {"issue_id"}}, {"source":
+	 * "api", "meta": {"callback_url", "callback_secret"?}}. NULL: none.
+	 */
+	json_t		 *report_to;
+	char		**report_on;	/* the end states destinations hear of; NULL: every one */
 	int		  retry_never;	/* retry: never: an interrupted run is not queued again */
 	int		  authors_any;	/* authors: any */
 	int		  bots;
@@ -135,6 +144,15 @@ size_t			 automation_match(const struct automation_set *, const struct spur_even
  * NULL when it matches; else a string the caller frees.
  */
 char			*automation_why(const struct automation *, const struct spur_event *);
+
+/*
+ * Whether ev's author may start a run of a (its authors and bots, as matching
+ * checks them): thread commands act for the same people. 0 with why (if not
+ * NULL) when not.
+ */
+struct buf;
+int			 automation_allows(const struct automation *, const struct spur_event *,
+			     struct buf *why);
 
 /*
  * The automation as JSON: what a run keeps so a reload does not change it (everything

@@ -40,6 +40,7 @@ spur_event_free(struct spur_event *ev)
 	json_decref(ev->payload);
 	free(ev->payload_raw);
 	json_decref(ev->meta);
+	free(ev->reply);
 	free(ev);
 }
 

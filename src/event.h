@@ -40,6 +40,8 @@ struct spur_event {
 	 *  schedule: automation, scheduled_at
 	 */
 	json_t	*meta;
+	/* A thread command's answer (thread-cmd.c), for a source's own 200 (source->answer). */
+	char	*reply;
 };
 
 /* What every report spur posts carries, so that its own posts never start runs (bots: false). */

@@ -221,7 +221,7 @@ gconn_account(struct gconn *gc)
 		    &u.c);
 		g->spent_tokens += u.c.tokens;
 		g->spent_usd += u.cost_usd;
-		if (store_usage_add(g->store, &u) != 0)
+		if (g->store != NULL && store_usage_add(g->store, &u) != 0)
 			log_warn("event=gateway.usage_not_stored run=%s", g->run);
 		log_info("event=gateway.usage run=%s model=%s input=%llu output=%llu "
 		    "cache_read=%llu cache_write=%llu cost_usd=%.6f", g->run, log_q(model),
@@ -662,8 +662,8 @@ gateway_create(struct event_base *base, struct store *store, const char *run,
 	g->prefix = xstrdup(gs->prefix);
 	g->key = xstrdup(gs->key);
 	g->bearer = gs->bearer;
-	g->org = xstrdup(gs->org);
-	g->automation = xstrdup(gs->automation);
+	g->org = xstrdup(gs->org != NULL ? gs->org : "");
+	g->automation = xstrdup(gs->automation != NULL ? gs->automation : "");
 	g->budget = gs->budget;
 	if (gs->nprices > 0) {
 		size_t i;

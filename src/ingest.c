@@ -11,6 +11,7 @@
 #include "report.h"
 #include "serve.h"
 #include "store.h"
+#include "thread-cmd.h"
 
 #include <event2/event.h>
 #include <pthread.h>
@@ -290,7 +291,10 @@ ingest_prepare(struct ingest *in, const struct automation_set *set,
 	if (ev->id == NULL)
 		ev->id = time_id("evt_");
 	it->event = ev;
-	n = automation_match(set, ev, matches, INGEST_MAX_MATCHES);
+	/* A thread command is read before any automation: it never starts a run. */
+	it->command = thread_cmd_parse(ev);
+	n = it->command != THREAD_CMD_NONE ? 0 : automation_match(set, ev, matches,
+	    INGEST_MAX_MATCHES);
 	if (n == 0 && ev->unsigned_body) {
 		/* Anyone may send these: one that starts nothing keeps no payload to fill the disk. */
 		free(ev->payload_raw);
@@ -462,6 +466,8 @@ ingest_finish_batch(struct ingest *in, struct batch *d)
 			    it->nruns);
 			queued += it->nruns;
 			metrics_count(e->metrics, "events", 1);
+			if (it->command != THREAD_CMD_NONE)
+				thread_cmd_apply(e, ev, it->command);
 			if (it->nruns > 0 && it->ack_target != NULL)
 				acked = 1;
 		}

@@ -507,6 +507,41 @@ automation_is_member(const char *role)
 	    strcmp(role, "COLLABORATOR") == 0);
 }
 
+static int
+automation_authors_ok(const struct automation *a, const struct spur_event *ev, struct buf *why)
+{
+	if (a->authors_any || strcmp(ev->source, "github") != 0 ||
+	    automation_is_member(ev->actor.role))
+		return 1;
+	if (why != NULL)
+		buf_addf(why, "authors: actor role %s is not a member",
+		    ev->actor.role != NULL ? ev->actor.role : "NONE");
+	return 0;
+}
+
+static int
+automation_bots_ok(const struct automation *a, const struct spur_event *ev, struct buf *why)
+{
+	/* spur's own reports carry a marker: with a plain token they come from a user. */
+	if (!a->bots && ev->text != NULL && strstr(ev->text, EVENT_OWN_MARKER) != NULL) {
+		if (why != NULL)
+			buf_addf(why, "bots: the text is one of spur's own reports");
+		return 0;
+	}
+	if (a->bots || !ev->actor.bot)
+		return 1;
+	if (why != NULL)
+		buf_addf(why, "bots: actor %s is a bot", ev->actor.name != NULL ?
+		    ev->actor.name : "(unnamed)");
+	return 0;
+}
+
+int
+automation_allows(const struct automation *a, const struct spur_event *ev, struct buf *why)
+{
+	return automation_authors_ok(a, ev, why) && automation_bots_ok(a, ev, why);
+}
+
 /* Evaluates the automation's checks in YAML order; why (if not NULL) gets the first failure. */
 static int
 automation_eval(const struct automation *a, const struct spur_event *ev, struct buf *why)
@@ -526,26 +561,13 @@ automation_eval(const struct automation *a, const struct spur_event *ev, struct 
 				return 0;
 			break;
 		case TOP_AUTHORS:
-			if (a->authors_any || strcmp(ev->source, "github") != 0 ||
-			    automation_is_member(ev->actor.role))
-				break;
-			if (why != NULL)
-				buf_addf(why, "authors: actor role %s is not a member",
-				    ev->actor.role != NULL ? ev->actor.role : "NONE");
-			return 0;
-		case TOP_BOTS:
-			/* spur's own reports carry a marker: with a plain token they come from a user. */
-			if (!a->bots && ev->text != NULL && strstr(ev->text, EVENT_OWN_MARKER) != NULL) {
-				if (why != NULL)
-					buf_addf(why, "bots: the text is one of spur's own reports");
+			if (!automation_authors_ok(a, ev, why))
 				return 0;
-			}
-			if (a->bots || !ev->actor.bot)
-				break;
-			if (why != NULL)
-				buf_addf(why, "bots: actor %s is a bot", ev->actor.name != NULL ?
-				    ev->actor.name : "(unnamed)");
-			return 0;
+			break;
+		case TOP_BOTS:
+			if (!automation_bots_ok(a, ev, why))
+				return 0;
+			break;
 		}
 	}
 	return 1;

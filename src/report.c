@@ -47,8 +47,8 @@ report_cut(const char *s, size_t max, const char *more)
 static char *
 report_marker(const char *run, const char *kind)
 {
-	if (kind != NULL && strcmp(kind, "status") == 0)
-		return xprintf(REPORT_MARKER "%s:status -->", run);
+	if (kind != NULL && (strcmp(kind, "status") == 0 || strcmp(kind, "reply") == 0))
+		return xprintf(REPORT_MARKER "%s:%s -->", run, kind);
 	return xprintf(REPORT_MARKER "%s -->", run);
 }
 
@@ -457,8 +457,7 @@ report_target(const json_t *ev, const char **why)
 	return b->target(ev, why);
 }
 
-/* {public_url}/runs/RUN, or NULL without a public_url. */
-static char *
+char *
 report_link(struct engine *e, const char *run)
 {
 	size_t	 n;
@@ -500,6 +499,8 @@ report_status_text(const struct report_backend *b, const json_t *j, const char *
 	buf_init(&m, 0);
 	if (b->marker == REPORT_MARKER_HEAD)
 		buf_addf(&m, "%s\n", marker);
+	if (b->status_head != NULL)
+		b->status_head(json_object_get(j, "event"), &m);
 	buf_addf(&m, "%sspur%s · `%s` · ", bold, bold, automation != NULL ? automation : "?");
 	if (state == NULL || strcmp(state, "queued") == 0)
 		buf_addf(&m, "%squeued%s", bold, bold);
@@ -555,12 +556,13 @@ report_status_at(struct engine *e, const char *run, const char *posted, int64_t 
 	char		*link = NULL, *text = NULL, *body, *id = NULL, *next;
 	int64_t		 at;
 
-	if (!e->conf->report_progress || (j = store_run_json(e->store, run, 1)) == NULL)
+	if ((j = store_run_json(e->store, run, 1)) == NULL)
 		return;
 	ev = json_object_get(j, "event");
 	state = json_string_value(json_object_get(j, "state"));
 	b = report_backend_find(json_string_value(json_object_get(ev, "source")));
-	if (b == NULL || b->status_target == NULL || report_none(j) || state == NULL)
+	if (b == NULL || b->status_target == NULL || report_none(j) || state == NULL ||
+	    (!e->conf->report_progress && (b->opens_thread == NULL || !b->opens_thread(ev))))
 		goto out;
 	link = report_link(e, run);
 	text = report_status_text(b, j, run, link);
@@ -639,23 +641,73 @@ report_message_id(const json_t *report, const struct http_response *r)
 	return id;
 }
 
+/* What the caller of report_facts_fill frees. */
+struct report_owned {
+	char	*result;
+	char	*reason;
+	char	*link;
+	char	 usage[64];	/* "1.2M tokens, $3.40" */
+};
+
+/* The facts of a run's report from its row j (store_run_json), secrets cut out. */
+static void
+report_facts_fill(struct engine *e, const char *run, const json_t *j, struct report_facts *f,
+    struct report_owned *o)
+{
+	enum run_cause	 why;
+	const json_t	*u;
+
+	memset(f, 0, sizeof *f);
+	f->run = run;
+	f->automation = json_string_value(json_object_get(j, "automation"));
+	f->state = json_string_value(json_object_get(j, "state"));
+	f->reason = o->reason = report_scrub(e, json_string_value(json_object_get(j,
+	    "reason")));
+	if (run_cause_parse(json_string_value(json_object_get(j, "cause")), &why) == 0)
+		f->cause = run_cause_words(why);
+	f->retry_of = json_string_value(json_object_get(j, "retry_of"));
+	f->result = o->result = report_scrub(e, json_string_value(json_object_get(j,
+	    "result")));
+	f->proof = json_string_value(json_object_get(j, "proof"));
+	f->duration_ms = json_is_integer(json_object_get(j, "duration_ms")) ?
+	    json_integer_value(json_object_get(j, "duration_ms")) : -1;
+	f->link = o->link = report_link(e, run);
+	if ((u = json_object_get(j, "usage")) != NULL &&
+	    json_integer_value(json_object_get(u, "requests")) > 0) {
+		budget_words((uint64_t)json_integer_value(json_object_get(u, "tokens")),
+		    json_number_value(json_object_get(u, "cost_usd")), o->usage, sizeof o->usage);
+		f->usage = o->usage;
+	}
+	if (f->automation == NULL)
+		f->automation = "?";
+	if (f->state == NULL)
+		f->state = "?";
+}
+
+static void
+report_owned_free(struct report_owned *o)
+{
+	free(o->result);
+	free(o->reason);
+	free(o->link);
+}
+
 /* The run's report; in place of its status message unless alone (that edit failed). */
 static void
 report_run_end_(struct engine *e, const char *run, int alone)
 {
 	json_t			*j, *ev, *target = NULL, *aj, *none;
 	struct report_facts	 f;
-	enum run_cause		 why;
+	struct report_owned	 own;
 	const char		*nothread = NULL, *source;
 	const struct report_backend *b;
 	json_t			*st;
 	char			*id = NULL, *stext = NULL;
 	int64_t			 at;
 	int			 follows;
-	char			*result = NULL, *reason = NULL, *text = NULL, *body = NULL;
-	char			*link = NULL, words[64];
-	json_t			*u;
+	char			*text = NULL, *body = NULL, *link = NULL;
 
+	memset(&own, 0, sizeof own);
 	if ((j = store_run_json(e->store, run, 1)) == NULL)
 		return;
 	if (!alone && store_report_exists(e->store, run, "run_end"))
@@ -681,34 +733,14 @@ report_run_end_(struct engine *e, const char *run, int alone)
 		body = b->body(e, ev, run, "run_end", NULL);
 		goto store;
 	}
-	memset(&f, 0, sizeof f);
-	f.run = run;
-	f.automation = json_string_value(json_object_get(j, "automation"));
-	f.state = json_string_value(json_object_get(j, "state"));
-	f.reason = reason = report_scrub(e, json_string_value(json_object_get(j, "reason")));
-	if (run_cause_parse(json_string_value(json_object_get(j, "cause")), &why) == 0)
-		f.cause = run_cause_words(why);
-	f.retry_of = json_string_value(json_object_get(j, "retry_of"));
-	f.result = result = report_scrub(e, json_string_value(json_object_get(j, "result")));
-	f.proof = json_string_value(json_object_get(j, "proof"));
-	f.duration_ms = json_is_integer(json_object_get(j, "duration_ms")) ?
-	    json_integer_value(json_object_get(j, "duration_ms")) : -1;
-	f.link = link = report_link(e, run);
-	if ((u = json_object_get(j, "usage")) != NULL &&
-	    json_integer_value(json_object_get(u, "requests")) > 0) {
-		budget_words((uint64_t)json_integer_value(json_object_get(u, "tokens")),
-		    json_number_value(json_object_get(u, "cost_usd")), words, sizeof words);
-		f.usage = words;
-	}
-	if (f.automation == NULL)
-		f.automation = "?";
-	if (f.state == NULL)
-		f.state = "?";
+	report_facts_fill(e, run, j, &f, &own);
+	link = own.link;
 	text = report_format(source, &f, b->max);
 	if ((id = b->edit_target != NULL && !alone ? store_run_status(e->store, run, &at) :
 	    NULL) != NULL) {
 		st = b->status_target(ev, &nothread);
-		follows = st == NULL || !json_equal(st, target);
+		follows = st == NULL || !json_equal(st, target) ||
+		    (b->opens_thread != NULL && b->opens_thread(ev));
 		json_decref(st);
 		if (!follows) {
 			/* The report takes the status message's place. */
@@ -728,19 +760,77 @@ store:
 out:
 	free(id);
 	free(stext);
-	free(result);
-	free(reason);
+	report_owned_free(&own);
 	free(text);
 	free(body);
-	free(link);
 	json_decref(target);
 	json_decref(j);
+}
+
+/*
+ * The run's end told where its automation's report names besides the thread
+ * (report_to; each shaped as the event of a thread there, answered as one),
+ * when report_on lets its state through. Each is a report of its own (kind
+ * dest:N), stored once, posted once, looked for like any other.
+ */
+static void
+report_destinations(struct engine *e, const char *run, const json_t *j)
+{
+	const json_t		*aj = json_object_get(j, "automation_config");
+	const json_t		*to = json_object_get(aj, "report_to"), *on, *d, *s;
+	const char		*state = json_string_value(json_object_get(j, "state"));
+	const char		*org = json_string_value(json_object_get(j, "org")), *why;
+	const struct report_backend *b;
+	struct report_facts	 f;
+	struct report_owned	 own;
+	size_t			 i, k;
+	json_t			*ev, *target;
+	char			*kind, *text, *body;
+	int			 heard;
+
+	if (!json_is_array(to) || state == NULL || org == NULL)
+		return;
+	if (json_is_array((on = json_object_get(aj, "report_on")))) {
+		heard = 0;
+		json_array_foreach(on, k, s)
+			heard |= json_is_string(s) && strcmp(json_string_value(s), state) == 0;
+		if (!heard)
+			return;
+	}
+	report_facts_fill(e, run, j, &f, &own);
+	json_array_foreach(to, i, d) {
+		kind = xprintf("dest:%zu", i);
+		ev = json_deep_copy(d);
+		json_object_set_new(ev, "org", json_string(org));
+		b = report_backend_find(json_string_value(json_object_get(ev, "source")));
+		target = b != NULL && b->target != NULL ? b->target(ev, &why) : NULL;
+		if (target != NULL && !store_report_exists(e->store, run, kind)) {
+			text = b->max > 0 ? report_format(b->name, &f, b->max) : NULL;
+			body = b->body(e, ev, run, kind, text);
+			if (store_report_add(e->store, run, kind, target, body) == 0)
+				log_info("event=report.stored run=%s kind=%s source=%s", run,
+				    kind, b->name);
+			free(text);
+			free(body);
+		}
+		json_decref(target);
+		json_decref(ev);
+		free(kind);
+	}
+	outbox_kick(e->outbox);
+	report_owned_free(&own);
 }
 
 void
 report_run_end(struct engine *e, const char *run)
 {
+	json_t	*j;
+
 	report_run_end_(e, run, 0);
+	if ((j = store_run_json(e->store, run, 1)) != NULL) {
+		report_destinations(e, run, j);
+		json_decref(j);
+	}
 }
 
 void
@@ -753,4 +843,57 @@ report_edit_given_up(struct engine *e, const json_t *report)
 	if (run != NULL && kind != NULL && strcmp(kind, "run_end") == 0 &&
 	    json_is_true(json_path(report, "target.edit")))
 		report_run_end_(e, run, 1);
+}
+
+char *
+report_run_ref(struct engine *e, const char *source, const char *run)
+{
+	const struct report_backend *b = report_backend_find(source);
+	char		*link = report_link(e, run), *ref;
+
+	if (link == NULL)
+		ref = xprintf("`%s`", run);
+	else if (b != NULL && b->mrkdwn)
+		ref = xprintf("<%s|%s>", link, run);
+	else
+		ref = xprintf("[%s](%s)", run, link);
+	free(link);
+	return ref;
+}
+
+void
+report_reply(struct engine *e, const struct spur_event *ev, const char *text)
+{
+	const struct report_backend *b = report_backend_find(ev->source);
+	json_t		*evj, *target;
+	const char	*why;
+	char		*marker, *msg, *body;
+
+	if (b == NULL || b->target == NULL || b->max == 0)
+		return;
+	evj = spur_event_head_json(ev);
+	if ((target = b->target(evj, &why)) == NULL) {
+		json_decref(evj);
+		return;
+	}
+	marker = report_marker(ev->id, "reply");
+	msg = xprintf("%s%s%s%s", b->marker == REPORT_MARKER_HEAD ? marker : "",
+	    b->marker == REPORT_MARKER_HEAD ? "\n" : "", text,
+	    b->marker == REPORT_MARKER_TAIL ? "\n\n" : "");
+	if (b->marker == REPORT_MARKER_TAIL) {
+		body = xprintf("%s%s", msg, marker);
+		free(msg);
+		msg = body;
+	}
+	body = b->body(e, evj, ev->id, "reply", msg);
+	if (store_report_add(e->store, ev->id, "reply", target, body) == 0) {
+		log_info("event=report.stored event_id=%s kind=reply source=%s", ev->id,
+		    b->name);
+		outbox_kick(e->outbox);
+	}
+	free(body);
+	free(msg);
+	free(marker);
+	json_decref(target);
+	json_decref(evj);
 }

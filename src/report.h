@@ -51,6 +51,7 @@ void	 report_run_end(struct engine *, const char *run);
  */
 #define REPORT_EDIT_MS		10000
 #define REPORT_SLACK_STATUS	"spur_status"
+#define REPORT_SLACK_REPLY	"spur_reply"	/* a thread command's answer */
 void	 report_status(struct engine *, const char *run);
 void	 report_status_posted(struct engine *, const char *run, const char *id);
 /* An edit of a running run's status was sent: the next, REPORT_REFRESH_MS on, tells its time. */
@@ -60,6 +61,17 @@ void	 report_status_edited(struct engine *, const char *run);
 void	 report_edit_given_up(struct engine *, const json_t *report);
 /* The id of the message a sent report of kind status posted, from the API's answer. */
 char	*report_message_id(const json_t *report, const struct http_response *);
+
+/*
+ * A short answer in ev's thread (a thread command's, thread-cmd.c): stored
+ * for the outbox under the event's id (kind reply), posted once like a
+ * report. Nothing where the event's system has no thread to answer.
+ */
+void	 report_reply(struct engine *, const struct spur_event *, const char *text);
+/* {public_url}/runs/RUN, or NULL without a public_url. */
+char	*report_link(struct engine *, const char *run);
+/* The run's id linked to its page in source's markup (`RUN` without a public_url). */
+char	*report_run_ref(struct engine *, const char *source, const char *run);
 
 /* What a run's report says, before it is fitted to one API. */
 struct report_facts {
@@ -173,6 +185,14 @@ struct report_backend {
 	char	*(*edit_body)(const json_t *ev, const char *run, const char *kind,
 		     const char *id, const char *text);
 	char	*(*message_id)(const json_t *answer_or_item);
+	/*
+	 * A thread spur opens itself (a Slack slash command has none): its status
+	 * message is posted whatever reports.progress says, opens with who asked
+	 * (status_head), and every later message of the run goes in its thread,
+	 * the report included (it follows the status message, never replaces it).
+	 */
+	int	 (*opens_thread)(const json_t *ev);
+	void	 (*status_head)(const json_t *ev, struct buf *);
 };
 extern const struct report_backend report_github, report_slack, report_linear, report_api;
 /* The backend of a source (github, slack, linear, api), or NULL. */

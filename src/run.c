@@ -136,3 +136,42 @@ run_interrupt(struct engine *e, const char *run, const char *reason)
 	automation_free(a);
 	json_decref(j);
 }
+
+int
+run_request_cancel(struct engine *e, const char *run, const char *reason)
+{
+	enum run_state	 st;
+
+	if (store_run_get_state(e->store, run, &st) != 0)
+		return -1;
+	if (run_state_terminal(st))
+		return 1;
+	if (store_run_request_cancel(e->store, run, reason) != 0)
+		return -1;
+	log_info("event=run.cancel_requested run=%s reason=%s", run, log_q(reason));
+	if (e->dispatch != NULL)
+		dispatch_apply_cancels(e->dispatch);
+	return 0;
+}
+
+char *
+run_retry(struct engine *e, const char *run, const char *who, char **cause)
+{
+	enum run_state	 st;
+	char		*id;
+
+	if (store_run_get_state(e->store, run, &st) != 0) {
+		xasprintf(cause, "no such run %s", run);
+		return NULL;
+	}
+	if (!run_state_terminal(st)) {
+		xasprintf(cause, "%s has not ended (%s)", run, run_state_name(st));
+		return NULL;
+	}
+	if ((id = store_run_retry(e->store, run, 0, cause)) == NULL)
+		return NULL;
+	log_info("event=run.queued run=%s retry_of=%s by=%s", id, run, log_q(who));
+	if (e->dispatch != NULL)
+		dispatch_kick(e->dispatch);
+	return id;
+}

@@ -24,6 +24,18 @@ void		 run_set_phase(struct engine *, const char *run, enum run_phase);
  * linked to it, and only that one's end is reported: the thread is told once.
  */
 void		 run_interrupt(struct engine *, const char *run, const char *reason);
+/*
+ * Asks for a live run's end, cancelled with reason: stored, then applied by
+ * dispatch (a queued run ends at once, a running one when its sandbox is
+ * gone). 0: asked; 1: the run had already ended; -1: no such run or the store
+ * failed.
+ */
+int		 run_request_cancel(struct engine *, const char *run, const char *reason);
+/*
+ * A new run of an ended run's event and automation, queued (who: for the log);
+ * its id, or NULL with cause (not ended, no such run, the store).
+ */
+char		*run_retry(struct engine *, const char *run, const char *who, char **cause);
 /* The cause in plain words, for reports: "the agent failed", ... */
 const char	*run_cause_words(enum run_cause);
 

@@ -356,7 +356,15 @@ hook_done_cb(enum ingest_status status, const struct spur_event *ev, json_t *run
 	struct buf	 b;
 	json_t		*id;
 	size_t		 i;
+	char		*own;
 
+	/* A system that shows the answer to a person words it itself (a Slack slash command). */
+	if ((status == INGEST_NEW || status == INGEST_DUPLICATE) && hr->src != NULL &&
+	    hr->src->answer != NULL && (own = hr->src->answer(ev, runs, status ==
+	    INGEST_DUPLICATE, hr->conf->public_url)) != NULL) {
+		hookreq_answer(hr, 200, "application/json", own);
+		return;
+	}
 	/* Ids are letters, digits and '_': nothing to escape. */
 	buf_init(&b, 0);
 	switch (status) {

@@ -23,6 +23,8 @@ callback_target(const json_t *ev, const char **why)
 {
 	const char	*org = json_string_value(json_object_get(ev, "org"));
 	const char	*url = json_string_value(json_path(ev, "meta.callback_url"));
+	const char	*secret = json_string_value(json_path(ev, "meta.callback_secret"));
+	json_t		*t;
 
 	if (org == NULL) {
 		*why = "the run's event is unreadable";
@@ -32,8 +34,12 @@ callback_target(const json_t *ev, const char **why)
 		*why = "the session has no callback_url (its runs are read through the API)";
 		return NULL;
 	}
-	return json_pack("{s:s,s:s,s:s,s:s}", "source", "api", "org", org, "method", "POST",
+	t = json_pack("{s:s,s:s,s:s,s:s}", "source", "api", "org", org, "method", "POST",
 	    "url", url);
+	/* A report destination may name the org's secret that signs it (its name only). */
+	if (secret != NULL)
+		json_object_set_new(t, "secret", json_string(secret));
+	return t;
 }
 
 char *
@@ -105,8 +111,10 @@ callback_request(struct engine *e, const json_t *report, const json_t *target, c
 	const char	*oname = json_string_value(json_object_get(target, "org"));
 	const char	*u = json_string_value(json_object_get(target, "url"));
 	const char	*body = json_string_value(json_object_get(report, "body"));
+	const char	*sname = json_string_value(json_object_get(target, "secret"));
 	struct org	*org = config_org(e->conf, oname);
-	char		*id, *sig, ts[32], **h;
+	struct secret	*key;
+	char		*id, *sig, ts[32], **h, *what;
 
 	if (org == NULL) {
 		xasprintf(cause, "the report's org is no longer configured");
@@ -116,21 +124,25 @@ callback_request(struct engine *e, const json_t *report, const json_t *target, c
 		xasprintf(cause, "the stored callback has no url or body");
 		return -1;
 	}
-	if (org->api == NULL || org->api->callback_secret == NULL) {
-		xasprintf(cause, "orgs.%s.api.callback_secret is not configured: the callback "
-		    "is not sent unsigned", oname);
+	what = sname != NULL ? xprintf("orgs.%s.secrets.%s", oname, sname) :
+	    xprintf("orgs.%s.api.callback_secret", oname);
+	key = sname != NULL ? org_secret(org, sname) : org->api != NULL ?
+	    org->api->callback_secret : NULL;
+	if (key == NULL) {
+		xasprintf(cause, "%s is not configured: the callback is not sent unsigned", what);
+		free(what);
 		return -1;
 	}
 	id = callback_id(report);
 	snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
-	if ((sig = callback_signature(org->api->callback_secret, id, ts, body, cause)) ==
-	    NULL) {
+	if ((sig = callback_signature(key, id, ts, body, cause)) == NULL) {
 		free(*cause);
-		xasprintf(cause, "orgs.%s.api.callback_secret is not whsec_ followed by base64",
-		    oname);
+		xasprintf(cause, "%s is not whsec_ followed by base64", what);
+		free(what);
 		free(id);
 		return -1;
 	}
+	free(what);
 	h = xcalloc(5, sizeof *h);
 	h[0] = xstrdup("Content-Type: application/json");
 	h[1] = xprintf("webhook-id: %s", id);

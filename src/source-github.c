@@ -40,7 +40,23 @@ static const struct github_shape {
 
 static void	github_handle(const struct source_req *, struct source_result *);
 
-const struct source source_github = { "github", github_handle };
+static const char *github_command_text(const struct spur_event *, int *);
+const struct source source_github = {
+	.name = "github",
+	.handle = github_handle,
+	.command_text = github_command_text,
+};
+
+/* A new comment on an issue, a pull request or a review thread can hold a thread command. */
+static const char *
+github_command_text(const struct spur_event *ev, int *bare)
+{
+	*bare = 0;
+	if (strcmp(ev->type, "issue_comment.created") != 0 &&
+	    strcmp(ev->type, "pull_request_review_comment.created") != 0)
+		return NULL;
+	return ev->text;
+}
 
 /* Why a request cannot be checked against a real secret, or NULL when it can. */
 static char *

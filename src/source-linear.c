@@ -16,7 +16,20 @@
 
 static void	linear_handle(const struct source_req *, struct source_result *);
 
-const struct source source_linear = { "linear", linear_handle };
+static const char *linear_command_text(const struct spur_event *, int *);
+const struct source source_linear = {
+	.name = "linear",
+	.handle = linear_handle,
+	.command_text = linear_command_text,
+};
+
+/* A new comment on an issue can hold a thread command. */
+static const char *
+linear_command_text(const struct spur_event *ev, int *bare)
+{
+	*bare = 0;
+	return strcmp(ev->type, "Comment.create") == 0 ? ev->text : NULL;
+}
 
 /* Why a request cannot be checked against a real secret, or NULL when it can. */
 static char *

@@ -4,7 +4,9 @@
 #include "event.h"
 #include "outbox.h"
 #include "report.h"
+#include "serve.h"
 #include "source.h"
+#include "store.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +17,16 @@
 
 static void	slack_handle(const struct source_req *, struct source_result *);
 
-const struct source source_slack = { "slack", slack_handle };
+static const char *slack_command_text(const struct spur_event *, int *);
+static void	slack_command_scope(const struct spur_event *, struct thread_scope *);
+static char	*slack_answer(const struct spur_event *, const json_t *, int, const char *);
+const struct source source_slack = {
+	.name = "slack",
+	.handle = slack_handle,
+	.command_text = slack_command_text,
+	.command_scope = slack_command_scope,
+	.answer = slack_answer,
+};
 
 /* Why a request cannot be checked against a real secret, or NULL when it can. */
 static char *
@@ -314,6 +325,101 @@ slack_handle(const struct source_req *req, struct source_result *res)
 	}
 }
 
+/* --- thread commands and slash commands' answers ------------------------------ */
+
+/*
+ * A mention of spur in a thread (`@spur cancel`, `@spur /retry`: Slack takes
+ * a message that opens with '/' for a slash command of its own) or a slash
+ * command's text (`/spur cancel`) can hold a thread command, with or without
+ * its '/'. The same mention also comes as a `message` event: only the
+ * app_mention one counts, so a command acts once. The mentions that open the
+ * text address spur, not the command.
+ */
+static const char *
+slack_command_text(const struct spur_event *ev, int *bare)
+{
+	const char	*t = ev->text, *close;
+
+	*bare = 1;
+	if (strcmp(ev->type, "slash_command") == 0)
+		return t;
+	if (strcmp(ev->type, "app_mention") != 0 || t == NULL ||
+	    spur_event_meta_str(ev, "thread_ts") == NULL)
+		return NULL;
+	for (;;) {
+		t += strspn(t, " \t\n");
+		if (strncmp(t, "<@", 2) != 0 || (close = strchr(t, '>')) == NULL)
+			return t;
+		t = close + 1;
+	}
+}
+
+/*
+ * A slash command's run is the latest that person asked for in the channel
+ * (slash commands and mentions alike); a reply's, under spur's own message
+ * there, the run whose status message that is (a slash command's thread).
+ */
+static void
+slack_command_scope(const struct spur_event *ev, struct thread_scope *scope)
+{
+	const char	*team = spur_event_meta_str(ev, "team");
+	const char	*channel = spur_event_meta_str(ev, "channel");
+	const char	*ts = spur_event_meta_str(ev, "thread_ts");
+
+	if (team == NULL || channel == NULL)
+		return;
+	scope->prefix = xprintf("slack:%s/%s/", team, channel);
+	if (strcmp(ev->type, "slash_command") == 0)
+		scope->actor = ev->actor.id != NULL ? xstrdup(ev->actor.id) : NULL;
+	else if (ts != NULL)
+		scope->status_msg = xstrdup(ts);
+}
+
+/*
+ * Slack shows a slash command's 200 to the person who typed it: a short
+ * ephemeral note (what started, with its link; a thread command's answer),
+ * never spur's JSON. Everyone else sees the run's message in the channel.
+ */
+static char *
+slack_answer(const struct spur_event *ev, const json_t *runs, int duplicate,
+    const char *public_url)
+{
+	struct buf	 b;
+	const json_t	*id;
+	json_t		*j;
+	size_t		 i, n;
+	char		*s;
+
+	if (strcmp(ev->type, "slash_command") != 0)
+		return NULL;
+	buf_init(&b, 0);
+	n = public_url != NULL ? strlen(public_url) : 0;
+	while (n > 0 && public_url[n - 1] == '/')
+		n--;
+	if (ev->reply != NULL)
+		buf_adds(&b, ev->reply);
+	else if (duplicate)
+		buf_adds(&b, "Already received: nothing new started.");
+	else if (json_array_size(runs) == 0)
+		buf_adds(&b, "No automation takes this command: nothing started.");
+	else {
+		buf_adds(&b, json_array_size(runs) == 1 ? "Started run" : "Started runs");
+		json_array_foreach(runs, i, id) {
+			if (n > 0)
+				buf_addf(&b, "%s <%.*s/runs/%s|%s>", i > 0 ? "," : "", (int)n,
+				    public_url, json_string_value(id), json_string_value(id));
+			else
+				buf_addf(&b, "%s `%s`", i > 0 ? "," : "", json_string_value(id));
+		}
+		buf_adds(&b, ": progress and the report follow in this channel.");
+	}
+	j = json_pack("{s:s,s:s}", "response_type", "ephemeral", "text", buf_cstr(&b));
+	s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	buf_free(&b);
+	return s;
+}
+
 /* --- reporting back: thread replies (chat.postMessage), the eyes reaction ------ */
 
 static json_t *
@@ -351,9 +457,52 @@ slack_report_ack(const json_t *ev, const char *run, json_t **target, char **body
 static json_t *
 slack_report_metadata(const char *run, const char *kind)
 {
-	return json_pack("{s:s,s:{s:s}}", "event_type", kind != NULL && strcmp(kind,
-	    "status") == 0 ? REPORT_SLACK_STATUS : REPORT_SLACK_EVENT, "event_payload", "run",
-	    run);
+	const char	*type = REPORT_SLACK_EVENT;
+
+	if (kind != NULL && strcmp(kind, "status") == 0)
+		type = REPORT_SLACK_STATUS;
+	else if (kind != NULL && strcmp(kind, "reply") == 0)
+		type = REPORT_SLACK_REPLY;
+	return json_pack("{s:s,s:{s:s}}", "event_type", type, "event_payload", "run", run);
+}
+
+/* A slash command has no message to answer under: spur opens the thread itself. */
+static int
+slack_opens_thread(const json_t *ev)
+{
+	const char	*type = json_string_value(json_object_get(ev, "type"));
+
+	return type != NULL && strcmp(type, "slash_command") == 0;
+}
+
+/* The visible message under which a slash command's run is told: who asked, and what. */
+static void
+slack_status_head(const json_t *ev, struct buf *b)
+{
+	const char	*who = json_string_value(json_path(ev, "actor.id"));
+	const char	*cmd = json_string_value(json_path(ev, "meta.command"));
+	const char	*text = json_string_value(json_object_get(ev, "text"));
+	char		*cut;
+
+	if (!slack_opens_thread(ev) || who == NULL)
+		return;
+	cut = report_cut(text != NULL ? text : "", 300, "…");
+	buf_addf(b, "<@%s> asked: `%s ", who, cmd != NULL ? cmd : "/spur");
+	for (text = cut; *text != '\0'; text++) {
+		/* The request as typed, inside one code span: mrkdwn's &, <, > and no backtick. */
+		if (*text == '&')
+			buf_adds(b, "&amp;");
+		else if (*text == '<')
+			buf_adds(b, "&lt;");
+		else if (*text == '>')
+			buf_adds(b, "&gt;");
+		else if (*text == '`' || *text == '\n')
+			buf_addc(b, *text == '`' ? '\'' : ' ');
+		else
+			buf_addc(b, *text);
+	}
+	buf_adds(b, "`\n");
+	free(cut);
 }
 
 static char *
@@ -362,15 +511,26 @@ slack_report_body(struct engine *e, const json_t *ev, const char *run, const cha
 {
 	const json_t	*meta = json_object_get(ev, "meta");
 	const char	*ts = json_string_value(json_object_get(meta, "thread_ts"));
+	const char	*who = json_string_value(json_path(ev, "actor.id"));
+	char		*opened = NULL, *mention = NULL;
+	int64_t		 at;
 	json_t		*j;
 	char		*s;
 
 	if (ts == NULL)
 		ts = json_string_value(json_object_get(meta, "ts"));
+	if (slack_opens_thread(ev) && strcmp(kind, "status") != 0) {
+		/* Under the status message that named the requester; the report names them again. */
+		ts = opened = store_run_status(e->store, run, &at);
+		if (strcmp(kind, "run_end") == 0 && who != NULL)
+			text = mention = xprintf("<@%s> %s", who, text);
+	}
 	j = json_pack("{s:s,s:s}", "channel", json_string_value(json_object_get(meta,
 	    "channel")), "text", text);
 	if (ts != NULL)
 		json_object_set_new(j, "thread_ts", json_string(ts));
+	free(opened);
+	free(mention);
 	json_object_set_new(j, "unfurl_links", json_false());
 	json_object_set_new(j, "metadata", slack_report_metadata(run, kind));
 	s = json_dumps(j, JSON_COMPACT);
@@ -479,8 +639,13 @@ slack_report_lookup_ours(const json_t *item, const char *run, const char *kind,
 	const char	*type = json_string_value(json_object_get(md, "event_type"));
 	const char	*r = json_string_value(json_path(md, "event_payload.run"));
 
-	return type != NULL && strcmp(type, strcmp(kind, "status") == 0 ?
-	    REPORT_SLACK_STATUS : REPORT_SLACK_EVENT) == 0 && r != NULL && strcmp(r, run) == 0;
+	const char	*want = REPORT_SLACK_EVENT;
+
+	if (strcmp(kind, "status") == 0)
+		want = REPORT_SLACK_STATUS;
+	else if (strcmp(kind, "reply") == 0)
+		want = REPORT_SLACK_REPLY;
+	return type != NULL && strcmp(type, want) == 0 && r != NULL && strcmp(r, run) == 0;
 }
 
 /* chat.update {channel, ts, text, metadata}: the message keeps its place in the thread. */
@@ -543,4 +708,6 @@ const struct report_backend report_slack = {
 	.edit_target = slack_report_edit_target,
 	.edit_body = slack_report_edit_body,
 	.message_id = slack_report_message_id,
+	.opens_thread = slack_opens_thread,
+	.status_head = slack_status_head,
 };

@@ -20,7 +20,7 @@
 
 static void	webhook_handle(const struct source_req *, struct source_result *);
 
-const struct source source_webhook = { "webhook", webhook_handle };
+const struct source source_webhook = { .name = "webhook", .handle = webhook_handle };
 
 /* Compares a base64 signature with want in constant time; -2 when it is not base64 of 32 bytes. */
 static int

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 struct config;
+struct json_t;
 struct org;
 struct spur_event;
 struct webhook_def;
@@ -46,9 +47,37 @@ struct source_result {
 	char			*cause;
 };
 
+/*
+ * Where a thread command's run is looked for when the command's own thread
+ * has none (thread-cmd.c): the latest run of the threads that start with
+ * prefix, asked by actor (a Slack slash command is a thread of its own), or
+ * whose status message is status_msg (a reply under spur's message).
+ */
+struct thread_scope {
+	char	*prefix;
+	char	*actor;
+	char	*status_msg;
+};
+
 struct source {
 	const char	*name;
 	void		(*handle)(const struct source_req *, struct source_result *);
+	/*
+	 * Thread commands (/cancel, /retry, thread-cmd.c): the text of ev after
+	 * what addresses spur (Slack's leading mention), or NULL when ev is not a
+	 * message in a thread; *bare: the command may come without its '/' (a
+	 * slash command's text: `/spur cancel`).
+	 */
+	const char	*(*command_text)(const struct spur_event *, int *bare);
+	/* Fills scope when the command's thread has no run of its own; NULL: nothing else. */
+	void		(*command_scope)(const struct spur_event *, struct thread_scope *);
+	/*
+	 * The body of a stored event's 200, when the system shows it to a person
+	 * (a Slack slash command's ephemeral note): what it started (runs, with
+	 * public_url for their links), or ev->reply. NULL: the JSON of ids.
+	 */
+	char		*(*answer)(const struct spur_event *, const struct json_t *runs,
+			    int duplicate, const char *public_url);
 };
 
 /* The source for a hook path segment: github, slack, linear, else the generic one. */

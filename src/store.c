@@ -1738,6 +1738,50 @@ store_thread_runs(struct store *st, const char *org, const char *thread)
 	return list;
 }
 
+char *
+store_thread_last_run(struct store *st, const char *org, const char *thread,
+    const char *prefix, const char *actor, const char *status_msg)
+{
+	sqlite3_stmt	*s;
+	char		*id = NULL, *end = NULL;
+	const char	*sql;
+
+	if (thread != NULL)
+		sql = "SELECT id FROM runs WHERE org = ?1 AND thread = ?2 ORDER BY rowid DESC "
+		    "LIMIT 1";
+	else if (actor != NULL)
+		sql = "SELECT r.id FROM runs r JOIN events e ON e.id = r.event WHERE r.org = ?1 "
+		    "AND r.thread >= ?3 AND r.thread < ?4 AND json_extract(e.json, "
+		    "'$.actor.id') = ?5 ORDER BY r.rowid DESC LIMIT 1";
+	else if (status_msg != NULL)
+		sql = "SELECT id FROM runs WHERE org = ?1 AND thread >= ?3 AND thread < ?4 AND "
+		    "status_msg = ?6 ORDER BY rowid DESC LIMIT 1";
+	else
+		return NULL;
+	if (thread == NULL && prefix == NULL)
+		return NULL;
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return NULL;
+	bind_text(s, 1, org);
+	if (thread != NULL)
+		bind_text(s, 2, thread);
+	else {
+		/* The threads under prefix: a range the runs_thread index walks. */
+		end = xprintf("%s\x7f", prefix);
+		bind_text(s, 3, prefix);
+		bind_text(s, 4, end);
+		if (actor != NULL)
+			bind_text(s, 5, actor);
+		else
+			bind_text(s, 6, status_msg);
+	}
+	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0) != NULL)
+		id = xstrdup((const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	free(end);
+	return id;
+}
+
 /* The ids of the runs an event started, in order. */
 json_t *
 store_event_runs(struct store *st, const char *event)

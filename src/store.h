@@ -50,6 +50,7 @@ struct ingest_item {
 	/* The reaction that says the event was accepted (runs[0]'s report), NULL: none. */
 	char		*ack_target;	/* JSON text */
 	char		*ack_body;
+	int		 command;	/* a thread command (enum thread_cmd): no runs, acted on once stored */
 	/* Where the payload is in the payload log, payload_seg 0: not there (in the row). */
 	int64_t		 payload_seg;
 	int64_t		 payload_off;
@@ -221,6 +222,13 @@ int		 store_api_session_end(struct store *, const char *org, const char *id,
 		     const char *reason);
 /* A thread's runs, oldest first (list shape). */
 json_t		*store_thread_runs(struct store *, const char *org, const char *thread);
+/*
+ * The latest run of a thread (thread-cmd.c), NULL: none; or, with prefix, of
+ * the threads under prefix that actor's events started (actor non-NULL) or
+ * whose status message is status_msg.
+ */
+char		*store_thread_last_run(struct store *, const char *org, const char *thread,
+		    const char *prefix, const char *actor, const char *status_msg);
 /* The ids of the runs an event started. */
 json_t		*store_event_runs(struct store *, const char *event);
 /* One page of an org's runs, newest first by commit order. */

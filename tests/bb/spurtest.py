@@ -4,6 +4,8 @@ import hashlib
 import hmac
 import base64
 import http.client
+import http.server
+import threading
 import json
 import os
 import re
@@ -483,3 +485,60 @@ def github_comment(body_text="/fix the tests", repo="acme/api", number=7, assoc=
 def grep_secrets(text):
     """The names of test secrets whose values appear in text."""
     return [k for k, v in SECRETS.items() if v in text]
+
+
+class Receiver(http.server.ThreadingHTTPServer):
+    """A local receiver of webhooks (callbacks, report destinations), serving in a thread:
+    records every POST (path, time, body, lowercased headers) in got; answer(path) gives
+    the status (200 when None)."""
+    daemon_threads = True
+
+    def __init__(self, answer=None):
+        super().__init__(("127.0.0.1", 0), _ReceiverHandler)
+        self.got = []
+        self.lock = threading.Lock()
+        self.answer = answer
+        self.url = "http://127.0.0.1:%d" % self.server_address[1]
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def by_path(self, p):
+        with self.lock:
+            return [g for g in self.got if g["path"] == p]
+
+
+class _ReceiverHandler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        srv = self.server
+        with srv.lock:
+            srv.got.append({"path": self.path, "at": time.time(), "body": body.decode("utf-8", "replace"),
+                            "headers": dict((k.lower(), v) for k, v in self.headers.items())})
+            status = srv.answer(self.path) if srv.answer else 200
+        self.send_response(status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *a):
+        pass
+
+
+VERIFY_JS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "verify.js")
+
+
+def have_std_verify():
+    """Why the official standardwebhooks client cannot check signatures here, or None."""
+    if shutil.which("node") is None:
+        return "node is not installed"
+    if not os.path.isdir(os.path.join(NODE_MODULES, "standardwebhooks")):
+        return "tests/node_modules has no standardwebhooks (npm ci in tests/)"
+    return None
+
+
+def std_verify(headers, body, secret):
+    """The payload the official standardwebhooks client verified, or (None, its complaint)."""
+    h = {k: headers.get(k) for k in ("webhook-id", "webhook-timestamp", "webhook-signature")}
+    p = subprocess.run(["node", VERIFY_JS, secret], input=json.dumps({"headers": h, "body": body}).encode(),
+                       capture_output=True, timeout=60)
+    if p.returncode != 0:
+        return None, p.stderr.decode()
+    return json.loads(p.stdout), None

@@ -1,22 +1,16 @@
 """API sessions' callback_url (SPEC 12): each run's end is POSTed through the outbox, signed with Standard Webhooks, checked with the official client."""
-import http.server
 import json
 import os
 import shutil
-import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, DEFAULT_ORGS, ASAN, NODE_MODULES  # noqa: E402
+from spurtest import require_sandboxes, Spur, Tap, DEFAULT_ORGS, ASAN, Receiver, std_verify, have_std_verify  # noqa: E402
 
 t = Tap()
-VERIFY_JS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "verify.js")
-if shutil.which("node") is None:
-    t.skip_all("node is not installed: the callbacks are checked with the official standardwebhooks client")
-if not os.path.isdir(os.path.join(NODE_MODULES, "standardwebhooks")):
-    t.skip_all("tests/node_modules has no standardwebhooks (npm ci in tests/)")
+if have_std_verify() is not None:
+    t.skip_all(have_std_verify() + ": the callbacks are checked with the official standardwebhooks client")
 require_sandboxes(t)
 
 SECRET = "whsec_" + "C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
@@ -33,52 +27,19 @@ CONF = ("sandbox:\n  memory: 0\n" if ASAN else "")
 ENV = {"T_CALLBACK_SECRET": SECRET}
 
 
-class Receiver(http.server.ThreadingHTTPServer):
-    """Records every POST; the path says how to answer: /ok 200, /flaky 500 then 200, /gone 410."""
-    daemon_threads = True
-
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), Handler)
-        self.got = []
-        self.lock = threading.Lock()
-        self.flaky_seen = 0
-
-    def by_path(self, p):
-        with self.lock:
-            return [g for g in self.got if g["path"] == p]
+flaky_seen = [0]
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n)
-        srv = self.server
-        with srv.lock:
-            srv.got.append({"path": self.path, "at": time.time(), "body": body.decode("utf-8", "replace"),
-                            "headers": dict((k.lower(), v) for k, v in self.headers.items())})
-            if self.path == "/flaky":
-                srv.flaky_seen += 1
-                status = 500 if srv.flaky_seen == 1 else 204
-            elif self.path == "/gone":
-                status = 410
-            else:
-                status = 200
-        self.send_response(status)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *a):
-        pass
+def answer(path):
+    """/ok 200, /flaky 500 then 204, /gone 410."""
+    if path == "/flaky":
+        flaky_seen[0] += 1
+        return 500 if flaky_seen[0] == 1 else 204
+    return 410 if path == "/gone" else 200
 
 
 def verify(headers, body, secret=SECRET):
-    """The payload the official client verified, or None (with its complaint)."""
-    h = {k: headers.get(k) for k in ("webhook-id", "webhook-timestamp", "webhook-signature")}
-    p = subprocess.run(["node", VERIFY_JS, secret], input=json.dumps({"headers": h, "body": body}).encode(),
-                       capture_output=True, timeout=60)
-    if p.returncode != 0:
-        return None, p.stderr.decode()
-    return json.loads(p.stdout), None
+    return std_verify(headers, body, secret)
 
 
 def keys_create(s):
@@ -98,9 +59,8 @@ def wait_for(cond, timeout=60):
     return cond()
 
 
-rcv = Receiver()
-threading.Thread(target=rcv.serve_forever, daemon=True).start()
-base = "http://127.0.0.1:%d" % rcv.server_address[1]
+rcv = Receiver(answer)
+base = rcv.url
 
 with Spur(CONF, orgs=ORGS, automations={"echo.yaml": ECHO}, env=ENV) as s:
     s.start()
