@@ -1138,9 +1138,7 @@
 				    h('pre', { class: 'json' }, pretty(ev.payload))) : null]) : null,
 			    section('Prompt', 'prompt-card', run.prompt !== null && run.prompt !== undefined ? promptView(run.prompt) :
 				h('p', { class: 'muted' }, 'Not built yet: the run has not started.')),
-			    run.usage ? section('Usage', 'usage', facts(Object.keys(run.usage).map(function (k) {
-				    return [k, typeof run.usage[k] === 'object' ? pretty(run.usage[k]) : String(run.usage[k])];
-			    }))) : null,
+			    run.usage ? section('Usage', 'usage', usageView(run.usage)) : null,
 			    section('Reports', 'reports', (run.reports || []).length ? table(['kind', 'state', 'attempts', 'error', 'created', 'sent'],
 				run.reports.map(function (r) {
 					return h('tr', null, h('td', null, r.kind), h('td', null, badge(r.state)), h('td', { class: 'num' }, r.attempts),
@@ -1162,6 +1160,21 @@
 				poll = null;
 			}
 		}
+	}
+
+	/* A run's model usage (SPEC 16): a row per model, then the run's total; tokens as each API reports them. */
+	function usageView(u) {
+		function usd(x) { return '$' + (x > 0 && x < 0.01 ? x.toFixed(4) : (x || 0).toFixed(2)); }
+		function row(name, m, total) {
+			return h('tr', total ? { class: 'total' } : null, h('td', null, name),
+			    ['requests', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'tokens'].map(function (k) {
+				    return h('td', { class: 'num' }, String(m[k] || 0));
+			    }), h('td', { class: 'num' }, usd(m.cost_usd)));
+		}
+		if (!u.requests)
+			return h('p', { class: 'muted', id: 'usage-none' }, 'No model requests yet.');
+		return table(['model', 'requests', 'input', 'output', 'cache read', 'cache write', 'tokens', 'cost'],
+		    (u.models || []).map(function (m) { return row(m.model, m, false); }).concat([row('total', u, true)]));
 	}
 
 	/* ---------- sessions ---------- */

@@ -3,8 +3,10 @@
  * the front that read the request, from the run's files and a read-only
  * store connection of its own: the engine's loop never waits on a reader.
  *
- * Each event's id is "hN.oB": N state changes and B bytes of output sent so
- * far, so Last-Event-ID resumes both exactly. The output is read from the log
+ * Each event's id is "hN.oB.uR": N state changes and B bytes of output sent
+ * so far, and the run's usage as of R model requests (a usage event is sent
+ * when more have been counted), so Last-Event-ID resumes all three exactly
+ * ("hN.oB", from before usage events, is read too). The output is read from the log
  * at the reader's pace: no more is read while API_EVENTS_HIGH bytes wait to be
  * taken, so a slow reader costs that much memory and loses nothing. A reader
  * that takes nothing for API_EVENTS_STALL_MS while that much waits is closed
@@ -44,6 +46,7 @@ struct api_stream {
 	int			 fd;
 	long long		 nstates;	/* state events sent */
 	long long		 off;		/* output bytes sent */
+	long long		 nusage;	/* requests of the last usage event sent */
 	int64_t			 last_write;
 	size_t			 owed;		/* unsent bytes at the last tick */
 	int64_t			 stuck_since;	/* when the reader last took something */
@@ -132,8 +135,8 @@ api_stream_send(struct api_stream *s, const char *type, json_t *data)
 	struct evbuffer	*out = evbuffer_new();
 	char		*d = json_dumps(data, JSON_COMPACT);
 
-	evbuffer_add_printf(out, "id: h%lld.o%lld\nevent: %s\ndata: %s\n\n", s->nstates,
-	    s->off, type, d);
+	evbuffer_add_printf(out, "id: h%lld.o%lld.u%lld\nevent: %s\ndata: %s\n\n", s->nstates,
+	    s->off, s->nusage, type, d);
 	evhttp_send_reply_chunk(s->req, out);
 	evbuffer_free(out);
 	free(d);
@@ -199,6 +202,39 @@ api_stream_output(struct api_stream *s)
 	return 1;
 }
 
+/* The front's read-only store, opened on first use; -1 when it cannot be. */
+static int
+api_stream_store(struct api_stream *s)
+{
+	char	*cause = NULL;
+
+	if (s->owner->st != NULL)
+		return 0;
+	if ((s->owner->st = store_open(s->owner->data_dir, 1, &cause)) == NULL) {
+		log_warn("event=api.events_store_failed error=%s", log_q(cause));
+		free(cause);
+		return -1;
+	}
+	return 0;
+}
+
+/* The run's usage, when more model requests were counted than the last usage event said. */
+static void
+api_stream_usage(struct api_stream *s)
+{
+	json_t		*u;
+	long long	 n;
+
+	if (api_stream_store(s) != 0)
+		return;
+	u = store_usage_json(s->owner->st, s->run);
+	if ((n = json_integer_value(json_object_get(u, "requests"))) > s->nusage) {
+		s->nusage = n;
+		api_stream_send(s, "usage", u);
+	} else
+		json_decref(u);
+}
+
 /* The state changes not sent yet; 1 when the last one sent is terminal. */
 static int
 api_stream_states(struct api_stream *s, int *terminal)
@@ -208,15 +244,8 @@ api_stream_states(struct api_stream *s, int *terminal)
 	enum run_state	 st;
 
 	*terminal = 0;
-	if (s->owner->st == NULL) {
-		char *cause = NULL;
-
-		if ((s->owner->st = store_open(s->owner->data_dir, 1, &cause)) == NULL) {
-			log_warn("event=api.events_store_failed error=%s", log_q(cause));
-			free(cause);
-			return -1;
-		}
-	}
+	if (api_stream_store(s) != 0)
+		return -1;
 	if ((hist = store_run_history(s->owner->st, s->run)) == NULL)
 		return -1;
 	json_array_foreach(hist, i, h) {
@@ -226,6 +255,9 @@ api_stream_states(struct api_stream *s, int *terminal)
 		if (run_state_parse(json_string_value(json_object_get(h, "state")), &st) == 0 &&
 		    run_state_terminal(st))
 			*terminal = 1;
+		/* StreamState says cause always: null before the end. */
+		if (json_object_get(h, "cause") == NULL)
+			json_object_set_new(h, "cause", json_null());
 		api_stream_send(s, "state", json_incref(h));
 	}
 	if (json_array_size(hist) > 0 && (long long)json_array_size(hist) <= s->nstates) {
@@ -258,6 +290,8 @@ api_stream_tick_cb(evutil_socket_t fd, short what, void *arg)
 	/* Output first, at the reader's pace: a terminal state is the stream's last event. */
 	while (more && api_stream_owed(s) < API_EVENTS_HIGH)
 		more = api_stream_output(s);
+	if (!more)
+		api_stream_usage(s);
 	if (!more && api_stream_states(s, &terminal) == 0 && terminal &&
 	    !api_stream_output(s)) {
 		/* What the agent wrote before it ended is sent before the end is. */
@@ -275,15 +309,19 @@ api_stream_tick_cb(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(s->tick, &tv);
 }
 
-/* "hN.oB" into its two counts; -1 when it is not one of ours. */
+/* "hN.oB.uR" (or "hN.oB") into its counts; -1 when it is not one of ours. */
 static int
-api_events_parse_id(const char *id, long long *n, long long *b)
+api_events_parse_id(const char *id, long long *n, long long *b, long long *r)
 {
 	char	 tail;
 
-	if (id == NULL || sscanf(id, "h%lld.o%lld%c", n, b, &tail) != 2 || *n < 0 || *b < 0)
+	*r = 0;
+	if (id == NULL || *id != 'h')
 		return -1;
-	return 0;
+	if (sscanf(id, "h%lld.o%lld.u%lld%c", n, b, r, &tail) != 3 &&
+	    (strstr(id, ".u") != NULL || sscanf(id, "h%lld.o%lld%c", n, b, &tail) != 2))
+		return -1;
+	return *n < 0 || *b < 0 || *r < 0 ? -1 : 0;
 }
 
 void
@@ -298,8 +336,8 @@ api_events_start(struct api_events *ae, struct evhttp_request *req, const char *
 	s->run = xstrdup(run);
 	s->log = run_log_path(ae->data_dir, run);
 	s->fd = -1;
-	if (api_events_parse_id(last_event_id, &s->nstates, &s->off) != 0)
-		s->nstates = s->off = 0;
+	if (api_events_parse_id(last_event_id, &s->nstates, &s->off, &s->nusage) != 0)
+		s->nstates = s->off = s->nusage = 0;
 	s->tick = evtimer_new(ae->base, api_stream_tick_cb, s);
 	LIST_INSERT_HEAD(&ae->streams, s, entry);
 	reqclock_on_close(ae->clock, req, api_stream_closed_cb, s);

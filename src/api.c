@@ -597,6 +597,32 @@ api_session_submit(struct api_ctx *c, const char *type, const struct automation 
 	ingest_submit(c->e->ingest, it, api_session_committed, c);
 }
 
+/*
+ * The automation a session's runs keep, with the session's budget (checked):
+ * each limit the tighter of the automation's and the session's.
+ */
+static struct automation *
+api_budgeted(const struct automation *a, const json_t *budget)
+{
+	json_t			*aj = automation_to_json(a), *b = json_object();
+	const json_t		*t = json_object_get(budget, "tokens");
+	const json_t		*u = json_object_get(budget, "usd");
+	struct automation	*out;
+
+	if (a->budget_tokens > 0 || t != NULL)
+		json_object_set_new(b, "tokens", json_integer(t == NULL ? a->budget_tokens :
+		    a->budget_tokens > 0 && a->budget_tokens < json_integer_value(t) ?
+		    a->budget_tokens : json_integer_value(t)));
+	if (a->budget_usd > 0 || u != NULL)
+		json_object_set_new(b, "usd", json_real(u == NULL ? a->budget_usd :
+		    a->budget_usd > 0 && a->budget_usd < json_number_value(u) ? a->budget_usd :
+		    json_number_value(u)));
+	json_object_set_new(aj, "budget", b);
+	out = automation_from_json(aj);
+	json_decref(aj);
+	return out;
+}
+
 static void
 api_session_create(struct api_ctx *c, const char *id, json_t *body)
 {
@@ -604,7 +630,7 @@ api_session_create(struct api_ctx *c, const char *id, json_t *body)
 	struct config		*conf = serve_config_ref(c->e, &set);
 	const struct org	*o = config_org(conf, c->org);
 	const struct automation	*named = NULL;
-	struct automation	*inline_a = NULL;
+	struct automation	*inline_a = NULL, *budgeted = NULL;
 	const char		*input, *bad, *const *f;
 	json_t			*meta = json_object(), *v;
 	char			*s;
@@ -644,7 +670,8 @@ api_session_create(struct api_ctx *c, const char *id, json_t *body)
 	}
 	json_object_set(meta, "callback_url", v != NULL ? v : json_null());
 	if ((v = json_object_get(body, "budget")) != NULL) {
-		if (!json_is_object(v) || (bad = api_unknown_field(v, (const char *const[]){
+		if (!json_is_object(v) || json_object_size(v) == 0 ||
+		    (bad = api_unknown_field(v, (const char *const[]){
 		    "tokens", "usd", NULL })) != NULL ||
 		    (json_object_get(v, "tokens") != NULL && (!json_is_integer(json_object_get(v,
 		    "tokens")) || json_integer_value(json_object_get(v, "tokens")) < 1)) ||
@@ -687,9 +714,15 @@ api_session_create(struct api_ctx *c, const char *id, json_t *body)
 			goto out;
 	}
 	c->session = time_id("ses_");
-	api_session_submit(c, "session.created", named != NULL ? named : inline_a,
-	    named != NULL, input, meta, body);
+	if ((v = json_object_get(body, "budget")) != NULL &&
+	    (budgeted = api_budgeted(named != NULL ? named : inline_a, v)) == NULL) {
+		api_unavailable(c, "cannot apply the budget");
+		goto out;
+	}
+	api_session_submit(c, "session.created", budgeted != NULL ? budgeted : named != NULL ?
+	    named : inline_a, named != NULL, input, meta, body);
 out:
+	automation_free(budgeted);
 	automation_free(inline_a);
 	json_decref(meta);
 	automation_set_unref(set);

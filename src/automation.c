@@ -1,6 +1,7 @@
 /* automation.c: loading and validating the automations directory (SPEC section 4), and an automation as JSON for runs. */
 #include "spur.h"
 #include "automation.h"
+#include "budget.h"
 #include "conf.h"
 #include "cron.h"
 #include "env.h"
@@ -42,7 +43,7 @@ struct aload {
 static const char *const top_keys[] = {
 	"name", "org", "on", "agent", "model", "command", "prompt", "repository", "proof",
 	"artifacts", "secrets", "network", "timeout", "concurrency", "report", "authors",
-	"bots", "retry", "repositories", "environment", "pull_request", NULL
+	"bots", "retry", "repositories", "environment", "pull_request", "budget", NULL
 };
 /* repository as a mapping: what of the event chooses it. */
 static const char *const repo_map_keys[] = { "slack", "linear", "text", "default", NULL };
@@ -70,6 +71,7 @@ static const char *const secret_keys[] = { "secret", NULL };
 static const char *const network_keys[] = { "allow", NULL };
 static const char *const pull_request_keys[] = { "draft", "reviewers", "labels", NULL };
 static const char *const environment_keys[] = { "setup", "cache", "rootfs", NULL };
+static const char *const budget_keys[] = { "tokens", "usd", NULL };
 static const char *const setup_keys[] = { "script", "run", "network", "timeout", NULL };
 static const char *const concurrency_keys[] = { "key", "on_busy", NULL };
 static const char *const where_ops[] = { "equals", "in", "match", "exists", "not", NULL };
@@ -1432,6 +1434,30 @@ automation_env_parse(const struct ynode *v, const char *file, const char *what,
 	return 0;
 }
 
+/* budget: {tokens: N, usd: X}, at least one, each positive (SPEC section 16). */
+static void
+parse_budget(struct aload *l, const struct ynode *v, struct automation *a)
+{
+	const struct ynode	*n;
+
+	if (map_check(l, v, "budget", budget_keys) != 0)
+		return;
+	if (v->n == 0) {
+		yerrs_node(l->errs, l->file, v, "\"budget\" needs tokens, usd or both");
+		return;
+	}
+	if ((n = ymap_get(v, "tokens")) != NULL && (n->type != YNODE_SCALAR || !n->plain ||
+	    budget_tokens_parse(n->value, &a->budget_tokens) != 0))
+		yerrs_node(l->errs, l->file, n, "\"budget.tokens\" must be a positive whole "
+		    "number of tokens, not %s", n->type == YNODE_SCALAR ? n->value :
+		    ynode_type_name(n));
+	if ((n = ymap_get(v, "usd")) != NULL && (n->type != YNODE_SCALAR || !n->plain ||
+	    budget_usd_parse(n->value, &a->budget_usd) != 0))
+		yerrs_node(l->errs, l->file, n, "\"budget.usd\" must be a positive number of "
+		    "US dollars (e.g. 2.50), not %s", n->type == YNODE_SCALAR ? n->value :
+		    ynode_type_name(n));
+}
+
 /* A report destination, shaped as the event of a thread there (see automation.h). */
 static void
 report_dest_add(struct aload *l, json_t *dest)
@@ -1738,6 +1764,8 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 		a->checks[a->nchecks++] = TOP_BOTS;
 	} else if (strcmp(key, "environment") == 0)
 		parse_environment(l, v, key, &a->env);
+	else if (strcmp(key, "budget") == 0)
+		parse_budget(l, v, a);
 }
 
 /* "a, b", the configured orgs, for a message about an org that is not one. */
@@ -2288,6 +2316,15 @@ automation_to_json(const struct automation *a)
 		    a->pull_request.draft, "reviewers", json_str_list(a->pull_request.reviewers),
 		    "labels", json_str_list(a->pull_request.labels)));
 	json_object_set_new(j, "timeout", json_integer(a->timeout));
+	if (a->budget_tokens > 0 || a->budget_usd > 0) {
+		json_object_set_new(j, "budget", json_object());
+		if (a->budget_tokens > 0)
+			json_object_set_new(json_object_get(j, "budget"), "tokens",
+			    json_integer(a->budget_tokens));
+		if (a->budget_usd > 0)
+			json_object_set_new(json_object_get(j, "budget"), "usd",
+			    json_real(a->budget_usd));
+	}
 	json_object_set_new(j, "concurrency", json_pack("{s:s,s:s}",
 	    "key", conc_key_names[a->conc_key], "on_busy", on_busy_names[a->on_busy]));
 	json_object_set_new(j, "report", json_string(a->report_thread ? "thread" : "none"));
@@ -2461,6 +2498,14 @@ automation_from_json(const json_t *j)
 			bad = 1;
 		else
 			a->timeout = json_integer_value(v);
+	}
+	if ((v = json_object_get(j, "budget")) != NULL) {
+		if (!json_is_object(v))
+			bad = 1;
+		else if (json_is_integer(json_object_get(v, "tokens")))
+			a->budget_tokens = json_integer_value(json_object_get(v, "tokens"));
+		if (json_is_number(json_object_get(v, "usd")))
+			a->budget_usd = json_number_value(json_object_get(v, "usd"));
 	}
 	conc = json_object_get(j, "concurrency");
 	a->conc_key = json_enum(conc, "key", conc_key_names, CONC_THREAD, &bad);

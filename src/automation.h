@@ -70,6 +70,8 @@ struct automation {
 		char	**labels;	/* NULL-terminated, NULL: none */
 	} pull_request;			/* pull_request: how a proof: pull_request PR opens */
 	long long	  timeout;	/* seconds, 0: the config's */
+	long long	  budget_tokens;	/* budget.tokens, per run; 0: none */
+	double		  budget_usd;	/* budget.usd, per run; 0: none */
 	enum concurrency_key conc_key;
 	enum on_busy	  on_busy;
 	int		  report_thread;

@@ -139,6 +139,29 @@ cmd_runs(const struct cmd *c, int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* The run's usage (SPEC section 16): totals, then a line per model. */
+static void
+cmd_print_usage(const json_t *u)
+{
+	const json_t	*m;
+	size_t		 i;
+
+#define USAGE_LINE(j) (long long)json_integer_value(json_object_get(j, "requests")), \
+	(long long)json_integer_value(json_object_get(j, "input_tokens")), \
+	(long long)json_integer_value(json_object_get(j, "output_tokens")), \
+	(long long)json_integer_value(json_object_get(j, "cache_read_tokens")), \
+	(long long)json_integer_value(json_object_get(j, "cache_write_tokens")), \
+	(long long)json_integer_value(json_object_get(j, "tokens")), \
+	json_number_value(json_object_get(j, "cost_usd"))
+	printf("\nusage:\n  requests=%lld input=%lld output=%lld cache_read=%lld "
+	    "cache_write=%lld tokens=%lld cost=$%.4f\n", USAGE_LINE(u));
+	json_array_foreach(json_object_get(u, "models"), i, m)
+		printf("  %s: requests=%lld input=%lld output=%lld cache_read=%lld "
+		    "cache_write=%lld tokens=%lld cost=$%.4f\n", jstr(m, "model"),
+		    USAGE_LINE(m));
+#undef USAGE_LINE
+}
+
 int
 cmd_show(const struct cmd *c, int argc, char **argv)
 {
@@ -192,6 +215,7 @@ cmd_show(const struct cmd *c, int argc, char **argv)
 			printf("  %-10s %-10s attempts=%lld %s\n", jstr(h, "kind"),
 			    jstr(h, "state"), (long long)json_integer_value(
 			    json_object_get(h, "attempts")), jstr(h, "error"));
+		cmd_print_usage(json_object_get(r, "usage"));
 		printf("\nconnections:\n");
 		json_array_foreach(json_object_get(r, "connections"), i, h)
 			printf("  %s  %s:%lld %s in=%lld out=%lld\n", jstr(h, "at"),

@@ -77,12 +77,18 @@ struct org {
 	struct env_conf		*environment;	/* the automations' default (env.h); NULL: none */
 	struct org_api		*api;		/* NULL when not configured */
 	struct org_console	*console;	/* NULL: no sign-in with GitHub for it */
+	double			 budget_usd_per_day;	/* orgs.NAME.budget; 0: none */
+	double			 budget_usd_per_month;
 };
 
+struct price;
+
 struct agent_conf {
-	char	 *name;
-	char	**command;	/* NULL-terminated argv, NULL: the agent's default */
-	char	 *api_url;	/* NULL: the vendor's */
+	char		 *name;
+	char		**command;	/* NULL-terminated argv, NULL: the agent's default */
+	char		 *api_url;	/* NULL: the vendor's */
+	struct price	 *prices;	/* agents.NAME.prices, before the defaults (budget.h) */
+	size_t		  nprices;
 };
 
 enum sandbox_backend { SANDBOX_BWRAP, SANDBOX_NONE };

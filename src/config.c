@@ -1,6 +1,7 @@
 /* config.c: loads spur.yaml, checks every key, resolves secret references, reports all errors. */
 #include "spur.h"
 #include "automation.h"
+#include "budget.h"
 #include "conf.h"
 #include "github-app.h"
 #include "sandbox.h"
@@ -151,7 +152,10 @@ static const char *const limits_keys[] = { "body", "unsigned_body", "header", "h
 	"idle", "buffered", "request", "runs", "queue", "drain", NULL };
 static const char *const sandbox_keys[] = { "backend", "user", "timeout", "memory", "pids",
 	"output", "session_idle", "uids", "cache_size", NULL };
-static const char *const agent_keys[] = { "command", "api_url", NULL };
+static const char *const agent_keys[] = { "command", "api_url", "prices", NULL };
+static const char *const price_keys[] = { "input", "output", "cache_read", "cache_write",
+	NULL };
+static const char *const budget_keys[] = { "usd_per_day", "usd_per_month", NULL };
 static const char *const github_keys[] = { "webhook_secret", "token", "app_id",
 	"private_key", "api_url", "git_url", NULL };
 static const char *const slack_keys[] = { "signing_secret", "bot_token", "api_url", NULL };
@@ -160,7 +164,7 @@ static const char *const api_keys[] = { "callback_secret", "repositories", NULL 
 static const char *const console_keys[] = { "github_client_id", "github_client_secret",
 	"github_org", "teams", "github_url", NULL };
 static const char *const org_keys[] = { "github", "slack", "linear", "agents", "secrets",
-	"environment", "api", "console", NULL };
+	"environment", "api", "console", "budget", NULL };
 static const char *const org_agent_keys[] = { "api_key", NULL };
 static const char *const retention_keys[] = { "events", "run_files", NULL };
 static const char *const git_keys[] = { "author_name", "author_email", NULL };
@@ -493,6 +497,109 @@ cfg_argv(struct cfgctx *c, const struct ynode *n, const char *what)
 	return argv;
 }
 
+/* A dollar amount: a positive number. */
+static void
+cfg_usd(struct cfgctx *c, const struct ynode *n, const char *what, double *out)
+{
+	const char	*s;
+
+	if ((s = cfg_scalar(c, n, what)) == NULL)
+		return;
+	if (!n->plain || budget_usd_parse(s, out) != 0)
+		cfg_error(c, n, "\"%s\" must be a positive number of US dollars (e.g. 2.50)",
+		    what);
+}
+
+/*
+ * agents.NAME.prices: {MODEL: {input, output, cache_read, cache_write}}, USD
+ * per million tokens; input and output required, cache_read defaulting to a
+ * tenth of input, cache_write to 1.25 times it (Anthropic's rule).
+ */
+static void
+cfg_prices(struct cfgctx *c, struct agent_conf *ac, const struct ynode *m)
+{
+	char		 what[512];
+	size_t		 i, j;
+	double		 v[4];
+	int		 have[4];
+
+	snprintf(what, sizeof what, "agents.%s.prices", ac->name);
+	if (!cfg_is_map(c, m, what))
+		return;
+	ac->prices = xcalloc(m->n, sizeof *ac->prices);
+	for (i = 0; i < m->n; i++) {
+		const char		*model = ymap_key(m, i);
+		const struct ynode	*p = ymap_value(m, i);
+		struct price		*pr;
+
+		snprintf(what, sizeof what, "agents.%s.prices.%s", ac->name, model);
+		if (*model == '\0' || strlen(model) > USAGE_MODEL_MAX) {
+			cfg_error(c, m->items[2 * i], "\"%s\": not a model name", what);
+			continue;
+		}
+		if (!cfg_is_map(c, p, what))
+			continue;
+		memset(have, 0, sizeof have);
+		memset(v, 0, sizeof v);
+		for (j = 0; j < p->n; j++) {
+			const char	*k = ymap_key(p, j);
+			const struct ynode *n = ymap_value(p, j);
+			size_t		 f;
+			const char	*s;
+
+			for (f = 0; price_keys[f] != NULL && strcmp(price_keys[f], k) != 0; f++)
+				;
+			if (price_keys[f] == NULL) {
+				cfg_unknown(c, p, j, what, price_keys);
+				continue;
+			}
+			s = cfg_scalar(c, n, what);
+			/* A price may be 0 (a free model); never negative. */
+			if (s != NULL && n->plain && strcmp(s, "0") == 0)
+				v[f] = 0, have[f] = 1;
+			else if (s != NULL && n->plain && budget_usd_parse(s, &v[f]) == 0)
+				have[f] = 1;
+			else if (s != NULL)
+				cfg_error(c, n, "\"%s.%s\" must be a number of US dollars per "
+				    "million tokens", what, k);
+		}
+		if (!have[0] || !have[1]) {
+			cfg_error(c, p, "\"%s\" needs input and output (US dollars per million "
+			    "tokens)", what);
+			continue;
+		}
+		pr = &ac->prices[ac->nprices++];
+		pr->model = xstrdup(model);
+		pr->input = v[0];
+		pr->output = v[1];
+		pr->cache_read = have[2] ? v[2] : v[0] / 10;
+		pr->cache_write = have[3] ? v[3] : v[0] * 1.25;
+	}
+}
+
+/* orgs.NAME.budget: {usd_per_day, usd_per_month}. */
+static void
+cfg_org_budget(struct cfgctx *c, struct org *o, const struct ynode *m)
+{
+	char	 what[256];
+	size_t	 i;
+
+	snprintf(what, sizeof what, "orgs.%s.budget", o->name);
+	if (!cfg_is_map(c, m, what))
+		return;
+	for (i = 0; i < m->n; i++) {
+		const char *k = ymap_key(m, i);
+
+		snprintf(what, sizeof what, "orgs.%s.budget.%s", o->name, k);
+		if (strcmp(k, "usd_per_day") == 0)
+			cfg_usd(c, ymap_value(m, i), what, &o->budget_usd_per_day);
+		else if (strcmp(k, "usd_per_month") == 0)
+			cfg_usd(c, ymap_value(m, i), what, &o->budget_usd_per_month);
+		else
+			cfg_unknown(c, m, i, "budget", budget_keys);
+	}
+}
+
 static void
 cfg_agents(struct cfgctx *c, struct config *cf, const struct ynode *m)
 {
@@ -525,6 +632,8 @@ cfg_agents(struct cfgctx *c, struct config *cf, const struct ynode *m)
 				ac->command = cfg_argv(c, ymap_value(a, j), what);
 			else if (strcmp(k, "api_url") == 0)
 				cfg_url(c, ymap_value(a, j), what, &ac->api_url);
+			else if (strcmp(k, "prices") == 0)
+				cfg_prices(c, ac, ymap_value(a, j));
 			else
 				cfg_unknown(c, a, j, NULL, agent_keys);
 		}
@@ -934,6 +1043,8 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 				cfg_org_api(c, org, n);
 			else if (strcmp(k, "console") == 0)
 				cfg_org_console(c, org, n);
+			else if (strcmp(k, "budget") == 0)
+				cfg_org_budget(c, org, n);
 			else
 				cfg_unknown(c, o, j, name, org_keys);
 		}
@@ -1357,6 +1468,9 @@ config_free(struct config *cf)
 			free(cf->agents[i].command[j]);
 		free(cf->agents[i].command);
 		free(cf->agents[i].api_url);
+		for (j = 0; j < cf->agents[i].nprices; j++)
+			free(cf->agents[i].prices[j].model);
+		free(cf->agents[i].prices);
 	}
 	free(cf->agents);
 	secret_free(cf->secrets_key);

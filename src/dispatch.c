@@ -549,6 +549,7 @@ drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 	enum run_state		 state;
 	enum run_cause		 why;
 	char			*reason = NULL, *missing, *proof = NULL, *cause = NULL;
+	const char		*spent;
 	int			 clean = x->status == 0 && x->signal == 0 && !x->timed_out &&
 				     !x->output_exceeded && !x->cancelled;
 
@@ -561,6 +562,11 @@ drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 		state = RUN_TIMED_OUT;
 		why = CAUSE_TIMEOUT;
 		reason = xstrdup(x->cause != NULL ? x->cause : "timed out");
+	} else if ((spent = egress_budget_stopped(r->egress)) != NULL) {
+		/* However the agent took the refusal, its run was stopped by its budget. */
+		state = RUN_FAILED;
+		why = CAUSE_BUDGET;
+		reason = xprintf("budget: %s", spent);
 	} else if (x->output_exceeded) {
 		state = RUN_FAILED;
 		why = CAUSE_AGENT_ERROR;
@@ -927,6 +933,21 @@ drun_repo_cb(int ok, const char *cause, void *arg)
 }
 
 /* Starts one queued run; 1 if it started or ended, 0 if it must wait (busy key). */
+/* Why org may start no model run now (its daily or monthly budget is spent); NULL: it may. */
+static char *
+dispatch_org_budget(struct engine *e, const char *org)
+{
+	const struct org	*o = config_org(e->conf, org);
+	struct budget_limits	 b;
+
+	if (o == NULL)
+		return NULL;
+	memset(&b, 0, sizeof b);
+	b.org_usd_per_day = o->budget_usd_per_day;
+	b.org_usd_per_month = o->budget_usd_per_month;
+	return budget_org_spent(e->store, org, &b);
+}
+
 static int
 dispatch_start(struct dispatch *d, const char *id)
 {
@@ -935,7 +956,7 @@ dispatch_start(struct dispatch *d, const char *id)
 	json_t			*j, *evj;
 	struct spur_event	*ev;
 	const char		*s;
-	char			*cause = NULL, *logpath, *rundir;
+	char			*cause = NULL, *logpath, *rundir, *reason;
 	int			 rc;
 
 	if ((j = store_run_json(e->store, id, 1)) == NULL)
@@ -988,6 +1009,13 @@ dispatch_start(struct dispatch *d, const char *id)
 		json_decref(j);
 		drun_free(r);
 		return 0;
+	}
+	/* An org whose budget is spent starts no model agent: it ends before any sandbox. */
+	if (r->a->agent != AGENT_COMMAND && (cause = dispatch_org_budget(e, r->org)) != NULL) {
+		reason = xprintf("budget: %s", cause);
+		run_set_state(e, id, RUN_FAILED, CAUSE_BUDGET, reason);
+		free(reason);
+		goto done;
 	}
 	/* The run's start (state, prompt, session) is one commit. */
 	store_tx_begin(e->store, NULL);

@@ -570,6 +570,16 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 		gs.prefix = ag->prefix;
 		gs.key = key->value;
 		gs.bearer = ag->bearer;
+		gs.org = org_name;
+		gs.automation = a->name;
+		if (ac != NULL) {
+			gs.prices = ac->prices;
+			gs.nprices = ac->nprices;
+		}
+		gs.budget.tokens = a->budget_tokens;
+		gs.budget.usd = a->budget_usd;
+		gs.budget.org_usd_per_day = org->budget_usd_per_day;
+		gs.budget.org_usd_per_month = org->budget_usd_per_month;
 		path = bwrap ? path_join(eg->dir, "gateway.sock") : NULL;
 		eg->gateway = gateway_create(e->base, e->store, run, &gs, path, &gport, cause);
 		free(path);
@@ -637,6 +647,12 @@ egress_verdict(const struct egress *eg)
 		return EGRESS_OK;
 	return egress_judge(eg->gateway != NULL ? gateway_tally(eg->gateway) : NULL,
 	    eg->proxy != NULL ? proxy_refused(eg->proxy) : 0);
+}
+
+const char *
+egress_budget_stopped(const struct egress *eg)
+{
+	return eg != NULL && eg->gateway != NULL ? gateway_stopped(eg->gateway) : NULL;
 }
 
 void

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "budget.h"
 #include "lpause.h"
 
 struct engine;
@@ -52,6 +53,8 @@ int	 egress_model_api(const struct config *, const char *agent, const char **ups
 
 /* What the run's model API said: the cause of a run that failed because of it. */
 enum egress_verdict { EGRESS_OK, EGRESS_MODEL_AUTH, EGRESS_MODEL_QUOTA, EGRESS_DENIED };
+/* Why the run's budget stopped its model requests (gateway_stopped); NULL: it did not. */
+const char	*egress_budget_stopped(const struct egress *);
 /*
  * MODEL_AUTH when the model API refused the key (401/403) and the agent got no
  * successful answer after it; MODEL_QUOTA when its last answers were 429/529
@@ -171,6 +174,11 @@ struct gateway_spec {
 	const char	*prefix;	/* path prefix of the in-sandbox base URL, dropped */
 	const char	*key;		/* the org's credential */
 	int		 bearer;	/* no credential header came: Authorization, else x-api-key */
+	const char	*org;		/* whose usage it is (SPEC section 16) */
+	const char	*automation;
+	const struct price *prices;	/* agents.NAME.prices (budget.h), copied */
+	size_t		 nprices;
+	struct budget_limits budget;	/* the run's and its org's */
 };
 /*
  * A request's origin-form target as it goes upstream: unreserved characters
@@ -190,6 +198,8 @@ struct gateway_tally {
 /* Counts one answer of the API; 1 when it is the first refusal of the key. */
 int		 gateway_tally_add(struct gateway_tally *, long status);
 const struct gateway_tally *gateway_tally(const struct gateway *);
+/* Why the gateway refused the run a model request for its budget, in words; NULL: it did not. */
+const char	*gateway_stopped(const struct gateway *);
 /* egress_verdict's rule, from what the gateway (NULL: none) and the proxy saw. */
 enum egress_verdict egress_judge(const struct gateway_tally *, unsigned refused);
 struct gateway	*gateway_create(struct event_base *, struct store *, const char *run,

@@ -1,7 +1,10 @@
 /* gateway.c: a run's model API endpoint: requests go upstream with the org's real key, responses stream back. */
 #include "spur.h"
+#include "budget.h"
 #include "curlev.h"
 #include "egress.h"
+#include "store.h"
+#include "usage.h"
 
 #include <sys/queue.h>
 #include <errno.h>
@@ -32,12 +35,14 @@ static const char *gateway_drop_req[] = {
 	"host", "content-length", "connection", "keep-alive", "transfer-encoding",
 	"proxy-connection", "proxy-authorization", "te", "upgrade", "expect",
 	"x-api-key", "authorization", "api-key", "x-goog-api-key",
+	/* curl asks for what it can decode, so usage is read from plain text. */
+	"accept-encoding",
 };
 
 /* Hop-by-hop headers of the upstream response, replaced by our own framing. */
 static const char *gateway_drop_resp[] = {
 	"connection", "keep-alive", "transfer-encoding", "content-length",
-	"proxy-connection", "upgrade", "trailer",
+	"proxy-connection", "upgrade", "trailer", "content-encoding",
 };
 
 struct gconn {
@@ -53,6 +58,9 @@ struct gconn {
 	int			 paused;
 	int			 done;
 	long			 status;
+	enum usage_api		 api;		/* the request's wire format */
+	int			 sse;		/* the answer is text/event-stream */
+	struct usage_reader	*usage;		/* reading a 2xx answer's usage */
 	uint64_t		 in, out;
 	char			 error[CURL_ERROR_SIZE];
 	LIST_ENTRY(gconn)	 entry;
@@ -73,6 +81,14 @@ struct gateway {
 	struct egress_gate	 gate;
 	struct curlev		*curl;
 	struct gateway_tally	 tally;
+	char			*org;
+	char			*automation;
+	struct price		*prices;	/* the agent's own, before the defaults */
+	size_t			 nprices;
+	struct budget_limits	 budget;
+	uint64_t		 spent_tokens;	/* the run's, so far */
+	double			 spent_usd;
+	char			*stopped;	/* the budget that refused a request, in words */
 	LIST_HEAD(, gconn)	 conns;
 };
 
@@ -181,9 +197,47 @@ gateway_tally(const struct gateway *g)
 	return &g->tally;
 }
 
+/*
+ * The answer's usage, once it has ended (or was cut off): stored for the run,
+ * its model and the day, priced, and added to what the run spent.
+ */
+static void
+gconn_account(struct gconn *gc)
+{
+	struct gateway		*g = gc->g;
+	struct store_usage	 u;
+	char			*model = NULL;
+
+	if (gc->usage == NULL)
+		return;
+	memset(&u, 0, sizeof u);
+	if (usage_reader_end(gc->usage, &u.c, &model)) {
+		u.run = g->run;
+		u.org = g->org;
+		u.automation = g->automation;
+		u.model = model;
+		u.api = usage_api_name(gc->api);
+		u.cost_usd = budget_cost(budget_price(g->prices, g->nprices, model), gc->api,
+		    &u.c);
+		g->spent_tokens += u.c.tokens;
+		g->spent_usd += u.cost_usd;
+		if (g->store != NULL && store_usage_add(g->store, &u) != 0)
+			log_warn("event=gateway.usage_not_stored run=%s", g->run);
+		log_info("event=gateway.usage run=%s model=%s input=%llu output=%llu "
+		    "cache_read=%llu cache_write=%llu cost_usd=%.6f", g->run, log_q(model),
+		    (unsigned long long)u.c.input, (unsigned long long)u.c.output,
+		    (unsigned long long)u.c.cache_read, (unsigned long long)u.c.cache_write,
+		    u.cost_usd);
+		free(model);
+	}
+	usage_reader_free(gc->usage);
+	gc->usage = NULL;
+}
+
 static void
 gconn_free(struct gconn *gc)
 {
+	gconn_account(gc);
 	LIST_REMOVE(gc, entry);
 	egress_gate_leave(&gc->g->gate);
 	if (gc->easy != NULL) {
@@ -229,23 +283,55 @@ gconn_close(struct gconn *gc)
 	egress_close_flushed(gc->cli, gconn_closed_cb, gc);
 }
 
+/* The gateway's own answer: j (taken) as the body, with extra header lines (CRLF each). */
+static void
+gconn_answer(struct gconn *gc, int status, json_t *j, const char *extra, const char *verdict)
+{
+	char	*s = json_dumps(j, JSON_COMPACT);
+
+	json_decref(j);
+	gconn_record(gc, verdict);
+	evbuffer_add_printf(bufferevent_get_output(gc->cli), "HTTP/1.1 %d Spur Gateway\r\n"
+	    "Content-Type: application/json\r\nContent-Length: %zu\r\n%s"
+	    "Connection: close\r\n\r\n%s", status, strlen(s), extra, s);
+	free(s);
+	gconn_close(gc);
+}
+
 /* An error in the API's own JSON shape, so agents show it as an API error. */
 static void
 gconn_fail(struct gconn *gc, int status, const char *msg, const char *verdict)
 {
-	json_t	*j;
-	char	*s;
+	gconn_answer(gc, status, json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error",
+	    "type", "api_error", "message", msg), "", verdict);
+}
 
-	gconn_record(gc, verdict);
-	j = json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error", "type", "api_error",
-	    "message", msg);
-	s = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	evbuffer_add_printf(bufferevent_get_output(gc->cli), "HTTP/1.1 %d Spur Gateway\r\n"
-	    "Content-Type: application/json\r\nContent-Length: %zu\r\n"
-	    "Connection: close\r\n\r\n%s", status, strlen(s), s);
-	free(s);
-	gconn_close(gc);
+/*
+ * A model request after a budget was spent, refused as the API refuses a
+ * spent account, so that the agent stops rather than retries: Anthropic's
+ * 402 billing_error, OpenAI's 429 insufficient_quota; and x-should-retry:
+ * false, which the vendors' SDKs obey.
+ */
+static void
+gconn_refuse_budget(struct gconn *gc, const char *why)
+{
+	struct gateway	*g = gc->g;
+	char		*msg = xprintf("spur: %s", why);
+
+	if (g->stopped == NULL) {
+		g->stopped = xstrdup(why);
+		log_warn("event=gateway.budget_spent run=%s why=%s consequence=\"model requests "
+		    "refused, the run ends failed\"", g->run, log_q(why));
+	}
+	if (gc->api == USAGE_ANTHROPIC)
+		gconn_answer(gc, 402, json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error",
+		    "type", "billing_error", "message", msg), "x-should-retry: false\r\n",
+		    "budget");
+	else
+		gconn_answer(gc, 429, json_pack("{s:{s:s,s:s,s:n,s:s}}", "error", "message", msg,
+		    "type", "insufficient_quota", "param", "code", "insufficient_quota"),
+		    "x-should-retry: false\r\n", "budget");
+	free(msg);
 }
 
 static void
@@ -261,6 +347,8 @@ gconn_send_head(struct gconn *gc)
 	if (gateway_tally_add(&gc->g->tally, gc->status))
 		log_warn("event=gateway.model_refused run=%s status=%ld host=%s", gc->g->run,
 		    gc->status, log_q(gc->g->host));
+	if (gc->api != USAGE_NONE && gc->status >= 200 && gc->status <= 299)
+		gc->usage = usage_reader_new(gc->api, gc->sse);
 	evbuffer_add_printf(out, "HTTP/1.1 %ld Upstream\r\n", gc->status);
 	evbuffer_add_buffer(out, gc->resp);
 	/* No length: the body ends when the connection does, as it streams. */
@@ -286,6 +374,8 @@ gconn_header_cb(char *data, size_t size, size_t n, void *arg)
 		return len;
 	line = xstrndup(data, nl);
 	line[colon - data] = '\0';
+	if (strcasecmp(line, "content-type") == 0)
+		gc->sse = strcasestr(line + (colon - data) + 1, "text/event-stream") != NULL;
 	if (!gateway_in(line, gateway_drop_resp, SPUR_ARRLEN(gateway_drop_resp)))
 		evbuffer_add_printf(gc->resp, "%s:%s\r\n", line, line + (colon - data) + 1);
 	free(line);
@@ -305,6 +395,8 @@ gconn_write_cb(char *data, size_t size, size_t n, void *arg)
 	}
 	gconn_send_head(gc);
 	evbuffer_add(out, data, len);
+	if (gc->usage != NULL)
+		usage_reader_feed(gc->usage, data, len);
 	gc->in += len;
 	return len;
 }
@@ -339,7 +431,7 @@ gconn_start(struct gconn *gc)
 {
 	struct gateway	*g = gc->g;
 	const char	*path = gc->head.target;
-	char		*url, *h;
+	char		*url, *h, *why, *body;
 	size_t		 i, plen = strlen(g->prefix), blen;
 	CURLMcode	 mc;
 
@@ -348,6 +440,22 @@ gconn_start(struct gconn *gc)
 	    (path[plen] != '/' && path[plen] != '?' && path[plen] != '\0')) {
 		gconn_fail(gc, 404, "spur gateway: not a path of the model API", "denied");
 		return;
+	}
+	/* A model request: none starts once a budget is spent (one streaming may finish). */
+	if ((gc->api = usage_api_of(gc->head.method, path)) != USAGE_NONE &&
+	    (why = budget_spent(g->store, g->org, &g->budget, g->spent_tokens,
+	    g->spent_usd)) != NULL) {
+		gconn_refuse_budget(gc, why);
+		free(why);
+		return;
+	}
+	/* A streamed Chat Completions answer says its usage only when asked to. */
+	if (gc->api == USAGE_CHAT && (blen = evbuffer_get_length(gc->body)) > 0 &&
+	    (body = usage_chat_request((char *)evbuffer_pullup(gc->body, -1), blen,
+	    &blen)) != NULL) {
+		evbuffer_drain(gc->body, evbuffer_get_length(gc->body));
+		evbuffer_add(gc->body, body, blen);
+		free(body);
 	}
 	url = xprintf("%s%s", g->upstream, path + plen);
 	gc->easy = curl_easy_init();
@@ -367,6 +475,7 @@ gconn_start(struct gconn *gc)
 	curl_easy_setopt(gc->easy, CURLOPT_WRITEDATA, gc);
 	/* The engine's own environment must not send model traffic elsewhere. */
 	curl_easy_setopt(gc->easy, CURLOPT_PROXY, "");
+	curl_easy_setopt(gc->easy, CURLOPT_ACCEPT_ENCODING, "");
 	blen = evbuffer_get_length(gc->body);
 	if (blen > 0 || strcmp(gc->head.method, "POST") == 0 ||
 	    strcmp(gc->head.method, "PUT") == 0 || strcmp(gc->head.method, "PATCH") == 0) {
@@ -527,6 +636,7 @@ gconn_done_cb(CURL *easy, CURLcode result, void *arg)
 		return;
 	}
 	gconn_send_head(gc);	/* an empty body */
+	gconn_account(gc);
 	gconn_record(gc, result == CURLE_OK ? "allowed" : "failed");
 	curl_easy_cleanup(easy);
 	gc->easy = NULL;
@@ -552,6 +662,19 @@ gateway_create(struct event_base *base, struct store *store, const char *run,
 	g->prefix = xstrdup(gs->prefix);
 	g->key = xstrdup(gs->key);
 	g->bearer = gs->bearer;
+	g->org = xstrdup(gs->org != NULL ? gs->org : "");
+	g->automation = xstrdup(gs->automation != NULL ? gs->automation : "");
+	g->budget = gs->budget;
+	if (gs->nprices > 0) {
+		size_t i;
+
+		g->prices = xcalloc(gs->nprices, sizeof *g->prices);
+		for (i = 0; i < gs->nprices; i++) {
+			g->prices[i] = gs->prices[i];
+			g->prices[i].model = xstrdup(gs->prices[i].model);
+		}
+		g->nprices = gs->nprices;
+	}
 	LIST_INIT(&g->conns);
 	u = curl_url();
 	if (curl_url_set(u, CURLUPART_URL, g->upstream, 0) != CURLUE_OK ||
@@ -580,10 +703,17 @@ gateway_create(struct event_base *base, struct store *store, const char *run,
 	return g;
 }
 
+const char *
+gateway_stopped(const struct gateway *g)
+{
+	return g->stopped;
+}
+
 void
 gateway_free(struct gateway *g)
 {
 	struct gconn	*gc;
+	size_t		 i;
 
 	if (g == NULL)
 		return;
@@ -604,6 +734,12 @@ gateway_free(struct gateway *g)
 		(void)unlink(g->path);
 	if (g->key != NULL)
 		freezero_str(g->key);
+	for (i = 0; i < g->nprices; i++)
+		free(g->prices[i].model);
+	free(g->prices);
+	free(g->org);
+	free(g->automation);
+	free(g->stopped);
 	free(g->path);
 	free(g->host);
 	free(g->upstream);

@@ -115,6 +115,72 @@ metrics_run_duration(struct metrics *m, double seconds)
 	pthread_mutex_unlock(&m->mu);
 }
 
+/* A label value: backslash, quote and newline escaped (a model name is the API's text). */
+static void
+metrics_label(struct buf *b, const char *s)
+{
+	for (; s != NULL && *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			buf_addc(b, '\\');
+		if (*s == '\n')
+			buf_adds(b, "\\n");
+		else
+			buf_addc(b, *s);
+	}
+}
+
+/* Model usage from the store (every node's): by org, automation and model (SPEC section 16). */
+static void
+metrics_usage(struct buf *b, struct engine *e)
+{
+	static const char *const kinds[][2] = { { "input", "input_tokens" },
+	    { "output", "output_tokens" }, { "cache_read", "cache_read_tokens" },
+	    { "cache_write", "cache_write_tokens" } };
+	json_t		*rows = store_usage_by_model(e->store), *r;
+	size_t		 i, k;
+	int		 pass;
+
+	for (pass = 0; pass < 3; pass++) {
+		if (pass == 0)
+			buf_adds(b, "# HELP spur_model_requests_total Model requests answered with "
+			    "usage, by org, automation and model.\n"
+			    "# TYPE spur_model_requests_total counter\n");
+		else if (pass == 1)
+			buf_adds(b, "# HELP spur_model_tokens_total Model tokens by org, "
+			    "automation, model and kind (input, output, cache_read, "
+			    "cache_write), as each API reports them.\n"
+			    "# TYPE spur_model_tokens_total counter\n");
+		else
+			buf_adds(b, "# HELP spur_model_cost_usd_total What the model requests cost "
+			    "at the price table, in US dollars.\n"
+			    "# TYPE spur_model_cost_usd_total counter\n");
+		json_array_foreach(rows, i, r) {
+			for (k = 0; k < (pass == 1 ? SPUR_ARRLEN(kinds) : 1); k++) {
+				buf_adds(b, pass == 0 ? "spur_model_requests_total{org=\"" :
+				    pass == 1 ? "spur_model_tokens_total{org=\"" :
+				    "spur_model_cost_usd_total{org=\"");
+				metrics_label(b, json_string_value(json_object_get(r, "org")));
+				buf_adds(b, "\",automation=\"");
+				metrics_label(b, json_string_value(json_object_get(r,
+				    "automation")));
+				buf_adds(b, "\",model=\"");
+				metrics_label(b, json_string_value(json_object_get(r, "model")));
+				if (pass == 1)
+					buf_addf(b, "\",kind=\"%s\"} %lld\n", kinds[k][0],
+					    (long long)json_integer_value(json_object_get(r,
+					    kinds[k][1])));
+				else if (pass == 0)
+					buf_addf(b, "\"} %lld\n", (long long)json_integer_value(
+					    json_object_get(r, "requests")));
+				else
+					buf_addf(b, "\"} %.6f\n", json_number_value(
+					    json_object_get(r, "cost_usd")));
+			}
+		}
+	}
+	json_decref(rows);
+}
+
 char *
 metrics_render(struct metrics *m, struct engine *e)
 {
@@ -172,6 +238,7 @@ metrics_render(struct metrics *m, struct engine *e)
 	buf_addf(&b, "# HELP spur_http_buffered_bytes Bytes of the requests being read "
 	    "(limits.buffered bounds them).\n# TYPE spur_http_buffered_bytes gauge\n"
 	    "spur_http_buffered_bytes %lld\n", e->budget != NULL ? reqbudget_used(e->budget) : 0);
+	metrics_usage(&b, e);
 	buf_addf(&b, "# TYPE spur_uptime_seconds gauge\nspur_uptime_seconds %lld\n",
 	    (long long)((now_ms() - d->started) / 1000));
 	return buf_take(&b);

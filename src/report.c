@@ -1,6 +1,7 @@
 /* report.c: reports back to threads: what each one says, where it goes, and what each API's answer means. */
 #include "spur.h"
 #include "automation.h"
+#include "budget.h"
 #include "conf.h"
 #include "event.h"
 #include "outbox.h"
@@ -88,10 +89,12 @@ report_frame(const struct report_backend *b, const struct report_facts *f,
     struct buf *head, struct buf *tail)
 {
 	int	 slack = b != NULL && b->mrkdwn;
-	char	 dur[64];
+	char	 dur[128];
 	int	 ok = strcmp(f->state, "completed") == 0;
 
 	report_duration(f->duration_ms, dur, sizeof dur);
+	if (f->usage != NULL)
+		snprintf(dur + strlen(dur), sizeof dur - strlen(dur), ", %s", f->usage);
 	if (slack) {
 		buf_addf(head, "*spur* · `%s` · *%s* · %s\n", f->automation, f->state, dur);
 		if (!ok && f->cause != NULL && *f->cause != '\0')
@@ -643,6 +646,7 @@ struct report_owned {
 	char	*result;
 	char	*reason;
 	char	*link;
+	char	 usage[64];	/* "1.2M tokens, $3.40" */
 };
 
 /* The facts of a run's report from its row j (store_run_json), secrets cut out. */
@@ -651,6 +655,7 @@ report_facts_fill(struct engine *e, const char *run, const json_t *j, struct rep
     struct report_owned *o)
 {
 	enum run_cause	 why;
+	const json_t	*u;
 
 	memset(f, 0, sizeof *f);
 	f->run = run;
@@ -667,6 +672,12 @@ report_facts_fill(struct engine *e, const char *run, const json_t *j, struct rep
 	f->duration_ms = json_is_integer(json_object_get(j, "duration_ms")) ?
 	    json_integer_value(json_object_get(j, "duration_ms")) : -1;
 	f->link = o->link = report_link(e, run);
+	if ((u = json_object_get(j, "usage")) != NULL &&
+	    json_integer_value(json_object_get(u, "requests")) > 0) {
+		budget_words((uint64_t)json_integer_value(json_object_get(u, "tokens")),
+		    json_number_value(json_object_get(u, "cost_usd")), o->usage, sizeof o->usage);
+		f->usage = o->usage;
+	}
 	if (f->automation == NULL)
 		f->automation = "?";
 	if (f->state == NULL)

@@ -84,6 +84,7 @@ struct report_facts {
 	const char	*result;	/* the agent's final message, may be NULL */
 	const char	*proof;		/* PR URL, branch, "artifacts: DIR", may be NULL */
 	int64_t		 duration_ms;	/* -1: never started */
+	const char	*usage;		/* "1.2M tokens, $3.40" (budget_words), NULL: no model used */
 	const char	*link;		/* public_url/runs/RUN, may be NULL */
 };
 /* The message in source's format (github, slack, linear), cut to max bytes. Pure. */

@@ -19,7 +19,7 @@ static const char *run_cause_text[RUN_NCAUSES] = {
 	"the agent failed",
 	"the model API refused the org's key",
 	"the model API kept refusing for rate limits or overload",
-	"the run's budget was spent",
+	"a budget was spent (the run's or its org's)",
 	"it ran out of time",
 	"the sandbox's network refused a connection it needed",
 	"delivering the result failed (clone, push or pull request)",

@@ -6,6 +6,7 @@
 
 #include <sqlite3.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -168,6 +169,18 @@ static const char *store_migrations[] = {
 	 */
 	"ALTER TABLE runs ADD COLUMN status_msg TEXT;"
 	"ALTER TABLE runs ADD COLUMN status_at INTEGER;",
+	/*
+	 * 15: model usage (SPEC section 16), as the gateway read it from each
+	 * answer: one row per run, model and UTC day (an org's daily and monthly
+	 * budgets sum its days), its cost at the prices of the time it was spent
+	 */
+	"CREATE TABLE usage ("
+	"  run TEXT NOT NULL, model TEXT NOT NULL, day TEXT NOT NULL, org TEXT NOT NULL,"
+	"  automation TEXT NOT NULL, api TEXT NOT NULL, requests INTEGER NOT NULL,"
+	"  input INTEGER NOT NULL, output INTEGER NOT NULL, cache_read INTEGER NOT NULL,"
+	"  cache_write INTEGER NOT NULL, tokens INTEGER NOT NULL, cost_usd REAL NOT NULL,"
+	"  updated_at INTEGER NOT NULL, PRIMARY KEY (run, model, day));"
+	"CREATE INDEX usage_org_day ON usage(org, day);",
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
@@ -959,6 +972,7 @@ store_run_row(struct store *st, sqlite3_stmt *s, int full)
 		json_object_set_new(j, "duration_ms", json_integer(end - start));
 	} else
 		json_object_set_new(j, "duration_ms", json_null());
+	json_object_set_new(j, "usage", store_usage_json(st, id));
 	if (!full)
 		return j;
 	json_object_set_new(j, "prompt", col_json_text(s, 13));
@@ -2074,6 +2088,125 @@ store_connection_add(struct store *st, const char *run, const char *host, int po
 	return rc;
 }
 /* (end of egress's block) */
+
+/*
+ * The gateway's usage (gateway.c, budget.c): added as each model answer
+ * ends, summed for a run, an org's days, and /metrics.
+ */
+int
+store_usage_add(struct store *st, const struct store_usage *u)
+{
+	static const char	 sql[] = "INSERT INTO usage (run, model, day, org, automation, "
+				    "api, requests, input, output, cache_read, cache_write, tokens, "
+				    "cost_usd, updated_at) VALUES (?1, ?2, strftime('%Y-%m-%d', ?13 / "
+				    "1000, 'unixepoch'), ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
+				    "ON CONFLICT (run, model, day) DO UPDATE SET "
+				    "requests = requests + excluded.requests, input = input + "
+				    "excluded.input, output = output + excluded.output, cache_read = "
+				    "cache_read + excluded.cache_read, cache_write = cache_write + "
+				    "excluded.cache_write, tokens = tokens + excluded.tokens, "
+				    "cost_usd = cost_usd + excluded.cost_usd, updated_at = "
+				    "excluded.updated_at";
+	sqlite3_stmt		*s;
+	int			 rc;
+
+	if ((s = store_stmt(st, sql)) == NULL)
+		return -1;
+	bind_text(s, 1, u->run);
+	bind_text(s, 2, u->model);
+	bind_text(s, 3, u->org);
+	bind_text(s, 4, u->automation);
+	bind_text(s, 5, u->api);
+	sqlite3_bind_int64(s, 6, (sqlite3_int64)u->c.requests);
+	sqlite3_bind_int64(s, 7, (sqlite3_int64)u->c.input);
+	sqlite3_bind_int64(s, 8, (sqlite3_int64)u->c.output);
+	sqlite3_bind_int64(s, 9, (sqlite3_int64)u->c.cache_read);
+	sqlite3_bind_int64(s, 10, (sqlite3_int64)u->c.cache_write);
+	sqlite3_bind_int64(s, 11, (sqlite3_int64)u->c.tokens);
+	sqlite3_bind_double(s, 12, u->cost_usd);
+	sqlite3_bind_int64(s, 13, now_ms());
+	rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
+	sqlite3_reset(s);
+	return rc;
+}
+
+double
+store_usage_org_usd(struct store *st, const char *org, const char *since_day)
+{
+	sqlite3_stmt	*s;
+	double		 usd = 0;
+
+	if ((s = store_stmt(st, "SELECT total(cost_usd) FROM usage WHERE org = ? AND "
+	    "day >= ?")) == NULL)
+		return 0;
+	bind_text(s, 1, org);
+	bind_text(s, 2, since_day);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		usd = sqlite3_column_double(s, 0);
+	sqlite3_reset(s);
+	return usd;
+}
+
+/* One usage sum as JSON: columns from col on, requests ... cost_usd. */
+static json_t *
+store_usage_fields(sqlite3_stmt *s, int col, json_t *j)
+{
+	static const char	*names[] = { "requests", "input_tokens", "output_tokens",
+				    "cache_read_tokens", "cache_write_tokens", "tokens" };
+	size_t			 i;
+
+	for (i = 0; i < SPUR_ARRLEN(names); i++)
+		json_object_set_new(j, names[i], json_integer(sqlite3_column_int64(s,
+		    col + (int)i)));
+	/* Micro-dollars: a sum of floats printed as 0.30000000000000004 helps no one. */
+	json_object_set_new(j, "cost_usd", json_real(round(sqlite3_column_double(s,
+	    col + (int)i) * 1e6) / 1e6));
+	return j;
+}
+
+#define USAGE_SUMS "total(requests), total(input), total(output), total(cache_read), " \
+	"total(cache_write), total(tokens), total(cost_usd)"
+
+json_t *
+store_usage_json(struct store *st, const char *run)
+{
+	sqlite3_stmt	*s;
+	json_t		*j = json_object(), *models = json_array();
+
+	if ((s = store_stmt(st, "SELECT " USAGE_SUMS " FROM usage WHERE run = ?")) != NULL) {
+		bind_text(s, 1, run);
+		if (sqlite3_step(s) == SQLITE_ROW)
+			store_usage_fields(s, 0, j);
+		sqlite3_reset(s);
+	}
+	if ((s = store_stmt(st, "SELECT model, " USAGE_SUMS " FROM usage WHERE run = ? "
+	    "GROUP BY model ORDER BY model")) != NULL) {
+		bind_text(s, 1, run);
+		while (sqlite3_step(s) == SQLITE_ROW)
+			json_array_append_new(models, store_usage_fields(s, 1, json_pack("{s:o}",
+			    "model", col_json_text(s, 0))));
+		sqlite3_reset(s);
+	}
+	json_object_set_new(j, "models", models);
+	return j;
+}
+
+json_t *
+store_usage_by_model(struct store *st)
+{
+	sqlite3_stmt	*s;
+	json_t		*list = json_array();
+
+	if ((s = store_stmt(st, "SELECT org, automation, model, " USAGE_SUMS " FROM usage "
+	    "GROUP BY org, automation, model ORDER BY org, automation, model")) == NULL)
+		return list;
+	while (sqlite3_step(s) == SQLITE_ROW)
+		json_array_append_new(list, store_usage_fields(s, 3, json_pack("{s:o,s:o,s:o}",
+		    "org", col_json_text(s, 0), "automation", col_json_text(s, 1), "model",
+		    col_json_text(s, 2))));
+	sqlite3_reset(s);
+	return list;
+}
 
 /* Where a run's agent output is kept: data_dir/runs/RUN/output.log. */
 char *

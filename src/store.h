@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "usage.h"
+
 struct plog;
 struct report_mark;
 struct store;
@@ -304,6 +306,27 @@ int		 store_session_set_branch(struct store *, const char *id, const char *branc
 /* egress.c: one network connection of a run (proxy or gateway), with its verdict. */
 int		 store_connection_add(struct store *, const char *run, const char *host,
 		     int port, uint64_t bytes_in, uint64_t bytes_out, const char *verdict);
+
+/* gateway.c: one model answer's usage, added to its run's, model's and UTC day's row. */
+struct store_usage {
+	const char		*run;
+	const char		*org;
+	const char		*automation;
+	const char		*model;
+	const char		*api;		/* usage_api_name */
+	struct usage_counts	 c;
+	double			 cost_usd;
+};
+int		 store_usage_add(struct store *, const struct store_usage *);
+/* USD an org's runs spent since the start of a UTC day ("YYYY-MM-DD"). */
+double		 store_usage_org_usd(struct store *, const char *org, const char *since_day);
+/*
+ * A run's usage: {requests, input_tokens, output_tokens, cache_read_tokens,
+ * cache_write_tokens, tokens, cost_usd, models: [{model, ...the same}]}.
+ */
+json_t		*store_usage_json(struct store *, const char *run);
+/* Every org, automation and model's sums, for /metrics: [{org, automation, model, ...}]. */
+json_t		*store_usage_by_model(struct store *);
 
 char		*run_log_path(const char *data_dir, const char *run);
 void		*store_db(struct store *);	/* sqlite3 *, for modules with their own queries */

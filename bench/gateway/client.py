@@ -9,26 +9,30 @@ import urllib.parse
 N = int(os.environ.get("BENCH_N", "30"))
 
 
-def stream_once(base):
-    """POST a streaming Messages request; (seconds to first body byte, total seconds, bytes)."""
+def stream_once(base, path="/v1/messages", mib=0):
+    """POST a streaming Messages request; (seconds to first body byte, total seconds, bytes).
+    path /v1/bench/raw: the same answer on a path whose usage the gateway does not read;
+    mib: a bench_mib MiB answer, as fast as the stand-in can write it."""
     u = urllib.parse.urlparse(base)
-    body = json.dumps({"model": "bench", "max_tokens": 100, "stream": True,
+    body = json.dumps({"model": "bench", "max_tokens": 100, "stream": True, "bench_mib": mib,
                        "messages": [{"role": "user", "content": "go"}]}).encode()
     t0 = time.perf_counter()
     s = socket.create_connection((u.hostname, u.port))
-    s.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-              b"x-api-key: placeholder\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
-    data, first = b"", None
+    s.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"x-api-key: placeholder\r\nContent-Length: %d\r\n\r\n" % (path.encode(), len(body)) + body)
+    head, first, n = b"", None, 0
     while True:
-        c = s.recv(65536)
+        c = s.recv(1 << 20)
         if not c:
             break
-        data += c
-        if first is None and b"\r\n\r\n" in data and len(data.split(b"\r\n\r\n", 1)[1]) > 0:
-            first = time.perf_counter() - t0
+        if first is None:
+            head += c
+            if b"\r\n\r\n" in head and len(head.split(b"\r\n\r\n", 1)[1]) > 0:
+                first = time.perf_counter() - t0
+        n += len(c)
     total = time.perf_counter() - t0
     s.close()
-    return first, total, len(data)
+    return first, total, n
 
 
 def download(proxy, url):
@@ -95,6 +99,29 @@ def main():
                          "total_ms": round(med([r[1] for r in runs]) * 1000, 2), "bytes": runs[0][2]}
         except OSError as e:
             res[name] = {"error": repr(e)}
+    # Usage accounting on (/v1/messages) and off (/v1/bench/raw, the same answer), interleaved.
+    gw = os.environ.get("ANTHROPIC_BASE_URL")
+    try:
+        on, off = [], []
+        for _ in range(N):
+            on.append(stream_once(gw))
+            off.append(stream_once(gw, "/v1/bench/raw"))
+        res["accounting"] = {"on_first_ms": round(med([r[0] for r in on]) * 1000, 2),
+                             "off_first_ms": round(med([r[0] for r in off]) * 1000, 2),
+                             "on_total_ms": round(med([r[1] for r in on]) * 1000, 2),
+                             "off_total_ms": round(med([r[1] for r in off]) * 1000, 2)}
+        mib = int(os.environ.get("BENCH_STREAM_MIB", "64"))
+        for name, path in (("on", "/v1/messages"), ("off", "/v1/bench/raw")) * 2:
+            stream_once(gw, path, mib)      # the first of each warms the stand-in's cache
+        tp = {"on": [], "off": []}
+        for _ in range(3):
+            for name, path in (("on", "/v1/messages"), ("off", "/v1/bench/raw")):
+                f, secs, n = stream_once(gw, path, mib)
+                tp[name].append(n / secs / (1 << 20))
+        res["accounting"].update({"stream_mib": mib, "on_MiB_per_s": round(med(tp["on"]), 1),
+                                  "off_MiB_per_s": round(med(tp["off"]), 1)})
+    except OSError as e:
+        res["accounting"] = {"error": repr(e)}
     if os.environ.get("HTTP_PROXY"):
         n, secs = download(os.environ["HTTP_PROXY"], big)
         res["proxy_download"] = {"bytes": n, "seconds": round(secs, 3), "MiB_per_s": round(n / secs / (1 << 20), 1)}

@@ -7,6 +7,12 @@ sandbox can see into /workspace/dump.txt, then a file edit (/workspace/hello.txt
 then a final message. Every request is recorded with its headers and body. A key in Fake.errors is answered
 with that error instead, always: 401 (the key refused), 429 (rate limited), 529 (overloaded).
 
+A request body may carry "spur_test_usage": {"input", "output", "cache_read",
+"cache_write"} and "spur_test_slow" (seconds between events): its answer reports
+that usage, in its API's own fields (tests of the gateway's usage accounting).
+Chat Completions (POST /v1/chat/completions) answers a final message, streamed
+with its usage only when stream_options.include_usage asks for it.
+
 Run as a script it serves on a port (for bench/gateway): python3 fakemodel.py PORT
 """
 import http.server
@@ -113,8 +119,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def send(self, data):
         self.wfile.write(data)
         self.wfile.flush()
-        if self.server.chunk_delay:
-            time.sleep(self.server.chunk_delay)
+        if self.server.chunk_delay or self.slow:
+            time.sleep(self.server.chunk_delay or self.slow)
+
+    slow = 0
 
     def error(self):
         """The scripted error of the request's key, answered; False when it has none."""
@@ -129,15 +137,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         raw, j = self.body()
         self.record(raw, j)
+        self.slow = j.get("spur_test_slow", 0) if isinstance(j, dict) else 0
         if self.error():
             return
         path = self.path.split("?")[0]
         if path.endswith("/messages/count_tokens"):
             return self.reply_json(200, {"input_tokens": 10})
-        if path.endswith("/messages"):
+        if path.endswith("/messages") or path.endswith("/bench/raw"):
+            # /bench/raw: the same answer on a path the gateway reads no usage of (bench/gateway).
+            if j.get("bench_mib"):
+                return self.bench_stream(j)
             return self.anthropic(j)
         if path.endswith("/responses"):
             return self.openai(j)
+        if path.endswith("/chat/completions"):
+            return self.chat(j)
         self.reply_json(404, {"error": {"message": "no such path " + path}})
 
     # Anthropic Messages API.
@@ -162,9 +176,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def anthropic(self, j):
         kind, what = self.anthropic_step(j)
         model = j.get("model", "claude-test")
+        tu = j.get("spur_test_usage")
+        usage = {"input_tokens": 10, "output_tokens": 1} if tu is None else {
+            "input_tokens": tu["input"], "output_tokens": 1 if j.get("stream") else tu["output"],
+            "cache_creation_input_tokens": tu.get("cache_write", 0),
+            "cache_read_input_tokens": tu.get("cache_read", 0)}
+        final = {"output_tokens": 20} if tu is None else {"output_tokens": tu["output"]}
         msg = {"id": "msg_%d" % len(self.server.requests), "type": "message", "role": "assistant",
                "model": model, "content": [], "stop_reason": None, "stop_sequence": None,
-               "usage": {"input_tokens": 10, "output_tokens": 1}}
+               "usage": usage}
         if not j.get("stream"):
             if kind == "tool":
                 msg["content"] = [{"type": "tool_use", "id": "toolu_%d" % len(self.server.requests),
@@ -194,8 +214,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
             stop = "end_turn"
         self.send(sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
         self.send(sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                                        "usage": {"output_tokens": 20}}))
+                                        "usage": final}))
         self.send(sse("message_stop", {"type": "message_stop"}))
+
+    # bench/gateway's throughput: bench_mib MiB of text deltas, written as fast as it can.
+    def bench_stream(self, j):
+        mib = int(j["bench_mib"])
+        cache = getattr(self.server, "bench_cache", {})
+        if mib not in cache:
+            delta = sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+                "type": "text_delta", "text": "token " * 16}})
+            body = delta * ((mib << 20) // len(delta))
+            msg = {"id": "msg_bench", "type": "message", "role": "assistant", "model": j.get("model", "bench"),
+                   "content": [], "usage": {"input_tokens": 10, "output_tokens": 1}}
+            cache[mib] = (sse("message_start", {"type": "message_start", "message": msg}) + body +
+                          sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                                                "usage": {"output_tokens": 20}}) +
+                          sse("message_stop", {"type": "message_stop"}))
+            self.server.bench_cache = cache
+        self.stream_start()
+        self.wfile.write(cache[mib])
+        self.wfile.flush()
 
     # OpenAI Responses API (what Codex speaks with wire_api = "responses").
     def openai(self, j):
@@ -219,6 +258,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 collect(i.get("tools"))
         self.server.tools_seen = sorted(str(k) for k in tools)
         rid = "resp_%d" % len(self.server.requests)
+        tu = j.get("spur_test_usage")
+        usage = {"input_tokens": 10, "output_tokens": 20, "total_tokens": 30,
+                 "input_tokens_details": {"cached_tokens": 0},
+                 "output_tokens_details": {"reasoning_tokens": 0}} if tu is None else {
+            "input_tokens": tu["input"], "output_tokens": tu["output"],
+            "total_tokens": tu["input"] + tu["output"],
+            "input_tokens_details": {"cached_tokens": tu.get("cache_read", 0)},
+            "output_tokens_details": {"reasoning_tokens": 0}}
+        if j.get("stream") is False:
+            return self.reply_json(200, {"id": rid, "object": "response", "status": "completed",
+                                         "model": j.get("model", "gpt-test"), "usage": usage,
+                                         "output": [{"type": "message", "role": "assistant", "content": [
+                                             {"type": "output_text", "text": FINAL}]}]})
         self.stream_start()
         seq = [0]
 
@@ -270,11 +322,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                               "part": item["content"][0]})
             ev("response.output_item.done", {"output_index": 0, "item": item})
             out = [item]
-        done = dict(base, status="completed", output=out,
-                    usage={"input_tokens": 10, "output_tokens": 20, "total_tokens": 30,
-                           "input_tokens_details": {"cached_tokens": 0},
-                           "output_tokens_details": {"reasoning_tokens": 0}})
+        done = dict(base, status="completed", output=out, usage=usage)
         ev("response.completed", {"response": done})
+
+    # OpenAI Chat Completions: one final message.
+    def chat(self, j):
+        tu = j.get("spur_test_usage") or {"input": 10, "output": 20}
+        usage = {"prompt_tokens": tu["input"], "completion_tokens": tu["output"],
+                 "total_tokens": tu["input"] + tu["output"],
+                 "prompt_tokens_details": {"cached_tokens": tu.get("cache_read", 0)}}
+        cid, model = "chatcmpl-%d" % len(self.server.requests), j.get("model", "gpt-test")
+        if not j.get("stream"):
+            return self.reply_json(200, {"id": cid, "object": "chat.completion", "model": model, "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": FINAL}, "finish_reason": "stop"}],
+                "usage": usage})
+        self.stream_start()
+        with_usage = (j.get("stream_options") or {}).get("include_usage")
+        for w in FINAL.split(" "):
+            self.send(b"data: " + json.dumps({"id": cid, "object": "chat.completion.chunk", "model": model,
+                                              "choices": [{"index": 0, "delta": {"content": w + " "}}],
+                                              **({"usage": None} if with_usage else {})}).encode() + b"\n\n")
+        if with_usage:
+            self.send(b"data: " + json.dumps({"id": cid, "object": "chat.completion.chunk", "model": model,
+                                              "choices": [], "usage": usage}).encode() + b"\n\n")
+        self.send(b"data: [DONE]\n\n")
 
 
 if __name__ == "__main__":

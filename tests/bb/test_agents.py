@@ -122,6 +122,14 @@ def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs="
         t.ok(any(c["verdict"] == "allowed" and c["port"] == fake.port and c["bytes_in"] > 0 for c in conns),
              "%s: spur show lists the model API requests" % agent, conns)
         t.ok(key not in s.logs() and key not in log, "%s: the key is in no log" % agent)
+        # Usage (SPEC 16): each model answer of the stand-in says 10 input and 20 output tokens.
+        asked = [r for r in fake.requests if r["method"] == "POST" and
+                 r["path"].split("?")[0].endswith(("/messages", "/responses"))]
+        u = j.get("usage") or {}
+        t.ok(asked and u.get("requests") == len(asked) and u.get("input_tokens") == 10 * len(asked) and
+             u.get("output_tokens") == 20 * len(asked),
+             "%s: spur show's usage is what the stand-in reported: %d answers, 10 in and 20 out each" % (agent, len(asked)),
+             (u, [r["path"] for r in fake.requests]))
 
         if not checks_resume:
             return fake
@@ -192,11 +200,47 @@ def model_error(binary, status):
     fake.stop()
 
 
+def budget_run(agent, binary, org_agents, tokens):
+    """The real agent with a budget of tokens: the answers (30 tokens each) until it is
+    spent, then the gateway refuses; the agent stops, the run ends failed, cause budget;
+    reports TAP. Codex's whole task takes two answers, Claude Code's more."""
+    answers = (tokens + 29) // 30
+    fake = fakemodel.Fake().start()
+    conf = SANDBOX_CONF + "agents:\n  %s:\n    command: [%s]\n    api_url: http://127.0.0.1:%d%s\n" % (
+        agent, binary, fake.port, "/v1" if agent == "codex" else "")
+    orgs = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
+            "      api_url: %(g)s/github\n      git_url: %(g)s/git\n" % {"g": LOCAL_GITHUB} +
+            "    agents:\n%s") % org_agents
+    auto = agent_automation(agent, "^/go", "budget: { tokens: %d }\n" % tokens)
+    with Spur(conf, orgs=orgs, automations={"a.yaml": auto}, env={"T_OPENAI_KEY": OPENAI_KEY}) as s:
+        s.start()
+        t0 = time.time()
+        run = fire(s, "/go write it", 2)
+        st = wait_done(s, run, timeout=180)
+        took = time.time() - t0
+        j = show(s, run)
+        rc, log, _ = s.c("logs", run)
+        t.ok(j.get("state") == "failed" and j.get("cause") == "budget",
+             "%s, budget of %d tokens: the run ends failed, cause budget (in %.0f s)" % (agent, tokens, took),
+             (j.get("state"), j.get("cause"), j.get("reason"), log[-1500:]))
+        asked = [r for r in fake.requests if r["method"] == "POST" and
+                 r["path"].split("?")[0].endswith(("/messages", "/responses"))]
+        t.ok(len(asked) == answers and (j.get("usage") or {}).get("tokens") == 30 * answers,
+             "%s: %d answers (%d tokens) reached the agent, no request after them went up" % (
+                 agent, answers, 30 * answers),
+             ([r["path"] for r in fake.requests], j.get("usage")))
+        t.ok("budget of %d tokens is spent: %d tokens" % (tokens, 30 * answers) in (j.get("reason") or ""),
+             "%s: the reason says which budget and what was spent" % agent, j.get("reason"))
+        t.ok(took < 90, "%s: the agent stopped on the refusal, without retrying for long" % agent)
+    fake.stop()
+
+
 claude, why = cli_ok("claude", ["--version"])
 if claude is None:
     t.skip("claude end to end", why)
 else:
     run_agent("claude", claude, "", "      claude: { api_key: env:T_ANTHROPIC_KEY }\n")
+    budget_run("claude", claude, "      claude: { api_key: env:T_ANTHROPIC_KEY }\n", 40)
     for code in sorted(CAUSES):
         model_error(claude, code)
 
@@ -207,6 +251,7 @@ if codex is None or not os.path.exists(CODEX):
     t.skip("codex end to end", why if codex is None else "%s missing (not linux-x64?)" % CODEX)
 else:
     run_agent("codex", CODEX, "", "      codex: { api_key: env:T_OPENAI_KEY }\n")
+    budget_run("codex", CODEX, "      codex: { api_key: env:T_OPENAI_KEY }\n", 20)
 
 OPENCODE = os.path.join(NODE_MODULES, "opencode-linux-x64", "bin", "opencode")
 oc, why = cli_ok("opencode", ["--version"])

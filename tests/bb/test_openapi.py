@@ -122,7 +122,7 @@ def contract():
     run_fields = set(schemas["RunFields"]["properties"])
     t.eq(run_fields, {"id", "org", "automation", "event_id", "thread", "session", "state", "reason", "cause",
                       "phase", "retry_of", "repository", "result", "proof", "created_at", "started_at",
-                      "ended_at", "duration_ms"}, "Run: the fields of spur show --json")
+                      "ended_at", "duration_ms", "usage"}, "Run: the fields of spur show --json")
     t.eq(set(schemas["RunFull"]["properties"]), {"prompt", "agent_session", "conc_key", "event", "history",
                                                  "reports", "connections", "automation_config"},
          "RunFull: and the fields only GET /runs/{id} has")
@@ -133,7 +133,9 @@ T0 = "2026-12-01T21:30:00.123Z"
 RUN = {"id": "run_01", "org": "acme", "automation": None, "event_id": "evt_01", "thread": "api:ses_01",
        "session": "ses_01", "state": "queued", "reason": "created through the API", "cause": None,
        "phase": None, "retry_of": None, "repository": "acme/api", "result": None, "proof": None,
-       "created_at": T0, "started_at": None, "ended_at": None, "duration_ms": None}
+       "created_at": T0, "started_at": None, "ended_at": None, "duration_ms": None,
+       "usage": {"requests": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
+                 "cache_write_tokens": 0, "tokens": 0, "cost_usd": 0.0, "models": []}}
 RUN_FULL = dict(RUN, prompt=None, agent_session=None, conc_key="acme/api", event={"source": "api"},
                 history=[{"state": "queued", "at": T0, "reason": "created through the API"}],
                 reports=[], connections=[{"at": T0, "host": "example.org", "port": 443, "bytes_in": 0,

@@ -91,7 +91,7 @@ static void
 test_argv(void)
 {
 	struct agent_request	 req = { NULL, NULL, NULL };
-	struct agent_conf	 conf = { NULL, NULL, NULL };
+	struct agent_conf	 conf = { NULL, NULL, NULL, NULL, 0 };
 	char			*cmd[] = { "/opt/claude/bin/claude", "--debug", NULL };
 	char			*script[] = { "./tools/agent.sh", "--fast", NULL };
 

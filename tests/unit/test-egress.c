@@ -78,7 +78,7 @@ static enum egress_verdict
 gateway_run(struct event_base *base, int port, const int *statuses, size_t n,
     struct gateway_tally *tally, char *log, size_t loglen)
 {
-	struct gateway_spec	 gs = { NULL, "", KEY, 0 };
+	struct gateway_spec	 gs = { .upstream = NULL, .prefix = "", .key = KEY };
 	struct gateway		*g;
 	enum egress_verdict	 v;
 	char			*up, *cause = NULL;
