@@ -1203,6 +1203,7 @@ cfg_defaults(struct config *cf)
 	cf->retention_run_files = 90 * 86400;
 	cf->schedule_catch_up = 3600;
 	cf->report_give_up = 24 * 3600;
+	cf->report_progress = 1;
 	cf->sandbox.backend = SANDBOX_BWRAP;
 	cf->sandbox.user = xstrdup("spur-run");
 	cf->sandbox.timeout = 30 * 60;

@@ -517,7 +517,8 @@ automation_looked_up(const struct spur_event *ev)
 int
 automation_authors_need(const struct automation *a, const struct spur_event *ev)
 {
-	if (a->authors_any || !automation_looked_up(ev))
+	/* A bot or an event of no one is nobody to look up (a list names who it lets in). */
+	if (a->authors_any || !automation_looked_up(ev) || ev->actor.bot || ev->actor.id == NULL)
 		return 0;
 	/* Listed users alone are known from the event. */
 	return !a->authors_listed || a->author_groups != NULL;
@@ -534,6 +535,13 @@ automation_authors_ok(const struct automation *a, const struct spur_event *ev, s
 		return 1;
 	if (a->authors_listed && (strv_has(a->author_users, ev->actor.id) ||
 	    strv_has(a->author_users, ev->actor.name)))
+		return 1;
+	/*
+	 * A bot is for bots (true or false) to decide; an event of no one (the
+	 * workspace's own automation, a Linear integration) is no person's to judge.
+	 */
+	if (automation_looked_up(ev) && !a->authors_listed && (ev->actor.bot ||
+	    ev->actor.id == NULL))
 		return 1;
 	if (automation_authors_need(a, ev) && (p == NULL || p->failed != NULL)) {
 		if (why != NULL)
@@ -558,7 +566,7 @@ automation_authors_ok(const struct automation *a, const struct spur_event *ev, s
 			    ev->actor.role != NULL ? ev->actor.role : "NONE");
 		return 0;
 	}
-	if (!automation_looked_up(ev) || (!p->guest && !p->external))
+	if (!automation_looked_up(ev) || p == NULL || (!p->guest && !p->external))
 		return 1;
 	if (why != NULL)
 		buf_addf(why, "authors: %s is %s, not a member", who, p->external ?

@@ -19,6 +19,8 @@
 
 #define REPORT_LOOKUP_SKEW_MS	(10LL * 60 * 1000)	/* our clock and the API's may differ */
 
+static void	report_run_end_(struct engine *, const char *, int, const char *, int64_t);
+
 char *
 report_scrub(struct engine *e, const char *s)
 {
@@ -577,6 +579,12 @@ report_status_at(struct engine *e, const char *run, const char *posted, int64_t 
 		free(next);
 		goto out;
 	}
+	/* The run ended while the message was on its way: its report waits to replace it. */
+	if (posted != NULL && strcmp(state, "running") != 0 && strcmp(state, "queued") != 0 &&
+	    store_report_unwait(e->store, run)) {
+		report_run_end_(e, run, 0, posted, not_before);
+		goto out;
+	}
 	if (id == NULL && !store_report_exists(e->store, run, "status") &&
 	    (retry_of == NULL || !store_report_exists(e->store, retry_of, "status"))) {
 		if (strcmp(state, "queued") != 0 && strcmp(state, "running") != 0)
@@ -693,8 +701,22 @@ report_owned_free(struct report_owned *o)
 }
 
 /* The run's report; in place of its status message unless alone (that edit failed). */
+/*
+ * The status message's post has not come back yet (its row is there, its id
+ * is not): the run's report waits for it, to replace it rather than follow it.
+ */
+static int
+report_status_awaited(struct engine *e, const json_t *j, const char *run)
+{
+	const char	*retry_of = json_string_value(json_object_get(j, "retry_of"));
+
+	return store_report_pending(e->store, run, "status") || (retry_of != NULL &&
+	    store_report_pending(e->store, retry_of, "status"));
+}
+
 static void
-report_run_end_(struct engine *e, const char *run, int alone)
+report_run_end_(struct engine *e, const char *run, int alone, const char *posted,
+    int64_t posted_at)
 {
 	json_t			*j, *ev, *target = NULL, *aj, *none;
 	struct report_facts	 f;
@@ -736,8 +758,26 @@ report_run_end_(struct engine *e, const char *run, int alone)
 	report_facts_fill(e, run, j, &f, &own);
 	link = own.link;
 	text = report_format(source, &f, b->max);
-	if ((id = b->edit_target != NULL && !alone ? store_run_status(e->store, run, &at) :
-	    NULL) != NULL) {
+	if (posted != NULL) {
+		id = xstrdup(posted);
+		at = posted_at;
+	} else if (b->edit_target != NULL && !alone)
+		id = store_run_status(e->store, run, &at);
+	if (id == NULL && !alone && b->edit_target != NULL && report_status_awaited(e, j, run)) {
+		/*
+		 * A run shorter than its status message's round trip: the report
+		 * waits for the message's id (report_status_at takes it back and
+		 * edits), REPORT_STATUS_WAIT_MS at most; then it goes on its own.
+		 */
+		body = b->body(e, ev, run, "run_end", text);
+		json_object_set_new(target, "await_status", json_true());
+		if (store_report_wait(e->store, run, target, body, now_ms() +
+		    REPORT_STATUS_WAIT_MS) == 0)
+			log_info("event=report.stored run=%s kind=run_end source=%s "
+			    "waits_for=status", run, source);
+		goto out;
+	}
+	if (id != NULL) {
 		st = b->status_target(ev, &nothread);
 		follows = st == NULL || !json_equal(st, target) ||
 		    (b->opens_thread != NULL && b->opens_thread(ev));
@@ -826,7 +866,7 @@ report_run_end(struct engine *e, const char *run)
 {
 	json_t	*j;
 
-	report_run_end_(e, run, 0);
+	report_run_end_(e, run, 0, NULL, 0);
 	if ((j = store_run_json(e->store, run, 1)) != NULL) {
 		report_destinations(e, run, j);
 		json_decref(j);
@@ -842,7 +882,11 @@ report_edit_given_up(struct engine *e, const json_t *report)
 	/* The status message is gone (deleted, say): the report goes as a message of its own. */
 	if (run != NULL && kind != NULL && strcmp(kind, "run_end") == 0 &&
 	    json_is_true(json_path(report, "target.edit")))
-		report_run_end_(e, run, 1);
+		report_run_end_(e, run, 1, NULL, 0);
+	/* It never came: a report waiting for it goes now, on its own. */
+	if (run != NULL && kind != NULL && strcmp(kind, "status") == 0 &&
+	    store_report_unwait(e->store, run))
+		report_run_end_(e, run, 1, NULL, 0);
 }
 
 char *

@@ -50,6 +50,8 @@ void	 report_run_end(struct engine *, const char *run);
  * running); report_status_posted: the outbox got the message's id.
  */
 #define REPORT_EDIT_MS		10000
+/* A run's report waits this long for its status message's id, to replace it. */
+#define REPORT_STATUS_WAIT_MS	60000
 #define REPORT_SLACK_STATUS	"spur_status"
 #define REPORT_SLACK_REPLY	"spur_reply"	/* a thread command's answer */
 void	 report_status(struct engine *, const char *run);

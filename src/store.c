@@ -1865,6 +1865,51 @@ store_report_add(struct store *st, const char *run, const char *kind, json_t *ta
 	return rc;
 }
 
+int
+store_report_wait(struct store *st, const char *run, json_t *target, const char *body,
+    int64_t due)
+{
+	char		*t = json_dumps(target, JSON_COMPACT);
+	const char	*args[] = { run, t, body };
+	int64_t		 ints[] = { due, now_ms() };
+	int		 r;
+
+	r = store_exec_bind(st, "INSERT INTO reports (run, kind, target, body, state, next_at, "
+	    "created_at) VALUES (?, 'run_end', ?, ?, 'pending', ?, ?)", args, 3, ints, 2);
+	free(t);
+	return r;
+}
+
+int
+store_report_pending(struct store *st, const char *run, const char *kind)
+{
+	sqlite3_stmt	*s;
+	int		 found;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT 1 FROM reports WHERE run = ? AND kind = ? AND "
+	    "state = 'pending'", -1, &s, NULL) != SQLITE_OK)
+		return 0;
+	bind_text(s, 1, run);
+	bind_text(s, 2, kind);
+	found = sqlite3_step(s) == SQLITE_ROW;
+	sqlite3_finalize(s);
+	return found;
+}
+
+int
+store_report_unwait(struct store *st, const char *run)
+{
+	const char	*args[] = { run };
+	int64_t		 ints[] = { now_ms() };
+
+	/* Not one that is due: the outbox may be sending it. */
+	if (store_exec_bind(st, "DELETE FROM reports WHERE run = ? AND kind = 'run_end' AND "
+	    "state = 'pending' AND sending_at IS NULL AND attempts = 0 AND next_at > ? AND "
+	    "json_extract(target, '$.await_status') = 1", args, 1, ints, 1) != 0)
+		return 0;
+	return sqlite3_changes(st->db) > 0;
+}
+
 /*
  * The outbox's side of reports (outbox.c, report.c): pending ones soonest
  * first, and what became of each attempt. A report is given up after a

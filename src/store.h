@@ -249,6 +249,16 @@ char		*store_run_org(struct store *, const char *run);
 int		 store_report_add(struct store *, const char *run, const char *kind,
 		     json_t *target, const char *body);
 /*
+ * A run's report that waits (until due) for its status message's id
+ * (report.c): store_report_unwait takes it back, 1 when it did (it was
+ * still waiting, not on its way), so the report can edit the message instead.
+ */
+int		 store_report_wait(struct store *, const char *run, json_t *target,
+		     const char *body, int64_t due);
+int		 store_report_unwait(struct store *, const char *run);
+/* Whether run has a report of kind still to send (pending). */
+int		 store_report_pending(struct store *, const char *run, const char *kind);
+/*
  * The outbox's side of reports (outbox.c, report.c). States: pending, sent,
  * given_up (a permanent error, or retried past reports.give_up), no_thread
  * (nothing to post to: generic webhooks, schedules), none (report: none).

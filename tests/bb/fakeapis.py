@@ -185,10 +185,11 @@ class Fake:
             out[iid] = (login, repos)
         return out
 
-    def fail(self, pattern, status, headers=None, times=1, body=None):
+    def fail(self, pattern, status, headers=None, times=1, body=None, delay=0):
+        """The next times requests matching pattern are answered status (after delay seconds)."""
         with self.lock:
             self.failures.append({"re": re.compile(pattern), "status": status, "headers": headers or {},
-                                  "times": times, "body": body})
+                                  "times": times, "body": body, "delay": delay})
 
     def hang(self, pattern, times=1):
         self.fail(pattern, "hang", times=times)
@@ -348,6 +349,7 @@ class Fake:
             if fail["status"] == "hang":
                 time.sleep(120)
                 return
+            time.sleep(fail.get("delay") or 0)
             return self.send(h, fail["status"], fail["body"] or {"message": "failing on command"}, fail["headers"])
         path = h.path
         if self.on_demand:

@@ -43,6 +43,7 @@ AUTOS = {
     "listed.yaml": slack_auto("listed", "C2", "authors:\n  users: [UGUEST]\n"),
     "ops.yaml": slack_auto("ops", "C3", "authors:\n  groups: [SOPS]\n"),
     "anyone.yaml": slack_auto("anyone", "C4", "authors: any\n"),
+    "bots.yaml": ("name: botsok\non:\n  slack:\n    events: [message]\n    channels: [C5]\nbots: true\n" + RUN),
     "lin.yaml": "name: lin\non:\n  linear:\n    events: [Issue.create]\n    teams: [ENG]\n" + RUN,
     "lin-ops.yaml": ("name: linops\non:\n  linear:\n    events: [Issue.create]\n    teams: [OPS]\n"
                      "authors:\n  teams: [OPS]\n" + RUN),
@@ -113,6 +114,18 @@ try:
         # --- any ---------------------------------------------------------------------------
         st, runs = mention(s, "UOTHER", "C4")
         t.ok(runs and len(runs) == 1, "authors: any lets another workspace's person in", runs)
+        # --- a bot: bots: true decides, nobody is looked up -----------------------------------
+        before = len(lookups("/slack/api/users.info"))
+        n[0] += 1
+        m = json.dumps({"type": "event_callback", "team_id": "T1", "event_id": "EvBot",
+                        "event": {"type": "message", "subtype": "bot_message", "bot_id": "BDEPLOY",
+                                  "text": "deploy failed", "ts": "1700000999.000100", "channel": "C5"}}).encode()
+        h = slack_headers(SECRETS["T_SLACK_SECRET"], m)
+        h["Content-Type"] = "application/json"
+        st, _, a = s.post_json(HOOK + "slack", m, h)
+        t.ok(st == 200 and len(a.get("runs", [])) == 1, "a bot's message starts a run where bots: true", a)
+        t.eq(len(lookups("/slack/api/users.info")), before, "and no one is looked up for it")
+
         # --- a lookup that fails: nobody is let in, and it is not cached ---------------------
         fake.slack_users["UGONE"] = None
         st, runs = mention(s, "UGONE", "C1")

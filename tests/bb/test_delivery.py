@@ -10,6 +10,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment, slack_headers, linear_sig, grep_secrets
+
+# The report as a message of its own: its delivery (retries, restarts, lookups, tokens) is
+# what this file checks. The status message it replaces by default has test_progress.py.
+NO_PROGRESS = "reports:\n  progress: false\n"
 from fakeapis import Fake, make_remote, add_ref, git_show, git_ls, git_log, git_parents
 
 t = Tap()
@@ -165,7 +169,7 @@ def posts(path):
 
 
 try:
-    with Spur("public_url: http://spur.example:8080/\ngit:\n  author_name: Spur Bot\n  author_email: bot@spur.example\n",
+    with Spur(NO_PROGRESS + "public_url: http://spur.example:8080/\ngit:\n  author_name: Spur Bot\n  author_email: bot@spur.example\n",
               orgs=ORGS, automations=AUTOS) as s:
         s.start()
         # --- a report on a GitHub comment, with the eyes reaction ----------------
@@ -527,7 +531,7 @@ try:
         t.eq(grep_secrets(bodies), [], "no secret in any stored report")
 
     # --- reports.give_up: a report that keeps failing is given up after it, not after a day --
-    with Spur("reports:\n  give_up: 4s\n", orgs=ORGS, automations=AUTOS) as s:
+    with Spur("reports:\n  give_up: 4s\n  progress: false\n", orgs=ORGS, automations=AUTOS) as s:
         s.start()
         fake.fail(r"POST /repos/acme/api/issues/31/comments", 500, times=1000)
         t0 = time.time()
@@ -593,7 +597,7 @@ orgs:
 """ % {"u": fake2.url, "pem": pem}
 APP_HOOK = "/o/appco/hooks/"
 try:
-    with Spur("public_url: http://spur.example:8080/\n", orgs=APP_ORGS,
+    with Spur(NO_PROGRESS + "public_url: http://spur.example:8080/\n", orgs=APP_ORGS,
               automations={"app.yaml": auto("app", ["sh", "-c", "cat >/dev/null; cd /workspace; "
                                                     "cat README.md > seen.txt && echo 'App did it'"],
                                             "^/app", "proof: pull_request\n")}) as s:
@@ -649,7 +653,7 @@ try:
     WINDOW = 10            # so a token is reused for 10 s after its exchange, then renewed
     fake2.app_rotate = True
     fake2.app_token_ttl = TOKEN_MARGIN + WINDOW
-    with Spur("public_url: http://spur.example:8080/\n", orgs=APP_ORGS,
+    with Spur(NO_PROGRESS + "public_url: http://spur.example:8080/\n", orgs=APP_ORGS,
               automations={"app.yaml": auto("app", ["sh", "-c", "cat >/dev/null; cd /workspace; "
                                                     "cat README.md > seen.txt && echo 'App did it'"],
                                             "^/app", "proof: pull_request\n")}) as s:

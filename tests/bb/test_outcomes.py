@@ -94,8 +94,11 @@ def report_row(s, r, timeout=15):
 
 
 def posted_for(r):
+    """The bodies of run r's report as GitHub got them: a comment of its own, or its status
+    message edited into it (reports.progress)."""
     return [json.loads(x["body"]).get("body", "") for x in fake.api_requests("/repos/acme/api/issues/")
-            if x["method"] == "POST" and x["path"].endswith("/comments") and "<!-- spur:%s -->" % r in x["body"]]
+            if ((x["method"] == "POST" and x["path"].endswith("/comments")) or
+                (x["method"] == "PATCH" and "/comments/" in x["path"])) and "<!-- spur:%s -->" % r in x["body"]]
 
 
 try:

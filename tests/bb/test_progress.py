@@ -32,6 +32,7 @@ def auto(name, text, secs):
 AUTOS = {
     "quick.yaml": auto("quick", "^/quick", 3),
     "long.yaml": auto("long", "^/long", 14),
+    "instant.yaml": auto("instant", "^/instant", 0),
     "slack.yaml": "name: slk\non:\n  slack:\n    events: [app_mention]\nagent: command\n"
                   "command: [sh, -c, 'cat >/dev/null; sleep 1; echo \"slack done\"']\nprompt: hi\nproof: report\n",
     "linear.yaml": "name: lin\non:\n  linear:\n    events: [Issue.update]\n    to_state: In Progress\n"
@@ -149,6 +150,27 @@ try:
         t.ok(len(reqs("POST", "/repos/acme/api/issues/53/comments")) == 2 and
              "<!-- spur:%s -->" % r4 in fake.posted("acme/api#53")[-1]["body"],
              "as a comment of its own", fake.posted("acme/api#53"))
+
+        # --- a run that ends before its status message's post comes back ------------------
+        # GitHub takes 4 s to answer the post; the run is over in well under that. The report
+        # waits for the message's id and replaces it: one comment, never two.
+        fake.before_answer(r"POST /repos/acme/api/issues/54/comments", lambda: time.sleep(4))
+        r5 = fire(s, "/instant", 54)
+        rep = wait_report(s, r5, timeout=60)
+        t.eq(rep and rep["state"], "sent", "the instant run's report is sent")
+        t.contains(s.logs(), "run=%s kind=run_end source=github waits_for=status" % r5,
+                   "it waited for the status message")
+        t.eq(len(reqs("POST", "/repos/acme/api/issues/54/comments")), 1, "one comment posted: the status message")
+        thread = fake.posted("acme/api#54")
+        t.ok(len(thread) == 1 and "<!-- spur:%s -->" % r5 in thread[0]["body"] and "instant done" in thread[0]["body"],
+             "edited into the report: the thread holds one comment", thread)
+        # Its status message never comes (GitHub refuses it): the report goes on its own at once.
+        fake.fail(r"POST /repos/acme/api/issues/55/comments", 422, times=1, delay=3)
+        r6 = fire(s, "/instant", 55)
+        rep = wait_report(s, r6, timeout=40)
+        t.eq(rep and rep["state"], "sent", "a status message given up: the report is sent on its own")
+        t.ok(len(fake.posted("acme/api#55")) == 1 and "<!-- spur:%s -->" % r6 in fake.posted("acme/api#55")[0]["body"],
+             "as the thread's one comment", fake.posted("acme/api#55"))
 
         # --- Slack: a thread reply, then chat.update ---------------------------------
         m = json.dumps({"type": "event_callback", "team_id": "T1", "event_id": "EvP1",

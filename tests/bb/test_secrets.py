@@ -510,7 +510,8 @@ with Spur("sandbox:\n  backend: bwrap\n  timeout: 60s\n%sagents:\n  claude:\n   
     body = rep[0]["body"] if rep else ""
     t.ok(body.count("[secret]") >= 30, "its report says [secret] for each of the 15 forms, in the result "
          "and in the reason (%d)" % body.count("[secret]"), body[:3000])
-    posted = "".join(r["body"] for r in fake.requests if r["method"] == "POST")
+    # Posted, or edited into the run's status message (reports.progress).
+    posted = "".join(r["body"] for r in fake.requests if r["method"] in ("POST", "PATCH"))
     t.ok("[secret]" in posted, "the report was posted")
     for what, text in (("the stored report", body), ("the posted report", posted)):
         t.eq(leaks(rendered(text)), [], "%s holds the secret in no form, even as a reader sees it" % what)
