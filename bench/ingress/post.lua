@@ -1,12 +1,13 @@
 -- bench/ingress/post.lua: wrk script posting signed GitHub issue comments, each under a delivery id of its own.
 --
 -- The bodies and their signatures are made beforehand by bench/ingress/run (HMAC in Lua
--- would cost the client more than the server); this script only cycles through them.
+-- would cost the client more than the server); this script puts each request together.
 -- A GitHub delivery id is not signed, so every request gets a fresh one here: spur
 -- deduplicates on (X-GitHub-Hook-ID, X-GitHub-Delivery), and a benchmark that repeated
 -- ids would measure the cheaper duplicate path.
 --
--- Environment: BENCH_BODIES (file: one "signature TAB matches TAB json" per line),
+-- Environment: BENCH_BODIES (file: "T TAB start", "S TAB end", then one "signature TAB
+-- matches TAB middle" per body),
 -- BENCH_THREADS (wrk -t), BENCH_NONCE (8 hex digits, new per run), BENCH_EVENTS (optional
 -- file that receives the event id of every new 200 answer).
 
@@ -19,37 +20,48 @@ function setup(thread)
 	table.insert(threads, thread)
 end
 
-local MARK = "@@DELIVERY@@"
-
+-- Every request has a body of its own: spur also deduplicates on the body's hash, so a
+-- body sent twice is a duplicate whatever its delivery id. The bodies file holds the common
+-- start ("T" line) and end ("S" line) of the JSON once, then per body its signature, whether
+-- it matches and its middle; a request is put together from them when it is sent.
 function init(args)
 	local total = tonumber(os.getenv("BENCH_THREADS") or "1")
 	local nonce = os.getenv("BENCH_NONCE") or "00000000"
 	local file = os.getenv("BENCH_BODIES")
 	local i = 0
 
-	pre, post = {}, {}
-	-- Each thread takes a disjoint slice of the bodies.
+	sigs, middles, lens = {}, {}, {}
 	for line in io.lines(file) do
-		if i % total == tid then
-			local sig, body = line:match("^(%S+)\t%d\t(.*)$")
-			local r = wrk.format("POST", nil, {
-				["Content-Type"] = "application/json",
-				["User-Agent"] = "GitHub-Hookshot/bench",
-				["X-GitHub-Event"] = "issue_comment",
-				["X-GitHub-Hook-ID"] = "424242",
-				["X-GitHub-Delivery"] = MARK,
-				["X-Hub-Signature-256"] = sig,
-			}, body)
-			local at = r:find(MARK, 1, true)
-			pre[#pre + 1] = r:sub(1, at - 1)
-			post[#post + 1] = r:sub(at + #MARK)
+		local kind, rest = line:match("^([TS])\t(.*)$")
+		if kind == "T" then
+			bhead = rest
+		elseif kind == "S" then
+			btail = rest
+		else
+			-- Each thread takes a disjoint slice of the bodies.
+			if i % total == tid then
+				local sig, middle = line:match("^(%S+)\t%d\t(.*)$")
+				sigs[#sigs + 1] = sig
+				middles[#middles + 1] = middle
+			end
+			i = i + 1
 		end
-		i = i + 1
 	end
-	if #pre == 0 then
+	if #sigs == 0 or bhead == nil or btail == nil then
 		error("no request bodies for thread " .. tid .. " in " .. tostring(file))
 	end
-	prefix = string.format("%s-%04d-4000-8000-", nonce, tid)
+	for k = 1, #middles do
+		lens[k] = tostring(#bhead + #middles[k] + #btail)
+	end
+	local r = wrk.format("POST", nil, {
+		["Content-Type"] = "application/json",
+		["User-Agent"] = "GitHub-Hookshot/bench",
+		["X-GitHub-Event"] = "issue_comment",
+		["X-GitHub-Hook-ID"] = "424242",
+	})
+	-- The request line and fixed headers, without the blank line that ends them.
+	rhead = r:sub(1, -3) .. "X-GitHub-Delivery: " ..
+	    string.format("%s-%04d-4000-8000-", nonce, tid)
 	sent, next_body = 0, 1
 	st200, st2xx, stother, stnew, stdup, stmatched = 0, 0, 0, 0, 0, 0
 	statuses = {}
@@ -59,8 +71,9 @@ end
 function request()
 	local k = next_body
 	sent = sent + 1
-	next_body = k < #pre and k + 1 or 1
-	return pre[k] .. prefix .. string.format("%012d", sent) .. post[k]
+	next_body = k < #sigs and k + 1 or 1
+	return rhead .. string.format("%012d", sent) .. "\r\nX-Hub-Signature-256: " .. sigs[k] ..
+	    "\r\nContent-Length: " .. lens[k] .. "\r\n\r\n" .. bhead .. middles[k] .. btail
 end
 
 function response(status, headers, body)
