@@ -425,7 +425,7 @@ ingest_finish_batch(struct ingest *in, struct batch *d)
 	size_t			 n = d->n, i, j;
 	int			 rc = d->rc, acked = 0;
 	long long		 queued = 0, recount, submitted = 0;
-	json_t			*runs;
+	json_t			*runs, *statuses = json_array(), *id;
 	enum ingest_status	 status;
 
 	if (rc != 0) {
@@ -453,12 +453,7 @@ ingest_finish_batch(struct ingest *in, struct batch *d)
 				log_info("event=run.queued run=%s org=%s automation=%s "
 				    "event_id=%s thread=%s", it->runs[j].id, log_q(ev->org),
 				    log_q(it->runs[j].automation), ev->id, log_q(ev->thread));
-				/*
-				 * Its status message (reports.progress), stored just after
-				 * the commit, as the reaction: a crash between loses it, and
-				 * the report is then posted as a message of its own.
-				 */
-				report_status(e, it->runs[j].id);
+				json_array_append_new(statuses, json_string(it->runs[j].id));
 			}
 			log_info("event=ingest.stored org=%s source=%s type=%s event_id=%s "
 			    "delivery=%s thread=%s runs=%zu", log_q(ev->org), ev->source,
@@ -476,6 +471,22 @@ ingest_finish_batch(struct ingest *in, struct batch *d)
 		json_decref(runs);
 		ingest_item_free(it);
 	}
+	/*
+	 * The runs' status messages (reports.progress), stored after the answers and
+	 * in one transaction (one fsync on the loop, not one a run): a crash before
+	 * it loses them, and the report is then posted as a message of its own.
+	 */
+	if (json_array_size(statuses) > 0) {
+		if (store_tx_begin(e->store, NULL) != 0)
+			log_warn("event=ingest.status_tx_failed runs=%zu",
+			    json_array_size(statuses));
+		json_array_foreach(statuses, i, id)
+			report_status(e, json_string_value(id));
+		if (store_tx_commit(e->store, NULL) != 0)
+			log_warn("event=ingest.status_commit_failed runs=%zu",
+			    json_array_size(statuses));
+	}
+	json_decref(statuses);
 	for (i = 0; i < d->nmarks; i++) {
 		/* Committed or not, the outbox may look at the report again. */
 		outbox_marked(e->outbox, d->marks[i].id);
