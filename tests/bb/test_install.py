@@ -7,16 +7,15 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import SPUR, SRCDIR, Tap, make_install, sandbox_unavailable  # noqa: E402
+from spurtest import tempdir, SPUR, SRCDIR, Tap, make_install, sandbox_unavailable  # noqa: E402
 
 t = Tap()
 builddir = os.path.dirname(os.path.abspath(SPUR))
 if not os.path.exists(os.path.join(builddir, "Makefile")):
     t.skip_all("no Makefile beside %s to install from" % SPUR)
-dest = tempfile.mkdtemp(prefix="spur-install-")
+dest = tempdir("spur-install-")
 
 
 def make(*args):
@@ -146,7 +145,7 @@ try:
     else:
         make("install", "DESTDIR=" + dest)
         etc = os.path.dirname(dirs["spurconfdir"])
-        work = tempfile.mkdtemp(prefix="spur-install-cwd-")
+        work = tempdir("spur-install-cwd-")
         os.mkdir(os.path.join(work, "automations"))
         # Seen at its real path without touching the host: a tmpfs over its parent, the tree bound in.
         jail = ["bwrap", "--dev-bind", "/", "/", "--tmpfs", etc, "--bind", at("spurconfdir"), dirs["spurconfdir"],

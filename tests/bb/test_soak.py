@@ -13,12 +13,11 @@ import os
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import sandbox_unavailable, Spur, Tap, SECRETS, github_headers, github_comment, rss_kib
+from spurtest import tempdir, sandbox_unavailable, Spur, Tap, SECRETS, github_headers, github_comment, rss_kib
 from fakeapis import Fake
 
 EVENTS = int(os.environ.get("SPUR_SOAK_EVENTS") or 10000)
@@ -67,7 +66,7 @@ retry: never
 
 
 # Reports go to a local stand-in for the GitHub API, so the outbox is soaked too.
-gitroot = tempfile.mkdtemp(prefix="spur-git-")
+gitroot = tempdir("spur-git-")
 # Its repositories too: every run of a GitHub event checks the event's repository out first.
 fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot).any_repository()
 ORGS = """\
