@@ -23,7 +23,34 @@ struct counter {
 	long long	 value;
 };
 
+struct lcounter {
+	char		 name[32];
+	char		 labels[96];
+	long long	 value;
+};
+
+/* Upper bounds of the histograms' buckets, in seconds (then +Inf). */
+static const double metrics_bounds[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+	0.5, 1, 2.5, 5, 10, 30, 60, 300 };
+#define METRICS_NBOUNDS	(sizeof metrics_bounds / sizeof metrics_bounds[0])
+
+struct hist {
+	long long	 buckets[METRICS_NBOUNDS];	/* not cumulative: rendered so */
+	long long	 count;
+	double		 sum;
+};
+
+static const char *const metrics_hist_names[METRICS_NHIST][2] = {
+	{ "spur_store_commit_seconds", "How long the writer's commits of a batch of deliveries "
+	    "(and the outbox's marks) take, payload log sync included." },
+	{ "spur_schedule_lag_seconds", "How late a schedule's fire went to ingest after its "
+	    "time (catch-up fires after a stop included)." },
+};
+
 struct metrics_data {
+	struct lcounter	 lcounters[METRICS_MAX_SERIES];
+	size_t		 nlcounters;
+	struct hist	 hists[METRICS_NHIST];
 	struct series	 requests[METRICS_MAX_SERIES];
 	size_t		 nrequests;
 	struct counter	 counters[32];
@@ -39,6 +66,8 @@ struct metrics {
 	struct metrics_data	 d;
 };
 
+static void	metrics_label(struct buf *, const char *);
+
 struct metrics *
 metrics_create(void)
 {
@@ -46,6 +75,8 @@ metrics_create(void)
 
 	pthread_mutex_init(&m->mu, NULL);
 	m->d.started = now_ms();
+	/* Shown from the start, 0 until counted: an alert's expression finds its series. */
+	metrics_count(m, "sandbox_start_failures", 0);
 	return m;
 }
 
@@ -104,6 +135,122 @@ metrics_count(struct metrics *m, const char *name, long long n)
 		d->counters[d->ncounters++].value = n;
 	}
 	pthread_mutex_unlock(&m->mu);
+}
+
+void
+metrics_count_labels(struct metrics *m, const char *name, const char *labels, long long n)
+{
+	struct metrics_data	*d;
+	size_t			 i;
+
+	if (m == NULL)
+		return;
+	d = &m->d;
+	pthread_mutex_lock(&m->mu);
+	for (i = 0; i < d->nlcounters; i++) {
+		if (strcmp(d->lcounters[i].name, name) == 0 &&
+		    strcmp(d->lcounters[i].labels, labels) == 0)
+			break;
+	}
+	if (i < d->nlcounters)
+		d->lcounters[i].value += n;
+	else if (d->nlcounters < METRICS_MAX_SERIES) {
+		snprintf(d->lcounters[i].name, sizeof d->lcounters[0].name, "%s", name);
+		snprintf(d->lcounters[i].labels, sizeof d->lcounters[0].labels, "%s", labels);
+		d->lcounters[d->nlcounters++].value = n;
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+void
+metrics_observe(struct metrics *m, enum metrics_hist h, double seconds)
+{
+	struct hist	*x;
+	size_t		 i;
+
+	if (m == NULL || h >= METRICS_NHIST)
+		return;
+	if (seconds < 0)
+		seconds = 0;
+	pthread_mutex_lock(&m->mu);
+	x = &m->d.hists[h];
+	for (i = 0; i < METRICS_NBOUNDS && seconds > metrics_bounds[i]; i++)
+		;
+	if (i < METRICS_NBOUNDS)
+		x->buckets[i]++;
+	x->count++;
+	x->sum += seconds;
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* Labelled counters, grouped by name (one HELP/TYPE each), in the order first counted. */
+static void
+metrics_render_lcounters(struct buf *b, const struct metrics_data *d)
+{
+	size_t	 i, j;
+	int	 seen;
+
+	for (i = 0; i < d->nlcounters; i++) {
+		for (seen = 0, j = 0; j < i && !seen; j++)
+			seen = strcmp(d->lcounters[j].name, d->lcounters[i].name) == 0;
+		if (seen)
+			continue;
+		buf_addf(b, "# TYPE spur_%s_total counter\n", d->lcounters[i].name);
+		for (j = i; j < d->nlcounters; j++)
+			if (strcmp(d->lcounters[j].name, d->lcounters[i].name) == 0)
+				buf_addf(b, "spur_%s_total{%s} %lld\n", d->lcounters[j].name,
+				    d->lcounters[j].labels, d->lcounters[j].value);
+	}
+}
+
+static void
+metrics_render_hists(struct buf *b, const struct metrics_data *d)
+{
+	const struct hist	*x;
+	long long		 cum;
+	size_t			 h, i;
+
+	for (h = 0; h < METRICS_NHIST; h++) {
+		x = &d->hists[h];
+		buf_addf(b, "# HELP %s %s\n# TYPE %s histogram\n", metrics_hist_names[h][0],
+		    metrics_hist_names[h][1], metrics_hist_names[h][0]);
+		for (cum = 0, i = 0; i < METRICS_NBOUNDS; i++) {
+			cum += x->buckets[i];
+			buf_addf(b, "%s_bucket{le=\"%g\"} %lld\n", metrics_hist_names[h][0],
+			    metrics_bounds[i], cum);
+		}
+		buf_addf(b, "%s_bucket{le=\"+Inf\"} %lld\n%s_sum %.6f\n%s_count %lld\n",
+		    metrics_hist_names[h][0], x->count, metrics_hist_names[h][0], x->sum,
+		    metrics_hist_names[h][0], x->count);
+	}
+}
+
+/* The outbox's backlog from the store: pending reports by destination, their oldest. */
+static void
+metrics_reports_pending(struct buf *b, struct engine *e)
+{
+	json_t		*rows = store_reports_pending(e->store), *r;
+	size_t		 i;
+	int64_t		 oldest = 0, at;
+
+	buf_adds(b, "# HELP spur_reports_pending Reports waiting to be sent, by destination "
+	    "(the thread's system) and whether an attempt failed already (retrying).\n"
+	    "# TYPE spur_reports_pending gauge\n");
+	json_array_foreach(rows, i, r) {
+		buf_adds(b, "spur_reports_pending{destination=\"");
+		metrics_label(b, json_string_value(json_object_get(r, "destination")));
+		buf_addf(b, "\",retrying=\"%s\"} %lld\n", json_is_true(json_object_get(r,
+		    "retrying")) ? "true" : "false", (long long)json_integer_value(
+		    json_object_get(r, "n")));
+		at = json_integer_value(json_object_get(r, "oldest"));
+		if (oldest == 0 || at < oldest)
+			oldest = at;
+	}
+	buf_addf(b, "# HELP spur_outbox_oldest_pending_seconds Age of the oldest report still "
+	    "to send (0: none).\n# TYPE spur_outbox_oldest_pending_seconds gauge\n"
+	    "spur_outbox_oldest_pending_seconds %.3f\n", oldest > 0 ? (now_ms() - oldest) /
+	    1000.0 : 0.0);
+	json_decref(rows);
 }
 
 void
@@ -239,6 +386,9 @@ metrics_render(struct metrics *m, struct engine *e)
 	    "(limits.buffered bounds them).\n# TYPE spur_http_buffered_bytes gauge\n"
 	    "spur_http_buffered_bytes %lld\n", e->budget != NULL ? reqbudget_used(e->budget) : 0);
 	metrics_usage(&b, e);
+	metrics_render_lcounters(&b, d);
+	metrics_render_hists(&b, d);
+	metrics_reports_pending(&b, e);
 	buf_addf(&b, "# TYPE spur_uptime_seconds gauge\nspur_uptime_seconds %lld\n",
 	    (long long)((now_ms() - d->started) / 1000));
 	return buf_take(&b);
