@@ -20,11 +20,6 @@ struct series {
 
 struct counter {
 	char		 name[32];
-	long long	 value;
-};
-
-struct lcounter {
-	char		 name[32];
 	char		 labels[96];
 	long long	 value;
 };
@@ -48,13 +43,11 @@ static const char *const metrics_hist_names[METRICS_NHIST][2] = {
 };
 
 struct metrics_data {
-	struct lcounter	 lcounters[METRICS_MAX_SERIES];
-	size_t		 nlcounters;
+	struct counter	 counters[METRICS_MAX_SERIES];
+	size_t		 ncounters;
 	struct hist	 hists[METRICS_NHIST];
 	struct series	 requests[METRICS_MAX_SERIES];
 	size_t		 nrequests;
-	struct counter	 counters[32];
-	size_t		 ncounters;
 	double		 run_seconds_sum;
 	long long	 run_seconds_count;
 	int64_t		 started;
@@ -117,24 +110,7 @@ metrics_request(struct metrics *m, const char *route, int status)
 void
 metrics_count(struct metrics *m, const char *name, long long n)
 {
-	struct metrics_data	*d;
-	size_t			 i;
-
-	if (m == NULL)
-		return;
-	d = &m->d;
-	pthread_mutex_lock(&m->mu);
-	for (i = 0; i < d->ncounters; i++) {
-		if (strcmp(d->counters[i].name, name) == 0)
-			break;
-	}
-	if (i < d->ncounters)
-		d->counters[i].value += n;
-	else if (d->ncounters < SPUR_ARRLEN(d->counters)) {
-		snprintf(d->counters[i].name, sizeof d->counters[0].name, "%s", name);
-		d->counters[d->ncounters++].value = n;
-	}
-	pthread_mutex_unlock(&m->mu);
+	metrics_count_labels(m, name, "", n);
 }
 
 void
@@ -147,17 +123,17 @@ metrics_count_labels(struct metrics *m, const char *name, const char *labels, lo
 		return;
 	d = &m->d;
 	pthread_mutex_lock(&m->mu);
-	for (i = 0; i < d->nlcounters; i++) {
-		if (strcmp(d->lcounters[i].name, name) == 0 &&
-		    strcmp(d->lcounters[i].labels, labels) == 0)
+	for (i = 0; i < d->ncounters; i++) {
+		if (strcmp(d->counters[i].name, name) == 0 &&
+		    strcmp(d->counters[i].labels, labels) == 0)
 			break;
 	}
-	if (i < d->nlcounters)
-		d->lcounters[i].value += n;
-	else if (d->nlcounters < METRICS_MAX_SERIES) {
-		snprintf(d->lcounters[i].name, sizeof d->lcounters[0].name, "%s", name);
-		snprintf(d->lcounters[i].labels, sizeof d->lcounters[0].labels, "%s", labels);
-		d->lcounters[d->nlcounters++].value = n;
+	if (i < d->ncounters)
+		d->counters[i].value += n;
+	else if (d->ncounters < METRICS_MAX_SERIES) {
+		snprintf(d->counters[i].name, sizeof d->counters[0].name, "%s", name);
+		snprintf(d->counters[i].labels, sizeof d->counters[0].labels, "%s", labels);
+		d->counters[d->ncounters++].value = n;
 	}
 	pthread_mutex_unlock(&m->mu);
 }
@@ -185,21 +161,23 @@ metrics_observe(struct metrics *m, enum metrics_hist h, double seconds)
 
 /* Labelled counters, grouped by name (one HELP/TYPE each), in the order first counted. */
 static void
-metrics_render_lcounters(struct buf *b, const struct metrics_data *d)
+metrics_render_counters(struct buf *b, const struct metrics_data *d)
 {
 	size_t	 i, j;
 	int	 seen;
 
-	for (i = 0; i < d->nlcounters; i++) {
+	for (i = 0; i < d->ncounters; i++) {
 		for (seen = 0, j = 0; j < i && !seen; j++)
-			seen = strcmp(d->lcounters[j].name, d->lcounters[i].name) == 0;
+			seen = strcmp(d->counters[j].name, d->counters[i].name) == 0;
 		if (seen)
 			continue;
-		buf_addf(b, "# TYPE spur_%s_total counter\n", d->lcounters[i].name);
-		for (j = i; j < d->nlcounters; j++)
-			if (strcmp(d->lcounters[j].name, d->lcounters[i].name) == 0)
-				buf_addf(b, "spur_%s_total{%s} %lld\n", d->lcounters[j].name,
-				    d->lcounters[j].labels, d->lcounters[j].value);
+		buf_addf(b, "# TYPE spur_%s_total counter\n", d->counters[i].name);
+		for (j = i; j < d->ncounters; j++)
+			if (strcmp(d->counters[j].name, d->counters[i].name) == 0)
+				buf_addf(b, "spur_%s_total%s%s%s %lld\n", d->counters[j].name,
+				    *d->counters[j].labels != '\0' ? "{" : "",
+				    d->counters[j].labels,
+				    *d->counters[j].labels != '\0' ? "}" : "", d->counters[j].value);
 	}
 }
 
@@ -347,19 +325,12 @@ metrics_render(struct metrics *m, struct engine *e)
 		buf_addf(&b, "spur_http_requests_total{route=\"%s\",status=\"%d\"} %lld\n",
 		    d->requests[i].route, d->requests[i].status, d->requests[i].count);
 	}
-	buf_adds(&b, "# HELP spur_events_total Events stored.\n"
-	    "# TYPE spur_events_total counter\n");
-	for (i = 0; i < d->ncounters; i++) {
+	/* Shown from the start, 0 until the first one is stored. */
+	for (i = 0; i < d->ncounters; i++)
 		if (strcmp(d->counters[i].name, "events") == 0)
 			break;
-	}
-	buf_addf(&b, "spur_events_total %lld\n", i < d->ncounters ? d->counters[i].value : 0);
-	for (i = 0; i < d->ncounters; i++) {
-		if (strcmp(d->counters[i].name, "events") == 0)
-			continue;
-		buf_addf(&b, "# TYPE spur_%s_total counter\nspur_%s_total %lld\n",
-		    d->counters[i].name, d->counters[i].name, d->counters[i].value);
-	}
+	if (i == d->ncounters)
+		buf_adds(&b, "# TYPE spur_events_total counter\nspur_events_total 0\n");
 	buf_adds(&b, "# HELP spur_runs Runs in the store by state.\n# TYPE spur_runs gauge\n");
 	for (s = 0; s < RUN_NSTATES; s++) {
 		buf_addf(&b, "spur_runs{state=\"%s\"} %lld\n", run_state_name(s),
@@ -386,7 +357,7 @@ metrics_render(struct metrics *m, struct engine *e)
 	    "(limits.buffered bounds them).\n# TYPE spur_http_buffered_bytes gauge\n"
 	    "spur_http_buffered_bytes %lld\n", e->budget != NULL ? reqbudget_used(e->budget) : 0);
 	metrics_usage(&b, e);
-	metrics_render_lcounters(&b, d);
+	metrics_render_counters(&b, d);
 	metrics_render_hists(&b, d);
 	metrics_reports_pending(&b, e);
 	buf_addf(&b, "# TYPE spur_uptime_seconds gauge\nspur_uptime_seconds %lld\n",
