@@ -1,4 +1,4 @@
-/* store.h: the sqlite3 store: events, runs and their history, sessions, reports. */
+/* store.h: the store (sqlite3, or PostgreSQL for several nodes): events, runs and their history, sessions, reports. */
 #ifndef SPUR_STORE_H
 #define SPUR_STORE_H
 
@@ -60,6 +60,26 @@ struct ingest_item {
 };
 
 struct store	*store_open(const char *data_dir, int readonly, char **cause);
+/*
+ * What a caller of the store needs of it. A backend that lacks one is refused
+ * at open, with the reason: a node never runs half on a store. The sqlite3
+ * store has them all; PostgreSQL (store-pg.c) has ingest so far (issue 24).
+ */
+#define STORE_NEED_INGEST	0x01	/* store_ingest, store_event_exists, store_count_runs, store_writable */
+#define STORE_NEED_RUNS		0x02	/* runs, their states and sessions (dispatch, run.c, the CLI) */
+#define STORE_NEED_REPORTS	0x04	/* the outbox */
+#define STORE_NEED_API		0x08	/* the org API, its keys, the console's sessions */
+#define STORE_NEED_SECRETS	0x10	/* sealed secrets */
+#define STORE_NEED_USAGE	0x20	/* model usage and budgets */
+#define STORE_NEED_ALL		0x3f	/* spur serve, and the CLI's commands on the store */
+/*
+ * The store spur.yaml's store: names (url; NULL: sqlite3 in data_dir), for
+ * a caller that needs the operations in needs.
+ */
+struct store	*store_open_url(const char *url, const char *data_dir, int readonly,
+		     unsigned needs, char **cause);
+/* Whether url is a store this build can open (config.c); -1 and why not. */
+int		 store_url_check(const char *url, char **cause);
 void		 store_close(struct store *);
 const char	*store_path(const struct store *);
 /* A transaction; nested ones join the outermost (one commit, one fsync). */
