@@ -93,6 +93,14 @@ def report_row(s, r, timeout=15):
     return x[0] if x else None
 
 
+def posted_last(r, timeout=30):
+    """The last body of run r's report GitHub got, once it got one (an edit waits up to 10 s)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and not posted_for(r):
+        time.sleep(0.2)
+    return (posted_for(r) or [""])[-1]
+
+
 def posted_for(r):
     """The bodies of run r's report as GitHub got them: a comment of its own, or its status
     message edited into it (reports.progress)."""
@@ -120,7 +128,7 @@ try:
         rc, out, err = s.c("runs", "--json")
         t.ok(all(x.get("cause") for x in json.loads(out) if x["state"] in TERMINAL),
              "spur runs --json: every ended run has a cause")
-        body = (posted_for(ids[2][0]) or [""])[-1]
+        body = posted_last(ids[2][0])
         t.ok("**Why:** the agent failed." in body, "the report says why in plain words", body)
         metrics = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % s.port, timeout=5).read().decode()
         t.ok(re.search(r'^spur_runs_ended\{cause="agent_error"\} [1-9]', metrics, re.M) and
@@ -246,7 +254,7 @@ try:
         t.eq(x["state"], "running", "its continuation runs after the start")
         s.c("cancel", again[0]["id"])
         wait(s, again[0]["id"])
-        body = (posted_for(again[0]["id"]) or [""])[-1]
+        body = posted_last(again[0]["id"])
         t.ok(("continues `%s`" % w3) in body, "the continuation's report names the run it continues", body)
 finally:
     fake.close()
