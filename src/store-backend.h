@@ -22,7 +22,7 @@ struct store_backend {
 			    const struct report_mark *, size_t, char **cause);
 	int		 (*event_exists)(void *impl, const char *org, const char *dedup);
 	long long	 (*count_runs)(void *impl, enum run_state);
-	/* What the operator sees of the store (a connection string without its password). */
+	/* What the operator sees of the store (its connection string, which has no password). */
 	const char	*(*name_of)(void *impl);
 };
 

@@ -56,7 +56,7 @@ const struct store_backend store_pg_backend = {
 
 struct store_pg {
 	PGconn	*conn;
-	char	*name;		/* the connection string without its password */
+	char	*name;		/* the connection string (store_url_check: never a password) */
 	int	 prepared;	/* the statements below are prepared on this connection */
 	int	 broken;	/* the connection was lost: made again before its next use */
 	int	 retry;		/* the last failure lets its transaction be tried again */
@@ -173,37 +173,6 @@ store_pg_msg(const char *m)
 		*p = ' ';
 	if ((p = strchr(s, '\n')) != NULL)
 		*p = '\0';
-	return s;
-}
-
-/*
- * The connection string as an operator may see it: a password (in the URL's
- * user:password@, or a password parameter) cut out. spur.yaml refuses one,
- * but a caller of the store (a test) may still hand one.
- */
-static char *
-store_pg_redact(const char *url)
-{
-	const char	*scheme, *at, *colon, *end;
-	char		*s, *p;
-
-	if ((scheme = strstr(url, "://")) == NULL)
-		return xstrdup(url);
-	scheme += 3;
-	end = scheme + strcspn(scheme, "/?");
-	at = memchr(scheme, '@', end - scheme);
-	colon = at != NULL ? memchr(scheme, ':', at - scheme) : NULL;
-	if (colon != NULL)
-		s = xprintf("%.*s:***%s", (int)(colon - url), url, at);
-	else
-		s = xstrdup(url);
-	if ((p = strstr(s, "password=")) != NULL) {
-		char	*rest = p + 9 + strcspn(p + 9, "&");
-		char	*t = xprintf("%.*spassword=***%s", (int)(p - s), s, rest);
-
-		free(s);
-		s = t;
-	}
 	return s;
 }
 
@@ -434,7 +403,7 @@ store_pg_open(const char *url, char **cause)
 		return NULL;
 	}
 	pg = xcalloc(1, sizeof *pg);
-	pg->name = store_pg_redact(url);
+	pg->name = xstrdup(url);	/* checked: no password in it */
 	if ((pg->conn = PQconnectdbParams(keys, vals, 1)) == NULL)
 		fatal("PQconnectdbParams: out of memory");
 	if (PQstatus(pg->conn) != CONNECTION_OK) {

@@ -301,6 +301,15 @@ try:
     t.ok("terminating connection" not in err or "event=store.notice" in err,
          "the server's notices go to the log as such, not bare to stderr", err)
 
+    # --- a password handed to the store itself (spur.yaml refuses one) is refused too ---
+    for url in ("postgresql://spur:sekrit-pw@/spur?host=%s&port=%d" % (pg.dir, pg.PORT),
+                "postgresql:///spur?host=%s&port=%d&user=spur&password=sekrit-pw" % (pg.dir, pg.PORT)):
+        p = subprocess.run([DRIVE, url, "--all"], input=b"", capture_output=True, timeout=60)
+        err = p.stderr.decode("utf-8", "replace")
+        t.ok(p.returncode == 1 and "sekrit-pw" not in err and "a password in the connection" in err,
+             "the store refuses a password in its URL at open, without printing it (%s)"
+             % ("user:pw@" if "@" in url else "password="), err)
+
     # --- spur serve and the CLI refuse a store that has only ingest so far ---
     with Spur(config_extra="store: %s\n" % pg.url, orgs=ORGS) as s:
         rc, log = serve_exit(s)
