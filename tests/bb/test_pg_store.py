@@ -239,6 +239,33 @@ try:
     retried = sum(e[1].count("event=store.retry") for e in ends)
     print("# %d batches tried again after a deadlock with another node" % retried)
 
+    # --- the same schema in both dialects: a migration added to one list and not the
+    # other fails here ---
+    import sqlite3
+    with Spur(orgs=ORGS) as s:
+        s.c("runs")     # makes and migrates the sqlite store
+        db = sqlite3.connect(os.path.join(s.data_dir, "spur.db"))
+        lite_cols = set()
+        for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                   "AND name NOT LIKE 'sqlite_%'"):
+            for col in db.execute("PRAGMA table_info(%s)" % table):
+                lite_cols.add((table, col[1]))
+        lite_idx = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index' "
+                                             "AND name NOT LIKE 'sqlite_%'")}
+        db.close()
+    pg_cols = {(r[0], r[1]) for r in pg.query(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE table_schema = 'public' AND table_name <> 'spur_schema'")}
+    pg_idx = {r[0] for r in pg.query("SELECT indexname FROM pg_indexes WHERE schemaname = 'public' "
+                                     "AND indexname NOT LIKE '%_pkey'")}
+    # The payload log is sqlite's alone; PostgreSQL numbers connections itself (sqlite's rowid).
+    t.eq(sorted(lite_cols - pg_cols), [("events", "payload_len"), ("events", "payload_off"),
+                                        ("events", "payload_seg")],
+         "every sqlite column is in PostgreSQL's schema, but the payload log's")
+    t.eq(sorted(pg_cols - lite_cols), [("connections", "id")],
+         "and PostgreSQL's has no column sqlite lacks (but connections' id, sqlite's rowid)")
+    t.eq(sorted(lite_idx ^ pg_idx), ["events_payload_seg"], "the same indexes, but the payload log's")
+
     # --- schedule fires: every node computes the same fires (schedule.c's key, automation
     # and fire time); an hour of a minutely schedule from three nodes at once ---
     fires = []
