@@ -463,9 +463,9 @@ store_close(struct store *st)
 	free(st);
 }
 
-/* Names what a backend lacks of needs, for the refusal. */
+/* Names a set of STORE_NEED_*, for the refusal. */
 static char *
-store_missing(unsigned missing)
+store_need_names(unsigned set)
 {
 	static const struct {
 		unsigned	 need;
@@ -482,7 +482,7 @@ store_missing(unsigned missing)
 	size_t	 i;
 
 	for (i = 0; i < SPUR_ARRLEN(names); i++) {
-		if ((missing & names[i].need) == 0)
+		if ((set & names[i].need) == 0)
 			continue;
 		t = xprintf("%s%s%s", s != NULL ? s : "", s != NULL ? ", " : "",
 		    names[i].what);
@@ -499,7 +499,7 @@ store_open_url(const char *url, const char *data_dir, int readonly, unsigned nee
 	const struct store_backend	*be;
 	struct store			*st;
 	void				*impl;
-	char				*what;
+	char				*has, *lacks;
 
 	if (url == NULL)
 		return store_open(data_dir, readonly, cause);
@@ -510,11 +510,14 @@ store_open_url(const char *url, const char *data_dir, int readonly, unsigned nee
 	if ((impl = be->open(url, cause)) == NULL)
 		return NULL;
 	if ((needs & ~be->provides) != 0) {
-		what = store_missing(needs & ~be->provides);
-		xasprintf(cause, "%s: this spur has only ingest on %s so far; this command "
+		has = store_need_names(be->provides);
+		lacks = store_need_names(needs & ~be->provides);
+		xasprintf(cause, "%s: this spur has only %s on %s so far; this command "
 		    "also needs %s, which are on sqlite only (issue 24): leave store out "
-		    "for the sqlite store in data_dir", be->name_of(impl), be->name, what);
-		free(what);
+		    "for the sqlite store in data_dir", be->name_of(impl),
+		    has != NULL ? has : "nothing", be->name, lacks);
+		free(has);
+		free(lacks);
 		be->close(impl);
 		return NULL;
 	}
