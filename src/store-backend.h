@@ -22,6 +22,10 @@ struct store_backend {
 			    const struct report_mark *, size_t, char **cause);
 	int		 (*event_exists)(void *impl, const char *org, const char *dedup);
 	long long	 (*count_runs)(void *impl, enum run_state);
+	int		 (*node_beat)(void *impl, const char *node, const char *config_hash,
+			    int64_t lease_ms, char **cause);
+	char		*(*node_reap)(void *impl, const char *node);
+	char		*(*nodes_config)(void *impl, int *agree, int *live);
 	/* What the operator sees of the store (its connection string, which has no password). */
 	const char	*(*name_of)(void *impl);
 };

@@ -141,7 +141,20 @@ static const char *store_pg_migrations[] = {
 	"  cost_usd DOUBLE PRECISION NOT NULL, updated_at BIGINT NOT NULL,"
 	"  PRIMARY KEY (run, model, day));"
 	"CREATE INDEX usage_org_day ON usage(org, day);",
+	/*
+	 * 2: several nodes: each one's lease (until, by the database's clock), the
+	 * hash of its config, and when and by whom it was declared dead; the node
+	 * a running run runs on. PostgreSQL's alone: on sqlite there is one node.
+	 */
+	"CREATE TABLE nodes ("
+	"  id TEXT PRIMARY KEY, started_at BIGINT NOT NULL, lease_until BIGINT NOT NULL,"
+	"  config_hash TEXT, dead_at BIGINT, reaped_by TEXT);"
+	"ALTER TABLE runs ADD COLUMN node TEXT;"
+	"CREATE INDEX runs_node ON runs(node) WHERE state = 'running';",
 };
+
+/* Now in ms by the database's clock: the one every node's lease is measured on. */
+#define PG_NOW	"(extract(epoch from clock_timestamp()) * 1000)::bigint"
 
 /* The statements ingest uses, prepared once per connection. */
 static const struct {
@@ -161,6 +174,22 @@ static const struct {
 	    "VALUES ($1,$2,$3,$4,$5,$6)", 6 },
 	{ "ins_report", "INSERT INTO reports (run, kind, target, body, state, next_at, "
 	    "created_at) VALUES ($1,$2,$3,$4,'pending',$5,$5)", 5 },
+	/* A lease is renewed only while it has not lapsed: once lapsed, the node is dead. */
+	{ "node_beat", "INSERT INTO nodes (id, started_at, lease_until, config_hash) VALUES "
+	    "($1, " PG_NOW ", " PG_NOW " + $3::bigint, $2) ON CONFLICT (id) DO UPDATE SET "
+	    "lease_until = EXCLUDED.lease_until, config_hash = EXCLUDED.config_hash "
+	    "WHERE nodes.dead_at IS NULL AND nodes.lease_until >= " PG_NOW, 3 },
+	/*
+	 * The row lock makes one reaper of each dead node: another skips it, and
+	 * once it is committed dead_at rules it out.
+	 */
+	{ "node_reap", "UPDATE nodes SET dead_at = " PG_NOW ", reaped_by = $1 WHERE "
+	    "dead_at IS NULL AND id = (SELECT id FROM nodes WHERE dead_at IS NULL AND "
+	    "lease_until < " PG_NOW " AND id <> $1 ORDER BY lease_until LIMIT 1 "
+	    "FOR UPDATE SKIP LOCKED) RETURNING id", 1 },
+	{ "nodes_config", "SELECT config_hash, count(*) AS n, sum(count(*)) OVER () FROM nodes "
+	    "WHERE dead_at IS NULL AND lease_until >= " PG_NOW " GROUP BY config_hash "
+	    "ORDER BY n DESC, config_hash LIMIT 1", 0 },
 };
 
 /* libpq's messages end with a newline, and may have several lines: one line. */
@@ -660,15 +689,79 @@ store_pg_count_runs(void *impl, enum run_state state)
 	return c;
 }
 
+static int
+store_pg_node_beat(void *impl, const char *node, const char *config_hash, int64_t lease_ms,
+    char **cause)
+{
+	struct store_pg	*pg = impl;
+	char		 ms[24];
+	const char	*v[3] = { node, config_hash, ms };
+	PGresult	*r;
+	int		 lapsed;
+
+	snprintf(ms, sizeof ms, "%lld", (long long)lease_ms);
+	if (store_pg_ready(pg, cause) != 0 ||
+	    (r = store_pg_run(pg, "node_beat", 3, v, cause)) == NULL)
+		return -1;
+	lapsed = strcmp(PQcmdTuples(r), "0") == 0;
+	PQclear(r);
+	return lapsed;
+}
+
+static char *
+store_pg_node_reap(void *impl, const char *node)
+{
+	struct store_pg	*pg = impl;
+	const char	*v[1] = { node };
+	PGresult	*r;
+	char		*cause = NULL, *dead = NULL;
+
+	if (store_pg_ready(pg, &cause) != 0 ||
+	    (r = store_pg_run(pg, "node_reap", 1, v, &cause)) == NULL) {
+		log_warn("event=store.reap_failed error=%s", log_q(cause));
+		free(cause);
+		return NULL;
+	}
+	if (PQntuples(r) == 1)
+		dead = xstrdup(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return dead;
+}
+
+static char *
+store_pg_nodes_config(void *impl, int *agree, int *live)
+{
+	struct store_pg	*pg = impl;
+	PGresult	*r;
+	char		*cause = NULL, *hash = NULL;
+
+	*agree = *live = 0;
+	if (store_pg_ready(pg, &cause) != 0 ||
+	    (r = store_pg_run(pg, "nodes_config", 0, NULL, &cause)) == NULL) {
+		free(cause);
+		return NULL;
+	}
+	if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)) {
+		hash = xstrdup(PQgetvalue(r, 0, 0));
+		*agree = atoi(PQgetvalue(r, 0, 1));
+		*live = atoi(PQgetvalue(r, 0, 2));
+	}
+	PQclear(r);
+	return hash;
+}
+
 const struct store_backend store_pg_backend = {
 	.name = "postgresql",
-	.provides = STORE_NEED_INGEST,
+	.provides = STORE_NEED_INGEST | STORE_NEED_NODES,
 	.open = store_pg_open,
 	.close = store_pg_close,
 	.writable = store_pg_writable,
 	.ingest = store_pg_ingest,
 	.event_exists = store_pg_event_exists,
 	.count_runs = store_pg_count_runs,
+	.node_beat = store_pg_node_beat,
+	.node_reap = store_pg_node_reap,
+	.nodes_config = store_pg_nodes_config,
 	.name_of = store_pg_name,
 };
 

@@ -477,6 +477,7 @@ store_need_names(unsigned set)
 		{ STORE_NEED_API, "the org API and console sessions" },
 		{ STORE_NEED_SECRETS, "sealed secrets" },
 		{ STORE_NEED_USAGE, "usage and budgets" },
+		{ STORE_NEED_NODES, "node leases" },
 	};
 	char	*s = NULL, *t;
 	size_t	 i;
@@ -761,6 +762,31 @@ store_scalar_int(struct store *st, const char *sql, const char *arg)
 }
 
 static sqlite3_stmt *store_stmt(struct store *, const char *);
+
+/* One node on sqlite (serve_lock keeps a second off data_dir): its lease never lapses. */
+int
+store_node_beat(struct store *st, const char *node, const char *config_hash, int64_t lease_ms,
+    char **cause)
+{
+	if (st->be != NULL)
+		return st->be->node_beat(st->impl, node, config_hash, lease_ms, cause);
+	return 0;
+}
+
+char *
+store_node_reap(struct store *st, const char *node)
+{
+	return st->be != NULL ? st->be->node_reap(st->impl, node) : NULL;
+}
+
+char *
+store_nodes_config(struct store *st, int *agree, int *live)
+{
+	if (st->be != NULL)
+		return st->be->nodes_config(st->impl, agree, live);
+	*agree = *live = 0;
+	return NULL;
+}
 
 long long
 store_count_runs(struct store *st, enum run_state state)

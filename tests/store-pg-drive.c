@@ -7,6 +7,11 @@
  *   in:  [{"id", "org", "source", "type", "delivery", "dedup", "replay", "thread",
  *          "payload", "runs": [{"id", "automation"}], "ack": TARGET}]
  *   out: {"delivery", "event", "duplicate"} or, for the batch, {"error"}
+ *
+ * or one of the nodes' calls:
+ *   {"beat": {"node", "hash", "lease_ms"}}  out: {"beat": 0 | 1 | -1, "error"?}
+ *   {"reap": NODE}                          out: {"reaped": ID | null}
+ *   {"config": true}                        out: {"hash", "agree", "live"}
  */
 #include "spur.h"
 #include "event.h"
@@ -79,6 +84,33 @@ item_free(struct ingest_item *it)
 	free(it);
 }
 
+static void print_json(json_t *);
+
+/* A node's call: its lease, a reap, the nodes' config. */
+static void
+node_call(struct store *st, const json_t *c)
+{
+	const json_t	*b;
+	char		*cause = NULL, *s;
+	int		 rc, agree, live;
+
+	if ((b = json_object_get(c, "beat")) != NULL) {
+		rc = store_node_beat(st, json_string_value(json_object_get(b, "node")),
+		    json_string_value(json_object_get(b, "hash")),
+		    json_integer_value(json_object_get(b, "lease_ms")), &cause);
+		print_json(json_pack("{s:i,s:s*}", "beat", rc, "error", cause));
+		free(cause);
+	} else if ((b = json_object_get(c, "reap")) != NULL) {
+		s = store_node_reap(st, json_string_value(b));
+		print_json(json_pack("{s:s?}", "reaped", s));
+		free(s);
+	} else {
+		s = store_nodes_config(st, &agree, &live);
+		print_json(json_pack("{s:s?,s:i,s:i}", "hash", s, "agree", agree, "live", live));
+		free(s);
+	}
+}
+
 static void
 print_json(json_t *j)
 {
@@ -99,7 +131,7 @@ main(int argc, char **argv)
 	json_error_t		 jerr;
 	char			*cause = NULL, *line = NULL;
 	size_t			 cap = 0, i, n;
-	unsigned		 needs = STORE_NEED_INGEST;
+	unsigned		 needs = STORE_NEED_INGEST | STORE_NEED_NODES;
 	int			 rc;
 
 	if (argc == 3 && strcmp(argv[2], "--all") == 0)
@@ -117,7 +149,12 @@ main(int argc, char **argv)
 	printf("{\"open\":true}\n");
 	fflush(stdout);
 	while (getline(&line, &cap, stdin) > 0) {
-		if ((batch = json_loads(line, 0, &jerr)) == NULL || !json_is_array(batch)) {
+		if ((batch = json_loads(line, 0, &jerr)) != NULL && json_is_object(batch)) {
+			node_call(st, batch);
+			json_decref(batch);
+			continue;
+		}
+		if (batch == NULL || !json_is_array(batch)) {
 			fprintf(stderr, "store-pg-drive: bad batch: %s\n", jerr.text);
 			json_decref(batch);
 			rc = 2;

@@ -155,8 +155,8 @@ try:
     nodes = [Node(pg.url) for _ in range(3)]
     opened = [n.first() for n in nodes]
     t.eq(opened, [{"open": True}] * 3, "three nodes open the empty database at once")
-    t.eq(pg.query("SELECT version FROM spur_schema"), [["1"]],
-         "the schema is migrated once (one version row)")
+    t.eq(pg.query("SELECT version FROM spur_schema"), [["2"]],
+         "the schema is migrated once, to its last version (one version row)")
     answers = {}
     errors = []
 
@@ -236,6 +236,8 @@ try:
     t.ok(all("level=error" not in e[1] and "level=warn" not in e[1] for e in ends),
          "no node logged an error", "\n".join(e[1] for e in ends))
     t.eq([n.rc for n in nodes], [0, 0, 0], "each node's store closes cleanly (no leak, no sanitizer report)")
+    t.eq(sum(e[1].count("event=store.migrated") for e in ends), 2,
+         "each of the two migrations was applied by one of the three nodes")
     retried = sum(e[1].count("event=store.retry") for e in ends)
     print("# %d batches tried again after a deadlock with another node" % retried)
 
@@ -262,9 +264,13 @@ try:
     t.eq(sorted(lite_cols - pg_cols), [("events", "payload_len"), ("events", "payload_off"),
                                         ("events", "payload_seg")],
          "every sqlite column is in PostgreSQL's schema, but the payload log's")
-    t.eq(sorted(pg_cols - lite_cols), [("connections", "id")],
-         "and PostgreSQL's has no column sqlite lacks (but connections' id, sqlite's rowid)")
-    t.eq(sorted(lite_idx ^ pg_idx), ["events_payload_seg"], "the same indexes, but the payload log's")
+    # Several nodes' leases are PostgreSQL's alone (on sqlite there is one node).
+    t.eq(sorted(c for c in pg_cols - lite_cols if c[0] != "nodes"),
+         [("connections", "id"), ("runs", "node")],
+         "and PostgreSQL's has no column sqlite lacks (but connections' id, sqlite's rowid, "
+         "and the node a run runs on)")
+    t.eq(sorted(lite_idx ^ pg_idx), ["events_payload_seg", "runs_node"],
+         "the same indexes, but the payload log's and the nodes'")
 
     # --- schedule fires: every node computes the same fires (schedule.c's key, automation
     # and fire time); an hour of a minutely schedule from three nodes at once ---
@@ -297,6 +303,54 @@ try:
          [["60", "60"]], "each fire is one event")
     t.eq(pg.query("SELECT count(*) FROM runs r JOIN events e ON e.id = r.event "
                   "WHERE e.source = 'schedule'"), [["60"]], "and starts its run once")
+
+    # --- leases: three nodes renew theirs (timed by the database's clock); one stops and is
+    # declared dead by exactly one of the others; its next beat learns it is dead ---
+    nodes = [Node(pg.url) for _ in range(3)]
+    for n in nodes:
+        n.first()
+
+    def call(node, msg):
+        node.p.stdin.write((json.dumps(msg) + "\n").encode())
+        node.p.stdin.flush()
+        return json.loads(node.p.stdout.readline())
+
+    LEASE = 1500
+    beats = [call(n, {"beat": {"node": "node-%d" % i, "hash": "A" if i < 2 else "B",
+                               "lease_ms": LEASE}}) for i, n in enumerate(nodes)]
+    t.eq(beats, [{"beat": 0}] * 3, "three nodes take their leases")
+    t.eq(call(nodes[2], {"config": True}), {"hash": "A", "agree": 2, "live": 3},
+         "the nodes' config: two of three live nodes agree on A (node-2's B differs)")
+    t.eq([call(n, {"reap": "node-%d" % i}) for i, n in enumerate(nodes)], [{"reaped": None}] * 3,
+         "no lease has lapsed: no one is declared dead")
+    # node-0 and node-1 renew every 300 ms for 2.4 s; node-2 is silent (a partition, a kill -9).
+    renewed = []
+    for _ in range(8):
+        time.sleep(0.3)
+        renewed += [call(nodes[i], {"beat": {"node": "node-%d" % i, "hash": "A",
+                                             "lease_ms": LEASE}})["beat"] for i in (0, 1)]
+    t.ok(renewed == [0] * 16, "a lease renewed in time stays", renewed)
+    reaps = {}
+
+    def reap(i):
+        reaps[i] = [call(nodes[i], {"reap": "node-%d" % i})["reaped"] for _ in range(5)]
+
+    threads = [threading.Thread(target=reap, args=(i,)) for i in (0, 1)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    got = [x for i in (0, 1) for x in reaps[i] if x is not None]
+    t.eq(got, ["node-2"], "the silent node is declared dead once, by one of the two others")
+    t.eq(pg.query("SELECT id, reaped_by IS NOT NULL FROM nodes WHERE dead_at IS NOT NULL"),
+         [["node-2", "t"]], "  and the store says by whom")
+    t.eq(call(nodes[2], {"beat": {"node": "node-2", "hash": "B", "lease_ms": LEASE}}), {"beat": 1},
+         "its next beat says its lease lapsed: it must take no more work")
+    t.eq(call(nodes[0], {"config": True}), {"hash": "A", "agree": 2, "live": 2},
+         "the dead node no longer counts among the live ones")
+    for n in nodes:
+        n.close()
+    t.eq([n.rc for n in nodes], [0, 0, 0], "  and the three close cleanly")
 
     # --- the server goes down and comes back: a clear error, then the same connection again ---
     node = Node(pg.url)
@@ -341,13 +395,13 @@ try:
     with Spur(config_extra="store: %s\n" % pg.url, orgs=ORGS) as s:
         rc, log = serve_exit(s)
         t.eq(rc, 1, "spur serve on PostgreSQL exits 1 (not yet a whole engine there)")
-        t.ok("event=store.open_failed" in log and "only ingest on postgresql so far" in log and
+        t.ok("event=store.open_failed" in log and "only ingest, node leases on postgresql so far" in log and
              "runs and sessions" in log and "issue 24" in log,
              "  saying what is not on PostgreSQL yet", log)
         t.ok(not os.path.exists(os.path.join(s.data_dir, "spur.db")),
              "  and makes no sqlite store beside it")
         rc, out, err = s.c("runs")
-        t.ok(rc == 1 and "only ingest on postgresql so far" in err, "spur runs refuses the same way", err)
+        t.ok(rc == 1 and "only ingest, node leases on postgresql so far" in err, "spur runs refuses the same way", err)
         rc, out, err = s.c("check")
         t.eq(rc, 0, "spur check accepts the config (the refusal is the engine's)")
         pg.halt()
