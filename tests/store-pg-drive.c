@@ -1,6 +1,7 @@
 /*
- * store-pg-drive: one node's side of the store, driven by tests/bb/test_pg_store.py:
- * opens the store at a URL as a caller that needs ingest (or, with --all,
+ * store-pg-drive: one node's side of the store, driven by tests/bb/test_pg_store.py
+ * and bench/nodes/run: opens the store at a URL (or, a path, the sqlite store in
+ * that data directory) as a caller that needs ingest (or, with --all,
  * everything), then commits batches of deliveries read one JSON array a line
  * from stdin through store_ingest, and prints one JSON line per delivery.
  *
@@ -137,11 +138,12 @@ main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[2], "--all") == 0)
 		needs = STORE_NEED_ALL;
 	else if (argc != 2) {
-		fprintf(stderr, "usage: store-pg-drive URL [--all]\n");
+		fprintf(stderr, "usage: store-pg-drive URL|/DATA_DIR [--all]\n");
 		return 2;
 	}
 	log_init(LOG_INFO, "store-pg-drive");
-	if ((st = store_open_url(argv[1], NULL, 0, needs, &cause)) == NULL) {
+	if ((st = store_open_url(argv[1][0] == '/' ? NULL : argv[1], argv[1], 0, needs,
+	    &cause)) == NULL) {
 		fprintf(stderr, "store-pg-drive: %s\n", cause);
 		free(cause);
 		return 1;
