@@ -335,13 +335,25 @@ fail:
 	return -1;
 }
 
+/*
+ * A connection's settings and statements, after each connect. A node that
+ * hangs inside a transaction (stopped, or cut off without its connection
+ * closing) would hold the keys it inserted, and every other node's delivery
+ * of them would wait: the server ends a transaction of ours idle for 15 s
+ * (the writer never pauses inside one), and a wait for a lock gives up after
+ * 20 s (a 503, delivered again), later than that.
+ */
 static int
-store_pg_prepare(struct store_pg *pg, char **cause)
+store_pg_setup(struct store_pg *pg, char **cause)
 {
 	PGresult	*r;
 	size_t		 i;
 	char		*m;
 
+	if (store_pg_exec(pg, "SET client_min_messages = warning; "
+	    "SET idle_in_transaction_session_timeout = '15s'; SET lock_timeout = '20s'",
+	    cause) != 0)
+		return -1;
 	for (i = 0; i < SPUR_ARRLEN(store_pg_stmts); i++) {
 		r = PQprepare(pg->conn, store_pg_stmts[i].name, store_pg_stmts[i].sql,
 		    store_pg_stmts[i].nparams, NULL);
@@ -381,7 +393,7 @@ store_pg_ready(struct store_pg *pg, char **cause)
 		log_info("event=store.reconnected backend=postgresql store=%s", log_q(pg->name));
 	}
 	if (!pg->prepared)
-		return store_pg_prepare(pg, cause);
+		return store_pg_setup(pg, cause);
 	return 0;
 }
 
@@ -444,7 +456,7 @@ store_pg_open(const char *url, char **cause)
 	PQsetNoticeProcessor(pg->conn, store_pg_notice_cb, pg);
 	/* Commands that touch no table (the lock, the schema check) say nothing. */
 	if (store_pg_exec(pg, "SET client_min_messages = warning", cause) != 0 ||
-	    store_pg_migrate(pg, cause) != 0 || store_pg_prepare(pg, cause) != 0)
+	    store_pg_migrate(pg, cause) != 0 || store_pg_setup(pg, cause) != 0)
 		goto fail;
 	return pg;
 fail:

@@ -124,6 +124,21 @@ class Node:
         return rest, err
 
 
+def big_deliveries(prefix, n):
+    """n deliveries of 256 KiB payloads, each to start one run: batches that take a while."""
+    big = json.dumps({"big": "z" * (256 << 10)})
+    return [{"org": "acme", "source": "github", "type": "issue_comment.created",
+             "delivery": "%s%03d" % (prefix, i), "dedup": "1:%s%03d" % (prefix, i), "thread": "t",
+             "payload": big, "nruns": 1} for i in range(n)]
+
+
+def two_nodes():
+    a, b = Node(pg.url), Node(pg.url)
+    a.first()
+    b.first()
+    return a, b
+
+
 try:
     # --- three nodes on one empty database: the migration once, then ingest ---
     random.seed(24)
@@ -354,13 +369,8 @@ try:
 
     # --- kill -9 of a node while its batches commit: what it answered is stored, what it
     # had not committed is rolled back by the server, and another node stores it ---
-    big = json.dumps({"big": "z" * (256 << 10)})
-    kd = [{"org": "acme", "source": "github", "type": "issue_comment.created",
-           "delivery": "k%03d" % i, "dedup": "1:k%03d" % i, "thread": "t", "payload": big,
-           "nruns": 1} for i in range(120)]
-    a, b = Node(pg.url), Node(pg.url)
-    a.first()
-    b.first()
+    kd = big_deliveries("k", 120)
+    a, b = two_nodes()
     a_answers = []
 
     def feed_a():
@@ -391,6 +401,57 @@ try:
              if not x["duplicate"]), "what the killed node answered as new is its own, committed")
     t.eq(pg.query("SELECT count(*) FROM runs r JOIN events e ON e.id = r.event "
                   "WHERE e.delivery LIKE 'k%'"), [["120"]], "one run each, none lost or doubled")
+
+    # --- a node that hangs inside a transaction (SIGSTOP: stopped, or cut off without its
+    # connection closing) holds the keys it inserted: the server ends its transaction after
+    # 15 s idle, and the other node's deliveries of them go through ---
+    import signal
+    hd = big_deliveries("h", 400)
+    a, b = two_nodes()
+    a_got = []
+
+    def feed_a2():
+        for k in range(0, 400, 8):
+            a_got.extend(a.batch([as_item(d, "ha") for d in hd[k:k + 8]]))
+
+    th = threading.Thread(target=feed_a2)
+    th.start()
+    caught = False
+    for _ in range(50):     # stop it until it is caught inside a transaction
+        time.sleep(0.05)
+        a.p.send_signal(signal.SIGSTOP)
+        time.sleep(0.2)
+        if pg.query("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'spur' "
+                    "AND state LIKE 'idle in transaction%'") == [["1"]]:
+            caught = True
+            break
+        a.p.send_signal(signal.SIGCONT)
+    t.ok(caught, "a node is stopped inside a transaction")
+    held = {r[0] for r in pg.query("SELECT delivery FROM events WHERE delivery LIKE 'h%'")}
+    t0 = time.time()
+    got_b = []
+    for k in range(0, 400, 8):
+        got_b.extend(b.batch([as_item(d, "hb") for d in hd[k:k + 8]]))
+    took = time.time() - t0
+    t.ok(all("error" not in x for x in got_b) and took < 45,
+         "another node's deliveries of the keys it holds go through once the server ends its "
+         "transaction (%.1f s)" % took, [x for x in got_b if "error" in x][:2])
+    a.p.send_signal(signal.SIGCONT)
+    th.join(120)
+    rest, err = a.close()
+    b.close()
+    t.contains(pg.log(), "idle-in-transaction timeout", "  (the server ended it for its 15 s idle)")
+    stored = dict((r[0], r[1]) for r in pg.query(
+        "SELECT delivery, id FROM events WHERE delivery LIKE 'h%'"))
+    t.ok(len(stored) == 400 and all(stored.get(x["delivery"]) == x["event"]
+                                    for x in a_got + got_b if "error" not in x),
+         "the stopped node, continued, goes on: every delivery stored once, every answer naming it",
+         [x for x in a_got if "error" in x][:2])
+    t.eq(pg.query("SELECT count(*) FROM runs r JOIN events e ON e.id = r.event "
+                  "WHERE e.delivery LIKE 'h%'"), [["400"]], "  with one run each")
+    t.eq(a.rc, 0, "  and closes cleanly (%d of its batches answered 503)"
+         % len([x for x in a_got if "error" in x]))
+    print("# %d deliveries were committed before the stop" % len(held))
 
     # --- the server goes down and comes back: a clear error, then the same connection again ---
     node = Node(pg.url)
