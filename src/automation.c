@@ -72,6 +72,10 @@ static const char *const network_keys[] = { "allow", NULL };
 static const char *const pull_request_keys[] = { "draft", "reviewers", "labels", NULL };
 static const char *const environment_keys[] = { "setup", "cache", "rootfs", NULL };
 static const char *const budget_keys[] = { "tokens", "usd", NULL };
+static const char *const report_keys[] = { "thread", "slack", "github", "linear", "webhook",
+	"on", NULL };
+static const char *const report_webhook_keys[] = { "url", "secret", NULL };
+static const char *const authors_keys[] = { "users", "groups", "teams", NULL };
 static const char *const setup_keys[] = { "script", "run", "network", "timeout", NULL };
 static const char *const concurrency_keys[] = { "key", "on_busy", NULL };
 static const char *const where_ops[] = { "equals", "in", "match", "exists", "not", NULL };
@@ -1510,13 +1514,12 @@ parse_report_linear(struct aload *l, const struct ynode *n)
 static void
 parse_report_webhook(struct aload *l, const struct ynode *n)
 {
-	static const char *const keys[] = { "url", "secret", NULL };
 	const struct ynode	*u = n, *sn = NULL;
 	char			*secret = NULL;
 	json_t			*meta;
 
 	if (n->type == YNODE_MAP) {
-		if (map_check(l, n, "report.webhook", keys) != 0)
+		if (map_check(l, n, "report.webhook", report_webhook_keys) != 0)
 			return;
 		if ((u = ymap_get(n, "url")) == NULL) {
 			yerrs_node(l->errs, l->file, n, "report.webhook needs \"url\"");
@@ -1551,8 +1554,6 @@ parse_report_webhook(struct aload *l, const struct ynode *n)
 static void
 parse_report(struct aload *l, const struct ynode *m)
 {
-	static const char *const keys[] = { "thread", "slack", "github", "linear", "webhook",
-	    "on", NULL };
 	static const char *const ends[] = { "completed", "needs_review", "failed",
 	    "timed_out", "cancelled", NULL };
 	struct ynode *const	*items;
@@ -1562,7 +1563,7 @@ parse_report(struct aload *l, const struct ynode *m)
 	char			**on;
 	const char		*why;
 
-	if (map_check(l, m, "report", keys) != 0)
+	if (map_check(l, m, "report", report_keys) != 0)
 		return;
 	if ((v = ymap_get(m, "thread")) != NULL && (e = get_bool(l, v, "report.thread")) >= 0)
 		l->a->report_thread = e;
@@ -1629,11 +1630,10 @@ list_extend(char ***to, char **list)
 static void
 parse_authors(struct aload *l, const struct ynode *m)
 {
-	static const char *const keys[] = { "users", "groups", "teams", NULL };
 	const struct ynode	*v;
 	size_t			 n;
 
-	if (map_check(l, m, "authors", keys) != 0)
+	if (map_check(l, m, "authors", authors_keys) != 0)
 		return;
 	if (m->n == 0) {
 		yerrs_node(l->errs, l->file, m, "authors needs users, groups or teams (or say "

@@ -139,6 +139,14 @@ def disk_full_at(nbytes):
     return limit
 
 
+def tempdir(prefix):
+    """A directory of this test's, removed when the test process ends (whatever way it ends):
+    a test leaves nothing behind in /tmp."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -554,7 +562,7 @@ def have_std_verify():
     if shutil.which("node") is None:
         return "node is not installed"
     if not os.path.isdir(os.path.join(NODE_MODULES, "standardwebhooks")):
-        return "tests/node_modules has no standardwebhooks (npm ci in tests/)"
+        return "tests/node_modules has no standardwebhooks (cd tests && npm install)"
     return None
 
 

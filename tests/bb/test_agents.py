@@ -25,7 +25,7 @@ HOOK = "/o/acme/hooks/github"
 def cli_ok(name, args):
     path = os.path.join(BIN, name)
     if not os.path.exists(path):
-        return None, "%s is not installed (cd tests && npm ci)" % path
+        return None, "%s is not installed (contrib/quickstart check installs it; by hand: cd tests && npm install)" % path
     p = subprocess.run([path] + args, capture_output=True, timeout=60)
     if p.returncode != 0:
         return None, "%s %s failed: %s" % (name, " ".join(args), p.stderr.decode()[-300:])

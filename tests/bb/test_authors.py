@@ -7,18 +7,17 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SECRETS, slack_headers, linear_sig
+from spurtest import tempdir, require_sandboxes, Spur, Tap, SECRETS, slack_headers, linear_sig
 from fakeapis import Fake
 
 t = Tap()
 require_sandboxes(t)
 
 HOOK = "/o/acme/hooks/"
-gitroot = tempfile.mkdtemp(prefix="spur-git-")
+gitroot = tempdir("spur-git-")
 fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot)
 fake.slack_users.update({
     "UGUEST": {"team_id": "T1", "is_restricted": True, "is_ultra_restricted": False},

@@ -8,11 +8,10 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import ASAN, SECRETS, Spur, Tap, free_port  # noqa: E402
+from spurtest import tempdir, ASAN, SECRETS, Spur, Tap, free_port  # noqa: E402
 from browser import Browser, BrowserError, skip_reason  # noqa: E402
 from fakeapis import Fake  # noqa: E402
 
@@ -40,7 +39,7 @@ MB_SCRIPT = ('i=0; while [ $i -lt %d ]; do now=$(date +%%s%%3N); j=0; while [ $j
 MB = ("name: mb\norg: acme\non:\n  webhook:\n    name: mb\n    auth: none\n    thread: n\n"
       "agent: command\ncommand: [sh, -c, %s]\nproof: report\ntimeout: 10m\n") % json.dumps(MB_SCRIPT)
 
-keydir = tempfile.mkdtemp(prefix="spur-console-browser-")
+keydir = tempdir("spur-console-browser-")
 fake = Fake(SECRETS["T_GH_TOKEN"], None, None, keydir)
 fake.oauth_app(CLIENT_ID, OAUTH_SECRET)
 fake.gh_user("octo", orgs={"acme-gh": "active"}, teams={"acme-gh/sre": "active"})

@@ -11,11 +11,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import SPUR, SECRETS, Spur, Tap, grep_secrets
+from spurtest import tempdir, SPUR, SECRETS, Spur, Tap, grep_secrets
 from fakeapis import Fake
 
 t = Tap()
@@ -29,7 +28,7 @@ OAUTH_SECRET = "oauth-client-secret-9f8e7d6c5b"
 APP_TOKEN = "ghs_consoleapp_installation_77"
 SECRETS["T_OAUTH_SECRET"] = OAUTH_SECRET      # grep_secrets looks for it too
 
-keydir = tempfile.mkdtemp(prefix="spur-console-gh-")
+keydir = tempdir("spur-console-gh-")
 pem, pub = os.path.join(keydir, "app.pem"), os.path.join(keydir, "app.pub")
 subprocess.run(["openssl", "genrsa", "-out", pem, "2048"], check=True, capture_output=True)
 subprocess.run(["openssl", "rsa", "-in", pem, "-pubout", "-out", pub], check=True, capture_output=True)

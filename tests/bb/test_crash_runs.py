@@ -15,12 +15,11 @@ import os
 import random
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment
+from spurtest import tempdir, require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment
 from fakeapis import Fake
 
 t = Tap()
@@ -47,7 +46,7 @@ RUN = ("name: run\non:\n  github:\n    events: [issue_comment.created]\n    text
        "agent: command\ncommand: %s\nprompt: |\n  Sleep as long as the comment says.\nproof: report\n"
        "timeout: 60s\n") % json.dumps(["sh", "-c", SCRIPT, "spurcrash" + MARK])
 
-gitroot = tempfile.mkdtemp(prefix="spur-git-")
+gitroot = tempdir("spur-git-")
 # Its repositories too: every run of a GitHub event checks the event's repository out first.
 fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot).any_repository()
 ORGS = """\

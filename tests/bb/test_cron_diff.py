@@ -327,7 +327,7 @@ def main():
     modules = os.path.join(srcdir, "tests", "node_modules")
     node = shutil.which("node")
     if node is None or not os.path.isdir(os.path.join(modules, "cron-parser")):
-        print("1..0 # SKIP node or cron-parser (tests/node_modules) missing: run npm ci in tests/")
+        print("1..0 # SKIP node or cron-parser (tests/node_modules) missing: cd tests && npm install")
         return 0
     spur = os.environ.get("SPUR")
     tool = os.path.join(os.path.dirname(spur), "tests", "cron-next") if spur else None

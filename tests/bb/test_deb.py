@@ -12,10 +12,9 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import SRCDIR, Tap  # noqa: E402
+from spurtest import tempdir, SRCDIR, Tap  # noqa: E402
 
 t = Tap()
 for tool, pkg in (("dpkg-buildpackage", "dpkg-dev"), ("dh", "debhelper"), ("dpkg", "dpkg")):
@@ -47,7 +46,7 @@ def build(files, key):
         debs = [f for f in os.listdir(cached) if f.startswith("spur_") and f.endswith(".deb")]
         if debs:
             return os.path.join(cached, debs[0]), None
-    work = tempfile.mkdtemp(prefix="spur-deb-")
+    work = tempdir("spur-deb-")
     try:
         src = os.path.join(work, "spur")
         for f in files:
@@ -85,7 +84,7 @@ for p in ("./usr/bin/spur", "./usr/share/man/man1/spur.1.gz", "./usr/share/man/m
           "./etc/spur/automations/fix-on-comment.yaml.example", "./lib/systemd/system/spur.service",
           "./var/lib/spur/"):
     t.ok(p in paths, "the package holds " + p)
-ctl = tempfile.mkdtemp(prefix="spur-deb-ctl-")
+ctl = tempdir("spur-deb-ctl-")
 subprocess.run(["dpkg-deb", "-e", deb, ctl], check=True)
 t.eq(sorted(open(os.path.join(ctl, "conffiles")).read().split()),
      ["/etc/spur/automations/fix-on-comment.yaml.example", "/etc/spur/spur.yaml"],
@@ -96,7 +95,7 @@ t.ok("bubblewrap" in depends and "libevent" in depends and "libsqlite3" in depen
 shutil.rmtree(ctl, ignore_errors=True)
 
 # --- installed into a scratch root ---------------------------------------------------------------
-root = tempfile.mkdtemp(prefix="spur-deb-root-")
+root = tempdir("spur-deb-root-")
 try:
     for d in ("var/lib/dpkg/info", "var/lib/dpkg/updates", "var/log", "etc"):
         os.makedirs(os.path.join(root, d))

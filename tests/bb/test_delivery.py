@@ -5,11 +5,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment, slack_headers, linear_sig, grep_secrets
+from spurtest import tempdir, require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment, slack_headers, linear_sig, grep_secrets
 
 # The report as a message of its own: its delivery (retries, restarts, lookups, tokens) is
 # what this file checks. The status message it replaces by default has test_progress.py.
@@ -20,7 +19,7 @@ t = Tap()
 require_sandboxes(t)
 
 HOOK = "/o/acme/hooks/"
-gitroot = tempfile.mkdtemp(prefix="spur-git-")
+gitroot = tempdir("spur-git-")
 fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot)
 remote = make_remote(gitroot, "acme/api", {"README.md": "hello\n", "src/app.py": "print('hi')\n"})
 PWNED = "/tmp/spur-pwned-%d" % os.getpid()
@@ -554,7 +553,7 @@ finally:
 
 # --- a GitHub App: JWT (RS256) exchanged for an installation token, cached ----------------
 APP_TOKEN = "ghs_installationtoken_6a6a6a"
-keydir = tempfile.mkdtemp(prefix="spur-app-")
+keydir = tempdir("spur-app-")
 pem, pub, other = (os.path.join(keydir, n) for n in ("app.pem", "app.pub", "other.pem"))
 subprocess.run(["openssl", "genrsa", "-out", pem, "2048"], check=True, capture_output=True)
 subprocess.run(["openssl", "rsa", "-in", pem, "-pubout", "-out", pub], check=True, capture_output=True)

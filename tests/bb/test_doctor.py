@@ -12,15 +12,14 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import SECRETS, Spur, Tap, grep_secrets, sandbox_unavailable  # noqa: E402
+from spurtest import tempdir, SECRETS, Spur, Tap, grep_secrets, sandbox_unavailable  # noqa: E402
 from fakeapis import Fake  # noqa: E402
 import fakemodel  # noqa: E402
 
 t = Tap()
-keydir = tempfile.mkdtemp(prefix="spur-doctor-")
+keydir = tempdir("spur-doctor-")
 gitroot = os.path.join(keydir, "git")
 pem, pub, other = (os.path.join(keydir, n) for n in ("app.pem", "app.pub", "other.pem"))
 subprocess.run(["openssl", "genrsa", "-out", pem, "2048"], check=True, capture_output=True)

@@ -11,19 +11,18 @@ import ssl
 import subprocess
 import sys
 import tarfile
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SPUR, ASAN, LOCAL_GITHUB
+from spurtest import tempdir, require_sandboxes, Spur, Tap, SPUR, ASAN, LOCAL_GITHUB
 
 t = Tap()
 require_sandboxes(t)
 
 VALUE = "hdr-secret-value-7c41e9d2b8"
 BAD_VALUE = "hdr-bad-upstream-value-19af"
-WORK = tempfile.mkdtemp(prefix="spur-intercept-")
+WORK = tempdir("spur-intercept-")
 
 
 def sh(*args, **kw):

@@ -6,11 +6,10 @@ import re
 import shutil
 import stat
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, github_headers, github_comment
+from spurtest import tempdir, require_sandboxes, Spur, Tap, github_headers, github_comment
 
 t = Tap()
 SRC = os.path.join(os.environ.get("SPUR_SRCDIR", os.path.join(os.path.dirname(__file__), "..", "..")), "src")
@@ -61,7 +60,7 @@ UIDS = (900000000, 900065535)
 HOOK = "/o/acme/hooks/github"
 
 # A host directory no sandbox may touch: root's, 0755, with a file only root reads.
-canary = tempfile.mkdtemp(prefix="spur-canary-")
+canary = tempdir("spur-canary-")
 os.chmod(canary, 0o755)
 victim = os.path.join(canary, "victim")
 with open(victim, "w") as f:

@@ -5,19 +5,18 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment
+from spurtest import tempdir, require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment
 from fakeapis import Fake, make_remote
 
 t = Tap()
 require_sandboxes(t)
 
 HOOK = "/o/acme/hooks/github"
-gitroot = tempfile.mkdtemp(prefix="spur-git-")
+gitroot = tempdir("spur-git-")
 fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot)
 make_remote(gitroot, "acme/api", {"README.md": "hello\n"})
 # The pull requests the comments below are on: each run checks its PR's branch out, whatever its proof.

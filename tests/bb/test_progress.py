@@ -5,18 +5,17 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment, slack_headers, linear_sig
+from spurtest import tempdir, require_sandboxes, Spur, Tap, SECRETS, github_headers, github_comment, slack_headers, linear_sig
 from fakeapis import Fake, make_remote
 
 t = Tap()
 require_sandboxes(t)
 
 HOOK = "/o/acme/hooks/"
-gitroot = tempfile.mkdtemp(prefix="spur-git-")
+gitroot = tempdir("spur-git-")
 fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot)
 make_remote(gitroot, "acme/api", {"README.md": "hello\n"})
 ORGS = fake.orgs()

@@ -6,11 +6,10 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SECRETS, ASAN, Receiver, std_verify, have_std_verify
+from spurtest import tempdir, require_sandboxes, Spur, Tap, SECRETS, ASAN, Receiver, std_verify, have_std_verify
 from fakeapis import Fake, make_remote
 
 t = Tap()
@@ -20,7 +19,7 @@ require_sandboxes(t)
 SECRET = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 OTHER = "whsec_" + "dGhlIG90aGVyIGtleSBmb3IgdGhlIGhvb2s="
 HOOK = "/o/acme/hooks/"
-gitroot = tempfile.mkdtemp(prefix="spur-git-")
+gitroot = tempdir("spur-git-")
 fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot)
 make_remote(gitroot, "acme/api", {"README.md": "hello\n"})
 

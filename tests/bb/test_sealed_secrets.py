@@ -10,17 +10,16 @@ import os
 import re
 import sqlite3
 import sys
-import tempfile
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, DEFAULT_ORGS, ASAN, SPUR  # noqa: E402
+from spurtest import tempdir, require_sandboxes, Spur, Tap, DEFAULT_ORGS, ASAN, SPUR  # noqa: E402
 import openapi  # noqa: E402
 
 t = Tap()
 require_sandboxes(t)
 
-tmp = tempfile.mkdtemp(prefix="spur-sealed-")
+tmp = tempdir("spur-sealed-")
 KEY1 = os.path.join(tmp, "k1")
 KEY2 = os.path.join(tmp, "k2")
 with open(KEY1, "w") as f:

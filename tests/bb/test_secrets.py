@@ -19,13 +19,12 @@ import shutil
 import signal
 import sqlite3
 import sys
-import tempfile
 import time
 import unicodedata
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import (require_sandboxes, Spur, Tap, SECRETS, SPUR, SRCDIR, github_headers, github_comment, github_sig, slack_headers,
+from spurtest import (tempdir, require_sandboxes, Spur, Tap, SECRETS, SPUR, SRCDIR, github_headers, github_comment, github_sig, slack_headers,
                       linear_sig, std_headers)
 from fakeapis import Fake
 
@@ -70,7 +69,7 @@ def where(data, name):
 t.eq(leaks(" ".join(ALL.values())), sorted(ALL), "the search finds every secret (the test can fail)")
 t.eq(leaks(base64.b64encode(SECRETS["T_GH_TOKEN"].encode())), ["T_GH_TOKEN"], "and finds them base64-encoded")
 
-tmp = tempfile.mkdtemp(prefix="spur-secrets-")
+tmp = tempdir("spur-secrets-")
 keyfile = os.path.join(tmp, "linear.key")
 with open(keyfile, "w") as f:
     f.write(FILE_SECRET + "\n")

@@ -11,13 +11,13 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import SRCDIR, Tap, make_install  # noqa: E402
+from spurtest import tempdir, SRCDIR, Tap, make_install  # noqa: E402
 
 t = Tap()
 UNIT = os.path.join(SRCDIR, "contrib", "spur.service")
 if shutil.which("systemd-analyze") is None:
     t.skip_all("systemd-analyze is not installed (Debian package systemd; contrib/quickstart installs it)")
-dest = tempfile.mkdtemp(prefix="spur-service-")
+dest = tempdir("spur-service-")
 try:
     p, dirs = make_install(dest)
     if p is None or p.returncode != 0:
