@@ -1,6 +1,7 @@
 """A real PostgreSQL server for the tests: Debian's initdb and pg_ctl in a temporary directory,
 run as an unprivileged user (nobody, when the tests run as root), listening on a Unix socket
 in that directory only. PgServer.unavailable() says why one cannot start here (None: it can)."""
+import atexit
 import glob
 import os
 import pwd
@@ -45,6 +46,9 @@ class PgServer:
         if why is not None:
             return why
         self.dir = tempfile.mkdtemp(prefix="spur-pg-")
+        # Stopped and removed when the test process ends, whatever way it ends (as spurtest's
+        # tempdir): no server is left running.
+        atexit.register(self.stop)
         os.chmod(self.dir, 0o755)
         if os.geteuid() == 0:
             nobody = pwd.getpwnam("nobody")
