@@ -738,6 +738,7 @@ drun_env_add(struct drun *r, size_t *n, char *kv)
 static void
 drun_start_failed(struct drun *r, char *cause)
 {
+	metrics_count(r->d->engine->metrics, "sandbox_start_failures", 1);
 	drun_finish(r, RUN_FAILED, CAUSE_SANDBOX, cause != NULL ? cause : "could not start",
 	    NULL);
 	free(cause);

@@ -128,6 +128,7 @@ ingest_writer_main(void *arg)
 {
 	struct ingest	*in = arg;
 	struct batch	*b;
+	int64_t		 t0;
 
 	pthread_mutex_lock(&in->mu);
 	for (;;) {
@@ -137,8 +138,11 @@ ingest_writer_main(void *arg)
 			break;
 		b = in->writing = ingest_take_pending(in);
 		pthread_mutex_unlock(&in->mu);
+		t0 = now_ms();
 		b->rc = store_ingest(in->wstore, b->items, b->n, b->marks, b->nmarks,
 		    &b->cause);
+		metrics_observe(in->engine->metrics, METRICS_HIST_STORE_COMMIT,
+		    (now_ms() - t0) / 1000.0);
 		ingest_committed(in, b);
 		pthread_mutex_lock(&in->mu);
 		in->writing = NULL;

@@ -20,14 +20,34 @@ struct series {
 
 struct counter {
 	char		 name[32];
+	char		 labels[96];
 	long long	 value;
 };
 
+/* Upper bounds of the histograms' buckets, in seconds (then +Inf). */
+static const double metrics_bounds[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+	0.5, 1, 2.5, 5, 10, 30, 60, 300 };
+#define METRICS_NBOUNDS	(sizeof metrics_bounds / sizeof metrics_bounds[0])
+
+struct hist {
+	long long	 buckets[METRICS_NBOUNDS];	/* not cumulative: rendered so */
+	long long	 count;
+	double		 sum;
+};
+
+static const char *const metrics_hist_names[METRICS_NHIST][2] = {
+	{ "spur_store_commit_seconds", "How long the writer's commits of a batch of deliveries "
+	    "(and the outbox's marks) take, payload log sync included." },
+	{ "spur_schedule_lag_seconds", "How late a schedule's fire went to ingest after its "
+	    "time (catch-up fires after a stop included)." },
+};
+
 struct metrics_data {
+	struct counter	 counters[METRICS_MAX_SERIES];
+	size_t		 ncounters;
+	struct hist	 hists[METRICS_NHIST];
 	struct series	 requests[METRICS_MAX_SERIES];
 	size_t		 nrequests;
-	struct counter	 counters[32];
-	size_t		 ncounters;
 	double		 run_seconds_sum;
 	long long	 run_seconds_count;
 	int64_t		 started;
@@ -39,6 +59,8 @@ struct metrics {
 	struct metrics_data	 d;
 };
 
+static void	metrics_label(struct buf *, const char *);
+
 struct metrics *
 metrics_create(void)
 {
@@ -46,6 +68,8 @@ metrics_create(void)
 
 	pthread_mutex_init(&m->mu, NULL);
 	m->d.started = now_ms();
+	/* Shown from the start, 0 until counted: an alert's expression finds its series. */
+	metrics_count(m, "sandbox_start_failures", 0);
 	return m;
 }
 
@@ -86,6 +110,12 @@ metrics_request(struct metrics *m, const char *route, int status)
 void
 metrics_count(struct metrics *m, const char *name, long long n)
 {
+	metrics_count_labels(m, name, "", n);
+}
+
+void
+metrics_count_labels(struct metrics *m, const char *name, const char *labels, long long n)
+{
 	struct metrics_data	*d;
 	size_t			 i;
 
@@ -94,16 +124,111 @@ metrics_count(struct metrics *m, const char *name, long long n)
 	d = &m->d;
 	pthread_mutex_lock(&m->mu);
 	for (i = 0; i < d->ncounters; i++) {
-		if (strcmp(d->counters[i].name, name) == 0)
+		if (strcmp(d->counters[i].name, name) == 0 &&
+		    strcmp(d->counters[i].labels, labels) == 0)
 			break;
 	}
 	if (i < d->ncounters)
 		d->counters[i].value += n;
-	else if (d->ncounters < SPUR_ARRLEN(d->counters)) {
+	else if (d->ncounters < METRICS_MAX_SERIES) {
 		snprintf(d->counters[i].name, sizeof d->counters[0].name, "%s", name);
+		snprintf(d->counters[i].labels, sizeof d->counters[0].labels, "%s", labels);
 		d->counters[d->ncounters++].value = n;
 	}
 	pthread_mutex_unlock(&m->mu);
+}
+
+void
+metrics_observe(struct metrics *m, enum metrics_hist h, double seconds)
+{
+	struct hist	*x;
+	size_t		 i;
+
+	if (m == NULL || h >= METRICS_NHIST)
+		return;
+	if (seconds < 0)
+		seconds = 0;
+	pthread_mutex_lock(&m->mu);
+	x = &m->d.hists[h];
+	for (i = 0; i < METRICS_NBOUNDS && seconds > metrics_bounds[i]; i++)
+		;
+	if (i < METRICS_NBOUNDS)
+		x->buckets[i]++;
+	x->count++;
+	x->sum += seconds;
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* Labelled counters, grouped by name (one HELP/TYPE each), in the order first counted. */
+static void
+metrics_render_counters(struct buf *b, const struct metrics_data *d)
+{
+	size_t	 i, j;
+	int	 seen;
+
+	for (i = 0; i < d->ncounters; i++) {
+		for (seen = 0, j = 0; j < i && !seen; j++)
+			seen = strcmp(d->counters[j].name, d->counters[i].name) == 0;
+		if (seen)
+			continue;
+		buf_addf(b, "# TYPE spur_%s_total counter\n", d->counters[i].name);
+		for (j = i; j < d->ncounters; j++)
+			if (strcmp(d->counters[j].name, d->counters[i].name) == 0)
+				buf_addf(b, "spur_%s_total%s%s%s %lld\n", d->counters[j].name,
+				    *d->counters[j].labels != '\0' ? "{" : "",
+				    d->counters[j].labels,
+				    *d->counters[j].labels != '\0' ? "}" : "", d->counters[j].value);
+	}
+}
+
+static void
+metrics_render_hists(struct buf *b, const struct metrics_data *d)
+{
+	const struct hist	*x;
+	long long		 cum;
+	size_t			 h, i;
+
+	for (h = 0; h < METRICS_NHIST; h++) {
+		x = &d->hists[h];
+		buf_addf(b, "# HELP %s %s\n# TYPE %s histogram\n", metrics_hist_names[h][0],
+		    metrics_hist_names[h][1], metrics_hist_names[h][0]);
+		for (cum = 0, i = 0; i < METRICS_NBOUNDS; i++) {
+			cum += x->buckets[i];
+			buf_addf(b, "%s_bucket{le=\"%g\"} %lld\n", metrics_hist_names[h][0],
+			    metrics_bounds[i], cum);
+		}
+		buf_addf(b, "%s_bucket{le=\"+Inf\"} %lld\n%s_sum %.6f\n%s_count %lld\n",
+		    metrics_hist_names[h][0], x->count, metrics_hist_names[h][0], x->sum,
+		    metrics_hist_names[h][0], x->count);
+	}
+}
+
+/* The outbox's backlog from the store: pending reports by destination, their oldest. */
+static void
+metrics_reports_pending(struct buf *b, struct engine *e)
+{
+	json_t		*rows = store_reports_pending(e->store), *r;
+	size_t		 i;
+	int64_t		 oldest = 0, at;
+
+	buf_adds(b, "# HELP spur_reports_pending Reports waiting to be sent, by destination "
+	    "(the thread's system) and whether an attempt failed already (retrying).\n"
+	    "# TYPE spur_reports_pending gauge\n");
+	json_array_foreach(rows, i, r) {
+		buf_adds(b, "spur_reports_pending{destination=\"");
+		metrics_label(b, json_string_value(json_object_get(r, "destination")));
+		buf_addf(b, "\",retrying=\"%s\"} %lld\n", json_is_true(json_object_get(r,
+		    "retrying")) ? "true" : "false", (long long)json_integer_value(
+		    json_object_get(r, "n")));
+		at = json_integer_value(json_object_get(r, "oldest"));
+		if (oldest == 0 || at < oldest)
+			oldest = at;
+	}
+	buf_addf(b, "# HELP spur_outbox_oldest_pending_seconds Age of the oldest report still "
+	    "to send (0: none).\n# TYPE spur_outbox_oldest_pending_seconds gauge\n"
+	    "spur_outbox_oldest_pending_seconds %.3f\n", oldest > 0 ? (now_ms() - oldest) /
+	    1000.0 : 0.0);
+	json_decref(rows);
 }
 
 void
@@ -200,19 +325,12 @@ metrics_render(struct metrics *m, struct engine *e)
 		buf_addf(&b, "spur_http_requests_total{route=\"%s\",status=\"%d\"} %lld\n",
 		    d->requests[i].route, d->requests[i].status, d->requests[i].count);
 	}
-	buf_adds(&b, "# HELP spur_events_total Events stored.\n"
-	    "# TYPE spur_events_total counter\n");
-	for (i = 0; i < d->ncounters; i++) {
+	/* Shown from the start, 0 until the first one is stored. */
+	for (i = 0; i < d->ncounters; i++)
 		if (strcmp(d->counters[i].name, "events") == 0)
 			break;
-	}
-	buf_addf(&b, "spur_events_total %lld\n", i < d->ncounters ? d->counters[i].value : 0);
-	for (i = 0; i < d->ncounters; i++) {
-		if (strcmp(d->counters[i].name, "events") == 0)
-			continue;
-		buf_addf(&b, "# TYPE spur_%s_total counter\nspur_%s_total %lld\n",
-		    d->counters[i].name, d->counters[i].name, d->counters[i].value);
-	}
+	if (i == d->ncounters)
+		buf_adds(&b, "# TYPE spur_events_total counter\nspur_events_total 0\n");
 	buf_adds(&b, "# HELP spur_runs Runs in the store by state.\n# TYPE spur_runs gauge\n");
 	for (s = 0; s < RUN_NSTATES; s++) {
 		buf_addf(&b, "spur_runs{state=\"%s\"} %lld\n", run_state_name(s),
@@ -239,6 +357,9 @@ metrics_render(struct metrics *m, struct engine *e)
 	    "(limits.buffered bounds them).\n# TYPE spur_http_buffered_bytes gauge\n"
 	    "spur_http_buffered_bytes %lld\n", e->budget != NULL ? reqbudget_used(e->budget) : 0);
 	metrics_usage(&b, e);
+	metrics_render_counters(&b, d);
+	metrics_render_hists(&b, d);
+	metrics_reports_pending(&b, e);
 	buf_addf(&b, "# TYPE spur_uptime_seconds gauge\nspur_uptime_seconds %lld\n",
 	    (long long)((now_ms() - d->started) / 1000));
 	return buf_take(&b);

@@ -114,6 +114,20 @@ outbox_mark(struct outbox *ob, int64_t id, enum report_mark_kind what, int64_t a
  * with the run, and it is edited if the run moved on meanwhile; an edit of a
  * running run's was sent: the next tells the time a minute later.
  */
+/* /metrics: what became of an attempt, by destination (the target's system) and kind. */
+static void
+outbox_count(struct outbox_send *s, const char *what)
+{
+	const char	*src = json_string_value(json_path(s->report, "target.source"));
+	const char	*kind = json_string_value(json_object_get(s->report, "kind"));
+	char		 labels[96];
+
+	/* Names spur chose, never a third party's text: nothing to escape. */
+	snprintf(labels, sizeof labels, "destination=\"%s\",kind=\"%s\"", src != NULL ? src :
+	    "none", kind == NULL ? "none" : strncmp(kind, "dest:", 5) == 0 ? "dest" : kind);
+	metrics_count_labels(s->ob->engine->metrics, what, labels, 1);
+}
+
 static void
 outbox_sent(struct outbox_send *s, const char *status_id, const char *how)
 {
@@ -122,6 +136,7 @@ outbox_sent(struct outbox_send *s, const char *status_id, const char *how)
 	const char	*kind = json_string_value(json_object_get(s->report, "kind"));
 
 	outbox_mark_status(s->ob, s->id, REPORT_MARK_SENT, now_ms(), NULL, 0, status_id);
+	outbox_count(s, "reports_sent");
 	log_info("event=report.sent run=%s kind=%s report=%lld %s%s%s", run, kind,
 	    (long long)s->id, how, status_id != NULL ? " message=" : "",
 	    status_id != NULL ? status_id : "");
@@ -189,11 +204,13 @@ outbox_send_failed(struct outbox_send *s, enum report_verdict v, const char *why
 	next = now_ms() + outbox_backoff_ms(attempts, retry_after_ms, give_up_ms, rnd);
 	if (v == REPORT_RETRY && next - created < give_up_ms) {
 		outbox_mark(s->ob, s->id, REPORT_MARK_RETRY, next, safe, posted_maybe);
+		outbox_count(s, "reports_retried");
 		log_warn("event=report.retry run=%s kind=%s report=%lld attempts=%d in_ms=%lld "
 		    "error=%s", run, kind, (long long)s->id, attempts,
 		    (long long)(next - now_ms()), log_q(safe));
 	} else {
 		outbox_mark(s->ob, s->id, REPORT_MARK_GIVE_UP, 0, safe, 0);
+		outbox_count(s, "reports_given_up");
 		log_error("event=report.given_up run=%s kind=%s report=%lld attempts=%d "
 		    "error=%s", run, kind, (long long)s->id, attempts, log_q(safe));
 		report_edit_given_up(e, s->report);

@@ -173,6 +173,8 @@ scheduler_fire(struct scheduler *s, const struct schedule_def *d, int64_t t, con
 	log_info("event=schedule.fire org=%s automation=%s scheduled_at=%s how=%s "
 	    "late_ms=%lld", log_q(d->org), log_q(d->automation), ts, how,
 	    (long long)(now_ms() - t * 1000));
+	metrics_observe(s->engine->metrics, METRICS_HIST_SCHEDULE_LAG, (now_ms() - t * 1000) /
+	    1000.0);
 	ingest_submit(s->engine->ingest, ingest_prepare(s->engine->ingest,
 	    s->engine->automations, ev),
 	    scheduler_done_cb, s);

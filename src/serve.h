@@ -60,6 +60,15 @@ void		 metrics_free(struct metrics *);
 void		 metrics_request(struct metrics *, const char *route, int status);
 void		 metrics_count(struct metrics *, const char *name, long long);
 void		 metrics_run_duration(struct metrics *, double seconds);
+/*
+ * A labelled counter (labels: `key="value",...`, values escaped by the caller
+ * or known to need none): spur_NAME_total{LABELS}. Any thread.
+ */
+void		 metrics_count_labels(struct metrics *, const char *name, const char *labels,
+		     long long);
+/* One observation of a histogram (METRICS_HIST_*), in seconds. Any thread. */
+enum metrics_hist { METRICS_HIST_STORE_COMMIT, METRICS_HIST_SCHEDULE_LAG, METRICS_NHIST };
+void		 metrics_observe(struct metrics *, enum metrics_hist, double seconds);
 char		*metrics_render(struct metrics *, struct engine *);
 
 #endif

@@ -1989,6 +1989,25 @@ store_report_wait(struct store *st, const char *run, json_t *target, const char 
 	return r;
 }
 
+json_t *
+store_reports_pending(struct store *st)
+{
+	sqlite3_stmt	*s;
+	json_t		*list = json_array();
+
+	if (sqlite3_prepare_v2(st->db, "SELECT coalesce(json_extract(target, '$.source'), "
+	    "'none'), attempts > 0, count(*), min(created_at) FROM reports WHERE state = "
+	    "'pending' GROUP BY 1, 2 ORDER BY 1, 2", -1, &s, NULL) != SQLITE_OK)
+		return list;
+	while (sqlite3_step(s) == SQLITE_ROW)
+		json_array_append_new(list, json_pack("{s:s,s:b,s:I,s:I}", "destination",
+		    (const char *)sqlite3_column_text(s, 0), "retrying", sqlite3_column_int(s, 1),
+		    "n", (json_int_t)sqlite3_column_int64(s, 2), "oldest",
+		    (json_int_t)sqlite3_column_int64(s, 3)));
+	sqlite3_finalize(s);
+	return list;
+}
+
 int
 store_report_pending(struct store *st, const char *run, const char *kind)
 {

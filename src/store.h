@@ -298,6 +298,12 @@ int		 store_report_add(struct store *, const char *run, const char *kind,
 int		 store_report_wait(struct store *, const char *run, json_t *target,
 		     const char *body, int64_t due);
 int		 store_report_unwait(struct store *, const char *run);
+/*
+ * The outbox's backlog (/metrics): pending reports grouped by destination
+ * (the target's source) and whether an attempt failed (retrying): [{destination,
+ * retrying, n, oldest (created_at, ms)}].
+ */
+json_t		*store_reports_pending(struct store *);
 /* Whether run has a report of kind still to send (pending). */
 int		 store_report_pending(struct store *, const char *run, const char *kind);
 /*

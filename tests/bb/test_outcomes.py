@@ -182,6 +182,9 @@ try:
         x = wait(s, sq)
         t.ok((x["state"], x["cause"]) == ("failed", "sandbox") and "NPM_TOKEN" in x["reason"],
              "a run whose sandbox cannot be made (its secret is gone): failed, cause sandbox", x)
+        metrics = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % s.port, timeout=5).read().decode()
+        t.ok(re.search(r"^spur_sandbox_start_failures_total [1-9]", metrics, re.M),
+             "/metrics counts the sandbox that could not start", metrics[-1500:])
         rc, out, err = s.c("cancel", w2)
         wait(s, w2)
         rc, out, err = s.c("cancel", w2)

@@ -162,6 +162,11 @@ with Spur(SANDBOX + "schedules:\n  catch_up: 5m\n", automations=CATCH) as s:
                             "timezone": "UTC", "scheduled_at": iso(inwin)}, "its payload")
     runs = s.query("SELECT automation FROM runs WHERE event = ?", ev[0]["id"]) if ev else []
     t.eq([r["automation"] for r in runs], ["inwin"], "and its run, committed with it")
+    st, _, body = s.request("GET", "/metrics")
+    lag = re.search(r"^spur_schedule_lag_seconds_count (\d+)$", body.decode(), re.M)
+    over = re.search(r'^spur_schedule_lag_seconds_bucket\{le="60"\} (\d+)$', body.decode(), re.M)
+    t.ok(lag and int(lag.group(1)) >= 1 and over and int(over.group(1)) < int(lag.group(1)),
+         "/metrics: the catch-up fire is in spur_schedule_lag_seconds, over a minute late", body.decode()[-800:])
     t.ok(re.search(r"event=schedule\.skipped org=acme automation=outwin scheduled_at=%s" % re.escape(iso(outwin)),
                    s.logs()), "a time missed by more than catch_up is skipped and logged", s.logs()[-3000:])
     t.eq(events(s, "outwin"), [], "and not fired")

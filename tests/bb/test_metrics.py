@@ -1,0 +1,158 @@
+"""/metrics for on-call: the Prometheus text format, parsed strictly; reports by destination and
+outcome (sent, retried, given up), the outbox's backlog and its oldest report's age, the
+store's commit latency histogram; and the shipped alert rules and Grafana dashboard name only
+metrics /metrics has."""
+import json
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spurtest import tempdir, require_sandboxes, Spur, Tap, SECRETS, SRCDIR, github_headers, github_comment, slack_headers
+from fakeapis import Fake, make_remote
+
+t = Tap()
+require_sandboxes(t)
+
+gitroot = tempdir("spur-git-")
+fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot)
+make_remote(gitroot, "acme/api", {"README.md": "hello\n"})
+RUN = "agent: command\ncommand: [sh, -c, 'cat >/dev/null; echo done']\nprompt: Go.\nproof: report\n"
+AUTOS = {"gh.yaml": "name: gh\non:\n  github:\n    events: [issue_comment.created]\n" + RUN,
+         "slk.yaml": "name: slk\non:\n  slack:\n    events: [app_mention]\n" + RUN}
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*",?)*)\})? '
+                    r'(-?[0-9.eE+-]+|\+Inf|NaN)$')
+
+
+def parse(text):
+    """{(name, labels tuple): value}, and the problems: a sample without its TYPE, a bad line."""
+    types, samples, bad = {}, {}, []
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            if name in types:
+                bad.append("TYPE twice: " + name)
+            types[name] = kind
+            continue
+        if line.startswith("#") or not line:
+            continue
+        m = SAMPLE.match(line)
+        if not m:
+            bad.append("unparsable: " + line)
+            continue
+        name = m.group(1)
+        base = re.sub(r"_(bucket|sum|count)$", "", name) if name not in types else name
+        if name not in types and base not in types:
+            bad.append("no TYPE before: " + line)
+        labels = tuple(sorted(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', m.group(3) or "")))
+        if (name, labels) in samples:
+            bad.append("sample twice: " + line)
+        samples[(name, labels)] = float(m.group(4))
+    return types, samples, bad
+
+
+def scrape(s):
+    st, _, body = s.request("GET", "/metrics")
+    return parse(body.decode())
+
+
+def value(samples, name, **labels):
+    return samples.get((name, tuple(sorted(labels.items()))))
+
+
+def comment(s, number):
+    b = json.dumps(github_comment("please", number=number, pr=False, comment_id=900 + number)).encode()
+    st, _, a = s.post_json("/o/acme/hooks/github", b, github_headers(b))
+    return a["runs"][0]
+
+
+def settled(s, run, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if not s.query("SELECT 1 FROM reports WHERE run = ? AND state = 'pending'", run) and \
+                s.query("SELECT 1 FROM reports WHERE run = ? AND kind = 'run_end'", run):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+try:
+    with Spur("reports:\n  progress: false\n", orgs=fake.orgs(), automations=AUTOS) as s:
+        s.start()
+        types, samples, bad = scrape(s)
+        t.eq(bad, [], "a fresh engine's /metrics is well-formed Prometheus text")
+        t.eq(value(samples, "spur_sandbox_start_failures_total"), 0.0, "sandbox start failures: 0 from the start")
+        t.eq(value(samples, "spur_outbox_oldest_pending_seconds"), 0.0, "no report pending: the oldest is 0")
+
+        # A report GitHub answers 500 once: retried, then sent; the reaction sent at once.
+        fake.fail(r"POST /repos/acme/api/issues/61/comments", 500, times=1)
+        r1 = comment(s, 61)
+        t.ok(settled(s, r1), "the GitHub run's reports are sent")
+        # A Slack report Slack refuses for good (channel_not_found): given up.
+        fake.fail(r"POST /slack/api/chat.postMessage", 200, body={"ok": False, "error": "channel_not_found"})
+        m = json.dumps({"type": "event_callback", "team_id": "T1", "event_id": "EvM1",
+                        "event": {"type": "app_mention", "user": "U1", "text": "<@UBOT> go",
+                                  "ts": "1700000777.000100", "channel": "C7"}}).encode()
+        h = slack_headers(SECRETS["T_SLACK_SECRET"], m)
+        h["Content-Type"] = "application/json"
+        st, _, a = s.post_json("/o/acme/hooks/slack", m, h)
+        r2 = a["runs"][0]
+        t.ok(settled(s, r2), "the Slack run's reports are done with")
+        types, samples, bad = scrape(s)
+        t.eq(bad, [], "after runs and reports, still well-formed")
+        t.eq(value(samples, "spur_reports_sent_total", destination="github", kind="run_end"), 1.0,
+             "one GitHub run_end sent")
+        t.eq(value(samples, "spur_reports_retried_total", destination="github", kind="run_end"), 1.0,
+             "after one retry (the 500)")
+        t.eq(value(samples, "spur_reports_sent_total", destination="github", kind="reaction"), 1.0,
+             "the eyes reaction sent")
+        t.eq(value(samples, "spur_reports_given_up_total", destination="slack", kind="run_end"), 1.0,
+             "the Slack report refused for good: given up")
+        t.eq(types.get("spur_store_commit_seconds"), "histogram", "the store's commit latency is a histogram")
+        cnt = value(samples, "spur_store_commit_seconds_count")
+        buckets = sorted((float(dict(k[1])["le"]) if dict(k[1])["le"] != "+Inf" else float("inf"), v)
+                         for k, v in samples.items() if k[0] == "spur_store_commit_seconds_bucket")
+        t.ok(cnt and cnt >= 2 and buckets[-1] == (float("inf"), cnt) and
+             all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])),
+             "its buckets are cumulative and +Inf is the count (%s commits)" % cnt, buckets)
+        t.eq(types.get("spur_schedule_lag_seconds"), "histogram", "the schedule lag histogram is there")
+        t.ok(value(samples, "spur_http_requests_total", route="github", status="200") >= 1 and
+             value(samples, "spur_http_requests_total", route="slack", status="200") >= 1,
+             "webhook answers by source and status")
+
+        # A report that cannot be sent yet: the backlog and its age.
+        fake.fail(r"POST /repos/acme/api/issues/62/comments", 503, times=1, headers={"Retry-After": "120"})
+        r3 = comment(s, 62)
+        deadline = time.time() + 30
+        while time.time() < deadline and not s.query("SELECT 1 FROM reports WHERE run = ? AND kind = 'run_end' "
+                                                     "AND attempts > 0", r3):
+            time.sleep(0.2)
+        time.sleep(1.1)
+        types, samples, bad = scrape(s)
+        t.eq(value(samples, "spur_reports_pending", destination="github", retrying="true"), 1.0,
+             "a report waiting after a 503 is pending, retrying")
+        age = value(samples, "spur_outbox_oldest_pending_seconds")
+        t.ok(age is not None and 1.0 <= age < 60, "the oldest pending report's age in seconds (%s)" % age)
+
+        # The shipped alert rules and dashboard name only what /metrics has.
+        have = set(k[0] for k in samples) | set(types) | {"up"}
+        rules = open(os.path.join(SRCDIR, "contrib", "prometheus", "spur-alerts.yml")).read()
+        exprs = re.findall(r"^\s+expr: (.+)$", rules, re.M)
+        t.ok(len(exprs) >= 8, "the alert rules (%d)" % len(exprs))
+        dash = json.load(open(os.path.join(SRCDIR, "contrib", "grafana", "spur-dashboard.json")))
+        exprs += [tg["expr"] for p in dash["panels"] for tg in p["targets"]]
+        names = set(n for e in exprs for n in re.findall(r"\b(spur_[a-z_]+|up)\b", e))
+        t.eq(sorted(names - have), [], "every metric the alerts and the dashboard use is in /metrics (%d)" % len(names))
+        try:
+            import yaml
+            doc = yaml.safe_load(rules)
+            t.ok(all({"alert", "expr", "annotations"} <= set(r) for g in doc["groups"] for r in g["rules"]),
+                 "the rules file is YAML Prometheus reads: groups of rules with alert, expr, annotations")
+        except ImportError:
+            t.skip("the rules file parses as YAML", "python3-yaml is not installed")
+        t.ok(all(p["targets"] and p["gridPos"]["w"] > 0 for p in dash["panels"]) and dash["uid"],
+             "the dashboard: panels with queries, a uid")
+finally:
+    fake.close()
+t.done()
