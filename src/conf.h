@@ -100,6 +100,7 @@ struct config {
 	char			**listen;
 	size_t			 nlisten;
 	char			*data_dir;	/* absolute */
+	char			*store_url;	/* store: postgresql://... (several nodes); NULL: sqlite3 in data_dir */
 	char			*automations_dir; /* absolute */
 	char			*public_url;
 	unsigned long long	 limit_body;

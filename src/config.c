@@ -6,6 +6,7 @@
 #include "github-app.h"
 #include "sandbox.h"
 #include "secrets.h"
+#include "store.h"
 #include "ytree.h"
 
 #include <ctype.h>
@@ -144,10 +145,34 @@ cfg_url(struct cfgctx *c, const struct ynode *n, const char *what, char **out)
 		(*out)[strlen(*out) - 1] = '\0';
 }
 
+/*
+ * store: a PostgreSQL connection string, for several nodes on one database
+ * (SPEC section 17); without it, sqlite3 in data_dir. "sqlite" says the default.
+ */
+static void
+cfg_store(struct cfgctx *c, struct config *cf, const struct ynode *n)
+{
+	const char	*s;
+	char		*cause = NULL;
+
+	if ((s = cfg_scalar(c, n, "store")) == NULL)
+		return;
+	free(cf->store_url);
+	cf->store_url = NULL;
+	if (strcmp(s, "sqlite") == 0)
+		return;
+	if (store_url_check(s, &cause) != 0) {
+		cfg_error(c, n, "\"store\": %s", cause);
+		free(cause);
+		return;
+	}
+	cf->store_url = xstrdup(s);
+}
+
 /* The keys of each mapping, for "did you mean" when a key is not one of them. */
 static const char *const top_keys[] = { "listen", "data_dir", "automations", "public_url",
 	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports",
-	"secrets", "egress", "log", NULL };
+	"secrets", "egress", "log", "store", NULL };
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
 	"idle", "buffered", "request", "runs", "queue", "drain", NULL };
 static const char *const sandbox_keys[] = { "backend", "user", "timeout", "memory", "pids",
@@ -1343,6 +1368,8 @@ config_load(const char *path, int flags, struct yerrs *errs)
 			cfg_listen(&c, cf, n);
 		else if (strcmp(k, "data_dir") == 0)
 			cfg_str(&c, n, "data_dir", &cf->data_dir);
+		else if (strcmp(k, "store") == 0)
+			cfg_store(&c, cf, n);
 		else if (strcmp(k, "automations") == 0)
 			cfg_str(&c, n, "automations", &cf->automations_dir);
 		else if (strcmp(k, "public_url") == 0)
@@ -1527,6 +1554,7 @@ config_free(struct config *cf)
 	free(cf->file);
 	free(cf->dir);
 	free(cf->data_dir);
+	free(cf->store_url);
 	free(cf->automations_dir);
 	free(cf->public_url);
 	free(cf->sandbox.user);

@@ -640,6 +640,8 @@ secrets_attach(struct config *cf, int unseal, struct yerrs *errs)
 	char				*path, *cause = NULL;
 	size_t				 before = errs->nerrors;
 
+	if (cf->store_url != NULL)
+		return 0;	/* not in data_dir: serve opens that store and says what it has */
 	path = path_join(cf->data_dir, "spur.db");
 	if (stat(path, &sb) != 0) {
 		free(path);

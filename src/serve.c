@@ -198,9 +198,14 @@ serve_reload(struct engine *e)
 	if (conf->nlisten != e->conf->nlisten ||
 	    strcmp(conf->listen[0], e->conf->listen[0]) != 0)
 		log_warn("event=reload.ignored key=listen reason=\"needs a restart\"");
-	/* Keep the old config's data_dir and listen: they cannot change without a restart. */
+	if ((conf->store_url == NULL) != (e->conf->store_url == NULL) ||
+	    (conf->store_url != NULL && strcmp(conf->store_url, e->conf->store_url) != 0))
+		log_warn("event=reload.ignored key=store reason=\"needs a restart\"");
+	/* Keep the old config's data_dir, store and listen: they cannot change without a restart. */
 	free(conf->data_dir);
 	conf->data_dir = xstrdup(e->conf->data_dir);
+	free(conf->store_url);
+	conf->store_url = e->conf->store_url != NULL ? xstrdup(e->conf->store_url) : NULL;
 	pthread_mutex_lock(&e->conf_mu);
 	oldset = e->automations;
 	oldconf = e->conf;
@@ -390,7 +395,8 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 		    log_q(cause));
 		goto out;
 	}
-	if ((e.store = store_open(e.conf->data_dir, 0, &cause)) == NULL) {
+	if ((e.store = store_open_url(e.conf->store_url, e.conf->data_dir, 0, STORE_NEED_ALL,
+	    &cause)) == NULL) {
 		log_error("event=store.open_failed error=%s", log_q(cause));
 		goto out;
 	}

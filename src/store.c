@@ -1,8 +1,9 @@
-/* store.c: sqlite3 in WAL mode with versioned migrations; the one place that speaks SQL. */
+/* store.c: sqlite3 in WAL mode with versioned migrations; the one place that speaks SQL (with its other backend, store-pg.c). */
 #include "spur.h"
 #include "event.h"
 #include "plog.h"
 #include "store.h"
+#include "store-backend.h"
 
 #include <sqlite3.h>
 #include <errno.h>
@@ -31,6 +32,12 @@ struct store {
 	size_t		 nstmts;
 	char		*payload_dir;	/* the payload log, read by every connection */
 	struct plog	*plog;		/* synced before each ingest commit (the writer; not owned) */
+	/*
+	 * Another backend (store-backend.h) and its connection; NULL: sqlite3, this
+	 * file's own code. Only the operations it provides are ever called on it.
+	 */
+	const struct store_backend *be;
+	void		*impl;
 };
 
 static const char *run_state_names[RUN_NSTATES] = {
@@ -439,6 +446,8 @@ store_close(struct store *st)
 
 	if (st == NULL)
 		return;
+	if (st->be != NULL)
+		st->be->close(st->impl);
 	sqlite3_finalize(st->ins_event);
 	sqlite3_finalize(st->find_dup);
 	sqlite3_finalize(st->ins_run);
@@ -452,6 +461,73 @@ store_close(struct store *st)
 		sqlite3_close(st->db);
 	free(st->path);
 	free(st);
+}
+
+/* Names a set of STORE_NEED_*, for the refusal. */
+static char *
+store_need_names(unsigned set)
+{
+	static const struct {
+		unsigned	 need;
+		const char	*what;
+	} names[] = {
+		{ STORE_NEED_INGEST, "ingest" },
+		{ STORE_NEED_RUNS, "runs and sessions" },
+		{ STORE_NEED_REPORTS, "the outbox" },
+		{ STORE_NEED_API, "the org API and console sessions" },
+		{ STORE_NEED_SECRETS, "sealed secrets" },
+		{ STORE_NEED_USAGE, "usage and budgets" },
+		{ STORE_NEED_NODES, "node leases" },
+	};
+	char	*s = NULL, *t;
+	size_t	 i;
+
+	for (i = 0; i < SPUR_ARRLEN(names); i++) {
+		if ((set & names[i].need) == 0)
+			continue;
+		t = xprintf("%s%s%s", s != NULL ? s : "", s != NULL ? ", " : "",
+		    names[i].what);
+		free(s);
+		s = t;
+	}
+	return s;
+}
+
+struct store *
+store_open_url(const char *url, const char *data_dir, int readonly, unsigned needs,
+    char **cause)
+{
+	const struct store_backend	*be;
+	struct store			*st;
+	void				*impl;
+	char				*has, *lacks;
+
+	if (url == NULL)
+		return store_open(data_dir, readonly, cause);
+	if ((be = store_backend_find(url)) == NULL) {
+		xasprintf(cause, "store: must be a postgresql:// connection string");
+		return NULL;
+	}
+	if ((impl = be->open(url, cause)) == NULL)
+		return NULL;
+	if ((needs & ~be->provides) != 0) {
+		has = store_need_names(be->provides);
+		lacks = store_need_names(needs & ~be->provides);
+		xasprintf(cause, "%s: this spur has only %s on %s so far; this command "
+		    "also needs %s, which are on sqlite only (issue 24): leave store out "
+		    "for the sqlite store in data_dir", be->name_of(impl),
+		    has != NULL ? has : "nothing", be->name, lacks);
+		free(has);
+		free(lacks);
+		be->close(impl);
+		return NULL;
+	}
+	st = xcalloc(1, sizeof *st);
+	st->be = be;
+	st->impl = impl;
+	st->readonly = readonly;
+	st->path = xstrdup(be->name_of(impl));
+	return st;
 }
 
 const char *
@@ -473,6 +549,8 @@ store_writable(struct store *st)
 
 	int		 rc;
 
+	if (st->be != NULL)
+		return st->be->writable(st->impl);
 	if (stat(st->path, &sb) != 0)
 		return -1;
 	/* A health check must not hold the event loop for the whole busy timeout. */
@@ -636,6 +714,8 @@ store_ingest(struct store *st, struct ingest_item **items, size_t n,
 {
 	size_t	 i;
 
+	if (st->be != NULL)
+		return st->be->ingest(st->impl, items, n, marks, nmarks, cause);
 	if (store_exec(st, "BEGIN IMMEDIATE", cause) != 0)
 		return -1;
 	for (i = 0; i < n; i++) {
@@ -683,9 +763,36 @@ store_scalar_int(struct store *st, const char *sql, const char *arg)
 
 static sqlite3_stmt *store_stmt(struct store *, const char *);
 
+/* One node on sqlite (serve_lock keeps a second off data_dir): its lease never lapses. */
+int
+store_node_beat(struct store *st, const char *node, const char *config_hash, int64_t lease_ms,
+    char **cause)
+{
+	if (st->be != NULL)
+		return st->be->node_beat(st->impl, node, config_hash, lease_ms, cause);
+	return 0;
+}
+
+char *
+store_node_reap(struct store *st, const char *node)
+{
+	return st->be != NULL ? st->be->node_reap(st->impl, node) : NULL;
+}
+
+char *
+store_nodes_config(struct store *st, int *agree, int *live)
+{
+	if (st->be != NULL)
+		return st->be->nodes_config(st->impl, agree, live);
+	*agree = *live = 0;
+	return NULL;
+}
+
 long long
 store_count_runs(struct store *st, enum run_state state)
 {
+	if (st->be != NULL)
+		return st->be->count_runs(st->impl, state);
 	return store_scalar_int(st, "SELECT count(*) FROM runs WHERE state = ?",
 	    run_state_name(state));
 }
@@ -717,6 +824,8 @@ store_event_exists(struct store *st, const char *org, const char *dedup)
 {
 	int	 rc;
 
+	if (st->be != NULL)
+		return st->be->event_exists(st->impl, org, dedup);
 	bind_text(st->find_dup, 1, org);
 	bind_text(st->find_dup, 2, dedup);
 	rc = sqlite3_step(st->find_dup);

@@ -1,4 +1,4 @@
-/* store.h: the sqlite3 store: events, runs and their history, sessions, reports. */
+/* store.h: the store (sqlite3, or PostgreSQL for several nodes): events, runs and their history, sessions, reports. */
 #ifndef SPUR_STORE_H
 #define SPUR_STORE_H
 
@@ -60,6 +60,27 @@ struct ingest_item {
 };
 
 struct store	*store_open(const char *data_dir, int readonly, char **cause);
+/*
+ * What a caller of the store needs of it. A backend that lacks one is refused
+ * at open, with the reason: a node never runs half on a store. The sqlite3
+ * store has them all; PostgreSQL (store-pg.c) has ingest so far (issue 24).
+ */
+#define STORE_NEED_INGEST	0x01	/* store_ingest, store_event_exists, store_count_runs, store_writable */
+#define STORE_NEED_RUNS		0x02	/* runs, their states and sessions (dispatch, run.c, the CLI) */
+#define STORE_NEED_REPORTS	0x04	/* the outbox */
+#define STORE_NEED_API		0x08	/* the org API, its keys, the console's sessions */
+#define STORE_NEED_SECRETS	0x10	/* sealed secrets */
+#define STORE_NEED_USAGE	0x20	/* model usage and budgets */
+#define STORE_NEED_NODES	0x40	/* several nodes: their leases and configs (store_node_*) */
+#define STORE_NEED_ALL		0x7f	/* spur serve, and the CLI's commands on the store */
+/*
+ * The store spur.yaml's store: names (url; NULL: sqlite3 in data_dir), for
+ * a caller that needs the operations in needs.
+ */
+struct store	*store_open_url(const char *url, const char *data_dir, int readonly,
+		     unsigned needs, char **cause);
+/* Whether url is a store this build can open (config.c); -1 and why not. */
+int		 store_url_check(const char *url, char **cause);
 void		 store_close(struct store *);
 const char	*store_path(const struct store *);
 /* A transaction; nested ones join the outermost (one commit, one fsync). */
@@ -83,6 +104,27 @@ int		 store_writable(struct store *);
  */
 int		 store_ingest(struct store *, struct ingest_item **, size_t,
 		     const struct report_mark *, size_t, char **cause);
+/*
+ * Several nodes on one store (PostgreSQL), each with a lease it renews, timed
+ * by the database's clock (the nodes' own may differ). store_node_beat takes
+ * or renews node's lease for lease_ms and records its config's hash: 0 done;
+ * 1 its lease had lapsed, so the node is dead to the others (they may have
+ * taken its runs): it must take no more work; -1 the store cannot say. The
+ * sqlite store is one node's: 0.
+ */
+int		 store_node_beat(struct store *, const char *node, const char *config_hash,
+		     int64_t lease_ms, char **cause);
+/*
+ * Declares dead one node whose lease lapsed (not node itself): its id (to
+ * free), given to one caller only across every node; NULL: none, or the store
+ * could not say.
+ */
+char		*store_node_reap(struct store *, const char *node);
+/*
+ * The config hash most live nodes report (to free; NULL: none or an error),
+ * with how many report it and how many are live.
+ */
+char		*store_nodes_config(struct store *, int *agree, int *live);
 /* Count of runs in a state. */
 long long	 store_count_runs(struct store *, enum run_state);
 /* Ended runs in the store by cause (/metrics), indexed by enum run_cause. */

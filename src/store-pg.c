@@ -1,0 +1,780 @@
+/* store-pg.c: the PostgreSQL store backend (libpq): the schema in its dialect, and ingest that any node may do. */
+#include "spur.h"
+#include "event.h"
+#include "store-backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int
+store_pg_scheme(const char *url)
+{
+	return strncmp(url, "postgresql://", 13) == 0 || strncmp(url, "postgres://", 11) == 0;
+}
+
+const struct store_backend *
+store_backend_find(const char *url)
+{
+	return url != NULL && store_pg_scheme(url) ? &store_pg_backend : NULL;
+}
+
+#ifndef HAVE_LIBPQ
+
+int
+store_url_check(const char *url, char **cause)
+{
+	if (!store_pg_scheme(url))
+		xasprintf(cause, "must be a postgresql:// connection string");
+	else
+		xasprintf(cause, "this spur was built without PostgreSQL (libpq): "
+		    "rebuild it with libpq-dev installed, or leave store out for sqlite");
+	return -1;
+}
+
+static void *
+store_pg_open(const char *url, char **cause)
+{
+	store_url_check(url, cause);
+	return NULL;
+}
+
+const struct store_backend store_pg_backend = {
+	.name = "postgresql",
+	.open = store_pg_open,
+};
+
+#else
+
+#include <libpq-fe.h>
+
+/* Times a transaction is tried again after a deadlock or serialization failure. */
+#define PG_TX_TRIES	5
+/* Seconds to wait for the server to answer a connection. */
+#define PG_CONNECT_TIMEOUT	"10"
+/* pg_advisory_xact_lock key taken while migrating: nodes starting together migrate once. */
+#define PG_MIGRATE_LOCK	"7370757201"	/* "spur" 01 */
+
+struct store_pg {
+	PGconn	*conn;
+	char	*name;		/* the connection string (store_url_check: never a password) */
+	int	 prepared;	/* the statements below are prepared on this connection */
+	int	 broken;	/* the connection was lost: made again before its next use */
+	int	 retry;		/* the last failure lets its transaction be tried again */
+};
+
+/*
+ * Migrations, applied in order; spur_schema holds the number applied. Never
+ * edit one that has shipped: add the next, here and in store.c's sqlite list.
+ * The first is the sqlite schema of its migrations 1 to 15 in this dialect,
+ * less the payload log's columns: on PostgreSQL a payload is in its row, since
+ * another node must be able to read it.
+ */
+static const char *store_pg_migrations[] = {
+	"CREATE TABLE events ("
+	"  id TEXT PRIMARY KEY, org TEXT NOT NULL, source TEXT NOT NULL, type TEXT,"
+	"  delivery TEXT, dedup TEXT, thread TEXT, received_at BIGINT NOT NULL,"
+	"  json TEXT NOT NULL, payload TEXT, replay TEXT);"
+	"CREATE UNIQUE INDEX events_dedup ON events(org, dedup) WHERE dedup IS NOT NULL;"
+	"CREATE UNIQUE INDEX events_replay ON events(org, replay) WHERE replay IS NOT NULL;"
+	"CREATE INDEX events_received ON events(received_at);"
+	"CREATE INDEX events_thread ON events(org, thread);"
+	"CREATE INDEX events_api ON events(org, type) WHERE source = 'api';"
+	"CREATE TABLE runs ("
+	"  id TEXT PRIMARY KEY, org TEXT NOT NULL, automation TEXT NOT NULL,"
+	"  event TEXT NOT NULL, thread TEXT, session TEXT, state TEXT NOT NULL,"
+	"  reason TEXT, conc_key TEXT, automation_json TEXT NOT NULL, prompt TEXT,"
+	"  result TEXT, proof TEXT, agent_session TEXT, created_at BIGINT NOT NULL,"
+	"  started_at BIGINT, ended_at BIGINT, seq BIGINT NOT NULL DEFAULT 0,"
+	"  cancel_requested TEXT, cause TEXT, phase TEXT, retry_of TEXT, repository TEXT,"
+	"  status_msg TEXT, status_at BIGINT);"
+	"CREATE INDEX runs_state ON runs(state, created_at);"
+	"CREATE INDEX runs_created ON runs(created_at);"
+	"CREATE INDEX runs_event ON runs(event);"
+	"CREATE INDEX runs_thread ON runs(org, thread);"
+	"CREATE INDEX runs_org ON runs(org);"
+	"CREATE TABLE run_history ("
+	"  run TEXT NOT NULL, state TEXT NOT NULL, reason TEXT, at BIGINT NOT NULL,"
+	"  cause TEXT, phase TEXT);"
+	"CREATE INDEX run_history_run ON run_history(run);"
+	"CREATE TABLE sessions ("
+	"  id TEXT PRIMARY KEY, org TEXT NOT NULL, thread TEXT NOT NULL,"
+	"  workspace TEXT NOT NULL, agent_session TEXT, branch TEXT,"
+	"  state TEXT NOT NULL, created_at BIGINT NOT NULL, used_at BIGINT NOT NULL,"
+	"  automation TEXT, uid BIGINT);"
+	"CREATE UNIQUE INDEX sessions_live ON sessions(org, thread, automation)"
+	"  WHERE state = 'live';"
+	"CREATE INDEX sessions_uid ON sessions(uid) WHERE state = 'live';"
+	"CREATE TABLE reports ("
+	"  id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, run TEXT NOT NULL,"
+	"  kind TEXT NOT NULL, target TEXT NOT NULL, body TEXT, state TEXT NOT NULL,"
+	"  attempts INTEGER NOT NULL DEFAULT 0, next_at BIGINT NOT NULL, last_error TEXT,"
+	"  created_at BIGINT NOT NULL, sent_at BIGINT, sending_at BIGINT);"
+	"CREATE INDEX reports_due ON reports(state, next_at);"
+	"CREATE TABLE connections ("
+	"  id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+	"  run TEXT NOT NULL, at BIGINT NOT NULL, host TEXT, port INTEGER,"
+	"  bytes_in BIGINT, bytes_out BIGINT, verdict TEXT);"
+	"CREATE INDEX connections_run ON connections(run);"
+	"CREATE TABLE api_keys ("
+	"  id TEXT PRIMARY KEY, org TEXT NOT NULL, name TEXT, hash TEXT NOT NULL,"
+	"  scopes TEXT NOT NULL, created_at BIGINT NOT NULL, last_used BIGINT,"
+	"  expires_at BIGINT, revoked_at BIGINT);"
+	"CREATE TABLE api_session_ends ("
+	"  org TEXT NOT NULL, id TEXT NOT NULL, ended_at BIGINT NOT NULL, reason TEXT,"
+	"  PRIMARY KEY (org, id));"
+	"CREATE TABLE console_sessions ("
+	"  hash TEXT PRIMARY KEY, \"user\" TEXT NOT NULL, orgs TEXT NOT NULL,"
+	"  csrf TEXT NOT NULL, created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL,"
+	"  checked_at BIGINT NOT NULL);"
+	"CREATE TABLE console_links ("
+	"  hash TEXT PRIMARY KEY, org TEXT NOT NULL, expires_at BIGINT NOT NULL,"
+	"  used_at BIGINT);"
+	"CREATE TABLE secrets ("
+	"  org TEXT NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL, hosts TEXT,"
+	"  header TEXT, nonce BYTEA NOT NULL, sealed BYTEA NOT NULL,"
+	"  updated_at BIGINT NOT NULL, PRIMARY KEY (org, name));"
+	"CREATE TABLE usage ("
+	"  run TEXT NOT NULL, model TEXT NOT NULL, day TEXT NOT NULL, org TEXT NOT NULL,"
+	"  automation TEXT NOT NULL, api TEXT NOT NULL, requests BIGINT NOT NULL,"
+	"  input BIGINT NOT NULL, output BIGINT NOT NULL, cache_read BIGINT NOT NULL,"
+	"  cache_write BIGINT NOT NULL, tokens BIGINT NOT NULL,"
+	"  cost_usd DOUBLE PRECISION NOT NULL, updated_at BIGINT NOT NULL,"
+	"  PRIMARY KEY (run, model, day));"
+	"CREATE INDEX usage_org_day ON usage(org, day);",
+	/*
+	 * 2: several nodes: each one's lease (until, by the database's clock), the
+	 * hash of its config, and when and by whom it was declared dead; the node
+	 * a running run runs on. PostgreSQL's alone: on sqlite there is one node.
+	 */
+	"CREATE TABLE nodes ("
+	"  id TEXT PRIMARY KEY, started_at BIGINT NOT NULL, lease_until BIGINT NOT NULL,"
+	"  config_hash TEXT, dead_at BIGINT, reaped_by TEXT);"
+	"ALTER TABLE runs ADD COLUMN node TEXT;"
+	"CREATE INDEX runs_node ON runs(node) WHERE state = 'running';",
+};
+
+/* Now in ms by the database's clock: the one every node's lease is measured on. */
+#define PG_NOW	"(extract(epoch from clock_timestamp()) * 1000)::bigint"
+
+/* The statements ingest uses, prepared once per connection. */
+static const struct {
+	const char	*name;
+	const char	*sql;
+	int		 nparams;
+} store_pg_stmts[] = {
+	{ "ins_event", "INSERT INTO events (id, org, source, type, delivery, dedup, thread, "
+	    "received_at, json, payload, replay) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) "
+	    "ON CONFLICT DO NOTHING", 11 },
+	{ "find_dup", "SELECT id FROM events WHERE org = $1 AND dedup = $2 "
+	    "UNION ALL SELECT id FROM events WHERE org = $1 AND replay = $3 LIMIT 1", 3 },
+	{ "ins_run", "INSERT INTO runs (id, org, automation, event, thread, state, reason, "
+	    "conc_key, automation_json, prompt, created_at) VALUES "
+	    "($1,$2,$3,$4,$5,'queued','matched',$6,$7,$8,$9)", 9 },
+	{ "ins_hist", "INSERT INTO run_history (run, state, reason, at, cause, phase) "
+	    "VALUES ($1,$2,$3,$4,$5,$6)", 6 },
+	{ "ins_report", "INSERT INTO reports (run, kind, target, body, state, next_at, "
+	    "created_at) VALUES ($1,$2,$3,$4,'pending',$5,$5)", 5 },
+	/* A lease is renewed only while it has not lapsed: once lapsed, the node is dead. */
+	{ "node_beat", "INSERT INTO nodes (id, started_at, lease_until, config_hash) VALUES "
+	    "($1, " PG_NOW ", " PG_NOW " + $3::bigint, $2) ON CONFLICT (id) DO UPDATE SET "
+	    "lease_until = EXCLUDED.lease_until, config_hash = EXCLUDED.config_hash "
+	    "WHERE nodes.dead_at IS NULL AND nodes.lease_until >= " PG_NOW, 3 },
+	/*
+	 * The row lock makes one reaper of each dead node: another skips it, and
+	 * once it is committed dead_at rules it out.
+	 */
+	{ "node_reap", "UPDATE nodes SET dead_at = " PG_NOW ", reaped_by = $1 WHERE "
+	    "dead_at IS NULL AND id = (SELECT id FROM nodes WHERE dead_at IS NULL AND "
+	    "lease_until < " PG_NOW " AND id <> $1 ORDER BY lease_until LIMIT 1 "
+	    "FOR UPDATE SKIP LOCKED) RETURNING id", 1 },
+	{ "nodes_config", "SELECT config_hash, count(*) AS n, sum(count(*)) OVER () FROM nodes "
+	    "WHERE dead_at IS NULL AND lease_until >= " PG_NOW " GROUP BY config_hash "
+	    "ORDER BY n DESC, config_hash LIMIT 1", 0 },
+};
+
+/* libpq's messages end with a newline, and may have several lines: one line. */
+static char *
+store_pg_msg(const char *m)
+{
+	char	*s = xstrdup(m != NULL && *m != '\0' ? m : "unknown error"), *p;
+
+	while ((p = strchr(s, '\n')) != NULL && p[1] != '\0')
+		*p = ' ';
+	if ((p = strchr(s, '\n')) != NULL)
+		*p = '\0';
+	return s;
+}
+
+int
+store_url_check(const char *url, char **cause)
+{
+	PQconninfoOption	*opts, *o;
+	char			*err = NULL, *m;
+	int			 rc = 0;
+
+	if (!store_pg_scheme(url)) {
+		xasprintf(cause, "must be a postgresql:// connection string");
+		return -1;
+	}
+	if ((opts = PQconninfoParse(url, &err)) == NULL) {
+		m = store_pg_msg(err);
+		xasprintf(cause, "not a valid connection string: %s", m);
+		free(m);
+		PQfreemem(err);
+		return -1;
+	}
+	for (o = opts; o->keyword != NULL; o++) {
+		/* A password written here would sit in version control (SPEC section 3). */
+		if (strcmp(o->keyword, "password") == 0 && o->val != NULL) {
+			xasprintf(cause, "a password in the connection string would sit in "
+			    "the config: put it in a password file (~/.pgpass, PGPASSFILE) "
+			    "or PGPASSWORD");
+			rc = -1;
+		}
+	}
+	PQconninfoFree(opts);
+	return rc;
+}
+
+/*
+ * What a failed command means. The server said nothing (no SQLSTATE), or said
+ * the connection is over (class 08, or 57P: shut down): the connection is
+ * made again before its next use. 1: a transaction that failed so, or on a
+ * deadlock or serialization failure, may be tried again.
+ */
+static int
+store_pg_failed(struct store_pg *pg, const PGresult *r)
+{
+	const char	*code = r != NULL ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+
+	if (code == NULL || strncmp(code, "08", 2) == 0 || strncmp(code, "57P", 3) == 0 ||
+	    PQstatus(pg->conn) != CONNECTION_OK) {
+		pg->broken = 1;
+		return pg->retry = 1;
+	}
+	return pg->retry = strcmp(code, "40P01") == 0 || strcmp(code, "40001") == 0;
+}
+
+static PGresult *
+store_pg_cmd(struct store_pg *pg, const char *sql, char **cause)
+{
+	PGresult	*r = PQexec(pg->conn, sql);
+	ExecStatusType	 s = PQresultStatus(r);
+	char		*m;
+
+	if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)
+		return r;
+	store_pg_failed(pg, r);
+	if (cause != NULL) {
+		m = store_pg_msg(r != NULL ? PQresultErrorMessage(r) : PQerrorMessage(pg->conn));
+		xasprintf(cause, "%s: %s", pg->name, m);
+		free(m);
+	}
+	PQclear(r);
+	return NULL;
+}
+
+static int
+store_pg_exec(struct store_pg *pg, const char *sql, char **cause)
+{
+	PGresult	*r;
+
+	if ((r = store_pg_cmd(pg, sql, cause)) == NULL)
+		return -1;
+	PQclear(r);
+	return 0;
+}
+
+/*
+ * One step per transaction, each re-reading the version under a transaction
+ * lock: nodes that start together apply each migration once.
+ */
+static int
+store_pg_migrate(struct store_pg *pg, char **cause)
+{
+	PGresult	*r;
+	char		*sql;
+	int		 version, i, n = (int)SPUR_ARRLEN(store_pg_migrations);
+
+	for (i = 0; i < n; i++) {
+		if (store_pg_exec(pg, "BEGIN", cause) != 0)
+			return -1;
+		if (store_pg_exec(pg, "SELECT pg_advisory_xact_lock(" PG_MIGRATE_LOCK ")",
+		    cause) != 0 ||
+		    store_pg_exec(pg, "CREATE TABLE IF NOT EXISTS spur_schema (version INTEGER "
+		    "NOT NULL)", cause) != 0 ||
+		    (r = store_pg_cmd(pg, "SELECT max(version) FROM spur_schema", cause)) == NULL)
+			goto fail;
+		version = PQgetisnull(r, 0, 0) ? 0 : atoi(PQgetvalue(r, 0, 0));
+		PQclear(r);
+		if (version > n) {
+			xasprintf(cause, "%s: store schema version %d is newer than this spur (%d)",
+			    pg->name, version, n);
+			goto fail;
+		}
+		if (version > i) {
+			if (store_pg_exec(pg, "COMMIT", cause) != 0)
+				return -1;
+			continue;
+		}
+		if (store_pg_exec(pg, store_pg_migrations[i], cause) != 0)
+			goto fail;
+		sql = xprintf("DELETE FROM spur_schema; INSERT INTO spur_schema VALUES (%d)",
+		    i + 1);
+		if (store_pg_exec(pg, sql, cause) != 0 ||
+		    store_pg_exec(pg, "COMMIT", cause) != 0) {
+			free(sql);
+			goto fail;
+		}
+		free(sql);
+		log_info("event=store.migrated backend=postgresql version=%d", i + 1);
+	}
+	return 0;
+fail:
+	store_pg_exec(pg, "ROLLBACK", NULL);
+	return -1;
+}
+
+/*
+ * A connection's settings and statements, after each connect. A node that
+ * hangs inside a transaction (stopped, or cut off without its connection
+ * closing) would hold the keys it inserted, and every other node's delivery
+ * of them would wait: the server ends a transaction of ours idle for 15 s
+ * (the writer never pauses inside one), and a wait for a lock gives up after
+ * 20 s (a 503, delivered again), later than that.
+ */
+static int
+store_pg_setup(struct store_pg *pg, char **cause)
+{
+	PGresult	*r;
+	size_t		 i;
+	char		*m;
+
+	if (store_pg_exec(pg, "SET client_min_messages = warning; "
+	    "SET idle_in_transaction_session_timeout = '15s'; SET lock_timeout = '20s'",
+	    cause) != 0)
+		return -1;
+	for (i = 0; i < SPUR_ARRLEN(store_pg_stmts); i++) {
+		r = PQprepare(pg->conn, store_pg_stmts[i].name, store_pg_stmts[i].sql,
+		    store_pg_stmts[i].nparams, NULL);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+			m = store_pg_msg(PQresultErrorMessage(r));
+			xasprintf(cause, "%s: cannot prepare %s: %s", pg->name,
+			    store_pg_stmts[i].name, m);
+			free(m);
+			PQclear(r);
+			return -1;
+		}
+		PQclear(r);
+	}
+	pg->prepared = 1;
+	return 0;
+}
+
+/*
+ * A connection that went bad (the server restarted, the network dropped) is
+ * made again before the next use; its prepared statements went with it.
+ */
+static int
+store_pg_ready(struct store_pg *pg, char **cause)
+{
+	char	*m;
+
+	if (pg->broken || PQstatus(pg->conn) != CONNECTION_OK) {
+		pg->prepared = 0;
+		pg->broken = 0;
+		PQreset(pg->conn);
+		if (PQstatus(pg->conn) != CONNECTION_OK) {
+			m = store_pg_msg(PQerrorMessage(pg->conn));
+			xasprintf(cause, "%s: cannot connect: %s", pg->name, m);
+			free(m);
+			return -1;
+		}
+		log_info("event=store.reconnected backend=postgresql store=%s", log_q(pg->name));
+	}
+	if (!pg->prepared)
+		return store_pg_setup(pg, cause);
+	return 0;
+}
+
+/* The server's notices (a shutdown's warning, say) go to the log, not to stderr bare. */
+static void
+store_pg_notice_cb(void *arg, const char *message)
+{
+	char	*m = store_pg_msg(message);
+
+	log_warn("event=store.notice backend=postgresql store=%s message=%s",
+	    log_q(((struct store_pg *)arg)->name), log_q(m));
+	free(m);
+}
+
+static void
+store_pg_close(void *impl)
+{
+	struct store_pg	*pg = impl;
+
+	if (pg == NULL)
+		return;
+	PQfinish(pg->conn);
+	free(pg->name);
+	free(pg);
+}
+
+static void *
+store_pg_open(const char *url, char **cause)
+{
+	/*
+	 * The URL comes last, so what it says overrides these defaults. Over TCP,
+	 * a server that went away without a word (a partition) is noticed within
+	 * about a minute, not the kernel's hours: the writer waits no longer.
+	 */
+	const char	*keys[] = { "connect_timeout", "application_name", "client_encoding",
+	    "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+	    "dbname", NULL };
+	const char	*vals[] = { PG_CONNECT_TIMEOUT, "spur", "UTF8", "30", "10", "3", "30000",
+	    url, NULL };
+	struct store_pg	*pg;
+	char		*m;
+
+	if (store_url_check(url, cause) != 0) {
+		char	*named = xprintf("store: %s", *cause);
+
+		free(*cause);
+		*cause = named;
+		return NULL;
+	}
+	pg = xcalloc(1, sizeof *pg);
+	pg->name = xstrdup(url);	/* checked: no password in it */
+	if ((pg->conn = PQconnectdbParams(keys, vals, 1)) == NULL)
+		fatal("PQconnectdbParams: out of memory");
+	if (PQstatus(pg->conn) != CONNECTION_OK) {
+		m = store_pg_msg(PQerrorMessage(pg->conn));
+		xasprintf(cause, "%s: cannot connect: %s", pg->name, m);
+		free(m);
+		goto fail;
+	}
+	PQsetNoticeProcessor(pg->conn, store_pg_notice_cb, pg);
+	/* Commands that touch no table (the lock, the schema check) say nothing. */
+	if (store_pg_exec(pg, "SET client_min_messages = warning", cause) != 0 ||
+	    store_pg_migrate(pg, cause) != 0 || store_pg_setup(pg, cause) != 0)
+		goto fail;
+	return pg;
+fail:
+	store_pg_close(pg);
+	return NULL;
+}
+
+static const char *
+store_pg_name(void *impl)
+{
+	return ((struct store_pg *)impl)->name;
+}
+
+/* A write transaction can be taken: connected, and not to a read-only standby. */
+static int
+store_pg_writable(void *impl)
+{
+	struct store_pg	*pg = impl;
+	PGresult	*r;
+	char		*cause = NULL;
+	int		 rc = -1;
+
+	if (store_pg_ready(pg, &cause) != 0) {
+		free(cause);
+		return -1;
+	}
+	if ((r = store_pg_cmd(pg, "SELECT pg_is_in_recovery()", NULL)) == NULL)
+		return -1;
+	if (PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), "f") == 0)
+		rc = 0;
+	PQclear(r);
+	return rc;
+}
+
+/* Runs a prepared statement; its result, or NULL with the error in *cause. */
+static PGresult *
+store_pg_run(struct store_pg *pg, const char *name, int n, const char *const *v,
+    char **cause)
+{
+	PGresult	*r = PQexecPrepared(pg->conn, name, n, v, NULL, NULL, 0);
+	ExecStatusType	 s = PQresultStatus(r);
+
+	if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)
+		return r;
+	store_pg_failed(pg, r);
+	if (cause != NULL && *cause == NULL) {
+		char	*m = store_pg_msg(r != NULL ? PQresultErrorMessage(r) :
+		    PQerrorMessage(pg->conn));
+
+		xasprintf(cause, "%s: %s", pg->name, m);
+		free(m);
+	}
+	PQclear(r);
+	return NULL;
+}
+
+static int
+store_pg_ingest_one(struct store_pg *pg, struct ingest_item *it, char **cause)
+{
+	struct spur_event	*ev = it->event;
+	PGresult	*r;
+	const char	*v[11];
+	char		 at[24], *text = NULL, *payload = NULL;
+	size_t		 i;
+	json_t		*j;
+	int		 rc = -1;
+
+	if (it->event_json == NULL) {
+		j = spur_event_head_json(ev);
+		text = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
+	}
+	/* The payload lives in the row: another node must be able to read it. */
+	if (ev->payload_raw == NULL && ev->payload != NULL)
+		payload = json_dumps(ev->payload, JSON_COMPACT | JSON_ENCODE_ANY);
+	snprintf(at, sizeof at, "%lld", (long long)ev->received_at);
+	v[0] = ev->id; v[1] = ev->org; v[2] = ev->source; v[3] = ev->type;
+	v[4] = ev->delivery; v[5] = ev->dedup; v[6] = ev->thread; v[7] = at;
+	v[8] = text != NULL ? text : it->event_json;
+	v[9] = ev->payload_raw != NULL ? ev->payload_raw : payload;
+	v[10] = ev->replay;
+	/*
+	 * A delivery seen before, by this node or another, conflicts on (org,
+	 * dedup) or (org, replay) and inserts nothing; one being inserted by another
+	 * node's open transaction makes this wait for its commit or rollback.
+	 */
+	if ((r = store_pg_run(pg, "ins_event", 11, v, cause)) == NULL)
+		goto out;
+	if (strcmp(PQcmdTuples(r), "0") == 0) {
+		PQclear(r);
+		v[0] = ev->org; v[1] = ev->dedup; v[2] = ev->replay;
+		if ((r = store_pg_run(pg, "find_dup", 3, v, cause)) == NULL)
+			goto out;
+		if (PQntuples(r) != 1) {
+			xasprintf(cause, "%s: a conflicting event is not there", pg->name);
+			PQclear(r);
+			goto out;
+		}
+		free(ev->id);
+		ev->id = xstrdup(PQgetvalue(r, 0, 0));
+		PQclear(r);
+		it->duplicate = 1;
+		rc = 0;
+		goto out;
+	}
+	PQclear(r);
+	for (i = 0; i < it->nruns; i++) {
+		struct new_run	*nr = &it->runs[i];
+		const char	*rv[9] = { nr->id, ev->org, nr->automation, ev->id, ev->thread,
+		    nr->conc_key, nr->automation_json, nr->prompt, at };
+		const char	*hv[6] = { nr->id, "queued", "matched", at, NULL, NULL };
+
+		if ((r = store_pg_run(pg, "ins_run", 9, rv, cause)) == NULL)
+			goto out;
+		PQclear(r);
+		if ((r = store_pg_run(pg, "ins_hist", 6, hv, cause)) == NULL)
+			goto out;
+		PQclear(r);
+	}
+	if (it->nruns > 0 && it->ack_target != NULL) {
+		const char	*pv[5] = { it->runs[0].id, "reaction", it->ack_target,
+		    it->ack_body, at };
+
+		if ((r = store_pg_run(pg, "ins_report", 5, pv, cause)) == NULL)
+			goto out;
+		PQclear(r);
+	}
+	rc = 0;
+out:
+	free(text);
+	free(payload);
+	return rc;
+}
+
+/*
+ * One transaction for the batch, as on sqlite, and the 200s wait for its
+ * commit. Two nodes' batches that hold the same deliveries in another order
+ * may deadlock on the unique keys: the server ends one, and it is tried
+ * again with every event as it came (a duplicate's id put back).
+ */
+static int
+store_pg_ingest(void *impl, struct ingest_item **items, size_t n,
+    const struct report_mark *marks, size_t nmarks, char **cause)
+{
+	struct store_pg	*pg = impl;
+	char		**ids;
+	size_t		 i;
+	int		 try, again, rc = -1;
+
+	if (nmarks > 0) {
+		xasprintf(cause, "%s: the outbox is not on PostgreSQL yet", pg->name);
+		return -1;
+	}
+	ids = xcalloc(n, sizeof *ids);
+	for (i = 0; i < n; i++)
+		ids[i] = xstrdup(items[i]->event->id);
+	for (try = 0; try < PG_TX_TRIES; try++) {
+		free(*cause);
+		*cause = NULL;
+		pg->retry = 0;
+		/* A server that cannot be reached now: 503, and the sender delivers again. */
+		if (store_pg_ready(pg, cause) != 0)
+			break;
+		again = 1;
+		if (store_pg_exec(pg, "BEGIN", cause) == 0) {
+			for (i = 0; i < n; i++) {
+				items[i]->duplicate = items[i]->failed = 0;
+				if (store_pg_ingest_one(pg, items[i], cause) != 0)
+					break;
+			}
+			if (i == n) {
+				if (store_pg_exec(pg, "COMMIT", cause) == 0) {
+					rc = 0;
+					break;
+				}
+				/*
+				 * The commit's answer was lost: it may have committed.
+				 * Not tried again here (the events would say duplicate);
+				 * the 503 makes the sender deliver again, and that is
+				 * answered from what is stored.
+				 */
+				pg->retry = 0;
+			}
+			again = pg->retry;
+			store_pg_exec(pg, "ROLLBACK", NULL);
+		} else
+			again = pg->retry;
+		for (i = 0; i < n; i++) {
+			free(items[i]->event->id);
+			items[i]->event->id = xstrdup(ids[i]);
+			items[i]->duplicate = 0;
+		}
+		/* A deadlock with another node, or a connection lost before the commit. */
+		if (!again)
+			break;
+		log_info("event=store.retry backend=postgresql try=%d error=%s", try + 1,
+		    log_q(*cause));
+	}
+	for (i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+	return rc;
+}
+
+static int
+store_pg_event_exists(void *impl, const char *org, const char *dedup)
+{
+	struct store_pg	*pg = impl;
+	const char	*v[3] = { org, dedup, NULL };
+	PGresult	*r;
+	char		*cause = NULL;
+	int		 found;
+
+	if (store_pg_ready(pg, &cause) != 0 ||
+	    (r = store_pg_run(pg, "find_dup", 3, v, &cause)) == NULL) {
+		free(cause);
+		return -1;
+	}
+	found = PQntuples(r) > 0;
+	PQclear(r);
+	return found;
+}
+
+static long long
+store_pg_count_runs(void *impl, enum run_state state)
+{
+	struct store_pg	*pg = impl;
+	const char	*v[1] = { run_state_name(state) };
+	PGresult	*r;
+	long long	 c = -1;
+	char		*cause = NULL;
+
+	if (store_pg_ready(pg, &cause) != 0) {
+		free(cause);
+		return -1;
+	}
+	r = PQexecParams(pg->conn, "SELECT count(*) FROM runs WHERE state = $1", 1, NULL, v,
+	    NULL, NULL, 0);
+	if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+		c = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+	PQclear(r);
+	return c;
+}
+
+static int
+store_pg_node_beat(void *impl, const char *node, const char *config_hash, int64_t lease_ms,
+    char **cause)
+{
+	struct store_pg	*pg = impl;
+	char		 ms[24];
+	const char	*v[3] = { node, config_hash, ms };
+	PGresult	*r;
+	int		 lapsed;
+
+	snprintf(ms, sizeof ms, "%lld", (long long)lease_ms);
+	if (store_pg_ready(pg, cause) != 0 ||
+	    (r = store_pg_run(pg, "node_beat", 3, v, cause)) == NULL)
+		return -1;
+	lapsed = strcmp(PQcmdTuples(r), "0") == 0;
+	PQclear(r);
+	return lapsed;
+}
+
+static char *
+store_pg_node_reap(void *impl, const char *node)
+{
+	struct store_pg	*pg = impl;
+	const char	*v[1] = { node };
+	PGresult	*r;
+	char		*cause = NULL, *dead = NULL;
+
+	if (store_pg_ready(pg, &cause) != 0 ||
+	    (r = store_pg_run(pg, "node_reap", 1, v, &cause)) == NULL) {
+		log_warn("event=store.reap_failed error=%s", log_q(cause));
+		free(cause);
+		return NULL;
+	}
+	if (PQntuples(r) == 1)
+		dead = xstrdup(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return dead;
+}
+
+static char *
+store_pg_nodes_config(void *impl, int *agree, int *live)
+{
+	struct store_pg	*pg = impl;
+	PGresult	*r;
+	char		*cause = NULL, *hash = NULL;
+
+	*agree = *live = 0;
+	if (store_pg_ready(pg, &cause) != 0 ||
+	    (r = store_pg_run(pg, "nodes_config", 0, NULL, &cause)) == NULL) {
+		free(cause);
+		return NULL;
+	}
+	if (PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)) {
+		hash = xstrdup(PQgetvalue(r, 0, 0));
+		*agree = atoi(PQgetvalue(r, 0, 1));
+		*live = atoi(PQgetvalue(r, 0, 2));
+	}
+	PQclear(r);
+	return hash;
+}
+
+const struct store_backend store_pg_backend = {
+	.name = "postgresql",
+	.provides = STORE_NEED_INGEST | STORE_NEED_NODES,
+	.open = store_pg_open,
+	.close = store_pg_close,
+	.writable = store_pg_writable,
+	.ingest = store_pg_ingest,
+	.event_exists = store_pg_event_exists,
+	.count_runs = store_pg_count_runs,
+	.node_beat = store_pg_node_beat,
+	.node_reap = store_pg_node_reap,
+	.nodes_config = store_pg_nodes_config,
+	.name_of = store_pg_name,
+};
+
+#endif
