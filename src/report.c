@@ -69,9 +69,8 @@ report_duration(int64_t ms, char *out, size_t len)
 		snprintf(out, len, "%lldh %lldm", s / 3600, (s % 3600) / 60);
 }
 
-/* Slack's mrkdwn needs only &, < and > escaped. */
-static void
-report_slack_escape(struct buf *b, const char *s)
+void
+report_mrkdwn_escape(struct buf *b, const char *s)
 {
 	for (; *s != '\0'; s++) {
 		if (*s == '&')
@@ -103,7 +102,7 @@ report_frame(const struct report_backend *b, const struct report_facts *f,
 			buf_addf(head, ">*Why:* %s.\n", f->cause);
 		if (!ok && f->reason != NULL) {
 			buf_adds(head, ">");
-			report_slack_escape(head, f->reason);
+			report_mrkdwn_escape(head, f->reason);
 			buf_adds(head, "\n");
 		}
 	} else {
@@ -155,7 +154,7 @@ report_format(const char *source, const struct report_facts *f, size_t max)
 	buf_init(&msg, 0);
 	report_frame(b, f, &head, &tail);
 	if (b != NULL && b->mrkdwn) {
-		report_slack_escape(&msg, result);
+		report_mrkdwn_escape(&msg, result);
 		result = buf_cstr(&msg);
 	}
 	room = head.len + tail.len + 64 < max ? max - head.len - tail.len : 64;
@@ -921,14 +920,12 @@ report_reply(struct engine *e, const struct spur_event *ev, const char *text)
 		return;
 	}
 	marker = report_marker(ev->id, "reply");
-	msg = xprintf("%s%s%s%s", b->marker == REPORT_MARKER_HEAD ? marker : "",
-	    b->marker == REPORT_MARKER_HEAD ? "\n" : "", text,
-	    b->marker == REPORT_MARKER_TAIL ? "\n\n" : "");
-	if (b->marker == REPORT_MARKER_TAIL) {
-		body = xprintf("%s%s", msg, marker);
-		free(msg);
-		msg = body;
-	}
+	if (b->marker == REPORT_MARKER_HEAD)
+		msg = xprintf("%s\n%s", marker, text);
+	else if (b->marker == REPORT_MARKER_TAIL)
+		msg = xprintf("%s\n\n%s", text, marker);
+	else
+		msg = xstrdup(text);
 	body = b->body(e, evj, ev->id, "reply", msg);
 	if (store_report_add(e->store, ev->id, "reply", target, body) == 0) {
 		log_info("event=report.stored event_id=%s kind=reply source=%s", ev->id,

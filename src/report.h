@@ -91,6 +91,9 @@ struct report_facts {
 };
 /* The message in source's format (github, slack, linear), cut to max bytes. Pure. */
 char	*report_format(const char *source, const struct report_facts *, size_t max);
+/* s in Slack's mrkdwn: only &, < and > escaped (as &amp; &lt; &gt;). */
+struct buf;
+void	 report_mrkdwn_escape(struct buf *, const char *);
 /* s cut to at most max bytes on a UTF-8 boundary, saying so when cut. Pure. */
 char	*report_cut(const char *s, size_t max, const char *more);
 

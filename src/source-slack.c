@@ -555,25 +555,19 @@ slack_status_head(const json_t *ev, struct buf *b)
 	const char	*who = json_string_value(json_path(ev, "actor.id"));
 	const char	*cmd = json_string_value(json_path(ev, "meta.command"));
 	const char	*text = json_string_value(json_object_get(ev, "text"));
-	char		*cut;
+	char		*cut, *p;
 
 	if (!slack_opens_thread(ev) || who == NULL)
 		return;
+	/* The request as typed, inside one code span: no backtick or line break ends it. */
 	cut = report_cut(text != NULL ? text : "", 300, "…");
-	buf_addf(b, "<@%s> asked: `%s ", who, cmd != NULL ? cmd : "/spur");
-	for (text = cut; *text != '\0'; text++) {
-		/* The request as typed, inside one code span: mrkdwn's &, <, > and no backtick. */
-		if (*text == '&')
-			buf_adds(b, "&amp;");
-		else if (*text == '<')
-			buf_adds(b, "&lt;");
-		else if (*text == '>')
-			buf_adds(b, "&gt;");
-		else if (*text == '`' || *text == '\n')
-			buf_addc(b, *text == '`' ? '\'' : ' ');
-		else
-			buf_addc(b, *text);
-	}
+	for (p = cut; *p != '\0'; p++)
+		if (*p == '`' || *p == '\n')
+			*p = *p == '`' ? '\'' : ' ';
+	buf_addf(b, "<@%s> asked: `", who);
+	report_mrkdwn_escape(b, cmd != NULL ? cmd : "/spur");
+	buf_addc(b, ' ');
+	report_mrkdwn_escape(b, cut);
 	buf_adds(b, "`\n");
 	free(cut);
 }
