@@ -57,16 +57,19 @@ struct api_stream {
 struct api_events {
 	struct event_base	*base;
 	struct reqclock		*clock;
+	char			*store_url;	/* NULL: sqlite3 in data_dir */
 	char			*data_dir;
 	struct store		*st;		/* read-only, this front's */
 	LIST_HEAD(, api_stream)	 streams;
 };
 
 struct api_events *
-api_events_new(struct event_base *base, struct reqclock *clock, const char *data_dir)
+api_events_new(struct event_base *base, struct reqclock *clock, const char *store_url,
+    const char *data_dir)
 {
 	struct api_events	*ae = xcalloc(1, sizeof *ae);
 
+	ae->store_url = store_url != NULL ? xstrdup(store_url) : NULL;
 	ae->base = base;
 	ae->clock = clock;
 	ae->data_dir = xstrdup(data_dir);
@@ -96,6 +99,7 @@ api_events_free(struct api_events *ae)
 	while (!LIST_EMPTY(&ae->streams))
 		api_stream_free(LIST_FIRST(&ae->streams));
 	store_close(ae->st);
+	free(ae->store_url);
 	free(ae->data_dir);
 	free(ae);
 }
@@ -210,7 +214,7 @@ api_stream_store(struct api_stream *s)
 
 	if (s->owner->st != NULL)
 		return 0;
-	if ((s->owner->st = store_open(s->owner->data_dir, 1, &cause)) == NULL) {
+	if ((s->owner->st = store_open_url(s->owner->store_url, s->owner->data_dir, 1, &cause)) == NULL) {
 		log_warn("event=api.events_store_failed error=%s", log_q(cause));
 		free(cause);
 		return -1;

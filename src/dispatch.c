@@ -16,6 +16,7 @@
 #include "secrets.h"
 #include "serve.h"
 #include "store.h"
+#include "node.h"
 
 #include <sys/queue.h>
 #include <sys/stat.h>
@@ -132,12 +133,13 @@ drun_free(struct drun *r)
 
 /*
  * A run that was running when the engine died ends failed, cause
- * interrupted, and is queued again once (run_interrupt).
+ * interrupted, and is queued again once (run_interrupt). On a shared store,
+ * only the runs of the node that ran on this data_dir before.
  */
 static void
 dispatch_recover(struct dispatch *d)
 {
-	json_t	*ids = store_runs_in_state(d->engine->store, RUN_RUNNING), *id;
+	json_t	*ids = node_orphans(d->engine->node), *id;
 	size_t	 i;
 	int	 n;
 
@@ -1096,7 +1098,8 @@ dispatch_kick_cb(evutil_socket_t fd, short what, void *arg)
 	json_t		*ids, *id;
 	size_t		 i;
 
-	if (d->stopping || d->draining || d->running >= d->engine->conf->limit_runs)
+	if (d->stopping || d->draining || d->running >= d->engine->conf->limit_runs ||
+	    !node_may_work(d->engine->node))
 		return;
 	ids = store_queued(d->engine->store, DISPATCH_SCAN);
 	json_array_foreach(ids, i, id) {

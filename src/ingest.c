@@ -167,11 +167,15 @@ ingest_create(struct engine *e)
 	if (in->queued < 0)
 		in->queued = 0;
 	in->counted_at = now_ms();
-	if ((in->wstore = store_open(e->conf->data_dir, 0, &cause)) == NULL)
+	if ((in->wstore = store_open_url(e->conf->store_url, e->conf->data_dir, 0, &cause)) ==
+	    NULL)
 		fatal("cannot open the store for the writer: %s", cause);
-	if ((in->plog = plog_open(store_payload_dir(in->wstore), &cause)) == NULL)
-		fatal("cannot open the payload log: %s", cause);
-	store_write_payloads(in->wstore, in->plog);
+	/* sqlite's payload log; on PostgreSQL a payload is in its row, for every node. */
+	if (store_payload_dir(in->wstore) != NULL) {
+		if ((in->plog = plog_open(store_payload_dir(in->wstore), &cause)) == NULL)
+			fatal("cannot open the payload log: %s", cause);
+		store_write_payloads(in->wstore, in->plog);
+	}
 	pthread_mutex_init(&in->mu, NULL);
 	pthread_cond_init(&in->work, NULL);
 	pthread_cond_init(&in->idle, NULL);
@@ -248,7 +252,7 @@ ingest_payload(struct ingest *in, struct ingest_item *it)
 	struct spur_event	*ev = it->event;
 	char			*cause = NULL;
 
-	if (ev->payload_raw != NULL && plog_append(in->plog, ev->payload_raw,
+	if (in->plog != NULL && ev->payload_raw != NULL && plog_append(in->plog, ev->payload_raw,
 	    ev->payload_rawlen, &it->payload_seg, &it->payload_off, &cause) != 0) {
 		log_warn("event=ingest.payload_log_failed event_id=%s error=%s "
 		    "consequence=\"payload kept in the store\"", ev->id, log_q(cause));

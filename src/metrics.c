@@ -1,6 +1,7 @@
 /* metrics.c: counters kept in memory and rendered in the Prometheus text format. */
 #include "spur.h"
 #include "dispatch.h"
+#include "node.h"
 #include "ingest.h"
 #include "reqclock.h"
 #include "serve.h"
@@ -360,6 +361,7 @@ metrics_render(struct metrics *m, struct engine *e)
 	metrics_render_counters(&b, d);
 	metrics_render_hists(&b, d);
 	metrics_reports_pending(&b, e);
+	node_metrics(e->node, &b);
 	buf_addf(&b, "# TYPE spur_uptime_seconds gauge\nspur_uptime_seconds %lld\n",
 	    (long long)((now_ms() - d->started) / 1000));
 	return buf_take(&b);

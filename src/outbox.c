@@ -330,6 +330,7 @@ outbox_post(struct outbox_send *s)
 	json_t			*target = json_object_get(s->report, "target");
 	const char		*body = json_string_value(json_object_get(s->report, "body"));
 	char			*url = NULL, **headers = NULL, *cause = NULL;
+	int			 rc;
 
 	if (report_request(s->ob->engine, s->report, target, s->token, &url, &headers, &cause) != 0) {
 		outbox_send_failed(s, REPORT_FAILED, cause, -1, 1);
@@ -343,9 +344,13 @@ outbox_post(struct outbox_send *s)
 	 * the same however often it is posted: it needs no mark (no fsync).
 	 */
 	if (!report_idempotent(s->report) &&
-	    store_report_sending(s->ob->engine->store, s->id, now_ms()) != 0) {
-		outbox_send_failed(s, REPORT_RETRY, "the store could not mark it sending", -1,
-		    1);
+	    (rc = store_report_sending(s->ob->engine->store, s->id, now_ms())) != 0) {
+		/* rc 1: another node took it, and it is that node's to post. */
+		if (rc > 0)
+			log_debug("event=report.taken_elsewhere report=%lld", (long long)s->id);
+		else
+			outbox_send_failed(s, REPORT_RETRY, "the store could not mark it "
+			    "sending", -1, 1);
 		free(url);
 		report_headers_free(headers);
 		outbox_send_free(s);

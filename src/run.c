@@ -113,9 +113,21 @@ void
 run_interrupt(struct engine *e, const char *run, const char *reason)
 {
 	struct automation	*a = NULL;
-	json_t			*j = store_run_json(e->store, run, 1);
+	json_t			*j;
 	char			*id = NULL, *cause = NULL, *why, *note = NULL;
 
+	/*
+	 * Its end and its continuation are one commit, taken once: another node
+	 * that finds it so (a dead node's reaper, or the node itself stopping)
+	 * waits for this one, then finds it ended.
+	 */
+	store_tx_begin(e->store, NULL);
+	if (store_run_lock(e->store, run) != 1) {
+		store_tx_rollback(e->store);
+		log_info("event=run.not_interrupted run=%s why=\"ended already\"", run);
+		return;
+	}
+	j = store_run_json(e->store, run, 1);
 	if (j != NULL)
 		a = automation_from_json(json_object_get(j, "automation_config"));
 	if (a != NULL && !a->retry_never) {
@@ -130,6 +142,10 @@ run_interrupt(struct engine *e, const char *run, const char *reason)
 		log_info("event=run.requeued run=%s as=%s", run, id);
 	}
 	run_set_state_(e, run, RUN_FAILED, CAUSE_INTERRUPTED, why, note);
+	if (store_tx_commit(e->store, &cause) != 0) {
+		log_error("event=run.interrupt_failed run=%s error=%s", run, log_q(cause));
+		free(cause);
+	}
 	free(why);
 	free(note);
 	free(id);

@@ -11,6 +11,7 @@
 #include "serve.h"
 #include "outbox.h"
 #include "people.h"
+#include "node.h"
 #include "store.h"
 #include "ytree.h"
 
@@ -217,6 +218,8 @@ serve_reload(struct engine *e)
 	log_info("event=reload.done automations=%zu orgs=%zu", automation_count(set),
 	    conf->norgs);
 	server_reload(e->server);
+	if (e->node != NULL)
+		node_reload(e->node);
 	if (e->scheduler != NULL)
 		scheduler_reload(e->scheduler);
 	if (e->dispatch != NULL)
@@ -395,7 +398,7 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 		    log_q(cause));
 		goto out;
 	}
-	if ((e.store = store_open_url(e.conf->store_url, e.conf->data_dir, 0, STORE_NEED_ALL,
+	if ((e.store = store_open_url(e.conf->store_url, e.conf->data_dir, 0,
 	    &cause)) == NULL) {
 		log_error("event=store.open_failed error=%s", log_q(cause));
 		goto out;
@@ -406,6 +409,10 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 		fatal("evthread_use_pthreads failed");
 	e.base = event_base_new();
 	e.metrics = metrics_create();
+	if ((e.node = node_create(&e, &cause)) == NULL) {
+		log_error("event=node.failed error=%s", log_q(cause));
+		goto out;
+	}
 	e.ingest = ingest_create(&e);
 	if ((e.server = server_create(&e, &cause)) == NULL) {
 		log_error("event=serve.listen_failed error=%s", log_q(cause));
@@ -449,7 +456,8 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	if (serve_runs_ev != NULL)
 		event_free(serve_runs_ev);
 	log_info("event=serve.stopped");
-	rc = EXIT_OK;
+	/* A node the others declared dead exits 1: its supervisor starts a new one. */
+	rc = node_fenced(e.node) ? EXIT_FAILED : EXIT_OK;
 out:
 	free(cause);
 	/*
@@ -468,6 +476,8 @@ out:
 	outbox_free(e.outbox);
 	e.outbox = NULL;
 	ingest_free(e.ingest);
+	node_free(e.node);
+	e.node = NULL;
 	metrics_free(e.metrics);
 	store_close(e.store);
 	if (lockfd != -1)

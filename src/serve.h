@@ -36,6 +36,7 @@ struct engine {
 	struct scheduler	*scheduler;
 	struct outbox		*outbox;
 	struct people		*people;	/* who events' actors are (authors) */
+	struct node		*node;		/* this engine among several (node.c) */
 	char			*config_path;
 	int			 stopping;
 };

@@ -1141,7 +1141,7 @@ front_init(struct server *srv, struct front *f, const struct config *conf)
 	f->close_ev = event_new(f->base, -1, 0, front_close_cb, f);
 	f->limits_ev = event_new(f->base, -1, 0, front_limits_cb, f);
 	f->trim_ev = evtimer_new(f->base, front_trim_cb, f);
-	f->events = api_events_new(f->base, f->clock, conf->data_dir);
+	f->events = api_events_new(f->base, f->clock, conf->store_url, conf->data_dir);
 }
 
 struct server *

@@ -5,23 +5,18 @@
 #include "store.h"
 
 /*
- * One backend's side of store.h. A NULL operation is one the backend does
- * not have yet: store_open_url() refuses a caller that needs it (provides is
- * the set, STORE_NEED_*), so a caller never reaches one. The sqlite3 backend
- * has every operation, its own code in store.c; the others are added here,
- * operation by operation, as they get one.
+ * Another backend than sqlite3 (store.c's own). Most of store.h is store.c's
+ * queries, which run on the backend's connection (db); the rest is here:
+ * the nodes' leases, and what the backend alone can say.
  */
 struct store_backend {
 	const char	*name;
-	unsigned	 provides;	/* STORE_NEED_* this backend covers */
 	/* impl is the backend's own connection, made by open and passed back to each. */
 	void		*(*open)(const char *url, char **cause);
 	void		 (*close)(void *impl);
+	/* The statement interface on that connection, freed by the store. */
+	struct db	*(*db)(void *impl);
 	int		 (*writable)(void *impl);
-	int		 (*ingest)(void *impl, struct ingest_item **, size_t,
-			    const struct report_mark *, size_t, char **cause);
-	int		 (*event_exists)(void *impl, const char *org, const char *dedup);
-	long long	 (*count_runs)(void *impl, enum run_state);
 	int		 (*node_beat)(void *impl, const char *node, const char *config_hash,
 			    int64_t lease_ms, char **cause);
 	char		*(*node_reap)(void *impl, const char *node);
@@ -31,6 +26,20 @@ struct store_backend {
 };
 
 extern const struct store_backend store_pg_backend;
+
+#ifdef HAVE_LIBPQ
+struct store_pg;
+struct pg_conn;
+struct pg_result;
+/*
+ * For db-pg.c: the connection, made again first when it was lost (NULL, with
+ * the reason, when it cannot be); and what a failed command means for it.
+ */
+struct pg_conn	*store_pg_conn(struct store_pg *, char **cause);
+void		 store_pg_result_failed(struct store_pg *, const struct pg_result *);
+/* The last failure was a deadlock, a serialization failure or a lost connection. */
+int		 store_pg_retryable(struct store_pg *);
+#endif
 
 /* The URL a backend is for: NULL when no backend (of this build) takes it. */
 const struct store_backend *store_backend_find(const char *url);

@@ -4,6 +4,7 @@
 #include "plog.h"
 #include "store.h"
 #include "store-backend.h"
+#include "db.h"
 
 #include <sqlite3.h>
 #include <errno.h>
@@ -11,27 +12,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define STORE_BUSY_MS	5000
 
 struct store {
-	sqlite3		*db;
+	sqlite3		*lite;		/* the sqlite3 store's own connection; NULL on another */
+	struct db	*db;		/* the connection every query goes through */
 	char		*path;
 	int		 readonly;
 	int		 txdepth;
-	sqlite3_stmt	*ins_event;
-	sqlite3_stmt	*find_dup;
-	sqlite3_stmt	*ins_run;
-	sqlite3_stmt	*ins_hist;
-	sqlite3_stmt	*ins_report;
+	struct db_stmt	*ins_event;
+	struct db_stmt	*find_dup;
+	struct db_stmt	*ins_run;
+	struct db_stmt	*ins_hist;
+	struct db_stmt	*ins_report;
 	/* Statements kept prepared for the connection's life, keyed by their SQL literal. */
 	struct store_stmt {
 		const char	*sql;
-		sqlite3_stmt	*s;
+		struct db_stmt	*s;
 	}		*stmts;
 	size_t		 nstmts;
 	char		*payload_dir;	/* the payload log, read by every connection */
 	struct plog	*plog;		/* synced before each ingest commit (the writer; not owned) */
+	char		*node;		/* this node's id: a run it starts runs on it (runs.node) */
 	/*
 	 * Another backend (store-backend.h) and its connection; NULL: sqlite3, this
 	 * file's own code. Only the operations it provides are ever called on it.
@@ -188,6 +192,11 @@ static const char *store_migrations[] = {
 	"  cache_write INTEGER NOT NULL, tokens INTEGER NOT NULL, cost_usd REAL NOT NULL,"
 	"  updated_at INTEGER NOT NULL, PRIMARY KEY (run, model, day));"
 	"CREATE INDEX usage_org_day ON usage(org, day);",
+	/*
+	 * 16: the node a running run runs on (as on PostgreSQL, where there may be
+	 * several; here the one node's id)
+	 */
+	"ALTER TABLE runs ADD COLUMN node TEXT;",
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
@@ -256,15 +265,7 @@ run_state_terminal(enum run_state s)
 static int
 store_exec(struct store *st, const char *sql, char **cause)
 {
-	char	*err = NULL;
-
-	if (sqlite3_exec(st->db, sql, NULL, NULL, &err) != SQLITE_OK) {
-		if (cause != NULL)
-			xasprintf(cause, "%s", err != NULL ? err : sqlite3_errmsg(st->db));
-		sqlite3_free(err);
-		return -1;
-	}
-	return 0;
+	return db_exec(st->db, sql, cause);
 }
 
 /*
@@ -306,14 +307,14 @@ store_tx_commit(struct store *st, char **cause)
 static int
 store_user_version(struct store *st)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	int		 version = -1;
 
-	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, "PRAGMA user_version", 0)) == NULL)
 		return -1;
-	if (sqlite3_step(s) == SQLITE_ROW)
-		version = sqlite3_column_int(s, 0);
-	sqlite3_finalize(s);
+	if (db_step(s) == DB_ROW)
+		version = (int)db_column_int64(s, 0);
+	db_finalize(s);
 	return version;
 }
 
@@ -328,7 +329,7 @@ store_migrate(struct store *st, char **cause)
 		if (store_exec(st, "BEGIN IMMEDIATE", cause) != 0)
 			return -1;
 		if ((version = store_user_version(st)) < 0) {
-			xasprintf(cause, "%s", sqlite3_errmsg(st->db));
+			xasprintf(cause, "%s", db_errmsg(st->db));
 			goto fail;
 		}
 		if (version > (int)SPUR_ARRLEN(store_migrations)) {
@@ -357,14 +358,38 @@ fail:
 }
 
 static int
-store_prepare(struct store *st, const char *sql, sqlite3_stmt **out)
+store_prepare(struct store *st, const char *sql, struct db_stmt **out)
 {
-	if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, out, NULL) !=
-	    SQLITE_OK) {
-		log_error("event=store.prepare error=%s", log_q(sqlite3_errmsg(st->db)));
+	if ((*out = db_prepare(st->db, sql, 1)) == NULL) {
+		log_error("event=store.prepare error=%s", log_q(db_errmsg(st->db)));
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * The statements ingest and the runs' history use at every step, prepared
+ * once. ins_event's payload log columns are sqlite's: on another backend its
+ * ingest is its own (store_backend.ingest).
+ */
+static int
+store_prepare_all(struct store *st)
+{
+	return store_prepare(st, "INSERT INTO events (id, org, source, type, delivery, "
+	    "dedup, thread, received_at, json, payload, payload_seg, payload_off, "
+	    "payload_len, replay) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+	    "ON CONFLICT DO NOTHING", &st->ins_event) != 0 ||
+	    store_prepare(st, "SELECT id FROM events WHERE org = ?1 AND dedup = ?2 "
+	    "UNION ALL SELECT id FROM events WHERE org = ?1 AND replay = ?3 LIMIT 1",
+	    &st->find_dup) != 0 ||
+	    store_prepare(st, "INSERT INTO runs (id, org, automation, event, thread, state, "
+	    "reason, conc_key, automation_json, prompt, created_at) VALUES "
+	    "(?,?,?,?,?,'queued','matched',?,?,?,?)", &st->ins_run) != 0 ||
+	    store_prepare(st, "INSERT INTO run_history (run, state, reason, at, cause, phase) "
+	    "VALUES (?,?,?,?,?,?)", &st->ins_hist) != 0 ||
+	    store_prepare(st, "INSERT INTO reports (run, kind, target, body, state, "
+	    "next_at, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)",
+	    &st->ins_report) != 0 ? -1 : 0;
 }
 
 struct store *
@@ -385,13 +410,14 @@ store_open(const char *data_dir, int readonly, char **cause)
 	st->payload_dir = path_join(data_dir, "payloads");
 	/* The CLI opens read-write too when it must change a run (cancel, retry). */
 	flags = readonly ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-	if (sqlite3_open_v2(st->path, &st->db, flags | SQLITE_OPEN_NOMUTEX, NULL) !=
+	if (sqlite3_open_v2(st->path, &st->lite, flags | SQLITE_OPEN_NOMUTEX, NULL) !=
 	    SQLITE_OK) {
 		xasprintf(cause, "%s: %s", st->path,
-		    st->db != NULL ? sqlite3_errmsg(st->db) : "cannot open");
+		    st->lite != NULL ? sqlite3_errmsg(st->lite) : "cannot open");
 		goto fail;
 	}
-	sqlite3_busy_timeout(st->db, STORE_BUSY_MS);
+	st->db = db_sqlite(st->lite);
+	sqlite3_busy_timeout(st->lite, STORE_BUSY_MS);
 	if (!readonly) {
 		umask(077);
 		/*
@@ -409,20 +435,7 @@ store_open(const char *data_dir, int readonly, char **cause)
 		goto fail;
 	if (store_migrate(st, cause) != 0)
 		goto fail;
-	if (store_prepare(st, "INSERT INTO events (id, org, source, type, delivery, "
-	    "dedup, thread, received_at, json, payload, payload_seg, payload_off, "
-	    "payload_len, replay) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
-	    "ON CONFLICT DO NOTHING", &st->ins_event) != 0 ||
-	    store_prepare(st, "SELECT id FROM events WHERE org = ?1 AND dedup = ?2 "
-	    "UNION ALL SELECT id FROM events WHERE org = ?1 AND replay = ?3 LIMIT 1",
-	    &st->find_dup) != 0 ||
-	    store_prepare(st, "INSERT INTO runs (id, org, automation, event, thread, state, "
-	    "reason, conc_key, automation_json, prompt, created_at) VALUES "
-	    "(?,?,?,?,?,'queued','matched',?,?,?,?)", &st->ins_run) != 0 ||
-	    store_prepare(st, "INSERT INTO run_history (run, state, reason, at, cause, phase) "
-	    "VALUES (?,?,?,?,?,?)", &st->ins_hist) != 0 ||
-	    store_prepare(st, "INSERT INTO reports (run, kind, target, body, state, "
-	    "next_at, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)", &st->ins_report) != 0) {
+	if (store_prepare_all(st) != 0) {
 		xasprintf(cause, "%s: cannot prepare statements", st->path);
 		goto fail;
 	}
@@ -446,61 +459,31 @@ store_close(struct store *st)
 
 	if (st == NULL)
 		return;
-	if (st->be != NULL)
-		st->be->close(st->impl);
-	sqlite3_finalize(st->ins_event);
-	sqlite3_finalize(st->find_dup);
-	sqlite3_finalize(st->ins_run);
-	sqlite3_finalize(st->ins_hist);
-	sqlite3_finalize(st->ins_report);
+	db_finalize(st->ins_event);
+	db_finalize(st->find_dup);
+	db_finalize(st->ins_run);
+	db_finalize(st->ins_hist);
+	db_finalize(st->ins_report);
 	for (i = 0; i < st->nstmts; i++)
-		sqlite3_finalize(st->stmts[i].s);
+		db_finalize(st->stmts[i].s);
 	free(st->stmts);
 	free(st->payload_dir);
-	if (st->db != NULL)
-		sqlite3_close(st->db);
+	free(st->node);
+	db_free(st->db);
+	if (st->lite != NULL)
+		sqlite3_close(st->lite);
+	if (st->be != NULL)
+		st->be->close(st->impl);
 	free(st->path);
 	free(st);
 }
 
-/* Names a set of STORE_NEED_*, for the refusal. */
-static char *
-store_need_names(unsigned set)
-{
-	static const struct {
-		unsigned	 need;
-		const char	*what;
-	} names[] = {
-		{ STORE_NEED_INGEST, "ingest" },
-		{ STORE_NEED_RUNS, "runs and sessions" },
-		{ STORE_NEED_REPORTS, "the outbox" },
-		{ STORE_NEED_API, "the org API and console sessions" },
-		{ STORE_NEED_SECRETS, "sealed secrets" },
-		{ STORE_NEED_USAGE, "usage and budgets" },
-		{ STORE_NEED_NODES, "node leases" },
-	};
-	char	*s = NULL, *t;
-	size_t	 i;
-
-	for (i = 0; i < SPUR_ARRLEN(names); i++) {
-		if ((set & names[i].need) == 0)
-			continue;
-		t = xprintf("%s%s%s", s != NULL ? s : "", s != NULL ? ", " : "",
-		    names[i].what);
-		free(s);
-		s = t;
-	}
-	return s;
-}
-
 struct store *
-store_open_url(const char *url, const char *data_dir, int readonly, unsigned needs,
-    char **cause)
+store_open_url(const char *url, const char *data_dir, int readonly, char **cause)
 {
 	const struct store_backend	*be;
 	struct store			*st;
 	void				*impl;
-	char				*has, *lacks;
 
 	if (url == NULL)
 		return store_open(data_dir, readonly, cause);
@@ -510,23 +493,17 @@ store_open_url(const char *url, const char *data_dir, int readonly, unsigned nee
 	}
 	if ((impl = be->open(url, cause)) == NULL)
 		return NULL;
-	if ((needs & ~be->provides) != 0) {
-		has = store_need_names(be->provides);
-		lacks = store_need_names(needs & ~be->provides);
-		xasprintf(cause, "%s: this spur has only %s on %s so far; this command "
-		    "also needs %s, which are on sqlite only (issue 24): leave store out "
-		    "for the sqlite store in data_dir", be->name_of(impl),
-		    has != NULL ? has : "nothing", be->name, lacks);
-		free(has);
-		free(lacks);
-		be->close(impl);
-		return NULL;
-	}
 	st = xcalloc(1, sizeof *st);
 	st->be = be;
 	st->impl = impl;
+	st->db = be->db(impl);
 	st->readonly = readonly;
 	st->path = xstrdup(be->name_of(impl));
+	if (store_prepare_all(st) != 0) {
+		xasprintf(cause, "%s: cannot prepare statements", st->path);
+		store_close(st);
+		return NULL;
+	}
 	return st;
 }
 
@@ -534,12 +511,6 @@ const char *
 store_path(const struct store *st)
 {
 	return st->path;
-}
-
-void *
-store_db(struct store *st)
-{
-	return st->db;
 }
 
 int
@@ -554,44 +525,35 @@ store_writable(struct store *st)
 	if (stat(st->path, &sb) != 0)
 		return -1;
 	/* A health check must not hold the event loop for the whole busy timeout. */
-	sqlite3_busy_timeout(st->db, 200);
-	rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	sqlite3_busy_timeout(st->db, STORE_BUSY_MS);
+	sqlite3_busy_timeout(st->lite, 200);
+	rc = sqlite3_exec(st->lite, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	sqlite3_busy_timeout(st->lite, STORE_BUSY_MS);
 	if (rc != SQLITE_OK)
 		return -1;
-	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	sqlite3_exec(st->lite, "ROLLBACK", NULL, NULL, NULL);
 	return 0;
 }
 
-static void
-bind_text(sqlite3_stmt *s, int i, const char *v)
-{
-	if (v == NULL)
-		sqlite3_bind_null(s, i);
-	else
-		sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
-}
-
 static int
-store_step_done(struct store *st, sqlite3_stmt *s)
+store_step_done(struct store *st, struct db_stmt *s)
 {
-	int	 rc = sqlite3_step(s);
+	int	 rc = db_step(s);
 
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	return rc == SQLITE_DONE ? 0 : rc;
+	db_reset(s);
+	db_clear_bindings(s);
+	return rc == DB_DONE ? 0 : rc;
 }
 
 static int
 store_history(struct store *st, const char *run, const char *state, const char *reason,
     int64_t at, const char *why, const char *phase)
 {
-	bind_text(st->ins_hist, 1, run);
-	bind_text(st->ins_hist, 2, state);
-	bind_text(st->ins_hist, 3, reason);
-	sqlite3_bind_int64(st->ins_hist, 4, at);
-	bind_text(st->ins_hist, 5, why);
-	bind_text(st->ins_hist, 6, phase);
+	db_bind_text(st->ins_hist, 1, run);
+	db_bind_text(st->ins_hist, 2, state);
+	db_bind_text(st->ins_hist, 3, reason);
+	db_bind_int64(st->ins_hist, 4, at);
+	db_bind_text(st->ins_hist, 5, why);
+	db_bind_text(st->ins_hist, 6, phase);
 	return store_step_done(st, st->ins_hist);
 }
 
@@ -601,13 +563,13 @@ store_find_dup(struct store *st, const char *org, const char *dedup, const char 
 {
 	char	*id = NULL;
 
-	bind_text(st->find_dup, 1, org);
-	bind_text(st->find_dup, 2, dedup);
-	bind_text(st->find_dup, 3, replay);
-	if (sqlite3_step(st->find_dup) == SQLITE_ROW)
-		id = xstrdup((const char *)sqlite3_column_text(st->find_dup, 0));
-	sqlite3_reset(st->find_dup);
-	sqlite3_clear_bindings(st->find_dup);
+	db_bind_text(st->find_dup, 1, org);
+	db_bind_text(st->find_dup, 2, dedup);
+	db_bind_text(st->find_dup, 3, replay);
+	if (db_step(st->find_dup) == DB_ROW)
+		id = xstrdup(db_column_text(st->find_dup, 0));
+	db_reset(st->find_dup);
+	db_clear_bindings(st->find_dup);
 	return id;
 }
 
@@ -641,27 +603,26 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 		text = json_dumps(j, JSON_COMPACT);
 		json_decref(j);
 	}
-	bind_text(st->ins_event, 1, ev->id);
-	bind_text(st->ins_event, 2, ev->org);
-	bind_text(st->ins_event, 3, ev->source);
-	bind_text(st->ins_event, 4, ev->type);
-	bind_text(st->ins_event, 5, ev->delivery);
-	bind_text(st->ins_event, 6, ev->dedup);
-	bind_text(st->ins_event, 7, ev->thread);
-	bind_text(st->ins_event, 14, ev->replay);
-	sqlite3_bind_int64(st->ins_event, 8, ev->received_at);
-	bind_text(st->ins_event, 9, text != NULL ? text : it->event_json);
+	db_bind_text(st->ins_event, 1, ev->id);
+	db_bind_text(st->ins_event, 2, ev->org);
+	db_bind_text(st->ins_event, 3, ev->source);
+	db_bind_text(st->ins_event, 4, ev->type);
+	db_bind_text(st->ins_event, 5, ev->delivery);
+	db_bind_text(st->ins_event, 6, ev->dedup);
+	db_bind_text(st->ins_event, 7, ev->thread);
+	db_bind_text(st->ins_event, 14, ev->replay);
+	db_bind_int64(st->ins_event, 8, ev->received_at);
+	db_bind_text(st->ins_event, 9, text != NULL ? text : it->event_json);
 	if (it->payload_seg > 0) {
 		/* In the payload log already; store_ingest syncs it before the commit. */
-		sqlite3_bind_int64(st->ins_event, 11, it->payload_seg);
-		sqlite3_bind_int64(st->ins_event, 12, it->payload_off);
-		sqlite3_bind_int64(st->ins_event, 13, (int64_t)ev->payload_rawlen);
+		db_bind_int64(st->ins_event, 11, it->payload_seg);
+		db_bind_int64(st->ins_event, 12, it->payload_off);
+		db_bind_int64(st->ins_event, 13, (int64_t)ev->payload_rawlen);
 	} else if (ev->payload_raw != NULL)
-		sqlite3_bind_text(st->ins_event, 10, ev->payload_raw, (int)ev->payload_rawlen,
-		    SQLITE_STATIC);
+		db_bind_text_static(st->ins_event, 10, ev->payload_raw, ev->payload_rawlen);
 	else if (ev->payload != NULL) {
 		payload = json_dumps(ev->payload, JSON_COMPACT | JSON_ENCODE_ANY);
-		bind_text(st->ins_event, 10, payload);
+		db_bind_text(st->ins_event, 10, payload);
 	}
 	/*
 	 * A delivery seen before is a conflict on (org, dedup) or (org, replay)
@@ -672,7 +633,7 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 	free(payload);
 	if (rc != 0)
 		return -1;
-	if (sqlite3_changes(st->db) == 0) {
+	if (db_changes(st->db) == 0) {
 		if ((old = store_find_dup(st, ev->org, ev->dedup, ev->replay)) == NULL)
 			return -1;
 		free(ev->id);
@@ -682,15 +643,15 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 	}
 	for (i = 0; i < it->nruns; i++) {
 		struct new_run *r = &it->runs[i];
-		bind_text(st->ins_run, 1, r->id);
-		bind_text(st->ins_run, 2, ev->org);
-		bind_text(st->ins_run, 3, r->automation);
-		bind_text(st->ins_run, 4, ev->id);
-		bind_text(st->ins_run, 5, ev->thread);
-		bind_text(st->ins_run, 6, r->conc_key);
-		bind_text(st->ins_run, 7, r->automation_json);
-		bind_text(st->ins_run, 8, r->prompt);
-		sqlite3_bind_int64(st->ins_run, 9, ev->received_at);
+		db_bind_text(st->ins_run, 1, r->id);
+		db_bind_text(st->ins_run, 2, ev->org);
+		db_bind_text(st->ins_run, 3, r->automation);
+		db_bind_text(st->ins_run, 4, ev->id);
+		db_bind_text(st->ins_run, 5, ev->thread);
+		db_bind_text(st->ins_run, 6, r->conc_key);
+		db_bind_text(st->ins_run, 7, r->automation_json);
+		db_bind_text(st->ins_run, 8, r->prompt);
+		db_bind_int64(st->ins_run, 9, ev->received_at);
 		rc = store_step_done(st, st->ins_run);
 		if (rc != 0 || store_history(st, r->id, "queued", "matched",
 		    ev->received_at, NULL, NULL) != 0)
@@ -703,65 +664,112 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 	return 0;
 }
 
-/*
- * One transaction for every delivery that arrived while the last commit ran:
- * throughput is not bounded by one fsync per request, and no 200 goes out
- * before the commit that holds its event returned.
- */
-int
-store_ingest(struct store *st, struct ingest_item **items, size_t n,
-    const struct report_mark *marks, size_t nmarks, char **cause)
+/* Times a batch is tried again after a failure that says it may be (db_retryable). */
+#define STORE_INGEST_TRIES	5
+
+/* The batch's transaction; *committing: the failure, if any, was the COMMIT's. */
+static int
+store_ingest_tx(struct store *st, struct ingest_item **items, size_t n,
+    const struct report_mark *marks, size_t nmarks, int *committing, char **cause)
 {
 	size_t	 i;
 
-	if (st->be != NULL)
-		return st->be->ingest(st->impl, items, n, marks, nmarks, cause);
+	*committing = 0;
 	if (store_exec(st, "BEGIN IMMEDIATE", cause) != 0)
 		return -1;
 	for (i = 0; i < n; i++) {
 		items[i]->duplicate = items[i]->failed = 0;
-		if (store_ingest_one(st, items[i]) != 0) {
-			xasprintf(cause, "%s", sqlite3_errmsg(st->db));
-			store_exec(st, "ROLLBACK", NULL);
-			return -1;
-		}
+		/*
+		 * On PostgreSQL, a delivery another node's open transaction is
+		 * inserting makes this one wait for that commit, then conflict.
+		 */
+		if (store_ingest_one(st, items[i]) != 0)
+			goto fail;
 	}
 	for (i = 0; i < nmarks; i++) {
-		if (store_report_mark(st, &marks[i]) != 0) {
-			xasprintf(cause, "%s", sqlite3_errmsg(st->db));
-			store_exec(st, "ROLLBACK", NULL);
-			return -1;
-		}
+		if (store_report_mark(st, &marks[i]) != 0)
+			goto fail;
 	}
 	/* The payloads are on disk before the rows that point at them. */
 	if (st->plog != NULL && plog_sync(st->plog, cause) != 0) {
 		store_exec(st, "ROLLBACK", NULL);
 		return -1;
 	}
+	*committing = 1;
 	if (store_exec(st, "COMMIT", cause) != 0) {
 		store_exec(st, "ROLLBACK", NULL);
 		return -1;
 	}
 	return 0;
+fail:
+	/* sqlite's message names no file; a PostgreSQL one is the server's. */
+	if (st->lite != NULL)
+		xasprintf(cause, "%s", db_errmsg(st->db));
+	else
+		xasprintf(cause, "%s: %s", st->path, db_errmsg(st->db));
+	store_exec(st, "ROLLBACK", NULL);
+	return -1;
+}
+
+/*
+ * One transaction for every delivery that arrived while the last commit ran:
+ * throughput is not bounded by one fsync per request, and no 200 goes out
+ * before the commit that holds its event returned. Two nodes' batches that
+ * hold the same deliveries in another order may deadlock on the unique keys:
+ * the server ends one, and it is tried again with every event as it came (a
+ * duplicate's id put back). A COMMIT whose answer was lost is not tried
+ * again (it may have committed, and its events would say duplicate): the 503
+ * makes the sender deliver again, answered from what is stored.
+ */
+int
+store_ingest(struct store *st, struct ingest_item **items, size_t n,
+    const struct report_mark *marks, size_t nmarks, char **cause)
+{
+	char	**ids = xcalloc(n > 0 ? n : 1, sizeof *ids);
+	size_t	 i;
+	int	 try, rc, committing;
+
+	for (i = 0; i < n; i++)
+		ids[i] = xstrdup(items[i]->event->id);
+	for (try = 1; ; try++) {
+		rc = store_ingest_tx(st, items, n, marks, nmarks, &committing, cause);
+		if (rc == 0 || committing || try == STORE_INGEST_TRIES ||
+		    !db_retryable(st->db))
+			break;
+		log_info("event=store.retry try=%d error=%s", try, log_q(*cause));
+		free(*cause);
+		*cause = NULL;
+		for (i = 0; i < n; i++) {
+			free(items[i]->event->id);
+			items[i]->event->id = xstrdup(ids[i]);
+			items[i]->duplicate = 0;
+		}
+	}
+	for (i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+	return rc;
 }
 
 static long long
 store_scalar_int(struct store *st, const char *sql, const char *arg)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	long long	 v = -1;
 
-	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, sql, 0)) == NULL)
 		return -1;
 	if (arg != NULL)
-		bind_text(s, 1, arg);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
+		db_bind_text(s, 1, arg);
+	if (db_step(s) == DB_ROW)
+		v = db_column_int64(s, 0);
+	db_finalize(s);
 	return v;
 }
 
-static sqlite3_stmt *store_stmt(struct store *, const char *);
+static struct db_stmt *store_stmt(struct store *, const char *);
+static int	store_exec_bind(struct store *, const char *, const char **, size_t,
+		    const int64_t *, size_t);
 
 /* One node on sqlite (serve_lock keeps a second off data_dir): its lease never lapses. */
 int
@@ -779,6 +787,26 @@ store_node_reap(struct store *st, const char *node)
 	return st->be != NULL ? st->be->node_reap(st->impl, node) : NULL;
 }
 
+int
+store_shared(const struct store *st)
+{
+	return st->be != NULL;
+}
+
+int
+store_node_retire(struct store *st, const char *node, const char *by)
+{
+	const char	*args[] = { by, node };
+	int64_t		 ints[] = { now_ms() };
+
+	if (st->be == NULL)
+		return 0;
+	if (store_exec_bind(st, "UPDATE nodes SET reaped_by = ?1, dead_at = ?3 WHERE id = ?2 "
+	    "AND dead_at IS NULL", args, 2, ints, 1) != 0)
+		return -1;
+	return db_changes(st->db) == 1;
+}
+
 char *
 store_nodes_config(struct store *st, int *agree, int *live)
 {
@@ -791,8 +819,6 @@ store_nodes_config(struct store *st, int *agree, int *live)
 long long
 store_count_runs(struct store *st, enum run_state state)
 {
-	if (st->be != NULL)
-		return st->be->count_runs(st->impl, state);
 	return store_scalar_int(st, "SELECT count(*) FROM runs WHERE state = ?",
 	    run_state_name(state));
 }
@@ -800,18 +826,18 @@ store_count_runs(struct store *st, enum run_state state)
 void
 store_count_causes(struct store *st, long long counts[RUN_NCAUSES])
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	enum run_cause	 why;
 
 	memset(counts, 0, RUN_NCAUSES * sizeof counts[0]);
 	if ((s = store_stmt(st, "SELECT cause, count(*) FROM runs WHERE cause IS NOT NULL "
 	    "GROUP BY cause")) == NULL)
 		return;
-	while (sqlite3_step(s) == SQLITE_ROW) {
-		if (run_cause_parse((const char *)sqlite3_column_text(s, 0), &why) == 0)
-			counts[why] = sqlite3_column_int64(s, 1);
+	while (db_step(s) == DB_ROW) {
+		if (run_cause_parse(db_column_text(s, 0), &why) == 0)
+			counts[why] = db_column_int64(s, 1);
 	}
-	sqlite3_reset(s);
+	db_reset(s);
 }
 
 /*
@@ -824,93 +850,97 @@ store_event_exists(struct store *st, const char *org, const char *dedup)
 {
 	int	 rc;
 
-	if (st->be != NULL)
-		return st->be->event_exists(st->impl, org, dedup);
-	bind_text(st->find_dup, 1, org);
-	bind_text(st->find_dup, 2, dedup);
-	rc = sqlite3_step(st->find_dup);
-	sqlite3_reset(st->find_dup);
-	sqlite3_clear_bindings(st->find_dup);
-	if (rc == SQLITE_ROW)
+	db_bind_text(st->find_dup, 1, org);
+	db_bind_text(st->find_dup, 2, dedup);
+	rc = db_step(st->find_dup);
+	db_reset(st->find_dup);
+	db_clear_bindings(st->find_dup);
+	if (rc == DB_ROW)
 		return 1;
-	return rc == SQLITE_DONE ? 0 : -1;
+	return rc == DB_DONE ? 0 : -1;
 }
 
 void
 store_prune_payloads(struct store *st, int64_t before_ms)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	int64_t		*live = NULL;
 	size_t		 n = 0, cap = 0;
 	int		 rc, removed;
 
-	if (sqlite3_prepare_v2(st->db, "SELECT DISTINCT payload_seg FROM events WHERE "
-	    "payload_seg IS NOT NULL", -1, &s, NULL) != SQLITE_OK)
+	if (st->payload_dir == NULL)
 		return;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	if ((s = db_prepare(st->db, "SELECT DISTINCT payload_seg FROM events WHERE "
+	    "payload_seg IS NOT NULL", 0)) == NULL)
+		return;
+	while ((rc = db_step(s)) == DB_ROW) {
 		if (n == cap) {
 			cap = cap ? cap * 2 : 16;
 			live = xreallocarray(live, cap, sizeof *live);
 		}
-		live[n++] = sqlite3_column_int64(s, 0);
+		live[n++] = db_column_int64(s, 0);
 	}
 	/* Only from a complete list: a segment left out by an error is not lost. */
-	if (rc == SQLITE_DONE &&
+	if (rc == DB_DONE &&
 	    (removed = plog_prune(st->payload_dir, live, n, before_ms)) > 0)
 		log_info("event=store.payloads_pruned segments=%d", removed);
-	sqlite3_finalize(s);
+	db_finalize(s);
 	free(live);
 }
 
 int
 store_prune_events(struct store *st, int64_t before_ms, int limit)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	int		 rc;
 
-	if (sqlite3_prepare_v2(st->db, "DELETE FROM events WHERE id IN (SELECT id FROM events "
+	if ((s = db_prepare(st->db, "DELETE FROM events WHERE id IN (SELECT id FROM events "
 	    "WHERE received_at < ? AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.event = "
-	    "events.id AND runs.state IN ('queued', 'running')) LIMIT ?)", -1, &s,
-	    NULL) != SQLITE_OK)
+	    "events.id AND runs.state IN ('queued', 'running')) LIMIT ?)", 0)) == NULL)
 		return -1;
-	sqlite3_bind_int64(s, 1, before_ms);
-	sqlite3_bind_int(s, 2, limit);
-	rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
+	db_bind_int64(s, 1, before_ms);
+	db_bind_int64(s, 2, limit);
+	rc = db_step(s);
+	db_finalize(s);
+	if (rc != DB_DONE)
 		return -1;
-	return sqlite3_changes(st->db);
+	return db_changes(st->db);
 }
 
 int
 store_run_get_state(struct store *st, const char *run, enum run_state *out)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	int		 r = -1;
 
-	if (sqlite3_prepare_v2(st->db, "SELECT state FROM runs WHERE id = ?", -1, &s,
-	    NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, "SELECT state FROM runs WHERE id = ?", 0)) == NULL)
 		return -1;
-	bind_text(s, 1, run);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		r = run_state_parse((const char *)sqlite3_column_text(s, 0), out);
-	sqlite3_finalize(s);
+	db_bind_text(s, 1, run);
+	if (db_step(s) == DB_ROW)
+		r = run_state_parse(db_column_text(s, 0), out);
+	db_finalize(s);
 	return r;
+}
+
+void
+store_set_node(struct store *st, const char *node)
+{
+	free(st->node);
+	st->node = node != NULL ? xstrdup(node) : NULL;
 }
 
 int64_t
 store_run_ended_at(struct store *st, const char *run)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	int64_t		 at = -1;
 
-	if (sqlite3_prepare_v2(st->db, "SELECT coalesce(ended_at, 0) FROM runs WHERE id = ?",
-	    -1, &s, NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, "SELECT coalesce(ended_at, 0) FROM runs WHERE id = ?", 0)) == NULL)
 		return -1;
-	bind_text(s, 1, run);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		at = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
+	db_bind_text(s, 1, run);
+	if (db_step(s) == DB_ROW)
+		at = db_column_int64(s, 0);
+	db_finalize(s);
 	return at;
 }
 
@@ -929,15 +959,31 @@ int
 store_run_set_state(struct store *st, const char *run, enum run_state to, enum run_cause why,
     const char *reason, char **cause)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	enum run_state	 from;
 	int64_t		 now = now_ms();
 	int		 rc;
 
 	if (store_tx_begin(st, cause) != 0)
 		return -1;
-	if (store_run_get_state(st, run, &from) != 0) {
-		xasprintf(cause, "no such run %s", run);
+	/*
+	 * Several nodes: a queued run another node is starting right now is
+	 * locked, and skipped here (no row); the update below changes it only
+	 * from the state read, so of two nodes that both read it queued, one
+	 * starts it.
+	 */
+	if ((s = db_prepare(st->db, to == RUN_RUNNING && db_is_pg(st->db) ?
+	    "SELECT state FROM runs WHERE id = ? FOR UPDATE SKIP LOCKED" :
+	    "SELECT state FROM runs WHERE id = ?", 0)) == NULL) {
+		xasprintf(cause, "%s", db_errmsg(st->db));
+		goto fail;
+	}
+	db_bind_text(s, 1, run);
+	rc = db_step(s) == DB_ROW ? run_state_parse(db_column_text(s, 0), &from) : -1;
+	db_finalize(s);
+	if (rc != 0) {
+		xasprintf(cause, to == RUN_RUNNING && db_is_pg(st->db) ? "no such run %s, or "
+		    "another node is starting it" : "no such run %s", run);
 		goto fail;
 	}
 	if (!run_transition_ok(from, to)) {
@@ -945,26 +991,37 @@ store_run_set_state(struct store *st, const char *run, enum run_state to, enum r
 		    run_state_name(to));
 		goto fail;
 	}
-	if (sqlite3_prepare_v2(st->db, "UPDATE runs SET state = ?, reason = ?, "
+	if ((s = db_prepare(st->db, "UPDATE runs SET state = ?, reason = ?, "
 	    "started_at = CASE WHEN ? = 'running' THEN ? ELSE started_at END, "
 	    "ended_at = CASE WHEN ? NOT IN ('queued', 'running') THEN ? ELSE ended_at END, "
-	    "cause = ?8, phase = NULL WHERE id = ?7", -1, &s, NULL) != SQLITE_OK) {
-		xasprintf(cause, "%s", sqlite3_errmsg(st->db));
+	    "cause = ?8, phase = NULL, node = CASE WHEN ?1 = 'running' THEN ?10 ELSE node END "
+	    "WHERE id = ?7 AND state = ?9", 0)) == NULL) {
+		xasprintf(cause, "%s", db_errmsg(st->db));
 		goto fail;
 	}
-	bind_text(s, 1, run_state_name(to));
-	bind_text(s, 2, reason);
-	bind_text(s, 3, run_state_name(to));
-	sqlite3_bind_int64(s, 4, now);
-	bind_text(s, 5, run_state_name(to));
-	sqlite3_bind_int64(s, 6, now);
-	bind_text(s, 7, run);
-	bind_text(s, 8, run_cause_name(why));
-	rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE || store_history(st, run, run_state_name(to), reason, now,
-	    run_cause_name(why), NULL) != 0) {
-		xasprintf(cause, "%s", sqlite3_errmsg(st->db));
+	db_bind_text(s, 1, run_state_name(to));
+	db_bind_text(s, 2, reason);
+	db_bind_text(s, 3, run_state_name(to));
+	db_bind_int64(s, 4, now);
+	db_bind_text(s, 5, run_state_name(to));
+	db_bind_int64(s, 6, now);
+	db_bind_text(s, 7, run);
+	db_bind_text(s, 8, run_cause_name(why));
+	db_bind_text(s, 9, run_state_name(from));
+	db_bind_text(s, 10, st->node);
+	rc = db_step(s);
+	db_finalize(s);
+	if (rc != DB_DONE) {
+		xasprintf(cause, "%s", db_errmsg(st->db));
+		goto fail;
+	}
+	if (db_changes(st->db) != 1) {
+		xasprintf(cause, "run %s changed under this transaction", run);
+		goto fail;
+	}
+	if (store_history(st, run, run_state_name(to), reason, now, run_cause_name(why),
+	    NULL) != 0) {
+		xasprintf(cause, "%s", db_errmsg(st->db));
 		goto fail;
 	}
 	if (store_tx_commit(st, cause) != 0)
@@ -976,73 +1033,71 @@ fail:
 	return -1;
 }
 
-static int	store_exec_bind(struct store *, const char *, const char **, size_t,
-		    const int64_t *, size_t);
 
 static json_t *
-col_json_text(sqlite3_stmt *s, int i)
+col_json_text(struct db_stmt *s, int i)
 {
-	const char	*t = (const char *)sqlite3_column_text(s, i);
+	const char	*t = db_column_text(s, i);
 
 	return t != NULL ? json_string(t) : json_null();
 }
 
 static json_t *
-col_time(sqlite3_stmt *s, int i)
+col_time(struct db_stmt *s, int i)
 {
 	char	 ts[40];
 
-	if (sqlite3_column_type(s, i) == SQLITE_NULL)
+	if (db_column_null(s, i))
 		return json_null();
-	return json_string(format_time(sqlite3_column_int64(s, i), ts, sizeof ts));
+	return json_string(format_time(db_column_int64(s, i), ts, sizeof ts));
 }
 
 /* The rows of one of a run's tables (history, reports, connections), each made JSON by row. */
 static json_t *
 store_run_rows(struct store *st, const char *sql, const char *run,
-    json_t *(*row)(sqlite3_stmt *))
+    json_t *(*row)(struct db_stmt *))
 {
-	sqlite3_stmt	*h;
+	struct db_stmt	*h;
 	json_t		*list = json_array();
 
-	if (sqlite3_prepare_v2(st->db, sql, -1, &h, NULL) != SQLITE_OK)
+	if ((h = db_prepare(st->db, sql, 0)) == NULL)
 		return list;
-	bind_text(h, 1, run);
-	while (sqlite3_step(h) == SQLITE_ROW)
+	db_bind_text(h, 1, run);
+	while (db_step(h) == DB_ROW)
 		json_array_append_new(list, row(h));
-	sqlite3_finalize(h);
+	db_finalize(h);
 	return list;
 }
 
 static json_t *
-history_row(sqlite3_stmt *h)
+history_row(struct db_stmt *h)
 {
 	json_t	*j = json_pack("{s:o,s:o,s:o}", "state", col_json_text(h, 0), "at",
 		    col_time(h, 1), "reason", col_json_text(h, 2));
 
 	/* A terminal state's cause; a running run's phase (cloning, agent, delivering). */
-	if (sqlite3_column_type(h, 3) != SQLITE_NULL)
+	if (!db_column_null(h, 3))
 		json_object_set_new(j, "cause", col_json_text(h, 3));
-	if (sqlite3_column_type(h, 4) != SQLITE_NULL)
+	if (!db_column_null(h, 4))
 		json_object_set_new(j, "phase", col_json_text(h, 4));
 	return j;
 }
 
 static json_t *
-report_row(sqlite3_stmt *h)
+report_row(struct db_stmt *h)
 {
 	return json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}", "kind", col_json_text(h, 0), "state",
-	    col_json_text(h, 1), "attempts", (json_int_t)sqlite3_column_int64(h, 2), "error",
+	    col_json_text(h, 1), "attempts", (json_int_t)db_column_int64(h, 2), "error",
 	    col_json_text(h, 3), "created_at", col_time(h, 4), "sent_at", col_time(h, 5));
 }
 
 static json_t *
-connection_row(sqlite3_stmt *h)
+connection_row(struct db_stmt *h)
 {
 	return json_pack("{s:o,s:o,s:I,s:I,s:I,s:o}", "at", col_time(h, 0), "host",
-	    col_json_text(h, 1), "port", (json_int_t)sqlite3_column_int64(h, 2), "bytes_in",
-	    (json_int_t)sqlite3_column_int64(h, 3), "bytes_out",
-	    (json_int_t)sqlite3_column_int64(h, 4), "verdict", col_json_text(h, 5));
+	    col_json_text(h, 1), "port", (json_int_t)db_column_int64(h, 2), "bytes_in",
+	    (json_int_t)db_column_int64(h, 3), "bytes_out",
+	    (json_int_t)db_column_int64(h, 4), "verdict", col_json_text(h, 5));
 }
 
 #define RUN_COLUMNS "id, org, automation, event, thread, session, state, reason, " \
@@ -1050,10 +1105,10 @@ connection_row(sqlite3_stmt *h)
 	"agent_session, conc_key, cause, phase, retry_of, repository"
 
 static json_t *
-store_run_row(struct store *st, sqlite3_stmt *s, int full)
+store_run_row(struct store *st, struct db_stmt *s, int full)
 {
 	json_t		*j, *ev;
-	const char	*id = (const char *)sqlite3_column_text(s, 0);
+	const char	*id = db_column_text(s, 0);
 	int64_t		 start, end;
 
 	j = json_object();
@@ -1074,10 +1129,10 @@ store_run_row(struct store *st, sqlite3_stmt *s, int full)
 	json_object_set_new(j, "created_at", col_time(s, 10));
 	json_object_set_new(j, "started_at", col_time(s, 11));
 	json_object_set_new(j, "ended_at", col_time(s, 12));
-	if (sqlite3_column_type(s, 11) != SQLITE_NULL) {
-		start = sqlite3_column_int64(s, 11);
-		end = sqlite3_column_type(s, 12) != SQLITE_NULL ?
-		    sqlite3_column_int64(s, 12) : now_ms();
+	if (!db_column_null(s, 11)) {
+		start = db_column_int64(s, 11);
+		end = !db_column_null(s, 12) ?
+		    db_column_int64(s, 12) : now_ms();
 		json_object_set_new(j, "duration_ms", json_integer(end - start));
 	} else
 		json_object_set_new(j, "duration_ms", json_null());
@@ -1087,7 +1142,7 @@ store_run_row(struct store *st, sqlite3_stmt *s, int full)
 	json_object_set_new(j, "prompt", col_json_text(s, 13));
 	json_object_set_new(j, "agent_session", col_json_text(s, 15));
 	json_object_set_new(j, "conc_key", col_json_text(s, 16));
-	ev = store_event_json(st, (const char *)sqlite3_column_text(s, 3));
+	ev = store_event_json(st, db_column_text(s, 3));
 	json_object_set_new(j, "event", ev != NULL ? ev : json_null());
 	json_object_set_new(j, "history", store_run_history(st, id));
 	json_object_set_new(j, "reports", store_run_rows(st, "SELECT kind, state, attempts, "
@@ -1097,7 +1152,7 @@ store_run_row(struct store *st, sqlite3_stmt *s, int full)
 	    "bytes_in, bytes_out, verdict FROM connections WHERE run = ? ORDER BY rowid", id,
 	    connection_row));
 	{
-		const char *aj = (const char *)sqlite3_column_text(s, 14);
+		const char *aj = db_column_text(s, 14);
 		json_t *a = aj != NULL ? json_loads(aj, 0, NULL) : NULL;
 		json_object_set_new(j, "automation_config", a != NULL ? a : json_null());
 	}
@@ -1114,53 +1169,52 @@ store_run_history(struct store *st, const char *run)
 json_t *
 store_run_json(struct store *st, const char *run, int full)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*j = NULL;
 
-	if (sqlite3_prepare_v2(st->db, "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?",
-	    -1, &s, NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?", 0)) == NULL)
 		return NULL;
-	bind_text(s, 1, run);
-	if (sqlite3_step(s) == SQLITE_ROW)
+	db_bind_text(s, 1, run);
+	if (db_step(s) == DB_ROW)
 		j = store_run_row(st, s, full);
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return j;
 }
 
 json_t *
 store_runs_json(struct store *st, const char *org, const char *state, int limit)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*list = json_array();
 
-	if (sqlite3_prepare_v2(st->db, "SELECT " RUN_COLUMNS " FROM runs WHERE "
+	if ((s = db_prepare(st->db, "SELECT " RUN_COLUMNS " FROM runs WHERE "
 	    "(?1 IS NULL OR org = ?1) AND (?2 IS NULL OR state = ?2) "
-	    "ORDER BY created_at DESC, rowid DESC LIMIT ?3", -1, &s, NULL) != SQLITE_OK)
+	    "ORDER BY created_at DESC, rowid DESC LIMIT ?3", 0)) == NULL)
 		return list;
-	bind_text(s, 1, org);
-	bind_text(s, 2, state);
-	sqlite3_bind_int(s, 3, limit > 0 ? limit : -1);
-	while (sqlite3_step(s) == SQLITE_ROW)
+	db_bind_text(s, 1, org);
+	db_bind_text(s, 2, state);
+	db_bind_int64(s, 3, limit > 0 ? limit : INT64_MAX);
+	while (db_step(s) == DB_ROW)
 		json_array_append_new(list, store_run_row(st, s, 0));
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return list;
 }
 
 static json_t *
 store_ids(struct store *st, const char *sql, const char *arg, int n)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*list = json_array();
 
-	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, sql, 0)) == NULL)
 		return list;
 	if (arg != NULL)
-		bind_text(s, 1, arg);
+		db_bind_text(s, 1, arg);
 	if (n > 0)
-		sqlite3_bind_int(s, 2, n);
-	while (sqlite3_step(s) == SQLITE_ROW)
+		db_bind_int64(s, 2, n);
+	while (db_step(s) == DB_ROW)
 		json_array_append_new(list, col_json_text(s, 0));
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return list;
 }
 
@@ -1178,6 +1232,24 @@ store_runs_in_state(struct store *st, enum run_state state)
 	    run_state_name(state), 0);
 }
 
+int
+store_run_lock(struct store *st, const char *run)
+{
+	const char	*args[] = { run };
+
+	if (store_exec_bind(st, "UPDATE runs SET state = state WHERE id = ? AND state IN "
+	    "('queued', 'running')", args, 1, NULL, 0) != 0)
+		return -1;
+	return db_changes(st->db) == 1;
+}
+
+json_t *
+store_runs_on_node(struct store *st, const char *node)
+{
+	return store_ids(st, "SELECT id FROM runs WHERE node = ?1 AND state = 'running' "
+	    "ORDER BY created_at", node, 0);
+}
+
 /* Sets one text column of a run; only the columns listed may be set this way. */
 int
 store_run_update(struct store *st, const char *run, const char *field, const char *value)
@@ -1185,7 +1257,7 @@ store_run_update(struct store *st, const char *run, const char *field, const cha
 	static const char	*fields[] = {
 		"session", "result", "proof", "agent_session", "prompt", "repository"
 	};
-	sqlite3_stmt		*s;
+	struct db_stmt		*s;
 	char			*sql;
 	size_t			 i;
 	int			 rc;
@@ -1197,41 +1269,40 @@ store_run_update(struct store *st, const char *run, const char *field, const cha
 	if (i == SPUR_ARRLEN(fields))
 		fatal("store_run_update: unknown field %s", field);
 	sql = xprintf("UPDATE runs SET %s = ? WHERE id = ?", fields[i]);
-	rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
+	s = db_prepare(st->db, sql, 0);
 	free(sql);
-	if (rc != SQLITE_OK)
+	if (s == NULL)
 		return -1;
-	bind_text(s, 1, value);
-	bind_text(s, 2, run);
-	rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : -1;
+	db_bind_text(s, 1, value);
+	db_bind_text(s, 2, run);
+	rc = db_step(s);
+	db_finalize(s);
+	return rc == DB_DONE ? 0 : -1;
 }
 
 int
 store_run_result(struct store *st, const char *run, const char *result, const char *proof,
     const char *agent_session)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	int		 rc;
 
-	if (sqlite3_prepare_v2(st->db, "UPDATE runs SET result = ?, proof = ?, "
-	    "agent_session = coalesce(?, agent_session) WHERE id = ?", -1, &s,
-	    NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, "UPDATE runs SET result = ?, proof = ?, "
+	    "agent_session = coalesce(?, agent_session) WHERE id = ?", 0)) == NULL)
 		return -1;
-	bind_text(s, 1, result);
-	bind_text(s, 2, proof);
-	bind_text(s, 3, agent_session);
-	bind_text(s, 4, run);
-	rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? 0 : -1;
+	db_bind_text(s, 1, result);
+	db_bind_text(s, 2, proof);
+	db_bind_text(s, 3, agent_session);
+	db_bind_text(s, 4, run);
+	rc = db_step(s);
+	db_finalize(s);
+	return rc == DB_DONE ? 0 : -1;
 }
 
 char *
 store_run_retry(struct store *st, const char *run, int requeue, char **cause)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	char		*id = time_id("run_"), *reason;
 	int64_t		 now = now_ms();
 	int		 rc;
@@ -1239,29 +1310,28 @@ store_run_retry(struct store *st, const char *run, int requeue, char **cause)
 	if (store_tx_begin(st, cause) != 0)
 		goto fail;
 	/* A requeue continues its run once: a run that is itself one is not queued again. */
-	if (sqlite3_prepare_v2(st->db, "INSERT INTO runs (id, org, automation, event, "
+	if ((s = db_prepare(st->db, "INSERT INTO runs (id, org, automation, event, "
 	    "thread, state, reason, conc_key, automation_json, prompt, created_at, retry_of, "
 	    "status_msg, status_at) "
 	    "SELECT ?1, org, automation, event, thread, 'queued', ?2, conc_key, "
-	    "automation_json, NULL, ?3, CASE WHEN ?5 THEN id END, CASE WHEN ?5 THEN status_msg "
-	    "END, CASE WHEN ?5 THEN status_at END FROM runs WHERE id = ?4 AND "
-	    "(NOT ?5 OR retry_of IS NULL)", -1, &s,
-	    NULL) != SQLITE_OK) {
-		xasprintf(cause, "%s", sqlite3_errmsg(st->db));
+	    "automation_json, NULL, ?3, CASE WHEN ?5 <> 0 THEN id END, CASE WHEN ?5 <> 0 "
+	    "THEN status_msg END, CASE WHEN ?5 <> 0 THEN status_at END FROM runs WHERE id = ?4 "
+	    "AND (?5 = 0 OR retry_of IS NULL)", 0)) == NULL) {
+		xasprintf(cause, "%s", db_errmsg(st->db));
 		goto rollback;
 	}
 	reason = requeue ? xprintf("requeued: %s was interrupted", run) :
 	    xprintf("retry of %s", run);
-	bind_text(s, 1, id);
-	bind_text(s, 2, reason);
-	sqlite3_bind_int64(s, 3, now);
-	bind_text(s, 4, run);
-	sqlite3_bind_int(s, 5, requeue);
-	rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE || sqlite3_changes(st->db) != 1) {
-		if (rc != SQLITE_DONE)
-			xasprintf(cause, "%s", sqlite3_errmsg(st->db));
+	db_bind_text(s, 1, id);
+	db_bind_text(s, 2, reason);
+	db_bind_int64(s, 3, now);
+	db_bind_text(s, 4, run);
+	db_bind_int64(s, 5, requeue);
+	rc = db_step(s);
+	db_finalize(s);
+	if (rc != DB_DONE || db_changes(st->db) != 1) {
+		if (rc != DB_DONE)
+			xasprintf(cause, "%s", db_errmsg(st->db));
 		else if (requeue)
 			xasprintf(cause, "%s was itself queued again after an interruption", run);
 		else
@@ -1272,7 +1342,7 @@ store_run_retry(struct store *st, const char *run, int requeue, char **cause)
 	rc = store_history(st, id, "queued", reason, now, NULL, NULL);
 	free(reason);
 	if (rc != 0) {
-		xasprintf(cause, "%s", sqlite3_errmsg(st->db));
+		xasprintf(cause, "%s", db_errmsg(st->db));
 		goto rollback;
 	}
 	if (store_tx_commit(st, cause) != 0)
@@ -1321,42 +1391,41 @@ store_run_request_cancel(struct store *st, const char *run, const char *reason)
 json_t *
 store_cancel_requests(struct store *st)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*list = json_array();
 
-	if (sqlite3_prepare_v2(st->db, "SELECT id, cancel_requested, state FROM runs WHERE "
-	    "state IN ('queued', 'running') AND cancel_requested IS NOT NULL", -1, &s,
-	    NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, "SELECT id, cancel_requested, state FROM runs WHERE "
+	    "state IN ('queued', 'running') AND cancel_requested IS NOT NULL", 0)) == NULL)
 		return list;
-	while (sqlite3_step(s) == SQLITE_ROW) {
+	while (db_step(s) == DB_ROW) {
 		json_array_append_new(list, json_pack("{s:o,s:o,s:o}", "id", col_json_text(s, 0),
 		    "reason", col_json_text(s, 1), "state", col_json_text(s, 2)));
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return list;
 }
 
 json_t *
 store_event_json(struct store *st, const char *event)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*j = NULL;
 
 	char		*text, *cause = NULL;
 
-	if (event == NULL || sqlite3_prepare_v2(st->db, "SELECT json, payload, payload_seg, "
-	    "payload_off, payload_len FROM events WHERE id = ?", -1, &s, NULL) != SQLITE_OK)
+	if (event == NULL || (s = db_prepare(st->db, "SELECT json, payload, payload_seg, "
+	    "payload_off, payload_len FROM events WHERE id = ?", 0)) == NULL)
 		return NULL;
-	bind_text(s, 1, event);
-	if (sqlite3_step(s) == SQLITE_ROW) {
-		j = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
-		if (j != NULL && sqlite3_column_type(s, 1) != SQLITE_NULL)
+	db_bind_text(s, 1, event);
+	if (db_step(s) == DB_ROW) {
+		j = json_loads(db_column_text(s, 0), 0, NULL);
+		if (j != NULL && !db_column_null(s, 1))
 			json_object_set_new(j, "payload", json_loadb((const char *)
-			    sqlite3_column_text(s, 1), sqlite3_column_bytes(s, 1),
+			    db_column_text(s, 1), db_column_bytes(s, 1),
 			    JSON_DECODE_ANY, NULL));
-		else if (j != NULL && sqlite3_column_type(s, 2) != SQLITE_NULL) {
-			text = plog_read(st->payload_dir, sqlite3_column_int64(s, 2),
-			    sqlite3_column_int64(s, 3), (size_t)sqlite3_column_int64(s, 4),
+		else if (j != NULL && !db_column_null(s, 2)) {
+			text = plog_read(st->payload_dir, db_column_int64(s, 2),
+			    db_column_int64(s, 3), (size_t)db_column_int64(s, 4),
 			    &cause);
 			if (text == NULL) {
 				log_error("event=store.payload_unreadable event_id=%s error=%s",
@@ -1364,11 +1433,11 @@ store_event_json(struct store *st, const char *event)
 				free(cause);
 			} else
 				json_object_set_new(j, "payload", json_loadb(text,
-				    (size_t)sqlite3_column_int64(s, 4), JSON_DECODE_ANY, NULL));
+				    (size_t)db_column_int64(s, 4), JSON_DECODE_ANY, NULL));
 			free(text);
 		}
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return j;
 }
 
@@ -1376,22 +1445,22 @@ json_t *
 store_session_live(struct store *st, const char *org, const char *thread,
     const char *automation)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*j = NULL;
 
-	if (sqlite3_prepare_v2(st->db, "SELECT id, workspace, agent_session, branch, uid "
+	if ((s = db_prepare(st->db, "SELECT id, workspace, agent_session, branch, uid "
 	    "FROM sessions WHERE org = ? AND thread = ? AND automation = ? AND "
-	    "state = 'live'", -1, &s, NULL) != SQLITE_OK)
+	    "state = 'live'", 0)) == NULL)
 		return NULL;
-	bind_text(s, 1, org);
-	bind_text(s, 2, thread);
-	bind_text(s, 3, automation);
-	if (sqlite3_step(s) == SQLITE_ROW) {
+	db_bind_text(s, 1, org);
+	db_bind_text(s, 2, thread);
+	db_bind_text(s, 3, automation);
+	if (db_step(s) == DB_ROW) {
 		j = json_pack("{s:o,s:o,s:o,s:o,s:I}", "id", col_json_text(s, 0), "workspace",
 		    col_json_text(s, 1), "agent_session", col_json_text(s, 2), "branch",
-		    col_json_text(s, 3), "uid", (json_int_t)sqlite3_column_int64(s, 4));
+		    col_json_text(s, 3), "uid", (json_int_t)db_column_int64(s, 4));
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return j;
 }
 
@@ -1399,18 +1468,17 @@ store_session_live(struct store *st, const char *org, const char *thread,
  * The statement for sql, prepared once per connection: sql must be a string
  * literal, whose address is the key. NULL when it cannot be prepared.
  */
-static sqlite3_stmt *
+static struct db_stmt *
 store_stmt(struct store *st, const char *sql)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	size_t		 i;
 
 	for (i = 0; i < st->nstmts; i++) {
 		if (st->stmts[i].sql == sql)
 			return st->stmts[i].s;
 	}
-	if (sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, NULL) !=
-	    SQLITE_OK)
+	if ((s = db_prepare(st->db, sql, 1)) == NULL)
 		return NULL;
 	st->stmts = xreallocarray(st->stmts, st->nstmts + 1, sizeof *st->stmts);
 	st->stmts[st->nstmts].sql = sql;
@@ -1422,20 +1490,20 @@ static int
 store_exec_bind(struct store *st, const char *sql, const char **args, size_t n,
     const int64_t *ints, size_t nints)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	size_t		 i;
 	int		 rc;
 
 	if ((s = store_stmt(st, sql)) == NULL) {
-		log_error("event=store.error error=%s", log_q(sqlite3_errmsg(st->db)));
+		log_error("event=store.error error=%s", log_q(db_errmsg(st->db)));
 		return -1;
 	}
 	for (i = 0; i < n; i++)
-		bind_text(s, (int)i + 1, args[i]);
+		db_bind_text(s, (int)i + 1, args[i]);
 	for (i = 0; i < nints; i++)
-		sqlite3_bind_int64(s, (int)(n + i) + 1, ints[i]);
+		db_bind_int64(s, (int)(n + i) + 1, ints[i]);
 	if ((rc = store_step_done(st, s)) != 0) {
-		log_error("event=store.error error=%s", log_q(sqlite3_errmsg(st->db)));
+		log_error("event=store.error error=%s", log_q(db_errmsg(st->db)));
 		return -1;
 	}
 	return 0;
@@ -1456,24 +1524,24 @@ store_session_create(struct store *st, const char *id, const char *org,
 long long
 store_session_uid_pick(struct store *st, long long first, long long last)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	unsigned char	 r[4];
 	long long	 n = last - first + 1, i, uid, found = 0;
 
-	if (n <= 0 || sqlite3_prepare_v2(st->db, "SELECT 1 FROM sessions WHERE uid = ? AND "
-	    "state = 'live'", -1, &s, NULL) != SQLITE_OK)
+	if (n <= 0 || (s = db_prepare(st->db, "SELECT 1 FROM sessions WHERE uid = ? AND "
+	    "state = 'live'", 0)) == NULL)
 		return 0;
 	/* From a random place, so that an ended session's uid is seldom the next one's. */
 	random_bytes(r, sizeof r);
 	uid = first + (long long)(((uint32_t)r[0] << 24 | (uint32_t)r[1] << 16 |
 	    (uint32_t)r[2] << 8 | r[3]) % (uint64_t)n);
 	for (i = 0; i < n && found == 0; i++, uid = uid == last ? first : uid + 1) {
-		sqlite3_reset(s);
-		sqlite3_bind_int64(s, 1, uid);
-		if (sqlite3_step(s) == SQLITE_DONE)
+		db_reset(s);
+		db_bind_int64(s, 1, uid);
+		if (db_step(s) == DB_DONE)
 			found = uid;
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return found;
 }
 
@@ -1499,45 +1567,44 @@ store_session_end(struct store *st, const char *id)
 json_t *
 store_sessions_idle(struct store *st, int64_t before_ms)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*list = json_array();
 
-	if (sqlite3_prepare_v2(st->db, "SELECT id, workspace FROM sessions WHERE state = "
+	if ((s = db_prepare(st->db, "SELECT id, workspace FROM sessions WHERE state = "
 	    "'live' AND used_at < ? AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.session "
-	    "= sessions.id AND runs.state IN ('queued', 'running'))", -1, &s,
-	    NULL) != SQLITE_OK)
+	    "= sessions.id AND runs.state IN ('queued', 'running'))", 0)) == NULL)
 		return list;
-	sqlite3_bind_int64(s, 1, before_ms);
-	while (sqlite3_step(s) == SQLITE_ROW) {
+	db_bind_int64(s, 1, before_ms);
+	while (db_step(s) == DB_ROW) {
 		json_array_append_new(list, json_pack("{s:o,s:o}", "id", col_json_text(s, 0),
 		    "workspace", col_json_text(s, 1)));
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return list;
 }
 
 json_t *
 store_sessions_of_thread(struct store *st, const char *org, const char *thread)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*list = json_array();
 
-	if (sqlite3_prepare_v2(st->db, "SELECT id, workspace FROM sessions WHERE org = ? AND "
-	    "thread = ? AND state = 'live'", -1, &s, NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, "SELECT id, workspace FROM sessions WHERE org = ? AND "
+	    "thread = ? AND state = 'live'", 0)) == NULL)
 		return list;
-	bind_text(s, 1, org);
-	bind_text(s, 2, thread);
-	while (sqlite3_step(s) == SQLITE_ROW)
+	db_bind_text(s, 1, org);
+	db_bind_text(s, 2, thread);
+	while (db_step(s) == DB_ROW)
 		json_array_append_new(list, json_pack("{s:o,s:o}", "id", col_json_text(s, 0),
 		    "workspace", col_json_text(s, 1)));
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return list;
 }
 
 static char *
-col_dup(sqlite3_stmt *s, int i)
+col_dup(struct db_stmt *s, int i)
 {
-	const char	*t = (const char *)sqlite3_column_text(s, i);
+	const char	*t = db_column_text(s, i);
 
 	return t != NULL ? xstrdup(t) : NULL;
 }
@@ -1549,33 +1616,33 @@ store_console_session_add(struct store *st, const struct console_session *cs)
 	const char	*args[] = { cs->hash, cs->user, cs->orgs, cs->csrf };
 	int64_t		 ints[] = { cs->created_at, cs->expires_at, cs->checked_at };
 
-	return store_exec_bind(st, "INSERT INTO console_sessions (hash, user, orgs, csrf, "
+	return store_exec_bind(st, "INSERT INTO console_sessions (hash, \"user\", orgs, csrf, "
 	    "created_at, expires_at, checked_at) VALUES (?, ?, ?, ?, ?, ?, ?)", args, 4, ints, 3);
 }
 
 int
 store_console_session_get(struct store *st, const char *hash, struct console_session *cs)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	int		 rc;
 
 	memset(cs, 0, sizeof *cs);
-	if ((s = store_stmt(st, "SELECT hash, user, orgs, csrf, created_at, expires_at, "
+	if ((s = store_stmt(st, "SELECT hash, \"user\", orgs, csrf, created_at, expires_at, "
 	    "checked_at FROM console_sessions WHERE hash = ?")) == NULL)
 		return -1;
-	bind_text(s, 1, hash);
-	if ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	db_bind_text(s, 1, hash);
+	if ((rc = db_step(s)) == DB_ROW) {
 		cs->hash = col_dup(s, 0);
 		cs->user = col_dup(s, 1);
 		cs->orgs = col_dup(s, 2);
 		cs->csrf = col_dup(s, 3);
-		cs->created_at = sqlite3_column_int64(s, 4);
-		cs->expires_at = sqlite3_column_int64(s, 5);
-		cs->checked_at = sqlite3_column_int64(s, 6);
+		cs->created_at = db_column_int64(s, 4);
+		cs->expires_at = db_column_int64(s, 5);
+		cs->checked_at = db_column_int64(s, 6);
 	}
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : -1;
+	db_reset(s);
+	db_clear_bindings(s);
+	return rc == DB_ROW ? 0 : rc == DB_DONE ? 1 : -1;
 }
 
 void
@@ -1625,21 +1692,21 @@ store_console_link_take(struct store *st, const char *hash, int64_t now)
 {
 	const char	*args[] = { hash };
 	int64_t		 ints[] = { now };
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	char		*org = NULL;
 
 	/* Used once: the update that marks it is what makes it valid. */
 	if (store_exec_bind(st, "UPDATE console_links SET used_at = ?2 WHERE hash = ?1 AND "
 	    "used_at IS NULL AND expires_at > ?2", args, 1, ints, 1) != 0 ||
-	    sqlite3_changes(st->db) != 1)
+	    db_changes(st->db) != 1)
 		return NULL;
 	if ((s = store_stmt(st, "SELECT org FROM console_links WHERE hash = ?")) == NULL)
 		return NULL;
-	bind_text(s, 1, hash);
-	if (sqlite3_step(s) == SQLITE_ROW)
+	db_bind_text(s, 1, hash);
+	if (db_step(s) == DB_ROW)
 		org = col_dup(s, 0);
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
+	db_reset(s);
+	db_clear_bindings(s);
 	return org;
 }
 
@@ -1658,29 +1725,29 @@ store_key_add(struct store *st, const struct store_key *k)
 int
 store_key_get(struct store *st, const char *id, struct store_key *k)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	int		 rc;
 
 	memset(k, 0, sizeof *k);
 	if ((s = store_stmt(st, "SELECT id, org, name, hash, scopes, created_at, "
-	    "IFNULL(last_used, 0), IFNULL(expires_at, 0), IFNULL(revoked_at, 0) FROM api_keys "
+	    "COALESCE(last_used, 0), COALESCE(expires_at, 0), COALESCE(revoked_at, 0) FROM api_keys "
 	    "WHERE id = ?")) == NULL)
 		return -1;
-	bind_text(s, 1, id);
-	if ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	db_bind_text(s, 1, id);
+	if ((rc = db_step(s)) == DB_ROW) {
 		k->id = col_dup(s, 0);
 		k->org = col_dup(s, 1);
 		k->name = col_dup(s, 2);
 		k->hash = col_dup(s, 3);
 		k->scopes = col_dup(s, 4);
-		k->created_at = sqlite3_column_int64(s, 5);
-		k->last_used = sqlite3_column_int64(s, 6);
-		k->expires_at = sqlite3_column_int64(s, 7);
-		k->revoked_at = sqlite3_column_int64(s, 8);
+		k->created_at = db_column_int64(s, 5);
+		k->last_used = db_column_int64(s, 6);
+		k->expires_at = db_column_int64(s, 7);
+		k->revoked_at = db_column_int64(s, 8);
 	}
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : -1;
+	db_reset(s);
+	db_clear_bindings(s);
+	return rc == DB_ROW ? 0 : rc == DB_DONE ? 1 : -1;
 }
 
 void
@@ -1713,28 +1780,28 @@ store_key_revoke(struct store *st, const char *id, int64_t at)
 	if (store_exec_bind(st, "UPDATE api_keys SET revoked_at = ?2 WHERE id = ?1 AND "
 	    "revoked_at IS NULL", args, 1, ints, 1) != 0)
 		return -1;
-	return sqlite3_changes(st->db) == 1 ? 0 : 1;
+	return db_changes(st->db) == 1 ? 0 : 1;
 }
 
 json_t *
 store_keys_json(struct store *st, const char *org)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*list = json_array();
 
-	if (sqlite3_prepare_v2(st->db, "SELECT id, org, name, scopes, created_at, last_used, "
+	if ((s = db_prepare(st->db, "SELECT id, org, name, scopes, created_at, last_used, "
 	    "expires_at, revoked_at FROM api_keys WHERE (?1 IS NULL OR org = ?1) ORDER BY "
-	    "created_at, id", -1, &s, NULL) != SQLITE_OK)
+	    "created_at, id", 0)) == NULL)
 		return list;
-	bind_text(s, 1, org);
-	while (sqlite3_step(s) == SQLITE_ROW) {
+	db_bind_text(s, 1, org);
+	while (db_step(s) == DB_ROW) {
 		json_array_append_new(list, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}",
 		    "id", col_json_text(s, 0), "org", col_json_text(s, 1), "name",
 		    col_json_text(s, 2), "scopes", col_json_text(s, 3), "created_at",
 		    col_time(s, 4), "last_used", col_time(s, 5), "expires_at", col_time(s, 6),
 		    "revoked_at", col_time(s, 7)));
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return list;
 }
 
@@ -1748,9 +1815,9 @@ store_keys_json(struct store *st, const char *org)
 	"e.org = ?1 AND e.source = 'api' AND e.type = 'session.created' "
 
 static json_t *
-api_session_row(sqlite3_stmt *s)
+api_session_row(struct db_stmt *s)
 {
-	json_t	*ev = json_loads((const char *)sqlite3_column_text(s, 0), 0, NULL);
+	json_t	*ev = json_loads(db_column_text(s, 0), 0, NULL);
 
 	if (ev == NULL)
 		return NULL;
@@ -1762,17 +1829,16 @@ api_session_row(sqlite3_stmt *s)
 json_t *
 store_api_session(struct store *st, const char *org, const char *id)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*j = NULL;
 	char		*thread = xprintf("api:%s", id);
 
-	if (sqlite3_prepare_v2(st->db, API_SESSION_SQL "AND e.thread = ?2", -1, &s,
-	    NULL) == SQLITE_OK) {
-		bind_text(s, 1, org);
-		bind_text(s, 2, thread);
-		if (sqlite3_step(s) == SQLITE_ROW)
+	if ((s = db_prepare(st->db, API_SESSION_SQL "AND e.thread = ?2", 0)) != NULL) {
+		db_bind_text(s, 1, org);
+		db_bind_text(s, 2, thread);
+		if (db_step(s) == DB_ROW)
 			j = api_session_row(s);
-		sqlite3_finalize(s);
+		db_finalize(s);
 	}
 	free(thread);
 	return j;
@@ -1782,38 +1848,38 @@ store_api_session(struct store *st, const char *org, const char *id)
 static int64_t
 store_cursor(struct store *st, const char *sql, const char *org, const char *id)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	int64_t		 rowid = INT64_MAX;
 
-	if (id == NULL || sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+	if (id == NULL || (s = db_prepare(st->db, sql, 0)) == NULL)
 		return rowid;
-	bind_text(s, 1, org);
-	bind_text(s, 2, id);
-	rowid = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-	sqlite3_finalize(s);
+	db_bind_text(s, 1, org);
+	db_bind_text(s, 2, id);
+	rowid = db_step(s) == DB_ROW ? db_column_int64(s, 0) : 0;
+	db_finalize(s);
 	return rowid;
 }
 
 json_t *
 store_api_sessions(struct store *st, const char *org, const char *after, int limit)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*list = json_array(), *j;
 	char		*thread = after != NULL ? xprintf("api:%s", after) : NULL;
 	int64_t		 before;
 
 	before = store_cursor(st, "SELECT rowid FROM events WHERE org = ?1 AND thread = ?2 AND "
 	    "source = 'api' AND type = 'session.created'", org, thread);
-	if (sqlite3_prepare_v2(st->db, API_SESSION_SQL "AND e.rowid < ?2 ORDER BY e.rowid DESC "
-	    "LIMIT ?3", -1, &s, NULL) == SQLITE_OK) {
-		bind_text(s, 1, org);
-		sqlite3_bind_int64(s, 2, before);
-		sqlite3_bind_int(s, 3, limit);
-		while (sqlite3_step(s) == SQLITE_ROW) {
+	if ((s = db_prepare(st->db, API_SESSION_SQL "AND e.rowid < ?2 ORDER BY e.rowid DESC "
+	    "LIMIT ?3", 0)) != NULL) {
+		db_bind_text(s, 1, org);
+		db_bind_int64(s, 2, before);
+		db_bind_int64(s, 3, limit);
+		while (db_step(s) == DB_ROW) {
 			if ((j = api_session_row(s)) != NULL)
 				json_array_append_new(list, j);
 		}
-		sqlite3_finalize(s);
+		db_finalize(s);
 	}
 	free(thread);
 	return list;
@@ -1825,25 +1891,25 @@ store_api_session_end(struct store *st, const char *org, const char *id, const c
 	const char	*args[] = { org, id, reason };
 	int64_t		 ints[] = { now_ms() };
 
-	return store_exec_bind(st, "INSERT OR IGNORE INTO api_session_ends (org, id, reason, "
-	    "ended_at) VALUES (?, ?, ?, ?)", args, 3, ints, 1);
+	return store_exec_bind(st, "INSERT INTO api_session_ends (org, id, reason, ended_at) "
+	    "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", args, 3, ints, 1);
 }
 
 /* A thread's runs, oldest first. */
 json_t *
 store_thread_runs(struct store *st, const char *org, const char *thread)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*list = json_array();
 
-	if (sqlite3_prepare_v2(st->db, "SELECT " RUN_COLUMNS " FROM runs WHERE org = ?1 AND "
-	    "thread = ?2 ORDER BY rowid", -1, &s, NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, "SELECT " RUN_COLUMNS " FROM runs WHERE org = ?1 AND "
+	    "thread = ?2 ORDER BY rowid", 0)) == NULL)
 		return list;
-	bind_text(s, 1, org);
-	bind_text(s, 2, thread);
-	while (sqlite3_step(s) == SQLITE_ROW)
+	db_bind_text(s, 1, org);
+	db_bind_text(s, 2, thread);
+	while (db_step(s) == DB_ROW)
 		json_array_append_new(list, store_run_row(st, s, 0));
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return list;
 }
 
@@ -1851,7 +1917,7 @@ char *
 store_thread_last_run(struct store *st, const char *org, const char *thread,
     const char *prefix, const char *actor, const char *status_msg)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	char		*id = NULL, *end = NULL;
 	const char	*sql;
 
@@ -1869,24 +1935,24 @@ store_thread_last_run(struct store *st, const char *org, const char *thread,
 		return NULL;
 	if (thread == NULL && prefix == NULL)
 		return NULL;
-	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, sql, 0)) == NULL)
 		return NULL;
-	bind_text(s, 1, org);
+	db_bind_text(s, 1, org);
 	if (thread != NULL)
-		bind_text(s, 2, thread);
+		db_bind_text(s, 2, thread);
 	else {
 		/* The threads under prefix: a range the runs_thread index walks. */
 		end = xprintf("%s\x7f", prefix);
-		bind_text(s, 3, prefix);
-		bind_text(s, 4, end);
+		db_bind_text(s, 3, prefix);
+		db_bind_text(s, 4, end);
 		if (actor != NULL)
-			bind_text(s, 5, actor);
+			db_bind_text(s, 5, actor);
 		else
-			bind_text(s, 6, status_msg);
+			db_bind_text(s, 6, status_msg);
 	}
-	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0) != NULL)
-		id = xstrdup((const char *)sqlite3_column_text(s, 0));
-	sqlite3_finalize(s);
+	if (db_step(s) == DB_ROW && db_column_text(s, 0) != NULL)
+		id = xstrdup(db_column_text(s, 0));
+	db_finalize(s);
 	free(end);
 	return id;
 }
@@ -1907,28 +1973,27 @@ store_event_runs(struct store *st, const char *event)
 json_t *
 store_runs_page(struct store *st, const struct runs_filter *f, const char *after, int limit)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*list = json_array();
 	int64_t		 before;
 
 	before = store_cursor(st, "SELECT rowid FROM runs WHERE org = ?1 AND id = ?2", f->org,
 	    after);
-	if (sqlite3_prepare_v2(st->db, "SELECT " RUN_COLUMNS " FROM runs WHERE org = ?1 AND "
+	if ((s = db_prepare(st->db, "SELECT " RUN_COLUMNS " FROM runs WHERE org = ?1 AND "
 	    "(?2 IS NULL OR state = ?2) AND (?3 IS NULL OR automation = ?3) AND rowid < ?4 AND "
 	    "(?6 IS NULL OR cause = ?6) AND (?7 IS NULL OR EXISTS (SELECT 1 FROM events e "
-	    "WHERE e.id = runs.event AND e.source = ?7)) ORDER BY rowid DESC LIMIT ?5", -1, &s,
-	    NULL) != SQLITE_OK)
+	    "WHERE e.id = runs.event AND e.source = ?7)) ORDER BY rowid DESC LIMIT ?5", 0)) == NULL)
 		return list;
-	bind_text(s, 1, f->org);
-	bind_text(s, 2, f->state);
-	bind_text(s, 3, f->automation);
-	sqlite3_bind_int64(s, 4, before);
-	sqlite3_bind_int(s, 5, limit);
-	bind_text(s, 6, f->cause);
-	bind_text(s, 7, f->source);
-	while (sqlite3_step(s) == SQLITE_ROW)
+	db_bind_text(s, 1, f->org);
+	db_bind_text(s, 2, f->state);
+	db_bind_text(s, 3, f->automation);
+	db_bind_int64(s, 4, before);
+	db_bind_int64(s, 5, limit);
+	db_bind_text(s, 6, f->cause);
+	db_bind_text(s, 7, f->source);
+	while (db_step(s) == DB_ROW)
 		json_array_append_new(list, store_run_row(st, s, 0));
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return list;
 }
 
@@ -1936,16 +2001,16 @@ store_runs_page(struct store *st, const struct runs_filter *f, const char *after
 char *
 store_run_org(struct store *st, const char *run)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	char		*org = NULL;
 
 	if ((s = store_stmt(st, "SELECT org FROM runs WHERE id = ?")) == NULL)
 		return NULL;
-	bind_text(s, 1, run);
-	if (sqlite3_step(s) == SQLITE_ROW)
+	db_bind_text(s, 1, run);
+	if (db_step(s) == DB_ROW)
 		org = col_dup(s, 0);
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
+	db_reset(s);
+	db_clear_bindings(s);
 	return org;
 }
 
@@ -1953,12 +2018,12 @@ static int
 store_report_insert(struct store *st, const char *run, const char *kind, const char *target,
     const char *body, int64_t at)
 {
-	bind_text(st->ins_report, 1, run);
-	bind_text(st->ins_report, 2, kind);
-	bind_text(st->ins_report, 3, target);
-	bind_text(st->ins_report, 4, body);
-	sqlite3_bind_int64(st->ins_report, 5, at);
-	sqlite3_bind_int64(st->ins_report, 6, at);
+	db_bind_text(st->ins_report, 1, run);
+	db_bind_text(st->ins_report, 2, kind);
+	db_bind_text(st->ins_report, 3, target);
+	db_bind_text(st->ins_report, 4, body);
+	db_bind_int64(st->ins_report, 5, at);
+	db_bind_int64(st->ins_report, 6, at);
 	return store_step_done(st, st->ins_report);
 }
 
@@ -1992,35 +2057,35 @@ store_report_wait(struct store *st, const char *run, json_t *target, const char 
 json_t *
 store_reports_pending(struct store *st)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*list = json_array();
 
-	if (sqlite3_prepare_v2(st->db, "SELECT coalesce(json_extract(target, '$.source'), "
+	if ((s = db_prepare(st->db, "SELECT coalesce(json_extract(target, '$.source'), "
 	    "'none'), attempts > 0, count(*), min(created_at) FROM reports WHERE state = "
-	    "'pending' GROUP BY 1, 2 ORDER BY 1, 2", -1, &s, NULL) != SQLITE_OK)
+	    "'pending' GROUP BY 1, 2 ORDER BY 1, 2", 0)) == NULL)
 		return list;
-	while (sqlite3_step(s) == SQLITE_ROW)
+	while (db_step(s) == DB_ROW)
 		json_array_append_new(list, json_pack("{s:s,s:b,s:I,s:I}", "destination",
-		    (const char *)sqlite3_column_text(s, 0), "retrying", sqlite3_column_int(s, 1),
-		    "n", (json_int_t)sqlite3_column_int64(s, 2), "oldest",
-		    (json_int_t)sqlite3_column_int64(s, 3)));
-	sqlite3_finalize(s);
+		    db_column_text(s, 0), "retrying", (int)db_column_int64(s, 1),
+		    "n", (json_int_t)db_column_int64(s, 2), "oldest",
+		    (json_int_t)db_column_int64(s, 3)));
+	db_finalize(s);
 	return list;
 }
 
 int
 store_report_pending(struct store *st, const char *run, const char *kind)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	int		 found;
 
-	if (sqlite3_prepare_v2(st->db, "SELECT 1 FROM reports WHERE run = ? AND kind = ? AND "
-	    "state = 'pending'", -1, &s, NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, "SELECT 1 FROM reports WHERE run = ? AND kind = ? AND "
+	    "state = 'pending'", 0)) == NULL)
 		return 0;
-	bind_text(s, 1, run);
-	bind_text(s, 2, kind);
-	found = sqlite3_step(s) == SQLITE_ROW;
-	sqlite3_finalize(s);
+	db_bind_text(s, 1, run);
+	db_bind_text(s, 2, kind);
+	found = db_step(s) == DB_ROW;
+	db_finalize(s);
 	return found;
 }
 
@@ -2035,7 +2100,7 @@ store_report_unwait(struct store *st, const char *run)
 	    "state = 'pending' AND sending_at IS NULL AND attempts = 0 AND next_at > ? AND "
 	    "json_extract(target, '$.await_status') = 1", args, 1, ints, 1) != 0)
 		return 0;
-	return sqlite3_changes(st->db) > 0;
+	return db_changes(st->db) > 0;
 }
 
 /*
@@ -2046,7 +2111,7 @@ store_report_unwait(struct store *st, const char *run)
 json_t *
 store_reports_due(struct store *st, int64_t now, int n)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*list = json_array(), *target;
 	const char	*t;
 
@@ -2054,37 +2119,37 @@ store_reports_due(struct store *st, int64_t now, int n)
 	    "created_at, sending_at FROM reports WHERE state = 'pending' AND next_at <= ? "
 	    "ORDER BY next_at, id LIMIT ?")) == NULL)
 		return list;
-	sqlite3_bind_int64(s, 1, now);
-	sqlite3_bind_int(s, 2, n);
-	while (sqlite3_step(s) == SQLITE_ROW) {
-		t = (const char *)sqlite3_column_text(s, 3);
+	db_bind_int64(s, 1, now);
+	db_bind_int64(s, 2, n);
+	while (db_step(s) == DB_ROW) {
+		t = db_column_text(s, 3);
 		target = t != NULL ? json_loads(t, 0, NULL) : NULL;
 		json_array_append_new(list, json_pack("{s:I,s:o,s:o,s:o,s:o,s:I,s:I,s:I,s:I}",
-		    "id", (json_int_t)sqlite3_column_int64(s, 0), "run", col_json_text(s, 1),
+		    "id", (json_int_t)db_column_int64(s, 0), "run", col_json_text(s, 1),
 		    "kind", col_json_text(s, 2), "target", target != NULL ? target :
 		    json_object(), "body", col_json_text(s, 4), "attempts",
-		    (json_int_t)sqlite3_column_int64(s, 5), "next_at",
-		    (json_int_t)sqlite3_column_int64(s, 6), "created_at",
-		    (json_int_t)sqlite3_column_int64(s, 7), "sending_at",
-		    (json_int_t)sqlite3_column_int64(s, 8)));
+		    (json_int_t)db_column_int64(s, 5), "next_at",
+		    (json_int_t)db_column_int64(s, 6), "created_at",
+		    (json_int_t)db_column_int64(s, 7), "sending_at",
+		    (json_int_t)db_column_int64(s, 8)));
 	}
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
+	db_reset(s);
+	db_clear_bindings(s);
 	return list;
 }
 
 int64_t
 store_reports_next_at(struct store *st)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	int64_t		 at = 0;
 
 	if ((s = store_stmt(st, "SELECT min(next_at) FROM reports WHERE state = "
 	    "'pending'")) == NULL)
 		return 0;
-	if (sqlite3_step(s) == SQLITE_ROW)
-		at = sqlite3_column_int64(s, 0);
-	sqlite3_reset(s);
+	if (db_step(s) == DB_ROW)
+		at = db_column_int64(s, 0);
+	db_reset(s);
 	return at;
 }
 
@@ -2092,10 +2157,13 @@ store_reports_next_at(struct store *st)
 int
 store_report_sending(struct store *st, int64_t id, int64_t at)
 {
-	int64_t	 ints[] = { at, id };
+	/* One node: no other takes it; the outbox knows the ones it is sending. */
+	int64_t	 ints[] = { at, id, st->lite != NULL ? 0 : STORE_REPORT_LEASE_MS };
 
-	return store_exec_bind(st, "UPDATE reports SET sending_at = ? WHERE id = ? AND "
-	    "state = 'pending'", NULL, 0, ints, 2);
+	if (store_exec_bind(st, "UPDATE reports SET sending_at = ?1, next_at = ?1 + ?3 WHERE "
+	    "id = ?2 AND state = 'pending' AND next_at <= ?1", NULL, 0, ints, 3) != 0)
+		return -1;
+	return db_changes(st->db) == 1 ? 0 : 1;
 }
 
 int
@@ -2175,52 +2243,49 @@ store_report_edit(struct store *st, const char *run, const char *kind, json_t *t
 char *
 store_run_continuation(struct store *st, const char *run)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	char		*id = NULL;
 
-	if (sqlite3_prepare_v2(st->db, "SELECT id FROM runs WHERE retry_of = ? LIMIT 1", -1,
-	    &s, NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, "SELECT id FROM runs WHERE retry_of = ? LIMIT 1", 0)) == NULL)
 		return NULL;
-	bind_text(s, 1, run);
-	if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0) != NULL)
-		id = xstrdup((const char *)sqlite3_column_text(s, 0));
-	sqlite3_finalize(s);
+	db_bind_text(s, 1, run);
+	if (db_step(s) == DB_ROW && db_column_text(s, 0) != NULL)
+		id = xstrdup(db_column_text(s, 0));
+	db_finalize(s);
 	return id;
 }
 
 char *
 store_run_status(struct store *st, const char *run, int64_t *at)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	char		*id = NULL;
 
 	*at = 0;
-	if (sqlite3_prepare_v2(st->db, "SELECT status_msg, status_at FROM runs WHERE id = ?",
-	    -1, &s, NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, "SELECT status_msg, status_at FROM runs WHERE id = ?", 0)) == NULL)
 		return NULL;
-	bind_text(s, 1, run);
-	if (sqlite3_step(s) == SQLITE_ROW) {
-		if (sqlite3_column_text(s, 0) != NULL)
-			id = xstrdup((const char *)sqlite3_column_text(s, 0));
-		*at = sqlite3_column_int64(s, 1);
+	db_bind_text(s, 1, run);
+	if (db_step(s) == DB_ROW) {
+		if (db_column_text(s, 0) != NULL)
+			id = xstrdup(db_column_text(s, 0));
+		*at = db_column_int64(s, 1);
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return id;
 }
 
 int
 store_report_exists(struct store *st, const char *run, const char *kind)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	int		 found = 0;
 
-	if (sqlite3_prepare_v2(st->db, "SELECT 1 FROM reports WHERE run = ? AND kind = ?",
-	    -1, &s, NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, "SELECT 1 FROM reports WHERE run = ? AND kind = ?", 0)) == NULL)
 		return 0;
-	bind_text(s, 1, run);
-	bind_text(s, 2, kind);
-	found = sqlite3_step(s) == SQLITE_ROW;
-	sqlite3_finalize(s);
+	db_bind_text(s, 1, run);
+	db_bind_text(s, 2, kind);
+	found = db_step(s) == DB_ROW;
+	db_finalize(s);
 	return found;
 }
 
@@ -2242,22 +2307,21 @@ int
 store_connection_add(struct store *st, const char *run, const char *host, int port,
     uint64_t bytes_in, uint64_t bytes_out, const char *verdict)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	int		 rc;
 
-	if (sqlite3_prepare_v2(st->db, "INSERT INTO connections (run, at, host, port, "
-	    "bytes_in, bytes_out, verdict) VALUES (?, ?, ?, ?, ?, ?, ?)", -1, &s,
-	    NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, "INSERT INTO connections (run, at, host, port, "
+	    "bytes_in, bytes_out, verdict) VALUES (?, ?, ?, ?, ?, ?, ?)", 0)) == NULL)
 		return -1;
-	bind_text(s, 1, run);
-	sqlite3_bind_int64(s, 2, now_ms());
-	bind_text(s, 3, host);
-	sqlite3_bind_int(s, 4, port);
-	sqlite3_bind_int64(s, 5, (sqlite3_int64)bytes_in);
-	sqlite3_bind_int64(s, 6, (sqlite3_int64)bytes_out);
-	bind_text(s, 7, verdict);
-	rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
-	sqlite3_finalize(s);
+	db_bind_text(s, 1, run);
+	db_bind_int64(s, 2, now_ms());
+	db_bind_text(s, 3, host);
+	db_bind_int64(s, 4, port);
+	db_bind_int64(s, 5, (int64_t)bytes_in);
+	db_bind_int64(s, 6, (int64_t)bytes_out);
+	db_bind_text(s, 7, verdict);
+	rc = db_step(s) == DB_DONE ? 0 : -1;
+	db_finalize(s);
 	return rc;
 }
 /* (end of egress's block) */
@@ -2271,94 +2335,103 @@ store_usage_add(struct store *st, const struct store_usage *u)
 {
 	static const char	 sql[] = "INSERT INTO usage (run, model, day, org, automation, "
 				    "api, requests, input, output, cache_read, cache_write, tokens, "
-				    "cost_usd, updated_at) VALUES (?1, ?2, strftime('%Y-%m-%d', ?13 / "
-				    "1000, 'unixepoch'), ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
-				    "ON CONFLICT (run, model, day) DO UPDATE SET "
-				    "requests = requests + excluded.requests, input = input + "
-				    "excluded.input, output = output + excluded.output, cache_read = "
-				    "cache_read + excluded.cache_read, cache_write = cache_write + "
-				    "excluded.cache_write, tokens = tokens + excluded.tokens, "
-				    "cost_usd = cost_usd + excluded.cost_usd, updated_at = "
+				    "cost_usd, updated_at) VALUES (?1, ?2, ?14, ?3, ?4, ?5, ?6, ?7, "
+				    "?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (run, model, day) DO "
+				    "UPDATE SET requests = usage.requests + excluded.requests, "
+				    "input = usage.input + excluded.input, output = usage.output + "
+				    "excluded.output, cache_read = usage.cache_read + "
+				    "excluded.cache_read, cache_write = usage.cache_write + "
+				    "excluded.cache_write, tokens = usage.tokens + excluded.tokens, "
+				    "cost_usd = usage.cost_usd + excluded.cost_usd, updated_at = "
 				    "excluded.updated_at";
-	sqlite3_stmt		*s;
+	struct db_stmt		*s;
+	int64_t			 now = now_ms();
+	time_t			 secs = (time_t)(now / 1000);
+	struct tm		 tm;
+	char			 day[16];
 	int			 rc;
 
 	if ((s = store_stmt(st, sql)) == NULL)
 		return -1;
-	bind_text(s, 1, u->run);
-	bind_text(s, 2, u->model);
-	bind_text(s, 3, u->org);
-	bind_text(s, 4, u->automation);
-	bind_text(s, 5, u->api);
-	sqlite3_bind_int64(s, 6, (sqlite3_int64)u->c.requests);
-	sqlite3_bind_int64(s, 7, (sqlite3_int64)u->c.input);
-	sqlite3_bind_int64(s, 8, (sqlite3_int64)u->c.output);
-	sqlite3_bind_int64(s, 9, (sqlite3_int64)u->c.cache_read);
-	sqlite3_bind_int64(s, 10, (sqlite3_int64)u->c.cache_write);
-	sqlite3_bind_int64(s, 11, (sqlite3_int64)u->c.tokens);
-	sqlite3_bind_double(s, 12, u->cost_usd);
-	sqlite3_bind_int64(s, 13, now_ms());
-	rc = sqlite3_step(s) == SQLITE_DONE ? 0 : -1;
-	sqlite3_reset(s);
+	db_bind_text(s, 1, u->run);
+	db_bind_text(s, 2, u->model);
+	db_bind_text(s, 3, u->org);
+	db_bind_text(s, 4, u->automation);
+	db_bind_text(s, 5, u->api);
+	db_bind_int64(s, 6, (int64_t)u->c.requests);
+	db_bind_int64(s, 7, (int64_t)u->c.input);
+	db_bind_int64(s, 8, (int64_t)u->c.output);
+	db_bind_int64(s, 9, (int64_t)u->c.cache_read);
+	db_bind_int64(s, 10, (int64_t)u->c.cache_write);
+	db_bind_int64(s, 11, (int64_t)u->c.tokens);
+	db_bind_double(s, 12, u->cost_usd);
+	db_bind_int64(s, 13, now);
+	/* The UTC day it was spent on: an org's budgets sum its days. */
+	gmtime_r(&secs, &tm);
+	strftime(day, sizeof day, "%Y-%m-%d", &tm);
+	db_bind_text(s, 14, day);
+	rc = db_step(s) == DB_DONE ? 0 : -1;
+	db_reset(s);
 	return rc;
 }
 
 double
 store_usage_org_usd(struct store *st, const char *org, const char *since_day)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	double		 usd = 0;
 
-	if ((s = store_stmt(st, "SELECT total(cost_usd) FROM usage WHERE org = ? AND "
+	if ((s = store_stmt(st, "SELECT COALESCE(sum(cost_usd), 0) FROM usage WHERE org = ? AND "
 	    "day >= ?")) == NULL)
 		return 0;
-	bind_text(s, 1, org);
-	bind_text(s, 2, since_day);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		usd = sqlite3_column_double(s, 0);
-	sqlite3_reset(s);
+	db_bind_text(s, 1, org);
+	db_bind_text(s, 2, since_day);
+	if (db_step(s) == DB_ROW)
+		usd = db_column_double(s, 0);
+	db_reset(s);
 	return usd;
 }
 
 /* One usage sum as JSON: columns from col on, requests ... cost_usd. */
 static json_t *
-store_usage_fields(sqlite3_stmt *s, int col, json_t *j)
+store_usage_fields(struct db_stmt *s, int col, json_t *j)
 {
 	static const char	*names[] = { "requests", "input_tokens", "output_tokens",
 				    "cache_read_tokens", "cache_write_tokens", "tokens" };
 	size_t			 i;
 
 	for (i = 0; i < SPUR_ARRLEN(names); i++)
-		json_object_set_new(j, names[i], json_integer(sqlite3_column_int64(s,
+		json_object_set_new(j, names[i], json_integer(db_column_int64(s,
 		    col + (int)i)));
 	/* Micro-dollars: a sum of floats printed as 0.30000000000000004 helps no one. */
-	json_object_set_new(j, "cost_usd", json_real(round(sqlite3_column_double(s,
+	json_object_set_new(j, "cost_usd", json_real(round(db_column_double(s,
 	    col + (int)i) * 1e6) / 1e6));
 	return j;
 }
 
-#define USAGE_SUMS "total(requests), total(input), total(output), total(cache_read), " \
-	"total(cache_write), total(tokens), total(cost_usd)"
+#define USAGE_SUMS "COALESCE(sum(requests), 0), COALESCE(sum(input), 0), " \
+	"COALESCE(sum(output), 0), COALESCE(sum(cache_read), 0), " \
+	"COALESCE(sum(cache_write), 0), COALESCE(sum(tokens), 0), COALESCE(sum(cost_usd), 0)"
 
 json_t *
 store_usage_json(struct store *st, const char *run)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*j = json_object(), *models = json_array();
 
 	if ((s = store_stmt(st, "SELECT " USAGE_SUMS " FROM usage WHERE run = ?")) != NULL) {
-		bind_text(s, 1, run);
-		if (sqlite3_step(s) == SQLITE_ROW)
+		db_bind_text(s, 1, run);
+		if (db_step(s) == DB_ROW)
 			store_usage_fields(s, 0, j);
-		sqlite3_reset(s);
+		db_reset(s);
 	}
 	if ((s = store_stmt(st, "SELECT model, " USAGE_SUMS " FROM usage WHERE run = ? "
 	    "GROUP BY model ORDER BY model")) != NULL) {
-		bind_text(s, 1, run);
-		while (sqlite3_step(s) == SQLITE_ROW)
+		db_bind_text(s, 1, run);
+		while (db_step(s) == DB_ROW)
 			json_array_append_new(models, store_usage_fields(s, 1, json_pack("{s:o}",
 			    "model", col_json_text(s, 0))));
-		sqlite3_reset(s);
+		db_reset(s);
 	}
 	json_object_set_new(j, "models", models);
 	return j;
@@ -2367,17 +2440,17 @@ store_usage_json(struct store *st, const char *run)
 json_t *
 store_usage_by_model(struct store *st)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*list = json_array();
 
 	if ((s = store_stmt(st, "SELECT org, automation, model, " USAGE_SUMS " FROM usage "
 	    "GROUP BY org, automation, model ORDER BY org, automation, model")) == NULL)
 		return list;
-	while (sqlite3_step(s) == SQLITE_ROW)
+	while (db_step(s) == DB_ROW)
 		json_array_append_new(list, store_usage_fields(s, 3, json_pack("{s:o,s:o,s:o}",
 		    "org", col_json_text(s, 0), "automation", col_json_text(s, 1), "model",
 		    col_json_text(s, 2))));
-	sqlite3_reset(s);
+	db_reset(s);
 	return list;
 }
 
@@ -2393,22 +2466,22 @@ run_log_path(const char *data_dir, const char *run)
  * AES-256-GCM made of it.
  */
 static void
-store_secret_row(sqlite3_stmt *s, struct store_secret *r)
+store_secret_row(struct db_stmt *s, struct store_secret *r)
 {
 	r->org = col_dup(s, 0);
 	r->name = col_dup(s, 1);
 	r->kind = col_dup(s, 2);
 	r->hosts = col_dup(s, 3);
 	r->header = col_dup(s, 4);
-	r->noncelen = (size_t)sqlite3_column_bytes(s, 5);
+	r->noncelen = db_column_bytes(s, 5);
 	r->nonce = xmalloc(r->noncelen + 1);
 	if (r->noncelen > 0)
-		memcpy(r->nonce, sqlite3_column_blob(s, 5), r->noncelen);
-	r->sealedlen = (size_t)sqlite3_column_bytes(s, 6);
+		memcpy(r->nonce, db_column_blob(s, 5), r->noncelen);
+	r->sealedlen = db_column_bytes(s, 6);
 	r->sealed = xmalloc(r->sealedlen + 1);
 	if (r->sealedlen > 0)
-		memcpy(r->sealed, sqlite3_column_blob(s, 6), r->sealedlen);
-	r->updated_at = sqlite3_column_int64(s, 7);
+		memcpy(r->sealed, db_column_blob(s, 6), r->sealedlen);
+	r->updated_at = db_column_int64(s, 7);
 }
 
 void
@@ -2425,35 +2498,35 @@ store_secret_clear(struct store_secret *r)
 }
 
 static int
-store_secret_bind_put(sqlite3_stmt *s, const struct store_secret *r)
+store_secret_bind_put(struct db_stmt *s, const struct store_secret *r)
 {
-	bind_text(s, 1, r->org);
-	bind_text(s, 2, r->name);
-	bind_text(s, 3, r->kind);
-	bind_text(s, 4, r->hosts);
-	bind_text(s, 5, r->header);
-	sqlite3_bind_blob(s, 6, r->nonce, (int)r->noncelen, SQLITE_TRANSIENT);
-	sqlite3_bind_blob(s, 7, r->sealed, (int)r->sealedlen, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(s, 8, r->updated_at);
+	db_bind_text(s, 1, r->org);
+	db_bind_text(s, 2, r->name);
+	db_bind_text(s, 3, r->kind);
+	db_bind_text(s, 4, r->hosts);
+	db_bind_text(s, 5, r->header);
+	db_bind_blob(s, 6, r->nonce, r->noncelen);
+	db_bind_blob(s, 7, r->sealed, r->sealedlen);
+	db_bind_int64(s, 8, r->updated_at);
 	return 0;
 }
 
 int
 store_secret_put(struct store *st, const struct store_secret *r)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 
 	if ((s = store_stmt(st, "INSERT INTO secrets (org, name, kind, hosts, header, nonce, "
 	    "sealed, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (org, name) DO "
 	    "UPDATE SET kind = excluded.kind, hosts = excluded.hosts, header = "
 	    "excluded.header, nonce = excluded.nonce, sealed = excluded.sealed, updated_at = "
 	    "excluded.updated_at")) == NULL) {
-		log_error("event=store.error error=%s", log_q(sqlite3_errmsg(st->db)));
+		log_error("event=store.error error=%s", log_q(db_errmsg(st->db)));
 		return -1;
 	}
 	store_secret_bind_put(s, r);
 	if (store_step_done(st, s) != 0) {
-		log_error("event=store.error error=%s", log_q(sqlite3_errmsg(st->db)));
+		log_error("event=store.error error=%s", log_q(db_errmsg(st->db)));
 		return -1;
 	}
 	return 0;
@@ -2463,50 +2536,49 @@ int
 store_secret_get(struct store *st, const char *org, const char *name,
     struct store_secret *r)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	int		 rc;
 
 	memset(r, 0, sizeof *r);
 	if ((s = store_stmt(st, "SELECT org, name, kind, hosts, header, nonce, sealed, "
 	    "updated_at FROM secrets WHERE org = ? AND name = ?")) == NULL)
 		return -1;
-	bind_text(s, 1, org);
-	bind_text(s, 2, name);
-	if ((rc = sqlite3_step(s)) == SQLITE_ROW)
+	db_bind_text(s, 1, org);
+	db_bind_text(s, 2, name);
+	if ((rc = db_step(s)) == DB_ROW)
 		store_secret_row(s, r);
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : -1;
+	db_reset(s);
+	db_clear_bindings(s);
+	return rc == DB_ROW ? 0 : rc == DB_DONE ? 1 : -1;
 }
 
 int
 store_secret_delete(struct store *st, const char *org, const char *name)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 
 	if ((s = store_stmt(st, "DELETE FROM secrets WHERE org = ? AND name = ?")) == NULL)
 		return -1;
-	bind_text(s, 1, org);
-	bind_text(s, 2, name);
+	db_bind_text(s, 1, org);
+	db_bind_text(s, 2, name);
 	if (store_step_done(st, s) != 0)
 		return -1;
-	return sqlite3_changes(st->db) > 0 ? 0 : 1;
+	return db_changes(st->db) > 0 ? 0 : 1;
 }
 
 int
 store_secrets_each(struct store *st, const char *org,
     int (*fn)(struct store_secret *, void *), void *arg)
 {
-	sqlite3_stmt		*s;
+	struct db_stmt		*s;
 	struct store_secret	 r;
 	int			 rc = 0, step;
 
-	if (sqlite3_prepare_v2(st->db, "SELECT org, name, kind, hosts, header, nonce, sealed, "
-	    "updated_at FROM secrets WHERE (?1 IS NULL OR org = ?1) ORDER BY org, name", -1,
-	    &s, NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, "SELECT org, name, kind, hosts, header, nonce, sealed, "
+	    "updated_at FROM secrets WHERE (?1 IS NULL OR org = ?1) ORDER BY org, name", 0)) == NULL)
 		return -1;
-	bind_text(s, 1, org);
-	while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+	db_bind_text(s, 1, org);
+	while ((step = db_step(s)) == DB_ROW) {
 		memset(&r, 0, sizeof r);
 		store_secret_row(s, &r);
 		rc = fn(&r, arg);
@@ -2514,26 +2586,25 @@ store_secrets_each(struct store *st, const char *org,
 		if (rc != 0)
 			break;
 	}
-	if (rc == 0 && step != SQLITE_DONE)
+	if (rc == 0 && step != DB_DONE)
 		rc = -1;
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return rc;
 }
 
 json_t *
 store_secrets_json(struct store *st, const char *org)
 {
-	sqlite3_stmt	*s;
+	struct db_stmt	*s;
 	json_t		*list = json_array(), *hosts;
 	const char	*h;
 
-	if (sqlite3_prepare_v2(st->db, "SELECT org, name, kind, hosts, header, updated_at "
-	    "FROM secrets WHERE (?1 IS NULL OR org = ?1) ORDER BY org, name", -1, &s,
-	    NULL) != SQLITE_OK)
+	if ((s = db_prepare(st->db, "SELECT org, name, kind, hosts, header, updated_at "
+	    "FROM secrets WHERE (?1 IS NULL OR org = ?1) ORDER BY org, name", 0)) == NULL)
 		return list;
-	bind_text(s, 1, org);
-	while (sqlite3_step(s) == SQLITE_ROW) {
-		h = (const char *)sqlite3_column_text(s, 3);
+	db_bind_text(s, 1, org);
+	while (db_step(s) == DB_ROW) {
+		h = db_column_text(s, 3);
 		hosts = h != NULL ? json_loads(h, 0, NULL) : NULL;
 		if (!json_is_array(hosts)) {
 			json_decref(hosts);
@@ -2544,6 +2615,6 @@ store_secrets_json(struct store *st, const char *org)
 		    col_json_text(s, 2), "hosts", hosts, "header", col_json_text(s, 4),
 		    "updated_at", col_time(s, 5)));
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return list;
 }

@@ -61,24 +61,11 @@ struct ingest_item {
 
 struct store	*store_open(const char *data_dir, int readonly, char **cause);
 /*
- * What a caller of the store needs of it. A backend that lacks one is refused
- * at open, with the reason: a node never runs half on a store. The sqlite3
- * store has them all; PostgreSQL (store-pg.c) has ingest so far (issue 24).
- */
-#define STORE_NEED_INGEST	0x01	/* store_ingest, store_event_exists, store_count_runs, store_writable */
-#define STORE_NEED_RUNS		0x02	/* runs, their states and sessions (dispatch, run.c, the CLI) */
-#define STORE_NEED_REPORTS	0x04	/* the outbox */
-#define STORE_NEED_API		0x08	/* the org API, its keys, the console's sessions */
-#define STORE_NEED_SECRETS	0x10	/* sealed secrets */
-#define STORE_NEED_USAGE	0x20	/* model usage and budgets */
-#define STORE_NEED_NODES	0x40	/* several nodes: their leases and configs (store_node_*) */
-#define STORE_NEED_ALL		0x7f	/* spur serve, and the CLI's commands on the store */
-/*
- * The store spur.yaml's store: names (url; NULL: sqlite3 in data_dir), for
- * a caller that needs the operations in needs.
+ * The store spur.yaml's store: names (url; NULL: sqlite3 in data_dir). Every
+ * operation below works on either (db.h: one SQL for both dialects).
  */
 struct store	*store_open_url(const char *url, const char *data_dir, int readonly,
-		     unsigned needs, char **cause);
+		     char **cause);
 /* Whether url is a store this build can open (config.c); -1 and why not. */
 int		 store_url_check(const char *url, char **cause);
 void		 store_close(struct store *);
@@ -94,7 +81,7 @@ void		 store_tx_rollback(struct store *);
  * each commit that points into it.
  */
 void		 store_write_payloads(struct store *, struct plog *);
-/* Where the payload log is: DATA_DIR/payloads. */
+/* Where the payload log is: DATA_DIR/payloads; NULL: this store has none (PostgreSQL). */
 const char	*store_payload_dir(const struct store *);
 /* 0 when a write transaction can be taken right now. */
 int		 store_writable(struct store *);
@@ -125,6 +112,23 @@ char		*store_node_reap(struct store *, const char *node);
  * with how many report it and how many are live.
  */
 char		*store_nodes_config(struct store *, int *agree, int *live);
+/* 1 when several nodes may share this store (PostgreSQL); 0: it is one node's (sqlite). */
+int		 store_shared(const struct store *);
+/*
+ * Declares node dead at once (a node that starts on the data_dir of one that
+ * died: what it ran is over); 1 when this call did, 0 when it was already.
+ */
+int		 store_node_retire(struct store *, const char *node, const char *by);
+/* The node this connection's runs are started on (runs.node); NULL: none named. */
+void		 store_set_node(struct store *, const char *node);
+/*
+ * Inside a transaction: 1 when run is queued or running, and no one else ends
+ * or requeues it until the transaction does (PostgreSQL: its row locked;
+ * sqlite: the write lock); 0 when it has ended; -1 on error.
+ */
+int		 store_run_lock(struct store *, const char *run);
+/* The ids of the runs running on node (a dead node's, for its reaper). */
+json_t		*store_runs_on_node(struct store *, const char *node);
 /* Count of runs in a state. */
 long long	 store_count_runs(struct store *, enum run_state);
 /* Ended runs in the store by cause (/metrics), indexed by enum run_cause. */
@@ -340,7 +344,14 @@ struct report_mark {
 	char			*status_id;	/* SENT status message: its id in the thread */
 };
 int		 store_report_mark(struct store *, const struct report_mark *);
-/* Marks a pending report sending, durably, before the attempt at that time; -1: do not post. */
+/*
+ * Marks a pending report sending, durably, before the attempt at that time,
+ * and takes it: on PostgreSQL no other node sees it due for
+ * STORE_REPORT_LEASE_MS (a node that dies mid-post leaves it to another, which
+ * looks in the thread first). 0: taken; 1: not due (another node took it, or
+ * it was sent): leave it; -1: do not post.
+ */
+#define STORE_REPORT_LEASE_MS	(2 * 60 * 1000)
 int		 store_report_sending(struct store *, int64_t id, int64_t at);
 /* A report that is not sent, stored with its state and why (no_thread, none). */
 int		 store_report_note(struct store *, const char *run, const char *kind,
@@ -387,7 +398,6 @@ json_t		*store_usage_json(struct store *, const char *run);
 json_t		*store_usage_by_model(struct store *);
 
 char		*run_log_path(const char *data_dir, const char *run);
-void		*store_db(struct store *);	/* sqlite3 *, for modules with their own queries */
 
 /*
  * A sealed secret's row (secrets.c): hosts is a JSON array of names (NULL:

@@ -132,17 +132,14 @@ main(int argc, char **argv)
 	json_error_t		 jerr;
 	char			*cause = NULL, *line = NULL;
 	size_t			 cap = 0, i, n;
-	unsigned		 needs = STORE_NEED_INGEST | STORE_NEED_NODES;
 	int			 rc;
 
-	if (argc == 3 && strcmp(argv[2], "--all") == 0)
-		needs = STORE_NEED_ALL;
-	else if (argc != 2) {
-		fprintf(stderr, "usage: store-pg-drive URL|/DATA_DIR [--all]\n");
+	if (argc != 2) {
+		fprintf(stderr, "usage: store-pg-drive URL|/DATA_DIR\n");
 		return 2;
 	}
 	log_init(LOG_INFO, "store-pg-drive");
-	if ((st = store_open_url(argv[1][0] == '/' ? NULL : argv[1], argv[1], 0, needs,
+	if ((st = store_open_url(argv[1][0] == '/' ? NULL : argv[1], argv[1], 0,
 	    &cause)) == NULL) {
 		fprintf(stderr, "store-pg-drive: %s\n", cause);
 		free(cause);

@@ -92,10 +92,10 @@ class PgServer:
     def url(self):
         return "postgresql:///spur?host=%s&port=%d&user=spur" % (self.dir, self.PORT)
 
-    def query(self, sql):
+    def query(self, sql, db="spur"):
         """Rows of a query, each a list of text values (psql's unaligned output)."""
         p = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-F", "\t", "-h", self.dir, "-p",
-                            str(self.PORT), "-U", "spur", "-d", "spur", "-v", "ON_ERROR_STOP=1",
+                            str(self.PORT), "-U", "spur", "-d", db, "-v", "ON_ERROR_STOP=1",
                             "-c", sql], capture_output=True, timeout=60)
         if p.returncode != 0:
             raise RuntimeError("psql: %s" % p.stderr.decode("utf-8", "replace"))

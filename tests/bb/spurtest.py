@@ -258,6 +258,70 @@ orgs:
 """
 
 
+# SPUR_TEST_STORE=postgresql: every Spur of this process keeps its store on one PostgreSQL
+# server (pgserver.py, started on first use), in a database of its own; its query() asks that
+# database. make check runs some suites so (tests/pg/*.pg, tests/bb/on-pg).
+PG_MODE = os.environ.get("SPUR_TEST_STORE") == "postgresql"
+_pg_server = None
+_pg_count = 0
+
+
+def pg_database():
+    """A new, empty database on this process's PostgreSQL server: (its URL, its server)."""
+    global _pg_server, _pg_count
+    if _pg_server is None:
+        from pgserver import PgServer
+        srv = PgServer()
+        why = srv.start()
+        if why is not None:
+            raise RuntimeError("SPUR_TEST_STORE=postgresql, but no server: %s" % why)
+        _pg_server = srv
+    _pg_count += 1
+    name = "spur_%d" % _pg_count
+    _pg_server.query("CREATE DATABASE %s" % name, db="postgres")
+    return _pg_server.url.replace("/spur?", "/%s?" % name), name
+
+
+def pg_literal(v):
+    if v is None:
+        return "NULL"
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, bytes):
+        return "'\\x%s'::bytea" % v.hex()
+    return "'%s'" % str(v).replace("'", "''")
+
+
+def pg_sql(sql, args):
+    """sqlite's SQL with ? (or ?N) filled in, for psql: the tests' queries are in sqlite's words."""
+    out, i, n, quote = [], 0, 0, None
+    while i < len(sql):
+        c = sql[i]
+        if quote:
+            out.append(c)
+            if c == quote:
+                quote = None
+        elif c in "'\"":
+            quote = c
+            out.append(c)
+        elif c == "?":
+            j = i + 1
+            while j < len(sql) and sql[j].isdigit():
+                j += 1
+            k = int(sql[i + 1:j]) - 1 if j > i + 1 else n
+            n = max(n, k + 1)
+            out.append(pg_literal(args[k]))
+            i = j
+            continue
+        else:
+            out.append(c)
+        i += 1
+    # sqlite's total() is sum() that says 0 for no rows
+    return re.sub(r"\btotal\(([^()]*)\)", r"COALESCE(sum(\1), 0)", "".join(out))
+
+
 class Spur:
     """One engine with its own directory, config and port."""
 
@@ -270,6 +334,10 @@ class Spur:
         os.makedirs(self.auto_dir)
         for name, text in (automations or {}).items():
             self.write_automation(name, text)
+        self.pg_url = None
+        if PG_MODE and "store:" not in config_extra:
+            self.pg_url, self.pg_db = pg_database()
+            config_extra = "store: %s\n%s" % (self.pg_url, config_extra)
         self.write_config(config_extra, orgs)
         self.env = env_with_secrets(env)
         self.proc = None
@@ -382,6 +450,11 @@ class Spur:
         return con
 
     def query(self, sql, *args):
+        if self.pg_url is not None:
+            text = pg_sql(sql, args).strip().rstrip(";")
+            rows = _pg_server.query("SELECT COALESCE(json_agg(t), '[]') FROM (%s) t" % text
+                                    if text.upper().startswith("SELECT") else text, db=self.pg_db)
+            return json.loads(rows[0][0]) if rows and text.upper().startswith("SELECT") else []
         con = self.db()
         try:
             return [dict(r) for r in con.execute(sql, args)]

@@ -1,0 +1,325 @@
+/* node.c: this engine among several on one store (SPEC section 17): its lease, dead nodes' runs, the config hash. */
+#include "spur.h"
+#include "conf.h"
+#include "store.h"
+#include "serve.h"
+#include "node.h"
+#include "run.h"
+#include "dispatch.h"
+#include "sandbox.h"
+
+#include <event2/event.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/*
+ * The lease is timed by the database's clock. A node that has not renewed
+ * it for NODE_LEASE_MS is dead: the first live node to see it so ends its
+ * running runs interrupted (queued again once, and reported) within
+ * NODE_LEASE_MS + NODE_BEAT_MS, well inside SPEC's minute.
+ */
+#define NODE_LEASE_MS	20000
+#define NODE_BEAT_MS	5000
+
+struct node {
+	struct engine	*e;
+	char		*id;
+	char		*prev;		/* the node that ran on this data_dir before, if any */
+	char		*hash;		/* this node's config, as told to the others */
+	struct event	*tick;
+	int64_t		 renewed;	/* when the lease was last renewed (this node's clock) */
+	int		 fenced;	/* the lease lapsed: the others took this node's runs */
+	int		 cut;		/* not renewed for a lease's time: no new runs */
+	int		 differs;	/* the majority's config hash is another */
+	int		 live;		/* live nodes, as the last beat saw them */
+	int		 reaped;	/* dead nodes this one reaped */
+};
+
+/* A name for a file under the automations directory, for the sort. */
+static int
+node_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The config the nodes must agree on: spur.yaml less what is each node's own
+ * (its listen and data_dir lines), and every automation file by name.
+ */
+static char *
+node_config_hash(struct engine *e)
+{
+	struct buf	 b;
+	char		*text = NULL, *line, *next, **names = NULL, *path, *cause = NULL;
+	unsigned char	 md[32];
+	char		 hex[65];
+	size_t		 len, n = 0, i;
+	DIR		*d;
+	struct dirent	*de;
+
+	buf_init(&b, 0);
+	if (read_file(e->config_path, 1 << 20, &text, &len, &cause) == 0) {
+		for (line = text; line != NULL && *line != '\0'; line = next) {
+			if ((next = strchr(line, '\n')) != NULL)
+				*next++ = '\0';
+			if (strncmp(line, "listen:", 7) != 0 && strncmp(line, "data_dir:", 9) != 0)
+				buf_addf(&b, "%s\n", line);
+		}
+	}
+	free(text);
+	free(cause);
+	if ((d = opendir(e->conf->automations_dir)) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			names = xreallocarray(names, n + 1, sizeof *names);
+			names[n++] = xstrdup(de->d_name);
+		}
+		closedir(d);
+	}
+	if (n > 0)
+		qsort(names, n, sizeof *names, node_cmp);
+	for (i = 0; i < n; i++) {
+		path = path_join(e->conf->automations_dir, names[i]);
+		text = NULL;
+		cause = NULL;
+		if (read_file(path, 1 << 20, &text, &len, &cause) == 0) {
+			buf_addf(&b, "\n--- %s\n", names[i]);
+			buf_add(&b, text, len);
+		}
+		free(text);
+		free(cause);
+		free(path);
+		free(names[i]);
+	}
+	free(names);
+	sha256(b.data != NULL ? b.data : "", b.len, md);
+	buf_free(&b);
+	hex_encode(md, 16, hex);
+	return xstrdup(hex);
+}
+
+/* The lease lapsed or cannot be renewed: the node stops, and its runs are the others'. */
+static void
+node_fence(struct node *n, const char *why)
+{
+	if (n->fenced)
+		return;
+	n->fenced = n->cut = 1;
+	log_error("event=node.fenced node=%s reason=%s consequence=\"no new runs; the engine "
+	    "stops, its running runs end and are reported by another node\"", n->id,
+	    log_q(why));
+	kill(getpid(), SIGTERM);
+}
+
+/* Ends the running runs of a node that is dead; each once, whichever node sees it. */
+static void
+node_take_over(struct node *n, const char *dead)
+{
+	json_t	*ids = store_runs_on_node(n->e->store, dead), *id;
+	char	*reason = xprintf("interrupted: node %s died (its lease lapsed)", dead);
+	size_t	 i;
+
+	json_array_foreach(ids, i, id)
+		run_interrupt(n->e, json_string_value(id), reason);
+	log_warn("event=node.reaped node=%s dead=%s runs=%zu", n->id, dead, json_array_size(ids));
+	free(reason);
+	json_decref(ids);
+	n->reaped++;
+}
+
+static void
+node_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct node	*n = arg;
+	char		*cause = NULL, *dead, *major;
+	int		 rc, agree = 0, live = 0, differs;
+
+	if (n->fenced || n->e->stopping)
+		return;
+	rc = store_node_beat(n->e->store, n->id, n->hash, NODE_LEASE_MS, &cause);
+	if (rc == 1) {
+		node_fence(n, "its lease had lapsed: the other nodes took its runs");
+		free(cause);
+		return;
+	}
+	if (rc != 0) {
+		log_warn("event=node.beat_failed node=%s error=%s", n->id, log_q(cause));
+		free(cause);
+		/* Past its lease the others may take its runs: none may run here too. */
+		if (now_ms() - n->renewed >= NODE_LEASE_MS)
+			node_fence(n, "its lease could not be renewed in time");
+		return;
+	}
+	n->renewed = now_ms();
+	while ((dead = store_node_reap(n->e->store, n->id)) != NULL) {
+		node_take_over(n, dead);
+		free(dead);
+	}
+	if ((major = store_nodes_config(n->e->store, &agree, &live)) != NULL) {
+		differs = strcmp(major, n->hash) != 0;
+		if (differs && !n->differs)
+			log_warn("event=node.config_differs node=%s hash=%s majority=%s agree=%d "
+			    "live=%d", n->id, n->hash, major, agree, live);
+		else if (!differs && n->differs)
+			log_info("event=node.config_agrees node=%s hash=%s", n->id, n->hash);
+		n->differs = differs;
+		n->live = live;
+		free(major);
+	}
+}
+
+/* DATA_DIR/node: the id of the node that runs on this data_dir, for the next one. */
+static char *
+node_file(struct engine *e)
+{
+	return path_join(e->conf->data_dir, "node");
+}
+
+static int
+node_write(const char *path, const char *id)
+{
+	char	*tmp = xprintf("%s.tmp", path);
+	FILE	*f;
+	int	 rc = -1;
+
+	if ((f = fopen(tmp, "w")) != NULL) {
+		if (fprintf(f, "%s\n", id) > 0 && fflush(f) == 0 && fsync(fileno(f)) == 0)
+			rc = 0;
+		if (fclose(f) != 0)
+			rc = -1;
+	}
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -1;
+	free(tmp);
+	return rc;
+}
+
+struct node *
+node_create(struct engine *e, char **cause)
+{
+	struct node	*n = xcalloc(1, sizeof *n);
+	struct timeval	 tv = { NODE_BEAT_MS / 1000, (NODE_BEAT_MS % 1000) * 1000 };
+	char		 host[256], *path, *text = NULL, *ignored = NULL, *nl;
+	unsigned char	 rnd[4];
+	char		 hex[9];
+	size_t		 len;
+	int		 rc;
+
+	n->e = e;
+	if (gethostname(host, sizeof host) != 0)
+		snprintf(host, sizeof host, "node");
+	host[sizeof host - 1] = '\0';
+	random_bytes(rnd, sizeof rnd);
+	hex_encode(rnd, sizeof rnd, hex);
+	n->id = xprintf("%s-%s", host, hex);
+	n->hash = node_config_hash(e);
+	path = node_file(e);
+	if (read_file(path, 4096, &text, &len, &ignored) == 0) {
+		if ((nl = strchr(text, '\n')) != NULL)
+			*nl = '\0';
+		if (*text != '\0')
+			n->prev = xstrdup(text);
+	}
+	free(text);
+	free(ignored);
+	if (node_write(path, n->id) != 0)
+		log_warn("event=node.file_failed path=%s error=%s", log_q(path), strerror(errno));
+	free(path);
+	store_set_node(e->store, n->id);
+	n->renewed = now_ms();
+	if (!store_shared(e->store))
+		return n;
+	if ((rc = store_node_beat(e->store, n->id, n->hash, NODE_LEASE_MS, cause)) != 0) {
+		if (rc > 0)
+			xasprintf(cause, "node %s: its lease was taken as lapsed at once", n->id);
+		node_free(n);
+		return NULL;
+	}
+	log_info("event=node.started node=%s config_hash=%s previous=%s lease_ms=%d", n->id,
+	    n->hash, n->prev != NULL ? n->prev : "-", NODE_LEASE_MS);
+	n->tick = event_new(e->base, -1, EV_PERSIST, node_tick_cb, n);
+	evtimer_add(n->tick, &tv);
+	return n;
+}
+
+void
+node_free(struct node *n)
+{
+	if (n == NULL)
+		return;
+	/* A node that stops cleanly has ended its runs: no one need wait for its lease. */
+	if (n->tick != NULL && !n->fenced && store_node_retire(n->e->store, n->id, n->id) == 1)
+		log_info("event=node.retired node=%s", n->id);
+	if (n->tick != NULL)
+		event_free(n->tick);
+	free(n->id);
+	free(n->prev);
+	free(n->hash);
+	free(n);
+}
+
+const char *
+node_id(const struct node *n)
+{
+	return n->id;
+}
+
+int
+node_may_work(const struct node *n)
+{
+	return n == NULL || !n->cut;
+}
+
+int
+node_fenced(const struct node *n)
+{
+	return n != NULL && n->fenced;
+}
+
+json_t *
+node_orphans(struct node *n)
+{
+	struct store	*st = n->e->store;
+
+	if (!store_shared(st))
+		return store_runs_in_state(st, RUN_RUNNING);
+	/* Its runs are this node's to end now, not a reaper's once its lease lapses. */
+	if (n->prev == NULL || store_node_retire(st, n->prev, n->id) < 0)
+		return json_array();
+	return store_runs_on_node(st, n->prev);
+}
+
+void
+node_reload(struct node *n)
+{
+	char	*hash = node_config_hash(n->e);
+
+	if (strcmp(hash, n->hash) != 0)
+		log_info("event=node.config_changed node=%s hash=%s was=%s", n->id, hash,
+		    n->hash);
+	free(n->hash);
+	n->hash = hash;
+}
+
+void
+node_metrics(const struct node *n, struct buf *b)
+{
+	if (n == NULL || !store_shared(n->e->store))
+		return;
+	buf_addf(b, "# HELP spur_node_config_differs 1 when this node's config hash is not the "
+	    "one most live nodes report.\n# TYPE spur_node_config_differs gauge\n"
+	    "spur_node_config_differs{node=\"%s\"} %d\n", n->id, n->differs);
+	buf_addf(b, "# HELP spur_nodes_live Nodes whose lease is current.\n"
+	    "# TYPE spur_nodes_live gauge\nspur_nodes_live %d\n", n->live);
+	buf_addf(b, "# HELP spur_node_lease_age_seconds Since this node last renewed its "
+	    "lease.\n# TYPE spur_node_lease_age_seconds gauge\n"
+	    "spur_node_lease_age_seconds %.3f\n", (double)(now_ms() - n->renewed) / 1000);
+	buf_addf(b, "# HELP spur_nodes_reaped_total Dead nodes whose runs this node ended.\n"
+	    "# TYPE spur_nodes_reaped_total counter\nspur_nodes_reaped_total %d\n", n->reaped);
+}

@@ -1,0 +1,34 @@
+/* node.h: this engine among several on one store (SPEC section 17): its lease, dead nodes' runs, the config hash. */
+#ifndef SPUR_NODE_H
+#define SPUR_NODE_H
+
+#include <jansson.h>
+
+struct engine;
+struct node;
+struct buf;
+
+/*
+ * This node, named afresh at each start. On a shared store (PostgreSQL) it
+ * takes its lease now and renews it every NODE_BEAT_MS; on sqlite it only
+ * names the node its runs run on.
+ */
+struct node	*node_create(struct engine *, char **cause);
+void		 node_free(struct node *);
+const char	*node_id(const struct node *);
+/* 0 once the node may not start runs: its lease lapsed, or could not be renewed in time. */
+int		 node_may_work(const struct node *);
+/* 1 when the node stopped because its lease lapsed (spur serve then exits 1). */
+int		 node_fenced(const struct node *);
+/*
+ * The runs the engine must end as interrupted at start: on sqlite every
+ * running one (the engine died); on a shared store those of the node that
+ * last ran on this data_dir, now declared dead (the others are live nodes').
+ */
+json_t		*node_orphans(struct node *);
+/* The config was reloaded: its hash is told with the next beat. */
+void		 node_reload(struct node *);
+/* /metrics: the nodes' lease and config gauges. */
+void		 node_metrics(const struct node *, struct buf *);
+
+#endif
