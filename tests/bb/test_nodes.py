@@ -97,7 +97,7 @@ try:
     t.eq(len(set(ids)), 3, "three nodes, each with an id of its own (%s)" % ", ".join(ids))
     live = q("SELECT id FROM nodes WHERE dead_at IS NULL")
     t.eq(sorted(r[0] for r in live), sorted(ids), "each holds a lease in the store")
-    t.eq(q("SELECT max(version) FROM spur_schema"), [["3"]], "the schema was migrated once, to its last version")
+    t.eq(q("SELECT max(version) FROM spur_schema"), [["4"]], "the schema was migrated once, to its last version")
 
     # --- deliveries spread over the three, each repeated to another node ---
     N = 30
