@@ -21,6 +21,9 @@ struct store_backend {
 			    int64_t lease_ms, char **cause);
 	char		*(*node_reap)(void *impl, const char *node);
 	char		*(*nodes_config)(void *impl, int *agree, int *live);
+	/* Wake-ups between nodes (store_listen, store_listened). */
+	int		 (*listen)(void *impl, char **cause);
+	int		 (*listened)(void *impl);
 	/* What the operator sees of the store (its connection string, which has no password). */
 	const char	*(*name_of)(void *impl);
 };

@@ -48,8 +48,6 @@ const struct store_backend store_pg_backend = {
 
 #include <libpq-fe.h>
 
-/* Times a transaction is tried again after a deadlock or serialization failure. */
-#define PG_TX_TRIES	5
 /* Seconds to wait for the server to answer a connection. */
 #define PG_CONNECT_TIMEOUT	"10"
 /* pg_advisory_xact_lock key taken while migrating: nodes starting together migrate once. */
@@ -57,6 +55,7 @@ const struct store_backend store_pg_backend = {
 
 struct store_pg {
 	PGconn	*conn;
+	PGconn	*listen;	/* LISTEN's own connection (store_pg_listen), or NULL */
 	char	*name;		/* the connection string (store_url_check: never a password) */
 	int	 prepared;	/* the statements below are prepared on this connection */
 	int	 broken;	/* the connection was lost: made again before its next use */
@@ -452,23 +451,90 @@ store_pg_close(void *impl)
 	if (pg == NULL)
 		return;
 	PQfinish(pg->conn);
+	if (pg->listen != NULL)
+		PQfinish(pg->listen);
 	free(pg->name);
 	free(pg);
 }
 
-static void *
-store_pg_open(const char *url, char **cause)
+/*
+ * A connection to url. The URL comes last, so what it says overrides these
+ * defaults. Over TCP, a server that went away without a word (a partition) is
+ * noticed within about a minute, not the kernel's hours: the writer waits no
+ * longer.
+ */
+static PGconn *
+store_pg_connect(const char *url)
 {
-	/*
-	 * The URL comes last, so what it says overrides these defaults. Over TCP,
-	 * a server that went away without a word (a partition) is noticed within
-	 * about a minute, not the kernel's hours: the writer waits no longer.
-	 */
 	const char	*keys[] = { "connect_timeout", "application_name", "client_encoding",
 	    "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout",
 	    "dbname", NULL };
 	const char	*vals[] = { PG_CONNECT_TIMEOUT, "spur", "UTF8", "30", "10", "3", "30000",
 	    url, NULL };
+	PGconn		*conn;
+
+	if ((conn = PQconnectdbParams(keys, vals, 1)) == NULL)
+		fatal("PQconnectdbParams: out of memory");
+	return conn;
+}
+
+/*
+ * Wake-ups between nodes: a connection of its own that LISTENs on
+ * STORE_CHANNEL (a NOTIFY there says runs were queued). Its descriptor, for
+ * the caller's loop; -1 with the reason.
+ */
+static int
+store_pg_listen(void *impl, char **cause)
+{
+	struct store_pg	*pg = impl;
+	PGresult	*r;
+	char		*m;
+
+	if (pg->listen != NULL)
+		PQfinish(pg->listen);
+	pg->listen = store_pg_connect(pg->name);
+	r = PQstatus(pg->listen) == CONNECTION_OK ? PQexec(pg->listen, "LISTEN "
+	    STORE_CHANNEL) : NULL;
+	if (r == NULL || PQresultStatus(r) != PGRES_COMMAND_OK ||
+	    PQsetnonblocking(pg->listen, 1) != 0) {
+		m = store_pg_msg(r != NULL ? PQresultErrorMessage(r) :
+		    PQerrorMessage(pg->listen));
+		xasprintf(cause, "%s: cannot listen: %s", pg->name, m);
+		free(m);
+		PQclear(r);
+		PQfinish(pg->listen);
+		pg->listen = NULL;
+		return -1;
+	}
+	PQclear(r);
+	return PQsocket(pg->listen);
+}
+
+/* The notifications that came since the last call; -1: the connection is gone. */
+static int
+store_pg_listened(void *impl)
+{
+	struct store_pg	*pg = impl;
+	PGnotify	*nf;
+	int		 n = 0;
+
+	if (pg->listen == NULL)
+		return -1;
+	if (!PQconsumeInput(pg->listen) || PQstatus(pg->listen) != CONNECTION_OK) {
+		PQfinish(pg->listen);
+		pg->listen = NULL;
+		return -1;
+	}
+	while ((nf = PQnotifies(pg->listen)) != NULL) {
+		PQfreemem(nf);
+		n++;
+	}
+	return n;
+}
+
+static void *
+store_pg_open(const char *url, char **cause)
+{
 	struct store_pg	*pg;
 	char		*m;
 
@@ -481,8 +547,7 @@ store_pg_open(const char *url, char **cause)
 	}
 	pg = xcalloc(1, sizeof *pg);
 	pg->name = xstrdup(url);	/* checked: no password in it */
-	if ((pg->conn = PQconnectdbParams(keys, vals, 1)) == NULL)
-		fatal("PQconnectdbParams: out of memory");
+	pg->conn = store_pg_connect(url);
 	if (PQstatus(pg->conn) != CONNECTION_OK) {
 		m = store_pg_msg(PQerrorMessage(pg->conn));
 		xasprintf(cause, "%s: cannot connect: %s", pg->name, m);
@@ -625,6 +690,8 @@ const struct store_backend store_pg_backend = {
 	.node_beat = store_pg_node_beat,
 	.node_reap = store_pg_node_reap,
 	.nodes_config = store_pg_nodes_config,
+	.listen = store_pg_listen,
+	.listened = store_pg_listened,
 	.name_of = store_pg_name,
 };
 
