@@ -344,7 +344,6 @@ class Spur:
         self.pg_url = None
         if PG_MODE and "store:" not in config_extra:
             self.pg_url, self.pg_db = pg_database()
-            config_extra = "store: %s\n%s" % (self.pg_url, config_extra)
         self.write_config(config_extra, orgs)
         self.env = env_with_secrets(env)
         self.proc = None
@@ -356,6 +355,8 @@ class Spur:
             f.write(text)
 
     def write_config(self, extra="", orgs=DEFAULT_ORGS):
+        if self.pg_url is not None and "store:" not in extra:
+            extra = "store: %s\n%s" % (self.pg_url, extra)
         if LOCAL_GITHUB in orgs or LOCAL_GITHUB in extra:
             orgs = orgs.replace(LOCAL_GITHUB, local_github().url)
             extra = extra.replace(LOCAL_GITHUB, local_github().url)
