@@ -214,7 +214,8 @@ api_stream_store(struct api_stream *s)
 
 	if (s->owner->st != NULL)
 		return 0;
-	if ((s->owner->st = store_open_url(s->owner->store_url, s->owner->data_dir, 1, &cause)) == NULL) {
+	if ((s->owner->st = store_open_url(s->owner->store_url, s->owner->data_dir, 1,
+	    &cause)) == NULL) {
 		log_warn("event=api.events_store_failed error=%s", log_q(cause));
 		free(cause);
 		return -1;

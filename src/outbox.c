@@ -330,7 +330,6 @@ outbox_post(struct outbox_send *s)
 	json_t			*target = json_object_get(s->report, "target");
 	const char		*body = json_string_value(json_object_get(s->report, "body"));
 	char			*url = NULL, **headers = NULL, *cause = NULL;
-	int			 rc;
 
 	if (report_request(s->ob->engine, s->report, target, s->token, &url, &headers, &cause) != 0) {
 		outbox_send_failed(s, REPORT_FAILED, cause, -1, 1);
@@ -338,24 +337,7 @@ outbox_post(struct outbox_send *s)
 		outbox_send_free(s);
 		return;
 	}
-	/*
-	 * Stored before it goes: a crash from here on leaves it sending, never
-	 * forgotten, and looked for before it is posted again. A reaction is
-	 * the same however often it is posted: it needs no mark (no fsync).
-	 */
-	if (!report_idempotent(s->report) &&
-	    (rc = store_report_sending(s->ob->engine->store, s->id, now_ms())) != 0) {
-		/* rc 1: another node took it, and it is that node's to post. */
-		if (rc > 0)
-			log_debug("event=report.taken_elsewhere report=%lld", (long long)s->id);
-		else
-			outbox_send_failed(s, REPORT_RETRY, "the store could not mark it "
-			    "sending", -1, 1);
-		free(url);
-		report_headers_free(headers);
-		outbox_send_free(s);
-		return;
-	}
+	/* Marked sending by its pass (outbox_pass) before it got here. */
 	memset(&req, 0, sizeof req);
 	req.method = json_string_value(json_object_get(target, "method"));
 	if (req.method == NULL)
@@ -440,20 +422,50 @@ outbox_start(struct outbox *ob, json_t *rep)
 static void
 outbox_pass(struct outbox *ob)
 {
-	json_t		*list, *rep;
+	struct store	*st = ob->engine->store;
+	json_t		*list, *rep, *take = json_array();
 	size_t		 i;
 	int64_t		 now = now_ms(), next = now + OUTBOX_IDLE_MS, at;
 	struct timeval	 tv;
+	char		*cause = NULL;
+	int		 rc;
 
 	/* Only what is due: the ones in flight are in the list too, and skipped. */
-	list = store_reports_due(ob->engine->store, now, OUTBOX_INFLIGHT + ob->nsends +
-	    (int)ob->nmarking);
+	list = store_reports_due(st, now, OUTBOX_INFLIGHT + ob->nsends + (int)ob->nmarking);
+	/*
+	 * Each is stored sending before it goes: a crash from then on leaves it
+	 * sending, never forgotten, and looked for before it is posted again (on
+	 * several nodes, the mark also takes it: store_report_sending). The
+	 * pass's marks are one commit, one fsync, not one a report. A reaction
+	 * is the same however often it is posted: it needs no mark.
+	 */
+	store_tx_begin(st, NULL);
 	json_array_foreach(list, i, rep) {
-		if (ob->nsends >= OUTBOX_INFLIGHT)
+		if (ob->nsends + json_array_size(take) >= OUTBOX_INFLIGHT)
 			break;
-		if (!outbox_sending(ob, json_integer_value(json_object_get(rep, "id"))))
-			outbox_start(ob, rep);
+		if (outbox_sending(ob, json_integer_value(json_object_get(rep, "id"))))
+			continue;
+		if (!report_idempotent(rep) && (rc = store_report_sending(st,
+		    json_integer_value(json_object_get(rep, "id")), now)) != 0) {
+			/* 1: another node took it, and it is that node's to post. */
+			if (rc > 0)
+				log_debug("event=report.taken_elsewhere report=%lld",
+				    (long long)json_integer_value(json_object_get(rep, "id")));
+			continue;
+		}
+		json_array_append(take, rep);
 	}
+	if (store_tx_commit(st, &cause) != 0) {
+		/* None is marked: none goes, and the next pass tries them again. */
+		log_warn("event=report.mark_failed reports=%zu error=%s", json_array_size(take),
+		    log_q(cause));
+		free(cause);
+		json_array_clear(take);
+		next = now + 1000;
+	}
+	json_array_foreach(take, i, rep)
+		outbox_start(ob, rep);
+	json_decref(take);
 	json_decref(list);
 	/* One due now but no slot for it: the end of a send kicks the next pass. */
 	if ((at = store_reports_next_at(ob->engine->store)) > now && at < next)

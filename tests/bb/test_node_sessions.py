@@ -67,9 +67,10 @@ a = Spur(CONF, orgs=ORGS, automations=AUTO)
 b = Spur(CONF, orgs=ORGS, automations=AUTO)
 try:
     a.start()
-    b.start()
     run1 = fire(a, "/go write it")
     st1 = wait_end(run1)
+    # B starts after the first turn: with it up, it could have taken the run A stored.
+    b.start()
     t.eq(st1[0], "completed", "the first turn completes on node A (%s)" % (st1[1],))
     node_a = open(os.path.join(a.data_dir, "node")).read().strip()
     t.eq(st1[3], node_a, "  on A")
