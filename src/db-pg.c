@@ -208,13 +208,16 @@ pg_bind(void *p, int i, enum db_type t, const void *v, size_t len, int64_t n, do
 	st->vals[i] = val;
 }
 
+/*
+ * The statement runs at its first step: sent, and its answer waited for no
+ * longer than the store's deadline (store-pg.c), so that a server gone silent
+ * fails it instead of holding the caller.
+ */
 static int
 pg_step(void *p)
 {
 	struct pg_stmt	*st = p;
 	struct db	*db = st->db;
-	PGconn		*conn;
-	ExecStatusType	 s;
 	char		*cause = NULL, *tuples;
 
 	if (st->res != NULL) {
@@ -226,18 +229,12 @@ pg_step(void *p)
 		}
 		return DB_DONE;
 	}
-	if ((conn = store_pg_conn(db->pg, &cause)) == NULL) {
+	/* Parameters or none, one command: not PQsendQuery's several in one string. */
+	st->res = store_pg_query(db->pg, st->sql, st->nparams, st->types,
+	    (const char *const *)st->vals, st->lens, st->fmts, &cause);
+	if (st->res == NULL) {
 		pg_set_err(db, cause);
 		free(cause);
-		return DB_ERROR;
-	}
-	st->res = PQexecParams(conn, st->sql, st->nparams, st->types,
-	    (const char *const *)st->vals, st->lens, st->fmts, 0);
-	s = PQresultStatus(st->res);
-	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
-		store_pg_result_failed(db->pg, st->res);
-		pg_set_err(db, st->res != NULL ? PQresultErrorMessage(st->res) :
-		    PQerrorMessage(conn));
 		/*
 		 * sqlite's callers often take a failure for no row: the log says it
 		 * (a deadlock, tried again by its caller, only when debugging).

@@ -20,6 +20,12 @@
 
 #define OUTBOX_INFLIGHT		8	/* reports being sent at once */
 #define OUTBOX_IDLE_MS		60000	/* look at the store at least this often */
+/*
+ * Several nodes (PostgreSQL): another node's reports are not kicked here.
+ * One left by a node that died (stored and not sent, or its lease on one
+ * being sent lapsed) is seen this soon after it is due.
+ */
+#define OUTBOX_SHARED_IDLE_MS	10000
 #define OUTBOX_LOOKUP_PAGES	10	/* pages of a thread looked at for a report */
 
 
@@ -33,6 +39,7 @@ struct outbox_send {
 	char			*token;		/* GitHub's, for the lookup and the post */
 	char			*page;		/* the lookup's page, NULL: the first */
 	int			 pages;
+	int64_t			 held;		/* when this node took it (store_report_sending), or 0 */
 	LIST_ENTRY(outbox_send)	 entry;
 };
 
@@ -52,6 +59,7 @@ struct outbox {
 static void	outbox_pass(struct outbox *);
 static void	outbox_lookup(struct outbox_send *);
 static void	outbox_post(struct outbox_send *);
+static int	outbox_take(struct outbox_send *);
 
 /* --- the report sender ---------------------------------------------------- */
 
@@ -341,18 +349,16 @@ outbox_post(struct outbox_send *s)
 	/*
 	 * Stored before it goes: a crash from here on leaves it sending, never
 	 * forgotten, and looked for before it is posted again. A reaction is
-	 * the same however often it is posted: it needs no mark (no fsync).
+	 * the same however often it is posted: it needs no mark (no fsync). One
+	 * this node took for its look in the thread is taken again (its lease
+	 * renewed for the post), unless another node took it meanwhile.
 	 */
-	if (!report_idempotent(s->report) &&
-	    (rc = store_report_sending(s->ob->engine->store, s->id, now_ms())) != 0) {
-		/* rc 1: another node took it, and it is that node's to post. */
-		if (rc > 0)
-			log_debug("event=report.taken_elsewhere report=%lld", (long long)s->id);
-		else
-			outbox_send_failed(s, REPORT_RETRY, "the store could not mark it "
-			    "sending", -1, 1);
+	if (!report_idempotent(s->report) && (rc = outbox_take(s)) != 0) {
 		free(url);
 		report_headers_free(headers);
+		if (rc < 0)
+			outbox_send_failed(s, REPORT_RETRY, "the store could not mark it "
+			    "sending", -1, 1);
 		outbox_send_free(s);
 		return;
 	}
@@ -369,15 +375,46 @@ outbox_post(struct outbox_send *s)
 	report_headers_free(headers);
 }
 
-/* A report that was sending may be in its thread: look before posting (not for reactions). */
+/*
+ * Takes the report for this node (store_report_sending): 0 taken; 1 another
+ * node took it, and it is that node's to send; -1 the store could not say.
+ */
+static int
+outbox_take(struct outbox_send *s)
+{
+	int64_t	 at = now_ms();
+	int	 rc;
+
+	if ((rc = store_report_sending(s->ob->engine->store, s->id, at, s->held)) == 0)
+		s->held = at;
+	else if (rc > 0)
+		log_debug("event=report.taken_elsewhere report=%lld", (long long)s->id);
+	return rc;
+}
+
+/*
+ * A report that was sending may be in its thread: look before posting (not
+ * for reactions). Taken first, so that of several nodes that find it due
+ * (its sender died) one looks and posts.
+ */
 static void
 outbox_attempt(struct outbox_send *s)
 {
-	if (json_integer_value(json_object_get(s->report, "sending_at")) != 0 &&
-	    !report_idempotent(s->report))
-		outbox_lookup(s);
-	else
+	int	 rc;
+
+	if (json_integer_value(json_object_get(s->report, "sending_at")) == 0 ||
+	    report_idempotent(s->report)) {
 		outbox_post(s);
+		return;
+	}
+	if ((rc = outbox_take(s)) != 0) {
+		if (rc < 0)
+			outbox_send_failed(s, REPORT_RETRY, "the store could not mark it "
+			    "sending", -1, 1);
+		outbox_send_free(s);
+		return;
+	}
+	outbox_lookup(s);
 }
 
 static void
@@ -442,9 +479,10 @@ outbox_pass(struct outbox *ob)
 {
 	json_t		*list, *rep;
 	size_t		 i;
-	int64_t		 now = now_ms(), next = now + OUTBOX_IDLE_MS, at;
+	int64_t		 now = now_ms(), at, next;
 	struct timeval	 tv;
 
+	next = now + (store_shared(ob->engine->store) ? OUTBOX_SHARED_IDLE_MS : OUTBOX_IDLE_MS);
 	/* Only what is due: the ones in flight are in the list too, and skipped. */
 	list = store_reports_due(ob->engine->store, now, OUTBOX_INFLIGHT + ob->nsends +
 	    (int)ob->nmarking);

@@ -787,6 +787,13 @@ store_node_reap(struct store *st, const char *node)
 	return st->be != NULL ? st->be->node_reap(st->impl, node) : NULL;
 }
 
+void
+store_horizon(struct store *st, int64_t at)
+{
+	if (st->be != NULL)
+		st->be->horizon(st->impl, at);
+}
+
 int
 store_shared(const struct store *st)
 {
@@ -2155,13 +2162,18 @@ store_reports_next_at(struct store *st)
 
 /* Committed (synchronous=FULL) before the request goes out, so a crash after it cannot hide it. */
 int
-store_report_sending(struct store *st, int64_t id, int64_t at)
+store_report_sending(struct store *st, int64_t id, int64_t at, int64_t held)
 {
 	/* One node: no other takes it; the outbox knows the ones it is sending. */
-	int64_t	 ints[] = { at, id, st->lite != NULL ? 0 : STORE_REPORT_LEASE_MS };
+	int64_t	 ints[] = { at, id, st->lite != NULL ? 0 : STORE_REPORT_LEASE_MS, held };
 
+	/*
+	 * A take is its sending_at: still this node's when no other took the
+	 * report since (one that did wrote its own, later by a lease at least).
+	 */
 	if (store_exec_bind(st, "UPDATE reports SET sending_at = ?1, next_at = ?1 + ?3 WHERE "
-	    "id = ?2 AND state = 'pending' AND next_at <= ?1", NULL, 0, ints, 3) != 0)
+	    "id = ?2 AND state = 'pending' AND (next_at <= ?1 OR (?4 <> 0 AND sending_at = ?4))",
+	    NULL, 0, ints, 4) != 0)
 		return -1;
 	return db_changes(st->db) == 1 ? 0 : 1;
 }
