@@ -171,5 +171,6 @@ const struct agent agent_claude = {
 	.args = claude_args,
 	.line = claude_line,
 	.final_required = 1,
+	.state_dir = ".claude",
 	.render = claude_render,
 };

@@ -159,5 +159,6 @@ const struct agent agent_codex = {
 	.args = codex_args,
 	.line = codex_line,
 	.final_required = 1,
+	.state_dir = ".codex",
 	.render = codex_render,
 };

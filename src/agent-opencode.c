@@ -111,5 +111,6 @@ const struct agent agent_opencode = {
 	.args = opencode_args,
 	.line = opencode_line,
 	.final_required = 1,
+	.state_dir = ".local/share/opencode",
 	.render = opencode_render,
 };

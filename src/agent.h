@@ -90,6 +90,11 @@ struct agent {
 	int		 final_required; /* no final event seen: the run failed */
 	/* One JSON object from stdout, told to the transcript; NULL: lines are text. */
 	void		(*render)(struct transcript *, const json_t *);
+	/*
+	 * Where under its HOME the agent keeps its sessions (its conversation,
+	 * resumed by id): archived for another node (several nodes); NULL: none.
+	 */
+	const char	*state_dir;
 };
 
 struct agent_stream {

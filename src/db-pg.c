@@ -15,12 +15,14 @@
 #define PG_FLOAT8OID	701
 #define PG_BYTEAOID	17
 #define PG_BOOLOID	16
+#define PG_TEXTOID	25
 #define PG_MAXPARAMS	32
 
 struct pg_stmt {
 	struct db	*db;		/* first: db.c's DB_OPS */
 	char		*sql;		/* in PostgreSQL's dialect */
 	int		 nparams;
+	uint32_t	 used;		/* the parameters the statement names (bit n-1: $n) */
 	char		*vals[PG_MAXPARAMS];
 	int		 lens[PG_MAXPARAMS];
 	int		 fmts[PG_MAXPARAMS];
@@ -60,7 +62,7 @@ pg_json_path(struct buf *out, const char *p, const char *end)
  * changed.
  */
 static char *
-pg_translate(const char *sql, int *nparams)
+pg_translate(const char *sql, int *nparams, uint32_t *used)
 {
 	struct buf	 out;
 	const char	*p = sql, *q, *arg, *path, *pend;
@@ -85,6 +87,8 @@ pg_translate(const char *sql, int *nparams)
 				n = max + 1;
 			if (n > max)
 				max = n;
+			if (n >= 1 && n <= 32)
+				*used |= 1u << (n - 1);
 			buf_add(&out, num, (size_t)snprintf(num, sizeof num, "$%d", n));
 			/*
 			 * "?1 IS NULL OR org = ?1": a NULL says no type, and IS NULL
@@ -117,7 +121,7 @@ pg_prepare(struct db *db, const char *sql, int persistent)
 	(void)persistent;
 	st = xcalloc(1, sizeof *st);
 	st->db = db;
-	st->sql = pg_translate(sql, &st->nparams);
+	st->sql = pg_translate(sql, &st->nparams, &st->used);
 	if (st->nparams > PG_MAXPARAMS)
 		fatal("db-pg: %d parameters in one statement, at most %d", st->nparams,
 		    PG_MAXPARAMS);
@@ -219,6 +223,7 @@ pg_step(void *p)
 	struct pg_stmt	*st = p;
 	struct db	*db = st->db;
 	char		*cause = NULL, *tuples;
+	int		 i;
 
 	if (st->res != NULL) {
 		if (++st->row < PQntuples(st->res)) {
@@ -228,6 +233,14 @@ pg_step(void *p)
 			return DB_ROW;
 		}
 		return DB_DONE;
+	}
+	/*
+	 * A variant of a query may leave out a parameter its caller binds all
+	 * the same ("?2" in one form only): the server wants a type for it.
+	 */
+	for (i = 0; i < st->nparams; i++) {
+		if ((st->used & (1u << i)) == 0 && st->types[i] == 0)
+			st->types[i] = PG_TEXTOID;
 	}
 	/* Parameters or none, one command: not PQsendQuery's several in one string. */
 	st->res = store_pg_query(db->pg, st->sql, st->nparams, st->types,

@@ -17,6 +17,7 @@
 #include "serve.h"
 #include "store.h"
 #include "node.h"
+#include "archive.h"
 
 #include <sys/queue.h>
 #include <sys/stat.h>
@@ -34,6 +35,12 @@
 #define DISPATCH_GC_SECS	600	/* idle sessions are looked for this often */
 #define DISPATCH_GC_RUNS_MAX	500	/* old runs' files removed a pass, at most */
 #define DISPATCH_ENV_MAX	64
+/* Several nodes: the queue is looked at this often for runs another node queued. */
+#define DISPATCH_POLL_MS	1000
+/* A follow-up waits this long for the live node that holds its session's workspace. */
+#define DISPATCH_AFFINITY_MS	10000
+/* A pass over the queue holds the loop at most about this long before it yields. */
+#define DISPATCH_SLICE_MS	50
 
 /* One run this engine is running. */
 struct drun {
@@ -65,6 +72,8 @@ struct drun {
 	char			*cancel_reason;
 	char			*resume;	/* the agent's session id to resume, if any */
 	int			 joined;	/* the run joined its thread's live session */
+	int			 moved;		/* ... which another node held: made again here */
+	char			*branch;	/* moved: the branch the session pushed, if any */
 	int			 cloned;	/* it has a repository to prepare first */
 	struct egress		*egress;	/* the run's network (egress.c) */
 	struct repo_job		*repo;		/* clone before, push after (repo.c) */
@@ -79,6 +88,7 @@ struct dispatch {
 	struct event		*kick_ev;
 	struct event		*usr1_ev;
 	struct event		*gc_ev;
+	struct event		*poll_ev;	/* several nodes: runs another node queued */
 	LIST_HEAD(, drun)	 runs;
 	int			 running;
 	int			 stopping;
@@ -90,6 +100,8 @@ static void	drun_finish(struct drun *, enum run_state, enum run_cause, const cha
 		    const char *);
 static void	drun_agent(struct drun *, int);
 static void	drun_setup_cb(int, const char *, void *);
+static void	drun_session_archive(struct drun *);
+static int	dispatch_elsewhere(struct dispatch *, struct drun *);
 
 static void
 drun_free(struct drun *r)
@@ -128,6 +140,7 @@ drun_free(struct drun *r)
 	free(r->prompt);
 	free(r->cancel_reason);
 	free(r->resume);
+	free(r->branch);
 	free(r);
 }
 
@@ -294,6 +307,12 @@ dispatch_create(struct engine *e, char **cause)
 	d->gc_ev = event_new(e->base, -1, EV_PERSIST, dispatch_gc_cb, d);
 	evtimer_add(d->gc_ev, &tv);
 	dispatch_gc_cb(-1, 0, d);
+	if (store_shared(e->store)) {
+		struct timeval	 poll = { 0, DISPATCH_POLL_MS * 1000 };
+
+		d->poll_ev = event_new(e->base, -1, EV_PERSIST, dispatch_kick_cb, d);
+		evtimer_add(d->poll_ev, &poll);
+	}
 	if (e->conf->sandbox.backend == SANDBOX_BWRAP &&
 	    sandbox_available(e->conf->sandbox.user, &why) != 0) {
 		log_error("event=sandbox.unavailable reason=%s consequence=\"runs will fail "
@@ -339,14 +358,24 @@ dispatch_free(struct dispatch *d)
 	event_free(d->kick_ev);
 	event_free(d->usr1_ev);
 	event_free(d->gc_ev);
+	if (d->poll_ev != NULL)
+		event_free(d->poll_ev);
 	free(d);
 }
 
 void
 dispatch_kick(struct dispatch *d)
 {
-	if (!d->stopping && !d->draining)
-		event_active(d->kick_ev, 0, 0);
+	struct timeval	 now = { 0, 0 };
+
+	/*
+	 * A timer that is due, not event_active(): an event made active from a
+	 * callback runs in the same round, before the loop polls again, so runs
+	 * that end at once (each kicking the next) would keep signals and
+	 * requests waiting for as long as the queue lasts.
+	 */
+	if (!d->stopping && !d->draining && !evtimer_pending(d->kick_ev, NULL))
+		evtimer_add(d->kick_ev, &now);
 }
 
 int
@@ -476,8 +505,10 @@ drun_finish(struct drun *r, enum run_state state, enum run_cause why, const char
 	msg = scrub_for_engine(e, r->res.message);
 	store_run_result(e->store, r->id, msg, proof, r->res.session);
 	free(msg);
-	if (r->session != NULL && (r->res.session != NULL || state != RUN_CANCELLED))
+	if (r->session != NULL && (r->res.session != NULL || state != RUN_CANCELLED)) {
 		store_session_touch(e->store, r->session, r->res.session);
+		drun_session_archive(r);
+	}
 	if (r->linked) {
 		LIST_REMOVE(r, entry);
 		d->running--;
@@ -653,6 +684,7 @@ drun_session(struct drun *r, char **resume_out, char **cause)
 {
 	struct engine	*e = r->d->engine;
 	json_t		*s;
+	const char	*holder, *v;
 	char		*dir;
 	long long	 uid = 0;
 
@@ -660,8 +692,30 @@ drun_session(struct drun *r, char **resume_out, char **cause)
 	if ((s = store_session_live(e->store, r->org, r->thread, r->a->name)) != NULL) {
 		r->joined = 1;
 		r->session = xstrdup(json_string_value(json_object_get(s, "id")));
-		r->workspace = xstrdup(json_string_value(json_object_get(s, "workspace")));
-		dir = path_dirname(r->workspace);
+		holder = json_string_value(json_object_get(s, "node"));
+		if (store_shared(e->store) && holder != NULL &&
+		    strcmp(holder, node_id(e->node)) != 0) {
+			/*
+			 * Another node held it (dispatch_elsewhere waited for it):
+			 * its workspace is made again here, from the branch the
+			 * session pushed, and the agent's conversation from the
+			 * store (drun_session_restore). What this node kept of it
+			 * from an earlier turn is older than that: gone.
+			 */
+			dir = xprintf("%s/sessions/%s", e->conf->data_dir, r->session);
+			rm_rf(dir);
+			r->workspace = path_join(dir, "workspace");
+			r->moved = 1;
+			if ((v = json_string_value(json_object_get(s, "branch"))) != NULL)
+				r->branch = xstrdup(v);
+			store_session_move(e->store, r->session, r->workspace);
+			log_info("event=session.moved session=%s run=%s from=%s branch=%s",
+			    r->session, r->id, holder, log_q(r->branch));
+		} else {
+			r->workspace = xstrdup(json_string_value(json_object_get(s,
+			    "workspace")));
+			dir = path_dirname(r->workspace);
+		}
 		r->home = path_join(dir, "home");
 		free(dir);
 		*resume_out = json_string_value(json_object_get(s, "agent_session")) != NULL ?
@@ -695,6 +749,58 @@ drun_session(struct drun *r, char **resume_out, char **cause)
 		return 0;
 	}
 	return sandbox_ident_get(e->conf->sandbox.user, uid, &r->ident, cause);
+}
+
+/*
+ * Several nodes: the agent's own session files (its conversation), as the
+ * session's last run left them, for whichever node runs its next turn. Read
+ * from a home the sandbox wrote, by descriptors (archive.c); at most
+ * ARCHIVE_MAX: past it, nothing is kept and the next node starts the
+ * conversation afresh.
+ */
+static void
+drun_session_archive(struct drun *r)
+{
+	struct engine		*e = r->d->engine;
+	const struct agent	*ag = agent_find(r->a->agent_name);
+	char			*data = NULL, *cause = NULL;
+	size_t			 len = 0;
+	int			 rc;
+
+	if (!store_shared(e->store) || r->session == NULL || r->home == NULL || ag == NULL ||
+	    ag->state_dir == NULL)
+		return;
+	if ((rc = archive_pack(r->home, ag->state_dir, ARCHIVE_MAX, &data, &len, &cause)) < 0) {
+		log_warn("event=session.archive_failed session=%s run=%s error=%s consequence="
+		    "\"another node resumes it without its conversation\"", r->session, r->id,
+		    log_q(cause));
+		free(cause);
+		return;
+	}
+	if (rc == 0 && store_session_archive_put(e->store, r->session, ag->name, data,
+	    len) == 0)
+		log_debug("event=session.archived session=%s bytes=%zu", r->session, len);
+	free(data);
+}
+
+/* The conversation a session's last run left, into its new home on this node. */
+static void
+drun_session_restore(struct drun *r)
+{
+	struct engine	*e = r->d->engine;
+	char		*data, *cause = NULL;
+	size_t		 len = 0;
+
+	if ((data = store_session_archive_get(e->store, r->session, &len)) == NULL)
+		return;
+	if (archive_unpack(r->home, data, len, r->ident.uid, r->ident.gid, &cause) != 0) {
+		log_warn("event=session.restore_failed session=%s run=%s error=%s", r->session,
+		    r->id, log_q(cause));
+		free(cause);
+	} else
+		log_info("event=session.restored session=%s run=%s bytes=%zu", r->session,
+		    r->id, len);
+	free(data);
 }
 
 /*
@@ -1008,7 +1114,7 @@ dispatch_start(struct dispatch *d, const char *id)
 	 * none, say): two at once would share a workspace that one writes while
 	 * the engine clones, delivers or removes it for the other.
 	 */
-	if (dispatch_find_session(d, r->skey) != NULL) {
+	if (dispatch_find_session(d, r->skey) != NULL || dispatch_elsewhere(d, r)) {
 		json_decref(j);
 		drun_free(r);
 		return 0;
@@ -1064,13 +1170,15 @@ dispatch_start(struct dispatch *d, const char *id)
 		free(rundir);
 		goto fail;
 	}
+	if (r->moved)
+		drun_session_restore(r);
 	logpath = run_log_path(e->conf->data_dir, id);
 	r->logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	free(logpath);
 	free(rundir);
 	/* The repository is cloned (or the session's branch updated) outside the sandbox. */
 	rc = repo_prepare(e, r->id, r->a, evj, r->workspace, &r->ident, r->joined,
-	    drun_repo_cb, r, &r->repo, &cause);
+	    r->branch, drun_repo_cb, r, &r->repo, &cause);
 	json_decref(j);
 	if (rc < 0) {
 		drun_repo_cb(0, cause, r);
@@ -1091,12 +1199,45 @@ done:
 	return 1;
 }
 
+/*
+ * Several nodes: a run waits while its session has a run going on another
+ * node, and, for DISPATCH_AFFINITY_MS after it was queued, while the live
+ * node that holds the session's workspace may take it. After that (or when
+ * that node is dead) this node takes it and rebuilds the workspace
+ * (drun_session).
+ */
+static int
+dispatch_elsewhere(struct dispatch *d, struct drun *r)
+{
+	struct engine	*e = d->engine;
+	json_t		*s;
+	const char	*holder;
+	int		 wait = 0;
+
+	if (!store_shared(e->store))
+		return 0;
+	if (store_session_busy(e->store, r->org, r->thread, r->a->name))
+		return 1;
+	if ((s = store_session_live(e->store, r->org, r->thread, r->a->name)) == NULL)
+		return 0;
+	holder = json_string_value(json_object_get(s, "node"));
+	if (holder != NULL && strcmp(holder, node_id(e->node)) != 0 &&
+	    now_ms() - store_run_created_at(e->store, r->id) < DISPATCH_AFFINITY_MS &&
+	    store_node_live(e->store, holder) == 1) {
+		log_debug("event=dispatch.affinity run=%s session_node=%s", r->id, holder);
+		wait = 1;
+	}
+	json_decref(s);
+	return wait;
+}
+
 static void
 dispatch_kick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatch	*d = arg;
 	json_t		*ids, *id;
 	size_t		 i;
+	int64_t		 began = now_ms();
 
 	if (d->stopping || d->draining || d->running >= d->engine->conf->limit_runs ||
 	    !node_may_work(d->engine->node))
@@ -1105,6 +1246,15 @@ dispatch_kick_cb(evutil_socket_t fd, short what, void *arg)
 	json_array_foreach(ids, i, id) {
 		if (d->running >= d->engine->conf->limit_runs)
 			break;
+		/*
+		 * A long queue of runs that end at once (say, their automation is
+		 * gone) is taken a slice at a time: requests, signals and the
+		 * lease's beat are served between slices.
+		 */
+		if (now_ms() - began >= DISPATCH_SLICE_MS) {
+			dispatch_kick(d);
+			break;
+		}
 		dispatch_start(d, json_string_value(id));
 	}
 	json_decref(ids);

@@ -7,6 +7,7 @@
 #include "run.h"
 #include "dispatch.h"
 #include "sandbox.h"
+#include "outbox.h"
 
 #include <event2/event.h>
 #include <dirent.h>
@@ -148,7 +149,9 @@ node_take_over(struct node *n, const char *dead)
 
 	json_array_foreach(ids, i, id)
 		run_interrupt(n->e, json_string_value(id), reason);
-	log_warn("event=node.reaped node=%s dead=%s runs=%zu", n->id, dead, json_array_size(ids));
+	log_warn("event=node.reaped node=%s dead=%s runs=%zu reports=%d", n->id, dead,
+	    json_array_size(ids), store_reports_release(n->e->store, dead));
+	outbox_kick(n->e->outbox);
 	free(reason);
 	json_decref(ids);
 	n->reaped++;
@@ -358,6 +361,7 @@ node_orphans(struct node *n)
 	/* Its runs are this node's to end now, not a reaper's once its lease lapses. */
 	if (n->prev == NULL || store_node_retire(st, n->prev, n->id) < 0)
 		return json_array();
+	store_reports_release(st, n->prev);
 	return store_runs_on_node(st, n->prev);
 }
 

@@ -75,6 +75,7 @@ struct repo_job {
 	long long		 installation;
 	long long		 number;	/* the PR of a PR trigger */
 	int			 is_pr;
+	int			 resumed;	/* branch is a session's, pushed from another node */
 	int			 fork;
 	int			 want_pr;
 	char			*branch;
@@ -362,7 +363,8 @@ repo_git_cb(int status, const char *output, void *arg)
 		j->base = xprintf("%.*s", (int)len, p);
 		if (!repo_valid_branch(j->base))
 			return repo_fail(j, "the default branch has an unusable name", NULL);
-		j->fetch_ref = xprintf("refs/heads/%s", j->base);
+		/* A session's branch goes on from where its last run pushed it. */
+		j->fetch_ref = xprintf("refs/heads/%s", j->resumed ? j->branch : j->base);
 		j->step = REPO_FETCH;
 		break;
 	case REPO_FETCH:
@@ -1225,7 +1227,7 @@ repo_wanted(const struct automation *a, const json_t *event)
 int
 repo_prepare(struct engine *e, const char *run, const struct automation *a,
     const json_t *event, const char *workspace, const struct sandbox_ident *as, int followup,
-    repo_prepare_cb cb, void *arg, struct repo_job **out, char **cause)
+    const char *branch, repo_prepare_cb cb, void *arg, struct repo_job **out, char **cause)
 {
 	struct repo_job	*j;
 	const char	*source, *org;
@@ -1282,6 +1284,9 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 	    strcmp(repo, json_string_value(json_object_get(event, "repository"))) == 0) {
 		j->is_pr = 1;
 		j->number = json_integer_value(json_object_get(meta, "number"));
+	} else if (branch != NULL && repo_valid_branch(branch)) {
+		j->branch = xstrdup(branch);
+		j->resumed = 1;
 	} else
 		j->branch = xprintf("spur/%s", run);
 	/* The session's, made by root in root's session directory: no link can be there. */

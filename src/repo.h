@@ -20,11 +20,14 @@ typedef void (*repo_deliver_cb)(enum repo_outcome, const char *proof, const char
  * Before the run: clones the run's repository into workspace (or, for a
  * follow-up, updates the session's branch), outside the sandbox, without ever
  * leaving a credential in it. 0: nothing to do (no repository); 1: started,
- * cb comes later; -1 and cause: cannot.
+ * cb comes later; -1 and cause: cannot. branch: a session another node held,
+ * whose workspace is made again here: the branch it pushed, checked out
+ * instead of a new one (NULL: none pushed, or not such a session).
  */
 int	 repo_prepare(struct engine *, const char *run, const struct automation *,
 	     const json_t *event, const char *workspace, const struct sandbox_ident *,
-	     int followup, repo_prepare_cb, void *, struct repo_job **, char **cause);
+	     int followup, const char *branch, repo_prepare_cb, void *, struct repo_job **,
+	     char **cause);
 /*
  * After a clean run whose proof is pull_request or commit: commits what changed
  * (message from the agent's final message), pushes, opens or updates the PR.

@@ -196,6 +196,12 @@ static const char *store_pg_migrations[] = {
 	"ALTER TABLE events ADD COLUMN payload_len BIGINT;"
 	"ALTER TABLE runs ALTER COLUMN thread TYPE TEXT COLLATE \"C\";"
 	"ALTER TABLE events ALTER COLUMN thread TYPE TEXT COLLATE \"C\";",
+	/* 4: sqlite's 17: the nodes holding a session's workspace and a report, the agent's files */
+	"ALTER TABLE sessions ADD COLUMN node TEXT;"
+	"ALTER TABLE reports ADD COLUMN node TEXT;"
+	"CREATE TABLE session_archives ("
+	"  session TEXT PRIMARY KEY, agent TEXT NOT NULL, data BYTEA NOT NULL,"
+	"  bytes BIGINT NOT NULL, updated_at BIGINT NOT NULL);",
 };
 
 /* Now in ms by the database's clock: the one every node's lease is measured on. */

@@ -197,6 +197,17 @@ static const char *store_migrations[] = {
 	 * several; here the one node's id)
 	 */
 	"ALTER TABLE runs ADD COLUMN node TEXT;",
+	/*
+	 * 17: several nodes (as on PostgreSQL): the node whose data_dir holds a
+	 * session's workspace, the node that took a report to post, and the
+	 * agent's own session files (its conversation) as the last run left
+	 * them, for another node to resume
+	 */
+	"ALTER TABLE sessions ADD COLUMN node TEXT;"
+	"ALTER TABLE reports ADD COLUMN node TEXT;"
+	"CREATE TABLE session_archives ("
+	"  session TEXT PRIMARY KEY, agent TEXT NOT NULL, data BLOB NOT NULL,"
+	"  bytes INTEGER NOT NULL, updated_at INTEGER NOT NULL);",
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
@@ -812,6 +823,18 @@ store_node_retire(struct store *st, const char *node, const char *by)
 	    "AND dead_at IS NULL", args, 2, ints, 1) != 0)
 		return -1;
 	return db_changes(st->db) == 1;
+}
+
+int
+store_reports_release(struct store *st, const char *node)
+{
+	const char	*args[] = { node };
+	int64_t		 ints[] = { now_ms() };
+
+	if (store_exec_bind(st, "UPDATE reports SET next_at = ?2 WHERE node = ?1 AND "
+	    "state = 'pending' AND next_at > ?2", args, 1, ints, 1) != 0)
+		return -1;
+	return (int)db_changes(st->db);
 }
 
 char *
@@ -1455,7 +1478,7 @@ store_session_live(struct store *st, const char *org, const char *thread,
 	struct db_stmt	*s;
 	json_t		*j = NULL;
 
-	if ((s = db_prepare(st->db, "SELECT id, workspace, agent_session, branch, uid "
+	if ((s = db_prepare(st->db, "SELECT id, workspace, agent_session, branch, uid, node "
 	    "FROM sessions WHERE org = ? AND thread = ? AND automation = ? AND "
 	    "state = 'live'", 0)) == NULL)
 		return NULL;
@@ -1463,9 +1486,10 @@ store_session_live(struct store *st, const char *org, const char *thread,
 	db_bind_text(s, 2, thread);
 	db_bind_text(s, 3, automation);
 	if (db_step(s) == DB_ROW) {
-		j = json_pack("{s:o,s:o,s:o,s:o,s:I}", "id", col_json_text(s, 0), "workspace",
+		j = json_pack("{s:o,s:o,s:o,s:o,s:I,s:o}", "id", col_json_text(s, 0), "workspace",
 		    col_json_text(s, 1), "agent_session", col_json_text(s, 2), "branch",
-		    col_json_text(s, 3), "uid", (json_int_t)db_column_int64(s, 4));
+		    col_json_text(s, 3), "uid", (json_int_t)db_column_int64(s, 4), "node",
+		    col_json_text(s, 5));
 	}
 	db_finalize(s);
 	return j;
@@ -1520,12 +1544,112 @@ int
 store_session_create(struct store *st, const char *id, const char *org,
     const char *thread, const char *automation, const char *workspace, long long uid)
 {
-	const char	*args[] = { id, org, thread, automation, workspace };
+	const char	*args[] = { id, org, thread, automation, workspace, st->node };
 	int64_t		 now = now_ms(), ints[] = { now, now, uid };
 
 	return store_exec_bind(st, "INSERT INTO sessions (id, org, thread, automation, "
-	    "workspace, state, created_at, used_at, uid) VALUES (?, ?, ?, ?, ?, 'live', ?, ?, "
-	    "nullif(?, 0))", args, 5, ints, 3);
+	    "workspace, node, state, created_at, used_at, uid) VALUES (?, ?, ?, ?, ?, ?, 'live', "
+	    "?, ?, nullif(?, 0))", args, 6, ints, 3);
+}
+
+int
+store_session_move(struct store *st, const char *id, const char *workspace)
+{
+	const char	*args[] = { workspace, st->node, id };
+
+	return store_exec_bind(st, "UPDATE sessions SET workspace = ?, node = ? WHERE id = ?",
+	    args, 3, NULL, 0);
+}
+
+int
+store_session_archive_put(struct store *st, const char *id, const char *agent,
+    const char *data, size_t len)
+{
+	struct db_stmt	*s;
+	int		 rc;
+
+	if ((s = store_stmt(st, "INSERT INTO session_archives (session, agent, data, bytes, "
+	    "updated_at) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (session) DO UPDATE SET "
+	    "agent = excluded.agent, data = excluded.data, bytes = excluded.bytes, "
+	    "updated_at = excluded.updated_at")) == NULL)
+		return -1;
+	db_bind_text(s, 1, id);
+	db_bind_text(s, 2, agent);
+	db_bind_blob(s, 3, data, len);
+	db_bind_int64(s, 4, (int64_t)len);
+	db_bind_int64(s, 5, now_ms());
+	rc = db_step(s) == DB_DONE ? 0 : -1;
+	db_reset(s);
+	db_clear_bindings(s);
+	return rc;
+}
+
+char *
+store_session_archive_get(struct store *st, const char *id, size_t *len)
+{
+	struct db_stmt	*s;
+	char		*data = NULL;
+
+	if ((s = store_stmt(st, "SELECT data FROM session_archives WHERE session = ?")) == NULL)
+		return NULL;
+	db_bind_text(s, 1, id);
+	if (db_step(s) == DB_ROW && db_column_blob(s, 0) != NULL) {
+		*len = db_column_bytes(s, 0);
+		data = xmalloc(*len + 1);
+		memcpy(data, db_column_blob(s, 0), *len);
+	}
+	db_reset(s);
+	return data;
+}
+
+int
+store_session_busy(struct store *st, const char *org, const char *thread,
+    const char *automation)
+{
+	struct db_stmt	*s;
+	int		 busy;
+
+	if ((s = store_stmt(st, "SELECT 1 FROM runs WHERE org = ? AND thread = ? AND "
+	    "automation = ? AND state = 'running' LIMIT 1")) == NULL)
+		return 0;
+	db_bind_text(s, 1, org);
+	db_bind_text(s, 2, thread);
+	db_bind_text(s, 3, automation);
+	busy = db_step(s) == DB_ROW;
+	db_reset(s);
+	return busy;
+}
+
+int64_t
+store_run_created_at(struct store *st, const char *run)
+{
+	struct db_stmt	*s;
+	int64_t		 at = 0;
+
+	if ((s = store_stmt(st, "SELECT created_at FROM runs WHERE id = ?")) == NULL)
+		return 0;
+	db_bind_text(s, 1, run);
+	if (db_step(s) == DB_ROW)
+		at = db_column_int64(s, 0);
+	db_reset(s);
+	return at;
+}
+
+int
+store_node_live(struct store *st, const char *node)
+{
+	struct db_stmt	*s;
+	int		 live = 0;
+
+	if (st->be == NULL)
+		return 1;	/* one node: itself */
+	if ((s = store_stmt(st, "SELECT 1 FROM nodes WHERE id = ? AND dead_at IS NULL AND "
+	    "lease_until >= (extract(epoch from clock_timestamp()) * 1000)::bigint")) == NULL)
+		return -1;
+	db_bind_text(s, 1, node);
+	live = db_step(s) == DB_ROW;
+	db_reset(s);
+	return live;
 }
 
 long long
@@ -2105,7 +2229,7 @@ store_report_unwait(struct store *st, const char *run)
 	/* Not one that is due: the outbox may be sending it. */
 	if (store_exec_bind(st, "DELETE FROM reports WHERE run = ? AND kind = 'run_end' AND "
 	    "state = 'pending' AND sending_at IS NULL AND attempts = 0 AND next_at > ? AND "
-	    "json_extract(target, '$.await_status') = 1", args, 1, ints, 1) != 0)
+	    "json_extract(target, '$.await_status') IS NOT NULL", args, 1, ints, 1) != 0)
 		return 0;
 	return db_changes(st->db) > 0;
 }
@@ -2165,15 +2289,16 @@ int
 store_report_sending(struct store *st, int64_t id, int64_t at, int64_t held)
 {
 	/* One node: no other takes it; the outbox knows the ones it is sending. */
-	int64_t	 ints[] = { at, id, st->lite != NULL ? 0 : STORE_REPORT_LEASE_MS, held };
+	const char	*args[] = { st->node };
+	int64_t		 ints[] = { at, id, st->lite != NULL ? 0 : STORE_REPORT_LEASE_MS, held };
 
 	/*
 	 * A take is its sending_at: still this node's when no other took the
 	 * report since (one that did wrote its own, later by a lease at least).
 	 */
-	if (store_exec_bind(st, "UPDATE reports SET sending_at = ?1, next_at = ?1 + ?3 WHERE "
-	    "id = ?2 AND state = 'pending' AND (next_at <= ?1 OR (?4 <> 0 AND sending_at = ?4))",
-	    NULL, 0, ints, 4) != 0)
+	if (store_exec_bind(st, "UPDATE reports SET node = ?1, sending_at = ?2, next_at = ?2 + ?4 "
+	    "WHERE id = ?3 AND state = 'pending' AND (next_at <= ?2 OR (?5 <> 0 AND "
+	    "sending_at = ?5))", args, 1, ints, 4) != 0)
 		return -1;
 	return db_changes(st->db) == 1 ? 0 : 1;
 }

@@ -130,6 +130,12 @@ int		 store_shared(const struct store *);
  * died: what it ran is over); 1 when this call did, 0 when it was already.
  */
 int		 store_node_retire(struct store *, const char *node, const char *by);
+/*
+ * The reports a dead node took to post are due now, not when their lease
+ * ends: the node that sees it dead looks in each thread and posts what is
+ * not there. The number released, or -1.
+ */
+int		 store_reports_release(struct store *, const char *node);
 /* The node this connection's runs are started on (runs.node); NULL: none named. */
 void		 store_set_node(struct store *, const char *node);
 /*
@@ -214,6 +220,19 @@ json_t		*store_session_live(struct store *, const char *org, const char *thread,
 int		 store_session_create(struct store *, const char *id, const char *org,
 		     const char *thread, const char *automation, const char *workspace,
 		     long long uid);
+/* Another node took the session over: its workspace is now this node's (store_set_node). */
+int		 store_session_move(struct store *, const char *id, const char *workspace);
+/* The agent's own session files as the last run left them (archive.c's form). */
+int		 store_session_archive_put(struct store *, const char *id, const char *agent,
+		     const char *data, size_t len);
+char		*store_session_archive_get(struct store *, const char *id, size_t *len);
+/* 1 when a run of that session (org, thread, automation) is running, on any node. */
+int		 store_session_busy(struct store *, const char *org, const char *thread,
+		     const char *automation);
+/* When run was queued (ms), or 0. */
+int64_t		 store_run_created_at(struct store *, const char *run);
+/* 1 when node's lease is current (sqlite: there is one node, always 1); -1 on error. */
+int		 store_node_live(struct store *, const char *node);
 /* A uid of [first, last] no live session has; 0 when every one is taken. */
 long long	 store_session_uid_pick(struct store *, long long first, long long last);
 int		 store_session_touch(struct store *, const char *id, const char *agent_session);

@@ -452,7 +452,9 @@ class Spur:
     def query(self, sql, *args):
         if self.pg_url is not None:
             text = pg_sql(sql, args).strip().rstrip(";")
-            rows = _pg_server.query("SELECT COALESCE(json_agg(t), '[]') FROM (%s) t" % text
+            # json_agg puts a newline between rows; psql's output is read a line a row
+            rows = _pg_server.query("SELECT replace(COALESCE(json_agg(t), '[]')::text, E'\\n', ' ') "
+                                    "FROM (%s) t" % text
                                     if text.upper().startswith("SELECT") else text, db=self.pg_db)
             return json.loads(rows[0][0]) if rows and text.upper().startswith("SELECT") else []
         con = self.db()

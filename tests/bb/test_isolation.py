@@ -19,6 +19,9 @@ SRC = os.path.join(os.environ.get("SPUR_SRCDIR", os.path.join(os.path.dirname(__
 ALLOWED = {
     ("automation.c", "opendir"): "the automations directory (the operator's)",
     ("dispatch.c", "opendir"): "data_dir/runs, root's: only the names are read; rm_rf does the rest",
+    ("archive.c", "fchownat"): "AT_SYMLINK_NOFOLLOW, relative to the directory it just made (mkdirat) "
+                               "in a new home, by descriptor",
+    ("node.c", "opendir"): "the automations directory (the operator's), for the config's hash",
     ("egress.c", "chmod"): "data_dir/runs/RUN/net, root's, bound read-only into the sandbox",
     ("egress.c", "fchownat"): "AT_SYMLINK_NOFOLLOW, relative to HOME's descriptor (O_NOFOLLOW)",
     ("egress.c", "realpath"): "the agent's command from spur.yaml (the operator's)",

@@ -263,4 +263,27 @@ with Spur("sandbox:\n  backend: none\n", automations={"report.yaml": auto(
     rc, out, err = s.c("logs", new_run)
     t.ok(rc == 0 and "kept output" in out, "the recent run's output is still there", (rc, out))
 
+# A long queue of runs that each end at once (their automation snapshot is unreadable): each end
+# kicked the dispatcher with event_active(), which libevent runs in the same round, so the loop
+# never polled again until the queue was gone: SIGTERM (and every request) waited minutes.
+with Spur() as s:
+    s.start()
+    s.stop()
+    import sqlite3
+    con = sqlite3.connect(os.path.join(s.data_dir, "spur.db"))
+    con.executemany("INSERT INTO runs (id, org, automation, event, state, automation_json, created_at) "
+                    "VALUES (?, 'acme', 'gone', 'evt_gone', 'queued', '{}', ?)",
+                    [("run_gone_%05d" % i, i) for i in range(20000)])
+    con.commit()
+    con.close()
+    s.start()
+    time.sleep(1)
+    st, _, _ = s.request("GET", "/healthz", timeout=5)
+    t.eq(st, 200, "with 20,000 runs ending one after another, the engine still answers at once")
+    t0 = time.time()
+    rc = s.stop(timeout=15)
+    left = s.query("SELECT count(*) AS n FROM runs WHERE state = 'queued'")[0]["n"]
+    t.ok(rc == 0 and time.time() - t0 < 5 and left > 0,
+         "and stops on SIGTERM within seconds, the queue not yet gone (%d left, %.1f s)" % (left, time.time() - t0))
+
 t.done()

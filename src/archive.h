@@ -1,0 +1,27 @@
+/* archive.h: an agent's own session files (its conversation) packed into the store and unpacked on another node. */
+#ifndef SPUR_ARCHIVE_H
+#define SPUR_ARCHIVE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* At most this many bytes of files are kept for a session; past it none are (the run says so). */
+#define ARCHIVE_MAX	(8 * 1024 * 1024)
+
+/*
+ * The regular files under home/subdir (a tree the sandbox wrote: walked by
+ * descriptors, never through a link; links, devices and pipes are left out),
+ * packed with their paths below home. 0 with *out (to free) and *len; 1 when
+ * there is nothing there; -1 with the reason (over max, unreadable).
+ */
+int	archive_pack(const char *home, const char *subdir, size_t max, char **out,
+	    size_t *len, char **cause);
+/*
+ * Writes what archive_pack made into home, an empty directory of the
+ * engine's: each directory and file made anew (O_EXCL, never through a link),
+ * owned by uid and gid. -1 with the reason when the archive is not one.
+ */
+int	archive_unpack(const char *home, const char *data, size_t len, uid_t uid, gid_t gid,
+	    char **cause);
+
+#endif
