@@ -101,6 +101,7 @@ struct config {
 	size_t			 nlisten;
 	char			*data_dir;	/* absolute */
 	char			*store_url;	/* store: postgresql://... (several nodes); NULL: sqlite3 in data_dir */
+	int			 store_notify;	/* store_notify: LISTEN/NOTIFY wake-ups between nodes */
 	char			*automations_dir; /* absolute */
 	char			*public_url;
 	unsigned long long	 limit_body;

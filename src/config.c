@@ -172,7 +172,7 @@ cfg_store(struct cfgctx *c, struct config *cf, const struct ynode *n)
 /* The keys of each mapping, for "did you mean" when a key is not one of them. */
 static const char *const top_keys[] = { "listen", "data_dir", "automations", "public_url",
 	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports",
-	"secrets", "egress", "log", "store", NULL };
+	"secrets", "egress", "log", "store", "store_notify", NULL };
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
 	"idle", "buffered", "request", "runs", "queue", "drain", NULL };
 static const char *const sandbox_keys[] = { "backend", "user", "timeout", "memory", "pids",
@@ -1229,6 +1229,7 @@ cfg_defaults(struct config *cf)
 	cf->schedule_catch_up = 3600;
 	cf->report_give_up = 24 * 3600;
 	cf->report_progress = 1;
+	cf->store_notify = 1;
 	cf->sandbox.backend = SANDBOX_BWRAP;
 	cf->sandbox.user = xstrdup("spur-run");
 	cf->sandbox.timeout = 30 * 60;
@@ -1346,6 +1347,7 @@ config_load(const char *path, int flags, struct yerrs *errs)
 	struct cfgctx	 c;
 	size_t		 i, before = errs->nerrors;
 	char		*tmp;
+	int		 b;
 
 	if ((root = yaml_load_file(path, errs)) == NULL)
 		return NULL;
@@ -1370,6 +1372,12 @@ config_load(const char *path, int flags, struct yerrs *errs)
 			cfg_str(&c, n, "data_dir", &cf->data_dir);
 		else if (strcmp(k, "store") == 0)
 			cfg_store(&c, cf, n);
+		else if (strcmp(k, "store_notify") == 0) {
+			if ((b = ynode_bool(n)) < 0)
+				cfg_error(&c, n, "\"store_notify\" must be true or false");
+			else
+				cf->store_notify = b;
+		}
 		else if (strcmp(k, "automations") == 0)
 			cfg_str(&c, n, "automations", &cf->automations_dir);
 		else if (strcmp(k, "public_url") == 0)

@@ -50,6 +50,7 @@ struct node {
 	char		*prev;		/* the node that ran on this data_dir before, if any */
 	char		*hash;		/* this node's config, as told to the others */
 	struct event	*tick;
+	struct event	*heard;		/* the store's LISTEN connection is readable */
 	int64_t		 renewed;	/* when the lease was last renewed (this node's clock) */
 	int		 fenced;	/* the lease lapsed: the others took this node's runs */
 	int		 cut;		/* the last beat failed, or fenced: no new runs */
@@ -67,9 +68,9 @@ node_cmp(const void *a, const void *b)
 
 /*
  * The config the nodes must agree on: spur.yaml less what is each node's own
- * (its listen and data_dir lines, and its store line: nodes may reach the one
- * database by other addresses, a local pooler say), and every automation
- * file by name.
+ * (its listen, data_dir and store_notify lines, and its store line: nodes may
+ * reach the one database by other addresses, a local pooler say), and every
+ * automation file by name.
  */
 static char *
 node_config_hash(struct engine *e)
@@ -88,6 +89,7 @@ node_config_hash(struct engine *e)
 			if ((next = strchr(line, '\n')) != NULL)
 				*next++ = '\0';
 			if (strncmp(line, "listen:", 7) != 0 && strncmp(line, "data_dir:", 9) != 0 &&
+			    strncmp(line, "store_notify:", 13) != 0 &&
 			    strncmp(line, "store:", 6) != 0)
 				buf_addf(&b, "%s\n", line);
 		}
@@ -157,6 +159,43 @@ node_take_over(struct node *n, const char *dead)
 	n->reaped++;
 }
 
+/* Another node queued runs (NOTIFY): this one looks at the queue now, not at its next poll. */
+static void
+node_heard_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct node	*n = arg;
+	int		 got = store_listened(n->e->store);
+
+	if (got > 0 && n->e->dispatch != NULL)
+		dispatch_kick(n->e->dispatch);
+	if (got < 0) {
+		log_warn("event=node.listen_lost node=%s consequence=\"polling until it is "
+		    "made again\"", n->id);
+		event_free(n->heard);
+		n->heard = NULL;
+	}
+}
+
+/* LISTEN (store_notify, the default), or say that this node polls. */
+static void
+node_listen(struct node *n)
+{
+	char	*cause = NULL;
+	int	 fd;
+
+	if (n->heard != NULL || !n->e->conf->store_notify)
+		return;
+	if ((fd = store_listen(n->e->store, &cause)) < 0) {
+		log_warn("event=node.listen_failed node=%s error=%s consequence=\"polling\"",
+		    n->id, log_q(cause));
+		free(cause);
+		return;
+	}
+	n->heard = event_new(n->e->base, fd, EV_READ | EV_PERSIST, node_heard_cb, n);
+	event_add(n->heard, NULL);
+	log_info("event=node.listening node=%s channel=%s", n->id, STORE_CHANNEL);
+}
+
 static void
 node_arm(struct node *n, int64_t ms)
 {
@@ -221,6 +260,7 @@ node_tick_cb(evutil_socket_t fd, short what, void *arg)
 		if (n->e->dispatch != NULL)
 			dispatch_kick(n->e->dispatch);
 	}
+	node_listen(n);
 	while ((dead = store_node_reap(n->e->store, n->id)) != NULL) {
 		node_take_over(n, dead);
 		free(dead);
@@ -307,6 +347,9 @@ node_create(struct engine *e, char **cause)
 	store_horizon(e->store, n->renewed + NODE_HORIZON_MS);
 	log_info("event=node.started node=%s config_hash=%s previous=%s lease_ms=%d", n->id,
 	    n->hash, n->prev != NULL ? n->prev : "-", NODE_LEASE_MS);
+	if (!e->conf->store_notify)
+		log_info("event=node.polling node=%s reason=\"store_notify: false\"", n->id);
+	node_listen(n);
 	n->tick = evtimer_new(e->base, node_tick_cb, n);
 	node_arm(n, n->renewed + NODE_BEAT_MS - now_ms());
 	return n;
@@ -327,6 +370,8 @@ node_free(struct node *n)
 		log_info("event=node.retired node=%s", n->id);
 	if (n->tick != NULL)
 		event_free(n->tick);
+	if (n->heard != NULL)
+		event_free(n->heard);
 	free(n->id);
 	free(n->prev);
 	free(n->hash);

@@ -23,6 +23,9 @@ struct store_backend {
 	char		*(*nodes_config)(void *impl, int *agree, int *live);
 	/* No command waits past at (now_ms's clock; 0: none). */
 	void		 (*horizon)(void *impl, int64_t at);
+	/* Wake-ups between nodes (store_listen, store_listened). */
+	int		 (*listen)(void *impl, char **cause);
+	int		 (*listened)(void *impl);
 	/* What the operator sees of the store (its connection string, which has no password). */
 	const char	*(*name_of)(void *impl);
 };

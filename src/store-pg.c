@@ -53,8 +53,6 @@ const struct store_backend store_pg_backend = {
 
 #include <libpq-fe.h>
 
-/* Times a transaction is tried again after a deadlock or serialization failure. */
-#define PG_TX_TRIES	5
 /*
  * Seconds to wait for the server to answer a connection: libpq's
  * connect_timeout, which its asynchronous connect leaves to its caller, so
@@ -75,6 +73,7 @@ const struct store_backend store_pg_backend = {
 
 struct store_pg {
 	PGconn	*conn;
+	PGconn	*listen;	/* LISTEN's own connection (store_pg_listen), or NULL */
 	char	*name;		/* the connection string (store_url_check: never a password) */
 	int	 prepared;	/* the statements below are prepared on this connection */
 	int	 broken;	/* the connection was lost: made again before its next use */
@@ -351,16 +350,16 @@ store_pg_lose(struct store_pg *pg, const char *sql)
 	pg->intx = 0;
 }
 
-/* Waits for the connection's socket until deadline: 1 ready, 0 time is up, -1 an error. */
+/* Waits for a connection's socket until deadline: 1 ready, 0 time is up, -1 an error. */
 static int
-store_pg_poll(struct store_pg *pg, short events, int64_t deadline)
+store_pg_poll(PGconn *conn, short events, int64_t deadline)
 {
 	struct pollfd	 pfd;
 	int64_t		 left;
 	int		 rc;
 
 	/* Its socket may change while it connects (another address, TLS refused). */
-	if ((pfd.fd = PQsocket(pg->conn)) < 0)
+	if ((pfd.fd = PQsocket(conn)) < 0)
 		return -1;
 	pfd.events = events;
 	for (;;) {
@@ -387,13 +386,14 @@ store_pg_silent(struct store_pg *pg, int64_t ms, const char *what, char **cause)
 }
 
 /*
- * A connect, or a reset, to its end: PQconnectPoll's or PQresetPoll's
- * steps, each waited for until the deadline (PG_CONNECT_MS, or the
- * command's shorter one). The connection is nonblocking once made: a
- * command's sending waits here too, not in the kernel.
+ * A connect, or a reset, of conn (pg's, or its LISTEN connection) to its
+ * end: PQconnectPoll's or PQresetPoll's steps, each waited for until the
+ * deadline (PG_CONNECT_MS, or the command's sooner one). The connection is
+ * nonblocking once made: a command's sending waits here too, not in the
+ * kernel.
  */
 static int
-store_pg_connect_wait(struct store_pg *pg, int reset, char **cause)
+store_pg_connect_wait(struct store_pg *pg, PGconn *conn, int reset, char **cause)
 {
 	int64_t				 ms, deadline;
 	PostgresPollingStatusType	 ps = PGRES_POLLING_WRITING;
@@ -405,27 +405,74 @@ store_pg_connect_wait(struct store_pg *pg, int reset, char **cause)
 		deadline = store_pg_mono() + PG_CONNECT_MS;
 	ms = deadline - store_pg_mono();
 	for (;;) {
-		if (ps == PGRES_POLLING_OK && PQstatus(pg->conn) == CONNECTION_OK) {
-			if (PQsetnonblocking(pg->conn, 1) != 0)
+		if (ps == PGRES_POLLING_OK && PQstatus(conn) == CONNECTION_OK) {
+			if (PQsetnonblocking(conn, 1) != 0)
 				break;
 			return 0;
 		}
-		if (ps == PGRES_POLLING_FAILED || PQstatus(pg->conn) == CONNECTION_BAD)
+		if (ps == PGRES_POLLING_FAILED || PQstatus(conn) == CONNECTION_BAD)
 			break;
-		rc = store_pg_poll(pg, ps == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline);
+		rc = store_pg_poll(conn, ps == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline);
 		if (rc == 0) {
-			/* The half-made connection is closed by the next attempt's reset. */
+			/* The half-made connection is closed by the next attempt. */
 			store_pg_silent(pg, ms, " to a connect", cause);
 			return -1;
 		}
 		if (rc < 0)
 			break;
-		ps = reset ? PQresetPoll(pg->conn) : PQconnectPoll(pg->conn);
+		ps = reset ? PQresetPoll(conn) : PQconnectPoll(conn);
 	}
-	m = store_pg_msg(PQerrorMessage(pg->conn));
+	m = store_pg_msg(PQerrorMessage(conn));
 	xasprintf(cause, "%s", m);
 	free(m);
 	return -1;
+}
+
+/*
+ * A command's results, once sent: what is left of it is sent, then its
+ * results read, each wait bounded by deadline. 0 with *res, the last result
+ * or the first failure's, as PQexec's; 1 the time is up; -1 the connection
+ * failed.
+ */
+static int
+store_pg_collect(PGconn *conn, int64_t deadline, PGresult **res)
+{
+	PGresult	*r;
+	int		 rc;
+
+	*res = NULL;
+	while ((rc = PQflush(conn)) == 1) {
+		/* The server may be waiting for us to read before it reads on. */
+		if ((rc = store_pg_poll(conn, POLLOUT | POLLIN, deadline)) <= 0)
+			return rc == 0 ? 1 : -1;
+		if (PQconsumeInput(conn) == 0)
+			return -1;
+	}
+	if (rc < 0)
+		return -1;
+	for (;;) {
+		while (PQisBusy(conn)) {
+			if ((rc = store_pg_poll(conn, POLLIN, deadline)) <= 0) {
+				PQclear(*res);
+				*res = NULL;
+				return rc == 0 ? 1 : -1;
+			}
+			if (PQconsumeInput(conn) == 0) {
+				PQclear(*res);
+				*res = NULL;
+				return -1;
+			}
+		}
+		if ((r = PQgetResult(conn)) == NULL)
+			return 0;
+		if (*res != NULL && PQresultStatus(*res) != PGRES_COMMAND_OK &&
+		    PQresultStatus(*res) != PGRES_TUPLES_OK)
+			PQclear(r);
+		else {
+			PQclear(*res);
+			*res = r;
+		}
+	}
 }
 
 /*
@@ -443,38 +490,24 @@ static PGresult *
 store_pg_await(struct store_pg *pg, const char *sql, int sent, char **cause)
 {
 	int64_t		 deadline = store_pg_until(pg), ms = deadline - store_pg_mono();
-	PGresult	*r, *keep = NULL;
+	PGresult	*keep = NULL;
 	ExecStatusType	 s;
 	char		*m;
 	int		 rc;
 
-	if (!sent)
-		goto lost;
-	while ((rc = PQflush(pg->conn)) == 1) {
-		/* The server may be waiting for us to read before it reads on. */
-		if ((rc = store_pg_poll(pg, POLLOUT | POLLIN, deadline)) <= 0)
-			goto silent;
-		if (PQconsumeInput(pg->conn) == 0)
-			goto lost;
+	if (!sent || (rc = store_pg_collect(pg->conn, deadline, &keep)) < 0) {
+		store_pg_lose(pg, sql);
+		if (cause != NULL && *cause == NULL) {
+			m = store_pg_msg(PQerrorMessage(pg->conn));
+			xasprintf(cause, "%s", m);
+			free(m);
+		}
+		return NULL;
 	}
-	if (rc < 0)
-		goto lost;
-	for (;;) {
-		while (PQisBusy(pg->conn)) {
-			if ((rc = store_pg_poll(pg, POLLIN, deadline)) <= 0)
-				goto silent;
-			if (PQconsumeInput(pg->conn) == 0)
-				goto lost;
-		}
-		if ((r = PQgetResult(pg->conn)) == NULL)
-			break;
-		if (keep != NULL && PQresultStatus(keep) != PGRES_COMMAND_OK &&
-		    PQresultStatus(keep) != PGRES_TUPLES_OK)
-			PQclear(r);
-		else {
-			PQclear(keep);
-			keep = r;
-		}
+	if (rc > 0) {
+		store_pg_lose(pg, sql);
+		store_pg_silent(pg, ms, "", cause);
+		return NULL;
 	}
 	s = PQresultStatus(keep);
 	if (keep != NULL && (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)) {
@@ -494,23 +527,6 @@ store_pg_await(struct store_pg *pg, const char *sql, int sent, char **cause)
 		free(m);
 	}
 	PQclear(keep);
-	return NULL;
-silent:
-	PQclear(keep);
-	store_pg_lose(pg, sql);
-	if (rc == 0)
-		store_pg_silent(pg, ms, "", cause);
-	else if (cause != NULL && *cause == NULL)
-		xasprintf(cause, "waiting for the store: %s", strerror(errno));
-	return NULL;
-lost:
-	PQclear(keep);
-	store_pg_lose(pg, sql);
-	if (cause != NULL && *cause == NULL) {
-		m = store_pg_msg(PQerrorMessage(pg->conn));
-		xasprintf(cause, "%s", m);
-		free(m);
-	}
 	return NULL;
 }
 
@@ -697,7 +713,8 @@ store_pg_ready(struct store_pg *pg, char **cause)
 		pg->prepared = 0;
 		pg->broken = 0;
 		pg->intx = 0;
-		if (PQresetStart(pg->conn) == 0 || store_pg_connect_wait(pg, 1, &m) != 0) {
+		if (PQresetStart(pg->conn) == 0 ||
+		    store_pg_connect_wait(pg, pg->conn, 1, &m) != 0) {
 			if (m == NULL)
 				m = store_pg_msg(PQerrorMessage(pg->conn));
 			/* Still lost: the next use tries again. */
@@ -738,23 +755,102 @@ store_pg_close(void *impl)
 	if (pg == NULL)
 		return;
 	PQfinish(pg->conn);
+	if (pg->listen != NULL)
+		PQfinish(pg->listen);
 	free(pg->name);
 	free(pg);
 }
 
-static void *
-store_pg_open(const char *url, char **cause)
+/*
+ * A connection to url. The URL comes last, so what it says overrides these
+ * defaults. Over TCP, a server that went away without a word (a partition) is
+ * noticed within about a minute, not the kernel's hours: the writer waits no
+ * longer.
+ */
+static PGconn *
+store_pg_connect(const char *url)
 {
-	/*
-	 * The URL comes last, so what it says overrides these defaults. Over TCP,
-	 * a server that went away without a word (a partition) is noticed within
-	 * about a minute, not the kernel's hours: the writer waits no longer.
-	 */
 	const char	*keys[] = { "connect_timeout", "application_name", "client_encoding",
 	    "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout",
 	    "dbname", NULL };
 	const char	*vals[] = { PG_CONNECT_TIMEOUT, "spur", "UTF8", "30", "10", "3", "30000",
 	    url, NULL };
+	PGconn		*conn;
+
+	/* Started only: store_pg_connect_wait sees it through, within its deadline. */
+	if ((conn = PQconnectStartParams(keys, vals, 1)) == NULL)
+		fatal("PQconnectStartParams: out of memory");
+	return conn;
+}
+
+/*
+ * Wake-ups between nodes: a connection of its own that LISTENs on
+ * STORE_CHANNEL (a NOTIFY there says runs were queued). Its descriptor, for
+ * the caller's loop; -1 with the reason.
+ */
+static int
+store_pg_listen(void *impl, char **cause)
+{
+	struct store_pg	*pg = impl;
+	PGresult	*r = NULL;
+	char		*m = NULL;
+	int64_t		 deadline, ms;
+	int		 rc;
+
+	if (pg->listen != NULL)
+		PQfinish(pg->listen);
+	pg->listen = NULL;
+	/* Its connect and its LISTEN wait no longer than a command would. */
+	if (store_pg_late(pg, cause) != 0)
+		return -1;
+	pg->listen = store_pg_connect(pg->name);
+	if (store_pg_connect_wait(pg, pg->listen, 0, &m) == 0) {
+		deadline = store_pg_until(pg);
+		ms = deadline - store_pg_mono();
+		if (!PQsendQuery(pg->listen, "LISTEN " STORE_CHANNEL) ||
+		    (rc = store_pg_collect(pg->listen, deadline, &r)) < 0)
+			m = store_pg_msg(PQerrorMessage(pg->listen));
+		else if (rc > 0)
+			store_pg_silent(pg, ms, "", &m);
+		else if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			m = store_pg_msg(PQresultErrorMessage(r));
+	}
+	PQclear(r);
+	if (m != NULL) {
+		xasprintf(cause, "%s: cannot listen: %s", pg->name, m);
+		free(m);
+		PQfinish(pg->listen);
+		pg->listen = NULL;
+		return -1;
+	}
+	return PQsocket(pg->listen);
+}
+
+/* The notifications that came since the last call; -1: the connection is gone. */
+static int
+store_pg_listened(void *impl)
+{
+	struct store_pg	*pg = impl;
+	PGnotify	*nf;
+	int		 n = 0;
+
+	if (pg->listen == NULL)
+		return -1;
+	if (!PQconsumeInput(pg->listen) || PQstatus(pg->listen) != CONNECTION_OK) {
+		PQfinish(pg->listen);
+		pg->listen = NULL;
+		return -1;
+	}
+	while ((nf = PQnotifies(pg->listen)) != NULL) {
+		PQfreemem(nf);
+		n++;
+	}
+	return n;
+}
+
+static void *
+store_pg_open(const char *url, char **cause)
+{
 	struct store_pg	*pg;
 	char		*m;
 
@@ -767,9 +863,8 @@ store_pg_open(const char *url, char **cause)
 	}
 	pg = xcalloc(1, sizeof *pg);
 	pg->name = xstrdup(url);	/* checked: no password in it */
-	if ((pg->conn = PQconnectStartParams(keys, vals, 1)) == NULL)
-		fatal("PQconnectStartParams: out of memory");
-	if (store_pg_connect_wait(pg, 0, &m) != 0) {
+	pg->conn = store_pg_connect(url);
+	if (store_pg_connect_wait(pg, pg->conn, 0, &m) != 0) {
 		xasprintf(cause, "%s: cannot connect: %s", pg->name, m);
 		free(m);
 		goto fail;
@@ -914,6 +1009,8 @@ const struct store_backend store_pg_backend = {
 	.node_reap = store_pg_node_reap,
 	.nodes_config = store_pg_nodes_config,
 	.horizon = store_pg_horizon,
+	.listen = store_pg_listen,
+	.listened = store_pg_listened,
 	.name_of = store_pg_name,
 };
 

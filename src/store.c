@@ -675,6 +675,8 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 	return 0;
 }
 
+static void	store_wake(struct store *);
+
 /* Times a batch is tried again after a failure that says it may be (db_retryable). */
 #define STORE_INGEST_TRIES	5
 
@@ -706,6 +708,10 @@ store_ingest_tx(struct store *st, struct ingest_item **items, size_t n,
 		store_exec(st, "ROLLBACK", NULL);
 		return -1;
 	}
+	for (i = 0; i < n && (items[i]->duplicate || items[i]->nruns == 0); i++)
+		;
+	if (i < n)
+		store_wake(st);
 	*committing = 1;
 	if (store_exec(st, "COMMIT", cause) != 0) {
 		store_exec(st, "ROLLBACK", NULL);
@@ -809,6 +815,30 @@ int
 store_shared(const struct store *st)
 {
 	return st->be != NULL;
+}
+
+int
+store_listen(struct store *st, char **cause)
+{
+	if (st->be == NULL) {
+		xasprintf(cause, "one node: nothing to listen for");
+		return -1;
+	}
+	return st->be->listen(st->impl, cause);
+}
+
+int
+store_listened(struct store *st)
+{
+	return st->be != NULL ? st->be->listened(st->impl) : -1;
+}
+
+/* Runs were queued in this transaction: the other nodes hear of it at its commit. */
+static void
+store_wake(struct store *st)
+{
+	if (st->be != NULL)
+		db_exec(st->db, "NOTIFY " STORE_CHANNEL, NULL);
 }
 
 int
@@ -1370,6 +1400,7 @@ store_run_retry(struct store *st, const char *run, int requeue, char **cause)
 		goto rollback;
 	}
 	rc = store_history(st, id, "queued", reason, now, NULL, NULL);
+	store_wake(st);
 	free(reason);
 	if (rc != 0) {
 		xasprintf(cause, "%s", db_errmsg(st->db));

@@ -123,6 +123,16 @@ char		*store_nodes_config(struct store *, int *agree, int *live);
  * bounds its waits).
  */
 void		 store_horizon(struct store *, int64_t at);
+/*
+ * Wake-ups between nodes (PostgreSQL's LISTEN/NOTIFY): a commit that queues
+ * runs notifies STORE_CHANNEL. store_listen: a descriptor that becomes
+ * readable when one came (-1 with the reason; sqlite: none, one node);
+ * store_listened: how many came since (-1: the listening connection is gone:
+ * listen again, and poll meanwhile).
+ */
+#define STORE_CHANNEL	"spur_runs"
+int		 store_listen(struct store *, char **cause);
+int		 store_listened(struct store *);
 /* 1 when several nodes may share this store (PostgreSQL); 0: it is one node's (sqlite). */
 int		 store_shared(const struct store *);
 /*

@@ -70,6 +70,15 @@ with Spur(config_extra="store: sqlite\n", orgs=ORGS) as s:
         t.ok(rc == 1 and "built without PostgreSQL (libpq)" in err,
              "a build without libpq: spur check says so", err)
 
+    for value in ("maybe", "[true]"):
+        s.write_config("store_notify: %s\n" % value, ORGS)
+        rc, out, err = s.c("check")
+        t.ok(rc == 1 and "spur.yaml:4:15: error: \"store_notify\" must be true or false" in err,
+             "store_notify: %s is refused at its position" % value, err)
+    s.write_config("store_notify: false\n", ORGS)
+    rc, out, err = s.c("check")
+    t.eq(rc, 0, "store_notify: false passes")
+
 if not LIBPQ:
     t.skip("a real PostgreSQL server", "this spur was built without libpq")
     t.done()
