@@ -212,13 +212,16 @@ pg_bind(void *p, int i, enum db_type t, const void *v, size_t len, int64_t n, do
 	st->vals[i] = val;
 }
 
+/*
+ * The statement runs at its first step: sent, and its answer waited for no
+ * longer than the store's deadline (store-pg.c), so that a server gone silent
+ * fails it instead of holding the caller.
+ */
 static int
 pg_step(void *p)
 {
 	struct pg_stmt	*st = p;
 	struct db	*db = st->db;
-	PGconn		*conn;
-	ExecStatusType	 s;
 	char		*cause = NULL, *tuples;
 	int		 i;
 
@@ -231,11 +234,6 @@ pg_step(void *p)
 		}
 		return DB_DONE;
 	}
-	if ((conn = store_pg_conn(db->pg, &cause)) == NULL) {
-		pg_set_err(db, cause);
-		free(cause);
-		return DB_ERROR;
-	}
 	/*
 	 * A variant of a query may leave out a parameter its caller binds all
 	 * the same ("?2" in one form only): the server wants a type for it.
@@ -244,13 +242,12 @@ pg_step(void *p)
 		if ((st->used & (1u << i)) == 0 && st->types[i] == 0)
 			st->types[i] = PG_TEXTOID;
 	}
-	st->res = PQexecParams(conn, st->sql, st->nparams, st->types,
-	    (const char *const *)st->vals, st->lens, st->fmts, 0);
-	s = PQresultStatus(st->res);
-	if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK) {
-		store_pg_result_failed(db->pg, st->res);
-		pg_set_err(db, st->res != NULL ? PQresultErrorMessage(st->res) :
-		    PQerrorMessage(conn));
+	/* Parameters or none, one command: not PQsendQuery's several in one string. */
+	st->res = store_pg_query(db->pg, st->sql, st->nparams, st->types,
+	    (const char *const *)st->vals, st->lens, st->fmts, &cause);
+	if (st->res == NULL) {
+		pg_set_err(db, cause);
+		free(cause);
 		/*
 		 * sqlite's callers often take a failure for no row: the log says it
 		 * (a deadlock, tried again by its caller, only when debugging).

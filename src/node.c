@@ -26,6 +26,23 @@
  */
 #define NODE_LEASE_MS	20000
 #define NODE_BEAT_MS	5000
+/* A beat's whole wait for the store (a connect made again, its answer). */
+#define NODE_ANSWER_MS	4000
+/* A beat that failed is tried again this soon. */
+#define NODE_RETRY_MS	1000
+/*
+ * A node that cannot renew its lease fences itself this long at least
+ * before the others may take its runs: its runs are stopped by then.
+ */
+#define NODE_MARGIN_MS	3000
+/* The last moment after a renewal that a beat may start and still land in time. */
+#define NODE_LAST_BEAT_MS	(NODE_LEASE_MS - NODE_MARGIN_MS - NODE_ANSWER_MS)
+/*
+ * No other command of the loop waits for the store past this after the last
+ * renewal (store_horizon): one cut off mid-answer (a partition) must not
+ * hold the loop, and so the last beat and the fence, past their time.
+ */
+#define NODE_HORIZON_MS	(NODE_LAST_BEAT_MS - NODE_RETRY_MS)
 
 struct node {
 	struct engine	*e;
@@ -36,7 +53,7 @@ struct node {
 	struct event	*heard;		/* the store's LISTEN connection is readable */
 	int64_t		 renewed;	/* when the lease was last renewed (this node's clock) */
 	int		 fenced;	/* the lease lapsed: the others took this node's runs */
-	int		 cut;		/* not renewed for a lease's time: no new runs */
+	int		 cut;		/* the last beat failed, or fenced: no new runs */
 	int		 differs;	/* the majority's config hash is another */
 	int		 live;		/* live nodes, as the last beat saw them */
 	int		 reaped;	/* dead nodes this one reaped */
@@ -51,8 +68,9 @@ node_cmp(const void *a, const void *b)
 
 /*
  * The config the nodes must agree on: spur.yaml less what is each node's own
- * (its listen, data_dir and store_notify lines), and every automation file by
- * name.
+ * (its listen, data_dir and store_notify lines, and its store line: nodes may
+ * reach the one database by other addresses, a local pooler say), and every
+ * automation file by name.
  */
 static char *
 node_config_hash(struct engine *e)
@@ -71,7 +89,8 @@ node_config_hash(struct engine *e)
 			if ((next = strchr(line, '\n')) != NULL)
 				*next++ = '\0';
 			if (strncmp(line, "listen:", 7) != 0 && strncmp(line, "data_dir:", 9) != 0 &&
-			    strncmp(line, "store_notify:", 13) != 0)
+			    strncmp(line, "store_notify:", 13) != 0 &&
+			    strncmp(line, "store:", 6) != 0)
 				buf_addf(&b, "%s\n", line);
 		}
 	}
@@ -115,9 +134,10 @@ node_fence(struct node *n, const char *why)
 	if (n->fenced)
 		return;
 	n->fenced = n->cut = 1;
-	log_error("event=node.fenced node=%s reason=%s consequence=\"no new runs; the engine "
-	    "stops, its running runs end and are reported by another node\"", n->id,
-	    log_q(why));
+	log_error("event=node.fenced node=%s reason=%s renewed_ms_ago=%lld lease_ms=%d "
+	    "consequence=\"no new runs; the engine stops, its running runs end and are "
+	    "reported by another node\"", n->id, log_q(why), (long long)(now_ms() - n->renewed),
+	    NODE_LEASE_MS);
 	kill(getpid(), SIGTERM);
 }
 
@@ -177,15 +197,38 @@ node_listen(struct node *n)
 }
 
 static void
+node_arm(struct node *n, int64_t ms)
+{
+	struct timeval	 tv;
+
+	if (ms < 0)
+		ms = 0;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(n->tick, &tv);
+}
+
+static void
 node_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct node	*n = arg;
 	char		*cause = NULL, *dead, *major;
 	int		 rc, agree = 0, live = 0, differs;
+	int64_t		 sent;
 
 	if (n->fenced || n->e->stopping)
 		return;
+	/*
+	 * The lease runs from when the server renews it, which is after this:
+	 * measured from here, this node never thinks it holds it longer than
+	 * the others do. The beat's every wait ends within NODE_ANSWER_MS.
+	 */
+	sent = now_ms();
+	store_horizon(n->e->store, sent + NODE_ANSWER_MS);
 	rc = store_node_beat(n->e->store, n->id, n->hash, NODE_LEASE_MS, &cause);
+	if (rc == 0)
+		n->renewed = sent;
+	store_horizon(n->e->store, n->renewed + NODE_HORIZON_MS);
 	if (rc == 1) {
 		node_fence(n, "its lease had lapsed: the other nodes took its runs");
 		free(cause);
@@ -194,12 +237,29 @@ node_tick_cb(evutil_socket_t fd, short what, void *arg)
 	if (rc != 0) {
 		log_warn("event=node.beat_failed node=%s error=%s", n->id, log_q(cause));
 		free(cause);
-		/* Past its lease the others may take its runs: none may run here too. */
-		if (now_ms() - n->renewed >= NODE_LEASE_MS)
+		/* Its lease may not hold until the next beat: it starts no run meanwhile. */
+		if (!n->cut)
+			log_warn("event=node.cut node=%s renewed_ms_ago=%lld consequence=\"no new "
+			    "runs until the lease is renewed\"", n->id,
+			    (long long)(now_ms() - n->renewed));
+		n->cut = 1;
+		/*
+		 * The next beat could not land in time, and past the lease the
+		 * others may take this node's runs: none may run here too.
+		 */
+		if (now_ms() + NODE_RETRY_MS > n->renewed + NODE_LAST_BEAT_MS)
 			node_fence(n, "its lease could not be renewed in time");
+		else
+			node_arm(n, NODE_RETRY_MS);
 		return;
 	}
-	n->renewed = now_ms();
+	node_arm(n, sent + NODE_BEAT_MS - now_ms());
+	if (n->cut) {
+		log_info("event=node.uncut node=%s", n->id);
+		n->cut = 0;
+		if (n->e->dispatch != NULL)
+			dispatch_kick(n->e->dispatch);
+	}
 	node_listen(n);
 	while ((dead = store_node_reap(n->e->store, n->id)) != NULL) {
 		node_take_over(n, dead);
@@ -248,7 +308,6 @@ struct node *
 node_create(struct engine *e, char **cause)
 {
 	struct node	*n = xcalloc(1, sizeof *n);
-	struct timeval	 tv = { NODE_BEAT_MS / 1000, (NODE_BEAT_MS % 1000) * 1000 };
 	char		 host[256], *path, *text = NULL, *ignored = NULL, *nl;
 	unsigned char	 rnd[4];
 	char		 hex[9];
@@ -285,13 +344,14 @@ node_create(struct engine *e, char **cause)
 		node_free(n);
 		return NULL;
 	}
+	store_horizon(e->store, n->renewed + NODE_HORIZON_MS);
 	log_info("event=node.started node=%s config_hash=%s previous=%s lease_ms=%d", n->id,
 	    n->hash, n->prev != NULL ? n->prev : "-", NODE_LEASE_MS);
 	if (!e->conf->store_notify)
 		log_info("event=node.polling node=%s reason=\"store_notify: false\"", n->id);
 	node_listen(n);
-	n->tick = event_new(e->base, -1, EV_PERSIST, node_tick_cb, n);
-	evtimer_add(n->tick, &tv);
+	n->tick = evtimer_new(e->base, node_tick_cb, n);
+	node_arm(n, n->renewed + NODE_BEAT_MS - now_ms());
 	return n;
 }
 
@@ -300,7 +360,12 @@ node_free(struct node *n)
 {
 	if (n == NULL)
 		return;
-	/* A node that stops cleanly has ended its runs: no one need wait for its lease. */
+	/*
+	 * A node that stops cleanly has ended its runs: no one need wait for its
+	 * lease. It beats no more: its last commands wait as long as any.
+	 */
+	if (n->tick != NULL)
+		store_horizon(n->e->store, 0);
 	if (n->tick != NULL && !n->fenced && store_node_retire(n->e->store, n->id, n->id) == 1)
 		log_info("event=node.retired node=%s", n->id);
 	if (n->tick != NULL)

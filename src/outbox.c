@@ -20,6 +20,12 @@
 
 #define OUTBOX_INFLIGHT		8	/* reports being sent at once */
 #define OUTBOX_IDLE_MS		60000	/* look at the store at least this often */
+/*
+ * Several nodes (PostgreSQL): another node's reports are not kicked here.
+ * One left by a node that died (stored and not sent, or its lease on one
+ * being sent lapsed) is seen this soon after it is due.
+ */
+#define OUTBOX_SHARED_IDLE_MS	10000
 #define OUTBOX_LOOKUP_PAGES	10	/* pages of a thread looked at for a report */
 
 
@@ -33,6 +39,8 @@ struct outbox_send {
 	char			*token;		/* GitHub's, for the lookup and the post */
 	char			*page;		/* the lookup's page, NULL: the first */
 	int			 pages;
+	int64_t			 held;		/* when this node took it (store_report_sending), or 0 */
+	int			 looked;	/* it was looked for in its thread before the post */
 	LIST_ENTRY(outbox_send)	 entry;
 };
 
@@ -52,6 +60,7 @@ struct outbox {
 static void	outbox_pass(struct outbox *);
 static void	outbox_lookup(struct outbox_send *);
 static void	outbox_post(struct outbox_send *);
+static int	outbox_take(struct outbox_send *);
 
 /* --- the report sender ---------------------------------------------------- */
 
@@ -330,6 +339,7 @@ outbox_post(struct outbox_send *s)
 	json_t			*target = json_object_get(s->report, "target");
 	const char		*body = json_string_value(json_object_get(s->report, "body"));
 	char			*url = NULL, **headers = NULL, *cause = NULL;
+	int			 rc;
 
 	if (report_request(s->ob->engine, s->report, target, s->token, &url, &headers, &cause) != 0) {
 		outbox_send_failed(s, REPORT_FAILED, cause, -1, 1);
@@ -337,7 +347,20 @@ outbox_post(struct outbox_send *s)
 		outbox_send_free(s);
 		return;
 	}
-	/* Marked sending by its pass (outbox_pass) before it got here. */
+	/*
+	 * Marked sending by its pass (outbox_pass) before it got here. One that
+	 * was looked for in its thread first is taken again (its lease renewed
+	 * for the post), unless another node took it meanwhile.
+	 */
+	if (s->looked && (rc = outbox_take(s)) != 0) {
+		free(url);
+		report_headers_free(headers);
+		if (rc < 0)
+			outbox_send_failed(s, REPORT_RETRY, "the store could not mark it "
+			    "sending", -1, 1);
+		outbox_send_free(s);
+		return;
+	}
 	memset(&req, 0, sizeof req);
 	req.method = json_string_value(json_object_get(target, "method"));
 	if (req.method == NULL)
@@ -351,15 +374,38 @@ outbox_post(struct outbox_send *s)
 	report_headers_free(headers);
 }
 
-/* A report that was sending may be in its thread: look before posting (not for reactions). */
+/*
+ * Takes the report for this node (store_report_sending): 0 taken; 1 another
+ * node took it, and it is that node's to send; -1 the store could not say.
+ */
+static int
+outbox_take(struct outbox_send *s)
+{
+	int64_t	 at = now_ms();
+	int	 rc;
+
+	if ((rc = store_report_sending(s->ob->engine->store, s->id, at, s->held)) == 0)
+		s->held = at;
+	else if (rc > 0)
+		log_debug("event=report.taken_elsewhere report=%lld", (long long)s->id);
+	return rc;
+}
+
+/*
+ * A report that was sending may be in its thread: look before posting (not
+ * for reactions). Its pass took it first, so that of several nodes that find
+ * it due (its sender died) one looks and posts.
+ */
 static void
 outbox_attempt(struct outbox_send *s)
 {
-	if (json_integer_value(json_object_get(s->report, "sending_at")) != 0 &&
-	    !report_idempotent(s->report))
-		outbox_lookup(s);
-	else
+	if (json_integer_value(json_object_get(s->report, "sending_at")) == 0 ||
+	    report_idempotent(s->report)) {
 		outbox_post(s);
+		return;
+	}
+	s->looked = 1;
+	outbox_lookup(s);
 }
 
 static void
@@ -397,13 +443,14 @@ outbox_sending(struct outbox *ob, int64_t id)
 }
 
 static void
-outbox_start(struct outbox *ob, json_t *rep)
+outbox_start(struct outbox *ob, json_t *rep, int64_t held)
 {
 	struct outbox_send	*s = xcalloc(1, sizeof *s);
 	json_t			*target = json_object_get(rep, "target");
 	const char		*source = json_string_value(json_object_get(target, "source"));
 
 	s->ob = ob;
+	s->held = held;
 	s->id = json_integer_value(json_object_get(rep, "id"));
 	s->report = json_incref(rep);
 	LIST_INSERT_HEAD(&ob->sends, s, entry);
@@ -425,19 +472,21 @@ outbox_pass(struct outbox *ob)
 	struct store	*st = ob->engine->store;
 	json_t		*list, *rep, *take = json_array();
 	size_t		 i;
-	int64_t		 now = now_ms(), next = now + OUTBOX_IDLE_MS, at;
+	int64_t		 now = now_ms(), at, next;
 	struct timeval	 tv;
 	char		*cause = NULL;
 	int		 rc;
 
+	next = now + (store_shared(st) ? OUTBOX_SHARED_IDLE_MS : OUTBOX_IDLE_MS);
 	/* Only what is due: the ones in flight are in the list too, and skipped. */
 	list = store_reports_due(st, now, OUTBOX_INFLIGHT + ob->nsends + (int)ob->nmarking);
 	/*
-	 * Each is stored sending before it goes: a crash from then on leaves it
-	 * sending, never forgotten, and looked for before it is posted again (on
-	 * several nodes, the mark also takes it: store_report_sending). The
-	 * pass's marks are one commit, one fsync, not one a report. A reaction
-	 * is the same however often it is posted: it needs no mark.
+	 * Each is stored sending before it goes, and before it is looked for in
+	 * its thread: a crash from then on leaves it sending, never forgotten,
+	 * and looked for before it is posted again; on several nodes the mark
+	 * takes it (store_report_sending). The pass's marks are one commit, one
+	 * fsync, not one a report. A reaction is the same however often it is
+	 * posted: it needs no mark.
 	 */
 	store_tx_begin(st, NULL);
 	json_array_foreach(list, i, rep) {
@@ -446,7 +495,7 @@ outbox_pass(struct outbox *ob)
 		if (outbox_sending(ob, json_integer_value(json_object_get(rep, "id"))))
 			continue;
 		if (!report_idempotent(rep) && (rc = store_report_sending(st,
-		    json_integer_value(json_object_get(rep, "id")), now)) != 0) {
+		    json_integer_value(json_object_get(rep, "id")), now, 0)) != 0) {
 			/* 1: another node took it, and it is that node's to post. */
 			if (rc > 0)
 				log_debug("event=report.taken_elsewhere report=%lld",
@@ -464,7 +513,7 @@ outbox_pass(struct outbox *ob)
 		next = now + 1000;
 	}
 	json_array_foreach(take, i, rep)
-		outbox_start(ob, rep);
+		outbox_start(ob, rep, report_idempotent(rep) ? 0 : now);
 	json_decref(take);
 	json_decref(list);
 	/* One due now but no slot for it: the end of a send kicks the next pass. */

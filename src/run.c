@@ -115,6 +115,7 @@ run_interrupt(struct engine *e, const char *run, const char *reason)
 	struct automation	*a = NULL;
 	json_t			*j;
 	char			*id = NULL, *cause = NULL, *why, *note = NULL;
+	int			 rc;
 
 	/*
 	 * Its end and its continuation are one commit, taken once: another node
@@ -122,9 +123,17 @@ run_interrupt(struct engine *e, const char *run, const char *reason)
 	 * waits for this one, then finds it ended.
 	 */
 	store_tx_begin(e->store, NULL);
-	if (store_run_lock(e->store, run) != 1) {
+	if ((rc = store_run_lock(e->store, run)) != 1) {
 		store_tx_rollback(e->store);
-		log_info("event=run.not_interrupted run=%s why=\"ended already\"", run);
+		/*
+		 * A store it cannot reach (a fenced node's, say) leaves the run as it
+		 * is: running, for the node that reaps this one to end.
+		 */
+		if (rc < 0)
+			log_warn("event=run.not_interrupted run=%s why=\"the store is "
+			    "unavailable\"", run);
+		else
+			log_info("event=run.not_interrupted run=%s why=\"ended already\"", run);
 		return;
 	}
 	j = store_run_json(e->store, run, 1);

@@ -128,7 +128,11 @@ serve_stop_cb(evutil_socket_t sig, short what, void *arg)
 		log_warn("event=serve.stop_again signal=%d", (int)sig);
 		return;
 	}
-	if (serve_runs_ev != NULL) {
+	/*
+	 * A fenced node (node.c) stops at once: the others take its runs, which
+	 * must not run on here meanwhile, for limits.drain.
+	 */
+	if (serve_runs_ev != NULL || node_fenced(e->node)) {
 		log_warn("event=serve.stop_now signal=%s running=%d consequence=\"running runs "
 		    "are interrupted and queued again\"", sig == SIGTERM ? "TERM" : "INT",
 		    dispatch_running(e->dispatch));

@@ -21,6 +21,8 @@ struct store_backend {
 			    int64_t lease_ms, char **cause);
 	char		*(*node_reap)(void *impl, const char *node);
 	char		*(*nodes_config)(void *impl, int *agree, int *live);
+	/* No command waits past at (now_ms's clock; 0: none). */
+	void		 (*horizon)(void *impl, int64_t at);
 	/* Wake-ups between nodes (store_listen, store_listened). */
 	int		 (*listen)(void *impl, char **cause);
 	int		 (*listened)(void *impl);
@@ -35,11 +37,15 @@ struct store_pg;
 struct pg_conn;
 struct pg_result;
 /*
- * For db-pg.c: the connection, made again first when it was lost (NULL, with
- * the reason, when it cannot be); and what a failed command means for it.
+ * For db-pg.c: a command (sql in PostgreSQL's dialect; n parameters, or none
+ * and NULL types for several commands in one string) on the connection,
+ * made again first when it was lost, its answer waited for until the
+ * deadline (and store_horizon's). Its result, which succeeded; or NULL with
+ * the reason in *cause (the server's message, or why it said none).
  */
-struct pg_conn	*store_pg_conn(struct store_pg *, char **cause);
-void		 store_pg_result_failed(struct store_pg *, const struct pg_result *);
+struct pg_result *store_pg_query(struct store_pg *, const char *sql, int n,
+		    const unsigned int *types, const char *const *vals, const int *lens,
+		    const int *fmts, char **cause);
 /* The last failure was a deadlock, a serialization failure or a lost connection. */
 int		 store_pg_retryable(struct store_pg *);
 #endif

@@ -4,8 +4,13 @@
 #include "store-backend.h"
 #include "db.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 static int
 store_pg_scheme(const char *url)
@@ -48,8 +53,21 @@ const struct store_backend store_pg_backend = {
 
 #include <libpq-fe.h>
 
-/* Seconds to wait for the server to answer a connection. */
+/*
+ * Seconds to wait for the server to answer a connection: libpq's
+ * connect_timeout, which its asynchronous connect leaves to its caller, so
+ * PG_CONNECT_MS is the bound here too.
+ */
 #define PG_CONNECT_TIMEOUT	"10"
+#define PG_CONNECT_MS		10000
+/*
+ * How long a command may wait for its answer (store_horizon may cut it short):
+ * longer than the lock_timeout a statement may wait for a lock (20 s, below),
+ * so that a server that answers is never given up on, and far shorter than
+ * TCP's 30 s and keepalives' minute, which a server gone silent behind a
+ * partition would otherwise hold the caller (the engine's loop) for.
+ */
+#define PG_ANSWER_MS		25000
 /* pg_advisory_xact_lock key taken while migrating: nodes starting together migrate once. */
 #define PG_MIGRATE_LOCK	"7370757201"	/* "spur" 01 */
 
@@ -60,6 +78,9 @@ struct store_pg {
 	int	 prepared;	/* the statements below are prepared on this connection */
 	int	 broken;	/* the connection was lost: made again before its next use */
 	int	 retry;		/* the last failure lets its transaction be tried again */
+	int	 intx;		/* inside a transaction, as of the last answer */
+	int	 lost_tx;	/* the connection was lost inside a transaction not yet ended */
+	int64_t	 horizon;	/* no command waits past this (monotonic; 0: none) */
 };
 
 /*
@@ -253,6 +274,40 @@ store_url_check(const char *url, char **cause)
 	return rc;
 }
 
+/* Milliseconds on a clock that no one sets: deadlines. */
+static int64_t
+store_pg_mono(void)
+{
+	struct timespec	 ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * When a command started now must have its answer (monotonic): its deadline,
+ * or the horizon (store_horizon) when that is sooner.
+ */
+static int64_t
+store_pg_until(struct store_pg *pg)
+{
+	int64_t	 until = store_pg_mono() + PG_ANSWER_MS;
+
+	return pg->horizon != 0 && pg->horizon < until ? pg->horizon : until;
+}
+
+/* Past the horizon a command is not even sent: its caller has no time left to wait. */
+static int
+store_pg_late(struct store_pg *pg, char **cause)
+{
+	if (pg->horizon == 0 || store_pg_mono() < pg->horizon)
+		return 0;
+	if (cause != NULL && *cause == NULL)
+		xasprintf(cause, "%s: no time left to wait for the store (this node's lease)",
+		    pg->name);
+	return -1;
+}
+
 /*
  * What a failed command means. The server said nothing (no SQLSTATE), or said
  * the connection is over (class 08, or 57P: shut down): the connection is
@@ -272,22 +327,279 @@ store_pg_failed(struct store_pg *pg, const PGresult *r)
 	return pg->retry = strcmp(code, "40P01") == 0 || strcmp(code, "40001") == 0;
 }
 
+/* A command that ends a transaction, whatever became of it. */
+static int
+store_pg_ends_tx(const char *sql)
+{
+	return sql != NULL && (strncasecmp(sql, "COMMIT", 6) == 0 ||
+	    strncasecmp(sql, "ROLLBACK", 8) == 0 || strncasecmp(sql, "END", 3) == 0);
+}
+
+/*
+ * The connection is lost (or given up on). Inside a transaction, what the
+ * transaction did went with it: its next commands must not run on the new
+ * connection outside of it (each would commit on its own, and its COMMIT
+ * would say nothing), so they fail until its ROLLBACK or COMMIT.
+ */
+static void
+store_pg_lose(struct store_pg *pg, const char *sql)
+{
+	pg->broken = pg->retry = 1;
+	if (pg->intx && !store_pg_ends_tx(sql))
+		pg->lost_tx = 1;
+	pg->intx = 0;
+}
+
+/* Waits for a connection's socket until deadline: 1 ready, 0 time is up, -1 an error. */
+static int
+store_pg_poll(PGconn *conn, short events, int64_t deadline)
+{
+	struct pollfd	 pfd;
+	int64_t		 left;
+	int		 rc;
+
+	/* Its socket may change while it connects (another address, TLS refused). */
+	if ((pfd.fd = PQsocket(conn)) < 0)
+		return -1;
+	pfd.events = events;
+	for (;;) {
+		if ((left = deadline - store_pg_mono()) <= 0)
+			return 0;
+		pfd.revents = 0;
+		rc = poll(&pfd, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (rc > 0)
+			return 1;
+		if (rc == 0)
+			return 0;
+		if (errno != EINTR)
+			return -1;
+	}
+}
+
+/* The message of a command given up on. */
+static void
+store_pg_silent(struct store_pg *pg, int64_t ms, const char *what, char **cause)
+{
+	if (cause != NULL && *cause == NULL)
+		xasprintf(cause, "no answer from the store within %lld s%s",
+		    (long long)((ms + 999) / 1000), what);
+}
+
+/*
+ * A connect, or a reset, of conn (pg's, or its LISTEN connection) to its
+ * end: PQconnectPoll's or PQresetPoll's steps, each waited for until the
+ * deadline (PG_CONNECT_MS, or the command's sooner one). The connection is
+ * nonblocking once made: a command's sending waits here too, not in the
+ * kernel.
+ */
+static int
+store_pg_connect_wait(struct store_pg *pg, PGconn *conn, int reset, char **cause)
+{
+	int64_t				 ms, deadline;
+	PostgresPollingStatusType	 ps = PGRES_POLLING_WRITING;
+	char				*m;
+	int				 rc;
+
+	deadline = store_pg_until(pg);
+	if (deadline > store_pg_mono() + PG_CONNECT_MS)
+		deadline = store_pg_mono() + PG_CONNECT_MS;
+	ms = deadline - store_pg_mono();
+	for (;;) {
+		if (ps == PGRES_POLLING_OK && PQstatus(conn) == CONNECTION_OK) {
+			if (PQsetnonblocking(conn, 1) != 0)
+				break;
+			return 0;
+		}
+		if (ps == PGRES_POLLING_FAILED || PQstatus(conn) == CONNECTION_BAD)
+			break;
+		rc = store_pg_poll(conn, ps == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline);
+		if (rc == 0) {
+			/* The half-made connection is closed by the next attempt. */
+			store_pg_silent(pg, ms, " to a connect", cause);
+			return -1;
+		}
+		if (rc < 0)
+			break;
+		ps = reset ? PQresetPoll(conn) : PQconnectPoll(conn);
+	}
+	m = store_pg_msg(PQerrorMessage(conn));
+	xasprintf(cause, "%s", m);
+	free(m);
+	return -1;
+}
+
+/*
+ * A command's results, once sent: what is left of it is sent, then its
+ * results read, each wait bounded by deadline. 0 with *res, the last result
+ * or the first failure's, as PQexec's; 1 the time is up; -1 the connection
+ * failed.
+ */
+static int
+store_pg_collect(PGconn *conn, int64_t deadline, PGresult **res)
+{
+	PGresult	*r;
+	int		 rc;
+
+	*res = NULL;
+	while ((rc = PQflush(conn)) == 1) {
+		/* The server may be waiting for us to read before it reads on. */
+		if ((rc = store_pg_poll(conn, POLLOUT | POLLIN, deadline)) <= 0)
+			return rc == 0 ? 1 : -1;
+		if (PQconsumeInput(conn) == 0)
+			return -1;
+	}
+	if (rc < 0)
+		return -1;
+	for (;;) {
+		while (PQisBusy(conn)) {
+			if ((rc = store_pg_poll(conn, POLLIN, deadline)) <= 0) {
+				PQclear(*res);
+				*res = NULL;
+				return rc == 0 ? 1 : -1;
+			}
+			if (PQconsumeInput(conn) == 0) {
+				PQclear(*res);
+				*res = NULL;
+				return -1;
+			}
+		}
+		if ((r = PQgetResult(conn)) == NULL)
+			return 0;
+		if (*res != NULL && PQresultStatus(*res) != PGRES_COMMAND_OK &&
+		    PQresultStatus(*res) != PGRES_TUPLES_OK)
+			PQclear(r);
+		else {
+			PQclear(*res);
+			*res = r;
+		}
+	}
+}
+
+/*
+ * A command's answer, once sent (sent: its PQsend call's return): what is
+ * left of it is sent, then its results read, each wait bounded by the
+ * deadline. A server that stops answering (a partition: TCP would hold on for
+ * tcp_user_timeout, keepalives for about a minute) is given up on at the
+ * deadline: the connection is taken as lost (made again before its next use;
+ * the server ends the command when it finds its client gone), and the command
+ * fails. The result of several commands in one string is the last one's, or
+ * the first failure's, as PQexec's. NULL with *cause (the server's message,
+ * or why there was none) on any failure, classified as store_pg_failed says.
+ */
+static PGresult *
+store_pg_await(struct store_pg *pg, const char *sql, int sent, char **cause)
+{
+	int64_t		 deadline = store_pg_until(pg), ms = deadline - store_pg_mono();
+	PGresult	*keep = NULL;
+	ExecStatusType	 s;
+	char		*m;
+	int		 rc;
+
+	if (!sent || (rc = store_pg_collect(pg->conn, deadline, &keep)) < 0) {
+		store_pg_lose(pg, sql);
+		if (cause != NULL && *cause == NULL) {
+			m = store_pg_msg(PQerrorMessage(pg->conn));
+			xasprintf(cause, "%s", m);
+			free(m);
+		}
+		return NULL;
+	}
+	if (rc > 0) {
+		store_pg_lose(pg, sql);
+		store_pg_silent(pg, ms, "", cause);
+		return NULL;
+	}
+	s = PQresultStatus(keep);
+	if (keep != NULL && (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)) {
+		pg->intx = PQtransactionStatus(pg->conn) == PQTRANS_INTRANS ||
+		    PQtransactionStatus(pg->conn) == PQTRANS_INERROR;
+		return keep;
+	}
+	if (store_pg_failed(pg, keep) && pg->broken)
+		store_pg_lose(pg, sql);
+	else
+		pg->intx = PQtransactionStatus(pg->conn) == PQTRANS_INTRANS ||
+		    PQtransactionStatus(pg->conn) == PQTRANS_INERROR;
+	if (cause != NULL && *cause == NULL) {
+		m = store_pg_msg(keep != NULL ? PQresultErrorMessage(keep) :
+		    PQerrorMessage(pg->conn));
+		xasprintf(cause, "%s", m);
+		free(m);
+	}
+	PQclear(keep);
+	return NULL;
+}
+
+static int	store_pg_ready(struct store_pg *, char **);
+
+/*
+ * Before a command: a transaction whose connection was lost ends first
+ * (its ROLLBACK is done: 0 with *done; its COMMIT fails: it committed
+ * nothing), then the connection is made ready.
+ */
+static int
+store_pg_prelude(struct store_pg *pg, const char *sql, int *done, char **cause)
+{
+	*done = 0;
+	/* Nothing to roll back on a connection that is gone (the server does it). */
+	if ((pg->broken || pg->lost_tx) && sql != NULL && strncasecmp(sql, "ROLLBACK", 8) == 0) {
+		pg->lost_tx = 0;
+		*done = 1;
+		return 0;
+	}
+	if (pg->lost_tx) {
+		pg->retry = 1;
+		if (store_pg_ends_tx(sql)) {
+			pg->lost_tx = 0;
+			xasprintf(cause, "the connection to the store was lost inside this "
+			    "transaction: nothing of it was committed");
+		} else
+			xasprintf(cause, "the connection to the store was lost inside this "
+			    "transaction, which must end first");
+		return -1;
+	}
+	return store_pg_ready(pg, cause);
+}
+
+/* A command done without the server: an empty success. */
+static PGresult *
+store_pg_done(void)
+{
+	PGresult	*r;
+
+	if ((r = PQmakeEmptyPGresult(NULL, PGRES_COMMAND_OK)) == NULL)
+		fatal("PQmakeEmptyPGresult: out of memory");
+	return r;
+}
+
+PGresult *
+store_pg_query(struct store_pg *pg, const char *sql, int n, const Oid *types,
+    const char *const *vals, const int *lens, const int *fmts, char **cause)
+{
+	int	 done;
+
+	if (store_pg_prelude(pg, sql, &done, cause) != 0)
+		return NULL;
+	if (done)
+		return store_pg_done();
+	/* PQsendQuery takes several commands in one string, as PQexec; Params, one. */
+	return store_pg_await(pg, sql, n == 0 && types == NULL ?
+	    PQsendQuery(pg->conn, sql) :
+	    PQsendQueryParams(pg->conn, sql, n, types, vals, lens, fmts, 0), cause);
+}
+
+/* A command on the connection as it is (made ready by the caller: setup runs these). */
 static PGresult *
 store_pg_cmd(struct store_pg *pg, const char *sql, char **cause)
 {
-	PGresult	*r = PQexec(pg->conn, sql);
-	ExecStatusType	 s = PQresultStatus(r);
-	char		*m;
+	PGresult	*r;
+	char		*m = NULL;
 
-	if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)
+	if ((r = store_pg_await(pg, sql, PQsendQuery(pg->conn, sql), &m)) != NULL)
 		return r;
-	store_pg_failed(pg, r);
-	if (cause != NULL) {
-		m = store_pg_msg(r != NULL ? PQresultErrorMessage(r) : PQerrorMessage(pg->conn));
+	if (cause != NULL)
 		xasprintf(cause, "%s: %s", pg->name, m);
-		free(m);
-	}
-	PQclear(r);
+	free(m);
 	return NULL;
 }
 
@@ -372,14 +684,12 @@ store_pg_setup(struct store_pg *pg, char **cause)
 	    cause) != 0)
 		return -1;
 	for (i = 0; i < SPUR_ARRLEN(store_pg_stmts); i++) {
-		r = PQprepare(pg->conn, store_pg_stmts[i].name, store_pg_stmts[i].sql,
-		    store_pg_stmts[i].nparams, NULL);
-		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-			m = store_pg_msg(PQresultErrorMessage(r));
+		m = NULL;
+		if ((r = store_pg_await(pg, NULL, PQsendPrepare(pg->conn, store_pg_stmts[i].name,
+		    store_pg_stmts[i].sql, store_pg_stmts[i].nparams, NULL), &m)) == NULL) {
 			xasprintf(cause, "%s: cannot prepare %s: %s", pg->name,
 			    store_pg_stmts[i].name, m);
 			free(m);
-			PQclear(r);
 			return -1;
 		}
 		PQclear(r);
@@ -395,14 +705,20 @@ store_pg_setup(struct store_pg *pg, char **cause)
 static int
 store_pg_ready(struct store_pg *pg, char **cause)
 {
-	char	*m;
+	char	*m = NULL;
 
+	if (store_pg_late(pg, cause) != 0)
+		return -1;
 	if (pg->broken || PQstatus(pg->conn) != CONNECTION_OK) {
 		pg->prepared = 0;
 		pg->broken = 0;
-		PQreset(pg->conn);
-		if (PQstatus(pg->conn) != CONNECTION_OK) {
-			m = store_pg_msg(PQerrorMessage(pg->conn));
+		pg->intx = 0;
+		if (PQresetStart(pg->conn) == 0 ||
+		    store_pg_connect_wait(pg, pg->conn, 1, &m) != 0) {
+			if (m == NULL)
+				m = store_pg_msg(PQerrorMessage(pg->conn));
+			/* Still lost: the next use tries again. */
+			pg->broken = 1;
 			xasprintf(cause, "%s: cannot connect: %s", pg->name, m);
 			free(m);
 			return -1;
@@ -412,18 +728,6 @@ store_pg_ready(struct store_pg *pg, char **cause)
 	if (!pg->prepared)
 		return store_pg_setup(pg, cause);
 	return 0;
-}
-
-PGconn *
-store_pg_conn(struct store_pg *pg, char **cause)
-{
-	return store_pg_ready(pg, cause) == 0 ? pg->conn : NULL;
-}
-
-void
-store_pg_result_failed(struct store_pg *pg, const PGresult *r)
-{
-	store_pg_failed(pg, r);
 }
 
 int
@@ -473,8 +777,9 @@ store_pg_connect(const char *url)
 	    url, NULL };
 	PGconn		*conn;
 
-	if ((conn = PQconnectdbParams(keys, vals, 1)) == NULL)
-		fatal("PQconnectdbParams: out of memory");
+	/* Started only: store_pg_connect_wait sees it through, within its deadline. */
+	if ((conn = PQconnectStartParams(keys, vals, 1)) == NULL)
+		fatal("PQconnectStartParams: out of memory");
 	return conn;
 }
 
@@ -487,26 +792,37 @@ static int
 store_pg_listen(void *impl, char **cause)
 {
 	struct store_pg	*pg = impl;
-	PGresult	*r;
-	char		*m;
+	PGresult	*r = NULL;
+	char		*m = NULL;
+	int64_t		 deadline, ms;
+	int		 rc;
 
 	if (pg->listen != NULL)
 		PQfinish(pg->listen);
+	pg->listen = NULL;
+	/* Its connect and its LISTEN wait no longer than a command would. */
+	if (store_pg_late(pg, cause) != 0)
+		return -1;
 	pg->listen = store_pg_connect(pg->name);
-	r = PQstatus(pg->listen) == CONNECTION_OK ? PQexec(pg->listen, "LISTEN "
-	    STORE_CHANNEL) : NULL;
-	if (r == NULL || PQresultStatus(r) != PGRES_COMMAND_OK ||
-	    PQsetnonblocking(pg->listen, 1) != 0) {
-		m = store_pg_msg(r != NULL ? PQresultErrorMessage(r) :
-		    PQerrorMessage(pg->listen));
+	if (store_pg_connect_wait(pg, pg->listen, 0, &m) == 0) {
+		deadline = store_pg_until(pg);
+		ms = deadline - store_pg_mono();
+		if (!PQsendQuery(pg->listen, "LISTEN " STORE_CHANNEL) ||
+		    (rc = store_pg_collect(pg->listen, deadline, &r)) < 0)
+			m = store_pg_msg(PQerrorMessage(pg->listen));
+		else if (rc > 0)
+			store_pg_silent(pg, ms, "", &m);
+		else if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			m = store_pg_msg(PQresultErrorMessage(r));
+	}
+	PQclear(r);
+	if (m != NULL) {
 		xasprintf(cause, "%s: cannot listen: %s", pg->name, m);
 		free(m);
-		PQclear(r);
 		PQfinish(pg->listen);
 		pg->listen = NULL;
 		return -1;
 	}
-	PQclear(r);
 	return PQsocket(pg->listen);
 }
 
@@ -548,8 +864,7 @@ store_pg_open(const char *url, char **cause)
 	pg = xcalloc(1, sizeof *pg);
 	pg->name = xstrdup(url);	/* checked: no password in it */
 	pg->conn = store_pg_connect(url);
-	if (PQstatus(pg->conn) != CONNECTION_OK) {
-		m = store_pg_msg(PQerrorMessage(pg->conn));
+	if (store_pg_connect_wait(pg, pg->conn, 0, &m) != 0) {
 		xasprintf(cause, "%s: cannot connect: %s", pg->name, m);
 		free(m);
 		goto fail;
@@ -603,20 +918,15 @@ static PGresult *
 store_pg_run(struct store_pg *pg, const char *name, int n, const char *const *v,
     char **cause)
 {
-	PGresult	*r = PQexecPrepared(pg->conn, name, n, v, NULL, NULL, 0);
-	ExecStatusType	 s = PQresultStatus(r);
+	PGresult	*r;
+	char		*m = NULL;
 
-	if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)
+	if ((r = store_pg_await(pg, NULL, PQsendQueryPrepared(pg->conn, name, n, v, NULL,
+	    NULL, 0), &m)) != NULL)
 		return r;
-	store_pg_failed(pg, r);
-	if (cause != NULL && *cause == NULL) {
-		char	*m = store_pg_msg(r != NULL ? PQresultErrorMessage(r) :
-		    PQerrorMessage(pg->conn));
-
+	if (cause != NULL && *cause == NULL)
 		xasprintf(cause, "%s: %s", pg->name, m);
-		free(m);
-	}
-	PQclear(r);
+	free(m);
 	return NULL;
 }
 
@@ -681,6 +991,14 @@ store_pg_nodes_config(void *impl, int *agree, int *live)
 	return hash;
 }
 
+static void
+store_pg_horizon(void *impl, int64_t at)
+{
+	struct store_pg	*pg = impl;
+
+	pg->horizon = at != 0 ? store_pg_mono() + (at - now_ms()) : 0;
+}
+
 const struct store_backend store_pg_backend = {
 	.name = "postgresql",
 	.open = store_pg_open,
@@ -690,6 +1008,7 @@ const struct store_backend store_pg_backend = {
 	.node_beat = store_pg_node_beat,
 	.node_reap = store_pg_node_reap,
 	.nodes_config = store_pg_nodes_config,
+	.horizon = store_pg_horizon,
 	.listen = store_pg_listen,
 	.listened = store_pg_listened,
 	.name_of = store_pg_name,

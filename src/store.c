@@ -804,6 +804,13 @@ store_node_reap(struct store *st, const char *node)
 	return st->be != NULL ? st->be->node_reap(st->impl, node) : NULL;
 }
 
+void
+store_horizon(struct store *st, int64_t at)
+{
+	if (st->be != NULL)
+		st->be->horizon(st->impl, at);
+}
+
 int
 store_shared(const struct store *st)
 {
@@ -2310,14 +2317,19 @@ store_reports_next_at(struct store *st)
 
 /* Committed (synchronous=FULL) before the request goes out, so a crash after it cannot hide it. */
 int
-store_report_sending(struct store *st, int64_t id, int64_t at)
+store_report_sending(struct store *st, int64_t id, int64_t at, int64_t held)
 {
 	/* One node: no other takes it; the outbox knows the ones it is sending. */
 	const char	*args[] = { st->node };
-	int64_t		 ints[] = { at, id, st->lite != NULL ? 0 : STORE_REPORT_LEASE_MS };
+	int64_t		 ints[] = { at, id, st->lite != NULL ? 0 : STORE_REPORT_LEASE_MS, held };
 
+	/*
+	 * A take is its sending_at: still this node's when no other took the
+	 * report since (one that did wrote its own, later by a lease at least).
+	 */
 	if (store_exec_bind(st, "UPDATE reports SET node = ?1, sending_at = ?2, next_at = ?2 + ?4 "
-	    "WHERE id = ?3 AND state = 'pending' AND next_at <= ?2", args, 1, ints, 3) != 0)
+	    "WHERE id = ?3 AND state = 'pending' AND (next_at <= ?2 OR (?5 <> 0 AND "
+	    "sending_at = ?5))", args, 1, ints, 4) != 0)
 		return -1;
 	return db_changes(st->db) == 1 ? 0 : 1;
 }

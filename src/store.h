@@ -113,6 +113,17 @@ char		*store_node_reap(struct store *, const char *node);
  */
 char		*store_nodes_config(struct store *, int *agree, int *live);
 /*
+ * No command waits for the store past at (now_ms's clock; 0: no such bound):
+ * each waits for its answer 25 s at most (a bit over the server's
+ * lock_timeout), or until at when that is sooner, and one started past at
+ * fails at once. A node's loop is not held past the moment it must beat,
+ * and a beat's wait is bounded as a whole (node.c). A store that does not
+ * answer in time is given up on: the command fails, and the connection is
+ * made again before the next. sqlite: nothing changes (its busy timeout
+ * bounds its waits).
+ */
+void		 store_horizon(struct store *, int64_t at);
+/*
  * Wake-ups between nodes (PostgreSQL's LISTEN/NOTIFY): a commit that queues
  * runs notifies STORE_CHANNEL. store_listen: a descriptor that becomes
  * readable when one came (-1 with the reason; sqlite: none, one node);
@@ -377,11 +388,18 @@ int		 store_report_mark(struct store *, const struct report_mark *);
  * Marks a pending report sending, durably, before the attempt at that time,
  * and takes it: on PostgreSQL no other node sees it due for
  * STORE_REPORT_LEASE_MS (a node that dies mid-post leaves it to another, which
- * looks in the thread first). 0: taken; 1: not due (another node took it, or
- * it was sent): leave it; -1: do not post.
+ * looks in the thread first). held: the at of this node's own take of it, to
+ * renew (its look in the thread done, before its post), or 0. 0: taken; 1:
+ * not due (another node took it, or it was sent): leave it; -1: do not post.
  */
-#define STORE_REPORT_LEASE_MS	(2 * 60 * 1000)
-int		 store_report_sending(struct store *, int64_t id, int64_t at);
+/*
+ * Longer than a post can take (httpc.c's HTTP_TIMEOUT_MS, 30 s, which the
+ * outbox's requests keep) and its mark's commit: a report another node takes
+ * over is not in flight still, and the look in its thread sees it if it
+ * landed.
+ */
+#define STORE_REPORT_LEASE_MS	(45 * 1000)
+int		 store_report_sending(struct store *, int64_t id, int64_t at, int64_t held);
 /* A report that is not sent, stored with its state and why (no_thread, none). */
 int		 store_report_note(struct store *, const char *run, const char *kind,
 		     json_t *target, const char *state, const char *why);

@@ -333,7 +333,8 @@ class Fake:
     def handle(self, h):
         body = self.read_body(h)
         rec = {"method": h.command, "path": h.path, "headers": dict((k.lower(), v) for k, v in h.headers.items()),
-               "body": body.decode("utf-8", "replace"), "at": time.time()}
+               "body": body.decode("utf-8", "replace"), "at": time.time(),
+               "port": h.client_address[1]}
         with self.lock:
             self.requests.append(rec)
             fail = None

@@ -5,10 +5,19 @@ one node, and reported once. kill -9 of a node while its runs run: another node 
 dead, ends its runs interrupted (queued again once), and the thread is told once, within a
 minute. A schedule's missed fire caught up by three nodes starting together: once. A node whose
 config differs from the others' says so in its log and /metrics. A node restarted on the same
-data_dir ends its predecessor's runs at once."""
+data_dir ends its predecessor's runs at once. A network partition between a node and the
+database (a proxy in between that stops forwarding): the node fences itself (it takes no more
+work and exits 1) before its lease lapses, and another node ends its run interrupted and reports
+it once, within a minute. kill -9 of a node while its report's post is in flight (the API has
+taken it and not answered): the node that reaps it releases the report at once (not waiting
+for the report's own 45 s lease), and one node finds it in the thread and does not post it
+again."""
+import datetime
 import json
 import os
 import re
+import signal
+import socket
 import sys
 import threading
 import time
@@ -46,9 +55,18 @@ def auto(name, text, script, extra=""):
             ) % (name, text, json.dumps(["sh", "-c", script]), name, extra)
 
 
+# A daily schedule whose time was 3-4 minutes ago: within catch_up (10m), so each node that
+# starts catches it up, and the event's unique (org, dedup) makes it one fire.
+missed = (int(time.time()) - 180) // 60 * 60
+mt = datetime.datetime.fromtimestamp(missed, datetime.timezone.utc)
+MISSED = mt.strftime("%Y-%m-%dT%H:%M:%SZ")
 AUTOS = {
     "quick.yaml": auto("quick", "^/quick", "echo quick-done"),
     "slow.yaml": auto("slow", "^/slow", "echo slow-start; sleep 25; echo slow-done", "timeout: 120s\n"),
+    # Not queued again when interrupted: the interrupted run itself is reported.
+    "cutoff.yaml": auto("cutoff", "^/cutoff", "echo cutoff-start; sleep 90", "timeout: 300s\nretry: never\n"),
+    "nightly.yaml": ("name: nightly\non:\n  schedule:\n    cron: \"%d %d * * *\"\nagent: command\n"
+                     "command: [/bin/true]\nprompt: |\n  Nightly.\nproof: none\n") % (mt.minute, mt.hour),
 }
 
 
@@ -85,10 +103,107 @@ def comments_for(run):
     return n
 
 
+class Partition:
+    """A TCP proxy in front of the server's Unix socket that can be frozen: it stops forwarding
+    bytes either way and closes nothing, as a network partition looks from the node behind it
+    (its TCP connection stays up, acknowledged by the proxy's kernel; no answer ever comes)."""
+
+    def __init__(self, target):
+        self.target = target
+        self.frozen = threading.Event()
+        self.closed = False
+        self.socks = []
+        self.lock = threading.Lock()
+        self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(16)
+        self.port = self.lsock.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while not self.closed:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                u.connect(self.target)
+            except OSError:
+                c.close()
+                continue
+            with self.lock:
+                self.socks += [c, u]
+            threading.Thread(target=self.pump, args=(c, u), daemon=True).start()
+            threading.Thread(target=self.pump, args=(u, c), daemon=True).start()
+
+    def hold(self):
+        while self.frozen.is_set() and not self.closed:
+            time.sleep(0.05)
+
+    def pump(self, src, dst):
+        while not self.closed:
+            self.hold()
+            try:
+                data = src.recv(65536)
+            except OSError:
+                break
+            if not data:
+                break
+            # What was read as the freeze began is held too.
+            self.hold()
+            try:
+                dst.sendall(data)
+            except OSError:
+                break
+        for x in (src, dst):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        self.closed = True
+        self.lsock.close()
+        with self.lock:
+            for x in self.socks:
+                x.close()
+
+
+def node_by_port(port):
+    """The node whose process holds the client end of a TCP connection from local port."""
+    inodes = set()
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(path) as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if int(f[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add("socket:[%s]" % f[9])
+    for s in nodes:
+        if s.proc is None:
+            continue
+        try:
+            fds = os.listdir("/proc/%d/fd" % s.proc.pid)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink("/proc/%d/fd/%s" % (s.proc.pid, fd)) in inodes:
+                    return s
+            except OSError:
+                pass
+    return None
+
+
 # The third node wakes up by polling alone (store_notify: false, as behind PgBouncer in
 # transaction mode); the others by LISTEN/NOTIFY too. Each node's own line: not in the hash.
 nodes = [Spur(CONF + ("store_notify: false\n" if i == 2 else ""), orgs=ORGS, automations=AUTOS)
          for i in range(3)]
+cut = proxy = None
 try:
     # --- three nodes start together on an empty database ---
     starters = [threading.Thread(target=s.start) for s in nodes]
@@ -106,6 +221,22 @@ try:
     t.ok("event=node.polling" in nodes[2].logs() and "event=node.listening" not in nodes[2].logs(),
          "  the third polls only (store_notify: false)")
 
+    # --- the schedule's missed time, caught up by the three at start: one fire ---
+    dedup = "schedule:nightly@%s" % MISSED
+    fired = wait(lambda: q("SELECT count(*) FROM events WHERE dedup = '%s'" % dedup) != [["0"]], 20)
+    # Each node that found it not stored yet tried it: every try is answered before this.
+    wait(lambda: sum(s.logs().count("event=schedule.fire org=acme automation=nightly") for s in nodes) ==
+         sum(len(re.findall(r"event=schedule\.(?:fired|already_fired) org=acme automation=nightly", s.logs()))
+             for s in nodes), 15)
+    tries = sum(s.logs().count("event=schedule.fire org=acme automation=nightly scheduled_at=%s how=catch_up" % MISSED)
+                for s in nodes)
+    t.eq(q("SELECT count(*) FROM events WHERE dedup = '%s'" % dedup), [["1"]],
+         "a time missed 3-4 minutes ago, caught up at start by the nodes (%d tried it), is one event" % tries)
+    t.eq(q("SELECT count(*) FROM runs r JOIN events e ON e.id = r.event WHERE e.dedup = '%s'" % dedup), [["1"]],
+         "  with one run")
+    t.eq(sum(len(re.findall(r"event=schedule\.fired org=acme automation=nightly scheduled_at=%s" % MISSED, s.logs()))
+             for s in nodes), 1, "  one node says it fired it, the others that tried that it had fired")
+
     # --- deliveries spread over the three, each repeated to another node ---
     N = 30
     answers = {}
@@ -113,8 +244,10 @@ try:
 
     def send(i):
         d = "nodes-quick-%d" % i
-        st1, a1 = post(nodes[i % 3], "/quick %d" % i, 100 + i % 5, 5000 + i, d)
-        st2, a2 = post(nodes[(i + 1) % 3], "/quick %d" % i, 100 + i % 5, 5000 + i, d)
+        # A thread of its own each: a session's runs stay on the node that holds its workspace,
+        # so five threads' runs could all land on two of the three nodes.
+        st1, a1 = post(nodes[i % 3], "/quick %d" % i, 100 + i, 5000 + i, d)
+        st2, a2 = post(nodes[(i + 1) % 3], "/quick %d" % i, 100 + i, 5000 + i, d)
         with lock:
             answers[i] = (st1, a1, st2, a2)
 
@@ -134,13 +267,16 @@ try:
     t.eq(len(runs), N, "each starts one run")
     done = wait(lambda: int(q("SELECT count(*) FROM runs WHERE automation = 'quick' AND "
                               "state = 'completed'")[0][0]) == N, 60)
-    t.ok(done, "every run completes")
+    t.ok(done, "every run completes", q("SELECT state, node, count(*) FROM runs WHERE automation = 'quick' "
+                                       "GROUP BY state, node"))
     started = q("SELECT run, count(*) FROM run_history WHERE state = 'running' AND reason = 'started' "
                 "GROUP BY run HAVING count(*) <> 1")
     t.eq(started, [], "each run was started once, on one node")
     on = q("SELECT node, count(*) FROM runs WHERE automation = 'quick' GROUP BY node ORDER BY node")
     t.ok(all(r[0] in ids for r in on) and len(on) == 3,
-         "the runs ran on the nodes (%s)" % ", ".join("%s: %s" % (r[0], r[1]) for r in on), on)
+         "the runs ran on the nodes (%s)" % ", ".join("%s: %s" % (r[0], r[1]) for r in on),
+         [(node_of(s), [l[:300] for l in s.logs().splitlines() if "level=warn" in l or "level=error" in l or
+                         "run.state" in l][:25]) for s in nodes])
     quick = [r[0] for r in q("SELECT id FROM runs WHERE automation = 'quick'")]
     wait(lambda: q("SELECT count(*) FROM reports WHERE kind = 'run_end' AND state = 'pending'") == [["0"]], 30)
     twice = [r for r in quick if comments_for(r) != 1]
@@ -200,6 +336,107 @@ try:
          "/metrics: three live nodes", text[-600:])
     t.ok('spur_node_config_differs{node="%s"} 0' % nid in text, "  whose configs agree")
 
+    # --- a network partition between a node and the store, during its run ---
+    proxy = Partition(os.path.join(pg.dir, ".s.PGSQL.%d" % pg.PORT))
+    cut = Spur(CONF.replace(pg.url, "postgresql://spur@127.0.0.1:%d/spur" % proxy.port), orgs=ORGS,
+               automations=AUTOS)
+    cut.start()
+    cid = node_of(cut)
+    # The node that stores a run usually starts it, but one that heard of it (NOTIFY) may be
+    # first, and this node's store is a slow proxy away: the others are stopped (SIGSTOP, for
+    # far less than their lease) until it has started its run.
+    others = [s for s in nodes if s.proc is not None]
+    for s in others:
+        os.kill(s.proc.pid, signal.SIGSTOP)
+    try:
+        st, a = post(cut, "/cutoff", 300, 7300, "nodes-cut-1")
+        crun = a.get("runs", [None])[0] if st == 200 else None
+        on = crun and wait(lambda: q("SELECT node, state FROM runs WHERE id = '%s'" % crun) ==
+                           [[cid, "running"]], 8)
+    finally:
+        for s in others:
+            os.kill(s.proc.pid, signal.SIGCONT)
+    crun = crun if on else None
+    t.ok(crun is not None, "a node that reaches the store through another address runs a run",
+         [l for l in cut.logs().splitlines() if "event=run." in l or "event=node." in l or "dispatch" in l][-40:])
+    t.ok("event=node.config_differs" not in cut.logs(), "  its config agrees with the others' (the store line is its own)")
+    frozen_at = time.time()
+    proxy.frozen.set()
+    fenced = wait(lambda: "event=node.fenced node=%s" % cid in cut.logs(), 40)
+    fence_s = time.time() - frozen_at
+    age = re.search(r"event=node\.fenced node=%s .*renewed_ms_ago=(\d+)" % cid, cut.logs())
+    # node.c fences at 17 s after the last renewal at the latest: 3 s before the lease may lapse.
+    t.ok(fenced and age and int(age.group(1)) < 18000,
+         "cut off from the store, the node fences itself %.1f s into the partition, %s ms after its last "
+         "renewal: before its 20 s lease could lapse" % (fence_s, age.group(1) if age else "?"),
+         cut.logs()[-2500:])
+    t.ok(re.search(r"event=node\.beat_failed node=%s error=.*no answer from the store within 4 s" % cid,
+                   cut.logs()), "  its beats got no answer within their 4 s",
+         [l for l in cut.logs().splitlines() if "node." in l])
+    t.ok(re.search(r"event=node\.cut node=%s" % cid, cut.logs()), "  from its first failed beat it starts no run")
+    t.ok(re.search(r"event=run\.not_interrupted run=%s why=\"the store is unavailable\"" % crun, cut.logs()),
+         "  stopping, it cannot end its run itself, and says so (the run is the reaper's)")
+    try:
+        rc = cut.proc.wait(40)
+    except Exception:
+        rc = None
+    exit_s = time.time() - frozen_at
+    t.ok(rc == 1, "  it exits 1, %.1f s after the partition began" % exit_s, (rc, cut.logs()[-2500:]))
+    ended = wait(lambda: q("SELECT state, cause FROM runs WHERE id = '%s'" % crun) == [["failed", "interrupted"]], 60)
+    took = time.time() - frozen_at
+    t.ok(ended and took < 60, "another node ended its run interrupted, %.1f s after the partition began" % took)
+    reason = q("SELECT reason FROM runs WHERE id = '%s'" % crun)
+    t.ok(reason and "node %s died" % cid in reason[0][0], "  saying which node died", reason)
+    told = wait(lambda: comments_for(crun) >= 1, 30)
+    told_s = time.time() - frozen_at
+    t.ok(told and told_s < 60, "  and reported it, %.1f s after the partition began" % told_s)
+    print("# partition: fenced after %.1f s, exited after %.1f s, run ended by another node after %.1f s, "
+          "reported after %.1f s" % (fence_s, exit_s, took, told_s))
+    # The partition heals: nothing of the fenced node's comes through late.
+    proxy.frozen.clear()
+    time.sleep(3)
+    t.eq(comments_for(crun), 1, "  once, the partition healed")
+    t.eq(q("SELECT count(*) FROM run_history WHERE run = '%s' AND state = 'failed'" % crun), [["1"]],
+         "  ended once")
+    cut.logf.close()
+    cut.proc = None
+
+    # --- kill -9 of a node while its report's post is in flight ---
+    killed = {}
+
+    def kill_poster():
+        """Runs after the fake API stored the comment, before it answers: the poster dies."""
+        posts = [r for r in fake.api_requests("/repos/acme/api/issues/400/comments") if r["method"] == "POST"]
+        s = node_by_port(posts[-1]["port"]) if posts else None
+        if s is not None:
+            killed["node"], killed["id"], killed["at"] = s, node_of(s), time.time()
+            s.proc.kill()
+            s.proc.wait()
+
+    fake.before_answer(r"^POST /repos/acme/api/issues/400/comments", kill_poster)
+    st, a = post(nodes[0], "/quick report", 400, 7400, "nodes-report-kill")
+    rrun = a.get("runs", [None])[0] if st == 200 else None
+    t.ok(wait(lambda: "at" in killed, 30), "a node was killed -9 while its report's post was in flight",
+         [n.logs()[-1500:] for n in nodes if n.proc is not None])
+    if "at" in killed:
+        t.eq(comments_for(rrun), 1, "  the API had taken the post (the comment is in the thread)")
+        sent = wait(lambda: q("SELECT state FROM reports WHERE run = '%s' AND kind = 'run_end'" % rrun) ==
+                    [["sent"]], 80)
+        took = time.time() - killed["at"]
+        t.ok(sent and took < 45, "the dead node's report was released when it was reaped and taken by another "
+             "node, %.1f s after the kill (before the report's own 45 s lease lapsed)" % took,
+             q("SELECT state, sending_at, next_at, node FROM reports WHERE run = '%s'" % rrun))
+        t.ok(any(re.search(r"event=node\.reaped node=\S+ dead=%s runs=\d+ reports=1" % re.escape(killed["id"]),
+                           s.logs()) for s in nodes if s is not killed["node"]),
+             "  one node reaped it, releasing its one report")
+        finder = [s for s in nodes if s is not killed["node"] and s.proc is not None and
+                  re.search(r"event=report\.sent run=%s kind=run_end report=\d+ found=1" % rrun, s.logs())]
+        t.eq(len(finder), 1, "  found it in the thread (the lookup before a post again)")
+        t.eq(comments_for(rrun), 1, "  and did not post it again: the thread has it once")
+        print("# report: killed %s mid-post; another node marked it sent %.1f s later" % (killed["id"], took))
+        killed["node"].logf.close()
+        killed["node"].proc = None
+
     # --- a node with another config says so ---
     odd = Spur(CONF, orgs=ORGS, automations=dict(AUTOS, **{"extra.yaml": auto("extra", "^/extra", "true")}))
     odd.start()
@@ -213,10 +450,15 @@ try:
          "  retiring itself: no other node need wait for its lease to lapse")
     odd.cleanup()
     for s in nodes:
-        t.eq(s.stop(), 0, "node %s stops cleanly" % node_of(s))
+        if s.proc is not None:
+            t.eq(s.stop(), 0, "node %s stops cleanly" % node_of(s))
 finally:
     for s in nodes:
         s.cleanup()
+    if cut is not None:
+        cut.cleanup()
+    if proxy is not None:
+        proxy.close()
     pg.stop()
     fake.close()
 t.done()
