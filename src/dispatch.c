@@ -1068,7 +1068,7 @@ dispatch_start(struct dispatch *d, const char *id)
 	char			*cause = NULL, *logpath, *rundir, *reason;
 	int			 rc;
 
-	if ((j = store_run_json(e->store, id, 1)) == NULL)
+	if ((j = store_run_json(e->store, id, STORE_RUN_WORK)) == NULL)
 		return 1;
 	r = xcalloc(1, sizeof *r);
 	r->d = d;

@@ -1339,7 +1339,7 @@ repo_deliver(struct engine *e, const char *run, const struct automation *a,
 		j->reviewers = repo_str_list(a->pull_request.reviewers);
 	if (a->pull_request.labels != NULL)
 		j->labels = repo_str_list(a->pull_request.labels);
-	if (j->want_pr && (s = store_run_json(e->store, run, 1)) != NULL) {
+	if (j->want_pr && (s = store_run_json(e->store, run, STORE_RUN_WORK)) != NULL) {
 		repo_pr_facts(j, s);
 		json_decref(s);
 	}

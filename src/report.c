@@ -557,7 +557,7 @@ report_status_at(struct engine *e, const char *run, const char *posted, int64_t 
 	char		*link = NULL, *text = NULL, *body, *id = NULL, *next;
 	int64_t		 at;
 
-	if ((j = store_run_json(e->store, run, 1)) == NULL)
+	if ((j = store_run_json(e->store, run, STORE_RUN_WORK)) == NULL)
 		return;
 	ev = json_object_get(j, "event");
 	state = json_string_value(json_object_get(j, "state"));
@@ -729,7 +729,7 @@ report_run_end_(struct engine *e, const char *run, int alone, const char *posted
 	char			*text = NULL, *body = NULL, *link = NULL;
 
 	memset(&own, 0, sizeof own);
-	if ((j = store_run_json(e->store, run, 1)) == NULL)
+	if ((j = store_run_json(e->store, run, STORE_RUN_WORK)) == NULL)
 		return;
 	if (!alone && store_report_exists(e->store, run, "run_end"))
 		goto out;
@@ -866,7 +866,7 @@ report_run_end(struct engine *e, const char *run)
 	json_t	*j;
 
 	report_run_end_(e, run, 0, NULL, 0);
-	if ((j = store_run_json(e->store, run, 1)) != NULL) {
+	if ((j = store_run_json(e->store, run, STORE_RUN_WORK)) != NULL) {
 		report_destinations(e, run, j);
 		json_decref(j);
 	}

@@ -136,7 +136,7 @@ run_interrupt(struct engine *e, const char *run, const char *reason)
 			log_info("event=run.not_interrupted run=%s why=\"ended already\"", run);
 		return;
 	}
-	j = store_run_json(e->store, run, 1);
+	j = store_run_json(e->store, run, STORE_RUN_WORK);
 	if (j != NULL)
 		a = automation_from_json(json_object_get(j, "automation_config"));
 	if (a != NULL && !a->retry_never) {

@@ -201,6 +201,8 @@ static const char *store_pg_migrations[] = {
 	"CREATE TABLE session_archives ("
 	"  session TEXT PRIMARY KEY, agent TEXT NOT NULL, data BYTEA NOT NULL,"
 	"  bytes BIGINT NOT NULL, updated_at BIGINT NOT NULL);",
+	/* 5: sqlite's 18: a run's reports by kind */
+	"CREATE INDEX reports_run ON reports(run, kind);",
 };
 
 /* Now in ms by the database's clock: the one every node's lease is measured on. */

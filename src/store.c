@@ -208,6 +208,12 @@ static const char *store_migrations[] = {
 	"CREATE TABLE session_archives ("
 	"  session TEXT PRIMARY KEY, agent TEXT NOT NULL, data BLOB NOT NULL,"
 	"  bytes INTEGER NOT NULL, updated_at INTEGER NOT NULL);",
+	/*
+	 * 18: a run's reports by kind (is its status message stored? its report
+	 * waiting?), asked for every run on the loop: without it each question
+	 * read the whole table, which grows by two rows a matched delivery
+	 */
+	"CREATE INDEX reports_run ON reports(run, kind);",
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
@@ -1120,12 +1126,12 @@ store_run_rows(struct store *st, const char *sql, const char *run,
 	struct db_stmt	*h;
 	json_t		*list = json_array();
 
-	if ((h = db_prepare(st->db, sql, 0)) == NULL)
+	if ((h = store_stmt(st, sql)) == NULL)
 		return list;
 	db_bind_text(h, 1, run);
 	while (db_step(h) == DB_ROW)
 		json_array_append_new(list, row(h));
-	db_finalize(h);
+	db_reset(h);
 	return list;
 }
 
@@ -1197,20 +1203,22 @@ store_run_row(struct store *st, struct db_stmt *s, int full)
 	} else
 		json_object_set_new(j, "duration_ms", json_null());
 	json_object_set_new(j, "usage", store_usage_json(st, id));
-	if (!full)
+	if (full == STORE_RUN_ROW)
 		return j;
 	json_object_set_new(j, "prompt", col_json_text(s, 13));
 	json_object_set_new(j, "agent_session", col_json_text(s, 15));
 	json_object_set_new(j, "conc_key", col_json_text(s, 16));
 	ev = store_event_json(st, db_column_text(s, 3));
 	json_object_set_new(j, "event", ev != NULL ? ev : json_null());
-	json_object_set_new(j, "history", store_run_history(st, id));
-	json_object_set_new(j, "reports", store_run_rows(st, "SELECT kind, state, attempts, "
-	    "last_error, created_at, sent_at FROM reports WHERE run = ? ORDER BY id", id,
-	    report_row));
-	json_object_set_new(j, "connections", store_run_rows(st, "SELECT at, host, port, "
-	    "bytes_in, bytes_out, verdict FROM connections WHERE run = ? ORDER BY rowid", id,
-	    connection_row));
+	if (full == STORE_RUN_FULL) {
+		json_object_set_new(j, "history", store_run_history(st, id));
+		json_object_set_new(j, "reports", store_run_rows(st, "SELECT kind, state, "
+		    "attempts, last_error, created_at, sent_at FROM reports WHERE run = ? "
+		    "ORDER BY id", id, report_row));
+		json_object_set_new(j, "connections", store_run_rows(st, "SELECT at, host, "
+		    "port, bytes_in, bytes_out, verdict FROM connections WHERE run = ? ORDER BY "
+		    "rowid", id, connection_row));
+	}
 	{
 		const char *aj = db_column_text(s, 14);
 		json_t *a = aj != NULL ? json_loads(aj, 0, NULL) : NULL;
@@ -1232,12 +1240,12 @@ store_run_json(struct store *st, const char *run, int full)
 	struct db_stmt	*s;
 	json_t		*j = NULL;
 
-	if ((s = db_prepare(st->db, "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?", 0)) == NULL)
+	if ((s = store_stmt(st, "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?")) == NULL)
 		return NULL;
 	db_bind_text(s, 1, run);
 	if (db_step(s) == DB_ROW)
 		j = store_run_row(st, s, full);
-	db_finalize(s);
+	db_reset(s);
 	return j;
 }
 
@@ -1474,8 +1482,8 @@ store_event_json(struct store *st, const char *event)
 
 	char		*text, *cause = NULL;
 
-	if (event == NULL || (s = db_prepare(st->db, "SELECT json, payload, payload_seg, "
-	    "payload_off, payload_len FROM events WHERE id = ?", 0)) == NULL)
+	if (event == NULL || (s = store_stmt(st, "SELECT json, payload, payload_seg, "
+	    "payload_off, payload_len FROM events WHERE id = ?")) == NULL)
 		return NULL;
 	db_bind_text(s, 1, event);
 	if (db_step(s) == DB_ROW) {
@@ -1498,7 +1506,7 @@ store_event_json(struct store *st, const char *event)
 			free(text);
 		}
 	}
-	db_finalize(s);
+	db_reset(s);
 	return j;
 }
 
@@ -2448,12 +2456,12 @@ store_report_exists(struct store *st, const char *run, const char *kind)
 	struct db_stmt	*s;
 	int		 found = 0;
 
-	if ((s = db_prepare(st->db, "SELECT 1 FROM reports WHERE run = ? AND kind = ?", 0)) == NULL)
+	if ((s = store_stmt(st, "SELECT 1 FROM reports WHERE run = ? AND kind = ?")) == NULL)
 		return 0;
 	db_bind_text(s, 1, run);
 	db_bind_text(s, 2, kind);
 	found = db_step(s) == DB_ROW;
-	db_finalize(s);
+	db_reset(s);
 	return found;
 }
 

@@ -199,6 +199,15 @@ int		 store_run_get_state(struct store *, const char *run, enum run_state *);
 /* When the run ended (ms), 0 while it has not; -1: no such run. */
 int64_t		 store_run_ended_at(struct store *, const char *run);
 /* Runs as JSON objects (the shape of `spur show --json`). */
+/*
+ * A run as JSON, to free; full: its row alone (STORE_RUN_ROW); with its
+ * prompt, event and automation, what the engine works from (STORE_RUN_WORK);
+ * and its history, reports and connections too (STORE_RUN_FULL: spur show,
+ * the API).
+ */
+#define STORE_RUN_ROW	0
+#define STORE_RUN_FULL	1
+#define STORE_RUN_WORK	2
 json_t		*store_run_json(struct store *, const char *run, int full);
 /* A run's state changes, oldest first: [{state, at, reason, cause?, phase?}]. */
 json_t		*store_run_history(struct store *, const char *run);

@@ -111,7 +111,7 @@ thread_cmd_act(struct engine *e, const struct spur_event *ev, enum thread_cmd cm
 	pthread_mutex_unlock(&e->conf_mu);
 	if ((a = automation_find(set, ev->org, name != NULL ? name : "")) == NULL) {
 		json_decref(j);
-		j = store_run_json(e->store, run, 1);
+		j = store_run_json(e->store, run, STORE_RUN_WORK);
 		a = kept = automation_from_json(json_object_get(j, "automation_config"));
 	}
 	buf_init(&why, 1024);
