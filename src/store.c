@@ -714,9 +714,10 @@ store_ingest_tx(struct store *st, struct ingest_item **items, size_t n,
 		store_exec(st, "ROLLBACK", NULL);
 		return -1;
 	}
-	for (i = 0; i < n && (items[i]->duplicate || items[i]->nruns == 0); i++)
+	for (i = 0; st->be != NULL && i < n && (items[i]->duplicate || items[i]->nruns == 0);
+	    i++)
 		;
-	if (i < n)
+	if (st->be != NULL && i < n)
 		store_wake(st);
 	*committing = 1;
 	if (store_exec(st, "COMMIT", cause) != 0) {
@@ -748,15 +749,19 @@ int
 store_ingest(struct store *st, struct ingest_item **items, size_t n,
     const struct report_mark *marks, size_t nmarks, char **cause)
 {
-	char	**ids = xcalloc(n > 0 ? n : 1, sizeof *ids);
+	char	**ids = NULL;
 	size_t	 i;
 	int	 try, rc, committing;
 
-	for (i = 0; i < n; i++)
-		ids[i] = xstrdup(items[i]->event->id);
+	/* sqlite never says try again (db_retryable): its batches keep no copy of their ids. */
+	if (st->be != NULL) {
+		ids = xcalloc(n > 0 ? n : 1, sizeof *ids);
+		for (i = 0; i < n; i++)
+			ids[i] = xstrdup(items[i]->event->id);
+	}
 	for (try = 1; ; try++) {
 		rc = store_ingest_tx(st, items, n, marks, nmarks, &committing, cause);
-		if (rc == 0 || committing || try == STORE_INGEST_TRIES ||
+		if (rc == 0 || committing || try == STORE_INGEST_TRIES || ids == NULL ||
 		    !db_retryable(st->db))
 			break;
 		log_info("event=store.retry try=%d error=%s", try, log_q(*cause));
@@ -768,7 +773,7 @@ store_ingest(struct store *st, struct ingest_item **items, size_t n,
 			items[i]->duplicate = 0;
 		}
 	}
-	for (i = 0; i < n; i++)
+	for (i = 0; ids != NULL && i < n; i++)
 		free(ids[i]);
 	free(ids);
 	return rc;
