@@ -5,6 +5,8 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +27,67 @@ sha256(const void *msg, size_t len, unsigned char out[32])
 
 	if (EVP_Digest(msg, len, out, &outlen, EVP_sha256(), NULL) != 1)
 		fatal("SHA-256 failed");
+}
+
+/*
+ * CRC-32C (Castagnoli), the payload log's record check: SSE4.2's instruction
+ * where the CPU has it (about 1 µs for 12 KB), a table a byte at a time else.
+ */
+static uint32_t	crc32c_table[256];
+
+static void
+crc32c_init(void)
+{
+	uint32_t	 c;
+	int		 i, k;
+
+	for (i = 0; i < 256; i++) {
+		c = (uint32_t)i;
+		for (k = 0; k < 8; k++)
+			c = (c & 1) ? (c >> 1) ^ 0x82f63b78U : c >> 1;
+		crc32c_table[i] = c;
+	}
+}
+
+static uint32_t
+crc32c_soft(uint32_t c, const unsigned char *p, size_t n)
+{
+	static pthread_once_t	 once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, crc32c_init);
+	while (n-- > 0)
+		c = crc32c_table[(c ^ *p++) & 0xff] ^ (c >> 8);
+	return c;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) static uint32_t
+crc32c_sse42(uint32_t c, const unsigned char *p, size_t n)
+{
+	uint64_t	 c64 = c, w;
+
+	for (; n > 0 && ((uintptr_t)p & 7) != 0; n--)
+		c64 = __builtin_ia32_crc32qi((uint32_t)c64, *p++);
+	for (; n >= 8; n -= 8, p += 8) {
+		memcpy(&w, p, 8);
+		c64 = __builtin_ia32_crc32di(c64, w);
+	}
+	for (; n > 0; n--)
+		c64 = __builtin_ia32_crc32qi((uint32_t)c64, *p++);
+	return (uint32_t)c64;
+}
+#endif
+
+uint32_t
+crc32c(uint32_t crc, const void *data, size_t n)
+{
+	uint32_t	 c = ~crc;
+
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("sse4.2"))
+		return ~crc32c_sse42(c, data, n);
+#endif
+	return ~crc32c_soft(c, data, n);
 }
 
 void

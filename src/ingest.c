@@ -1,6 +1,7 @@
 /* ingest.c: matches a verified event, prepares its runs, and commits event and runs together. */
 #include "spur.h"
 #include "automation.h"
+#include "checkpoint.h"
 #include "conf.h"
 #include "dispatch.h"
 #include "event.h"
@@ -13,6 +14,7 @@
 #include "store.h"
 #include "thread-cmd.h"
 
+#include <sys/uio.h>
 #include <event2/event.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -34,16 +36,25 @@ struct batch {
 	size_t			 n;
 	struct report_mark	*marks;
 	size_t			 nmarks;
+	int64_t			 log_seg;	/* its records end at (log_seg, log_end); 0: none */
+	int64_t			 log_end;
+	int			 lazy;		/* committed without a sync of the store */
 	int			 rc;
 	char			*cause;
 	struct batch		*next;
 };
 
+
+
 /*
  * Commits run on a writer thread with its own store connection. The writer
- * takes everything pending as one batch (group commit), commits it and hands
- * it to the loop to be answered, and takes the next batch at once: what
- * arrived during a commit waits for no other thread.
+ * takes everything pending as one batch (group commit), appends its records
+ * to the payload log and syncs them (the one fsync a 200 waits for), applies
+ * their rows to the store in a commit that need not sync (the records are
+ * the durable copy: a start applies the ones the store lost, ingest_replay),
+ * hands the batch to the loop to be answered, and takes the next batch at
+ * once: what arrived meanwhile waits for no other thread. The store's own
+ * syncs happen at its checkpoints, on a thread of their own (checkpoint.c).
  */
 struct ingest {
 	struct engine	*engine;
@@ -53,7 +64,13 @@ struct ingest {
 	int64_t		 counted_at;
 
 	struct store	*wstore;
-	struct plog	*plog;		/* the fronts append payloads, the writer syncs */
+	struct plog	*plog;		/* the writer appends and syncs; NULL: none (PostgreSQL) */
+	struct checkpointer *ckpt;
+	struct plog_at	*discards;	/* repeated deliveries' records, waiting for a synced commit */
+	size_t		 ndiscards;
+	size_t		 capdiscards;
+	int64_t		 applied_seg;	/* the writer's: the last record applied ends here */
+	int64_t		 applied_end;
 	pthread_t	 thread;
 	pthread_mutex_t	 mu;
 	pthread_cond_t	 work;		/* to the writer: something is pending, or stop */
@@ -76,25 +93,141 @@ static void	ingest_finish_batch(struct ingest *, struct batch *);
 /*
  * Writer, after the commit: the payloads are not needed any more. A repeated
  * delivery's copy in the payload log is pointed to by no row: its space goes
- * back (a redelivery storm does not fill the disk for the retention period).
- * Not after a failed commit: the rows may yet be on disk.
+ * back (a redelivery storm does not fill the disk for the retention period),
+ * but only after a synced commit that says so: until then a start may have
+ * to apply its record again, which needs it whole. Not after a failed
+ * commit: the rows may yet be on disk.
  */
+/* Writer, after a synced commit: the repeated payloads it or an earlier one found go. */
+static void
+ingest_discard(struct ingest *in)
+{
+	plog_discard(store_payload_dir(in->wstore), in->discards, in->ndiscards);
+	in->ndiscards = 0;
+}
+
 static void
 ingest_committed(struct ingest *in, struct batch *b)
 {
 	struct ingest_item	**items = b->items;
+	struct plog_at		*d;
 	size_t			 i, n = b->n;
 
 	for (i = 0; i < n; i++) {
-		if (b->rc == 0 && items[i]->duplicate && items[i]->payload_seg > 0)
-			plog_discard(store_payload_dir(in->wstore), items[i]->payload_seg,
-			    items[i]->payload_off, items[i]->event->payload_rawlen);
+		if (b->rc == 0 && items[i]->duplicate && items[i]->rec_seg > 0) {
+			if (in->ndiscards == in->capdiscards) {
+				in->capdiscards = in->capdiscards ? in->capdiscards * 2 : 16;
+				in->discards = xreallocarray(in->discards, in->capdiscards,
+				    sizeof *in->discards);
+			}
+			d = &in->discards[in->ndiscards++];
+			d->seg = items[i]->rec_seg;
+			d->off = items[i]->rec_off;
+		}
 		json_decref(items[i]->event->payload);
 		items[i]->event->payload = NULL;
 		free(items[i]->event->payload_raw);
 		items[i]->event->payload_raw = NULL;
 		items[i]->event->payload_rawlen = 0;
+		free(items[i]->rec);
+		items[i]->rec = NULL;
 	}
+	if (b->rc == 0 && b->log_seg > 0) {
+		in->applied_seg = b->log_seg;
+		in->applied_end = b->log_end;
+	}
+	if (b->rc == 0 && !b->lazy)
+		ingest_discard(in);
+}
+
+/*
+ * Writer, with nothing to commit but repeated deliveries' payloads to give
+ * back: one synced commit (of where the log was applied, unchanged) makes
+ * the rows that say they are repeated durable, then their space goes.
+ */
+static void
+ingest_settle(struct ingest *in)
+{
+	char	*cause = NULL;
+
+	if (store_ingest(in->wstore, NULL, 0, NULL, 0, in->applied_seg, in->applied_end, 0,
+	    &cause) != 0) {
+		log_warn("event=ingest.settle_failed error=%s consequence=\"repeated "
+		    "payloads keep their space\"", log_q(cause));
+		free(cause);
+		in->ndiscards = 0;
+		return;
+	}
+	ingest_discard(in);
+}
+
+/*
+ * Writer: the batch's records go to the payload log in one write and one
+ * sync. If the log cannot take them, the batch is committed as before there
+ * was one: payloads in their rows, the commit synced.
+ */
+static void
+ingest_log_batch(struct ingest *in, struct batch *b)
+{
+	struct ingest_item	*it;
+	struct iovec		*iov;
+	int64_t			 seg, off, pos;
+	size_t			 i;
+	int			 n = 0, unlogged = 0;
+	char			*cause = NULL;
+
+	b->log_seg = 0;
+	if (in->plog == NULL) {
+		b->lazy = 0;
+		return;
+	}
+	iov = xcalloc(2 * b->n + 1, sizeof *iov);
+	for (i = 0; i < b->n; i++) {
+		it = b->items[i];
+		it->payload_seg = it->rec_seg = 0;
+		if (it->rec == NULL) {
+			unlogged = 1;
+			continue;
+		}
+		iov[n].iov_base = it->rec;
+		iov[n++].iov_len = it->reclen;
+		if (it->event->payload_raw != NULL && it->event->payload_rawlen > 0) {
+			iov[n].iov_base = it->event->payload_raw;
+			iov[n++].iov_len = it->event->payload_rawlen;
+		}
+	}
+	if (n > 0 && (plog_write(in->plog, iov, n, &seg, &off, &cause) != 0 ||
+	    plog_sync(in->plog, &cause) != 0)) {
+		log_warn("event=ingest.payload_log_failed deliveries=%zu error=%s "
+		    "consequence=\"payloads kept in the store\"", b->n, log_q(cause));
+		free(cause);
+		for (i = 0; i < b->n; i++) {
+			free(b->items[i]->rec);
+			b->items[i]->rec = NULL;
+		}
+		unlogged = 1;
+		n = 0;
+	}
+	free(iov);
+	if (n > 0) {
+		for (i = 0, pos = off; i < b->n; i++) {
+			it = b->items[i];
+			if (it->rec == NULL)
+				continue;
+			it->rec_seg = seg;
+			it->rec_off = pos;
+			pos += (int64_t)it->reclen;
+			if (it->event->payload_raw != NULL && it->event->payload_rawlen > 0) {
+				it->payload_seg = seg;
+				it->payload_off = pos;
+				pos += (int64_t)it->event->payload_rawlen;
+			}
+		}
+		b->log_seg = seg;
+		b->log_end = pos;
+	}
+	/* Lazy only when all of it can be applied again from the log, and nothing waits on a sync. */
+	b->lazy = !unlogged && in->ndiscards == 0;
 }
 
 /* Writer, with mu held: what is pending becomes a batch (at most INGEST_MAX_BATCH deliveries). */
@@ -132,15 +265,23 @@ ingest_writer_main(void *arg)
 
 	pthread_mutex_lock(&in->mu);
 	for (;;) {
-		while (!in->stop && in->npending == 0 && in->nmarks == 0)
+		while (!in->stop && in->npending == 0 && in->nmarks == 0) {
+			if (in->ndiscards > 0) {
+				pthread_mutex_unlock(&in->mu);
+				ingest_settle(in);
+				pthread_mutex_lock(&in->mu);
+				continue;
+			}
 			pthread_cond_wait(&in->work, &in->mu);
+		}
 		if (in->stop)
 			break;
 		b = in->writing = ingest_take_pending(in);
 		pthread_mutex_unlock(&in->mu);
 		t0 = now_ms();
+		ingest_log_batch(in, b);
 		b->rc = store_ingest(in->wstore, b->items, b->n, b->marks, b->nmarks,
-		    &b->cause);
+		    b->log_seg, b->log_end, b->lazy, &b->cause);
 		metrics_observe(in->engine->metrics, METRICS_HIST_STORE_COMMIT,
 		    (now_ms() - t0) / 1000.0);
 		ingest_committed(in, b);
@@ -153,6 +294,107 @@ ingest_writer_main(void *arg)
 	}
 	pthread_mutex_unlock(&in->mu);
 	return NULL;
+}
+
+/* A start's batch of records the store had not applied, on its way to the store and the loop. */
+struct replay {
+	struct ingest	*in;
+	struct batch	*b;
+	long long	 records;
+	long long	 unreadable;
+};
+
+/* Start: applies a batch of records (synced: a crash now would start over) and queues it for the loop. */
+static void
+ingest_replay_commit(struct replay *r)
+{
+	struct ingest	*in = r->in;
+	struct batch	*b = r->b;
+
+	if (b == NULL)
+		return;
+	r->b = NULL;
+	b->rc = store_ingest(in->wstore, b->items, b->n, NULL, 0, b->log_seg, b->log_end, 0,
+	    &b->cause);
+	if (b->rc != 0)
+		fatal("cannot apply the payload log's records to the store: %s", b->cause);
+	ingest_committed(in, b);
+	/* Answered by no one, but logged, reported and acted on (thread commands) like any. */
+	*in->done_tail = b;
+	in->done_tail = &b->next;
+}
+
+static int
+ingest_replay_record(int64_t seg, int64_t off, int64_t end, const unsigned char *meta,
+    size_t metalen, const unsigned char *payload, size_t paylen, void *arg)
+{
+	struct replay		*r = arg;
+	struct ingest_item	*it;
+	struct batch		*b;
+	char			*cause = NULL;
+
+	(void)payload;
+	if ((it = ingest_rec_read(meta, metalen, &cause)) == NULL) {
+		log_error("event=ingest.record_unreadable segment=%lld offset=%lld error=%s "
+		    "consequence=\"not applied\"", (long long)seg, (long long)off, log_q(cause));
+		free(cause);
+		r->unreadable++;
+		return 0;
+	}
+	r->records++;
+	it->rec_seg = seg;
+	it->rec_off = off;
+	if (paylen > 0) {
+		it->payload_seg = seg;
+		it->payload_off = off + PLOG_REC_HEAD + (int64_t)metalen;
+		it->event->payload_rawlen = paylen;
+	}
+	if ((b = r->b) == NULL) {
+		b = r->b = xcalloc(1, sizeof *b);
+		b->pending = xcalloc(INGEST_MAX_BATCH, sizeof *b->pending);
+		b->items = xcalloc(INGEST_MAX_BATCH, sizeof *b->items);
+	}
+	b->pending[b->n].item = it;
+	b->items[b->n++] = it;
+	b->log_seg = seg;
+	b->log_end = end;
+	if (b->n == INGEST_MAX_BATCH)
+		ingest_replay_commit(r);
+	return 0;
+}
+
+/*
+ * Start, before anything is accepted: the records after the last one the
+ * store applied were answered (or were about to be) but their rows are not
+ * in the store (it lost commits that were not synced): they are applied now,
+ * in order, deduplicated as they were the first time. A torn tail (a batch
+ * whose sync never finished, so never answered) is cut off.
+ */
+static void
+ingest_replay(struct ingest *in)
+{
+	struct replay		 r = { in, NULL, 0, 0 };
+	struct plog_scan	 sc;
+	int64_t			 seg, off;
+	char			*cause = NULL;
+	int			 rc;
+
+	if ((rc = store_log_applied(in->wstore, &seg, &off, &cause)) < 0)
+		fatal("cannot read where the payload log was applied: %s", cause);
+	/* Nothing ever applied: a new store, or one whose log is payloads only (nothing to replay). */
+	if (rc == 1)
+		return;
+	if (plog_scan(store_payload_dir(in->wstore), seg, off, ingest_replay_record, &r, &sc,
+	    &cause) != 0)
+		fatal("cannot read the payload log: %s", cause);
+	ingest_replay_commit(&r);
+	if (sc.cut_segments > 0)
+		log_warn("event=ingest.log_cut segments=%d bytes=%lld consequence=\"a torn "
+		    "tail of the payload log, never answered, was cut off\"", sc.cut_segments,
+		    (long long)sc.cut_bytes);
+	if (r.records > 0 || r.unreadable > 0)
+		log_info("event=ingest.replayed records=%lld unreadable=%lld from_segment=%lld "
+		    "from_offset=%lld", r.records, r.unreadable, (long long)seg, (long long)off);
 }
 
 struct ingest *
@@ -170,16 +412,25 @@ ingest_create(struct engine *e)
 	if ((in->wstore = store_open_url(e->conf->store_url, e->conf->data_dir, 0, &cause)) ==
 	    NULL)
 		fatal("cannot open the store for the writer: %s", cause);
+	in->done_tail = &in->done;
 	/* sqlite's payload log; on PostgreSQL a payload is in its row, for every node. */
 	if (store_payload_dir(in->wstore) != NULL) {
+		ingest_replay(in);
 		if ((in->plog = plog_open(store_payload_dir(in->wstore), &cause)) == NULL)
 			fatal("cannot open the payload log: %s", cause);
-		store_write_payloads(in->wstore, in->plog);
+		if ((in->ckpt = checkpointer_start(e->conf->data_dir, &cause)) != NULL)
+			store_checkpoint_elsewhere(in->wstore, checkpointer_kick, in->ckpt);
+		else {
+			log_warn("event=ingest.checkpointer_failed error=%s consequence=\"the "
+			    "writer checkpoints\"", log_q(cause));
+			free(cause);
+		}
 	}
+	if (in->done != NULL)
+		event_active(in->done_ev, 0, 0);
 	pthread_mutex_init(&in->mu, NULL);
 	pthread_cond_init(&in->work, NULL);
 	pthread_cond_init(&in->idle, NULL);
-	in->done_tail = &in->done;
 	if (pthread_create(&in->thread, NULL, ingest_writer_main, in) != 0)
 		fatal("cannot start the writer thread");
 	return in;
@@ -200,6 +451,7 @@ ingest_item_free(struct ingest_item *it)
 		free(it->runs[i].automation_json);
 	}
 	free(it->runs);
+	free(it->rec);
 	free(it->event_json);
 	free(it->ack_target);
 	free(it->ack_body);
@@ -218,6 +470,8 @@ ingest_free(struct ingest *in)
 	pthread_cond_signal(&in->work);
 	pthread_mutex_unlock(&in->mu);
 	pthread_join(in->thread, NULL);
+	checkpointer_stop(in->ckpt);
+	free(in->discards);
 	pthread_mutex_destroy(&in->mu);
 	pthread_cond_destroy(&in->work);
 	pthread_cond_destroy(&in->idle);
@@ -243,22 +497,15 @@ ingest_conc_key(const struct automation *a, const struct spur_event *ev)
 }
 
 /*
- * The payload goes to the payload log now, on the caller's thread; the writer
- * syncs the log before the commit. If it cannot, the row keeps it.
+ * The record the writer will append to the payload log, made here on the
+ * caller's thread. Not for a delivery anyone may send that starts nothing:
+ * its event row alone is kept, and its commit syncs the store itself.
  */
 static void
-ingest_payload(struct ingest *in, struct ingest_item *it)
+ingest_record(struct ingest *in, struct ingest_item *it)
 {
-	struct spur_event	*ev = it->event;
-	char			*cause = NULL;
-
-	if (in->plog != NULL && ev->payload_raw != NULL && plog_append(in->plog, ev->payload_raw,
-	    ev->payload_rawlen, &it->payload_seg, &it->payload_off, &cause) != 0) {
-		log_warn("event=ingest.payload_log_failed event_id=%s error=%s "
-		    "consequence=\"payload kept in the store\"", ev->id, log_q(cause));
-		free(cause);
-		it->payload_seg = 0;
-	}
+	if (in->plog != NULL && !(it->event->unsigned_body && it->nruns == 0))
+		ingest_rec_make(it);
 }
 
 /* A run of the event for automation a, with its prompt. */
@@ -311,7 +558,6 @@ ingest_prepare(struct ingest *in, const struct automation_set *set,
 		json_decref(ev->payload);
 		ev->payload = NULL;
 	}
-	ingest_payload(in, it);
 	if (n > 0)
 		it->runs = xcalloc(n, sizeof *it->runs);
 	for (i = 0; i < n; i++)
@@ -321,6 +567,7 @@ ingest_prepare(struct ingest *in, const struct automation_set *set,
 		json_decref(target);
 	}
 	ingest_event_json(it);
+	ingest_record(in, it);
 	return it;
 }
 
@@ -333,10 +580,10 @@ ingest_prepare_run(struct ingest *in, struct spur_event *ev, const struct automa
 	if (ev->id == NULL)
 		ev->id = time_id("evt_");
 	it->event = ev;
-	ingest_payload(in, it);
 	it->runs = xcalloc(1, sizeof *it->runs);
 	ingest_add_run(it, a, xstrdup(prompt));
 	ingest_event_json(it);
+	ingest_record(in, it);
 	return it;
 }
 

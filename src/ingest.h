@@ -3,6 +3,7 @@
 #define SPUR_INGEST_H
 
 #include <jansson.h>
+#include <stddef.h>
 
 struct automation;
 struct automation_set;
@@ -44,5 +45,10 @@ void		 ingest_mark(struct ingest *, const struct report_mark *);
 void		 ingest_cancel(struct ingest *, void *);
 /* Commits what is pending now (called at shutdown). */
 void		 ingest_flush(struct ingest *);
+
+/* ingest-rec.c: an item's payload log record (ingest_item.rec), made where it is prepared. */
+void		 ingest_rec_make(struct ingest_item *);
+/* The item a record's meta describes (its payload stays in the log); NULL with cause. */
+struct ingest_item *ingest_rec_read(const unsigned char *meta, size_t metalen, char **cause);
 
 #endif

@@ -1,10 +1,11 @@
-/* plog.c: the payload log: append-only segment files that the store points into. */
+/* plog.c: the payload log: append-only segments of checksummed records, the write-ahead record of ingest. */
 #include "spur.h"
 #include "plog.h"
 
 #include <linux/falloc.h>
 #include <sys/queue.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,6 @@
 struct plog_seg {
 	int64_t			 seq;
 	int			 fd;
-	int			 writers;	/* appends (and a sync) in progress */
 	int			 dirty;		/* written since its last sync */
 	LIST_ENTRY(plog_seg)	 entry;
 };
@@ -33,11 +33,11 @@ struct plog {
 	pthread_mutex_t		 mu;
 	struct plog_seg		*cur;		/* NULL: none yet */
 	int64_t			 seq;		/* the newest segment's number */
-	int64_t			 size;		/* where the next payload goes in cur */
+	int64_t			 size;		/* where the next record goes in cur */
 	int64_t			 started;	/* when cur was opened (ms) */
 	int64_t			 max_bytes;	/* a new segment past this size */
 	int64_t			 max_age;	/* or this age (ms) */
-	LIST_HEAD(, plog_seg)	 old;		/* rotated away, not synced or still written */
+	LIST_HEAD(, plog_seg)	 old;		/* rotated away, not synced yet */
 };
 
 static char *
@@ -87,7 +87,68 @@ plog_seg_free(struct plog_seg *s)
 	free(s);
 }
 
-/* Under mu: opens segment seq (makes it when create); appends go there from now on. */
+static const unsigned char plog_magic[PLOG_HEAD] = "SPURLOG2\0\0\0\0\0\0\0";
+static const unsigned char plog_rec_magic[4] = { 'S', 'P', 'R', '1' };
+static const unsigned char plog_tomb_magic[4] = { 'S', 'P', 'R', 'D' };
+
+static void
+put_u32(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+static uint32_t
+get_u32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+void
+plog_record_head(unsigned char head[PLOG_REC_HEAD], const void *meta, size_t metalen,
+    const void *payload, size_t paylen)
+{
+	uint32_t	 c;
+
+	memcpy(head, plog_rec_magic, 4);
+	put_u32(head + 4, (uint32_t)metalen);
+	put_u32(head + 8, (uint32_t)paylen);
+	c = crc32c(0, head, 12);
+	c = crc32c(c, meta, metalen);
+	c = crc32c(c, payload, paylen);
+	put_u32(head + 12, c);
+}
+
+static int	plog_pread_all(int, void *, size_t, off_t);
+
+/* Writes all of len bytes at off; -1 with errno. */
+static int
+plog_pwrite_all(int fd, const void *data, size_t len, off_t off)
+{
+	const char	*b = data;
+	ssize_t		 w;
+
+	while (len > 0) {
+		if ((w = pwrite(fd, b, len, off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		b += w;
+		len -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
+/*
+ * Under mu: opens segment seq; appends go there from now on. A new one (or
+ * an empty one: made by hand, or before its header was written) gets its
+ * header first.
+ */
 static int
 plog_use(struct plog *p, int64_t seq, int create, char **cause)
 {
@@ -104,6 +165,14 @@ plog_use(struct plog *p, int64_t seq, int create, char **cause)
 		free(path);
 		return -1;
 	}
+	if (sb.st_size == 0 && plog_pwrite_all(fd, plog_magic, PLOG_HEAD, 0) != 0) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		close(fd);
+		if (create)
+			unlink(path);
+		free(path);
+		return -1;
+	}
 	/* A new name must be on disk before a commit points into the file. */
 	if (create && fsync(p->dirfd) != 0) {
 		xasprintf(cause, "%s: %s", p->dir, strerror(errno));
@@ -115,13 +184,24 @@ plog_use(struct plog *p, int64_t seq, int create, char **cause)
 	s = xcalloc(1, sizeof *s);
 	s->seq = seq;
 	s->fd = fd;
+	s->dirty = sb.st_size == 0;
 	if (p->cur != NULL)
 		LIST_INSERT_HEAD(&p->old, p->cur, entry);
 	p->cur = s;
 	p->seq = seq;
-	p->size = sb.st_size;
+	p->size = sb.st_size == 0 ? PLOG_HEAD : sb.st_size;
 	p->started = now_ms();
 	return 0;
+}
+
+/* Whether fd starts with a record segment's header. */
+static int
+plog_is_records(int fd)
+{
+	unsigned char	 head[PLOG_HEAD];
+
+	return pread(fd, head, PLOG_HEAD, 0) == PLOG_HEAD &&
+	    memcmp(head, plog_magic, PLOG_HEAD) == 0;
 }
 
 struct plog *
@@ -129,6 +209,9 @@ plog_open(const char *dir, char **cause)
 {
 	struct plog	*p;
 	int64_t		 newest;
+	char		*path;
+	struct stat	 sb;
+	int		 fd, use = 0;
 
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		xasprintf(cause, "%s: %s", dir, strerror(errno));
@@ -145,8 +228,20 @@ plog_open(const char *dir, char **cause)
 		plog_close(p);
 		return NULL;
 	}
-	/* Appends go on after whatever the last run wrote, torn tail included. */
-	if ((newest = plog_newest(dir)) > 0 && plog_use(p, newest, 0, cause) != 0) {
+	/*
+	 * Appends go on after the newest segment's last record (plog_scan cut
+	 * any torn tail), or in a new segment when the newest is of payloads
+	 * back to back (written before the records) or has a torn header.
+	 */
+	if ((newest = plog_newest(dir)) > 0) {
+		path = plog_path(dir, newest);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
+			use = fstat(fd, &sb) == 0 && (sb.st_size == 0 || plog_is_records(fd));
+			close(fd);
+		}
+		free(path);
+	}
+	if (use && plog_use(p, newest, 0, cause) != 0) {
 		plog_close(p);
 		return NULL;
 	}
@@ -183,14 +278,26 @@ plog_close(struct plog *p)
 	free(p);
 }
 
+/* Under mu: the current segment moves to the old ones (to be synced, then closed). */
+static void
+plog_retire(struct plog *p)
+{
+	if (p->cur == NULL)
+		return;
+	p->cur->dirty = 1;
+	LIST_INSERT_HEAD(&p->old, p->cur, entry);
+	p->cur = NULL;
+}
+
 int
-plog_append(struct plog *p, const void *data, size_t len, int64_t *seg, int64_t *off,
-    char **cause)
+plog_write(struct plog *p, const struct iovec *iov, int iovcnt, int64_t *seg,
+    int64_t *off, char **cause)
 {
 	struct plog_seg	*s;
-	const char	*b = data;
-	size_t		 done = 0;
+	int64_t		 at;
+	size_t		 skip = 0;
 	ssize_t		 w;
+	int		 i, n;
 
 	pthread_mutex_lock(&p->mu);
 	if ((p->cur == NULL || p->size >= p->max_bytes ||
@@ -200,30 +307,63 @@ plog_append(struct plog *p, const void *data, size_t len, int64_t *seg, int64_t 
 		return -1;
 	}
 	s = p->cur;
+	at = p->size;
+	pthread_mutex_unlock(&p->mu);
+
+	/* One writer: the records go where the last ones ended, in as few calls as the kernel takes. */
+	for (i = 0; i < iovcnt;) {
+		struct iovec	 part[IOV_MAX];
+		size_t		 done = 0;
+
+		for (n = 0; n < IOV_MAX && i + n < iovcnt; n++) {
+			part[n] = iov[i + n];
+			if (n == 0) {
+				part[0].iov_base = (char *)part[0].iov_base + skip;
+				part[0].iov_len -= skip;
+			}
+		}
+		if ((w = pwritev(s->fd, part, n, at)) <= 0) {
+			if (w == -1 && errno == EINTR)
+				continue;
+			if (w == 0)
+				errno = EIO;
+			goto fail;
+		}
+		at += w;
+		done = (size_t)w;
+		/* Past what was written: whole iovecs, then into the next one. */
+		while (i < iovcnt && done > 0) {
+			size_t left = iov[i].iov_len - skip;
+
+			if (done >= left) {
+				done -= left;
+				skip = 0;
+				i++;
+			} else {
+				skip += done;
+				done = 0;
+			}
+		}
+		while (i < iovcnt && iov[i].iov_len == skip) {
+			skip = 0;
+			i++;
+		}
+	}
+	pthread_mutex_lock(&p->mu);
 	*seg = s->seq;
 	*off = p->size;
-	p->size += (int64_t)len;
-	s->writers++;
-	pthread_mutex_unlock(&p->mu);
-
-	/* Appends from several threads go to their own places at once. */
-	while (done < len) {
-		if ((w = pwrite(s->fd, b + done, len - done, *off + (off_t)done)) == -1) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		done += (size_t)w;
-	}
-	if (done < len)
-		xasprintf(cause, "%s: payload not written: %s", p->dir, strerror(errno));
-
-	pthread_mutex_lock(&p->mu);
-	s->writers--;
-	/* Set after the write, never before: the next plog_sync takes it along. */
+	p->size = at;
 	s->dirty = 1;
 	pthread_mutex_unlock(&p->mu);
-	return done < len ? -1 : 0;
+	return 0;
+fail:
+	xasprintf(cause, "%s: records not written: %s", p->dir, strerror(errno));
+	pthread_mutex_lock(&p->mu);
+	/* Nothing half written may stay before the next records: cut back, or leave the segment. */
+	if (ftruncate(s->fd, p->size) != 0)
+		plog_retire(p);
+	pthread_mutex_unlock(&p->mu);
+	return -1;
 }
 
 int
@@ -244,29 +384,27 @@ plog_sync(struct plog *p, char **cause)
 		if (s->dirty)
 			todo[n++] = s;
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		todo[i]->dirty = 0;
-		todo[i]->writers++;	/* kept open while it is synced */
-	}
 	pthread_mutex_unlock(&p->mu);
 
 	for (i = 0; i < n; i++) {
 		if (fdatasync(todo[i]->fd) != 0 && rc == 0) {
-			xasprintf(cause, "%s: payloads not synced: %s", p->dir, strerror(errno));
+			xasprintf(cause, "%s: records not synced: %s", p->dir, strerror(errno));
 			rc = -1;
 		}
 	}
 
 	pthread_mutex_lock(&p->mu);
-	for (i = 0; i < n; i++) {
-		todo[i]->writers--;
-		if (rc != 0)
-			todo[i]->dirty = 1;
-	}
-	/* A segment rotated away, synced and written no more is closed. */
+	/*
+	 * After a failed fdatasync what the file holds is not known: the records
+	 * that follow go to a new segment, and this one is never synced again.
+	 */
+	if (rc != 0)
+		plog_retire(p);
 	for (s = LIST_FIRST(&p->old); s != NULL; s = next) {
 		next = LIST_NEXT(s, entry);
-		if (s->writers == 0 && !s->dirty) {
+		if (rc != 0 || !s->dirty) {
 			LIST_REMOVE(s, entry);
 			plog_seg_free(s);
 		}
@@ -276,19 +414,181 @@ plog_sync(struct plog *p, char **cause)
 	return rc;
 }
 
-int
-plog_discard(const char *dir, int64_t seg, int64_t off, size_t len)
+/* Reads all of len bytes at off: 1 read, 0 the file ends first, -1 an error. */
+static int
+plog_pread_all(int fd, void *buf, size_t len, off_t off)
 {
-	char	*path = plog_path(dir, seg);
-	int	 fd, rc = -1;
+	char	*b = buf;
+	ssize_t	 r;
 
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) != -1) {
-		rc = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off,
-		    (off_t)len);
+	while (len > 0) {
+		if ((r = pread(fd, b, len, off)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (r == 0)
+			return 0;
+		b += r;
+		len -= (size_t)r;
+		off += r;
+	}
+	return 1;
+}
+
+/* One segment's records from off on; cuts it at the first bad one. */
+static int
+plog_scan_seg(const char *dir, int64_t seq, int64_t off, plog_record_cb cb, void *arg,
+    struct plog_scan *sc, char **cause)
+{
+	char		*path = plog_path(dir, seq);
+	unsigned char	 head[PLOG_REC_HEAD], *buf = NULL;
+	struct stat	 sb;
+	uint32_t	 metalen, paylen, c;
+	size_t		 cap = 0, len;
+	int		 fd, r, tomb, rc = -1;
+
+	if ((fd = open(path, O_RDWR | O_CLOEXEC)) == -1) {
+		rc = errno == ENOENT ? 0 : -1;
+		if (rc != 0)
+			xasprintf(cause, "%s: %s", path, strerror(errno));
+		free(path);
+		return rc;
+	}
+	if (fstat(fd, &sb) != 0) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	/* Payloads back to back, or a header never written whole: nothing here was answered. */
+	if (!plog_is_records(fd)) {
+		rc = 0;
+		goto out;
+	}
+	if (off < PLOG_HEAD)
+		off = PLOG_HEAD;
+	for (;;) {
+		if (off >= sb.st_size) {
+			rc = 0;
+			goto out;
+		}
+		if ((r = plog_pread_all(fd, head, PLOG_REC_HEAD, off)) == -1)
+			break;
+		tomb = r == 1 && memcmp(head, plog_tomb_magic, 4) == 0;
+		if (r == 0 || (!tomb && memcmp(head, plog_rec_magic, 4) != 0))
+			goto cut;
+		metalen = get_u32(head + 4);
+		paylen = get_u32(head + 8);
+		if (metalen > PLOG_REC_MAX || paylen > PLOG_REC_MAX ||
+		    off + PLOG_REC_HEAD + (int64_t)metalen + paylen > sb.st_size)
+			goto cut;
+		/* A repeated delivery's, applied and given back: its header alone is checked. */
+		if (tomb) {
+			if (crc32c(0, head, 12) != get_u32(head + 12))
+				goto cut;
+			sc->tombstones++;
+			off += PLOG_REC_HEAD + (int64_t)metalen + paylen;
+			continue;
+		}
+		len = (size_t)metalen + paylen;
+		if (len + 1 > cap) {
+			free(buf);
+			cap = len + 1;
+			buf = xmalloc(cap);
+		}
+		if ((r = plog_pread_all(fd, buf, len, off + PLOG_REC_HEAD)) == -1)
+			break;
+		c = crc32c(crc32c(0, head, 12), buf, len);
+		if (r == 0 || c != get_u32(head + 12))
+			goto cut;
+		sc->records++;
+		sc->end_seg = seq;
+		sc->end_off = off + PLOG_REC_HEAD + (int64_t)len;
+		if (cb(seq, off, sc->end_off, buf, metalen, buf + metalen, paylen, arg) != 0) {
+			xasprintf(cause, "%s: record at %lld not applied", path, (long long)off);
+			goto out;
+		}
+		off = sc->end_off;
+	}
+	xasprintf(cause, "%s: %s", path, strerror(errno));
+	goto out;
+cut:
+	/* Never answered (its batch was not synced whole): it and what follows go. */
+	if (ftruncate(fd, off) != 0 || fdatasync(fd) != 0) {
+		xasprintf(cause, "%s: cannot cut the torn tail at %lld: %s", path, (long long)off,
+		    strerror(errno));
+		goto out;
+	}
+	sc->cut_bytes += sb.st_size - off;
+	sc->cut_segments++;
+	rc = 0;
+out:
+	free(buf);
+	free(path);
+	close(fd);
+	return rc;
+}
+
+int
+plog_scan(const char *dir, int64_t seg, int64_t off, plog_record_cb cb, void *arg,
+    struct plog_scan *sc, char **cause)
+{
+	int64_t		 seq, newest = plog_newest(dir);
+
+	memset(sc, 0, sizeof *sc);
+	sc->end_seg = seg;
+	sc->end_off = off;
+	for (seq = seg > 0 ? seg : 1; seq <= newest; seq++) {
+		if (plog_scan_seg(dir, seq, seq == seg ? off : PLOG_HEAD, cb, arg, sc,
+		    cause) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+int
+plog_discard(const char *dir, const struct plog_at *at, size_t n)
+{
+	unsigned char	 head[PLOG_REC_HEAD];
+	int64_t		*len = xcalloc(n > 0 ? n : 1, sizeof *len);
+	size_t		 i, j;
+	char		*path;
+	int		 fd, given = 0;
+
+	/* Segment by segment (a batch's are nearly always in one): tombstones, one sync, holes. */
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < i && at[j].seg != at[i].seg; j++)
+			;
+		if (j < i)
+			continue;
+		path = plog_path(dir, at[i].seg);
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		free(path);
+		if (fd == -1)
+			continue;
+		for (j = i; j < n; j++) {
+			len[j] = 0;
+			if (at[j].seg != at[i].seg ||
+			    plog_pread_all(fd, head, PLOG_REC_HEAD, at[j].off) != 1 ||
+			    memcmp(head, plog_rec_magic, 4) != 0)
+				continue;
+			len[j] = (int64_t)get_u32(head + 4) + get_u32(head + 8);
+			memcpy(head, plog_tomb_magic, 4);
+			put_u32(head + 12, crc32c(0, head, 12));
+			if (plog_pwrite_all(fd, head, PLOG_REC_HEAD, at[j].off) != 0)
+				len[j] = 0;
+		}
+		if (fdatasync(fd) == 0) {
+			for (j = i; j < n; j++) {
+				if (at[j].seg == at[i].seg && len[j] > 0 &&
+				    fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				    at[j].off + PLOG_REC_HEAD, len[j]) == 0)
+					given++;
+			}
+		}
 		close(fd);
 	}
-	free(path);
-	return rc == 0 ? 0 : -1;
+	free(len);
+	return given;
 }
 
 char *

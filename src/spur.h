@@ -92,6 +92,8 @@ const char *name_suggest(const char *const *names, const char *s);
 void	 hmac_sha256(const void *key, size_t keylen, const void *msg, size_t msglen,
 	     unsigned char out[32]);
 void	 sha256(const void *, size_t, unsigned char out[32]);
+/* CRC-32C of n bytes, going on from crc (0 to start): crc32c(crc32c(0, a), b) is a's and b's. */
+uint32_t crc32c(uint32_t crc, const void *, size_t n);
 void	 hex_encode(const unsigned char *, size_t, char *out);	/* out: 2n+1 */
 int	 hex_decode(const char *, size_t, unsigned char *out, size_t outlen);
 /*

@@ -34,7 +34,8 @@ struct store {
 	}		*stmts;
 	size_t		 nstmts;
 	char		*payload_dir;	/* the payload log, read by every connection */
-	struct plog	*plog;		/* synced before each ingest commit (the writer; not owned) */
+	int		 lazy;		/* synchronous=NORMAL now (store_ingest's lazy) */
+	struct store_kick *kick;	/* store_checkpoint_elsewhere's */
 	char		*node;		/* this node's id: a run it starts runs on it (runs.node) */
 	/*
 	 * Another backend (store-backend.h) and its connection; NULL: sqlite3, this
@@ -214,6 +215,13 @@ static const char *store_migrations[] = {
 	 * read the whole table, which grows by two rows a matched delivery
 	 */
 	"CREATE INDEX reports_run ON reports(run, kind);",
+	/*
+	 * 19: the payload log is ingest's write-ahead record: where the last
+	 * record applied to this store ends, committed with its rows (a start
+	 * applies the records after it)
+	 */
+	"CREATE TABLE ingest_log (id INTEGER PRIMARY KEY CHECK (id = 1),"
+	"  seg INTEGER NOT NULL, off INTEGER NOT NULL);",
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
@@ -485,6 +493,7 @@ store_close(struct store *st)
 		db_finalize(st->stmts[i].s);
 	free(st->stmts);
 	free(st->payload_dir);
+	free(st->kick);
 	free(st->node);
 	db_free(st->db);
 	if (st->lite != NULL)
@@ -593,12 +602,6 @@ store_find_dup(struct store *st, const char *org, const char *dedup, const char 
 static int	store_report_insert(struct store *, const char *, const char *,
 		    const char *, const char *, int64_t);
 
-void
-store_write_payloads(struct store *st, struct plog *plog)
-{
-	st->plog = plog;
-}
-
 const char *
 store_payload_dir(const struct store *st)
 {
@@ -631,7 +634,7 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 	db_bind_int64(st->ins_event, 8, ev->received_at);
 	db_bind_text(st->ins_event, 9, text != NULL ? text : it->event_json);
 	if (it->payload_seg > 0) {
-		/* In the payload log already; store_ingest syncs it before the commit. */
+		/* In the payload log, synced before this commit. */
 		db_bind_int64(st->ins_event, 11, it->payload_seg);
 		db_bind_int64(st->ins_event, 12, it->payload_off);
 		db_bind_int64(st->ins_event, 13, (int64_t)ev->payload_rawlen);
@@ -682,6 +685,8 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 }
 
 static void	store_wake(struct store *);
+static int	store_exec_bind(struct store *, const char *, const char **, size_t,
+		    const int64_t *, size_t);
 
 /* Times a batch is tried again after a failure that says it may be (db_retryable). */
 #define STORE_INGEST_TRIES	5
@@ -689,9 +694,11 @@ static void	store_wake(struct store *);
 /* The batch's transaction; *committing: the failure, if any, was the COMMIT's. */
 static int
 store_ingest_tx(struct store *st, struct ingest_item **items, size_t n,
-    const struct report_mark *marks, size_t nmarks, int *committing, char **cause)
+    const struct report_mark *marks, size_t nmarks, int64_t log_seg, int64_t log_end,
+    int *committing, char **cause)
 {
-	size_t	 i;
+	const int64_t	 at[2] = { log_seg, log_end };
+	size_t		 i;
 
 	*committing = 0;
 	if (store_exec(st, "BEGIN IMMEDIATE", cause) != 0)
@@ -709,11 +716,10 @@ store_ingest_tx(struct store *st, struct ingest_item **items, size_t n,
 		if (store_report_mark(st, &marks[i]) != 0)
 			goto fail;
 	}
-	/* The payloads are on disk before the rows that point at them. */
-	if (st->plog != NULL && plog_sync(st->plog, cause) != 0) {
-		store_exec(st, "ROLLBACK", NULL);
-		return -1;
-	}
+	if (log_seg > 0 && store_exec_bind(st, "INSERT INTO ingest_log (id, seg, off) "
+	    "VALUES (1, ?1, ?2) ON CONFLICT (id) DO UPDATE SET seg = excluded.seg, "
+	    "off = excluded.off", NULL, 0, at, 2) != 0)
+		goto fail;
 	for (i = 0; st->be != NULL && i < n && (items[i]->duplicate || items[i]->nruns == 0);
 	    i++)
 		;
@@ -747,12 +753,20 @@ fail:
  */
 int
 store_ingest(struct store *st, struct ingest_item **items, size_t n,
-    const struct report_mark *marks, size_t nmarks, char **cause)
+    const struct report_mark *marks, size_t nmarks, int64_t log_seg, int64_t log_end,
+    int lazy, char **cause)
 {
 	char	**ids = NULL;
 	size_t	 i;
 	int	 try, rc, committing;
 
+	/* Set between transactions only (sqlite refuses it inside one). */
+	if (st->lite != NULL && lazy != st->lazy) {
+		if (store_exec(st, lazy ? "PRAGMA synchronous=NORMAL" :
+		    "PRAGMA synchronous=FULL", cause) != 0)
+			return -1;
+		st->lazy = lazy;
+	}
 	/* sqlite never says try again (db_retryable): its batches keep no copy of their ids. */
 	if (st->be != NULL) {
 		ids = xcalloc(n > 0 ? n : 1, sizeof *ids);
@@ -760,7 +774,8 @@ store_ingest(struct store *st, struct ingest_item **items, size_t n,
 			ids[i] = xstrdup(items[i]->event->id);
 	}
 	for (try = 1; ; try++) {
-		rc = store_ingest_tx(st, items, n, marks, nmarks, &committing, cause);
+		rc = store_ingest_tx(st, items, n, marks, nmarks, log_seg, log_end, &committing,
+		    cause);
 		if (rc == 0 || committing || try == STORE_INGEST_TRIES || ids == NULL ||
 		    !db_retryable(st->db))
 			break;
@@ -777,6 +792,68 @@ store_ingest(struct store *st, struct ingest_item **items, size_t n,
 		free(ids[i]);
 	free(ids);
 	return rc;
+}
+
+int
+store_log_applied(struct store *st, int64_t *seg, int64_t *off, char **cause)
+{
+	struct db_stmt	*s;
+	int		 rc;
+
+	if ((s = db_prepare(st->db, "SELECT seg, off FROM ingest_log WHERE id = 1", 0)) ==
+	    NULL) {
+		xasprintf(cause, "%s: %s", st->path, db_errmsg(st->db));
+		return -1;
+	}
+	if ((rc = db_step(s)) == DB_ROW) {
+		*seg = db_column_int64(s, 0);
+		*off = db_column_int64(s, 1);
+		rc = 0;
+	} else if (rc == DB_DONE)
+		rc = 1;
+	else {
+		xasprintf(cause, "%s: %s", st->path, db_errmsg(st->db));
+		rc = -1;
+	}
+	db_finalize(s);
+	return rc;
+}
+
+struct store_kick {
+	void	(*fn)(void *);
+	void	*arg;
+};
+
+static int
+store_wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+	struct store_kick	*k = arg;
+
+	if (pages >= STORE_CHECKPOINT_PAGES)
+		k->fn(k->arg);
+	return SQLITE_OK;
+}
+
+void
+store_checkpoint_elsewhere(struct store *st, void (*kick)(void *), void *arg)
+{
+	if (st->lite == NULL)
+		return;
+	free(st->kick);
+	st->kick = xcalloc(1, sizeof *st->kick);
+	st->kick->fn = kick;
+	st->kick->arg = arg;
+	/* In place of sqlite's own checkpoints after a commit (sqlite3_wal_autocheckpoint). */
+	sqlite3_wal_hook(st->lite, store_wal_hook, st->kick);
+}
+
+int
+store_checkpoint(struct store *st)
+{
+	if (st->lite == NULL)
+		return 0;
+	return sqlite3_wal_checkpoint_v2(st->lite, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL,
+	    NULL) == SQLITE_OK ? 0 : -1;
 }
 
 static long long

@@ -51,6 +51,15 @@ struct ingest_item {
 	char		*ack_target;	/* JSON text */
 	char		*ack_body;
 	int		 command;	/* a thread command (enum thread_cmd): no runs, acted on once stored */
+	/*
+	 * Its record in the payload log (ingest-rec.c), made where it was
+	 * prepared: the record's header and meta, the payload to follow (the
+	 * event's payload_raw). NULL: not logged, its commit is synced itself.
+	 */
+	unsigned char	*rec;
+	size_t		 reclen;
+	int64_t		 rec_seg;	/* where the writer put it; 0: not in the log */
+	int64_t		 rec_off;
 	/* Where the payload is in the payload log, payload_seg 0: not there (in the row). */
 	int64_t		 payload_seg;
 	int64_t		 payload_off;
@@ -75,22 +84,38 @@ int		 store_tx_begin(struct store *, char **cause);
 int		 store_tx_commit(struct store *, char **cause);
 /* Ends one without its writes when it is the outermost; nested, the outer one decides. */
 void		 store_tx_rollback(struct store *);
-/*
- * This connection (the ingest writer's) commits events whose payloads are in
- * the payload log (plog.c; ingest_item.payload_seg), and syncs the log before
- * each commit that points into it.
- */
-void		 store_write_payloads(struct store *, struct plog *);
 /* Where the payload log is: DATA_DIR/payloads; NULL: this store has none (PostgreSQL). */
 const char	*store_payload_dir(const struct store *);
 /* 0 when a write transaction can be taken right now. */
 int		 store_writable(struct store *);
 /*
  * Commits every item's event and runs, and the outbox's marks, in one
- * transaction (group commit). -1: nothing committed.
+ * transaction (group commit). -1: nothing committed. log_seg > 0: the items
+ * were applied from the payload log up to (log_seg, log_end), which the same
+ * commit records (store_log_applied). lazy: the commit need not be synced
+ * (sqlite's synchronous=NORMAL): everything in it can be applied again from
+ * the payload log after a crash, or may be lost (the outbox's marks after a
+ * post). Else it is on disk when this returns.
  */
 int		 store_ingest(struct store *, struct ingest_item **, size_t,
-		     const struct report_mark *, size_t, char **cause);
+		     const struct report_mark *, size_t, int64_t log_seg, int64_t log_end,
+		     int lazy, char **cause);
+/*
+ * Where the last record applied from the payload log ends: 0, or 1 when no
+ * record was ever applied (a new store, or one from before the records), -1
+ * with cause.
+ */
+int		 store_log_applied(struct store *, int64_t *seg, int64_t *off, char **cause);
+/*
+ * sqlite: this connection's commits leave checkpoints to store_checkpoint on
+ * another connection (a checkpoint syncs, and the ingest writer must not wait
+ * for it): after a commit that leaves the WAL at STORE_CHECKPOINT_PAGES or
+ * more, kick(arg) runs on the committing thread.
+ */
+#define STORE_CHECKPOINT_PAGES	1000	/* sqlite's own default */
+void		 store_checkpoint_elsewhere(struct store *, void (*kick)(void *), void *arg);
+/* sqlite: copies what the WAL holds into the database (passive: waits for no one); else nothing. */
+int		 store_checkpoint(struct store *);
 /*
  * Several nodes on one store (PostgreSQL), each with a lease it renews, timed
  * by the database's clock (the nodes' own may differ). store_node_beat takes

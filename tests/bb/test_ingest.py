@@ -323,9 +323,14 @@ with Spur("limits:\n  body: 256KiB\n", automations={"fix.yaml": FIX, "mention.ya
         th.join()
     t.ok(st == 200 and all(a[0] == 200 and a[2] == {"event": first["event"], "duplicate": True} for a in again),
          "30 redeliveries of a 200 KB delivery, one after another and at once: each a duplicate")
+    # The space goes once a synced commit says they are repeats: at the latest when the writer idles.
+    deadline = time.time() + 3
+    while payload_disk() - disk0 >= 5 * len(bb) and time.time() < deadline:
+        time.sleep(0.05)
     grown = payload_disk() - disk0
     if can_punch_holes(os.path.join(s.data_dir, "payloads")):
-        t.ok(grown < 2 * len(bb), "their payloads gave their disk space back (the log grew %d bytes, not %d)"
+        # Each copy keeps its record's first and last blocks (its header is a tombstone).
+        t.ok(grown < 5 * len(bb), "their payloads gave their disk space back (the log grew %d bytes, not %d)"
              % (grown, 30 * len(bb)))
     else:
         t.skip("their payloads gave their disk space back", "this filesystem cannot punch holes")
