@@ -418,9 +418,11 @@ ingest_create(struct engine *e)
 		ingest_replay(in);
 		if ((in->plog = plog_open(store_payload_dir(in->wstore), &cause)) == NULL)
 			fatal("cannot open the payload log: %s", cause);
-		if ((in->ckpt = checkpointer_start(e->conf->data_dir, &cause)) != NULL)
+		/* The loop's commits too: a checkpoint's syncs must not hold it either. */
+		if ((in->ckpt = checkpointer_start(e->conf->data_dir, &cause)) != NULL) {
 			store_checkpoint_elsewhere(in->wstore, checkpointer_kick, in->ckpt);
-		else {
+			store_checkpoint_elsewhere(e->store, checkpointer_kick, in->ckpt);
+		} else {
 			log_warn("event=ingest.checkpointer_failed error=%s consequence=\"the "
 			    "writer checkpoints\"", log_q(cause));
 			free(cause);
@@ -470,6 +472,8 @@ ingest_free(struct ingest *in)
 	pthread_cond_signal(&in->work);
 	pthread_mutex_unlock(&in->mu);
 	pthread_join(in->thread, NULL);
+	if (in->ckpt != NULL)
+		store_checkpoint_elsewhere(in->engine->store, NULL, NULL);
 	checkpointer_stop(in->ckpt);
 	free(in->discards);
 	pthread_mutex_destroy(&in->mu);
@@ -728,11 +732,12 @@ ingest_finish_batch(struct ingest *in, struct batch *d)
 	}
 	/*
 	 * The runs' status messages (reports.progress), stored after the answers and
-	 * in one transaction (one fsync on the loop, not one a run): a crash before
-	 * it loses them, and the report is then posted as a message of its own.
+	 * in one transaction that need not sync (the outbox's synced mark before it
+	 * posts one makes it durable): a crash before that loses them, and the
+	 * report is then posted as a message of its own.
 	 */
 	if (json_array_size(statuses) > 0) {
-		if (store_tx_begin(e->store, NULL) != 0)
+		if (store_tx_begin_lazy(e->store, NULL) != 0)
 			log_warn("event=ingest.status_tx_failed runs=%zu",
 			    json_array_size(statuses));
 		json_array_foreach(statuses, i, id)

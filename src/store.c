@@ -35,6 +35,7 @@ struct store {
 	size_t		 nstmts;
 	char		*payload_dir;	/* the payload log, read by every connection */
 	int		 lazy;		/* synchronous=NORMAL now (store_ingest's lazy) */
+	int		 tx_lazy;	/* the open transaction is store_tx_begin_lazy's */
 	struct store_kick *kick;	/* store_checkpoint_elsewhere's */
 	char		*node;		/* this node's id: a run it starts runs on it (runs.node) */
 	/*
@@ -297,36 +298,79 @@ store_exec(struct store *st, const char *sql, char **cause)
  * Transactions that nest: the outermost begin and commit are real. The
  * dispatcher puts a run's start (state, session) into one commit: one fsync.
  */
-int
-store_tx_begin(struct store *st, char **cause)
+/* Between transactions: this connection's commits synced (FULL) or not (NORMAL). */
+static int
+store_sync_level(struct store *st, int lazy, char **cause)
+{
+	if (st->lite == NULL || lazy == st->lazy)
+		return 0;
+	if (store_exec(st, lazy ? "PRAGMA synchronous=NORMAL" : "PRAGMA synchronous=FULL",
+	    cause) != 0)
+		return -1;
+	st->lazy = lazy;
+	return 0;
+}
+
+static int
+store_tx_open(struct store *st, int lazy, char **cause)
 {
 	if (st->txdepth++ > 0)
 		return 0;
-	if (store_exec(st, "BEGIN IMMEDIATE", cause) != 0) {
+	st->tx_lazy = lazy;
+	if (store_sync_level(st, lazy, cause) != 0 ||
+	    store_exec(st, "BEGIN IMMEDIATE", cause) != 0) {
 		st->txdepth = 0;
+		store_sync_level(st, 0, NULL);
 		return -1;
 	}
 	return 0;
+}
+
+int
+store_tx_begin(struct store *st, char **cause)
+{
+	return store_tx_open(st, 0, cause);
+}
+
+int
+store_tx_begin_lazy(struct store *st, char **cause)
+{
+	return store_tx_open(st, 1, cause);
+}
+
+/* After the outermost transaction: the connection's other writes are synced again. */
+static void
+store_tx_closed(struct store *st)
+{
+	if (st->tx_lazy) {
+		st->tx_lazy = 0;
+		store_sync_level(st, 0, NULL);
+	}
 }
 
 /* Ends a transaction without its writes when it is the outermost; nested, the outer one decides. */
 void
 store_tx_rollback(struct store *st)
 {
-	if (st->txdepth > 0 && --st->txdepth == 0)
+	if (st->txdepth > 0 && --st->txdepth == 0) {
 		store_exec(st, "ROLLBACK", NULL);
+		store_tx_closed(st);
+	}
 }
 
 int
 store_tx_commit(struct store *st, char **cause)
 {
+	int	 rc = 0;
+
 	if (st->txdepth == 0 || --st->txdepth > 0)
 		return 0;
 	if (store_exec(st, "COMMIT", cause) != 0) {
 		store_exec(st, "ROLLBACK", NULL);
-		return -1;
+		rc = -1;
 	}
-	return 0;
+	store_tx_closed(st);
+	return rc;
 }
 
 static int
@@ -761,12 +805,8 @@ store_ingest(struct store *st, struct ingest_item **items, size_t n,
 	int	 try, rc, committing;
 
 	/* Set between transactions only (sqlite refuses it inside one). */
-	if (st->lite != NULL && lazy != st->lazy) {
-		if (store_exec(st, lazy ? "PRAGMA synchronous=NORMAL" :
-		    "PRAGMA synchronous=FULL", cause) != 0)
-			return -1;
-		st->lazy = lazy;
-	}
+	if (store_sync_level(st, lazy, cause) != 0)
+		return -1;
 	/* sqlite never says try again (db_retryable): its batches keep no copy of their ids. */
 	if (st->be != NULL) {
 		ids = xcalloc(n > 0 ? n : 1, sizeof *ids);
@@ -840,6 +880,11 @@ store_checkpoint_elsewhere(struct store *st, void (*kick)(void *), void *arg)
 	if (st->lite == NULL)
 		return;
 	free(st->kick);
+	st->kick = NULL;
+	if (kick == NULL) {
+		sqlite3_wal_autocheckpoint(st->lite, STORE_CHECKPOINT_PAGES);
+		return;
+	}
 	st->kick = xcalloc(1, sizeof *st->kick);
 	st->kick->fn = kick;
 	st->kick->arg = arg;

@@ -82,6 +82,13 @@ const char	*store_path(const struct store *);
 /* A transaction; nested ones join the outermost (one commit, one fsync). */
 int		 store_tx_begin(struct store *, char **cause);
 int		 store_tx_commit(struct store *, char **cause);
+/*
+ * One whose commit need not be synced (sqlite's synchronous=NORMAL): a
+ * power cut may lose it whole, never part of it, and any synced commit after
+ * it makes it durable too. For rows a crash may lose (a run's first status
+ * message). PostgreSQL: as store_tx_begin.
+ */
+int		 store_tx_begin_lazy(struct store *, char **cause);
 /* Ends one without its writes when it is the outermost; nested, the outer one decides. */
 void		 store_tx_rollback(struct store *);
 /* Where the payload log is: DATA_DIR/payloads; NULL: this store has none (PostgreSQL). */
@@ -110,7 +117,8 @@ int		 store_log_applied(struct store *, int64_t *seg, int64_t *off, char **cause
  * sqlite: this connection's commits leave checkpoints to store_checkpoint on
  * another connection (a checkpoint syncs, and the ingest writer must not wait
  * for it): after a commit that leaves the WAL at STORE_CHECKPOINT_PAGES or
- * more, kick(arg) runs on the committing thread.
+ * more, kick(arg) runs on the committing thread. kick NULL: the connection
+ * checkpoints itself again.
  */
 #define STORE_CHECKPOINT_PAGES	1000	/* sqlite's own default */
 void		 store_checkpoint_elsewhere(struct store *, void (*kick)(void *), void *arg);

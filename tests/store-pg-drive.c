@@ -163,7 +163,7 @@ main(int argc, char **argv)
 		items = xcalloc(n + 1, sizeof *items);
 		json_array_foreach(batch, i, d)
 			items[i] = item_new(d);
-		if (store_ingest(st, items, n, NULL, 0, &cause) != 0) {
+		if (store_ingest(st, items, n, NULL, 0, 0, 0, 0, &cause) != 0) {
 			print_json(json_pack("{s:s}", "error", cause));
 			free(cause);
 			cause = NULL;
