@@ -115,6 +115,61 @@ spur_event_head_json(const struct spur_event *ev)
 	return j;
 }
 
+char *
+spur_event_head_text(const struct spur_event *ev)
+{
+	static const char *const keys[] = { "{\"id\":", ",\"org\":", ",\"source\":",
+	    ",\"type\":", ",\"delivery\":" };
+	const char	*vals[] = { ev->id, ev->org, ev->source, ev->type, ev->delivery };
+	char		 ts[40], *meta = NULL, *text;
+	struct buf	 b;
+	json_t		*j;
+	size_t		 i;
+	int		 bad = 0;
+
+	buf_init(&b, 0);
+	for (i = 0; i < SPUR_ARRLEN(keys); i++) {
+		buf_adds(&b, keys[i]);
+		bad |= json_buf_str(&b, vals[i]);
+	}
+	format_time(ev->received_at, ts, sizeof ts);
+	buf_adds(&b, ",\"received_at\":\"");
+	buf_adds(&b, ts);
+	buf_adds(&b, "\",\"thread\":");
+	bad |= json_buf_str(&b, ev->thread);
+	buf_adds(&b, ",\"actor\":{\"id\":");
+	bad |= json_buf_str(&b, ev->actor.id);
+	buf_adds(&b, ",\"name\":");
+	bad |= json_buf_str(&b, ev->actor.name);
+	buf_adds(&b, ",\"role\":");
+	bad |= json_buf_str(&b, ev->actor.role);
+	buf_adds(&b, ev->actor.bot ? ",\"bot\":true},\"text\":" : ",\"bot\":false},\"text\":");
+	bad |= json_buf_str(&b, ev->text != NULL ? ev->text : "");
+	buf_adds(&b, ",\"url\":");
+	bad |= json_buf_str(&b, ev->url);
+	buf_adds(&b, ",\"repository\":");
+	bad |= json_buf_str(&b, ev->repository);
+	if (ev->meta != NULL) {
+		if ((meta = json_dumps(ev->meta, JSON_COMPACT)) == NULL)
+			bad = 1;
+		else {
+			buf_adds(&b, ",\"meta\":");
+			buf_adds(&b, meta);
+			free(meta);
+		}
+	}
+	buf_addf(&b, ",\"received_at_ms\":%lld}", (long long)ev->received_at);
+	/* Text that is not UTF-8 is jansson's to mend (event_str), as in the tree. */
+	if (bad) {
+		buf_free(&b);
+		j = spur_event_head_json(ev);
+		text = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
+		return text;
+	}
+	return buf_take(&b);
+}
+
 static char *
 json_dup_str(const json_t *j, const char *key)
 {

@@ -69,6 +69,12 @@ json_t		*spur_event_to_json(const struct spur_event *);
 /* The same without the payload. */
 json_t		*spur_event_head_json(const struct spur_event *);
 /*
+ * Its text, compact, byte for byte what json_dumps of spur_event_head_json
+ * gives (the store's json column), written straight out: the ingest path
+ * makes one for every delivery.
+ */
+char		*spur_event_head_text(const struct spur_event *);
+/*
  * The payload as JSON. A source may keep only its text (payload_raw, checked
  * when it arrived) and the tree is then parsed the first time it is asked for,
  * on the thread that owns the event: matching a `where`, building a prompt.
@@ -80,6 +86,9 @@ const char	*spur_event_meta_str(const struct spur_event *, const char *);
 
 /* json.c: the one dotted-path lookup ("pull_request.labels.0.name"). */
 json_t		*json_path(const json_t *, const char *path);
+struct buf;
+/* s as a JSON string literal as jansson writes it (NULL: null); -1 if not UTF-8. */
+int		 json_buf_str(struct buf *, const char *s);
 const char	*json_path_str(const json_t *, const char *path);
 /* A string, or JSON null for NULL. */
 json_t		*json_str_or_null(const char *);

@@ -532,10 +532,7 @@ ingest_add_run(struct ingest_item *it, const struct automation *a, char *prompt)
 static void
 ingest_event_json(struct ingest_item *it)
 {
-	json_t	*head = spur_event_head_json(it->event);
-
-	it->event_json = json_dumps(head, JSON_COMPACT);
-	json_decref(head);
+	it->event_json = spur_event_head_text(it->event);
 }
 
 struct ingest_item *

@@ -112,3 +112,67 @@ json_str_or_null(const char *s)
 {
 	return s != NULL ? json_string(s) : json_null();
 }
+
+/*
+ * s as a JSON string literal, as jansson's compact dump writes it (the same
+ * escapes, UTF-8 as it is), or null for NULL: -1 (b as it was) when s is
+ * not valid UTF-8, which jansson would not take either.
+ */
+int
+json_buf_str(struct buf *b, const char *s)
+{
+	static const char	 hex[] = "0123456789ABCDEF";
+	const unsigned char	*p = (const unsigned char *)s, *run;
+	size_t			 start = b->len, left;
+	uint32_t		 cp;
+	char			 esc[7];
+	int			 n;
+
+	if (s == NULL) {
+		buf_add(b, "null", 4);
+		return 0;
+	}
+	buf_addc(b, '"');
+	left = strlen(s);
+	run = p;
+	while (left > 0) {
+		if (*p >= 0x20 && *p != '"' && *p != '\\' && *p < 0x80) {
+			p++;
+			left--;
+			continue;
+		}
+		if (*p >= 0x80) {
+			if ((n = utf8_len(p, left, &cp)) <= 0) {
+				b->len = start;
+				return -1;
+			}
+			p += n;
+			left -= (size_t)n;
+			continue;
+		}
+		buf_add(b, run, (size_t)(p - run));
+		esc[0] = '\\';
+		n = 2;
+		switch (*p) {
+		case '"':	esc[1] = '"'; break;
+		case '\\':	esc[1] = '\\'; break;
+		case '\b':	esc[1] = 'b'; break;
+		case '\f':	esc[1] = 'f'; break;
+		case '\n':	esc[1] = 'n'; break;
+		case '\r':	esc[1] = 'r'; break;
+		case '\t':	esc[1] = 't'; break;
+		default:
+			memcpy(esc + 1, "u00", 3);
+			esc[4] = hex[*p >> 4];
+			esc[5] = hex[*p & 0xf];
+			n = 6;
+		}
+		buf_add(b, esc, (size_t)n);
+		p++;
+		left--;
+		run = p;
+	}
+	buf_add(b, run, (size_t)(p - run));
+	buf_addc(b, '"');
+	return 0;
+}

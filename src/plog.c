@@ -168,8 +168,9 @@ plog_use(struct plog *p, int64_t seq, int create, char **cause)
 	if (sb.st_size == 0 && plog_pwrite_all(fd, plog_magic, PLOG_HEAD, 0) != 0) {
 		xasprintf(cause, "%s: %s", path, strerror(errno));
 		close(fd);
+		/* Made now and empty: gone again, so that the next try makes it anew. */
 		if (create)
-			unlink(path);
+			unlinkat(p->dirfd, strrchr(path, '/') + 1, 0);
 		free(path);
 		return -1;
 	}

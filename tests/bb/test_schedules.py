@@ -158,7 +158,8 @@ with Spur(SANDBOX + "schedules:\n  catch_up: 5m\n", automations=CATCH) as s:
          ("schedule", "schedule", "acme", "schedule:inwin@%s" % iso(inwin), ""),
          "the event: source, type, org, thread schedule:{automation}@{time}, empty text")
     t.eq(j.get("meta"), {"automation": "inwin", "scheduled_at": iso(inwin)}, "its meta")
-    t.eq(json.loads(ev[0]["payload"]) if ev and ev[0].get("payload") else None, {"automation": "inwin", "cron": "%d %d * * *" % (iw.minute, iw.hour),
+    stored = s.payloads().get(ev[0]["id"]) if ev else None
+    t.eq(json.loads(stored) if stored else None, {"automation": "inwin", "cron": "%d %d * * *" % (iw.minute, iw.hour),
                             "timezone": "UTC", "scheduled_at": iso(inwin)}, "its payload")
     runs = s.query("SELECT automation FROM runs WHERE event = ?", ev[0]["id"]) if ev else []
     t.eq([r["automation"] for r in runs], ["inwin"], "and its run, committed with it")

@@ -256,6 +256,58 @@ test_items(void)
 	ingest_item_free(it);
 }
 
+/* The event's row JSON written straight out is jansson's, byte for byte, whatever the text. */
+static void
+test_head_text(void)
+{
+	static const char *const texts[] = {
+		"", "plain", "quote \" backslash \\ slash /", "\b\f\n\r\t", "\x01\x1f\x7f",
+		"caf\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80", "not utf-8 \xff\xfe here",
+		"cut short \xe2\x80", "<!-- spur: -->\n```\n{\"a\":[1,2]}",
+	};
+	struct spur_event	*ev;
+	char			*mine, *theirs, all[128];
+	json_t			*j;
+	size_t			 i, same = 0, n = 0;
+	int			 c;
+
+	for (c = 1; c < 128; c++)
+		all[c - 1] = (char)c;
+	all[127] = '\0';
+	for (i = 0; i <= SPUR_ARRLEN(texts); i++) {
+		const char *t = i < SPUR_ARRLEN(texts) ? texts[i] : all;
+
+		ev = spur_event_new("acme", "github");
+		ev->id = xstrdup("evt_x");
+		ev->type = i % 2 ? xstrdup(t) : NULL;
+		ev->delivery = xstrdup(t);
+		ev->thread = i % 3 ? xstrdup(t) : NULL;
+		ev->actor.id = xstrdup("12");
+		ev->actor.name = xstrdup(t);
+		ev->actor.bot = (int)(i % 2);
+		free(ev->text);
+		ev->text = xstrdup(t);
+		ev->url = i % 2 ? NULL : xstrdup("https://x/y?a=1&b=2");
+		ev->received_at = 1764633600123LL + (int64_t)i;
+		json_object_set_new(ev->meta, "comment_id", json_integer(42));
+		json_object_set_new(ev->meta, "labels", json_pack("[ss]", t, "b"));
+		mine = spur_event_head_text(ev);
+		j = spur_event_head_json(ev);
+		theirs = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
+		n++;
+		if (mine != NULL && theirs != NULL && strcmp(mine, theirs) == 0)
+			same++;
+		else
+			printf("#   mine:   %s\n#   theirs: %s\n", mine, theirs);
+		free(mine);
+		free(theirs);
+		spur_event_free(ev);
+	}
+	is_int(same, n, "the event's row JSON written straight out is jansson's, byte for byte "
+	    "(control bytes, quotes, UTF-8, text that is not UTF-8, nulls)");
+}
+
 int
 main(void)
 {
@@ -267,6 +319,7 @@ main(void)
 	int			 rc, fd;
 
 	test_crc();
+	test_head_text();
 	test_items();
 
 	snprintf(dir, sizeof dir, "%s/spur-test-plog-XXXXXX", getenv("TMPDIR") != NULL ?
