@@ -370,7 +370,7 @@ ingest_replay_record(int64_t seg, int64_t off, int64_t end, const unsigned char 
  * in order, deduplicated as they were the first time. A torn tail (a batch
  * whose sync never finished, so never answered) is cut off.
  */
-static void
+static int
 ingest_replay(struct ingest *in)
 {
 	struct replay		 r = { in, NULL, 0, 0 };
@@ -381,9 +381,14 @@ ingest_replay(struct ingest *in)
 
 	if ((rc = store_log_applied(in->wstore, &seg, &off, &cause)) < 0)
 		fatal("cannot read where the payload log was applied: %s", cause);
-	/* Nothing ever applied: a new store, or one whose log is payloads only (nothing to replay). */
+	/*
+	 * Nothing ever applied: a new store, or one whose log is payloads only.
+	 * Nothing in the log was answered, and what is there is not read (a store
+	 * made anew beside an old log must not take its events back): appends
+	 * start a new segment.
+	 */
 	if (rc == 1)
-		return;
+		return 1;
 	if (plog_scan(store_payload_dir(in->wstore), seg, off, ingest_replay_record, &r, &sc,
 	    &cause) != 0)
 		fatal("cannot read the payload log: %s", cause);
@@ -395,6 +400,7 @@ ingest_replay(struct ingest *in)
 	if (r.records > 0 || r.unreadable > 0)
 		log_info("event=ingest.replayed records=%lld unreadable=%lld from_segment=%lld "
 		    "from_offset=%lld", r.records, r.unreadable, (long long)seg, (long long)off);
+	return 0;
 }
 
 struct ingest *
@@ -402,6 +408,7 @@ ingest_create(struct engine *e)
 {
 	struct ingest	*in = xcalloc(1, sizeof *in);
 	char		*cause = NULL;
+	int		 fresh;
 
 	in->engine = e;
 	in->done_ev = event_new(e->base, -1, 0, ingest_written_cb, in);
@@ -415,8 +422,8 @@ ingest_create(struct engine *e)
 	in->done_tail = &in->done;
 	/* sqlite's payload log; on PostgreSQL a payload is in its row, for every node. */
 	if (store_payload_dir(in->wstore) != NULL) {
-		ingest_replay(in);
-		if ((in->plog = plog_open(store_payload_dir(in->wstore), &cause)) == NULL)
+		fresh = ingest_replay(in);
+		if ((in->plog = plog_open(store_payload_dir(in->wstore), fresh, &cause)) == NULL)
 			fatal("cannot open the payload log: %s", cause);
 		/* The loop's commits too: a checkpoint's syncs must not hold it either. */
 		if ((in->ckpt = checkpointer_start(e->conf->data_dir, &cause)) != NULL) {

@@ -206,7 +206,7 @@ plog_is_records(int fd)
 }
 
 struct plog *
-plog_open(const char *dir, char **cause)
+plog_open(const char *dir, int fresh, char **cause)
 {
 	struct plog	*p;
 	int64_t		 newest;
@@ -234,7 +234,7 @@ plog_open(const char *dir, char **cause)
 	 * any torn tail), or in a new segment when the newest is of payloads
 	 * back to back (written before the records) or has a torn header.
 	 */
-	if ((newest = plog_newest(dir)) > 0) {
+	if ((newest = plog_newest(dir)) > 0 && !fresh) {
 		path = plog_path(dir, newest);
 		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
 			use = fstat(fd, &sb) == 0 && (sb.st_size == 0 || plog_is_records(fd));

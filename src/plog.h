@@ -34,9 +34,9 @@ struct plog;
 /*
  * The log in dir (made if missing). Appends go on after the newest segment's
  * end when it holds records (scan it first: plog_scan cuts a torn tail), else
- * in a new segment.
+ * in a new segment; always in a new one when fresh (nothing was scanned).
  */
-struct plog	*plog_open(const char *dir, char **cause);
+struct plog	*plog_open(const char *dir, int fresh, char **cause);
 void		 plog_close(struct plog *);
 /* Other segment limits than PLOG_SEGMENT_MAX and PLOG_SEGMENT_AGE_MS (tests). */
 void		 plog_limits(struct plog *, int64_t max_bytes, int64_t max_age_ms);

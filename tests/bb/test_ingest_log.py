@@ -9,6 +9,7 @@ store's own commits need not sync, and a start applies what the store lost.
 - a torn tail (a crash in the middle of a batch's write): cut at the last whole record,
   logged, never applied; what was answered stays; a second start finds nothing to cut;
 - a record with a good check that this spur cannot read: logged, skipped, the start goes on;
+- a store made anew beside an old log takes none of its events back;
 - the answer's path: strace shows one fdatasync per batch, of the log, and none of the store.
 """
 import json
@@ -182,6 +183,22 @@ with Spur(CONF, automations={"fix.yaml": FIX}) as s:
     t.contains(logs, "record version 9", "saying why")
     st, a, _ = deliver(s, 62)
     t.ok(st == 200 and not a.get("duplicate"), "and the engine started and takes deliveries")
+    s.stop()
+
+    # --- a store made anew beside the old log: the log's events are not taken back ----------
+    for name in STORE_FILES + ("spur.db-shm",):
+        p = os.path.join(s.data_dir, name)
+        if os.path.exists(p):
+            os.unlink(p)
+    segs = segments(s)
+    mark = len(s.logs())
+    s.start()
+    t.eq(s.query("SELECT count(*) AS n FROM events")[0]["n"], 0,
+         "a new store beside an old log starts empty (the log applies to the store that wrote it)")
+    t.ok("event=ingest.replayed" not in s.logs()[mark:], "and applies nothing")
+    st, a, body = deliver(s, 63)
+    t.ok(st == 200 and len(segments(s)) == len(segs) + 1 and s.payloads().get(a.get("event")) == body,
+         "its first delivery goes to a segment of its own (%s)" % segments(s))
     s.stop()
 
 # --- the answer's path: one fsync, the log's --------------------------------------------------

@@ -328,7 +328,7 @@ main(void)
 		return 1;
 	strcat(dir, "/payloads");
 
-	p = plog_open(dir, &cause);
+	p = plog_open(dir, 0, &cause);
 	if (!ok(p != NULL, "plog_open makes the directory"))
 		return tap_done();
 	ok(!seg_exists(1), "no segment before the first record");
@@ -425,7 +425,7 @@ main(void)
 	free(s);
 
 	/* Reopened after the cut: appends go on where the last whole record ends. */
-	p = plog_open(dir, &cause);
+	p = plog_open(dir, 0, &cause);
 	ok(rec(p, "m3", "{\"c\":3}", &seg[2], &off[2]) == 0 && plog_sync(p, &cause) == 0 &&
 	    seg[2] == 1 && off[2] == off[1], "reopened: the next record goes where the cut was");
 
@@ -455,7 +455,7 @@ main(void)
 	free(s);
 
 	/* Tombstones: a given-back record is stepped over; its payload space goes. */
-	p = plog_open(dir, &cause);
+	p = plog_open(dir, 0, &cause);
 	ok(rec(p, "t1", "{\"keep\":1}", &seg[0], &off[0]) == 0 &&
 	    rec(p, "t2", "{\"gone\":2}", &seg[1], &off[1]) == 0 &&
 	    rec(p, "t3", "{\"keep\":3}", &seg[2], &off[2]) == 0 && plog_sync(p, &cause) == 0,
@@ -496,7 +496,7 @@ main(void)
 	ok(rc == 0 && sc.cut_segments == 0 && seg_size(4) == 18 && strstr(s, "old") == NULL,
 	    "the scan leaves it as it is");
 	free(s);
-	p = plog_open(dir, &cause);
+	p = plog_open(dir, 0, &cause);
 	rec(p, "n1", "{\"new\":1}", &seg[0], &off[0]);
 	plog_sync(p, &cause);
 	ok(seg[0] == 5 && off[0] == PLOG_HEAD && seg_size(4) == 18 && reads(4, 9, "{\"old\":2}"),
@@ -508,10 +508,17 @@ main(void)
 	if (fd != -1)
 		close(fd);
 	free(path);
-	p = plog_open(dir, &cause);
+	p = plog_open(dir, 0, &cause);
 	rec(p, "n2", "{\"new\":2}", &seg[0], &off[0]);
 	plog_sync(p, &cause);
 	ok(seg[0] == 6 && off[0] == PLOG_HEAD, "an empty newest segment gets its header and the record");
+	plog_close(p);
+	/* Fresh (a store that applied nothing: what the log holds is not its own): a new segment. */
+	p = plog_open(dir, 1, &cause);
+	rec(p, "n3", "{\"new\":3}", &seg[0], &off[0]);
+	plog_sync(p, &cause);
+	ok(seg[0] == 7 && off[0] == PLOG_HEAD && seg_size(6) == PLOG_HEAD + rec_len("n2", "{\"new\":2}"),
+	    "opened fresh: records go to a new segment 7, segment 6 as it was");
 	plog_close(p);
 
 	/* Pruning: never the newest, never a live one, never one written lately. */
@@ -519,7 +526,7 @@ main(void)
 	age(2, 3600);
 	live[0] = 2;
 	is_int(plog_prune(dir, live, 1, now_ms() - 60 * 1000), 1, "one segment pruned");
-	ok(!seg_exists(1) && seg_exists(2) && seg_exists(6),
+	ok(!seg_exists(1) && seg_exists(2) && seg_exists(7),
 	    "the old unreferenced one went; the referenced one and the newest stayed");
 	is_int(plog_prune(dir, NULL, 0, now_ms() - 2 * 3600 * 1000), 0,
 	    "segments written after the cutoff stay, referenced or not");
@@ -527,15 +534,16 @@ main(void)
 	age(4, 3600);
 	age(5, 3600);
 	age(6, 3600);
-	is_int(plog_prune(dir, NULL, 0, now_ms()), 4, "the newest stays even when old and unreferenced");
-	ok(!seg_exists(2) && seg_exists(6), "so only it is left");
+	age(7, 3600);
+	is_int(plog_prune(dir, NULL, 0, now_ms()), 5, "the newest stays even when old and unreferenced");
+	ok(!seg_exists(2) && !seg_exists(6) && seg_exists(7), "so only it is left");
 
 	/* Reopened after pruning: numbering goes on from the newest. */
-	p = plog_open(dir, &cause);
+	p = plog_open(dir, 0, &cause);
 	plog_limits(p, 0, 24 * 3600 * 1000);
 	rec(p, "x", "x", &seg[0], &off[0]);
 	plog_sync(p, &cause);
-	is_int(seg[0], 7, "numbers are never reused");
+	is_int(seg[0], 8, "numbers are never reused");
 
 	/* The directory gone: a write that needs a new segment fails, and says where. */
 	for (seg[0] = 1; seg[0] <= 1000; seg[0]++) {
@@ -556,7 +564,7 @@ main(void)
 	ok(rc == -1 && cause != NULL && strstr(cause, dir) != NULL,
 	    "no directory: the write fails with a reason (%s)", cause != NULL ? cause : "none");
 	plog_close(p);
-	p = plog_open(dir, &cause);
+	p = plog_open(dir, 0, &cause);
 	ok(p != NULL, "reopened, the log makes its directory again");
 	plog_close(p);
 
