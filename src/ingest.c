@@ -44,8 +44,6 @@ struct batch {
 	struct batch		*next;
 };
 
-
-
 /*
  * Commits run on a writer thread with its own store connection. The writer
  * takes everything pending as one batch (group commit), appends its records
@@ -90,15 +88,7 @@ struct ingest {
 static void	ingest_written_cb(evutil_socket_t, short, void *);
 static void	ingest_finish_batch(struct ingest *, struct batch *);
 
-/*
- * Writer, after the commit: the payloads are not needed any more. A repeated
- * delivery's copy in the payload log is pointed to by no row: its space goes
- * back (a redelivery storm does not fill the disk for the retention period),
- * but only after a synced commit that says so: until then a start may have
- * to apply its record again, which needs it whole. Not after a failed
- * commit: the rows may yet be on disk.
- */
-/* Writer, after a synced commit: the repeated payloads it or an earlier one found go. */
+/* Writer, after a synced commit: the repeated deliveries' records it or an earlier one found go. */
 static void
 ingest_discard(struct ingest *in)
 {
@@ -106,6 +96,14 @@ ingest_discard(struct ingest *in)
 	in->ndiscards = 0;
 }
 
+/*
+ * Writer, after the commit: the payloads are not needed any more. A repeated
+ * delivery's record in the payload log is pointed to by no row: its space
+ * goes back (a redelivery storm does not fill the disk for the retention
+ * period), but only after a synced commit that says so: until then a start
+ * may have to apply its record again, which needs it whole. Not after a
+ * failed commit: the rows may yet be on disk.
+ */
 static void
 ingest_committed(struct ingest *in, struct batch *b)
 {

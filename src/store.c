@@ -449,8 +449,8 @@ store_prepare_all(struct store *st)
 	    "payload_len, replay) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
 	    "ON CONFLICT DO NOTHING", &st->ins_event) != 0 ||
 	    store_prepare(st, "SELECT id FROM events WHERE org = ?1 AND dedup = ?2 "
-	    "UNION ALL SELECT id FROM events WHERE org = ?1 AND replay = ?3 LIMIT 1",
-	    &st->find_dup) != 0 ||
+	    "UNION ALL SELECT id FROM events WHERE org = ?1 AND replay = ?3 "
+	    "UNION ALL SELECT id FROM events WHERE id = ?4 LIMIT 1", &st->find_dup) != 0 ||
 	    store_prepare(st, "INSERT INTO runs (id, org, automation, event, thread, state, "
 	    "reason, conc_key, automation_json, prompt, created_at) VALUES "
 	    "(?,?,?,?,?,'queued','matched',?,?,?,?)", &st->ins_run) != 0 ||
@@ -627,15 +627,20 @@ store_history(struct store *st, const char *run, const char *state, const char *
 	return store_step_done(st, st->ins_hist);
 }
 
-/* Returns the id of the event already stored under either dedup key, or NULL. */
+/*
+ * Returns the id of the event already stored under either dedup key, or under
+ * its own id (a record of the payload log applied a second time), or NULL.
+ */
 static char *
-store_find_dup(struct store *st, const char *org, const char *dedup, const char *replay)
+store_find_dup(struct store *st, const char *org, const char *dedup, const char *replay,
+    const char *id_again)
 {
 	char	*id = NULL;
 
 	db_bind_text(st->find_dup, 1, org);
 	db_bind_text(st->find_dup, 2, dedup);
 	db_bind_text(st->find_dup, 3, replay);
+	db_bind_text(st->find_dup, 4, id_again);
 	if (db_step(st->find_dup) == DB_ROW)
 		id = xstrdup(db_column_text(st->find_dup, 0));
 	db_reset(st->find_dup);
@@ -698,7 +703,7 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 	if (rc != 0)
 		return -1;
 	if (db_changes(st->db) == 0) {
-		if ((old = store_find_dup(st, ev->org, ev->dedup, ev->replay)) == NULL)
+		if ((old = store_find_dup(st, ev->org, ev->dedup, ev->replay, ev->id)) == NULL)
 			return -1;
 		free(ev->id);
 		ev->id = old;

@@ -9,6 +9,7 @@ store's own commits need not sync, and a start applies what the store lost.
 - a torn tail (a crash in the middle of a batch's write): cut at the last whole record,
   logged, never applied; what was answered stays; a second start finds nothing to cut;
 - a record with a good check that this spur cannot read: logged, skipped, the start goes on;
+- records applied a second time are repeats of themselves, with a dedup key or only an id;
 - a store made anew beside an old log takes none of its events back;
 - the answer's path: strace shows one fdatasync per batch, of the log, and none of the store.
 """
@@ -16,6 +17,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -34,6 +36,17 @@ on:
 agent: command
 command: [/bin/true]
 prompt: Fix it.
+"""
+OPEN = """\
+name: open
+on:
+  webhook:
+    name: open
+    auth: none
+    text: message
+agent: command
+command: [/bin/true]
+prompt: Look.
 """
 CONF = "sandbox:\n  backend: none\nreports:\n  progress: false\n"
 
@@ -92,7 +105,7 @@ def put_back(s, src):
             shutil.copy2(os.path.join(src, name), os.path.join(s.data_dir, name))
 
 
-with Spur(CONF, automations={"fix.yaml": FIX}) as s:
+with Spur(CONF, automations={"fix.yaml": FIX, "open.yaml": OPEN}) as s:
     s.start()
     # --- the store loses its last commits; the log has them ----------------------------
     before = {}
@@ -183,6 +196,34 @@ with Spur(CONF, automations={"fix.yaml": FIX}) as s:
     t.contains(logs, "record version 9", "saying why")
     st, a, _ = deliver(s, 62)
     t.ok(st == 200 and not a.get("duplicate"), "and the engine started and takes deliveries")
+    s.stop()
+
+    # --- records applied a second time (a start after a sync that failed) ---------------------
+    # Deliveries whose rows are stored, then the place the store says it applied set back:
+    # at the next start their records are applied again. Each must be found as what it is
+    # (a repeat of itself), whether it has a dedup key (GitHub) or only its id (an
+    # auth: none hook without an id header).
+    mark = len(s.logs())
+    s.start()
+    pos = s.query("SELECT seg, off FROM ingest_log")[0]
+    again = [deliver(s, 70 + i) for i in range(3)]
+    body = json.dumps({"kind": "alert", "message": "twice"}).encode()
+    st, _, opened = s.post_json("/o/acme/hooks/open", body, {"Content-Type": "application/json"})
+    t.ok(all(a[0] == 200 for a in again) and st == 200 and len(opened.get("runs", [])) == 1,
+         "three GitHub deliveries and one to an open hook (no dedup key), all stored")
+    n = s.query("SELECT count(*) AS n FROM events")[0]["n"]
+    nruns = s.query("SELECT count(*) AS n FROM runs")[0]["n"]
+    s.stop()
+    db = sqlite3.connect(os.path.join(s.data_dir, "spur.db"))
+    db.execute("UPDATE ingest_log SET seg = ?, off = ?", (pos["seg"], pos["off"]))
+    db.commit()
+    db.close()
+    mark = len(s.logs())
+    s.start()
+    logs = s.logs()[mark:]
+    t.contains(logs, "event=ingest.replayed records=4", "the start applies those four records again")
+    t.eq((s.query("SELECT count(*) AS n FROM events")[0]["n"], s.query("SELECT count(*) AS n FROM runs")[0]["n"]),
+         (n, nruns), "and stores nothing twice: each is a repeat of itself, the open hook's by its id")
     s.stop()
 
     # --- a store made anew beside the old log: the log's events are not taken back ----------
