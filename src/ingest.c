@@ -507,14 +507,21 @@ ingest_conc_key(const struct automation *a, const struct spur_event *ev)
 
 /*
  * The record the writer will append to the payload log, made here on the
- * caller's thread. Not for a delivery anyone may send that starts nothing:
- * its event row alone is kept, and its commit syncs the store itself.
+ * caller's thread. Not for a delivery anyone may send that starts nothing
+ * (its event row alone is kept), nor for one too large to be a record: the
+ * commit of its batch syncs the store itself.
  */
 static void
 ingest_record(struct ingest *in, struct ingest_item *it)
 {
-	if (in->plog != NULL && !(it->event->unsigned_body && it->nruns == 0))
-		ingest_rec_make(it);
+	if (in->plog == NULL || (it->event->unsigned_body && it->nruns == 0))
+		return;
+	ingest_rec_make(it);
+	/* Past what a start reads as a record (limits.body set that high): kept by the commit. */
+	if (it->reclen - PLOG_REC_HEAD > PLOG_REC_MAX || it->event->payload_rawlen > PLOG_REC_MAX) {
+		free(it->rec);
+		it->rec = NULL;
+	}
 }
 
 /* A run of the event for automation a, with its prompt. */

@@ -294,10 +294,6 @@ store_exec(struct store *st, const char *sql, char **cause)
 	return db_exec(st->db, sql, cause);
 }
 
-/*
- * Transactions that nest: the outermost begin and commit are real. The
- * dispatcher puts a run's start (state, session) into one commit: one fsync.
- */
 /* Between transactions: this connection's commits synced (FULL) or not (NORMAL). */
 static int
 store_sync_level(struct store *st, int lazy, char **cause)
@@ -311,6 +307,10 @@ store_sync_level(struct store *st, int lazy, char **cause)
 	return 0;
 }
 
+/*
+ * Transactions that nest: the outermost begin and commit are real. The
+ * dispatcher puts a run's start (state, session) into one commit: one fsync.
+ */
 static int
 store_tx_open(struct store *st, int lazy, char **cause)
 {
