@@ -25,9 +25,9 @@
 static void
 rec_u32(struct buf *b, uint32_t v)
 {
-	unsigned char	 p[4] = { (unsigned char)v, (unsigned char)(v >> 8),
-	    (unsigned char)(v >> 16), (unsigned char)(v >> 24) };
+	unsigned char	 p[4];
 
+	le32_put(p, v);
 	buf_add(b, p, 4);
 }
 
@@ -94,8 +94,7 @@ rd_u32(struct rec_reader *r)
 		r->bad = 1;
 		return 0;
 	}
-	v = (uint32_t)r->p[0] | (uint32_t)r->p[1] << 8 | (uint32_t)r->p[2] << 16 |
-	    (uint32_t)r->p[3] << 24;
+	v = le32_get(r->p);
 	r->p += 4;
 	r->left -= 4;
 	return v;

@@ -91,22 +91,6 @@ static const unsigned char plog_magic[PLOG_HEAD] = "SPURLOG2\0\0\0\0\0\0\0";
 static const unsigned char plog_rec_magic[4] = { 'S', 'P', 'R', '1' };
 static const unsigned char plog_tomb_magic[4] = { 'S', 'P', 'R', 'D' };
 
-static void
-put_u32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-	p[2] = (unsigned char)(v >> 16);
-	p[3] = (unsigned char)(v >> 24);
-}
-
-static uint32_t
-get_u32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	    (uint32_t)p[3] << 24;
-}
-
 void
 plog_record_head(unsigned char head[PLOG_REC_HEAD], const void *meta, size_t metalen,
     const void *payload, size_t paylen)
@@ -114,12 +98,12 @@ plog_record_head(unsigned char head[PLOG_REC_HEAD], const void *meta, size_t met
 	uint32_t	 c;
 
 	memcpy(head, plog_rec_magic, 4);
-	put_u32(head + 4, (uint32_t)metalen);
-	put_u32(head + 8, (uint32_t)paylen);
+	le32_put(head + 4, (uint32_t)metalen);
+	le32_put(head + 8, (uint32_t)paylen);
 	c = crc32c(0, head, 12);
 	c = crc32c(c, meta, metalen);
 	c = crc32c(c, payload, paylen);
-	put_u32(head + 12, c);
+	le32_put(head + 12, c);
 }
 
 static int	plog_pread_all(int, void *, size_t, off_t);
@@ -477,14 +461,14 @@ plog_scan_seg(const char *dir, int64_t seq, int64_t off, plog_record_cb cb, void
 		tomb = r == 1 && memcmp(head, plog_tomb_magic, 4) == 0;
 		if (r == 0 || (!tomb && memcmp(head, plog_rec_magic, 4) != 0))
 			goto cut;
-		metalen = get_u32(head + 4);
-		paylen = get_u32(head + 8);
+		metalen = le32_get(head + 4);
+		paylen = le32_get(head + 8);
 		if (metalen > PLOG_REC_MAX || paylen > PLOG_REC_MAX ||
 		    off + PLOG_REC_HEAD + (int64_t)metalen + paylen > sb.st_size)
 			goto cut;
 		/* A repeated delivery's, applied and given back: its header alone is checked. */
 		if (tomb) {
-			if (crc32c(0, head, 12) != get_u32(head + 12))
+			if (crc32c(0, head, 12) != le32_get(head + 12))
 				goto cut;
 			sc->tombstones++;
 			off += PLOG_REC_HEAD + (int64_t)metalen + paylen;
@@ -499,7 +483,7 @@ plog_scan_seg(const char *dir, int64_t seq, int64_t off, plog_record_cb cb, void
 		if ((r = plog_pread_all(fd, buf, len, off + PLOG_REC_HEAD)) == -1)
 			break;
 		c = crc32c(crc32c(0, head, 12), buf, len);
-		if (r == 0 || c != get_u32(head + 12))
+		if (r == 0 || c != le32_get(head + 12))
 			goto cut;
 		sc->records++;
 		sc->end_seg = seq;
@@ -572,9 +556,9 @@ plog_discard(const char *dir, const struct plog_at *at, size_t n)
 			    plog_pread_all(fd, head, PLOG_REC_HEAD, at[j].off) != 1 ||
 			    memcmp(head, plog_rec_magic, 4) != 0)
 				continue;
-			len[j] = (int64_t)get_u32(head + 4) + get_u32(head + 8);
+			len[j] = (int64_t)le32_get(head + 4) + le32_get(head + 8);
 			memcpy(head, plog_tomb_magic, 4);
-			put_u32(head + 12, crc32c(0, head, 12));
+			le32_put(head + 12, crc32c(0, head, 12));
 			if (plog_pwrite_all(fd, head, PLOG_REC_HEAD, at[j].off) != 0)
 				len[j] = 0;
 		}

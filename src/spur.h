@@ -94,6 +94,9 @@ void	 hmac_sha256(const void *key, size_t keylen, const void *msg, size_t msglen
 void	 sha256(const void *, size_t, unsigned char out[32]);
 /* CRC-32C of n bytes, going on from crc (0 to start): crc32c(crc32c(0, a), b) is a's and b's. */
 uint32_t crc32c(uint32_t crc, const void *, size_t n);
+/* util.c: a little-endian u32 in 4 bytes, and back (the payload log's formats). */
+void	 le32_put(unsigned char *, uint32_t);
+uint32_t le32_get(const unsigned char *);
 void	 hex_encode(const unsigned char *, size_t, char *out);	/* out: 2n+1 */
 int	 hex_decode(const char *, size_t, unsigned char *out, size_t outlen);
 /*

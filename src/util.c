@@ -307,3 +307,19 @@ strv_add(char ***l, const char *s)
 	(*l)[n] = xstrdup(s);
 	(*l)[n + 1] = NULL;
 }
+
+void
+le32_put(unsigned char *p, uint32_t v)
+{
+	p[0] = (unsigned char)v;
+	p[1] = (unsigned char)(v >> 8);
+	p[2] = (unsigned char)(v >> 16);
+	p[3] = (unsigned char)(v >> 24);
+}
+
+uint32_t
+le32_get(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
