@@ -235,6 +235,32 @@ def local_github():
     return _local_github
 
 
+# The automations the ingest tests share: a /fix comment starts /bin/true; an auth: none
+# hook whose alerts (kind: alert) start it too.
+FIX_TRUE = """\
+name: fix
+on:
+  github:
+    events: [issue_comment.created]
+    text: '^/fix\\b'
+agent: command
+command: [/bin/true]
+prompt: Fix it.
+"""
+OPEN_HOOK = """\
+name: open
+on:
+  webhook:
+    name: open
+    auth: none
+    text: message
+    where:
+      kind: alert
+agent: command
+command: [/bin/true]
+prompt: Look.
+"""
+
 DEFAULT_ORGS = """\
 orgs:
   acme:

@@ -8,7 +8,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap, github_headers, github_comment
+from spurtest import Spur, Tap, FIX_TRUE, github_headers, github_comment
 
 CYCLES = 4
 CLIENTS = 6
@@ -17,16 +17,7 @@ KILL_AFTER = (0.4, 1.6)   # seconds of load before the kill, drawn per cycle
 LOAD_LIMIT = 8.0          # a client never posts for longer than this in one cycle
 HOOK = "/o/acme/hooks/github"
 
-FIX = """\
-name: fix
-on:
-  github:
-    events: [issue_comment.created]
-    text: '^/fix\\b'
-agent: command
-command: [/bin/true]
-prompt: Fix it.
-"""
+FIX = FIX_TRUE
 
 seed = int(os.environ.get("SPUR_CRASH_SEED") or random.randrange(1 << 30))
 rng = random.Random(seed)

@@ -12,20 +12,11 @@ import urllib.parse
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import (Spur, Tap, SECRETS, NODE_MODULES, github_headers, github_comment, github_sig, disk_full_at,
                       slack_headers, linear_sig, std_headers, grep_secrets, rss_kib,
-                      read_to_eof)
+                      read_to_eof, FIX_TRUE, OPEN_HOOK)
 
 t = Tap()
 
-FIX = """\
-name: fix
-on:
-  github:
-    events: [issue_comment.created]
-    text: '^/fix\\b'
-agent: command
-command: [/bin/true]
-prompt: Fix it.
-"""
+FIX = FIX_TRUE
 MENTION = """\
 name: mention
 on:
@@ -361,19 +352,7 @@ with Spur("limits:\n  body: 256KiB\n", automations={"fix.yaml": FIX, "mention.ya
 # auth: none hooks: anyone may send to them, so they get limits.unsigned_body (64KiB by
 # default), a delivery to one that starts nothing keeps no payload, and the memory of large
 # bodies (to a signed hook) goes back to the system once they are done.
-OPEN = """\
-name: open
-on:
-  webhook:
-    name: open
-    auth: none
-    text: message
-    where:
-      kind: alert
-agent: command
-command: [/bin/true]
-prompt: Look.
-"""
+OPEN = OPEN_HOOK
 asan = os.environ.get("ASAN_OPTIONS", "")
 env = {"ASAN_OPTIONS": (asan + ":" if asan else "") + "quarantine_size_mb=4"}
 with Spur("limits:\n  body: 24MiB\n", automations={"open.yaml": OPEN, "alerts.yaml": HMAC_HOOK}, env=env) as s:

@@ -24,30 +24,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap, github_headers, github_comment
+from spurtest import Spur, Tap, FIX_TRUE, OPEN_HOOK, github_headers, github_comment
 
 HOOK = "/o/acme/hooks/github"
-FIX = """\
-name: fix
-on:
-  github:
-    events: [issue_comment.created]
-    text: '^/fix\\b'
-agent: command
-command: [/bin/true]
-prompt: Fix it.
-"""
-OPEN = """\
-name: open
-on:
-  webhook:
-    name: open
-    auth: none
-    text: message
-agent: command
-command: [/bin/true]
-prompt: Look.
-"""
+FIX = FIX_TRUE
+OPEN = OPEN_HOOK
 CONF = "sandbox:\n  backend: none\nreports:\n  progress: false\n"
 
 t = Tap()
