@@ -1,12 +1,13 @@
 """Debian's chromium driven through console_browser.js (playwright-core), for the console's browser
 tests: one JSON command a line, one JSON answer a line. skip_reason() says why a browser test cannot
-run here (and it then skips), Browser() is the driver."""
+run here: only what the machine lacks (node, playwright-core, chromium), never a part of
+spur (a missing `spur console-link` fails link()). Browser() is the driver."""
 import json
 import os
 import shutil
 import subprocess
 
-from spurtest import SPUR, NODE_MODULES
+from spurtest import NODE_MODULES
 
 CHROMIUM = os.environ.get("SPUR_CHROMIUM", "/usr/bin/chromium")
 DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "console_browser.js")
@@ -14,8 +15,6 @@ DRIVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "console_brows
 
 def skip_reason():
     """Why the console's browser tests cannot run here, or None."""
-    if subprocess.run([SPUR, "help", "console-link"], capture_output=True).returncode != 0:
-        return "this spur has no `spur console-link` (the console's sign-in) yet"
     if shutil.which("node") is None:
         return "node is not installed"
     if not os.path.isdir(os.path.join(NODE_MODULES, "playwright-core")):

@@ -21,6 +21,8 @@ import time
 SPUR = os.environ.get("SPUR") or os.path.join(os.path.dirname(__file__), "..", "..", "spur")
 # A sanitizer build reserves terabytes of address space: sandboxes get no memory limit.
 ASAN = os.path.exists(SPUR) and b"__asan_init" in open(SPUR, "rb").read()
+# make check's release build (Makefile.am: no sanitizers, -O2), for what a sanitizer hides.
+RELEASE = os.environ.get("SPUR_RELEASE") or os.path.join(os.path.dirname(os.path.abspath(SPUR)), "release", "spur")
 SRCDIR = os.environ.get("SPUR_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(SRCDIR, "tests", "fixtures")
 NODE_MODULES = os.path.join(SRCDIR, "tests", "node_modules")
@@ -359,7 +361,9 @@ class Spur:
     """One engine with its own directory, config and port."""
 
     def __init__(self, config_extra="", orgs=DEFAULT_ORGS, automations=None, env=None,
-                 port=None, verbose=False):
+                 port=None, verbose=False, binary=None):
+        """binary: the spur to serve with (make check's release build, say), $SPUR by default."""
+        self.binary = binary or SPUR
         self.dir = tempfile.mkdtemp(prefix="spur-test-")
         self.port = port or free_port()
         self.config = os.path.join(self.dir, "spur.yaml")
@@ -410,7 +414,7 @@ class Spur:
     def start(self, wait=True, extra_args=(), preexec=None):
         """preexec: run in the child before spur starts (resource limits, say)."""
         self.logf = open(self.log_path, "ab")
-        args = [SPUR, "serve", "-c", self.config] + (["-v"] if self.verbose else []) + list(extra_args)
+        args = [self.binary, "serve", "-c", self.config] + (["-v"] if self.verbose else []) + list(extra_args)
         self.proc = subprocess.Popen(args, stdout=self.logf, stderr=self.logf, env=self.env,
                                      cwd=self.dir, preexec_fn=preexec)
         if wait:
@@ -538,6 +542,21 @@ class Spur:
                 return r[0]
             time.sleep(0.1)
         return {"state": "timeout", "cause": None, "reason": None}
+
+    def wait_reports_done(self, timeout=60, run=None):
+        """Waits, bounded, until the outbox is done with what the store holds (of one run, or all):
+        no report pending (a report being sent is pending too), seen so twice in a row with the
+        same number of reports, since a status message's answer may store its edit in the commit
+        after the one that marked it sent. The reports' states and their counts, as then."""
+        where, args = ("WHERE run = ?", (run,)) if run is not None else ("", ())
+        sql = "SELECT state, count(*) AS n FROM reports %s GROUP BY state ORDER BY state" % where
+        deadline, before = time.time() + timeout, None
+        while True:
+            now = dict((r["state"], r["n"]) for r in self.query(sql, *args))
+            if "pending" not in now and now == before or time.time() >= deadline:
+                return now
+            before = now if "pending" not in now else None
+            time.sleep(0.2)
 
     def payloads(self):
         """Every stored event's payload as bytes, by event id: from its row, or from the payload log."""

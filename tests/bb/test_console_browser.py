@@ -117,7 +117,7 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
         b.close()
         s.cleanup()
         t.skip_all("chromium cannot start here: %s" % str(started).splitlines()[0][:300])
-    t.ok(True, "chromium %s started headless" % started)
+    print("# chromium %s started headless" % started)
 
     def shot(name, full=False):
         b.try_("screenshot", path=os.path.join(shots, name + ".png"), full=full)

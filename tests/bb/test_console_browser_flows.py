@@ -100,7 +100,7 @@ try:
         if isinstance(started, BrowserError):
             b.close()
             t.skip_all("chromium cannot start here: %s" % str(started).splitlines()[0][:300])
-        t.ok(True, "chromium %s started headless" % started)
+        print("# chromium %s started headless" % started)
 
         def spur_cookie():
             return [c for c in b.do("cookies") if c["name"] == "spur_console"]

@@ -251,9 +251,7 @@ with Spur("limits:\n  runs: 4\nsandbox:\n  backend: bwrap\n", orgs=ORGS, automat
                   "(cause IS NULL OR cause != 'interrupted' OR reason NOT LIKE 'interrupted%')")
     t.eq(odd[:10], [], "every run either completed or was interrupted by a kill")
 
-    deadline = time.time() + 20
-    while time.time() < deadline and s.query("SELECT id FROM reports WHERE state = 'pending'"):
-        time.sleep(0.2)
+    s.wait_reports_done(20)
     pending = s.query("SELECT run, kind, attempts, last_error FROM reports WHERE state = 'pending'")
     t.ok(not pending, "the outbox delivered every stored report",
          "%d pending, e.g. %r\nreport lines of the log:\n%s" % (len(pending), pending[:3], "\n".join(

@@ -77,10 +77,6 @@ def state_of(steps, step):
 
 with Spur("sandbox:\n  backend: none\n", automations={"quick.yaml": QUICK}) as s:
     s.start()
-    rc, out, err = s.cli("help")
-    if not re.search(r"^\s+keys\s", out, re.M):
-        t.skip_all("spur keys does not exist yet (the org API of issue 18 is not merged): "
-                   "no key can reach /o/ORG/mcp")
 
     def key(*scopes):
         args = ["keys", "create", "--org", "acme", "--name", "mcp-test", "--json"]

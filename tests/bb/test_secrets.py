@@ -371,9 +371,7 @@ with Spur("sandbox:\n  backend: bwrap\n  timeout: 60s\n", orgs=ORGS, automations
     time.sleep(1)
 
     # Let the outbox post the reports, then stop, so the WAL and logs are complete.
-    deadline = time.time() + 15
-    while time.time() < deadline and s.query("SELECT id FROM reports WHERE state = 'pending'"):
-        time.sleep(0.2)
+    s.wait_reports_done(15)
     posted = [r for r in fake.requests if r["method"] == "POST"]
     print("# %d requests reached the fake thread APIs; %d reports stored, %d pending"
           % (len(posted), len(s.query("SELECT id FROM reports")),
@@ -426,9 +424,7 @@ with Spur("sandbox:\n  backend: bwrap\n  timeout: 60s\n", orgs=ORGS,
         cli(s, "logs", r)
     cli(s, "runs", "--json")
     cli(s, "runs")
-    deadline = time.time() + 15
-    while time.time() < deadline and s.query("SELECT id FROM reports WHERE state = 'pending'"):
-        time.sleep(0.2)
+    s.wait_reports_done(15)
     t.eq(s.stop(), 0, "the engine stops cleanly")
     rep = s.query("SELECT body FROM reports WHERE run = ? AND kind = 'run_end'", echo)
     t.ok(rep and "[secret]" in (rep[0]["body"] or "") and SECRETS["T_NPM_TOKEN"] not in rep[0]["body"],
@@ -501,9 +497,7 @@ with Spur("sandbox:\n  backend: bwrap\n  timeout: 60s\n%sagents:\n  claude:\n   
     run = runs[0] if runs else "none"
     rc, out, err = cli(s, "logs", "--raw", run)
     t.contains(out, "final message", "the agent wrote its disguised secret (its own log holds it)")
-    deadline = time.time() + 15
-    while time.time() < deadline and s.query("SELECT id FROM reports WHERE state = 'pending'"):
-        time.sleep(0.2)
+    s.wait_reports_done(15)
     t.eq(s.stop(), 0, "the engine stops cleanly")
     rep = s.query("SELECT body FROM reports WHERE run = ? AND kind = 'run_end'", run)
     body = rep[0]["body"] if rep else ""

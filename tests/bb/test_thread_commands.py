@@ -68,10 +68,6 @@ def gh_answers(number):
     return [c["body"] for c in fake.posted("acme/api#%d" % number) if ":reply -->" in c["body"]]
 
 
-def runs_of_event(s, evt):
-    return s.query("SELECT id FROM runs WHERE event = ?", evt)
-
-
 try:
     with Spur("public_url: http://spur.example:8080/\n", orgs=ORGS, automations=AUTOS) as s:
         s.start()

@@ -56,11 +56,6 @@ def automation(plan, name="u", agent="claude", extra=""):
             "agent: %s\nprompt: |\n  Spend.\nproof: report\ntimeout: 120s\n%s") % (name, name, agent, extra)
 
 
-def plan_automation(name, plan, agent="claude", extra=""):
-    # The plan reaches the agent as its command's first argument (after python3 -c AGENT).
-    return automation(plan, name, agent, extra)
-
-
 def fire(s, text, number):
     b = json.dumps(github_comment(text, number=number, comment_id=int(time.time() * 1e6) % 10**9)).encode()
     st, _, a = s.post_json(HOOK, b, github_headers(b))
