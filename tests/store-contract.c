@@ -613,6 +613,7 @@ check_transactions(void)
 	    "a lazy transaction commits");
 	is_int(store_report_exists(st, "run_e3", "tx_kept"), 1, "  its writes are stored");
 	is_int(store_writable(st), 0, "store_writable: a write transaction can be taken");
+	is_int(store_checkpoint(st), 0, "store_checkpoint: 0 (sqlite's WAL copied, else nothing)");
 	free(cause);
 	json_decref(target);
 }
