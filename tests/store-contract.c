@@ -35,6 +35,7 @@ struct delivery {
 	const char	*thread;
 	const char	*actor;
 	const char	*payload;
+	const char	*meta;		/* the source's facts (JSON text), NULL: {} */
 	int64_t		 received_at;	/* 0: now */
 	const char	*runs[3];	/* run ids, NULL-terminated */
 	const char	*automation;
@@ -59,6 +60,10 @@ item_new(const struct delivery *d)
 	ev->actor.id = d->actor != NULL ? xstrdup(d->actor) : NULL;
 	if (d->received_at != 0)
 		ev->received_at = d->received_at;
+	if (d->meta != NULL) {
+		json_decref(ev->meta);
+		ev->meta = json_loads(d->meta, 0, NULL);
+	}
 	if (d->payload != NULL) {
 		ev->payload_raw = xstrdup(d->payload);
 		ev->payload_rawlen = strlen(d->payload);
@@ -317,7 +322,8 @@ check_ingest(void)
 	memset(d, 0, sizeof d);
 	d[0] = (struct delivery){ .id = "evt_a", .delivery = "d-a", .dedup = "1:d-a",
 	    .replay = "sha:a", .thread = "github:acme/api#1", .actor = "alice",
-	    .payload = payload, .runs = { "run_a1", "run_a2" }, .automation = "fix",
+	    .payload = payload, .meta = "{\"number\":1,\"labels\":[\"bug\"]}",
+	    .runs = { "run_a1", "run_a2" }, .automation = "fix",
 	    .ack = "{\"source\":\"github\",\"kind\":\"reaction\"}" };
 	id = ingest1(&d[0], &dup[0]);
 	is_str(id, "evt_a", "a new delivery is stored under its own id");
@@ -387,6 +393,8 @@ check_ingest(void)
 	is_str(jstr(j, "id"), "evt_a", "store_event_json: the event");
 	is_str(jstr(j, "thread"), "github:acme/api#1", "  its thread");
 	is_str(jstr(json_object_get(j, "actor"), "id"), "alice", "  its actor");
+	is_json(json_incref(json_object_get(j, "meta")), "{\"number\":1,\"labels\":[\"bug\"]}",
+	    "  its source's facts (meta)");
 	{
 		char	*p = json_dumps(json_object_get(j, "payload"), JSON_COMPACT |
 		    JSON_ENSURE_ASCII);
@@ -433,6 +441,43 @@ check_ingest(void)
 	    "caf\xc3\xa9 \xe2\x98\x83", "  and its event with the payload");
 	json_decref(j);
 	is_history("run_a1", "queued(matched)", "store_run_history: one row, queued");
+}
+
+/* Every cause a run can end with is stored by its name, and counted (another org's runs). */
+static void
+check_causes(void)
+{
+	long long	 before[RUN_NCAUSES], after[RUN_NCAUSES];
+	struct delivery	 d;
+	enum run_cause	 c;
+	char		*run, *evid, *want, *name;
+	int		 same = 1;
+
+	store_count_causes(st, before);
+	for (c = CAUSE_OK; c < RUN_NCAUSES; c++) {
+		run = xprintf("run_cause_%s", run_cause_name(c));
+		evid = xprintf("evt_cause_%s", run_cause_name(c));
+		want = xprintf("\"%s\"", run_cause_name(c));
+		memset(&d, 0, sizeof d);
+		d.id = evid;
+		d.org = "causes";
+		d.thread = "t:causes";
+		d.payload = "{}";
+		d.runs[0] = run;
+		free(ingest1(&d, NULL));
+		transition(run, RUN_RUNNING, CAUSE_NONE, "started", NULL, "  (a run started)");
+		name = xprintf("a run ends with cause %s", run_cause_name(c));
+		transition(run, RUN_FAILED, c, "ended", NULL, name);
+		is_run_field(run, "cause", want, "  stored by its name");
+		free(name);
+		free(run);
+		free(evid);
+		free(want);
+	}
+	store_count_causes(st, after);
+	for (c = CAUSE_OK; c < RUN_NCAUSES; c++)
+		same &= after[c] == before[c] + 1;
+	ok(same && after[CAUSE_NONE] == 0, "store_count_causes: each cause counted once more");
 }
 
 /* --- a run's states: the transitions store.h allows, each with its time, cause and reason --- */
@@ -551,6 +596,7 @@ check_transitions(void)
 	    "store_count_causes: the ended runs by cause");
 	is_json(store_runs_in_state(st, RUN_CANCELLED), "[\"run_a2\",\"run_e4\"]",
 	    "store_runs_in_state: the cancelled runs, oldest first");
+	check_causes();
 
 	/* The CLI asks, the engine cancels. */
 	is_int(store_run_request_cancel(st, "run_b_other", "asked by bob"), 0,
