@@ -1368,6 +1368,8 @@ check_threads(void)
 		json_decref(all);
 	}
 	json_decref(j);
+	is_ids(store_runs_page(st, &f, "run_nonesuch", 10), "",
+	    "  the page after an unknown run: none");
 	f.state = "cancelled";
 	is_ids(store_runs_page(st, &f, NULL, 10), "run_e4 run_a2", "  by state");
 	f.state = NULL;
@@ -1415,6 +1417,7 @@ check_threads(void)
 	is_ids(store_api_sessions(st, "acme", NULL, 10), "evt_s2 evt_s1",
 	    "store_api_sessions: newest first, session.created only");
 	is_ids(store_api_sessions(st, "acme", "s2", 10), "evt_s1", "  the page after one");
+	is_ids(store_api_sessions(st, "acme", "nonesuch", 10), "", "  after an unknown one: none");
 
 	/* A run's connections. */
 	ok(store_connection_add(st, "run_e1", "github.com", 443, 1000, 200, "allowed") == 0 &&
