@@ -107,9 +107,8 @@ static char *
 ingest1(const struct delivery *d, int *dup)
 {
 	char	*id = NULL;
-	int	 dummy;
 
-	if (ingest(d, 1, &id, dup != NULL ? dup : &dummy) != 0)
+	if (ingest(d, 1, &id, dup) != 0)
 		return NULL;
 	return id;
 }
@@ -280,7 +279,7 @@ mark_of(int64_t id, enum report_mark_kind what, int64_t at)
 	return m;
 }
 
-/* The state of run's report of kind, from its row in store_run_json's reports. */
+/* A field of run's report of kind (its last), from store_run_json's reports, to free. */
 static char *
 report_state(const char *run, const char *kind, const char *field)
 {
