@@ -1567,11 +1567,15 @@ store_run_set_phase(struct store *st, const char *run, enum run_phase phase,
 		return -1;
 	rc = store_exec_bind(st, "UPDATE runs SET phase = ? WHERE id = ? AND state = 'running'",
 	    args, 2, NULL, 0);
-	/* Without a reason, the phase a run starts in: its "running" row says it. */
-	if (rc == 0 && reason == NULL)
+	/*
+	 * Without a reason, the phase a run starts in: its "running" row says it.
+	 * A run that is not running (it ended meanwhile) has no phase: its
+	 * history is left as it is.
+	 */
+	if (rc == 0 && db_changes(st->db) == 1 && reason == NULL)
 		rc = store_exec_bind(st, "UPDATE run_history SET phase = ?1 WHERE rowid = "
 		    "(SELECT max(rowid) FROM run_history WHERE run = ?2)", args, 2, NULL, 0);
-	else if (rc == 0)
+	else if (rc == 0 && db_changes(st->db) == 1)
 		rc = store_history(st, run, "running", reason, now_ms(), NULL,
 		    run_phase_name(phase));
 	if (store_tx_commit(st, NULL) != 0)

@@ -17,6 +17,7 @@
 #include "spur.h"
 #include "event.h"
 #include "store.h"
+#include "store-item.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,10 +34,12 @@ str(const json_t *o, const char *k)
 static struct ingest_item *
 item_new(const json_t *d)
 {
-	struct ingest_item	*it = xcalloc(1, sizeof *it);
 	struct spur_event	*ev;
 	const json_t		*runs = json_object_get(d, "runs"), *r, *ack;
-	size_t			 i;
+	const char		**ids, **autos;
+	char			*target = NULL;
+	struct ingest_item	*it;
+	size_t			 i, n = json_array_size(runs);
 
 	ev = spur_event_new(json_string_value(json_object_get(d, "org")),
 	    json_string_value(json_object_get(d, "source")));
@@ -50,39 +53,19 @@ item_new(const json_t *d)
 	ev->received_at = now_ms();
 	if ((ev->payload_raw = str(d, "payload")) != NULL)
 		ev->payload_rawlen = strlen(ev->payload_raw);
-	it->event = ev;
-	it->nruns = json_array_size(runs);
-	it->runs = xcalloc(it->nruns + 1, sizeof *it->runs);
+	ids = xcalloc(n + 1, sizeof *ids);
+	autos = xcalloc(n + 1, sizeof *autos);
 	json_array_foreach(runs, i, r) {
-		it->runs[i].id = str(r, "id");
-		it->runs[i].automation = str(r, "automation");
-		it->runs[i].prompt = xstrdup("the saved prompt");
-		it->runs[i].automation_json = xprintf("{\"name\":\"%s\"}",
-		    it->runs[i].automation);
+		ids[i] = json_string_value(json_object_get(r, "id"));
+		autos[i] = json_string_value(json_object_get(r, "automation"));
 	}
-	if ((ack = json_object_get(d, "ack")) != NULL) {
-		it->ack_target = json_dumps(ack, JSON_COMPACT);
-		it->ack_body = xstrdup("eyes");
-	}
+	if ((ack = json_object_get(d, "ack")) != NULL)
+		target = json_dumps(ack, JSON_COMPACT);
+	it = store_item_new(ev, ids, autos, n, target);
+	free(ids);
+	free(autos);
+	free(target);
 	return it;
-}
-
-static void
-item_free(struct ingest_item *it)
-{
-	size_t	 i;
-
-	for (i = 0; i < it->nruns; i++) {
-		free(it->runs[i].id);
-		free(it->runs[i].automation);
-		free(it->runs[i].prompt);
-		free(it->runs[i].automation_json);
-	}
-	free(it->runs);
-	free(it->ack_target);
-	free(it->ack_body);
-	spur_event_free(it->event);
-	free(it);
 }
 
 static void print_json(json_t *);
@@ -174,7 +157,7 @@ main(int argc, char **argv)
 				    "duplicate", items[i]->duplicate));
 		}
 		for (i = 0; i < n; i++)
-			item_free(items[i]);
+			store_item_free(items[i]);
 		free(items);
 		json_decref(batch);
 	}

@@ -18,6 +18,15 @@ def _bindir():
     return None
 
 
+def have_libpq(spur):
+    """Whether the spur binary at spur was built with libpq (its build's config.h says)."""
+    try:
+        with open(os.path.join(os.path.dirname(spur), "config.h")) as f:
+            return "#define HAVE_LIBPQ 1" in f.read()
+    except OSError:
+        return True
+
+
 class PgServer:
     PORT = 5432
 

@@ -288,7 +288,8 @@ orgs:
 
 # SPUR_TEST_STORE=postgresql: every Spur of this process keeps its store on one PostgreSQL
 # server (pgserver.py, started on first use), in a database of its own; its query() asks that
-# database. make check runs some suites so (tests/pg/*.pg, tests/bb/on-pg).
+# database. make check runs one suite so (tests/pg/test_delivery.pg, tests/bb/on-pg); any
+# other runs so by hand with SPUR_TEST_STORE=postgresql.
 PG_MODE = os.environ.get("SPUR_TEST_STORE") == "postgresql"
 _pg_server = None
 _pg_count = 0

@@ -14,7 +14,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import SPUR, Spur, Tap
-from pgserver import PgServer
+from pgserver import PgServer, have_libpq
 
 t = Tap()
 DRIVE = os.path.join(os.path.dirname(SPUR), "tests", "store-pg-drive")
@@ -30,16 +30,7 @@ orgs:
 """
 
 
-def have_libpq():
-    conf = os.path.join(os.path.dirname(SPUR), "config.h")
-    try:
-        with open(conf) as f:
-            return "#define HAVE_LIBPQ 1" in f.read()
-    except OSError:
-        return True
-
-
-LIBPQ = have_libpq()
+LIBPQ = have_libpq(SPUR)
 
 # --- spur.yaml's store: and its errors (no server needed) ---
 with Spur(config_extra="store: sqlite\n", orgs=ORGS) as s:
