@@ -35,8 +35,6 @@ int	cmd_keys(const struct cmd *, int, char **);
 int	cmd_secrets(const struct cmd *, int, char **);
 int	cmd_console_link(const struct cmd *, int, char **);
 int	cmd_doctor(const struct cmd *, int, char **);
-/* forward.c: internal, run inside sandboxes by the engine. */
-int	cmd_forward(const struct cmd *, int, char **);
 
 void	cmd_usage(const struct cmd *, int to_stderr);
 /* Loads config and automations, printing every error and warning; -1 if any error. */

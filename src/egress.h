@@ -25,7 +25,7 @@ struct config;
 /* Where the forwarder listens inside a sandbox (its own network namespace). */
 #define EGRESS_PROXY_PORT	3128
 #define EGRESS_GATEWAY_PORT	3129
-#define EGRESS_INSIDE_DIR	"/run/spur"	/* the run's sockets and the spur binary */
+#define EGRESS_INSIDE_DIR	"/run/spur"	/* the run's sockets and the forwarder */
 #define EGRESS_PLACEHOLDER_KEY	"spur-placeholder-key"	/* all the sandbox ever holds */
 
 /*
@@ -42,6 +42,12 @@ int	 egress_attach(struct engine *, const char *run, const char *org,
 	     char **env, size_t *nenv, size_t max, char ***argv, struct egress **out,
 	     char **cause);
 void	 egress_free(struct egress *);
+/*
+ * The in-sandbox forwarder (spur-forward) a networked run needs: beside this
+ * spur's executable (the build tree), else in SPUR_PKGLIBEXECDIR. NULL and
+ * cause when it is in neither.
+ */
+char	*egress_forwarder(char **cause);
 /*
  * The model API an agent's runs reach through the gateway: agents.NAME.api_url
  * or the vendor's base, the path under it that lists models (a call any good
@@ -65,7 +71,7 @@ const char	*egress_budget_stopped(const struct egress *);
 enum egress_verdict egress_verdict(const struct egress *);
 
 /*
- * For egress.c, proxy.c, gateway.c and forward.c only.
+ * For egress.c, proxy.c and gateway.c only.
  */
 
 /* A listener on a unix socket at path (mode 0666), or when path is NULL on 127.0.0.1:0. */

@@ -100,11 +100,6 @@ static const struct cmd cmds[] = {
 	  "replaces it atomically; list shows each (--json: name, packages, size,\n"
 	  "built); rm NAME removes one.",
 	  cmd_env, 0 },
-	{ "forward", "[--proxy|--gateway 127.0.0.1:PORT=SOCKET]... -- COMMAND [ARG]...",
-	  "Internal (run by the engine inside a sandbox, not by hand): listens on the\n"
-	  "loopback ports, relays each connection to its unix socket, runs COMMAND and\n"
-	  "exits with its status.",
-	  cmd_forward, 1 },
 	{ "version", "", "Prints the version.", cmd_version, 0 },
 	{ "help", "[COMMAND | --man]", "Prints usage; --man prints the spur(1) manual page (roff).",
 	  cmd_help, 0 },
