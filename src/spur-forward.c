@@ -232,9 +232,14 @@ fwd_events(const struct fwd_half *h, int fd)
 static void
 fwd_child_exited(int status)
 {
-	/* The agent's status is ours. */
+	sigset_t	set;
+
+	/* The agent's status is ours: its signal too, unblocked (ours are, for the signalfd). */
 	if (WIFSIGNALED(status)) {
 		signal(WTERMSIG(status), SIG_DFL);
+		sigemptyset(&set);
+		sigaddset(&set, WTERMSIG(status));
+		sigprocmask(SIG_UNBLOCK, &set, NULL);
 		raise(WTERMSIG(status));
 		_exit(128 + WTERMSIG(status));
 	}

@@ -19,7 +19,7 @@ import tempfile
 import time
 
 SPUR = os.environ.get("SPUR") or os.path.join(os.path.dirname(__file__), "..", "..", "spur")
-# A sanitizer build reserves terabytes of address space: sandboxes get no memory limit.
+# A sanitizer build: several times slower (test_console_browser.py times less of it).
 ASAN = os.path.exists(SPUR) and b"__asan_init" in open(SPUR, "rb").read()
 SRCDIR = os.environ.get("SPUR_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(SRCDIR, "tests", "fixtures")
