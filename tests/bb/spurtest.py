@@ -618,7 +618,7 @@ def grep_secrets(text):
 
 def make_install(dest, *extra):
     """`make install DESTDIR=dest` from the build directory beside $SPUR: (completed process,
-    {bindir, man1dir, man5dir, spurconfdir} as configure set them), or (None, None) when
+    {bindir, pkglibexecdir, man1dir, man5dir, spurconfdir} as configure set them), or (None, None) when
     there is no Makefile there."""
     builddir = os.path.dirname(os.path.abspath(SPUR))
     if not os.path.exists(os.path.join(builddir, "Makefile")):

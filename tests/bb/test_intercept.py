@@ -319,7 +319,7 @@ for root in ("/run/spur", os.environ.get("HOME", "/nonexistent"), "/workspace", 
         for n in files:
             p = os.path.join(d, n)
             try:
-                if p not in ("/run/spur/spur", "/run/spur/ca-bundle.pem") and "/.git/" not in p and os.path.isfile(p) and os.path.getsize(p) < (4 << 20):
+                if p not in ("/run/spur/spur-forward", "/run/spur/ca-bundle.pem") and "/.git/" not in p and os.path.isfile(p) and os.path.getsize(p) < (4 << 20):
                     seen.append(open(p, "rb").read())
             except OSError:
                 pass
