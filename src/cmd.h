@@ -18,7 +18,6 @@ struct cmd {
 	const char	*usage;		/* after "spur NAME " */
 	const char	*help;		/* one paragraph */
 	int		(*run)(const struct cmd *, int, char **);
-	int		 hidden;	/* internal: not listed by `spur help` */
 };
 
 int	cmd_serve(const struct cmd *, int, char **);

@@ -2,12 +2,13 @@
 import http.server
 import json
 import os
+import shutil
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SPUR, SECRETS, LOCAL_GITHUB, github_headers, github_comment
+from spurtest import tempdir, require_sandboxes, Spur, Tap, SPUR, SECRETS, LOCAL_GITHUB, github_headers, github_comment
 import fakemodel
 
 t = Tap()
@@ -411,5 +412,20 @@ with Spur("sandbox:\n  memory: %d\n" % MEMORY, automations={"hog.yaml": mem_auto
     t.ok(st["state"] == "completed" and r.get("allocated") == MEMORY // 4 and " 200 " in r.get("status", "") and
          r.get("body") == 1 << 20,
          "memory: one using a quarter of it (touched) completes, its download whole", (st, r))
+
+# A spur with no spur-forward beside it nor installed: a run with a network fails saying so; one without runs.
+lone = os.path.join(tempdir("spur-lone-"), "spur")
+shutil.copy(SPUR, lone)
+spur = Spur("", automations={"within.yaml": mem_auto("within", 1 << 20)})
+spur.write_automation("nonet.yaml", auto("nonet", "^/nonet", "").replace('"SPORT"', '"%d"' % spur.port))
+with spur as s:
+    s.start(binary=lone)
+    run = fire(s, "/within", 8)
+    st = wait_done(s, run)
+    t.ok(st["state"] == "failed" and "spur-forward is neither in %s" % os.path.dirname(lone) in (st["reason"] or ""),
+         "no forwarder: a run with a network fails, saying where spur looked for spur-forward", st)
+    run = fire(s, "/nonet probe", 9)
+    st = wait_done(s, run)
+    t.eq(st["state"], "completed", "no forwarder: a run without a network still completes")
 srv.shutdown()
 t.done()
