@@ -132,16 +132,12 @@ void		 http_head_clear(struct http_head *);
 /*
  * Two connections joined: what one reads the other writes, with back
  * pressure. done is called once, when either side ended and what was read
- * has been written; the relay then frees both.
+ * has been written; the relay then frees both. What a sends is shown to watch
+ * (each read, before it goes on; NULL: nothing is); when watch returns a
+ * name, that read is dropped and the relay ends: relay_cut then returns the
+ * name.
  */
 struct relay;
-struct relay	*relay_start(struct bufferevent *, struct bufferevent *,
-		     void (*done)(struct relay *, void *), void *);
-/*
- * The same, and what a sends is shown to watch (each read, before it goes
- * on); when watch returns a name, that read is dropped and the relay ends:
- * relay_cut then returns the name.
- */
 struct relay	*relay_start_watched(struct bufferevent *, struct bufferevent *,
 		     void (*done)(struct relay *, void *), void *,
 		     const char *(*watch)(void *, const void *, size_t), void *);
