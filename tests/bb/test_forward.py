@@ -1,7 +1,8 @@
 """spur-forward, the in-sandbox forwarder, on its own (no sandbox): loopback ports relayed to unix sockets
-both ways with half-closes, back pressure and many connections at once, under a data limit of 16 MiB; the
-agent's stdin, exit status and death by a signal passed on; SIGTERM, SIGINT and SIGHUP passed to the agent;
-idle without spinning; static and never sanitized. The agent is this file, run with `agent`."""
+both ways with half-closes, back pressure and many connections at once, under a data limit of 16 MiB, and
+while the engine's socket has its queue full; the agent's stdin, exit status and death by a signal passed
+on; SIGTERM, SIGINT and SIGHUP passed to the agent; idle without spinning; static and never sanitized.
+The agents are this file, run with `agent` or `queued`."""
 import hashlib
 import json
 import os
@@ -84,8 +85,27 @@ def agent(P1, P2, P3, P4):
     sys.exit(7)
 
 
+def agent_queued(port):
+    """The agent of a run whose engine is behind: ten connections at once, each its own data."""
+    socket.setdefaulttimeout(20)
+    conns = []
+    for i in range(10):
+        c = socket.create_connection(("127.0.0.1", port))
+        c.sendall(data(50000, "q%d" % i))
+        c.shutdown(socket.SHUT_WR)
+        conns.append(c)
+    print("opened", flush=True)
+    ok = 0
+    for i, c in enumerate(conns):
+        ok += read_all(c).partition(b"\n")[0].decode() == hashlib.sha256(data(50000, "q%d" % i)).hexdigest()
+    print(ok, flush=True)
+
+
 if sys.argv[1:2] == ["agent"]:
     agent(*(int(a) for a in sys.argv[2:6]))
+if sys.argv[1:2] == ["queued"]:
+    agent_queued(int(sys.argv[2]))
+    sys.exit(0)
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import tempdir, free_port, Tap, SPUR  # noqa: E402
@@ -97,13 +117,16 @@ if not os.path.exists(FWD):
 work = tempdir("spur-fwd-")
 
 
-def serve(path, handle):
-    """A unix socket server in a thread; handle(conn) for each connection, in a thread of its own."""
+def serve(path, handle, backlog=128, go=None):
+    """A unix socket server in a thread, accepting once go (an Event; None: at once) is set;
+    handle(conn) for each connection, in a thread of its own."""
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(path)
-    srv.listen(128)
+    srv.listen(backlog)
 
     def loop():
+        if go is not None:
+            go.wait()
         while True:
             try:
                 c, _ = srv.accept()
@@ -203,6 +226,19 @@ t.eq(log.get("after_half_close"), b"still talking after your end",
      "after the engine's half-close, what the agent sends still reaches it")
 t.eq(p.returncode, 7, "the forwarder exits with the agent's status (7)")
 t.ok(b"missing.sock" in err, "the missing socket is named on stderr", err)
+
+# --- An engine that is behind: its socket's queue full (connect says EAGAIN), the connections wait
+# and are relayed once it accepts.
+QUEUED = os.path.join(work, "queued.sock")
+go = threading.Event()
+servers.append(serve(QUEUED, echo, backlog=1, go=go))
+port = free_port()
+p = forward([sys.executable, os.path.abspath(__file__), "queued", str(port)], (("--proxy", port, QUEUED),))
+opened = p.stdout.readline()
+go.set()
+out, err = finish(p)
+t.ok(opened == b"opened\n" and out.strip() == b"10" and p.returncode == 0,
+     "ten connections while the engine's queue holds two: each waits, then is relayed whole", (opened, out, err))
 
 # --- Exit status and signals.
 p = forward(["sh", "-c", "exit 0"])
