@@ -337,7 +337,7 @@ egress_agent_install(struct egress *eg, struct sandbox_spec *spec, char **argv,
 
 /* argv becomes: spur-forward --proxy ... --gateway ... -- argv. */
 static void
-egress_wrap(const struct egress *eg, char ***argvp, int proxy, int gateway)
+egress_wrap(char ***argvp, int proxy, int gateway)
 {
 	char	**old = *argvp, **nv;
 	size_t	  n, i, k = 0;
@@ -556,7 +556,7 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 	    cause) != 0 ||
 	    egress_agent_install(eg, spec, *argv, cause) != 0)
 		goto fail;
-	egress_wrap(eg, argv, proxy, ag != NULL);
+	egress_wrap(argv, proxy, ag != NULL);
 	*out = eg;
 	return 0;
 fail:
