@@ -814,7 +814,7 @@ static void
 doctor_sandbox(struct doctor *d)
 {
 	const struct passwd	*pw;
-	char			*cause = NULL;
+	char			*cause = NULL, *path;
 	long long		 v;
 
 	if (d->conf->sandbox.backend == SANDBOX_NONE) {
@@ -852,6 +852,17 @@ doctor_sandbox(struct doctor *d)
 	else
 		doctor_say(d, NULL, "sandbox.user", DOCTOR_PASS, NULL, "%s (uid %ld)",
 		    d->conf->sandbox.user, (long)pw->pw_uid);
+	/* Every run with a network (any model agent, network.allow) starts under it. */
+	if ((path = egress_forwarder(&cause)) == NULL) {
+		doctor_say(d, NULL, "sandbox.forwarder", DOCTOR_FAIL, "install spur whole: "
+		    "make install (or the Debian package) puts spur-forward in "
+		    SPUR_PKGLIBEXECDIR, "runs with a network cannot start: %s", cause);
+		free(cause);
+		cause = NULL;
+	} else {
+		doctor_say(d, NULL, "sandbox.forwarder", DOCTOR_PASS, NULL, "%s", path);
+		free(path);
+	}
 #ifdef HAVE_SECCOMP
 	{
 		int fd = seccomp_filter_fd(&cause);

@@ -18,7 +18,6 @@ struct cmd {
 	const char	*usage;		/* after "spur NAME " */
 	const char	*help;		/* one paragraph */
 	int		(*run)(const struct cmd *, int, char **);
-	int		 hidden;	/* internal: not listed by `spur help` */
 };
 
 int	cmd_serve(const struct cmd *, int, char **);
@@ -35,8 +34,6 @@ int	cmd_keys(const struct cmd *, int, char **);
 int	cmd_secrets(const struct cmd *, int, char **);
 int	cmd_console_link(const struct cmd *, int, char **);
 int	cmd_doctor(const struct cmd *, int, char **);
-/* forward.c: internal, run inside sandboxes by the engine. */
-int	cmd_forward(const struct cmd *, int, char **);
 
 void	cmd_usage(const struct cmd *, int to_stderr);
 /* Loads config and automations, printing every error and warning; -1 if any error. */

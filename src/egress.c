@@ -26,10 +26,11 @@
  * How a run reaches out. The sandbox has its own network namespace with only
  * loopback. When the run may use the network (a model API, network.allow),
  * the engine listens on two unix sockets in data_dir/runs/RUN/net, bound
- * read-only at /run/spur with the spur binary beside them, and the run starts
- * as `/run/spur/spur forward ... -- AGENT`: it listens on loopback ports inside
- * and relays each connection to a socket. The proxy resolves names and applies
- * the allow list outside; the gateway adds the real key outside.
+ * read-only at /run/spur with the forwarder beside them, and the run starts
+ * as `/run/spur/spur-forward ... -- AGENT` (src/spur-forward.c, a static
+ * program of its own): it listens on loopback ports inside and relays each
+ * connection to a socket. The proxy resolves names and applies the allow list
+ * outside; the gateway adds the real key outside.
  *
  * With sandbox.backend none there is no namespace: the engine listens on
  * loopback ports of the host and nothing is enforced beyond the proxy's word.
@@ -44,8 +45,8 @@ struct egress_agent {
 	const char	*models;	/* under upstream: the list of models, a cheap call a key must pass */
 };
 
-#define EGRESS_LIBDIRS_MAX	4
-#define EGRESS_SYSTEM_BUNDLE	"/etc/ssl/certs/ca-certificates.crt"	/* Debian's, and Go's first */	/* host directories of spur's libraries, in a rootfs */
+#define EGRESS_SYSTEM_BUNDLE	"/etc/ssl/certs/ca-certificates.crt"	/* Debian's, and Go's first */
+#define EGRESS_FORWARDER	"spur-forward"
 
 static const struct egress_agent egress_agents[] = {
 	{ "claude", "https://api.anthropic.com", "", 0, "/v1/models" },
@@ -60,13 +61,8 @@ struct egress {
 	char			*bundle;	/* the system's bundle and the run's CA */
 	struct gateway		*gateway;
 	char			*dir;
-	char			*self;		/* the spur binary on the host */
+	char			*forwarder;	/* spur-forward on the host */
 	char			*agent_dir;	/* the agent's install, bound where it is */
-	char			*libdirs[EGRESS_LIBDIRS_MAX];	/* in a rootfs: spur's own */
-	char			*libinside[EGRESS_LIBDIRS_MAX];	/* where they are bound */
-	size_t			 nlibdirs;
-	char			*loader;	/* in a rootfs: the host's, inside */
-	char			*libpath;	/* its --library-path */
 	struct sandbox_bind	 binds[SANDBOX_BINDS_MAX];
 	int			 dns_ref;
 };
@@ -339,96 +335,17 @@ egress_agent_install(struct egress *eg, struct sandbox_spec *spec, char **argv,
 	return egress_bind(eg, spec, eg->agent_dir, eg->agent_dir, cause);
 }
 
-/*
- * In a root filesystem (spur env build) the forwarder, the host's spur, would
- * find that tree's libraries, or none of its own: the host directories its
- * libraries are in (as this process has them mapped) are bound beside it at
- * EGRESS_INSIDE_DIR/libN, and it runs under the host's loader told to look
- * there (--library-path, which the agent it starts does not inherit).
- */
-static int
-egress_host_libs(struct egress *eg, struct sandbox_spec *spec, char **cause)
-{
-	struct buf	 path;
-	char		 line[PATH_MAX + 128], *p, *slash, *inside;
-	FILE		*f;
-	size_t		 i;
-	int		 rc = -1;
-
-	if ((f = fopen("/proc/self/maps", "re")) == NULL) {
-		*cause = xprintf("/proc/self/maps: %s", strerror(errno));
-		return -1;
-	}
-	while (fgets(line, sizeof line, f) != NULL) {
-		line[strcspn(line, "\n")] = '\0';
-		if ((p = strchr(line, '/')) == NULL || strstr(p, " (deleted)") != NULL ||
-		    (slash = strrchr(p, '/')) == p || strstr(slash, ".so") == NULL)
-			continue;
-		*slash = '\0';
-		for (i = 0; i < eg->nlibdirs && strcmp(eg->libdirs[i], p) != 0; i++)
-			;
-		if (i == eg->nlibdirs) {
-			if (eg->nlibdirs == EGRESS_LIBDIRS_MAX) {
-				*cause = xprintf("spur's libraries are in more than %d "
-				    "directories: the forwarder cannot run in a rootfs",
-				    EGRESS_LIBDIRS_MAX);
-				goto out;
-			}
-			eg->libdirs[eg->nlibdirs++] = xstrdup(p);
-		}
-		if (eg->loader == NULL && strncmp(slash + 1, "ld-", 3) == 0)
-			eg->loader = xprintf(EGRESS_INSIDE_DIR "/lib%zu/%s", i, slash + 1);
-	}
-	if (eg->loader == NULL) {
-		*cause = xstrdup("spur's dynamic loader is not among its mappings: the "
-		    "forwarder cannot run in a rootfs");
-		goto out;
-	}
-	buf_init(&path, 0);
-	for (i = 0; i < eg->nlibdirs; i++) {
-		/* The mount point, beside the sockets: the bound run directory is read-only. */
-		inside = xprintf("%s/lib%zu", eg->dir, i);
-		if (mkdir(inside, 0755) != 0 && errno != EEXIST) {
-			*cause = xprintf("%s: %s", inside, strerror(errno));
-			free(inside);
-			buf_free(&path);
-			goto out;
-		}
-		free(inside);
-		inside = xprintf(EGRESS_INSIDE_DIR "/lib%zu", i);
-		(void)buf_add(&path, i > 0 ? ":" : "", i > 0 ? 1 : 0);
-		(void)buf_add(&path, inside, strlen(inside));
-		eg->libinside[i] = inside;
-		if (egress_bind(eg, spec, eg->libdirs[i], inside, cause) != 0) {
-			buf_free(&path);
-			goto out;
-		}
-	}
-	eg->libpath = buf_take(&path);
-	buf_free(&path);
-	rc = 0;
-out:
-	fclose(f);
-	return rc;
-}
-
-/* argv becomes: spur forward --proxy ... --gateway ... -- argv (under the host's loader in a rootfs). */
+/* argv becomes: spur-forward --proxy ... --gateway ... -- argv. */
 static void
-egress_wrap(const struct egress *eg, char ***argvp, int proxy, int gateway)
+egress_wrap(char ***argvp, int proxy, int gateway)
 {
 	char	**old = *argvp, **nv;
 	size_t	  n, i, k = 0;
 
 	for (n = 0; old[n] != NULL; n++)
 		;
-	nv = xcalloc(n + 11, sizeof *nv);
-	if (eg->loader != NULL) {
-		nv[k++] = xstrdup(eg->loader);
-		nv[k++] = xstrdup("--library-path");
-		nv[k++] = xstrdup(eg->libpath);
-	}
-	nv[k++] = xstrdup(EGRESS_INSIDE_DIR "/spur");
-	nv[k++] = xstrdup("forward");
+	nv = xcalloc(n + 7, sizeof *nv);
+	nv[k++] = xstrdup(EGRESS_INSIDE_DIR "/" EGRESS_FORWARDER);
 	if (proxy) {
 		nv[k++] = xstrdup("--proxy");
 		nv[k++] = xprintf("127.0.0.1:%d=" EGRESS_INSIDE_DIR "/proxy.sock",
@@ -444,6 +361,31 @@ egress_wrap(const struct egress *eg, char ***argvp, int proxy, int gateway)
 		nv[k++] = old[i];
 	free(old);
 	*argvp = nv;
+}
+
+char *
+egress_forwarder(char **cause)
+{
+	char	 self[PATH_MAX], *slash, *path;
+	ssize_t	 n;
+
+	/* Beside the running spur: the build tree's, or one installed with it. */
+	if ((n = readlink("/proc/self/exe", self, sizeof self - 1)) > 0) {
+		self[n] = '\0';
+		if ((slash = strrchr(self, '/')) != NULL) {
+			*slash = '\0';
+			path = xprintf("%s/" EGRESS_FORWARDER, self);
+			if (access(path, X_OK) == 0)
+				return path;
+			free(path);
+		}
+	}
+	if (access(SPUR_PKGLIBEXECDIR "/" EGRESS_FORWARDER, X_OK) == 0)
+		return xstrdup(SPUR_PKGLIBEXECDIR "/" EGRESS_FORWARDER);
+	*cause = xprintf("the network forwarder " EGRESS_FORWARDER " is neither in %s (beside spur) nor "
+	    "at " SPUR_PKGLIBEXECDIR "/" EGRESS_FORWARDER ": install spur whole (make install)",
+	    n > 0 ? self : "spur");
+	return NULL;
 }
 
 /*
@@ -490,12 +432,10 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 	const struct sandbox_bind	*old_binds;
 	size_t				 old_nbinds;
 	char				*rundir, *path, *url;
-	char				 self[PATH_MAX];
 	int				 proxy = a->network_allow != NULL &&
 					     a->network_allow[0] != NULL;
 	int				 bwrap = e->conf->sandbox.backend == SANDBOX_BWRAP;
 	int				 pport = 0, gport = 0, fd;
-	ssize_t				 n;
 	size_t				 i;
 
 	*out = NULL;
@@ -600,14 +540,10 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 		return 0;
 	}
 
-	/* The forwarder is spur itself, bound over an empty file beside the sockets. */
-	if ((n = readlink("/proc/self/exe", self, sizeof self - 1)) <= 0) {
-		*cause = xprintf("/proc/self/exe: %s", strerror(errno));
+	/* The forwarder is bound over an empty file beside the sockets. */
+	if ((eg->forwarder = egress_forwarder(cause)) == NULL)
 		goto fail;
-	}
-	self[n] = '\0';
-	eg->self = xstrdup(self);
-	path = path_join(eg->dir, "spur");
+	path = path_join(eg->dir, EGRESS_FORWARDER);
 	if ((fd = open(path, O_WRONLY|O_CREAT|O_CLOEXEC|O_NOFOLLOW, 0755)) == -1) {
 		*cause = xprintf("%s: %s", path, strerror(errno));
 		free(path);
@@ -616,11 +552,11 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 	close(fd);
 	free(path);
 	if (egress_bind(eg, spec, eg->dir, EGRESS_INSIDE_DIR, cause) != 0 ||
-	    egress_bind(eg, spec, eg->self, EGRESS_INSIDE_DIR "/spur", cause) != 0 ||
-	    egress_agent_install(eg, spec, *argv, cause) != 0 ||
-	    (spec->rootfs != NULL && egress_host_libs(eg, spec, cause) != 0))
+	    egress_bind(eg, spec, eg->forwarder, EGRESS_INSIDE_DIR "/" EGRESS_FORWARDER,
+	    cause) != 0 ||
+	    egress_agent_install(eg, spec, *argv, cause) != 0)
 		goto fail;
-	egress_wrap(eg, argv, proxy, ag != NULL);
+	egress_wrap(argv, proxy, ag != NULL);
 	*out = eg;
 	return 0;
 fail:
@@ -658,8 +594,6 @@ egress_budget_stopped(const struct egress *eg)
 void
 egress_free(struct egress *eg)
 {
-	size_t	i;
-
 	if (eg == NULL)
 		return;
 	proxy_free(eg->proxy);
@@ -671,14 +605,8 @@ egress_free(struct egress *eg)
 	}
 	free(eg->dir);
 	free(eg->bundle);
-	free(eg->self);
+	free(eg->forwarder);
 	free(eg->agent_dir);
-	for (i = 0; i < eg->nlibdirs; i++) {
-		free(eg->libdirs[i]);
-		free(eg->libinside[i]);
-	}
-	free(eg->loader);
-	free(eg->libpath);
 	free(eg);
 }
 

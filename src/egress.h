@@ -25,7 +25,7 @@ struct config;
 /* Where the forwarder listens inside a sandbox (its own network namespace). */
 #define EGRESS_PROXY_PORT	3128
 #define EGRESS_GATEWAY_PORT	3129
-#define EGRESS_INSIDE_DIR	"/run/spur"	/* the run's sockets and the spur binary */
+#define EGRESS_INSIDE_DIR	"/run/spur"	/* the run's sockets and the forwarder */
 #define EGRESS_PLACEHOLDER_KEY	"spur-placeholder-key"	/* all the sandbox ever holds */
 
 /*
@@ -42,6 +42,12 @@ int	 egress_attach(struct engine *, const char *run, const char *org,
 	     char **env, size_t *nenv, size_t max, char ***argv, struct egress **out,
 	     char **cause);
 void	 egress_free(struct egress *);
+/*
+ * The in-sandbox forwarder (spur-forward) a networked run needs: beside this
+ * spur's executable (the build tree), else in SPUR_PKGLIBEXECDIR. NULL and
+ * cause when it is in neither.
+ */
+char	*egress_forwarder(char **cause);
 /*
  * The model API an agent's runs reach through the gateway: agents.NAME.api_url
  * or the vendor's base, the path under it that lists models (a call any good
@@ -65,7 +71,7 @@ const char	*egress_budget_stopped(const struct egress *);
 enum egress_verdict egress_verdict(const struct egress *);
 
 /*
- * For egress.c, proxy.c, gateway.c and forward.c only.
+ * For egress.c, proxy.c and gateway.c only.
  */
 
 /* A listener on a unix socket at path (mode 0666), or when path is NULL on 127.0.0.1:0. */
@@ -126,16 +132,12 @@ void		 http_head_clear(struct http_head *);
 /*
  * Two connections joined: what one reads the other writes, with back
  * pressure. done is called once, when either side ended and what was read
- * has been written; the relay then frees both.
+ * has been written; the relay then frees both. What a sends is shown to watch
+ * (each read, before it goes on; NULL: nothing is); when watch returns a
+ * name, that read is dropped and the relay ends: relay_cut then returns the
+ * name.
  */
 struct relay;
-struct relay	*relay_start(struct bufferevent *, struct bufferevent *,
-		     void (*done)(struct relay *, void *), void *);
-/*
- * The same, and what a sends is shown to watch (each read, before it goes
- * on); when watch returns a name, that read is dropped and the relay ends:
- * relay_cut then returns the name.
- */
 struct relay	*relay_start_watched(struct bufferevent *, struct bufferevent *,
 		     void (*done)(struct relay *, void *), void *,
 		     const char *(*watch)(void *, const void *, size_t), void *);

@@ -375,13 +375,6 @@ relay_event_cb(struct bufferevent *bev, short what, void *arg)
 	relay_end(r);
 }
 
-struct relay *
-relay_start(struct bufferevent *a, struct bufferevent *b,
-    void (*done)(struct relay *, void *), void *arg)
-{
-	return relay_start_watched(a, b, done, arg, NULL, NULL);
-}
-
 const char *
 relay_cut(const struct relay *r)
 {

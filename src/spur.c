@@ -19,14 +19,14 @@ static const struct cmd cmds[] = {
 	  "Runs the engine in the foreground, logging to stderr. SIGHUP reloads the\n"
 	  "config and automations (an invalid set is refused and the old one kept);\n"
 	  "SIGTERM or SIGINT stops accepting, finishes in-flight requests and exits 0.",
-	  cmd_serve, 0 },
+	  cmd_serve },
 	{ "check", "[-c FILE] [--offline]",
 	  "Validates the config and every automation; prints one\n"
 	  "FILE:LINE:COL: error: MESSAGE line per problem and exits 1 if there is any.\n"
 	  "It reads every secret (env: variables, file: files), checks the GitHub App\n"
 	  "key and, when run as root, that sandbox.user exists. --offline checks the\n"
 	  "rest without them, for CI or a shell without the production secrets.",
-	  cmd_check, 0 },
+	  cmd_check },
 	{ "doctor", "[-c FILE] [--org ORG] [--min-free SIZE] [--json]",
 	  "Checks what check cannot: for each org, that GitHub takes the App's key\n"
 	  "(or the token) and where the App is installed with which permissions and\n"
@@ -36,7 +36,7 @@ static const struct cmd cmds[] = {
 	  "data_dir's free space (at least --min-free, default 1GiB) and the clock\n"
 	  "against the APIs' Date. Each check prints pass, fail (with the fix) or\n"
 	  "skip; exit 1 if any failed.",
-	  cmd_doctor, 0 },
+	  cmd_doctor },
 	{ "fire", "[-c FILE] --org ORG --source SRC [--event NAME] [-H 'Name: value']... "
 	  "[--why] [--prompt] [--json] FILE",
 	  "Dry run of one payload: prints the normalized event, each automation that\n"
@@ -45,26 +45,26 @@ static const struct cmd cmds[] = {
 	  "signature is verified, nothing is stored or started. A generic hook is\n"
 	  "--source NAME (or --source webhook --event NAME); --source schedule --event\n"
 	  "AUTOMATION (no FILE) shows the automation's next scheduled fire.",
-	  cmd_fire, 0 },
+	  cmd_fire },
 	{ "runs", "[-c FILE] [--org ORG] [--state STATE] [--limit N] [--json]",
 	  "Lists runs, newest first: id, org, automation, state, thread, start, duration.",
-	  cmd_runs, 0 },
+	  cmd_runs },
 	{ "show", "[-c FILE] [--json] RUN",
 	  "Shows one run: event, prompt, state history with reasons, result, proof,\n"
 	  "reports and network connections.",
-	  cmd_show, 0 },
+	  cmd_show },
 	{ "logs", "[-c FILE] [-f] [--raw] RUN",
 	  "Prints the run's agent output; -f follows it until the run ends. Control\n"
 	  "characters and invalid UTF-8 are printed escaped (\\x1b, \\u009b), as in\n"
 	  "runs and show; --raw writes the exact bytes, and refuses a terminal.",
-	  cmd_logs, 0 },
+	  cmd_logs },
 	{ "cancel", "[-c FILE] RUN",
 	  "Ends a queued or running run: its sandbox is killed, its state becomes\n"
 	  "cancelled and the thread is told.",
-	  cmd_cancel, 0 },
+	  cmd_cancel },
 	{ "retry", "[-c FILE] RUN",
 	  "Starts a new run from the same event and automation.",
-	  cmd_retry, 0 },
+	  cmd_retry },
 	{ "keys", "create|list|revoke [-c FILE] [--org ORG] [--name NAME] [--scope SCOPE]... "
 	  "[--expires DURATION] [--json] [ID]",
 	  "The org API's keys. create --org ORG prints a new key once on stdout (the\n"
@@ -72,7 +72,7 @@ static const struct cmd cmds[] = {
 	  "sessions:write, runs:read, runs:write, automations:read, secrets:write, mcp)\n"
 	  "defaults to all but secrets:write; --expires 90d. list shows id, name,\n"
 	  "scopes, created, last used, expiry and revocation, never a key; revoke ID.",
-	  cmd_keys, 0 },
+	  cmd_keys },
 	{ "secrets", "set|list|rm|rekey [-c FILE] [--org ORG] [--host HOST]... "
 	  "[--header 'NAME: FORMAT'] [--new-key REF] [--json] [NAME]",
 	  "Sealed secrets in the store (AES-256-GCM under secrets.key). set --org ORG\n"
@@ -82,16 +82,16 @@ static const struct cmd cmds[] = {
 	  "names, kinds, hosts and update times, never a value; rm --org ORG NAME;\n"
 	  "rekey --new-key env:NAME|file:PATH seals every value again under a new key\n"
 	  "in one transaction, then point secrets.key at it.",
-	  cmd_secrets, 0 },
+	  cmd_secrets },
 	{ "console-link", "[-c FILE] --org ORG [--next PATH]",
 	  "Prints a one-time link that signs a browser in to the web console for ORG\n"
 	  "(good for 10 minutes, once; the session lasts 12 hours). --next /runs/RUN\n"
 	  "lands on that page.",
-	  cmd_console_link, 0 },
+	  cmd_console_link },
 	{ "schedules", "[-c FILE] [--org ORG] [--next N] [--json]",
 	  "Lists every schedule and its next N fire times (default 3), in UTC and in\n"
 	  "the schedule's time zone.",
-	  cmd_schedules, 0 },
+	  cmd_schedules },
 	{ "env", "build|list|rm [-c FILE] [NAME] [--packages LIST] [--suite SUITE] "
 	  "[--mirror URL] [--json]",
 	  "Root filesystems runs may use instead of the host's /usr (environment:\n"
@@ -99,15 +99,10 @@ static const struct cmd cmds[] = {
 	  "one with mmdebstrap (--variant=minbase, suite bookworm unless --suite) or\n"
 	  "replaces it atomically; list shows each (--json: name, packages, size,\n"
 	  "built); rm NAME removes one.",
-	  cmd_env, 0 },
-	{ "forward", "[--proxy|--gateway 127.0.0.1:PORT=SOCKET]... -- COMMAND [ARG]...",
-	  "Internal (run by the engine inside a sandbox, not by hand): listens on the\n"
-	  "loopback ports, relays each connection to its unix socket, runs COMMAND and\n"
-	  "exits with its status.",
-	  cmd_forward, 1 },
-	{ "version", "", "Prints the version.", cmd_version, 0 },
+	  cmd_env },
+	{ "version", "", "Prints the version.", cmd_version },
 	{ "help", "[COMMAND | --man]", "Prints usage; --man prints the spur(1) manual page (roff).",
-	  cmd_help, 0 },
+	  cmd_help },
 };
 
 void
@@ -129,10 +124,8 @@ usage_all(FILE *f)
 	fprintf(f, "usage: spur COMMAND [OPTIONS]\n\n"
 	    "spur turns events (GitHub, Slack, Linear, webhooks, schedules) into\n"
 	    "sandboxed coding-agent runs.\n\ncommands:\n");
-	for (i = 0; i < SPUR_ARRLEN(cmds); i++) {
-		if (!cmds[i].hidden)
-			fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].usage);
-	}
+	for (i = 0; i < SPUR_ARRLEN(cmds); i++)
+		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].usage);
 	fprintf(f, "\nspur COMMAND --help prints a command's usage.\n"
 	    "Exit status: 0 done, 1 what was asked failed, 2 usage error.\n");
 }
@@ -175,8 +168,6 @@ usage_man(FILE *f)
 	    "configured by\n.BR spur.yaml (5)\nand automations,\n.BR spur\\-automation (5).\n"
 	    ".SH COMMANDS\n", PACKAGE_VERSION);
 	for (i = 0; i < SPUR_ARRLEN(cmds); i++) {
-		if (cmds[i].hidden)
-			continue;
 		fprintf(f, ".TP\n.B spur %s\n", cmds[i].name);
 		man_text(f, cmds[i].usage);
 		fputs("\n.br\n", f);

@@ -19,7 +19,7 @@ import tempfile
 import time
 
 SPUR = os.environ.get("SPUR") or os.path.join(os.path.dirname(__file__), "..", "..", "spur")
-# A sanitizer build reserves terabytes of address space: sandboxes get no memory limit.
+# A sanitizer build: several times slower (test_console_browser.py times less of it).
 ASAN = os.path.exists(SPUR) and b"__asan_init" in open(SPUR, "rb").read()
 # make check's release build (Makefile.am: no sanitizers, -O2), for what a sanitizer hides.
 RELEASE = os.environ.get("SPUR_RELEASE") or os.path.join(os.path.dirname(os.path.abspath(SPUR)), "release", "spur")
@@ -412,10 +412,10 @@ class Spur:
         """A CLI command with this engine's config."""
         return self.cli(cmd, "-c", self.config, *args, **kw)
 
-    def start(self, wait=True, extra_args=(), preexec=None):
-        """preexec: run in the child before spur starts (resource limits, say)."""
+    def start(self, wait=True, extra_args=(), preexec=None, binary=None):
+        """preexec: run in the child before spur starts (resource limits, say); binary: another spur than this engine's."""
         self.logf = open(self.log_path, "ab")
-        args = [self.binary, "serve", "-c", self.config] + (["-v"] if self.verbose else []) + list(extra_args)
+        args = [binary or self.binary, "serve", "-c", self.config] + (["-v"] if self.verbose else []) + list(extra_args)
         self.proc = subprocess.Popen(args, stdout=self.logf, stderr=self.logf, env=self.env,
                                      cwd=self.dir, preexec_fn=preexec)
         if wait:
@@ -638,7 +638,7 @@ def grep_secrets(text):
 
 def make_install(dest, *extra):
     """`make install DESTDIR=dest` from the build directory beside $SPUR: (completed process,
-    {bindir, man1dir, man5dir, spurconfdir} as configure set them), or (None, None) when
+    {bindir, pkglibexecdir, man1dir, man5dir, spurconfdir} as configure set them), or (None, None) when
     there is no Makefile there."""
     builddir = os.path.dirname(os.path.abspath(SPUR))
     if not os.path.exists(os.path.join(builddir, "Makefile")):

@@ -6,7 +6,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SPUR, SECRETS, LOCAL_GITHUB, NODE_MODULES, github_headers, github_comment
+from spurtest import require_sandboxes, Spur, Tap, SECRETS, LOCAL_GITHUB, NODE_MODULES, github_headers, github_comment
 import fakemodel
 
 t = Tap()
@@ -16,9 +16,6 @@ require_sandboxes(t)
 KEY = SECRETS["T_ANTHROPIC_KEY"]
 OPENAI_KEY = "sk-openai-real-key-5eed"
 BIN = os.path.join(NODE_MODULES, ".bin")
-ASAN = b"__asan_init" in open(SPUR, "rb").read()
-# The forwarder is spur itself: an ASan build's shadow reservation exceeds RLIMIT_DATA.
-SANDBOX_CONF = "sandbox:\n  memory: 0\n" if ASAN else ""
 HOOK = "/o/acme/hooks/github"
 
 
@@ -79,7 +76,7 @@ def agent_automation(agent, text, extra=""):
 def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs=""):
     """One agent end to end: two events in one thread; returns nothing, reports TAP."""
     fake = fakemodel.Fake().start()
-    conf = SANDBOX_CONF + "agents:\n  %s:\n    command: [%s]\n    api_url: http://127.0.0.1:%d%s\n%s" % (
+    conf = "agents:\n  %s:\n    command: [%s]\n    api_url: http://127.0.0.1:%d%s\n%s" % (
         agent, binary, fake.port, needs, extra_conf)
     orgs = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
             "      api_url: %(g)s/github\n      git_url: %(g)s/git\n" % {"g": LOCAL_GITHUB} +
@@ -111,7 +108,7 @@ def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs="
              "%s: and never the placeholder" % agent)
         dump = os.path.join(ws or "/nonexistent", "dump.txt")
         dumped = open(dump, errors="replace").read() if os.path.exists(dump) else ""
-        t.ok("spur-placeholder-key" in dumped and "SPUR_RUN=" in dumped and "/run/spur/spur forward" in dumped,
+        t.ok("spur-placeholder-key" in dumped and "SPUR_RUN=" in dumped and "/run/spur/spur-forward --gateway" in dumped,
              "%s: the agent dumped its environment, processes and files from inside" % agent, dumped[:500])
         t.ok(key not in dumped, "%s: the real key is nowhere in its environment, process list, HOME or workspace" % agent)
         home = os.path.join(s.data_dir, "sessions", j.get("session", "x"), "home")
@@ -159,7 +156,7 @@ def model_error(binary, status):
     what = "claude, API %d (%s)" % (status, CAUSES[status][1])
     fake = fakemodel.Fake().start()
     fake.errors[bad] = status
-    conf = SANDBOX_CONF + "agents:\n  claude:\n    command: [%s]\n    api_url: http://127.0.0.1:%d\n" % (
+    conf = "agents:\n  claude:\n    command: [%s]\n    api_url: http://127.0.0.1:%d\n" % (
         binary, fake.port)
     # Claude Code retries 429/529 ten times with backoff (minutes); one retry keeps this short.
     orgs = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
@@ -203,7 +200,7 @@ def budget_run(agent, binary, org_agents, tokens):
     reports TAP. Codex's whole task takes two answers, Claude Code's more."""
     answers = (tokens + 29) // 30
     fake = fakemodel.Fake().start()
-    conf = SANDBOX_CONF + "agents:\n  %s:\n    command: [%s]\n    api_url: http://127.0.0.1:%d%s\n" % (
+    conf = "agents:\n  %s:\n    command: [%s]\n    api_url: http://127.0.0.1:%d%s\n" % (
         agent, binary, fake.port, "/v1" if agent == "codex" else "")
     orgs = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
             "      api_url: %(g)s/github\n      git_url: %(g)s/git\n" % {"g": LOCAL_GITHUB} +

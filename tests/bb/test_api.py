@@ -10,7 +10,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, DEFAULT_ORGS, ASAN, grep_secrets  # noqa: E402
+from spurtest import require_sandboxes, Spur, Tap, DEFAULT_ORGS, grep_secrets  # noqa: E402
 import openapi  # noqa: E402
 
 t = Tap()
@@ -54,7 +54,7 @@ agents:
       - fake-claude
 """
 
-CONF = ("sandbox:\n  memory: 0\n" if ASAN else "") + "limits:\n  queue: 40\n  body: 1MiB\n"
+CONF = "limits:\n  queue: 40\n  body: 1MiB\n"
 ENV = {"T_CALLBACK_SECRET": "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "T_MODEL_KEY": "sk-ant-test-0000"}
 
 
@@ -514,7 +514,7 @@ with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.y
     t.ok(json.loads(s.c("keys", "list", "--json")[1])[0]["last_used"] is not None, "last_used is recorded")
 
 # --- a flood of creates past limits.queue: 503 with Retry-After, nothing half-created ---
-with Spur(("sandbox:\n  memory: 0\n" if ASAN else "") + "limits:\n  queue: 3\n  runs: 1\n", orgs=ORGS,
+with Spur("limits:\n  queue: 3\n  runs: 1\n", orgs=ORGS,
           automations={"slow.yaml": SLOW}, env=ENV) as s:
     s.start()
     api = Api(s, keys_create(s, "--org", "acme")["key"])

@@ -6,7 +6,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, DEFAULT_ORGS, ASAN, Receiver, std_verify, have_std_verify  # noqa: E402
+from spurtest import require_sandboxes, Spur, Tap, DEFAULT_ORGS, Receiver, std_verify, have_std_verify  # noqa: E402
 
 t = Tap()
 if have_std_verify() is not None:
@@ -23,7 +23,7 @@ ORGS = DEFAULT_ORGS + """\
 ECHO = ("name: echo\norg: acme\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/never'\n"
         "agent: command\ncommand: [sh, -c, 'cat > /dev/null; echo \"done: all good\"']\n"
         "prompt: |\n  Summarize the data below.\nproof: report\n")
-CONF = ("sandbox:\n  memory: 0\n" if ASAN else "")
+CONF = ""
 ENV = {"T_CALLBACK_SECRET": SECRET}
 
 

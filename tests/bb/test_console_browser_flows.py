@@ -11,7 +11,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import tempdir, ASAN, SECRETS, Spur, Tap, free_port  # noqa: E402
+from spurtest import tempdir, SECRETS, Spur, Tap, free_port  # noqa: E402
 from browser import Browser, BrowserError, skip_reason  # noqa: E402
 from fakeapis import Fake  # noqa: E402
 

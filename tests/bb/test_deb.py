@@ -64,7 +64,7 @@ if deb is None:
 
 listing = subprocess.run(["dpkg", "-c", deb], capture_output=True, text=True).stdout
 paths = [line.split()[5] for line in listing.splitlines() if len(line.split()) >= 6]
-for p in ("./usr/bin/spur", "./usr/share/man/man1/spur.1.gz", "./usr/share/man/man5/spur.yaml.5.gz",
+for p in ("./usr/bin/spur", "./usr/libexec/spur/spur-forward", "./usr/share/man/man1/spur.1.gz", "./usr/share/man/man5/spur.yaml.5.gz",
           "./usr/share/man/man5/spur-automation.5.gz", "./etc/spur/spur.yaml",
           "./etc/spur/automations/fix-on-comment.yaml.example", "./lib/systemd/system/spur.service",
           "./var/lib/spur/"):

@@ -9,12 +9,13 @@ name what is wrong and say the fix; a good setup passes; no secret reaches the o
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import tempdir, SECRETS, Spur, Tap, grep_secrets, sandbox_unavailable  # noqa: E402
+from spurtest import tempdir, SECRETS, SPUR, Spur, Tap, grep_secrets, sandbox_unavailable  # noqa: E402
 from fakeapis import Fake  # noqa: E402
 import fakemodel  # noqa: E402
 
@@ -217,6 +218,22 @@ try:
          "user namespaces and seccomp each checked", out)
     t.eq(verdict(by, "sandbox.user"), "pass" if os.geteuid() == 0 else "skip",
          "sandbox.user: checked as root, skipped otherwise")
+    fwd = os.path.join(os.path.dirname(os.path.abspath(SPUR)), "spur-forward")
+    t.ok(verdict(by, "sandbox.forwarder") == "pass" and fwd in "".join(by["sandbox.forwarder"]),
+         "sandbox.forwarder: spur-forward beside spur (the build tree's)", by.get("sandbox.forwarder"))
+    # A spur without one beside it, and none installed where it was built to look.
+    lone = os.path.join(tempdir("spur-doctor-"), "spur")
+    shutil.copy(SPUR, lone)
+    s = Spur("", orgs=ORGS % {"u": fake.url, "key": pem}, automations=AUTOMATIONS)
+    try:
+        p = subprocess.run([lone, "doctor", "-c", s.config], env=s.env, capture_output=True, text=True, timeout=120)
+    finally:
+        s.cleanup()
+    line = [x for x in p.stdout.splitlines() if "sandbox.forwarder" in x]
+    installed = re.search(r"nor at (\S+):", p.stdout)
+    t.ok(p.returncode == 1 and line and line[0].startswith("fail") and "runs with a network cannot start" in line[0] and
+         installed and not os.path.exists(installed.group(1)) and "fix: install spur whole" in p.stdout,
+         "sandbox.forwarder: none beside spur and none installed fails, naming both places", p.stdout[-1500:])
     if os.geteuid() == 0:
         rc, out, err, by = doctor(config_extra="sandbox:\n  user: spur-no-such-user\n")
         t.ok(verdict(by, "sandbox.user") == "fail" and "no user spur-no-such-user" in out and "useradd" in out,

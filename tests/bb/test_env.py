@@ -7,7 +7,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SPUR, DEFAULT_ORGS, github_headers, github_comment
+from spurtest import require_sandboxes, Spur, Tap, DEFAULT_ORGS, github_headers, github_comment
 
 t = Tap()
 
@@ -110,13 +110,9 @@ def phases(s, run):
             if r["phase"] is not None]
 
 
-# The in-sandbox forwarder is the spur binary: an ASan build cannot start under RLIMIT_DATA.
-ASAN = b"__asan_init" in open(SPUR, "rb").read()
-SANDBOX_CONF = "sandbox:\n  memory: 0\n" if ASAN else ""
-
 setup_env = ('  setup:\n    run: %s\n    network: { allow: ["127.0.0.1:%d"] }\n'
              '  cache: [~/.cache/pkgs]\n') % (json.dumps("python3 -c '%s'" % SETUP.replace("'", "'\"'\"'")), RPORT)
-spur = Spur(SANDBOX_CONF, orgs=ORGS, automations={})
+spur = Spur("", orgs=ORGS, automations={})
 spur.write_automation("dl.yaml", auto("dl", "acme", "^/dl", setup_env))
 spur.write_automation("beta-dl.yaml", auto("dl", "beta", "^/dl", "  cache: [~/.cache/pkgs]\n"))
 spur.write_automation("fail.yaml", auto("fail", "acme", "^/fail",
@@ -215,7 +211,7 @@ with spur as s:
 
 # --- sandbox.cache_size: the least recently used caches go when all of them are over it.
 FILL = 'import os; os.makedirs(os.path.expanduser("~/.fill"), exist_ok=True); open(os.path.expanduser("~/.fill/blob"), "wb").write(os.urandom(600 * 1024)); print("{}")'
-spur = Spur("sandbox:\n  cache_size: 1MiB\n" + ("  memory: 0\n" if ASAN else ""), automations={})
+spur = Spur("sandbox:\n  cache_size: 1MiB\n", automations={})
 for name in ("one", "two"):
     spur.write_automation(name + ".yaml", auto(name, "acme", "^/" + name, "  cache: [~/.fill]\n",
                                                ["python3", "-c", FILL]))

@@ -1,4 +1,4 @@
-"""make install: the binary, spur(1), spur.yaml(5), spur-automation(5), the example config and
+"""make install: the binary, the in-sandbox forwarder, spur(1), spur.yaml(5), spur-automation(5), the example config and
 automation, where configure's directories say; the manual pages against the sources they describe
 (the command table, config.c's and automation.c's keys), so they cannot drift; the installed
 config found when there is no ./spur.yaml."""
@@ -44,10 +44,13 @@ try:
     p, dirs = make_install(dest)
     t.eq(p.returncode, 0, "make install DESTDIR=... succeeds" + (": " + p.stderr[-500:] if p.returncode else ""))
     at = lambda d, *n: os.path.join(dest + dirs[d], *n)
-    for d, n in (("bindir", "spur"), ("man1dir", "spur.1"), ("man5dir", "spur.yaml.5"),
+    for d, n in (("bindir", "spur"), ("pkglibexecdir", "spur-forward"), ("man1dir", "spur.1"), ("man5dir", "spur.yaml.5"),
                  ("man5dir", "spur-automation.5"), ("spurconfdir", "spur.yaml"),
                  ("spurconfdir", "automations/fix-on-comment.yaml.example")):
         t.ok(os.path.isfile(at(d, n)), "installed: %s/%s" % (dirs[d], n))
+    fwd = at("pkglibexecdir", "spur-forward")
+    t.ok(os.access(fwd, os.X_OK) and open(fwd, "rb").read() == open(os.path.join(builddir, "spur-forward"), "rb").read(),
+         "the forwarder is installed executable, the one built beside spur")
     spur = at("bindir", "spur")
     v = subprocess.run([spur, "version"], capture_output=True, text=True)
     t.ok(v.returncode == 0 and v.stdout == subprocess.run([SPUR, "version"], capture_output=True, text=True).stdout,

@@ -15,7 +15,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import tempdir, require_sandboxes, Spur, Tap, SPUR, ASAN, LOCAL_GITHUB
+from spurtest import tempdir, require_sandboxes, Spur, Tap, SPUR, LOCAL_GITHUB
 
 t = Tap()
 require_sandboxes(t)
@@ -319,7 +319,7 @@ for root in ("/run/spur", os.environ.get("HOME", "/nonexistent"), "/workspace", 
         for n in files:
             p = os.path.join(d, n)
             try:
-                if p not in ("/run/spur/spur", "/run/spur/ca-bundle.pem") and "/.git/" not in p and os.path.isfile(p) and os.path.getsize(p) < (4 << 20):
+                if p not in ("/run/spur/spur-forward", "/run/spur/ca-bundle.pem") and "/.git/" not in p and os.path.isfile(p) and os.path.getsize(p) < (4 << 20):
                     seen.append(open(p, "rb").read())
             except OSError:
                 pass
@@ -348,7 +348,7 @@ ORGS = ("""orgs:
 KEYFILE = os.path.join(WORK, "secrets.key")
 with open(KEYFILE, "w") as f:
     f.write(os.urandom(32).hex() + "\n")
-CONF = ("sandbox:\n  memory: 0\n" if ASAN else "") + "egress:\n  ca_file: %s\n" % os.path.join(WORK, "ca.pem") + \
+CONF = "egress:\n  ca_file: %s\n" % os.path.join(WORK, "ca.pem") + \
     "secrets:\n  key: file:%s\n" % KEYFILE
 AUTO = ("name: sec\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/sec'\n"
         "agent: command\ncommand: %s\nprompt: |\n  Probe.\nproof: report\ntimeout: 240s\n"

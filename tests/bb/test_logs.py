@@ -5,7 +5,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, ASAN, DEFAULT_ORGS
+from spurtest import require_sandboxes, Spur, Tap, DEFAULT_ORGS
 
 t = Tap()
 require_sandboxes(t)
@@ -20,7 +20,7 @@ CUT = len(TAIL) // 2
 SCRIPT = ("cat > /dev/null; cat <<'SPUR_EOF'\n%sSPUR_EOF\nsleep 1.5; printf '%%s' '%s'; sleep 1; printf '%%s\\n' '%s'"
           % (HEAD, TAIL[:CUT].rstrip("\n"), TAIL[CUT:].rstrip("\n")))
 # A sanitizer build's forwarder in the sandbox reserves terabytes of shadow memory.
-CONF = ("sandbox:\n  memory: 0\n" if ASAN else "") + "agents:\n  claude:\n    command: %s\n" % json.dumps(["sh", "-c", SCRIPT, "claude"])
+CONF = "agents:\n  claude:\n    command: %s\n" % json.dumps(["sh", "-c", SCRIPT, "claude"])
 AUTO = ("name: claudish\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/go'\n"
         "agent: claude\nprompt: |\n  Fix it.\nproof: none\n")
 

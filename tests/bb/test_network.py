@@ -2,12 +2,13 @@
 import http.server
 import json
 import os
+import shutil
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SPUR, SECRETS, LOCAL_GITHUB, github_headers, github_comment
+from spurtest import tempdir, require_sandboxes, Spur, Tap, SPUR, SECRETS, LOCAL_GITHUB, github_headers, github_comment
 import fakemodel
 
 t = Tap()
@@ -91,12 +92,26 @@ print(json.dumps(out))
 '''
 
 
+# In a run's script: a GET of url through the run's proxy, the whole answer.
+PROXY_GET = r'''
+import os, socket
+host, port = os.environ["HTTP_PROXY"][len("http://"):].split(":")
+def proxy_get(url):
+    s = socket.create_connection((host, int(port)), timeout=10)
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % url).encode())
+    data = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            return data
+        data += b
+'''
+
 # A run that opens more connections to its proxy than the engine keeps for one run, holds
 # them, and says how many stayed open; then, with them closed, one request through the proxy.
-FLOOD = r'''
-import json, os, socket, sys, time
+FLOOD = PROXY_GET + r'''
+import json, sys, time
 HPORT = int(sys.argv[1])
-host, port = os.environ["HTTP_PROXY"][len("http://"):].split(":")
 conns = []
 for _ in range(300):
     try:
@@ -125,14 +140,7 @@ while still > 256 and time.time() < deadline:
 for c in conns:
     c.close()
 time.sleep(0.5)
-s = socket.create_connection((host, int(port)), timeout=10)
-s.sendall(("GET http://127.0.0.1:%d/hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % HPORT).encode())
-data = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    data += b
+data = proxy_get("http://127.0.0.1:%d/hello" % HPORT)
 print(json.dumps({"opened": len(conns), "held": still, "after": data.split(b"\r\n")[0].decode()}))
 '''
 
@@ -174,11 +182,7 @@ def result(s, run):
         return j, {"unparsed": j.get("result"), "log": log}
 
 
-# The in-sandbox forwarder is the spur binary itself. An ASan build reserves terabytes
-# of shadow address space, which the sandbox's RLIMIT_DATA (sandbox.memory) counts.
-ASAN = b"__asan_init" in open(SPUR, "rb").read()
-SANDBOX_CONF = "sandbox:\n  memory: 0\n" if ASAN else ""
-spur = Spur(SANDBOX_CONF, automations={})
+spur = Spur("", automations={})
 sport = spur.port
 allow = 'network:\n  allow: ["127.0.0.1:%d", "*.example.test:8443"]\n' % HPORT
 spur.write_automation("net.yaml", auto("net", "^/net", allow).replace('"SPORT"', '"%d"' % sport))
@@ -317,7 +321,7 @@ out["heads"] = [raw(h) for h in (
 print(json.dumps({"type": "result", "subtype": "success", "result": json.dumps(out)}))
 '''
 fake = fakemodel.Fake().start()
-gconf = SANDBOX_CONF + "agents:\n  claude:\n    command: %s\n    api_url: http://127.0.0.1:%d/v1\n" % (
+gconf = "agents:\n  claude:\n    command: %s\n    api_url: http://127.0.0.1:%d/v1\n" % (
     json.dumps(["python3", "-c", GATEWAY]), fake.port)
 gorgs = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
          "      api_url: %(g)s/github\n      git_url: %(g)s/git\n" % {"g": LOCAL_GITHUB} +
@@ -348,5 +352,80 @@ with Spur(gconf, orgs=gorgs, automations={"gw.yaml": gauto}) as s:
          "gateway: every request that went up carried the org's key, and only it",
          [q["headers"].get("x-api-key") for q in fake.requests])
 fake.stop()
+
+# The memory limit (sandbox.memory: RLIMIT_DATA on the sandbox, the forwarder and the agent under it)
+# holds on a networked run: an agent that allocates past it gets no memory, one within it runs; the
+# forwarder, under the same limit, relays for both. Prints one JSON line; exit 3 when the memory was refused.
+MEM = PROXY_GET + r'''
+import json, resource, sys
+HPORT, WANT = int(sys.argv[1]), int(sys.argv[2])
+out = {"limit": resource.getrlimit(resource.RLIMIT_DATA)[0]}
+with open("/proc/%d/cmdline" % os.getppid(), "rb") as f:
+    out["parent"] = f.read().split(b"\0")[0].decode()
+with open("/proc/%d/limits" % os.getppid()) as f:
+    out["parent_limit"] = [l.split()[3] for l in f if l.startswith("Max data size")][0]
+try:
+    b = bytearray(WANT)
+    b[::4096] = b"\1" * len(range(0, WANT, 4096))
+    out["allocated"] = len(b)
+    del b
+except MemoryError:
+    out["allocated"] = 0
+data = proxy_get("http://127.0.0.1:%d/big" % HPORT)
+out["status"] = data.split(b"\r\n")[0].decode()
+out["body"] = len(data.split(b"\r\n\r\n", 1)[-1])
+print(json.dumps(out), flush=True)
+sys.exit(0 if out["allocated"] else 3)
+'''
+MEMORY = 256 << 20
+
+
+def mem_auto(name, want):
+    return ("name: %s\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/%s'\n"
+            "agent: command\ncommand: %s\nprompt: |\n  Allocate.\nproof: report\n"
+            "network:\n  allow: [\"127.0.0.1:%d\"]\n") % (name, name, json.dumps(["python3", "-c", MEM, str(HPORT), str(want)]),
+                                                    HPORT)
+
+
+def mem_result(s, run):
+    log = s.c("logs", run)[1]
+    lines = [x for x in log.splitlines() if x.startswith("{")]
+    return json.loads(lines[-1]) if lines else {"log": log[-2000:]}
+
+
+with Spur("sandbox:\n  memory: %d\n" % MEMORY, automations={"hog.yaml": mem_auto("hog", 2 * MEMORY),
+                                                               "within.yaml": mem_auto("within", MEMORY // 4)}) as s:
+    s.start()
+    run = fire(s, "/hog", 6)
+    st = wait_done(s, run)
+    r = mem_result(s, run)
+    t.ok(r.get("limit") == MEMORY and r.get("parent") == "/run/spur/spur-forward" and
+         r.get("parent_limit") == str(MEMORY),
+         "memory: the agent and its parent, spur-forward, run under sandbox.memory (RLIMIT_DATA)", r)
+    t.ok(st["state"] == "failed" and r.get("allocated") == 0,
+         "memory: an agent allocating twice sandbox.memory gets none of it, and its run fails", (st, r))
+    t.ok(" 200 " in r.get("status", "") and r.get("body") == 1 << 20,
+         "memory: after that, the forwarder still relays its 1 MiB download through the proxy", r)
+    run = fire(s, "/within", 7)
+    st = wait_done(s, run)
+    r = mem_result(s, run)
+    t.ok(st["state"] == "completed" and r.get("allocated") == MEMORY // 4 and " 200 " in r.get("status", "") and
+         r.get("body") == 1 << 20,
+         "memory: one using a quarter of it (touched) completes, its download whole", (st, r))
+
+# A spur with no spur-forward beside it nor installed: a run with a network fails saying so; one without runs.
+lone = os.path.join(tempdir("spur-lone-"), "spur")
+shutil.copy(SPUR, lone)
+spur = Spur("", automations={"within.yaml": mem_auto("within", 1 << 20)})
+spur.write_automation("nonet.yaml", auto("nonet", "^/nonet", "").replace('"SPORT"', '"%d"' % spur.port))
+with spur as s:
+    s.start(binary=lone)
+    run = fire(s, "/within", 8)
+    st = wait_done(s, run)
+    t.ok(st["state"] == "failed" and "spur-forward is neither in %s" % os.path.dirname(lone) in (st["reason"] or ""),
+         "no forwarder: a run with a network fails, saying where spur looked for spur-forward", st)
+    run = fire(s, "/nonet probe", 9)
+    st = wait_done(s, run)
+    t.eq(st["state"], "completed", "no forwarder: a run without a network still completes")
 srv.shutdown()
 t.done()

@@ -11,7 +11,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SECRETS, LOCAL_GITHUB, NODE_MODULES, SPUR, \
+from spurtest import require_sandboxes, Spur, Tap, SECRETS, LOCAL_GITHUB, NODE_MODULES, \
     github_headers, github_comment
 from pgserver import PgServer
 import fakemodel
@@ -27,10 +27,9 @@ why = pg.start()
 if why is not None:
     t.skip_all("no PostgreSQL server here: %s" % why)
 
-ASAN = b"__asan_init" in open(SPUR, "rb").read()
 fake = fakemodel.Fake().start()
-CONF = ("store: %s\n%sagents:\n  claude:\n    command: [%s]\n    api_url: http://127.0.0.1:%d\n"
-        % (pg.url, "sandbox:\n  memory: 0\n" if ASAN else "", os.path.realpath(CLAUDE), fake.port))
+CONF = ("store: %s\nagents:\n  claude:\n    command: [%s]\n    api_url: http://127.0.0.1:%d\n"
+        % (pg.url, os.path.realpath(CLAUDE), fake.port))
 ORGS = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
         "      api_url: %(g)s/github\n      git_url: %(g)s/git\n"
         "    agents:\n      claude:\n        api_key: env:T_ANTHROPIC_KEY\n" % {"g": LOCAL_GITHUB})

@@ -13,7 +13,7 @@ import sys
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import tempdir, require_sandboxes, Spur, Tap, DEFAULT_ORGS, ASAN, SPUR  # noqa: E402
+from spurtest import tempdir, require_sandboxes, Spur, Tap, DEFAULT_ORGS, SPUR  # noqa: E402
 import openapi  # noqa: E402
 
 t = Tap()
@@ -56,7 +56,7 @@ ORGS = DEFAULT_ORGS + """\
     secrets:
       BETA_CONF: env:T_HOOK_SECRET
 """
-CONF = ("sandbox:\n  memory: 0\n" if ASAN else "") + "secrets:\n  key: file:%s\n" % KEY1
+CONF = "secrets:\n  key: file:%s\n" % KEY1
 
 # The agent dumps its environment but the env secret's line (it shows that one's SHA-256).
 DUMP = ("cat >/dev/null; printf 'env-sha256=%s\\n' \"$(printf %s \"$SEALED_ENV\" | sha256sum | sed 's/ .*//')\"; "
@@ -291,7 +291,7 @@ with Spur(CONF, orgs=ORGS, automations={"sealed.yaml": AUTO}) as s:
     s.stop()
     t.ok(rc != 0 and "secrets.key" in s.logs() and "does not open" in s.logs(),
          "wrong key: spur serve does not start, and says why", rc)
-    s.write_config(("sandbox:\n  memory: 0\n" if ASAN else ""), ORGS)
+    s.write_config("", ORGS)
     rc, _, err = c("check")
     t.ok(rc != 0 and "secrets.key is not set" in err, "missing key: a check error naming secrets.key", err)
     with open(os.path.join(tmp, "b64"), "w") as f:

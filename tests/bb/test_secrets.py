@@ -24,7 +24,7 @@ import unicodedata
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import (tempdir, require_sandboxes, Spur, Tap, SECRETS, SPUR, SRCDIR, github_headers, github_comment, github_sig, slack_headers,
+from spurtest import (tempdir, require_sandboxes, Spur, Tap, SECRETS, SRCDIR, github_headers, github_comment, github_sig, slack_headers,
                       linear_sig, std_headers)
 from fakeapis import Fake
 
@@ -484,10 +484,8 @@ DISGUISED = ("name: disguise\non:\n  github:\n    events: [issue_comment.created
              "network:\n  allow: [\"allowed.example.test:443\"]\n")
 outputs = []
 fake.requests.clear()
-# The forwarder is spur itself: an ASan build's shadow reservation exceeds the sandbox's memory limit.
-ASAN_MEMORY = "  memory: 0\n" if b"__asan_init" in open(SPUR, "rb").read() else ""
-with Spur("sandbox:\n  backend: bwrap\n  timeout: 60s\n%sagents:\n  claude:\n    command: %s\n"
-          % (ASAN_MEMORY, json.dumps(["python3", "-c", DISGUISE])), orgs=ORGS, automations={"disguise.yaml": DISGUISED},
+with Spur("sandbox:\n  backend: bwrap\n  timeout: 60s\nagents:\n  claude:\n    command: %s\n"
+          % (json.dumps(["python3", "-c", DISGUISE])), orgs=ORGS, automations={"disguise.yaml": DISGUISED},
           verbose=True) as s:
     s.start()
     b = json.dumps(github_comment("/disguise now", number=21, comment_id=21)).encode()

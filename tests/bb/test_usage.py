@@ -5,7 +5,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SPUR, SECRETS, LOCAL_GITHUB, NODE_MODULES, github_headers, github_comment
+from spurtest import require_sandboxes, Spur, Tap, SECRETS, LOCAL_GITHUB, NODE_MODULES, github_headers, github_comment
 from openapi import api_request, OpenAPIChecker
 import fakemodel
 
@@ -13,8 +13,6 @@ t = Tap()
 
 require_sandboxes(t)
 
-ASAN = b"__asan_init" in open(SPUR, "rb").read()
-SANDBOX_CONF = "sandbox:\n  memory: 0\n" if ASAN else ""
 HOOK = "/o/acme/hooks/github"
 ORGS = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
         "      api_url: %(g)s/github\n      git_url: %(g)s/git\n" % {"g": LOCAL_GITHUB} +
@@ -47,7 +45,7 @@ print(json.dumps({"type": "result", "subtype": "success", "result": json.dumps(o
 
 def conf(fake, agent="claude", prices="", extra=""):
     # Codex's base URL inside ends in /v1, which the gateway takes off: api_url has it.
-    return SANDBOX_CONF + extra + "agents:\n  %s:\n    command: %s\n    api_url: http://127.0.0.1:%d%s\n%s" % (
+    return extra + "agents:\n  %s:\n    command: %s\n    api_url: http://127.0.0.1:%d%s\n%s" % (
         agent, json.dumps(["python3", "-c", AGENT]), fake.port, "/v1" if agent == "codex" else "", prices)
 
 
