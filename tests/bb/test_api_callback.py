@@ -149,7 +149,8 @@ with Spur(CONF, orgs=ORGS, automations={"echo.yaml": ECHO}, env=ENV) as s:
     rep = wait_for(lambda: (report_of(runs["gone"]) or {}).get("state") == "given_up" and report_of(runs["gone"]))
     t.ok(rep and rep["state"] == "given_up" and "410" in (rep.get("error") or "") and
          "given up" in (rep.get("error") or ""), "a 410 is given up and the report says why", rep)
-    time.sleep(2.5)
+    # A retry would come within the backoff of the attempt before it; twice that and more has passed.
+    time.sleep(2 * BACKOFF + 0.5)
     t.eq(len(rcv.by_path("/gone")), 1, "a 410 is not retried")
     t.eq(len(rcv.by_path("/ok")), 1, "a delivered callback is not sent again")
     t.eq(len(rcv.by_path("/flaky")), 2, "a retried callback stops once delivered")
