@@ -119,6 +119,17 @@ struct config {
 	long long		 schedule_catch_up; /* seconds */
 	long long		 report_give_up;	/* seconds a report is retried before it is given up */
 	int			 report_progress; /* a status message in the thread, edited as the run moves */
+	/*
+	 * The timers, in ms: production defaults, which tests set small
+	 * (config.c says each one's bounds and how they must relate).
+	 */
+	long long		 report_edit_ms;	/* reports.edit_interval: status edits at most this often */
+	long long		 report_refresh_ms;	/* reports.refresh: a running run's time told again */
+	long long		 report_backoff_ms;	/* reports.backoff: a failed report's first retry waits */
+	long long		 report_lease_ms;	/* reports.lease: a report being sent is one node's */
+	long long		 node_lease_ms;		/* nodes.lease: a node silent this long is dead */
+	long long		 node_beat_ms;		/* nodes.beat: how often a node renews its lease */
+	long long		 node_affinity_ms;	/* nodes.affinity: a follow-up waits for its session's node */
 	char			*git_author_name;	/* of the commits spur makes */
 	char			*git_author_email;
 	char			*egress_ca_file;	/* trust for intercepted upstreams; NULL: system */

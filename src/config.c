@@ -3,7 +3,11 @@
 #include "automation.h"
 #include "budget.h"
 #include "conf.h"
+#include "dispatch.h"
 #include "github-app.h"
+#include "node.h"
+#include "outbox.h"
+#include "report.h"
 #include "sandbox.h"
 #include "secrets.h"
 #include "store.h"
@@ -94,6 +98,34 @@ cfg_duration(struct cfgctx *c, const struct ynode *n, const char *what, long lon
 	}
 }
 
+/*
+ * A timer, in ms (ms is a unit too): from min to max, or an error that says
+ * so in units a user would write (-1: a relation with it is not checked).
+ */
+static int
+cfg_duration_ms(struct cfgctx *c, const struct ynode *n, const char *what, long long min,
+    long long max, long long *out)
+{
+	const char	*s;
+	char		*cause, lo[32], hi[32];
+	long long	 v;
+
+	if ((s = cfg_scalar(c, n, what)) == NULL)
+		return -1;
+	if (parse_duration_ms(s, &v, &cause) != 0) {
+		cfg_error(c, n, "\"%s\": %s", what, cause);
+		free(cause);
+		return -1;
+	}
+	if (v < min || v > max) {
+		cfg_error(c, n, "\"%s\" must be from %s to %s", what,
+		    format_duration_ms(min, lo, sizeof lo), format_duration_ms(max, hi, sizeof hi));
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
 static void
 cfg_size(struct cfgctx *c, const struct ynode *n, const char *what, unsigned long long *out)
 {
@@ -172,7 +204,7 @@ cfg_store(struct cfgctx *c, struct config *cf, const struct ynode *n)
 /* The keys of each mapping, for "did you mean" when a key is not one of them. */
 static const char *const top_keys[] = { "listen", "data_dir", "automations", "public_url",
 	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports",
-	"secrets", "egress", "log", "store", "store_notify", NULL };
+	"secrets", "egress", "log", "store", "store_notify", "nodes", NULL };
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
 	"idle", "buffered", "request", "runs", "queue", "drain", NULL };
 static const char *const sandbox_keys[] = { "backend", "user", "timeout", "memory", "pids",
@@ -195,7 +227,9 @@ static const char *const retention_keys[] = { "events", "run_files", NULL };
 static const char *const git_keys[] = { "author_name", "author_email", NULL };
 static const char *const secrets_keys[] = { "key", NULL };
 static const char *const log_keys[] = { "format", NULL };
-static const char *const reports_keys[] = { "give_up", "progress", NULL };
+static const char *const reports_keys[] = { "give_up", "progress", "edit_interval", "refresh",
+	"backoff", "lease", NULL };
+static const char *const nodes_keys[] = { "lease", "beat", "affinity", NULL };
 
 static void
 cfg_unknown(struct cfgctx *c, const struct ynode *m, size_t i, const char *where,
@@ -1105,28 +1139,99 @@ cfg_simple_section(struct cfgctx *c, const struct ynode *m, const char *section,
 	}
 }
 
-/* reports: {give_up, progress}. */
+/*
+ * Timer key of section (value v) breaks its relation with timer of (value w):
+ * the error goes where key is written, else where of is.
+ */
+static void
+cfg_timers_unrelated(struct cfgctx *c, const struct ynode *m, const char *section,
+    const char *key, long long v, const char *how, const char *of, long long w,
+    const char *why)
+{
+	const struct ynode	*at = ymap_get(m, key) != NULL ? ymap_get(m, key) :
+				    ymap_get(m, of);
+	char			 d1[32], d2[32];
+
+	cfg_error(c, at, "\"%s.%s\" (%s) must be %s %s.%s (%s)%s%s", section, key,
+	    format_duration_ms(v, d1, sizeof d1), how, section, of,
+	    format_duration_ms(w, d2, sizeof d2), why != NULL ? ": " : "",
+	    why != NULL ? why : "");
+}
+
+/* reports: {give_up, progress, edit_interval, refresh, backoff, lease}. */
 static void
 cfg_reports(struct cfgctx *c, struct config *cf, const struct ynode *m)
 {
 	size_t	 i;
-	int	 b;
+	int	 b, bad = 0;
 
 	if (!cfg_is_map(c, m, "reports"))
 		return;
 	for (i = 0; i < m->n; i++) {
-		if (strcmp(ymap_key(m, i), "give_up") == 0)
-			cfg_duration_min(c, ymap_value(m, i), "reports.give_up",
-			    &cf->report_give_up, 1);
-		else if (strcmp(ymap_key(m, i), "progress") == 0) {
-			if ((b = ynode_bool(ymap_value(m, i))) < 0)
-				cfg_error(c, ymap_value(m, i), "\"reports.progress\" must be "
-				    "true or false");
+		const char		*k = ymap_key(m, i);
+		const struct ynode	*n = ymap_value(m, i);
+
+		if (strcmp(k, "give_up") == 0)
+			cfg_duration_min(c, n, "reports.give_up", &cf->report_give_up, 1);
+		else if (strcmp(k, "progress") == 0) {
+			if ((b = ynode_bool(n)) < 0)
+				cfg_error(c, n, "\"reports.progress\" must be true or false");
 			else
 				cf->report_progress = b;
-		} else
+		} else if (strcmp(k, "edit_interval") == 0)
+			bad |= cfg_duration_ms(c, n, "reports.edit_interval", 100, 3600 * 1000,
+			    &cf->report_edit_ms);
+		else if (strcmp(k, "refresh") == 0)
+			bad |= cfg_duration_ms(c, n, "reports.refresh", 100, 86400 * 1000,
+			    &cf->report_refresh_ms);
+		else if (strcmp(k, "backoff") == 0)
+			cfg_duration_ms(c, n, "reports.backoff", 100, OUTBOX_BACKOFF_MAX_MS,
+			    &cf->report_backoff_ms);
+		else if (strcmp(k, "lease") == 0)
+			cfg_duration_ms(c, n, "reports.lease", 3000, 3600 * 1000,
+			    &cf->report_lease_ms);
+		else
 			cfg_unknown(c, m, i, "reports", reports_keys);
 	}
+	/* A running run's time is told again by an edit: never sooner than edits may be. */
+	if (!bad && cf->report_refresh_ms < cf->report_edit_ms)
+		cfg_timers_unrelated(c, m, "reports", "refresh", cf->report_refresh_ms,
+		    "at least", "edit_interval", cf->report_edit_ms, NULL);
+}
+
+/*
+ * nodes: {lease, beat, affinity}: several nodes on one store (node.c). A beat
+ * that fails is tried again before the lease can lapse only if beats come
+ * at most a third of the lease apart (node.c derives its waits from the lease).
+ */
+static void
+cfg_nodes(struct cfgctx *c, struct config *cf, const struct ynode *m)
+{
+	size_t	 i;
+	int	 bad = 0;
+
+	if (!cfg_is_map(c, m, "nodes"))
+		return;
+	for (i = 0; i < m->n; i++) {
+		const char		*k = ymap_key(m, i);
+		const struct ynode	*n = ymap_value(m, i);
+
+		if (strcmp(k, "lease") == 0)
+			bad |= cfg_duration_ms(c, n, "nodes.lease", 1000, 3600 * 1000,
+			    &cf->node_lease_ms);
+		else if (strcmp(k, "beat") == 0)
+			bad |= cfg_duration_ms(c, n, "nodes.beat", 100, 1200 * 1000,
+			    &cf->node_beat_ms);
+		else if (strcmp(k, "affinity") == 0)
+			cfg_duration_ms(c, n, "nodes.affinity", 0, 3600 * 1000,
+			    &cf->node_affinity_ms);
+		else
+			cfg_unknown(c, m, i, "nodes", nodes_keys);
+	}
+	if (!bad && cf->node_beat_ms * 3 > cf->node_lease_ms)
+		cfg_timers_unrelated(c, m, "nodes", "beat", cf->node_beat_ms,
+		    "at most a third of", "lease", cf->node_lease_ms,
+		    "a beat that fails must be tried again before the lease lapses");
 }
 
 /* retention: {events, run_files}. */
@@ -1229,6 +1334,13 @@ cfg_defaults(struct config *cf)
 	cf->schedule_catch_up = 3600;
 	cf->report_give_up = 24 * 3600;
 	cf->report_progress = 1;
+	cf->report_edit_ms = REPORT_EDIT_MS;
+	cf->report_refresh_ms = REPORT_REFRESH_MS;
+	cf->report_backoff_ms = OUTBOX_BACKOFF_BASE_MS;
+	cf->report_lease_ms = STORE_REPORT_LEASE_MS;
+	cf->node_lease_ms = NODE_LEASE_MS;
+	cf->node_beat_ms = NODE_BEAT_MS;
+	cf->node_affinity_ms = DISPATCH_AFFINITY_MS;
 	cf->store_notify = 1;
 	cf->sandbox.backend = SANDBOX_BWRAP;
 	cf->sandbox.user = xstrdup("spur-run");
@@ -1401,6 +1513,8 @@ config_load(const char *path, int flags, struct yerrs *errs)
 			    &cf->schedule_catch_up, 0);
 		else if (strcmp(k, "reports") == 0)
 			cfg_reports(&c, cf, n);
+		else if (strcmp(k, "nodes") == 0)
+			cfg_nodes(&c, cf, n);
 		else if (strcmp(k, "secrets") == 0)
 			cfg_secrets_key(&c, cf, n);
 		else if (strcmp(k, "egress") == 0)

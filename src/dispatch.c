@@ -37,8 +37,6 @@
 #define DISPATCH_ENV_MAX	64
 /* Several nodes: the queue is looked at this often for runs another node queued. */
 #define DISPATCH_POLL_MS	1000
-/* A follow-up waits this long for the live node that holds its session's workspace. */
-#define DISPATCH_AFFINITY_MS	10000
 /* A pass over the queue holds the loop at most about this long before it yields. */
 #define DISPATCH_SLICE_MS	50
 
@@ -1201,7 +1199,7 @@ done:
 
 /*
  * Several nodes: a run waits while its session has a run going on another
- * node, and, for DISPATCH_AFFINITY_MS after it was queued, while the live
+ * node, and, for nodes.affinity after it was queued, while the live
  * node that holds the session's workspace may take it. After that (or when
  * that node is dead) this node takes it and rebuilds the workspace
  * (drun_session).
@@ -1222,7 +1220,7 @@ dispatch_elsewhere(struct dispatch *d, struct drun *r)
 		return 0;
 	holder = json_string_value(json_object_get(s, "node"));
 	if (holder != NULL && strcmp(holder, node_id(e->node)) != 0 &&
-	    now_ms() - store_run_created_at(e->store, r->id) < DISPATCH_AFFINITY_MS &&
+	    now_ms() - store_run_created_at(e->store, r->id) < e->conf->node_affinity_ms &&
 	    store_node_live(e->store, holder) == 1) {
 		log_debug("event=dispatch.affinity run=%s session_node=%s", r->id, holder);
 		wait = 1;

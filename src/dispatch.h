@@ -5,6 +5,9 @@
 struct engine;
 struct dispatch;
 
+/* nodes.affinity by default: a follow-up waits this long for the live node that holds its session. */
+#define DISPATCH_AFFINITY_MS	10000
+
 struct dispatch	*dispatch_create(struct engine *, char **cause);
 void		 dispatch_free(struct dispatch *);
 /* Something changed (new runs, a run ended, a reload): look at the queue again. */

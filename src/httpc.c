@@ -14,7 +14,6 @@
 
 #define HTTP_BODY_MAX		(1024 * 1024)
 #define HTTP_HEAD_MAX		(64 * 1024)
-#define HTTP_TIMEOUT_MS		30000L
 #define HTTP_CONNECT_MS		10000L
 
 struct http_call {

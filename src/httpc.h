@@ -9,13 +9,15 @@ struct event_base;
 struct httpc;
 struct http_call;
 
+#define HTTP_TIMEOUT_MS		30000L	/* a request's default timeout */
+
 struct http_request {
 	const char		 *method;	/* GET, POST */
 	const char		 *url;
 	const char *const	 *headers;	/* "Name: value", NULL-terminated; may be NULL */
 	const char		 *body;		/* NULL: none */
 	size_t			  body_len;
-	long			  timeout_ms;	/* 0: the default (30 s) */
+	long			  timeout_ms;	/* 0: the default (HTTP_TIMEOUT_MS) */
 };
 
 struct http_response {

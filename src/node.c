@@ -19,36 +19,40 @@
 #include <unistd.h>
 
 /*
- * The lease is timed by the database's clock. A node that has not renewed
- * it for NODE_LEASE_MS is dead: the first live node to see it so ends its
- * running runs interrupted (queued again once, and reported) within
- * NODE_LEASE_MS + NODE_BEAT_MS, well inside SPEC's minute.
+ * The lease (nodes.lease, 20 s by default) is timed by the database's clock.
+ * A node that has not renewed it for that long is dead: the first live node
+ * to see it so ends its running runs interrupted (queued again once, and
+ * reported) within the lease and a beat (nodes.beat, 5 s), well inside
+ * SPEC's minute. The other waits are shares of the lease, so that a lease
+ * set small (tests) keeps them in the same relation; config.c keeps the beat
+ * within a third of the lease, so a failed beat is tried again in time.
  */
-#define NODE_LEASE_MS	20000
-#define NODE_BEAT_MS	5000
-/* A beat's whole wait for the store (a connect made again, its answer). */
-#define NODE_ANSWER_MS	4000
-/* A beat that failed is tried again this soon. */
-#define NODE_RETRY_MS	1000
+/* A beat's whole wait for the store (a connect made again, its answer): 4 s of 20. */
+#define NODE_ANSWER_MS(lease)	((lease) / 5)
+/* A beat that failed is tried again this soon: 1 s of 20. */
+#define NODE_RETRY_MS(lease)	((lease) / 20)
 /*
  * A node that cannot renew its lease fences itself this long at least
- * before the others may take its runs: its runs are stopped by then.
+ * before the others may take its runs: its runs are stopped by then (3 s of 20).
  */
-#define NODE_MARGIN_MS	3000
+#define NODE_MARGIN_MS(lease)	((lease) * 3 / 20)
 /* The last moment after a renewal that a beat may start and still land in time. */
-#define NODE_LAST_BEAT_MS	(NODE_LEASE_MS - NODE_MARGIN_MS - NODE_ANSWER_MS)
+#define NODE_LAST_BEAT_MS(lease) \
+	((lease) - NODE_MARGIN_MS(lease) - NODE_ANSWER_MS(lease))
 /*
  * No other command of the loop waits for the store past this after the last
  * renewal (store_horizon): one cut off mid-answer (a partition) must not
  * hold the loop, and so the last beat and the fence, past their time.
  */
-#define NODE_HORIZON_MS	(NODE_LAST_BEAT_MS - NODE_RETRY_MS)
+#define NODE_HORIZON_MS(lease)	(NODE_LAST_BEAT_MS(lease) - NODE_RETRY_MS(lease))
 
 struct node {
 	struct engine	*e;
 	char		*id;
 	char		*prev;		/* the node that ran on this data_dir before, if any */
 	char		*hash;		/* this node's config, as told to the others */
+	int64_t		 lease;		/* nodes.lease and nodes.beat as it started: kept */
+	int64_t		 beat;
 	struct event	*tick;
 	struct event	*heard;		/* the store's LISTEN connection is readable */
 	int64_t		 renewed;	/* when the lease was last renewed (this node's clock) */
@@ -134,10 +138,10 @@ node_fence(struct node *n, const char *why)
 	if (n->fenced)
 		return;
 	n->fenced = n->cut = 1;
-	log_error("event=node.fenced node=%s reason=%s renewed_ms_ago=%lld lease_ms=%d "
+	log_error("event=node.fenced node=%s reason=%s renewed_ms_ago=%lld lease_ms=%lld "
 	    "consequence=\"no new runs; the engine stops, its running runs end and are "
 	    "reported by another node\"", n->id, log_q(why), (long long)(now_ms() - n->renewed),
-	    NODE_LEASE_MS);
+	    (long long)n->lease);
 	kill(getpid(), SIGTERM);
 }
 
@@ -224,11 +228,11 @@ node_tick_cb(evutil_socket_t fd, short what, void *arg)
 	 * the others do. The beat's every wait ends within NODE_ANSWER_MS.
 	 */
 	sent = now_ms();
-	store_horizon(n->e->store, sent + NODE_ANSWER_MS);
-	rc = store_node_beat(n->e->store, n->id, n->hash, NODE_LEASE_MS, &cause);
+	store_horizon(n->e->store, sent + NODE_ANSWER_MS(n->lease));
+	rc = store_node_beat(n->e->store, n->id, n->hash, n->lease, &cause);
 	if (rc == 0)
 		n->renewed = sent;
-	store_horizon(n->e->store, n->renewed + NODE_HORIZON_MS);
+	store_horizon(n->e->store, n->renewed + NODE_HORIZON_MS(n->lease));
 	if (rc == 1) {
 		node_fence(n, "its lease had lapsed: the other nodes took its runs");
 		free(cause);
@@ -247,13 +251,13 @@ node_tick_cb(evutil_socket_t fd, short what, void *arg)
 		 * The next beat could not land in time, and past the lease the
 		 * others may take this node's runs: none may run here too.
 		 */
-		if (now_ms() + NODE_RETRY_MS > n->renewed + NODE_LAST_BEAT_MS)
+		if (now_ms() + NODE_RETRY_MS(n->lease) > n->renewed + NODE_LAST_BEAT_MS(n->lease))
 			node_fence(n, "its lease could not be renewed in time");
 		else
-			node_arm(n, NODE_RETRY_MS);
+			node_arm(n, NODE_RETRY_MS(n->lease));
 		return;
 	}
-	node_arm(n, sent + NODE_BEAT_MS - now_ms());
+	node_arm(n, sent + n->beat - now_ms());
 	if (n->cut) {
 		log_info("event=node.uncut node=%s", n->id);
 		n->cut = 0;
@@ -315,6 +319,8 @@ node_create(struct engine *e, char **cause)
 	int		 rc;
 
 	n->e = e;
+	n->lease = e->conf->node_lease_ms;
+	n->beat = e->conf->node_beat_ms;
 	if (gethostname(host, sizeof host) != 0)
 		snprintf(host, sizeof host, "node");
 	host[sizeof host - 1] = '\0';
@@ -338,20 +344,21 @@ node_create(struct engine *e, char **cause)
 	n->renewed = now_ms();
 	if (!store_shared(e->store))
 		return n;
-	if ((rc = store_node_beat(e->store, n->id, n->hash, NODE_LEASE_MS, cause)) != 0) {
+	if ((rc = store_node_beat(e->store, n->id, n->hash, n->lease, cause)) != 0) {
 		if (rc > 0)
 			xasprintf(cause, "node %s: its lease was taken as lapsed at once", n->id);
 		node_free(n);
 		return NULL;
 	}
-	store_horizon(e->store, n->renewed + NODE_HORIZON_MS);
-	log_info("event=node.started node=%s config_hash=%s previous=%s lease_ms=%d", n->id,
-	    n->hash, n->prev != NULL ? n->prev : "-", NODE_LEASE_MS);
+	store_horizon(e->store, n->renewed + NODE_HORIZON_MS(n->lease));
+	log_info("event=node.started node=%s config_hash=%s previous=%s lease_ms=%lld "
+	    "beat_ms=%lld", n->id, n->hash, n->prev != NULL ? n->prev : "-",
+	    (long long)n->lease, (long long)n->beat);
 	if (!e->conf->store_notify)
 		log_info("event=node.polling node=%s reason=\"store_notify: false\"", n->id);
 	node_listen(n);
 	n->tick = evtimer_new(e->base, node_tick_cb, n);
-	node_arm(n, n->renewed + NODE_BEAT_MS - now_ms());
+	node_arm(n, n->renewed + n->beat - now_ms());
 	return n;
 }
 

@@ -8,10 +8,15 @@ struct engine;
 struct node;
 struct buf;
 
+/* nodes.lease and nodes.beat by default (node.c derives its other waits from the lease). */
+#define NODE_LEASE_MS	20000
+#define NODE_BEAT_MS	5000
+
 /*
  * This node, named afresh at each start. On a shared store (PostgreSQL) it
- * takes its lease now and renews it every NODE_BEAT_MS; on sqlite it only
- * names the node its runs run on.
+ * takes its lease (nodes.lease) now and renews it every nodes.beat; on
+ * sqlite it only names the node its runs run on. Both are the ones it
+ * started with until it stops: a reload does not change them.
  */
 struct node	*node_create(struct engine *, char **cause);
 void		 node_free(struct node *);

@@ -65,9 +65,10 @@ static int	outbox_take(struct outbox_send *);
 /* --- the report sender ---------------------------------------------------- */
 
 long long
-outbox_backoff_ms(int attempts, long long retry_after_ms, long long give_up_ms, uint32_t rnd)
+outbox_backoff_ms(int attempts, long long base_ms, long long retry_after_ms,
+    long long give_up_ms, uint32_t rnd)
 {
-	long long	 base = OUTBOX_BACKOFF_BASE_MS, d;
+	long long	 base = base_ms, d;
 	int		 i;
 
 	for (i = 1; i < attempts && base < OUTBOX_BACKOFF_MAX_MS; i++)
@@ -210,7 +211,8 @@ outbox_send_failed(struct outbox_send *s, enum report_verdict v, const char *why
 	long long	 give_up_ms = e->conf->report_give_up * 1000;
 
 	random_bytes(&rnd, sizeof rnd);
-	next = now_ms() + outbox_backoff_ms(attempts, retry_after_ms, give_up_ms, rnd);
+	next = now_ms() + outbox_backoff_ms(attempts, e->conf->report_backoff_ms, retry_after_ms,
+	    give_up_ms, rnd);
 	if (v == REPORT_RETRY && next - created < give_up_ms) {
 		outbox_mark(s->ob, s->id, REPORT_MARK_RETRY, next, safe, posted_maybe);
 		outbox_count(s, "reports_retried");
@@ -306,6 +308,19 @@ outbox_lookup_cb(const struct http_response *r, void *arg)
 	outbox_kick(ob);
 }
 
+/*
+ * A report's lookup and post end well within reports.lease (two thirds of
+ * it; HTTP_TIMEOUT_MS at most): no other node takes it over while one is still
+ * in flight.
+ */
+static long
+outbox_request_ms(const struct outbox *ob)
+{
+	long long	 ms = ob->engine->conf->report_lease_ms * 2 / 3;
+
+	return ms < HTTP_TIMEOUT_MS ? (long)ms : HTTP_TIMEOUT_MS;
+}
+
 /* Looks in the thread for the report an attempt cut short may have posted. */
 static void
 outbox_lookup(struct outbox_send *s)
@@ -326,6 +341,7 @@ outbox_lookup(struct outbox_send *s)
 	req.headers = (const char *const *)headers;
 	req.body = body;
 	req.body_len = body != NULL ? strlen(body) : 0;
+	req.timeout_ms = outbox_request_ms(s->ob);
 	s->call = outbox_http(s->ob, &req, outbox_lookup_cb, s);
 	free(url);
 	free(body);
@@ -369,6 +385,7 @@ outbox_post(struct outbox_send *s)
 	req.headers = (const char *const *)headers;
 	req.body = body;
 	req.body_len = body != NULL ? strlen(body) : 0;
+	req.timeout_ms = outbox_request_ms(s->ob);
 	s->call = outbox_http(s->ob, &req, outbox_done_cb, s);
 	free(url);
 	report_headers_free(headers);
@@ -384,7 +401,8 @@ outbox_take(struct outbox_send *s)
 	int64_t	 at = now_ms();
 	int	 rc;
 
-	if ((rc = store_report_sending(s->ob->engine->store, s->id, at, s->held)) == 0)
+	if ((rc = store_report_sending(s->ob->engine->store, s->id, at,
+	    s->ob->engine->conf->report_lease_ms, s->held)) == 0)
 		s->held = at;
 	else if (rc > 0)
 		log_debug("event=report.taken_elsewhere report=%lld", (long long)s->id);
@@ -495,7 +513,8 @@ outbox_pass(struct outbox *ob)
 		if (outbox_sending(ob, json_integer_value(json_object_get(rep, "id"))))
 			continue;
 		if (!report_idempotent(rep) && (rc = store_report_sending(st,
-		    json_integer_value(json_object_get(rep, "id")), now, 0)) != 0) {
+		    json_integer_value(json_object_get(rep, "id")), now,
+		    ob->engine->conf->report_lease_ms, 0)) != 0) {
 			/* 1: another node took it, and it is that node's to post. */
 			if (rc > 0)
 				log_debug("event=report.taken_elsewhere report=%lld",

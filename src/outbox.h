@@ -10,6 +10,7 @@
 struct engine;
 struct outbox;
 
+/* reports.backoff by default: a failed report's first retry waits about this long. */
 #define OUTBOX_BACKOFF_BASE_MS	2000LL
 #define OUTBOX_BACKOFF_MAX_MS	(30LL * 60 * 1000)
 
@@ -28,12 +29,12 @@ struct http_call *outbox_http(struct outbox *, const struct http_request *, http
 
 /*
  * The wait before attempt attempts+1 (attempts >= 1 already failed): exponential
- * from OUTBOX_BACKOFF_BASE_MS with equal jitter from rnd, capped at
+ * from base_ms (reports.backoff) with equal jitter from rnd, capped at
  * OUTBOX_BACKOFF_MAX_MS; a server's retry_after_ms (>= 0) is honoured as the
  * minimum, up to give_up_ms (reports.give_up: a report is given up once it
  * has been retried that long). Pure, for tests.
  */
-long long	 outbox_backoff_ms(int attempts, long long retry_after_ms, long long give_up_ms,
-		     uint32_t rnd);
+long long	 outbox_backoff_ms(int attempts, long long base_ms, long long retry_after_ms,
+		     long long give_up_ms, uint32_t rnd);
 
 #endif

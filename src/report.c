@@ -522,7 +522,7 @@ report_status_text(const struct report_backend *b, const json_t *j, const char *
 	return buf_take(&m);
 }
 
-/* Message id edited to text, due REPORT_EDIT_MS after the last post or edit (at), or later. */
+/* Message id edited to text, due reports.edit_interval after the last post or edit (at), or later. */
 static void
 report_status_edit(struct engine *e, const struct report_backend *b, const json_t *ev,
     const char *run, const char *kind, const char *id, int64_t at, const char *text)
@@ -531,8 +531,8 @@ report_status_edit(struct engine *e, const struct report_backend *b, const json_
 	char	*body = b->edit_body(ev, run, kind, id, text);
 	int64_t	 due = now_ms();
 
-	if (at + REPORT_EDIT_MS > due)
-		due = at + REPORT_EDIT_MS;
+	if (at + e->conf->report_edit_ms > due)
+		due = at + e->conf->report_edit_ms;
 	if (target != NULL && body != NULL &&
 	    store_report_edit(e->store, run, kind, target, body, due) == 0) {
 		log_info("event=report.stored run=%s kind=%s source=%s edit=%s in_ms=%lld",
@@ -626,11 +626,12 @@ report_status_posted(struct engine *e, const char *run, const char *id)
 	report_status_at(e, run, id, now_ms());
 }
 
-/* An edit while running was sent: the elapsed time is told again a minute later. */
+/* An edit while running was sent: the elapsed time is told again reports.refresh later. */
 void
 report_status_edited(struct engine *e, const char *run)
 {
-	report_status_at(e, run, NULL, now_ms() + REPORT_REFRESH_MS - REPORT_EDIT_MS);
+	report_status_at(e, run, NULL, now_ms() + e->conf->report_refresh_ms -
+	    e->conf->report_edit_ms);
 }
 
 char *

@@ -45,9 +45,10 @@ void	 report_run_end(struct engine *, const char *run);
 
 /*
  * reports.progress: the run's one status message in its thread (posted on
- * accept, edited as the run moves, at most once every REPORT_EDIT_MS; the
- * report at the end replaces it). report_status: the run moved (queued,
- * running); report_status_posted: the outbox got the message's id.
+ * accept, edited as the run moves, at most once every reports.edit_interval,
+ * REPORT_EDIT_MS by default; the report at the end replaces it).
+ * report_status: the run moved (queued, running); report_status_posted: the
+ * outbox got the message's id.
  */
 #define REPORT_EDIT_MS		10000
 /* A run's report waits this long for its status message's id, to replace it. */
@@ -56,7 +57,10 @@ void	 report_run_end(struct engine *, const char *run);
 #define REPORT_SLACK_REPLY	"spur_reply"	/* a thread command's answer */
 void	 report_status(struct engine *, const char *run);
 void	 report_status_posted(struct engine *, const char *run, const char *id);
-/* An edit of a running run's status was sent: the next, REPORT_REFRESH_MS on, tells its time. */
+/*
+ * An edit of a running run's status was sent: the next, reports.refresh on
+ * (REPORT_REFRESH_MS by default), tells its time.
+ */
 #define REPORT_REFRESH_MS	60000
 void	 report_status_edited(struct engine *, const char *run);
 /* A report that was to replace the status message was given up: it is posted instead. */

@@ -206,6 +206,13 @@ serve_reload(struct engine *e)
 	if ((conf->store_url == NULL) != (e->conf->store_url == NULL) ||
 	    (conf->store_url != NULL && strcmp(conf->store_url, e->conf->store_url) != 0))
 		log_warn("event=reload.ignored key=store reason=\"needs a restart\"");
+	/* A lease the others hold this node to changes with a new node: at a restart (node.h). */
+	if (conf->node_lease_ms != e->conf->node_lease_ms)
+		log_warn("event=reload.ignored key=nodes.lease reason=\"needs a restart\"");
+	if (conf->node_beat_ms != e->conf->node_beat_ms)
+		log_warn("event=reload.ignored key=nodes.beat reason=\"needs a restart\"");
+	conf->node_lease_ms = e->conf->node_lease_ms;
+	conf->node_beat_ms = e->conf->node_beat_ms;
 	/* Keep the old config's data_dir, store and listen: they cannot change without a restart. */
 	free(conf->data_dir);
 	conf->data_dir = xstrdup(e->conf->data_dir);

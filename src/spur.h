@@ -68,6 +68,9 @@ void	 buf_reset(struct buf *);
 
 /* util.c */
 int	 parse_duration(const char *, long long *secs, char **cause);
+/* The same, in milliseconds, with ms as a unit too (config timers). */
+int	 parse_duration_ms(const char *, long long *ms, char **cause);
+char	*format_duration_ms(long long ms, char *out, size_t len);
 int	 parse_size(const char *, unsigned long long *bytes, char **cause);
 char	*format_time(int64_t ms, char *out, size_t len);	/* ISO 8601 UTC with ms */
 int64_t	 now_ms(void);

@@ -672,7 +672,9 @@ fail:
  * closing) would hold the keys it inserted, and every other node's delivery
  * of them would wait: the server ends a transaction of ours idle for 15 s
  * (the writer never pauses inside one), and a wait for a lock gives up after
- * 20 s (a 503, delivered again), later than that.
+ * 20 s (a 503, delivered again), later than that. These are defaults: a
+ * value the connection already has (the store URL's options=-c ..., or the
+ * role's or database's settings) is kept; tests set them small that way.
  */
 static int
 store_pg_setup(struct store_pg *pg, char **cause)
@@ -681,9 +683,12 @@ store_pg_setup(struct store_pg *pg, char **cause)
 	size_t		 i;
 	char		*m;
 
-	if (store_pg_exec(pg, "SET client_min_messages = warning; "
-	    "SET idle_in_transaction_session_timeout = '15s'; SET lock_timeout = '20s'",
-	    cause) != 0)
+	if (store_pg_exec(pg, "SET client_min_messages = warning", cause) != 0 ||
+	    store_pg_exec(pg, "SELECT CASE WHEN current_setting("
+	    "'idle_in_transaction_session_timeout') = '0' THEN set_config("
+	    "'idle_in_transaction_session_timeout', '15s', false) END, "
+	    "CASE WHEN current_setting('lock_timeout') = '0' THEN "
+	    "set_config('lock_timeout', '20s', false) END", cause) != 0)
 		return -1;
 	for (i = 0; i < SPUR_ARRLEN(store_pg_stmts); i++) {
 		m = NULL;

@@ -2461,11 +2461,12 @@ store_reports_next_at(struct store *st)
 
 /* Committed (synchronous=FULL) before the request goes out, so a crash after it cannot hide it. */
 int
-store_report_sending(struct store *st, int64_t id, int64_t at, int64_t held)
+store_report_sending(struct store *st, int64_t id, int64_t at, int64_t lease_ms,
+    int64_t held)
 {
 	/* One node: no other takes it; the outbox knows the ones it is sending. */
 	const char	*args[] = { st->node };
-	int64_t		 ints[] = { at, id, st->lite != NULL ? 0 : STORE_REPORT_LEASE_MS, held };
+	int64_t		 ints[] = { at, id, st->lite != NULL ? 0 : lease_ms, held };
 
 	/*
 	 * A take is its sending_at: still this node's when no other took the

@@ -428,20 +428,21 @@ struct report_mark {
 int		 store_report_mark(struct store *, const struct report_mark *);
 /*
  * Marks a pending report sending, durably, before the attempt at that time,
- * and takes it: on PostgreSQL no other node sees it due for
- * STORE_REPORT_LEASE_MS (a node that dies mid-post leaves it to another, which
+ * and takes it: on PostgreSQL no other node sees it due for lease_ms
+ * (reports.lease: a node that dies mid-post leaves it to another, which
  * looks in the thread first). held: the at of this node's own take of it, to
  * renew (its look in the thread done, before its post), or 0. 0: taken; 1:
  * not due (another node took it, or it was sent): leave it; -1: do not post.
  */
 /*
- * Longer than a post can take (httpc.c's HTTP_TIMEOUT_MS, 30 s, which the
- * outbox's requests keep) and its mark's commit: a report another node takes
- * over is not in flight still, and the look in its thread sees it if it
- * landed.
+ * reports.lease by default. Longer than a post can take (the outbox's
+ * requests time out at two thirds of it, 30 s at most: outbox_request_ms)
+ * and its mark's commit: a report another node takes over is not in flight still,
+ * and the look in its thread sees it if it landed.
  */
 #define STORE_REPORT_LEASE_MS	(45 * 1000)
-int		 store_report_sending(struct store *, int64_t id, int64_t at, int64_t held);
+int		 store_report_sending(struct store *, int64_t id, int64_t at, int64_t lease_ms,
+		     int64_t held);
 /* A report that is not sent, stored with its state and why (no_thread, none). */
 int		 store_report_note(struct store *, const char *run, const char *kind,
 		     json_t *target, const char *state, const char *why);

@@ -13,9 +13,12 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-/* Durations: a positive integer and one unit of s, m, h, d. */
-int
-parse_duration(const char *s, long long *secs, char **cause)
+/*
+ * Durations: a non-negative integer and one unit of s, m, h, d; with ms_ok,
+ * ms too (the config's timers, which tests set below a second).
+ */
+static int
+duration_parse(const char *s, int ms_ok, long long *ms, char **cause)
 {
 	char		*end;
 	long long	 n, mult;
@@ -26,23 +29,66 @@ parse_duration(const char *s, long long *secs, char **cause)
 	n = strtoll(s, &end, 10);
 	if (errno != 0 || n < 0)
 		goto bad;
-	if (strcmp(end, "s") == 0)
+	if (ms_ok && strcmp(end, "ms") == 0)
 		mult = 1;
+	else if (strcmp(end, "s") == 0)
+		mult = 1000;
 	else if (strcmp(end, "m") == 0)
-		mult = 60;
+		mult = 60 * 1000;
 	else if (strcmp(end, "h") == 0)
-		mult = 3600;
+		mult = 3600 * 1000;
 	else if (strcmp(end, "d") == 0)
-		mult = 86400;
+		mult = 86400 * 1000;
 	else
 		goto bad;
-	if (n > (long long)1e12 / mult)
+	if (n > (long long)1e15 / mult)
 		goto bad;
-	*secs = n * mult;
+	*ms = n * mult;
 	return 0;
 bad:
-	xasprintf(cause, "invalid duration \"%s\" (expected e.g. 90s, 20m, 2h, 7d)", s);
+	xasprintf(cause, "invalid duration \"%s\" (expected e.g. %s90s, 20m, 2h, 7d)", s,
+	    ms_ok ? "500ms, " : "");
 	return -1;
+}
+
+int
+parse_duration(const char *s, long long *secs, char **cause)
+{
+	long long	 ms;
+
+	if (duration_parse(s, 0, &ms, cause) != 0)
+		return -1;
+	*secs = ms / 1000;
+	return 0;
+}
+
+int
+parse_duration_ms(const char *s, long long *ms, char **cause)
+{
+	return duration_parse(s, 1, ms, cause);
+}
+
+/* ms as a duration would be written: in the largest unit that says it exactly. */
+char *
+format_duration_ms(long long ms, char *out, size_t len)
+{
+	static const struct { const char *u; long long m; } units[] = {
+		{ "d", 86400 * 1000 }, { "h", 3600 * 1000 }, { "m", 60 * 1000 }, { "s", 1000 },
+	};
+	size_t	 i;
+
+	if (ms == 0) {
+		snprintf(out, len, "0s");
+		return out;
+	}
+	for (i = 0; i < SPUR_ARRLEN(units); i++) {
+		if (ms % units[i].m == 0) {
+			snprintf(out, len, "%lld%s", ms / units[i].m, units[i].u);
+			return out;
+		}
+	}
+	snprintf(out, len, "%lldms", ms);
+	return out;
 }
 
 /* Sizes: an integer and a unit of B, KiB, MiB, GiB (KB, MB, GB accepted as the same). */

@@ -23,7 +23,9 @@ ORGS = DEFAULT_ORGS + """\
 ECHO = ("name: echo\norg: acme\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/never'\n"
         "agent: command\ncommand: [sh, -c, 'cat > /dev/null; echo \"done: all good\"']\n"
         "prompt: |\n  Summarize the data below.\nproof: report\n")
-CONF = ""
+# reports.backoff (2 s in production): a failed callback's first retry waits from half of it to it.
+BACKOFF = 0.2
+CONF = "reports:\n  backoff: 200ms\n"
 ENV = {"T_CALLBACK_SECRET": SECRET}
 
 
@@ -137,7 +139,8 @@ with Spur(CONF, orgs=ORGS, automations={"echo.yaml": ECHO}, env=ENV) as s:
         t.eq(got[0]["body"], got[1]["body"], "and the same body")
         t.ok(all(verify(g["headers"], g["body"])[0] is not None for g in got),
              "both attempts verify (each signed at its own timestamp)")
-        t.ok(got[1]["at"] - got[0]["at"] >= 0.9, "the retry waits the outbox's backoff",
+        t.ok(BACKOFF / 2 - 0.01 <= got[1]["at"] - got[0]["at"] < BACKOFF + 0.5,
+             "the retry waits the outbox's backoff (reports.backoff %s s, not its 2 s default)" % BACKOFF,
              got[1]["at"] - got[0]["at"])
     rep = wait_for(lambda: (report_of(runs["flaky"]) or {}).get("state") == "sent" and report_of(runs["flaky"]))
     t.ok(rep and rep["state"] == "sent" and rep["attempts"] == 2, "the report is sent after two attempts", rep)
@@ -146,7 +149,8 @@ with Spur(CONF, orgs=ORGS, automations={"echo.yaml": ECHO}, env=ENV) as s:
     rep = wait_for(lambda: (report_of(runs["gone"]) or {}).get("state") == "given_up" and report_of(runs["gone"]))
     t.ok(rep and rep["state"] == "given_up" and "410" in (rep.get("error") or "") and
          "given up" in (rep.get("error") or ""), "a 410 is given up and the report says why", rep)
-    time.sleep(2.5)
+    # A retry would come within the backoff of the attempt before it; twice that and more has passed.
+    time.sleep(2 * BACKOFF + 0.5)
     t.eq(len(rcv.by_path("/gone")), 1, "a 410 is not retried")
     t.eq(len(rcv.by_path("/ok")), 1, "a delivered callback is not sent again")
     t.eq(len(rcv.by_path("/flaky")), 2, "a retried callback stops once delivered")

@@ -76,7 +76,37 @@ with Spur() as s:
             ("retention:\n  run_files: 2h\n", "2:14", '"retention.run_files" must be at least 86400s',
              "a run files retention under a day is refused at its position"),
             ("reports:\n  give_up: 0s\n", "2:12", '"reports.give_up" must be at least 1s',
-             "a report give-up of 0s is refused at its position")):
+             "a report give-up of 0s is refused at its position"),
+            # The timers (production defaults; tests set them small, in ms if need be).
+            ("reports:\n  edit_interval: 50ms\n", "2:18", '"reports.edit_interval" must be from 100ms to 1h',
+             "an edit interval under 100ms is refused at its position"),
+            ("reports:\n  edit_interval: 0.5s\n", "2:18",
+             '"reports.edit_interval": invalid duration "0.5s" (expected e.g. 500ms, 90s, 20m, 2h, 7d)',
+             "a fraction is not a duration: ms is the unit below a second"),
+            ("reports:\n  edit_interval: 2m\n", "2:18",
+             '"reports.refresh" (1m) must be at least reports.edit_interval (2m)',
+             "an edit interval past the running run's refresh (60s by default) is refused at it"),
+            ("reports:\n  edit_interval: 1s\n  refresh: 500ms\n", "3:12",
+             '"reports.refresh" (500ms) must be at least reports.edit_interval (1s)',
+             "a refresh sooner than the edit interval is refused at the refresh"),
+            ("reports:\n  backoff: 31m\n", "2:12", '"reports.backoff" must be from 100ms to 30m',
+             "a first retry later than the backoff's cap is refused at its position"),
+            ("reports:\n  lease: 2s\n", "2:10", '"reports.lease" must be from 3s to 1h',
+             "a report lease under 3s is refused at its position"),
+            ("nodes:\n  lease: 500ms\n", "2:10", '"nodes.lease" must be from 1s to 1h',
+             "a node lease under a second is refused at its position"),
+            ("nodes:\n  lease: 12s\n", "2:10",
+             '"nodes.beat" (5s) must be at most a third of nodes.lease (12s): a beat that fails must be '
+             'tried again before the lease lapses',
+             "a lease the default beat (5s) cannot keep is refused at the lease"),
+            ("nodes:\n  lease: 3s\n  beat: 1500ms\n", "3:9",
+             '"nodes.beat" (1500ms) must be at most a third of nodes.lease (3s): a beat that fails must be '
+             'tried again before the lease lapses',
+             "a beat longer than a third of the lease is refused at the beat"),
+            ("nodes:\n  affinity: 2h\n", "2:13", '"nodes.affinity" must be from 0s to 1h',
+             "a session affinity over an hour is refused at its position"),
+            ("nodes:\n  leese: 3s\n", "2:3", 'unknown key "leese" in nodes (did you mean "lease"?)',
+             "an unknown key in nodes: did you mean")):
         with open(s.config, "w") as f:
             f.write(text)
         rc, out, err = s.c("check")
@@ -299,6 +329,17 @@ with Spur(automations={"warned.yaml": WARNED}) as s:
     s.proc.send_signal(signal.SIGHUP)
     t.ok(wait_log(s, "event=reload.refused errors=1 kept=old", mark), "a reload with an error is refused",
          s.logs()[mark:])
+    # The timers apply from the next use, but a node's lease and beat: the others hold it to
+    # them, so they change with a restart.
+    os.unlink(os.path.join(s.auto_dir, "other.yaml"))
+    s.write_config("reports:\n  edit_interval: 2s\nnodes:\n  lease: 30s\n  beat: 2s\n  affinity: 1s\n")
+    mark = len(s.logs())
+    s.proc.send_signal(signal.SIGHUP)
+    t.ok(wait_log(s, "event=reload.done", mark), "a reload that changes the timers is applied", s.logs()[mark:])
+    t.ok('event=reload.ignored key=nodes.lease reason="needs a restart"' in s.logs()[mark:] and
+         'event=reload.ignored key=nodes.beat reason="needs a restart"' in s.logs()[mark:] and
+         "key=nodes.affinity" not in s.logs()[mark:] and "key=reports." not in s.logs()[mark:],
+         "  but nodes.lease and nodes.beat, which it says need a restart", s.logs()[mark:])
 
 # orgs.NAME.console (sign-in with GitHub): each problem at its position; one OAuth app for all orgs
 CONSOLE = """\

@@ -12,7 +12,9 @@ from spurtest import tempdir, require_sandboxes, Spur, Tap, SECRETS, github_head
 
 # The report as a message of its own: its delivery (retries, restarts, lookups, tokens) is
 # what this file checks. The status message it replaces by default has test_progress.py.
-NO_PROGRESS = "reports:\n  progress: false\n"
+# No status messages; reports.backoff (2 s in production): a failed report's first retry
+# waits half of it to it.
+REPORTS = "reports:\n  progress: false\n  backoff: 200ms\n"
 from fakeapis import Fake, make_remote, add_ref, git_show, git_ls, git_log, git_parents
 
 t = Tap()
@@ -168,7 +170,7 @@ def posts(path):
 
 
 try:
-    with Spur(NO_PROGRESS + "public_url: http://spur.example:8080/\ngit:\n  author_name: Spur Bot\n  author_email: bot@spur.example\n",
+    with Spur(REPORTS + "public_url: http://spur.example:8080/\ngit:\n  author_name: Spur Bot\n  author_email: bot@spur.example\n",
               orgs=ORGS, automations=AUTOS) as s:
         s.start()
         # --- a report on a GitHub comment, with the eyes reaction ----------------
@@ -530,7 +532,7 @@ try:
         t.eq(grep_secrets(bodies), [], "no secret in any stored report")
 
     # --- reports.give_up: a report that keeps failing is given up after it, not after a day --
-    with Spur("reports:\n  give_up: 4s\n  progress: false\n", orgs=ORGS, automations=AUTOS) as s:
+    with Spur(REPORTS + "  give_up: 1s\n", orgs=ORGS, automations=AUTOS) as s:
         s.start()
         fake.fail(r"POST /repos/acme/api/issues/31/comments", 500, times=1000)
         t0 = time.time()
@@ -539,9 +541,9 @@ try:
         took = time.time() - t0
         tried = posts("/repos/acme/api/issues/31/comments")
         t.ok(rep and rep["state"] == "given_up" and rep["attempts"] >= 2 and len(tried) == rep["attempts"],
-             "with reports.give_up 4s, a report answered 500 every time is retried, then given up "
+             "with reports.give_up 1s, a report answered 500 every time is retried, then given up "
              "(%d attempts)" % len(tried), rep)
-        t.ok(took < 20 and tried and tried[-1]["at"] - tried[0]["at"] < 4,
+        t.ok(took < 20 and tried and tried[-1]["at"] - tried[0]["at"] < 1,
              "within reports.give_up of its first attempt (%.1f s in all), not a day later" % took)
         t.contains(s.logs(), "event=report.given_up run=%s kind=run_end" % rg, "the log says so")
         fake.failures.clear()
@@ -596,7 +598,7 @@ orgs:
 """ % {"u": fake2.url, "pem": pem}
 APP_HOOK = "/o/appco/hooks/"
 try:
-    with Spur(NO_PROGRESS + "public_url: http://spur.example:8080/\n", orgs=APP_ORGS,
+    with Spur(REPORTS + "public_url: http://spur.example:8080/\n", orgs=APP_ORGS,
               automations={"app.yaml": auto("app", ["sh", "-c", "cat >/dev/null; cd /workspace; "
                                                     "cat README.md > seen.txt && echo 'App did it'"],
                                             "^/app", "proof: pull_request\n")}) as s:
@@ -652,7 +654,7 @@ try:
     WINDOW = 10            # so a token is reused for 10 s after its exchange, then renewed
     fake2.app_rotate = True
     fake2.app_token_ttl = TOKEN_MARGIN + WINDOW
-    with Spur(NO_PROGRESS + "public_url: http://spur.example:8080/\n", orgs=APP_ORGS,
+    with Spur(REPORTS + "public_url: http://spur.example:8080/\n", orgs=APP_ORGS,
               automations={"app.yaml": auto("app", ["sh", "-c", "cat >/dev/null; cd /workspace; "
                                                     "cat README.md > seen.txt && echo 'App did it'"],
                                             "^/app", "proof: pull_request\n")}) as s:

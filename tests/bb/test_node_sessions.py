@@ -28,8 +28,12 @@ if why is not None:
     t.skip_all("no PostgreSQL server here: %s" % why)
 
 fake = fakemodel.Fake().start()
+# nodes.affinity (10 s in production): how long the follow-up waits for A, whose lease has not
+# lapsed yet, before B takes the session.
+AFFINITY = 1
 CONF = ("store: %s\nagents:\n  claude:\n    command: [%s]\n    api_url: http://127.0.0.1:%d\n"
-        % (pg.url, os.path.realpath(CLAUDE), fake.port))
+        "nodes:\n  affinity: %ds\n"
+        % (pg.url, os.path.realpath(CLAUDE), fake.port, AFFINITY))
 ORGS = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
         "      api_url: %(g)s/github\n      git_url: %(g)s/git\n"
         "    agents:\n      claude:\n        api_key: env:T_ANTHROPIC_KEY\n" % {"g": LOCAL_GITHUB})
@@ -93,6 +97,13 @@ try:
          "the follow-up runs after A died, and finds the first turn's work already there (%s)" % (st2[1],),
          st2)
     t.ok(st2[2] == session and st2[3] == node_b, "  in the same session, on node B", st2)
+    # A's lease (20 s) has not lapsed: B leaves the follow-up to A for nodes.affinity, then
+    # takes it (it looks at the queue every second).
+    waited = q("SELECT started_at - created_at FROM runs WHERE id = '%s'" % run2)
+    waited = int(waited[0][0]) / 1000 if waited and waited[0][0] else None
+    t.ok(waited is not None and AFFINITY <= waited < 10,
+         "  after waiting %s s for A, whose lease held: nodes.affinity (%d s), not its 10 s default"
+         % (waited, AFFINITY), waited)
     logs = b.logs()
     t.contains(logs, "event=session.moved session=%s" % session, "B made the session's workspace again")
     t.contains(logs, "event=session.restored session=%s" % session, "  and restored the agent's conversation")

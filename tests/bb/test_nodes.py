@@ -14,6 +14,7 @@ for the report's own 45 s lease), and one node finds it in the thread and does n
 again."""
 import datetime
 import json
+import math
 import os
 import re
 import signal
@@ -44,9 +45,15 @@ orgs:
       api_url: %(u)s
       git_url: %(u)s/git
 """ % {"u": fake.url}
+# The node lease and beat are 20 s and 5 s in production; here 5 s and 1 s, which keeps their
+# relations (node.c derives the rest from the lease: a beat's answer within a fifth of it, the
+# fence a few twentieths before it lapses). A dead node's runs are taken within the lease and
+# two beats (a live node sees it lapse at its next beat), with DEAD_SLACK for a loaded machine.
+LEASE, BEAT, DEAD_SLACK = 5, 1, 3
+DEAD_BY = LEASE + 2 * BEAT + DEAD_SLACK
 # The sandbox is not what this test is about: runs are plain processes, quick to start.
 CONF = ("store: %s\nsandbox:\n  backend: none\nschedules:\n  catch_up: 10m\nreports:\n  progress: false\n"
-        % pg.url)
+        "nodes:\n  lease: %ds\n  beat: %ds\n" % (pg.url, LEASE, BEAT))
 
 
 def auto(name, text, script, extra=""):
@@ -62,9 +69,14 @@ mt = datetime.datetime.fromtimestamp(missed, datetime.timezone.utc)
 MISSED = mt.strftime("%Y-%m-%dT%H:%M:%SZ")
 AUTOS = {
     "quick.yaml": auto("quick", "^/quick", "echo quick-done"),
-    "slow.yaml": auto("slow", "^/slow", "echo slow-start; sleep 25; echo slow-done", "timeout: 120s\n"),
-    # Not queued again when interrupted: the interrupted run itself is reported.
-    "cutoff.yaml": auto("cutoff", "^/cutoff", "echo cutoff-start; sleep 90", "timeout: 300s\nretry: never\n"),
+    # Long enough for six to be running at once when their node is killed (a killed node's
+    # runs stay running in the store, whatever their processes do, until it is reaped).
+    "slow.yaml": auto("slow", "^/slow", "echo slow-start; sleep %d; echo slow-done" % (2 * LEASE),
+                      "timeout: 120s\n"),
+    # Not queued again when interrupted: the interrupted run itself is reported. It outlasts
+    # the partition until its node fences itself and stops.
+    "cutoff.yaml": auto("cutoff", "^/cutoff", "echo cutoff-start; sleep %d" % (4 * DEAD_BY),
+                        "timeout: 300s\nretry: never\n"),
     "nightly.yaml": ("name: nightly\non:\n  schedule:\n    cron: \"%d %d * * *\"\nagent: command\n"
                      "command: [/bin/true]\nprompt: |\n  Nightly.\nproof: none\n") % (mt.minute, mt.hour),
 }
@@ -304,7 +316,8 @@ try:
                            "cause = 'interrupted'" % ",".join("'%s'" % r for r in slow)) == [[str(len(slow))]],
                  75)
     took = time.time() - killed_at
-    t.ok(ended and took < 60, "another node ended the dead node's runs interrupted in %.1f s (under a minute)" % took)
+    t.ok(ended and took < DEAD_BY, "another node ended the dead node's runs interrupted in %.1f s (within the "
+         "%d s lease and two %d s beats, and %d s of slack)" % (took, LEASE, BEAT, DEAD_SLACK))
     reasons = q("SELECT reason FROM runs WHERE id IN (%s)" % ",".join("'%s'" % r for r in slow))
     t.ok(all(("node %s died" % vid) in r[0] for r in reasons), "  saying which node died", reasons)
     reapers = [s for s in others if re.search(r"event=node\.reaped node=\S+ dead=%s runs=%d " %
@@ -338,13 +351,14 @@ try:
 
     # --- a network partition between a node and the store, during its run ---
     proxy = Partition(os.path.join(pg.dir, ".s.PGSQL.%d" % pg.PORT))
-    cut = Spur(CONF.replace(pg.url, "postgresql://spur@127.0.0.1:%d/spur" % proxy.port), orgs=ORGS,
-               automations=AUTOS)
+    # Its connections are named, so the store can say when the last of them is gone.
+    cut = Spur(CONF.replace(pg.url, "postgresql://spur@127.0.0.1:%d/spur?application_name=cut" % proxy.port),
+               orgs=ORGS, automations=AUTOS)
     cut.start()
     cid = node_of(cut)
     # The node that stores a run usually starts it, but one that heard of it (NOTIFY) may be
     # first, and this node's store is a slow proxy away: the others are stopped (SIGSTOP, for
-    # far less than their lease) until it has started its run.
+    # far less than their lease: half of it at most) until it has started its run.
     others = [s for s in nodes if s.proc is not None]
     for s in others:
         os.kill(s.proc.pid, signal.SIGSTOP)
@@ -352,7 +366,7 @@ try:
         st, a = post(cut, "/cutoff", 300, 7300, "nodes-cut-1")
         crun = a.get("runs", [None])[0] if st == 200 else None
         on = crun and wait(lambda: q("SELECT node, state FROM runs WHERE id = '%s'" % crun) ==
-                           [[cid, "running"]], 8)
+                           [[cid, "running"]], LEASE / 2)
     finally:
         for s in others:
             os.kill(s.proc.pid, signal.SIGCONT)
@@ -365,13 +379,15 @@ try:
     fenced = wait(lambda: "event=node.fenced node=%s" % cid in cut.logs(), 40)
     fence_s = time.time() - frozen_at
     age = re.search(r"event=node\.fenced node=%s .*renewed_ms_ago=(\d+)" % cid, cut.logs())
-    # node.c fences at 17 s after the last renewal at the latest: 3 s before the lease may lapse.
-    t.ok(fenced and age and int(age.group(1)) < 18000,
+    # node.c fences at 17/20 of the lease after the last renewal at the latest (a failed beat's
+    # retry would land too late): 3/20 before the lease may lapse; a twentieth of slack.
+    t.ok(fenced and age and int(age.group(1)) < LEASE * 1000 * 18 / 20,
          "cut off from the store, the node fences itself %.1f s into the partition, %s ms after its last "
-         "renewal: before its 20 s lease could lapse" % (fence_s, age.group(1) if age else "?"),
+         "renewal: before its %d s lease could lapse" % (fence_s, age.group(1) if age else "?", LEASE),
          cut.logs()[-2500:])
-    t.ok(re.search(r"event=node\.beat_failed node=%s error=.*no answer from the store within 4 s" % cid,
-                   cut.logs()), "  its beats got no answer within their 4 s",
+    answer = math.ceil(LEASE / 5)
+    t.ok(re.search(r"event=node\.beat_failed node=%s error=.*no answer from the store within %d s" % (cid, answer),
+                   cut.logs()), "  its beats got no answer within their %d s (a fifth of the lease)" % answer,
          [l for l in cut.logs().splitlines() if "node." in l])
     t.ok(re.search(r"event=node\.cut node=%s" % cid, cut.logs()), "  from its first failed beat it starts no run")
     t.ok(re.search(r"event=run\.not_interrupted run=%s why=\"the store is unavailable\"" % crun, cut.logs()),
@@ -384,17 +400,21 @@ try:
     t.ok(rc == 1, "  it exits 1, %.1f s after the partition began" % exit_s, (rc, cut.logs()[-2500:]))
     ended = wait(lambda: q("SELECT state, cause FROM runs WHERE id = '%s'" % crun) == [["failed", "interrupted"]], 60)
     took = time.time() - frozen_at
-    t.ok(ended and took < 60, "another node ended its run interrupted, %.1f s after the partition began" % took)
+    t.ok(ended and took < DEAD_BY, "another node ended its run interrupted, %.1f s after the partition began "
+         "(within %d s)" % (took, DEAD_BY))
     reason = q("SELECT reason FROM runs WHERE id = '%s'" % crun)
     t.ok(reason and "node %s died" % cid in reason[0][0], "  saying which node died", reason)
     told = wait(lambda: comments_for(crun) >= 1, 30)
     told_s = time.time() - frozen_at
-    t.ok(told and told_s < 60, "  and reported it, %.1f s after the partition began" % told_s)
+    t.ok(told and told_s < DEAD_BY, "  and reported it, %.1f s after the partition began" % told_s)
     print("# partition: fenced after %.1f s, exited after %.1f s, run ended by another node after %.1f s, "
           "reported after %.1f s" % (fence_s, exit_s, took, told_s))
-    # The partition heals: nothing of the fenced node's comes through late.
+    # The partition heals: what the proxy held reaches the server, and the fenced node's last
+    # connections end; nothing of it comes through late.
     proxy.frozen.clear()
-    time.sleep(3)
+    t.ok(wait(lambda: q("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'cut'") == [["0"]], 30),
+         "  the partition healed, the fenced node's connections are gone",
+         q("SELECT state, query FROM pg_stat_activity WHERE application_name = 'cut'"))
     t.eq(comments_for(crun), 1, "  once, the partition healed")
     t.eq(q("SELECT count(*) FROM run_history WHERE run = '%s' AND state = 'failed'" % crun), [["1"]],
          "  ended once")
@@ -423,8 +443,9 @@ try:
         sent = wait(lambda: q("SELECT state FROM reports WHERE run = '%s' AND kind = 'run_end'" % rrun) ==
                     [["sent"]], 80)
         took = time.time() - killed["at"]
-        t.ok(sent and took < 45, "the dead node's report was released when it was reaped and taken by another "
-             "node, %.1f s after the kill (before the report's own 45 s lease lapsed)" % took,
+        t.ok(sent and took < DEAD_BY, "the dead node's report was released when it was reaped and taken by "
+             "another node, %.1f s after the kill (within %d s: not after the report's own 45 s lease)"
+             % (took, DEAD_BY),
              q("SELECT state, sending_at, next_at, node FROM reports WHERE run = '%s'" % rrun))
         t.ok(any(re.search(r"event=node\.reaped node=\S+ dead=%s runs=\d+ reports=1" % re.escape(killed["id"]),
                            s.logs()) for s in nodes if s is not killed["node"]),

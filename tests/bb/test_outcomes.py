@@ -27,7 +27,9 @@ SECRET = "    secrets:\n      NPM_TOKEN: env:T_NPM_TOKEN\n"
 ORGS = fake.orgs(SECRET)
 TERMINAL = ("completed", "needs_review", "failed", "timed_out", "cancelled")
 # The network's forwarder is spur itself: under ASan its shadow memory needs no RLIMIT_DATA.
-CONF = "limits:\n  runs: 2\n"
+# reports.edit_interval (10 s in production): each report replaces its run's status message by
+# an edit, which waits this long after the message's post.
+CONF = "limits:\n  runs: 2\nreports:\n  edit_interval: 500ms\n"
 
 
 def auto(name, command, extra=""):
@@ -92,7 +94,8 @@ def report_row(s, r, timeout=15):
 
 
 def posted_last(r, timeout=30):
-    """The last body of run r's report GitHub got, once it got one (an edit waits up to 10 s)."""
+    """The last body of run r's report GitHub got, once it got one (an edit waits up to
+    reports.edit_interval)."""
     deadline = time.time() + timeout
     while time.time() < deadline and not posted_for(r):
         time.sleep(0.2)

@@ -162,7 +162,8 @@ def refused(s, run, needles, what, thread=None):
 
 
 try:
-    with Spur("", orgs=ORGS, automations=AUTOS) as s:
+    # reports.edit_interval (10 s in production): a report that replaces its status message waits it.
+    with Spur("reports:\n  edit_interval: 500ms\n", orgs=ORGS, automations=AUTOS) as s:
         s.start()
         # --- Slack: the channel chooses; a repo: token wins inside the allow list ---------
         r, _ = slack(s, "C0WEB", "fix the login page")

@@ -155,19 +155,23 @@ test_format(void)
 static void
 test_backoff(void)
 {
-	long long	 d1 = outbox_backoff_ms(1, -1, DAY_MS, 0), d2 = outbox_backoff_ms(2, -1, DAY_MS, 0);
-	long long	 dmax = outbox_backoff_ms(40, -1, DAY_MS, 0xffffffff);
+	const long long	 B = OUTBOX_BACKOFF_BASE_MS;
+	long long	 d1 = outbox_backoff_ms(1, B, -1, DAY_MS, 0), d2 = outbox_backoff_ms(2, B, -1, DAY_MS, 0);
+	long long	 dmax = outbox_backoff_ms(40, B, -1, DAY_MS, 0xffffffff);
 
 	is_int(d1, OUTBOX_BACKOFF_BASE_MS / 2, "the first retry waits at least half the base");
-	ok(outbox_backoff_ms(1, -1, DAY_MS, 0xffffffff) <= OUTBOX_BACKOFF_BASE_MS,
+	ok(outbox_backoff_ms(1, B, -1, DAY_MS, 0xffffffff) <= OUTBOX_BACKOFF_BASE_MS,
 	    "and at most the base");
 	is_int(d2, OUTBOX_BACKOFF_BASE_MS, "it doubles");
 	ok(dmax <= OUTBOX_BACKOFF_MAX_MS && dmax >= OUTBOX_BACKOFF_MAX_MS / 2, "it is capped");
-	ok(outbox_backoff_ms(1, 7000, DAY_MS, 5) >= 7000 && outbox_backoff_ms(1, 7000, DAY_MS, 5) < 7250,
+	ok(outbox_backoff_ms(1, B, 7000, DAY_MS, 5) >= 7000 && outbox_backoff_ms(1, B, 7000, DAY_MS, 5) < 7250,
 	    "Retry-After is honoured");
-	ok(outbox_backoff_ms(3, 0, DAY_MS, 1) < 1000, "Retry-After: 0 means soon");
-	is_int(outbox_backoff_ms(1, 2 * DAY_MS, DAY_MS, 0), DAY_MS,
+	ok(outbox_backoff_ms(3, B, 0, DAY_MS, 1) < 1000, "Retry-After: 0 means soon");
+	is_int(outbox_backoff_ms(1, B, 2 * DAY_MS, DAY_MS, 0), DAY_MS,
 	    "a Retry-After past reports.give_up waits no longer than it");
+	ok(outbox_backoff_ms(1, 200, -1, DAY_MS, 0xffffffff) <= 200 &&
+	    outbox_backoff_ms(2, 200, -1, DAY_MS, 0) == 200,
+	    "reports.backoff sets the base: 200ms, then doubling");
 	is_int(http_parse_retry_after("3", 0), 3000, "Retry-After in seconds");
 	is_int(http_parse_retry_after("Thu, 01 Jan 1970 00:01:40 GMT", 40000), 60000,
 	    "Retry-After as a date");
