@@ -433,7 +433,7 @@ api_inline_automation(struct api_ctx *c, const struct org *o, json_t *body, json
 	static const char *const agents[] = { "claude", "codex", "opencode", NULL };
 	static const char *const proofs[] = { "pull_request", "commit", "report", "none", NULL };
 	json_t		*a = json_object(), *v;
-	const char	*agent = "claude", *repo = NULL, *proof, *s;
+	const char	*agent = "claude", *repo = NULL, *proof, *s = NULL;
 	struct automation *out = NULL;
 	char		**allow = NULL, **secrets = NULL, *cause = NULL;
 	long long	 timeout = 0;

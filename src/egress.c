@@ -426,7 +426,7 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 	const struct egress_agent	*ag = egress_agent(a->agent_name);
 	const struct agent_conf		*ac = config_agent(e->conf, a->agent_name);
 	struct gateway_spec		 gs;
-	struct org			*org;
+	struct org			*org = NULL;
 	struct secret			*key = NULL;
 	struct egress			*eg;
 	const struct sandbox_bind	*old_binds;

@@ -471,7 +471,7 @@ sandbox_tmpfs_size(unsigned long long memory, unsigned long long share)
 static int
 sandbox_build(struct sandbox_cmd *c, const struct sandbox_spec *spec, char **cause)
 {
-	char		 num[16], *text;
+	char		 num[24], *text;
 	char		*const *e;
 	const char	*eq;
 	size_t		 i, argc;

@@ -741,7 +741,7 @@ check_reports(void)
 	/* Taken to post: sending, and on PostgreSQL this node's for a lease. */
 	store_set_node(st, "node-a");
 	at = t0 + 2000;
-	is_int(store_report_sending(st, id, at, 0), 0, "store_report_sending: a due report is taken");
+	is_int(store_report_sending(st, id, at, STORE_REPORT_LEASE_MS, 0), 0, "store_report_sending: a due report is taken");
 	ok(due_report(at, "run_e1", "run_end", &r) == (pg ? 0 : id),
 	    pg ? "  not due to any node again at once (its lease)" :
 	    "  still due on one node (no lease: the outbox knows what it sends)");
@@ -752,13 +752,13 @@ check_reports(void)
 	    "its take (it is looked for in its thread first)");
 	json_decref(r);
 	r = NULL;
-	is_int(store_report_sending(st, id, at + 10, at), 0,
+	is_int(store_report_sending(st, id, at + 10, STORE_REPORT_LEASE_MS, at), 0,
 	    "  its take renewed by the node that holds it");
-	is_int(store_report_sending(st, id, at + 20, at + 1), pg ? 1 : 0,
+	is_int(store_report_sending(st, id, at + 20, STORE_REPORT_LEASE_MS, at + 1), pg ? 1 : 0,
 	    pg ? "  another take within its lease: not due, left to the node that holds it" :
 	    "  another take on one node: taken (the outbox knows what it sends)");
 	next = at + 20 + STORE_REPORT_LEASE_MS;
-	is_int(store_report_sending(st, id, next, 0), 0,
+	is_int(store_report_sending(st, id, next, STORE_REPORT_LEASE_MS, 0), 0,
 	    "  a take once its lease is over is the taker's");
 	ok(due_report(next, "run_e1", "run_end", &r) == (pg ? 0 : id),
 	    "  (and that take's lease is its own)");
@@ -810,7 +810,7 @@ check_reports(void)
 	free(s);
 	is_int(store_report_pending(st, "run_e1", "run_end"), 0, "  no longer pending");
 	ok(due_report(INT64_MAX / 2, "run_e1", "run_end", NULL) == 0, "  nor ever due");
-	is_int(store_report_sending(st, id, INT64_MAX / 2, 0), 1,
+	is_int(store_report_sending(st, id, INT64_MAX / 2, STORE_REPORT_LEASE_MS, 0), 1,
 	    "store_report_sending: a sent report is not taken again");
 
 	/* Given up. */
@@ -894,7 +894,7 @@ check_reports(void)
 
 	/* A dead node's reports are due at once. */
 	store_set_node(st, "node-dead");
-	ok((id = report_new("run_e2", "late", gh, "x")) > 0 && store_report_sending(st, id, now_ms(), 0) == 0, "a report taken by a node");
+	ok((id = report_new("run_e2", "late", gh, "x")) > 0 && store_report_sending(st, id, now_ms(), STORE_REPORT_LEASE_MS, 0) == 0, "a report taken by a node");
 	store_set_node(st, "node-a");
 	is_int(store_reports_release(st, "node-dead"), pg ? 1 : 0,
 	    pg ? "store_reports_release: its lease given up (one report)" :

@@ -444,7 +444,9 @@ try:
     for k in range(0, 400, 8):
         got_b.extend(b.batch([as_item(d, "hb") for d in hd[k:k + 8]]))
     took = time.time() - t0
-    t.ok(all("error" not in x for x in got_b) and took < 45,
+    # Bounded, not timed: on a loaded machine (make -j4 check) 400 deliveries take a while on
+    # their own; a node that waited for the stopped one would wait for good.
+    t.ok(all("error" not in x for x in got_b) and took < 120,
          "another node's deliveries of the keys it holds go through once the server ends its "
          "transaction (%.1f s)" % took, [x for x in got_b if "error" in x][:2])
     # Caught between its BEGIN and its first insert it held no key, and the other node did
