@@ -90,6 +90,17 @@ class Api:
         return st, hd, j, out
 
 
+def medians_ms(cases, n):
+    """Each case's median time in ms over n calls, the cases taken in turn."""
+    times = {name: [] for name in cases}
+    for i in range(n):
+        for name, f in cases.items():
+            t0 = time.perf_counter()
+            f()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(v) * 1000 for name, v in times.items()}
+
+
 def wait_state(api, run, states=("completed", "needs_review", "failed", "cancelled"), timeout=60):
     deadline = time.time() + timeout
     r = None
@@ -346,13 +357,7 @@ with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.y
     t.ok(st == 404 and out == nf, "a write without the write scope answers 404", (st, out))
     st, _, _, out = api.req("GET", "/o/nosuchorg/sessions")
     t.ok(st == 404 and out == nf, "an org the config lacks answers 404", (st, out))
-    times = {n: [] for n in cases}
-    for i in range(150):
-        for n, f in cases.items():
-            t0 = time.perf_counter()
-            f()
-            times[n].append(time.perf_counter() - t0)
-    med = {n: statistics.median(v) * 1000 for n, v in times.items()}
+    med = medians_ms(cases, 150)
     lo, hi = min(med.values()), max(med.values())
     t.ok(hi - lo < max(0.25 * lo, 0.3), "the 404s take the same time (medians over 150 each: %s ms)" %
          ", ".join("%.2f" % v for v in med.values()), med)
@@ -371,13 +376,7 @@ with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.y
     for name, f in scope_cases.items():
         st, _, _, out = f()
         t.ok(st == 404 and out == nf, "a key without sessions:read: 404 for %s" % name, (st, out))
-    times = {n: [] for n in scope_cases}
-    for i in range(200):
-        for n, f in scope_cases.items():
-            t0 = time.perf_counter()
-            f()
-            times[n].append(time.perf_counter() - t0)
-    med = {n: statistics.median(v) * 1000 for n, v in times.items()}
+    med = medians_ms(scope_cases, 200)
     lo, hi = min(med.values()), max(med.values())
     t.ok(hi - lo < 0.1 * lo, "without the scope, the same 404 time whether the session exists "
          "(medians over 200 each: %s ms)" % ", ".join("%.3f" % v for v in med.values()), med)
