@@ -1349,9 +1349,10 @@ api_id_valid(const char *id)
 }
 
 /*
- * Whether the object of the path is the org's. Looked up for every request
- * on such a path, before the org and the scope are compared, so that each
- * 404 costs the same.
+ * Whether the object of the path is the org's. Looked up only once the org
+ * and the scope allow the request: a session is read whole (its event's
+ * JSON), which made a 404 for a key without the scope slower when the
+ * object existed.
  */
 static int
 api_object_found(struct engine *e, enum api_object kind, const char *org, const char *id)
@@ -1393,7 +1394,7 @@ api_route(struct api_ctx *c, const char *method, const char *path, json_t *body)
 	struct automation_set	*set;
 	struct config		*conf;
 	char			 id[128] = "", allow[64];
-	int			 ok, found, org_ok;
+	int			 ok, org_ok;
 	unsigned		 scopes = c->key.scopes;
 
 	r = api_route_lookup(method, path, id, sizeof id, allow, sizeof allow);
@@ -1401,7 +1402,6 @@ api_route(struct api_ctx *c, const char *method, const char *path, json_t *body)
 		api_not_found(c);
 		return;
 	}
-	found = api_object_found(c->e, r != NULL ? r->object : OBJ_NONE, c->org, id);
 	conf = serve_config_ref(c->e, &set);
 	org_ok = config_org(conf, c->org) != NULL && strcmp(c->key.org, c->org) == 0;
 	automation_set_unref(set);
@@ -1410,7 +1410,8 @@ api_route(struct api_ctx *c, const char *method, const char *path, json_t *body)
 	if (c->from_mcp)
 		scopes |= SCOPE_SESSIONS_READ | SCOPE_SESSIONS_WRITE | SCOPE_RUNS_READ |
 		    SCOPE_RUNS_WRITE;
-	ok = org_ok && found && (r == NULL || (r->scope & scopes) != 0);
+	ok = org_ok && (r == NULL || (r->scope & scopes) != 0) &&
+	    api_object_found(c->e, r != NULL ? r->object : OBJ_NONE, c->org, id);
 	if (!ok) {
 		api_not_found(c);
 		return;
@@ -1462,6 +1463,25 @@ api_handle(struct engine *e, const struct api_req *req, api_done_cb done, void *
 
 	c->done = done;
 	c->arg = arg;
+	if (strcmp(req->path, "/mcp") == 0 && req->origin != NULL) {
+		/*
+		 * A browser's page may not use the MCP server unless it is the
+		 * engine's own (DNS rebinding; the MCP specification asks 403).
+		 */
+		struct automation_set	*set;
+		struct config		*conf = serve_config_ref(e, &set);
+
+		rc = mcp_origin_allowed(conf->public_url, req->origin);
+		automation_set_unref(set);
+		config_free(conf);
+		if (!rc) {
+			log_warn("event=mcp.origin_refused org=%s origin=%s", log_q(req->org),
+			    log_q(req->origin));
+			api_reply(c, 403, json_pack("{s:s,s:s}", "error", "forbidden", "detail",
+			    "origin"), 0);
+			return;
+		}
+	}
 	if (req->authorization == NULL && req->cookie != NULL &&
 	    strstr(req->cookie, CONSOLE_COOKIE "=") != NULL) {
 		/* A person signed in to the console: its orgs, and a CSRF token on every change. */
@@ -1562,6 +1582,7 @@ api_req_clear(struct api_req *r)
 	free(r->mcp_session);
 	free(r->mcp_version);
 	free(r->accept);
+	free(r->origin);
 	free(r->cookie);
 	free(r->csrf);
 	free(r->body);

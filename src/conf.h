@@ -42,6 +42,8 @@ struct org_linear {
 struct org_api {
 	struct secret	*callback_secret;	/* whsec_...: signs callback_url reports; NULL: none */
 	char		**repositories;		/* NULL-terminated globs a session may name; NULL: none */
+	char		**callbacks_allow;	/* api.callbacks.allow: non-public addresses and CIDRs
+						   callbacks and report webhooks may reach; NULL: none */
 };
 
 /*

@@ -5,6 +5,7 @@
 #include "conf.h"
 #include "dispatch.h"
 #include "github-app.h"
+#include "netguard.h"
 #include "node.h"
 #include "outbox.h"
 #include "report.h"
@@ -217,7 +218,8 @@ static const char *const github_keys[] = { "webhook_secret", "token", "app_id",
 	"private_key", "api_url", "git_url", NULL };
 static const char *const slack_keys[] = { "signing_secret", "bot_token", "api_url", NULL };
 static const char *const linear_keys[] = { "webhook_secret", "api_key", "api_url", NULL };
-static const char *const api_keys[] = { "callback_secret", "repositories", NULL };
+static const char *const api_keys[] = { "callback_secret", "repositories", "callbacks", NULL };
+static const char *const api_callbacks_keys[] = { "allow", NULL };
 static const char *const console_keys[] = { "github_client_id", "github_client_secret",
 	"github_org", "teams", "github_url", NULL };
 static const char *const org_keys[] = { "github", "slack", "linear", "agents", "secrets",
@@ -806,6 +808,33 @@ cfg_linear(struct cfgctx *c, struct org *o, const struct ynode *m)
 }
 
 /* orgs.NAME.api: what the org API's sessions may name, and how its callbacks are signed. */
+/* api.callbacks: {allow: [address or CIDR, ...]}, the non-public ones callbacks may reach. */
+static void
+cfg_org_api_callbacks(struct cfgctx *c, struct org_api *a, const struct ynode *m)
+{
+	size_t	 i;
+
+	if (!cfg_is_map(c, m, "api.callbacks"))
+		return;
+	for (i = 0; i < m->n; i++) {
+		const struct ynode	*n = ymap_value(m, i);
+		size_t			 j;
+
+		if (strcmp(ymap_key(m, i), "allow") != 0) {
+			cfg_unknown(c, m, i, "api.callbacks", api_callbacks_keys);
+			continue;
+		}
+		if ((a->callbacks_allow = cfg_argv(c, n, "api.callbacks.allow")) == NULL)
+			continue;
+		for (j = 0; a->callbacks_allow[j] != NULL; j++) {
+			if (!netguard_valid(a->callbacks_allow[j]))
+				cfg_error(c, n->items[j], "\"api.callbacks.allow\" items are "
+				    "addresses or CIDRs (127.0.0.1, 10.0.0.0/8, ::1), not \"%s\"",
+				    a->callbacks_allow[j]);
+		}
+	}
+}
+
 static void
 cfg_org_api(struct cfgctx *c, struct org *o, const struct ynode *m)
 {
@@ -827,6 +856,8 @@ cfg_org_api(struct cfgctx *c, struct org *o, const struct ynode *m)
 				    "Webhooks secret (whsec_ and a base64 key)");
 		} else if (strcmp(k, "repositories") == 0)
 			a->repositories = cfg_argv(c, n, "api.repositories");
+		else if (strcmp(k, "callbacks") == 0)
+			cfg_org_api_callbacks(c, a, n);
 		else
 			cfg_unknown(c, m, i, "api", api_keys);
 	}
@@ -1659,6 +1690,9 @@ config_free(struct config *cf)
 			for (j = 0; o->api->repositories && o->api->repositories[j]; j++)
 				free(o->api->repositories[j]);
 			free(o->api->repositories);
+			for (j = 0; o->api->callbacks_allow && o->api->callbacks_allow[j]; j++)
+				free(o->api->callbacks_allow[j]);
+			free(o->api->callbacks_allow);
 			free(o->api);
 		}
 		if (o->console != NULL) {

@@ -2,8 +2,10 @@
 #include "spur.h"
 #include "curlev.h"
 #include "httpc.h"
+#include "netguard.h"
 
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <curl/curl.h>
 #include <ctype.h>
 #include <stdio.h>
@@ -25,6 +27,9 @@ struct http_call {
 	struct buf		 resp;
 	struct buf		 head;		/* the last response's header lines */
 	int			 toobig;
+	int			 guard;
+	char			**allow;	/* NULL-terminated */
+	int			 refused;
 	char			 errbuf[CURL_ERROR_SIZE];
 	http_done_cb		 cb;
 	void			*arg;
@@ -85,6 +90,23 @@ http_response_header(const struct http_response *r, const char *name)
 	return NULL;
 }
 
+/*
+ * Opens each socket curl connects with, after DNS: a guarded call's to an
+ * address that is not public and not allowed is refused before it exists,
+ * so nothing (an open port, a closed one) is learnt about it.
+ */
+static curl_socket_t
+http_opensocket_fn(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct http_call	*c = arg;
+
+	if (c->guard && !netguard_allowed(&a->addr, c->allow)) {
+		c->refused = 1;
+		return CURL_SOCKET_BAD;
+	}
+	return socket(a->family, a->socktype, a->protocol);
+}
+
 struct http_call *
 httpc_request(struct httpc *hc, const struct http_request *req, http_done_cb cb, void *arg)
 {
@@ -118,6 +140,23 @@ httpc_request(struct httpc *hc, const struct http_request *req, http_done_cb cb,
 	curl_easy_setopt(c->easy, CURLOPT_HEADERDATA, c);
 	curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, c->errbuf);
 	curl_easy_setopt(c->easy, CURLOPT_PRIVATE, c);
+	if (req->guard) {
+		c->guard = 1;
+		for (i = 0; req->guard_allow != NULL && req->guard_allow[i] != NULL; i++)
+			;
+		c->allow = xcalloc(i + 1, sizeof *c->allow);
+		for (i = 0; req->guard_allow != NULL && req->guard_allow[i] != NULL; i++)
+			c->allow[i] = xstrdup(req->guard_allow[i]);
+		curl_easy_setopt(c->easy, CURLOPT_OPENSOCKETFUNCTION, http_opensocket_fn);
+		curl_easy_setopt(c->easy, CURLOPT_OPENSOCKETDATA, c);
+		/*
+		 * Its own connection, made here: not one another call opened to
+		 * the same name, nor through a proxy from the environment.
+		 */
+		curl_easy_setopt(c->easy, CURLOPT_FRESH_CONNECT, 1L);
+		curl_easy_setopt(c->easy, CURLOPT_FORBID_REUSE, 1L);
+		curl_easy_setopt(c->easy, CURLOPT_PROXY, "");
+	}
 	if (req->body != NULL) {
 		c->body = xmalloc(req->body_len + 1);
 		c->body_len = req->body_len;
@@ -137,6 +176,8 @@ httpc_request(struct httpc *hc, const struct http_request *req, http_done_cb cb,
 void
 httpc_cancel(struct http_call *c)
 {
+	size_t	 i;
+
 	if (c == NULL)
 		return;
 	LIST_REMOVE(c, entry);
@@ -148,6 +189,9 @@ httpc_cancel(struct http_call *c)
 	if (c->body != NULL)
 		explicit_bzero(c->body, c->body_len);
 	free(c->body);
+	for (i = 0; c->allow != NULL && c->allow[i] != NULL; i++)
+		free(c->allow[i]);
+	free(c->allow);
 	buf_free(&c->resp);
 	buf_free(&c->head);
 	free(c);
@@ -191,7 +235,11 @@ http_call_done_cb(CURL *easy, CURLcode result, void *arg)
 	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&c);
 	memset(&r, 0, sizeof r);
 	curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
-	if (result != CURLE_OK) {
+	if (result != CURLE_OK && c->refused) {
+		/* Not curl's words: they would tell the other addresses' fate. */
+		r.refused = 1;
+		r.error = "refused: private address";
+	} else if (result != CURLE_OK) {
 		r.status = 0;
 		r.error = c->toobig ? "answer too big" : (c->errbuf[0] != '\0' ?
 		    c->errbuf : curl_easy_strerror(result));

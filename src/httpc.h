@@ -18,6 +18,13 @@ struct http_request {
 	const char		 *body;		/* NULL: none */
 	size_t			  body_len;
 	long			  timeout_ms;	/* 0: the default (HTTP_TIMEOUT_MS) */
+	/*
+	 * Public addresses only (a callback or report webhook): a connection to
+	 * another address, checked on the one connected to after DNS, is refused
+	 * unless guard_allow (addresses and CIDRs, copied) names it.
+	 */
+	int			  guard;
+	char *const		 *guard_allow;
 };
 
 struct http_response {
@@ -31,6 +38,8 @@ struct http_response {
 	 * x-ratelimit-remaining is 0.
 	 */
 	long long	 retry_after_ms;
+	/* A guarded request refused its address; error then says only that. */
+	int		 refused;
 	/* The final response's header lines, "name: value\r\n" each (bounded: 64 KiB). */
 	const char	*head;
 };

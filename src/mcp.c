@@ -935,6 +935,22 @@ mcp_delete(const struct api_req *req, api_done_cb done, void *arg)
 	mcp_answer_now(204, NULL, NULL, done, arg);
 }
 
+/*
+ * Origin is "scheme://host[:port]": public_url up to its path, compared
+ * without regard to case. Anything else, "null" included, is refused.
+ */
+int
+mcp_origin_allowed(const char *public_url, const char *origin)
+{
+	const char	*host;
+	size_t		 n;
+
+	if (public_url == NULL || (host = strstr(public_url, "://")) == NULL)
+		return 0;
+	n = (size_t)(host + 3 - public_url) + strcspn(host + 3, "/?#");
+	return strlen(origin) == n && strncasecmp(public_url, origin, n) == 0;
+}
+
 void
 mcp_handle(struct engine *e, const struct api_key *key, const struct api_req *req,
     api_done_cb done, void *arg)

@@ -348,6 +348,24 @@ outbox_lookup(struct outbox_send *s)
 	report_headers_free(headers);
 }
 
+/*
+ * A callback_url or report webhook is a URL a key holder or an automation
+ * gave: it reaches public addresses only, and those api.callbacks.allow
+ * names (SPEC 12); the APIs an admin configured (api_url) are not guarded.
+ */
+static void
+outbox_guard(struct outbox *ob, const json_t *target, struct http_request *req)
+{
+	const char	*source = json_string_value(json_object_get(target, "source"));
+	struct org	*org;
+
+	if (source == NULL || strcmp(source, "api") != 0)
+		return;
+	org = config_org(ob->engine->conf, json_string_value(json_object_get(target, "org")));
+	req->guard = 1;
+	req->guard_allow = org != NULL && org->api != NULL ? org->api->callbacks_allow : NULL;
+}
+
 static void
 outbox_post(struct outbox_send *s)
 {
@@ -386,6 +404,7 @@ outbox_post(struct outbox_send *s)
 	req.body = body;
 	req.body_len = body != NULL ? strlen(body) : 0;
 	req.timeout_ms = outbox_request_ms(s->ob);
+	outbox_guard(s->ob, target, &req);
 	s->call = outbox_http(s->ob, &req, outbox_done_cb, s);
 	free(url);
 	report_headers_free(headers);

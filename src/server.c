@@ -791,6 +791,7 @@ server_api(struct front *f, struct evhttp_request *req, const char *org)
 	hr->api.mcp_session = server_header_dup(in, "Mcp-Session-Id");
 	hr->api.mcp_version = server_header_dup(in, "MCP-Protocol-Version");
 	hr->api.accept = server_header_dup(in, "Accept");
+	hr->api.origin = server_header_dup(in, "Origin");
 	hr->api.cookie = server_header_dup(in, "Cookie");
 	hr->api.csrf = server_header_dup(in, "X-CSRF-Token");
 	hr->api.len = evbuffer_get_length(body);
@@ -1128,9 +1129,14 @@ front_init(struct server *srv, struct front *f, const struct config *conf)
 	TAILQ_INIT(&f->answers);
 	if ((f->base = event_base_new()) == NULL || (f->http = evhttp_new(f->base)) == NULL)
 		fatal("cannot make an HTTP front");
+	/*
+	 * Every method evhttp knows reaches the routes, which answer 405 with
+	 * Allow for the ones they do not take: left out, TRACE and CONNECT got
+	 * evhttp's 501 page (CONNECT only once the connection had idled out).
+	 */
 	evhttp_set_allowed_methods(f->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
-	    EVHTTP_REQ_PATCH);
+	    EVHTTP_REQ_PATCH | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT);
 	f->clock = reqclock_new(f->base, (int)conf->limit_request, srv->budget,
 	    srv->engine->metrics);
 	evhttp_set_bevcb(f->http, reqclock_bevcb, f->clock);

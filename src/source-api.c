@@ -159,6 +159,11 @@ enum report_verdict
 callback_verdict(const struct http_response *r, char **why)
 {
 	*why = NULL;
+	if (r->refused) {
+		/* Not retried, and nothing said of the address but that. */
+		*why = xstrdup("refused: private address");
+		return REPORT_FAILED;
+	}
 	if (r->status == 0) {
 		*why = xprintf("network: %s", r->error != NULL ? r->error : "no answer");
 		return REPORT_RETRY;

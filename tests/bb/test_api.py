@@ -90,6 +90,17 @@ class Api:
         return st, hd, j, out
 
 
+def medians_ms(cases, n):
+    """Each case's median time in ms over n calls, the cases taken in turn."""
+    times = {name: [] for name in cases}
+    for i in range(n):
+        for name, f in cases.items():
+            t0 = time.perf_counter()
+            f()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(v) * 1000 for name, v in times.items()}
+
+
 def wait_state(api, run, states=("completed", "needs_review", "failed", "cancelled"), timeout=60):
     deadline = time.time() + timeout
     r = None
@@ -346,16 +357,29 @@ with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.y
     t.ok(st == 404 and out == nf, "a write without the write scope answers 404", (st, out))
     st, _, _, out = api.req("GET", "/o/nosuchorg/sessions")
     t.ok(st == 404 and out == nf, "an org the config lacks answers 404", (st, out))
-    times = {n: [] for n in cases}
-    for i in range(150):
-        for n, f in cases.items():
-            t0 = time.perf_counter()
-            f()
-            times[n].append(time.perf_counter() - t0)
-    med = {n: statistics.median(v) * 1000 for n, v in times.items()}
+    med = medians_ms(cases, 150)
     lo, hi = min(med.values()), max(med.values())
     t.ok(hi - lo < max(0.25 * lo, 0.3), "the 404s take the same time (medians over 150 each: %s ms)" %
          ", ".join("%.2f" % v for v in med.values()), med)
+
+    # --- without the scope, a session that exists costs what a missing one does ---
+    # (the object was read whole before the scope was looked at: ~27 us more when it
+    # existed; a session as large as the API takes makes that plain)
+    big = {"input": "\u00e9t\u00e9 " * 9000, "automation": "echo", "metadata": {"k%04d" % i: i for i in range(1200)}}
+    st, _, bigs, _ = api.req("POST", "/o/acme/sessions", big)
+    t.eq(st, 201, "a session with 16 KiB of metadata and 64 KiB of input is made")
+    wait_state(api, bigs["run"]["id"])
+    scope_cases = {
+        "a session that exists": lambda: ro.req("GET", "/o/acme/sessions/" + bigs["id"]),
+        "a missing session": lambda: ro.req("GET", "/o/acme/sessions/ses_00000000000000000000"),
+    }
+    for name, f in scope_cases.items():
+        st, _, _, out = f()
+        t.ok(st == 404 and out == nf, "a key without sessions:read: 404 for %s" % name, (st, out))
+    med = medians_ms(scope_cases, 200)
+    lo, hi = min(med.values()), max(med.values())
+    t.ok(hi - lo < 0.1 * lo, "without the scope, the same 404 time whether the session exists "
+         "(medians over 200 each: %s ms)" % ", ".join("%.3f" % v for v in med.values()), med)
 
     # --- lists: pagination neither skips nor repeats while sessions are added ---
     created = []

@@ -15,11 +15,20 @@ require_sandboxes(t)
 
 SECRET = "whsec_" + "C2FVsBQIhrscChlQIMV+b5sSYspob7oD"
 KEY_B64 = SECRET[len("whsec_"):]
+# The receiver is on loopback: acme's api.callbacks.allow names it; beta's names nothing.
 ORGS = DEFAULT_ORGS + """\
     api:
       callback_secret: env:T_CALLBACK_SECRET
       repositories: [acme/*]
+      callbacks:
+        allow: [127.0.0.1]
+  beta:
+    api:
+      callback_secret: env:T_CALLBACK_SECRET
 """
+ECHO_BETA = ("name: echo-b\norg: beta\non:\n  webhook:\n    name: never\n    auth: none\n"
+             "agent: command\ncommand: [sh, -c, 'cat > /dev/null; echo \"done: all good\"']\n"
+             "prompt: |\n  Summarize the data below.\nproof: report\n")
 ECHO = ("name: echo\norg: acme\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/never'\n"
         "agent: command\ncommand: [sh, -c, 'cat > /dev/null; echo \"done: all good\"']\n"
         "prompt: |\n  Summarize the data below.\nproof: report\n")
@@ -44,8 +53,8 @@ def verify(headers, body, secret=SECRET):
     return std_verify(headers, body, secret)
 
 
-def keys_create(s):
-    rc, out, err = s.c("keys", "create", "--json", "--org", "acme", "--name", "cb")
+def keys_create(s, org="acme"):
+    rc, out, err = s.c("keys", "create", "--json", "--org", org, "--name", "cb")
     if rc != 0:
         raise RuntimeError("keys create failed: %s" % err)
     return json.loads(out)["key"]
@@ -64,23 +73,23 @@ def wait_for(cond, timeout=60):
 rcv = Receiver(answer)
 base = rcv.url
 
-with Spur(CONF, orgs=ORGS, automations={"echo.yaml": ECHO}, env=ENV) as s:
+with Spur(CONF, orgs=ORGS, automations={"echo.yaml": ECHO, "echo-beta.yaml": ECHO_BETA}, env=ENV) as s:
     s.start()
     key = keys_create(s)
     auth = {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
 
-    def create(body):
-        st, _, j = s.post_json("/o/acme/sessions", json.dumps(body), auth)
+    def create(body, org="acme", headers=auth):
+        st, _, j = s.post_json("/o/%s/sessions" % org, json.dumps(body), headers)
         if st != 201:
             raise RuntimeError("create failed: %r %r" % (st, j))
         return j
 
-    def run_get(run):
-        st, _, data = s.request("GET", "/o/acme/runs/" + run, headers=auth)
+    def run_get(run, org="acme", headers=auth):
+        st, _, data = s.request("GET", "/o/%s/runs/%s" % (org, run), headers=headers)
         return json.loads(data) if st == 200 else None
 
-    def report_of(run):
-        r = run_get(run)
+    def report_of(run, org="acme", headers=auth):
+        r = run_get(run, org, headers)
         ends = [x for x in (r or {}).get("reports", []) if x["kind"] == "run_end"]
         return ends[0] if ends else None
 
@@ -160,6 +169,22 @@ with Spur(CONF, orgs=ORGS, automations={"echo.yaml": ECHO}, env=ENV) as s:
     t.ok(rep and rep["state"] == "no_thread" and "no callback_url" in (rep.get("error") or ""),
          "a session without callback_url keeps a report row saying so", rep)
     t.eq((run_get(runs["quiet"]) or {}).get("state"), "completed", "and its run is readable through the API")
+
+    # --- without api.callbacks.allow: loopback is refused, by address or by a name for it ---
+    bauth = dict(auth, Authorization="Bearer " + keys_create(s, "beta"))
+    port = base.rsplit(":", 1)[1]
+    inside = {n: create({"input": "x", "automation": "echo-b", "callback_url": u}, "beta", bauth)["run"]["id"]
+              for n, u in (("address", base + "/beta-address"),
+                           ("name", "http://localhost:%s/beta-name" % port))}
+    for n, run in inside.items():
+        rep = wait_for(lambda: (report_of(run, "beta", bauth) or {}).get("state") not in (None, "pending", "sending")
+                       and report_of(run, "beta", bauth))
+        t.ok(rep and rep["state"] == "given_up" and rep["attempts"] == 1 and
+             rep.get("error") == "refused: private address",
+             "a callback_url to loopback (%s) is given up at once, saying only \"refused: private address\"" % n,
+             rep)
+    t.eq([g["path"] for g in rcv.got if g["path"].startswith("/beta-")], [],
+         "and the receiver on 127.0.0.1 got nothing from beta")
     t.eq(len(rcv.got), 4, "nothing else was POSTed")
 
     # --- the secret is nowhere ---

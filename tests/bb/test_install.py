@@ -84,6 +84,7 @@ try:
     prefix = {"top_keys": "", "limits_keys": "limits.", "sandbox_keys": "sandbox.", "agent_keys": "agents.NAME.",
               "github_keys": "orgs.NAME.github.", "slack_keys": "orgs.NAME.slack.",
               "linear_keys": "orgs.NAME.linear.", "api_keys": "orgs.NAME.api.",
+              "api_callbacks_keys": "orgs.NAME.api.callbacks.",
               "console_keys": "orgs.NAME.console.", "org_keys": "orgs.NAME.",
               "org_agent_keys": "orgs.NAME.agents.AGENT.", "retention_keys": "retention.", "git_keys": "git.",
               "secrets_keys": "secrets.", "log_keys": "log.", "egress_keys": "egress.",

@@ -101,6 +101,18 @@ with Spur("sandbox:\n  backend: none\n", automations={"quick.yaml": QUICK}) as s
     st, h, data = s.request("POST", "/o/other/mcp", INIT, headers(mcp_key))
     t.eq((st, body_json(data)), (404, {"error": "not_found"}), "an mcp key on another org's path: 404")
 
+    # Origin (DNS rebinding): a browser's page of another origin gets 403, key or not; the
+    # engine's own origin (public_url's, http://127.0.0.1:PORT here) and no Origin are served.
+    for origin in ("http://evil.example", "null", "http://127.0.0.1:%d.evil.example" % s.port,
+                   "https://127.0.0.1:%d" % s.port):
+        st, h, data = s.request("POST", MCP, INIT, dict(headers(mcp_key), Origin=origin))
+        t.eq((st, body_json(data)), (403, {"error": "forbidden", "detail": "origin"}),
+             "Origin %s: 403" % origin)
+    st, h, data = s.request("POST", MCP, INIT, dict(headers(), Origin="http://evil.example"))
+    t.eq(st, 403, "Origin another site without a key: 403 before the key is looked at")
+    st, h, data = s.request("POST", MCP, INIT, dict(headers(mcp_key), Origin="http://127.0.0.1:%d" % s.port))
+    t.eq(st, 200, "the engine's own origin: served")
+
     # The transport, by hand.
     st, h, data = s.request("POST", MCP, INIT, headers(mcp_key))
     j = body_json(data) or {}

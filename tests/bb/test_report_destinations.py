@@ -27,7 +27,9 @@ make_remote(gitroot, "acme/api", {"README.md": "hello\n"})
 recv = Receiver()
 URL = recv.url
 
+# The receiver is on loopback: api.callbacks.allow names 127.0.0.1 (only).
 ORGS = fake.orgs("    api:\n      callback_secret: env:T_CALLBACK_SECRET\n"
+                 "      callbacks:\n        allow: [127.0.0.1]\n"
                  "    secrets:\n      DEPLOY_HOOK: env:T_DEPLOY_HOOK\n")
 ENV = {"T_CALLBACK_SECRET": SECRET, "T_DEPLOY_HOOK": OTHER}
 
@@ -46,6 +48,9 @@ AUTOS = {
                             "  on: [failed]\n" % URL),
     "loud.yaml": hook_auto("loud", "cat >/dev/null; echo all good",
                            "  webhook: {url: %s/loud, secret: DEPLOY_HOOK}\n" % URL),
+    # Loopback, but not the address api.callbacks.allow names.
+    "inside.yaml": hook_auto("inside", "cat >/dev/null; echo all good",
+                             "  webhook: %s/inside\n" % URL.replace("127.0.0.1", "127.0.0.2")),
 }
 CONF = "public_url: http://spur.example:8080/\n"
 
@@ -120,6 +125,15 @@ try:
                  "signed with the secret it names, not the callback secret")
         else:
             t.skip("the named secret's signature", have_std_verify())
+
+        # --- a private address the allow list does not name: refused, and nothing more said ---
+        r4 = fire(s, "inside")
+        settled(s, r4)
+        rows = s.query("SELECT kind, state, attempts, last_error FROM reports WHERE run = ? AND kind = 'dest:0'", r4)
+        t.ok(len(rows) == 1 and rows[0]["state"] == "given_up" and rows[0]["attempts"] == 1 and
+             rows[0]["last_error"] == "refused: private address",
+             "a report webhook to 127.0.0.2 is given up at once as \"refused: private address\" "
+             "(not its connect error)", rows)
 
         # --- exactly once across a restart ---------------------------------------------------
         s.stop()

@@ -1,11 +1,15 @@
-/* test-delivery.c: the pure parts of delivery: the GitHub App JWT, report formatting and cutting, backoff. */
+/* test-delivery.c: the pure parts of delivery: the GitHub App JWT, report formatting and cutting, backoff, which addresses a callback may reach. */
 #include "spur.h"
 #include "github-app.h"
+#include "netguard.h"
 #include "outbox.h"
 #include "conf.h"
 #include "report.h"
 #include "tap.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <openssl/bio.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -297,6 +301,53 @@ test_callback(void)
 	json_decref(rep);
 }
 
+/* Whether a callback may connect to addr (v4 or v6 text) with allow. */
+static int
+guard_allows(const char *addr, char *const *allow)
+{
+	struct sockaddr_in	 a4;
+	struct sockaddr_in6	 a6;
+
+	memset(&a4, 0, sizeof a4);
+	memset(&a6, 0, sizeof a6);
+	if (inet_pton(AF_INET, addr, &a4.sin_addr) == 1) {
+		a4.sin_family = AF_INET;
+		return netguard_allowed((struct sockaddr *)&a4, allow);
+	}
+	if (inet_pton(AF_INET6, addr, &a6.sin6_addr) != 1)
+		return -1;
+	a6.sin6_family = AF_INET6;
+	return netguard_allowed((struct sockaddr *)&a6, allow);
+}
+
+static void
+test_netguard(void)
+{
+	static const char *const closed[] = { "127.0.0.1", "127.255.0.9", "10.1.2.3", "172.16.0.1",
+		"172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0",
+		"224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fd00:ec2::254", "fc00::1",
+		"ff02::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "64:ff9b::a9fe:a9fe",
+		"::7f00:1", NULL };
+	static const char *const open[] = { "8.8.8.8", "1.1.1.1", "172.32.0.1", "192.169.0.1",
+		"100.128.0.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808", NULL };
+	char	*allow[] = { "127.0.0.1", "10.0.0.0/8", "fd00::/8", NULL };
+	size_t	 i;
+
+	for (i = 0; closed[i] != NULL; i++)
+		is_int(guard_allows(closed[i], NULL), 0, "netguard: %s is refused", closed[i]);
+	for (i = 0; open[i] != NULL; i++)
+		is_int(guard_allows(open[i], NULL), 1, "netguard: %s is public", open[i]);
+	ok(guard_allows("127.0.0.1", allow) == 1 && guard_allows("::ffff:127.0.0.1", allow) == 1,
+	    "netguard: an allowed address, as IPv4 or IPv4-mapped");
+	ok(guard_allows("127.0.0.2", allow) == 0 && guard_allows("::1", allow) == 0,
+	    "netguard: loopback the list does not name stays refused");
+	ok(guard_allows("10.200.3.4", allow) == 1 && guard_allows("fd12::1", allow) == 1 &&
+	    guard_allows("fe80::1", allow) == 0, "netguard: CIDRs");
+	ok(netguard_valid("10.0.0.0/8") && netguard_valid("::1") && netguard_valid("fd00::/128") &&
+	    !netguard_valid("10.0.0.0/33") && !netguard_valid("localhost") && !netguard_valid("1.2.3.4/") &&
+	    !netguard_valid("1.2.3.4:80") && !netguard_valid(""), "netguard: what the allow list takes");
+}
+
 int
 main(void)
 {
@@ -305,6 +356,7 @@ main(void)
 	test_jwt();
 	test_format();
 	test_backoff();
+	test_netguard();
 	printf("1..%d\n", tap_n);
 	return tap_failed != 0;
 }
