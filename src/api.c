@@ -510,6 +510,16 @@ api_inline_automation(struct api_ctx *c, const struct org *o, json_t *body, json
 	}
 	if (api_strings(c, json_object_get(body, "secrets"), "secrets", &secrets) != 0)
 		goto out;
+	/*
+	 * Naming a secret puts its value in the sandbox, where the input's author
+	 * can read it: a key that may start sessions (or speak MCP) is not enough.
+	 * Checked before the names, so such a key cannot probe which exist.
+	 */
+	if (secrets != NULL && secrets[0] != NULL && (c->key.scopes & SCOPE_SECRETS_USE) == 0) {
+		api_bad(c, "secrets: naming the org's secrets needs a key with the secrets:use "
+		    "scope (or an automation that lists them)");
+		goto out;
+	}
 	for (i = 0; secrets != NULL && secrets[i] != NULL; i++) {
 		if (!api_secret_known(c->e, o, secrets[i])) {
 			api_bad(c, "secrets[%zu]: no secret %s in orgs.%s.secrets or sealed", i,
