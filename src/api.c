@@ -1198,6 +1198,7 @@ api_secret_put(struct api_ctx *c, const char *id, json_t *body)
 	json_t			*v, *h;
 	const char		*bad, *header = NULL;
 	char			**hosts = NULL, *cause = NULL;
+	unsigned char		 key[SECRETS_KEY_LEN];
 	size_t			 i;
 	int			 rc;
 
@@ -1229,6 +1230,17 @@ api_secret_put(struct api_ctx *c, const char *id, json_t *body)
 		return;
 	conf = serve_config_ref(c->e, &set);
 	automation_set_unref(set);
+	/* Why the key cannot be had names the config's path: for the log, not the client. */
+	if (secrets_key_get(conf, key, &cause) != 0) {
+		log_warn("event=api.secret_refused org=%s name=%s why=%s", log_q(c->org), log_q(id),
+		    log_q(cause));
+		api_bad(c, "secrets.key: sealed secrets are not configured");
+		config_free(conf);
+		strv_free(hosts);
+		free(cause);
+		return;
+	}
+	explicit_bzero(key, sizeof key);
 	rc = secrets_put(conf, c->e->store, c->org, id, json_string_value(v),
 	    json_string_length(v), hosts, header, &cause);
 	config_free(conf);

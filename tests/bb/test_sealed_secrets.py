@@ -312,5 +312,18 @@ with Spur(CONF, orgs=ORGS, automations={"sealed.yaml": AUTO}) as s:
     t.ok(rc != 0 and "orgs.acme.secrets.SEALED_ENV is also a sealed secret" in err,
          "a name both configured and sealed is a check error", err)
 
+# Without secrets.key, PUT tells the API client that, and nothing about the host (issue 34):
+# it used to answer "secrets.key is not set in /path/to/spur.yaml".
+with Spur("", orgs=ORGS) as s:
+    s.start()
+    rc, out, err = s.c("keys", "create", "--org", "acme", "--scope", "secrets:write", "--json")
+    key = json.loads(out)["key"]
+    st, j = api(s, key, "PUT", "/o/acme/secrets/X", {"value": "abcd-efgh"})
+    t.ok(st == 400 and j.get("detail") == "secrets.key: sealed secrets are not configured",
+         "no secrets.key: PUT answers 400 \"sealed secrets are not configured\"", j)
+    t.ok(s.dir not in json.dumps(j) and "spur.yaml" not in json.dumps(j),
+         "and names no path of the host", j)
+    t.contains(s.logs(), "secrets.key is not set", "the operator's log says why")
+
 openapi.OpenAPIChecker().tap(t)
 t.done()
