@@ -292,7 +292,7 @@ secrets_name_valid(const char *s)
 	return 1;
 }
 
-/* A host a header secret is bound to: a DNS name or address, optionally :port. */
+/* A host a header secret is bound to: a DNS name or address. */
 static int
 secrets_host_valid(const char *s)
 {
@@ -300,6 +300,21 @@ secrets_host_valid(const char *s)
 
 	return n > 0 && n <= 255 && strspn(s, "abcdefghijklmnopqrstuvwxyz"
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") == n && s[0] != '.' && s[0] != '-';
+}
+
+/*
+ * HOST:PORT ("[v6]:PORT" too; a bare IPv6 address has two colons or more).
+ * The proxy compares the host alone, so a port would never match and the
+ * header would silently never be added: refused instead.
+ */
+static int
+secrets_host_has_port(const char *s)
+{
+	const char	*c = strchr(s, ':');
+
+	if (s[0] == '[')
+		return strchr(s, ']') != NULL && strchr(s, ']')[1] != '\0';
+	return c != NULL && strchr(c + 1, ':') == NULL;
 }
 
 struct secrets_first {
@@ -367,6 +382,13 @@ secrets_put(const struct config *cf, struct store *st, const char *org, const ch
 	if (hosts != NULL && hosts[0] != NULL) {
 		hl = json_array();
 		for (i = 0; hosts[i] != NULL; i++) {
+			if (i < SECRETS_HOSTS_MAX && secrets_host_valid(hosts[i]) &&
+			    secrets_host_has_port(hosts[i])) {
+				*cause = xprintf("hosts[%zu]: %s has a port: the header is added by "
+				    "host alone (give the host without :PORT)", i, hosts[i]);
+				json_decref(hl);
+				return -1;
+			}
 			if (i == SECRETS_HOSTS_MAX || !secrets_host_valid(hosts[i])) {
 				*cause = i == SECRETS_HOSTS_MAX ? xprintf("hosts: at most %d",
 				    SECRETS_HOSTS_MAX) : xprintf("hosts[%zu]: not a host name", i);

@@ -120,7 +120,7 @@ with Spur(CONF, orgs=ORGS, automations={"sealed.yaml": AUTO}) as s:
     rc, _, err = c("secrets", "set", "--org", "acme", "SEALED_ENV", stdin=VALUES["env"].encode())
     t.eq(rc, 0, "and set again replaces it")
     rc, _, err = c("secrets", "set", "--org", "acme", "SEALED_HDR", "--host", "api.example.com", "--host",
-                   "registry.example.com:8443", "--header", "X-Api-Token: token {value}",
+                   "registry.example.com", "--header", "X-Api-Token: token {value}",
                    stdin=VALUES["hdr"].encode())
     t.ok(rc == 0, "a header secret: --host and --header", err)
     rc, _, err = c("secrets", "set", "--org", "beta", "MOVABLE", stdin=VALUES["beta"].encode())
@@ -138,6 +138,13 @@ with Spur(CONF, orgs=ORGS, automations={"sealed.yaml": AUTO}) as s:
     rc, _, err = c("secrets", "set", "--org", "acme", "H", "--host", "a.example", "--header", "X: none",
                    stdin=b"abcd")
     t.ok(rc != 0 and "{value}" in err, "a header FORMAT without {value} is refused", err)
+    # The proxy matches the host alone: a port would never match, the header never added (issue 34).
+    for host in ("registry.example.com:8443", "127.0.0.1:443", "[::1]:8443"):
+        rc, _, err = c("secrets", "set", "--org", "acme", "PORTED", "--host", host, stdin=b"abcd-efgh")
+        t.ok(rc != 0 and "has a port" in err, "--host %s is refused: the header is added by host alone" % host, err)
+    rc, _, err = c("secrets", "set", "--org", "acme", "V6", "--host", "::1", stdin=b"abcd-efgh")
+    t.ok(rc == 0, "a bare IPv6 address is no port", err)
+    c("secrets", "rm", "--org", "acme", "V6")
     rc, _, err = c("secrets", "set", "--org", "acme", "TEMP", stdin=b"temporary-value")
     rc, _, err = c("secrets", "rm", "--org", "acme", "TEMP")
     t.eq(rc, 0, "secrets rm")
@@ -148,7 +155,7 @@ with Spur(CONF, orgs=ORGS, automations={"sealed.yaml": AUTO}) as s:
     rows = json.loads(out)
     t.eq([(r["org"], r["name"], r["kind"], r["hosts"]) for r in rows],
          [("acme", "SEALED_ENV", "env", []),
-          ("acme", "SEALED_HDR", "header", ["api.example.com", "registry.example.com:8443"]),
+          ("acme", "SEALED_HDR", "header", ["api.example.com", "registry.example.com"]),
           ("beta", "MOVABLE", "env", [])], "secrets list --json: names, kinds, hosts")
     t.ok(all(set(r) == {"org", "name", "kind", "hosts", "header", "updated_at"} for r in rows),
          "and nothing else: no value, no nonce", rows)
@@ -195,6 +202,7 @@ with Spur(CONF, orgs=ORGS, automations={"sealed.yaml": AUTO}) as s:
     for body, field in (({"hosts": ["a"]}, "value"), ({"value": "abcd", "extra": 1}, "extra"),
                         ({"value": "abcd", "header": "X: {value}"}, "header"),
                         ({"value": "abcd", "hosts": ["bad host"]}, "hosts[0]"),
+                        ({"value": "abcd", "hosts": ["x.example", "x.example:8443"]}, "hosts[1]: x.example:8443 has a port"),
                         ({"value": 5}, "value")):
         st, j = api(s, key, "PUT", "/o/acme/secrets/BODY_CHECK", body)
         t.ok(st == 400 and j["detail"].startswith(field), "PUT with %s: 400 naming %s" % (json.dumps(body), field), j)
