@@ -618,7 +618,8 @@ secrets_attach_cb(struct store_secret *r, void *arg)
 	struct org			*o = config_org(a->cf, r->org);
 	struct named_secret		*ns;
 	char				*cause = NULL, *value = NULL;
-	size_t				 len = 0;
+	size_t				 len = 0, i;
+	json_t				*hosts = NULL, *v;
 
 	if (o == NULL)
 		return 0;	/* an org no longer configured: its secrets wait unused */
@@ -644,6 +645,18 @@ secrets_attach_cb(struct store_secret *r, void *arg)
 		}
 	}
 	o->sealed = xreallocarray(o->sealed, o->nsealed + 1, sizeof *o->sealed);
+	o->sealed_hosts = xreallocarray(o->sealed_hosts, o->nsealed + 1,
+	    sizeof *o->sealed_hosts);
+	o->sealed_hosts[o->nsealed] = NULL;
+	if (r->hosts != NULL && (hosts = json_loads(r->hosts, 0, NULL)) != NULL &&
+	    json_array_size(hosts) > 0) {
+		o->sealed_hosts[o->nsealed] = xcalloc(json_array_size(hosts) + 1,
+		    sizeof **o->sealed_hosts);
+		json_array_foreach(hosts, i, v)
+			o->sealed_hosts[o->nsealed][i] = xstrdup(json_string_value(v) != NULL ?
+			    json_string_value(v) : "");
+	}
+	json_decref(hosts);
 	ns = &o->sealed[o->nsealed++];
 	ns->name = xstrdup(r->name);
 	ns->secret = xcalloc(1, sizeof *ns->secret);

@@ -63,7 +63,7 @@ DUMP = ("cat >/dev/null; printf 'env-sha256=%s\\n' \"$(printf %s \"$SEALED_ENV\"
         "echo '--- env'; env | grep -v '^SEALED_ENV=' | sort; echo '--- end'")
 AUTO = ("name: sealed\norg: acme\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/sealed'\n"
         "agent: command\ncommand: %s\nprompt: |\n  Dump it.\nproof: none\nsecrets: [SEALED_ENV, SEALED_HDR]\n"
-        % json.dumps(["sh", "-c", DUMP]))
+        "network:\n  allow: [api.example.com, registry.example.com]\n" % json.dumps(["sh", "-c", DUMP]))
 
 
 def sha(v):
@@ -165,6 +165,14 @@ with Spur(CONF, orgs=ORGS, automations={"sealed.yaml": AUTO}) as s:
 
     rc, out, err = c("check")
     t.eq(rc, 0, "spur check opens every sealed secret and the automation's names are known: " + err)
+    # A header secret whose host network.allow leaves out: the proxy refuses the host before
+    # the header could be added (issue 34). A check error at the secret's line.
+    s.write_automation("noallow.yaml", AUTO.replace("name: sealed", "name: noallow").replace(
+        "  allow: [api.example.com, registry.example.com]", "  allow: [api.example.com]"))
+    rc, out, err = c("check")
+    t.ok(rc != 0 and "noallow.yaml:" in err and "SEALED_HDR" in err and "registry.example.com" in err and
+         "network.allow" in err, "a header secret's host not in network.allow: a check error naming both", err)
+    os.remove(os.path.join(s.auto_dir, "noallow.yaml"))
     rc, out, err = s.cli("check", "--offline", "-c", s.config)
     t.eq(rc, 0, "spur check --offline reads the names alone: " + err)
 
