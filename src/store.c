@@ -479,6 +479,12 @@ store_open(const char *data_dir, int readonly, char **cause)
 	st->payload_dir = path_join(data_dir, "payloads");
 	/* The CLI opens read-write too when it must change a run (cancel, retry). */
 	flags = readonly ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	/*
+	 * Before the open that creates spur.db (its -wal and -shm take its mode):
+	 * it holds prompts, key hashes and archives, for no other user.
+	 */
+	if (!readonly)
+		umask(077);
 	if (sqlite3_open_v2(st->path, &st->lite, flags | SQLITE_OPEN_NOMUTEX, NULL) !=
 	    SQLITE_OK) {
 		xasprintf(cause, "%s: %s", st->path,
@@ -488,7 +494,6 @@ store_open(const char *data_dir, int readonly, char **cause)
 	st->db = db_sqlite(st->lite);
 	sqlite3_busy_timeout(st->lite, STORE_BUSY_MS);
 	if (!readonly) {
-		umask(077);
 		/*
 		 * A long reader (a backup, say) keeps checkpoints from restarting the
 		 * WAL, which then grows with every commit; without a limit it keeps
