@@ -100,7 +100,11 @@ with Spur("sandbox:\n  backend: none\n", automations=AUTO) as s:
         ids = set(x[0] for x in chk.execute("SELECT id FROM events"))
         chk.close()
         t.eq([e for _, e in acked if e not in ids], [], "every event answered before the backup is in it")
+        # A store an older spur (or a copy by hand) left 0644 is made 0600 when the engine opens it.
+        os.chmod(os.path.join(r.data_dir, "spur.db"), 0o644)
         r.start()
+        t.eq(open_to_others(r.data_dir, skip=("sessions",)), [],
+             "a spur.db left 0644 is 0600 once the engine opened it, with its -wal and -shm")
         rc, out, err = r.c("show", run, "--json")
         j = json.loads(out) if rc == 0 else {}
         t.ok(j.get("state") == "completed" and [h["state"] for h in j.get("history", [])][-1] == "completed",
