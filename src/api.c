@@ -510,6 +510,16 @@ api_inline_automation(struct api_ctx *c, const struct org *o, json_t *body, json
 	}
 	if (api_strings(c, json_object_get(body, "secrets"), "secrets", &secrets) != 0)
 		goto out;
+	/*
+	 * Naming a secret puts its value in the sandbox, where the input's author
+	 * can read it: a key that may start sessions (or speak MCP) is not enough.
+	 * Checked before the names, so such a key cannot probe which exist.
+	 */
+	if (secrets != NULL && secrets[0] != NULL && (c->key.scopes & SCOPE_SECRETS_USE) == 0) {
+		api_bad(c, "secrets: naming the org's secrets needs a key with the secrets:use "
+		    "scope (or an automation that lists them)");
+		goto out;
+	}
 	for (i = 0; secrets != NULL && secrets[i] != NULL; i++) {
 		if (!api_secret_known(c->e, o, secrets[i])) {
 			api_bad(c, "secrets[%zu]: no secret %s in orgs.%s.secrets or sealed", i,
@@ -1188,6 +1198,7 @@ api_secret_put(struct api_ctx *c, const char *id, json_t *body)
 	json_t			*v, *h;
 	const char		*bad, *header = NULL;
 	char			**hosts = NULL, *cause = NULL;
+	unsigned char		 key[SECRETS_KEY_LEN];
 	size_t			 i;
 	int			 rc;
 
@@ -1219,6 +1230,17 @@ api_secret_put(struct api_ctx *c, const char *id, json_t *body)
 		return;
 	conf = serve_config_ref(c->e, &set);
 	automation_set_unref(set);
+	/* Why the key cannot be had names the config's path: for the log, not the client. */
+	if (secrets_key_get(conf, key, &cause) != 0) {
+		log_warn("event=api.secret_refused org=%s name=%s why=%s", log_q(c->org), log_q(id),
+		    log_q(cause));
+		api_bad(c, "secrets.key: sealed secrets are not configured");
+		config_free(conf);
+		strv_free(hosts);
+		free(cause);
+		return;
+	}
+	explicit_bzero(key, sizeof key);
 	rc = secrets_put(conf, c->e->store, c->org, id, json_string_value(v),
 	    json_string_length(v), hosts, header, &cause);
 	config_free(conf);

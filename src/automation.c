@@ -4,6 +4,7 @@
 #include "budget.h"
 #include "conf.h"
 #include "cron.h"
+#include "egress.h"
 #include "env.h"
 #include "event.h"
 #include "rootfs.h"
@@ -1864,6 +1865,55 @@ agent_key_check(struct aload *l, const struct ynode *agent_node)
 }
 
 /* Reads one file into an automation; NULL when it had any error (all of them reported). */
+/* host is reachable through network.allow on some port (443, or one an entry names). */
+static int
+automation_host_reachable(char *const *allow, const char *host)
+{
+	const char	*colon;
+	size_t		 i;
+
+	if (proxy_allowed(allow, host, 443))
+		return 1;
+	for (i = 0; allow != NULL && allow[i] != NULL; i++) {
+		if ((colon = strrchr(allow[i], ':')) != NULL && proxy_allowed(allow, host,
+		    atoi(colon + 1)))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A sealed header secret the automation names is added by the proxy only on
+ * its hosts, and the proxy refuses a host network.allow does not name before
+ * any header could be added: such a secret would never reach its host.
+ */
+static void
+automation_check_header_hosts(struct aload *l, const struct automation *a,
+    const struct ynode *n)
+{
+	char				**hosts;
+	size_t				 i, j, k;
+
+	if (l->org == NULL || a->secrets == NULL)
+		return;
+	for (i = 0; a->secrets[i] != NULL; i++) {
+		for (j = 0; j < l->org->nsealed; j++) {
+			hosts = l->org->sealed_hosts != NULL ? l->org->sealed_hosts[j] : NULL;
+			if (strcmp(l->org->sealed[j].name, a->secrets[i]) != 0 || hosts == NULL)
+				continue;
+			for (k = 0; hosts[k] != NULL; k++) {
+				if (automation_host_reachable(a->network_allow, hosts[k]))
+					continue;
+				yerrs_node(l->errs, l->file, n != NULL && n->type == YNODE_SEQ &&
+				    i < n->n ? n->items[i] : n, "header secret \"%s\" is added "
+				    "for host %s, which network.allow does not list: the proxy "
+				    "would refuse the host before the header could be added",
+				    a->secrets[i], hosts[k]);
+			}
+		}
+	}
+}
+
 static struct automation *
 automation_parse(struct aload *l, const char *path, const char *base)
 {
@@ -1955,6 +2005,7 @@ automation_parse(struct aload *l, const char *path, const char *base)
 	}
 	if (a->prompt == NULL)
 		a->prompt = xstrdup("");
+	automation_check_header_hosts(l, a, ymap_get(root, "secrets"));
 	/* The org's default environment, for each key the automation leaves out. */
 	if (l->org != NULL)
 		env_conf_merge(&a->env, l->org->environment);

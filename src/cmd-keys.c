@@ -46,7 +46,7 @@ keys_getopt(const struct cmd *c, int argc, char **argv, struct keys_opts *o)
 			if ((bit = key_scope_parse(optarg)) == 0) {
 				fprintf(stderr, "spur keys: unknown scope \"%s\" (sessions:read, "
 				    "sessions:write, runs:read, runs:write, automations:read, "
-				    "secrets:write, mcp)\n", optarg);
+				    "secrets:write, secrets:use, mcp)\n", optarg);
 				return -1;
 			}
 			o->scopes |= bit;

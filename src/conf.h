@@ -75,6 +75,7 @@ struct org {
 	size_t			 nsecrets;
 	/* Sealed in the store (secrets.c secrets_attach): names, values once unsealed. */
 	struct named_secret	*sealed;
+	char			***sealed_hosts; /* of sealed[i] when a header secret, else NULL */
 	size_t			 nsealed;
 	struct env_conf		*environment;	/* the automations' default (env.h); NULL: none */
 	struct org_api		*api;		/* NULL when not configured */

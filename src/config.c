@@ -1680,6 +1680,9 @@ config_free(struct config *cf)
 		}
 		named_secrets_free(o->agents, o->nagents);
 		named_secrets_free(o->secrets, o->nsecrets);
+		for (j = 0; o->sealed_hosts != NULL && j < o->nsealed; j++)
+			strv_free(o->sealed_hosts[j]);
+		free(o->sealed_hosts);
 		named_secrets_free(o->sealed, o->nsealed);
 		if (o->environment != NULL) {
 			env_conf_clear(o->environment);

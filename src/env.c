@@ -1,4 +1,4 @@
-/* env.c: a run's environment: its setup step in a sandbox of its own, and its caches kept per org and repository. */
+/* env.c: a run's environment: its setup step in a sandbox of its own, and its caches kept per org, repository and automation. */
 #include "spur.h"
 #include "automation.h"
 #include "conf.h"
@@ -18,8 +18,9 @@
 #include <unistd.h>
 
 /*
- * Caches live in data_dir/cache/ORG/KEY/HASH, KEY the repository (OWNER__REPO)
- * or, for a run without one, "automation@NAME"; HASH names the path inside
+ * Caches live in data_dir/cache/ORG/KEY/HASH, KEY the repository and the
+ * automation (OWNER__REPO@NAME) or, for a run without a repository,
+ * "automation@NAME": never shared by two automations; HASH names the path inside
  * the sandbox. Beside each, HASH.json is the engine's record of it (the path,
  * when a run last used it, its size then): the sandbox owns what is in HASH
  * and could forge its times, never the record, which it cannot see. A cache
@@ -182,7 +183,7 @@ env_mark_write(const struct env_cache *c, unsigned long long bytes)
 	free(tmp);
 }
 
-/* The directory of the run's caches: per org, and per repository or automation. */
+/* The directory of the run's caches: per org, automation, and repository. */
 static char *
 env_cache_dir(struct engine *e, const char *org, const struct automation *a,
     const char *workspace)
@@ -211,9 +212,12 @@ env_cache_dir(struct engine *e, const char *org, const struct automation *a,
 			key = NULL;
 		}
 	}
-	if (key == NULL)
-		key = xprintf("automation@%s", a->name);
-	dir = xprintf("%s/cache/%s/%s", e->conf->data_dir, org, key);
+	/*
+	 * Per automation too: an automation that can write a cache could leave a
+	 * program there that another, holding secrets, runs (issue 34).
+	 */
+	dir = key != NULL ? xprintf("%s/cache/%s/%s@%s", e->conf->data_dir, org, key, a->name) :
+	    xprintf("%s/cache/%s/automation@%s", e->conf->data_dir, org, a->name);
 	free(key);
 	json_decref(j);
 	return dir;

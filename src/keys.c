@@ -22,6 +22,7 @@ static const struct {
 	{ "runs:write", SCOPE_RUNS_WRITE },
 	{ "automations:read", SCOPE_AUTOMATIONS_READ },
 	{ "secrets:write", SCOPE_SECRETS_WRITE },
+	{ "secrets:use", SCOPE_SECRETS_USE },
 	{ "mcp", SCOPE_MCP },
 };
 

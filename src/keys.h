@@ -17,8 +17,9 @@ enum key_scope {
 	SCOPE_SECRETS_WRITE	= 1 << 5,
 	SCOPE_MCP		= 1 << 6,
 	SCOPE_CONSOLE		= 1 << 7,	/* a person signed in to the console, never a key's */
+	SCOPE_SECRETS_USE	= 1 << 8,	/* a session may name the org's secrets */
 };
-/* What `spur keys create` grants without --scope: everything but secrets:write. */
+/* What `spur keys create` grants without --scope: everything but secrets:write and secrets:use. */
 #define SCOPE_DEFAULT	(SCOPE_SESSIONS_READ | SCOPE_SESSIONS_WRITE | SCOPE_RUNS_READ | \
 	SCOPE_RUNS_WRITE | SCOPE_AUTOMATIONS_READ | SCOPE_MCP)
 

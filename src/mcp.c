@@ -138,7 +138,7 @@ static const struct mcp_tool mcp_tools[] = {
 	  "{\"allow\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":"
 	  "\"hosts the agent may reach\"}}},"
 	  "\"secrets\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"description\":"
-	  "\"names of the org's secrets the run may use\"},"
+	  "\"names of the org's secrets the run may use (a key with secrets:use)\"},"
 	  "\"budget\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
 	  "{\"tokens\":{\"type\":\"integer\",\"minimum\":0},\"usd\":{\"type\":\"number\","
 	  "\"minimum\":0}}},"

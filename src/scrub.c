@@ -5,6 +5,7 @@
 #include "secrets.h"
 #include "serve.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,8 @@
 #define SCRUB_NAME_MAX		32	/* letters of a named entity looked at */
 #define SCRUB_CORE_MIN		8	/* shorter base64 cuts would match ordinary words */
 #define SCRUB_MARK		"[secret]"
+#define SCRUB_MARKUP_MAX	2048	/* bytes of one tag or link target skipped */
+#define SCRUB_SKIPS_MAX		64	/* pieces of markup inside one value */
 
 struct scrub_range {
 	uint32_t	 lo;
@@ -536,11 +539,64 @@ scrub_set_free(struct scrub_set *set)
 	free(set->v);
 }
 
+/* A letter of a tag name (what makes "<" start markup, not text). */
+static int
+scrub_alpha(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/*
+ * The length of the markup at s[i] that a destination renders as nothing
+ * (0: none), so a value split by it is one on the page: an HTML tag ("<b>",
+ * "</span>", "<wbr>"), the start of a Slack link up to its text ("<URL|"),
+ * a link's target ("](URL)"), emphasis, strike and code-span marks, link
+ * brackets and the closing ">" of a Slack link, and the backslash of a
+ * markdown escape ("\_" renders "_"). The union of GitHub's, Slack's and
+ * Linear's markup: what one of them shows literally is cut all the same.
+ */
+static size_t
+scrub_markup(const char *s, size_t len, size_t i)
+{
+	size_t	 k;
+
+	switch (s[i]) {
+	case '*': case '_': case '~': case '`': case '[': case '>':
+		return 1;
+	case '\\':
+		return i + 1 < len && ispunct((unsigned char)s[i + 1]) ? 1 : 0;
+	case '<':
+		k = i + 1;
+		if (k < len && s[k] == '/')
+			k++;
+		if (k >= len || !scrub_alpha(s[k]))
+			return 0;
+		for (; k < len && k - i < SCRUB_MARKUP_MAX; k++) {
+			if (s[k] == '\n' || s[k] == '<')
+				return 0;
+			if (s[k] == '>' || s[k] == '|')
+				return k + 1 - i;
+		}
+		return 0;
+	case ']':
+		if (i + 1 >= len || s[i + 1] != '(')
+			return 1;
+		for (k = i + 2; k < len && k - i < SCRUB_MARKUP_MAX; k++) {
+			if (isspace((unsigned char)s[k]))
+				return 1;
+			if (s[k] == ')')
+				return k + 1 - i;
+		}
+		return 1;
+	}
+	return 0;
+}
+
 /* How many bytes of s the needle matches from s[0]; 0: none. */
 static size_t
 scrub_match(const struct scrub_needle *nd, const char *s, size_t len)
 {
-	size_t	 i = 0, k;
+	size_t	 i = 0, k, m, skips = 0;
 	int	 hi, lo;
 	char	 c;
 
@@ -558,6 +614,12 @@ scrub_match(const struct scrub_needle *nd, const char *s, size_t len)
 	}
 	for (k = 0; k < nd->len; k++) {
 		c = nd->s[k];
+		/* Markup between two of its characters: the page shows them together. */
+		while (k > 0 && i < len && s[i] != c && skips < SCRUB_SKIPS_MAX &&
+		    (m = scrub_markup(s, len, i)) > 0) {
+			i += m;
+			skips++;
+		}
 		if (i < len && s[i] == c)
 			i++;
 		else if (i + 2 < len && s[i] == '%' && (hi = hex_value(s[i + 1])) >= 0 &&
@@ -600,6 +662,58 @@ scrub_scan(const struct scrub_set *set, const char *s, size_t len, struct buf *o
 	return hits;
 }
 
+/*
+ * Half a value at an edge of the text: its end starting a secret, or its
+ * start ending one, at least half the value long. A run's messages (its
+ * report's reason and result, its pull request, a session's next report)
+ * are each scrubbed alone, so a value split across two would show whole to
+ * whoever reads both; the longer half, which one of them holds, is cut.
+ */
+static void
+scrub_edges(const struct scrub_set *set, struct buf *b)
+{
+	const struct scrub_needle	*nd;
+	struct buf			 out;
+	size_t				 i, l, lead, end, tail = 0, head = 0, min;
+
+	for (lead = 0; lead < b->len && isspace((unsigned char)b->data[lead]); lead++)
+		;
+	for (end = b->len; end > lead && isspace((unsigned char)b->data[end - 1]); end--)
+		;
+	for (i = 0; i < set->n; i++) {
+		nd = &set->v[i];
+		if (nd->form != SCRUB_TEXT)
+			continue;
+		min = (nd->len + 1) / 2 > SCRUB_MIN_LEN ? (nd->len + 1) / 2 : SCRUB_MIN_LEN;
+		for (l = nd->len - 1; l >= min && l > tail; l--) {
+			if (l <= end - lead && memcmp(b->data + end - l, nd->s, l) == 0) {
+				tail = l;
+				break;
+			}
+		}
+		for (l = nd->len - 1; l >= min && l > head; l--) {
+			if (l <= end - lead && memcmp(b->data + lead, nd->s + nd->len - l, l) == 0) {
+				head = l;
+				break;
+			}
+		}
+	}
+	if (tail == 0 && head == 0)
+		return;
+	if (head + tail > end - lead)
+		tail = 0;	/* one fragment is the whole text */
+	buf_init(&out, 0);
+	buf_add(&out, b->data, lead);
+	if (head > 0)
+		buf_adds(&out, SCRUB_MARK);
+	buf_add(&out, b->data + lead + head, end - tail - lead - head);
+	if (tail > 0)
+		buf_adds(&out, SCRUB_MARK);
+	buf_add(&out, b->data + end, b->len - end);
+	scrub_buf_wipe(b);
+	*b = out;
+}
+
 char *
 scrub_secrets(const char *text, const struct secret *const *sec, size_t n)
 {
@@ -638,6 +752,7 @@ scrub_secrets(const char *text, const struct secret *const *sec, size_t n)
 		}
 		scrub_buf_wipe(&seen);
 	}
+	scrub_edges(&set, &raw);
 	freezero_str(view);
 	scrub_set_free(&set);
 	return buf_take(&raw);

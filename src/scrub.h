@@ -31,8 +31,10 @@ char	*scrub_unseen(const char *, size_t, int escapes);
  * "[secret]": as written, percent-encoded, hex (any case) or base64 (standard
  * or URL-safe, padded or not, at any alignment inside a longer encoding),
  * also where only a reader would see it whole (split by invisible characters
- * or HTML comments, written as HTML entities). Text holding no secret comes
- * back byte for byte. NULL gives NULL; caller frees.
+ * or HTML comments, written as HTML entities, split by markup a destination
+ * renders as nothing), and the longer half of a value at the text's start or
+ * end. Text holding no secret comes back byte for byte. NULL gives NULL;
+ * caller frees.
  */
 char	*scrub_secrets(const char *text, const struct secret *const *, size_t n);
 /* scrub_secrets with every secret of the engine's current config (on the loop). */

@@ -292,7 +292,7 @@ secrets_name_valid(const char *s)
 	return 1;
 }
 
-/* A host a header secret is bound to: a DNS name or address, optionally :port. */
+/* A host a header secret is bound to: a DNS name or address. */
 static int
 secrets_host_valid(const char *s)
 {
@@ -300,6 +300,21 @@ secrets_host_valid(const char *s)
 
 	return n > 0 && n <= 255 && strspn(s, "abcdefghijklmnopqrstuvwxyz"
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") == n && s[0] != '.' && s[0] != '-';
+}
+
+/*
+ * HOST:PORT ("[v6]:PORT" too; a bare IPv6 address has two colons or more).
+ * The proxy compares the host alone, so a port would never match and the
+ * header would silently never be added: refused instead.
+ */
+static int
+secrets_host_has_port(const char *s)
+{
+	const char	*c = strchr(s, ':');
+
+	if (s[0] == '[')
+		return strchr(s, ']') != NULL && strchr(s, ']')[1] != '\0';
+	return c != NULL && strchr(c + 1, ':') == NULL;
 }
 
 struct secrets_first {
@@ -367,6 +382,13 @@ secrets_put(const struct config *cf, struct store *st, const char *org, const ch
 	if (hosts != NULL && hosts[0] != NULL) {
 		hl = json_array();
 		for (i = 0; hosts[i] != NULL; i++) {
+			if (i < SECRETS_HOSTS_MAX && secrets_host_valid(hosts[i]) &&
+			    secrets_host_has_port(hosts[i])) {
+				*cause = xprintf("hosts[%zu]: %s has a port: the header is added by "
+				    "host alone (give the host without :PORT)", i, hosts[i]);
+				json_decref(hl);
+				return -1;
+			}
 			if (i == SECRETS_HOSTS_MAX || !secrets_host_valid(hosts[i])) {
 				*cause = i == SECRETS_HOSTS_MAX ? xprintf("hosts: at most %d",
 				    SECRETS_HOSTS_MAX) : xprintf("hosts[%zu]: not a host name", i);
@@ -596,7 +618,8 @@ secrets_attach_cb(struct store_secret *r, void *arg)
 	struct org			*o = config_org(a->cf, r->org);
 	struct named_secret		*ns;
 	char				*cause = NULL, *value = NULL;
-	size_t				 len = 0;
+	size_t				 len = 0, i;
+	json_t				*hosts = NULL, *v;
 
 	if (o == NULL)
 		return 0;	/* an org no longer configured: its secrets wait unused */
@@ -622,6 +645,18 @@ secrets_attach_cb(struct store_secret *r, void *arg)
 		}
 	}
 	o->sealed = xreallocarray(o->sealed, o->nsealed + 1, sizeof *o->sealed);
+	o->sealed_hosts = xreallocarray(o->sealed_hosts, o->nsealed + 1,
+	    sizeof *o->sealed_hosts);
+	o->sealed_hosts[o->nsealed] = NULL;
+	if (r->hosts != NULL && (hosts = json_loads(r->hosts, 0, NULL)) != NULL &&
+	    json_array_size(hosts) > 0) {
+		o->sealed_hosts[o->nsealed] = xcalloc(json_array_size(hosts) + 1,
+		    sizeof **o->sealed_hosts);
+		json_array_foreach(hosts, i, v)
+			o->sealed_hosts[o->nsealed][i] = xstrdup(json_string_value(v) != NULL ?
+			    json_string_value(v) : "");
+	}
+	json_decref(hosts);
 	ns = &o->sealed[o->nsealed++];
 	ns->name = xstrdup(r->name);
 	ns->secret = xcalloc(1, sizeof *ns->secret);

@@ -69,8 +69,9 @@ static const struct cmd cmds[] = {
 	  "[--expires DURATION] [--json] [ID]",
 	  "The org API's keys. create --org ORG prints a new key once on stdout (the\n"
 	  "store keeps only its hash); --scope (repeatable: sessions:read,\n"
-	  "sessions:write, runs:read, runs:write, automations:read, secrets:write, mcp)\n"
-	  "defaults to all but secrets:write; --expires 90d. list shows id, name,\n"
+	  "sessions:write, runs:read, runs:write, automations:read, secrets:write,\n"
+	  "secrets:use, mcp) defaults to all but secrets:write and secrets:use (a\n"
+	  "session naming the org's secrets); --expires 90d. list shows id, name,\n"
 	  "scopes, created, last used, expiry and revocation, never a key; revoke ID.",
 	  cmd_keys },
 	{ "secrets", "set|list|rm|rekey [-c FILE] [--org ORG] [--host HOST]... "

@@ -46,6 +46,25 @@ struct store {
 	void		*impl;
 };
 
+/* spur.db and its -wal, -shm made 0600: an older spur created them with the umask's mode. */
+static void
+store_private(const char *path)
+{
+	static const char *const tails[] = { "", "-wal", "-shm" };
+	struct stat	 sb;
+	char		*p;
+	size_t		 i;
+
+	for (i = 0; i < SPUR_ARRLEN(tails); i++) {
+		p = xprintf("%s%s", path, tails[i]);
+		if (lstat(p, &sb) == 0 && S_ISREG(sb.st_mode) && (sb.st_mode & 077) != 0 &&
+		    chmod(p, sb.st_mode & 0700) != 0)
+			log_warn("event=store.chmod_failed path=%s error=%s", log_q(p),
+			    log_q(strerror(errno)));
+		free(p);
+	}
+}
+
 static const char *run_state_names[RUN_NSTATES] = {
 	"queued", "running", "completed", "needs_review", "failed", "timed_out",
 	"cancelled"
@@ -479,6 +498,12 @@ store_open(const char *data_dir, int readonly, char **cause)
 	st->payload_dir = path_join(data_dir, "payloads");
 	/* The CLI opens read-write too when it must change a run (cancel, retry). */
 	flags = readonly ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	/*
+	 * Before the open that creates spur.db (its -wal and -shm take its mode):
+	 * it holds prompts, key hashes and archives, for no other user.
+	 */
+	if (!readonly)
+		umask(077);
 	if (sqlite3_open_v2(st->path, &st->lite, flags | SQLITE_OPEN_NOMUTEX, NULL) !=
 	    SQLITE_OK) {
 		xasprintf(cause, "%s: %s", st->path,
@@ -488,7 +513,7 @@ store_open(const char *data_dir, int readonly, char **cause)
 	st->db = db_sqlite(st->lite);
 	sqlite3_busy_timeout(st->lite, STORE_BUSY_MS);
 	if (!readonly) {
-		umask(077);
+		store_private(st->path);
 		/*
 		 * A long reader (a backup, say) keeps checkpoints from restarting the
 		 * WAL, which then grows with every commit; without a limit it keeps

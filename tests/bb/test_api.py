@@ -287,7 +287,7 @@ with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.y
         ({"body": {"input": "x", "timeout": "soon"}}, "timeout"),
         ({"body": {"input": "x", "network": {"allow": ["http://x/"]}}}, "network.allow[0]"),
         ({"body": {"input": "x", "network": {"deny": []}}}, "network.deny: unknown field"),
-        ({"body": {"input": "x", "secrets": ["NOPE"]}}, "secrets[0]"),
+        ({"body": {"input": "x", "secrets": ["NOPE"]}}, "secrets: naming the org's secrets needs a key with the secrets:use"),
         ({"body": {"input": "x", "budget": {"usd": -1}}}, "budget"),
         ({"body": {"input": "x", "metadata": [1]}}, "metadata"),
         ({"body": {"input": "x", "callback_url": "ftp://x"}}, "callback_url"),
@@ -301,10 +301,33 @@ with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.y
     t.ok(st == 404 and j == {"error": "not_found"}, "an automation of another org answers 404", (st, j))
     st, _, j, _ = api.req("POST", "/o/acme/sessions", {"input": "x", "automation": "nosuch"})
     t.ok(st == 404, "an unknown automation answers 404", (st, j))
+
     st, hd, _, _ = api.req("POST", "/o/acme/sessions", raw=b'{"input":"' + b"x" * (2 << 20) + b'"}')
     t.eq(st, 413, "a body over limits.body answers 413")
     after = s.query("SELECT count(*) AS n FROM events")[0]["n"]
     t.eq(after, before, "no refused request stored anything")
+
+    # --- a session names an org secret only with secrets:use (issue 34) ---
+    # sessions:write alone put any secret of the org in a sandbox its input's author controls.
+    uses = Api(s, keys_create(s, "--org", "acme", "--scope", "sessions:write", "--scope", "secrets:use")["key"])
+    writer = Api(s, keys_create(s, "--org", "acme", "--scope", "sessions:write")["key"])
+    st, _, j, out = writer.req("POST", "/o/acme/sessions", {"input": "x", "secrets": ["NPM_TOKEN"]})
+    t.ok(st == 400 and "secrets:use" in j.get("detail", ""),
+         "sessions:write alone naming a secret of the org: 400 naming secrets:use", (st, out))
+    st, _, j, out = api.req("POST", "/o/acme/sessions", {"input": "x", "secrets": ["NPM_TOKEN"]})
+    t.ok(st == 400 and "secrets:use" in j.get("detail", ""),
+         "nor with the default scopes (which leave secrets:use out)", (st, out))
+    st, _, j, out = uses.req("POST", "/o/acme/sessions", {"input": "x", "secrets": ["NOPE"]})
+    t.ok(st == 400 and "secrets[0]" in j.get("detail", ""), "with secrets:use, an unknown secret: 400 secrets[0]",
+         (st, out))
+    n_refused = s.query("SELECT count(*) AS n FROM events")[0]["n"]
+    t.eq(n_refused, after, "the refused sessions stored nothing")
+    st, _, j, out = uses.req("POST", "/o/acme/sessions", {"input": "x", "secrets": ["NPM_TOKEN"]})
+    t.ok(st == 201 and (j.get("run") or {}).get("state") == "queued",
+         "with secrets:use, a session naming NPM_TOKEN: 201", (st, out))
+    rc, out, err = s.c("keys", "list", "--json")
+    t.ok(rc == 0 and any("secrets:use" in k["scopes"].split() for k in json.loads(out)),
+         "keys list shows the secrets:use scope", out)
     st, hd, j, _ = api.req("DELETE", "/o/acme/sessions")
     t.ok(st == 405 and "GET" in hd.get("allow", "") and "POST" in hd.get("allow", ""),
          "a wrong method answers 405 with Allow", (st, hd.get("allow")))

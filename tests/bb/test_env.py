@@ -115,6 +115,7 @@ setup_env = ('  setup:\n    run: %s\n    network: { allow: ["127.0.0.1:%d"] }\n'
 spur = Spur("", orgs=ORGS, automations={})
 spur.write_automation("dl.yaml", auto("dl", "acme", "^/dl", setup_env))
 spur.write_automation("beta-dl.yaml", auto("dl", "beta", "^/dl", "  cache: [~/.cache/pkgs]\n"))
+spur.write_automation("other.yaml", auto("other", "acme", "^/other", "  cache: [~/.cache/pkgs]\n"))
 spur.write_automation("fail.yaml", auto("fail", "acme", "^/fail",
                                          '  setup:\n    run: "echo the setup says no >&2; exit 3"\n'))
 spur.write_automation("slow.yaml", auto("slow", "acme", "^/slow",
@@ -162,10 +163,17 @@ with spur as s:
     r3 = report(s, run3)
     t.ok(st3["state"] == "completed", "org beta's run completes", st3)
     t.ok("pkg" in r3 and r3["pkg"] is None, "org beta's run does not see org acme's cached package", r3)
+    # --- Another automation of the same org, repository and cache path sees nothing of dl's (issue 34):
+    # a shared cache let one automation plant node_modules/.bin/test for another, holding secrets, to run.
+    run3b = fire(s, "acme", "/other automation", 8)
+    st3b = wait_done(s, run3b)
+    r3b = report(s, run3b)
+    t.ok(st3b["state"] == "completed", "another automation's run of the same repository completes", st3b)
+    t.ok("pkg" in r3b and r3b["pkg"] is None, "it does not see the cache dl filled", r3b)
     cache = os.path.join(s.data_dir, "cache")
     t.eq(sorted(os.listdir(cache)), ["acme", "beta"], "caches are kept per org")
-    t.eq(os.listdir(os.path.join(cache, "acme")), ["acme__api"],
-         "a run of a GitHub event keeps its caches per repository, the event's (whatever its proof)")
+    t.eq(sorted(os.listdir(os.path.join(cache, "acme"))), ["acme__api@dl", "acme__api@other"],
+         "a run of a GitHub event keeps its caches per repository (the event's, whatever its proof) and automation")
 
     # --- Failing setups end the run failed, cause sandbox, saying why; the agent never starts.
     run = fire(s, "acme", "/fail now", 4)
@@ -220,7 +228,7 @@ with spur as s:
     acme = os.path.join(s.data_dir, "cache", "acme")
 
     def cached(name):
-        d = os.path.join(acme, "acme__" + name)
+        d = os.path.join(acme, "acme__%s@%s" % (name, name))
         return sorted(os.listdir(d)) if os.path.isdir(d) else []
 
     # Two repositories' caches (a cache is per org, repository and path).
@@ -229,7 +237,7 @@ with spur as s:
          (st, cached("one")))
     deadline = time.time() + 10
     while time.time() < deadline:
-        mark = json.load(open(os.path.join(acme, "acme__one", [n for n in cached("one") if n.endswith(".json")][0])))
+        mark = json.load(open(os.path.join(acme, "acme__one@one", [n for n in cached("one") if n.endswith(".json")][0])))
         if mark.get("bytes", 0) > 0:
             break
         time.sleep(0.1)

@@ -145,6 +145,15 @@ with Spur("sandbox:\n  backend: none\n", automations={"quick.yaml": QUICK}) as s
     st, h, data = s.request("GET", MCP, None, {"Authorization": "Bearer " + mcp_key, "Mcp-Session-Id": sid,
                                                 "Accept": "text/event-stream"})
     t.ok(st == 405 and "POST" in h.get("allow", ""), "GET (no server-initiated stream): 405 with Allow", (st, h))
+    # A key with only mcp names no secret of the org (issue 34): the tool call fails naming secrets:use.
+    call = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "create_session", "arguments": {"input": "x", "secrets": ["NPM_TOKEN"]}}})
+    st, h, data = s.request("POST", MCP, call, headers(mcp_key, sid))
+    r = (body_json(data) or {}).get("result") or {}
+    t.ok(st == 200 and r.get("isError") is True and
+         "secrets:use" in (r.get("content") or [{}])[0].get("text", ""),
+         "an mcp key naming an org secret: a tool error naming secrets:use", (st, data))
+    t.eq(s.query("SELECT count(*) AS n FROM events")[0]["n"], 0, "and nothing was stored")
     st, h, data = s.request("DELETE", MCP, None, {"Authorization": "Bearer " + mcp_key, "Mcp-Session-Id": sid})
     t.ok(st in (200, 204), "DELETE ends the session", st)
     st, h, data = s.request("POST", MCP, PING, headers(mcp_key, sid))

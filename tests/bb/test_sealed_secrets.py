@@ -63,7 +63,7 @@ DUMP = ("cat >/dev/null; printf 'env-sha256=%s\\n' \"$(printf %s \"$SEALED_ENV\"
         "echo '--- env'; env | grep -v '^SEALED_ENV=' | sort; echo '--- end'")
 AUTO = ("name: sealed\norg: acme\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/sealed'\n"
         "agent: command\ncommand: %s\nprompt: |\n  Dump it.\nproof: none\nsecrets: [SEALED_ENV, SEALED_HDR]\n"
-        % json.dumps(["sh", "-c", DUMP]))
+        "network:\n  allow: [api.example.com, registry.example.com]\n" % json.dumps(["sh", "-c", DUMP]))
 
 
 def sha(v):
@@ -120,7 +120,7 @@ with Spur(CONF, orgs=ORGS, automations={"sealed.yaml": AUTO}) as s:
     rc, _, err = c("secrets", "set", "--org", "acme", "SEALED_ENV", stdin=VALUES["env"].encode())
     t.eq(rc, 0, "and set again replaces it")
     rc, _, err = c("secrets", "set", "--org", "acme", "SEALED_HDR", "--host", "api.example.com", "--host",
-                   "registry.example.com:8443", "--header", "X-Api-Token: token {value}",
+                   "registry.example.com", "--header", "X-Api-Token: token {value}",
                    stdin=VALUES["hdr"].encode())
     t.ok(rc == 0, "a header secret: --host and --header", err)
     rc, _, err = c("secrets", "set", "--org", "beta", "MOVABLE", stdin=VALUES["beta"].encode())
@@ -138,6 +138,13 @@ with Spur(CONF, orgs=ORGS, automations={"sealed.yaml": AUTO}) as s:
     rc, _, err = c("secrets", "set", "--org", "acme", "H", "--host", "a.example", "--header", "X: none",
                    stdin=b"abcd")
     t.ok(rc != 0 and "{value}" in err, "a header FORMAT without {value} is refused", err)
+    # The proxy matches the host alone: a port would never match, the header never added (issue 34).
+    for host in ("registry.example.com:8443", "127.0.0.1:443", "[::1]:8443"):
+        rc, _, err = c("secrets", "set", "--org", "acme", "PORTED", "--host", host, stdin=b"abcd-efgh")
+        t.ok(rc != 0 and "has a port" in err, "--host %s is refused: the header is added by host alone" % host, err)
+    rc, _, err = c("secrets", "set", "--org", "acme", "V6", "--host", "::1", stdin=b"abcd-efgh")
+    t.ok(rc == 0, "a bare IPv6 address is no port", err)
+    c("secrets", "rm", "--org", "acme", "V6")
     rc, _, err = c("secrets", "set", "--org", "acme", "TEMP", stdin=b"temporary-value")
     rc, _, err = c("secrets", "rm", "--org", "acme", "TEMP")
     t.eq(rc, 0, "secrets rm")
@@ -148,7 +155,7 @@ with Spur(CONF, orgs=ORGS, automations={"sealed.yaml": AUTO}) as s:
     rows = json.loads(out)
     t.eq([(r["org"], r["name"], r["kind"], r["hosts"]) for r in rows],
          [("acme", "SEALED_ENV", "env", []),
-          ("acme", "SEALED_HDR", "header", ["api.example.com", "registry.example.com:8443"]),
+          ("acme", "SEALED_HDR", "header", ["api.example.com", "registry.example.com"]),
           ("beta", "MOVABLE", "env", [])], "secrets list --json: names, kinds, hosts")
     t.ok(all(set(r) == {"org", "name", "kind", "hosts", "header", "updated_at"} for r in rows),
          "and nothing else: no value, no nonce", rows)
@@ -158,6 +165,14 @@ with Spur(CONF, orgs=ORGS, automations={"sealed.yaml": AUTO}) as s:
 
     rc, out, err = c("check")
     t.eq(rc, 0, "spur check opens every sealed secret and the automation's names are known: " + err)
+    # A header secret whose host network.allow leaves out: the proxy refuses the host before
+    # the header could be added (issue 34). A check error at the secret's line.
+    s.write_automation("noallow.yaml", AUTO.replace("name: sealed", "name: noallow").replace(
+        "  allow: [api.example.com, registry.example.com]", "  allow: [api.example.com]"))
+    rc, out, err = c("check")
+    t.ok(rc != 0 and "noallow.yaml:" in err and "SEALED_HDR" in err and "registry.example.com" in err and
+         "network.allow" in err, "a header secret's host not in network.allow: a check error naming both", err)
+    os.remove(os.path.join(s.auto_dir, "noallow.yaml"))
     rc, out, err = s.cli("check", "--offline", "-c", s.config)
     t.eq(rc, 0, "spur check --offline reads the names alone: " + err)
 
@@ -195,6 +210,7 @@ with Spur(CONF, orgs=ORGS, automations={"sealed.yaml": AUTO}) as s:
     for body, field in (({"hosts": ["a"]}, "value"), ({"value": "abcd", "extra": 1}, "extra"),
                         ({"value": "abcd", "header": "X: {value}"}, "header"),
                         ({"value": "abcd", "hosts": ["bad host"]}, "hosts[0]"),
+                        ({"value": "abcd", "hosts": ["x.example", "x.example:8443"]}, "hosts[1]: x.example:8443 has a port"),
                         ({"value": 5}, "value")):
         st, j = api(s, key, "PUT", "/o/acme/secrets/BODY_CHECK", body)
         t.ok(st == 400 and j["detail"].startswith(field), "PUT with %s: 400 naming %s" % (json.dumps(body), field), j)
@@ -311,6 +327,19 @@ with Spur(CONF, orgs=ORGS, automations={"sealed.yaml": AUTO}) as s:
     rc, _, err = c("check")
     t.ok(rc != 0 and "orgs.acme.secrets.SEALED_ENV is also a sealed secret" in err,
          "a name both configured and sealed is a check error", err)
+
+# Without secrets.key, PUT tells the API client that, and nothing about the host (issue 34):
+# it used to answer "secrets.key is not set in /path/to/spur.yaml".
+with Spur("", orgs=ORGS) as s:
+    s.start()
+    rc, out, err = s.c("keys", "create", "--org", "acme", "--scope", "secrets:write", "--json")
+    key = json.loads(out)["key"]
+    st, j = api(s, key, "PUT", "/o/acme/secrets/X", {"value": "abcd-efgh"})
+    t.ok(st == 400 and j.get("detail") == "secrets.key: sealed secrets are not configured",
+         "no secrets.key: PUT answers 400 \"sealed secrets are not configured\"", j)
+    t.ok(s.dir not in json.dumps(j) and "spur.yaml" not in json.dumps(j),
+         "and names no path of the host", j)
+    t.contains(s.logs(), "secrets.key is not set", "the operator's log says why")
 
 openapi.OpenAPIChecker().tap(t)
 t.done()

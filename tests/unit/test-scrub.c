@@ -19,8 +19,9 @@ static struct secret s_inner = { "env:I", "inner-secret-42", 15 };
 static struct secret s_outer = { "env:O", "prefix-inner-secret-42-suffix", 29 };
 static struct secret s_spaced = { "env:P", "p@ss word/+=&x", 14 };
 static struct secret s_short = { "env:S", "abc", 3 };
+static struct secret s_npm = { "env:N", "npm_token_value", 15 };
 static const struct secret *secrets[] = {
-	&s_token, &s_inner, &s_outer, &s_spaced, &s_short, NULL,
+	&s_token, &s_inner, &s_outer, &s_spaced, &s_short, &s_npm, NULL,
 };
 #define NSECRETS (SPUR_ARRLEN(secrets))
 
@@ -46,7 +47,8 @@ test_untouched(void)
 		"crlf\r\nlone cr\rzero" ZWSP "width" RLO "bidi" TAG_A "tag <!-- comment --> "
 		    "&amp; &#65; &#x41; &lt;b&gt; %41%42 invalid \xff\xfe utf-8 \x1b[31mred\x1b[0m "
 		    "\x01 control abc abcd ab" ZWSP "c",
-		"tok>>en?secre",	/* a prefix of a secret */
+		"x tok>>en?secre y",	/* a prefix of a secret, not at an edge */
+		"**bold** _it_ `code` [link](http://x/) <b>b</b> \\_ ~~s~~ <http://x|y>",
 		"tok>>en" ZWSP "?secre t~~x",
 	};
 	char	*got;
@@ -118,6 +120,38 @@ test_disguised(void)
 	scrubs("dG9rPj5lbj9zZWNy" ZWSP "ZXR+fng=", "[secret]", "base64 split by a zero-width space");
 }
 
+/* Markup a destination renders as nothing between a value's characters (issue 34). */
+static void
+test_markup(void)
+{
+	scrubs("a npm\\_token\\_value b", "a [secret] b", "markdown escapes");
+	scrubs("a npm_tok<b></b>en_value b", "a [secret] b", "split by an empty <b></b>");
+	scrubs("a npm_to<wbr>ken_value b", "a [secret] b", "split by <wbr>");
+	scrubs("a <span>npm_tok</span><span>en_value</span> b", "a <span>[secret]</span> b",
+	    "two <span> halves");
+	scrubs("a npm_tok**en**_value b", "a [secret] b", "** emphasis inside");
+	scrubs("a **npm_tok**en_value b", "a **[secret] b", "** emphasis around a half");
+	scrubs("a `npm_tok``en_value` b", "a `[secret]` b", "two code spans");
+	scrubs("a [npm_tok](https://x.example/a)[en_value](https://x.example/b) b",
+	    "a [[secret]](https://x.example/b) b", "link-text split");
+	scrubs("a <https://x.example/a|npm_tok><https://x.example/b|en_value> b",
+	    "a <https://x.example/a|[secret]> b", "Slack link-text split");
+	scrubs("a *npm_tok*~en_value~ b", "a *[secret]~ b", "Slack bold and strike");
+	scrubs("a tok>>en?<i>secret</i>~~x b", "a [secret] b", "a value with > and ~ and a tag");
+	scrubs("a npm_tok&lt;b&gt;en_value b", "a [secret] b", "a tag written as entities");
+}
+
+/* Half a value at a text's edge: the other half may be in the run's next message. */
+static void
+test_edges(void)
+{
+	scrubs("the value starts npm_toke", "the value starts [secret]", "the first half at the end");
+	scrubs("ken_value, said the agent", "[secret], said the agent", "the second half at the start");
+	scrubs("ends npm_toke  \n", "ends [secret]  \n", "trailing whitespace kept");
+	scrubs("ends npm_t", "ends npm_t", "less than half is left alone");
+	scrubs("x npm_toke y", "x npm_toke y", "half a value inside a text is left alone");
+}
+
 static void
 test_unseen(void)
 {
@@ -141,6 +175,8 @@ main(void)
 	test_written();
 	test_encoded();
 	test_disguised();
+	test_markup();
+	test_edges();
 	test_unseen();
 	return tap_done();
 }
