@@ -130,7 +130,7 @@ struct hookreq {
 	int			 retry_after;
 	/* The org API's request and what its answer adds (api.c). */
 	struct api_req		 api;
-	const char		*allow;
+	char			*allow;		/* Allow of a 405: a copy (api.c's is on its stack) */
 	int			 console;	/* a console page (console.c), not the org API */
 	char			*location;
 	char			*set_cookie[2];
@@ -227,6 +227,7 @@ hookreq_free(struct hookreq *hr)
 	free(hr->hook);
 	free(hr->answer);
 	api_req_clear(&hr->api);
+	free(hr->allow);
 	free(hr->mcp_session);
 	free(hr->location);
 	free(hr->set_cookie[0]);
@@ -401,7 +402,7 @@ server_api_done(struct api_answer *a, void *arg)
 	char		*body = a->body;
 
 	a->body = NULL;
-	hr->allow = a->allow;
+	hr->allow = a->allow != NULL ? xstrdup(a->allow) : NULL;
 	hr->mcp_session = a->mcp_session;
 	a->mcp_session = NULL;
 	hr->location = a->location;
