@@ -51,6 +51,8 @@ class Fake(http.server.ThreadingHTTPServer):
         self.chunk_delay = chunk_delay
         self.bench_tokens = bench_tokens
         self.errors = {}    # API key -> status, answered to every request with that key
+        self.inflight = 0   # POSTs being answered now, and the most at once
+        self.max_inflight = 0
         self.thread = None
 
     @property
@@ -135,6 +137,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return True
 
     def do_POST(self):
+        with self.server.lock:
+            self.server.inflight += 1
+            self.server.max_inflight = max(self.server.max_inflight, self.server.inflight)
+        try:
+            self.post()
+        finally:
+            with self.server.lock:
+                self.server.inflight -= 1
+
+    def post(self):
         raw, j = self.body()
         self.record(raw, j)
         self.slow = j.get("spur_test_slow", 0) if isinstance(j, dict) else 0
