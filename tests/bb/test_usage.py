@@ -456,10 +456,9 @@ with Spur(with_plan(fake, P8), orgs=ORGS % {"budget": ""},
          "parallel: 40 requests on 1,500 tokens stop after a few (not 40,000 tokens)",
          (len(sent), j.get("usage")))
     t.ok((st["state"], st["cause"]) == ("failed", "budget"), "parallel: the run ends failed, cause budget", st)
-# limits.model_requests set, and a run that passed its budget with no request refused ends failed.
+# A run that passed its budget with no request refused (both in flight at once) ends failed.
 P8 = {"requests": [req("/v1/messages", "a-stream", {"input": 900, "output": 100}, slow=0.05)], "parallel": 2}
-fake.max_inflight = 0
-with Spur(with_plan(fake, P8, extra="limits:\n  model_requests: 2\n"), orgs=ORGS % {"budget": ""},
+with Spur(with_plan(fake, P8), orgs=ORGS % {"budget": ""},
           automations={"u.yaml": automation(P8, extra="budget: { tokens: 1500 }\n")}) as s:
     s.start()
     run = fire(s, "/u spend", 85)
@@ -470,6 +469,7 @@ with Spur(with_plan(fake, P8, extra="limits:\n  model_requests: 2\n"), orgs=ORGS
          "passed: a run whose usage passed its budget ends failed, cause budget, whatever its agent said", st)
     t.ok("1,500 tokens" in (st["reason"] or "") and "2,000 tokens" in (st["reason"] or ""),
          "passed: the reason says the budget and what was spent", st["reason"])
+# limits.model_requests: 1: one at a time, the others wait (not refused).
 P8 = {"requests": [req("/v1/messages", "a-stream", {"input": 9, "output": 1}, slow=0.05)], "parallel": 6}
 fake.max_inflight = 0
 with Spur(with_plan(fake, P8, extra="limits:\n  model_requests: 1\n"), orgs=ORGS % {"budget": ""},
