@@ -208,54 +208,6 @@ gateway_tally(const struct gateway *g)
 	return &g->tally;
 }
 
-/*
- * The paths forwarded, after the prefix and an optional "/v1": those whose
- * usage is read (model requests, POST) and those that cost nothing (token
- * counting, model lists). Any other (batches, /v1/complete, a background
- * Responses result fetched by GET, "/v1/Messages") would spend the org's key
- * unmetered, so it is answered 404. Case and a trailing '/' count.
- */
-static const struct {
-	const char	*method;
-	const char	*path;	/* ending in '*': one more segment, any */
-} gateway_paths[] = {
-	{ "POST", "/messages" },
-	{ "POST", "/messages/count_tokens" },
-	{ "POST", "/responses" },
-	{ "POST", "/responses/input_tokens" },
-	{ "POST", "/chat/completions" },
-	{ "GET", "/models" },
-	{ "GET", "/models/*" },
-	{ "HEAD", "/" },
-};
-
-/* Whether method and path (after the prefix, its query kept) are forwarded. */
-static int
-gateway_path_known(const char *method, const char *path)
-{
-	size_t	 len = strcspn(path, "?"), i, n;
-	const char *p;
-
-	if (len >= 3 && strncmp(path, "/v1", 3) == 0 && (len == 3 || path[3] == '/')) {
-		path += 3;
-		len -= 3;
-	}
-	for (i = 0; i < SPUR_ARRLEN(gateway_paths); i++) {
-		if (strcmp(method, gateway_paths[i].method) != 0)
-			continue;
-		p = gateway_paths[i].path;
-		n = strlen(p);
-		if (p[n - 1] == '*') {
-			n--;
-			if (len > n && strncmp(path, p, n) == 0 &&
-			    memchr(path + n, '/', len - n) == NULL)
-				return 1;
-		} else if (len == n && strncmp(path, p, n) == 0)
-			return 1;
-	}
-	return 0;
-}
-
 /* Records why the run's model requests are refused from now on (the first reason), and logs it. */
 static void
 gateway_stop(struct gateway *g, const char *why)
@@ -595,7 +547,7 @@ gconn_start(struct gconn *gc)
 		gconn_fail(gc, 404, "spur gateway: not a path of the model API", "denied");
 		return;
 	}
-	if (!gateway_path_known(gc->head.method, path + plen)) {
+	if (!usage_path_known(gc->head.method, path + plen)) {
 		gconn_fail(gc, 404, "spur gateway: not a path the gateway meters or knows to "
 		    "cost nothing", "denied");
 		return;
