@@ -260,7 +260,8 @@ gateway_over(struct gateway *g, const char *model)
 			free(why);
 		}
 	}
-	if ((why = gateway_unpriced(g, model)) != NULL) {
+	/* An answer that named no model ("unknown"): its request's model was checked before it went up. */
+	if (strcmp(model, "unknown") != 0 && (why = gateway_unpriced(g, model)) != NULL) {
 		gateway_stop(g, why);
 		free(why);
 	}
