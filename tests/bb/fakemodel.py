@@ -153,10 +153,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.error():
             return
         path = self.path.split("?")[0]
-        if path.endswith("/messages/count_tokens"):
+        if path.endswith("/messages/count_tokens") and not (isinstance(j, dict) and "bench_mib" in j):
             return self.reply_json(200, {"input_tokens": 10})
-        if path.endswith("/messages") or path.endswith("/bench/raw"):
-            # /bench/raw: the same answer on a path the gateway reads no usage of (bench/gateway).
+        if path.endswith("/messages") or path.endswith("/messages/count_tokens"):
+            # count_tokens with bench_mib: the same answer on a path the gateway forwards but
+            # reads no usage of (bench/gateway times accounting on and off).
             if j.get("bench_mib"):
                 return self.bench_stream(j)
             return self.anthropic(j)
