@@ -754,9 +754,9 @@ gconn_done_cb(CURL *easy, CURLcode result, void *arg)
 		    gc->error : curl_easy_strerror(result));
 		curl_easy_cleanup(easy);
 		gc->easy = NULL;
+		gconn_release(gc);
 		gconn_fail(gc, 502, msg, "failed");
 		free(msg);
-		gconn_release(gc);
 		return;
 	}
 	gconn_send_head(gc);	/* an empty body */
@@ -764,8 +764,8 @@ gconn_done_cb(CURL *easy, CURLcode result, void *arg)
 	gconn_record(gc, result == CURLE_OK ? "allowed" : "failed");
 	curl_easy_cleanup(easy);
 	gc->easy = NULL;
+	gconn_release(gc);	/* before the close, which frees gc (deferred) */
 	gconn_close(gc);
-	gconn_release(gc);
 }
 
 struct gateway *
