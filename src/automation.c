@@ -1864,6 +1864,33 @@ agent_key_check(struct aload *l, const struct ynode *agent_node)
 		    l->org->name, a->agent_name);
 }
 
+/*
+ * A budget is enforced by the gateway, which agent: command never talks to;
+ * and under a budget in money a model without a price is refused, which the
+ * loader can tell when the automation names its model.
+ */
+static void
+budget_check(struct aload *l, const struct ynode *root)
+{
+	const struct automation	*a = l->a;
+	const struct agent_conf	*ac;
+	const struct ynode	*n = ymap_get(root, "budget");
+
+	if (n != NULL && a->agent == AGENT_COMMAND)
+		yerrs_node(l->errs, l->file, n, "\"budget\" cannot be enforced on agent: "
+		    "command, which does not reach its model through the gateway");
+	if (a->agent == AGENT_COMMAND || a->model == NULL || l->conf == NULL ||
+	    (a->budget_usd <= 0 && (l->org == NULL || (l->org->budget_usd_per_day <= 0 &&
+	    l->org->budget_usd_per_month <= 0))))
+		return;
+	ac = config_agent(l->conf, a->agent_name);
+	if (budget_price(ac != NULL ? ac->prices : NULL, ac != NULL ? ac->nprices : 0,
+	    a->model) == NULL)
+		yerrs_warn_node(l->errs, l->file, ymap_get(root, "model"), "model \"%s\" has "
+		    "no price, and its runs are under a budget in money: its requests will be "
+		    "refused; set agents.%s.prices.%s", a->model, a->agent_name, a->model);
+}
+
 /* Reads one file into an automation; NULL when it had any error (all of them reported). */
 /* host is reachable through network.allow on some port (443, or one an entry names). */
 static int
@@ -1969,6 +1996,7 @@ automation_parse(struct aload *l, const char *path, const char *base)
 	if (a->agent == AGENT_COMMAND && n == NULL)
 		yerrs_node(l->errs, l->file, agent_node, "agent: command needs \"command\" "
 		    "(the argv to run)");
+	budget_check(l, root);
 	if (a->agent != AGENT_COMMAND && ymap_get(root, "prompt") == NULL)
 		yerrs_add(l->errs, l->file, 1, 1, "missing \"prompt\" (the saved prompt)");
 	if ((n = ymap_get(root, "pull_request")) != NULL && a->proof != PROOF_PULL_REQUEST)

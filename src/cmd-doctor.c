@@ -1,12 +1,14 @@
 /* cmd-doctor.c: `spur doctor`: what `spur check` cannot see: the credentials as the APIs take them, the host's sandboxes, disk and clock. */
 #include "spur.h"
 #include "automation.h"
+#include "budget.h"
 #include "cmd.h"
 #include "conf.h"
 #include "egress.h"
 #include "github-app.h"
 #include "httpc.h"
 #include "sandbox.h"
+#include "store.h"
 #include "trigger.h"
 
 #include <sys/statvfs.h>
@@ -43,6 +45,7 @@ struct doctor {
 	long long		 server_date;
 	long long		 server_date_at;
 	char			*server_date_from;
+	struct store		*store;		/* NULL: none yet (usage read from it when there is) */
 };
 
 /* One answer, copied out of the client's callback. */
@@ -948,6 +951,87 @@ doctor_clock(struct doctor *d)
 		    "(%+lld s)", DOCTOR_SKEW_MAX, d->server_date_from, skew);
 }
 
+/* Whether model has a price for agent (NULL: any agent of the config), its own or built in. */
+static int
+doctor_priced(const struct config *cf, const char *agent, const char *model)
+{
+	const struct agent_conf	*ac;
+	size_t			 i;
+
+	if (agent != NULL) {
+		ac = config_agent(cf, agent);
+		return budget_price(ac != NULL ? ac->prices : NULL, ac != NULL ? ac->nprices : 0,
+		    model) != NULL;
+	}
+	if (budget_price(NULL, 0, model) != NULL)
+		return 1;
+	for (i = 0; i < cf->nagents; i++) {
+		if (budget_price(cf->agents[i].prices, cf->agents[i].nprices, model) != NULL)
+			return 1;
+	}
+	return 0;
+}
+
+static void
+doctor_unpriced_add(json_t *list, const char *model)
+{
+	size_t	 i;
+	json_t	*v;
+
+	json_array_foreach(list, i, v) {
+		if (strcmp(json_string_value(v), model) == 0)
+			return;
+	}
+	json_array_append_new(list, json_string(model));
+}
+
+/*
+ * The models an org's automations name or its runs used (the store's usage)
+ * that have no price: they cost $0 and, under a budget in money, are refused.
+ */
+static void
+doctor_prices(struct doctor *d, const struct org *org)
+{
+	const struct automation	*a;
+	json_t			*unpriced = json_array(), *rows, *r;
+	const char		*m, *an;
+	char			*names;
+	size_t			 i;
+	int			 money = org->budget_usd_per_day > 0 || org->budget_usd_per_month > 0;
+
+	for (i = 0; i < automation_count(d->set); i++) {
+		a = automation_get(d->set, i);
+		if (a->org == NULL || strcmp(a->org, org->name) != 0 || a->agent == AGENT_COMMAND)
+			continue;
+		money |= a->budget_usd > 0;
+		if (a->model != NULL && !doctor_priced(d->conf, a->agent_name, a->model))
+			doctor_unpriced_add(unpriced, a->model);
+	}
+	rows = d->store != NULL ? store_usage_by_model(d->store) : json_array();
+	json_array_foreach(rows, i, r) {
+		if ((m = json_string_value(json_object_get(r, "model"))) == NULL ||
+		    strcmp(json_string_value(json_object_get(r, "org")), org->name) != 0)
+			continue;
+		an = json_string_value(json_object_get(r, "automation"));
+		a = an != NULL ? automation_find(d->set, org->name, an) : NULL;
+		if (!doctor_priced(d->conf, a != NULL ? a->agent_name : NULL, m))
+			doctor_unpriced_add(unpriced, m);
+	}
+	json_decref(rows);
+	if (json_array_size(unpriced) == 0)
+		doctor_say(d, org->name, "prices", DOCTOR_PASS, NULL, "every model in use has a "
+		    "price");
+	else {
+		names = json_dumps(unpriced, JSON_COMPACT);
+		doctor_say(d, org->name, "prices", money ? DOCTOR_FAIL : DOCTOR_PASS,
+		    "add them to agents.AGENT.prices", "models in use without a price "
+		    "(they cost $0%s): %s", money ? "; under the org's budgets in money "
+		    "their requests are refused" : "", names);
+		free(names);
+	}
+	json_decref(unpriced);
+}
+
 int
 cmd_doctor(const struct cmd *c, int argc, char **argv)
 {
@@ -1006,6 +1090,10 @@ cmd_doctor(const struct cmd *c, int argc, char **argv)
 		return EXIT_FAILED;
 	}
 	d.checks = json_array();
+	/* Read-only, and only when it exists: the models runs used. */
+	d.store = store_open_url(d.conf->store_url, d.conf->data_dir, 1, &cause);
+	if (d.store == NULL)
+		free(cause);
 	if ((d.base = event_base_new()) == NULL)
 		fatal("event_base_new");
 	d.http = httpc_create(d.base);
@@ -1016,6 +1104,7 @@ cmd_doctor(const struct cmd *c, int argc, char **argv)
 		doctor_slack(&d, &d.conf->orgs[i]);
 		doctor_linear(&d, &d.conf->orgs[i]);
 		doctor_models(&d, &d.conf->orgs[i]);
+		doctor_prices(&d, &d.conf->orgs[i]);
 	}
 	doctor_sandbox(&d);
 	doctor_disk(&d);
@@ -1028,6 +1117,7 @@ cmd_doctor(const struct cmd *c, int argc, char **argv)
 	httpc_free(d.http);
 	event_base_free(d.base);
 	json_decref(d.checks);
+	store_close(d.store);
 	free(d.server_date_from);
 	automation_set_unref(d.set);
 	config_free(d.conf);

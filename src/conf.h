@@ -117,6 +117,7 @@ struct config {
 	int			 limit_runs;
 	int			 limit_queue;
 	long long		 limit_drain;	/* seconds running runs may finish after SIGTERM */
+	int			 limit_model_requests; /* a run's model requests in flight at once */
 	long long		 retention_events; /* seconds events are kept (>= 30d) */
 	long long		 retention_run_files; /* seconds an ended run's files are kept */
 	long long		 schedule_catch_up; /* seconds */

@@ -207,7 +207,8 @@ static const char *const top_keys[] = { "listen", "data_dir", "automations", "pu
 	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports",
 	"secrets", "egress", "log", "store", "store_notify", "nodes", NULL };
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
-	"idle", "buffered", "request", "runs", "queue", "drain", NULL };
+	"idle", "buffered", "request", "runs", "queue", "drain",
+	"model_requests", NULL };
 static const char *const sandbox_keys[] = { "backend", "user", "timeout", "memory", "pids",
 	"output", "session_idle", "uids", "cache_size", NULL };
 static const char *const agent_keys[] = { "command", "api_url", "prices", NULL };
@@ -432,7 +433,12 @@ cfg_limits(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			cf->limit_queue = (int)v;
 		} else if (strcmp(k, "drain") == 0)
 			cfg_duration(c, n, "limits.drain", &cf->limit_drain);
-		else
+		else if (strcmp(k, "model_requests") == 0) {
+			/* A run's model requests in flight: each may pass its budget (SPEC section 16). */
+			v = cf->limit_model_requests;
+			cfg_int(c, n, "limits.model_requests", 1, 1000, &v);
+			cf->limit_model_requests = (int)v;
+		} else
 			cfg_unknown(c, m, i, "limits", limits_keys);
 	}
 	if (cf->limit_body == 0)
@@ -659,6 +665,12 @@ cfg_org_budget(struct cfgctx *c, struct org *o, const struct ynode *m)
 		else
 			cfg_unknown(c, m, i, "budget", budget_keys);
 	}
+	/* The month's budget would stop the org first: the day's could never be reached. */
+	if (o->budget_usd_per_day > 0 && o->budget_usd_per_month > 0 &&
+	    o->budget_usd_per_day > o->budget_usd_per_month)
+		cfg_error(c, ymap_get(m, "usd_per_day"), "\"orgs.%s.budget.usd_per_day\" "
+		    "($%g) is above its usd_per_month ($%g)", o->name, o->budget_usd_per_day,
+		    o->budget_usd_per_month);
 }
 
 static void
@@ -1358,6 +1370,7 @@ cfg_defaults(struct config *cf)
 	cf->limit_request = 60;
 	cf->limit_buffered = 256ULL << 20;
 	cf->limit_runs = 4;
+	cf->limit_model_requests = 4;
 	cf->limit_queue = 10000;
 	cf->limit_drain = 600;
 	cf->retention_events = 30 * 86400;

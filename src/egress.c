@@ -520,6 +520,8 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 		gs.budget.usd = a->budget_usd;
 		gs.budget.org_usd_per_day = org->budget_usd_per_day;
 		gs.budget.org_usd_per_month = org->budget_usd_per_month;
+		gs.agent = ag->name;
+		gs.model_requests = e->conf->limit_model_requests;
 		path = bwrap ? path_join(eg->dir, "gateway.sock") : NULL;
 		eg->gateway = gateway_create(e->base, e->store, run, &gs, path, &gport, cause);
 		free(path);

@@ -181,6 +181,8 @@ struct gateway_spec {
 	const struct price *prices;	/* agents.NAME.prices (budget.h), copied */
 	size_t		 nprices;
 	struct budget_limits budget;	/* the run's and its org's */
+	const char	*agent;		/* its name, for the price a refusal asks for */
+	int		 model_requests; /* in flight at once (limits.model_requests) */
 };
 /*
  * A request's origin-form target as it goes upstream: unreserved characters

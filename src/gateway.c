@@ -62,8 +62,11 @@ struct gconn {
 	int			 sse;		/* the answer is text/event-stream */
 	struct usage_reader	*usage;		/* reading a 2xx answer's usage */
 	uint64_t		 in, out;
+	int			 inflight;	/* holds one of the run's model_requests */
+	int			 waiting;	/* on g->waiting, for one of them */
 	char			 error[CURL_ERROR_SIZE];
 	LIST_ENTRY(gconn)	 entry;
+	TAILQ_ENTRY(gconn)	 wentry;
 };
 
 struct gateway {
@@ -89,8 +92,16 @@ struct gateway {
 	uint64_t		 spent_tokens;	/* the run's, so far */
 	double			 spent_usd;
 	char			*stopped;	/* the budget that refused a request, in words */
+	char			*agent;		/* whose prices: agents.NAME.prices */
+	int			 max_inflight;	/* limits.model_requests */
+	int			 inflight;
+	int			 closing;	/* gateway_free: start nothing */
 	LIST_HEAD(, gconn)	 conns;
+	TAILQ_HEAD(, gconn)	 waiting;	/* model requests waiting for one in flight to end */
 };
+
+static void	gconn_start(struct gconn *);
+static void	gateway_stop(struct gateway *, const char *);
 
 static int
 gateway_in(const char *name, const char **list, size_t n)
@@ -197,6 +208,88 @@ gateway_tally(const struct gateway *g)
 	return &g->tally;
 }
 
+/* Records why the run's model requests are refused from now on (the first reason), and logs it. */
+static void
+gateway_stop(struct gateway *g, const char *why)
+{
+	if (g->stopped != NULL)
+		return;
+	g->stopped = xstrdup(why);
+	log_warn("event=gateway.budget_spent run=%s why=%s consequence=\"model requests "
+	    "refused, the run ends failed\"", g->run, log_q(why));
+}
+
+/* Whether a budget in money applies to the run: then every model needs a price. */
+static int
+gateway_in_money(const struct gateway *g)
+{
+	return g->budget.usd > 0 || g->budget.org_usd_per_day > 0 ||
+	    g->budget.org_usd_per_month > 0;
+}
+
+/* "no price for model X", when a budget in money applies and model has none; else NULL. */
+static char *
+gateway_unpriced(const struct gateway *g, const char *model)
+{
+	if (!gateway_in_money(g))
+		return NULL;
+	if (model == NULL || *model == '\0')
+		return xstrdup("the request names no model, and a budget in money needs "
+		    "its price");
+	if (budget_price(g->prices, g->nprices, model) != NULL)
+		return NULL;
+	return xprintf("no price for model \"%.*s\" under a budget in money: set "
+	    "agents.%s.prices.%.*s", USAGE_MODEL_MAX, model, g->agent, USAGE_MODEL_MAX, model);
+}
+
+/*
+ * After an answer's usage is added: a run that passed its own budget (the
+ * requests in flight when it was reached), or used a model without a price
+ * under a budget in money, ends failed for its budget however its agent ends.
+ */
+static void
+gateway_over(struct gateway *g, const char *model)
+{
+	char	*why;
+
+	if ((g->budget.tokens > 0 && g->spent_tokens > (uint64_t)g->budget.tokens) ||
+	    (g->budget.usd > 0 && g->spent_usd > g->budget.usd)) {
+		if ((why = budget_spent(g->store, g->org, &g->budget, g->spent_tokens,
+		    g->spent_usd)) != NULL) {
+			gateway_stop(g, why);
+			free(why);
+		}
+	}
+	/* An answer that named no model ("unknown"): its request's model was checked before it went up. */
+	if (strcmp(model, "unknown") != 0 && (why = gateway_unpriced(g, model)) != NULL) {
+		gateway_stop(g, why);
+		free(why);
+	}
+}
+
+/* A model request ended: its place in flight goes to the next waiting, if any. */
+static void
+gconn_release(struct gconn *gc)
+{
+	struct gateway	*g = gc->g;
+	struct gconn	*next;
+
+	if (gc->waiting) {
+		TAILQ_REMOVE(&g->waiting, gc, wentry);
+		gc->waiting = 0;
+	}
+	if (!gc->inflight)
+		return;
+	gc->inflight = 0;
+	g->inflight--;
+	while (!g->closing && g->inflight < g->max_inflight &&
+	    (next = TAILQ_FIRST(&g->waiting)) != NULL) {
+		TAILQ_REMOVE(&g->waiting, next, wentry);
+		next->waiting = 0;
+		gconn_start(next);
+	}
+}
+
 /*
  * The answer's usage, once it has ended (or was cut off): stored for the run,
  * its model and the day, priced, and added to what the run spent.
@@ -221,6 +314,7 @@ gconn_account(struct gconn *gc)
 		    &u.c);
 		g->spent_tokens += u.c.tokens;
 		g->spent_usd += u.cost_usd;
+		gateway_over(g, model);
 		if (g->store != NULL && store_usage_add(g->store, &u) != 0)
 			log_warn("event=gateway.usage_not_stored run=%s", g->run);
 		log_info("event=gateway.usage run=%s model=%s input=%llu output=%llu "
@@ -238,6 +332,7 @@ static void
 gconn_free(struct gconn *gc)
 {
 	gconn_account(gc);
+	gconn_release(gc);
 	LIST_REMOVE(gc, entry);
 	egress_gate_leave(&gc->g->gate);
 	if (gc->easy != NULL) {
@@ -318,11 +413,7 @@ gconn_refuse_budget(struct gconn *gc, const char *why)
 	struct gateway	*g = gc->g;
 	char		*msg = xprintf("spur: %s", why);
 
-	if (g->stopped == NULL) {
-		g->stopped = xstrdup(why);
-		log_warn("event=gateway.budget_spent run=%s why=%s consequence=\"model requests "
-		    "refused, the run ends failed\"", g->run, log_q(why));
-	}
+	gateway_stop(g, why);
 	if (gc->api == USAGE_ANTHROPIC)
 		gconn_answer(gc, 402, json_pack("{s:s,s:{s:s,s:s}}", "type", "error", "error",
 		    "type", "billing_error", "message", msg), "x-should-retry: false\r\n",
@@ -425,6 +516,22 @@ gconn_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 }
 
+/* gateway_unpriced for the model the request's body names. */
+static char *
+gconn_unpriced(struct gconn *gc)
+{
+	json_t		*j;
+	char		*why;
+	size_t		 len = evbuffer_get_length(gc->body);
+
+	if (!gateway_in_money(gc->g))
+		return NULL;
+	j = json_loadb(len > 0 ? (char *)evbuffer_pullup(gc->body, -1) : "", len, 0, NULL);
+	why = gateway_unpriced(gc->g, json_string_value(json_object_get(j, "model")));
+	json_decref(j);
+	return why;
+}
+
 /* The request is all here: send it upstream. */
 static void
 gconn_start(struct gconn *gc)
@@ -441,13 +548,29 @@ gconn_start(struct gconn *gc)
 		gconn_fail(gc, 404, "spur gateway: not a path of the model API", "denied");
 		return;
 	}
-	/* A model request: none starts once a budget is spent (one streaming may finish). */
-	if ((gc->api = usage_api_of(gc->head.method, path)) != USAGE_NONE &&
-	    (why = budget_spent(g->store, g->org, &g->budget, g->spent_tokens,
-	    g->spent_usd)) != NULL) {
+	if (!usage_path_known(gc->head.method, path + plen)) {
+		gconn_fail(gc, 404, "spur gateway: not a path the gateway meters or knows to "
+		    "cost nothing", "denied");
+		return;
+	}
+	gc->api = usage_api_of(gc->head.method, path);
+	/* At most limits.model_requests at once: the budget is checked as each starts. */
+	if (gc->api != USAGE_NONE && g->inflight >= g->max_inflight) {
+		gc->waiting = 1;
+		TAILQ_INSERT_TAIL(&g->waiting, gc, wentry);
+		return;
+	}
+	/* A model request: none starts once a budget is spent, or without a price under one. */
+	if (gc->api != USAGE_NONE &&
+	    ((why = budget_spent(g->store, g->org, &g->budget, g->spent_tokens,
+	    g->spent_usd)) != NULL || (why = gconn_unpriced(gc)) != NULL)) {
 		gconn_refuse_budget(gc, why);
 		free(why);
 		return;
+	}
+	if (gc->api != USAGE_NONE) {
+		gc->inflight = 1;
+		g->inflight++;
 	}
 	/* A streamed Chat Completions answer says its usage only when asked to. */
 	if (gc->api == USAGE_CHAT && (blen = evbuffer_get_length(gc->body)) > 0 &&
@@ -527,7 +650,7 @@ gconn_read_cb(struct bufferevent *bev, void *arg)
 	size_t			 len;
 	int			 rc;
 
-	if (gc->easy != NULL || gc->done) {
+	if (gc->easy != NULL || gc->done || gc->waiting) {
 		evbuffer_drain(in, evbuffer_get_length(in));
 		return;
 	}
@@ -631,6 +754,7 @@ gconn_done_cb(CURL *easy, CURLcode result, void *arg)
 		    gc->error : curl_easy_strerror(result));
 		curl_easy_cleanup(easy);
 		gc->easy = NULL;
+		gconn_release(gc);
 		gconn_fail(gc, 502, msg, "failed");
 		free(msg);
 		return;
@@ -640,6 +764,7 @@ gconn_done_cb(CURL *easy, CURLcode result, void *arg)
 	gconn_record(gc, result == CURLE_OK ? "allowed" : "failed");
 	curl_easy_cleanup(easy);
 	gc->easy = NULL;
+	gconn_release(gc);	/* before the close, which frees gc (deferred) */
 	gconn_close(gc);
 }
 
@@ -665,6 +790,9 @@ gateway_create(struct event_base *base, struct store *store, const char *run,
 	g->org = xstrdup(gs->org != NULL ? gs->org : "");
 	g->automation = xstrdup(gs->automation != NULL ? gs->automation : "");
 	g->budget = gs->budget;
+	g->agent = xstrdup(gs->agent != NULL ? gs->agent : "");
+	g->max_inflight = gs->model_requests > 0 ? gs->model_requests : 4;
+	TAILQ_INIT(&g->waiting);
 	if (gs->nprices > 0) {
 		size_t i;
 
@@ -720,6 +848,7 @@ gateway_free(struct gateway *g)
 	if (g->lis != NULL)
 		evconnlistener_free(g->lis);
 	egress_gate_clear(&g->gate);
+	g->closing = 1;
 	while ((gc = LIST_FIRST(&g->conns)) != NULL) {
 		if (gc->easy != NULL)
 			gconn_record(gc, "closed");
@@ -739,6 +868,7 @@ gateway_free(struct gateway *g)
 	free(g->prices);
 	free(g->org);
 	free(g->automation);
+	free(g->agent);
 	free(g->stopped);
 	free(g->path);
 	free(g->host);

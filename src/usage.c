@@ -57,6 +57,53 @@ usage_api_of(const char *method, const char *target)
 	return USAGE_NONE;
 }
 
+/*
+ * The paths forwarded, after the prefix and an optional "/v1": those whose
+ * usage is read (model requests, POST) and those that cost nothing (token
+ * counting, model lists). Any other (batches, /v1/complete, a background
+ * Responses result fetched by GET, "/v1/Messages") would spend the org's key
+ * unmetered, so it is answered 404. Case and a trailing '/' count.
+ */
+static const struct {
+	const char	*method;
+	const char	*path;	/* ending in '*': one more segment, any */
+} usage_paths[] = {
+	{ "POST", "/messages" },
+	{ "POST", "/messages/count_tokens" },
+	{ "POST", "/responses" },
+	{ "POST", "/responses/input_tokens" },
+	{ "POST", "/chat/completions" },
+	{ "GET", "/models" },
+	{ "GET", "/models/*" },
+	{ "HEAD", "/" },
+};
+
+int
+usage_path_known(const char *method, const char *path)
+{
+	size_t		 len = strcspn(path, "?"), i, n;
+	const char	*p;
+
+	if (len >= 3 && strncmp(path, "/v1", 3) == 0 && (len == 3 || path[3] == '/')) {
+		path += 3;
+		len -= 3;
+	}
+	for (i = 0; i < SPUR_ARRLEN(usage_paths); i++) {
+		if (strcmp(method, usage_paths[i].method) != 0)
+			continue;
+		p = usage_paths[i].path;
+		n = strlen(p);
+		if (p[n - 1] == '*') {
+			n--;
+			if (len > n && strncmp(path, p, n) == 0 &&
+			    memchr(path + n, '/', len - n) == NULL)
+				return 1;
+		} else if (len == n && strncmp(path, p, n) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 const char *
 usage_api_name(enum usage_api api)
 {

@@ -31,6 +31,12 @@ struct usage_counts {
 #define USAGE_MODEL_MAX		200	/* a longer model name is cut */
 
 enum usage_api	 usage_api_of(const char *method, const char *target);
+/*
+ * Whether the gateway forwards a request of method to path (after the agent's
+ * base path; a query ignored): the paths whose usage it reads and those that
+ * cost nothing (token counting, model lists). Every other is answered 404.
+ */
+int		 usage_path_known(const char *method, const char *path);
 const char	*usage_api_name(enum usage_api);
 /* Fills c->tokens from the rest, by the API's rule above. */
 void		 usage_total(enum usage_api, struct usage_counts *);

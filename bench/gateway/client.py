@@ -11,7 +11,7 @@ N = int(os.environ.get("BENCH_N", "30"))
 
 def stream_once(base, path="/v1/messages", mib=0):
     """POST a streaming Messages request; (seconds to first body byte, total seconds, bytes).
-    path /v1/bench/raw: the same answer on a path whose usage the gateway does not read;
+    path /v1/messages/count_tokens: the same answer on a path whose usage the gateway does not read;
     mib: a bench_mib MiB answer, as fast as the stand-in can write it."""
     u = urllib.parse.urlparse(base)
     body = json.dumps({"model": "bench", "max_tokens": 100, "stream": True, "bench_mib": mib,
@@ -99,23 +99,23 @@ def main():
                          "total_ms": round(med([r[1] for r in runs]) * 1000, 2), "bytes": runs[0][2]}
         except OSError as e:
             res[name] = {"error": repr(e)}
-    # Usage accounting on (/v1/messages) and off (/v1/bench/raw, the same answer), interleaved.
+    # Usage accounting on (/v1/messages) and off (/v1/messages/count_tokens, the same answer), interleaved.
     gw = os.environ.get("ANTHROPIC_BASE_URL")
     try:
         on, off = [], []
         for _ in range(N):
             on.append(stream_once(gw))
-            off.append(stream_once(gw, "/v1/bench/raw"))
+            off.append(stream_once(gw, "/v1/messages/count_tokens"))
         res["accounting"] = {"on_first_ms": round(med([r[0] for r in on]) * 1000, 2),
                              "off_first_ms": round(med([r[0] for r in off]) * 1000, 2),
                              "on_total_ms": round(med([r[1] for r in on]) * 1000, 2),
                              "off_total_ms": round(med([r[1] for r in off]) * 1000, 2)}
         mib = int(os.environ.get("BENCH_STREAM_MIB", "64"))
-        for name, path in (("on", "/v1/messages"), ("off", "/v1/bench/raw")) * 2:
+        for name, path in (("on", "/v1/messages"), ("off", "/v1/messages/count_tokens")) * 2:
             stream_once(gw, path, mib)      # the first of each warms the stand-in's cache
         tp = {"on": [], "off": []}
         for _ in range(3):
-            for name, path in (("on", "/v1/messages"), ("off", "/v1/bench/raw")):
+            for name, path in (("on", "/v1/messages"), ("off", "/v1/messages/count_tokens")):
                 f, secs, n = stream_once(gw, path, mib)
                 tp[name].append(n / secs / (1 << 20))
         res["accounting"].update({"stream_mib": mib, "on_MiB_per_s": round(med(tp["on"]), 1),

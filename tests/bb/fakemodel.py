@@ -51,6 +51,8 @@ class Fake(http.server.ThreadingHTTPServer):
         self.chunk_delay = chunk_delay
         self.bench_tokens = bench_tokens
         self.errors = {}    # API key -> status, answered to every request with that key
+        self.inflight = 0   # POSTs being answered now, and the most at once
+        self.max_inflight = 0
         self.thread = None
 
     @property
@@ -135,16 +137,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return True
 
     def do_POST(self):
+        with self.server.lock:
+            self.server.inflight += 1
+            self.server.max_inflight = max(self.server.max_inflight, self.server.inflight)
+        try:
+            self.post()
+        finally:
+            with self.server.lock:
+                self.server.inflight -= 1
+
+    def post(self):
         raw, j = self.body()
         self.record(raw, j)
         self.slow = j.get("spur_test_slow", 0) if isinstance(j, dict) else 0
         if self.error():
             return
         path = self.path.split("?")[0]
-        if path.endswith("/messages/count_tokens"):
+        if path.endswith("/messages/count_tokens") and not (isinstance(j, dict) and "bench_mib" in j):
             return self.reply_json(200, {"input_tokens": 10})
-        if path.endswith("/messages") or path.endswith("/bench/raw"):
-            # /bench/raw: the same answer on a path the gateway reads no usage of (bench/gateway).
+        if path.endswith("/messages") or path.endswith("/messages/count_tokens"):
+            # count_tokens with bench_mib: the same answer on a path the gateway forwards but
+            # reads no usage of (bench/gateway times accounting on and off).
             if j.get("bench_mib"):
                 return self.bench_stream(j)
             return self.anthropic(j)

@@ -119,6 +119,10 @@ def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs="
         t.ok(any(c["verdict"] == "allowed" and c["port"] == fake.port and c["bytes_in"] > 0 for c in conns),
              "%s: spur show lists the model API requests" % agent, conns)
         t.ok(key not in s.logs() and key not in log, "%s: the key is in no log" % agent)
+        # Issue 34: the gateway forwards only the paths it meters or knows to cost nothing;
+        # every request this agent really makes is one of them.
+        denied = [ln for ln in s.logs().splitlines() if "via=gateway" in ln and "verdict=denied" in ln]
+        t.eq(denied, [], "%s: none of its requests is a path the gateway refuses" % agent)
         # Usage (SPEC 16): each model answer of the stand-in says 10 input and 20 output tokens.
         asked = [r for r in fake.requests if r["method"] == "POST" and
                  r["path"].split("?")[0].endswith(("/messages", "/responses"))]

@@ -241,6 +241,34 @@ try:
     else:
         t.skip("a missing sandbox user fails", "not root")
 
+    # --- prices (issue 34): the models in use without a price --------------------------
+    import sqlite3
+    autos = dict(AUTOMATIONS)
+    autos["ask.yaml"] = AUTOMATIONS["ask.yaml"] + "model: mystery-named\n"
+    for budget, want in (("", "pass"), ("    budget: { usd_per_day: 5 }\n", "fail")):
+        text = ORGS % {"u": fake.url, "key": pem}
+        text = text.replace("    agents:\n      claude:", budget + "    agents:\n      claude:", 1)
+        s = Spur("agents:\n  claude: { api_url: http://127.0.0.1:%d }\nsandbox:\n  backend: none\n" % model.port,
+                 orgs=text, automations=autos)
+        try:
+            s.start()
+            s.stop()
+            # A run of acme's used a model without a price, and one with a price.
+            con = sqlite3.connect(os.path.join(s.data_dir, "spur.db"))
+            for m in ("mystery-used", "claude-sonnet-4-5-20250929"):
+                con.execute("INSERT INTO usage VALUES ('r1', ?, '2026-01-01', 'acme', 'ask', 'anthropic', "
+                            "1, 1, 1, 0, 0, 2, 0, 0)", (m,))
+            con.commit()
+            con.close()
+            rc, out, err = s.c("doctor")
+        finally:
+            s.cleanup()
+        line = [x for x in out.splitlines() if " acme prices:" in x]
+        t.ok(line and line[0].startswith(want) and "mystery-named" in line[0] and "mystery-used" in line[0] and
+             "claude-sonnet" not in line[0],
+             "prices: the models acme's automations name and its runs used without a price are listed (%s%s)" %
+             (want, " under a budget in money" if budget else ""), out)
+
     # --- usage -------------------------------------------------------------------------
     rc, out, err, by = doctor(extra_args=("--org", "nope"))
     t.ok(rc == 1 and 'no org "nope"' in err, "an unknown --org: exit 1", err)

@@ -1,6 +1,7 @@
 """Usage and budgets (SPEC section 16): the gateway reads each answer's usage, stores and prices it, and refuses a run's model requests once its budget (or its org's) is spent."""
 import json
 import os
+import re
 import sys
 import time
 
@@ -23,22 +24,33 @@ ORGS = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n   
 # The "agent": the plan's model requests to its gateway, in order, until one is refused;
 # prints each answer as a Claude Code result (is_error and exit 1 after a refusal).
 AGENT = r'''
-import json, os, sys, urllib.request, urllib.error
+import json, os, sys, threading, urllib.request, urllib.error
 base = os.environ.get("ANTHROPIC_BASE_URL") or open(os.environ["CODEX_HOME"] + "/config.toml").read().split('base_url = "')[1].split('/v1"')[0]
 plan = json.loads(sys.argv[1])
 out = []
-for i in range(plan.get("times", 1)):
-    for step in plan["requests"]:
-        req = urllib.request.Request(base + step["path"], data=json.dumps(step["body"]).encode(),
-                                     headers={"content-type": "application/json", "x-api-key": "placeholder"})
-        try:
-            with urllib.request.urlopen(req, timeout=60) as r:
-                body = r.read().decode()
-            out.append([r.status, body[-300:]])
-        except urllib.error.HTTPError as e:
-            out.append([e.code, e.read().decode(), e.headers.get("x-should-retry")])
-            print(json.dumps({"type": "result", "subtype": "success", "is_error": True, "result": json.dumps(out)}))
-            sys.exit(1)
+def one(step):
+    data = json.dumps(step["body"]).encode() if "body" in step else None
+    req = urllib.request.Request(base + step["path"], data=data, method=step.get("method", "POST"),
+                                 headers={"content-type": "application/json", "x-api-key": "placeholder"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            body = r.read().decode()
+        out.append([r.status, body[-300:]])
+        return True
+    except urllib.error.HTTPError as e:
+        out.append([e.code, e.read().decode(), e.headers.get("x-should-retry")])
+        return False
+if plan.get("parallel"):
+    # Every request at once; the agent takes no refusal as an error (it says it succeeded).
+    ths = [threading.Thread(target=one, args=(plan["requests"][0],)) for _ in range(plan["parallel"])]
+    [th.start() for th in ths]
+    [th.join() for th in ths]
+else:
+    for i in range(plan.get("times", 1)):
+        for step in plan["requests"]:
+            if not one(step) and not plan.get("go_on"):
+                print(json.dumps({"type": "result", "subtype": "success", "is_error": True, "result": json.dumps(out)}))
+                sys.exit(1)
 print(json.dumps({"type": "result", "subtype": "success", "result": json.dumps(out)}))
 '''
 
@@ -364,6 +376,136 @@ for prices, words in [("    prices:\n      m: { input: 1 }\n", "needs input and 
         rc, out, err = s.c("check")
         t.ok(rc == 1 and words in out + err, "check: agents.claude.%s is an error" % prices.split("\n")[1].strip(),
              out + err)
+
+# 8. Issue 34: budgets fail closed.
+# 8a. A model without a price, under a budget in money (the run's, or the org's), is refused
+# naming the missing price, and never reaches the model API.
+for budget, orgb, what in [("budget: { usd: 0.0001 }\n", "", "run usd"),
+                           ("", "    budget: { usd_per_day: 5, usd_per_month: 50 }\n", "org day and month")]:
+    P8 = {"requests": [req("/v1/messages", "mystery-model", {"input": 500, "output": 500})]}
+    before = len(fake.requests)
+    with Spur(with_plan(fake, P8), orgs=ORGS % {"budget": orgb},
+              automations={"u.yaml": automation(P8, extra=budget)}) as s:
+        s.start()
+        run = fire(s, "/u spend", 81)
+        st = wait_done(s, run)
+        a = answers(show(s, run))
+        t.ok((st["state"], st["cause"]) == ("failed", "budget"),
+             "unpriced (%s): the run ends failed, cause budget" % what, (st, a))
+        t.ok('no price for model "mystery-model"' in (st["reason"] or "") and
+             "agents.claude.prices.mystery-model" in (st["reason"] or ""),
+             "unpriced (%s): the reason names the missing price" % what, st["reason"])
+        t.ok(a and a[0][0] == 402 and "mystery-model" in a[0][1],
+             "unpriced (%s): the agent is refused 402 naming the model" % what, a)
+        t.eq([r["path"] for r in fake.requests[before:]], [],
+             "unpriced (%s): the request never reached the model API" % what)
+# Without a budget in money it is counted as before (a token budget needs no price).
+P8 = {"requests": [req("/v1/messages", "mystery-model", {"input": 5, "output": 5})]}
+with Spur(with_plan(fake, P8), orgs=ORGS % {"budget": ""},
+          automations={"u.yaml": automation(P8, extra="budget: { tokens: 100000 }\n")}) as s:
+    s.start()
+    run = fire(s, "/u spend", 82)
+    st = wait_done(s, run)
+    t.ok(st["state"] == "completed", "unpriced: under a budget in tokens only it is forwarded", st)
+
+# 8b. Only the paths the gateway meters or knows to cost nothing are forwarded: every other
+# (batches, the legacy completions, a trailing '/', case variants, a GET of a background
+# Responses result) is 404 from the gateway and never reaches the model API with the key.
+BAD_PATHS = [("POST", "/v1/messages/batches"), ("POST", "/v1/complete"), ("POST", "/v1/messages/"),
+             ("POST", "/v1/Messages"), ("POST", "/V1/messages"), ("POST", "/v1/messages/batches/x/cancel"),
+             ("GET", "/v1/responses/resp_123"), ("GET", "/v1/messages/batches"), ("POST", "/v1/files"),
+             ("DELETE", "/v1/models/x"), ("POST", "/v1/responses/resp_1/cancel")]
+GOOD_PATHS = [("POST", "/v1/messages?beta=true"), ("POST", "/v1/messages/count_tokens?beta=true"),
+              ("GET", "/v1/models"), ("GET", "/v1/models/claude-sonnet-4-5")]
+steps = []
+for m, pth in BAD_PATHS + GOOD_PATHS:
+    st_ = {"path": pth, "method": m}
+    if m == "POST":
+        st_["body"] = {"model": "a-stream", "spur_test_usage": {"input": 1, "output": 1}, "messages": []}
+    steps.append(st_)
+P8 = {"requests": steps, "go_on": True}
+before = len(fake.requests)
+with Spur(with_plan(fake, P8), orgs=ORGS % {"budget": ""}, automations={"u.yaml": automation(P8)}) as s:
+    s.start()
+    run = fire(s, "/u spend", 83)
+    st = wait_done(s, run)
+    a = answers(show(s, run))
+    t.ok([x[0] for x in a[:len(BAD_PATHS)]] == [404] * len(BAD_PATHS),
+         "paths: each unmetered path is answered 404 by the gateway", list(zip(BAD_PATHS, a)))
+    t.ok([x[0] for x in a[len(BAD_PATHS):]] == [200] * len(GOOD_PATHS),
+         "paths: messages, count_tokens and model lists still go through", list(zip(GOOD_PATHS, a[len(BAD_PATHS):])))
+    got = [(r["method"], r["path"]) for r in fake.requests[before:]]
+    t.eq(sorted(got), sorted(GOOD_PATHS), "paths: only those reached the model API")
+
+# 8c. Parallel requests: at most limits.model_requests in flight per run, so 40 at once on a
+# 1,500-token budget stop soon after it is spent, and the run ends failed, cause budget,
+# although its agent said it succeeded.
+P8 = {"requests": [req("/v1/messages", "a-stream", {"input": 900, "output": 100}, slow=0.05)], "parallel": 40}
+before = len(fake.requests)
+fake.max_inflight = 0
+with Spur(with_plan(fake, P8), orgs=ORGS % {"budget": ""},
+          automations={"u.yaml": automation(P8, extra="budget: { tokens: 1500 }\n")}) as s:
+    s.start()
+    run = fire(s, "/u spend", 84)
+    st = wait_done(s, run)
+    j = show(s, run)
+    sent = [r for r in fake.requests[before:] if r["path"] == "/v1/messages"]
+    t.ok(fake.max_inflight <= 4, "parallel: at most 4 (limits.model_requests' default) at the model API at once",
+         fake.max_inflight)
+    t.ok(len(sent) <= 8 and (j.get("usage") or {}).get("tokens", 10**9) <= 8000,
+         "parallel: 40 requests on 1,500 tokens stop after a few (not 40,000 tokens)",
+         (len(sent), j.get("usage")))
+    t.ok((st["state"], st["cause"]) == ("failed", "budget"), "parallel: the run ends failed, cause budget", st)
+# A run that passed its budget with no request refused (both in flight at once) ends failed.
+P8 = {"requests": [req("/v1/messages", "a-stream", {"input": 900, "output": 100}, slow=0.05)], "parallel": 2}
+with Spur(with_plan(fake, P8), orgs=ORGS % {"budget": ""},
+          automations={"u.yaml": automation(P8, extra="budget: { tokens: 1500 }\n")}) as s:
+    s.start()
+    run = fire(s, "/u spend", 85)
+    st = wait_done(s, run)
+    a = answers(show(s, run))
+    t.ok(sorted(x[0] for x in a) == [200, 200], "passed: both requests were answered (none refused)", a)
+    t.ok((st["state"], st["cause"]) == ("failed", "budget"),
+         "passed: a run whose usage passed its budget ends failed, cause budget, whatever its agent said", st)
+    t.ok("1,500 tokens" in (st["reason"] or "") and "2,000 tokens" in (st["reason"] or ""),
+         "passed: the reason says the budget and what was spent", st["reason"])
+# limits.model_requests: 1: one at a time, the others wait (not refused).
+P8 = {"requests": [req("/v1/messages", "a-stream", {"input": 9, "output": 1}, slow=0.05)], "parallel": 6}
+fake.max_inflight = 0
+with Spur(with_plan(fake, P8, extra="limits:\n  model_requests: 1\n"), orgs=ORGS % {"budget": ""},
+          automations={"u.yaml": automation(P8)}) as s:
+    s.start()
+    run = fire(s, "/u spend", 86)
+    st = wait_done(s, run)
+    a = answers(show(s, run))
+    t.ok(st["state"] == "completed" and [x[0] for x in a] == [200] * 6 and fake.max_inflight == 1,
+         "limits.model_requests: 1: six parallel requests all answered, one at a time", (st, a, fake.max_inflight))
+
+# 8d. spur check: an org's daily budget above its monthly one, and a budget on agent: command.
+with Spur(conf(fake), orgs=ORGS % {"budget": "    budget: { usd_per_day: 20, usd_per_month: 10 }\n"},
+          automations={"u.yaml": automation({})}) as s:
+    rc, out, err = s.c("check")
+    line = [ln for ln in (out + err).splitlines() if "usd_per_day" in ln]
+    t.ok(rc == 1 and line and "above its usd_per_month" in line[0] and re.search(r":\d+:\d+:", line[0]),
+         "check: a daily budget above the monthly one is an error at its line", out + err)
+CMD = ("name: u\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/u'\n"
+       "agent: command\ncommand: [/bin/true]\nproof: report\nbudget: { usd: 1 }\n")
+with Spur(conf(fake), orgs=ORGS % {"budget": ""}, automations={"u.yaml": CMD}) as s:
+    rc, out, err = s.c("check")
+    line = [ln for ln in (out + err).splitlines() if "u.yaml:" in ln]
+    t.ok(rc == 1 and line and "cannot be enforced on agent: command" in line[0] and "u.yaml:9:9:" in line[0],
+         "check: a budget on agent: command is an error at its line", out + err)
+# A model named in the automation, with no price, under a budget in money: a warning.
+with Spur(conf(fake), orgs=ORGS % {"budget": ""},
+          automations={"u.yaml": automation({}, extra="model: mystery-model\nbudget: { usd: 1 }\n")}) as s:
+    rc, out, err = s.c("check")
+    line = [ln for ln in (out + err).splitlines() if "mystery-model" in ln]
+    t.ok(rc == 0 and line and "no price" in line[0] and "u.yaml:11:" in line[0],
+         "check: a model without a price under a budget in money is a warning at its line", out + err)
+with Spur(conf(fake), orgs=ORGS % {"budget": ""},
+          automations={"u.yaml": automation({}, extra="model: claude-sonnet-4-5\nbudget: { usd: 1 }\n")}) as s:
+    rc, out, err = s.c("check")
+    t.ok(rc == 0 and "no price" not in out + err, "check: a priced model is no warning", out + err)
 fake.stop()
 
 t.done()

@@ -17,7 +17,7 @@
 
 #define KEY	"sk-ant-test-key-0f1e2d"
 
-/* The model API: answers /status/N with status N, and an error body in its shape. */
+/* The model API: answers ...?status=N with status N, and an error body in its shape. */
 static void
 upstream_cb(struct evhttp_request *req, void *arg)
 {
@@ -25,10 +25,11 @@ upstream_cb(struct evhttp_request *req, void *arg)
 	const char	*key = evhttp_find_header(evhttp_request_get_input_headers(req),
 			    "x-api-key");
 	struct evbuffer	*b = evbuffer_new();
+	const char	*q = strstr(uri, "?status=");
 	int		 status = 200;
 
-	if (strncmp(uri, "/status/", 8) == 0)
-		status = atoi(uri + 8);
+	if (q != NULL)
+		status = atoi(q + 8);
 	/* The gateway sent the real key: what the API refuses is the key, not its absence. */
 	if (key == NULL || strcmp(key, KEY) != 0)
 		status = 400;
@@ -66,7 +67,8 @@ ask(struct event_base *base, int port, int status)
 	evhttp_add_header(evhttp_request_get_output_headers(req), "x-api-key",
 	    EGRESS_PLACEHOLDER_KEY);
 	evbuffer_add_printf(evhttp_request_get_output_buffer(req), "{}");
-	snprintf(uri, sizeof uri, "/status/%d", status);
+	/* A path the gateway forwards (it answers others 404 itself). */
+	snprintf(uri, sizeof uri, "/v1/messages?status=%d", status);
 	evhttp_make_request(c, req, EVHTTP_REQ_POST, uri);
 	event_base_dispatch(base);
 	evhttp_connection_free(c);

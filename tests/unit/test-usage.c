@@ -295,9 +295,42 @@ test_parse(void)
 	is_str(w, "950 tokens, $0.0031", "a fraction of a cent");
 }
 
+/* Issue 34: the gateway forwards only what it meters or knows to cost nothing. */
+static void
+test_paths(void)
+{
+	static const char *const good[][2] = {
+		{ "POST", "/v1/messages" }, { "POST", "/v1/messages?beta=true" },
+		{ "POST", "/messages" }, { "POST", "/v1/messages/count_tokens?beta=true" },
+		{ "POST", "/v1/responses" }, { "POST", "/responses" },
+		{ "POST", "/v1/responses/input_tokens" }, { "POST", "/v1/chat/completions" },
+		{ "GET", "/v1/models" }, { "GET", "/v1/models?limit=5" },
+		{ "GET", "/v1/models/claude-sonnet-4-5" }, { "GET", "/models" },
+	};
+	static const char *const bad[][2] = {
+		{ "POST", "/v1/messages/batches" }, { "POST", "/v1/complete" },
+		{ "POST", "/v1/messages/" }, { "POST", "/v1/Messages" }, { "POST", "/V1/messages" },
+		{ "post", "/v1/messages" }, { "PUT", "/v1/messages" },
+		{ "GET", "/v1/messages" }, { "GET", "/v1/responses/resp_1" },
+		{ "POST", "/v1/responses/resp_1/cancel" }, { "GET", "/v1/messages/batches" },
+		{ "GET", "/v1/models/a/b" }, { "GET", "/v1/models/" }, { "DELETE", "/v1/models/x" },
+		{ "POST", "/v1/files" }, { "POST", "/v2/messages" }, { "POST", "/v1x/messages" },
+		{ "POST", "/v1/v1/messages" }, { "POST", "/v1/chat/completions/x" },
+		{ "POST", "" }, { "GET", "/v1" },
+	};
+	size_t	 i;
+
+	for (i = 0; i < SPUR_ARRLEN(good); i++)
+		ok(usage_path_known(good[i][0], good[i][1]), "forwarded: %s %s", good[i][0],
+		    good[i][1]);
+	for (i = 0; i < SPUR_ARRLEN(bad); i++)
+		ok(!usage_path_known(bad[i][0], bad[i][1]), "404: %s %s", bad[i][0], bad[i][1]);
+}
+
 int
 main(void)
 {
+	test_paths();
 	test_formats();
 	test_edges();
 	test_chat_request();
