@@ -284,7 +284,7 @@ with Spur("sandbox:\n  backend: none\n", orgs=NO_TOKEN_ORGS, automations={"fix.y
     body = json.dumps(github_comment()).encode()
     st, _, a = s.post_json("/o/acme/hooks/github", body, github_headers(body))
     run_id = a["runs"][0] if st == 200 and a.get("runs") else "none"
-    deadline, rep = time.time() + 30, []
+    deadline, rep = time.time() + 60, []
     while time.time() < deadline and not (rep and rep[0]["state"] != "pending" or rep and rep[0]["attempts"] > 0):
         rep = s.query("SELECT state, attempts, last_error FROM reports WHERE run = ? AND kind = 'run_end'", run_id)
         time.sleep(0.1)

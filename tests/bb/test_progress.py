@@ -155,6 +155,8 @@ try:
         t.contains(s.logs(), "kind=status report=", "the log names the status message")
 
         # --- the status message deleted in the thread: the report is posted on its own ------
+        # Every earlier run's edits sent first: the one 404 is for this run's report.
+        s.wait_reports_done(30)
         fake.fail(r"PATCH /repos/acme/api/issues/comments/", 404, times=1)
         r4 = fire(s, "/quick", 53)
         deadline = time.time() + 60
