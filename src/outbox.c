@@ -55,6 +55,19 @@ struct outbox {
 	int64_t			*marking;
 	size_t			 nmarking;
 	size_t			 capmarking;
+	/*
+	 * Status messages posted whose marks (the message id kept with the run)
+	 * the writer has not committed yet: report_status_posted is told once
+	 * they are, so that a run ending meanwhile finds the id.
+	 */
+	LIST_HEAD(, outbox_posted) posted;
+};
+
+struct outbox_posted {
+	int64_t			 id;		/* the status report's */
+	char			*run;
+	char			*status_id;
+	LIST_ENTRY(outbox_posted) entry;
 };
 
 static void	outbox_pass(struct outbox *);
@@ -138,6 +151,40 @@ outbox_count(struct outbox_send *s, const char *what)
 	metrics_count_labels(s->ob->engine->metrics, what, labels, 1);
 }
 
+/*
+ * A status message is in its thread: the run is told (report_status_posted)
+ * once its id is committed with the run, not before. Told earlier, a run that
+ * ended in between found no id and no report waiting on the message: its
+ * report waited REPORT_STATUS_WAIT_MS and then went as a second comment.
+ */
+static void
+outbox_status_posted(struct outbox *ob, int64_t id, const char *run, const char *status_id)
+{
+	struct outbox_posted	*p;
+	size_t			 i;
+
+	for (i = 0; i < ob->nmarking && ob->marking[i] != id; i++)
+		;
+	if (i == ob->nmarking) {	/* committed already (no writer: at once) */
+		report_status_posted(ob->engine, run, status_id);
+		return;
+	}
+	p = xcalloc(1, sizeof *p);
+	p->id = id;
+	p->run = xstrdup(run);
+	p->status_id = xstrdup(status_id);
+	LIST_INSERT_HEAD(&ob->posted, p, entry);
+}
+
+static void
+outbox_posted_free(struct outbox_posted *p)
+{
+	LIST_REMOVE(p, entry);
+	free(p->run);
+	free(p->status_id);
+	free(p);
+}
+
 static void
 outbox_sent(struct outbox_send *s, const char *status_id, const char *how)
 {
@@ -153,7 +200,7 @@ outbox_sent(struct outbox_send *s, const char *status_id, const char *how)
 	if (run == NULL || kind == NULL)
 		return;
 	if (strcmp(kind, "status") == 0 && status_id != NULL)
-		report_status_posted(e, run, status_id);
+		outbox_status_posted(s->ob, s->id, run, status_id);
 	else if (strcmp(kind, "status_edit") == 0)
 		report_status_edited(e, run);
 }
@@ -161,13 +208,21 @@ outbox_sent(struct outbox_send *s, const char *status_id, const char *how)
 void
 outbox_marked(struct outbox *ob, int64_t id)
 {
-	size_t	 i;
+	struct outbox_posted	*p;
+	size_t			 i;
 
 	if (ob == NULL)
 		return;
 	for (i = 0; i < ob->nmarking; i++) {
 		if (ob->marking[i] == id) {
 			ob->marking[i] = ob->marking[--ob->nmarking];
+			break;
+		}
+	}
+	LIST_FOREACH(p, &ob->posted, entry) {
+		if (p->id == id) {
+			report_status_posted(ob->engine, p->run, p->status_id);
+			outbox_posted_free(p);
 			break;
 		}
 	}
@@ -373,6 +428,7 @@ outbox_post(struct outbox_send *s)
 	json_t			*target = json_object_get(s->report, "target");
 	const char		*body = json_string_value(json_object_get(s->report, "body"));
 	char			*url = NULL, **headers = NULL, *cause = NULL;
+	struct outbox		*ob;
 	int			 rc;
 
 	if (report_request(s->ob->engine, s->report, target, s->token, &url, &headers, &cause) != 0) {
@@ -392,7 +448,9 @@ outbox_post(struct outbox_send *s)
 		if (rc < 0)
 			outbox_send_failed(s, REPORT_RETRY, "the store could not mark it "
 			    "sending", -1, 1);
+		ob = s->ob;
 		outbox_send_free(s);
+		outbox_kick(ob);	/* an edit it held back may go now */
 		return;
 	}
 	memset(&req, 0, sizeof req);
@@ -479,6 +537,44 @@ outbox_sending(struct outbox *ob, int64_t id)
 	return 0;
 }
 
+/* A report that edits its run's status message (an edit of it, or the report in its place). */
+static int
+outbox_edits(const json_t *rep)
+{
+	const char	*kind = json_string_value(json_object_get(rep, "kind"));
+
+	return kind != NULL && (strcmp(kind, "status_edit") == 0 ||
+	    (strcmp(kind, "run_end") == 0 && json_is_true(json_path(rep, "target.edit"))));
+}
+
+/*
+ * Whether rep edits a status message that an edit in flight (or taken in this
+ * pass) edits too: it waits for that one to end. Two edits of one message at
+ * once may land in either order, and an older "running" one then stands over
+ * the report.
+ */
+static int
+outbox_editing(struct outbox *ob, const json_t *take, const json_t *rep)
+{
+	const char		*run = json_string_value(json_object_get(rep, "run"));
+	struct outbox_send	*s;
+	const json_t		*t;
+	size_t			 i;
+
+	if (run == NULL || !outbox_edits(rep))
+		return 0;
+	LIST_FOREACH(s, &ob->sends, entry) {
+		if (outbox_edits(s->report) && strcmp(run,
+		    json_string_value(json_object_get(s->report, "run"))) == 0)
+			return 1;
+	}
+	json_array_foreach(take, i, t) {
+		if (outbox_edits(t) && strcmp(run, json_string_value(json_object_get(t, "run"))) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 static void
 outbox_start(struct outbox *ob, json_t *rep, int64_t held)
 {
@@ -529,7 +625,8 @@ outbox_pass(struct outbox *ob)
 	json_array_foreach(list, i, rep) {
 		if (ob->nsends + json_array_size(take) >= OUTBOX_INFLIGHT)
 			break;
-		if (outbox_sending(ob, json_integer_value(json_object_get(rep, "id"))))
+		if (outbox_sending(ob, json_integer_value(json_object_get(rep, "id"))) ||
+		    outbox_editing(ob, take, rep))
 			continue;
 		if (!report_idempotent(rep) && (rc = store_report_sending(st,
 		    json_integer_value(json_object_get(rep, "id")), now,
@@ -582,6 +679,7 @@ outbox_create(struct engine *e)
 
 	ob->engine = e;
 	LIST_INIT(&ob->sends);
+	LIST_INIT(&ob->posted);
 	ob->http = httpc_create(e->base);
 	ob->due = evtimer_new(e->base, outbox_kick_cb, ob);
 	ob->kick = event_new(e->base, -1, 0, outbox_kick_cb, ob);
@@ -597,6 +695,8 @@ outbox_free(struct outbox *ob)
 		return;
 	while (!LIST_EMPTY(&ob->sends))
 		outbox_send_free(LIST_FIRST(&ob->sends));
+	while (!LIST_EMPTY(&ob->posted))
+		outbox_posted_free(LIST_FIRST(&ob->posted));
 	github_app_cleanup();
 	free(ob->marking);
 	httpc_free(ob->http);

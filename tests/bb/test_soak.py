@@ -178,6 +178,10 @@ with Spur(config, orgs=ORGS, automations={"go.yaml": GO, "block.yaml": BLOCK}, e
     t.eq(list(reports), ["sent"] if nruns else [], "the outbox sent every report it stored (%r)" % reports)
     t.eq(kinds, {"reaction": nruns, "status": nruns, "run_end": nruns} if nruns else {},
          "%d eyes reactions, %d status messages and %d run ends" % (nruns, nruns, nruns))
+    # A run's report takes its status message's place (an edit), also when the run ended while
+    # the message's id was on its way to the store: it is never a second comment, 60 s late.
+    alone = s.query("SELECT run FROM reports WHERE kind = 'run_end' AND target LIKE '%\"method\":\"POST\"%'")
+    t.eq(alone[:5], [], "every run's report was edited into its status message, none posted on its own")
     states = s.query("SELECT state, count(*) AS n FROM runs GROUP BY state")
     t.eq(states, [{"state": "completed", "n": EVENTS // RUN_EVERY + (1 if EVENTS % RUN_EVERY else 0)}]
          if EVENTS else [], "every run completed, one per /go event")
