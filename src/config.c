@@ -819,7 +819,6 @@ cfg_linear(struct cfgctx *c, struct org *o, const struct ynode *m)
 		cfg_error(c, m, "\"linear.webhook_secret\" is required");
 }
 
-/* orgs.NAME.api: what the org API's sessions may name, and how its callbacks are signed. */
 /* api.callbacks: {allow: [address or CIDR, ...]}, the non-public ones callbacks may reach. */
 static void
 cfg_org_api_callbacks(struct cfgctx *c, struct org_api *a, const struct ynode *m)
@@ -847,6 +846,7 @@ cfg_org_api_callbacks(struct cfgctx *c, struct org_api *a, const struct ynode *m
 	}
 }
 
+/* orgs.NAME.api: what the org API's sessions may name, and how its callbacks are signed. */
 static void
 cfg_org_api(struct cfgctx *c, struct org *o, const struct ynode *m)
 {

@@ -412,10 +412,10 @@ class Spur:
         """A CLI command with this engine's config."""
         return self.cli(cmd, "-c", self.config, *args, **kw)
 
-    def start(self, wait=True, extra_args=(), preexec=None, binary=None):
-        """preexec: run in the child before spur starts (resource limits, say); binary: another spur than this engine's."""
+    def start(self, wait=True, extra_args=(), preexec=None):
+        """preexec: run in the child before spur starts (resource limits, say)."""
         self.logf = open(self.log_path, "ab")
-        args = [binary or self.binary, "serve", "-c", self.config] + (["-v"] if self.verbose else []) + list(extra_args)
+        args = [self.binary, "serve", "-c", self.config] + (["-v"] if self.verbose else []) + list(extra_args)
         self.proc = subprocess.Popen(args, stdout=self.logf, stderr=self.logf, env=self.env,
                                      cwd=self.dir, preexec_fn=preexec)
         if wait:

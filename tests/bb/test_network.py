@@ -416,10 +416,10 @@ with Spur("sandbox:\n  memory: %d\n" % MEMORY, automations={"hog.yaml": mem_auto
 # A spur with no spur-forward beside it nor installed: a run with a network fails saying so; one without runs.
 lone = os.path.join(tempdir("spur-lone-"), "spur")
 shutil.copy(SPUR, lone)
-spur = Spur("", automations={"within.yaml": mem_auto("within", 1 << 20)})
+spur = Spur("", automations={"within.yaml": mem_auto("within", 1 << 20)}, binary=lone)
 spur.write_automation("nonet.yaml", auto("nonet", "^/nonet", "").replace('"SPORT"', '"%d"' % spur.port))
 with spur as s:
-    s.start(binary=lone)
+    s.start()
     run = fire(s, "/within", 8)
     st = wait_done(s, run)
     t.ok(st["state"] == "failed" and "spur-forward is neither in %s" % os.path.dirname(lone) in (st["reason"] or ""),
