@@ -106,7 +106,13 @@ with Spur() as s:
             ("nodes:\n  affinity: 2h\n", "2:13", '"nodes.affinity" must be from 0s to 1h',
              "a session affinity over an hour is refused at its position"),
             ("nodes:\n  leese: 3s\n", "2:3", 'unknown key "leese" in nodes (did you mean "lease"?)',
-             "an unknown key in nodes: did you mean")):
+             "an unknown key in nodes: did you mean"),
+            ("limits:\n  model_requests: 0\n", "2:19",
+             '"limits.model_requests" must be an integer from 1 to 1000',
+             "no model request in flight at all is refused at its position"),
+            ("orgs:\n  acme:\n    api:\n      callbacks:\n        allow: [127.0.0.1, nowhere]\n", "5:28",
+             '"api.callbacks.allow" items are addresses or CIDRs (127.0.0.1, 10.0.0.0/8, ::1), not "nowhere"',
+             "a callbacks.allow item that is no address is refused at its position")):
         with open(s.config, "w") as f:
             f.write(text)
         rc, out, err = s.c("check")
