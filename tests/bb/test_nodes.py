@@ -49,7 +49,7 @@ orgs:
 # relations (node.c derives the rest from the lease: a beat's answer within a fifth of it, the
 # fence a few twentieths before it lapses). A dead node's runs are taken within the lease and
 # two beats (a live node sees it lapse at its next beat), with DEAD_SLACK for a loaded machine.
-LEASE, BEAT, DEAD_SLACK = 5, 1, 3
+LEASE, BEAT, DEAD_SLACK = 8, 1, 3
 DEAD_BY = LEASE + 2 * BEAT + DEAD_SLACK
 # The sandbox is not what this test is about: runs are plain processes, quick to start.
 CONF = ("store: %s\nsandbox:\n  backend: none\nschedules:\n  catch_up: 10m\nreports:\n  progress: false\n"
