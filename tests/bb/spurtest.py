@@ -73,6 +73,18 @@ class Tap:
     def __init__(self):
         self.n = 0
         self.failed = 0
+        sys.excepthook = self._stopped
+
+    def _stopped(self, kind, value, tb):
+        """A suite stopped by an exception fails a check that names it, with its traceback,
+        and keeps its plan (CI's tail then says what stopped, not only 'exited with status 1')."""
+        import traceback
+        self.ok(False, "the suite ran to its end (it stopped: %s: %s)" % (
+            kind.__name__, str(value).splitlines()[0][:200] if str(value) else ""))
+        for line in "".join(traceback.format_exception(kind, value, tb)).splitlines()[-60:]:
+            print("#   " + line)
+        print("1..%d" % self.n)
+        sys.stdout.flush()
 
     def ok(self, cond, name, diag=None):
         self.n += 1
@@ -422,7 +434,7 @@ class Spur:
             self.wait_ready()
         return self
 
-    def wait_ready(self, timeout=20):
+    def wait_ready(self, timeout=60):
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
