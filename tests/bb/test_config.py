@@ -2,13 +2,14 @@
 import base64
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap, grep_secrets, SECRETS, DEFAULT_ORGS, github_comment, github_headers
+from spurtest import Spur, Tap, grep_secrets, SECRETS, DEFAULT_ORGS, SRCDIR, github_comment, github_headers
 
 t = Tap()
 
@@ -417,13 +418,16 @@ with Spur() as s:
 SILENT = "limits:\n  drain: 15m\nschedules:\n  catch_up: 0\n" + CONSOLE.split("  beta:")[0].replace(
     "      teems: [sre]\n", "      github_client_secret: env:T_GH_TOKEN\n      github_url: https://api.github.com/\n"
     "    secrets:\n      key: env:T_HOOK_SECRET\n")
+# The drain is told against the unit that ships: the warning must say the unit's own TimeoutStopSec.
+UNIT_STOP = re.search(r"^TimeoutStopSec=(\d+)min$", open(os.path.join(SRCDIR, "contrib", "spur.service")).read(),
+                      re.M).group(1) + "m"
 with Spur() as s:
     s.write_config(SILENT, orgs="")
     rc, out, err = s.c("check")
     t.eq((rc, sorted(err.splitlines())), (1, sorted(s.config + ":" + l for l in [
         '5:10: warning: "limits.drain" (15m) is longer than the shipped systemd unit allows '
-        '(TimeoutStopSec=11m, less a minute to report and close): systemd would kill runs mid-drain; '
-        'raise TimeoutStopSec in a drop-in (systemctl edit spur)',
+        '(TimeoutStopSec=%s, less a minute to report and close): systemd would kill runs mid-drain; '
+        'raise TimeoutStopSec in a drop-in (systemctl edit spur)' % UNIT_STOP,
         '17:19: error: "console.github_url" is GitHub\'s API host: give the host people sign in on '
         '(https://github.com, or a GitHub Enterprise Server\'s https://HOST)',
         '19:7: warning: "orgs.acme.secrets.key" is a secret named key for the org\'s automations; the key '
