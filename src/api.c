@@ -1408,6 +1408,27 @@ api_object_found(struct engine *e, enum api_object kind, const char *org, const 
 	return found && api_id_valid(id);
 }
 
+/*
+ * A key of the org whose scopes lack the route's is answered 404 like any
+ * unknown path (nothing learnt of what exists); the engine's log says why.
+ */
+static void
+api_scope_log(const struct api_ctx *c, const char *path,
+    const struct api_route *r, unsigned scopes)
+{
+	char	*need, *route;
+
+	if (r == NULL || (r->scope & scopes) != 0 || strcmp(c->key.org, c->org) != 0)
+		return;
+	need = key_scopes_text(r->scope);
+	route = xprintf("%s %s", r->method, r->pattern);
+	log_info("event=api.scope_refused org=%s key=%s route=%s path=%s missing_scope=%s "
+	    "reason=\"the key lacks the route's scope: answered 404\"", log_q(c->org),
+	    log_q(c->key.id), log_q(route), log_q(path), log_q(need));
+	free(route);
+	free(need);
+}
+
 /* The route, the object, the org and the scope are checked, then the body; answers all. */
 static void
 api_route(struct api_ctx *c, const char *method, const char *path, json_t *body)
@@ -1435,6 +1456,8 @@ api_route(struct api_ctx *c, const char *method, const char *path, json_t *body)
 	ok = org_ok && (r == NULL || (r->scope & scopes) != 0) &&
 	    api_object_found(c->e, r != NULL ? r->object : OBJ_NONE, c->org, id);
 	if (!ok) {
+		if (org_ok)
+			api_scope_log(c, path, r, scopes);
 		api_not_found(c);
 		return;
 	}
@@ -1559,6 +1582,7 @@ api_handle(struct engine *e, const struct api_req *req, api_done_cb done, void *
 			const struct api_route *r = api_route_lookup(m, req->path, id,
 			    sizeof id, allow, sizeof allow);
 			json_decref(body);
+			api_scope_log(c, req->path, r, c->key.scopes);
 			if (r == NULL || strcmp(c->key.org, c->org) != 0 ||
 			    (r->scope & c->key.scopes) == 0 || !api_object_found(e, r->object,
 			    c->org, id))

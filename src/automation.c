@@ -8,11 +8,13 @@
 #include "env.h"
 #include "event.h"
 #include "rootfs.h"
+#include "source.h"
 #include "trigger.h"
 #include "ytree.h"
 
 #include <sys/stat.h>
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -819,6 +821,26 @@ parse_schedule(struct aload *l, struct trigger *t, const struct ynode *m)
 	free(cause);
 }
 
+/* A Standard Webhooks secret is base64 (after whsec_): any other fails every delivery. */
+static void
+standard_secret_check(struct aload *l, const char *name, const struct ynode *at)
+{
+	const struct secret	*sec = l->org != NULL ? org_secret(l->org, name) : NULL;
+	unsigned char		*key;
+	size_t			 len;
+
+	if (sec == NULL || sec->value == NULL)
+		return;
+	if (webhook_standard_key(sec->value, sec->len, &key, &len) == 0) {
+		explicit_bzero(key, len);
+		free(key);
+		return;
+	}
+	yerrs_node(l->errs, l->file, at, "secret \"%s\" (%s) is not a Standard Webhooks "
+	    "key: it must be base64, whsec_ before it or not; every delivery would be "
+	    "refused 401", name, sec->ref);
+}
+
 static void
 parse_webhook_auth(struct aload *l, struct webhook_def *w, const struct ynode *n)
 {
@@ -871,6 +893,8 @@ parse_webhook_auth(struct aload *l, struct webhook_def *w, const struct ynode *n
 			yerrs_node(l->errs, l->file, v, "auth.%s needs \"secret\"", kind);
 		else
 			w->secret = get_secret(l, ymap_get(v, "secret"), "secret");
+		if (w->auth == WH_AUTH_STANDARD && w->secret != NULL)
+			standard_secret_check(l, w->secret, ymap_get(v, "secret"));
 		return;
 	}
 	yerrs_node(l->errs, l->file, n->items[0], "unknown auth \"%s\" (expected hmac, "
@@ -1891,6 +1915,108 @@ budget_check(struct aload *l, const struct ynode *root)
 		    "refused; set agents.%s.prices.%s", a->model, a->agent_name, a->model);
 }
 
+/* Whether every character of s is an uppercase letter or digit after first. */
+static int
+slack_id(const char *s, const char *first)
+{
+	if (*s == '\0' || strchr(first, *s) == NULL || s[1] == '\0')
+		return 0;
+	for (s++; *s != '\0'; s++) {
+		if (!isupper((unsigned char)*s) && !isdigit((unsigned char)*s))
+			return 0;
+	}
+	return 1;
+}
+
+/* Each item of list (the authors key named what) that is no Slack id starting with first. */
+static void
+authors_ids_check(struct aload *l, const struct ynode *list, const char *what,
+    const char *first, const char *example, const char *instead)
+{
+	size_t	 i;
+
+	for (i = 0; list != NULL && list->type == YNODE_SEQ && i < list->n; i++) {
+		if (list->items[i]->type != YNODE_SCALAR ||
+		    slack_id(list->items[i]->value, first))
+			continue;
+		yerrs_node(l->errs, l->file, list->items[i], "\"authors.%s\": \"%s\" is not a "
+		    "Slack %s id (%s): Slack events carry ids, not %s, so it lets no one in",
+		    what, list->items[i]->value, what[0] == 'g' ? "user group" : "user", example,
+		    instead);
+	}
+}
+
+/*
+ * authors that let no one in: members (the default) and groups are looked up
+ * on Slack and Linear with the org's bot token or API key, so without one
+ * every person is refused; teams are Linear's; Slack names people by id.
+ */
+static void
+authors_check(struct aload *l, const struct ynode *root)
+{
+	static const struct { enum trigger_source src; const char *key, *scope; } lookups[] = {
+		{ TRIG_SLACK, "slack.bot_token", " (scopes users:read, usergroups:read)" },
+		{ TRIG_LINEAR, "linear.api_key", "" },
+	};
+	const struct automation	*a = l->a;
+	const struct ynode	*an = ymap_get(root, "authors"), *at;
+	int			 has[TRIG_WEBHOOK + 1] = { 0 }, credential;
+	size_t			 i;
+
+	if (a->authors_any)
+		return;
+	for (i = 0; i < a->ntriggers; i++)
+		if (a->triggers[i].source <= TRIG_WEBHOOK)
+			has[a->triggers[i].source] = 1;
+	for (i = 0; l->org != NULL && i < SPUR_ARRLEN(lookups); i++) {
+		if (!has[lookups[i].src] || (a->authors_listed && a->author_groups == NULL))
+			continue;
+		credential = lookups[i].src == TRIG_SLACK ? l->org->slack != NULL &&
+		    l->org->slack->bot_token != NULL : l->org->linear != NULL &&
+		    l->org->linear->api_key != NULL;
+		if (credential)
+			continue;
+		at = an != NULL ? an : ymap_get(ymap_get(root, "on"),
+		    trigger_source_name(lookups[i].src));
+		yerrs_node(l->errs, l->file, at, "authors: %s on a %s trigger are looked up "
+		    "with orgs.%s.%s, which is not set: every %s event of a person would start "
+		    "nothing; set it%s, or say authors: any", a->authors_listed ?
+		    "groups and teams" : "members (the default)", trigger_source_name(
+		    lookups[i].src), l->org->name, lookups[i].key, trigger_source_name(
+		    lookups[i].src), lookups[i].scope);
+	}
+	if (an == NULL || an->type != YNODE_MAP)
+		return;
+	if ((at = ymap_get(an, "teams")) != NULL && !has[TRIG_LINEAR])
+		yerrs_node(l->errs, l->file, at, "\"authors.teams\" are Linear teams, and the "
+		    "automation has no linear trigger: they let no one in (GitHub has neither "
+		    "groups nor teams: name people in authors.users)");
+	authors_ids_check(l, ymap_get(an, "groups"), "groups", "S", "S0123ABCD",
+	    "handles");
+	/* A GitHub login or a Linear user id is no Slack id: only a Slack-only list is told. */
+	if (has[TRIG_SLACK] && !has[TRIG_GITHUB] && !has[TRIG_LINEAR])
+		authors_ids_check(l, ymap_get(an, "users"), "users", "UW", "U0123ABCD",
+		    "names");
+}
+
+/* The setup has its own deadline, not the run's: one longer than the run is a slip. */
+static void
+setup_timeout_check(struct aload *l, const struct ynode *root)
+{
+	const struct automation	*a = l->a;
+	const struct ynode	*n = ymap_get(ymap_get(ymap_get(root, "environment"), "setup"),
+				    "timeout");
+	long long		 run = a->timeout > 0 ? a->timeout : l->conf != NULL ?
+				    l->conf->sandbox.timeout : 0;
+
+	if (n == NULL || a->env.setup == NULL || run <= 0 || a->env.setup->timeout <= run)
+		return;
+	yerrs_warn_node(l->errs, l->file, n, "\"environment.setup.timeout\" (%llds) is "
+	    "longer than the run's timeout (%llds%s): the setup would be allowed more time "
+	    "than the agent it prepares for", a->env.setup->timeout, run, a->timeout > 0 ?
+	    "" : ", sandbox.timeout");
+}
+
 /* Reads one file into an automation; NULL when it had any error (all of them reported). */
 /* host is reachable through network.allow on some port (443, or one an entry names). */
 static int
@@ -2034,6 +2160,8 @@ automation_parse(struct aload *l, const char *path, const char *base)
 	if (a->prompt == NULL)
 		a->prompt = xstrdup("");
 	automation_check_header_hosts(l, a, ymap_get(root, "secrets"));
+	authors_check(l, root);
+	setup_timeout_check(l, root);
 	/* The org's default environment, for each key the automation leaves out. */
 	if (l->org != NULL)
 		env_conf_merge(&a->env, l->org->environment);

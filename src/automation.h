@@ -146,6 +146,10 @@ size_t			 automation_schedules(const struct automation_set *,
  */
 size_t			 automation_match(const struct automation_set *, const struct spur_event *,
 			     const struct automation **out, size_t max);
+/* The same; when nothing matches, *why says why (each candidate's first failure, to free). */
+size_t			 automation_match_why(const struct automation_set *,
+			     const struct spur_event *, const struct automation **out, size_t max,
+			     char **why);
 /*
  * Why an automation does not match: the first failing condition, in YAML order, e.g.
  * `on.github.text: "^/fix\b" did not match`, `authors: actor role NONE is not a member`,

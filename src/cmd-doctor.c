@@ -288,13 +288,13 @@ doctor_github_events(const struct doctor *d, const char *org)
 	return out;
 }
 
-/* The fixed repositories (no glob) org's automations name: they must be reachable. */
+/* The fixed repositories (no glob) org's automations name or report to: they must be reachable. */
 static json_t *
 doctor_github_repos(const struct doctor *d, const char *org)
 {
 	const struct automation	*a;
 	const struct trigger	*tr;
-	json_t			*out = json_object();
+	json_t			*out = json_object(), *dest;
 	size_t			 i, t, k;
 
 	for (i = 0; i < automation_count(d->set); i++) {
@@ -303,6 +303,14 @@ doctor_github_repos(const struct doctor *d, const char *org)
 			continue;
 		if (a->repository != NULL)
 			json_object_set_new(out, a->repository, json_string(a->name));
+		/* A report destination (report: {github: OWNER/NAME#N}) needs a token there too. */
+		json_array_foreach(a->report_to, k, dest) {
+			if (strcmp(json_string_value(json_object_get(dest, "source")) ?: "",
+			    "github") == 0 && json_string_value(json_object_get(dest,
+			    "repository")) != NULL)
+				json_object_set_new(out, json_string_value(json_object_get(dest,
+				    "repository")), json_sprintf("%s's report", a->name));
+		}
 		for (t = 0; t < a->ntriggers; t++) {
 			tr = &a->triggers[t];
 			if (tr->source != TRIG_GITHUB)

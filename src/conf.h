@@ -165,6 +165,12 @@ struct config {
 #endif
 #define CONFIG_INSTALLED	SPUR_SYSCONFDIR "/spur/spur.yaml"
 
+/*
+ * contrib/spur.service's TimeoutStopSec, in seconds: limits.drain beyond it
+ * less a minute is warned of (test_service checks the unit says the same).
+ */
+#define CONFIG_UNIT_STOP	660
+
 /* config_load flags. */
 #define CONFIG_UNRESOLVED	0x1	/* secrets stay references: no variable or file is read */
 #define CONFIG_HOST		0x2	/* also what this host must have: the sandbox user */

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define SECRET_FILE_MAX	(1 << 20)
@@ -34,18 +35,42 @@ struct cfgctx {
 static void
 cfg_error(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* What may be intended but most likely is not: told, never refused. */
+static void
+cfg_warn(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+cfg_vreport(struct cfgctx *c, const struct ynode *n, int warning, const char *fmt, va_list ap)
+{
+	char	*msg;
+
+	xvasprintf(&msg, fmt, ap);
+	if (warning)
+		yerrs_warn_node(c->errs, c->file, n, "%s", msg);
+	else
+		yerrs_node(c->errs, c->file, n, "%s", msg);
+	free(msg);
+}
 
 static void
 cfg_error(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
 {
 	va_list	 ap;
-	char	*msg;
 
 	va_start(ap, fmt);
-	xvasprintf(&msg, fmt, ap);
+	cfg_vreport(c, n, 0, fmt, ap);
 	va_end(ap);
-	yerrs_node(c->errs, c->file, n, "%s", msg);
-	free(msg);
+}
+
+static void
+cfg_warn(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	cfg_vreport(c, n, 1, fmt, ap);
+	va_end(ap);
 }
 
 static int
@@ -176,6 +201,17 @@ cfg_url(struct cfgctx *c, const struct ynode *n, const char *what, char **out)
 	*out = xstrdup(s);
 	while (strlen(*out) > 8 && (*out)[strlen(*out) - 1] == '/')
 		(*out)[strlen(*out) - 1] = '\0';
+}
+
+/* An http(s) URL of GitHub's API: api.HOST, or a GitHub Enterprise Server's /api/... */
+static int
+cfg_api_host(const char *url)
+{
+	const char	*host = strstr(url, "://") + 3, *path;
+
+	path = host + strcspn(host, "/");
+	return strncasecmp(host, "api.", 4) == 0 || strncmp(path, "/api/", 5) == 0 ||
+	    strcmp(path, "/api") == 0;
 }
 
 /*
@@ -397,6 +433,7 @@ cfg_limits(struct cfgctx *c, struct config *cf, const struct ynode *m)
 {
 	size_t		 i;
 	long long	 v;
+	char		 d1[32], d2[32];
 
 	if (!cfg_is_map(c, m, "limits"))
 		return;
@@ -431,8 +468,17 @@ cfg_limits(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			v = cf->limit_queue;
 			cfg_int(c, n, "limits.queue", 1, 100000000, &v);
 			cf->limit_queue = (int)v;
-		} else if (strcmp(k, "drain") == 0)
+		} else if (strcmp(k, "drain") == 0) {
 			cfg_duration(c, n, "limits.drain", &cf->limit_drain);
+			/* systemd SIGKILLs what is left at TimeoutStopSec: a drain must end before. */
+			if (cf->limit_drain > CONFIG_UNIT_STOP - 60)
+				cfg_warn(c, n, "\"limits.drain\" (%s) is longer than the "
+				    "shipped systemd unit allows (TimeoutStopSec=%s, less a minute "
+				    "to report and close): systemd would kill runs mid-drain; raise "
+				    "TimeoutStopSec in a drop-in (systemctl edit spur)",
+				    format_duration_ms(cf->limit_drain * 1000, d1, sizeof d1),
+				    format_duration_ms(CONFIG_UNIT_STOP * 1000LL, d2, sizeof d2));
+		}
 		else if (strcmp(k, "model_requests") == 0) {
 			/* A run's model requests in flight: each may pass its budget (SPEC section 16). */
 			v = cf->limit_model_requests;
@@ -933,8 +979,14 @@ cfg_org_console(struct cfgctx *c, struct org *o, const struct ynode *m)
 					    "not a team slug (letters, digits, -, _ and .)",
 					    cs->teams[j]);
 			}
-		} else if (strcmp(k, "github_url") == 0)
+		} else if (strcmp(k, "github_url") == 0) {
 			cfg_url(c, n, "console.github_url", &cs->github_url);
+			/* People sign in on the web host; the API's has no OAuth pages. */
+			if (cfg_api_host(cs->github_url))
+				cfg_error(c, n, "\"console.github_url\" is GitHub's API host: "
+				    "give the host people sign in on (https://github.com, or a "
+				    "GitHub Enterprise Server's https://HOST)");
+		}
 		else
 			cfg_unknown(c, m, i, "console", console_keys);
 	}
@@ -1078,6 +1130,10 @@ cfg_org_secrets(struct cfgctx *c, struct org *o, const struct ynode *m)
 			    "environment variable name", name);
 			continue;
 		}
+		if (strcmp(name, "key") == 0)
+			cfg_warn(c, m->items[2 * i], "\"orgs.%s.secrets.key\" is a secret "
+			    "named key for the org's automations; the key sealed secrets are "
+			    "sealed with is secrets.key at the top of spur.yaml", o->name);
 		o->secrets[o->nsecrets].name = xstrdup(name);
 		o->secrets[o->nsecrets].secret = cfg_secret(c, ymap_value(m, i), name);
 		o->nsecrets++;

@@ -10,6 +10,7 @@
 #include "prompt.h"
 #include "report.h"
 #include "repo.h"
+#include "rootfs.h"
 #include "run.h"
 #include "sandbox.h"
 #include "scrub.h"
@@ -963,6 +964,10 @@ drun_agent(struct drun *r, int phase)
 
 	for (n = 0; r->env[n] != NULL; n++)
 		;
+	/* A command only the host has would fail in the sandbox with no word of why. */
+	if (r->spec.rootfs != NULL && r->argv[0] != NULL &&
+	    rootfs_command(r->spec.rootfs, r->argv[0], &cause) < 0)
+		goto fail;
 	/* The run's network: proxy and model gateway, binds, env and a forwarder (egress.c). */
 	if (egress_attach(e, r->id, r->org, r->a, r->hsecrets, r->nhsecrets, r->home, &r->spec,
 	    r->env, &n, DISPATCH_ENV_MAX, &r->argv, &r->egress, &cause) != 0)

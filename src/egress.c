@@ -3,6 +3,7 @@
 #include "automation.h"
 #include "conf.h"
 #include "egress.h"
+#include "rootfs.h"
 #include "intercept.h"
 #include "sandbox.h"
 #include "serve.h"
@@ -295,26 +296,15 @@ egress_agent_install(struct egress *eg, struct sandbox_spec *spec, char **argv,
     char **cause)
 {
 	static const char	*sys[] = { "/usr/", "/bin/", "/sbin/", "/lib" };
-	struct stat		 st;
-	char			 real[PATH_MAX], *slash, *p;
+	char			 real[PATH_MAX], *slash;
 	size_t			 i;
-	int			 found;
+	int			 rc;
 
 	if (argv[0] == NULL || argv[0][0] != '/')
 		return 0;
-	for (i = 0; spec->rootfs != NULL && i < SPUR_ARRLEN(sys); i++) {
-		if (strncmp(argv[0], sys[i], strlen(sys[i])) != 0)
-			continue;
-		/* The rootfs's own /usr, not the host's: the tree has it, or nobody does. */
-		p = xprintf("%s%s", spec->rootfs, argv[0]);
-		found = lstat(p, &st) == 0;
-		free(p);
-		if (!found)
-			*cause = xprintf("%s is not in the rootfs (%s), which replaces the host's "
-			    "/usr: install the agent outside /usr (e.g. /opt) or in the rootfs",
-			    argv[0], spec->rootfs);
-		return found ? 0 : -1;
-	}
+	/* The rootfs's own /usr, not the host's: the tree has it, or nobody does. */
+	if (spec->rootfs != NULL && (rc = rootfs_command(spec->rootfs, argv[0], cause)) != 0)
+		return rc == 1 ? 0 : -1;
 	if (realpath(argv[0], real) == NULL) {
 		*cause = xprintf("%s: %s", argv[0], strerror(errno));
 		return -1;

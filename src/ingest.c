@@ -459,6 +459,7 @@ ingest_item_free(struct ingest_item *it)
 	}
 	free(it->runs);
 	free(it->rec);
+	free(it->why);
 	free(it->event_json);
 	free(it->ack_target);
 	free(it->ack_body);
@@ -561,8 +562,8 @@ ingest_prepare(struct ingest *in, const struct automation_set *set,
 	it->event = ev;
 	/* A thread command is read before any automation: it never starts a run. */
 	it->command = thread_cmd_parse(ev);
-	n = it->command != THREAD_CMD_NONE ? 0 : automation_match(set, ev, matches,
-	    INGEST_MAX_MATCHES);
+	n = it->command != THREAD_CMD_NONE ? 0 : automation_match_why(set, ev, matches,
+	    INGEST_MAX_MATCHES, &it->why);
 	if (n == 0 && ev->unsigned_body) {
 		/* Anyone may send these: one that starts nothing keeps no payload to fill the disk. */
 		free(ev->payload_raw);
@@ -724,9 +725,10 @@ ingest_finish_batch(struct ingest *in, struct batch *d)
 				json_array_append_new(statuses, json_string(it->runs[j].id));
 			}
 			log_info("event=ingest.stored org=%s source=%s type=%s event_id=%s "
-			    "delivery=%s thread=%s runs=%zu", log_q(ev->org), ev->source,
+			    "delivery=%s thread=%s runs=%zu%s%s", log_q(ev->org), ev->source,
 			    log_q(ev->type), ev->id, log_q(ev->delivery), log_q(ev->thread),
-			    it->nruns);
+			    it->nruns, it->why != NULL ? " why=" : "", it->why != NULL ?
+			    log_q(it->why) : "");
 			queued += it->nruns;
 			metrics_count(e->metrics, "events", 1);
 			if (it->command != THREAD_CMD_NONE)

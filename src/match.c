@@ -838,18 +838,35 @@ match_lookup(const struct match_index *idx, const char *org, const char *source,
 	return e->key != NULL ? e : NULL;
 }
 
+/* At most this many automations' reasons in an event's why (the rest are counted). */
+#define MATCH_WHY_MAX	4
+
 size_t
 automation_match(const struct automation_set *set, const struct spur_event *ev,
     const struct automation **out, size_t max)
 {
+	return automation_match_why(set, ev, out, max, NULL);
+}
+
+size_t
+automation_match_why(const struct automation_set *set, const struct spur_event *ev,
+    const struct automation **out, size_t max, char **whyp)
+{
 	const struct match_entry	*lists[3];
 	size_t				 pos[3] = { 0, 0, 0 }, nlists = 0, found = 0, i;
+	size_t				 refused = 0, told, len;
 	const char			*sel, *dot;
 	uint32_t			 id, last = UINT32_MAX;
-	int				 best;
+	int				 best, ok;
+	struct buf			 why, *wb = NULL;
 
+	if (whyp != NULL) {
+		*whyp = NULL;
+		buf_init(&why, 16 * 1024);
+		wb = &why;
+	}
 	if (set == NULL || set->index == NULL || ev->org == NULL || ev->source == NULL)
-		return 0;
+		goto out;
 	if (strcmp(ev->source, "schedule") == 0 || strcmp(ev->source, "webhook") == 0) {
 		sel = spur_event_meta_str(ev, strcmp(ev->source, "schedule") == 0 ?
 		    "automation" : "hook");
@@ -879,8 +896,34 @@ automation_match(const struct automation_set *set, const struct spur_event *ev,
 		if (id == last)
 			continue;
 		last = id;
-		if (automation_eval(set->list[id], ev, NULL))
+		/* Why each candidate refused the event, for the log of one that starts nothing. */
+		if (wb != NULL && refused < MATCH_WHY_MAX) {
+			told = why.len;
+			buf_addf(wb, "%s%s: ", refused > 0 ? "; " : "", set->list[id]->name);
+			len = why.len;
+			if ((ok = automation_eval(set->list[id], ev, wb)))
+				why.len = told;
+			else if (why.len == len)
+				buf_adds(wb, "did not match");
+		} else
+			ok = automation_eval(set->list[id], ev, NULL);
+		if (ok)
 			out[found++] = set->list[id];
+		else
+			refused++;
 	}
+out:
+	if (wb == NULL)
+		return found;
+	if (found == 0 && refused == 0)
+		buf_addf(wb, "no automation of org %s has a %s trigger for %s", ev->org != NULL ?
+		    ev->org : "-", ev->source != NULL ? ev->source : "-", ev->type != NULL ?
+		    ev->type : "this event");
+	else if (refused > MATCH_WHY_MAX)
+		buf_addf(wb, "; and %zu more", refused - MATCH_WHY_MAX);
+	if (found == 0)
+		*whyp = buf_take(wb);
+	else
+		buf_free(wb);
 	return found;
 }

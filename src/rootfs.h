@@ -16,5 +16,11 @@ int	 rootfs_name_valid(const char *);
 char	*rootfs_path(const char *data_dir, const char *name);
 /* 1 when NAME is built (its root has a usr directory), else 0. */
 int	 rootfs_built(const char *data_dir, const char *name);
+/*
+ * Whether the rootfs has the command a sandbox would exec: 1 yes, 0 not its
+ * to say (an absolute path outside the system directories, a relative one),
+ * -1 no, with cause.
+ */
+int	 rootfs_command(const char *rootfs, const char *cmd, char **cause);
 
 #endif

@@ -250,7 +250,7 @@ scheduler_catch_up(struct scheduler *s)
 				evtimer_add(s->retry, &tv);
 			continue;
 		}
-		if (now - m <= window)
+		if (window > 0 && now - m <= window)
 			scheduler_fire(s, d, m, "catch_up");
 		else
 			log_warn("event=schedule.skipped org=%s automation=%s scheduled_at=%s "

@@ -29,6 +29,11 @@ duration_parse(const char *s, int ms_ok, long long *ms, char **cause)
 	n = strtoll(s, &end, 10);
 	if (errno != 0 || n < 0)
 		goto bad;
+	/* Nothing is the same in every unit (schedules.catch_up: 0 disables it). */
+	if (n == 0 && *end == '\0') {
+		*ms = 0;
+		return 0;
+	}
 	if (ms_ok && strcmp(end, "ms") == 0)
 		mult = 1;
 	else if (strcmp(end, "s") == 0)

@@ -186,7 +186,8 @@ with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.y
     rc, _, err = s.c("keys", "create", "--org", "nope")
     t.ok(rc == 1 and "no org" in err, "a key for an org the config lacks is refused", err)
     api = Api(s, key)
-    ro = Api(s, keys_create(s, "--org", "acme", "--scope", "runs:read")["key"])
+    ro_key = keys_create(s, "--org", "acme", "--scope", "runs:read")
+    ro = Api(s, ro_key["key"])
     beta = Api(s, keys_create(s, "--org", "beta")["key"])
     so = Api(s, keys_create(s, "--org", "acme", "--scope", "sessions:read")["key"])
 
@@ -378,6 +379,13 @@ with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.y
     t.ok(st == 404 and out == nf, "a read outside the key's scopes answers 404", (st, out))
     st, _, _, out = ro.req("POST", "/o/acme/sessions", {"input": "x"})
     t.ok(st == 404 and out == nf, "a write without the write scope answers 404", (st, out))
+    # The client learns nothing; the engine's log says why (key, route, the scope it lacks).
+    want = ('event=api.scope_refused org=acme key=%s route="POST /sessions" path=/sessions '
+            'missing_scope=sessions:write' % ro_key["id"])
+    deadline = time.time() + 10
+    while time.time() < deadline and want not in s.logs():
+        time.sleep(0.05)
+    t.contains(s.logs(), want, "the refusal for a missing scope is logged with the key, route and scope")
     st, _, _, out = api.req("GET", "/o/nosuchorg/sessions")
     t.ok(st == 404 and out == nf, "an org the config lacks answers 404", (st, out))
     med = medians_ms(cases, 150)

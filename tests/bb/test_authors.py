@@ -96,6 +96,11 @@ try:
             st, runs = mention(s, who, "C1")
             t.ok(st == 200 and runs == [], "%s (%s) starts nothing; the event is stored" % (who, why), (st, runs))
         t.contains(s.logs(), "event=ingest.stored", "stored all the same")
+        # The engine's log says why such an event started nothing: each automation's refusal.
+        stored = [l for l in s.logs().splitlines() if "event=ingest.stored" in l and "runs=0" in l]
+        t.ok(stored and "members: authors: USTRANGER is of another workspace, not a member" in stored[-1] and
+             "listed: on.slack.channels: channel C1 is not one of [C2]" in stored[-1],
+             "the log of an event that started nothing says why, automation by automation", stored[-1:])
         # --- authors: {users}: the listed guest is let in, with no lookup needed -----------
         before = len(lookups("/slack/api/users.info"))
         st, runs = mention(s, "UGUEST", "C2")

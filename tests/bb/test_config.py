@@ -2,13 +2,14 @@
 import base64
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap, grep_secrets, SECRETS, github_comment, github_headers
+from spurtest import Spur, Tap, grep_secrets, SECRETS, DEFAULT_ORGS, SRCDIR, github_comment, github_headers
 
 t = Tap()
 
@@ -411,5 +412,110 @@ with Spur() as s:
                                 "      teams: [platform, sre.eu, on_call]\n").split("  beta:")[0])
     rc, out, err = s.cli("check", "-c", ok_console)
     t.eq((rc, err), (0, ""), "a whole console section is accepted")
+
+
+# Mistakes that pass silently (issue 34): each is told at its position. spur.yaml's first.
+SILENT = "limits:\n  drain: 15m\nschedules:\n  catch_up: 0\n" + CONSOLE.split("  beta:")[0].replace(
+    "      teems: [sre]\n", "      github_client_secret: env:T_GH_TOKEN\n      github_url: https://api.github.com/\n"
+    "    secrets:\n      key: env:T_HOOK_SECRET\n")
+# The drain is told against the unit that ships: the warning must say the unit's own TimeoutStopSec.
+UNIT_STOP = re.search(r"^TimeoutStopSec=(\d+)min$", open(os.path.join(SRCDIR, "contrib", "spur.service")).read(),
+                      re.M).group(1) + "m"
+with Spur() as s:
+    s.write_config(SILENT, orgs="")
+    rc, out, err = s.c("check")
+    t.eq((rc, sorted(err.splitlines())), (1, sorted(s.config + ":" + l for l in [
+        '5:10: warning: "limits.drain" (15m) is longer than the shipped systemd unit allows '
+        '(TimeoutStopSec=%s, less a minute to report and close): systemd would kill runs mid-drain; '
+        'raise TimeoutStopSec in a drop-in (systemctl edit spur)' % UNIT_STOP,
+        '17:19: error: "console.github_url" is GitHub\'s API host: give the host people sign in on '
+        '(https://github.com, or a GitHub Enterprise Server\'s https://HOST)',
+        '19:7: warning: "orgs.acme.secrets.key" is a secret named key for the org\'s automations; the key '
+        'sealed secrets are sealed with is secrets.key at the top of spur.yaml'])),
+        "limits.drain past the unit's TimeoutStopSec and secrets.key under an org are warned of, "
+        "console.github_url on the API host refused; schedules.catch_up: 0 is accepted")
+    s.write_config(SILENT.replace("api.github.com/", "github.example.com/api/v3").replace("15m", "10m"),
+                   orgs="")
+    rc, out, err = s.c("check")
+    t.eq((rc, [l.split(": ", 1)[1] for l in err.splitlines()]),
+         (1, ['error: "console.github_url" is GitHub\'s API host: give the host people sign in on '
+              '(https://github.com, or a GitHub Enterprise Server\'s https://HOST)',
+              'warning: "orgs.acme.secrets.key" is a secret named key for the org\'s automations; the key '
+              'sealed secrets are sealed with is secrets.key at the top of spur.yaml']),
+         "a GitHub Enterprise Server's /api/v3 is the API host too; a drain of 10m fits the unit")
+    s.write_config(SILENT.replace("api.github.com/", "github.example.com").replace("15m", "10m")
+                   .replace("      key: env:T_HOOK_SECRET\n", "      KEY: env:T_HOOK_SECRET\n"), orgs="")
+    rc, out, err = s.c("check")
+    t.eq((rc, err), (0, ""), "schedules.catch_up: 0 (it disables the catch-up), a web host and a secret KEY")
+
+# The automations' side: authors that let no one in, a setup longer than its run, a Standard
+# Webhooks secret that is not base64.
+NO_LOOKUP = DEFAULT_ORGS.replace("      bot_token: env:T_SLACK_TOKEN\n", "").replace(
+    "      api_key: env:T_LINEAR_KEY\n", "")
+
+
+def silent_auto(name, trigger, extra=""):
+    return ("name: %s\non:\n%s%sagent: command\ncommand: [/bin/true]\nreport: none\nprompt: x\n"
+            % (name, trigger, extra))
+
+
+SLACK_T = "  slack:\n    events: [app_mention]\n"
+LINEAR_T = "  linear:\n    events: [Issue.create]\n"
+GITHUB_T = "  github:\n    events: [issue_comment.created]\n"
+with Spur(orgs=NO_LOOKUP) as s:
+    s.write_automation("a-slack.yaml", silent_auto("a-slack", SLACK_T))
+    s.write_automation("b-linear.yaml", silent_auto("b-linear", LINEAR_T, "authors:\n  teams: [ENG]\n"))
+    s.write_automation("c-any.yaml", silent_auto("c-any", SLACK_T, "authors: any\n"))
+    s.write_automation("d-users.yaml", silent_auto("d-users", SLACK_T, "authors:\n  users: [U0123ABCD]\n"))
+    rc, out, err = s.c("check")
+    t.eq((rc, sorted(err.splitlines())), (1, sorted([
+        s.auto_dir + '/a-slack.yaml:4:5: error: authors: members (the default) on a slack trigger are looked '
+        'up with orgs.acme.slack.bot_token, which is not set: every slack event of a person would start '
+        'nothing; set it (scopes users:read, usergroups:read), or say authors: any',
+        s.auto_dir + '/b-linear.yaml:6:3: error: authors: groups and teams on a linear trigger are looked up '
+        'with orgs.acme.linear.api_key, which is not set: every linear event of a person would start '
+        'nothing; set it, or say authors: any'])),
+        "authors: members (the default) or teams without the bot token or API key to look people up: "
+        "refused at the trigger or at authors; any and a users-only list need no lookup")
+    payload = json.dumps({"type": "event_callback", "team_id": "T1", "event_id": "Ev1", "event": {
+        "type": "app_mention", "user": "U0123ABCD", "text": "<@UBOT> hi", "channel": "C1", "ts": "1.1"}})
+    with open(os.path.join(s.dir, "mention.json"), "w") as f:
+        f.write(payload)
+    rc, out, err = s.c("fire", "--org", "acme", "--source", "slack", "--why", "mention.json")
+    t.ok(rc != 0 and "a-slack.yaml:4:5: error: authors: members (the default)" in err and
+         "match: a-slack" not in out, "spur fire --why of a mention says authors would let no one in",
+         (rc, out, err))
+with Spur() as s:
+    s.write_automation("e-github.yaml", silent_auto("e-github", GITHUB_T, "authors:\n  teams: [ENG]\n"))
+    s.write_automation("f-slack.yaml", silent_auto("f-slack", SLACK_T,
+                                                   "authors:\n  users: [alice, U0123ABCD, W0123]\n"
+                                                   "  groups: ['@oncall', S0OPS]\n"))
+    s.write_automation("g-mixed.yaml", silent_auto("g-mixed", SLACK_T + GITHUB_T,
+                                                   "authors:\n  users: [octocat, U0123ABCD]\n"))
+    s.write_automation("h-setup.yaml", silent_auto("h-setup", GITHUB_T, "timeout: 5m\nenvironment:\n  setup:\n"
+                                                   "    run: 'true'\n    timeout: 10m\n"))
+    s.write_automation("i-setup.yaml", silent_auto("i-setup", GITHUB_T, "environment:\n  setup:\n"
+                                                   "    run: 'true'\n    timeout: 30m\n"))
+    s.write_automation("j-std.yaml", silent_auto("j-std", "  webhook:\n    name: j\n    auth: {standard_webhooks: "
+                                                 "{secret: HOOK_SECRET}}\n"))
+    s.write_automation("k-std.yaml", silent_auto("k-std", "  webhook:\n    name: k\n    auth: {standard_webhooks: "
+                                                 "{secret: STD_SECRET}}\n"))
+    s.env["T_HOOK_SECRET"] = "not base64!"
+    rc, out, err = s.c("check")
+    t.eq((rc, sorted(err.splitlines())), (1, sorted(s.auto_dir + l for l in [
+        '/e-github.yaml:6:10: error: "authors.teams" are Linear teams, and the automation has no linear '
+        'trigger: they let no one in (GitHub has neither groups nor teams: name people in authors.users)',
+        '/f-slack.yaml:6:11: error: "authors.users": "alice" is not a Slack user id (U0123ABCD): Slack '
+        'events carry ids, not names, so it lets no one in',
+        '/f-slack.yaml:7:12: error: "authors.groups": "@oncall" is not a Slack user group id (S0123ABCD): '
+        'Slack events carry ids, not handles, so it lets no one in',
+        '/h-setup.yaml:9:14: warning: "environment.setup.timeout" (600s) is longer than the run\'s timeout '
+        '(300s): the setup would be allowed more time than the agent it prepares for',
+        '/j-std.yaml:5:40: error: secret "HOOK_SECRET" (env:T_HOOK_SECRET) is not a Standard Webhooks key: '
+        'it must be base64, whsec_ before it or not; every delivery would be refused 401'])),
+        "authors.teams on GitHub, a Slack name or handle for an id, a setup longer than its run (warned), "
+        "a Standard Webhooks secret that is not base64: each at its position; a login beside a Slack "
+        "trigger, a 30m setup under the 30m sandbox.timeout, a whsec_ secret pass")
+    s.env["T_HOOK_SECRET"] = SECRETS["T_HOOK_SECRET"]
 
 t.done()

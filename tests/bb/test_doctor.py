@@ -53,11 +53,11 @@ AUTOMATIONS = {
 }
 
 
-def doctor(key=pem, extra_args=(), config_extra="sandbox:\n  backend: none\n", orgs=None, env=None):
+def doctor(key=pem, extra_args=(), config_extra="sandbox:\n  backend: none\n", orgs=None, env=None, autos=None):
     """spur doctor on a fresh config; (exit status, stdout, stderr, {check: [lines]})."""
     text = (orgs or ORGS) % {"u": fake.url, "key": key}
     s = Spur("agents:\n  claude: { api_url: http://127.0.0.1:%d }\n%s" % (model.port, config_extra),
-             orgs=text, automations=AUTOMATIONS, env=env)
+             orgs=text, automations=autos or AUTOMATIONS, env=env)
     try:
         rc, out, err = s.c("doctor", *extra_args)
     finally:
@@ -157,6 +157,17 @@ try:
     rc, out, err, by = doctor()
     t.ok(verdict(by, "github.repositories", "appco") == "fail" and "the App cannot reach appco/svc (fix)" in out,
          "a repository an automation names outside the installation: fails naming it and the automation", out)
+    # A report destination on a repository the App is not installed on (spur check cannot know).
+    notify = dict(AUTOMATIONS, **{"notify.yaml": "name: notify\norg: appco\non:\n  schedule:\n    cron: '0 9 * * *'\n"
+                                 "agent: command\ncommand: [true]\nprompt: x\nreport: {github: appco/ops#3}\n"})
+    fake.app["installations"] = {"appco/svc": 42, "appco/web": 42}
+    rc, out, err, by = doctor(autos=notify)
+    t.ok(verdict(by, "github.repositories", "appco") == "fail" and
+         "the App cannot reach appco/ops (notify's report)" in out,
+         "a report destination outside the installation: fails naming it and its automation", out)
+    fake.app["installations"] = {"appco/svc": 42, "appco/web": 42, "appco/ops": 42}
+    rc, out, err, by = doctor(autos=notify)
+    t.eq(verdict(by, "github.repositories", "appco"), "pass", "  and passes once the App is installed there")
     fake.app["installations"] = {}
     rc, out, err, by = doctor()
     t.ok(verdict(by, "github.installation", "appco") == "fail" and "App 4321 is installed nowhere" in out,

@@ -56,6 +56,11 @@ spur.write_automation("rootfs-only.yaml", auto("rootfs-only", "^/hello", "tiny",
 spur.write_automation("host-only.yaml", auto("host-only", "^/hostbin", "tiny", extra=NET).replace(
     json.dumps(["sh", "-c", AGENT]), json.dumps(["/usr/bin/bwrap", "--version"])))
 spur.write_automation("missing.yaml", auto("missing", "^/missing", "not-built"))
+# Without network.allow (no forwarder) and by a bare name: the run says the command is not there too.
+spur.write_automation("host-bare.yaml", auto("host-bare", "^/hostname", "tiny").replace(
+    json.dumps(["sh", "-c", AGENT]), json.dumps(["bwrap", "--version"])))
+spur.write_automation("host-abs.yaml", auto("host-abs", "^/hostabs", "tiny").replace(
+    json.dumps(["sh", "-c", AGENT]), json.dumps(["/usr/bin/bwrap", "--version"])))
 envs = os.path.join(spur.data_dir, "envs")
 fake = os.path.join(spur.dir, "fakebin")
 
@@ -189,6 +194,11 @@ else:
         t.ok(st5["state"] == "failed" and "/usr/bin/bwrap is not in the rootfs" in (st5["reason"] or "") and
              "install the agent outside /usr" in (st5["reason"] or ""),
              "an agent in the host's /usr only: the run fails saying where to install it", st5)
+        for n, (text, cmd) in enumerate((("/hostname", "bwrap"), ("/hostabs", "/usr/bin/bwrap"))):
+            st6 = s.wait_run(s.fire_comment("/o/acme/hooks/github", text, 6 + n))
+            t.ok(st6["state"] == "failed" and ("%s is not in the rootfs" % cmd) in (st6["reason"] or ""),
+                 "a command only the host has (%s, no network.allow): the run fails saying it is not in "
+                 "the rootfs, not that it exited with failure" % cmd, st6)
         run2 = s.fire_comment("/o/acme/hooks/github", "/missing", 2)
         st2 = s.wait_run(run2)
         t.ok(st2["state"] == "failed" and "spur env build" in (st2["reason"] or ""),
