@@ -1090,17 +1090,13 @@ store_event_exists(struct store *st, const char *org, const char *dedup)
 	return rc == DB_DONE ? 0 : -1;
 }
 
-int64_t
-store_schedule_seen(struct store *st, const char *org, const char *automation,
-    const char *spec, int64_t now)
+/* The schedule's first_seen row, -1: none (or the store cannot say). */
+static int64_t
+store_schedule_row(struct store *st, const char *org, const char *automation, const char *spec)
 {
-	const char	*args[] = { org, automation, spec };
 	struct db_stmt	*s;
 	int64_t		 seen = -1;
 
-	if (store_exec_bind(st, "INSERT INTO schedules_seen (org, automation, spec, first_seen) "
-	    "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", args, 3, &now, 1) != 0)
-		return -1;
 	if ((s = db_prepare(st->db, "SELECT first_seen FROM schedules_seen WHERE org = ? AND "
 	    "automation = ? AND spec = ?", 0)) == NULL)
 		return -1;
@@ -1111,6 +1107,35 @@ store_schedule_seen(struct store *st, const char *org, const char *automation,
 		seen = db_column_int64(s, 0);
 	db_finalize(s);
 	return seen;
+}
+
+int64_t
+store_schedule_seen(struct store *st, const char *org, const char *automation,
+    const char *spec, int64_t now)
+{
+	char		*prefix;
+	const char	*args[4];
+	int64_t		 seen;
+	int		 rc;
+
+	if ((seen = store_schedule_row(st, org, automation, spec)) != -1)
+		return seen;
+	/*
+	 * New here. A store from before schedules_seen that holds fires of the
+	 * automation saw it since its first kept fire: an upgrade's downtime is
+	 * caught up like any other.
+	 */
+	prefix = xprintf("schedule:%s@", automation);
+	args[0] = org;
+	args[1] = automation;
+	args[2] = spec;
+	args[3] = prefix;
+	rc = store_exec_bind(st, "INSERT INTO schedules_seen (org, automation, spec, first_seen) "
+	    "VALUES (?1, ?2, ?3, coalesce((SELECT min(received_at) / 1000 FROM events WHERE "
+	    "org = ?1 AND source = 'schedule' AND substr(dedup, 1, length(?4)) = ?4), ?5)) "
+	    "ON CONFLICT DO NOTHING", args, 4, &now, 1);
+	free(prefix);
+	return rc != 0 ? -1 : store_schedule_row(st, org, automation, spec);
 }
 
 void

@@ -212,6 +212,21 @@ with Spur(SANDBOX + "schedules:\n  catch_up: 5m\n", automations=CATCH) as s:
     t.ok("automation=inwin scheduled_at=%s how=" % iso(inwin) not in s.logs()[mark:],
          "nor is it even tried (the store already has it)", s.logs()[mark:])
     t.eq(events(s, "outwin"), [], "the skipped time stays skipped")
+
+    # A store from before schedules_seen (an upgrade): a schedule with fires kept was seen
+    # since its first one; one without any is new.
+    t.eq(s.stop(), 0, "stopped")
+    s.change("DELETE FROM schedules_seen")
+    before = int(time.time())
+    s.start()
+    deadline = time.time() + 15
+    while time.time() < deadline and len(seen(s)) < 3:
+        time.sleep(0.1)
+    first = dict((r["automation"], r["first_seen"]) for r in seen(s))
+    ev = events(s, "inwin")
+    t.eq(first.get("inwin"), ev[0]["received_at"] // 1000 if ev else None,
+         "after an upgrade a schedule with a fire in the store was seen since that fire")
+    t.ok((first.get("outwin") or 0) >= before, "one without any is seen from now", first)
     t.eq(s.stop(), 0, "the engine stops cleanly (no leak under ASan)")
 
 # --- on time, kill -9 right after, restart; reload reschedules and the old timer does not fire ---------
