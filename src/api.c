@@ -1510,18 +1510,19 @@ api_handle(struct engine *e, const struct api_req *req, api_done_cb done, void *
 	c->arg = arg;
 	if (strcmp(req->path, "/mcp") == 0 && req->origin != NULL) {
 		/*
-		 * A browser's page may not use the MCP server unless it is the
-		 * engine's own (DNS rebinding; the MCP specification asks 403).
+		 * A browser's page may not use the MCP server unless its origin
+		 * is listed (DNS rebinding; the MCP specification asks 403).
 		 */
 		struct automation_set	*set;
 		struct config		*conf = serve_config_ref(e, &set);
 
-		rc = mcp_origin_allowed(conf->public_url, req->origin);
+		rc = mcp_origin_allowed(conf->mcp_origins, req->origin);
 		automation_set_unref(set);
 		config_free(conf);
 		if (!rc) {
-			log_warn("event=mcp.origin_refused org=%s origin=%s", log_q(req->org),
-			    log_q(req->origin));
+			log_warn("event=mcp.origin_refused org=%s origin=%s peer=%s",
+			    log_q(req->org), log_q(req->origin), req->peer != NULL ? req->peer :
+			    "-");
 			api_reply(c, 403, json_pack("{s:s,s:s}", "error", "forbidden", "detail",
 			    "origin"), 0);
 			return;
@@ -1554,8 +1555,9 @@ api_handle(struct engine *e, const struct api_req *req, api_done_cb done, void *
 		return;
 	}
 	if (rc != 0) {
-		log_warn("event=api.unauthorized org=%s path=%s reason=%s", log_q(req->org),
-		    log_q(req->path), log_q(why));
+		log_warn("event=api.unauthorized org=%s path=%s peer=%s reason=%s",
+		    log_q(req->org), log_q(req->path), req->peer != NULL ? req->peer : "-",
+		    log_q(why));
 		api_reply(c, 401, json_pack("{s:s}", "error", "unauthorized"), 0);
 		return;
 	}
@@ -1631,6 +1633,7 @@ api_req_clear(struct api_req *r)
 	free(r->origin);
 	free(r->cookie);
 	free(r->csrf);
+	free(r->peer);
 	free(r->body);
 	memset(r, 0, sizeof *r);
 }

@@ -23,6 +23,7 @@ struct api_req {
 	char		*origin;	/* Origin, NULL: none (not a browser) */
 	char		*cookie;	/* Cookie (the console's session) */
 	char		*csrf;		/* X-CSRF-Token */
+	char		*peer;		/* who sent it, for the log (server_client) */
 	char		*body;
 	size_t		 len;
 };
@@ -63,8 +64,8 @@ void		 api_call(struct engine *, const struct api_key *, const char *method,
 		     const char *idempotency_key, api_call_cb, void *);
 
 /* mcp.c: /o/{org}/mcp for a key with the mcp scope (checked by api.c). */
-/* Whether an MCP request's Origin may use the server: only public_url's own. */
-int		 mcp_origin_allowed(const char *public_url, const char *origin);
+/* Whether an MCP request's Origin may use the server: one mcp.allowed_origins names. */
+int		 mcp_origin_allowed(char *const *allowed, const char *origin);
 void		 mcp_handle(struct engine *, const struct api_key *, const struct api_req *,
 		     api_done_cb, void *);
 void		 mcp_free_all(void);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,26 @@ struct runs_opts {
 	int		 follow;
 	int		 raw;
 };
+
+#define RUNS_LIMIT_MAX	100000
+
+/* --limit N: a whole number of runs, 1 to RUNS_LIMIT_MAX; anything else is refused. */
+static int
+runs_limit(const struct cmd *c, const char *arg, int *out)
+{
+	char	*end;
+	long	 v;
+
+	errno = 0;
+	v = strtol(arg, &end, 10);
+	if (*arg == '\0' || *end != '\0' || errno != 0 || v < 1 || v > RUNS_LIMIT_MAX) {
+		fprintf(stderr, "spur %s: --limit must be a number from 1 to %d, not \"%s\"\n",
+		    c->name, RUNS_LIMIT_MAX, arg);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
+}
 
 static int
 runs_getopt(const struct cmd *c, int argc, char **argv, struct runs_opts *o, int operands)
@@ -54,7 +75,10 @@ runs_getopt(const struct cmd *c, int argc, char **argv, struct runs_opts *o, int
 			}
 			o->state = optarg;
 			break;
-		case 'n': o->limit = atoi(optarg); break;
+		case 'n':
+			if (runs_limit(c, optarg, &o->limit) != 0)
+				return -1;
+			break;
 		case 'j': o->json = 1; break;
 		case 'f':
 			if (strcmp(c->name, "logs") != 0)
@@ -381,6 +405,23 @@ runs_poke_engine(const char *data_dir)
 }
 
 /*
+ * Who ran `spur cancel`, as the run's history tells it: the login name (the
+ * one sudo was run by, when it was), else the uid.
+ */
+static char *
+runs_cancel_reason(void)
+{
+	const char	*sudo = getenv("SUDO_USER");
+	struct passwd	*pw = getpwuid(geteuid());
+
+	if (geteuid() == 0 && sudo != NULL && *sudo != '\0')
+		return xprintf("cancelled by user %s (as root, with spur cancel)", sudo);
+	if (pw != NULL && pw->pw_name != NULL)
+		return xprintf("cancelled by user %s (with spur cancel)", pw->pw_name);
+	return xprintf("cancelled by user uid %lu (with spur cancel)", (unsigned long)geteuid());
+}
+
+/*
  * The CLI only asks: the cancel is stored and the engine applies it (ends a
  * queued run, kills a running one, tells the thread). Waits a little to say
  * what became of it.
@@ -394,6 +435,7 @@ cmd_cancel(const struct cmd *c, int argc, char **argv)
 	enum run_state		 state;
 	int64_t			 until;
 	int			 idx, rc = EXIT_OK;
+	char			*why = NULL;
 
 	if ((idx = runs_getopt(c, argc, argv, &o, 1)) < 0) {
 		cmd_usage(c, 1);
@@ -408,7 +450,7 @@ cmd_cancel(const struct cmd *c, int argc, char **argv)
 		fprintf(stderr, "spur cancel: run %s already ended (%s)\n", argv[idx],
 		    run_state_name(state));
 		rc = EXIT_FAILED;
-	} else if (store_run_request_cancel(st, argv[idx], "cancelled by user") != 0) {
+	} else if (store_run_request_cancel(st, argv[idx], (why = runs_cancel_reason())) != 0) {
 		fprintf(stderr, "spur cancel: cannot store the request\n");
 		rc = EXIT_FAILED;
 	} else if (runs_poke_engine(conf->data_dir) != 0) {
@@ -424,6 +466,7 @@ cmd_cancel(const struct cmd *c, int argc, char **argv)
 		else
 			printf("%s cancelling\n", argv[idx]);
 	}
+	free(why);
 	store_close(st);
 	config_free(conf);
 	return rc;

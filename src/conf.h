@@ -137,6 +137,8 @@ struct config {
 	char			*git_author_name;	/* of the commits spur makes */
 	char			*git_author_email;
 	char			*egress_ca_file;	/* trust for intercepted upstreams; NULL: system */
+	char			**mcp_origins;	/* mcp.allowed_origins, NULL-terminated; NULL: none */
+	char			**trusted_proxies; /* peers whose X-Forwarded-For is believed; NULL: none */
 	int			 log_json;	/* log.format: json (else text: key=value) */
 	struct {
 		enum sandbox_backend	 backend;

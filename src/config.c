@@ -241,7 +241,8 @@ cfg_store(struct cfgctx *c, struct config *cf, const struct ynode *n)
 /* The keys of each mapping, for "did you mean" when a key is not one of them. */
 static const char *const top_keys[] = { "listen", "data_dir", "automations", "public_url",
 	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports",
-	"secrets", "egress", "log", "store", "store_notify", "nodes", NULL };
+	"secrets", "egress", "log", "store", "store_notify", "nodes", "mcp", "trusted_proxies",
+	NULL };
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
 	"idle", "buffered", "request", "runs", "queue", "drain",
 	"model_requests", NULL };
@@ -865,31 +866,53 @@ cfg_linear(struct cfgctx *c, struct org *o, const struct ynode *m)
 		cfg_error(c, m, "\"linear.webhook_secret\" is required");
 }
 
+/* A list of addresses and CIDRs (netguard.h), each refused at its position when it is not one. */
+static char **
+cfg_addresses(struct cfgctx *c, const struct ynode *n, const char *what)
+{
+	char	**list;
+	size_t	  j;
+
+	if ((list = cfg_argv(c, n, what)) == NULL)
+		return NULL;
+	for (j = 0; list[j] != NULL; j++) {
+		if (!netguard_valid(list[j]))
+			cfg_error(c, n->items[j], "\"%s\" items are addresses or CIDRs "
+			    "(127.0.0.1, 10.0.0.0/8, ::1), not \"%s\"", what, list[j]);
+	}
+	return list;
+}
+
+/*
+ * A mapping of one key, keys[0] (where: its name in messages): the value of
+ * that key, NULL when absent; any other key is refused as unknown.
+ */
+static const struct ynode *
+cfg_sole_key(struct cfgctx *c, const struct ynode *m, const char *where,
+    const char *const *keys)
+{
+	const struct ynode	*v = NULL;
+	size_t			 i;
+
+	if (!cfg_is_map(c, m, where))
+		return NULL;
+	for (i = 0; i < m->n; i++) {
+		if (strcmp(ymap_key(m, i), keys[0]) == 0)
+			v = ymap_value(m, i);
+		else
+			cfg_unknown(c, m, i, where, keys);
+	}
+	return v;
+}
+
 /* api.callbacks: {allow: [address or CIDR, ...]}, the non-public ones callbacks may reach. */
 static void
 cfg_org_api_callbacks(struct cfgctx *c, struct org_api *a, const struct ynode *m)
 {
-	size_t	 i;
+	const struct ynode	*n;
 
-	if (!cfg_is_map(c, m, "api.callbacks"))
-		return;
-	for (i = 0; i < m->n; i++) {
-		const struct ynode	*n = ymap_value(m, i);
-		size_t			 j;
-
-		if (strcmp(ymap_key(m, i), "allow") != 0) {
-			cfg_unknown(c, m, i, "api.callbacks", api_callbacks_keys);
-			continue;
-		}
-		if ((a->callbacks_allow = cfg_argv(c, n, "api.callbacks.allow")) == NULL)
-			continue;
-		for (j = 0; a->callbacks_allow[j] != NULL; j++) {
-			if (!netguard_valid(a->callbacks_allow[j]))
-				cfg_error(c, n->items[j], "\"api.callbacks.allow\" items are "
-				    "addresses or CIDRs (127.0.0.1, 10.0.0.0/8, ::1), not \"%s\"",
-				    a->callbacks_allow[j]);
-		}
-	}
+	if ((n = cfg_sole_key(c, m, "api.callbacks", api_callbacks_keys)) != NULL)
+		a->callbacks_allow = cfg_addresses(c, n, "api.callbacks.allow");
 }
 
 /* orgs.NAME.api: what the org API's sessions may name, and how its callbacks are signed. */
@@ -1091,22 +1114,79 @@ cfg_org_agents(struct cfgctx *c, struct org *o, const struct ynode *m)
 	}
 }
 
+static const char *const mcp_keys[] = { "allowed_origins", NULL };
+
+/*
+ * An origin as a browser sends it: http or https, a host (a name, an IPv4
+ * address or a bracketed IPv6 one) and an optional port; no path, no slash.
+ */
+static int
+cfg_origin_valid(const char *s)
+{
+	const char	*h;
+	size_t		 n;
+
+	if (strncasecmp(s, "http://", 7) == 0)
+		h = s + 7;
+	else if (strncasecmp(s, "https://", 8) == 0)
+		h = s + 8;
+	else
+		return 0;
+	if (*h == '[') {
+		if ((n = strspn(h + 1, "0123456789abcdefABCDEF:.")) == 0 || h[1 + n] != ']')
+			return 0;
+		h += n + 2;
+	} else {
+		if ((n = strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		    "0123456789.-")) == 0)
+			return 0;
+		h += n;
+	}
+	if (*h == ':') {
+		h++;
+		if ((n = strspn(h, "0123456789")) == 0 || n > 5 || atoi(h) > 65535)
+			return 0;
+		h += n;
+	}
+	return *h == '\0';
+}
+
+/* mcp: allowed_origins, the browser origins the MCP server answers (SPEC 13). */
+static void
+cfg_mcp(struct cfgctx *c, struct config *cf, const struct ynode *m)
+{
+	const struct ynode	*n;
+	size_t			 j;
+
+	if ((n = cfg_sole_key(c, m, "mcp", mcp_keys)) == NULL ||
+	    (cf->mcp_origins = cfg_argv(c, n, "mcp.allowed_origins")) == NULL)
+		return;
+	for (j = 0; cf->mcp_origins[j] != NULL; j++) {
+		if (!cfg_origin_valid(cf->mcp_origins[j]))
+			cfg_error(c, n->items[j], "\"mcp.allowed_origins\" items are origins "
+			    "(https://app.example.com, http://localhost:3000): a scheme, a host "
+			    "and a port, no path, not \"%s\"", cf->mcp_origins[j]);
+	}
+}
+
+/* trusted_proxies: the peers whose X-Forwarded-For names the client (addresses, CIDRs). */
+static void
+cfg_trusted_proxies(struct cfgctx *c, struct config *cf, const struct ynode *n)
+{
+	strv_free(cf->trusted_proxies);
+	cf->trusted_proxies = cfg_addresses(c, n, "trusted_proxies");
+}
+
 static const char *const egress_keys[] = { "ca_file", NULL };
 
 /* egress: the proxy's own settings; ca_file: what it trusts for the upstreams it intercepts. */
 static void
 cfg_egress(struct cfgctx *c, struct config *cf, const struct ynode *m)
 {
-	size_t	 i;
+	const struct ynode	*n;
 
-	if (!cfg_is_map(c, m, "egress"))
-		return;
-	for (i = 0; i < m->n; i++) {
-		if (strcmp(ymap_key(m, i), "ca_file") == 0)
-			cfg_str(c, ymap_value(m, i), "egress.ca_file", &cf->egress_ca_file);
-		else
-			cfg_unknown(c, m, i, "egress", egress_keys);
-	}
+	if ((n = cfg_sole_key(c, m, "egress", egress_keys)) != NULL)
+		cfg_str(c, n, "egress.ca_file", &cf->egress_ca_file);
 }
 
 static void
@@ -1619,6 +1699,10 @@ config_load(const char *path, int flags, struct yerrs *errs)
 			cfg_secrets_key(&c, cf, n);
 		else if (strcmp(k, "egress") == 0)
 			cfg_egress(&c, cf, n);
+		else if (strcmp(k, "mcp") == 0)
+			cfg_mcp(&c, cf, n);
+		else if (strcmp(k, "trusted_proxies") == 0)
+			cfg_trusted_proxies(&c, cf, n);
 		else
 			cfg_unknown(&c, root, i, NULL, top_keys);
 	}
@@ -1789,6 +1873,8 @@ config_free(struct config *cf)
 	free(cf->git_author_name);
 	free(cf->egress_ca_file);
 	free(cf->git_author_email);
+	strv_free(cf->mcp_origins);
+	strv_free(cf->trusted_proxies);
 	free(cf);
 }
 

@@ -19,9 +19,15 @@
  *   same instant, so it fires once even for `* 2 * * *`, never twice, and never
  *   silently not at all.
  * - A wall time that happens twice (clocks fall back) fires once, at its first
- *   occurrence: `30 1 * * *` fires at 01:30 EDT and not again at 01:30 EST.
- * Both follow from one rule: a wall time fires at the first instant at which
- * the zone's clock reads it or later (tz_resolve).
+ *   occurrence, when the job is at a fixed time: `30 1 * * *` fires at 01:30
+ *   EDT and not again at 01:30 EST. A job whose minute or hour field is a step
+ *   or holds `*` (an interval job: every 15 minutes, `0 * * * *`, `@hourly`)
+ *   runs through the repeated hour as through any other, as Vixie cron does:
+ *   every 15 minutes fires at 01:45 EDT, then 01:00 EST, 01:15 EST, and does
+ *   not go 75 minutes without firing.
+ * The fixed-time rule: a wall time fires at the first instant at which the
+ * zone's clock reads it or later (tz_resolve); an interval job also fires at
+ * the second occurrence of a wall time it matches (cron_next_repeated).
  *
  * The search walks days, skipping months that cannot match, and tries only the
  * listed hours and minutes of a matching day; it never scans minute by minute.
@@ -86,6 +92,7 @@ struct cron {
 	int		 dom_star;	/* day-of-month field starts with '*' */
 	int		 dow_star;
 	int		 never;		/* no day of any year can match */
+	int		 interval;	/* minute or hour field is a step or holds '*' */
 	struct tz	*tz;
 };
 
@@ -268,6 +275,11 @@ cron_fields_parse(struct cron *c, const char *expr, char **cause, int *col)
 	}
 	if (c->bits[CRON_DOW] & (1ULL << 7))
 		c->bits[CRON_DOW] = (c->bits[CRON_DOW] & ~(1ULL << 7)) | 1;
+	for (i = CRON_MIN; i <= CRON_HOUR; i++) {
+		if (memchr(expr + off[i], '*', len[i]) != NULL ||
+		    memchr(expr + off[i], '/', len[i]) != NULL)
+			c->interval = 1;
+	}
 	c->dom_star = expr[off[CRON_DOM]] == '*';
 	c->dow_star = expr[off[CRON_DOW]] == '*';
 	/* With either day field starred a day needs both; then the month must hold the day. */
@@ -373,8 +385,55 @@ cron_day_matches(const struct cron *c, int d, int wd)
 	return dom || dow;
 }
 
-int64_t
-cron_next(const struct cron *c, int64_t after)
+/* Whether the wall time (seconds since 1970-01-01T00:00 local) matches every field. */
+static int
+cron_wall_matches(const struct cron *c, int64_t wall)
+{
+	int64_t	 day = tz_floordiv(wall, 86400), y, secs = wall - day * 86400;
+	int	 m, d;
+
+	tz_civil_from_days(day, &y, &m, &d);
+	return (c->bits[CRON_MIN] >> (secs / 60 % 60) & 1) &&
+	    (c->bits[CRON_HOUR] >> (secs / 3600) & 1) && (c->bits[CRON_MON] >> m & 1) &&
+	    cron_day_matches(c, d, tz_weekday(day));
+}
+
+/*
+ * An interval job's first fire in (after, before) at the second occurrence of
+ * a wall time (clocks fell back over it), or -1. The repeated stretches are
+ * found from the zone's transitions, starting a day before after (one may hold
+ * after); within one (a few hours at most) the minutes are tried one by one.
+ */
+static int64_t
+cron_next_repeated(const struct cron *c, int64_t after, int64_t before)
+{
+	int64_t		 x = after - 86400, next, u, end;
+	int32_t		 off0, off1;
+	int		 n;
+
+	for (n = 0; n < 1000 && x < before; n++, x = next) {
+		off0 = tz_offset(c->tz, x, &next);
+		if (next == INT64_MAX || next <= x || next >= before)
+			break;
+		off1 = tz_offset(c->tz, next, NULL);
+		if (off1 >= off0)
+			continue;
+		/* [next, end): the zone's clock reads again what it read before next. */
+		end = next + (off0 - off1);
+		u = tz_floordiv(after, 60) * 60 + 60;
+		if (u < next)
+			u = next;
+		for (; u < end && u < before; u += 60) {
+			if (cron_wall_matches(c, u + off1))
+				return u;
+		}
+	}
+	return -1;
+}
+
+/* The next fire at the first instant showing a matching wall time (the fixed-time rule). */
+static int64_t
+cron_next_first(const struct cron *c, int64_t after)
 {
 	int64_t		 local, day, last, wall, t, y;
 	int		 m, d, h, mi;
@@ -423,6 +482,18 @@ cron_next(const struct cron *c, int64_t after)
 		}
 	}
 	return -1;
+}
+
+int64_t
+cron_next(const struct cron *c, int64_t after)
+{
+	int64_t	 t, r;
+
+	t = cron_next_first(c, after);
+	if (t == -1 || !c->interval)
+		return t;
+	r = cron_next_repeated(c, after, t);
+	return r != -1 ? r : t;
 }
 
 char *

@@ -936,19 +936,20 @@ mcp_delete(const struct api_req *req, api_done_cb done, void *arg)
 }
 
 /*
- * Origin is "scheme://host[:port]": public_url up to its path, compared
- * without regard to case. Anything else, "null" included, is refused.
+ * Origin is "scheme://host[:port]": one of mcp.allowed_origins (default
+ * none, SPEC 13), compared without regard to case. Anything else, "null"
+ * and the console's own origin included, is refused.
  */
 int
-mcp_origin_allowed(const char *public_url, const char *origin)
+mcp_origin_allowed(char *const *allowed, const char *origin)
 {
-	const char	*host;
-	size_t		 n;
+	size_t	 i;
 
-	if (public_url == NULL || (host = strstr(public_url, "://")) == NULL)
-		return 0;
-	n = (size_t)(host + 3 - public_url) + strcspn(host + 3, "/?#");
-	return strlen(origin) == n && strncasecmp(public_url, origin, n) == 0;
+	for (i = 0; allowed != NULL && allowed[i] != NULL; i++) {
+		if (strcasecmp(allowed[i], origin) == 0)
+			return 1;
+	}
+	return 0;
 }
 
 void

@@ -131,12 +131,35 @@ netguard_valid(const char *s)
 	return netrange_parse(s, &a, &bits) == 0;
 }
 
+/* Whether a is inside one of list's addresses and CIDRs (NULL-terminated, may be NULL). */
+static int
+netaddr_listed(const struct netaddr *a, char *const *list)
+{
+	struct netaddr	 net;
+	int		 bits;
+	size_t		 i;
+
+	for (i = 0; list != NULL && list[i] != NULL; i++) {
+		if (netrange_parse(list[i], &net, &bits) == 0 && netaddr_in(a, &net, bits))
+			return 1;
+	}
+	return 0;
+}
+
+int
+netguard_listed(const char *addr, char *const *list)
+{
+	struct netaddr	 a;
+	int		 bits;
+
+	return addr != NULL && strchr(addr, '/') == NULL &&
+	    netrange_parse(addr, &a, &bits) == 0 && netaddr_listed(&a, list);
+}
+
 int
 netguard_allowed(const struct sockaddr *sa, char *const *allow)
 {
-	struct netaddr	 a, net;
-	int		 bits;
-	size_t		 i;
+	struct netaddr	 a;
 
 	if (sa->sa_family == AF_INET) {
 		memcpy(a.b, mapped, 12);
@@ -145,11 +168,5 @@ netguard_allowed(const struct sockaddr *sa, char *const *allow)
 		memcpy(a.b, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
 	else
 		return 0;
-	if (netaddr_public(&a))
-		return 1;
-	for (i = 0; allow != NULL && allow[i] != NULL; i++) {
-		if (netrange_parse(allow[i], &net, &bits) == 0 && netaddr_in(&a, &net, bits))
-			return 1;
-	}
-	return 0;
+	return netaddr_public(&a) || netaddr_listed(&a, allow);
 }

@@ -1,4 +1,4 @@
-/* netguard.h: which addresses a callback or report webhook may connect to (SPEC 12). */
+/* netguard.h: which addresses a callback or report webhook may connect to (SPEC 12), and which are listed. */
 #ifndef SPUR_NETGUARD_H
 #define SPUR_NETGUARD_H
 
@@ -13,5 +13,7 @@ int	netguard_valid(const char *s);
  * addresses are not public, nor is an IPv4 one inside an IPv6 one of them.
  */
 int	netguard_allowed(const struct sockaddr *sa, char *const *allow);
+/* Whether addr (an address as text, no CIDR) is one list's addresses and CIDRs name. */
+int	netguard_listed(const char *addr, char *const *list);
 
 #endif

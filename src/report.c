@@ -19,7 +19,7 @@
 
 #define REPORT_LOOKUP_SKEW_MS	(10LL * 60 * 1000)	/* our clock and the API's may differ */
 
-static void	report_run_end_(struct engine *, const char *, int, const char *, int64_t);
+static void	report_run_end_(struct engine *, const char *, int, const char *);
 
 char *
 report_scrub(struct engine *e, const char *s)
@@ -522,7 +522,10 @@ report_status_text(const struct report_backend *b, const json_t *j, const char *
 	return buf_take(&m);
 }
 
-/* Message id edited to text, due reports.edit_interval after the last post or edit (at), or later. */
+/*
+ * Message id edited to text, due reports.edit_interval after the last post or
+ * edit (at), or later; at 0: at once (the run's end is never held back).
+ */
 static void
 report_status_edit(struct engine *e, const struct report_backend *b, const json_t *ev,
     const char *run, const char *kind, const char *id, int64_t at, const char *text)
@@ -581,7 +584,7 @@ report_status_at(struct engine *e, const char *run, const char *posted, int64_t 
 	/* The run ended while the message was on its way: its report waits to replace it. */
 	if (posted != NULL && strcmp(state, "running") != 0 && strcmp(state, "queued") != 0 &&
 	    store_report_unwait(e->store, run)) {
-		report_run_end_(e, run, 0, posted, not_before);
+		report_run_end_(e, run, 0, posted);
 		goto out;
 	}
 	if (id == NULL && !store_report_exists(e->store, run, "status") &&
@@ -715,8 +718,7 @@ report_status_awaited(struct engine *e, const json_t *j, const char *run)
 }
 
 static void
-report_run_end_(struct engine *e, const char *run, int alone, const char *posted,
-    int64_t posted_at)
+report_run_end_(struct engine *e, const char *run, int alone, const char *posted)
 {
 	json_t			*j, *ev, *target = NULL, *aj, *none;
 	struct report_facts	 f;
@@ -758,10 +760,9 @@ report_run_end_(struct engine *e, const char *run, int alone, const char *posted
 	report_facts_fill(e, run, j, &f, &own);
 	link = own.link;
 	text = report_format(source, &f, b->max);
-	if (posted != NULL) {
+	if (posted != NULL)
 		id = xstrdup(posted);
-		at = posted_at;
-	} else if (b->edit_target != NULL && !alone)
+	else if (b->edit_target != NULL && !alone)
 		id = store_run_status(e->store, run, &at);
 	if (id == NULL && !alone && b->edit_target != NULL && report_status_awaited(e, j, run)) {
 		/*
@@ -782,14 +783,19 @@ report_run_end_(struct engine *e, const char *run, int alone, const char *posted
 		follows = st == NULL || !json_equal(st, target) ||
 		    (b->opens_thread != NULL && b->opens_thread(ev));
 		json_decref(st);
+		/*
+		 * The end goes at once, not reports.edit_interval after the last
+		 * edit: the throttle paces progress, and an edit still in flight
+		 * goes first (outbox_editing).
+		 */
 		if (!follows) {
 			/* The report takes the status message's place. */
-			report_status_edit(e, b, ev, run, "run_end", id, at, text);
+			report_status_edit(e, b, ev, run, "run_end", id, 0, text);
 			goto out;
 		}
 		/* A review thread: the status message says so, the report follows there. */
 		stext = report_status_text(b, j, run, link);
-		report_status_edit(e, b, ev, run, "status_edit", id, at, stext);
+		report_status_edit(e, b, ev, run, "status_edit", id, 0, stext);
 	}
 	body = b->body(e, ev, run, "run_end", text);
 store:
@@ -866,7 +872,7 @@ report_run_end(struct engine *e, const char *run)
 {
 	json_t	*j;
 
-	report_run_end_(e, run, 0, NULL, 0);
+	report_run_end_(e, run, 0, NULL);
 	if ((j = store_run_json(e->store, run, STORE_RUN_WORK)) != NULL) {
 		report_destinations(e, run, j);
 		json_decref(j);
@@ -882,11 +888,11 @@ report_edit_given_up(struct engine *e, const json_t *report)
 	/* The status message is gone (deleted, say): the report goes as a message of its own. */
 	if (run != NULL && kind != NULL && strcmp(kind, "run_end") == 0 &&
 	    json_is_true(json_path(report, "target.edit")))
-		report_run_end_(e, run, 1, NULL, 0);
+		report_run_end_(e, run, 1, NULL);
 	/* It never came: a report waiting for it goes now, on its own. */
 	if (run != NULL && kind != NULL && strcmp(kind, "status") == 0 &&
 	    store_report_unwait(e->store, run))
-		report_run_end_(e, run, 1, NULL, 0);
+		report_run_end_(e, run, 1, NULL);
 }
 
 char *

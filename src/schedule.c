@@ -217,14 +217,30 @@ scheduler_window(const struct scheduler *s)
 }
 
 /*
+ * When the store first saw d (-1: it cannot say). A schedule is its
+ * automation, cron and zone: a changed expression is a new schedule.
+ */
+static int64_t
+scheduler_seen(struct scheduler *s, const struct schedule_def *d, int64_t now)
+{
+	char	*spec = xprintf("%s %s", d->cron, cron_zone_name(d->parsed));
+	int64_t	 seen = store_schedule_seen(s->engine->store, d->org, d->automation, spec, now);
+
+	free(spec);
+	return seen;
+}
+
+/*
  * Catch-up: for each schedule, the most recent time at or before now fires if it
  * is not stored yet and within schedules.catch_up; else it is reported skipped.
+ * Only a time that fell after the schedule was first seen was missed: one
+ * before it (a new schedule, a fresh store) neither fires nor is skipped.
  */
 static void
 scheduler_catch_up(struct scheduler *s)
 {
 	const struct schedule_def	*d;
-	int64_t				 now = scheduler_now(), m, window, lookback;
+	int64_t				 now = scheduler_now(), m, window, lookback, seen;
 	size_t				 i;
 	char				*key, ts[32];
 	int				 have;
@@ -233,10 +249,11 @@ scheduler_catch_up(struct scheduler *s)
 	lookback = window > SCHEDULE_LOOKBACK ? window : SCHEDULE_LOOKBACK;
 	for (i = 0; i < s->n; i++) {
 		d = s->entries[i].def;
-		if ((m = schedule_prev(d->parsed, now, lookback)) == -1)
+		seen = scheduler_seen(s, d, now);
+		if ((m = schedule_prev(d->parsed, now, lookback)) == -1 || (seen != -1 && m < seen))
 			continue;
 		key = scheduler_key(d, m);
-		have = store_event_exists(s->engine->store, d->org, key);
+		have = seen == -1 ? -1 : store_event_exists(s->engine->store, d->org, key);
 		free(key);
 		schedule_format_utc(m, ts, sizeof ts);
 		if (have == 1)

@@ -13,6 +13,7 @@
 #include "reqclock.h"
 #include "sandbox.h"
 #include "serve.h"
+#include "netguard.h"
 #include "people.h"
 #include "source.h"
 #include "store.h"
@@ -202,6 +203,43 @@ server_peer(struct evhttp_request *req)
 	if (evcon != NULL)
 		evhttp_connection_get_peer(evcon, (char **)&addr, &port);
 	return addr != NULL ? addr : "-";
+}
+
+/*
+ * Who sent the request, for the log's peer=: the connection's peer; when that
+ * is one of trusted_proxies, the last X-Forwarded-For address that is not
+ * one of them (each proxy appends the address it heard from, so any before
+ * that the client may have written itself), followed by " via=" the peer.
+ * Only an address is taken from the header: anything else ends the walk.
+ */
+static char *
+server_client(struct server *srv, struct evhttp_request *req)
+{
+	const char		*peer = server_peer(req), *xff;
+	struct automation_set	*set;
+	struct config		*conf = serve_config_ref(srv->engine, &set);
+	char			*list = NULL, *client = NULL, *p, *item, *out;
+
+	xff = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Forwarded-For");
+	if (xff != NULL && netguard_listed(peer, conf->trusted_proxies)) {
+		list = xstrdup(xff);
+		do {
+			p = strrchr(list, ',');
+			item = p != NULL ? p + 1 : list;
+			item += strspn(item, " \t");
+			item[strcspn(item, " \t")] = '\0';
+			if (strchr(item, '/') != NULL || !netguard_valid(item))
+				break;
+			client = item;
+			if (p != NULL)
+				*p = '\0';
+		} while (p != NULL && netguard_listed(client, conf->trusted_proxies));
+	}
+	out = client != NULL ? xprintf("%s via=%s", client, peer) : xstrdup(peer);
+	free(list);
+	automation_set_unref(set);
+	config_free(conf);
+	return out;
 }
 
 /* Front: large bodies were freed a second ago; their pages go back to the system. */
@@ -595,6 +633,7 @@ server_hook(struct front *f, struct evhttp_request *req, const char *org_name,
 	struct hookreq		*hr;
 	struct source_result	*res;
 	struct ingest_item	*item;
+	char			*peer;
 	size_t			 nh = 0;
 	long long		 limit;
 
@@ -649,14 +688,18 @@ server_hook(struct front *f, struct evhttp_request *req, const char *org_name,
 	res = &hr->res;
 	switch (res->verdict) {
 	case SOURCE_UNAUTHORIZED:
+		peer = server_client(srv, req);
 		log_warn("event=hook.unauthorized org=%s hook=%s peer=%s reason=%s",
-		    log_q(hr->org_name), log_q(hr->hook), server_peer(req), log_q(res->cause));
+		    log_q(hr->org_name), log_q(hr->hook), peer, log_q(res->cause));
+		free(peer);
 		if ((req = hookreq_take(hr)) != NULL)
 			server_unauthorized(srv, req, hr->route);
 		break;
 	case SOURCE_BAD:
+		peer = server_client(srv, req);
 		log_warn("event=hook.bad_request org=%s hook=%s peer=%s reason=%s",
-		    log_q(hr->org_name), log_q(hr->hook), server_peer(req), log_q(res->cause));
+		    log_q(hr->org_name), log_q(hr->hook), peer, log_q(res->cause));
+		free(peer);
 		if ((req = hookreq_take(hr)) != NULL)
 			server_reply_json(srv, req, hr->route, 400, json_pack("{s:s,s:s}",
 			    "error", "bad_request", "detail", res->cause != NULL ? res->cause :
@@ -795,6 +838,7 @@ server_api(struct front *f, struct evhttp_request *req, const char *org)
 	hr->api.origin = server_header_dup(in, "Origin");
 	hr->api.cookie = server_header_dup(in, "Cookie");
 	hr->api.csrf = server_header_dup(in, "X-CSRF-Token");
+	hr->api.peer = server_client(srv, req);
 	hr->api.len = evbuffer_get_length(body);
 	hr->api.body = xmalloc(hr->api.len + 1);
 	evbuffer_copyout(body, hr->api.body, hr->api.len);
@@ -884,6 +928,7 @@ server_request_cb(struct evhttp_request *req, void *arg)
 	size_t		 n = strcspn(uri, "?");
 	int		 get = evhttp_request_get_command(req) == EVHTTP_REQ_GET;
 	const char	*why;
+	char		*peer;
 
 	if (reqclock_done(f->clock, req) != 0) {
 		/* It arrived whole while the budget was over: answered as busy all the same. */
@@ -895,8 +940,10 @@ server_request_cb(struct evhttp_request *req, void *arg)
 	}
 	if ((why = server_framing_bad(req)) != NULL) {
 		/* What follows on the connection may be a smuggled request: never read it. */
+		peer = server_client(srv, req);
 		log_warn("event=http.bad_framing peer=%s reason=%s consequence=\"400, "
-		    "connection closed\"", server_peer(req), log_q(why));
+		    "connection closed\"", peer, log_q(why));
+		free(peer);
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
 		server_reply(srv, req, "other", 400, "application/json",
 		    "{\"error\":\"bad_request\",\"detail\":\"ambiguous message length\"}");

@@ -49,7 +49,8 @@ static const struct cmd cmds[] = {
 	  "AUTOMATION (no FILE) shows the automation's next scheduled fire.",
 	  cmd_fire },
 	{ "runs", "[-c FILE] [--org ORG] [--state STATE] [--limit N] [--json]",
-	  "Lists runs, newest first: id, org, automation, state, thread, start, duration.",
+	  "Lists runs, newest first: id, org, automation, state, thread, start, duration.\n"
+	  "--limit N (1 to 100000, default 100) says how many.",
 	  cmd_runs },
 	{ "show", "[-c FILE] [--json] RUN",
 	  "Shows one run: event, prompt, state history with reasons, result, proof,\n"
@@ -62,7 +63,8 @@ static const struct cmd cmds[] = {
 	  cmd_logs },
 	{ "cancel", "[-c FILE] RUN",
 	  "Ends a queued or running run: its sandbox is killed, its state becomes\n"
-	  "cancelled and the thread is told.",
+	  "cancelled and the thread is told. Its history names who cancelled it (the\n"
+	  "login name, or the one sudo was run by).",
 	  cmd_cancel },
 	{ "retry", "[-c FILE] RUN",
 	  "Starts a new run from the same event and automation.",

@@ -203,6 +203,10 @@ static const char *store_pg_migrations[] = {
 	"  bytes BIGINT NOT NULL, updated_at BIGINT NOT NULL);",
 	/* 5: sqlite's 18: a run's reports by kind */
 	"CREATE INDEX reports_run ON reports(run, kind);",
+	/* 6: sqlite's 20: when each schedule was first seen */
+	"CREATE TABLE schedules_seen (org TEXT NOT NULL, automation TEXT NOT NULL,"
+	"  spec TEXT NOT NULL, first_seen BIGINT NOT NULL,"
+	"  PRIMARY KEY (org, automation, spec));",
 };
 
 /* Now in ms by the database's clock: the one every node's lease is measured on. */

@@ -242,6 +242,13 @@ static const char *store_migrations[] = {
 	 */
 	"CREATE TABLE ingest_log (id INTEGER PRIMARY KEY CHECK (id = 1),"
 	"  seg INTEGER NOT NULL, off INTEGER NOT NULL);",
+	/*
+	 * 20: when the engine first saw each schedule (its automation, cron and
+	 * zone): a catch-up fires only times that fell after it (schedule.c)
+	 */
+	"CREATE TABLE schedules_seen (org TEXT NOT NULL, automation TEXT NOT NULL,"
+	"  spec TEXT NOT NULL, first_seen INTEGER NOT NULL,"
+	"  PRIMARY KEY (org, automation, spec));",
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
@@ -1081,6 +1088,54 @@ store_event_exists(struct store *st, const char *org, const char *dedup)
 	if (rc == DB_ROW)
 		return 1;
 	return rc == DB_DONE ? 0 : -1;
+}
+
+/* The schedule's first_seen row, -1: none (or the store cannot say). */
+static int64_t
+store_schedule_row(struct store *st, const char *org, const char *automation, const char *spec)
+{
+	struct db_stmt	*s;
+	int64_t		 seen = -1;
+
+	if ((s = db_prepare(st->db, "SELECT first_seen FROM schedules_seen WHERE org = ? AND "
+	    "automation = ? AND spec = ?", 0)) == NULL)
+		return -1;
+	db_bind_text(s, 1, org);
+	db_bind_text(s, 2, automation);
+	db_bind_text(s, 3, spec);
+	if (db_step(s) == DB_ROW)
+		seen = db_column_int64(s, 0);
+	db_finalize(s);
+	return seen;
+}
+
+int64_t
+store_schedule_seen(struct store *st, const char *org, const char *automation,
+    const char *spec, int64_t now)
+{
+	char		*prefix;
+	const char	*args[4];
+	int64_t		 seen;
+	int		 rc;
+
+	if ((seen = store_schedule_row(st, org, automation, spec)) != -1)
+		return seen;
+	/*
+	 * New here. A store from before schedules_seen that holds fires of the
+	 * automation saw it since its first kept fire: an upgrade's downtime is
+	 * caught up like any other.
+	 */
+	prefix = xprintf("schedule:%s@", automation);
+	args[0] = org;
+	args[1] = automation;
+	args[2] = spec;
+	args[3] = prefix;
+	rc = store_exec_bind(st, "INSERT INTO schedules_seen (org, automation, spec, first_seen) "
+	    "VALUES (?1, ?2, ?3, coalesce((SELECT min(received_at) / 1000 FROM events WHERE "
+	    "org = ?1 AND source = 'schedule' AND substr(dedup, 1, length(?4)) = ?4), ?5)) "
+	    "ON CONFLICT DO NOTHING", args, 4, &now, 1);
+	free(prefix);
+	return rc != 0 ? -1 : store_schedule_row(st, org, automation, spec);
 }
 
 void

@@ -209,6 +209,12 @@ void		 store_prune_payloads(struct store *, int64_t before_ms);
  * fire; the unique (org, dedup) index stays what prevents a double fire.
  */
 int		 store_event_exists(struct store *, const char *org, const char *dedup);
+/*
+ * When the engine first saw a schedule (spec: its cron and zone), in seconds:
+ * now, the first time it is asked; -1 when the store cannot say.
+ */
+int64_t		 store_schedule_seen(struct store *, const char *org, const char *automation,
+		    const char *spec, int64_t now);
 
 const char	*run_state_name(enum run_state);
 int		 run_state_parse(const char *, enum run_state *);

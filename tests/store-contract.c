@@ -334,6 +334,14 @@ check_ingest(void)
 	is_int(store_event_exists(st, "acme", "1:d-a"), 1, "store_event_exists: its dedup key is stored");
 	is_int(store_event_exists(st, "acme", "1:d-zz"), 0, "  another key is not");
 	is_int(store_event_exists(st, "other", "1:d-a"), 0, "  nor the same key in another org");
+	is_int((int)store_schedule_seen(st, "acme", "nightly", "0 3 * * * UTC", 1000), 1000,
+	    "store_schedule_seen: a schedule is first seen now");
+	is_int((int)store_schedule_seen(st, "acme", "nightly", "0 3 * * * UTC", 5000), 1000,
+	    "  and keeps that time when asked again");
+	is_int((int)store_schedule_seen(st, "acme", "nightly", "0 4 * * * UTC", 6000), 6000,
+	    "  a changed expression is a new schedule");
+	is_int((int)store_schedule_seen(st, "other", "nightly", "0 3 * * * UTC", 7000), 7000,
+	    "  and the same automation name in another org another");
 
 	/* The same delivery again, from a node that made its own ids. */
 	d[1] = d[0];

@@ -514,6 +514,17 @@ class Spur:
         finally:
             con.close()
 
+    def change(self, sql, *args):
+        """A write to the store of a stopped engine (what an older engine left there)."""
+        if self.pg_url is not None:
+            return self.query(sql, *args)
+        con = sqlite3.connect(os.path.join(self.data_dir, "spur.db"), timeout=10)
+        try:
+            con.execute(sql, args)
+            con.commit()
+        finally:
+            con.close()
+
     def tty(self, cmd, *args, env=None):
         """A CLI command with its stdout on a pseudo-terminal: (exit status, stderr, what the terminal got)."""
         import pty

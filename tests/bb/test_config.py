@@ -113,7 +113,21 @@ with Spur() as s:
              "no model request in flight at all is refused at its position"),
             ("orgs:\n  acme:\n    api:\n      callbacks:\n        allow: [127.0.0.1, nowhere]\n", "5:28",
              '"api.callbacks.allow" items are addresses or CIDRs (127.0.0.1, 10.0.0.0/8, ::1), not "nowhere"',
-             "a callbacks.allow item that is no address is refused at its position")):
+             "a callbacks.allow item that is no address is refused at its position"),
+            ("mcp:\n  allowed_origins: [https://app.example.com, https://app.example.com/]\n", "2:46",
+             '"mcp.allowed_origins" items are origins (https://app.example.com, http://localhost:3000): a scheme, '
+             'a host and a port, no path, not "https://app.example.com/"',
+             "an mcp.allowed_origins item with a path (a trailing slash) is refused at its position"),
+            ("mcp:\n  allowed_origins: ['*']\n", "2:21",
+             '"mcp.allowed_origins" items are origins (https://app.example.com, http://localhost:3000): a scheme, '
+             'a host and a port, no path, not "*"',
+             "so is a wildcard: each origin is named"),
+            ("mcp:\n  allowed_origin: [https://a.example]\n", "2:3",
+             'unknown key "allowed_origin" in mcp (did you mean "allowed_origins"?)',
+             "an unknown key in mcp: did you mean"),
+            ("trusted_proxies: [10.0.0.0/8, proxy.local]\n", "1:31",
+             '"trusted_proxies" items are addresses or CIDRs (127.0.0.1, 10.0.0.0/8, ::1), not "proxy.local"',
+             "a trusted_proxies item that is no address is refused at its position")):
         with open(s.config, "w") as f:
             f.write(text)
         rc, out, err = s.c("check")

@@ -13,7 +13,8 @@ such exclusion is explicit, counted, and checked here:
     spring-forward gap by the gap (02:30 -> 03:30) where spur fires at the gap's
     end (03:00). Instead every spur fire time around every transition crossed is
     checked against an independent minute-by-minute brute force of spur's rule
-    (gap: fire once at its end; repeated hour: first occurrence only), built on
+    (gap: fire once at its end; repeated hour: first occurrence only for a
+    fixed-time job, both for an interval job, as Vixie cron), built on
     Python's zoneinfo. test-cron.c holds exact cases too.
  2. The day-of-month/day-of-week rule. spur follows Vixie cron: both fields
     restricted (neither starts with '*') means either may match. cron-parser
@@ -116,6 +117,8 @@ class Spec:
         self.fields = text.split()
         self.sets = [expand(f, i) for i, f in enumerate(self.fields)]
         self.dom_star = self.fields[2].startswith("*")
+        # An interval job (minute or hour a step or holding '*') also fires in a repeated hour.
+        self.interval = any(c in self.fields[i] for i in (0, 1) for c in "*/")
         self.dow_star = self.fields[4].startswith("*")
 
     def day_matches(self, d):
@@ -208,7 +211,7 @@ def brute(spec, zone, a, b):
         before = datetime.datetime.fromtimestamp(t - 60, z)
         jump = int((dt.utcoffset() - before.utcoffset()).total_seconds())
         second = dt.fold == 1 and dt.replace(fold=0).utcoffset() != dt.utcoffset()
-        fire = spec.wall_matches(dt) and not second
+        fire = spec.wall_matches(dt) and (not second or spec.interval)
         if jump > 0:
             # Wall times skipped by the jump fire at its end.
             wall = dt.replace(tzinfo=None)

@@ -89,7 +89,7 @@ try:
               "org_agent_keys": "orgs.NAME.agents.AGENT.", "retention_keys": "retention.", "git_keys": "git.",
               "secrets_keys": "secrets.", "log_keys": "log.", "egress_keys": "egress.",
               "reports_keys": "reports.", "price_keys": "agents.NAME.prices.MODEL.",
-              "budget_keys": "orgs.NAME.budget.", "nodes_keys": "nodes."}
+              "budget_keys": "orgs.NAME.budget.", "nodes_keys": "nodes.", "mcp_keys": "mcp."}
     t.eq(sorted(set(n for n in conf if n.endswith("_keys")) - set(prefix)), [],
          "every key table of config.c is known to this test")
     keys = {prefix[n] + k for n in prefix for k in conf.get(n, [])}

@@ -75,7 +75,9 @@ def state_of(steps, step):
     return (result_of(steps, step).get("structuredContent") or {}).get("state")
 
 
-with Spur("sandbox:\n  backend: none\n", automations={"quick.yaml": QUICK}) as s:
+APP = "https://App.Example.com:8443"
+with Spur("sandbox:\n  backend: none\nmcp:\n  allowed_origins: [%s, 'http://[::1]:3000']\n" % APP,
+          automations={"quick.yaml": QUICK}) as s:
     s.start()
 
     def key(*scopes):
@@ -101,17 +103,22 @@ with Spur("sandbox:\n  backend: none\n", automations={"quick.yaml": QUICK}) as s
     st, h, data = s.request("POST", "/o/other/mcp", INIT, headers(mcp_key))
     t.eq((st, body_json(data)), (404, {"error": "not_found"}), "an mcp key on another org's path: 404")
 
-    # Origin (DNS rebinding): a browser's page of another origin gets 403, key or not; the
-    # engine's own origin (public_url's, http://127.0.0.1:PORT here) and no Origin are served.
+    # Origin (DNS rebinding): a browser's page whose origin mcp.allowed_origins does not list
+    # gets 403, key or not, the engine's own (public_url's, http://127.0.0.1:PORT here) too
+    # (SPEC 13: the list's default is none); a listed origin (in any case) and no Origin are served.
     for origin in ("http://evil.example", "null", "http://127.0.0.1:%d.evil.example" % s.port,
-                   "https://127.0.0.1:%d" % s.port):
+                   "https://127.0.0.1:%d" % s.port, "http://127.0.0.1:%d" % s.port, "https://app.example.com",
+                   "http://app.example.com:8443", APP + "/", APP + ".evil.example"):
         st, h, data = s.request("POST", MCP, INIT, dict(headers(mcp_key), Origin=origin))
         t.eq((st, body_json(data)), (403, {"error": "forbidden", "detail": "origin"}),
              "Origin %s: 403" % origin)
+    t.contains(s.logs(), "event=mcp.origin_refused org=acme origin=http://evil.example peer=127.0.0.1",
+               "the refusal is logged with the origin and the peer")
     st, h, data = s.request("POST", MCP, INIT, dict(headers(), Origin="http://evil.example"))
     t.eq(st, 403, "Origin another site without a key: 403 before the key is looked at")
-    st, h, data = s.request("POST", MCP, INIT, dict(headers(mcp_key), Origin="http://127.0.0.1:%d" % s.port))
-    t.eq(st, 200, "the engine's own origin: served")
+    for origin in (APP, APP.lower(), "http://[::1]:3000"):
+        st, h, data = s.request("POST", MCP, INIT, dict(headers(mcp_key), Origin=origin))
+        t.eq(st, 200, "an origin mcp.allowed_origins lists (%s): served" % origin)
 
     # The transport, by hand.
     st, h, data = s.request("POST", MCP, INIT, headers(mcp_key))

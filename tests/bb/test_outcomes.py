@@ -27,8 +27,8 @@ SECRET = "    secrets:\n      NPM_TOKEN: env:T_NPM_TOKEN\n"
 ORGS = fake.orgs(SECRET)
 TERMINAL = ("completed", "needs_review", "failed", "timed_out", "cancelled")
 # The network's forwarder is spur itself: under ASan its shadow memory needs no RLIMIT_DATA.
-# reports.edit_interval (10 s in production): each report replaces its run's status message by
-# an edit, which waits this long after the message's post.
+# reports.edit_interval (10 s in production): the progress edits before a report wait this long
+# after the message's post or last edit (the report's own edit goes at once).
 CONF = "limits:\n  runs: 2\nreports:\n  edit_interval: 500ms\n"
 
 
@@ -94,8 +94,8 @@ def report_row(s, r, timeout=15):
 
 
 def posted_last(r, timeout=30):
-    """The last body of run r's report GitHub got, once it got one (an edit waits up to
-    reports.edit_interval)."""
+    """The last body of run r's report GitHub got, once it got one (after a progress edit
+    still in flight)."""
     deadline = time.time() + timeout
     while time.time() < deadline and not posted_for(r):
         time.sleep(0.2)

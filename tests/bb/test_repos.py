@@ -162,7 +162,7 @@ def refused(s, run, needles, what, thread=None):
 
 
 try:
-    # reports.edit_interval (10 s in production): a report that replaces its status message waits it.
+    # reports.edit_interval (10 s in production): the progress edits wait it; a report goes at once.
     with Spur("reports:\n  edit_interval: 500ms\n", orgs=ORGS, automations=AUTOS) as s:
         s.start()
         # --- Slack: the channel chooses; a repo: token wins inside the allow list ---------

@@ -1,6 +1,7 @@
 """Runs: the dispatcher, sandboxed command agents, outcomes, proof, sessions, cancel, retry, restart (SPEC section 8)."""
 import json
 import os
+import pwd
 import sys
 import time
 
@@ -158,6 +159,18 @@ with Spur("limits:\n  runs: 4\n", automations=automations) as s:
     t.eq(rc, 0, "spur cancel of a running run succeeds")
     st = wait_state(s, rc_run)
     t.ok(st["state"] == "cancelled" and "cancelled by user" in st["reason"], "the run ends cancelled", st)
+    who = pwd.getpwuid(os.geteuid()).pw_name
+    hist = (show(s, rc_run) or {}).get("history") or []
+    t.ok(any(h.get("state") == "cancelled" and "cancelled by user %s" % who in (h.get("reason") or "")
+             for h in hist), "its history says who cancelled it (%s, with spur cancel)" % who, hist)
+    rc, out, err = s.c("show", rc_run)
+    t.contains(out, "cancelled by user %s" % who, "and so does spur show")
+    for bad in ("abc", "0", "5x", "", "-3", "99999999999"):
+        rc, out, err = s.c("runs", "--limit", bad)
+        t.ok(rc == 2 and "--limit must be a number" in err and out == "",
+             "spur runs --limit %r is an error, not a silent default" % bad, (rc, out, err))
+    rc, out, err = s.c("runs", "--limit", "1", "--json")
+    t.ok(rc == 0 and len(json.loads(out)) == 1, "--limit 1 lists one run", out + err)
     sess = show(s, rc_run)["session"]
     t.ok(not os.path.exists(os.path.join(s.data_dir, "sessions", sess)), "and its session workspace is removed")
     rc, out, err = s.c("cancel", rc_run)

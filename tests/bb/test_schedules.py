@@ -145,8 +145,39 @@ outwin = (now - 600) // 60 * 60           # 10-11 minutes ago: outside
 iw = datetime.datetime.fromtimestamp(inwin, UTC)
 ow = datetime.datetime.fromtimestamp(outwin, UTC)
 CATCH = {"inwin.yaml": auto("inwin", "%d %d * * *" % (iw.minute, iw.hour)),
-         "outwin.yaml": auto("outwin", "%d %d * * *" % (ow.minute, ow.hour))}
+         "outwin.yaml": auto("outwin", "%d %d * * *" % (ow.minute, ow.hour)),
+         "minutely.yaml": auto("minutely", "* * * * *")}
+
+
+def seen(s):
+    """The schedules the store has seen (none before the catch-up pass ran)."""
+    try:
+        return s.query("SELECT automation, first_seen FROM schedules_seen ORDER BY automation")
+    except Exception:
+        return []
+
+
 with Spur(SANDBOX + "schedules:\n  catch_up: 5m\n", automations=CATCH) as s:
+    # A fresh store: the schedules are new, nothing was missed while the engine was down.
+    s.start()
+    deadline = time.time() + 15
+    while time.time() < deadline and len(seen(s)) < 3:
+        time.sleep(0.1)
+    t.eq([r["automation"] for r in seen(s)], ["inwin", "minutely", "outwin"],
+         "the catch-up pass notes when it first saw each schedule")
+    t.ok("how=catch_up" not in s.logs(), "a fresh store catches up no time from before the schedules existed "
+         "(not even the minute before the start of a * * * * *)", s.logs()[-3000:])
+    t.ok("event=schedule.skipped" not in s.logs(), "nor says one was missed while the engine was down",
+         s.logs()[-3000:])
+    t.eq(events(s, "inwin") + events(s, "outwin"), [], "nothing fired")
+    mark = len(s.logs())
+    s.proc.send_signal(signal.SIGHUP)
+    wait_log(s, r"event=schedule\.reloaded", 10, mark)
+    t.ok("how=catch_up" not in s.logs()[mark:] and "event=schedule.skipped" not in s.logs()[mark:],
+         "nor does a reload", s.logs()[mark:])
+    t.eq(s.stop(), 0, "stopped")
+    # The schedules were seen an hour ago, and the engine was down since: both times were missed.
+    s.change("UPDATE schedules_seen SET first_seen = first_seen - 3600 WHERE automation <> 'minutely'")
     s.start()
     m = wait_log(s, r"event=schedule\.fired org=acme automation=inwin scheduled_at=(\S+)", 15)
     t.ok(m is not None and m.group(1) == iso(inwin), "a time missed while down, within catch_up, fires at start",
@@ -181,6 +212,21 @@ with Spur(SANDBOX + "schedules:\n  catch_up: 5m\n", automations=CATCH) as s:
     t.ok("automation=inwin scheduled_at=%s how=" % iso(inwin) not in s.logs()[mark:],
          "nor is it even tried (the store already has it)", s.logs()[mark:])
     t.eq(events(s, "outwin"), [], "the skipped time stays skipped")
+
+    # A store from before schedules_seen (an upgrade): a schedule with fires kept was seen
+    # since its first one; one without any is new.
+    t.eq(s.stop(), 0, "stopped")
+    s.change("DELETE FROM schedules_seen")
+    before = int(time.time())
+    s.start()
+    deadline = time.time() + 15
+    while time.time() < deadline and len(seen(s)) < 3:
+        time.sleep(0.1)
+    first = dict((r["automation"], r["first_seen"]) for r in seen(s))
+    ev = events(s, "inwin")
+    t.eq(first.get("inwin"), ev[0]["received_at"] // 1000 if ev else None,
+         "after an upgrade a schedule with a fire in the store was seen since that fire")
+    t.ok((first.get("outwin") or 0) >= before, "one without any is seen from now", first)
     t.eq(s.stop(), 0, "the engine stops cleanly (no leak under ASan)")
 
 # --- on time, kill -9 right after, restart; reload reschedules and the old timer does not fire ---------

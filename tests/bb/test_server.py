@@ -512,4 +512,41 @@ with Spur() as a:
         rc, out, err = b.c("serve", timeout=10)
         t.ok(rc == 1 and "cannot listen" in err, "a taken port is a clear error, exit 1", err)
 
+# --- who sent it: X-Forwarded-For is believed from trusted_proxies only -----------------------------
+def unsigned(s, xff):
+    """A GitHub delivery with a wrong signature (logged with who sent it), through a proxy saying xff."""
+    body = b'{"zen": "x"}'
+    h = github_headers(body)
+    h["X-Hub-Signature-256"] = "sha256=" + "0" * 64
+    if xff is not None:
+        h["X-Forwarded-For"] = xff
+    st, _, _ = s.request("POST", "/o/acme/hooks/github", body, h)
+    return st
+
+
+with Spur() as s:
+    s.start()
+    t.eq(unsigned(s, "203.0.113.7"), 401, "a delivery with a bad signature: 401")
+    t.contains(s.logs(), "event=hook.unauthorized org=acme hook=github peer=127.0.0.1 reason=",
+               "without trusted_proxies the peer is logged, and X-Forwarded-For ignored")
+    t.ok("203.0.113.7" not in s.logs(), "(the header's address appears nowhere)", s.logs()[-2000:])
+with Spur("trusted_proxies: [127.0.0.0/8, 10.0.0.5]\n") as s:
+    s.start()
+    unsigned(s, "203.0.113.7")
+    t.contains(s.logs(), "event=hook.unauthorized org=acme hook=github peer=203.0.113.7 via=127.0.0.1 reason=",
+               "behind a trusted proxy the client's address is logged, and the proxy's")
+    mark = len(s.logs())
+    # What the client wrote itself comes first; each proxy appends the address it heard from.
+    unsigned(s, "198.51.100.1, 203.0.113.9, 10.0.0.5")
+    t.contains(s.logs()[mark:], "peer=203.0.113.9 via=127.0.0.1 reason=",
+               "the last address that is not a trusted proxy, not the one the client wrote")
+    mark = len(s.logs())
+    unsigned(s, "not-an-address")
+    t.contains(s.logs()[mark:], "event=hook.unauthorized org=acme hook=github peer=127.0.0.1 reason=",
+               "a header that names no address: the peer")
+    mark = len(s.logs())
+    st, _, _ = s.request("GET", "/o/acme/runs", headers={"X-Forwarded-For": "2001:db8::7"})
+    t.contains(s.logs()[mark:], "event=api.unauthorized org=acme path=/runs peer=2001:db8::7 via=127.0.0.1",
+               "the API's refusals say who too")
+
 t.done()

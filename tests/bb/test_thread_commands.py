@@ -69,7 +69,7 @@ def gh_answers(number):
 
 
 try:
-    # reports.edit_interval: 10 s in production; the status messages' edits wait it out.
+    # reports.edit_interval: 10 s in production; the status messages' progress edits wait it out.
     with Spur("public_url: http://spur.example:8080/\nreports:\n  edit_interval: 500ms\n", orgs=ORGS,
               automations=AUTOS) as s:
         s.start()
@@ -218,7 +218,7 @@ try:
         t.ok(len(msgs) == 2 and msgs[1].get("thread_ts") == msgs[0]["ts"] and msgs[1]["text"].startswith("<@U2> ") and
              "cancelled" in msgs[1]["text"] and msgs[1]["metadata"]["event_type"] == "spur_report",
              "the report follows in its thread and mentions the requester", msgs)
-        deadline = time.time() + 20     # edits are at most one every reports.edit_interval
+        deadline = time.time() + 20     # after a progress edit in flight, if any
         while time.time() < deadline and msgs and "cancelled" not in msgs[0]["text"]:
             time.sleep(0.2)
         t.ok(msgs and "cancelled" in msgs[0]["text"] and "asked" in msgs[0]["text"],
