@@ -34,9 +34,10 @@ make_remote(gitroot, "acme/api", {"README.md": "hello\n"})
 ORGS = fake.orgs()
 LINK = "http://spur.example:8080/runs/"
 # reports.edit_interval: a status message is edited at most this often (seconds). A quick run
-# (sleep 0: its sandbox and clone take 1-2 s here) is over within it, so the report replaces the
-# status message with the one edit; a long one outlasts it, so it is edited while it runs.
-EDIT = 3
+# (sleep 0: its sandbox and clone take 1-2 s on an idle machine, 3 s and more under make -j4's
+# load) is over within it, so the report replaces the status message with the one edit; a long
+# one outlasts it, so it is edited while it runs.
+EDIT = 8
 
 
 def auto(name, text, secs):
