@@ -56,17 +56,19 @@ struct outbox {
 	size_t			 nmarking;
 	size_t			 capmarking;
 	/*
-	 * Status messages posted whose marks (the message id kept with the run)
-	 * the writer has not committed yet: report_status_posted is told once
-	 * they are, so that a run ending meanwhile finds the id.
+	 * Reports whose marks the writer has not committed yet, and what report.c
+	 * is told once they are: a status message posted (its id kept with the
+	 * run: report_status_posted), or a report given up (report_edit_given_up).
+	 * Told earlier, a run ending meanwhile reads the store from before the mark.
 	 */
 	LIST_HEAD(, outbox_posted) posted;
 };
 
 struct outbox_posted {
-	int64_t			 id;		/* the status report's */
+	int64_t			 id;		/* the report's */
 	char			*run;
-	char			*status_id;
+	char			*status_id;	/* posted: the message's id */
+	json_t			*given_up;	/* given up: the report */
 	LIST_ENTRY(outbox_posted) entry;
 };
 
@@ -151,14 +153,26 @@ outbox_count(struct outbox_send *s, const char *what)
 	metrics_count_labels(s->ob->engine->metrics, what, labels, 1);
 }
 
+/* What report.c is told of a report once its mark is committed. */
+static void
+outbox_tell(struct outbox *ob, const char *run, const char *status_id, json_t *given_up)
+{
+	if (given_up != NULL)
+		report_edit_given_up(ob->engine, given_up);
+	else
+		report_status_posted(ob->engine, run, status_id);
+}
+
 /*
- * A status message is in its thread: the run is told (report_status_posted)
- * once its id is committed with the run, not before. Told earlier, a run that
- * ended in between found no id and no report waiting on the message: its
- * report waited REPORT_STATUS_WAIT_MS and then went as a second comment.
+ * A status message is in its thread, or a report was given up: report.c is
+ * told once the mark is committed, not before. Told earlier, a run that ended
+ * in between read the store from before the mark (no message id; a status
+ * report still pending) and its report waited REPORT_STATUS_WAIT_MS for a
+ * message, then went as a second comment or a minute late.
  */
 static void
-outbox_status_posted(struct outbox *ob, int64_t id, const char *run, const char *status_id)
+outbox_after_mark(struct outbox *ob, int64_t id, const char *run, const char *status_id,
+    json_t *given_up)
 {
 	struct outbox_posted	*p;
 	size_t			 i;
@@ -166,13 +180,14 @@ outbox_status_posted(struct outbox *ob, int64_t id, const char *run, const char 
 	for (i = 0; i < ob->nmarking && ob->marking[i] != id; i++)
 		;
 	if (i == ob->nmarking) {	/* committed already (no writer: at once) */
-		report_status_posted(ob->engine, run, status_id);
+		outbox_tell(ob, run, status_id, given_up);
 		return;
 	}
 	p = xcalloc(1, sizeof *p);
 	p->id = id;
-	p->run = xstrdup(run);
-	p->status_id = xstrdup(status_id);
+	p->run = run != NULL ? xstrdup(run) : NULL;
+	p->status_id = status_id != NULL ? xstrdup(status_id) : NULL;
+	p->given_up = given_up != NULL ? json_incref(given_up) : NULL;
 	LIST_INSERT_HEAD(&ob->posted, p, entry);
 }
 
@@ -182,6 +197,7 @@ outbox_posted_free(struct outbox_posted *p)
 	LIST_REMOVE(p, entry);
 	free(p->run);
 	free(p->status_id);
+	json_decref(p->given_up);
 	free(p);
 }
 
@@ -200,7 +216,7 @@ outbox_sent(struct outbox_send *s, const char *status_id, const char *how)
 	if (run == NULL || kind == NULL)
 		return;
 	if (strcmp(kind, "status") == 0 && status_id != NULL)
-		outbox_status_posted(s->ob, s->id, run, status_id);
+		outbox_after_mark(s->ob, s->id, run, status_id, NULL);
 	else if (strcmp(kind, "status_edit") == 0)
 		report_status_edited(e, run);
 }
@@ -221,7 +237,7 @@ outbox_marked(struct outbox *ob, int64_t id)
 	}
 	LIST_FOREACH(p, &ob->posted, entry) {
 		if (p->id == id) {
-			report_status_posted(ob->engine, p->run, p->status_id);
+			outbox_tell(ob, p->run, p->status_id, p->given_up);
 			outbox_posted_free(p);
 			break;
 		}
@@ -279,7 +295,7 @@ outbox_send_failed(struct outbox_send *s, enum report_verdict v, const char *why
 		outbox_count(s, "reports_given_up");
 		log_error("event=report.given_up run=%s kind=%s report=%lld attempts=%d "
 		    "error=%s", run, kind, (long long)s->id, attempts, log_q(safe));
-		report_edit_given_up(e, s->report);
+		outbox_after_mark(s->ob, s->id, NULL, NULL, s->report);
 	}
 	free(safe);
 }

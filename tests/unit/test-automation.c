@@ -21,7 +21,7 @@ static const char	*srcdir;
  * Orgs of a test config: demo (the demo's secrets, a key for every agent), acme (a key
  * for claude only) and keyless (no agent key).
  */
-static struct secret a_secret = { "env:SECRET", "not-used", 8 };
+static struct secret a_secret = { "env:SECRET", "bm90LXVzZWQ=", 12 };	/* base64: a Standard Webhooks key too */
 static struct named_secret demo_secrets[] = {
 	{ "DEPLOY_HOOK_SECRET", &a_secret }, { "NPM_TOKEN", &a_secret },
 };
@@ -29,9 +29,12 @@ static struct named_secret demo_agents[] = {
 	{ "claude", &a_secret }, { "codex", &a_secret }, { "opencode", &a_secret },
 };
 static struct named_secret acme_secrets[] = { { "ACME_ONLY", &a_secret } };
+/* demo can look its Slack and Linear members up (authors: members, the default). */
+static struct org_slack demo_slack = { .bot_token = &a_secret };
+static struct org_linear demo_linear = { .api_key = &a_secret };
 static struct org three_orgs[] = {
 	{ .name = "demo", .secrets = demo_secrets, .nsecrets = 2, .agents = demo_agents,
-	    .nagents = 3 },
+	    .nagents = 3, .slack = &demo_slack, .linear = &demo_linear },
 	{ .name = "acme", .secrets = acme_secrets, .nsecrets = 1, .agents = demo_agents,
 	    .nagents = 1 },
 	{ .name = "keyless" },
@@ -733,7 +736,7 @@ test_environment(void)
 	char			*cache[] = { "~/.npm", NULL };
 	struct env_conf		 def = { .setup = &setup, .cache = cache, .rootfs = "node" };
 	struct org		 org = { .name = "acme", .agents = demo_agents, .nagents = 1,
-				     .environment = &def };
+				     .environment = &def, .slack = &demo_slack };
 	struct config		 conf = { .orgs = &org, .norgs = 1 };
 	struct automation_set	*set;
 	struct automation	*back;
