@@ -1,7 +1,7 @@
 /* prompt.c: builds what an agent receives: the saved prompt, then the event as one fenced data block. */
 
 /*
- * The prompt, byte for byte (SPEC section 7; the README quotes this):
+ * The prompt, byte for byte (SPEC section 7; docs/automations.md quotes this):
  *
  *	SAVED PROMPT, verbatim
  *	                                  (an empty line; see (1))

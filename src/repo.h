@@ -38,11 +38,11 @@ int	 repo_deliver(struct engine *, const char *run, const struct automation *,
 	     const char *workspace, const struct sandbox_ident *, const char *message,
 	     repo_deliver_cb, void *, struct repo_job **, char **cause);
 /*
- * The one decision of a run's repository (SPEC section 4, README "Repositories
- * and pull requests"): the automation's fixed one; else, for a mapping, a
- * repo: token of the text inside the allow list, the Slack channel's, the
- * Linear label's or team's, a GitHub event's own, the default; else a GitHub
- * event's own, whatever the proof (only pull_request and commit deliver).
+ * The one decision of a run's repository (SPEC section 4, docs/repositories.md):
+ * the automation's fixed one; else, for a mapping, a repo: token of the text
+ * inside the allow list, the Slack channel's, the Linear label's or team's, a
+ * GitHub event's own, the default; else a GitHub event's own, whatever the
+ * proof (only pull_request and commit deliver).
  * 1 and *out (the caller frees it); 0: none; -1 and cause (naming the
  * repositories it may use).
  */

@@ -4,7 +4,7 @@ seen starting from a signed webhook with its output live, the report's link, can
 buttons, keys made and revoked, the hostile prompt corpus rendered as text and never as script,
 another org's run as not found, an expired session sent to sign-in, the runs page with 10,000 runs.
 
-SPUR_SCREENSHOTS=DIR writes the main pages' screenshots there (docs/screenshots for the README);
+SPUR_SCREENSHOTS=DIR writes the main pages' screenshots there (docs/screenshots for docs/console.md);
 by default they go to the test's own directory and are dropped with it."""
 import json
 import os

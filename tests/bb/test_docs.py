@@ -1,6 +1,9 @@
-"""docs/: every guide linked from the README; the GitHub App manifest valid JSON with the
-permissions and events `spur doctor` requires (src/cmd-doctor.c); the Slack app manifest
+"""The README a front door of at most 400 lines that links every doc of docs/; every relative
+link of the README and the docs, and its #anchor, found; every source file the README's tour and
+docs/hacking.md name exists, and every src/*.c is named there; the GitHub App manifest valid JSON
+with the permissions and events `spur doctor` requires (src/cmd-doctor.c); the Slack app manifest
 valid YAML whose scopes cover every scope `spur doctor` may ask for, its URLs spur's routes."""
+import fnmatch
 import json
 import os
 import re
@@ -15,10 +18,54 @@ readme = open(os.path.join(SRCDIR, "README.md")).read()
 guides = sorted(f for f in os.listdir(docs) if f.endswith(".md"))
 t.ok(len(guides) >= 8, "the guides: " + ", ".join(guides))
 t.eq([g for g in guides if "docs/" + g not in readme], [], "the README links every guide")
+nlines = readme.count("\n")
+t.ok(nlines <= 400, "the README is a front door of at most 400 lines: %d" % nlines)
+t.ok("contrib/quickstart check" in readme and "## How the code is laid out" in readme,
+     "it keeps the two commands and the tour of the code")
+
+
+def anchors(path):
+    """The #anchors of a markdown file's headings, as GitHub makes them."""
+    out, fence = set(), False
+    for line in open(path):
+        if line.startswith("```"):
+            fence = not fence
+        elif not fence and re.match(r"#{1,6} ", line):
+            title = line.lstrip("#").strip().lower()
+            out.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return out
+
+
+def broken_links(path):
+    """The relative links of a markdown file whose file, or #anchor in it, is not there."""
+    bad = []
+    for x in re.findall(r"\]\(([^):]+)\)", open(path).read()):
+        target, _, anchor = x.partition("#")
+        target = os.path.join(os.path.dirname(path), target) if target else path
+        if not os.path.exists(target):
+            bad.append(x)
+        elif anchor and target.endswith(".md") and anchor not in anchors(target):
+            bad.append(x)
+    return bad
+
+
+t.eq(broken_links(os.path.join(SRCDIR, "README.md")), [], "README.md: every relative link and anchor exists")
 for g in guides:
-    text = open(os.path.join(docs, g)).read()
-    broken = [x for x in re.findall(r"\]\(([^)#:]+)\)", text) if not os.path.exists(os.path.join(docs, x))]
-    t.eq(broken, [], "%s: every relative link exists" % g)
+    t.eq(broken_links(os.path.join(docs, g)), [], "%s: every relative link and anchor exists" % g)
+
+# The tour of the code stays true as files move: what it names is in src/, and every
+# src/*.c is named in the README or docs/hacking.md (a brace list or a glob counts).
+tour = readme + open(os.path.join(docs, "hacking.md")).read()
+named = set()
+for n in re.findall(r"`([a-z0-9{},*-]+\.[ch])`", tour):
+    m = re.match(r"(.*)\{([^}]*)\}(.*)", n)
+    named |= {m.group(1) + x + m.group(3) for x in m.group(2).split(",")} if m else {n}
+t.eq(sorted(n for n in named if "*" not in n and not os.path.exists(os.path.join(SRCDIR, "src", n))), [],
+     "every source file the tour names exists (%d names)" % len(named))
+t.ok(len(named) >= 60, "the tour's names read", len(named))
+sources = [f for f in os.listdir(os.path.join(SRCDIR, "src")) if f.endswith(".c") and f != "console-assets.c"]
+t.eq(sorted(f for f in sources if not any(fnmatch.fnmatch(f, n) for n in named)), [],
+     "every src/*.c is named in the README or docs/hacking.md")
 
 doctor = open(os.path.join(SRCDIR, "src", "cmd-doctor.c")).read()
 perms = dict(re.findall(r'\{ "(\w+)", "(read|write)", "', doctor))
