@@ -104,7 +104,9 @@ try:
                                                      "AND state = 'sent'", run):
             time.sleep(0.1)
         t.ok(any("<!-- spur:%s -->" % run in c["body"] and "cancelled" in c["body"]
-                 for c in fake.posted("acme/api#70")), "the run's report says cancelled")
+                 for c in fake.posted("acme/api#70")), "the run's report says cancelled",
+             (s.query("SELECT kind, state, attempts, next_at, last_error FROM reports WHERE run = ?", run),
+              [ln for ln in s.logs().splitlines() if run in ln][-15:]))
 
         # --- /retry: the ended run again, answered with the new run's link ---------------
         st, _, a = comment(s, "/retry", 70)
