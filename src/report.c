@@ -602,9 +602,15 @@ report_status_at(struct engine *e, const char *run, const char *posted, int64_t 
 		free(body);
 		json_decref(target);
 	} else if (id != NULL && strcmp(state, "queued") != 0) {
-		/* Ended: only when the report went as a message of its own (no id then). */
+		/*
+		 * Ended: only when the report went as a message of its own (no id
+		 * then). One that edits this message took its place: the message
+		 * is the report's now (its id was committed, and read by the run's
+		 * end, before this call came from the writer's completion).
+		 */
 		if (strcmp(state, "running") != 0 && (posted == NULL ||
-		    !store_report_exists(e->store, run, "run_end")))
+		    !store_report_exists(e->store, run, "run_end") ||
+		    store_report_edits(e->store, run, "run_end")))
 			goto out;
 		if (at < not_before)
 			at = not_before;

@@ -2683,6 +2683,22 @@ store_report_exists(struct store *st, const char *run, const char *kind)
 }
 
 int
+store_report_edits(struct store *st, const char *run, const char *kind)
+{
+	struct db_stmt	*s;
+	int		 found = 0;
+
+	if ((s = store_stmt(st, "SELECT 1 FROM reports WHERE run = ? AND kind = ? AND "
+	    "json_extract(target, '$.edit') IS NOT NULL")) == NULL)
+		return 0;
+	db_bind_text(s, 1, run);
+	db_bind_text(s, 2, kind);
+	found = db_step(s) == DB_ROW;
+	db_reset(s);
+	return found;
+}
+
+int
 store_session_set_branch(struct store *st, const char *id, const char *branch)
 {
 	const char	*args[] = { branch, id };

@@ -466,6 +466,8 @@ char		*store_run_status(struct store *, const char *run, int64_t *at);
 char		*store_run_continuation(struct store *, const char *run);
 /* 1 when the run already has a report of that kind. */
 int		 store_report_exists(struct store *, const char *run, const char *kind);
+/* Whether the run has a report of kind that edits a message in place (target.edit). */
+int		 store_report_edits(struct store *, const char *run, const char *kind);
 /* The branch a session's runs push to (repo.c). */
 int		 store_session_set_branch(struct store *, const char *id, const char *branch);
 
