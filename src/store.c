@@ -2667,13 +2667,14 @@ store_run_status(struct store *st, const char *run, int64_t *at)
 	return id;
 }
 
-int
-store_report_exists(struct store *st, const char *run, const char *kind)
+/* Whether sql, a query of a run's reports of a kind, has a row. */
+static int
+store_report_found(struct store *st, const char *sql, const char *run, const char *kind)
 {
 	struct db_stmt	*s;
 	int		 found = 0;
 
-	if ((s = store_stmt(st, "SELECT 1 FROM reports WHERE run = ? AND kind = ?")) == NULL)
+	if ((s = store_stmt(st, sql)) == NULL)
 		return 0;
 	db_bind_text(s, 1, run);
 	db_bind_text(s, 2, kind);
@@ -2683,19 +2684,17 @@ store_report_exists(struct store *st, const char *run, const char *kind)
 }
 
 int
+store_report_exists(struct store *st, const char *run, const char *kind)
+{
+	return store_report_found(st, "SELECT 1 FROM reports WHERE run = ? AND kind = ?", run,
+	    kind);
+}
+
+int
 store_report_edits(struct store *st, const char *run, const char *kind)
 {
-	struct db_stmt	*s;
-	int		 found = 0;
-
-	if ((s = store_stmt(st, "SELECT 1 FROM reports WHERE run = ? AND kind = ? AND "
-	    "json_extract(target, '$.edit') IS NOT NULL")) == NULL)
-		return 0;
-	db_bind_text(s, 1, run);
-	db_bind_text(s, 2, kind);
-	found = db_step(s) == DB_ROW;
-	db_reset(s);
-	return found;
+	return store_report_found(st, "SELECT 1 FROM reports WHERE run = ? AND kind = ? AND "
+	    "json_extract(target, '$.edit') IS NOT NULL", run, kind);
 }
 
 int
