@@ -165,6 +165,25 @@ claude_render(struct transcript *t, const json_t *j)
 	    json_number_value(json_object_get(j, "total_cost_usd")));
 }
 
+static const struct agent_api claude_api = {
+	.upstream = "https://api.anthropic.com",
+	.prefix = "",
+	.bearer = 0,
+	.models = "/v1/models",
+};
+
+/* Nothing but the model API: no updates, telemetry or error reports. */
+static void
+claude_setup(struct agent_setup *s)
+{
+	agent_setup_env(s, "ANTHROPIC_BASE_URL=%s", s->base);
+	agent_setup_env(s, "ANTHROPIC_API_KEY=" AGENT_PLACEHOLDER_KEY);
+	agent_setup_env(s, "DISABLE_AUTOUPDATER=1");
+	agent_setup_env(s, "DISABLE_TELEMETRY=1");
+	agent_setup_env(s, "DISABLE_ERROR_REPORTING=1");
+	agent_setup_env(s, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1");
+}
+
 const struct agent agent_claude = {
 	.name = "claude",
 	.command = "claude",
@@ -173,4 +192,6 @@ const struct agent agent_claude = {
 	.final_required = 1,
 	.state_dir = ".claude",
 	.render = claude_render,
+	.api = &claude_api,
+	.setup = claude_setup,
 };

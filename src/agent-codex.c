@@ -153,6 +153,28 @@ codex_render(struct transcript *t, const json_t *j)
 		transcript_error(t, (v = agent_json_str(j, "message")) != NULL ? v : "error");
 }
 
+static const struct agent_api codex_api = {
+	.upstream = "https://api.openai.com/v1",
+	.prefix = "/v1",
+	.bearer = 1,
+	.models = "/models",
+};
+
+/* Its config lives with its sessions, in HOME, kept for resuming. */
+static void
+codex_setup(struct agent_setup *s)
+{
+	s->place = AGENT_FILE_HOME;
+	s->file_dir = ".codex";
+	s->file_name = "config.toml";
+	s->file_text = xprintf("# Written by spur for each run: the model API is spur's gateway.\n"
+	    "model_provider = \"spur\"\n\n[model_providers.spur]\nname = \"spur\"\n"
+	    "base_url = \"%s/v1\"\nwire_api = \"responses\"\n"
+	    "env_key = \"SPUR_MODEL_KEY\"\n", s->base);
+	agent_setup_env(s, "CODEX_HOME=%s/.codex", s->home);
+	agent_setup_env(s, "SPUR_MODEL_KEY=" AGENT_PLACEHOLDER_KEY);
+}
+
 const struct agent agent_codex = {
 	.name = "codex",
 	.command = "codex",
@@ -161,4 +183,6 @@ const struct agent agent_codex = {
 	.final_required = 1,
 	.state_dir = ".codex",
 	.render = codex_render,
+	.api = &codex_api,
+	.setup = codex_setup,
 };

@@ -105,6 +105,31 @@ opencode_render(struct transcript *t, const json_t *j)
 	}
 }
 
+/* OpenCode through its anthropic provider, whose base URL ends in /v1. */
+static const struct agent_api opencode_api = {
+	.upstream = "https://api.anthropic.com",
+	.prefix = "",
+	.bearer = 0,
+	.models = "/v1/models",
+};
+
+/* Read-only beside the sockets: the run cannot change where its model is. */
+static void
+opencode_setup(struct agent_setup *s)
+{
+	s->place = AGENT_FILE_RUN;
+	s->file_name = "opencode.json";
+	s->file_text = xprintf("{\n  \"$schema\": \"https://opencode.ai/config.json\",\n"
+	    "  \"autoupdate\": false,\n  \"share\": \"disabled\",\n"
+	    "  \"provider\": {\n    \"anthropic\": {\n      \"options\": {\n"
+	    "        \"baseURL\": \"%s/v1\",\n        \"apiKey\": \""
+	    AGENT_PLACEHOLDER_KEY "\"\n      }\n    }\n  }\n}\n", s->base);
+	agent_setup_env(s, "OPENCODE_CONFIG=%s/opencode.json", s->run_dir);
+	agent_setup_env(s, "ANTHROPIC_API_KEY=" AGENT_PLACEHOLDER_KEY);
+	agent_setup_env(s, "OPENCODE_DISABLE_AUTOUPDATE=1");
+	agent_setup_env(s, "OPENCODE_DISABLE_LSP_DOWNLOAD=1");
+}
+
 const struct agent agent_opencode = {
 	.name = "opencode",
 	.command = "opencode",
@@ -113,4 +138,6 @@ const struct agent agent_opencode = {
 	.final_required = 1,
 	.state_dir = ".local/share/opencode",
 	.render = opencode_render,
+	.api = &opencode_api,
+	.setup = opencode_setup,
 };

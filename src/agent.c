@@ -5,6 +5,7 @@
 #include "event.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,62 @@ const char *
 agent_name(const struct agent *a)
 {
 	return a->name;
+}
+
+int
+agent_has_model(const struct agent *a)
+{
+	return a->api != NULL;
+}
+
+int
+agent_needs_command(const struct agent *a)
+{
+	return a->command == NULL;
+}
+
+const char *
+agent_list(int models)
+{
+	static char	*list[2];
+	const char	*names[SPUR_ARRLEN(agent_table)];
+	struct buf	 b;
+	size_t		 i, n = 0;
+
+	models = models != 0;
+	if (list[models] != NULL)
+		return list[models];
+	for (i = 0; i < SPUR_ARRLEN(agent_table); i++) {
+		if (!models || agent_has_model(agent_table[i]))
+			names[n++] = agent_table[i]->name;
+	}
+	buf_init(&b, 0);
+	for (i = 0; i < n; i++)
+		buf_addf(&b, "%s%s", names[i], i + 2 < n ? ", " : i + 2 == n ? " or " : "");
+	return list[models] = buf_take(&b);
+}
+
+void
+agent_setup_env(struct agent_setup *s, const char *fmt, ...)
+{
+	va_list	ap;
+
+	if (s->nenv >= AGENT_SETUP_ENV_MAX)
+		fatal("agent_setup_env: more than %d variables", AGENT_SETUP_ENV_MAX);
+	va_start(ap, fmt);
+	xvasprintf(&s->env[s->nenv++], fmt, ap);
+	va_end(ap);
+}
+
+void
+agent_setup_clear(struct agent_setup *s)
+{
+	size_t	i;
+
+	for (i = 0; i < s->nenv; i++)
+		free(s->env[i]);
+	free(s->file_text);
+	memset(s, 0, sizeof *s);
 }
 
 void

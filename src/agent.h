@@ -35,6 +35,56 @@ struct transcript;
 /* The agent of that name (claude, codex, opencode, command), NULL if none. */
 const struct agent	*agent_find(const char *);
 const char		*agent_name(const struct agent *);
+/* An automation's agent when it names none. */
+#define AGENT_DEFAULT		"claude"
+/* Whether it talks to a model (through the gateway); agent: command does not. */
+int			 agent_has_model(const struct agent *);
+/* Whether its argv is the automation's (agent: command). */
+int			 agent_needs_command(const struct agent *);
+/* The agents' names for a message: "claude, codex, opencode or command"; models: those only. */
+const char		*agent_list(int models);
+
+/*
+ * A model agent's API: where it is, and how its base URL looks inside the
+ * sandbox (the gateway's, in front of it).
+ */
+struct agent_api {
+	const char	*upstream;	/* default, without agents.NAME.api_url */
+	const char	*prefix;	/* path of the in-sandbox base URL, dropped upstream */
+	int		 bearer;	/* Authorization: Bearer, else x-api-key */
+	const char	*models;	/* under upstream: the list of models, a cheap call a key must pass */
+};
+
+/* All the sandbox ever holds of a model credential. */
+#define AGENT_PLACEHOLDER_KEY	"spur-placeholder-key"
+#define AGENT_SETUP_ENV_MAX	8
+
+/*
+ * What an agent needs to reach its model through the gateway: its
+ * environment, and at most one configuration file, which egress.c writes.
+ */
+enum agent_file_place {
+	AGENT_FILE_NONE,
+	AGENT_FILE_HOME,	/* under HOME (kept with its sessions), owned by the sandbox user */
+	AGENT_FILE_RUN,		/* beside the sockets, read-only: the run cannot change it */
+};
+
+struct agent_setup {
+	const char		*base;		/* the gateway's URL, as the agent sees it */
+	const char		*home;		/* HOME, as the agent sees it */
+	const char		*run_dir;	/* the run's network directory, as the agent sees it */
+	char			*env[AGENT_SETUP_ENV_MAX];
+	size_t			 nenv;
+	enum agent_file_place	 place;
+	const char		*file_dir;	/* AGENT_FILE_HOME: its directory under HOME */
+	const char		*file_name;
+	char			*file_text;
+};
+
+/* For the setup functions: one more variable (NAME=value). */
+void	agent_setup_env(struct agent_setup *, const char *, ...)
+	    __attribute__((format(printf, 2, 3)));
+void	agent_setup_clear(struct agent_setup *);
 /*
  * The argv to run in the sandbox: agents.NAME.command (conf, may be NULL) or
  * the default, then the agent's own flags. NULL and cause on a bad request
@@ -95,6 +145,10 @@ struct agent {
 	 * resumed by id): archived for another node (several nodes); NULL: none.
 	 */
 	const char	*state_dir;
+	/* Its model API; NULL: it talks to no model (command). */
+	const struct agent_api	*api;
+	/* Fills in its environment and configuration for the gateway; NULL: none. */
+	void		(*setup)(struct agent_setup *);
 };
 
 struct agent_stream {

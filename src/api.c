@@ -6,6 +6,7 @@
  * dispatch), never here.
  */
 #include "spur.h"
+#include "agent.h"
 #include "api.h"
 #include "automation.h"
 #include "conf.h"
@@ -430,18 +431,18 @@ api_secret_known(struct engine *e, const struct org *o, const char *name)
 static struct automation *
 api_inline_automation(struct api_ctx *c, const struct org *o, json_t *body, json_t *meta)
 {
-	static const char *const agents[] = { "claude", "codex", "opencode", NULL };
 	static const char *const proofs[] = { "pull_request", "commit", "report", "none", NULL };
 	json_t		*a = json_object(), *v;
-	const char	*agent = "claude", *repo = NULL, *proof, *s = NULL;
+	const char	*agent = AGENT_DEFAULT, *repo = NULL, *proof, *s = NULL;
 	struct automation *out = NULL;
 	char		**allow = NULL, **secrets = NULL, *cause = NULL;
 	long long	 timeout = 0;
 	size_t		 i;
 
 	if ((v = json_object_get(body, "agent")) != NULL) {
-		if (!json_is_string(v) || !api_in(agents, json_string_value(v))) {
-			api_bad(c, "agent: unknown agent (claude, codex or opencode)");
+		if (!json_is_string(v) || agent_find(json_string_value(v)) == NULL ||
+		    !agent_has_model(agent_find(json_string_value(v)))) {
+			api_bad(c, "agent: unknown agent (%s)", agent_list(1));
 			goto out;
 		}
 		agent = json_string_value(v);

@@ -1,5 +1,6 @@
 /* automation.c: loading and validating the automations directory (SPEC section 4), and an automation as JSON for runs. */
 #include "spur.h"
+#include "agent.h"
 #include "automation.h"
 #include "budget.h"
 #include "conf.h"
@@ -83,7 +84,6 @@ static const char *const setup_keys[] = { "script", "run", "network", "timeout",
 static const char *const concurrency_keys[] = { "key", "on_busy", NULL };
 static const char *const where_ops[] = { "equals", "in", "match", "exists", "not", NULL };
 
-static const char *const agent_names[] = { "claude", "codex", "opencode", "command", NULL };
 static const char *const proof_names[] = {
 	"pull_request", "commit", "artifacts", "report", "none", NULL
 };
@@ -1874,7 +1874,7 @@ agent_key_check(struct aload *l, const struct ynode *agent_node)
 {
 	const struct automation	*a = l->a;
 
-	if (l->org == NULL || a->agent == AGENT_COMMAND ||
+	if (l->org == NULL || !agent_has_model(a->agent) ||
 	    org_agent_key(l->org, a->agent_name) != NULL)
 		return;
 	if (agent_node == NULL)
@@ -1900,10 +1900,10 @@ budget_check(struct aload *l, const struct ynode *root)
 	const struct agent_conf	*ac;
 	const struct ynode	*n = ymap_get(root, "budget");
 
-	if (n != NULL && a->agent == AGENT_COMMAND)
+	if (n != NULL && !agent_has_model(a->agent))
 		yerrs_node(l->errs, l->file, n, "\"budget\" cannot be enforced on agent: "
 		    "command, which does not reach its model through the gateway");
-	if (a->agent == AGENT_COMMAND || a->model == NULL || l->conf == NULL ||
+	if (!agent_has_model(a->agent) || a->model == NULL || l->conf == NULL ||
 	    (a->budget_usd <= 0 && (l->org == NULL || (l->org->budget_usd_per_day <= 0 &&
 	    l->org->budget_usd_per_month <= 0))))
 		return;
@@ -2071,17 +2071,18 @@ static struct automation *
 automation_parse(struct aload *l, const char *path, const char *base)
 {
 	struct automation	*a;
+	const struct agent	*ag;
 	const struct ynode	*n, *agent_node = NULL, *text;
 	struct ynode		*root;
 	size_t			 first = l->errs->n, nerr = l->errs->nerrors, i;
-	int			 seen_on = 0, e, seen_authors = 0, seen_bots = 0;
+	int			 seen_on = 0, seen_authors = 0, seen_bots = 0;
 
 	if ((root = yaml_load_file(path, l->errs)) == NULL)
 		return NULL;
 	a = l->a = xcalloc(1, sizeof *a);
 	l->org = NULL;
 	a->file = xstrdup(path);
-	a->agent = AGENT_CLAUDE;
+	a->agent = agent_find(AGENT_DEFAULT);
 	a->proof = PROOF_REPORT;
 	a->conc_key = CONC_THREAD;
 	a->on_busy = BUSY_QUEUE;
@@ -2091,14 +2092,14 @@ automation_parse(struct aload *l, const char *path, const char *base)
 	parse_identity(l, root, base);
 	if ((agent_node = ymap_get(root, "agent")) != NULL) {
 		if (agent_node->type == YNODE_SCALAR &&
-		    (e = name_index(agent_names, agent_node->value)) >= 0)
-			a->agent = e;
+		    (ag = agent_find(agent_node->value)) != NULL)
+			a->agent = ag;
 		else
 			yerrs_node(l->errs, l->file, agent_node, "unknown agent \"%s\" "
-			    "(expected claude, codex, opencode or command)",
-			    agent_node->type == YNODE_SCALAR ? agent_node->value : "");
+			    "(expected %s)", agent_node->type == YNODE_SCALAR ?
+			    agent_node->value : "", agent_list(0));
 	}
-	a->agent_name = xstrdup(agent_kind_name(a->agent));
+	a->agent_name = xstrdup(agent_name(a->agent));
 	agent_key_check(l, agent_node);
 	for (i = 0; i < root->n; i++) {
 		if (key_repeated(root, i))
@@ -2117,13 +2118,13 @@ automation_parse(struct aload *l, const char *path, const char *base)
 		a->checks[a->nchecks++] = TOP_BOTS;
 
 	/* What the keys mean together. */
-	if ((n = ymap_get(root, "command")) != NULL && a->agent != AGENT_COMMAND)
+	if ((n = ymap_get(root, "command")) != NULL && !agent_needs_command(a->agent))
 		yerrs_node(l->errs, l->file, n, "\"command\" is only for agent: command");
-	if (a->agent == AGENT_COMMAND && n == NULL)
+	if (agent_needs_command(a->agent) && n == NULL)
 		yerrs_node(l->errs, l->file, agent_node, "agent: command needs \"command\" "
 		    "(the argv to run)");
 	budget_check(l, root);
-	if (a->agent != AGENT_COMMAND && ymap_get(root, "prompt") == NULL)
+	if (agent_has_model(a->agent) && ymap_get(root, "prompt") == NULL)
 		yerrs_add(l->errs, l->file, 1, 1, "missing \"prompt\" (the saved prompt)");
 	if ((n = ymap_get(root, "pull_request")) != NULL && a->proof != PROOF_PULL_REQUEST)
 		yerrs_node(l->errs, l->file, n, "\"pull_request\" is only for proof: pull_request");
@@ -2424,12 +2425,6 @@ automation_free(struct automation *a)
 }
 
 const char *
-agent_kind_name(enum agent_kind k)
-{
-	return (unsigned)k < SPUR_ARRLEN(agent_names) - 1 ? agent_names[k] : "unknown";
-}
-
-const char *
 proof_kind_name(enum proof_kind k)
 {
 	return (unsigned)k < SPUR_ARRLEN(proof_names) - 1 ? proof_names[k] : "unknown";
@@ -2500,7 +2495,7 @@ automation_to_json(const struct automation *a)
 	json_object_set_new(j, "name", json_string(a->name));
 	json_object_set_new(j, "org", json_string(a->org));
 	json_object_set_new(j, "file", json_str_or_null(a->file));
-	json_object_set_new(j, "agent", json_string(agent_kind_name(a->agent)));
+	json_object_set_new(j, "agent", json_string(a->agent_name));
 	json_object_set_new(j, "model", json_str_or_null(a->model));
 	json_object_set_new(j, "command", a->command != NULL ? json_str_list(a->command) :
 	    json_null());
@@ -2676,8 +2671,12 @@ automation_from_json(const json_t *j)
 	a->name = json_str_dup(j, "name", 1, &bad);
 	a->org = json_str_dup(j, "org", 1, &bad);
 	a->file = json_str_dup(j, "file", 0, &bad);
-	a->agent = json_enum(j, "agent", agent_names, AGENT_CLAUDE, &bad);
-	a->agent_name = xstrdup(agent_kind_name(a->agent));
+	v = json_object_get(j, "agent");
+	if ((a->agent = agent_find(v != NULL ? json_string_value(v) : AGENT_DEFAULT)) == NULL) {
+		bad = 1;
+		a->agent = agent_find(AGENT_DEFAULT);
+	}
+	a->agent_name = xstrdup(agent_name(a->agent));
 	a->model = json_str_dup(j, "model", 0, &bad);
 	a->command = json_list_dup(json_object_get(j, "command"), &bad);
 	if ((a->prompt = json_str_dup(j, "prompt", 0, &bad)) == NULL)

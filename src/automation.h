@@ -7,12 +7,12 @@
 
 #include "env.h"
 
+struct agent;
 struct config;
 struct spur_event;
 struct yerrs;
 struct ynode;
 
-enum agent_kind { AGENT_CLAUDE, AGENT_CODEX, AGENT_OPENCODE, AGENT_COMMAND };
 enum proof_kind { PROOF_PULL_REQUEST, PROOF_COMMIT, PROOF_ARTIFACTS, PROOF_REPORT, PROOF_NONE };
 enum concurrency_key { CONC_THREAD, CONC_AUTOMATION, CONC_NONE };
 enum on_busy { BUSY_QUEUE, BUSY_CANCEL_RUNNING, BUSY_SKIP };
@@ -47,8 +47,8 @@ struct automation {
 	char		 *name;
 	char		 *org;
 	char		 *file;
-	enum agent_kind	  agent;
-	char		 *agent_name;	/* "claude", ... */
+	const struct agent *agent;	/* agent.c's, never NULL */
+	char		 *agent_name;	/* its name: "claude", ... */
 	char		 *model;
 	char		**command;	/* NULL-terminated, agent: command */
 	char		 *prompt;
@@ -192,7 +192,6 @@ json_t			*env_to_json(const struct env_conf *);
 struct automation	*automation_from_json(const json_t *);
 void			 automation_free(struct automation *);
 
-const char		*agent_kind_name(enum agent_kind);
 const char		*proof_kind_name(enum proof_kind);
 
 #endif

@@ -1,5 +1,6 @@
 /* cmd-doctor.c: `spur doctor`: what `spur check` cannot see: the credentials as the APIs take them, the host's sandboxes, disk and clock. */
 #include "spur.h"
+#include "agent.h"
 #include "automation.h"
 #include "budget.h"
 #include "cmd.h"
@@ -1009,7 +1010,7 @@ doctor_prices(struct doctor *d, const struct org *org)
 
 	for (i = 0; i < automation_count(d->set); i++) {
 		a = automation_get(d->set, i);
-		if (a->org == NULL || strcmp(a->org, org->name) != 0 || a->agent == AGENT_COMMAND)
+		if (a->org == NULL || strcmp(a->org, org->name) != 0 || !agent_has_model(a->agent))
 			continue;
 		money |= a->budget_usd > 0;
 		if (a->model != NULL && !doctor_priced(d->conf, a->agent_name, a->model))

@@ -1,5 +1,6 @@
 /* config.c: loads spur.yaml, checks every key, resolves secret references, reports all errors. */
 #include "spur.h"
+#include "agent.h"
 #include "automation.h"
 #include "budget.h"
 #include "conf.h"
@@ -575,19 +576,6 @@ cfg_sandbox(struct cfgctx *c, struct config *cf, const struct ynode *m)
 		cfg_error(c, m, "\"sandbox.timeout\" must be positive");
 }
 
-static const char *known_agents[] = { "claude", "codex", "opencode", "command" };
-
-static int
-cfg_known_agent(const char *name)
-{
-	size_t	 i;
-
-	for (i = 0; i < SPUR_ARRLEN(known_agents); i++) {
-		if (strcmp(name, known_agents[i]) == 0)
-			return 1;
-	}
-	return 0;
-}
 
 static char **
 cfg_argv(struct cfgctx *c, const struct ynode *n, const char *what)
@@ -734,10 +722,9 @@ cfg_agents(struct cfgctx *c, struct config *cf, const struct ynode *m)
 		const struct ynode	*a = ymap_value(m, i);
 		struct agent_conf	*ac;
 
-		if (!cfg_known_agent(name)) {
-			cfg_error(c, m->items[2 * i],
-			    "unknown agent \"%s\" (expected claude, codex, opencode or command)",
-			    name);
+		if (agent_find(name) == NULL) {
+			cfg_error(c, m->items[2 * i], "unknown agent \"%s\" (expected %s)", name,
+			    agent_list(0));
 			continue;
 		}
 		snprintf(what, sizeof what, "agents.%s", name);
@@ -1091,9 +1078,9 @@ cfg_org_agents(struct cfgctx *c, struct org *o, const struct ynode *m)
 		const struct ynode	*a = ymap_value(m, i), *key;
 		size_t			 j;
 
-		if (!cfg_known_agent(name) || strcmp(name, "command") == 0) {
-			cfg_error(c, m->items[2 * i],
-			    "unknown agent \"%s\" (expected claude, codex or opencode)", name);
+		if (agent_find(name) == NULL || !agent_has_model(agent_find(name))) {
+			cfg_error(c, m->items[2 * i], "unknown agent \"%s\" (expected %s)", name,
+			    agent_list(1));
 			continue;
 		}
 		snprintf(what, sizeof what, "agents.%s", name);

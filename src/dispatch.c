@@ -1123,7 +1123,7 @@ dispatch_start(struct dispatch *d, const char *id)
 		return 0;
 	}
 	/* An org whose budget is spent starts no model agent: it ends before any sandbox. */
-	if (r->a->agent != AGENT_COMMAND && (cause = dispatch_org_budget(e, r->org)) != NULL) {
+	if (agent_has_model(r->a->agent) && (cause = dispatch_org_budget(e, r->org)) != NULL) {
 		reason = xprintf("budget: %s", cause);
 		run_set_state(e, id, RUN_FAILED, CAUSE_BUDGET, reason);
 		free(reason);

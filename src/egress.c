@@ -1,5 +1,6 @@
 /* egress.c: a run's network: its proxy and model gateway, the binds, environment and forwarder that reach them. */
 #include "spur.h"
+#include "agent.h"
 #include "automation.h"
 #include "conf.h"
 #include "egress.h"
@@ -37,24 +38,8 @@
  * loopback ports of the host and nothing is enforced beyond the proxy's word.
  */
 
-/* Each model agent: where its API is, and how its base URL looks inside. */
-struct egress_agent {
-	const char	*name;
-	const char	*upstream;	/* default, without agents.NAME.api_url */
-	const char	*prefix;	/* path of the in-sandbox base URL, dropped upstream */
-	int		 bearer;	/* Authorization: Bearer, else x-api-key */
-	const char	*models;	/* under upstream: the list of models, a cheap call a key must pass */
-};
-
 #define EGRESS_SYSTEM_BUNDLE	"/etc/ssl/certs/ca-certificates.crt"	/* Debian's, and Go's first */
 #define EGRESS_FORWARDER	"spur-forward"
-
-static const struct egress_agent egress_agents[] = {
-	{ "claude", "https://api.anthropic.com", "", 0, "/v1/models" },
-	{ "codex", "https://api.openai.com/v1", "/v1", 1, "/models" },
-	/* OpenCode through its anthropic provider, whose base URL ends in /v1. */
-	{ "opencode", "https://api.anthropic.com", "", 0, "/v1/models" },
-};
 
 struct egress {
 	struct proxy		*proxy;
@@ -109,30 +94,27 @@ egress_close_flushed(struct bufferevent *bev, void (*done)(struct bufferevent *,
 		    BEV_TRIG_DEFER_CALLBACKS);
 }
 
-static const struct egress_agent *
+/* The agent of that name if it talks to a model, through the gateway. */
+static const struct agent *
 egress_agent(const char *name)
 {
-	size_t	i;
+	const struct agent	*ag = agent_find(name);
 
-	for (i = 0; i < SPUR_ARRLEN(egress_agents); i++) {
-		if (strcmp(egress_agents[i].name, name) == 0)
-			return &egress_agents[i];
-	}
-	return NULL;
+	return ag != NULL && agent_has_model(ag) ? ag : NULL;
 }
 
 int
 egress_model_api(const struct config *conf, const char *name, const char **upstream,
     const char **models, int *bearer)
 {
-	const struct egress_agent	*ag = egress_agent(name);
-	const struct agent_conf		*ac = config_agent(conf, name);
+	const struct agent	*ag = egress_agent(name);
+	const struct agent_conf	*ac = config_agent(conf, name);
 
 	if (ag == NULL)
 		return -1;
-	*upstream = ac != NULL && ac->api_url != NULL ? ac->api_url : ag->upstream;
-	*models = ag->models;
-	*bearer = ag->bearer;
+	*upstream = ac != NULL && ac->api_url != NULL ? ac->api_url : ag->api->upstream;
+	*models = ag->api->models;
+	*bearer = ag->api->bearer;
 	return 0;
 }
 
@@ -202,73 +184,36 @@ egress_write(const char *path, const char *text, char **cause)
 	return chmod(path, 0644);
 }
 
-/* The agent's own configuration and environment for the gateway at base. */
+/* The agent's own configuration and environment for the gateway at base (agent-*.c says which). */
 static int
-egress_agent_env(struct egress *eg, struct engine *e, const char *agent, const char *base,
+egress_agent_env(struct egress *eg, struct engine *e, const struct agent *ag, const char *base,
     const char *home, const struct sandbox_ident *as, const char *inside_dir, char **env,
     size_t *nenv, size_t max, char **cause)
 {
-	char	*text, *path;
-	int	 rc;
+	struct agent_setup	 s;
+	char			*path;
+	size_t			 i;
+	int			 rc = 0;
 
-	if (strcmp(agent, "claude") == 0) {
-		/* Nothing but the model API: no updates, telemetry or error reports. */
-		if (egress_env(env, nenv, max, xprintf("ANTHROPIC_BASE_URL=%s", base),
-		    cause) != 0 ||
-		    egress_env(env, nenv, max, xstrdup("ANTHROPIC_API_KEY="
-		    EGRESS_PLACEHOLDER_KEY), cause) != 0 ||
-		    egress_env(env, nenv, max, xstrdup("DISABLE_AUTOUPDATER=1"), cause) != 0 ||
-		    egress_env(env, nenv, max, xstrdup("DISABLE_TELEMETRY=1"), cause) != 0 ||
-		    egress_env(env, nenv, max, xstrdup("DISABLE_ERROR_REPORTING=1"),
-		    cause) != 0 ||
-		    egress_env(env, nenv, max,
-		    xstrdup("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"), cause) != 0)
-			return -1;
-		return 0;
-	}
-	if (strcmp(agent, "codex") == 0) {
-		/* Its config lives with its sessions, in HOME, kept for resuming. */
-		text = xprintf("# Written by spur for each run: the model API is spur's gateway.\n"
-		    "model_provider = \"spur\"\n\n[model_providers.spur]\nname = \"spur\"\n"
-		    "base_url = \"%s/v1\"\nwire_api = \"responses\"\n"
-		    "env_key = \"SPUR_MODEL_KEY\"\n", base);
-		rc = egress_write_owned(home, ".codex", "config.toml", text, as, cause);
-		free(text);
-		if (rc != 0)
-			return -1;
-		if (egress_env(env, nenv, max, xprintf("CODEX_HOME=%s/.codex",
-		    e->conf->sandbox.backend == SANDBOX_NONE ? home : SANDBOX_HOME),
-		    cause) != 0 ||
-		    egress_env(env, nenv, max, xstrdup("SPUR_MODEL_KEY="
-		    EGRESS_PLACEHOLDER_KEY), cause) != 0)
-			return -1;
-		return 0;
-	}
-	if (strcmp(agent, "opencode") == 0) {
-		/* Read-only beside the sockets: the run cannot change where its model is. */
-		text = xprintf("{\n  \"$schema\": \"https://opencode.ai/config.json\",\n"
-		    "  \"autoupdate\": false,\n  \"share\": \"disabled\",\n"
-		    "  \"provider\": {\n    \"anthropic\": {\n      \"options\": {\n"
-		    "        \"baseURL\": \"%s/v1\",\n        \"apiKey\": \""
-		    EGRESS_PLACEHOLDER_KEY "\"\n      }\n    }\n  }\n}\n", base);
-		path = path_join(eg->dir, "opencode.json");
-		rc = egress_write(path, text, cause);
+	memset(&s, 0, sizeof s);
+	s.base = base;
+	s.home = e->conf->sandbox.backend == SANDBOX_NONE ? home : SANDBOX_HOME;
+	s.run_dir = inside_dir;
+	if (ag->setup != NULL)
+		ag->setup(&s);
+	if (s.place == AGENT_FILE_HOME)
+		rc = egress_write_owned(home, s.file_dir, s.file_name, s.file_text, as, cause);
+	else if (s.place == AGENT_FILE_RUN) {
+		path = path_join(eg->dir, s.file_name);
+		rc = egress_write(path, s.file_text, cause);
 		free(path);
-		free(text);
-		if (rc != 0)
-			return -1;
-		if (egress_env(env, nenv, max, xprintf("OPENCODE_CONFIG=%s/opencode.json",
-		    inside_dir), cause) != 0 ||
-		    egress_env(env, nenv, max, xstrdup("ANTHROPIC_API_KEY="
-		    EGRESS_PLACEHOLDER_KEY), cause) != 0 ||
-		    egress_env(env, nenv, max, xstrdup("OPENCODE_DISABLE_AUTOUPDATE=1"),
-		    cause) != 0 ||
-		    egress_env(env, nenv, max, xstrdup("OPENCODE_DISABLE_LSP_DOWNLOAD=1"),
-		    cause) != 0)
-			return -1;
-		return 0;
 	}
-	return 0;
+	for (i = 0; rc == 0 && i < s.nenv; i++) {
+		rc = egress_env(env, nenv, max, s.env[i], cause);
+		s.env[i] = NULL;	/* the run's now, or freed */
+	}
+	agent_setup_clear(&s);
+	return rc;
 }
 
 static int
@@ -413,7 +358,7 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
     const struct automation *a, const struct header_secret *hs, size_t nhs, const char *home, struct sandbox_spec *spec, char **env,
     size_t *nenv, size_t max, char ***argv, struct egress **out, char **cause)
 {
-	const struct egress_agent	*ag = egress_agent(a->agent_name);
+	const struct agent		*ag = egress_agent(a->agent_name);
 	const struct agent_conf		*ac = config_agent(e->conf, a->agent_name);
 	struct gateway_spec		 gs;
 	struct org			*org = NULL;
@@ -496,10 +441,10 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 		goto fail;
 	if (ag != NULL) {
 		memset(&gs, 0, sizeof gs);
-		gs.upstream = ac != NULL && ac->api_url != NULL ? ac->api_url : ag->upstream;
-		gs.prefix = ag->prefix;
+		gs.upstream = ac != NULL && ac->api_url != NULL ? ac->api_url : ag->api->upstream;
+		gs.prefix = ag->api->prefix;
 		gs.key = key->value;
-		gs.bearer = ag->bearer;
+		gs.bearer = ag->api->bearer;
 		gs.org = org_name;
 		gs.automation = a->name;
 		if (ac != NULL) {
@@ -520,7 +465,7 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 		if (bwrap)
 			gport = EGRESS_GATEWAY_PORT;
 		url = xprintf("http://127.0.0.1:%d", gport);
-		if (egress_agent_env(eg, e, ag->name, url, home, spec->ident, bwrap ?
+		if (egress_agent_env(eg, e, ag, url, home, spec->ident, bwrap ?
 		    EGRESS_INSIDE_DIR : eg->dir, env, nenv, max, cause) != 0) {
 			free(url);
 			goto fail;

@@ -26,7 +26,6 @@ struct config;
 #define EGRESS_PROXY_PORT	3128
 #define EGRESS_GATEWAY_PORT	3129
 #define EGRESS_INSIDE_DIR	"/run/spur"	/* the run's sockets and the forwarder */
-#define EGRESS_PLACEHOLDER_KEY	"spur-placeholder-key"	/* all the sandbox ever holds */
 
 /*
  * Gives a run the network it may have: adds binds to spec, "K=V" strings to

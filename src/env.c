@@ -1,5 +1,6 @@
 /* env.c: a run's environment: its setup step in a sandbox of its own, and its caches kept per org, repository and automation. */
 #include "spur.h"
+#include "agent.h"
 #include "automation.h"
 #include "conf.h"
 #include "egress.h"
@@ -413,8 +414,8 @@ env_setup_start(struct env_job *job, const char *org, const struct sandbox_spec 
 	job->env_own = n;
 	/* Its own network: the setup's allow list, no model gateway. */
 	memset(&stub, 0, sizeof stub);
-	stub.agent = AGENT_COMMAND;
 	stub.agent_name = command;
+	stub.agent = agent_find(command);
 	stub.network_allow = job->setup->allow;
 	if (egress_attach(e, job->run, org, &stub, NULL, 0, agent->home, &job->spec, job->env, &n,
 	    job->env_own + ENV_SETUP_ENV_EXTRA, &job->argv, &job->egress, cause) != 0)

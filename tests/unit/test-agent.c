@@ -451,6 +451,47 @@ test_transcript(void)
 	buf_free(&out);
 }
 
+/* What each agent says it needs to reach its model: one table, read by egress.c. */
+static void
+test_table(void)
+{
+	struct agent_setup	 s;
+	const struct agent	*a;
+
+	is_str(agent_list(0), "claude, codex, opencode or command", "every agent, for a message");
+	is_str(agent_list(1), "claude, codex or opencode", "the model agents");
+	ok(agent_find("command") != NULL && !agent_has_model(agent_find("command")) &&
+	    agent_needs_command(agent_find("command")), "command: no model, its argv given");
+	ok(agent_find(AGENT_DEFAULT) != NULL && agent_has_model(agent_find(AGENT_DEFAULT)),
+	    "the default agent talks to a model");
+	ok(agent_find("gpt") == NULL, "an unknown agent is none");
+
+	memset(&s, 0, sizeof s);
+	s.base = "http://127.0.0.1:9";
+	s.home = "/home/agent";
+	s.run_dir = "/run/spur";
+	a = agent_find("codex");
+	a->setup(&s);
+	ok(s.place == AGENT_FILE_HOME && strcmp(s.file_dir, ".codex") == 0 &&
+	    strstr(s.file_text, "base_url = \"http://127.0.0.1:9/v1\"") != NULL,
+	    "codex: its config.toml in HOME names the gateway");
+	ok(s.nenv == 2 && strcmp(s.env[0], "CODEX_HOME=/home/agent/.codex") == 0 &&
+	    strcmp(s.env[1], "SPUR_MODEL_KEY=" AGENT_PLACEHOLDER_KEY) == 0,
+	    "  and its environment holds the placeholder only");
+	agent_setup_clear(&s);
+	s.base = "http://127.0.0.1:9";
+	s.run_dir = "/run/spur";
+	agent_find("opencode")->setup(&s);
+	ok(s.place == AGENT_FILE_RUN && strcmp(s.env[0], "OPENCODE_CONFIG=/run/spur/opencode.json") == 0,
+	    "opencode: its config beside the sockets, read-only");
+	agent_setup_clear(&s);
+	s.base = "http://127.0.0.1:9";
+	agent_find("claude")->setup(&s);
+	ok(s.place == AGENT_FILE_NONE && strcmp(s.env[0], "ANTHROPIC_BASE_URL=http://127.0.0.1:9") == 0,
+	    "claude: the gateway through its environment");
+	agent_setup_clear(&s);
+}
+
 int
 main(void)
 {
@@ -462,5 +503,6 @@ main(void)
 	test_command();
 	test_hostile();
 	test_transcript();
+	test_table();
 	return tap_done();
 }

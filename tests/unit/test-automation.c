@@ -1,5 +1,6 @@
 /* test-automation.c: the automation loader against broken fixtures, and the matcher against a table of events. */
 #include "spur.h"
+#include "agent.h"
 #include "automation.h"
 #include "conf.h"
 #include "event.h"
@@ -330,7 +331,7 @@ test_defs(void)
 	}
 	a = automation_find(set, "demo", "fix-on-comment");
 	if (ok(a != NULL, "defaults: found")) {
-		is_int(a->agent, AGENT_CLAUDE, "agent");
+		is_str(agent_name(a->agent), "claude", "agent");
 		is_int(a->proof, PROOF_PULL_REQUEST, "proof");
 		is_int(a->conc_key, CONC_THREAD, "concurrency key default");
 		is_int(a->on_busy, BUSY_QUEUE, "on_busy default");
@@ -428,7 +429,7 @@ test_json(void)
 		is_str(s2, s1, "round trip");
 		free(s2);
 		json_decref(j2);
-		is_int(back->agent, AGENT_COMMAND, "agent back");
+		is_str(agent_name(back->agent), "command", "agent back");
 		is_str(back->command[1], "--fast", "argv back");
 		ok(back->command[2] == NULL, "argv terminated");
 		is_int(back->on_busy, BUSY_CANCEL_RUNNING, "on_busy back");

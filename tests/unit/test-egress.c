@@ -1,5 +1,6 @@
 /* test-egress.c: the proxy's allow list, the addresses it refuses, HTTP request heads, the gateway's targets, and what it hears the model API say. */
 #include "spur.h"
+#include "agent.h"
 #include "egress.h"
 #include "tap.h"
 
@@ -65,7 +66,7 @@ ask(struct event_base *base, int port, int status)
 	req = evhttp_request_new(answer_cb, &a);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Host", "127.0.0.1");
 	evhttp_add_header(evhttp_request_get_output_headers(req), "x-api-key",
-	    EGRESS_PLACEHOLDER_KEY);
+	    AGENT_PLACEHOLDER_KEY);
 	evbuffer_add_printf(evhttp_request_get_output_buffer(req), "{}");
 	/* A path the gateway forwards (it answers others 404 itself). */
 	snprintf(uri, sizeof uri, "/v1/messages?status=%d", status);
