@@ -22,6 +22,7 @@ struct cmd {
 
 int	cmd_serve(const struct cmd *, int, char **);
 int	cmd_check(const struct cmd *, int, char **);
+int	cmd_reload(const struct cmd *, int, char **);
 int	cmd_fire(const struct cmd *, int, char **);
 int	cmd_runs(const struct cmd *, int, char **);
 int	cmd_show(const struct cmd *, int, char **);

@@ -362,6 +362,12 @@ metrics_render(struct metrics *m, struct engine *e)
 	metrics_render_hists(&b, d);
 	metrics_reports_pending(&b, e);
 	node_metrics(e->node, &b);
+	buf_addf(&b, "# HELP spur_config_reload_success Whether the last reload of the config "
+	    "took (1; also after the start) or was refused (0).\n"
+	    "# TYPE spur_config_reload_success gauge\nspur_config_reload_success %d\n"
+	    "# HELP spur_config_reload_timestamp_seconds When the config was last loaded, or "
+	    "a reload tried.\n# TYPE spur_config_reload_timestamp_seconds gauge\n"
+	    "spur_config_reload_timestamp_seconds %.3f\n", e->reload_ok, e->reload_at / 1000.0);
 	buf_addf(&b, "# TYPE spur_uptime_seconds gauge\nspur_uptime_seconds %lld\n",
 	    (long long)((now_ms() - d->started) / 1000));
 	return buf_take(&b);

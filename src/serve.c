@@ -12,6 +12,7 @@
 #include "outbox.h"
 #include "people.h"
 #include "node.h"
+#include "notify.h"
 #include "store.h"
 #include "ytree.h"
 
@@ -128,6 +129,9 @@ serve_stop_cb(evutil_socket_t sig, short what, void *arg)
 		log_warn("event=serve.stop_again signal=%d", (int)sig);
 		return;
 	}
+	/* /healthz says so from now on: a balancer stops sending here. */
+	e->draining = 1;
+	notify_send("STOPPING=1");
 	/*
 	 * A fenced node (node.c) stops at once: the others take its runs, which
 	 * must not run on here meanwhile, for limits.drain.
@@ -179,6 +183,53 @@ serve_tell_errs(const struct yerrs *errs, const char *event)
 	}
 }
 
+/*
+ * What the last reload came to, for `spur reload` (which waits for this file
+ * to change after its SIGHUP) and /metrics: its time, ok or refused, and why.
+ */
+static void
+serve_reload_record(struct engine *e, const struct yerrs *errs, const struct config *conf)
+{
+	char	*path = path_join(e->conf->data_dir, SERVE_RELOAD_STATUS), *tmp;
+	FILE	*f;
+	size_t	 i;
+
+	e->reload_at = now_ms();
+	e->reload_ok = errs == NULL;
+	tmp = xprintf("%s.tmp", path);
+	if ((f = fopen(tmp, "we")) == NULL) {
+		log_warn("event=reload.status_failed path=%s error=%s", log_q(tmp),
+		    log_q(strerror(errno)));
+		goto out;
+	}
+	if (errs == NULL)
+		fprintf(f, "%lld ok automations=%zu orgs=%zu\n", (long long)e->reload_at,
+		    automation_count(e->automations), conf->norgs);
+	else {
+		fprintf(f, "%lld refused errors=%zu\n", (long long)e->reload_at, errs->nerrors);
+		for (i = 0; i < errs->n; i++)
+			if (!errs->warning[i])
+				fprintf(f, "%s\n", errs->msgs[i]);
+	}
+	if (fclose(f) != 0 || rename(tmp, path) != 0)
+		log_warn("event=reload.status_failed path=%s error=%s", log_q(path),
+		    log_q(strerror(errno)));
+out:
+	free(tmp);
+	free(path);
+}
+
+/* What `systemctl status` shows of a running engine. */
+static char *
+serve_status(void *arg)
+{
+	struct engine	*e = arg;
+
+	return xprintf("%s%d running, %lld queued", e->draining ? "draining: " : "",
+	    e->dispatch != NULL ? dispatch_running(e->dispatch) : 0,
+	    store_count_runs(e->store, RUN_QUEUED));
+}
+
 /* Re-reads config and automations; an invalid set is refused whole and the old one stays. */
 static void
 serve_reload(struct engine *e)
@@ -188,11 +239,14 @@ serve_reload(struct engine *e)
 	struct automation_set	*set = NULL, *oldset;
 
 	log_info("event=reload.start config=%s", log_q(e->config_path));
+	notify_send("RELOADING=1");
 	yerrs_init(&errs);
 	if (cmd_load_errs(e->config_path, 0, &conf, &set, &errs) != 0) {
 		serve_tell_errs(&errs, "reload.error");
 		log_error("event=reload.refused errors=%zu kept=old", errs.nerrors);
+		serve_reload_record(e, &errs, NULL);
 		yerrs_free(&errs);
+		notify_send("READY=1");
 		return;
 	}
 	serve_tell_errs(&errs, "reload.error");
@@ -228,6 +282,8 @@ serve_reload(struct engine *e)
 	config_free(oldconf);
 	log_info("event=reload.done automations=%zu orgs=%zu", automation_count(set),
 	    conf->norgs);
+	serve_reload_record(e, NULL, conf);
+	notify_send("READY=1");
 	server_reload(e->server);
 	if (e->node != NULL)
 		node_reload(e->node);
@@ -393,6 +449,9 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 		return EXIT_FAILED;
 	}
 	log_set_json(e.conf->log_json);
+	notify_open();
+	e.reload_ok = 1;
+	e.reload_at = now_ms();
 	signal(SIGPIPE, SIG_IGN);
 	serve_raise_nofile();
 	if (e.conf->sandbox.backend == SANDBOX_BWRAP &&
@@ -452,8 +511,10 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	    "orgs=%zu port=%d", PACKAGE_VERSION, log_q(e.config_path),
 	    log_q(e.conf->data_dir), automation_count(e.automations), e.conf->norgs,
 	    server_port(e.server));
+	notify_ready(e.base, serve_status, &e);
 	dispatch_kick(e.dispatch);
 	event_base_dispatch(e.base);
+	notify_close();
 	ingest_flush(e.ingest);
 	serve_pidfile(&e, 1);
 	event_free(sigterm);

@@ -39,7 +39,13 @@ struct engine {
 	struct node		*node;		/* this engine among several (node.c) */
 	char			*config_path;
 	int			 stopping;
+	int			 draining;	/* a stop signal came: /healthz answers 503 */
+	int			 reload_ok;	/* the last reload (or the start) took */
+	int64_t			 reload_at;	/* ms: when */
 };
+
+/* In data_dir: what the last reload came to (serve.c writes it, `spur reload` reads it). */
+#define SERVE_RELOAD_STATUS	"reload.status"
 
 /* Any thread: references to the current config and automations (release both). */
 struct config	*serve_config_ref(struct engine *, struct automation_set **);

@@ -93,7 +93,7 @@ struct server {
 };
 
 enum hookreq_kind {
-	HOOKREQ_HOOK, HOOKREQ_HEALTHZ, HOOKREQ_METRICS,
+	HOOKREQ_HOOK, HOOKREQ_HEALTHZ, HOOKREQ_LIVEZ, HOOKREQ_METRICS,
 	HOOKREQ_API,		/* /o/{org}/..., not a hook: api.c */
 	HOOKREQ_CONSOLE,	/* the console's pages and sign-in: console.c */
 	HOOKREQ_PERSON,		/* a hook whose actor must be looked up first: people.c */
@@ -495,6 +495,10 @@ server_ask_cb(evutil_socket_t fd, short what, void *arg)
 		else if (hr->kind == HOOKREQ_METRICS)
 			hookreq_answer(hr, 200, "text/plain; version=0.0.4",
 			    metrics_render(e->metrics, e));
+		else if (hr->kind == HOOKREQ_LIVEZ)
+			hookreq_answer(hr, 200, "text/plain", xstrdup("ok\n"));	/* the loop turns */
+		else if (e->draining)
+			hookreq_answer(hr, 503, "text/plain", xstrdup("draining\n"));
 		else if (store_writable(e->store) != 0)
 			hookreq_answer(hr, 503, "text/plain", xstrdup("store unavailable\n"));
 		else if (e->conf->sandbox.backend == SANDBOX_BWRAP &&
@@ -918,6 +922,36 @@ server_framing_bad(struct evhttp_request *req)
 	return NULL;
 }
 
+/*
+ * The probes and /metrics, answered on the loop: /livez while the loop turns,
+ * /readyz (and /healthz, its older name) while this node should be sent work.
+ */
+struct server_probe {
+	const char		*path;
+	const char		*route;		/* its name in /metrics */
+	enum hookreq_kind	 kind;
+};
+
+static const struct server_probe server_probes[] = {
+	{ "/healthz", "healthz", HOOKREQ_HEALTHZ },
+	{ "/readyz", "readyz", HOOKREQ_HEALTHZ },
+	{ "/livez", "livez", HOOKREQ_LIVEZ },
+	{ "/metrics", "metrics", HOOKREQ_METRICS },
+};
+
+static const struct server_probe *
+server_probe(const char *uri, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < SPUR_ARRLEN(server_probes); i++) {
+		if (strlen(server_probes[i].path) == n &&
+		    strncmp(uri, server_probes[i].path, n) == 0)
+			return &server_probes[i];
+	}
+	return NULL;
+}
+
 static void
 server_request_cb(struct evhttp_request *req, void *arg)
 {
@@ -927,6 +961,7 @@ server_request_cb(struct evhttp_request *req, void *arg)
 	char		 org[128], hook[128];
 	size_t		 n = strcspn(uri, "?");
 	int		 get = evhttp_request_get_command(req) == EVHTTP_REQ_GET;
+	const struct server_probe *probe;
 	const char	*why;
 	char		*peer;
 
@@ -949,14 +984,12 @@ server_request_cb(struct evhttp_request *req, void *arg)
 		    "{\"error\":\"bad_request\",\"detail\":\"ambiguous message length\"}");
 		return;
 	}
-	if (n == 8 && (strncmp(uri, "/healthz", 8) == 0 || strncmp(uri, "/metrics", 8) == 0)) {
-		const char *route = uri[1] == 'h' ? "healthz" : "metrics";
+	if ((probe = server_probe(uri, n)) != NULL) {
 		if (!get) {
 			evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET");
-			server_reply(srv, req, route, 405, NULL, NULL);
+			server_reply(srv, req, probe->route, 405, NULL, NULL);
 		} else
-			server_ask(f, req, uri[1] == 'h' ? HOOKREQ_HEALTHZ : HOOKREQ_METRICS,
-			    route);
+			server_ask(f, req, probe->kind, probe->route);
 		return;
 	}
 	if (server_hook_path(uri, org, sizeof org, hook, sizeof hook) == 0) {

@@ -20,6 +20,12 @@ static const struct cmd cmds[] = {
 	  "config and automations (an invalid set is refused and the old one kept);\n"
 	  "SIGTERM or SIGINT stops accepting, finishes in-flight requests and exits 0.",
 	  cmd_serve },
+	{ "reload", "[-c FILE] [--timeout DURATION]",
+	  "Reloads the running engine's config and automations, and says whether it\n"
+	  "took them: checks the config as the engine will load it (a refused one is\n"
+	  "never sent), signals the engine of data_dir (SIGHUP), waits for its verdict\n"
+	  "(60 s by default) and exits 1 with the reasons when it refused them.",
+	  cmd_reload },
 	{ "check", "[-c FILE] [--offline]",
 	  "Validates the config and every automation; prints one\n"
 	  "FILE:LINE:COL: error: MESSAGE line per problem and exits 1 if there is any.\n"

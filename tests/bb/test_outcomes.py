@@ -221,7 +221,17 @@ try:
         dr = fire(s, "/drain please", number=40)
         wait(s, dr, states=("running",))
         s.proc.send_signal(signal.SIGTERM)
-        time.sleep(0.3)
+        # The signal is taken once /healthz says so: a balancer stops sending here.
+        draining = None
+        for _ in range(200):
+            draining = s.request("GET", "/healthz")
+            if draining[0] == 503:
+                break
+            time.sleep(0.05)
+        t.ok(draining[0] == 503 and draining[2] == b"draining\n",
+             "while it drains, /healthz and /readyz answer 503 draining", draining)
+        t.eq(s.request("GET", "/readyz")[:3:2], (503, b"draining\n"), "  /readyz too")
+        t.eq(s.request("GET", "/livez")[:3:2], (200, b"ok\n"), "  /livez still 200: it is alive")
         late = fire(s, "/ok while draining", number=41)
         t.ok(run(s, late)["state"] == "queued", "a webhook during the drain is taken; its run waits queued")
         rc = s.proc.wait(30)
