@@ -183,8 +183,7 @@ budget_words(uint64_t tokens, double usd, char *out, size_t len)
 	snprintf(out, len, "%s tokens, %s", t, d);
 }
 
-/* The first UTC day of today's ("YYYY-MM-DD") and of this month's spending. */
-static void
+void
 budget_days(char today[16], char month[16])
 {
 	time_t		 now = time(NULL);

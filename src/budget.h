@@ -49,6 +49,8 @@ struct budget_limits {
 char		*budget_spent(struct store *, const char *org, const struct budget_limits *,
 		     uint64_t tokens, double usd);
 /* The same for a run about to start: only the org's budgets. */
+/* The first UTC day of today's ("YYYY-MM-DD") and of this month's spending. */
+void		 budget_days(char today[16], char month[16]);
 char		*budget_org_spent(struct store *, const char *org, const struct budget_limits *);
 /* "1.2M tokens, $3.40" (no cost when usd is 0 and tokens are unpriced). */
 void		 budget_words(uint64_t tokens, double usd, char *out, size_t len);

@@ -1,5 +1,7 @@
 /* metrics.c: counters kept in memory and rendered in the Prometheus text format. */
 #include "spur.h"
+#include "budget.h"
+#include "conf.h"
 #include "dispatch.h"
 #include "node.h"
 #include "ingest.h"
@@ -7,7 +9,10 @@
 #include "serve.h"
 #include "store.h"
 
+#include <sys/resource.h>
+#include <dirent.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,9 +31,12 @@ struct counter {
 };
 
 /* Upper bounds of the histograms' buckets, in seconds (then +Inf). */
-static const double metrics_bounds[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+static const double metrics_fast[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 	0.5, 1, 2.5, 5, 10, 30, 60, 300 };
-#define METRICS_NBOUNDS	(sizeof metrics_bounds / sizeof metrics_bounds[0])
+static const double metrics_runs[] = { 1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600,
+	7200, 14400 };
+#define METRICS_NBOUNDS	(sizeof metrics_fast / sizeof metrics_fast[0])	/* the most */
+_Static_assert(SPUR_ARRLEN(metrics_runs) <= METRICS_NBOUNDS, "a histogram's buckets");
 
 struct hist {
 	long long	 buckets[METRICS_NBOUNDS];	/* not cumulative: rendered so */
@@ -36,11 +44,36 @@ struct hist {
 	double		 sum;
 };
 
-static const char *const metrics_hist_names[METRICS_NHIST][2] = {
+static const struct {
+	const char	*name;
+	const char	*help;
+	const double	*bounds;
+	size_t		 nbounds;
+} metrics_hists[METRICS_NHIST] = {
 	{ "spur_store_commit_seconds", "How long the writer's commits of a batch of deliveries "
-	    "(and the outbox's marks) take, payload log sync included." },
+	    "(and the outbox's marks) take, payload log sync included.", metrics_fast,
+	    SPUR_ARRLEN(metrics_fast) },
 	{ "spur_schedule_lag_seconds", "How late a schedule's fire went to ingest after its "
-	    "time (catch-up fires after a stop included)." },
+	    "time (catch-up fires after a stop included).", metrics_fast,
+	    SPUR_ARRLEN(metrics_fast) },
+	{ "spur_run_duration_seconds", "How long the runs this node ran took, from their start "
+	    "to their end.", metrics_runs, SPUR_ARRLEN(metrics_runs) },
+};
+
+/*
+ * Every counter, with its help: each is shown from the start at 0 (an alert's
+ * increase() needs a series before the first count). Those counted by
+ * destination and kind are seeded by their owner (outbox.c).
+ */
+static const char *const metrics_counters[][2] = {
+	{ "events", "Deliveries stored (each once, whatever matched)." },
+	{ "sandbox_start_failures", "Runs whose sandbox could not start." },
+	{ "reports_sent", "Reports sent, by destination (the thread's system) and kind." },
+	{ "reports_retried", "Report attempts that failed and will be tried again." },
+	{ "reports_given_up", "Reports given up after their last attempt." },
+	{ "http_busy_refusals", "Requests refused 503 for limits.buffered." },
+	{ "http_request_timeouts", "Connections closed by limits.request." },
+	{ "http_accept_pauses", "Times a front paused accepting (out of descriptors)." },
 };
 
 struct metrics_data {
@@ -49,8 +82,6 @@ struct metrics_data {
 	struct hist	 hists[METRICS_NHIST];
 	struct series	 requests[METRICS_MAX_SERIES];
 	size_t		 nrequests;
-	double		 run_seconds_sum;
-	long long	 run_seconds_count;
 	int64_t		 started;
 };
 
@@ -70,7 +101,11 @@ metrics_create(void)
 	pthread_mutex_init(&m->mu, NULL);
 	m->d.started = now_ms();
 	/* Shown from the start, 0 until counted: an alert's expression finds its series. */
+	metrics_count(m, "events", 0);
 	metrics_count(m, "sandbox_start_failures", 0);
+	metrics_count(m, "http_busy_refusals", 0);
+	metrics_count(m, "http_request_timeouts", 0);
+	metrics_count(m, "http_accept_pauses", 0);
 	return m;
 }
 
@@ -151,13 +186,24 @@ metrics_observe(struct metrics *m, enum metrics_hist h, double seconds)
 		seconds = 0;
 	pthread_mutex_lock(&m->mu);
 	x = &m->d.hists[h];
-	for (i = 0; i < METRICS_NBOUNDS && seconds > metrics_bounds[i]; i++)
+	for (i = 0; i < metrics_hists[h].nbounds && seconds > metrics_hists[h].bounds[i]; i++)
 		;
-	if (i < METRICS_NBOUNDS)
+	if (i < metrics_hists[h].nbounds)
 		x->buckets[i]++;
 	x->count++;
 	x->sum += seconds;
 	pthread_mutex_unlock(&m->mu);
+}
+
+static const char *
+metrics_counter_help(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < SPUR_ARRLEN(metrics_counters); i++)
+		if (strcmp(metrics_counters[i][0], name) == 0)
+			return metrics_counters[i][1];
+	return "A count.";
 }
 
 /* Labelled counters, grouped by name (one HELP/TYPE each), in the order first counted. */
@@ -172,7 +218,9 @@ metrics_render_counters(struct buf *b, const struct metrics_data *d)
 			seen = strcmp(d->counters[j].name, d->counters[i].name) == 0;
 		if (seen)
 			continue;
-		buf_addf(b, "# TYPE spur_%s_total counter\n", d->counters[i].name);
+		buf_addf(b, "# HELP spur_%s_total %s\n# TYPE spur_%s_total counter\n",
+		    d->counters[i].name, metrics_counter_help(d->counters[i].name),
+		    d->counters[i].name);
 		for (j = i; j < d->ncounters; j++)
 			if (strcmp(d->counters[j].name, d->counters[i].name) == 0)
 				buf_addf(b, "spur_%s_total%s%s%s %lld\n", d->counters[j].name,
@@ -186,21 +234,22 @@ static void
 metrics_render_hists(struct buf *b, const struct metrics_data *d)
 {
 	const struct hist	*x;
+	const char		*name;
 	long long		 cum;
 	size_t			 h, i;
 
 	for (h = 0; h < METRICS_NHIST; h++) {
 		x = &d->hists[h];
-		buf_addf(b, "# HELP %s %s\n# TYPE %s histogram\n", metrics_hist_names[h][0],
-		    metrics_hist_names[h][1], metrics_hist_names[h][0]);
-		for (cum = 0, i = 0; i < METRICS_NBOUNDS; i++) {
+		name = metrics_hists[h].name;
+		buf_addf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, metrics_hists[h].help,
+		    name);
+		for (cum = 0, i = 0; i < metrics_hists[h].nbounds; i++) {
 			cum += x->buckets[i];
-			buf_addf(b, "%s_bucket{le=\"%g\"} %lld\n", metrics_hist_names[h][0],
-			    metrics_bounds[i], cum);
+			buf_addf(b, "%s_bucket{le=\"%g\"} %lld\n", name, metrics_hists[h].bounds[i],
+			    cum);
 		}
-		buf_addf(b, "%s_bucket{le=\"+Inf\"} %lld\n%s_sum %.6f\n%s_count %lld\n",
-		    metrics_hist_names[h][0], x->count, metrics_hist_names[h][0], x->sum,
-		    metrics_hist_names[h][0], x->count);
+		buf_addf(b, "%s_bucket{le=\"+Inf\"} %lld\n%s_sum %.6f\n%s_count %lld\n", name,
+		    x->count, name, x->sum, name, x->count);
 	}
 }
 
@@ -235,10 +284,7 @@ metrics_reports_pending(struct buf *b, struct engine *e)
 void
 metrics_run_duration(struct metrics *m, double seconds)
 {
-	pthread_mutex_lock(&m->mu);
-	m->d.run_seconds_sum += seconds;
-	m->d.run_seconds_count++;
-	pthread_mutex_unlock(&m->mu);
+	metrics_observe(m, METRICS_HIST_RUN, seconds);
 }
 
 /* A label value: backslash, quote and newline escaped (a model name is the API's text). */
@@ -307,6 +353,98 @@ metrics_usage(struct buf *b, struct engine *e)
 	json_decref(rows);
 }
 
+/*
+ * The process, as Prometheus's client libraries name it: resident and
+ * virtual memory, CPU, descriptors and their limit, the start time.
+ */
+static void
+metrics_process(struct buf *b, int64_t started_ms)
+{
+	struct rusage	 ru;
+	struct rlimit	 rl;
+	struct dirent	*de;
+	DIR		*dir;
+	FILE		*f;
+	char		 line[256];
+	long long	 rss = 0, vsz = 0, fds = 0;
+
+	if ((f = fopen("/proc/self/status", "re")) != NULL) {
+		while (fgets(line, sizeof line, f) != NULL) {
+			if (strncmp(line, "VmRSS:", 6) == 0)
+				rss = strtoll(line + 6, NULL, 10) * 1024;
+			else if (strncmp(line, "VmSize:", 7) == 0)
+				vsz = strtoll(line + 7, NULL, 10) * 1024;
+		}
+		fclose(f);
+	}
+	if ((dir = opendir("/proc/self/fd")) != NULL) {
+		while ((de = readdir(dir)) != NULL)
+			fds += de->d_name[0] != '.';
+		closedir(dir);
+		fds--;	/* the directory's own */
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		rl.rlim_cur = 0;
+	buf_addf(b, "# HELP process_cpu_seconds_total User and system CPU time spent.\n"
+	    "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.3f\n"
+	    "# HELP process_resident_memory_bytes Resident memory size.\n"
+	    "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %lld\n"
+	    "# HELP process_virtual_memory_bytes Virtual memory size.\n"
+	    "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %lld\n"
+	    "# HELP process_open_fds Open file descriptors.\n"
+	    "# TYPE process_open_fds gauge\nprocess_open_fds %lld\n"
+	    "# HELP process_max_fds The limit of open file descriptors.\n"
+	    "# TYPE process_max_fds gauge\nprocess_max_fds %llu\n"
+	    "# HELP process_start_time_seconds Start time since the epoch.\n"
+	    "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.3f\n",
+	    ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec +
+	    ru.ru_stime.tv_usec) / 1e6, rss, vsz, fds, (unsigned long long)rl.rlim_cur,
+	    started_ms / 1000.0);
+	buf_addf(b, "# HELP spur_build_info The running build: its version and commit.\n"
+	    "# TYPE spur_build_info gauge\nspur_build_info{version=\"%s\",commit=\"%s\"} 1\n",
+	    PACKAGE_VERSION, SPUR_COMMIT);
+}
+
+/* Each org's spend today and this month (UTC, every node's runs), and its budgets. */
+static void
+metrics_budgets(struct buf *b, struct engine *e)
+{
+	const struct org	*o;
+	char			 today[16], month[16];
+	size_t			 i;
+
+	budget_days(today, month);
+	buf_adds(b, "# HELP spur_org_spend_usd What an org's model requests cost, by period "
+	    "(day: today, month: this month, UTC).\n# TYPE spur_org_spend_usd gauge\n");
+	for (i = 0; i < e->conf->norgs; i++) {
+		o = &e->conf->orgs[i];
+		buf_adds(b, "spur_org_spend_usd{org=\"");
+		metrics_label(b, o->name);
+		buf_addf(b, "\",period=\"day\"} %.6f\n", store_usage_org_usd(e->store, o->name,
+		    today));
+		buf_adds(b, "spur_org_spend_usd{org=\"");
+		metrics_label(b, o->name);
+		buf_addf(b, "\",period=\"month\"} %.6f\n", store_usage_org_usd(e->store,
+		    o->name, month));
+	}
+	buf_adds(b, "# HELP spur_org_budget_usd An org's budget by period (orgs.NAME.budget), "
+	    "where it has one.\n# TYPE spur_org_budget_usd gauge\n");
+	for (i = 0; i < e->conf->norgs; i++) {
+		o = &e->conf->orgs[i];
+		if (o->budget_usd_per_day > 0) {
+			buf_adds(b, "spur_org_budget_usd{org=\"");
+			metrics_label(b, o->name);
+			buf_addf(b, "\",period=\"day\"} %.6f\n", o->budget_usd_per_day);
+		}
+		if (o->budget_usd_per_month > 0) {
+			buf_adds(b, "spur_org_budget_usd{org=\"");
+			metrics_label(b, o->name);
+			buf_addf(b, "\",period=\"month\"} %.6f\n", o->budget_usd_per_month);
+		}
+	}
+}
+
 char *
 metrics_render(struct metrics *m, struct engine *e)
 {
@@ -326,12 +464,6 @@ metrics_render(struct metrics *m, struct engine *e)
 		buf_addf(&b, "spur_http_requests_total{route=\"%s\",status=\"%d\"} %lld\n",
 		    d->requests[i].route, d->requests[i].status, d->requests[i].count);
 	}
-	/* Shown from the start, 0 until the first one is stored. */
-	for (i = 0; i < d->ncounters; i++)
-		if (strcmp(d->counters[i].name, "events") == 0)
-			break;
-	if (i == d->ncounters)
-		buf_adds(&b, "# TYPE spur_events_total counter\nspur_events_total 0\n");
 	buf_adds(&b, "# HELP spur_runs Runs in the store by state.\n# TYPE spur_runs gauge\n");
 	for (s = 0; s < RUN_NSTATES; s++) {
 		buf_addf(&b, "spur_runs{state=\"%s\"} %lld\n", run_state_name(s),
@@ -350,10 +482,6 @@ metrics_render(struct metrics *m, struct engine *e)
 	buf_addf(&b, "# HELP spur_runs_running Runs this node is running.\n"
 	    "# TYPE spur_runs_running gauge\nspur_runs_running %d\n",
 	    e->dispatch != NULL ? dispatch_running(e->dispatch) : 0);
-	buf_addf(&b, "# HELP spur_run_duration_seconds Run durations.\n"
-	    "# TYPE spur_run_duration_seconds summary\n"
-	    "spur_run_duration_seconds_sum %.3f\nspur_run_duration_seconds_count %lld\n",
-	    d->run_seconds_sum, d->run_seconds_count);
 	buf_addf(&b, "# HELP spur_http_buffered_bytes Bytes of the requests being read "
 	    "(limits.buffered bounds them).\n# TYPE spur_http_buffered_bytes gauge\n"
 	    "spur_http_buffered_bytes %lld\n", e->budget != NULL ? reqbudget_used(e->budget) : 0);
@@ -368,7 +496,10 @@ metrics_render(struct metrics *m, struct engine *e)
 	    "# HELP spur_config_reload_timestamp_seconds When the config was last loaded, or "
 	    "a reload tried.\n# TYPE spur_config_reload_timestamp_seconds gauge\n"
 	    "spur_config_reload_timestamp_seconds %.3f\n", e->reload_ok, e->reload_at / 1000.0);
-	buf_addf(&b, "# TYPE spur_uptime_seconds gauge\nspur_uptime_seconds %lld\n",
+	metrics_budgets(&b, e);
+	metrics_process(&b, d->started);
+	buf_addf(&b, "# HELP spur_uptime_seconds Seconds since the engine started.\n"
+	    "# TYPE spur_uptime_seconds gauge\nspur_uptime_seconds %lld\n",
 	    (long long)((now_ms() - d->started) / 1000));
 	return buf_take(&b);
 }

@@ -74,7 +74,8 @@ void		 metrics_run_duration(struct metrics *, double seconds);
 void		 metrics_count_labels(struct metrics *, const char *name, const char *labels,
 		     long long);
 /* One observation of a histogram (METRICS_HIST_*), in seconds. Any thread. */
-enum metrics_hist { METRICS_HIST_STORE_COMMIT, METRICS_HIST_SCHEDULE_LAG, METRICS_NHIST };
+enum metrics_hist { METRICS_HIST_STORE_COMMIT, METRICS_HIST_SCHEDULE_LAG, METRICS_HIST_RUN,
+	METRICS_NHIST };
 void		 metrics_observe(struct metrics *, enum metrics_hist, double seconds);
 char		*metrics_render(struct metrics *, struct engine *);
 

@@ -209,7 +209,7 @@ cmd_version(const struct cmd *c, int argc, char **argv)
 		cmd_usage(c, 1);
 		return EXIT_USAGE;
 	}
-	printf("spur %s\n", PACKAGE_VERSION);
+	printf("spur %s (commit %s)\n", PACKAGE_VERSION, SPUR_COMMIT);
 	return EXIT_OK;
 }
 

@@ -1,6 +1,7 @@
 """The command line: help, version, usage errors, exit codes (SPEC section 2)."""
 import json
 import os
+import re
 import pty
 import select
 import subprocess
@@ -32,7 +33,8 @@ t.eq(rc, 2, "an unknown command exits 2")
 t.contains(err, 'unknown command "frobnicate"', "and names it")
 
 rc, out, err = run("version")
-t.ok(rc == 0 and out.startswith("spur "), "spur version prints the version", out)
+t.ok(rc == 0 and re.match(r"^spur \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown)\)\n$", out),
+     "spur version prints the version and the commit built", out)
 rc2, out2, _ = run("--version")
 t.eq(out2, out, "--version prints the same")
 

@@ -26,9 +26,12 @@ SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{((?:[a-zA-Z_][a-zA-Z0-9_]*="
 
 
 def parse(text):
-    """{(name, labels tuple): value}, and the problems: a sample without its TYPE, a bad line."""
-    types, samples, bad = {}, {}, []
+    """{(name, labels tuple): value}, and the problems: a sample without its HELP or TYPE, a bad line."""
+    types, samples, bad, helps = {}, {}, [], set()
     for line in text.splitlines():
+        if line.startswith("# HELP "):
+            helps.add(line.split(" ", 3)[2])
+            continue
         if line.startswith("# TYPE "):
             _, _, name, kind = line.split(" ", 3)
             if name in types:
@@ -45,6 +48,8 @@ def parse(text):
         base = re.sub(r"_(bucket|sum|count)$", "", name) if name not in types else name
         if name not in types and base not in types:
             bad.append("no TYPE before: " + line)
+        if name not in helps and base not in helps:
+            bad.append("no HELP before: " + line)
         labels = tuple(sorted(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"', m.group(3) or "")))
         if (name, labels) in samples:
             bad.append("sample twice: " + line)
@@ -83,6 +88,23 @@ try:
         types, samples, bad = scrape(s)
         t.eq(bad, [], "a fresh engine's /metrics is well-formed Prometheus text")
         t.eq(value(samples, "spur_sandbox_start_failures_total"), 0.0, "sandbox start failures: 0 from the start")
+        zero = ["spur_events_total", "spur_http_busy_refusals_total", "spur_http_request_timeouts_total",
+                "spur_http_accept_pauses_total"]
+        t.eq([n for n in zero if value(samples, n) != 0.0], [], "every unlabelled counter is there from the start, at 0")
+        t.ok(value(samples, "process_resident_memory_bytes") > 1e6 and value(samples, "process_open_fds") > 3 and
+             value(samples, "process_max_fds") >= value(samples, "process_open_fds") and
+             value(samples, "process_cpu_seconds_total") > 0 and
+             abs(value(samples, "process_start_time_seconds") - time.time()) < 600,
+             "process_*: resident memory, descriptors and their limit, CPU, start time",
+             [(k, v) for k, v in samples.items() if k[0].startswith("process_")])
+        bi = [k for k in samples if k[0] == "spur_build_info"]
+        t.ok(len(bi) == 1 and re.match(r"^([0-9a-f]{12}|unknown)$", dict(bi[0][1]).get("commit", "")) and
+             dict(bi[0][1]).get("version"), "spur_build_info{version, commit}", bi)
+        t.eq((types.get("spur_run_duration_seconds"), value(samples, "spur_run_duration_seconds_count")),
+             ("histogram", 0.0), "run durations are a histogram, empty before the first run")
+        t.eq((value(samples, "spur_org_spend_usd", org="acme", period="day"),
+              value(samples, "spur_org_spend_usd", org="acme", period="month")), (0.0, 0.0),
+             "an org's spend today and this month, 0 before any model request")
         t.eq(value(samples, "spur_outbox_oldest_pending_seconds"), 0.0, "no report pending: the oldest is 0")
 
         # A report GitHub answers 500 once: retried, then sent; the reaction sent at once.
@@ -117,6 +139,10 @@ try:
              all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])),
              "its buckets are cumulative and +Inf is the count (%s commits)" % cnt, buckets)
         t.eq(types.get("spur_schedule_lag_seconds"), "histogram", "the schedule lag histogram is there")
+        runs = sorted((float(dict(k[1])["le"]) if dict(k[1])["le"] != "+Inf" else float("inf"), v)
+                      for k, v in samples.items() if k[0] == "spur_run_duration_seconds_bucket")
+        t.ok(value(samples, "spur_run_duration_seconds_count") >= 2 and runs[-1][1] >= 2 and
+             runs[0][0] == 1.0 and runs[-2][0] >= 3600, "the runs' durations in buckets from 1 s to hours", runs)
         t.ok(value(samples, "spur_http_requests_total", route="github", status="200") >= 1 and
              value(samples, "spur_http_requests_total", route="slack", status="200") >= 1,
              "webhook answers by source and status")

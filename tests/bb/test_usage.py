@@ -279,6 +279,13 @@ with Spur(with_plan(fake, P4), orgs=ORGS % {"budget": BUDGET}, automations={"u.y
     t.eq(len(fake.requests), 3, "org day: it made no request")
     t.ok(not os.path.exists(os.path.join(s.data_dir, "runs", run2, "output.log")),
          "org day: and has no agent output")
+    m = s.request("GET", "/metrics")[2].decode()
+    t.ok('spur_org_spend_usd{org="acme",period="day"} 0.022500' in m and
+         'spur_org_spend_usd{org="acme",period="month"} 0.022500' in m and
+         'spur_org_budget_usd{org="acme",period="day"} 0.020000' in m and
+         'spur_org_budget_usd{org="acme",period="month"}' not in m,
+         "org day: /metrics has its spend today and this month, and its daily budget (no monthly one)",
+         [l for l in m.splitlines() if "spur_org_" in l])
 fake.stop()
 
 # 5. Concurrent runs of one org: no more overspent than the requests in flight.
