@@ -9,8 +9,10 @@
 #include "repo.h"
 #include "schedule.h"
 #include "cron.h"
+#include "ytree.h"
 #include "source.h"
 
+#include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,18 +22,82 @@
 #define FIRE_MAX_HEADERS	64
 #define FIRE_MAX_BODY		(25 << 20)
 
+/*
+ * One problem as JSON: {file, line, col, message}, read back from the loader's
+ * "FILE:LINE:COL: error: MESSAGE" (the first ": error: " or ": warning: " after
+ * a ":LINE:COL"; a file name holding that is no file anyone makes).
+ */
+static json_t *
+check_problem(const char *msg, int warning)
+{
+	const char	*tag = warning ? ": warning: " : ": error: ", *at, *p;
+	char		*file;
+	long		 line, col;
+	json_t		*j;
+
+	for (at = strstr(msg, tag); at != NULL; at = strstr(at + 1, tag)) {
+		for (p = at; p > msg && isdigit((unsigned char)p[-1]); p--)
+			;
+		if (p == at || p == msg || p[-1] != ':')
+			continue;
+		col = strtol(p, NULL, 10);
+		for (p--; p > msg && isdigit((unsigned char)p[-1]); p--)
+			;
+		if (p[0] == ':' || p == msg || p[-1] != ':')
+			continue;
+		line = strtol(p, NULL, 10);
+		file = xstrndup(msg, (size_t)(p - 1 - msg));
+		j = json_pack("{s:s,s:i,s:i,s:s}", "file", file, "line", (json_int_t)line,
+		    "col", (json_int_t)col, "message", at + strlen(tag));
+		free(file);
+		return j;
+	}
+	return json_pack("{s:n,s:n,s:n,s:s}", "file", "line", "col", "message", msg);
+}
+
+/* --json: {config, ok, orgs, automations, errors: [...], warnings: [...]}, exit as without. */
+static int
+check_json(const char *path, int flags)
+{
+	struct config		*conf = NULL;
+	struct automation_set	*set = NULL;
+	struct yerrs		 errs;
+	json_t			*out, *errors = json_array(), *warnings = json_array();
+	size_t			 i;
+	int			 rc;
+
+	yerrs_init(&errs);
+	rc = cmd_load_errs(path, flags, &conf, &set, &errs);
+	for (i = 0; i < errs.n; i++)
+		json_array_append_new(errs.warning[i] ? warnings : errors,
+		    check_problem(errs.msgs[i], errs.warning[i]));
+	out = json_pack("{s:s,s:b,s:o,s:o,s:o,s:o}", "config", path, "ok", rc == 0,
+	    "orgs", rc == 0 ? json_integer((json_int_t)conf->norgs) : json_null(),
+	    "automations", rc == 0 ? json_integer((json_int_t)automation_count(set)) :
+	    json_null(), "errors", errors, "warnings", warnings);
+	cmd_print_json(out);
+	json_decref(out);
+	yerrs_free(&errs);
+	if (rc == 0) {
+		automation_set_unref(set);
+		config_free(conf);
+	}
+	return rc == 0 ? EXIT_OK : EXIT_FAILED;
+}
+
 int
 cmd_check(const struct cmd *c, int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "offline", no_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct config		*conf;
 	struct automation_set	*set;
 	const char		*path = NULL;
-	int			 ch, flags = CONFIG_HOST;
+	int			 ch, flags = CONFIG_HOST, json = 0;
 
 	while ((ch = getopt_long(argc, argv, "c:", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -41,6 +107,9 @@ cmd_check(const struct cmd *c, int argc, char **argv)
 		case 'o':
 			/* Away from the production host (CI, a laptop): neither its secrets nor its users. */
 			flags = CONFIG_UNRESOLVED;
+			break;
+		case 'j':
+			json = 1;
 			break;
 		default:
 			cmd_usage(c, 1);
@@ -53,6 +122,8 @@ cmd_check(const struct cmd *c, int argc, char **argv)
 	}
 	if (path == NULL)
 		path = config_default_path();
+	if (json)
+		return check_json(path, flags);
 	if (cmd_load(path, flags, &conf, &set) != 0)
 		return EXIT_FAILED;
 	printf("%s: ok (%zu org%s, %zu automation%s)\n", path, conf->norgs,

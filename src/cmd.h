@@ -23,6 +23,7 @@ struct cmd {
 int	cmd_serve(const struct cmd *, int, char **);
 int	cmd_check(const struct cmd *, int, char **);
 int	cmd_reload(const struct cmd *, int, char **);
+int	cmd_completion(const struct cmd *, int, char **);
 int	cmd_fire(const struct cmd *, int, char **);
 int	cmd_runs(const struct cmd *, int, char **);
 int	cmd_show(const struct cmd *, int, char **);
@@ -37,6 +38,8 @@ int	cmd_console_link(const struct cmd *, int, char **);
 int	cmd_doctor(const struct cmd *, int, char **);
 
 void	cmd_usage(const struct cmd *, int to_stderr);
+/* Every command, in the order `spur help` lists them. */
+const struct cmd *cmd_table(size_t *);
 /* Loads config and automations, printing every error and warning; -1 if any error. */
 int	cmd_load(const char *path, int flags, struct config **, struct automation_set **);
 /* The same into errs with config_load's flags, printing nothing (serve logs them); warnings alone load. */

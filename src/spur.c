@@ -26,12 +26,14 @@ static const struct cmd cmds[] = {
 	  "never sent), signals the engine of data_dir (SIGHUP), waits for its verdict\n"
 	  "(60 s by default) and exits 1 with the reasons when it refused them.",
 	  cmd_reload },
-	{ "check", "[-c FILE] [--offline]",
+	{ "check", "[-c FILE] [--offline] [--json]",
 	  "Validates the config and every automation; prints one\n"
 	  "FILE:LINE:COL: error: MESSAGE line per problem and exits 1 if there is any.\n"
 	  "It reads every secret (env: variables, file: files), checks the GitHub App\n"
 	  "key and, when run as root, that sandbox.user exists. --offline checks the\n"
-	  "rest without them, for CI or a shell without the production secrets.",
+	  "rest without them, for CI or a shell without the production secrets.\n"
+	  "--json prints {config, ok, orgs, automations, errors, warnings}, each\n"
+	  "problem as {file, line, col, message}; the exit status is the same.",
 	  cmd_check },
 	{ "doctor", "[-c FILE] [--org ORG] [--min-free SIZE] [--json]",
 	  "Checks what check cannot: for each org, that GitHub takes the App's key\n"
@@ -111,10 +113,21 @@ static const struct cmd cmds[] = {
 	  "replaces it atomically; list shows each (--json: name, packages, size,\n"
 	  "built); rm NAME removes one.",
 	  cmd_env },
-	{ "version", "", "Prints the version.", cmd_version },
+	{ "completion", "bash|zsh|fish",
+	  "Prints the shell's completion of spur's commands and options: source <(spur\n"
+	  "completion bash), or spur completion fish | source; zsh's uses bashcompinit.",
+	  cmd_completion },
+	{ "version", "", "Prints the version and the commit built.", cmd_version },
 	{ "help", "[COMMAND | --man]", "Prints usage; --man prints the spur(1) manual page (roff).",
 	  cmd_help },
 };
+
+const struct cmd *
+cmd_table(size_t *n)
+{
+	*n = SPUR_ARRLEN(cmds);
+	return cmds;
+}
 
 void
 cmd_usage(const struct cmd *c, int to_stderr)
@@ -122,7 +135,7 @@ cmd_usage(const struct cmd *c, int to_stderr)
 	FILE	*f = to_stderr ? stderr : stdout;
 
 	fprintf(f, "usage: spur %s %s\n\n%s\n", c->name, c->usage, c->help);
-	if (strcmp(c->name, "version") != 0 && strcmp(c->name, "help") != 0)
+	if (strstr(c->usage, "-c FILE") != NULL)
 		fprintf(f, "\n-c FILE defaults to $SPUR_CONFIG, else ./spur.yaml, else "
 		    CONFIG_INSTALLED ".\n");
 }

@@ -223,4 +223,54 @@ with Spur("sandbox:\n  backend: none\n", automations={"alert.yaml": ALERT}) as s
         t.ok(rc == 0 and raw_bytes(out) == [] and raw_bytes(err) == [],
              "spur fire %s prints no terminal control" % " ".join(opts), (rc, out, err))
 
+# --- spur check --json: each problem with its place, the exit status as without ---
+import shutil
+import tempfile
+cj = tempfile.mkdtemp(prefix="spur-checkjson-")
+with open(os.path.join(cj, "spur.yaml"), "w") as f:
+    f.write("listen: 127.0.0.1:0\ndata_dir: ./var\nautomations: ./a\nlimits:\n  runs: lots\n")
+os.makedirs(os.path.join(cj, "a"))
+rc, out, err = run("check", "-c", os.path.join(cj, "spur.yaml"), "--offline", "--json")
+j = json.loads(out) if out.startswith("{") else {}
+errs = j.get("errors") or []
+t.ok(rc == 1 and j.get("ok") is False and j.get("orgs") is None and
+     any(e["line"] == 5 and e["col"] == 9 and e["file"].endswith("spur.yaml") and "limits.runs" in e["message"]
+         for e in errs) and err == "",
+     "spur check --json: exit 1, ok false, each error with file, line, col and message, nothing on stderr", (rc, out, err))
+with open(os.path.join(cj, "spur.yaml"), "w") as f:
+    f.write("listen: 127.0.0.1:0\ndata_dir: ./var\nautomations: ./a\norgs:\n  acme: {}\n")
+rc, out, err = run("check", "-c", os.path.join(cj, "spur.yaml"), "--offline", "--json")
+j = json.loads(out) if out.startswith("{") else {}
+t.ok(rc == 0 and j.get("ok") is True and j.get("orgs") == 1 and j.get("automations") == 0 and j.get("errors") == [],
+     "  and of a good config: exit 0, ok true, the counts", (rc, out, err))
+shutil.rmtree(cj, ignore_errors=True)
+
+# --- spur completion: made from the command table, run in the real shells ---
+rc, script, err = run("completion", "bash")
+t.ok(rc == 0 and "complete -F _spur spur" in script, "spur completion bash prints a completion function", err)
+
+
+def complete(words):
+    """What bash completes after words (the last one being typed)."""
+    cmd = 'source /dev/stdin; COMP_WORDS=(%s); COMP_CWORD=%d; _spur; printf "%%s\\n" "${COMPREPLY[@]}"' % (
+        " ".join("'%s'" % w for w in words), len(words) - 1)
+    p = subprocess.run(["bash", "-c", cmd], input=script, capture_output=True, text=True)
+    return sorted(x for x in p.stdout.split("\n") if x), p.stderr
+
+
+t.eq(complete(["spur", "rel"]), (["reload"], ""), "bash: a command from its first letters")
+t.eq(complete(["spur", "keys", ""])[0], ["create", "list", "revoke"], "bash: a command's subcommands")
+t.eq(complete(["spur", "check", "--"])[0], ["--config", "--json", "--offline"], "bash: a command's options, from its usage")
+t.eq(complete(["spur", "logs", "-"])[0], ["--config", "--raw", "-c", "-f"], "bash: short ones too")
+for sh, check in (("zsh", ["zsh", "-n"]), ("fish", ["fish", "--no-execute"])):
+    rc, text, err = run("completion", sh)
+    if shutil.which(sh) is None:
+        t.ok(rc == 0 and ("bashcompinit" in text if sh == "zsh" else "__fish_use_subcommand" in text),
+             "spur completion %s prints its script" % sh, err)
+        t.skip("%s parses it" % sh, "%s is not installed on this machine" % sh)
+        continue
+    p = subprocess.run(check, input=text, capture_output=True, text=True)
+    t.ok(rc == 0 and p.returncode == 0, "spur completion %s: %s parses it" % (sh, sh), p.stderr)
+t.eq(run("completion", "tcsh")[0], 2, "spur completion of another shell is a usage error")
+
 t.done()
