@@ -263,6 +263,29 @@ struct logs_out {
 	struct transcript	*t;
 };
 
+/*
+ * logs -f, once the run ended, whatever its agent: its end on stderr, and
+ * the exit status a script wants (0 completed, 1 anything else).
+ */
+static int
+logs_outcome(struct store *st, const char *run)
+{
+	json_t		*j = store_run_json(st, run, STORE_RUN_ROW);
+	const char	*state = json_string_value(json_object_get(j, "state"));
+	const char	*cause = json_string_value(json_object_get(j, "cause"));
+	const char	*reason = json_string_value(json_object_get(j, "reason"));
+	char		*safe = reason != NULL ? term_safe(reason, 0) : NULL;
+	int		 rc;
+
+	fprintf(stderr, "spur: run %s ended %s%s%s%s%s%s\n", run, state != NULL ? state : "?",
+	    cause != NULL ? " (" : "", cause != NULL ? cause : "", cause != NULL ? ")" : "",
+	    safe != NULL ? ": " : "", safe != NULL ? safe : "");
+	rc = state != NULL && strcmp(state, "completed") == 0 ? EXIT_OK : EXIT_FAILED;
+	free(safe);
+	json_decref(j);
+	return rc;
+}
+
 /* Writes what fd has past its offset to stdout, as a transcript unless --raw; final: nothing follows. */
 static void
 logs_copy(int fd, struct logs_out *lo, int final)
@@ -378,6 +401,8 @@ cmd_logs(const struct cmd *c, int argc, char **argv)
 		close(fd);
 	}
 	free(path);
+	if (o.follow)
+		rc = logs_outcome(st, argv[idx]);
 out:
 	transcript_free(lo.t);
 	store_close(st);

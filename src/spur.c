@@ -65,7 +65,8 @@ static const struct cmd cmds[] = {
 	  "reports and network connections.",
 	  cmd_show },
 	{ "logs", "[-c FILE] [-f] [--raw] RUN",
-	  "Prints the run's agent output; -f follows it until the run ends. Control\n"
+	  "Prints the run's agent output; -f follows it until the run ends, then says\n"
+	  "how it ended on stderr and exits 0 if it completed, 1 if not. Control\n"
 	  "characters and invalid UTF-8 are printed escaped (\\x1b, \\u009b), as in\n"
 	  "runs and show; --raw writes the exact bytes, and refuses a terminal.",
 	  cmd_logs },

@@ -50,8 +50,9 @@ with Spur(CONF, orgs=ORGS, automations={"a.yaml": AUTO}) as s:
     rc, out, err = s.c("logs", "-f", run, timeout=60)
     took = time.time() - t0
     state = s.query("SELECT state FROM runs WHERE id = ?", run)[0]["state"]
-    t.ok(rc == 0 and state in ENDED, "spur logs -f follows the run to its end (%.1f s, %s)" % (took, state),
-         (err, s.query("SELECT state, reason FROM runs WHERE id = ?", run)))
+    t.ok(state in ENDED and rc == (0 if state == "completed" else 1) and ("ended %s" % state) in err,
+         "spur logs -f follows the run to its end (%.1f s, %s), says so on stderr and exits with its outcome"
+         % (took, state), (rc, err, s.query("SELECT state, reason FROM runs WHERE id = ?", run)))
     t.contains(out, "── claude session 8f2c1a9e-4b7d-4e3a-9c1f-2d5e6a7b8c9d, model claude-sonnet-4-5-20250929\n",
                "the session's start is a note")
     t.contains(out, "● Read(file_path: /workspace/src/range.c)\n  ⎿ 1\t#include <stdio.h> (4 more lines)\n",

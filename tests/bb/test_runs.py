@@ -1,6 +1,7 @@
 """Runs: the dispatcher, sandboxed command agents, outcomes, proof, sessions, cancel, retry, restart (SPEC section 8)."""
 import json
 import os
+import re
 import pwd
 import sys
 import time
@@ -120,12 +121,16 @@ with Spur("limits:\n  runs: 4\n", automations=automations) as s:
     st = s.query("SELECT state FROM runs WHERE id = ?", rl)[0]["state"]
     t.ok(rc == 0 and "first-line" in out and "second-line" in out and st == "completed",
          "spur logs -f streams the output and returns when the run has ended (%.1f s)" % (time.time() - t0), out + err)
+    t.ok(err.startswith("spur: run %s ended completed (ok)" % rl), "  says how it ended, on stderr, and exits 0", err)
 
     rf = fire(s, "/fail now", number=3)
     st = wait_state(s, rf)
     t.ok(st["state"] == "failed" and "status 3" in (st["reason"] or ""), "a failing agent ends failed with its exit status", st)
     rc, out, err = s.c("logs", rf)
     t.contains(out, "going down", "its stderr is in its log")
+    rc, out, err = s.c("logs", "-f", rf)
+    t.ok(rc == 1 and re.search(r"^spur: run %s ended failed \(agent_error\): .*status 3" % rf, err, re.M),
+         "spur logs -f of a failed run says how it ended and exits 1", (rc, err))
 
     rs = fire(s, "/slow", number=4)
     st = wait_state(s, rs, timeout=30)
