@@ -1,6 +1,7 @@
 """contrib/demo/run, the quickstart's demo: SPUR_DEMO_PORT picks its port (a bad one is refused
 before anything starts); it serves a signed sample event through a sandboxed run there."""
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -33,6 +34,12 @@ finally:
     os.killpg(proc.pid, signal.SIGTERM)
     proc.wait(30)
 t.ok("spur keeps serving on http://127.0.0.1:%d" % port in out, "it serves on SPUR_DEMO_PORT", out[-1500:])
+link = re.search(r"==> the console, with this run and the others: open (http://127\.0\.0\.1:%d/console/link/\S+)" % port, out)
+t.ok(link is not None, "it says where the console is, with a link that signs the browser in", out[-1500:])
+t.ok(not re.search(r"level=(warn|error)", out), "no warning or error among its log lines",
+     [l for l in out.splitlines() if "level=warn" in l or "level=error" in l])
+t.ok(re.search(r"^spur: run run_\S+ ended completed \(ok\)", out, re.M), "its sample run ends completed, not as an error",
+     out[-1500:])
 t.ok('"runs": ["run_' in out.replace('"runs":["run_', '"runs": ["run_') and "Wrote report.md" in out,
      "the signed sample event started a run that did its work", out[-1500:])
 if os.path.exists(CONF):
