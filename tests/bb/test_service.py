@@ -55,6 +55,9 @@ try:
     t.ok(m and int(m.group(1)) * 60 > 600, "TimeoutStopSec above limits.drain's 10 minutes: %s" % one("TimeoutStopSec"))
     t.ok(one("EnvironmentFile") == "-/etc/spur/spur.env" and "#LoadCredential=" in text,
          "secrets from EnvironmentFile= (and LoadCredential= shown)")
+    install = open(os.path.join(SRCDIR, "docs", "install.md")).read()
+    t.ok("install -m 0640 -o root -g spur /dev/null /etc/spur/spur.env" in install and "root:spur 0640" in text,
+         "the unit's comment and docs/install.md agree on spur.env's mode (0640, root:spur)")
     for k, v in (("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("ProtectHome", "yes"),
                  ("PrivateTmp", "yes")):
         t.eq(one(k), v, "%s=%s" % (k, v))
