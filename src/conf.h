@@ -102,6 +102,7 @@ struct config {
 	char			*dir;		/* directory of file: relative paths start here */
 	char			**listen;
 	size_t			 nlisten;
+	char			*metrics_listen;	/* metrics.listen: /metrics there alone; NULL: beside the rest */
 	char			*data_dir;	/* absolute */
 	char			*store_url;	/* store: postgresql://... (several nodes); NULL: sqlite3 in data_dir */
 	int			 store_notify;	/* store_notify: LISTEN/NOTIFY wake-ups between nodes */

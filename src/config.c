@@ -243,7 +243,8 @@ cfg_store(struct cfgctx *c, struct config *cf, const struct ynode *n)
 static const char *const top_keys[] = { "listen", "data_dir", "automations", "public_url",
 	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports",
 	"secrets", "egress", "log", "store", "store_notify", "nodes", "mcp", "trusted_proxies",
-	NULL };
+	"metrics", NULL };
+static const char *const metrics_keys[] = { "listen", NULL };
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
 	"idle", "buffered", "request", "runs", "queue", "drain",
 	"model_requests", NULL };
@@ -1156,6 +1157,23 @@ cfg_mcp(struct cfgctx *c, struct config *cf, const struct ynode *m)
 	}
 }
 
+/* metrics: listen, an address of its own for /metrics, which the public one then hides. */
+static void
+cfg_metrics(struct cfgctx *c, struct config *cf, const struct ynode *m)
+{
+	const struct ynode	*n;
+
+	if ((n = cfg_sole_key(c, m, "metrics", metrics_keys)) == NULL)
+		return;
+	if (n->type != YNODE_SCALAR || !cfg_listen_valid(n->value)) {
+		cfg_error(c, n, "\"metrics.listen\": invalid address (expected HOST:PORT, e.g. "
+		    "127.0.0.1:9464)");
+		return;
+	}
+	free(cf->metrics_listen);
+	cf->metrics_listen = xstrdup(n->value);
+}
+
 /* trusted_proxies: the peers whose X-Forwarded-For names the client (addresses, CIDRs). */
 static void
 cfg_trusted_proxies(struct cfgctx *c, struct config *cf, const struct ynode *n)
@@ -1688,6 +1706,8 @@ config_load(const char *path, int flags, struct yerrs *errs)
 			cfg_egress(&c, cf, n);
 		else if (strcmp(k, "mcp") == 0)
 			cfg_mcp(&c, cf, n);
+		else if (strcmp(k, "metrics") == 0)
+			cfg_metrics(&c, cf, n);
 		else if (strcmp(k, "trusted_proxies") == 0)
 			cfg_trusted_proxies(&c, cf, n);
 		else
@@ -1783,6 +1803,7 @@ config_free(struct config *cf)
 	for (i = 0; i < cf->nlisten; i++)
 		free(cf->listen[i]);
 	free(cf->listen);
+	free(cf->metrics_listen);
 	for (i = 0; i < cf->nagents; i++) {
 		free(cf->agents[i].name);
 		for (j = 0; cf->agents[i].command && cf->agents[i].command[j]; j++)

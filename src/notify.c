@@ -20,6 +20,7 @@
 #include <event2/event.h>
 
 #define NOTIFY_STATUS_MS	10000	/* STATUS= without a watchdog: this often */
+#define NOTIFY_SEND_S		1	/* the longest a message waits for room */
 
 static struct sockaddr_un	 notify_addr;
 static socklen_t		 notify_len;
@@ -68,9 +69,17 @@ int
 notify_open(void)
 {
 	const char	*s = getenv("NOTIFY_SOCKET");
+	struct timeval	 tv = { NOTIFY_SEND_S, 0 };
 
 	if (s != NULL && notify_address(s) == 0) {
-		notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		/*
+		 * Blocking, as sd_notify's: a full queue waits for systemd to read
+		 * rather than drop a READY=1; bounded, so that a stuck reader
+		 * cannot stop the loop (which is then what the watchdog sees).
+		 */
+		notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (notify_fd != -1)
+			(void)setsockopt(notify_fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 		if (notify_fd == -1)
 			log_warn("event=notify.failed error=%s", log_q(strerror(errno)));
 		else
@@ -97,8 +106,8 @@ notify_send(const char *fmt, ...)
 	n = xvasprintf(&msg, fmt, ap);
 	va_end(ap);
 	if (sendto(notify_fd, msg, (size_t)n, MSG_NOSIGNAL, (struct sockaddr *)&notify_addr,
-	    notify_len) == -1 && errno != EAGAIN)
-		log_debug("event=notify.send_failed error=%s", log_q(strerror(errno)));
+	    notify_len) == -1)
+		log_warn("event=notify.send_failed error=%s", log_q(strerror(errno)));
 	free(msg);
 }
 

@@ -257,6 +257,10 @@ serve_reload(struct engine *e)
 	if (conf->nlisten != e->conf->nlisten ||
 	    strcmp(conf->listen[0], e->conf->listen[0]) != 0)
 		log_warn("event=reload.ignored key=listen reason=\"needs a restart\"");
+	if ((conf->metrics_listen == NULL) != (e->conf->metrics_listen == NULL) ||
+	    (conf->metrics_listen != NULL && strcmp(conf->metrics_listen,
+	    e->conf->metrics_listen) != 0))
+		log_warn("event=reload.ignored key=metrics.listen reason=\"needs a restart\"");
 	if ((conf->store_url == NULL) != (e->conf->store_url == NULL) ||
 	    (conf->store_url != NULL && strcmp(conf->store_url, e->conf->store_url) != 0))
 		log_warn("event=reload.ignored key=store reason=\"needs a restart\"");

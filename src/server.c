@@ -87,6 +87,7 @@ struct server {
 	int				 port;
 	pthread_mutex_t			 mu;
 	int				 inflight;	/* under mu */
+	struct evhttp			*metrics_http;	/* metrics.listen's, on the loop */
 	struct hookreqs			 asks;		/* under mu: for the loop to answer */
 	struct event			*ask_ev;
 	struct reqbudget		*budget;	/* limits.buffered, every front's */
@@ -952,6 +953,13 @@ server_probe(const char *uri, size_t n)
 	return NULL;
 }
 
+/* metrics.listen has its listener (made before the fronts start): the public one hides /metrics. */
+static int
+server_metrics_apart(const struct server *srv)
+{
+	return srv->metrics_http != NULL;
+}
+
 static void
 server_request_cb(struct evhttp_request *req, void *arg)
 {
@@ -984,7 +992,8 @@ server_request_cb(struct evhttp_request *req, void *arg)
 		    "{\"error\":\"bad_request\",\"detail\":\"ambiguous message length\"}");
 		return;
 	}
-	if ((probe = server_probe(uri, n)) != NULL) {
+	if ((probe = server_probe(uri, n)) != NULL &&
+	    (probe->kind != HOOKREQ_METRICS || !server_metrics_apart(srv))) {
 		if (!get) {
 			evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET");
 			server_reply(srv, req, probe->route, 405, NULL, NULL);
@@ -1067,10 +1076,86 @@ server_listen_socket(const char *host, int port, char **cause)
 }
 
 /* Every front accepts on the address (each on its own duplicate of the socket). */
+/* HOST:PORT, [V6]:PORT or :PORT (any address): the host, to free, and the port. */
+static char *
+server_host(const char *addr, int *port)
+{
+	char	*host = xstrdup(addr), *colon;
+
+	colon = strrchr(host, ':');
+	*colon = '\0';
+	*port = atoi(colon + 1);
+	if (host[0] == '[') {
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = '\0';
+	}
+	if (host[0] == '\0') {
+		free(host);
+		host = xstrdup("0.0.0.0");
+	}
+	return host;
+}
+
+/* metrics.listen: /metrics alone, answered on the loop (which owns the store's connection). */
+static void
+server_metrics_cb(struct evhttp_request *req, void *arg)
+{
+	struct server	*srv = arg;
+	const char	*uri = evhttp_request_get_uri(req);
+	struct evbuffer	*b;
+	char		*text;
+	int		 status;
+
+	if (strncmp(uri, "/metrics", 8) != 0 || (uri[8] != '\0' && uri[8] != '?'))
+		status = 404;
+	else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET");
+		status = 405;
+	} else
+		status = 200;
+	b = evbuffer_new();
+	if (status == 200) {
+		text = metrics_render(srv->engine->metrics, srv->engine);
+		evbuffer_add(b, text, strlen(text));
+		free(text);
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+		    "text/plain; version=0.0.4");
+	}
+	metrics_request(srv->engine->metrics, "metrics", status);
+	evhttp_send_reply(req, status, status == 200 ? "OK" : status == 404 ? "Not Found" :
+	    "Method Not Allowed", b);
+	evbuffer_free(b);
+}
+
+static int
+server_metrics_listen(struct server *srv, const char *addr, char **cause)
+{
+	char	*host;
+	int	 port, fd;
+
+	host = server_host(addr, &port);
+	fd = server_listen_socket(host, port, cause);
+	if (fd != -1 && ((srv->metrics_http = evhttp_new(srv->engine->base)) == NULL ||
+	    evhttp_accept_socket_with_handle(srv->metrics_http, fd) == NULL)) {
+		xasprintf(cause, "cannot listen on %s", addr);
+		close(fd);
+		fd = -1;
+	}
+	if (fd != -1) {
+		evhttp_set_allowed_methods(srv->metrics_http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
+		    EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
+		evhttp_set_gencb(srv->metrics_http, server_metrics_cb, srv);
+		log_info("event=listen addr=%s host=%s port=%d what=metrics", log_q(addr),
+		    log_q(host), port);
+	}
+	free(host);
+	return fd == -1 ? -1 : 0;
+}
+
 static int
 server_bind(struct server *srv, const char *addr, char **cause)
 {
-	char				*host, *colon;
+	char				*host;
 	int				 port, fd, dfd, i;
 	struct evhttp_bound_socket	*b;
 	struct front			*f;
@@ -1081,18 +1166,7 @@ server_bind(struct server *srv, const char *addr, char **cause)
 		xasprintf(cause, "too many listen addresses");
 		return -1;
 	}
-	host = xstrdup(addr);
-	colon = strrchr(host, ':');
-	*colon = '\0';
-	port = atoi(colon + 1);
-	if (host[0] == '[') {
-		memmove(host, host + 1, strlen(host));
-		host[strlen(host) - 1] = '\0';
-	}
-	if (host[0] == '\0') {
-		free(host);
-		host = xstrdup("0.0.0.0");
-	}
+	host = server_host(addr, &port);
 	if ((fd = server_listen_socket(host, port, cause)) == -1) {
 		free(host);
 		return -1;
@@ -1255,6 +1329,11 @@ server_create(struct engine *e, char **cause)
 			return NULL;
 		}
 	}
+	if (e->conf->metrics_listen != NULL &&
+	    server_metrics_listen(srv, e->conf->metrics_listen, cause) != 0) {
+		server_free(srv);
+		return NULL;
+	}
 	for (n = 0; n < srv->nfronts; n++) {
 		if (pthread_create(&srv->fronts[n].thread, NULL, front_main,
 		    &srv->fronts[n]) != 0)
@@ -1318,6 +1397,8 @@ server_free(struct server *srv)
 			pthread_join(f->thread, NULL);
 		}
 	}
+	if (srv->metrics_http != NULL)
+		evhttp_free(srv->metrics_http);
 	/* What ingest still holds comes back as answers, to the fronts' queues. */
 	if (srv->engine->ingest != NULL)
 		ingest_flush(srv->engine->ingest);

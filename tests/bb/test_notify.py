@@ -1,17 +1,20 @@
 """The engine as a systemd service sees it (issue 36): sd_notify's READY=1 once it serves,
 WATCHDOG=1 beats from its loop under WatchdogSec=, STATUS= with its runs, RELOADING=1/READY=1
 around a reload, STOPPING=1 on SIGTERM; `spur reload` that fails when the engine refuses the
-new config, with /metrics telling the last reload; /livez, /readyz, /healthz. The test is
-systemd: it listens on the datagram socket NOTIFY_SOCKET names."""
+new config, with /metrics telling the last reload; /livez, /readyz, /healthz; metrics.listen
+serving /metrics apart from the public listener. The test is systemd: it listens on the
+datagram socket NOTIFY_SOCKET names."""
+import http.client
 import os
 import re
 import signal
 import socket
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import tempdir, Spur, Tap  # noqa: E402
+from spurtest import tempdir, free_port, Spur, Tap  # noqa: E402
 
 t = Tap()
 AUTO = """\
@@ -30,26 +33,26 @@ WATCHDOG_MS = 400
 
 
 class Systemd:
-    """The notify socket: every datagram the engine sends, in order."""
+    """The notify socket, read at once as systemd reads it: every datagram the engine sends, in order."""
 
     def __init__(self, path):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(path)
         self.got = []
+        self.cv = threading.Condition()
+        threading.Thread(target=self.read, daemon=True).start()
+
+    def read(self):
+        while True:
+            d = self.sock.recv(4096).decode()
+            with self.cv:
+                self.got.append(d)
+                self.cv.notify_all()
 
     def until(self, pred, timeout=30):
-        """Reads datagrams until pred(all so far) holds; the datagrams, or None."""
-        deadline = time.time() + timeout
-        while not pred(self.got):
-            left = deadline - time.time()
-            if left <= 0:
-                return None
-            self.sock.settimeout(left)
-            try:
-                self.got.append(self.sock.recv(4096).decode())
-            except socket.timeout:
-                return None
-        return self.got
+        """Waits until pred(all so far) holds; the datagrams, or None."""
+        with self.cv:
+            return self.got if self.cv.wait_for(lambda: pred(list(self.got)), timeout) else None
 
     def lines(self):
         return [l for d in self.got for l in d.split("\n")]
@@ -135,4 +138,34 @@ with Spur("sandbox:\n  backend: none\n", automations={"hello.yaml": AUTO},
     s2.start()
     t.contains(s2.logs(), "event=notify.failed", "a NOTIFY_SOCKET that is no address is logged, and it serves all the same")
     t.ok("event=notify.ready" not in s2.logs(), "  without notifying")
+
+
+def get(port, path, method="GET"):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request(method, path)
+        r = c.getresponse()
+        return r.status, r.read().decode()
+    finally:
+        c.close()
+
+
+# --- metrics.listen: /metrics on an address of its own, hidden from the public one ---
+mport = free_port()
+with Spur("sandbox:\n  backend: none\nmetrics:\n  listen: 127.0.0.1:%d\n" % mport,
+          automations={"hello.yaml": AUTO}) as s3:
+    s3.start()
+    st, body = get(mport, "/metrics")
+    t.ok(st == 200 and "spur_uptime_seconds" in body, "metrics.listen: /metrics answers there", (st, body[:200]))
+    t.eq(s3.request("GET", "/metrics")[0], 404, "  and is 404 on the public listener")
+    t.eq(s3.request("GET", "/readyz")[0], 200, "  whose probes still answer")
+    t.eq((get(mport, "/healthz")[0], get(mport, "/o/acme/hooks/github", "POST")[0]), (404, 404),
+         "  the metrics listener answers /metrics alone")
+    t.eq(get(mport, "/metrics", "POST")[0], 405, "  and GET only")
+    t.ok('spur_http_requests_total{route="metrics",status="200"}' in get(mport, "/metrics")[1],
+         "  its answers are counted as the metrics route")
+with Spur("metrics:\n  listen: nowhere\n", automations={"hello.yaml": AUTO}) as s4:
+    rc, out, err = s4.c("check", "--offline")
+    t.ok(rc == 1 and '"metrics.listen": invalid address' in err, "a metrics.listen that is no address is an error",
+         err)
 t.done()
