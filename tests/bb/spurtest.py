@@ -19,7 +19,7 @@ import tempfile
 import time
 
 SPUR = os.environ.get("SPUR") or os.path.join(os.path.dirname(__file__), "..", "..", "spur")
-# A sanitizer build: several times slower (test_console_browser.py times less of it).
+# A sanitizer build: several times slower (test_console_first_screen.py times less of it).
 ASAN = os.path.exists(SPUR) and b"__asan_init" in open(SPUR, "rb").read()
 # make check's release build (Makefile.am: no sanitizers, -O2), for what a sanitizer hides.
 RELEASE = os.environ.get("SPUR_RELEASE") or os.path.join(os.path.dirname(os.path.abspath(SPUR)), "release", "spur")

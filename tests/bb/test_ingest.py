@@ -355,10 +355,15 @@ with Spur("limits:\n  body: 256KiB\n", automations={"fix.yaml": FIX, "mention.ya
 # at work, which a sanitizer build replaces (its allocator unmaps large blocks itself, and the
 # check passes whatever the engine does): this engine is make check's release build.
 OPEN = OPEN_HOOK
+# The same signed hook, starting runs for alerts only: the big bodies below are stored and
+# answered, and start nothing. What is measured is the fronts' memory of a body; a run of
+# each would also build a 20 MiB prompt (about ten CPU seconds a body on the release build),
+# which is not what this checks.
+ALERTS_ONLY = HMAC_HOOK.replace("agent: command", "    where:\n      kind: alert\nagent: command", 1)
 if not os.access(RELEASE, os.X_OK):
     print("Bail out! no release build at %s (make check builds it; SPUR_RELEASE names it)" % RELEASE)
     sys.exit(1)
-with Spur("limits:\n  body: 24MiB\n", automations={"open.yaml": OPEN, "alerts.yaml": HMAC_HOOK}, binary=RELEASE) as s:
+with Spur("limits:\n  body: 24MiB\n", automations={"open.yaml": OPEN, "alerts.yaml": ALERTS_ONLY}, binary=RELEASE) as s:
     s.start()
     JSON = {"Content-Type": "application/json"}
 
