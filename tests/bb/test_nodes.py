@@ -288,8 +288,10 @@ try:
     t.eq(len(runs), N, "each starts one run")
     done = wait(lambda: int(q("SELECT count(*) FROM runs WHERE automation = 'quick' AND "
                               "state = 'completed'")[0][0]) == N, 60)
-    t.ok(done, "every run completes", q("SELECT state, node, count(*) FROM runs WHERE automation = 'quick' "
-                                       "GROUP BY state, node"))
+    t.ok(done, "every run completes", (q("SELECT state, node, count(*) FROM runs WHERE automation = 'quick' "
+                                        "GROUP BY state, node"),
+                                      q("SELECT cause, reason, count(*) FROM runs WHERE automation = 'quick' AND "
+                                        "state <> 'completed' GROUP BY cause, reason")))
     started = q("SELECT run, count(*) FROM run_history WHERE state = 'running' AND reason = 'started' "
                 "GROUP BY run HAVING count(*) <> 1")
     t.eq(started, [], "each run was started once, on one node")
