@@ -2,11 +2,11 @@
 #include "spur.h"
 #include "conf.h"
 #include "github-app.h"
-#include "ingest.h"
 #include "outbox.h"
 #include "report.h"
 #include "serve.h"
 #include "store.h"
+#include "writer.h"
 
 #include <sys/queue.h>
 #include <event2/event.h>
@@ -75,6 +75,7 @@ struct outbox_posted {
 static void	outbox_pass(struct outbox *);
 static void	outbox_lookup(struct outbox_send *);
 static void	outbox_post(struct outbox_send *);
+static void	outbox_marked_cb(int64_t, void *);
 static int	outbox_take(struct outbox_send *);
 
 /* --- the report sender ---------------------------------------------------- */
@@ -115,7 +116,7 @@ outbox_mark_status(struct outbox *ob, int64_t id, enum report_mark_kind what, in
 	m.error = (char *)error;
 	m.posted_maybe = posted_maybe;
 	m.status_id = (char *)status_id;
-	if (e->ingest == NULL) {
+	if (e->writer == NULL) {
 		store_report_mark(e->store, &m);
 		return;
 	}
@@ -124,7 +125,7 @@ outbox_mark_status(struct outbox *ob, int64_t id, enum report_mark_kind what, in
 		ob->marking = xreallocarray(ob->marking, ob->capmarking, sizeof *ob->marking);
 	}
 	ob->marking[ob->nmarking++] = id;
-	ingest_mark(e->ingest, &m);
+	writer_mark(e->writer, &m, outbox_marked_cb, e);
 }
 
 static void
@@ -221,9 +222,12 @@ outbox_sent(struct outbox_send *s, const char *status_id, const char *how)
 		report_status_edited(e, run);
 }
 
-void
-outbox_marked(struct outbox *ob, int64_t id)
+/* Loop: a mark went with a commit (done or not): the report may be looked at again. */
+static void
+outbox_marked_cb(int64_t id, void *arg)
 {
+	struct engine		*e = arg;
+	struct outbox		*ob = e->outbox;	/* NULL once it is freed, at shutdown */
 	struct outbox_posted	*p;
 	size_t			 i;
 

@@ -20,8 +20,6 @@ void		 outbox_free(struct outbox *);
 /* A report was stored: send what is due. */
 void		 outbox_kick(struct outbox *);
 
-/* ingest: the writer committed (or dropped) the mark of report id; it may be looked at again. */
-void		 outbox_marked(struct outbox *, int64_t id);
 
 /* Starts one HTTP request on the engine's loop (httpc_request); httpc_cancel stops it. */
 struct http_call *outbox_http(struct outbox *, const struct http_request *, http_done_cb,

@@ -31,6 +31,7 @@ struct engine {
 	struct server		*server;
 	struct reqbudget	*budget;	/* the server's limits.buffered, for /metrics */
 	struct ingest		*ingest;
+	struct writer		*writer;	/* the store's writer thread (ingest's) */
 	struct metrics		*metrics;
 	struct dispatch		*dispatch;
 	struct scheduler	*scheduler;
