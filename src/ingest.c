@@ -2,10 +2,8 @@
 #include "spur.h"
 #include "automation.h"
 #include "conf.h"
-#include "dispatch.h"
 #include "event.h"
 #include "ingest.h"
-#include "outbox.h"
 #include "plog.h"
 #include "prompt.h"
 #include "report.h"
@@ -362,10 +360,7 @@ ingest_batch_done_cb(int rc, double seconds, void *arg)
 		pthread_mutex_unlock(&in->mu);
 		in->counted_at = now_ms();
 	}
-	if (queued && e->dispatch != NULL)
-		dispatch_kick(e->dispatch);
-	if (acked)
-		outbox_kick(e->outbox);
+	wake(e, (queued ? WAKE_DISPATCH : 0) | (acked ? WAKE_OUTBOX : 0));
 }
 
 /* Loop: commits everything pending now and answers it, waiting for the writer (shutdown). */

@@ -1,9 +1,6 @@
 /* metrics.c: counters kept in memory and rendered in the Prometheus text format. */
 #include "spur.h"
-#include "dispatch.h"
-#include "node.h"
 #include "ingest.h"
-#include "reqclock.h"
 #include "serve.h"
 #include "store.h"
 
@@ -308,7 +305,7 @@ metrics_usage(struct buf *b, struct engine *e)
 }
 
 char *
-metrics_render(struct metrics *m, struct engine *e)
+metrics_render(struct metrics *m, struct engine *e, const struct metrics_live *live)
 {
 	struct metrics_data	 snap, *d = &snap;
 	long long		 causes[RUN_NCAUSES];
@@ -349,19 +346,19 @@ metrics_render(struct metrics *m, struct engine *e)
 	    store_count_runs(e->store, RUN_QUEUED));
 	buf_addf(&b, "# HELP spur_runs_running Runs this node is running.\n"
 	    "# TYPE spur_runs_running gauge\nspur_runs_running %d\n",
-	    e->dispatch != NULL ? dispatch_running(e->dispatch) : 0);
+	    live->running);
 	buf_addf(&b, "# HELP spur_run_duration_seconds Run durations.\n"
 	    "# TYPE spur_run_duration_seconds summary\n"
 	    "spur_run_duration_seconds_sum %.3f\nspur_run_duration_seconds_count %lld\n",
 	    d->run_seconds_sum, d->run_seconds_count);
 	buf_addf(&b, "# HELP spur_http_buffered_bytes Bytes of the requests being read "
 	    "(limits.buffered bounds them).\n# TYPE spur_http_buffered_bytes gauge\n"
-	    "spur_http_buffered_bytes %lld\n", e->budget != NULL ? reqbudget_used(e->budget) : 0);
+	    "spur_http_buffered_bytes %lld\n", live->buffered);
 	metrics_usage(&b, e);
 	metrics_render_counters(&b, d);
 	metrics_render_hists(&b, d);
 	metrics_reports_pending(&b, e);
-	node_metrics(e->node, &b);
+	buf_adds(&b, live->node);
 	buf_addf(&b, "# TYPE spur_uptime_seconds gauge\nspur_uptime_seconds %lld\n",
 	    (long long)((now_ms() - d->started) / 1000));
 	return buf_take(&b);

@@ -46,7 +46,6 @@ struct outbox_send {
 
 struct outbox {
 	struct engine		*engine;
-	struct httpc		*http;
 	struct event		*due;		/* the next pending report */
 	struct event		*kick;
 	LIST_HEAD(, outbox_send) sends;
@@ -76,6 +75,7 @@ static void	outbox_pass(struct outbox *);
 static void	outbox_lookup(struct outbox_send *);
 static void	outbox_post(struct outbox_send *);
 static void	outbox_marked_cb(int64_t, void *);
+static void	outbox_wake_cb(void *);
 static int	outbox_take(struct outbox_send *);
 
 /* --- the report sender ---------------------------------------------------- */
@@ -417,7 +417,7 @@ outbox_lookup(struct outbox_send *s)
 	req.body = body;
 	req.body_len = body != NULL ? strlen(body) : 0;
 	req.timeout_ms = outbox_request_ms(s->ob);
-	s->call = outbox_http(s->ob, &req, outbox_lookup_cb, s);
+	s->call = httpc_request(s->ob->engine->http, &req, outbox_lookup_cb, s);
 	free(url);
 	free(body);
 	report_headers_free(headers);
@@ -483,7 +483,7 @@ outbox_post(struct outbox_send *s)
 	req.body_len = body != NULL ? strlen(body) : 0;
 	req.timeout_ms = outbox_request_ms(s->ob);
 	outbox_guard(s->ob, target, &req);
-	s->call = outbox_http(s->ob, &req, outbox_done_cb, s);
+	s->call = httpc_request(s->ob->engine->http, &req, outbox_done_cb, s);
 	free(url);
 	report_headers_free(headers);
 }
@@ -692,6 +692,13 @@ outbox_kick(struct outbox *ob)
 		event_active(ob->kick, 0, 0);
 }
 
+/* WAKE_OUTBOX: a report was stored, or one may go now. */
+static void
+outbox_wake_cb(void *arg)
+{
+	outbox_kick(arg);
+}
+
 struct outbox *
 outbox_create(struct engine *e)
 {
@@ -700,9 +707,9 @@ outbox_create(struct engine *e)
 	ob->engine = e;
 	LIST_INIT(&ob->sends);
 	LIST_INIT(&ob->posted);
-	ob->http = httpc_create(e->base);
 	ob->due = evtimer_new(e->base, outbox_kick_cb, ob);
 	ob->kick = event_new(e->base, -1, 0, outbox_kick_cb, ob);
+	wake_subscribe(e, WAKE_OUTBOX, outbox_wake_cb, ob);
 	/* Reports left pending by the last run of the engine go first. */
 	outbox_kick(ob);
 	return ob;
@@ -713,20 +720,15 @@ outbox_free(struct outbox *ob)
 {
 	if (ob == NULL)
 		return;
+	wake_subscribe(ob->engine, WAKE_OUTBOX, NULL, NULL);
 	while (!LIST_EMPTY(&ob->sends))
 		outbox_send_free(LIST_FIRST(&ob->sends));
 	while (!LIST_EMPTY(&ob->posted))
 		outbox_posted_free(LIST_FIRST(&ob->posted));
 	github_app_cleanup();
 	free(ob->marking);
-	httpc_free(ob->http);
 	event_free(ob->due);
 	event_free(ob->kick);
 	free(ob);
 }
 
-struct http_call *
-outbox_http(struct outbox *ob, const struct http_request *req, http_done_cb cb, void *arg)
-{
-	return httpc_request(ob->http, req, cb, arg);
-}

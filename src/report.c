@@ -540,7 +540,7 @@ report_status_edit(struct engine *e, const struct report_backend *b, const json_
 	    store_report_edit(e->store, run, kind, target, body, due) == 0) {
 		log_info("event=report.stored run=%s kind=%s source=%s edit=%s in_ms=%lld",
 		    run, kind, b->name, id, (long long)(due - now_ms()));
-		outbox_kick(e->outbox);
+		wake(e, WAKE_OUTBOX);
 	}
 	json_decref(target);
 	free(body);
@@ -597,7 +597,7 @@ report_status_at(struct engine *e, const char *run, const char *posted, int64_t 
 		if (store_report_add(e->store, run, "status", target, body) == 0) {
 			log_info("event=report.stored run=%s kind=status source=%s", run,
 			    b->name);
-			outbox_kick(e->outbox);
+			wake(e, WAKE_OUTBOX);
 		}
 		free(body);
 		json_decref(target);
@@ -807,7 +807,7 @@ report_run_end_(struct engine *e, const char *run, int alone, const char *posted
 store:
 	if (store_report_add(e->store, run, "run_end", target, body) == 0) {
 		log_info("event=report.stored run=%s kind=run_end source=%s", run, source);
-		outbox_kick(e->outbox);
+		wake(e, WAKE_OUTBOX);
 	}
 out:
 	free(id);
@@ -869,7 +869,7 @@ report_destinations(struct engine *e, const char *run, const json_t *j)
 		json_decref(ev);
 		free(kind);
 	}
-	outbox_kick(e->outbox);
+	wake(e, WAKE_OUTBOX);
 	report_owned_free(&own);
 }
 
@@ -943,7 +943,7 @@ report_reply(struct engine *e, const struct spur_event *ev, const char *text)
 	if (store_report_add(e->store, ev->id, "reply", target, body) == 0) {
 		log_info("event=report.stored event_id=%s kind=reply source=%s", ev->id,
 		    b->name);
-		outbox_kick(e->outbox);
+		wake(e, WAKE_OUTBOX);
 	}
 	free(body);
 	free(msg);

@@ -419,6 +419,7 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	if (evthread_use_pthreads() != 0)
 		fatal("evthread_use_pthreads failed");
 	e.base = event_base_new();
+	e.http = httpc_create(e.base);
 	e.metrics = metrics_create();
 	if ((e.node = node_create(&e, &cause)) == NULL) {
 		log_error("event=node.failed error=%s", log_q(cause));
@@ -486,6 +487,8 @@ out:
 	e.dispatch = NULL;
 	outbox_free(e.outbox);
 	e.outbox = NULL;
+	httpc_free(e.http);	/* after the outbox: what its calls hold is freed first */
+	e.http = NULL;
 	ingest_free(e.ingest);
 	node_free(e.node);
 	e.node = NULL;

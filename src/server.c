@@ -8,7 +8,9 @@
 #include "conf.h"
 #include "event.h"
 #include "ingest.h"
+#include "dispatch.h"
 #include "lpause.h"
+#include "node.h"
 #include "openapi.h"
 #include "reqclock.h"
 #include "sandbox.h"
@@ -456,6 +458,22 @@ server_api_done(struct api_answer *a, void *arg)
 }
 
 /* Loop: who the event's actor is is known (or the engine stops: NULL); on to ingest. */
+/* Loop: /metrics, with what the engine's modules measure (metrics.c calls none of them). */
+static void
+server_metrics(struct engine *e, struct hookreq *hr)
+{
+	struct metrics_live	 live;
+	struct buf		 nb;
+
+	buf_init(&nb, 0);
+	node_metrics(e->node, &nb);
+	live.running = e->dispatch != NULL ? dispatch_running(e->dispatch) : 0;
+	live.buffered = e->budget != NULL ? reqbudget_used(e->budget) : 0;
+	live.node = buf_cstr(&nb);
+	hookreq_answer(hr, 200, "text/plain; version=0.0.4", metrics_render(e->metrics, e, &live));
+	buf_free(&nb);
+}
+
 static void
 server_person_cb(struct person *p, void *arg)
 {
@@ -493,8 +511,7 @@ server_ask_cb(evutil_socket_t fd, short what, void *arg)
 		else if (hr->kind == HOOKREQ_API)
 			api_handle(e, &hr->api, server_api_done, hr);
 		else if (hr->kind == HOOKREQ_METRICS)
-			hookreq_answer(hr, 200, "text/plain; version=0.0.4",
-			    metrics_render(e->metrics, e));
+			server_metrics(e, hr);
 		else if (store_writable(e->store) != 0)
 			hookreq_answer(hr, 503, "text/plain", xstrdup("store unavailable\n"));
 		else if (e->conf->sandbox.backend == SANDBOX_BWRAP &&

@@ -1,4 +1,4 @@
-/* writer.c: the store's one writer thread: typed jobs committed in groups, completions posted to the loop. */
+/* writer.c: the store's one writer thread: typed jobs, group commits, completions on the loop. */
 #include "spur.h"
 #include "checkpoint.h"
 #include "event.h"
@@ -15,7 +15,7 @@
 
 #define WRITER_MAX_BATCH	512
 
-/* What a commit carries; each type has its own completion (redis's bio.c: a queue of typed jobs). */
+/* What a commit carries, each type with its completion (redis's bio.c: a queue of typed jobs). */
 enum writer_op { WRITER_DELIVERY, WRITER_MARK };
 
 struct writer_job {
