@@ -419,7 +419,6 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	if (evthread_use_pthreads() != 0)
 		fatal("evthread_use_pthreads failed");
 	e.base = event_base_new();
-	e.http = httpc_create(e.base);
 	e.metrics = metrics_create();
 	if ((e.node = node_create(&e, &cause)) == NULL) {
 		log_error("event=node.failed error=%s", log_q(cause));
@@ -435,6 +434,8 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 		goto out;
 	}
 	e.scheduler = scheduler_create(&e);
+	/* The engine's HTTP client, made where the outbox made it (its first user). */
+	e.http = httpc_create(e.base);
 	e.outbox = outbox_create(&e);
 	e.people = people_create(&e);
 	sigterm = evsignal_new(e.base, SIGTERM, serve_stop_cb, &e);
