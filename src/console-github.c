@@ -3,7 +3,7 @@
 #include "conf.h"
 #include "console-github.h"
 #include "github-app.h"
-#include "outbox.h"
+#include "httpc.h"
 #include "scrub.h"
 #include "serve.h"
 
@@ -214,7 +214,7 @@ cgh_get(struct cgh *c, const struct org *o, const char *path, http_done_cb done)
 	req.url = url;
 	req.headers = h;
 	req.timeout_ms = CGH_TIMEOUT_MS;
-	c->call = outbox_http(c->e->outbox, &req, done, c);
+	c->call = httpc_request(c->e->http, &req, done, c);
 	freezero_str(auth);
 	free(base);
 	free(url);
@@ -536,7 +536,7 @@ console_github_signin(struct engine *e, const char *code, const char *redirect_u
 	req.body = b.data;
 	req.body_len = b.len;
 	req.timeout_ms = CGH_TIMEOUT_MS;
-	c->call = outbox_http(e->outbox, &req, cgh_exchange_cb, c);
+	c->call = httpc_request(e->http, &req, cgh_exchange_cb, c);
 	/* The body holds the client secret. */
 	if (b.data != NULL)
 		explicit_bzero(b.data, b.len);

@@ -7,6 +7,7 @@
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,4 +227,43 @@ time_id(const char *prefix)
 		s[10 + i] = id_alphabet[r[i] & 31];
 	s[20] = '\0';
 	return xprintf("%s%s", prefix, s);
+}
+
+/* Standard Webhooks' keys and signatures: source-webhook.c checks them, source-api.c signs. */
+#define WEBHOOK_STD_PREFIX	"whsec_"
+
+int
+webhook_standard_key(const void *secret, size_t len, unsigned char **key, size_t *keylen)
+{
+	const char	*p = secret;
+
+	*key = NULL;
+	*keylen = 0;
+	if (len >= strlen(WEBHOOK_STD_PREFIX) &&
+	    memcmp(p, WEBHOOK_STD_PREFIX, strlen(WEBHOOK_STD_PREFIX)) == 0) {
+		p += strlen(WEBHOOK_STD_PREFIX);
+		len -= strlen(WEBHOOK_STD_PREFIX);
+	}
+	if (base64_decode(p, len, key, keylen) != 0 || *keylen == 0) {
+		if (*key != NULL)
+			free(*key);
+		*key = NULL;
+		*keylen = 0;
+		return -1;
+	}
+	return 0;
+}
+
+void
+webhook_standard_hmac(const void *key, size_t keylen, const char *id, const char *ts,
+    const void *body, size_t len, unsigned char out[32])
+{
+	size_t	 msglen = strlen(id) + 1 + strlen(ts) + 1 + len, n;
+	char	*msg = xmalloc(msglen + 1);
+
+	n = (size_t)snprintf(msg, msglen + 1, "%s.%s.", id, ts);
+	if (len > 0)
+		memcpy(msg + n, body, len);
+	hmac_sha256(key, keylen, msg, msglen, out);
+	free(msg);
 }

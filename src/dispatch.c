@@ -95,6 +95,8 @@ struct dispatch {
 };
 
 static void	dispatch_kick_cb(evutil_socket_t, short, void *);
+static void	dispatch_wake_cb(void *);
+static void	dispatch_cancels_cb(void *);
 static void	drun_finish(struct drun *, enum run_state, enum run_cause, const char *,
 		    const char *);
 static void	drun_agent(struct drun *, int);
@@ -301,6 +303,8 @@ dispatch_create(struct engine *e, char **cause)
 	dispatch_recover(d);
 	dispatch_apply_cancels(d);
 	d->kick_ev = event_new(e->base, -1, 0, dispatch_kick_cb, d);
+	wake_subscribe(e, WAKE_DISPATCH, dispatch_wake_cb, d);
+	wake_subscribe(e, WAKE_CANCELS, dispatch_cancels_cb, d);
 	d->usr1_ev = evsignal_new(e->base, SIGUSR1, dispatch_usr1_cb, d);
 	evsignal_add(d->usr1_ev, NULL);
 	d->gc_ev = event_new(e->base, -1, EV_PERSIST, dispatch_gc_cb, d);
@@ -353,6 +357,7 @@ dispatch_free(struct dispatch *d)
 {
 	if (d == NULL)
 		return;
+	wake_subscribe(d->engine, WAKE_DISPATCH | WAKE_CANCELS, NULL, NULL);
 	dispatch_shutdown(d);
 	event_free(d->kick_ev);
 	event_free(d->usr1_ev);
@@ -375,6 +380,20 @@ dispatch_kick(struct dispatch *d)
 	 */
 	if (!d->stopping && !d->draining && !evtimer_pending(d->kick_ev, NULL))
 		evtimer_add(d->kick_ev, &now);
+}
+
+/* WAKE_DISPATCH: runs were queued, or one ended. */
+static void
+dispatch_wake_cb(void *arg)
+{
+	dispatch_kick(arg);
+}
+
+/* WAKE_CANCELS: a cancel was stored (run.c): the runs it names stop now. */
+static void
+dispatch_cancels_cb(void *arg)
+{
+	dispatch_apply_cancels(arg);
 }
 
 int

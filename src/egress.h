@@ -70,7 +70,7 @@ const char	*egress_budget_stopped(const struct egress *);
 enum egress_verdict egress_verdict(const struct egress *);
 
 /*
- * For egress.c, proxy.c and gateway.c only.
+ * relay.c: for egress.c, proxy.c, gateway.c and intercept.c only.
  */
 
 /* A listener on a unix socket at path (mode 0666), or when path is NULL on 127.0.0.1:0. */
@@ -144,6 +144,9 @@ const char	*relay_cut(const struct relay *);
 /* Bytes a to b and b to a so far. */
 uint64_t	 relay_bytes(const struct relay *, int a_to_b);
 void		 relay_free(struct relay *);
+/* The proxy's own answer: status, the reason in the body, the verdict in X-Spur-Verdict. */
+void		 proxy_answer(struct evbuffer *, int status, const char *reason,
+		     const char *verdict);
 
 /* proxy.c: the HTTP proxy of one run: CONNECT and absolute-URI requests, allow list. */
 struct proxy;
@@ -152,9 +155,6 @@ struct proxy	*proxy_create(struct event_base *, struct evdns_base *, struct engi
 		     const char *run, char *const *allow, const char *path, int *port,
 		     char **cause);
 void		 proxy_free(struct proxy *);
-/* The proxy's own answer: status, the reason in the body, the verdict in X-Spur-Verdict. */
-void		 proxy_answer(struct evbuffer *, int status, const char *reason,
-		     const char *verdict);
 /* The run's header secrets (intercept.h): their hosts are intercepted; it outlives the proxy. */
 struct intercept;
 void		 proxy_set_intercept(struct proxy *, struct intercept *);

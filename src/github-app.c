@@ -2,7 +2,7 @@
 #include "spur.h"
 #include "conf.h"
 #include "github-app.h"
-#include "outbox.h"
+#include "httpc.h"
 #include "serve.h"
 
 #include <sys/queue.h>
@@ -446,7 +446,7 @@ github_exchange(struct github_flight *r)
 	req.headers = github_headers(r, &auth);
 	req.body = "";
 	req.body_len = 0;
-	r->call = outbox_http(r->e->outbox, &req, github_token_done_cb, r);
+	r->call = httpc_request(r->e->http, &req, github_token_done_cb, r);
 	freezero_str(auth);
 	free(path);
 	free(url);
@@ -550,7 +550,7 @@ github_token(struct engine *e, const char *orgname, const char *repo, long long 
 	req.method = "GET";
 	req.url = url;
 	req.headers = github_headers(f, &auth);
-	f->call = outbox_http(e->outbox, &req, github_installation_cb, f);
+	f->call = httpc_request(e->http, &req, github_installation_cb, f);
 	freezero_str(auth);
 	free(path);
 	free(url);

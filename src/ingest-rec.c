@@ -1,4 +1,4 @@
-/* ingest-rec.c: an accepted delivery as its payload log record (plog.h), and back at a start. */
+/* ingest-rec.c: an accepted delivery as its payload log record (plog.h), and back at a start; its item freed. */
 #include "spur.h"
 #include "event.h"
 #include "ingest.h"
@@ -177,4 +177,28 @@ ingest_rec_read(const unsigned char *meta, size_t metalen, char **cause)
 fail:
 	ingest_item_free(it);
 	return NULL;
+}
+
+void
+ingest_item_free(struct ingest_item *it)
+{
+	size_t	 i;
+
+	if (it == NULL)
+		return;
+	for (i = 0; i < it->nruns; i++) {
+		free(it->runs[i].id);
+		free(it->runs[i].automation);
+		free(it->runs[i].conc_key);
+		free(it->runs[i].prompt);
+		free(it->runs[i].automation_json);
+	}
+	free(it->runs);
+	free(it->rec);
+	free(it->why);
+	free(it->event_json);
+	free(it->ack_target);
+	free(it->ack_body);
+	spur_event_free(it->event);
+	free(it);
 }

@@ -39,8 +39,6 @@ void		 ingest_item_free(struct ingest_item *);
  * (queue full); takes it. cb runs on the loop, or in this call.
  */
 void		 ingest_submit(struct ingest *, struct ingest_item *, ingest_done_cb, void *);
-/* Loop: the outbox's mark of a report, committed with the next batch (outbox_marked after). */
-void		 ingest_mark(struct ingest *, const struct report_mark *);
 /* Forgets the callback of a pending submission (its client went away). */
 void		 ingest_cancel(struct ingest *, void *);
 /* Commits what is pending now (called at shutdown). */

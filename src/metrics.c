@@ -2,10 +2,7 @@
 #include "spur.h"
 #include "budget.h"
 #include "conf.h"
-#include "dispatch.h"
-#include "node.h"
 #include "ingest.h"
-#include "reqclock.h"
 #include "serve.h"
 #include "store.h"
 
@@ -446,7 +443,7 @@ metrics_budgets(struct buf *b, struct engine *e)
 }
 
 char *
-metrics_render(struct metrics *m, struct engine *e)
+metrics_render(struct metrics *m, struct engine *e, const struct metrics_live *live)
 {
 	struct metrics_data	 snap, *d = &snap;
 	long long		 causes[RUN_NCAUSES];
@@ -481,15 +478,15 @@ metrics_render(struct metrics *m, struct engine *e)
 	    store_count_runs(e->store, RUN_QUEUED));
 	buf_addf(&b, "# HELP spur_runs_running Runs this node is running.\n"
 	    "# TYPE spur_runs_running gauge\nspur_runs_running %d\n",
-	    e->dispatch != NULL ? dispatch_running(e->dispatch) : 0);
+	    live->running);
 	buf_addf(&b, "# HELP spur_http_buffered_bytes Bytes of the requests being read "
 	    "(limits.buffered bounds them).\n# TYPE spur_http_buffered_bytes gauge\n"
-	    "spur_http_buffered_bytes %lld\n", e->budget != NULL ? reqbudget_used(e->budget) : 0);
+	    "spur_http_buffered_bytes %lld\n", live->buffered);
 	metrics_usage(&b, e);
 	metrics_render_counters(&b, d);
 	metrics_render_hists(&b, d);
 	metrics_reports_pending(&b, e);
-	node_metrics(e->node, &b);
+	buf_adds(&b, live->node);
 	buf_addf(&b, "# HELP spur_config_reload_success Whether the last reload of the config "
 	    "took (1; also after the start) or was refused (0).\n"
 	    "# TYPE spur_config_reload_success gauge\nspur_config_reload_success %d\n"

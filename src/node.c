@@ -5,9 +5,7 @@
 #include "serve.h"
 #include "node.h"
 #include "run.h"
-#include "dispatch.h"
 #include "sandbox.h"
-#include "outbox.h"
 
 #include <event2/event.h>
 #include <dirent.h>
@@ -157,7 +155,7 @@ node_take_over(struct node *n, const char *dead)
 		run_interrupt(n->e, json_string_value(id), reason);
 	log_warn("event=node.reaped node=%s dead=%s runs=%zu reports=%d", n->id, dead,
 	    json_array_size(ids), store_reports_release(n->e->store, dead));
-	outbox_kick(n->e->outbox);
+	wake(n->e, WAKE_OUTBOX);
 	free(reason);
 	json_decref(ids);
 	n->reaped++;
@@ -170,8 +168,8 @@ node_heard_cb(evutil_socket_t fd, short what, void *arg)
 	struct node	*n = arg;
 	int		 got = store_listened(n->e->store);
 
-	if (got > 0 && n->e->dispatch != NULL)
-		dispatch_kick(n->e->dispatch);
+	if (got > 0)
+		wake(n->e, WAKE_DISPATCH);
 	if (got < 0) {
 		log_warn("event=node.listen_lost node=%s consequence=\"polling until it is "
 		    "made again\"", n->id);
@@ -261,8 +259,7 @@ node_tick_cb(evutil_socket_t fd, short what, void *arg)
 	if (n->cut) {
 		log_info("event=node.uncut node=%s", n->id);
 		n->cut = 0;
-		if (n->e->dispatch != NULL)
-			dispatch_kick(n->e->dispatch);
+		wake(n->e, WAKE_DISPATCH);
 	}
 	node_listen(n);
 	while ((dead = store_node_reap(n->e->store, n->id)) != NULL) {

@@ -2,11 +2,11 @@
 #include "spur.h"
 #include "conf.h"
 #include "github-app.h"
-#include "ingest.h"
 #include "outbox.h"
 #include "report.h"
 #include "serve.h"
 #include "store.h"
+#include "writer.h"
 
 #include <sys/queue.h>
 #include <event2/event.h>
@@ -46,7 +46,6 @@ struct outbox_send {
 
 struct outbox {
 	struct engine		*engine;
-	struct httpc		*http;
 	struct event		*due;		/* the next pending report */
 	struct event		*kick;
 	LIST_HEAD(, outbox_send) sends;
@@ -75,6 +74,8 @@ struct outbox_posted {
 static void	outbox_pass(struct outbox *);
 static void	outbox_lookup(struct outbox_send *);
 static void	outbox_post(struct outbox_send *);
+static void	outbox_marked_cb(int64_t, void *);
+static void	outbox_wake_cb(void *);
 static int	outbox_take(struct outbox_send *);
 
 /* --- the report sender ---------------------------------------------------- */
@@ -115,7 +116,7 @@ outbox_mark_status(struct outbox *ob, int64_t id, enum report_mark_kind what, in
 	m.error = (char *)error;
 	m.posted_maybe = posted_maybe;
 	m.status_id = (char *)status_id;
-	if (e->ingest == NULL) {
+	if (e->writer == NULL) {
 		store_report_mark(e->store, &m);
 		return;
 	}
@@ -124,7 +125,7 @@ outbox_mark_status(struct outbox *ob, int64_t id, enum report_mark_kind what, in
 		ob->marking = xreallocarray(ob->marking, ob->capmarking, sizeof *ob->marking);
 	}
 	ob->marking[ob->nmarking++] = id;
-	ingest_mark(e->ingest, &m);
+	writer_mark(e->writer, &m, outbox_marked_cb, e);
 }
 
 static void
@@ -221,9 +222,12 @@ outbox_sent(struct outbox_send *s, const char *status_id, const char *how)
 		report_status_edited(e, run);
 }
 
-void
-outbox_marked(struct outbox *ob, int64_t id)
+/* Loop: a mark went with a commit (done or not): the report may be looked at again. */
+static void
+outbox_marked_cb(int64_t id, void *arg)
 {
+	struct engine		*e = arg;
+	struct outbox		*ob = e->outbox;	/* NULL once it is freed, at shutdown */
 	struct outbox_posted	*p;
 	size_t			 i;
 
@@ -413,7 +417,7 @@ outbox_lookup(struct outbox_send *s)
 	req.body = body;
 	req.body_len = body != NULL ? strlen(body) : 0;
 	req.timeout_ms = outbox_request_ms(s->ob);
-	s->call = outbox_http(s->ob, &req, outbox_lookup_cb, s);
+	s->call = httpc_request(s->ob->engine->http, &req, outbox_lookup_cb, s);
 	free(url);
 	free(body);
 	report_headers_free(headers);
@@ -479,7 +483,7 @@ outbox_post(struct outbox_send *s)
 	req.body_len = body != NULL ? strlen(body) : 0;
 	req.timeout_ms = outbox_request_ms(s->ob);
 	outbox_guard(s->ob, target, &req);
-	s->call = outbox_http(s->ob, &req, outbox_done_cb, s);
+	s->call = httpc_request(s->ob->engine->http, &req, outbox_done_cb, s);
 	free(url);
 	report_headers_free(headers);
 }
@@ -688,6 +692,13 @@ outbox_kick(struct outbox *ob)
 		event_active(ob->kick, 0, 0);
 }
 
+/* WAKE_OUTBOX: a report was stored, or one may go now. */
+static void
+outbox_wake_cb(void *arg)
+{
+	outbox_kick(arg);
+}
+
 struct outbox *
 outbox_create(struct engine *e)
 {
@@ -696,9 +707,9 @@ outbox_create(struct engine *e)
 	ob->engine = e;
 	LIST_INIT(&ob->sends);
 	LIST_INIT(&ob->posted);
-	ob->http = httpc_create(e->base);
 	ob->due = evtimer_new(e->base, outbox_kick_cb, ob);
 	ob->kick = event_new(e->base, -1, 0, outbox_kick_cb, ob);
+	wake_subscribe(e, WAKE_OUTBOX, outbox_wake_cb, ob);
 	/* Reports left pending by the last run of the engine go first. */
 	outbox_kick(ob);
 	return ob;
@@ -709,20 +720,15 @@ outbox_free(struct outbox *ob)
 {
 	if (ob == NULL)
 		return;
+	wake_subscribe(ob->engine, WAKE_OUTBOX, NULL, NULL);
 	while (!LIST_EMPTY(&ob->sends))
 		outbox_send_free(LIST_FIRST(&ob->sends));
 	while (!LIST_EMPTY(&ob->posted))
 		outbox_posted_free(LIST_FIRST(&ob->posted));
 	github_app_cleanup();
 	free(ob->marking);
-	httpc_free(ob->http);
 	event_free(ob->due);
 	event_free(ob->kick);
 	free(ob);
 }
 
-struct http_call *
-outbox_http(struct outbox *ob, const struct http_request *req, http_done_cb cb, void *arg)
-{
-	return httpc_request(ob->http, req, cb, arg);
-}

@@ -1,4 +1,4 @@
-/* outbox.h: the sender of stored reports, and the engine's HTTP client (httpc.h) it owns. */
+/* outbox.h: the sender of stored reports, on the engine's HTTP client (httpc.h). */
 #ifndef SPUR_OUTBOX_H
 #define SPUR_OUTBOX_H
 
@@ -17,15 +17,9 @@ struct outbox;
 struct outbox	*outbox_create(struct engine *);
 /* Cancels calls in flight (no callbacks); unsent reports stay stored for the next start. */
 void		 outbox_free(struct outbox *);
-/* A report was stored: send what is due. */
+/* A report was stored: send what is due (others post WAKE_OUTBOX, wake.h). */
 void		 outbox_kick(struct outbox *);
 
-/* ingest: the writer committed (or dropped) the mark of report id; it may be looked at again. */
-void		 outbox_marked(struct outbox *, int64_t id);
-
-/* Starts one HTTP request on the engine's loop (httpc_request); httpc_cancel stops it. */
-struct http_call *outbox_http(struct outbox *, const struct http_request *, http_done_cb,
-		     void *);
 
 /*
  * The wait before attempt attempts+1 (attempts >= 1 already failed): exponential

@@ -2,7 +2,7 @@
 #include "spur.h"
 #include "event.h"
 #include "httpc.h"
-#include "outbox.h"
+#include "httpc.h"
 #include "people.h"
 #include "report.h"
 #include "serve.h"
@@ -239,7 +239,7 @@ people_step(struct lookup *l)
 	req.body = body;
 	req.body_len = body != NULL ? strlen(body) : 0;
 	req.timeout_ms = 10000;
-	l->call = outbox_http(e->outbox, &req, people_answer_cb, l);
+	l->call = httpc_request(e->http, &req, people_answer_cb, l);
 	report_headers_free(headers);
 	json_decref(target);
 	free(url);

@@ -5,7 +5,7 @@
 #include "event.h"
 #include "git.h"
 #include "github-app.h"
-#include "outbox.h"
+#include "httpc.h"
 #include "repo.h"
 #include "report.h"
 #include "scrub.h"
@@ -625,7 +625,7 @@ repo_api(struct repo_job *j, const char *method, const char *path, const char *b
 	req.headers = h;
 	req.body = body;
 	req.body_len = body != NULL ? strlen(body) : 0;
-	j->call = outbox_http(j->e->outbox, &req, repo_api_cb, j);
+	j->call = httpc_request(j->e->http, &req, repo_api_cb, j);
 	freezero_str(auth);
 	free(url);
 }

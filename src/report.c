@@ -21,26 +21,6 @@
 
 static void	report_run_end_(struct engine *, const char *, int, const char *);
 
-char *
-report_scrub(struct engine *e, const char *s)
-{
-	return scrub_for_engine(e, s);
-}
-
-char *
-report_cut(const char *s, size_t max, const char *more)
-{
-	size_t	 len = strlen(s), keep, mlen = more != NULL ? strlen(more) : 0;
-
-	if (len <= max)
-		return xstrdup(s);
-	keep = max > mlen ? max - mlen : 0;
-	/* Never in the middle of a UTF-8 sequence. */
-	while (keep > 0 && ((unsigned char)s[keep] & 0xc0) == 0x80)
-		keep--;
-	return xprintf("%.*s%s", (int)keep, s, more != NULL ? more : "");
-}
-
 /*
  * The hidden marker of a run's message of kind: "<!-- spur:RUN -->" for its
  * report, "<!-- spur:RUN:status -->" for its status message, so a lookup of
@@ -67,21 +47,6 @@ report_duration(int64_t ms, char *out, size_t len)
 		snprintf(out, len, "%lldm %llds", s / 60, s % 60);
 	else
 		snprintf(out, len, "%lldh %lldm", s / 3600, (s % 3600) / 60);
-}
-
-void
-report_mrkdwn_escape(struct buf *b, const char *s)
-{
-	for (; *s != '\0'; s++) {
-		if (*s == '&')
-			buf_adds(b, "&amp;");
-		else if (*s == '<')
-			buf_adds(b, "&lt;");
-		else if (*s == '>')
-			buf_adds(b, "&gt;");
-		else
-			buf_addc(b, *s);
-	}
 }
 
 /* The fixed parts around the agent's message: head (before) and tail (after). */
@@ -200,28 +165,6 @@ report_backend_of(const json_t *target)
 	return report_backend_find(json_string_value(json_object_get(target, "source")));
 }
 
-struct org *
-report_api_url(struct engine *e, const json_t *target, char **url, char **cause)
-{
-	const char	*source = json_string_value(json_object_get(target, "source"));
-	const char	*path = json_string_value(json_object_get(target, "path"));
-	struct org	*org = config_org(e->conf, json_string_value(json_object_get(target,
-			    "org")));
-	char		*base;
-
-	if (source == NULL || org == NULL) {
-		xasprintf(cause, "the report's org is no longer configured");
-		return NULL;
-	}
-	if ((base = config_api_url(org, source)) == NULL) {
-		xasprintf(cause, "no API for %s", source);
-		return NULL;
-	}
-	*url = xprintf("%s%s", base, path != NULL ? path : "");
-	free(base);
-	return org;
-}
-
 int
 report_request(struct engine *e, const json_t *report, const json_t *target,
     const char *token, char **url, char ***headers, char **cause)
@@ -250,37 +193,6 @@ report_headers_free(char **h)
 	for (i = 0; h[i] != NULL; i++)
 		freezero_str(h[i]);
 	free(h);
-}
-
-int
-report_verdict_transport(const struct http_response *r, enum report_verdict *v, char **why)
-{
-	*why = NULL;
-	if (r->status == 0) {
-		*why = xprintf("network: %s", r->error != NULL ? r->error : "no answer");
-		*v = REPORT_RETRY;
-		return 1;
-	}
-	if (r->status == 429 || r->status >= 500) {
-		*why = xprintf("HTTP %d", r->status);
-		*v = REPORT_RETRY;
-		return 1;
-	}
-	return 0;
-}
-
-enum report_verdict
-report_verdict_http(const struct http_response *r, const json_t *answer, char **why)
-{
-	const char	*err;
-
-	*why = NULL;
-	if (r->status >= 200 && r->status < 300)
-		return REPORT_SENT;
-	err = json_string_value(json_object_get(answer, "message"));
-	*why = xprintf("HTTP %d: %.200s", r->status, err != NULL ? err : "");
-	/* GitHub's rate limits answer 403 with a reset time or Retry-After. */
-	return r->status == 403 && r->retry_after_ms >= 0 ? REPORT_RETRY : REPORT_FAILED;
 }
 
 enum report_verdict
@@ -540,7 +452,7 @@ report_status_edit(struct engine *e, const struct report_backend *b, const json_
 	    store_report_edit(e->store, run, kind, target, body, due) == 0) {
 		log_info("event=report.stored run=%s kind=%s source=%s edit=%s in_ms=%lld",
 		    run, kind, b->name, id, (long long)(due - now_ms()));
-		outbox_kick(e->outbox);
+		wake(e, WAKE_OUTBOX);
 	}
 	json_decref(target);
 	free(body);
@@ -597,7 +509,7 @@ report_status_at(struct engine *e, const char *run, const char *posted, int64_t 
 		if (store_report_add(e->store, run, "status", target, body) == 0) {
 			log_info("event=report.stored run=%s kind=status source=%s", run,
 			    b->name);
-			outbox_kick(e->outbox);
+			wake(e, WAKE_OUTBOX);
 		}
 		free(body);
 		json_decref(target);
@@ -807,7 +719,7 @@ report_run_end_(struct engine *e, const char *run, int alone, const char *posted
 store:
 	if (store_report_add(e->store, run, "run_end", target, body) == 0) {
 		log_info("event=report.stored run=%s kind=run_end source=%s", run, source);
-		outbox_kick(e->outbox);
+		wake(e, WAKE_OUTBOX);
 	}
 out:
 	free(id);
@@ -869,7 +781,7 @@ report_destinations(struct engine *e, const char *run, const json_t *j)
 		json_decref(ev);
 		free(kind);
 	}
-	outbox_kick(e->outbox);
+	wake(e, WAKE_OUTBOX);
 	report_owned_free(&own);
 }
 
@@ -943,7 +855,7 @@ report_reply(struct engine *e, const struct spur_event *ev, const char *text)
 	if (store_report_add(e->store, ev->id, "reply", target, body) == 0) {
 		log_info("event=report.stored event_id=%s kind=reply source=%s", ev->id,
 		    b->name);
-		outbox_kick(e->outbox);
+		wake(e, WAKE_OUTBOX);
 	}
 	free(body);
 	free(msg);

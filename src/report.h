@@ -207,7 +207,7 @@ extern const struct report_backend report_github, report_slack, report_linear, r
 /* The backend of a source (github, slack, linear, api), or NULL. */
 const struct report_backend *report_backend_find(const char *source);
 
-/* Helpers for the backends. */
+/* Helpers for the backends (report-common.c). */
 #define REPORT_LOOKUP_PAGE	100	/* comments or messages per page of a lookup */
 /* target's org and *url (the org's API for the source + target's path); NULL with cause. */
 struct org *report_api_url(struct engine *, const json_t *target, char **url, char **cause);

@@ -1,7 +1,6 @@
 /* run.c: the one owner of a run's life: every change of a run's state goes through here. */
 #include "spur.h"
 #include "automation.h"
-#include "dispatch.h"
 #include "report.h"
 #include "run.h"
 #include "scrub.h"
@@ -10,30 +9,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-static const char *run_cause_text[RUN_NCAUSES] = {
-	NULL,
-	"done",
-	"the proof it was asked for is missing",
-	"the run changed nothing",
-	"the agent failed",
-	"the model API refused the org's key",
-	"the model API kept refusing for rate limits or overload",
-	"a budget was spent (the run's or its org's)",
-	"it ran out of time",
-	"the sandbox's network refused a connection it needed",
-	"delivering the result failed (clone, push or pull request)",
-	"the sandbox could not start",
-	"it was cancelled",
-	"it was skipped (another run was busy)",
-	"the engine stopped or crashed while it ran",
-};
-
-const char *
-run_cause_words(enum run_cause c)
-{
-	return c > CAUSE_NONE && c < RUN_NCAUSES ? run_cause_text[c] : "";
-}
 
 /* The state change; requeued names the run that continues this one, if any. */
 static int
@@ -80,8 +55,7 @@ run_set_state_(struct engine *e, const char *run, enum run_state to, enum run_ca
 		free(cause);
 		return -1;
 	}
-	if (e->dispatch != NULL)
-		dispatch_kick(e->dispatch);
+	wake(e, WAKE_DISPATCH);
 	return 0;
 }
 
@@ -174,8 +148,7 @@ run_request_cancel(struct engine *e, const char *run, const char *reason)
 	if (store_run_request_cancel(e->store, run, reason) != 0)
 		return -1;
 	log_info("event=run.cancel_requested run=%s reason=%s", run, log_q(reason));
-	if (e->dispatch != NULL)
-		dispatch_apply_cancels(e->dispatch);
+	wake(e, WAKE_CANCELS);
 	return 0;
 }
 
@@ -196,7 +169,6 @@ run_retry(struct engine *e, const char *run, const char *who, char **cause)
 	if ((id = store_run_retry(e->store, run, 0, cause)) == NULL)
 		return NULL;
 	log_info("event=run.queued run=%s retry_of=%s by=%s", id, run, log_q(who));
-	if (e->dispatch != NULL)
-		dispatch_kick(e->dispatch);
+	wake(e, WAKE_DISPATCH);
 	return id;
 }

@@ -36,7 +36,5 @@ int		 run_request_cancel(struct engine *, const char *run, const char *reason);
  * its id, or NULL with cause (not ended, no such run, the store).
  */
 char		*run_retry(struct engine *, const char *run, const char *who, char **cause);
-/* The cause in plain words, for reports: "the agent failed", ... */
-const char	*run_cause_words(enum run_cause);
 
 #endif

@@ -497,6 +497,8 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 		goto out;
 	}
 	e.scheduler = scheduler_create(&e);
+	/* The engine's HTTP client, made where the outbox made it (its first user). */
+	e.http = httpc_create(e.base);
 	e.outbox = outbox_create(&e);
 	e.people = people_create(&e);
 	sigterm = evsignal_new(e.base, SIGTERM, serve_stop_cb, &e);
@@ -551,6 +553,8 @@ out:
 	e.dispatch = NULL;
 	outbox_free(e.outbox);
 	e.outbox = NULL;
+	httpc_free(e.http);	/* after the outbox: what its calls hold is freed first */
+	e.http = NULL;
 	ingest_free(e.ingest);
 	node_free(e.node);
 	e.node = NULL;

@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "wake.h"
+
 struct event_base;
 struct config;
 struct automation_set;
@@ -31,11 +33,18 @@ struct engine {
 	struct server		*server;
 	struct reqbudget	*budget;	/* the server's limits.buffered, for /metrics */
 	struct ingest		*ingest;
+	struct writer		*writer;	/* the store's writer thread (ingest's) */
 	struct metrics		*metrics;
 	struct dispatch		*dispatch;
 	struct scheduler	*scheduler;
 	struct outbox		*outbox;
 	struct people		*people;	/* who events' actors are (authors) */
+	struct httpc		*http;		/* the one HTTP client on the loop (httpc.c) */
+	/* The wake bus (wake.c): the owner of each kind, or none. */
+	struct {
+		wake_cb		 cb;
+		void		*arg;
+	}			 wakes[WAKE_NKINDS];
 	struct node		*node;		/* this engine among several (node.c) */
 	char			*config_path;
 	int			 stopping;
@@ -77,6 +86,15 @@ void		 metrics_count_labels(struct metrics *, const char *name, const char *labe
 enum metrics_hist { METRICS_HIST_STORE_COMMIT, METRICS_HIST_SCHEDULE_LAG, METRICS_HIST_RUN,
 	METRICS_NHIST };
 void		 metrics_observe(struct metrics *, enum metrics_hist, double seconds);
-char		*metrics_render(struct metrics *, struct engine *);
+/*
+ * What only the engine's modules know, measured by the caller of
+ * metrics_render: metrics.c then calls none of them (they count into it).
+ */
+struct metrics_live {
+	int		 running;	/* runs this node is running (dispatch.c) */
+	long long	 buffered;	/* bytes of requests being read (reqclock.c) */
+	const char	*node;		/* this node's lines (node_metrics), or "" */
+};
+char		*metrics_render(struct metrics *, struct engine *, const struct metrics_live *);
 
 #endif

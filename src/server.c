@@ -8,7 +8,9 @@
 #include "conf.h"
 #include "event.h"
 #include "ingest.h"
+#include "dispatch.h"
 #include "lpause.h"
+#include "node.h"
 #include "openapi.h"
 #include "reqclock.h"
 #include "sandbox.h"
@@ -456,6 +458,24 @@ server_api_done(struct api_answer *a, void *arg)
 	hookreq_answer(hr, a->status, a->ctype != NULL ? a->ctype : "application/json", body);
 }
 
+/* Loop: /metrics, with what the engine's modules measure (metrics.c calls none of them). */
+static char *
+server_metrics(struct engine *e)
+{
+	struct metrics_live	 live;
+	struct buf		 nb;
+	char			*text;
+
+	buf_init(&nb, 0);
+	node_metrics(e->node, &nb);
+	live.running = e->dispatch != NULL ? dispatch_running(e->dispatch) : 0;
+	live.buffered = e->budget != NULL ? reqbudget_used(e->budget) : 0;
+	live.node = buf_cstr(&nb);
+	text = metrics_render(e->metrics, e, &live);
+	buf_free(&nb);
+	return text;
+}
+
 /* Loop: who the event's actor is is known (or the engine stops: NULL); on to ingest. */
 static void
 server_person_cb(struct person *p, void *arg)
@@ -495,7 +515,7 @@ server_ask_cb(evutil_socket_t fd, short what, void *arg)
 			api_handle(e, &hr->api, server_api_done, hr);
 		else if (hr->kind == HOOKREQ_METRICS)
 			hookreq_answer(hr, 200, "text/plain; version=0.0.4",
-			    metrics_render(e->metrics, e));
+			    server_metrics(e));
 		else if (hr->kind == HOOKREQ_LIVEZ)
 			hookreq_answer(hr, 200, "text/plain", xstrdup("ok\n"));	/* the loop turns */
 		else if (e->draining)
@@ -1115,7 +1135,7 @@ server_metrics_cb(struct evhttp_request *req, void *arg)
 		status = 200;
 	b = evbuffer_new();
 	if (status == 200) {
-		text = metrics_render(srv->engine->metrics, srv->engine);
+		text = server_metrics(srv->engine);
 		evbuffer_add(b, text, strlen(text));
 		free(text);
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",

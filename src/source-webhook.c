@@ -16,7 +16,6 @@
  */
 #define WEBHOOK_HMAC_HEADER	"X-Signature"
 #define WEBHOOK_STD_WINDOW_MS	(300 * 1000)
-#define WEBHOOK_STD_PREFIX	"whsec_"
 
 static void	webhook_handle(const struct source_req *, struct source_result *);
 
@@ -71,42 +70,6 @@ webhook_check_hmac(const struct source_req *req, const struct webhook_def *def,
 		return xprintf("%s is not %s%s", safe, prefix,
 		    def->base64 ? "and base64 of 32 bytes" : "and 64 hex digits");
 	return xprintf("%s does not match the body", safe);
-}
-
-int
-webhook_standard_key(const void *secret, size_t len, unsigned char **key, size_t *keylen)
-{
-	const char	*p = secret;
-
-	*key = NULL;
-	*keylen = 0;
-	if (len >= strlen(WEBHOOK_STD_PREFIX) &&
-	    memcmp(p, WEBHOOK_STD_PREFIX, strlen(WEBHOOK_STD_PREFIX)) == 0) {
-		p += strlen(WEBHOOK_STD_PREFIX);
-		len -= strlen(WEBHOOK_STD_PREFIX);
-	}
-	if (base64_decode(p, len, key, keylen) != 0 || *keylen == 0) {
-		if (*key != NULL)
-			free(*key);
-		*key = NULL;
-		*keylen = 0;
-		return -1;
-	}
-	return 0;
-}
-
-void
-webhook_standard_hmac(const void *key, size_t keylen, const char *id, const char *ts,
-    const void *body, size_t len, unsigned char out[32])
-{
-	size_t	 msglen = strlen(id) + 1 + strlen(ts) + 1 + len, n;
-	char	*msg = xmalloc(msglen + 1);
-
-	n = (size_t)snprintf(msg, msglen + 1, "%s.%s.", id, ts);
-	if (len > 0)
-		memcpy(msg + n, body, len);
-	hmac_sha256(key, keylen, msg, msglen, out);
-	free(msg);
 }
 
 /*

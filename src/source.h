@@ -187,16 +187,6 @@ struct spur_event		*source_event_new(const struct source_req *, const char *);
 /* A copy of the string or scalar at path, or NULL. */
 char			*source_path_text(const struct json_t *, const char *);
 
-/*
- * Standard Webhooks (source-webhook.c, also signing source-api.c's callbacks):
- * the HMAC key of a "whsec_" + base64 secret (the whsec_ is optional), -1 when
- * it is not base64 of at least one byte; and HMAC-SHA256 of id "." ts "." body.
- */
-int			 webhook_standard_key(const void *secret, size_t len,
-			     unsigned char **key, size_t *keylen);
-void			 webhook_standard_hmac(const void *key, size_t keylen, const char *id,
-			     const char *ts, const void *body, size_t len, unsigned char out[32]);
-
 extern const struct source source_github;
 extern const struct source source_slack;
 extern const struct source source_linear;

@@ -97,6 +97,14 @@ void	 hmac_sha256(const void *key, size_t keylen, const void *msg, size_t msglen
 void	 sha256(const void *, size_t, unsigned char out[32]);
 /* CRC-32C of n bytes, going on from crc (0 to start): crc32c(crc32c(0, a), b) is a's and b's. */
 uint32_t crc32c(uint32_t crc, const void *, size_t n);
+/*
+ * crypto.c: Standard Webhooks (source-webhook.c, also signing source-api.c's callbacks):
+ * the HMAC key of a "whsec_" + base64 secret (the whsec_ is optional), -1 when
+ * it is not base64 of at least one byte; and HMAC-SHA256 of id "." ts "." body.
+ */
+int	 webhook_standard_key(const void *secret, size_t len, unsigned char **key, size_t *keylen);
+void	 webhook_standard_hmac(const void *key, size_t keylen, const char *id, const char *ts,
+	     const void *body, size_t len, unsigned char out[32]);
 /* util.c: a little-endian u32 in 4 bytes, and back (the payload log's formats). */
 void	 le32_put(unsigned char *, uint32_t);
 uint32_t le32_get(const unsigned char *);

@@ -279,6 +279,31 @@ run_cause_name(enum run_cause c)
 	return c < RUN_NCAUSES ? run_cause_names[c] : NULL;
 }
 
+/* The causes in plain words, for reports (beside their names: report.c needs no run.c). */
+static const char *run_cause_text[RUN_NCAUSES] = {
+	NULL,
+	"done",
+	"the proof it was asked for is missing",
+	"the run changed nothing",
+	"the agent failed",
+	"the model API refused the org's key",
+	"the model API kept refusing for rate limits or overload",
+	"a budget was spent (the run's or its org's)",
+	"it ran out of time",
+	"the sandbox's network refused a connection it needed",
+	"delivering the result failed (clone, push or pull request)",
+	"the sandbox could not start",
+	"it was cancelled",
+	"it was skipped (another run was busy)",
+	"the engine stopped or crashed while it ran",
+};
+
+const char *
+run_cause_words(enum run_cause c)
+{
+	return c > CAUSE_NONE && c < RUN_NCAUSES ? run_cause_text[c] : "";
+}
+
 int
 run_cause_parse(const char *s, enum run_cause *out)
 {

@@ -221,6 +221,8 @@ int		 run_state_parse(const char *, enum run_state *);
 int		 run_state_terminal(enum run_state);
 const char	*run_phase_name(enum run_phase);
 const char	*run_cause_name(enum run_cause);
+/* The cause in plain words, for reports: "the agent failed", ... */
+const char	*run_cause_words(enum run_cause);
 int		 run_cause_parse(const char *, enum run_cause *);
 /*
  * Moves a run to a state, checking the transition in the same transaction and

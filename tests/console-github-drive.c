@@ -75,6 +75,7 @@ main(int argc, char **argv)
 	if (evthread_use_pthreads() != 0)
 		fatal("evthread_use_pthreads failed");
 	e.base = event_base_new();
+	e.http = httpc_create(e.base);	/* the engine's client, which console-github.c calls */
 	e.outbox = outbox_create(&e);
 	if (strcmp(argv[2], "signin") == 0)
 		console_github_signin(&e, argv[3], argv[4], drive_done_cb, &e);
@@ -82,6 +83,7 @@ main(int argc, char **argv)
 		console_github_recheck(&e, argv[3], drive_done_cb, &e);
 	event_base_dispatch(e.base);
 	outbox_free(e.outbox);
+	httpc_free(e.http);
 	event_base_free(e.base);
 	store_close(e.store);
 	config_free(e.conf);
