@@ -27,6 +27,8 @@ ALLOWED = {
     ("egress.c", "realpath"): "the agent's command from spur.yaml (the operator's)",
     ("gateway.c", "unlink"): "the gateway's socket in data_dir/runs/RUN/net (root's)",
     ("intercept.c", "unlink"): "the run's CA files in data_dir/runs/RUN/net (root's)",
+    ("priv-helper.c", "fchownat"): "AT_SYMLINK_NOFOLLOW, relative to the directory descriptor in "
+                                   "which it just made the name (mkdirat), under sessions/",
     ("plog.c", "opendir"): "data_dir/payloads (root's; no sandbox sees it)",
     ("proxy.c", "unlink"): "the proxy's socket in data_dir/runs/RUN/net (root's)",
     ("proxy.c", "chmod"): "the proxy's socket in data_dir/runs/RUN/net (root's)",
