@@ -24,7 +24,7 @@
 
 /*
  * What the helper may do is bounded by what it was told at start, never by a
- * request: directories only under data_dir/sessions (opened once, walked by
+ * request: directories only under data_dir/sessions and data_dir/runs (opened once, walked by
  * descriptors, O_NOFOLLOW, so a link a sandbox left is refused), children only
  * bwrap or git as a uid of sandbox.uids or sandbox.user, signals only to the
  * children it started. It reads no network input and holds no secret but the
@@ -39,7 +39,7 @@ struct priv_child {
 };
 
 struct priv_helper {
-	int			 sessions_fd;	/* data_dir/sessions */
+	int			 area_fd[2];	/* data_dir/sessions, data_dir/runs */
 	long long		 uid_first;	/* sandbox.uids */
 	long long		 uid_last;
 	uid_t			 user_uid;	/* sandbox.user's, 0: none */
@@ -51,6 +51,16 @@ struct priv_helper {
 	size_t			 nchildren;
 	const struct config	*conf;
 };
+
+/* data_dir/name, made the engine's when missing, opened never through a link. */
+static int
+priv_area_open(int dfd, const char *name, uid_t uid, gid_t gid)
+{
+	if (mkdirat(dfd, name, 0700) == 0 && fchownat(dfd, name, uid, gid,
+	    AT_SYMLINK_NOFOLLOW) != 0)
+		return -1;
+	return openat(dfd, name, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC);
+}
 
 struct priv_helper *
 priv_helper_create(const struct config *cf, uid_t engine_uid, gid_t engine_gid,
@@ -65,20 +75,18 @@ priv_helper_create(const struct config *cf, uid_t engine_uid, gid_t engine_gid,
 		*cause = xprintf("%s: %s", cf->data_dir, strerror(errno));
 		return NULL;
 	}
-	if (mkdirat(dfd, "sessions", 0700) == 0 && fchownat(dfd, "sessions", engine_uid,
-	    engine_gid, AT_SYMLINK_NOFOLLOW) != 0) {
-		*cause = xprintf("chown %s/sessions: %s", cf->data_dir, strerror(errno));
-		close(dfd);
-		return NULL;
-	}
 	h = xcalloc(1, sizeof *h);
-	h->sessions_fd = openat(dfd, "sessions", O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC);
-	close(dfd);
-	if (h->sessions_fd == -1) {
-		*cause = xprintf("%s/sessions: %s", cf->data_dir, strerror(errno));
+	if ((h->area_fd[PRIV_AREA_SESSIONS] = priv_area_open(dfd, "sessions", engine_uid,
+	    engine_gid)) == -1 || (h->area_fd[PRIV_AREA_RUNS] = priv_area_open(dfd, "runs",
+	    engine_uid, engine_gid)) == -1) {
+		*cause = xprintf("%s: %s", cf->data_dir, strerror(errno));
+		if (h->area_fd[PRIV_AREA_SESSIONS] != -1)
+			close(h->area_fd[PRIV_AREA_SESSIONS]);
+		close(dfd);
 		free(h);
 		return NULL;
 	}
+	close(dfd);
 	h->uid_first = cf->sandbox.uid_first;
 	h->uid_last = cf->sandbox.uid_last;
 	if (cf->sandbox.user != NULL && (pw = getpwnam(cf->sandbox.user)) != NULL &&
@@ -99,7 +107,8 @@ priv_helper_free(struct priv_helper *h)
 {
 	if (h == NULL)
 		return;
-	close(h->sessions_fd);
+	close(h->area_fd[0]);
+	close(h->area_fd[1]);
 	free(h->git);
 	free(h->children);
 	free(h);
@@ -173,7 +182,7 @@ priv_fail(struct priv_msg *ans, int error, const char *what)
 
 /*
  * Opens the parent of the request's directory (its last name in *last), each
- * step below sessions/ by descriptor with O_NOFOLLOW; with make, missing
+ * step below sessions/ (or runs/) by descriptor with O_NOFOLLOW; with make, missing
  * steps are made the engine's. -1 with errno.
  */
 static int
@@ -181,10 +190,14 @@ priv_dir_parent(struct priv_helper *h, const struct priv_dir *d, char **parts,
     size_t nparts, int make, const char **last)
 {
 	const char	*name;
-	int		 fd = dup(h->sessions_fd), next;
+	int		 fd, next;
 	size_t		 i;
 
-	if (fd == -1)
+	if (d->area >= SPUR_ARRLEN(h->area_fd)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if ((fd = dup(h->area_fd[d->area])) == -1)
 		return -1;
 	for (i = 0; i < nparts; i++) {
 		name = i == 0 ? d->session : parts[i - 1];
@@ -228,8 +241,12 @@ priv_do_dir(struct priv_helper *h, const struct priv_msg *req, struct priv_msg *
 	size_t			 n;
 	int			 pfd = -1, fd = -1;
 
-	snprintf(what, sizeof what, "%s/%s", d->session != NULL ? d->session : "",
-	    d->sub != NULL ? d->sub : "");
+	snprintf(what, sizeof what, "%s%s/%s", d->area == PRIV_AREA_RUNS ? "runs/" : "",
+	    d->session != NULL ? d->session : "", d->sub != NULL ? d->sub : "");
+	if (d->area >= SPUR_ARRLEN(h->area_fd)) {
+		priv_refuse(ans, req, EINVAL, "not sessions/ or runs/", what);
+		goto out;
+	}
 	if (d->session == NULL || !priv_session_ok(d->session)) {
 		priv_refuse(ans, req, EINVAL, "not a session id", what);
 		goto out;
@@ -578,7 +595,7 @@ priv_helper_start(const struct config *cf, uid_t engine_uid, gid_t engine_gid,
 	if (pid == 0) {
 		close(sv[0]);
 		for (i = 3; i < 1024; i++) {
-			if (i != sv[1] && i != h->sessions_fd)
+			if (i != sv[1] && i != h->area_fd[0] && i != h->area_fd[1])
 				close(i);
 		}
 		setsid();

@@ -61,6 +61,7 @@ priv_encode(const struct priv_msg *m, struct buf *b)
 	case PRIV_PREPARE_DIR:
 	case PRIV_REMOVE_DIR:
 	case PRIV_CHOWN:
+		priv_put_u32(b, m->u.dir.area);
 		priv_put_str(b, m->u.dir.session);
 		priv_put_str(b, m->u.dir.sub);
 		priv_put_u32(b, m->u.dir.uid);
@@ -203,6 +204,7 @@ priv_decode(struct priv_msg *m, const uint8_t *body, size_t len, char **cause)
 	case PRIV_PREPARE_DIR:
 	case PRIV_REMOVE_DIR:
 	case PRIV_CHOWN:
+		m->u.dir.area = priv_get_u32(&r);
 		m->u.dir.session = priv_get_str(&r);
 		m->u.dir.sub = priv_get_str(&r);
 		m->u.dir.uid = priv_get_u32(&r);
@@ -467,14 +469,25 @@ static void			(*priv_exit_cb)(pid_t, int);
 static pid_t			*priv_waited;	/* pids a proc_run waits for itself */
 static size_t			 priv_nwaited;
 
-static char			*priv_sessions;	/* data_dir/sessions/ */
+static char			*priv_data_dir;
+static char			*priv_areas[2];	/* data_dir/sessions/, data_dir/runs/ */
 
 void
 priv_client_set(int fd, const char *data_dir)
 {
 	priv_fd = fd;
-	free(priv_sessions);
-	priv_sessions = data_dir != NULL ? xprintf("%s/sessions/", data_dir) : NULL;
+	free(priv_data_dir);
+	free(priv_areas[0]);
+	free(priv_areas[1]);
+	priv_data_dir = xstrdup(data_dir);
+	priv_areas[PRIV_AREA_SESSIONS] = xprintf("%s/sessions/", data_dir);
+	priv_areas[PRIV_AREA_RUNS] = xprintf("%s/runs/", data_dir);
+}
+
+const char *
+priv_client_data_dir(void)
+{
+	return priv_fd != -1 ? priv_data_dir : NULL;
 }
 
 int
@@ -487,16 +500,22 @@ int
 priv_dir_path(enum priv_type type, const char *path, uid_t uid, gid_t gid, int *rc,
     char **cause)
 {
-	char	*session, *sub;
+	char		*id, *sub;
+	uint32_t	 area;
 
-	if (geteuid() == 0 || priv_fd == -1 || priv_sessions == NULL ||
-	    strncmp(path, priv_sessions, strlen(priv_sessions)) != 0)
+	if (geteuid() == 0 || priv_fd == -1)
 		return 0;
-	session = xstrdup(path + strlen(priv_sessions));
-	if ((sub = strchr(session, '/')) != NULL)
+	for (area = 0; area < SPUR_ARRLEN(priv_areas); area++) {
+		if (strncmp(path, priv_areas[area], strlen(priv_areas[area])) == 0)
+			break;
+	}
+	if (area == SPUR_ARRLEN(priv_areas))
+		return 0;
+	id = xstrdup(path + strlen(priv_areas[area]));
+	if ((sub = strchr(id, '/')) != NULL)
 		*sub++ = '\0';
-	*rc = priv_dir(type, session, sub, uid, gid, 0, cause);
-	free(session);
+	*rc = priv_dir(type, area, id, sub, uid, gid, 0, cause);
+	free(id);
 	return 1;
 }
 
@@ -697,14 +716,15 @@ priv_client_attach(struct event_base *base, void (*exit_cb)(pid_t, int))
 }
 
 int
-priv_dir(enum priv_type type, const char *session, const char *sub, uid_t uid,
-    gid_t gid, uid_t from, char **cause)
+priv_dir(enum priv_type type, enum priv_area area, const char *id, const char *sub,
+    uid_t uid, gid_t gid, uid_t from, char **cause)
 {
 	struct priv_msg	 req, ans;
 
 	memset(&req, 0, sizeof req);
 	req.hdr.type = type;
-	req.u.dir.session = (char *)session;
+	req.u.dir.area = area;
+	req.u.dir.session = (char *)id;
 	req.u.dir.sub = (char *)(sub != NULL ? sub : "");
 	req.u.dir.uid = uid;
 	req.u.dir.gid = gid;

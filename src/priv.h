@@ -42,9 +42,18 @@ enum priv_type {
 #define PRIV_SESSION_MAX	64		/* a session id's bytes */
 #define PRIV_SUB_MAX		256		/* a directory's path under its session */
 
-/* PREPARE_DIR, REMOVE_DIR, CHOWN: data_dir/sessions/<session>/<sub>, never a path. */
+/*
+ * PREPARE_DIR, REMOVE_DIR, CHOWN: data_dir/sessions/<session>/<sub>, or
+ * data_dir/runs/<run>/<sub> (a run's artifacts), never a path.
+ */
+enum priv_area {
+	PRIV_AREA_SESSIONS = 0,
+	PRIV_AREA_RUNS
+};
 struct priv_dir {
-	char		*session;	/* [A-Za-z0-9_-], no more than PRIV_SESSION_MAX */
+	uint32_t	 area;		/* enum priv_area */
+	char		*session;	/* a session's or run's id: [A-Za-z0-9_-], at most
+					   PRIV_SESSION_MAX */
 	char		*sub;		/* "" or relative names, no "." or "..", no empty part */
 	uint32_t	 uid;		/* PREPARE: the owner; CHOWN: the new owner */
 	uint32_t	 gid;
@@ -122,7 +131,7 @@ int		 priv_client_active(void);
 int		 priv_as_root(void);
 /*
  * The engine is not root but its helper is: a directory under
- * data_dir/sessions is made (PREPARE_DIR) or removed (REMOVE_DIR) through it.
+ * data_dir/sessions or data_dir/runs is made (PREPARE_DIR) or removed (REMOVE_DIR) through it.
  * 1 when it was (0 or -1 in *rc), 0 when path is not for the helper.
  */
 int		 priv_dir_path(enum priv_type, const char *path, uid_t, gid_t, int *rc,
@@ -134,8 +143,10 @@ int		 priv_client_call(struct priv_msg *req, struct priv_msg *answer,
 /* Blocks until the helper says pid was reaped (a child proc_run waits for). */
 int		 priv_client_wait(pid_t, int *status);
 /* The directory requests, by session id and the path under it. */
-int		 priv_dir(enum priv_type, const char *session, const char *sub,
+int		 priv_dir(enum priv_type, enum priv_area, const char *id, const char *sub,
 		     uid_t uid, gid_t gid, uid_t from, char **cause);
+/* data_dir, once the helper is there (a place for what it must make). */
+const char	*priv_client_data_dir(void);
 /* The sandbox's processes, or the child's process group (ns_init 0). */
 int		 priv_signal(pid_t, int sig, pid_t ns_init);
 

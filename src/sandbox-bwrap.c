@@ -851,7 +851,7 @@ sandbox_available(const char *user, char **cause)
 	struct sandbox_spec	 spec;
 	struct sandbox_cmd	 c;
 	struct proc_spec	 ps;
-	char			 tmpl[] = "/tmp/spur-check-XXXXXX", *out = NULL;
+	char			*tmpl, *out = NULL;
 	char			*ws = NULL, *art = NULL, *home = NULL, *why = NULL;
 	char			*argv[] = { "true", NULL };
 	int			 status;
@@ -869,8 +869,14 @@ sandbox_available(const char *user, char **cause)
 		cached_cause = xprintf("%s: %s", BWRAP_PATH, strerror(errno));
 		goto done;
 	}
+	/* Not root, the helper makes the directories: where it may, in data_dir/runs. */
+	if (priv_client_data_dir() != NULL && geteuid() != 0)
+		tmpl = xprintf("%s/runs/check-XXXXXX", priv_client_data_dir());
+	else
+		tmpl = xstrdup("/tmp/spur-check-XXXXXX");
 	if (mkdtemp(tmpl) == NULL) {
 		cached_cause = xprintf("mkdtemp: %s", strerror(errno));
+		free(tmpl);
 		goto done;
 	}
 	ws = path_join(tmpl, "w");
@@ -926,6 +932,7 @@ clean:
 	free(art);
 	free(home);
 	rm_rf(tmpl);
+	free(tmpl);
 done:
 	if (cached != 0 && cause != NULL)
 		*cause = xstrdup(cached_cause != NULL ? cached_cause : "unknown");

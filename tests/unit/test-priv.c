@@ -122,9 +122,9 @@ test_wire(void)
 	memset(&got, 0, sizeof got);
 	got.hdr.type = PRIV_PREPARE_DIR;
 	memset(bad, 0, sizeof bad);
-	bad[0] = 200;
-	got.hdr.len = 20;
-	r = priv_decode(&got, bad, 20, &cause);
+	bad[4] = 200;	/* the session id's length, after the area */
+	got.hdr.len = 24;
+	r = priv_decode(&got, bad, 24, &cause);
 	ok(r == -1 && cause != NULL, "a string longer than the body is refused (%s)", cause);
 	free(cause);
 	cause = NULL;
@@ -139,10 +139,10 @@ test_wire(void)
 	cause = NULL;
 	got.hdr.type = PRIV_PREPARE_DIR;
 	memset(bad, 0, sizeof bad);
-	bad[0] = 2;
-	bad[4] = 'a';
-	got.hdr.len = 26;
-	r = priv_decode(&got, bad, 26, &cause);
+	bad[4] = 2;
+	bad[8] = 'a';
+	got.hdr.len = 30;
+	r = priv_decode(&got, bad, 30, &cause);
 	ok(r == -1, "a NUL in a string is refused (%s)", cause);
 	free(cause);
 	cause = NULL;
@@ -180,6 +180,30 @@ test_dirs(struct priv_helper *h)
 	ok(dir_req(h, PRIV_PREPARE_DIR, "s1", "git/home", UID_IN, UID_IN, 0, &error) == 0,
 	    "PREPARE_DIR of a path two deep");
 
+	memset(&st, 0, sizeof st);
+	{
+		struct priv_msg	req, ans;
+
+		memset(&req, 0, sizeof req);
+		req.hdr.type = PRIV_PREPARE_DIR;
+		req.u.dir.area = PRIV_AREA_RUNS;
+		req.u.dir.session = "run_1";
+		req.u.dir.sub = "artifacts";
+		req.u.dir.uid = req.u.dir.gid = UID_IN;
+		priv_helper_handle(h, &req, &ans);
+		p = xprintf("%s/runs/run_1/artifacts", root);
+		ok(ans.hdr.type == PRIV_OK && stat(p, &st) == 0 && (!isroot || st.st_uid == UID_IN),
+		    "PREPARE_DIR of a run's artifacts, under runs/");
+		free(p);
+		priv_msg_clear(&ans);
+		req.u.dir.area = 2;
+		priv_helper_handle(h, &req, &ans);
+		log = log_take();
+		ok(ans.hdr.type == PRIV_ERR && strstr(log, "event=priv.refused") != NULL,
+		    "an area but sessions/ and runs/: refused and logged");
+		free(log);
+		priv_msg_clear(&ans);
+	}
 	refused(h, PRIV_PREPARE_DIR, "..", "", UID_IN, 0, EINVAL, "a session id of ..");
 	refused(h, PRIV_PREPARE_DIR, "s1/../..", "", UID_IN, 0, EINVAL,
 	    "a session id with a slash");
