@@ -570,6 +570,21 @@ priv_helper_main(struct priv_helper *h, int sock)
 	_exit(0);
 }
 
+/* The little of the config the helper keeps: where, and whose processes to sweep. */
+static const struct config *
+priv_helper_conf(const struct config *cf)
+{
+	struct config	*mine = xcalloc(1, sizeof *mine);
+
+	mine->refs = 1;
+	mine->data_dir = xstrdup(cf->data_dir);
+	mine->sandbox.backend = cf->sandbox.backend;
+	mine->sandbox.user = cf->sandbox.user != NULL ? xstrdup(cf->sandbox.user) : NULL;
+	mine->sandbox.uid_first = cf->sandbox.uid_first;
+	mine->sandbox.uid_last = cf->sandbox.uid_last;
+	return mine;
+}
+
 int
 priv_helper_start(const struct config *cf, uid_t engine_uid, gid_t engine_gid,
     char **cause)
@@ -593,6 +608,16 @@ priv_helper_start(const struct config *cf, uid_t engine_uid, gid_t engine_gid,
 		return -1;
 	}
 	if (pid == 0) {
+		/*
+		 * It holds no secret: the config (the orgs' credentials) is wiped
+		 * but what the sweep needs, and the environment (env: secrets) goes.
+		 */
+		h->conf = priv_helper_conf(cf);
+		((struct config *)cf)->refs = 1;	/* this process's copy: the last */
+		config_free((struct config *)cf);
+		for (char **v = environ; v != NULL && *v != NULL; v++)
+			explicit_bzero(*v, strlen(*v));	/* what /proc/PID/environ shows too */
+		clearenv();
 		close(sv[0]);
 		for (i = 3; i < 1024; i++) {
 			if (i != sv[1] && i != h->area_fd[0] && i != h->area_fd[1])

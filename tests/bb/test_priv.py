@@ -78,6 +78,14 @@ with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO}) as s:
     helper = root_kids[0][0] if root_kids else None
     helper_threads = os.listdir("/proc/%d/task" % helper) if helper else []
     t.ok(len(helper_threads) == 1, "the helper has one thread", helper_threads)
+    with open("/proc/%d/environ" % helper, "rb") if helper else open(os.devnull, "rb") as f:
+        henv = f.read()
+    with open("/proc/%d/environ" % pid, "rb") as f:
+        eenv = f.read()
+    secret = [v for v in eenv.split(b"\0") if v.startswith(b"T_GH_SECRET=")]
+    t.ok(helper and secret and secret[0] not in henv and secret[0].split(b"=", 1)[1] not in henv,
+         "the helper's environment is wiped: the env: secrets the engine was started with are not in it",
+         henv.replace(b"\0", b"")[:200])
     st = os.stat(s.data_dir)
     t.ok(st.st_uid == spur_pw.pw_uid and (st.st_mode & 0o777) == 0o700,
          "data_dir is the engine user's, 0700", (st.st_uid, oct(st.st_mode)))
