@@ -822,6 +822,41 @@ doctor_proc_num(const char *path)
 	return v;
 }
 
+
+/*
+ * Who the engine runs as (SPEC 8, Privilege): started as root with user:
+ * set, it forks a root helper and drops to that user; without it, the engine
+ * that reads the network stays root; not root, there is no helper and every
+ * session runs as spur's own uid.
+ */
+static void
+doctor_engine_user(struct doctor *d)
+{
+	struct passwd	*pw;
+
+	if (geteuid() != 0)
+		doctor_say(d, NULL, "engine.user", DOCTOR_SKIP, NULL, "spur is not root: no "
+		    "root helper, and every session runs as uid %ld, spur's own: sessions are "
+		    "not kept apart from each other or from the engine's files",
+		    (long)geteuid());
+	else if (d->conf->user == NULL)
+		doctor_say(d, NULL, "engine.user", DOCTOR_SKIP, NULL, "WARNING: user: is not "
+		    "set: the engine, which reads the network, runs as root (set user: spur, "
+		    "docs/configuration.md)");
+	else if ((pw = getpwnam(d->conf->user)) == NULL)
+		doctor_say(d, NULL, "engine.user", DOCTOR_FAIL, "useradd --system "
+		    "--no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin USER "
+		    "(the Debian package makes spur)", "no user %s (user:): spur serve will "
+		    "not start", d->conf->user);
+	else if (pw->pw_uid == 0)
+		doctor_say(d, NULL, "engine.user", DOCTOR_FAIL, "name an unprivileged user",
+		    "user: %s is root", d->conf->user);
+	else
+		doctor_say(d, NULL, "engine.user", DOCTOR_PASS, NULL, "the engine runs as %s "
+		    "(uid %ld), a root helper starts the sandboxes", d->conf->user,
+		    (long)pw->pw_uid);
+}
+
 static void
 doctor_sandbox(struct doctor *d)
 {
@@ -864,6 +899,7 @@ doctor_sandbox(struct doctor *d)
 	else
 		doctor_say(d, NULL, "sandbox.user", DOCTOR_PASS, NULL, "%s (uid %ld)",
 		    d->conf->sandbox.user, (long)pw->pw_uid);
+	doctor_engine_user(d);
 	/* Every run with a network (any model agent, network.allow) starts under it. */
 	if ((path = egress_forwarder(&cause)) == NULL) {
 		doctor_say(d, NULL, "sandbox.forwarder", DOCTOR_FAIL, "install spur whole: "

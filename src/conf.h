@@ -104,6 +104,7 @@ struct config {
 	size_t			 nlisten;
 	char			*metrics_listen;	/* metrics.listen: /metrics there alone; NULL: beside the rest */
 	char			*data_dir;	/* absolute */
+	char			*user;		/* user: the engine's, started as root; NULL: stays root */
 	char			*store_url;	/* store: postgresql://... (several nodes); NULL: sqlite3 in data_dir */
 	int			 store_notify;	/* store_notify: LISTEN/NOTIFY wake-ups between nodes */
 	char			*automations_dir; /* absolute */

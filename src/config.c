@@ -243,7 +243,7 @@ cfg_store(struct cfgctx *c, struct config *cf, const struct ynode *n)
 static const char *const top_keys[] = { "listen", "data_dir", "automations", "public_url",
 	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports",
 	"secrets", "egress", "log", "store", "store_notify", "nodes", "mcp", "trusted_proxies",
-	"metrics", NULL };
+	"metrics", "user", NULL };
 static const char *const metrics_keys[] = { "listen", NULL };
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
 	"idle", "buffered", "request", "runs", "queue", "drain",
@@ -1667,6 +1667,8 @@ config_load(const char *path, int flags, struct yerrs *errs)
 			cfg_listen(&c, cf, n);
 		else if (strcmp(k, "data_dir") == 0)
 			cfg_str(&c, n, "data_dir", &cf->data_dir);
+		else if (strcmp(k, "user") == 0)
+			cfg_str(&c, n, "user", &cf->user);
 		else if (strcmp(k, "store") == 0)
 			cfg_store(&c, cf, n);
 		else if (strcmp(k, "store_notify") == 0) {
@@ -1874,6 +1876,7 @@ config_free(struct config *cf)
 	free(cf->file);
 	free(cf->dir);
 	free(cf->data_dir);
+	free(cf->user);
 	free(cf->store_url);
 	free(cf->automations_dir);
 	free(cf->public_url);

@@ -12,6 +12,7 @@
 #include "repo.h"
 #include "rootfs.h"
 #include "run.h"
+#include "priv.h"
 #include "sandbox.h"
 #include "scrub.h"
 #include "secrets.h"
@@ -741,7 +742,7 @@ drun_session(struct drun *r, char **resume_out, char **cause)
 		uid = json_integer_value(json_object_get(s, "uid"));
 		json_decref(s);
 	} else {
-		if (geteuid() == 0 && e->conf->sandbox.backend == SANDBOX_BWRAP &&
+		if (priv_as_root() && e->conf->sandbox.backend == SANDBOX_BWRAP &&
 		    (uid = store_session_uid_pick(e->store, e->conf->sandbox.uid_first,
 		    e->conf->sandbox.uid_last)) == 0) {
 			xasprintf(cause, "every uid of sandbox.uids (%lld-%lld) is a live "

@@ -78,15 +78,7 @@ git_free(struct git *g)
 	free(g);
 }
 
-/* The child, root until it drops: the session directory at SANDBOX_STAGE/s. */
-static int
-git_stage_cb(void *arg)
-{
-	struct git	*g = arg;
-	static const int file[1] = { 0 };
-
-	return sandbox_stage(g->stage_src, g->stage_dst, file, 1);
-}
+static const int git_stage_file[1] = { 0 };
 
 static void
 git_output_cb(const char *data, size_t len, int fd, void *arg)
@@ -187,8 +179,11 @@ git_start(struct engine *e, const struct git_opts *o, const char *const *args,
 	spec.env = g->env;
 	spec.cwd = "/";
 	if (o->as->drop) {
-		spec.setup = git_stage_cb;
-		spec.setup_arg = g;
+		/* The child, root until it drops: the session directory at SANDBOX_STAGE/s. */
+		spec.stage_src = g->stage_src;
+		spec.stage_dst = g->stage_dst;
+		spec.stage_file = git_stage_file;
+		spec.nstage = 1;
 		spec.drop = 1;
 		spec.uid = o->as->uid;
 		spec.gid = o->as->gid;

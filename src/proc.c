@@ -1,16 +1,21 @@
 /* proc.c: child processes supervised from the event loop (spawn, pipes, limits, deadline, reap). */
 #include "spur.h"
+#include "priv.h"
 #include "proc.h"
+#include "sandbox.h"
 
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/queue.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +53,7 @@ struct proc {
 	int			 killed;
 	int			 draining;	/* reaped, pipes still open */
 	int			 freed;		/* only waiting to be reaped */
+	int			 remote;	/* the root helper's child: it reaps, it signals */
 	struct proc_exit	 exit;
 	void			(*term)(struct proc *, void *);
 	proc_output_cb		 output_cb;
@@ -59,6 +65,8 @@ struct proc {
 /* Every child not yet reaped, and the one SIGCHLD event that reaps them. */
 static LIST_HEAD(, proc) proc_all = LIST_HEAD_INITIALIZER(proc_all);
 static struct event	*proc_sigchld;
+/* The root helper's children of ours: their EXIT notices reap them. */
+static LIST_HEAD(, proc) proc_helped = LIST_HEAD_INITIALIZER(proc_helped);
 
 static void	proc_sigchld_cb(evutil_socket_t, short, void *);
 static void	proc_check_done(struct proc *);
@@ -71,8 +79,34 @@ struct proc_failure {
 
 static const char *proc_stages[] = {
 	"dup2", "chdir", "setrlimit", "setgroups", "setgid", "setuid", "prctl", "execve",
-	"setup"
+	"stage"
 };
+
+int
+proc_stage(char *const *src, char *const *dst, const int *file, size_t n)
+{
+	size_t	 i;
+	int	 fd;
+
+	if (unshare(CLONE_NEWNS) != 0)
+		return -1;
+	if (mount(NULL, "/", NULL, MS_REC|MS_SLAVE, NULL) != 0)
+		return -1;
+	if (mount("spur", SANDBOX_STAGE, "tmpfs", MS_NOSUID|MS_NODEV,
+	    "mode=0755,size=64k") != 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (file[i]) {
+			if ((fd = open(dst[i], O_WRONLY|O_CREAT|O_EXCL|O_CLOEXEC, 0644)) == -1)
+				return -1;
+			close(fd);
+		} else if (mkdir(dst[i], 0755) != 0)
+			return -1;
+		if (mount(src[i], dst[i], NULL, MS_BIND|MS_REC, NULL) != 0)
+			return -1;
+	}
+	return 0;
+}
 
 /* Closes every descriptor from low up: close_range when the kernel has it. */
 static void
@@ -156,7 +190,8 @@ proc_child(const struct proc_spec *spec, int in, int out, int err, int report,
 	}
 
 	f.stage = 8;
-	if (spec->setup != NULL && spec->setup(spec->setup_arg) != 0)
+	if (spec->nstage > 0 && proc_stage(spec->stage_src, spec->stage_dst,
+	    spec->stage_file, spec->nstage) != 0)
 		goto fail;
 
 	if (spec->drop) {
@@ -192,7 +227,7 @@ fail:
  * Forks and execs; fds gets the parent ends (stdin writer, stdout and stderr
  * readers). Waits for the exec to happen, so that a failure is a cause here.
  */
-static pid_t
+pid_t
 proc_spawn(const struct proc_spec *spec, int fds[3], char **cause)
 {
 	struct proc_failure	 f;
@@ -257,6 +292,75 @@ fail:
 			close(rep[n]);
 	}
 	return -1;
+}
+
+/* A NULL-terminated copy of n strings (the stage lists are counted arrays). */
+static char **
+proc_strv_n(char *const *v, size_t n)
+{
+	char	**out = xcalloc(n + 1, sizeof *out);
+	size_t	  i;
+
+	for (i = 0; i < n; i++)
+		out[i] = v[i];
+	return out;
+}
+
+/*
+ * The same child started by the root helper (a session uid while the engine is
+ * not root): the spec goes as a SPAWN, the pipes come back. The helper reaps
+ * it and says so (proc_helped_exit_cb).
+ */
+static pid_t
+proc_spawn_helped(const struct proc_spec *spec, int fds[3], char **cause)
+{
+	struct priv_msg		 req, ans;
+	struct priv_spawn	*ps = &req.u.spawn;
+	char			**src, **dst;
+	size_t			 i;
+	int			 r;
+
+	if (spec->nkeep > PROC_KEEP_MAX || spec->nstage > PRIV_STAGE_MAX) {
+		*cause = xprintf("too many descriptors or binds to pass");
+		return -1;
+	}
+	memset(&req, 0, sizeof req);
+	req.hdr.type = PRIV_SPAWN;
+	ps->uid = spec->uid;
+	ps->gid = spec->gid;
+	ps->rlimit_data = spec->rlimit_data;
+	ps->rlimit_nproc = spec->rlimit_nproc;
+	ps->path = (char *)spec->path;
+	ps->cwd = (char *)(spec->cwd != NULL ? spec->cwd : "");
+	ps->argv = (char **)spec->argv;
+	ps->env = (char **)spec->env;
+	ps->stage_src = src = proc_strv_n(spec->stage_src, spec->nstage);
+	ps->stage_dst = dst = proc_strv_n(spec->stage_dst, spec->nstage);
+	for (i = 0; i < spec->nstage; i++) {
+		if (spec->stage_file[i])
+			ps->stage_file |= 1ULL << i;
+	}
+	if (spec->cwd_fd_set) {
+		ps->cwd_fd = 1;
+		req.fds[req.hdr.nfds++] = spec->cwd_fd;
+	}
+	for (i = 0; i < spec->nkeep; i++)
+		req.fds[req.hdr.nfds++] = spec->keep[i];
+	r = priv_client_call(&req, &ans, cause);
+	free(src);
+	free(dst);
+	if (r != 0)
+		return -1;
+	if (ans.hdr.nfds != 3 || ans.u.answer.value <= 0) {
+		for (i = 0; i < ans.hdr.nfds; i++)
+			close(ans.fds[i]);
+		*cause = xstrdup("the helper's answer has no child");
+		return -1;
+	}
+	fds[0] = ans.fds[0];
+	fds[1] = ans.fds[1];
+	fds[2] = ans.fds[2];
+	return (pid_t)ans.u.answer.value;
 }
 
 /* The SIGCHLD event exists only while some child is unreaped (it keeps the loop alive). */
@@ -333,6 +437,34 @@ proc_sigchld_cb(evutil_socket_t sig, short events, void *arg)
 		proc_sigchld_update(base);
 }
 
+/* The helper reaped one of its children: ours, if we started it through it. */
+static void
+proc_helped_exit_cb(pid_t pid, int status)
+{
+	struct proc	*p;
+
+	LIST_FOREACH(p, &proc_helped, entry) {
+		if (p->pid == pid)
+			break;
+	}
+	if (p == NULL)
+		return;
+	LIST_REMOVE(p, entry);
+	p->reaped = 1;
+	p->wstatus = status;
+	log_debug("event=proc.reaped pid=%ld status=%d via=helper", (long)pid, status);
+	if (p->freed)
+		proc_destroy(p);
+	else
+		proc_check_done(p);
+}
+
+int
+proc_via_helper(const struct proc *p)
+{
+	return p->remote;
+}
+
 static void
 proc_done_cb(evutil_socket_t fd, short events, void *arg)
 {
@@ -380,7 +512,9 @@ proc_kill(struct proc *p, int sig)
 {
 	if (p->reaped)
 		return;
-	if (kill(-p->pid, sig) != 0)
+	if (p->remote)
+		priv_signal(p->pid, sig, 0);
+	else if (kill(-p->pid, sig) != 0)
 		kill(p->pid, sig);
 }
 
@@ -511,12 +645,19 @@ proc_start(struct event_base *base, const struct proc_spec *spec,
 		if (proc_sigchld == NULL || evsignal_add(proc_sigchld, NULL) != 0)
 			fatal("cannot watch SIGCHLD");
 	}
-	if ((pid = proc_spawn(spec, fds, cause)) == -1) {
+	if (spec->drop && priv_client_active()) {
+		priv_client_attach(base, proc_helped_exit_cb);
+		if ((pid = proc_spawn_helped(spec, fds, cause)) == -1) {
+			proc_sigchld_update(base);
+			return NULL;
+		}
+	} else if ((pid = proc_spawn(spec, fds, cause)) == -1) {
 		proc_sigchld_update(base);
 		return NULL;
 	}
 
 	p = xcalloc(1, sizeof *p);
+	p->remote = spec->drop && priv_client_active();
 	p->pid = pid;
 	p->base = base;
 	p->fd_in = fds[0];
@@ -531,7 +672,11 @@ proc_start(struct event_base *base, const struct proc_spec *spec,
 	p->output_cb = output_cb;
 	p->exit_cb = exit_cb;
 	p->arg = arg;
-	LIST_INSERT_HEAD(&proc_all, p, entry);
+	if (p->remote)
+		LIST_INSERT_HEAD(&proc_helped, p, entry);
+	else
+		LIST_INSERT_HEAD(&proc_all, p, entry);
+	proc_sigchld_update(base);
 
 	proc_nonblock(p->fd_in);
 	proc_nonblock(p->fd_out);
@@ -600,7 +745,8 @@ proc_free(struct proc *p)
 		p->ev_done = NULL;
 	}
 	p->freed = 1;
-	proc_sigchld_cb(SIGCHLD, EV_SIGNAL, NULL);
+	if (!p->remote)
+		proc_sigchld_cb(SIGCHLD, EV_SIGNAL, NULL);
 	(void)base;
 }
 
@@ -618,10 +764,12 @@ proc_run(const struct proc_spec *spec, size_t max, char **out, char **cause)
 	char		 chunk[4096];
 	int64_t		 deadline;
 	ssize_t		 n;
-	int		 fds[3], status = -1, i, open_fds = 2, left;
+	int		 fds[3], status = -1, i, open_fds = 2, left, helped;
 	pid_t		 pid;
 
-	if ((pid = proc_spawn(spec, fds, cause)) == -1)
+	helped = spec->drop && priv_client_active();
+	if ((pid = helped ? proc_spawn_helped(spec, fds, cause) :
+	    proc_spawn(spec, fds, cause)) == -1)
 		return -1;
 	close(fds[0]);
 	buf_init(&b, max);
@@ -657,12 +805,20 @@ proc_run(const struct proc_spec *spec, size_t max, char **out, char **cause)
 		if (pfd[i].fd != -1)
 			close(pfd[i].fd);
 	}
-	if (open_fds > 0) {
+	if (open_fds > 0 && helped)
+		priv_signal(pid, SIGKILL, 0);
+	else if (open_fds > 0) {
 		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
 	}
-	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
-		;
+	if (helped && priv_client_wait(pid, &status) != 0) {
+		*cause = xprintf("%s: the helper is gone", spec->path);
+		buf_free(&b);
+		return -1;
+	} else if (!helped) {
+		while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+			;
+	}
 	if (open_fds > 0) {
 		*cause = xprintf("%s did not finish in time", spec->path);
 		buf_free(&b);

@@ -37,11 +37,15 @@ struct proc_spec {
 	long long		  grace_ms;	/* 0: PROC_GRACE_MS */
 	unsigned long long	  output_max;	/* stdout+stderr bytes, 0: unbounded */
 	/*
-	 * Runs in the child after its descriptors and limits are set, before it
-	 * drops to uid/gid: only async-signal-safe calls. -1 with errno: fail.
+	 * Staged in the child after its descriptors and limits are set, before
+	 * it drops (needs root): a private mount namespace with a small tmpfs at
+	 * SANDBOX_STAGE, stage_src[i] bound at stage_dst[i] under it (a file
+	 * when stage_file[i]). Data, not code: the helper can do it too.
 	 */
-	int			(*setup)(void *);
-	void			 *setup_arg;
+	char *const		 *stage_src;
+	char *const		 *stage_dst;
+	const int		 *stage_file;
+	size_t			  nstage;
 	/*
 	 * How to ask the child to stop (deadline, proc_cancel); NULL: SIGTERM to
 	 * its process group. SIGKILL after the grace always goes to the group.
@@ -80,6 +84,17 @@ void		 proc_kill(struct proc *, int);
  */
 int		 proc_run(const struct proc_spec *, size_t max, char **out,
 		     char **cause);
+
+/*
+ * The recipe without supervision, for the root helper: forks, execs, and
+ * gives back the pid and the parent ends (stdin writer, stdout and stderr
+ * readers); -1 and cause when the exec did not happen.
+ */
+pid_t		 proc_spawn(const struct proc_spec *, int fds[3], char **cause);
+/* Whether the child was started by the root helper (signals go through it). */
+int		 proc_via_helper(const struct proc *);
+/* The staging above, in a child before it drops: only async-signal-safe calls. */
+int		 proc_stage(char *const *src, char *const *dst, const int *file, size_t n);
 
 /* Finds name in a PATH-style list (NULL: a default PATH); NULL when none. */
 char		*proc_which(const char *name, const char *path);

@@ -1,5 +1,6 @@
 /* safefs.c: work on directories a sandbox can write, by descriptors that never follow a link. */
 #include "spur.h"
+#include "priv.h"
 
 #include <sys/stat.h>
 #include <dirent.h>
@@ -88,30 +89,47 @@ again:
 int
 rm_rf(const char *path)
 {
-	char	*dir = path_dirname(path), *base;
-	int	 pfd, fd, r = -1;
+	char	*dir, *base, *cause = NULL;
+	int	 pfd, r = -1;
 
+	/* The engine left root: what a session's uid owns goes through the helper. */
+	if (priv_dir_path(PRIV_REMOVE_DIR, path, 0, 0, &r, &cause)) {
+		if (r != 0)
+			log_warn("event=safefs.remove_failed path=%s error=%s", log_q(path),
+			    log_q(cause));
+		free(cause);
+		return r;
+	}
+	dir = path_dirname(path);
 	base = xstrdup((base = strrchr(path, '/')) != NULL ? base + 1 : path);
 	/* The parent is the engine's (a session, a run's directory): never the sandbox's. */
 	if ((pfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
 		r = errno == ENOENT ? 0 : -1;
 		goto out;
 	}
-	if ((fd = safefs_open_dir(pfd, base)) == -1) {
-		if (errno == ENOENT)
-			r = 0;
-		else if (errno == ENOTDIR || errno == ELOOP)
-			r = unlinkat(pfd, base, 0) == 0 || errno == ENOENT ? 0 : -1;
-		close(pfd);
-		goto out;
-	}
-	r = safefs_empty(fd, 0);
-	if (unlinkat(pfd, base, AT_REMOVEDIR) != 0 && errno != ENOENT)
-		r = -1;
+	r = safefs_remove_at(pfd, base);
 	close(pfd);
 out:
 	free(dir);
 	free(base);
+	return r;
+}
+
+int
+safefs_remove_at(int pfd, const char *base)
+{
+	int	 fd, r;
+
+	if ((fd = safefs_open_dir(pfd, base)) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		if (errno == ENOTDIR || errno == ELOOP)
+			return unlinkat(pfd, base, 0) == 0 || errno == ENOENT ? 0 : -1;
+		return -1;
+	}
+	r = safefs_empty(fd, 0);
+	if (unlinkat(pfd, base, AT_REMOVEDIR) != 0 && errno != ENOENT)
+		r = -1;
 	return r;
 }
 
@@ -234,6 +252,23 @@ int
 safefs_du(const char *path, unsigned long long *bytes)
 {
 	return safefs_walk(path, 0, 0, 0, 0, bytes);
+}
+
+int
+safefs_chown_fd(int fd, uid_t from, uid_t uid, gid_t gid)
+{
+	unsigned long long	bytes = 0;
+	struct stat		st;
+	int			failed = 0;
+
+	if (fstat(fd, &st) != 0) {
+		close(fd);
+		return -1;
+	}
+	if (st.st_uid == from && fchown(fd, uid, gid) != 0)
+		failed = 1;
+	safefs_tree(fd, 0, 1, from, uid, gid, &bytes, &failed);
+	return failed ? -1 : 0;
 }
 
 int

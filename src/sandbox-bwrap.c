@@ -1,5 +1,6 @@
 /* sandbox-bwrap.c: one agent process in its own bubblewrap sandbox (or, for development, in none). */
 #include "spur.h"
+#include "priv.h"
 #include "proc.h"
 #include "sandbox.h"
 
@@ -173,44 +174,10 @@ sandbox_data(struct sandbox_cmd *c, const char *dest, const char *text, char **c
 /*
  * When spur is root the sandbox user cannot reach the session's directories:
  * they sit below the data directory, mode 0700. So the child, still root,
- * takes a private mount namespace, bind-mounts each one onto a tmpfs at
- * SANDBOX_STAGE and only then drops to the user and runs bwrap, which binds
- * them from there. The host's mount table never changes.
+ * stages them (proc_stage: a private mount namespace, each bound onto a tmpfs
+ * at SANDBOX_STAGE) and only then drops to the user and runs bwrap, which
+ * binds them from there. The host's mount table never changes.
  */
-
-int
-sandbox_stage(char *const *src, char *const *dst, const int *file, size_t n)
-{
-	size_t	 i;
-	int	 fd;
-
-	if (unshare(CLONE_NEWNS) != 0)
-		return -1;
-	if (mount(NULL, "/", NULL, MS_REC|MS_SLAVE, NULL) != 0)
-		return -1;
-	if (mount("spur", SANDBOX_STAGE, "tmpfs", MS_NOSUID|MS_NODEV,
-	    "mode=0755,size=64k") != 0)
-		return -1;
-	for (i = 0; i < n; i++) {
-		if (file[i]) {
-			if ((fd = open(dst[i], O_WRONLY|O_CREAT|O_EXCL|O_CLOEXEC, 0644)) == -1)
-				return -1;
-			close(fd);
-		} else if (mkdir(dst[i], 0755) != 0)
-			return -1;
-		if (mount(src[i], dst[i], NULL, MS_BIND|MS_REC, NULL) != 0)
-			return -1;
-	}
-	return 0;
-}
-
-static int
-sandbox_stage_cb(void *arg)
-{
-	struct sandbox_cmd	*c = arg;
-
-	return sandbox_stage(c->stage_src, c->stage_dst, c->stage_file, c->nstage);
-}
 
 /*
  * Where bwrap reaches a host path (a directory unless any is set: then also a
@@ -412,7 +379,7 @@ sandbox_ident_get(const char *user, long long uid, struct sandbox_ident *id, cha
 	id->drop = 0;
 	id->uid = getuid();
 	id->gid = getgid();
-	if (geteuid() != 0)
+	if (!priv_as_root())
 		return 0;
 	if (uid > 0) {
 		/* No passwd entry is needed: nothing else on the host is this uid. */
@@ -637,27 +604,19 @@ sandbox_ns_init(struct sandbox *sb)
 	return sb->ns_init;
 }
 
-/*
- * SIGTERM to every process in the sandbox's pid namespace but its pid 1.
- * Signalling bwrap itself would end it at once and SIGKILL everything, so the
- * agent would never get its chance to stop cleanly.
- */
-static void
-sandbox_term_cb(struct proc *p, void *arg)
+int
+sandbox_ns_signal(pid_t init, int sig)
 {
-	struct sandbox	*sb = arg;
 	struct stat	 ns, st;
 	struct dirent	*de;
 	DIR		*d;
 	char		 path[64];
-	pid_t		 init, pid;
+	pid_t		 pid;
 	int		 sent = 0;
 
-	if ((init = sandbox_ns_init(sb)) <= 0)
-		goto fallback;
 	snprintf(path, sizeof path, "/proc/%ld/ns/pid", (long)init);
 	if (stat(path, &ns) != 0 || (d = opendir("/proc")) == NULL)
-		goto fallback;
+		return -1;
 	while ((de = readdir(d)) != NULL) {
 		if ((pid = (pid_t)strtol(de->d_name, NULL, 10)) <= 0 || pid == init)
 			continue;
@@ -665,10 +624,34 @@ sandbox_term_cb(struct proc *p, void *arg)
 		if (stat(path, &st) != 0 || st.st_ino != ns.st_ino ||
 		    st.st_dev != ns.st_dev)
 			continue;
-		if (kill(pid, SIGTERM) == 0)
+		if (kill(pid, sig) == 0)
 			sent++;
 	}
 	closedir(d);
+	return sent;
+}
+
+/*
+ * SIGTERM to every process in the sandbox's pid namespace but its pid 1.
+ * Signalling bwrap itself would end it at once and SIGKILL everything, so the
+ * agent would never get its chance to stop cleanly. Not root, the helper that
+ * started it does it.
+ */
+static void
+sandbox_term_cb(struct proc *p, void *arg)
+{
+	struct sandbox	*sb = arg;
+	pid_t		 init;
+	int		 sent;
+
+	if ((init = sandbox_ns_init(sb)) <= 0)
+		goto fallback;
+	if (proc_via_helper(p) && geteuid() != 0)
+		sent = priv_signal(proc_pid(p), SIGTERM, init) == 0 ? 1 : -1;
+	else
+		sent = sandbox_ns_signal(init, SIGTERM);
+	if (sent < 0)
+		goto fallback;
 	log_debug("event=sandbox.term init=%ld signalled=%d", (long)init, sent);
 	return;
 fallback:
@@ -758,10 +741,10 @@ sandbox_start(struct event_base *base, const struct sandbox_spec *spec,
 		menv[1] = sandbox_engine_mark;
 		menv[2] = NULL;
 		ps.env = menv;
-		if (c.nstage > 0) {
-			ps.setup = sandbox_stage_cb;
-			ps.setup_arg = &c;
-		}
+		ps.stage_src = c.stage_src;
+		ps.stage_dst = c.stage_dst;
+		ps.stage_file = c.stage_file;
+		ps.nstage = c.nstage;
 	}
 	ps.rlimit_data = spec->memory;
 	ps.rlimit_nproc = spec->pids > 0 ? (unsigned long long)spec->pids : 0;
@@ -821,8 +804,12 @@ sandbox_pid(const struct sandbox *sb)
 int
 sandbox_prepare_dir_as(const char *path, const struct sandbox_ident *id, char **cause)
 {
-	int	 fd;
+	int	 fd, rc;
 
+	/* The engine left root: a session's directory is the helper's to make. */
+	if (id != NULL && id->drop && priv_dir_path(PRIV_PREPARE_DIR, path, id->uid, id->gid,
+	    &rc, cause))
+		return rc;
 	if (mkdir_p(path, 0700) != 0) {
 		*cause = xprintf("mkdir %s: %s", path, strerror(errno));
 		return -1;
@@ -864,7 +851,7 @@ sandbox_available(const char *user, char **cause)
 	struct sandbox_spec	 spec;
 	struct sandbox_cmd	 c;
 	struct proc_spec	 ps;
-	char			 tmpl[] = "/tmp/spur-check-XXXXXX", *out = NULL;
+	char			*tmpl, *out = NULL;
 	char			*ws = NULL, *art = NULL, *home = NULL, *why = NULL;
 	char			*argv[] = { "true", NULL };
 	int			 status;
@@ -882,8 +869,14 @@ sandbox_available(const char *user, char **cause)
 		cached_cause = xprintf("%s: %s", BWRAP_PATH, strerror(errno));
 		goto done;
 	}
+	/* Not root, the helper makes the directories: where it may, in data_dir/runs. */
+	if (priv_client_data_dir() != NULL && geteuid() != 0)
+		tmpl = xprintf("%s/runs/check-XXXXXX", priv_client_data_dir());
+	else
+		tmpl = xstrdup("/tmp/spur-check-XXXXXX");
 	if (mkdtemp(tmpl) == NULL) {
 		cached_cause = xprintf("mkdtemp: %s", strerror(errno));
+		free(tmpl);
 		goto done;
 	}
 	ws = path_join(tmpl, "w");
@@ -910,10 +903,10 @@ sandbox_available(const char *user, char **cause)
 	ps.drop = c.drop;
 	ps.uid = c.uid;
 	ps.gid = c.gid;
-	if (c.nstage > 0) {
-		ps.setup = sandbox_stage_cb;
-		ps.setup_arg = &c;
-	}
+	ps.stage_src = c.stage_src;
+	ps.stage_dst = c.stage_dst;
+	ps.stage_file = c.stage_file;
+	ps.nstage = c.nstage;
 	ps.timeout_ms = 10000;
 	status = proc_run(&ps, 4096, &out, &why);
 	sandbox_cmd_free(&c);
@@ -930,8 +923,8 @@ sandbox_available(const char *user, char **cause)
 clean:
 	if (why != NULL) {
 		cached_cause = xprintf("bubblewrap sandbox unavailable%s%s: %s",
-		    user != NULL && geteuid() == 0 ? " as user " : "",
-		    user != NULL && geteuid() == 0 ? user : "", why);
+		    user != NULL && priv_as_root() ? " as user " : "",
+		    user != NULL && priv_as_root() ? user : "", why);
 		free(why);
 	}
 	free(out);
@@ -939,6 +932,7 @@ clean:
 	free(art);
 	free(home);
 	rm_rf(tmpl);
+	free(tmpl);
 done:
 	if (cached != 0 && cause != NULL)
 		*cause = xstrdup(cached_cause != NULL ? cached_cause : "unknown");
@@ -1030,23 +1024,52 @@ sandbox_kill_leftovers(const struct config *cf, const char *run)
 	return n;
 }
 
+void
+sandbox_reaper_mark(void)
+{
+	unsigned char	r[8];
+	char		id[17];
+
+	if (sandbox_engine_mark != NULL)
+		return;
+	random_bytes(r, sizeof r);
+	hex_encode(r, sizeof r, id);
+	sandbox_engine_mark = xprintf("SPUR_ENGINE=%s", id);
+}
+
+void
+sandbox_reaper_sweep(const struct config *cf)
+{
+	char	*entries[2];
+	uid_t	 user_uid = sandbox_user_uid(cf);
+	int	 i;
+
+	if (sandbox_engine_mark == NULL)
+		return;
+	entries[0] = sandbox_engine_mark;
+	entries[1] = NULL;
+	/* A starting sandbox may still be forking: sweep a few times. */
+	for (i = 0; i < 20; i++) {
+		sandbox_kill_marked(cf, user_uid, (const char *const *)entries);
+		usleep(100 * 1000);
+	}
+}
+
 /*
  * A process forked at start that outlives a killed engine just long enough to
  * kill what it left: a sandbox caught starting (bwrap's child waiting for a
  * parent that died) is not reached by --die-with-parent. It waits for the end
  * of a pipe whose other end only the engine holds, then sweeps for a while.
+ * (With the root helper, the helper does this when the engine is gone.)
  */
 int
 sandbox_reaper_start(const struct config *cf, char **cause)
 {
-	unsigned char	 r[8];
-	char		 id[17], c, *entries[2];
+	char		 c;
 	int		 fds[2], i;
 	pid_t		 pid;
-	uid_t		 user_uid = sandbox_user_uid(cf);
 
-	random_bytes(r, sizeof r);
-	hex_encode(r, sizeof r, id);
+	sandbox_reaper_mark();
 	if (pipe2(fds, O_CLOEXEC) != 0) {
 		xasprintf(cause, "pipe: %s", strerror(errno));
 		return -1;
@@ -1069,17 +1092,10 @@ sandbox_reaper_start(const struct config *cf, char **cause)
 		signal(SIGHUP, SIG_IGN);
 		while (read(fds[0], &c, 1) != 0 && errno == EINTR)
 			;
-		entries[0] = xprintf("SPUR_ENGINE=%s", id);
-		entries[1] = NULL;
-		/* A starting sandbox may still be forking: sweep a few times. */
-		for (i = 0; i < 20; i++) {
-			sandbox_kill_marked(cf, user_uid, (const char *const *)entries);
-			usleep(100 * 1000);
-		}
+		sandbox_reaper_sweep(cf);
 		_exit(0);
 	}
 	close(fds[0]);
 	/* The write end stays open in the engine (close-on-exec) until it dies. */
-	sandbox_engine_mark = xprintf("SPUR_ENGINE=%s", id);
 	return 0;
 }

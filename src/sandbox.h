@@ -115,14 +115,20 @@ int		 sandbox_ident_get(const char *user, long long uid, struct sandbox_ident *,
 		     char **cause);
 
 /*
- * In a child, still root, before it drops (a proc_spec setup): a private mount
- * namespace with a small tmpfs at SANDBOX_STAGE, each src[i] bound at dst[i]
- * under it (a file when file[i]). The host's mount table never changes. Only
- * async-signal-safe calls; -1 with errno.
+ * sig to every process in the pid namespace of init but init itself (a
+ * sandbox's, init its pid 1); how many, -1 when init is gone.
  */
+int		 sandbox_ns_signal(pid_t init, int sig);
+/*
+ * The reaper's work (sandbox_reaper_start), for the root helper when the
+ * engine is gone: kills what is left of this engine's sandboxes.
+ */
+void		 sandbox_reaper_sweep(const struct config *);
+/* The mark every sandbox of this engine carries (SPUR_ENGINE=id); set once. */
+void		 sandbox_reaper_mark(void);
+
+/* Where a child still root stages the host directories it binds (proc_stage). */
 #define SANDBOX_STAGE	"/mnt"
-int		 sandbox_stage(char *const *src, char *const *dst, const int *file,
-		     size_t n);
 
 /* seccomp.c (HAVE_SECCOMP): a memfd holding the BPF filter bwrap loads; -1 and cause. */
 int		 seccomp_filter_fd(char **cause);

@@ -7,6 +7,7 @@
 #include "dispatch.h"
 #include "ingest.h"
 #include "schedule.h"
+#include "priv.h"
 #include "sandbox.h"
 #include "serve.h"
 #include "outbox.h"
@@ -17,6 +18,8 @@
 #include "ytree.h"
 
 #include <sys/file.h>
+#include <grp.h>
+#include <pwd.h>
 #include <sys/resource.h>
 #include <event2/event.h>
 #include <event2/thread.h>
@@ -405,6 +408,90 @@ serve_pidfile(struct engine *e, int remove)
 	free(path);
 }
 
+/*
+ * Started as root with bwrap, the root helper is forked here, before any
+ * thread: children that run as a session's uid start through it (priv.h).
+ * Otherwise the reaper alone, as before. -1: do not start.
+ */
+static int
+serve_priv_start(struct engine *e)
+{
+	char	*cause = NULL;
+	int	 fd;
+
+	if (e->conf->sandbox.backend != SANDBOX_BWRAP)
+		return 0;
+	if (geteuid() == 0) {
+		sandbox_reaper_mark();
+		if ((fd = priv_helper_start(e->conf, geteuid(), getegid(), &cause)) != -1) {
+			priv_client_set(fd, e->conf->data_dir);
+			return 0;
+		}
+		log_warn("event=priv.failed error=%s consequence=\"children start from "
+		    "the engine\"", log_q(cause));
+		free(cause);
+		cause = NULL;
+	}
+	if (sandbox_reaper_start(e->conf, &cause) != 0) {
+		log_warn("event=sandbox.reaper_failed error=%s", log_q(cause));
+		free(cause);
+	}
+	return 0;
+}
+
+/*
+ * Started as root with user: set, the engine becomes that user once the
+ * helper is forked and before any thread: data_dir becomes the user's, then
+ * groups, gid and uid, for good. user: unset, it stays root and says so.
+ * -1: do not start (the user does not exist, or the drop failed).
+ */
+static int
+serve_drop(struct engine *e)
+{
+	struct passwd	*pw;
+	char		*cause = NULL;
+	uid_t		 uid;
+	gid_t		 gid;
+
+	if (geteuid() != 0)
+		return 0;
+	if (e->conf->user == NULL) {
+		log_warn("event=serve.root warning=\"user: is not set: the engine, which "
+		    "reads the network, runs as root\" fix=\"set user: spur in spur.yaml "
+		    "(spur doctor)\"");
+		return 0;
+	}
+	if ((pw = getpwnam(e->conf->user)) == NULL || pw->pw_uid == 0) {
+		log_error("event=serve.refused reason=%s user=%s fix=%s", log_q(pw == NULL ?
+		    "the user of user: does not exist" : "the user of user: is root"),
+		    log_q(e->conf->user), log_q("useradd --system --home-dir /nonexistent "
+		    "--shell /usr/sbin/nologin spur"));
+		return -1;
+	}
+	uid = pw->pw_uid;
+	gid = pw->pw_gid;
+	if (e->conf->sandbox.backend == SANDBOX_BWRAP && !priv_client_active()) {
+		log_error("event=serve.refused reason=\"no root helper: sandboxes could not "
+		    "start as their session's uid\" user=%s", log_q(e->conf->user));
+		return -1;
+	}
+	if (priv_give_data_dir(e->conf, uid, gid, &cause) != 0 ||
+	    setgroups(1, &gid) != 0 || setresgid(gid, gid, gid) != 0 ||
+	    setresuid(uid, uid, uid) != 0) {
+		log_error("event=serve.refused reason=\"cannot become user\" user=%s "
+		    "error=%s", log_q(e->conf->user), log_q(cause != NULL ? cause :
+		    strerror(errno)));
+		free(cause);
+		return -1;
+	}
+	if (setuid(0) == 0)
+		fatal("the engine could become root again after dropping to %s",
+		    e->conf->user);
+	log_info("event=serve.dropped user=%s uid=%ld gid=%ld", log_q(e->conf->user),
+	    (long)uid, (long)gid);
+	return 0;
+}
+
 int
 cmd_serve(const struct cmd *c, int argc, char **argv)
 {
@@ -458,12 +545,6 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	e.reload_at = now_ms();
 	signal(SIGPIPE, SIG_IGN);
 	serve_raise_nofile();
-	if (e.conf->sandbox.backend == SANDBOX_BWRAP &&
-	    sandbox_reaper_start(e.conf, &cause) != 0) {
-		log_warn("event=sandbox.reaper_failed error=%s", log_q(cause));
-		free(cause);
-		cause = NULL;
-	}
 	if (e.conf->sandbox.backend == SANDBOX_NONE)
 		log_warn("event=sandbox.disabled backend=none warning=\"runs are NOT "
 		    "isolated: development only\"");
@@ -472,6 +553,8 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 		    log_q(cause));
 		goto out;
 	}
+	if (serve_priv_start(&e) != 0 || serve_drop(&e) != 0)
+		goto out;
 	if ((e.store = store_open_url(e.conf->store_url, e.conf->data_dir, 0,
 	    &cause)) == NULL) {
 		log_error("event=store.open_failed error=%s", log_q(cause));

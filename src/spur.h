@@ -83,6 +83,10 @@ int	 safefs_glob_file(const char *dir, const char *pattern);
 int	 safefs_du(const char *path, unsigned long long *bytes);
 /* What uid from owns in the tree at path becomes uid:gid's, links themselves only. */
 int	 safefs_chown(const char *path, uid_t from, uid_t uid, gid_t gid);
+/* The same on the directory open as fd (closed here). */
+int	 safefs_chown_fd(int fd, uid_t from, uid_t uid, gid_t gid);
+/* rm_rf of name in the directory open as parent (a link is removed as itself). */
+int	 safefs_remove_at(int parent, const char *name);
 char	*path_join(const char *, const char *);
 char	*path_dirname(const char *);
 int	 read_file(const char *, size_t max, char **out, size_t *len, char **cause);

@@ -36,8 +36,13 @@ finally:
 t.ok("spur keeps serving on http://127.0.0.1:%d" % port in out, "it serves on SPUR_DEMO_PORT", out[-1500:])
 link = re.search(r"==> the console, with this run and the others: open (http://127\.0\.0\.1:%d/console/link/\S+)" % port, out)
 t.ok(link is not None, "it says where the console is, with a link that signs the browser in", out[-1500:])
-t.ok(not re.search(r"level=(warn|error)", out), "no warning or error among its log lines",
-     [l for l in out.splitlines() if "level=warn" in l or "level=error" in l])
+# Its first lines, up to serve.ready: no warning but the one a root start without user: gives
+# (the drop to user: spur is not the default yet: docs/known-limits.md). Later lines may warn
+# of the demo's nightly schedule, caught up when the demo's data_dir saw 03:00 Paris go by.
+first = out[:out.find("event=serve.ready")]
+t.ok(out.find("event=serve.ready") > 0 and
+     [l for l in first.splitlines() if re.search(r"level=(warn|error)", l) and "event=serve.root" not in l] == [],
+     "no warning or error among its first log lines", first[-1500:])
 t.ok(re.search(r"^spur: run run_\S+ ended completed \(ok\)", out, re.M), "its sample run ends completed, not as an error",
      out[-1500:])
 t.ok('"runs": ["run_' in out.replace('"runs":["run_', '"runs": ["run_') and "Wrote report.md" in out,

@@ -1,0 +1,139 @@
+"""Privilege separation (SPEC section 8, Privilege): spur serve started as root with user: set
+forks a root helper and drops; no thread of the engine is root, only the helper's process; the
+sandboxes still start as their session's uid, through the helper. user: unset, the engine stays
+root and says so; a user that does not exist refuses the start."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from spurtest import require_sandboxes, Spur, Tap, github_headers, github_comment
+
+t = Tap()
+if os.geteuid() != 0:
+    t.skip_all("the helper and the drop need spur started as root (the tests run unprivileged here)")
+require_sandboxes(t)
+
+HOOK = "/o/acme/hooks/github"
+USER = "spur"
+UIDS = (900000000, 900065535)
+# contrib/quickstart and the Debian package make the engine's user; a test machine may not have it.
+if subprocess.run(["id", USER], capture_output=True).returncode != 0:
+    subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                    "--shell", "/usr/sbin/nologin", USER], check=False)
+import pwd  # noqa: E402  (after the user exists)
+spur_pw = pwd.getpwnam(USER)
+
+WHO = ("name: who\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/who'\n"
+       "agent: command\ncommand: %s\nprompt: |\n  Who runs this?\nproof: report\n") % json.dumps(
+    ["sh", "-c", "cat >/dev/null; echo uid=$(id -u); ls -ld /workspace | cut -c1-10"])
+
+
+def status_ids(path):
+    """The real, effective, saved and filesystem uids and gids of a /proc status file."""
+    ids = {}
+    with open(path) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("Uid", "Gid", "Name", "PPid"):
+                ids[k] = v.split() if k in ("Uid", "Gid") else v.strip()
+    return ids
+
+
+def children(pid):
+    out = []
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            ids = status_ids("/proc/%s/status" % p)
+        except OSError:
+            continue
+        if ids.get("PPid") == str(pid):
+            out.append((int(p), ids))
+    return out
+
+
+with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO}) as s:
+    # The engine, once it is spur, must still reach its data_dir under the test's directory.
+    os.chmod(s.dir, 0o711)
+    s.start()
+    pid = s.proc.pid
+    tasks = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            tasks[tid] = status_ids("/proc/%d/task/%s/status" % (pid, tid))
+        except OSError:
+            pass
+    root_tasks = {tid: ids for tid, ids in tasks.items() if "0" in ids["Uid"] or "0" in ids["Gid"]}
+    t.ok(len(tasks) > 1 and not root_tasks,
+         "no thread of the engine has uid or gid 0 (%d threads read)" % len(tasks), root_tasks)
+    t.ok(all(ids["Uid"] == [str(spur_pw.pw_uid)] * 4 for ids in tasks.values()),
+         "every thread is %s: real, effective, saved and filesystem uid" % USER,
+         {tid: ids["Uid"] for tid, ids in tasks.items()})
+    kids = children(pid)
+    root_kids = [(p, ids["Name"]) for p, ids in kids if "0" in ids["Uid"]]
+    t.ok(len(root_kids) == 1 and root_kids[0][1] == "spur-priv",
+         "the one process of the engine's that is root is the helper (spur-priv)", kids)
+    helper = root_kids[0][0] if root_kids else None
+    helper_threads = os.listdir("/proc/%d/task" % helper) if helper else []
+    t.ok(len(helper_threads) == 1, "the helper has one thread", helper_threads)
+    with open("/proc/%d/environ" % helper, "rb") if helper else open(os.devnull, "rb") as f:
+        henv = f.read()
+    with open("/proc/%d/environ" % pid, "rb") as f:
+        eenv = f.read()
+    secret = [v for v in eenv.split(b"\0") if v.startswith(b"T_GH_SECRET=")]
+    t.ok(helper and secret and secret[0] not in henv and secret[0].split(b"=", 1)[1] not in henv,
+         "the helper's environment is wiped: the env: secrets the engine was started with are not in it",
+         henv.replace(b"\0", b"")[:200])
+    st = os.stat(s.data_dir)
+    t.ok(st.st_uid == spur_pw.pw_uid and (st.st_mode & 0o777) == 0o700,
+         "data_dir is the engine user's, 0700", (st.st_uid, oct(st.st_mode)))
+    t.ok("event=serve.dropped user=%s" % USER in s.logs(), "the drop is logged", s.logs()[-2000:])
+
+    # A run: its sandbox starts as the session's uid, through the helper.
+    b = json.dumps(github_comment("/who", number=3)).encode()
+    code, _, answer = s.post_json(HOOK, b, github_headers(b))
+    runs = answer.get("runs", []) if isinstance(answer, dict) else []
+    r = s.wait_run(runs[0]) if code == 200 and len(runs) == 1 else {}
+    out = s.c("logs", runs[0])[1] if runs else ""
+    uid = int(out.split("uid=")[1].split()[0]) if "uid=" in out else -1
+    t.ok(r.get("state") == "completed" and UIDS[0] <= uid <= UIDS[1],
+         "a run (its clone and its sandbox started by the helper) completes as a uid of sandbox.uids", (r, out, s.logs()[-3000:]))
+    tasks_after = [status_ids("/proc/%d/task/%s/status" % (pid, tid)) for tid in os.listdir("/proc/%d/task" % pid)]
+    t.ok(all("0" not in ids["Uid"] for ids in tasks_after),
+         "after the run, still no thread of the engine is root")
+    rc = s.stop()
+    t.ok(rc == 0, "spur serve as %s stops cleanly" % USER, (rc, s.logs()[-2000:]))
+    # It sweeps what is left of the engine's sandboxes for 2 s, as the reaper did, then exits.
+    deadline = time.time() + 15
+    while helper and os.path.exists("/proc/%d" % helper) and time.time() < deadline:
+        time.sleep(0.1)
+    t.ok(helper and not os.path.exists("/proc/%d" % helper), "the helper is gone with the engine")
+
+# user: unset: the engine stays root (as before) and says so; doctor says so too.
+with Spur() as s:
+    s.start()
+    ids = status_ids("/proc/%d/status" % s.proc.pid)
+    t.ok(ids["Uid"][0] == "0" and "event=serve.root" in s.logs(),
+         "user: unset: the engine stays root and warns (event=serve.root)", s.logs()[-2000:])
+    kids = [ids["Name"] for _, ids in children(s.proc.pid)]
+    t.ok("spur-priv" in kids, "the helper starts its sandboxes all the same", kids)
+    s.stop()
+    code, out, err = s.c("doctor")
+    t.ok("engine.user" in out + err and "user: is not set" in out + err,
+         "spur doctor says the engine runs as root", out + err)
+
+# A user: that does not exist: spur serve does not start.
+with Spur(config_extra="user: no-such-spur-user\n") as s:
+    s.start(wait=False)
+    try:
+        rc = s.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        rc = None
+    logs = s.logs()
+    s.stop()
+    t.ok(rc not in (None, 0) and "event=serve.refused" in logs and "no-such-spur-user" in logs,
+         "user: naming no user: spur serve refuses to start, and says which", (rc, logs[-2000:]))
+
+t.done()
