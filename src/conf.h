@@ -6,6 +6,8 @@
 
 struct yerrs;
 struct env_conf;
+struct cfgctx;
+struct ynode;
 
 /*
  * A secret. ref ("env:NAME", "file:PATH") may be shown; value never is. value
@@ -29,12 +31,6 @@ struct org_github {
 struct org_slack {
 	struct secret	*signing_secret;
 	struct secret	*bot_token;
-	char		*api_url;
-};
-
-struct org_linear {
-	struct secret	*webhook_secret;
-	struct secret	*api_key;
 	char		*api_url;
 };
 
@@ -68,7 +64,7 @@ struct org {
 	char			*name;
 	struct org_github	*github;	/* NULL when not configured */
 	struct org_slack	*slack;
-	struct org_linear	*linear;
+	void			**sources;	/* each system's section (source.h), NULL: none */
 	struct named_secret	*agents;	/* agent name -> model API key */
 	size_t			 nagents;
 	struct named_secret	*secrets;	/* automation-visible secrets */
@@ -184,7 +180,7 @@ struct config		*config_ref(struct config *);
 void			 config_free(struct config *);
 const char		*config_default_path(void);
 struct org		*config_org(const struct config *, const char *);
-/* The org's API base for source (github, slack, linear; org NULL: the default), no trailing slash. */
+/* The org's API base for a system of source.h (org NULL: the default), no trailing slash. */
 char			*config_api_url(const struct org *, const char *source);
 const struct agent_conf	*config_agent(const struct config *, const char *);
 struct secret		*org_secret(const struct org *, const char *);
@@ -195,5 +191,30 @@ int			 org_secret_known(const struct org *, const char *);
 void			 secret_free(struct secret *);
 /* Every resolved secret value of the config, for tests and log scrubbing. */
 size_t			 config_secrets(const struct config *, const struct secret **, size_t);
+
+/*
+ * Parses yaml as orgs.NAME.<system> into o (tests build their orgs in
+ * memory); -1 with the first error.
+ */
+int			 config_org_section(struct org *, const char *system, const char *yaml,
+			     char **cause);
+
+/*
+ * The leaf parsers a section's parser calls (a source-*.c's conf_parse):
+ * each error is added to the load's list at the node's position, and
+ * loading goes on. what is the key as the error names it ("linear.api_key").
+ */
+void			 cfg_error(struct cfgctx *, const struct ynode *, const char *, ...)
+			     __attribute__((format(printf, 3, 4)));
+/* 1 when n is a mapping without repeated keys; else 0, told. */
+int			 cfg_is_map(struct cfgctx *, const struct ynode *, const char *what);
+/* A reference (env:NAME, file:PATH), resolved unless the load says not; NULL, told. */
+struct secret		*cfg_secret(struct cfgctx *, const struct ynode *, const char *what);
+/* An http(s) URL into *out (freed first), without trailing slashes. */
+void			 cfg_url(struct cfgctx *, const struct ynode *, const char *what,
+			     char **out);
+/* Key i of m is none of keys: told, with the closest one. */
+void			 cfg_unknown(struct cfgctx *, const struct ynode *m, size_t i,
+			     const char *where, const char *const *keys);
 
 #endif

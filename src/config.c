@@ -12,6 +12,7 @@
 #include "report.h"
 #include "sandbox.h"
 #include "secrets.h"
+#include "source.h"
 #include "store.h"
 #include "ytree.h"
 
@@ -33,9 +34,6 @@ struct cfgctx {
 	struct yerrs	*errs;
 };
 
-static void
-cfg_error(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 /* What may be intended but most likely is not: told, never refused. */
 static void
 cfg_warn(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
@@ -54,7 +52,7 @@ cfg_vreport(struct cfgctx *c, const struct ynode *n, int warning, const char *fm
 	free(msg);
 }
 
-static void
+void
 cfg_error(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
 {
 	va_list	 ap;
@@ -74,7 +72,7 @@ cfg_warn(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int
+int
 cfg_is_map(struct cfgctx *c, const struct ynode *n, const char *what)
 {
 	size_t	 i;
@@ -187,7 +185,7 @@ cfg_int(struct cfgctx *c, const struct ynode *n, const char *what, long long min
 	*out = v;
 }
 
-static void
+void
 cfg_url(struct cfgctx *c, const struct ynode *n, const char *what, char **out)
 {
 	const char	*s;
@@ -256,13 +254,13 @@ static const char *const budget_keys[] = { "usd_per_day", "usd_per_month", NULL 
 static const char *const github_keys[] = { "webhook_secret", "token", "app_id",
 	"private_key", "api_url", "git_url", NULL };
 static const char *const slack_keys[] = { "signing_secret", "bot_token", "api_url", NULL };
-static const char *const linear_keys[] = { "webhook_secret", "api_key", "api_url", NULL };
 static const char *const api_keys[] = { "callback_secret", "repositories", "callbacks", NULL };
 static const char *const api_callbacks_keys[] = { "allow", NULL };
 static const char *const console_keys[] = { "github_client_id", "github_client_secret",
 	"github_org", "teams", "github_url", NULL };
-static const char *const org_keys[] = { "github", "slack", "linear", "agents", "secrets",
-	"environment", "api", "console", "budget", NULL };
+/* An org's keys besides the systems' sections (source.h), which come first. */
+static const char *const org_keys[] = { "agents", "secrets", "environment", "api", "console",
+	"budget", NULL };
 static const char *const org_agent_keys[] = { "api_key", NULL };
 static const char *const retention_keys[] = { "events", "run_files", NULL };
 static const char *const git_keys[] = { "author_name", "author_email", NULL };
@@ -272,7 +270,7 @@ static const char *const reports_keys[] = { "give_up", "progress", "edit_interva
 	"backoff", "lease", NULL };
 static const char *const nodes_keys[] = { "lease", "beat", "affinity", NULL };
 
-static void
+void
 cfg_unknown(struct cfgctx *c, const struct ynode *m, size_t i, const char *where,
     const char *const *keys)
 {
@@ -302,7 +300,7 @@ secret_free(struct secret *s)
  * would sit in version control. The value itself is never put in a message.
  * With CONFIG_UNRESOLVED only the reference is checked and kept.
  */
-static struct secret *
+struct secret *
 cfg_secret(struct cfgctx *c, const struct ynode *n, const char *what)
 {
 	struct secret	*s;
@@ -826,31 +824,67 @@ cfg_slack(struct cfgctx *c, struct org *o, const struct ynode *m)
 		cfg_error(c, m, "\"slack.signing_secret\" is required");
 }
 
+/* orgs.NAME.<system>: the system's own parser (source.h) fills the org's slot for it. */
 static void
-cfg_linear(struct cfgctx *c, struct org *o, const struct ynode *m)
+cfg_source(struct cfgctx *c, struct org *o, const struct source *src, const struct ynode *m)
 {
-	struct org_linear	*l;
+	const struct source	*t;
 	size_t			 i;
 
-	if (!cfg_is_map(c, m, "linear"))
-		return;
-	l = o->linear = xcalloc(1, sizeof *l);
-	l->api_url = xstrdup("https://api.linear.app/graphql");
-	for (i = 0; i < m->n; i++) {
-		const char		*k = ymap_key(m, i);
-		const struct ynode	*n = ymap_value(m, i);
-
-		if (strcmp(k, "webhook_secret") == 0)
-			l->webhook_secret = cfg_secret(c, n, "linear.webhook_secret");
-		else if (strcmp(k, "api_key") == 0)
-			l->api_key = cfg_secret(c, n, "linear.api_key");
-		else if (strcmp(k, "api_url") == 0)
-			cfg_url(c, n, "linear.api_url", &l->api_url);
-		else
-			cfg_unknown(c, m, i, "linear", linear_keys);
+	if (o->sources == NULL)
+		o->sources = xcalloc(source_count(), sizeof *o->sources);
+	for (i = 0, t = source_next(NULL); t != NULL; i++, t = source_next(t)) {
+		if (t == src && o->sources[i] == NULL)
+			o->sources[i] = src->conf_parse(c, m);
 	}
-	if (ymap_get(m, "webhook_secret") == NULL)
-		cfg_error(c, m, "\"linear.webhook_secret\" is required");
+}
+
+int
+config_org_section(struct org *o, const char *system, const char *yaml, char **cause)
+{
+	const struct source	*src = source_system(system);
+	struct cfgctx		 c;
+	struct yerrs		 errs;
+	struct ynode		*root;
+	int			 rc = -1;
+
+	yerrs_init(&errs);
+	memset(&c, 0, sizeof c);
+	c.file = "(section)";
+	c.dir = ".";
+	c.errs = &errs;
+	if (src == NULL || src->conf_parse == NULL) {
+		xasprintf(cause, "no system \"%s\" with a section", system);
+		goto out;
+	}
+	if ((root = yaml_load_string(c.file, yaml, strlen(yaml), &errs)) != NULL) {
+		cfg_source(&c, o, src, root);
+		ynode_free(root);
+	}
+	if (errs.nerrors > 0) {
+		xasprintf(cause, "%s", errs.msgs[0]);
+		goto out;
+	}
+	rc = 0;
+out:
+	yerrs_free(&errs);
+	return rc;
+}
+
+/* An unknown key of an org: the systems' sections are suggested too. */
+static void
+cfg_org_unknown(struct cfgctx *c, const struct ynode *o, size_t j, const char *name)
+{
+	const char		*keys[32];
+	const struct source	*src;
+	size_t			 n = 0, i;
+
+	for (src = source_next(NULL); src != NULL && n < 16; src = source_next(src))
+		keys[n++] = src->name;
+	for (i = 0; org_keys[i] != NULL; i++)
+		keys[n++] = org_keys[i];
+	keys[n] = NULL;
+	cfg_unknown(c, o, j, name, keys);
 }
 
 /* A list of addresses and CIDRs (netguard.h), each refused at its position when it is not one. */
@@ -1256,8 +1290,9 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 				cfg_github(c, org, n);
 			else if (strcmp(k, "slack") == 0)
 				cfg_slack(c, org, n);
-			else if (strcmp(k, "linear") == 0)
-				cfg_linear(c, org, n);
+			else if (source_system(k) != NULL &&
+			    source_system(k)->conf_parse != NULL)
+				cfg_source(c, org, source_system(k), n);
 			else if (strcmp(k, "agents") == 0)
 				cfg_org_agents(c, org, n);
 			else if (strcmp(k, "secrets") == 0)
@@ -1271,7 +1306,7 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			else if (strcmp(k, "budget") == 0)
 				cfg_org_budget(c, org, n);
 			else
-				cfg_unknown(c, o, j, name, org_keys);
+				cfg_org_unknown(c, o, j, name);
 		}
 	}
 	cfg_consoles(c, cf, m);
@@ -1745,12 +1780,13 @@ config_ref(struct config *cf)
 static const char *config_default_api[][2] = {
 	{ "github", "https://api.github.com" },
 	{ "slack", "https://slack.com/api" },
-	{ "linear", "https://api.linear.app/graphql" },
 };
 
 char *
 config_api_url(const struct org *org, const char *source)
 {
+	const struct source	*src;
+	const void		*conf;
 	const char	*u = NULL;
 	size_t		 i, len;
 
@@ -1758,18 +1794,36 @@ config_api_url(const struct org *org, const char *source)
 		u = org->github->api_url;
 	else if (org != NULL && strcmp(source, "slack") == 0 && org->slack != NULL)
 		u = org->slack->api_url;
-	else if (org != NULL && strcmp(source, "linear") == 0 && org->linear != NULL)
-		u = org->linear->api_url;
+	else if ((src = source_system(source)) != NULL && src->conf_api_url != NULL &&
+	    (conf = source_conf(org, src)) != NULL)
+		u = src->conf_api_url(conf);
 	for (i = 0; u == NULL && i < SPUR_ARRLEN(config_default_api); i++) {
 		if (strcmp(config_default_api[i][0], source) == 0)
 			u = config_default_api[i][1];
 	}
+	if (u == NULL && (src = source_system(source)) != NULL)
+		u = src->api_url;
 	if (u == NULL)
 		return NULL;
 	len = strlen(u);
 	while (len > 0 && u[len - 1] == '/')
 		len--;
 	return xprintf("%.*s", (int)len, u);
+}
+
+/* The systems' sections of an org, each freed by its own file. */
+static void
+config_free_sources(struct org *o)
+{
+	const struct source	*src;
+	size_t			 i;
+
+	for (i = 0, src = source_next(NULL); o->sources != NULL && src != NULL; i++,
+	    src = source_next(src)) {
+		if (o->sources[i] != NULL)
+			src->conf_free(o->sources[i]);
+	}
+	free(o->sources);
 }
 
 void
@@ -1812,12 +1866,7 @@ config_free(struct config *cf)
 			free(o->slack->api_url);
 			free(o->slack);
 		}
-		if (o->linear != NULL) {
-			secret_free(o->linear->webhook_secret);
-			secret_free(o->linear->api_key);
-			free(o->linear->api_url);
-			free(o->linear);
-		}
+		config_free_sources(o);
 		named_secrets_free(o->agents, o->nagents);
 		named_secrets_free(o->secrets, o->nsecrets);
 		for (j = 0; o->sealed_hosts != NULL && j < o->nsealed; j++)
@@ -1935,6 +1984,35 @@ config_secrets_add(const struct secret **out, size_t max, size_t n, const struct
 	return s != NULL ? n + 1 : n;
 }
 
+struct config_secrets_ctx {
+	const struct secret	**out;
+	size_t			  max;
+	size_t			  n;
+};
+
+static void
+config_secrets_one(void *arg, const struct secret *s)
+{
+	struct config_secrets_ctx	*x = arg;
+
+	x->n = config_secrets_add(x->out, x->max, x->n, s);
+}
+
+/* The secrets of the org's systems' sections, each listed by its own file. */
+static size_t
+config_secrets_sources(const struct org *o, const struct secret **out, size_t max, size_t n)
+{
+	struct config_secrets_ctx	 x = { out, max, n };
+	const struct source		*src;
+	const void			*conf;
+
+	for (src = source_next(NULL); src != NULL; src = source_next(src)) {
+		if (src->conf_secrets != NULL && (conf = source_conf(o, src)) != NULL)
+			src->conf_secrets(conf, config_secrets_one, &x);
+	}
+	return x.n;
+}
+
 size_t
 config_secrets(const struct config *cf, const struct secret **out, size_t max)
 {
@@ -1951,10 +2029,7 @@ config_secrets(const struct config *cf, const struct secret **out, size_t max)
 			n = config_secrets_add(out, max, n, o->slack->signing_secret);
 			n = config_secrets_add(out, max, n, o->slack->bot_token);
 		}
-		if (o->linear != NULL) {
-			n = config_secrets_add(out, max, n, o->linear->webhook_secret);
-			n = config_secrets_add(out, max, n, o->linear->api_key);
-		}
+		n = config_secrets_sources(o, out, max, n);
 		if (o->api != NULL)
 			n = config_secrets_add(out, max, n, o->api->callback_secret);
 		if (o->console != NULL)

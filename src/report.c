@@ -6,6 +6,7 @@
 #include "event.h"
 #include "outbox.h"
 #include "report.h"
+#include "source.h"
 #include "run.h"
 #include "scrub.h"
 #include "serve.h"
@@ -172,18 +173,18 @@ report_format(const char *source, const struct report_facts *f, size_t max)
 	return cut;
 }
 
-/* The systems a thread can be on: one entry each. */
+/* The systems a thread can be on besides source.h's, whose entries name their own. */
 static const struct report_backend *const report_backends[] = {
 	&report_github,
 	&report_slack,
-	&report_linear,
 	&report_api,
 };
 
 const struct report_backend *
 report_backend_find(const char *source)
 {
-	size_t	 i;
+	const struct source	*src;
+	size_t			 i;
 
 	if (source == NULL)
 		return NULL;
@@ -191,6 +192,8 @@ report_backend_find(const char *source)
 		if (strcmp(report_backends[i]->name, source) == 0)
 			return report_backends[i];
 	}
+	if ((src = source_system(source)) != NULL)
+		return src->report;
 	return NULL;
 }
 

@@ -552,8 +552,8 @@ scrub_alpha(char c)
  * "</span>", "<wbr>"), the start of a Slack link up to its text ("<URL|"),
  * a link's target ("](URL)"), emphasis, strike and code-span marks, link
  * brackets and the closing ">" of a Slack link, and the backslash of a
- * markdown escape ("\_" renders "_"). The union of GitHub's, Slack's and
- * Linear's markup: what one of them shows literally is cut all the same.
+ * markdown escape ("\_" renders "_"). The union of every destination's
+ * markup: what one of them shows literally is cut all the same.
  */
 static size_t
 scrub_markup(const char *s, size_t len, size_t i)

@@ -20,16 +20,22 @@ static void	slack_handle(const struct source_req *, struct source_result *);
 static const char *slack_command_text(const struct spur_event *, int *);
 static void	slack_command_scope(const struct spur_event *, struct thread_scope *);
 static char	*slack_answer(const struct spur_event *, const json_t *, int, const char *);
+static int	 slack_person_ready(const struct org *);
 static json_t	*slack_person_request(const struct spur_event *, char *const *, size_t, char **);
 static int	 slack_person_answer(const struct spur_event *, char *const *, size_t, int,
 		     const json_t *, struct person *, char **);
 const struct source source_slack = {
 	.name = "slack",
+	.title = "Slack",
+	.window_ms = SLACK_WINDOW_MS,
 	.handle = slack_handle,
 	.command_text = slack_command_text,
 	.command_scope = slack_command_scope,
 	.answer = slack_answer,
 	.person_request = slack_person_request,
+	.person_key = "slack.bot_token",
+	.person_scope = " (scopes users:read, usergroups:read)",
+	.person_ready = slack_person_ready,
 	.person_answer = slack_person_answer,
 };
 
@@ -426,6 +432,13 @@ slack_answer(const struct spur_event *ev, const json_t *runs, int duplicate,
 }
 
 /* --- who a person is: users.info, then each user group's members ------------- */
+
+/* The bot token that asks who a person is. */
+static int
+slack_person_ready(const struct org *o)
+{
+	return o->slack != NULL && o->slack->bot_token != NULL;
+}
 
 static json_t *
 slack_person_request(const struct spur_event *ev, char *const *groups, size_t step,

@@ -32,10 +32,9 @@ static struct named_secret demo_agents[] = {
 static struct named_secret acme_secrets[] = { { "ACME_ONLY", &a_secret } };
 /* demo can look its Slack and Linear members up (authors: members, the default). */
 static struct org_slack demo_slack = { .bot_token = &a_secret };
-static struct org_linear demo_linear = { .api_key = &a_secret };
 static struct org three_orgs[] = {
 	{ .name = "demo", .secrets = demo_secrets, .nsecrets = 2, .agents = demo_agents,
-	    .nagents = 3, .slack = &demo_slack, .linear = &demo_linear },
+	    .nagents = 3, .slack = &demo_slack },
 	{ .name = "acme", .secrets = acme_secrets, .nsecrets = 1, .agents = demo_agents,
 	    .nagents = 1 },
 	{ .name = "keyless" },
@@ -784,9 +783,16 @@ test_environment(void)
 int
 main(void)
 {
+	char	*cause;
+
 	log_init(LOG_WARN, "test-automation");
 	if ((srcdir = getenv("SPUR_SRCDIR")) == NULL)
 		srcdir = "../..";
+	/* Linear's section is its file's own: made as the config makes it. */
+	setenv("SPUR_TEST_SECRET", a_secret.value, 1);
+	if (config_org_section(&three_orgs[0], "linear", "{webhook_secret: "
+	    "env:SPUR_TEST_SECRET, api_key: env:SPUR_TEST_SECRET}", &cause) != 0)
+		fatal("linear section: %s", cause);
 	test_broken();
 	test_match();
 	test_defs();
