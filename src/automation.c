@@ -51,10 +51,9 @@ static const char *const top_keys[] = {
 	"bots", "retry", "repositories", "environment", "pull_request", "budget", NULL
 };
 /*
- * repository as a mapping: what of the event chooses it. The systems with a
- * part of their own (source.h repo_parse) come after slack, in the table's order.
+ * repository as a mapping: what of the event chooses it: the systems with a
+ * part of their own (source.h repo_parse), in the table's order, then these.
  */
-static const char *const repo_map_first[] = { "slack", NULL };
 static const char *const repo_map_last[] = { "text", "default", NULL };
 /* retry: what happens to a run a stop or a crash interrupted: queued again once, or never. */
 static const char *const retry_names[] = { "once", "never", NULL };
@@ -62,9 +61,6 @@ static const char *const retry_names[] = { "once", "never", NULL };
 static const char *const on_more[] = { "schedule", "webhook", NULL };
 static const char *const github_keys[] = {
 	"events", "repositories", "text", "where", "labels", NULL
-};
-static const char *const slack_keys[] = {
-	"events", "channels", "text", "where", NULL
 };
 static const char *const schedule_keys[] = { "cron", "timezone", NULL };
 static const char *const webhook_keys[] = { "name", "auth", "text", "thread", "where", NULL };
@@ -77,8 +73,9 @@ static const char *const pull_request_keys[] = { "draft", "reviewers", "labels",
 static const char *const environment_keys[] = { "setup", "cache", "rootfs", NULL };
 static const char *const budget_keys[] = { "tokens", "usd", NULL };
 /*
- * report: the thread, the destinations (the systems with report_dest of
- * source.h after slack and github), webhook, and on.
+ * report: the thread, the destinations (slack and github first, as messages
+ * have always listed them, then the other systems with report_dest of
+ * source.h), webhook, and on.
  */
 static const char *const report_first[] = { "thread", "slack", "github", NULL };
 static const char *const report_last[] = { "webhook", "on", NULL };
@@ -174,7 +171,6 @@ static const struct {
 	{ "workflow_run", "completed in_progress requested" },
 };
 
-static const char *const slack_events[] = { "app_mention", "message", "slash_command", NULL };
 
 static int
 name_index(const char *const *names, const char *s)
@@ -721,24 +717,16 @@ github_event_valid(struct aload *l, const struct ynode *n)
 static int
 event_valid(struct aload *l, const struct trigger *t, const struct ynode *n)
 {
-	const char	*s = n->value;
-	char		*all, *why;
+	char	*why;
 
 	if (t->system->event_check != NULL) {
-		if ((why = t->system->event_check(s)) == NULL)
+		if ((why = t->system->event_check(n->value)) == NULL)
 			return 1;
 		yerrs_node(l->errs, l->file, n, "%s", why);
 		free(why);
 		return 0;
 	}
-	if (strcmp(t->system->name, "github") == 0)
-		return github_event_valid(l, n);
-	if (name_index(slack_events, s) >= 0)
-		return 1;
-	all = names_join(slack_events);
-	yerrs_node(l->errs, l->file, n, "unknown slack event \"%s\" (expected %s)", s, all);
-	free(all);
-	return 0;
+	return github_event_valid(l, n);
 }
 
 static void
@@ -978,18 +966,6 @@ parse_list_checked(struct aload *l, const struct ynode *v, const char *what, cha
 		*out = get_list(l, v, what, nout);
 }
 
-/* Slack names a channel by id (C..., G... private, D... direct); a name never matches. */
-static const char *
-valid_channel(const char *s)
-{
-	if (*s != '\0' && strchr("CGD", *s) != NULL && s[1] != '\0' && strlen(s) < 64 &&
-	    strspn(s + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == strlen(s + 1))
-		return NULL;
-	return "slack channel \"%s\" is not a channel id: \"channels\" are ids such as "
-	    "C0123ABCD, never names (in Slack, click the channel's name: its channel ID is "
-	    "at the bottom of About)";
-}
-
 static char **
 parse_events(struct aload *l, struct trigger *t, const struct ynode *v, const char *what)
 {
@@ -1026,7 +1002,10 @@ parse_system_check(struct aload *l, struct trigger *t, const struct source_check
 
 	switch (c->kind) {
 	case SOURCE_CHECK_LIST:
-		values = get_list(l, v, what, &n);
+		if (c->item_check != NULL)
+			parse_list_checked(l, v, what, &values, &n, c->item_check);
+		else
+			values = get_list(l, v, what, &n);
 		break;
 	case SOURCE_CHECK_STRING:
 		if ((one = get_string(l, v, what)) != NULL) {
@@ -1089,23 +1068,16 @@ parse_source_trigger(struct aload *l, struct trigger *t, const struct ynode *m)
 		} else if (strcmp(key, "labels") == 0) {
 			if ((t->labels = get_list(l, v, what, &t->nlabels)) != NULL)
 				trigger_add_check(t, CHECK_LABELS);
-		} else if (strcmp(key, "channels") == 0) {
-			parse_list_checked(l, v, what, &t->channels, &t->nchannels,
-			    valid_channel);
-			if (t->channels != NULL)
-				trigger_add_check(t, CHECK_CHANNELS);
 		}
 		free(what);
 	}
 }
 
-/* The keys of a system's trigger: its own list, or GitHub's and Slack's here. */
+/* The keys of a system's trigger: its own list, or GitHub's here. */
 static const char *const *
 system_trigger_keys(const struct source *system)
 {
-	if (system->trigger_keys != NULL)
-		return system->trigger_keys;
-	return strcmp(system->name, "github") == 0 ? github_keys : slack_keys;
+	return system->trigger_keys != NULL ? system->trigger_keys : github_keys;
 }
 
 /*
@@ -1123,7 +1095,7 @@ parse_trigger(struct aload *l, enum trigger_source src, const struct source *sys
 	keys = src == TRIG_SYSTEM ? system_trigger_keys(system) : src == TRIG_SCHEDULE ?
 	    schedule_keys : webhook_keys;
 	if (ynode_is_null(m) && src == TRIG_SYSTEM)
-		m = NULL;	/* "slack:" alone: every event of the source */
+		m = NULL;	/* "NAME:" alone: every event of the source */
 	else if (map_check(l, m, label, keys) != 0)
 		return;
 	a->triggers = xreallocarray(a->triggers, a->ntriggers + 1, sizeof *a->triggers);
@@ -1223,16 +1195,6 @@ valid_repository_glob(const char *s)
 	return NULL;
 }
 
-/* repository.slack keys: a channel is named by its id, never its name. */
-static const char *
-valid_repo_channel(const char *s)
-{
-	if (valid_channel(s) == NULL)
-		return NULL;
-	return "\"%s\" in repository.slack is not a Slack channel id (an id such as C0123ABCD, "
-	    "never a name)";
-}
-
 /* KEY: OWNER/NAME pairs, keys checked by check (NULL: any); NULL with errors. */
 static json_t *
 parse_repo_pairs(struct aload *l, const struct ynode *m, const char *what,
@@ -1322,18 +1284,14 @@ parse_repository_map(struct aload *l, const struct ynode *m)
 	const struct ynode	*v;
 	const struct source	*src;
 	const char		*keys[32];
-	json_t			*map, *sub, *pairs;
+	json_t			*map, *sub;
 	char			*all;
 	int			 b;
 
-	names_with_systems(keys, SPUR_ARRLEN(keys), repo_map_first, system_has_repo,
-	    repo_map_last);
+	names_with_systems(keys, SPUR_ARRLEN(keys), NULL, system_has_repo, repo_map_last);
 	if (map_check(l, m, "repository", keys) != 0)
 		return NULL;
 	map = json_object();
-	if ((v = ymap_get(m, "slack")) != NULL &&
-	    (pairs = parse_repo_pairs(l, v, "repository.slack", valid_repo_channel)) != NULL)
-		json_object_set_new(map, "slack", pairs);
 	for (src = source_next(NULL); src != NULL; src = source_next(src)) {
 		if (src->repo_parse != NULL && (v = ymap_get(m, src->name)) != NULL &&
 		    (sub = src->repo_parse(l, v)) != NULL)
@@ -1677,7 +1635,7 @@ parse_report(struct aload *l, const struct ynode *m)
 	    "timed_out", "cancelled", NULL };
 	struct ynode *const	*items;
 	const struct ynode	*v;
-	size_t			 i, n;
+	size_t			 i, k, n;
 	int			 e;
 	char			**on, *what;
 	const char		*why, *keys[32];
@@ -1691,22 +1649,17 @@ parse_report(struct aload *l, const struct ynode *m)
 		return;
 	if ((v = ymap_get(m, "thread")) != NULL && (e = get_bool(l, v, "report.thread")) >= 0)
 		l->a->report_thread = e;
-	if ((v = ymap_get(m, "slack")) != NULL && get_items(l, v, "report.slack", &items,
-	    &n) == 0) {
-		for (i = 0; i < n; i++) {
-			if ((why = valid_channel(items[i]->value)) != NULL)
-				yerrs_node(l->errs, l->file, items[i], why, items[i]->value);
-			else
-				report_dest_add(l, json_pack("{s:s,s:{s:s}}", "source", "slack",
-				    "meta", "channel", items[i]->value));
+	/* The destinations in the keys' order: GitHub's here, the others' by their hook. */
+	for (k = 1; keys[k] != NULL; k++) {
+		if ((v = ymap_get(m, keys[k])) == NULL)
+			continue;
+		if (strcmp(keys[k], "github") == 0) {
+			if (get_items(l, v, "report.github", &items, &n) == 0)
+				for (i = 0; i < n; i++)
+					parse_report_github(l, items[i]);
+			continue;
 		}
-	}
-	if ((v = ymap_get(m, "github")) != NULL && get_items(l, v, "report.github", &items,
-	    &n) == 0)
-		for (i = 0; i < n; i++)
-			parse_report_github(l, items[i]);
-	for (src = source_next(NULL); src != NULL; src = source_next(src)) {
-		if (src->report_dest == NULL || (v = ymap_get(m, src->name)) == NULL)
+		if ((src = source_system(keys[k])) == NULL || src->report_dest == NULL)
 			continue;
 		what = xprintf("report.%s", src->name);
 		if (get_items(l, v, what, &items, &n) == 0) {
@@ -1765,9 +1718,9 @@ list_extend(char ***to, char **list)
 }
 
 /*
- * authors as a mapping: users (the ids or logins each system's events carry:
- * Slack U...), groups (Slack user group ids, S...), teams (the team keys of the
- * system whose groups are teams, source.h person_teams).
+ * authors as a mapping: users (the ids or logins each system's events carry),
+ * groups (a system's user group ids), teams (the team keys of the system whose
+ * groups are teams, source.h person_teams).
  */
 static void
 parse_authors(struct aload *l, const struct ynode *m)
@@ -1818,7 +1771,7 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 			const char	*keys[32];
 			struct buf	 kb;
 
-			names_with_systems(keys, SPUR_ARRLEN(keys), repo_map_first,
+			names_with_systems(keys, SPUR_ARRLEN(keys), NULL,
 			    system_has_repo, repo_map_last);
 			buf_init(&kb, 0);
 			for (i = 0; keys[i] != NULL; i++)
@@ -2042,37 +1995,6 @@ budget_check(struct aload *l, const struct ynode *root)
 		    "refused; set agents.%s.prices.%s", a->model, a->agent_name, a->model);
 }
 
-/* Whether every character of s is an uppercase letter or digit after first. */
-static int
-slack_id(const char *s, const char *first)
-{
-	if (*s == '\0' || strchr(first, *s) == NULL || s[1] == '\0')
-		return 0;
-	for (s++; *s != '\0'; s++) {
-		if (!isupper((unsigned char)*s) && !isdigit((unsigned char)*s))
-			return 0;
-	}
-	return 1;
-}
-
-/* Each item of list (the authors key named what) that is no Slack id starting with first. */
-static void
-authors_ids_check(struct aload *l, const struct ynode *list, const char *what,
-    const char *first, const char *example, const char *instead)
-{
-	size_t	 i;
-
-	for (i = 0; list != NULL && list->type == YNODE_SEQ && i < list->n; i++) {
-		if (list->items[i]->type != YNODE_SCALAR ||
-		    slack_id(list->items[i]->value, first))
-			continue;
-		yerrs_node(l->errs, l->file, list->items[i], "\"authors.%s\": \"%s\" is not a "
-		    "Slack %s id (%s): Slack events carry ids, not %s, so it lets no one in",
-		    what, list->items[i]->value, what[0] == 'g' ? "user group" : "user", example,
-		    instead);
-	}
-}
-
 /* Whether one of the automation's triggers is on the system. */
 static int
 automation_on_system(const struct automation *a, const struct source *src)
@@ -2089,14 +2011,15 @@ automation_on_system(const struct automation *a, const struct source *src)
 /*
  * authors that let no one in: members (the default) and groups are looked up
  * with the org's credential at the system (source.h person_key), so without
- * one every person is refused; teams are one system's; Slack names people by id.
+ * one every person is refused; teams are one system's; a system may say more
+ * of the mapping (source.h authors_check).
  */
 static void
 authors_check(struct aload *l, const struct ynode *root)
 {
 	const struct automation	*a = l->a;
 	const struct ynode	*an = ymap_get(root, "authors"), *at;
-	const struct source	*src, *teams = NULL, *slack = source_system("slack");
+	const struct source	*src, *teams = NULL;
 	size_t			 i;
 	int			 other = 0;
 
@@ -2123,15 +2046,15 @@ authors_check(struct aload *l, const struct ynode *root)
 		yerrs_node(l->errs, l->file, at, "\"authors.teams\" are %s teams, and the "
 		    "automation has no %s trigger: they let no one in (GitHub has neither "
 		    "groups nor teams: name people in authors.users)", teams->title, teams->name);
-	authors_ids_check(l, ymap_get(an, "groups"), "groups", "S", "S0123ABCD",
-	    "handles");
-	/* Another system's user id or login is no Slack id: only a Slack-only list is told. */
-	for (i = 0; i < a->ntriggers; i++)
-		if (a->triggers[i].source == TRIG_SYSTEM && a->triggers[i].system != slack)
-			other = 1;
-	if (automation_on_system(a, slack) && !other)
-		authors_ids_check(l, ymap_get(an, "users"), "users", "UW", "U0123ABCD",
-		    "names");
+	/* What each system says of the mapping; alone: its triggers are the only systems'. */
+	for (src = source_next(NULL); src != NULL; src = source_next(src)) {
+		if (src->authors_check == NULL)
+			continue;
+		for (other = 0, i = 0; i < a->ntriggers; i++)
+			if (a->triggers[i].source == TRIG_SYSTEM && a->triggers[i].system != src)
+				other = 1;
+		src->authors_check(l, an, automation_on_system(a, src) && !other);
+	}
 }
 
 /* The setup has its own deadline, not the run's: one longer than the run is a slip. */
@@ -2511,7 +2434,6 @@ trigger_clear(struct trigger *t)
 	for (i = 0; i < t->nchecks; i++)
 		if (t->checks[i] == CHECK_SYSTEM)
 			strv_free(t->conds[i].values);
-	strv_free(t->channels);
 	if (t->schedule != NULL) {
 		free(t->schedule->org);
 		free(t->schedule->automation);
@@ -2768,8 +2690,7 @@ repo_map_json_valid(const json_t *m)
 		    !src->repo_valid(v))
 			return 0;
 	}
-	return automation_repo_pairs_valid(json_object_get(m, "slack")) &&
-	    ((v = json_object_get(m, "text")) == NULL || json_is_boolean(v)) &&
+	return ((v = json_object_get(m, "text")) == NULL || json_is_boolean(v)) &&
 	    ((v = json_object_get(m, "default")) == NULL || json_is_string(v));
 }
 

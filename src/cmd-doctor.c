@@ -30,75 +30,7 @@
 #define DOCTOR_SKEW_MAX		30	/* seconds: the tightest signature window is 60, a JWT's iat 60 */
 #define DOCTOR_REPOS_MAX	20	/* repositories named in a line, the rest counted */
 
-/* Whether a comma- or space-separated list holds item. */
-static int
-doctor_list_has(const char *list, const char *item)
-{
-	size_t		 n = strlen(item), k;
-	const char	*p = list;
-
-	while (p != NULL && *p != '\0') {
-		p += strspn(p, ", ");
-		k = strcspn(p, ", ");
-		if (k == n && strncmp(p, item, n) == 0)
-			return 1;
-		p += k;
-	}
-	return 0;
-}
-
 /* --- GitHub ------------------------------------------------------------------ */
-
-/* Whether org's automations use a trigger of source with event name (NULL: any). */
-static int
-doctor_uses(const struct doctor *d, const char *org, const char *src, const char *event)
-{
-	const struct automation	*a;
-	size_t			 i, t, k, n;
-
-	for (i = 0; i < automation_count(d->set); i++) {
-		a = automation_get(d->set, i);
-		if (strcmp(a->org, org) != 0)
-			continue;
-		for (t = 0; t < a->ntriggers; t++) {
-			if (strcmp(trigger_source_name(&a->triggers[t]), src) != 0)
-				continue;
-			if (event == NULL)
-				return 1;
-			for (k = 0; k < a->triggers[t].nevents; k++) {
-				n = strcspn(a->triggers[t].events[k], ".");
-				if (strlen(event) == n &&
-				    strncmp(a->triggers[t].events[k], event, n) == 0)
-					return 1;
-			}
-		}
-	}
-	return 0;
-}
-
-/*
- * Whether an automation of org on src asks who its authors are (people.c):
- * groups: one that names groups or teams; else one whose authors are not
- * any nor a list of users alone.
- */
-static int
-doctor_looks_up(const struct doctor *d, const char *org, const char *src, int groups)
-{
-	const struct automation	*a;
-	size_t			 i, t;
-
-	for (i = 0; i < automation_count(d->set); i++) {
-		a = automation_get(d->set, i);
-		if (strcmp(a->org, org) != 0 || a->authors_any)
-			continue;
-		for (t = 0; t < a->ntriggers; t++)
-			if (strcmp(trigger_source_name(&a->triggers[t]), src) == 0 &&
-			    (groups ? a->author_groups != NULL :
-			    !a->authors_listed || a->author_groups != NULL))
-				return 1;
-	}
-	return 0;
-}
 
 /* The GitHub events org's automations listen to, each once, into out (a JSON array). */
 static json_t *
@@ -473,104 +405,6 @@ doctor_github(struct doctor *d, const struct org *org)
 		    "can be cloned or reported");
 }
 
-/* --- Slack --------------------------------------------------------------------- */
-
-static void
-doctor_slack(struct doctor *d, const struct org *org)
-{
-	struct doctor_answer	 a;
-	struct http_response	 r;
-	struct buf		 need, missing;
-	const char		*h[3], *err, *p;
-	char			*url, *auth, *base, *scopes, *scope;
-	size_t			 n;
-
-	if (org->slack == NULL) {
-		doctor_say(d, org->name, "slack", DOCTOR_SKIP, NULL, "not configured");
-		return;
-	}
-	base = config_api_url(org, "slack");
-	url = xprintf("%s/auth.test", base);
-	free(base);
-	auth = xprintf("Authorization: Bearer %s", org->slack->bot_token->value);
-	h[0] = auth;
-	h[1] = "Content-Type: application/x-www-form-urlencoded";
-	h[2] = NULL;
-	doctor_http(d, "POST", url, h, "", &a);
-	freezero_str(auth);
-	free(url);
-	if (a.status != 200 || !json_is_true(json_object_get(a.json, "ok"))) {
-		err = json_string_value(json_object_get(a.json, "error"));
-		if (a.status == 200 && err != NULL)
-			doctor_say(d, org->name, "slack.token", DOCTOR_FAIL, "reinstall the app to "
-			    "the workspace (OAuth & Permissions) and set bot_token to its Bot User "
-			    "OAuth Token (xoxb-...)", "Slack refused the bot token: %s", err);
-		else {
-			char *why = doctor_why(&a);
-
-			doctor_say(d, org->name, "slack.token", DOCTOR_FAIL, "see that api_url is "
-			    "Slack's Web API (https://slack.com/api)", "auth.test failed (%s)", why);
-			free(why);
-		}
-		doctor_answer_clear(&a);
-		return;
-	}
-	doctor_say(d, org->name, "slack.token", DOCTOR_PASS, NULL, "bot %s in %s (%s)",
-	    json_string_value(json_object_get(a.json, "user")) ?: "?",
-	    json_string_value(json_object_get(a.json, "team")) ?: "?",
-	    json_string_value(json_object_get(a.json, "team_id")) ?: "?");
-	/*
-	 * What spur calls: chat.postMessage and chat.update (reports), reactions.add
-	 * (the eyes on accept), conversations.replies and .history (finding a report
-	 * already posted, in public and private channels); what the automations
-	 * listen to: app_mention, slash commands.
-	 */
-	buf_init(&need, 0);
-	buf_adds(&need, "chat:write reactions:write channels:history groups:history");
-	if (doctor_uses(d, org->name, "slack", "app_mention"))
-		buf_adds(&need, " app_mentions:read");
-	if (doctor_uses(d, org->name, "slack", "message"))
-		buf_adds(&need, " im:history mpim:history");
-	if (doctor_uses(d, org->name, "slack", "slash_command"))
-		buf_adds(&need, " commands");
-	/* authors: who a person is (users.info) and who is in a user group. */
-	if (doctor_looks_up(d, org->name, "slack", 0))
-		buf_adds(&need, " users:read");
-	if (doctor_looks_up(d, org->name, "slack", 1))
-		buf_adds(&need, " usergroups:read");
-	memset(&r, 0, sizeof r);
-	r.head = a.head;
-	scopes = http_response_header(&r, "x-oauth-scopes");
-	if (scopes == NULL) {
-		doctor_say(d, org->name, "slack.scopes", DOCTOR_SKIP, NULL, "Slack did not say "
-		    "the token's scopes (no x-oauth-scopes); it needs %s", buf_cstr(&need));
-		buf_free(&need);
-		doctor_answer_clear(&a);
-		return;
-	}
-	buf_init(&missing, 0);
-	for (p = buf_cstr(&need); *p != '\0'; p += n) {
-		p += strspn(p, " ");
-		n = strcspn(p, " ");
-		scope = xprintf("%.*s", (int)n, p);
-		if (!doctor_list_has(scopes, scope))
-			buf_addf(&missing, "%s%s", missing.len > 0 ? ", " : "", scope);
-		free(scope);
-	}
-	if (missing.len > 0)
-		doctor_say(d, org->name, "slack.scopes", DOCTOR_FAIL, "add them under OAuth & "
-		    "Permissions, Bot Token Scopes (or in the app manifest, docs/slack.md), then "
-		    "reinstall the app to the workspace", "the bot token lacks %s (has %s)",
-		    buf_cstr(&missing), scopes);
-	else
-		doctor_say(d, org->name, "slack.scopes", DOCTOR_PASS, NULL, "the bot token has "
-		    "every scope spur and the automations use (%s)", buf_cstr(&need));
-	free(scopes);
-	buf_free(&missing);
-	buf_free(&need);
-	doctor_answer_clear(&a);
-}
-
 /* --- model keys ---------------------------------------------------------------- */
 
 static void
@@ -939,7 +773,6 @@ cmd_doctor(const struct cmd *c, int argc, char **argv)
 		if (only != NULL && strcmp(d.conf->orgs[i].name, only) != 0)
 			continue;
 		doctor_github(&d, &d.conf->orgs[i]);
-		doctor_slack(&d, &d.conf->orgs[i]);
 		for (src = source_next(NULL); src != NULL; src = source_next(src))
 			if (src->doctor != NULL)
 				src->doctor(&d, &d.conf->orgs[i]);

@@ -28,12 +28,6 @@ struct org_github {
 	char		*git_url;
 };
 
-struct org_slack {
-	struct secret	*signing_secret;
-	struct secret	*bot_token;
-	char		*api_url;
-};
-
 /* orgs.NAME.api: the org API (SPEC section 12). */
 struct org_api {
 	struct secret	*callback_secret;	/* whsec_...: signs callback_url reports; NULL: none */
@@ -63,7 +57,6 @@ struct named_secret {
 struct org {
 	char			*name;
 	struct org_github	*github;	/* NULL when not configured */
-	struct org_slack	*slack;
 	void			**sources;	/* each system's section (source.h), NULL: none */
 	struct named_secret	*agents;	/* agent name -> model API key */
 	size_t			 nagents;
@@ -216,5 +209,27 @@ void			 cfg_url(struct cfgctx *, const struct ynode *, const char *what,
 /* Key i of m is none of keys: told, with the closest one. */
 void			 cfg_unknown(struct cfgctx *, const struct ynode *m, size_t i,
 			     const char *where, const char *const *keys);
+
+/*
+ * A section of secrets and URLs, as a table (terminated by a NULL key): each
+ * field's key, kind, place in the section's struct, and default (URLs).
+ */
+enum cfg_field_kind { CFG_FIELD_SECRET, CFG_FIELD_URL };
+struct cfg_field {
+	const char		*key;
+	enum cfg_field_kind	 kind;
+	size_t			 offset;
+	const char		*dflt;
+};
+/*
+ * Parses m as the section what into a new struct of size bytes; required: the
+ * key that must be there (NULL: none). NULL when m is no mapping (told).
+ */
+void			*cfg_section(struct cfgctx *, const struct ynode *m, const char *what,
+			     const struct cfg_field *, size_t size, const char *required);
+/* Frees such a section, its secrets wiped; and passes each secret it has to add. */
+void			 cfg_section_free(void *, const struct cfg_field *);
+void			 cfg_section_secrets(const void *, const struct cfg_field *,
+			     void (*add)(void *, const struct secret *), void *arg);
 
 #endif

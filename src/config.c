@@ -253,7 +253,6 @@ static const char *const price_keys[] = { "input", "output", "cache_read", "cach
 static const char *const budget_keys[] = { "usd_per_day", "usd_per_month", NULL };
 static const char *const github_keys[] = { "webhook_secret", "token", "app_id",
 	"private_key", "api_url", "git_url", NULL };
-static const char *const slack_keys[] = { "signing_secret", "bot_token", "api_url", NULL };
 static const char *const api_keys[] = { "callback_secret", "repositories", "callbacks", NULL };
 static const char *const api_callbacks_keys[] = { "allow", NULL };
 static const char *const console_keys[] = { "github_client_id", "github_client_secret",
@@ -797,31 +796,74 @@ cfg_github(struct cfgctx *c, struct org *o, const struct ynode *m)
 		cfg_error(c, m, "\"github.app_id\" and \"github.private_key\" go together");
 }
 
-static void
-cfg_slack(struct cfgctx *c, struct org *o, const struct ynode *m)
+void *
+cfg_section(struct cfgctx *c, const struct ynode *m, const char *what,
+    const struct cfg_field *fields, size_t size, const char *required)
 {
-	struct org_slack	*s;
-	size_t			 i;
+	const char		*keys[32];
+	const struct cfg_field	*f;
+	char			*sec, *name;
+	size_t			 i, n = 0;
 
-	if (!cfg_is_map(c, m, "slack"))
-		return;
-	s = o->slack = xcalloc(1, sizeof *s);
-	s->api_url = xstrdup("https://slack.com/api");
+	if (!cfg_is_map(c, m, what))
+		return NULL;
+	sec = xcalloc(1, size);
+	for (f = fields; f->key != NULL && n + 1 < SPUR_ARRLEN(keys); f++) {
+		keys[n++] = f->key;
+		if (f->dflt != NULL)
+			*(char **)(sec + f->offset) = xstrdup(f->dflt);
+	}
+	keys[n] = NULL;
 	for (i = 0; i < m->n; i++) {
 		const char		*k = ymap_key(m, i);
-		const struct ynode	*n = ymap_value(m, i);
+		const struct ynode	*v = ymap_value(m, i);
 
-		if (strcmp(k, "signing_secret") == 0)
-			s->signing_secret = cfg_secret(c, n, "slack.signing_secret");
-		else if (strcmp(k, "bot_token") == 0)
-			s->bot_token = cfg_secret(c, n, "slack.bot_token");
-		else if (strcmp(k, "api_url") == 0)
-			cfg_url(c, n, "slack.api_url", &s->api_url);
+		for (f = fields; f->key != NULL && strcmp(f->key, k) != 0; f++)
+			;
+		if (f->key == NULL) {
+			cfg_unknown(c, m, i, what, keys);
+			continue;
+		}
+		name = xprintf("%s.%s", what, k);
+		if (f->kind == CFG_FIELD_SECRET)
+			*(struct secret **)(sec + f->offset) = cfg_secret(c, v, name);
 		else
-			cfg_unknown(c, m, i, "slack", slack_keys);
+			cfg_url(c, v, name, (char **)(sec + f->offset));
+		free(name);
 	}
-	if (ymap_get(m, "signing_secret") == NULL)
-		cfg_error(c, m, "\"slack.signing_secret\" is required");
+	if (required != NULL && ymap_get(m, required) == NULL)
+		cfg_error(c, m, "\"%s.%s\" is required", what, required);
+	return sec;
+}
+
+void
+cfg_section_free(void *p, const struct cfg_field *fields)
+{
+	const struct cfg_field	*f;
+	char			*sec = p;
+
+	for (f = fields; f->key != NULL; f++) {
+		if (f->kind == CFG_FIELD_SECRET)
+			secret_free(*(struct secret **)(sec + f->offset));
+		else
+			free(*(char **)(sec + f->offset));
+	}
+	free(sec);
+}
+
+void
+cfg_section_secrets(const void *p, const struct cfg_field *fields,
+    void (*add)(void *, const struct secret *), void *arg)
+{
+	const struct cfg_field	*f;
+	const char		*sec = p;
+	struct secret		*s;
+
+	for (f = fields; f->key != NULL; f++) {
+		if (f->kind == CFG_FIELD_SECRET &&
+		    (s = *(struct secret *const *)(sec + f->offset)) != NULL)
+			add(arg, s);
+	}
 }
 
 /* orgs.NAME.<system>: the system's own parser (source.h) fills the org's slot for it. */
@@ -1288,8 +1330,6 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 
 			if (strcmp(k, "github") == 0)
 				cfg_github(c, org, n);
-			else if (strcmp(k, "slack") == 0)
-				cfg_slack(c, org, n);
 			else if (source_system(k) != NULL &&
 			    source_system(k)->conf_parse != NULL)
 				cfg_source(c, org, source_system(k), n);
@@ -1779,7 +1819,6 @@ config_ref(struct config *cf)
 
 static const char *config_default_api[][2] = {
 	{ "github", "https://api.github.com" },
-	{ "slack", "https://slack.com/api" },
 };
 
 char *
@@ -1792,8 +1831,6 @@ config_api_url(const struct org *org, const char *source)
 
 	if (org != NULL && strcmp(source, "github") == 0 && org->github != NULL)
 		u = org->github->api_url;
-	else if (org != NULL && strcmp(source, "slack") == 0 && org->slack != NULL)
-		u = org->slack->api_url;
 	else if ((src = source_system(source)) != NULL && src->conf_api_url != NULL &&
 	    (conf = source_conf(org, src)) != NULL)
 		u = src->conf_api_url(conf);
@@ -1859,12 +1896,6 @@ config_free(struct config *cf)
 			free(o->github->api_url);
 			free(o->github->git_url);
 			free(o->github);
-		}
-		if (o->slack != NULL) {
-			secret_free(o->slack->signing_secret);
-			secret_free(o->slack->bot_token);
-			free(o->slack->api_url);
-			free(o->slack);
 		}
 		config_free_sources(o);
 		named_secrets_free(o->agents, o->nagents);
@@ -2024,10 +2055,6 @@ config_secrets(const struct config *cf, const struct secret **out, size_t max)
 			n = config_secrets_add(out, max, n, o->github->webhook_secret);
 			n = config_secrets_add(out, max, n, o->github->token);
 			n = config_secrets_add(out, max, n, o->github->private_key);
-		}
-		if (o->slack != NULL) {
-			n = config_secrets_add(out, max, n, o->slack->signing_secret);
-			n = config_secrets_add(out, max, n, o->slack->bot_token);
 		}
 		n = config_secrets_sources(o, out, max, n);
 		if (o->api != NULL)

@@ -1,8 +1,10 @@
 /* doctor.c: what `spur doctor`'s checks share: one verdict printed and kept, one request waited for, the clock read off the answers. */
 #include "spur.h"
+#include "automation.h"
 #include "doctor.h"
 #include "cmd.h"
 #include "httpc.h"
+#include "trigger.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -135,4 +137,65 @@ doctor_why(const struct doctor_answer *a)
 		    "errors"), 0), "message"));
 	return msg != NULL ? xprintf("HTTP %d: %s", a->status, msg) :
 	    xprintf("HTTP %d", a->status);
+}
+
+int
+doctor_list_has(const char *list, const char *item)
+{
+	size_t		 n = strlen(item), k;
+	const char	*p = list;
+
+	while (p != NULL && *p != '\0') {
+		p += strspn(p, ", ");
+		k = strcspn(p, ", ");
+		if (k == n && strncmp(p, item, n) == 0)
+			return 1;
+		p += k;
+	}
+	return 0;
+}
+
+int
+doctor_uses(const struct doctor *d, const char *org, const char *src, const char *event)
+{
+	const struct automation	*a;
+	size_t			 i, t, k, n;
+
+	for (i = 0; i < automation_count(d->set); i++) {
+		a = automation_get(d->set, i);
+		if (strcmp(a->org, org) != 0)
+			continue;
+		for (t = 0; t < a->ntriggers; t++) {
+			if (strcmp(trigger_source_name(&a->triggers[t]), src) != 0)
+				continue;
+			if (event == NULL)
+				return 1;
+			for (k = 0; k < a->triggers[t].nevents; k++) {
+				n = strcspn(a->triggers[t].events[k], ".");
+				if (strlen(event) == n &&
+				    strncmp(a->triggers[t].events[k], event, n) == 0)
+					return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+int
+doctor_looks_up(const struct doctor *d, const char *org, const char *src, int groups)
+{
+	const struct automation	*a;
+	size_t			 i, t;
+
+	for (i = 0; i < automation_count(d->set); i++) {
+		a = automation_get(d->set, i);
+		if (strcmp(a->org, org) != 0 || a->authors_any)
+			continue;
+		for (t = 0; t < a->ntriggers; t++)
+			if (strcmp(trigger_source_name(&a->triggers[t]), src) == 0 &&
+			    (groups ? a->author_groups != NULL :
+			    !a->authors_listed || a->author_groups != NULL))
+				return 1;
+	}
+	return 0;
 }

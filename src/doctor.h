@@ -50,5 +50,17 @@ void	 doctor_http(struct doctor *, const char *method, const char *url,
 /* What an answer that is not the one hoped for says, in a phrase. */
 char	*doctor_why(const struct doctor_answer *);
 void	 doctor_answer_clear(struct doctor_answer *);
+/* Whether a comma- or space-separated list holds item (a token's scopes). */
+int	 doctor_list_has(const char *list, const char *item);
+/* Whether an automation of org listens to src's event (NULL: any event of src). */
+int	 doctor_uses(const struct doctor *, const char *org, const char *src,
+	     const char *event);
+/*
+ * Whether an automation of org on src asks who its authors are (people.c):
+ * groups: one that names groups or teams; else one whose authors are not
+ * any nor a list of users alone.
+ */
+int	 doctor_looks_up(const struct doctor *, const char *org, const char *src,
+	     int groups);
 
 #endif

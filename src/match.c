@@ -340,15 +340,6 @@ trigger_check(const struct trigger *t, size_t k, const struct spur_event *ev, st
 			}
 		}
 		return ok;
-	case CHECK_CHANNELS:
-		s = spur_event_meta_str(ev, "channel");
-		ok = source_list_has(t->channels, t->nchannels, s, 0);
-		if (!ok && why != NULL) {
-			buf_addf(why, "%s.channels: channel %s is not one of ", t->label,
-			    s != NULL ? s : "(none)");
-			source_why_list(why, t->channels, t->nchannels);
-		}
-		return ok;
 	case CHECK_SYSTEM:
 		c = &t->conds[k];
 		if (why == NULL)

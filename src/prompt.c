@@ -40,7 +40,6 @@
  *	          from a fork), label (the label added or removed), labels (the
  *	          PR's or issue's, comma-separated), file (a review comment's
  *	          "path:line")
- *	slack:    channel, command
  *	webhook:  hook
  *	schedule: scheduled at
  *	and each system of source.h its own (its prompt hook, in its file)
@@ -708,13 +707,6 @@ prompt_github(struct buf *b, const json_t *root)
 }
 
 static void
-prompt_slack(struct buf *b, const json_t *root)
-{
-	prompt_field_path(b, "channel", root, "meta.channel");
-	prompt_field_path(b, "command", root, "meta.command");
-}
-
-static void
 prompt_webhook(struct buf *b, const json_t *root)
 {
 	prompt_field_path(b, "hook", root, "meta.hook");
@@ -732,7 +724,6 @@ static const struct {
 	void		(*fields)(struct buf *, const json_t *);
 } prompt_sources[] = {
 	{ "github", prompt_github },
-	{ "slack", prompt_slack },
 	{ "webhook", prompt_webhook },
 	{ "schedule", prompt_schedule },
 };

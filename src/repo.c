@@ -1089,7 +1089,6 @@ repo_refusal(const struct automation *a, const char *why)
 
 	buf_init(&b, 0);
 	buf_addf(&b, "%s; this automation may use ", why);
-	repo_map_list(&b, json_object_get(m, "slack"), "Slack channel", &n);
 	for (src = source_next(NULL); src != NULL; src = source_next(src))
 		if (src->repo_list != NULL && json_object_get(m, src->name) != NULL)
 			src->repo_list(&b, json_object_get(m, src->name), &n);
@@ -1109,8 +1108,8 @@ repo_refusal(const struct automation *a, const char *why)
 
 /*
  * The mapping's choice: a repo: token in the text (when text: true, inside
- * the allow list), else the event's Slack channel, what a system's map says
- * (source.h repo_choose), a GitHub event's own repository, else the default.
+ * the allow list), else what a system's map says for the event (source.h
+ * repo_choose), a GitHub event's own repository, else the default.
  */
 static int
 repo_choose_map(const struct automation *a, const json_t *event, char **out, char **cause)
@@ -1118,7 +1117,7 @@ repo_choose_map(const struct automation *a, const json_t *event, char **out, cha
 	const struct source *src;
 	const json_t	*m = a->repository_map, *meta = json_object_get(event, "meta");
 	const char	*source = json_string_value(json_object_get(event, "source"));
-	const char	*repo = NULL, *clash = NULL, *text;
+	const char	*repo = NULL, *text;
 	char		*token = NULL, *why = NULL;
 	size_t		 i;
 	int		 rc;
@@ -1142,10 +1141,7 @@ repo_choose_map(const struct automation *a, const json_t *event, char **out, cha
 			goto refuse;
 		}
 	}
-	if (strcmp(source, "slack") == 0)
-		repo = repo_map_lookup(json_object_get(m, "slack"), json_object_get(meta,
-		    "channel"), 1, &clash);
-	else if (src != NULL && src->repo_choose != NULL) {
+	if (src != NULL && src->repo_choose != NULL) {
 		repo = src->repo_choose(json_object_get(m, source), meta, &why);
 		if (why != NULL)
 			goto refuse;
@@ -1157,11 +1153,7 @@ repo_choose_map(const struct automation *a, const json_t *event, char **out, cha
 		*out = xstrdup(repo);
 		return 1;
 	}
-	if (strcmp(source, "slack") == 0)
-		why = xprintf("no repository for Slack channel %s",
-		    json_string_value(json_object_get(meta, "channel")) != NULL ?
-		    json_string_value(json_object_get(meta, "channel")) : "(none)");
-	else if (src != NULL && src->repo_none != NULL)
+	if (src != NULL && src->repo_none != NULL)
 		why = src->repo_none(meta);
 	else
 		why = xprintf("the event names no repository");

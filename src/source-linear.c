@@ -17,9 +17,11 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define LINEAR_API_URL	"https://api.linear.app/graphql"	/* api_url's default */
 #define LINEAR_SIG_HEADER	"Linear-Signature"
 #define LINEAR_WINDOW_MS	(60 * 1000)
 
@@ -69,11 +71,11 @@ static const char *const linear_state_types[] = {
 	"triage", "backlog", "unstarted", "started", "completed", "canceled", NULL
 };
 static const struct source_check linear_checks[] = {
-	{ "teams", SOURCE_CHECK_LIST, NULL, linear_teams_match },
-	{ "to_state", SOURCE_CHECK_STRING, NULL, linear_to_state_match },
-	{ "to_state_type", SOURCE_CHECK_ENUM, linear_state_types, linear_to_state_type_match },
-	{ "labels", SOURCE_CHECK_LIST, NULL, linear_labels_match },
-	{ NULL, 0, NULL, NULL }
+	{ "teams", SOURCE_CHECK_LIST, NULL, linear_teams_match, NULL },
+	{ "to_state", SOURCE_CHECK_STRING, NULL, linear_to_state_match, NULL },
+	{ "to_state_type", SOURCE_CHECK_ENUM, linear_state_types, linear_to_state_type_match, NULL },
+	{ "labels", SOURCE_CHECK_LIST, NULL, linear_labels_match, NULL },
+	{ NULL, 0, NULL, NULL, NULL }
 };
 
 const struct source source_linear = {
@@ -86,7 +88,7 @@ const struct source source_linear = {
 	.conf_parse = linear_conf_parse,
 	.conf_free = linear_conf_free,
 	.conf_secrets = linear_conf_secrets,
-	.api_url = "https://api.linear.app/graphql",
+	.api_url = LINEAR_API_URL,
 	.conf_api_url = linear_conf_api_url,
 	.window_ms = LINEAR_WINDOW_MS,
 	.trigger_keys = linear_trigger_keys,
@@ -111,56 +113,30 @@ const struct source source_linear = {
 
 /* --- orgs.NAME.linear ------------------------------------------------------------ */
 
-static const char *const linear_conf_keys[] = { "webhook_secret", "api_key", "api_url", NULL };
+static const struct cfg_field linear_conf_fields[] = {
+	{ "webhook_secret", CFG_FIELD_SECRET, offsetof(struct linear_conf, webhook_secret), NULL },
+	{ "api_key", CFG_FIELD_SECRET, offsetof(struct linear_conf, api_key), NULL },
+	{ "api_url", CFG_FIELD_URL, offsetof(struct linear_conf, api_url), LINEAR_API_URL },
+	{ NULL, 0, 0, NULL }
+};
 
 static void *
 linear_conf_parse(struct cfgctx *c, const struct ynode *m)
 {
-	struct linear_conf	*l;
-	size_t			 i;
-
-	if (!cfg_is_map(c, m, "linear"))
-		return NULL;
-	l = xcalloc(1, sizeof *l);
-	l->api_url = xstrdup(source_linear.api_url);
-	for (i = 0; i < m->n; i++) {
-		const char		*k = ymap_key(m, i);
-		const struct ynode	*n = ymap_value(m, i);
-
-		if (strcmp(k, "webhook_secret") == 0)
-			l->webhook_secret = cfg_secret(c, n, "linear.webhook_secret");
-		else if (strcmp(k, "api_key") == 0)
-			l->api_key = cfg_secret(c, n, "linear.api_key");
-		else if (strcmp(k, "api_url") == 0)
-			cfg_url(c, n, "linear.api_url", &l->api_url);
-		else
-			cfg_unknown(c, m, i, "linear", linear_conf_keys);
-	}
-	if (ymap_get(m, "webhook_secret") == NULL)
-		cfg_error(c, m, "\"linear.webhook_secret\" is required");
-	return l;
+	return cfg_section(c, m, "linear", linear_conf_fields, sizeof(struct linear_conf),
+	    "webhook_secret");
 }
 
 static void
 linear_conf_free(void *p)
 {
-	struct linear_conf	*l = p;
-
-	secret_free(l->webhook_secret);
-	secret_free(l->api_key);
-	free(l->api_url);
-	free(l);
+	cfg_section_free(p, linear_conf_fields);
 }
 
 static void
 linear_conf_secrets(const void *p, void (*add)(void *, const struct secret *), void *arg)
 {
-	const struct linear_conf	*l = p;
-
-	if (l->webhook_secret != NULL)
-		add(arg, l->webhook_secret);
-	if (l->api_key != NULL)
-		add(arg, l->api_key);
+	cfg_section_secrets(p, linear_conf_fields, add, arg);
 }
 
 static const char *

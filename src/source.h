@@ -82,6 +82,8 @@ struct source_check {
 	 */
 	int			(*match)(char *const *values, size_t n,
 				    const struct spur_event *, struct buf *why);
+	/* SOURCE_CHECK_LIST: NULL when an item is one, else the error (a format, %s: the item). */
+	const char		*(*item_check)(const char *);
 };
 
 struct source {
@@ -175,6 +177,11 @@ struct source {
 	const char	*person_scope;
 	int		 (*person_ready)(const struct org *);
 	int		 person_teams;
+	/*
+	 * authors as a mapping (an, automation.h's leaf parsers): what of it
+	 * lets no one in on this system; alone: the automation's only system.
+	 */
+	void		 (*authors_check)(struct aload *, const struct ynode *an, int alone);
 
 	/* The event's fields in the prompt's block (prompt.h's field helpers). */
 	void		 (*prompt)(struct buf *, const struct json_t *event);

@@ -66,7 +66,6 @@ enum trigger_check {
 	CHECK_TEXT,
 	CHECK_WHERE,
 	CHECK_LABELS,
-	CHECK_CHANNELS,
 	CHECK_SYSTEM,	/* a condition only the system has (source.h source_check) */
 };
 #define TRIGGER_MAX_CHECKS 16
@@ -90,8 +89,6 @@ struct trigger {
 	struct cond		 *where;	/* COND_ALL, NULL: none */
 	char			**labels;
 	size_t			  nlabels;
-	char			**channels;
-	size_t			  nchannels;
 	struct schedule_def	 *schedule;	/* owned, schedule triggers */
 	struct webhook_def	 *webhook;	/* owned, webhook triggers */
 	enum trigger_check	  checks[TRIGGER_MAX_CHECKS];

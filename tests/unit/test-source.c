@@ -18,20 +18,18 @@
 #define BEARER_SECRET	"tok_live_abcdefghijklmnop"
 
 static struct secret gh_secret = { "env:GH", GH_SECRET, sizeof GH_SECRET - 1 };
-static struct secret slack_secret = { "env:SL", SLACK_SECRET, sizeof SLACK_SECRET - 1 };
 static struct secret hook_secret = { "env:HK", HOOK_SECRET, sizeof HOOK_SECRET - 1 };
 static struct secret std_secret = { "env:STD", STD_SECRET, sizeof STD_SECRET - 1 };
 static struct secret bearer_secret = { "env:BR", BEARER_SECRET, sizeof BEARER_SECRET - 1 };
 static struct secret bad_std_secret = { "env:BAD", "whsec_***", 9 };
 
 static struct org_github org_gh = { .webhook_secret = &gh_secret };
-static struct org_slack org_slack = { .signing_secret = &slack_secret };
 static struct named_secret named[] = {
 	{ "HOOK", &hook_secret }, { "STD", &std_secret }, { "TOKEN", &bearer_secret },
 	{ "BADSTD", &bad_std_secret },
 };
 static struct org acme = {
-	.name = "acme", .github = &org_gh, .slack = &org_slack,
+	.name = "acme", .github = &org_gh,
 	.secrets = named, .nsecrets = SPUR_ARRLEN(named),
 };
 static struct org bare = { .name = "bare" };	/* no source configured */
@@ -175,7 +173,7 @@ static void
 test_systems(void)
 {
 	static const char *const more[] = { "webhook", NULL };
-	const struct source		*lin = source_system("linear");
+	const struct source		*lin = source_system("linear"), *sl;
 	const struct source_check	*c;
 	struct org			 scratch = { .name = "scratch" };
 	struct spur_event		 ev;
@@ -270,6 +268,30 @@ test_systems(void)
 	json_decref(j);
 	ok(lin->report != NULL && strcmp(lin->report->name, "linear") == 0,
 	    "its report backend");
+	/* Slack's: channels by id, its events, its section's URL. */
+	sl = source_system("slack");
+	s = sl->event_check("reaction_added");
+	is_str(s, "unknown slack event \"reaction_added\" (expected app_mention, message or "
+	    "slash_command)", "slack: an unknown event");
+	free(s);
+	c = check_of(sl, "channels");
+	ok(c != NULL && c->item_check("C0123ABCD") == NULL && c->item_check("general") != NULL,
+	    "slack: channels are ids");
+	memset(&ev, 0, sizeof ev);
+	ev.meta = json_pack("{s:s}", "channel", "C1");
+	buf_init(&why, 0);
+	ok(!c->match(teams, 2, &ev, &why), "slack: C1 is not listed");
+	is_str(buf_cstr(&why), "channel C1 is not one of [ENG, OPS]", "slack: channels why");
+	buf_free(&why);
+	map = json_pack("{s:s}", "C1", "acme/web");
+	is_str(sl->repo_choose(map, ev.meta, &r), "acme/web", "slack: the channel's repository");
+	json_decref(map);
+	json_decref(ev.meta);
+	ok(sl->report_dest("general", &bad) == NULL && strstr(bad, "not a channel id") != NULL,
+	    "slack: a report names a channel by id");
+	s = config_api_url(&acme, "slack");
+	is_str(s, "https://slack.com/api", "slack: the API's default URL");
+	free(s);
 }
 
 /* ---- shared helpers ---- */
@@ -1321,11 +1343,13 @@ main(void)
 	else
 		srcdir = xstrdup(".");
 
-	/* Linear's section is its file's own: made as the config makes it. */
+	/* The systems' sections are their files' own: made as the config makes them. */
+	setenv("SPUR_TEST_SLACK", SLACK_SECRET, 1);
 	setenv("SPUR_TEST_LINEAR", LINEAR_SECRET, 1);
-	if (config_org_section(&acme, "linear", "webhook_secret: env:SPUR_TEST_LINEAR",
-	    &cause) != 0)
-		fatal("linear section: %s", cause);
+	if (config_org_section(&acme, "slack", "signing_secret: env:SPUR_TEST_SLACK",
+	    &cause) != 0 || config_org_section(&acme, "linear",
+	    "webhook_secret: env:SPUR_TEST_LINEAR", &cause) != 0)
+		fatal("section: %s", cause);
 	test_helpers();
 	test_systems();
 	test_github_verify();
