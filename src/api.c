@@ -832,13 +832,24 @@ api_session_cancel(struct api_ctx *c, const char *id, json_t *body)
 	api_session_get(c, id, NULL);
 }
 
+/* A 400 that lists what is allowed: the systems of source.h, then extra. */
+static void
+api_bad_names(struct api_ctx *c, const char *what, const char *const *extra,
+    const char *last)
+{
+	char	*names = source_names(extra, last);
+
+	api_bad(c, "%s%s", what, names);
+	free(names);
+}
+
 /* ----- runs ----- */
 
 static void
 api_runs_list(struct api_ctx *c, const char *id, json_t *body)
 {
-	static const char *const sources[] = { "github", "slack", "linear", "webhook",
-	    "schedule", "api", NULL };
+	/* Runs come from the systems of source.h and these. */
+	static const char *const sources[] = { "webhook", "schedule", "api", NULL };
 	struct runs_filter	 f;
 	enum run_state		 st;
 	enum run_cause		 why;
@@ -856,8 +867,8 @@ api_runs_list(struct api_ctx *c, const char *id, json_t *body)
 		api_bad(c, "state: unknown state");
 	else if (cause != NULL && run_cause_parse(cause, &why) != 0)
 		api_bad(c, "cause: unknown cause");
-	else if (source != NULL && !api_in(sources, source))
-		api_bad(c, "source: one of github, slack, linear, webhook, schedule, api");
+	else if (source != NULL && !source_name_in(source, sources))
+		api_bad_names(c, "source: one of ", sources, ", ");
 	else if (after != NULL && ((org = store_run_org(c->e->store, after)) == NULL ||
 	    strcmp(org, c->org) != 0 ? (free(org), 1) : (free(org), 0)))
 		api_bad(c, "after: no such run");
@@ -1018,7 +1029,7 @@ api_schedules(struct api_ctx *c, const char *id, json_t *body)
 static void
 api_why(struct api_ctx *c, const char *id, json_t *body)
 {
-	static const char *const sources[] = { "github", "slack", "linear", "webhook", NULL };
+	static const char *const sources[] = { "webhook", NULL };
 	struct automation_set	*set;
 	struct config		*conf;
 	struct header		 headers[2];
@@ -1035,8 +1046,8 @@ api_why(struct api_ctx *c, const char *id, json_t *body)
 	}
 	source = json_string_value(json_object_get(body, "source"));
 	event = json_string_value(json_object_get(body, "event"));
-	if (source == NULL || !api_in(sources, source)) {
-		api_bad(c, "source: must be github, slack, linear or webhook");
+	if (source == NULL || !source_name_in(source, sources)) {
+		api_bad_names(c, "source: must be ", sources, " or ");
 		return;
 	}
 	if ((strcmp(source, "webhook") == 0 || strcmp(source, "github") == 0) && event == NULL) {

@@ -18,6 +18,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,22 +50,17 @@ static const char *const top_keys[] = {
 	"artifacts", "secrets", "network", "timeout", "concurrency", "report", "authors",
 	"bots", "retry", "repositories", "environment", "pull_request", "budget", NULL
 };
-/* repository as a mapping: what of the event chooses it. */
-static const char *const repo_map_keys[] = { "slack", "linear", "text", "default", NULL };
-static const char *const repo_linear_keys[] = { "teams", "labels", NULL };
+/*
+ * repository as a mapping: what of the event chooses it: the systems with a
+ * part of their own (source.h repo_parse), in the table's order, then these.
+ */
+static const char *const repo_map_last[] = { "text", "default", NULL };
 /* retry: what happens to a run a stop or a crash interrupted: queued again once, or never. */
 static const char *const retry_names[] = { "once", "never", NULL };
-static const char *const on_keys[] = {
-	"github", "slack", "linear", "schedule", "webhook", NULL
-};
+/* on: the systems of source.h's table, then these. */
+static const char *const on_more[] = { "schedule", "webhook", NULL };
 static const char *const github_keys[] = {
 	"events", "repositories", "text", "where", "labels", NULL
-};
-static const char *const slack_keys[] = {
-	"events", "channels", "text", "where", NULL
-};
-static const char *const linear_keys[] = {
-	"events", "teams", "to_state", "to_state_type", "labels", "text", "where", NULL
 };
 static const char *const schedule_keys[] = { "cron", "timezone", NULL };
 static const char *const webhook_keys[] = { "name", "auth", "text", "thread", "where", NULL };
@@ -76,8 +72,13 @@ static const char *const network_keys[] = { "allow", NULL };
 static const char *const pull_request_keys[] = { "draft", "reviewers", "labels", NULL };
 static const char *const environment_keys[] = { "setup", "cache", "rootfs", NULL };
 static const char *const budget_keys[] = { "tokens", "usd", NULL };
-static const char *const report_keys[] = { "thread", "slack", "github", "linear", "webhook",
-	"on", NULL };
+/*
+ * report: the thread, the destinations (slack and github first, as messages
+ * have always listed them, then the other systems with report_dest of
+ * source.h), webhook, and on.
+ */
+static const char *const report_first[] = { "thread", "slack", "github", NULL };
+static const char *const report_last[] = { "webhook", "on", NULL };
 static const char *const report_webhook_keys[] = { "url", "secret", NULL };
 static const char *const authors_keys[] = { "users", "groups", "teams", NULL };
 static const char *const setup_keys[] = { "script", "run", "network", "timeout", NULL };
@@ -89,9 +90,6 @@ static const char *const proof_names[] = {
 };
 static const char *const conc_key_names[] = { "thread", "automation", "none", NULL };
 static const char *const on_busy_names[] = { "queue", "cancel_running", "skip", NULL };
-static const char *const state_types[] = {
-	"triage", "backlog", "unstarted", "started", "completed", "canceled", NULL
-};
 
 /*
  * GitHub webhook events and their actions (from GitHub's webhook documentation and
@@ -173,11 +171,6 @@ static const struct {
 	{ "workflow_run", "completed in_progress requested" },
 };
 
-static const char *const slack_events[] = { "app_mention", "message", "slash_command", NULL };
-static const char *const linear_types[] = {
-	"Issue", "Comment", "Project", "Cycle", "IssueLabel", "Reaction", NULL
-};
-static const char *const linear_actions[] = { "create", "update", "remove", NULL };
 
 static int
 name_index(const char *const *names, const char *s)
@@ -205,6 +198,31 @@ names_join(const char *const *names)
 		buf_adds(&b, names[i]);
 	}
 	return buf_take(&b);
+}
+
+/*
+ * first, the systems of source.h's table for which has says 1 (NULL: every
+ * one) and are not in first, then last: into out (at most max - 1, NULL-terminated).
+ */
+static const char **
+names_with_systems(const char **out, size_t max, const char *const *first,
+    int (*has)(const struct source *), const char *const *last)
+{
+	const struct source	*src;
+	size_t			 n = 0, i;
+
+	for (i = 0; first != NULL && first[i] != NULL && n + 1 < max; i++)
+		out[n++] = first[i];
+	for (src = source_next(NULL); src != NULL && n + 1 < max; src = source_next(src)) {
+		if ((has != NULL && !has(src)) ||
+		    (first != NULL && name_index(first, src->name) >= 0))
+			continue;
+		out[n++] = src->name;
+	}
+	for (i = 0; last != NULL && last[i] != NULL && n + 1 < max; i++)
+		out[n++] = last[i];
+	out[n] = NULL;
+	return out;
 }
 
 /* Whether key i of m repeats an earlier key (only the first counts; map_check reports the rest). */
@@ -697,42 +715,18 @@ github_event_valid(struct aload *l, const struct ynode *n)
 }
 
 static int
-event_valid(struct aload *l, enum trigger_source src, const struct ynode *n)
+event_valid(struct aload *l, const struct trigger *t, const struct ynode *n)
 {
-	const char	*s = n->value, *dot;
-	char		*type, *all;
-	int		 ok;
+	char	*why;
 
-	switch (src) {
-	case TRIG_GITHUB:
-		return github_event_valid(l, n);
-	case TRIG_SLACK:
-		if (name_index(slack_events, s) >= 0)
+	if (t->system->event_check != NULL) {
+		if ((why = t->system->event_check(n->value)) == NULL)
 			return 1;
-		all = names_join(slack_events);
-		yerrs_node(l->errs, l->file, n, "unknown slack event \"%s\" (expected %s)", s,
-		    all);
-		free(all);
-		return 0;
-	case TRIG_LINEAR:
-		dot = strchr(s, '.');
-		type = dot != NULL ? xstrndup(s, dot - s) : xstrdup(s);
-		ok = name_index(linear_types, type) >= 0;
-		if (!ok) {
-			all = names_join(linear_types);
-			yerrs_node(l->errs, l->file, n, "unknown linear event \"%s\" "
-			    "(expected %s, with .create, .update or .remove)", s, all);
-			free(all);
-		} else if (dot != NULL && name_index(linear_actions, dot + 1) < 0) {
-			yerrs_node(l->errs, l->file, n, "unknown action \"%s\" of linear event "
-			    "\"%s\" (expected create, update or remove)", dot + 1, type);
-			ok = 0;
-		}
-		free(type);
-		return ok;
-	default:
+		yerrs_node(l->errs, l->file, n, "%s", why);
+		free(why);
 		return 0;
 	}
+	return github_event_valid(l, n);
 }
 
 static void
@@ -918,8 +912,7 @@ parse_webhook(struct aload *l, struct trigger *t, const struct ynode *m)
 		if (!valid_name(w->name))
 			yerrs_node(l->errs, l->file, nn, "invalid webhook name \"%s\" (letters, "
 			    "digits, '_', '-', '.')", w->name);
-		else if (strcmp(w->name, "github") == 0 || strcmp(w->name, "slack") == 0 ||
-		    strcmp(w->name, "linear") == 0)
+		else if (source_system(w->name) != NULL)
 			yerrs_node(l->errs, l->file, nn, "webhook name \"%s\" is reserved",
 			    w->name);
 		else if (org != NULL && (prev = seen_find(l->hooks, l->nhooks, org,
@@ -973,18 +966,6 @@ parse_list_checked(struct aload *l, const struct ynode *v, const char *what, cha
 		*out = get_list(l, v, what, nout);
 }
 
-/* Slack names a channel by id (C..., G... private, D... direct); a name never matches. */
-static const char *
-valid_channel(const char *s)
-{
-	if (*s != '\0' && strchr("CGD", *s) != NULL && s[1] != '\0' && strlen(s) < 64 &&
-	    strspn(s + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == strlen(s + 1))
-		return NULL;
-	return "slack channel \"%s\" is not a channel id: \"channels\" are ids such as "
-	    "C0123ABCD, never names (in Slack, click the channel's name: its channel ID is "
-	    "at the bottom of About)";
-}
-
 static char **
 parse_events(struct aload *l, struct trigger *t, const struct ynode *v, const char *what)
 {
@@ -994,14 +975,70 @@ parse_events(struct aload *l, struct trigger *t, const struct ynode *v, const ch
 	if (get_items(l, v, what, &items, &count) != 0)
 		return NULL;
 	for (i = 0; i < count; i++)
-		event_valid(l, t->source, items[i]);
+		event_valid(l, t, items[i]);
 	return get_list(l, v, what, &t->nevents);
 }
 
-/* A github, slack or linear trigger: conditions kept in the order they are written. */
+/* The condition of the system's own (source.h) written as key, NULL if none. */
+static const struct source_check *
+system_check(const struct source *system, const char *key)
+{
+	const struct source_check	*c;
+
+	for (c = system->checks; c != NULL && c->key != NULL; c++) {
+		if (strcmp(c->key, key) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+/* A condition of the system's own: its values kept beside the check. */
+static void
+parse_system_check(struct aload *l, struct trigger *t, const struct source_check *c,
+    const struct ynode *v, const char *what)
+{
+	char	**values = NULL, *one;
+	size_t	  n = 0;
+
+	switch (c->kind) {
+	case SOURCE_CHECK_LIST:
+		if (c->item_check != NULL)
+			parse_list_checked(l, v, what, &values, &n, c->item_check);
+		else
+			values = get_list(l, v, what, &n);
+		break;
+	case SOURCE_CHECK_STRING:
+		if ((one = get_string(l, v, what)) != NULL) {
+			values = xcalloc(2, sizeof *values);
+			values[0] = one;
+			n = 1;
+		}
+		break;
+	case SOURCE_CHECK_ENUM:
+		if (get_enum(l, v, what, c->names) >= 0) {
+			values = xcalloc(2, sizeof *values);
+			values[0] = xstrdup(v->value);
+			n = 1;
+		}
+		break;
+	}
+	if (values == NULL)
+		return;
+	if (t->nchecks == TRIGGER_MAX_CHECKS) {
+		strv_free(values);
+		return;
+	}
+	t->conds[t->nchecks].check = c;
+	t->conds[t->nchecks].values = values;
+	t->conds[t->nchecks].nvalues = n;
+	trigger_add_check(t, CHECK_SYSTEM);
+}
+
+/* A trigger of a system: conditions kept in the order they are written. */
 static void
 parse_source_trigger(struct aload *l, struct trigger *t, const struct ynode *m)
 {
+	const struct source_check *c;
 	const struct ynode	*v;
 	const char		*key;
 	char			*what;
@@ -1013,7 +1050,9 @@ parse_source_trigger(struct aload *l, struct trigger *t, const struct ynode *m)
 		key = ymap_key(m, i);
 		v = ymap_value(m, i);
 		what = xprintf("%s.%s", t->label, key);
-		if (strcmp(key, "events") == 0) {
+		if ((c = system_check(t->system, key)) != NULL)
+			parse_system_check(l, t, c, v, what);
+		else if (strcmp(key, "events") == 0) {
 			if ((t->events = parse_events(l, t, v, what)) != NULL)
 				trigger_add_check(t, CHECK_EVENTS);
 		} else if (strcmp(key, "repositories") == 0) {
@@ -1029,47 +1068,41 @@ parse_source_trigger(struct aload *l, struct trigger *t, const struct ynode *m)
 		} else if (strcmp(key, "labels") == 0) {
 			if ((t->labels = get_list(l, v, what, &t->nlabels)) != NULL)
 				trigger_add_check(t, CHECK_LABELS);
-		} else if (strcmp(key, "teams") == 0) {
-			if ((t->teams = get_list(l, v, what, &t->nteams)) != NULL)
-				trigger_add_check(t, CHECK_TEAMS);
-		} else if (strcmp(key, "channels") == 0) {
-			parse_list_checked(l, v, what, &t->channels, &t->nchannels,
-			    valid_channel);
-			if (t->channels != NULL)
-				trigger_add_check(t, CHECK_CHANNELS);
-		} else if (strcmp(key, "to_state") == 0) {
-			if ((t->to_state = get_string(l, v, what)) != NULL)
-				trigger_add_check(t, CHECK_TO_STATE);
-		} else if (strcmp(key, "to_state_type") == 0) {
-			if (get_enum(l, v, what, state_types) >= 0) {
-				t->to_state_type = xstrdup(v->value);
-				trigger_add_check(t, CHECK_TO_STATE_TYPE);
-			}
 		}
 		free(what);
 	}
 }
 
-/* at: where the trigger is written (its key, or its list item), for what concerns it whole. */
-static void
-parse_trigger(struct aload *l, enum trigger_source src, const struct ynode *m,
-    const struct ynode *at, const char *label)
+/* The keys of a system's trigger: its own list, or GitHub's here. */
+static const char *const *
+system_trigger_keys(const struct source *system)
 {
-	static const char *const *const keys[] = {
-		github_keys, slack_keys, linear_keys, schedule_keys, webhook_keys
-	};
+	return system->trigger_keys != NULL ? system->trigger_keys : github_keys;
+}
+
+/*
+ * at: where the trigger is written (its key, or its list item), for what
+ * concerns it whole; system: the table's system (src TRIG_SYSTEM), else NULL.
+ */
+static void
+parse_trigger(struct aload *l, enum trigger_source src, const struct source *system,
+    const struct ynode *m, const struct ynode *at, const char *label)
+{
 	struct automation	*a = l->a;
 	struct trigger		*t;
+	const char *const	*keys;
 
-	if (ynode_is_null(m) && (src == TRIG_GITHUB || src == TRIG_SLACK ||
-	    src == TRIG_LINEAR))
-		m = NULL;	/* "slack:" alone: every event of the source */
-	else if (map_check(l, m, label, keys[src]) != 0)
+	keys = src == TRIG_SYSTEM ? system_trigger_keys(system) : src == TRIG_SCHEDULE ?
+	    schedule_keys : webhook_keys;
+	if (ynode_is_null(m) && src == TRIG_SYSTEM)
+		m = NULL;	/* "NAME:" alone: every event of the source */
+	else if (map_check(l, m, label, keys) != 0)
 		return;
 	a->triggers = xreallocarray(a->triggers, a->ntriggers + 1, sizeof *a->triggers);
 	t = &a->triggers[a->ntriggers++];
 	memset(t, 0, sizeof *t);
 	t->source = src;
+	t->system = system;
 	t->label = xstrdup(label);
 	if (src == TRIG_SCHEDULE)
 		parse_schedule(l, t, m);
@@ -1078,7 +1111,8 @@ parse_trigger(struct aload *l, enum trigger_source src, const struct ynode *m,
 	else
 		parse_source_trigger(l, t, m);
 	/* Every issue, push, review and check run of the repositories: rarely what is meant. */
-	if (src == TRIG_GITHUB && ymap_get(m, "events") == NULL)
+	if (src == TRIG_SYSTEM && strcmp(system->name, "github") == 0 &&
+	    ymap_get(m, "events") == NULL)
 		yerrs_warn_node(l->errs, l->file, at, "%s has no \"events\": it matches every "
 		    "GitHub event type (pushes, check runs, reviews, ...); list the events it is "
 		    "for, e.g. events: [issue_comment.created]", label);
@@ -1088,11 +1122,13 @@ static void
 parse_on(struct aload *l, const struct ynode *on)
 {
 	const struct ynode	*v;
-	const char		*key;
-	char			*label;
+	const struct source	*system;
+	const char		*key, *on_keys[32];
+	char			*label, *all;
 	size_t			 i, j;
-	int			 src;
+	enum trigger_source	 src;
 
+	names_with_systems(on_keys, SPUR_ARRLEN(on_keys), NULL, NULL, on_more);
 	if (map_check(l, on, "on", on_keys) != 0)
 		return;
 	for (i = 0; i < on->n; i++) {
@@ -1100,11 +1136,18 @@ parse_on(struct aload *l, const struct ynode *on)
 			continue;
 		key = ymap_key(on, i);
 		v = ymap_value(on, i);
-		if ((src = name_index(on_keys, key)) < 0)
+		system = source_system(key);
+		if (system != NULL)
+			src = TRIG_SYSTEM;
+		else if (strcmp(key, "schedule") == 0)
+			src = TRIG_SCHEDULE;
+		else if (strcmp(key, "webhook") == 0)
+			src = TRIG_WEBHOOK;
+		else
 			continue;	/* reported by map_check */
 		if (v->type != YNODE_SEQ) {
 			label = xprintf("on.%s", key);
-			parse_trigger(l, src, v, on->items[2 * i], label);
+			parse_trigger(l, src, system, v, on->items[2 * i], label);
 			free(label);
 			continue;
 		}
@@ -1113,13 +1156,15 @@ parse_on(struct aload *l, const struct ynode *on)
 			yerrs_node(l->errs, l->file, v, "\"on.%s\" must not be empty", key);
 		for (j = 0; j < v->n; j++) {
 			label = xprintf("on.%s[%zu]", key, j);
-			parse_trigger(l, src, v->items[j], v->items[j], label);
+			parse_trigger(l, src, system, v->items[j], v->items[j], label);
 			free(label);
 		}
 	}
-	if (l->a->ntriggers == 0 && on->n == 0)
-		yerrs_node(l->errs, l->file, on, "\"on\" needs at least one trigger (github, "
-		    "slack, linear, schedule or webhook)");
+	if (l->a->ntriggers == 0 && on->n == 0) {
+		all = source_names(on_more, " or ");
+		yerrs_node(l->errs, l->file, on, "\"on\" needs at least one trigger (%s)", all);
+		free(all);
+	}
 }
 
 /* Repositories are OWNER/REPO, as GitHub spells them. */
@@ -1148,16 +1193,6 @@ valid_repository_glob(const char *s)
 	    strlen(s) > 256)
 		return "\"%s\" in \"repositories\" is not an OWNER/NAME pattern (e.g. acme/*)";
 	return NULL;
-}
-
-/* repository.slack keys: a channel is named by its id, never its name. */
-static const char *
-valid_repo_channel(const char *s)
-{
-	if (valid_channel(s) == NULL)
-		return NULL;
-	return "\"%s\" in repository.slack is not a Slack channel id (an id such as C0123ABCD, "
-	    "never a name)";
 }
 
 /* KEY: OWNER/NAME pairs, keys checked by check (NULL: any); NULL with errors. */
@@ -1203,33 +1238,64 @@ parse_repo_pairs(struct aload *l, const struct ynode *m, const char *what,
 	return o;
 }
 
+void
+automation_error(struct aload *l, const struct ynode *n, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*msg;
+
+	va_start(ap, fmt);
+	xvasprintf(&msg, fmt, ap);
+	va_end(ap);
+	yerrs_node(l->errs, l->file, n, "%s", msg);
+	free(msg);
+}
+
+int
+automation_map_check(struct aload *l, const struct ynode *m, const char *what,
+    const char *const *keys)
+{
+	return map_check(l, m, what, keys);
+}
+
+json_t *
+automation_repo_pairs(struct aload *l, const struct ynode *m, const char *what,
+    const char *(*check)(const char *))
+{
+	return parse_repo_pairs(l, m, what, check);
+}
+
+static int
+system_has_repo(const struct source *src)
+{
+	return src->repo_parse != NULL;
+}
+
+static int
+system_has_report(const struct source *src)
+{
+	return src->report_dest != NULL;
+}
+
 /* repository as a mapping (automation.h says its JSON); NULL with errors. */
 static json_t *
 parse_repository_map(struct aload *l, const struct ynode *m)
 {
 	const struct ynode	*v;
-	json_t			*map, *sub, *pairs;
+	const struct source	*src;
+	const char		*keys[32];
+	json_t			*map, *sub;
+	char			*all;
 	int			 b;
 
-	if (map_check(l, m, "repository", repo_map_keys) != 0)
+	names_with_systems(keys, SPUR_ARRLEN(keys), NULL, system_has_repo, repo_map_last);
+	if (map_check(l, m, "repository", keys) != 0)
 		return NULL;
 	map = json_object();
-	if ((v = ymap_get(m, "slack")) != NULL &&
-	    (pairs = parse_repo_pairs(l, v, "repository.slack", valid_repo_channel)) != NULL)
-		json_object_set_new(map, "slack", pairs);
-	if ((v = ymap_get(m, "linear")) != NULL &&
-	    map_check(l, v, "repository.linear", repo_linear_keys) == 0) {
-		sub = json_object();
-		if (ymap_get(v, "teams") != NULL && (pairs = parse_repo_pairs(l,
-		    ymap_get(v, "teams"), "repository.linear.teams", NULL)) != NULL)
-			json_object_set_new(sub, "teams", pairs);
-		if (ymap_get(v, "labels") != NULL && (pairs = parse_repo_pairs(l,
-		    ymap_get(v, "labels"), "repository.linear.labels", NULL)) != NULL)
-			json_object_set_new(sub, "labels", pairs);
-		if (v->n == 0)
-			yerrs_node(l->errs, l->file, v, "\"repository.linear\" needs teams or "
-			    "labels");
-		json_object_set_new(map, "linear", sub);
+	for (src = source_next(NULL); src != NULL; src = source_next(src)) {
+		if (src->repo_parse != NULL && (v = ymap_get(m, src->name)) != NULL &&
+		    (sub = src->repo_parse(l, v)) != NULL)
+			json_object_set_new(map, src->name, sub);
 	}
 	if ((v = ymap_get(m, "text")) != NULL && (b = get_bool(l, v, "repository.text")) >= 0)
 		json_object_set_new(map, "text", json_boolean(b));
@@ -1242,9 +1308,11 @@ parse_repository_map(struct aload *l, const struct ynode *m)
 		else
 			json_object_set_new(map, "default", json_string(v->value));
 	}
-	if (m->n == 0)
-		yerrs_node(l->errs, l->file, m, "\"repository\" as a mapping needs slack, "
-		    "linear, text or default");
+	if (m->n == 0) {
+		all = names_join(keys);
+		yerrs_node(l->errs, l->file, m, "\"repository\" as a mapping needs %s", all);
+		free(all);
+	}
 	return map;
 }
 
@@ -1516,22 +1584,6 @@ parse_report_github(struct aload *l, const struct ynode *n)
 	free(repo);
 }
 
-/* linear: an issue's identifier (ENG-12) or id. */
-static void
-parse_report_linear(struct aload *l, const struct ynode *n)
-{
-	const char	*s = n->value;
-	size_t		 len = strlen(s);
-
-	if (len == 0 || len > 64 || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
-	    "vwxyz0123456789-") != len || strchr(s, '-') == NULL)
-		yerrs_node(l->errs, l->file, n, "report.linear \"%s\" is not an issue: write "
-		    "its identifier (ENG-12) or id", s);
-	else
-		report_dest_add(l, json_pack("{s:s,s:{s:s}}", "source", "linear", "meta",
-		    "issue_id", s));
-}
-
 /*
  * webhook: a URL (signed with the org's api.callback_secret) or {url, secret}
  * (signed with that secret of the org), told as API callbacks are (SPEC 12).
@@ -1583,33 +1635,44 @@ parse_report(struct aload *l, const struct ynode *m)
 	    "timed_out", "cancelled", NULL };
 	struct ynode *const	*items;
 	const struct ynode	*v;
-	size_t			 i, n;
+	size_t			 i, k, n;
 	int			 e;
-	char			**on;
-	const char		*why;
+	char			**on, *what;
+	const char		*why, *keys[32];
+	const struct source	*src;
+	json_t			*dest;
+	struct buf		 b;
 
-	if (map_check(l, m, "report", report_keys) != 0)
+	names_with_systems(keys, SPUR_ARRLEN(keys), report_first, system_has_report,
+	    report_last);
+	if (map_check(l, m, "report", keys) != 0)
 		return;
 	if ((v = ymap_get(m, "thread")) != NULL && (e = get_bool(l, v, "report.thread")) >= 0)
 		l->a->report_thread = e;
-	if ((v = ymap_get(m, "slack")) != NULL && get_items(l, v, "report.slack", &items,
-	    &n) == 0) {
-		for (i = 0; i < n; i++) {
-			if ((why = valid_channel(items[i]->value)) != NULL)
-				yerrs_node(l->errs, l->file, items[i], why, items[i]->value);
-			else
-				report_dest_add(l, json_pack("{s:s,s:{s:s}}", "source", "slack",
-				    "meta", "channel", items[i]->value));
+	/* The destinations in the keys' order: GitHub's here, the others' by their hook. */
+	for (k = 1; keys[k] != NULL; k++) {
+		if ((v = ymap_get(m, keys[k])) == NULL)
+			continue;
+		if (strcmp(keys[k], "github") == 0) {
+			if (get_items(l, v, "report.github", &items, &n) == 0)
+				for (i = 0; i < n; i++)
+					parse_report_github(l, items[i]);
+			continue;
 		}
+		if ((src = source_system(keys[k])) == NULL || src->report_dest == NULL)
+			continue;
+		what = xprintf("report.%s", src->name);
+		if (get_items(l, v, what, &items, &n) == 0) {
+			for (i = 0; i < n; i++) {
+				if ((dest = src->report_dest(items[i]->value, &why)) != NULL)
+					report_dest_add(l, dest);
+				else
+					yerrs_node(l->errs, l->file, items[i], why,
+					    items[i]->value);
+			}
+		}
+		free(what);
 	}
-	if ((v = ymap_get(m, "github")) != NULL && get_items(l, v, "report.github", &items,
-	    &n) == 0)
-		for (i = 0; i < n; i++)
-			parse_report_github(l, items[i]);
-	if ((v = ymap_get(m, "linear")) != NULL && get_items(l, v, "report.linear", &items,
-	    &n) == 0)
-		for (i = 0; i < n; i++)
-			parse_report_linear(l, items[i]);
 	if ((v = ymap_get(m, "webhook")) != NULL) {
 		if (v->type == YNODE_SEQ && v->n > 0)
 			for (i = 0; i < v->n; i++)
@@ -1625,9 +1688,15 @@ parse_report(struct aload *l, const struct ynode *m)
 				    "needs_review, failed, timed_out, cancelled)", on[i]);
 		strv_free(l->a->report_on);
 		l->a->report_on = on;
-		if (l->a->report_to == NULL)
+		if (l->a->report_to == NULL) {
+			/* The destinations: the keys but the thread and on. */
+			buf_init(&b, 0);
+			for (i = 1; keys[i + 1] != NULL; i++)
+				buf_addf(&b, "%s%s", i > 1 ? ", " : "", keys[i]);
 			yerrs_node(l->errs, l->file, v, "report.on limits the destinations "
-			    "besides the thread (slack, github, linear, webhook): name one");
+			    "besides the thread (%s): name one", buf_cstr(&b));
+			buf_free(&b);
+		}
 	}
 }
 
@@ -1649,8 +1718,9 @@ list_extend(char ***to, char **list)
 }
 
 /*
- * authors as a mapping: users (ids: Slack U..., Linear user ids; GitHub
- * logins), groups (Slack user group ids, S...), teams (Linear team keys).
+ * authors as a mapping: users (the ids or logins each system's events carry),
+ * groups (a system's user group ids), teams (the team keys of the system whose
+ * groups are teams, source.h person_teams).
  */
 static void
 parse_authors(struct aload *l, const struct ynode *m)
@@ -1697,9 +1767,19 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 	} else if (strcmp(key, "repository") == 0) {
 		if (v != NULL && v->type == YNODE_MAP)
 			a->repository_map = parse_repository_map(l, v);
-		else if (v != NULL && v->type == YNODE_SEQ)
+		else if (v != NULL && v->type == YNODE_SEQ) {
+			const char	*keys[32];
+			struct buf	 kb;
+
+			names_with_systems(keys, SPUR_ARRLEN(keys), NULL,
+			    system_has_repo, repo_map_last);
+			buf_init(&kb, 0);
+			for (i = 0; keys[i] != NULL; i++)
+				buf_addf(&kb, "%s%s", i > 0 ? ", " : "", keys[i]);
 			yerrs_node(l->errs, l->file, v, "\"repository\" must be OWNER/REPO or a "
-			    "mapping (slack, linear, text, default), not a list");
+			    "mapping (%s), not a list", buf_cstr(&kb));
+			buf_free(&kb);
+		}
 		else if ((a->repository = get_string(l, v, key)) != NULL &&
 		    !valid_repository(a->repository))
 			yerrs_node(l->errs, l->file, v, "\"repository\" must be OWNER/REPO, "
@@ -1915,88 +1995,66 @@ budget_check(struct aload *l, const struct ynode *root)
 		    "refused; set agents.%s.prices.%s", a->model, a->agent_name, a->model);
 }
 
-/* Whether every character of s is an uppercase letter or digit after first. */
+/* Whether one of the automation's triggers is on the system. */
 static int
-slack_id(const char *s, const char *first)
-{
-	if (*s == '\0' || strchr(first, *s) == NULL || s[1] == '\0')
-		return 0;
-	for (s++; *s != '\0'; s++) {
-		if (!isupper((unsigned char)*s) && !isdigit((unsigned char)*s))
-			return 0;
-	}
-	return 1;
-}
-
-/* Each item of list (the authors key named what) that is no Slack id starting with first. */
-static void
-authors_ids_check(struct aload *l, const struct ynode *list, const char *what,
-    const char *first, const char *example, const char *instead)
+automation_on_system(const struct automation *a, const struct source *src)
 {
 	size_t	 i;
 
-	for (i = 0; list != NULL && list->type == YNODE_SEQ && i < list->n; i++) {
-		if (list->items[i]->type != YNODE_SCALAR ||
-		    slack_id(list->items[i]->value, first))
-			continue;
-		yerrs_node(l->errs, l->file, list->items[i], "\"authors.%s\": \"%s\" is not a "
-		    "Slack %s id (%s): Slack events carry ids, not %s, so it lets no one in",
-		    what, list->items[i]->value, what[0] == 'g' ? "user group" : "user", example,
-		    instead);
+	for (i = 0; src != NULL && i < a->ntriggers; i++) {
+		if (a->triggers[i].source == TRIG_SYSTEM && a->triggers[i].system == src)
+			return 1;
 	}
+	return 0;
 }
 
 /*
  * authors that let no one in: members (the default) and groups are looked up
- * on Slack and Linear with the org's bot token or API key, so without one
- * every person is refused; teams are Linear's; Slack names people by id.
+ * with the org's credential at the system (source.h person_key), so without
+ * one every person is refused; teams are one system's; a system may say more
+ * of the mapping (source.h authors_check).
  */
 static void
 authors_check(struct aload *l, const struct ynode *root)
 {
-	static const struct { enum trigger_source src; const char *key, *scope; } lookups[] = {
-		{ TRIG_SLACK, "slack.bot_token", " (scopes users:read, usergroups:read)" },
-		{ TRIG_LINEAR, "linear.api_key", "" },
-	};
 	const struct automation	*a = l->a;
 	const struct ynode	*an = ymap_get(root, "authors"), *at;
-	int			 has[TRIG_WEBHOOK + 1] = { 0 }, credential;
+	const struct source	*src, *teams = NULL;
 	size_t			 i;
+	int			 other = 0;
 
 	if (a->authors_any)
 		return;
-	for (i = 0; i < a->ntriggers; i++)
-		if (a->triggers[i].source <= TRIG_WEBHOOK)
-			has[a->triggers[i].source] = 1;
-	for (i = 0; l->org != NULL && i < SPUR_ARRLEN(lookups); i++) {
-		if (!has[lookups[i].src] || (a->authors_listed && a->author_groups == NULL))
+	for (src = source_next(NULL); l->org != NULL && src != NULL; src = source_next(src)) {
+		if (src->person_key == NULL || !automation_on_system(a, src) ||
+		    (a->authors_listed && a->author_groups == NULL) || src->person_ready(l->org))
 			continue;
-		credential = lookups[i].src == TRIG_SLACK ? l->org->slack != NULL &&
-		    l->org->slack->bot_token != NULL : l->org->linear != NULL &&
-		    l->org->linear->api_key != NULL;
-		if (credential)
-			continue;
-		at = an != NULL ? an : ymap_get(ymap_get(root, "on"),
-		    trigger_source_name(lookups[i].src));
+		at = an != NULL ? an : ymap_get(ymap_get(root, "on"), src->name);
 		yerrs_node(l->errs, l->file, at, "authors: %s on a %s trigger are looked up "
 		    "with orgs.%s.%s, which is not set: every %s event of a person would start "
 		    "nothing; set it%s, or say authors: any", a->authors_listed ?
-		    "groups and teams" : "members (the default)", trigger_source_name(
-		    lookups[i].src), l->org->name, lookups[i].key, trigger_source_name(
-		    lookups[i].src), lookups[i].scope);
+		    "groups and teams" : "members (the default)", src->name, l->org->name,
+		    src->person_key, src->name, src->person_scope);
 	}
 	if (an == NULL || an->type != YNODE_MAP)
 		return;
-	if ((at = ymap_get(an, "teams")) != NULL && !has[TRIG_LINEAR])
-		yerrs_node(l->errs, l->file, at, "\"authors.teams\" are Linear teams, and the "
-		    "automation has no linear trigger: they let no one in (GitHub has neither "
-		    "groups nor teams: name people in authors.users)");
-	authors_ids_check(l, ymap_get(an, "groups"), "groups", "S", "S0123ABCD",
-	    "handles");
-	/* A GitHub login or a Linear user id is no Slack id: only a Slack-only list is told. */
-	if (has[TRIG_SLACK] && !has[TRIG_GITHUB] && !has[TRIG_LINEAR])
-		authors_ids_check(l, ymap_get(an, "users"), "users", "UW", "U0123ABCD",
-		    "names");
+	for (src = source_next(NULL); src != NULL; src = source_next(src))
+		if (src->person_teams)
+			teams = src;
+	if ((at = ymap_get(an, "teams")) != NULL && teams != NULL &&
+	    !automation_on_system(a, teams))
+		yerrs_node(l->errs, l->file, at, "\"authors.teams\" are %s teams, and the "
+		    "automation has no %s trigger: they let no one in (GitHub has neither "
+		    "groups nor teams: name people in authors.users)", teams->title, teams->name);
+	/* What each system says of the mapping; alone: its triggers are the only systems'. */
+	for (src = source_next(NULL); src != NULL; src = source_next(src)) {
+		if (src->authors_check == NULL)
+			continue;
+		for (other = 0, i = 0; i < a->ntriggers; i++)
+			if (a->triggers[i].source == TRIG_SYSTEM && a->triggers[i].system != src)
+				other = 1;
+		src->authors_check(l, an, automation_on_system(a, src) && !other);
+	}
 }
 
 /* The setup has its own deadline, not the run's: one longer than the run is a slip. */
@@ -2074,6 +2132,8 @@ automation_parse(struct aload *l, const char *path, const char *base)
 	const struct agent	*ag;
 	const struct ynode	*n, *agent_node = NULL, *text;
 	struct ynode		*root;
+	const struct source	*src;
+	struct buf		 b;
 	size_t			 first = l->errs->n, nerr = l->errs->nerrors, i;
 	int			 seen_on = 0, seen_authors = 0, seen_bots = 0;
 
@@ -2151,11 +2211,16 @@ automation_parse(struct aload *l, const char *path, const char *base)
 	for (i = 0; a->report_thread && a->report_to == NULL && i < a->ntriggers; i++) {
 		if (a->triggers[i].source != TRIG_SCHEDULE && a->triggers[i].source != TRIG_WEBHOOK)
 			continue;
+		buf_init(&b, 0);
+		for (src = source_next(NULL); src != NULL; src = source_next(src))
+			if (src->report_example != NULL)
+				buf_addf(&b, ", %s: %s", src->name, src->report_example);
 		yerrs_warn_node(l->errs, l->file, ymap_get(root, "on"), "runs of the %s trigger "
 		    "have no thread to report to, so their end reaches no one: name where it "
-		    "goes (report: {slack: C0123ABCD}, or github: OWNER/NAME#N, linear: ENG-12, "
-		    "webhook: URL), or say report: none", trigger_source_name(
-		    a->triggers[i].source));
+		    "goes (report: {slack: C0123ABCD}, or github: OWNER/NAME#N%s, "
+		    "webhook: URL), or say report: none", trigger_source_name(&a->triggers[i]),
+		    buf_cstr(&b));
+		buf_free(&b);
 		break;
 	}
 	if (a->prompt == NULL)
@@ -2366,10 +2431,9 @@ trigger_clear(struct trigger *t)
 	regex_free(t->text);
 	cond_free(t->where);
 	strv_free(t->labels);
-	strv_free(t->teams);
-	free(t->to_state);
-	free(t->to_state_type);
-	strv_free(t->channels);
+	for (i = 0; i < t->nchecks; i++)
+		if (t->checks[i] == CHECK_SYSTEM)
+			strv_free(t->conds[i].values);
 	if (t->schedule != NULL) {
 		free(t->schedule->org);
 		free(t->schedule->automation);
@@ -2481,7 +2545,7 @@ automation_triggers_json(const struct automation *a)
 		for (k = 0; k < t->nevents; k++)
 			json_array_append_new(events, json_string(t->events[k]));
 		json_array_append_new(list, json_pack("{s:s,s:o}", "source",
-		    trigger_source_name(t->source), "events", events));
+		    trigger_source_name(t), "events", events));
 	}
 	return list;
 }
@@ -2597,9 +2661,8 @@ json_enum(const json_t *j, const char *key, const char *const *names, int def, i
 	return i < 0 ? def : i;
 }
 
-/* An object of string values, or absent. */
-static int
-repo_pairs_json_valid(const json_t *o)
+int
+automation_repo_pairs_valid(const json_t *o)
 {
 	const char	*k;
 	json_t		*v;
@@ -2619,13 +2682,15 @@ repo_pairs_json_valid(const json_t *o)
 static int
 repo_map_json_valid(const json_t *m)
 {
-	const json_t	*lin = json_object_get(m, "linear"), *v;
+	const struct source	*src;
+	const json_t		*v;
 
-	return repo_pairs_json_valid(json_object_get(m, "slack")) &&
-	    (lin == NULL || (json_is_object(lin) &&
-	    repo_pairs_json_valid(json_object_get(lin, "teams")) &&
-	    repo_pairs_json_valid(json_object_get(lin, "labels")))) &&
-	    ((v = json_object_get(m, "text")) == NULL || json_is_boolean(v)) &&
+	for (src = source_next(NULL); src != NULL; src = source_next(src)) {
+		if (src->repo_valid != NULL && (v = json_object_get(m, src->name)) != NULL &&
+		    !src->repo_valid(v))
+			return 0;
+	}
+	return ((v = json_object_get(m, "text")) == NULL || json_is_boolean(v)) &&
 	    ((v = json_object_get(m, "default")) == NULL || json_is_string(v));
 }
 

@@ -114,6 +114,22 @@ int			 automation_env_parse(const struct ynode *, const char *file,
 			     const char *what, struct yerrs *, struct env_conf *);
 
 /*
+ * The leaf parsers a system's part of an automation calls (source.h
+ * repo_parse), each error added at the node's position: an error; the keys of
+ * a mapping (-1 when it is none); KEY: OWNER/REPO pairs, keys checked by check
+ * (NULL: any), NULL with errors.
+ */
+struct aload;
+void			 automation_error(struct aload *, const struct ynode *, const char *, ...)
+			     __attribute__((format(printf, 3, 4)));
+int			 automation_map_check(struct aload *, const struct ynode *,
+			     const char *what, const char *const *keys);
+json_t			*automation_repo_pairs(struct aload *, const struct ynode *,
+			     const char *what, const char *(*check)(const char *));
+/* Such pairs in a snapshot: an object of string values, or absent. */
+int			 automation_repo_pairs_valid(const json_t *);
+
+/*
  * Loads every *.yaml of dir (sorted by file name; hidden files and other names are
  * skipped); every problem of every file goes to errs as FILE:LINE:COL; NULL if any is
  * an error (warnings, what may be intended, load).

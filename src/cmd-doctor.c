@@ -5,10 +5,12 @@
 #include "budget.h"
 #include "cmd.h"
 #include "conf.h"
+#include "doctor.h"
 #include "egress.h"
 #include "github-app.h"
 #include "httpc.h"
 #include "sandbox.h"
+#include "source.h"
 #include "store.h"
 #include "trigger.h"
 
@@ -25,233 +27,10 @@
 
 #include <event2/event.h>
 
-#define DOCTOR_TIMEOUT_MS	15000L
-#define DOCTOR_SKEW_MAX		30	/* seconds: Linear's signatures allow 60, a JWT's iat 60 */
+#define DOCTOR_SKEW_MAX		30	/* seconds: the tightest signature window is 60, a JWT's iat 60 */
 #define DOCTOR_REPOS_MAX	20	/* repositories named in a line, the rest counted */
 
-enum doctor_verdict { DOCTOR_PASS, DOCTOR_FAIL, DOCTOR_SKIP };
-
-static const char *const doctor_verdict_names[] = { "pass", "fail", "skip" };
-
-struct doctor {
-	struct config		*conf;
-	struct automation_set	*set;
-	struct event_base	*base;
-	struct httpc		*http;
-	json_t			*checks;	/* every verdict, for --json */
-	int			 json;
-	int			 counts[3];	/* by verdict */
-	unsigned long long	 min_free;
-	/* The first server Date seen, to compare the clock with: seconds, 0: none yet. */
-	long long		 server_date;
-	long long		 server_date_at;
-	char			*server_date_from;
-	struct store		*store;		/* NULL: none yet (usage read from it when there is) */
-};
-
-/* One answer, copied out of the client's callback. */
-struct doctor_answer {
-	int		 status;	/* 0: no answer (error says why) */
-	char		*error;
-	char		*body;
-	size_t		 len;
-	json_t		*json;		/* the body parsed, NULL if it is no JSON */
-	char		*head;
-	int		 done;
-};
-
-/* One verdict: printed at once (a slow API shows where it is), kept for --json. */
-static void __attribute__((format(printf, 6, 7)))
-doctor_say(struct doctor *d, const char *org, const char *check, enum doctor_verdict v,
-    const char *fix, const char *fmt, ...)
-{
-	va_list	 ap;
-	char	*detail, *f, *safe;
-
-	va_start(ap, fmt);
-	if (vasprintf(&detail, fmt, ap) == -1)
-		fatal("vasprintf");
-	va_end(ap);
-	d->counts[v]++;
-	json_array_append_new(d->checks, json_pack("{s:s?, s:s, s:s, s:s, s:s?}", "org", org,
-	    "check", check, "status", doctor_verdict_names[v], "detail", detail,
-	    "fix", v == DOCTOR_FAIL ? fix : NULL));
-	if (!d->json) {
-		/* Names and messages come from the APIs: printed escaped. */
-		safe = term_safe(detail, 0);
-		printf("%s  %s%s%s: %s\n", doctor_verdict_names[v], org != NULL ? org : "",
-		    org != NULL ? " " : "", check, safe);
-		free(safe);
-		if (v == DOCTOR_FAIL && fix != NULL) {
-			f = term_safe(fix, 0);
-			printf("      fix: %s\n", f);
-			free(f);
-		}
-		fflush(stdout);
-	}
-	free(detail);
-}
-
-static void
-doctor_answer_clear(struct doctor_answer *a)
-{
-	free(a->error);
-	free(a->body);
-	free(a->head);
-	json_decref(a->json);
-	memset(a, 0, sizeof *a);
-}
-
-static void
-doctor_http_done_cb(const struct http_response *res, void *arg)
-{
-	struct doctor_answer	*a = arg;
-
-	a->status = res->status;
-	a->error = res->error != NULL ? xstrdup(res->error) : NULL;
-	a->body = xmalloc(res->len + 1);
-	memcpy(a->body, res->body, res->len);
-	a->body[res->len] = '\0';
-	a->len = res->len;
-	a->head = xstrdup(res->head != NULL ? res->head : "");
-	a->json = json_loadb(res->body, res->len, 0, NULL);
-	a->done = 1;
-}
-
-/* Remembers the first server's Date for the clock check. */
-static void
-doctor_note_date(struct doctor *d, const struct doctor_answer *a, const char *url)
-{
-	struct http_response	 r;
-	struct tm		 tm;
-	char			*date, *end;
-
-	if (d->server_date != 0 || a->status == 0)
-		return;
-	memset(&r, 0, sizeof r);
-	r.head = a->head;
-	if ((date = http_response_header(&r, "date")) == NULL)
-		return;
-	memset(&tm, 0, sizeof tm);
-	end = strptime(date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-	if (end != NULL && *end == '\0') {
-		d->server_date = (long long)timegm(&tm);
-		d->server_date_at = now_ms() / 1000;
-		d->server_date_from = xstrdup(url);
-	}
-	free(date);
-}
-
-/* One request, waited for on the doctor's own loop. */
-static void
-doctor_http(struct doctor *d, const char *method, const char *url, const char *const *headers,
-    const char *body, struct doctor_answer *a)
-{
-	struct http_request	 req;
-
-	memset(a, 0, sizeof *a);
-	memset(&req, 0, sizeof req);
-	req.method = method;
-	req.url = url;
-	req.headers = headers;
-	req.body = body;
-	req.body_len = body != NULL ? strlen(body) : 0;
-	req.timeout_ms = DOCTOR_TIMEOUT_MS;
-	(void)httpc_request(d->http, &req, doctor_http_done_cb, a);
-	while (!a->done)
-		event_base_loop(d->base, EVLOOP_ONCE);
-	doctor_note_date(d, a, url);
-}
-
-/* What an answer that is not the one hoped for says, in a phrase. */
-static char *
-doctor_why(const struct doctor_answer *a)
-{
-	const char	*msg;
-
-	if (a->status == 0)
-		return xprintf("no answer: %s", a->error != NULL ? a->error : "unknown error");
-	msg = json_string_value(json_object_get(a->json, "message"));
-	if (msg == NULL)
-		msg = json_string_value(json_object_get(a->json, "error"));
-	if (msg == NULL)
-		msg = json_string_value(json_object_get(json_object_get(a->json, "error"),
-		    "message"));
-	if (msg == NULL)
-		msg = json_string_value(json_object_get(json_array_get(json_object_get(a->json,
-		    "errors"), 0), "message"));
-	return msg != NULL ? xprintf("HTTP %d: %s", a->status, msg) :
-	    xprintf("HTTP %d", a->status);
-}
-
-/* Whether a comma- or space-separated list holds item. */
-static int
-doctor_list_has(const char *list, const char *item)
-{
-	size_t		 n = strlen(item), k;
-	const char	*p = list;
-
-	while (p != NULL && *p != '\0') {
-		p += strspn(p, ", ");
-		k = strcspn(p, ", ");
-		if (k == n && strncmp(p, item, n) == 0)
-			return 1;
-		p += k;
-	}
-	return 0;
-}
-
 /* --- GitHub ------------------------------------------------------------------ */
-
-/* Whether org's automations use a trigger of source with event name (NULL: any). */
-static int
-doctor_uses(const struct doctor *d, const char *org, enum trigger_source src, const char *event)
-{
-	const struct automation	*a;
-	size_t			 i, t, k, n;
-
-	for (i = 0; i < automation_count(d->set); i++) {
-		a = automation_get(d->set, i);
-		if (strcmp(a->org, org) != 0)
-			continue;
-		for (t = 0; t < a->ntriggers; t++) {
-			if (a->triggers[t].source != src)
-				continue;
-			if (event == NULL)
-				return 1;
-			for (k = 0; k < a->triggers[t].nevents; k++) {
-				n = strcspn(a->triggers[t].events[k], ".");
-				if (strlen(event) == n &&
-				    strncmp(a->triggers[t].events[k], event, n) == 0)
-					return 1;
-			}
-		}
-	}
-	return 0;
-}
-
-/*
- * Whether an automation of org on src asks who its authors are (people.c):
- * groups: one that names groups or teams; else one whose authors are not
- * any nor a list of users alone.
- */
-static int
-doctor_looks_up(const struct doctor *d, const char *org, enum trigger_source src, int groups)
-{
-	const struct automation	*a;
-	size_t			 i, t;
-
-	for (i = 0; i < automation_count(d->set); i++) {
-		a = automation_get(d->set, i);
-		if (strcmp(a->org, org) != 0 || a->authors_any)
-			continue;
-		for (t = 0; t < a->ntriggers; t++)
-			if (a->triggers[t].source == src && (groups ? a->author_groups != NULL :
-			    !a->authors_listed || a->author_groups != NULL))
-				return 1;
-	}
-	return 0;
-}
 
 /* The GitHub events org's automations listen to, each once, into out (a JSON array). */
 static json_t *
@@ -270,7 +49,7 @@ doctor_github_events(const struct doctor *d, const char *org)
 			continue;
 		for (t = 0; t < a->ntriggers; t++) {
 			tr = &a->triggers[t];
-			if (tr->source != TRIG_GITHUB)
+			if (strcmp(trigger_source_name(tr), "github") != 0)
 				continue;
 			for (k = 0; k < tr->nevents; k++) {
 				n = strcspn(tr->events[k], ".");
@@ -314,7 +93,7 @@ doctor_github_repos(const struct doctor *d, const char *org)
 		}
 		for (t = 0; t < a->ntriggers; t++) {
 			tr = &a->triggers[t];
-			if (tr->source != TRIG_GITHUB)
+			if (strcmp(trigger_source_name(tr), "github") != 0)
 				continue;
 			for (k = 0; k < tr->nrepositories; k++) {
 				if (strpbrk(tr->repositories[k], "*?[") == NULL)
@@ -626,140 +405,6 @@ doctor_github(struct doctor *d, const struct org *org)
 		    "can be cloned or reported");
 }
 
-/* --- Slack --------------------------------------------------------------------- */
-
-static void
-doctor_slack(struct doctor *d, const struct org *org)
-{
-	struct doctor_answer	 a;
-	struct http_response	 r;
-	struct buf		 need, missing;
-	const char		*h[3], *err, *p;
-	char			*url, *auth, *base, *scopes, *scope;
-	size_t			 n;
-
-	if (org->slack == NULL) {
-		doctor_say(d, org->name, "slack", DOCTOR_SKIP, NULL, "not configured");
-		return;
-	}
-	base = config_api_url(org, "slack");
-	url = xprintf("%s/auth.test", base);
-	free(base);
-	auth = xprintf("Authorization: Bearer %s", org->slack->bot_token->value);
-	h[0] = auth;
-	h[1] = "Content-Type: application/x-www-form-urlencoded";
-	h[2] = NULL;
-	doctor_http(d, "POST", url, h, "", &a);
-	freezero_str(auth);
-	free(url);
-	if (a.status != 200 || !json_is_true(json_object_get(a.json, "ok"))) {
-		err = json_string_value(json_object_get(a.json, "error"));
-		if (a.status == 200 && err != NULL)
-			doctor_say(d, org->name, "slack.token", DOCTOR_FAIL, "reinstall the app to "
-			    "the workspace (OAuth & Permissions) and set bot_token to its Bot User "
-			    "OAuth Token (xoxb-...)", "Slack refused the bot token: %s", err);
-		else {
-			char *why = doctor_why(&a);
-
-			doctor_say(d, org->name, "slack.token", DOCTOR_FAIL, "see that api_url is "
-			    "Slack's Web API (https://slack.com/api)", "auth.test failed (%s)", why);
-			free(why);
-		}
-		doctor_answer_clear(&a);
-		return;
-	}
-	doctor_say(d, org->name, "slack.token", DOCTOR_PASS, NULL, "bot %s in %s (%s)",
-	    json_string_value(json_object_get(a.json, "user")) ?: "?",
-	    json_string_value(json_object_get(a.json, "team")) ?: "?",
-	    json_string_value(json_object_get(a.json, "team_id")) ?: "?");
-	/*
-	 * What spur calls: chat.postMessage and chat.update (reports), reactions.add
-	 * (the eyes on accept), conversations.replies and .history (finding a report
-	 * already posted, in public and private channels); what the automations
-	 * listen to: app_mention, slash commands.
-	 */
-	buf_init(&need, 0);
-	buf_adds(&need, "chat:write reactions:write channels:history groups:history");
-	if (doctor_uses(d, org->name, TRIG_SLACK, "app_mention"))
-		buf_adds(&need, " app_mentions:read");
-	if (doctor_uses(d, org->name, TRIG_SLACK, "message"))
-		buf_adds(&need, " im:history mpim:history");
-	if (doctor_uses(d, org->name, TRIG_SLACK, "slash_command"))
-		buf_adds(&need, " commands");
-	/* authors: who a person is (users.info) and who is in a user group. */
-	if (doctor_looks_up(d, org->name, TRIG_SLACK, 0))
-		buf_adds(&need, " users:read");
-	if (doctor_looks_up(d, org->name, TRIG_SLACK, 1))
-		buf_adds(&need, " usergroups:read");
-	memset(&r, 0, sizeof r);
-	r.head = a.head;
-	scopes = http_response_header(&r, "x-oauth-scopes");
-	if (scopes == NULL) {
-		doctor_say(d, org->name, "slack.scopes", DOCTOR_SKIP, NULL, "Slack did not say "
-		    "the token's scopes (no x-oauth-scopes); it needs %s", buf_cstr(&need));
-		buf_free(&need);
-		doctor_answer_clear(&a);
-		return;
-	}
-	buf_init(&missing, 0);
-	for (p = buf_cstr(&need); *p != '\0'; p += n) {
-		p += strspn(p, " ");
-		n = strcspn(p, " ");
-		scope = xprintf("%.*s", (int)n, p);
-		if (!doctor_list_has(scopes, scope))
-			buf_addf(&missing, "%s%s", missing.len > 0 ? ", " : "", scope);
-		free(scope);
-	}
-	if (missing.len > 0)
-		doctor_say(d, org->name, "slack.scopes", DOCTOR_FAIL, "add them under OAuth & "
-		    "Permissions, Bot Token Scopes (or in the app manifest, docs/slack.md), then "
-		    "reinstall the app to the workspace", "the bot token lacks %s (has %s)",
-		    buf_cstr(&missing), scopes);
-	else
-		doctor_say(d, org->name, "slack.scopes", DOCTOR_PASS, NULL, "the bot token has "
-		    "every scope spur and the automations use (%s)", buf_cstr(&need));
-	free(scopes);
-	buf_free(&missing);
-	buf_free(&need);
-	doctor_answer_clear(&a);
-}
-
-/* --- Linear -------------------------------------------------------------------- */
-
-static void
-doctor_linear(struct doctor *d, const struct org *org)
-{
-	struct doctor_answer	 a;
-	const json_t		*viewer;
-	const char		*h[3];
-	char			*url, *auth, *why;
-
-	if (org->linear == NULL) {
-		doctor_say(d, org->name, "linear", DOCTOR_SKIP, NULL, "not configured");
-		return;
-	}
-	url = config_api_url(org, "linear");
-	/* A personal API key goes bare, as source-linear.c sends it. */
-	auth = xprintf("Authorization: %s", org->linear->api_key->value);
-	h[0] = auth;
-	h[1] = "Content-Type: application/json";
-	h[2] = NULL;
-	doctor_http(d, "POST", url, h, "{\"query\":\"{ viewer { id name } }\"}", &a);
-	freezero_str(auth);
-	free(url);
-	viewer = json_object_get(json_object_get(a.json, "data"), "viewer");
-	if (a.status != 200 || !json_is_object(viewer)) {
-		why = doctor_why(&a);
-		doctor_say(d, org->name, "linear.key", DOCTOR_FAIL, "make a personal API key "
-		    "(Linear: Settings, Account, Security & access, API keys) for the user spur "
-		    "comments as, and set api_key to it", "Linear refused the API key (%s)", why);
-		free(why);
-	} else
-		doctor_say(d, org->name, "linear.key", DOCTOR_PASS, NULL, "the key is %s's",
-		    json_string_value(json_object_get(viewer, "name")) ?: "?");
-	doctor_answer_clear(&a);
-}
-
 /* --- model keys ---------------------------------------------------------------- */
 
 static void
@@ -977,7 +622,10 @@ doctor_disk(struct doctor *d)
 static void
 doctor_clock(struct doctor *d)
 {
-	long long	 skew;
+	const struct source	*src;
+	struct buf		 fix;
+	long long		 skew;
+	size_t			 n = 0, k = 0;
 
 	if (d->server_date == 0) {
 		doctor_say(d, NULL, "clock", DOCTOR_SKIP, NULL, "no API answered with a Date to "
@@ -986,12 +634,26 @@ doctor_clock(struct doctor *d)
 	}
 	/* Date has whole seconds: the skew is known to a second. */
 	skew = d->server_date_at - d->server_date;
-	if (skew > DOCTOR_SKEW_MAX || skew < -DOCTOR_SKEW_MAX)
-		doctor_say(d, NULL, "clock", DOCTOR_FAIL, "run NTP (timedatectl set-ntp true, "
-		    "or chrony): GitHub refuses App JWTs and spur refuses Slack and Linear "
-		    "signatures when the clock is off", "%lld s %s %s's Date", skew < 0 ? -skew :
-		    skew, skew < 0 ? "behind" : "ahead of", d->server_date_from);
-	else
+	if (skew > DOCTOR_SKEW_MAX || skew < -DOCTOR_SKEW_MAX) {
+		/* The systems whose signatures carry a time (source.h window_ms). */
+		for (src = source_next(NULL); src != NULL; src = source_next(src))
+			n += src->window_ms != 0;
+		buf_init(&fix, 0);
+		buf_adds(&fix, "run NTP (timedatectl set-ntp true, or chrony): GitHub refuses "
+		    "App JWTs and spur refuses ");
+		for (src = source_next(NULL); src != NULL; src = source_next(src)) {
+			if (src->window_ms == 0)
+				continue;
+			buf_addf(&fix, "%s%s", k == 0 ? "" : k + 1 == n ? " and " : ", ",
+			    src->title);
+			k++;
+		}
+		buf_adds(&fix, " signatures when the clock is off");
+		doctor_say(d, NULL, "clock", DOCTOR_FAIL, buf_cstr(&fix), "%lld s %s %s's Date",
+		    skew < 0 ? -skew : skew, skew < 0 ? "behind" : "ahead of",
+		    d->server_date_from);
+		buf_free(&fix);
+	} else
 		doctor_say(d, NULL, "clock", DOCTOR_PASS, NULL, "within %d s of %s's Date "
 		    "(%+lld s)", DOCTOR_SKEW_MAX, d->server_date_from, skew);
 }
@@ -1077,6 +739,55 @@ doctor_prices(struct doctor *d, const struct org *org)
 	json_decref(unpriced);
 }
 
+/* doctor_uses: whether an automation of org has a trigger of src (of that event, when given). */
+static int
+doctor_automations_use(const struct doctor *d, const char *org, const char *src,
+    const char *event)
+{
+	const struct automation	*a;
+	size_t			 i, t, k, n;
+
+	for (i = 0; i < automation_count(d->set); i++) {
+		a = automation_get(d->set, i);
+		if (strcmp(a->org, org) != 0)
+			continue;
+		for (t = 0; t < a->ntriggers; t++) {
+			if (strcmp(trigger_source_name(&a->triggers[t]), src) != 0)
+				continue;
+			if (event == NULL)
+				return 1;
+			for (k = 0; k < a->triggers[t].nevents; k++) {
+				n = strcspn(a->triggers[t].events[k], ".");
+				if (strlen(event) == n &&
+				    strncmp(a->triggers[t].events[k], event, n) == 0)
+					return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* doctor_looks_up: whether an automation of org on src asks who its actors are (groups: by group). */
+static int
+doctor_automations_look_up(const struct doctor *d, const char *org, const char *src,
+    int groups)
+{
+	const struct automation	*a;
+	size_t			 i, t;
+
+	for (i = 0; i < automation_count(d->set); i++) {
+		a = automation_get(d->set, i);
+		if (strcmp(a->org, org) != 0 || a->authors_any)
+			continue;
+		for (t = 0; t < a->ntriggers; t++)
+			if (strcmp(trigger_source_name(&a->triggers[t]), src) == 0 &&
+			    (groups ? a->author_groups != NULL :
+			    !a->authors_listed || a->author_groups != NULL))
+				return 1;
+	}
+	return 0;
+}
+
 int
 cmd_doctor(const struct cmd *c, int argc, char **argv)
 {
@@ -1088,12 +799,15 @@ cmd_doctor(const struct cmd *c, int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct doctor	 d;
+	const struct source *src;
 	const char	*path = NULL, *only = NULL;
 	char		*cause;
 	size_t		 i;
 	int		 ch, found = 0;
 
 	memset(&d, 0, sizeof d);
+	d.uses = doctor_automations_use;
+	d.looks_up = doctor_automations_look_up;
 	d.min_free = 1ULL << 30;
 	while ((ch = getopt_long(argc, argv, "c:", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -1146,8 +860,9 @@ cmd_doctor(const struct cmd *c, int argc, char **argv)
 		if (only != NULL && strcmp(d.conf->orgs[i].name, only) != 0)
 			continue;
 		doctor_github(&d, &d.conf->orgs[i]);
-		doctor_slack(&d, &d.conf->orgs[i]);
-		doctor_linear(&d, &d.conf->orgs[i]);
+		for (src = source_next(NULL); src != NULL; src = source_next(src))
+			if (src->doctor != NULL)
+				src->doctor(&d, &d.conf->orgs[i]);
 		doctor_models(&d, &d.conf->orgs[i]);
 		doctor_prices(&d, &d.conf->orgs[i]);
 	}

@@ -6,6 +6,8 @@
 
 struct yerrs;
 struct env_conf;
+struct cfgctx;
+struct ynode;
 
 /*
  * A secret. ref ("env:NAME", "file:PATH") may be shown; value never is. value
@@ -24,18 +26,6 @@ struct org_github {
 	struct secret	*private_key;
 	char		*api_url;
 	char		*git_url;
-};
-
-struct org_slack {
-	struct secret	*signing_secret;
-	struct secret	*bot_token;
-	char		*api_url;
-};
-
-struct org_linear {
-	struct secret	*webhook_secret;
-	struct secret	*api_key;
-	char		*api_url;
 };
 
 /* orgs.NAME.api: the org API (SPEC section 12). */
@@ -67,8 +57,7 @@ struct named_secret {
 struct org {
 	char			*name;
 	struct org_github	*github;	/* NULL when not configured */
-	struct org_slack	*slack;
-	struct org_linear	*linear;
+	void			**sources;	/* each system's section (source.h), NULL: none */
 	struct named_secret	*agents;	/* agent name -> model API key */
 	size_t			 nagents;
 	struct named_secret	*secrets;	/* automation-visible secrets */
@@ -186,7 +175,7 @@ struct config		*config_ref(struct config *);
 void			 config_free(struct config *);
 const char		*config_default_path(void);
 struct org		*config_org(const struct config *, const char *);
-/* The org's API base for source (github, slack, linear; org NULL: the default), no trailing slash. */
+/* The org's API base for a system of source.h (org NULL: the default), no trailing slash. */
 char			*config_api_url(const struct org *, const char *source);
 const struct agent_conf	*config_agent(const struct config *, const char *);
 struct secret		*org_secret(const struct org *, const char *);
@@ -197,5 +186,52 @@ int			 org_secret_known(const struct org *, const char *);
 void			 secret_free(struct secret *);
 /* Every resolved secret value of the config, for tests and log scrubbing. */
 size_t			 config_secrets(const struct config *, const struct secret **, size_t);
+
+/*
+ * Parses yaml as orgs.NAME.<system> into o (tests build their orgs in
+ * memory); -1 with the first error.
+ */
+int			 config_org_section(struct org *, const char *system, const char *yaml,
+			     char **cause);
+
+/*
+ * The leaf parsers a section's parser calls (a source-*.c's conf_parse):
+ * each error is added to the load's list at the node's position, and
+ * loading goes on. what is the key as the error names it ("linear.api_key").
+ */
+void			 cfg_error(struct cfgctx *, const struct ynode *, const char *, ...)
+			     __attribute__((format(printf, 3, 4)));
+/* 1 when n is a mapping without repeated keys; else 0, told. */
+int			 cfg_is_map(struct cfgctx *, const struct ynode *, const char *what);
+/* A reference (env:NAME, file:PATH), resolved unless the load says not; NULL, told. */
+struct secret		*cfg_secret(struct cfgctx *, const struct ynode *, const char *what);
+/* An http(s) URL into *out (freed first), without trailing slashes. */
+void			 cfg_url(struct cfgctx *, const struct ynode *, const char *what,
+			     char **out);
+/* Key i of m is none of keys: told, with the closest one. */
+void			 cfg_unknown(struct cfgctx *, const struct ynode *m, size_t i,
+			     const char *where, const char *const *keys);
+
+/*
+ * A section of secrets and URLs, as a table (terminated by a NULL key): each
+ * field's key, kind, place in the section's struct, and default (URLs).
+ */
+enum cfg_field_kind { CFG_FIELD_SECRET, CFG_FIELD_URL };
+struct cfg_field {
+	const char		*key;
+	enum cfg_field_kind	 kind;
+	size_t			 offset;
+	const char		*dflt;
+};
+/*
+ * Parses m as the section what into a new struct of size bytes; required: the
+ * key that must be there (NULL: none). NULL when m is no mapping (told).
+ */
+void			*cfg_section(struct cfgctx *, const struct ynode *m, const char *what,
+			     const struct cfg_field *, size_t size, const char *required);
+/* Frees such a section, its secrets wiped; and passes each secret it has to add. */
+void			 cfg_section_free(void *, const struct cfg_field *);
+void			 cfg_section_secrets(const void *, const struct cfg_field *,
+			     void (*add)(void *, const struct secret *), void *arg);
 
 #endif

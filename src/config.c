@@ -12,6 +12,7 @@
 #include "report.h"
 #include "sandbox.h"
 #include "secrets.h"
+#include "source.h"
 #include "store.h"
 #include "ytree.h"
 
@@ -33,9 +34,6 @@ struct cfgctx {
 	struct yerrs	*errs;
 };
 
-static void
-cfg_error(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 /* What may be intended but most likely is not: told, never refused. */
 static void
 cfg_warn(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
@@ -54,7 +52,7 @@ cfg_vreport(struct cfgctx *c, const struct ynode *n, int warning, const char *fm
 	free(msg);
 }
 
-static void
+void
 cfg_error(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
 {
 	va_list	 ap;
@@ -74,7 +72,7 @@ cfg_warn(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int
+int
 cfg_is_map(struct cfgctx *c, const struct ynode *n, const char *what)
 {
 	size_t	 i;
@@ -187,7 +185,7 @@ cfg_int(struct cfgctx *c, const struct ynode *n, const char *what, long long min
 	*out = v;
 }
 
-static void
+void
 cfg_url(struct cfgctx *c, const struct ynode *n, const char *what, char **out)
 {
 	const char	*s;
@@ -256,14 +254,13 @@ static const char *const price_keys[] = { "input", "output", "cache_read", "cach
 static const char *const budget_keys[] = { "usd_per_day", "usd_per_month", NULL };
 static const char *const github_keys[] = { "webhook_secret", "token", "app_id",
 	"private_key", "api_url", "git_url", NULL };
-static const char *const slack_keys[] = { "signing_secret", "bot_token", "api_url", NULL };
-static const char *const linear_keys[] = { "webhook_secret", "api_key", "api_url", NULL };
 static const char *const api_keys[] = { "callback_secret", "repositories", "callbacks", NULL };
 static const char *const api_callbacks_keys[] = { "allow", NULL };
 static const char *const console_keys[] = { "github_client_id", "github_client_secret",
 	"github_org", "teams", "github_url", NULL };
-static const char *const org_keys[] = { "github", "slack", "linear", "agents", "secrets",
-	"environment", "api", "console", "budget", NULL };
+/* An org's keys besides the systems' sections (source.h), which come first. */
+static const char *const org_keys[] = { "agents", "secrets", "environment", "api", "console",
+	"budget", NULL };
 static const char *const org_agent_keys[] = { "api_key", NULL };
 static const char *const retention_keys[] = { "events", "run_files", NULL };
 static const char *const git_keys[] = { "author_name", "author_email", NULL };
@@ -273,7 +270,7 @@ static const char *const reports_keys[] = { "give_up", "progress", "edit_interva
 	"backoff", "lease", NULL };
 static const char *const nodes_keys[] = { "lease", "beat", "affinity", NULL };
 
-static void
+void
 cfg_unknown(struct cfgctx *c, const struct ynode *m, size_t i, const char *where,
     const char *const *keys)
 {
@@ -303,7 +300,7 @@ secret_free(struct secret *s)
  * would sit in version control. The value itself is never put in a message.
  * With CONFIG_UNRESOLVED only the reference is checked and kept.
  */
-static struct secret *
+struct secret *
 cfg_secret(struct cfgctx *c, const struct ynode *n, const char *what)
 {
 	struct secret	*s;
@@ -800,58 +797,137 @@ cfg_github(struct cfgctx *c, struct org *o, const struct ynode *m)
 		cfg_error(c, m, "\"github.app_id\" and \"github.private_key\" go together");
 }
 
-static void
-cfg_slack(struct cfgctx *c, struct org *o, const struct ynode *m)
+void *
+cfg_section(struct cfgctx *c, const struct ynode *m, const char *what,
+    const struct cfg_field *fields, size_t size, const char *required)
 {
-	struct org_slack	*s;
-	size_t			 i;
+	const char		*keys[32];
+	const struct cfg_field	*f;
+	char			*sec, *name;
+	size_t			 i, n = 0;
 
-	if (!cfg_is_map(c, m, "slack"))
-		return;
-	s = o->slack = xcalloc(1, sizeof *s);
-	s->api_url = xstrdup("https://slack.com/api");
+	if (!cfg_is_map(c, m, what))
+		return NULL;
+	sec = xcalloc(1, size);
+	for (f = fields; f->key != NULL && n + 1 < SPUR_ARRLEN(keys); f++) {
+		keys[n++] = f->key;
+		if (f->dflt != NULL)
+			*(char **)(sec + f->offset) = xstrdup(f->dflt);
+	}
+	keys[n] = NULL;
 	for (i = 0; i < m->n; i++) {
 		const char		*k = ymap_key(m, i);
-		const struct ynode	*n = ymap_value(m, i);
+		const struct ynode	*v = ymap_value(m, i);
 
-		if (strcmp(k, "signing_secret") == 0)
-			s->signing_secret = cfg_secret(c, n, "slack.signing_secret");
-		else if (strcmp(k, "bot_token") == 0)
-			s->bot_token = cfg_secret(c, n, "slack.bot_token");
-		else if (strcmp(k, "api_url") == 0)
-			cfg_url(c, n, "slack.api_url", &s->api_url);
+		for (f = fields; f->key != NULL && strcmp(f->key, k) != 0; f++)
+			;
+		if (f->key == NULL) {
+			cfg_unknown(c, m, i, what, keys);
+			continue;
+		}
+		name = xprintf("%s.%s", what, k);
+		if (f->kind == CFG_FIELD_SECRET)
+			*(struct secret **)(sec + f->offset) = cfg_secret(c, v, name);
 		else
-			cfg_unknown(c, m, i, "slack", slack_keys);
+			cfg_url(c, v, name, (char **)(sec + f->offset));
+		free(name);
 	}
-	if (ymap_get(m, "signing_secret") == NULL)
-		cfg_error(c, m, "\"slack.signing_secret\" is required");
+	if (required != NULL && ymap_get(m, required) == NULL)
+		cfg_error(c, m, "\"%s.%s\" is required", what, required);
+	return sec;
 }
 
-static void
-cfg_linear(struct cfgctx *c, struct org *o, const struct ynode *m)
+void
+cfg_section_free(void *p, const struct cfg_field *fields)
 {
-	struct org_linear	*l;
+	const struct cfg_field	*f;
+	char			*sec = p;
+
+	for (f = fields; f->key != NULL; f++) {
+		if (f->kind == CFG_FIELD_SECRET)
+			secret_free(*(struct secret **)(sec + f->offset));
+		else
+			free(*(char **)(sec + f->offset));
+	}
+	free(sec);
+}
+
+void
+cfg_section_secrets(const void *p, const struct cfg_field *fields,
+    void (*add)(void *, const struct secret *), void *arg)
+{
+	const struct cfg_field	*f;
+	const char		*sec = p;
+	struct secret		*s;
+
+	for (f = fields; f->key != NULL; f++) {
+		if (f->kind == CFG_FIELD_SECRET &&
+		    (s = *(struct secret *const *)(sec + f->offset)) != NULL)
+			add(arg, s);
+	}
+}
+
+/* orgs.NAME.<system>: the system's own parser (source.h) fills the org's slot for it. */
+static void
+cfg_source(struct cfgctx *c, struct org *o, const struct source *src, const struct ynode *m)
+{
+	const struct source	*t;
 	size_t			 i;
 
-	if (!cfg_is_map(c, m, "linear"))
-		return;
-	l = o->linear = xcalloc(1, sizeof *l);
-	l->api_url = xstrdup("https://api.linear.app/graphql");
-	for (i = 0; i < m->n; i++) {
-		const char		*k = ymap_key(m, i);
-		const struct ynode	*n = ymap_value(m, i);
-
-		if (strcmp(k, "webhook_secret") == 0)
-			l->webhook_secret = cfg_secret(c, n, "linear.webhook_secret");
-		else if (strcmp(k, "api_key") == 0)
-			l->api_key = cfg_secret(c, n, "linear.api_key");
-		else if (strcmp(k, "api_url") == 0)
-			cfg_url(c, n, "linear.api_url", &l->api_url);
-		else
-			cfg_unknown(c, m, i, "linear", linear_keys);
+	if (o->sources == NULL)
+		o->sources = xcalloc(source_count(), sizeof *o->sources);
+	for (i = 0, t = source_next(NULL); t != NULL; i++, t = source_next(t)) {
+		if (t == src && o->sources[i] == NULL)
+			o->sources[i] = src->conf_parse(c, m);
 	}
-	if (ymap_get(m, "webhook_secret") == NULL)
-		cfg_error(c, m, "\"linear.webhook_secret\" is required");
+}
+
+int
+config_org_section(struct org *o, const char *system, const char *yaml, char **cause)
+{
+	const struct source	*src = source_system(system);
+	struct cfgctx		 c;
+	struct yerrs		 errs;
+	struct ynode		*root;
+	int			 rc = -1;
+
+	yerrs_init(&errs);
+	memset(&c, 0, sizeof c);
+	c.file = "(section)";
+	c.dir = ".";
+	c.errs = &errs;
+	if (src == NULL || src->conf_parse == NULL) {
+		xasprintf(cause, "no system \"%s\" with a section", system);
+		goto out;
+	}
+	if ((root = yaml_load_string(c.file, yaml, strlen(yaml), &errs)) != NULL) {
+		cfg_source(&c, o, src, root);
+		ynode_free(root);
+	}
+	if (errs.nerrors > 0) {
+		xasprintf(cause, "%s", errs.msgs[0]);
+		goto out;
+	}
+	rc = 0;
+out:
+	yerrs_free(&errs);
+	return rc;
+}
+
+/* An unknown key of an org: the systems' sections are suggested too. */
+static void
+cfg_org_unknown(struct cfgctx *c, const struct ynode *o, size_t j, const char *name)
+{
+	const char		*keys[32];
+	const struct source	*src;
+	size_t			 n = 0, i;
+
+	for (src = source_next(NULL); src != NULL && n < 16; src = source_next(src))
+		keys[n++] = src->name;
+	for (i = 0; org_keys[i] != NULL; i++)
+		keys[n++] = org_keys[i];
+	keys[n] = NULL;
+	cfg_unknown(c, o, j, name, keys);
 }
 
 /* A list of addresses and CIDRs (netguard.h), each refused at its position when it is not one. */
@@ -1272,10 +1348,9 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 
 			if (strcmp(k, "github") == 0)
 				cfg_github(c, org, n);
-			else if (strcmp(k, "slack") == 0)
-				cfg_slack(c, org, n);
-			else if (strcmp(k, "linear") == 0)
-				cfg_linear(c, org, n);
+			else if (source_system(k) != NULL &&
+			    source_system(k)->conf_parse != NULL)
+				cfg_source(c, org, source_system(k), n);
 			else if (strcmp(k, "agents") == 0)
 				cfg_org_agents(c, org, n);
 			else if (strcmp(k, "secrets") == 0)
@@ -1289,7 +1364,7 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			else if (strcmp(k, "budget") == 0)
 				cfg_org_budget(c, org, n);
 			else
-				cfg_unknown(c, o, j, name, org_keys);
+				cfg_org_unknown(c, o, j, name);
 		}
 	}
 	cfg_consoles(c, cf, m);
@@ -1766,32 +1841,48 @@ config_ref(struct config *cf)
 
 static const char *config_default_api[][2] = {
 	{ "github", "https://api.github.com" },
-	{ "slack", "https://slack.com/api" },
-	{ "linear", "https://api.linear.app/graphql" },
 };
 
 char *
 config_api_url(const struct org *org, const char *source)
 {
+	const struct source	*src;
+	const void		*conf;
 	const char	*u = NULL;
 	size_t		 i, len;
 
 	if (org != NULL && strcmp(source, "github") == 0 && org->github != NULL)
 		u = org->github->api_url;
-	else if (org != NULL && strcmp(source, "slack") == 0 && org->slack != NULL)
-		u = org->slack->api_url;
-	else if (org != NULL && strcmp(source, "linear") == 0 && org->linear != NULL)
-		u = org->linear->api_url;
+	else if ((src = source_system(source)) != NULL && src->conf_api_url != NULL &&
+	    (conf = source_conf(org, src)) != NULL)
+		u = src->conf_api_url(conf);
 	for (i = 0; u == NULL && i < SPUR_ARRLEN(config_default_api); i++) {
 		if (strcmp(config_default_api[i][0], source) == 0)
 			u = config_default_api[i][1];
 	}
+	if (u == NULL && (src = source_system(source)) != NULL)
+		u = src->api_url;
 	if (u == NULL)
 		return NULL;
 	len = strlen(u);
 	while (len > 0 && u[len - 1] == '/')
 		len--;
 	return xprintf("%.*s", (int)len, u);
+}
+
+/* The systems' sections of an org, each freed by its own file. */
+static void
+config_free_sources(struct org *o)
+{
+	const struct source	*src;
+	size_t			 i;
+
+	for (i = 0, src = source_next(NULL); o->sources != NULL && src != NULL; i++,
+	    src = source_next(src)) {
+		if (o->sources[i] != NULL)
+			src->conf_free(o->sources[i]);
+	}
+	free(o->sources);
 }
 
 void
@@ -1829,18 +1920,7 @@ config_free(struct config *cf)
 			free(o->github->git_url);
 			free(o->github);
 		}
-		if (o->slack != NULL) {
-			secret_free(o->slack->signing_secret);
-			secret_free(o->slack->bot_token);
-			free(o->slack->api_url);
-			free(o->slack);
-		}
-		if (o->linear != NULL) {
-			secret_free(o->linear->webhook_secret);
-			secret_free(o->linear->api_key);
-			free(o->linear->api_url);
-			free(o->linear);
-		}
+		config_free_sources(o);
 		named_secrets_free(o->agents, o->nagents);
 		named_secrets_free(o->secrets, o->nsecrets);
 		for (j = 0; o->sealed_hosts != NULL && j < o->nsealed; j++)
@@ -1959,6 +2039,35 @@ config_secrets_add(const struct secret **out, size_t max, size_t n, const struct
 	return s != NULL ? n + 1 : n;
 }
 
+struct config_secrets_ctx {
+	const struct secret	**out;
+	size_t			  max;
+	size_t			  n;
+};
+
+static void
+config_secrets_one(void *arg, const struct secret *s)
+{
+	struct config_secrets_ctx	*x = arg;
+
+	x->n = config_secrets_add(x->out, x->max, x->n, s);
+}
+
+/* The secrets of the org's systems' sections, each listed by its own file. */
+static size_t
+config_secrets_sources(const struct org *o, const struct secret **out, size_t max, size_t n)
+{
+	struct config_secrets_ctx	 x = { out, max, n };
+	const struct source		*src;
+	const void			*conf;
+
+	for (src = source_next(NULL); src != NULL; src = source_next(src)) {
+		if (src->conf_secrets != NULL && (conf = source_conf(o, src)) != NULL)
+			src->conf_secrets(conf, config_secrets_one, &x);
+	}
+	return x.n;
+}
+
 size_t
 config_secrets(const struct config *cf, const struct secret **out, size_t max)
 {
@@ -1971,14 +2080,7 @@ config_secrets(const struct config *cf, const struct secret **out, size_t max)
 			n = config_secrets_add(out, max, n, o->github->token);
 			n = config_secrets_add(out, max, n, o->github->private_key);
 		}
-		if (o->slack != NULL) {
-			n = config_secrets_add(out, max, n, o->slack->signing_secret);
-			n = config_secrets_add(out, max, n, o->slack->bot_token);
-		}
-		if (o->linear != NULL) {
-			n = config_secrets_add(out, max, n, o->linear->webhook_secret);
-			n = config_secrets_add(out, max, n, o->linear->api_key);
-		}
+		n = config_secrets_sources(o, out, max, n);
 		if (o->api != NULL)
 			n = config_secrets_add(out, max, n, o->api->callback_secret);
 		if (o->console != NULL)

@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "automation.h"
 #include "event.h"
+#include "source.h"
 #include "trigger.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
@@ -249,15 +250,11 @@ cond_eval(const struct cond *c, const json_t *payload, struct buf *why)
 }
 
 const char *
-trigger_source_name(enum trigger_source s)
+trigger_source_name(const struct trigger *t)
 {
-	switch (s) {
-	case TRIG_GITHUB:
-		return "github";
-	case TRIG_SLACK:
-		return "slack";
-	case TRIG_LINEAR:
-		return "linear";
+	switch (t->source) {
+	case TRIG_SYSTEM:
+		return t->system->name;
 	case TRIG_SCHEDULE:
 		return "schedule";
 	case TRIG_WEBHOOK:
@@ -282,69 +279,23 @@ event_filter_match(const char *filter, const char *type)
 	return strncmp(type, filter, n) == 0 && type[n] == '.';
 }
 
+/* The trigger's k-th check. */
 static int
-list_has(char **list, size_t n, const char *s, int icase)
+trigger_check(const struct trigger *t, size_t k, const struct spur_event *ev, struct buf *why)
 {
-	size_t	 i;
-
-	if (s == NULL)
-		return 0;
-	for (i = 0; i < n; i++) {
-		if ((icase ? strcasecmp(list[i], s) : strcmp(list[i], s)) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-static void
-why_list(struct buf *why, char **list, size_t n)
-{
-	size_t	 i;
-
-	buf_adds(why, "[");
-	for (i = 0; i < n; i++)
-		buf_addf(why, "%s%s", i > 0 ? ", " : "", list[i]);
-	buf_adds(why, "]");
-}
-
-/* Linear labels: any of the issue's labels is listed. */
-static int
-linear_labels_match(const struct trigger *t, const struct spur_event *ev)
-{
-	json_t	*labels = json_object_get(ev->meta, "labels"), *v;
-	size_t	 i;
-
-	json_array_foreach(labels, i, v) {
-		if (list_has(t->labels, t->nlabels, json_string_value(v), 1))
-			return 1;
-	}
-	return 0;
-}
-
-/* Only an Issue.update that moved the issue into a new state counts as a transition. */
-static int
-linear_transition(const struct spur_event *ev)
-{
-	return ev->type != NULL && strcmp(ev->type, "Issue.update") == 0 &&
-	    json_is_true(json_object_get(ev->meta, "state_changed"));
-}
-
-static int
-trigger_check(const struct trigger *t, enum trigger_check check, const struct spur_event *ev,
-    struct buf *why)
-{
+	const struct trigger_cond *c;
 	const char	*s;
-	size_t		 i;
+	size_t		 i, mark;
 	int		 ok = 0;
 
-	switch (check) {
+	switch (t->checks[k]) {
 	case CHECK_EVENTS:
 		for (i = 0; i < t->nevents && !ok; i++)
 			ok = event_filter_match(t->events[i], ev->type);
 		if (!ok && why != NULL) {
 			buf_addf(why, "%s.events: %s is not one of ", t->label,
 			    ev->type != NULL ? ev->type : "(no type)");
-			why_list(why, t->events, t->nevents);
+			source_why_list(why, t->events, t->nevents);
 		}
 		return ok;
 	case CHECK_REPOSITORIES:
@@ -357,7 +308,7 @@ trigger_check(const struct trigger *t, enum trigger_check check, const struct sp
 			else {
 				buf_addf(why, "%s.repositories: %s is not one of ", t->label,
 				    ev->repository);
-				why_list(why, t->repositories, t->nrepositories);
+				source_why_list(why, t->repositories, t->nrepositories);
 			}
 		}
 		return ok;
@@ -369,8 +320,7 @@ trigger_check(const struct trigger *t, enum trigger_check check, const struct sp
 		return ok;
 	case CHECK_WHERE:
 		if (why != NULL) {
-			size_t	 mark = why->len;
-
+			mark = why->len;
 			buf_addf(why, "%s.where: ", t->label);
 			if ((ok = cond_eval(t->where, spur_event_payload(ev), why)))
 				why->len = mark;
@@ -378,63 +328,26 @@ trigger_check(const struct trigger *t, enum trigger_check check, const struct sp
 		}
 		return cond_eval(t->where, spur_event_payload(ev), NULL);
 	case CHECK_LABELS:
-		if (t->source == TRIG_LINEAR) {
-			ok = linear_labels_match(t, ev);
-			if (!ok && why != NULL) {
-				buf_addf(why, "%s.labels: the issue has none of ", t->label);
-				why_list(why, t->labels, t->nlabels);
-			}
-			return ok;
-		}
 		s = spur_event_meta_str(ev, "label");
-		ok = list_has(t->labels, t->nlabels, s, 1);
+		ok = source_list_has(t->labels, t->nlabels, s, 1);
 		if (!ok && why != NULL) {
 			if (s == NULL)
 				buf_addf(why, "%s.labels: no label was added", t->label);
 			else {
 				buf_addf(why, "%s.labels: label \"%s\" is not one of ",
 				    t->label, s);
-				why_list(why, t->labels, t->nlabels);
+				source_why_list(why, t->labels, t->nlabels);
 			}
 		}
 		return ok;
-	case CHECK_TEAMS:
-		s = spur_event_meta_str(ev, "team");
-		ok = list_has(t->teams, t->nteams, s, 1);
-		if (!ok && why != NULL) {
-			buf_addf(why, "%s.teams: team %s is not one of ", t->label,
-			    s != NULL ? s : "(none)");
-			why_list(why, t->teams, t->nteams);
-		}
-		return ok;
-	case CHECK_TO_STATE:
-	case CHECK_TO_STATE_TYPE:
-		if (check == CHECK_TO_STATE)
-			s = spur_event_meta_str(ev, "to_state");
-		else
-			s = spur_event_meta_str(ev, "to_state_type");
-		ok = linear_transition(ev) && s != NULL && strcasecmp(s,
-		    check == CHECK_TO_STATE ? t->to_state : t->to_state_type) == 0;
-		if (!ok && why != NULL) {
-			buf_addf(why, "%s.%s: ", t->label, check == CHECK_TO_STATE ?
-			    "to_state" : "to_state_type");
-			if (!linear_transition(ev))
-				buf_adds(why, "the event is not an issue changing state");
-			else
-				buf_addf(why, "the issue moved to %s \"%s\", not \"%s\"",
-				    check == CHECK_TO_STATE ? "state" : "a state of type",
-				    s != NULL ? s : "", check == CHECK_TO_STATE ?
-				    t->to_state : t->to_state_type);
-		}
-		return ok;
-	case CHECK_CHANNELS:
-		s = spur_event_meta_str(ev, "channel");
-		ok = list_has(t->channels, t->nchannels, s, 0);
-		if (!ok && why != NULL) {
-			buf_addf(why, "%s.channels: channel %s is not one of ", t->label,
-			    s != NULL ? s : "(none)");
-			why_list(why, t->channels, t->nchannels);
-		}
+	case CHECK_SYSTEM:
+		c = &t->conds[k];
+		if (why == NULL)
+			return c->check->match(c->values, c->nvalues, ev, NULL);
+		mark = why->len;
+		buf_addf(why, "%s.%s: ", t->label, c->check->key);
+		if ((ok = c->check->match(c->values, c->nvalues, ev, why)))
+			why->len = mark;
 		return ok;
 	}
 	return 0;
@@ -446,7 +359,7 @@ trigger_applies(const struct automation *a, const struct trigger *t, const struc
 {
 	const char	*s;
 
-	if (strcmp(ev->source, trigger_source_name(t->source)) != 0)
+	if (strcmp(ev->source, trigger_source_name(t)) != 0)
 		return 0;
 	if (t->source == TRIG_SCHEDULE) {
 		s = spur_event_meta_str(ev, "automation");
@@ -465,7 +378,7 @@ trigger_eval(const struct trigger *t, const struct spur_event *ev, struct buf *w
 	size_t	 i;
 
 	for (i = 0; i < t->nchecks; i++) {
-		if (!trigger_check(t, t->checks[i], ev, why))
+		if (!trigger_check(t, i, ev, why))
 			return 0;
 	}
 	return 1;
@@ -511,7 +424,9 @@ automation_is_member(const char *role)
 static int
 automation_looked_up(const struct spur_event *ev)
 {
-	return strcmp(ev->source, "slack") == 0 || strcmp(ev->source, "linear") == 0;
+	const struct source	*src = source_system(ev->source);
+
+	return src != NULL && src->person_request != NULL;
 }
 
 int
@@ -538,7 +453,7 @@ automation_authors_ok(const struct automation *a, const struct spur_event *ev, s
 		return 1;
 	/*
 	 * A bot is for bots (true or false) to decide; an event of no one (the
-	 * workspace's own automation, a Linear integration) is no person's to judge.
+	 * workspace's own automation, an integration) is no person's to judge.
 	 */
 	if (automation_looked_up(ev) && !a->authors_listed && (ev->actor.bot ||
 	    ev->actor.id == NULL))
@@ -587,7 +502,7 @@ automation_set_authors_need(const struct automation_set *set, const struct spur_
 		if (strcmp(a->org, ev->org) != 0 || !automation_authors_need(a, ev))
 			continue;
 		for (has = 0, j = 0; j < a->ntriggers && !has; j++)
-			has = strcmp(trigger_source_name(a->triggers[j].source), ev->source) == 0;
+			has = strcmp(trigger_source_name(&a->triggers[j]), ev->source) == 0;
 		if (!has)
 			continue;
 		need = 1;
@@ -789,7 +704,7 @@ match_index_build(const struct automation_set *set)
 		a = set->list[i];
 		for (j = 0; j < a->ntriggers; j++) {
 			t = &a->triggers[j];
-			src = trigger_source_name(t->source);
+			src = trigger_source_name(t);
 			if (t->source == TRIG_SCHEDULE)
 				match_add(idx, a->org, src, a->name, i);
 			else if (t->source == TRIG_WEBHOOK)

@@ -40,11 +40,9 @@
  *	          from a fork), label (the label added or removed), labels (the
  *	          PR's or issue's, comma-separated), file (a review comment's
  *	          "path:line")
- *	linear:   issue (identifier), title, team, state (the state moved to),
- *	          labels
- *	slack:    channel, command
  *	webhook:  hook
  *	schedule: scheduled at
+ *	and each system of source.h its own (its prompt hook, in its file)
  *     A value is cleaned (5), its line breaks and tabs become spaces, spaces
  *     are trimmed at both ends, it is neutralized (6) and, past
  *     PROMPT_FIELD_MAX bytes, cut on a character boundary and followed by
@@ -100,6 +98,7 @@
 #include "fold.h"
 #include "prompt.h"
 #include "scrub.h"
+#include "source.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -655,8 +654,7 @@ prompt_field(struct buf *b, const char *label, const char *value)
 	free(clean);
 }
 
-/* A field from a path into {meta}: strings, numbers and booleans. */
-static void
+void
 prompt_field_path(struct buf *b, const char *label, const json_t *root, const char *path)
 {
 	const json_t	*v = json_path(root, path);
@@ -669,8 +667,7 @@ prompt_field_path(struct buf *b, const char *label, const json_t *root, const ch
 	free(s);
 }
 
-/* A list as one field, "a, b, c": its strings, or each item's key. */
-static void
+void
 prompt_field_list(struct buf *b, const char *label, const json_t *list, const char *key)
 {
 	struct buf	 s;
@@ -710,23 +707,6 @@ prompt_github(struct buf *b, const json_t *root)
 }
 
 static void
-prompt_linear(struct buf *b, const json_t *root)
-{
-	prompt_field_path(b, "issue", root, "meta.identifier");
-	prompt_field_path(b, "title", root, "meta.title");
-	prompt_field_path(b, "team", root, "meta.team");
-	prompt_field_path(b, "state", root, "meta.to_state");
-	prompt_field_list(b, "labels", json_path(root, "meta.labels"), NULL);
-}
-
-static void
-prompt_slack(struct buf *b, const json_t *root)
-{
-	prompt_field_path(b, "channel", root, "meta.channel");
-	prompt_field_path(b, "command", root, "meta.command");
-}
-
-static void
 prompt_webhook(struct buf *b, const json_t *root)
 {
 	prompt_field_path(b, "hook", root, "meta.hook");
@@ -744,8 +724,6 @@ static const struct {
 	void		(*fields)(struct buf *, const json_t *);
 } prompt_sources[] = {
 	{ "github", prompt_github },
-	{ "linear", prompt_linear },
-	{ "slack", prompt_slack },
 	{ "webhook", prompt_webhook },
 	{ "schedule", prompt_schedule },
 };
@@ -784,6 +762,7 @@ char *
 prompt_build_with(const char *saved, const struct spur_event *ev, const char *nonce,
     const json_t *more)
 {
+	const struct source *src;
 	struct buf	 b;
 	json_t		*root, *payload, *v;
 	char		*fresh = NULL, *dump, line[64];
@@ -816,6 +795,8 @@ prompt_build_with(const char *saved, const struct spur_event *ev, const char *no
 		if (ev->source != NULL && strcmp(ev->source, prompt_sources[i].source) == 0)
 			prompt_sources[i].fields(&b, root);
 	}
+	if ((src = source_system(ev->source)) != NULL && src->prompt != NULL)
+		src->prompt(&b, root);
 	json_object_foreach((json_t *)more, key, v) {
 		/* Not twice: a field the event itself gave stays the one shown. */
 		snprintf(line, sizeof line, "\n%s: ", key);

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <jansson.h>
 
+struct buf;
 struct spur_event;
 
 #define PROMPT_DATA_MAX	(64 * 1024)	/* bytes of free text (or payload) kept, after cleaning */
@@ -25,6 +26,15 @@ char	*prompt_build(const char *saved, const struct spur_event *, const char *non
  */
 char	*prompt_build_with(const char *saved, const struct spur_event *, const char *nonce,
 	     const json_t *more);
+/*
+ * For a system's fields (source.h prompt): a field from a path into the
+ * event JSON (strings, numbers and booleans), and a list as one field,
+ * "a, b, c" (its strings, or each item's key).
+ */
+void	 prompt_field_path(struct buf *, const char *label, const json_t *root,
+	     const char *path);
+void	 prompt_field_list(struct buf *, const char *label, const json_t *list,
+	     const char *key);
 /* A fresh random nonce: PROMPT_NONCE_LEN lowercase hex digits, caller frees. */
 char	*prompt_nonce_new(void);
 /*

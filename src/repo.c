@@ -11,6 +11,7 @@
 #include "scrub.h"
 #include "sandbox.h"
 #include "serve.h"
+#include "source.h"
 #include "store.h"
 
 #include <sys/stat.h>
@@ -90,7 +91,7 @@ struct repo_job {
 	char			*files;		/* a PR's changed files, for the agent's prompt */
 	char			*message;
 	char			*asked;		/* the PR body's markdown of who asked what, where */
-	char			*linear;	/* the Linear issue's identifier (ENG-12), NULL: none */
+	char			*pr_line;	/* the system's line linking the PR (source.h), NULL: none */
 	char			*link;		/* public_url/runs/RUN */
 	int			 draft;
 	json_t			*reviewers;	/* logins to request, NULL: none */
@@ -136,7 +137,7 @@ repo_job_free(struct repo_job *j)
 	free(j->files);
 	free(j->message);
 	free(j->asked);
-	free(j->linear);
+	free(j->pr_line);
 	free(j->link);
 	json_decref(j->reviewers);
 	json_decref(j->labels);
@@ -687,7 +688,7 @@ repo_pr_facts(struct repo_job *j, const json_t *run)
 	const json_t	*ev = json_object_get(run, "event");
 	const char	*source = json_path_str(ev, "source"), *url = json_path_str(ev, "url");
 	const char	*who = json_path_str(ev, "actor.name"), *text = json_path_str(ev, "text");
-	const char	*id = json_path_str(ev, "meta.identifier");
+	const struct source *src;
 	struct buf	 b;
 
 	buf_init(&b, 0);
@@ -706,10 +707,9 @@ repo_pr_facts(struct repo_job *j, const json_t *run)
 		(void)buf_adds(&b, "\n");
 	}
 	j->asked = buf_take(&b);
-	/* Linear links a pull request whose body names its issue. */
-	if (id != NULL && strlen(id) < 32 && strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	    "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(id))
-		j->linear = xstrdup(id);
+	/* A system may link a pull request whose body names its thread. */
+	if ((src = source_system(source)) != NULL && src->pr_line != NULL)
+		j->pr_line = src->pr_line(ev);
 	if (j->e->conf->public_url != NULL)
 		j->link = xprintf("%s/runs/%s", j->e->conf->public_url, j->run);
 }
@@ -717,7 +717,8 @@ repo_pr_facts(struct repo_job *j, const json_t *run)
 /*
  * The PR's description: the marker, what was asked, by whom, where; why this
  * PR exists when it continues another; the agent's summary, cut to fit
- * GitHub's limit; the Linear issue; the run. A follow-up writes it anew.
+ * GitHub's limit; the system's line linking it (source.h pr_line); the run.
+ * A follow-up writes it anew.
  */
 static char *
 repo_pr_body(struct repo_job *j)
@@ -738,8 +739,8 @@ repo_pr_body(struct repo_job *j)
 		    "spur cannot push to, so the changes are on a new branch here.\n\n",
 		    j->number, j->head_repo != NULL ? j->head_repo : "deleted");
 	(void)buf_adds(&head, "### Summary\n\n");
-	if (j->linear != NULL)
-		(void)buf_addf(&tail, "\n\nLinear: %s", j->linear);
+	if (j->pr_line != NULL)
+		(void)buf_addf(&tail, "\n\n%s", j->pr_line);
 	if (j->link != NULL)
 		(void)buf_addf(&tail, "\n\nOpened by spur for run [%s](%s).\n", j->run, j->link);
 	else
@@ -1039,12 +1040,7 @@ repo_token(const char *text, char **out, char **cause)
 	return *out != NULL;
 }
 
-/*
- * The repository of the pairs whose key one of keys (a string or a list of
- * them) names, case-insensitively unless exact: NULL when none; *clash set
- * when two keys name different repositories.
- */
-static const char *
+const char *
 repo_map_lookup(const json_t *pairs, const json_t *keys, int exact, const char **clash)
 {
 	const char	*k, *found = NULL, *r;
@@ -1069,8 +1065,7 @@ repo_map_lookup(const json_t *pairs, const json_t *keys, int exact, const char *
 	return found;
 }
 
-/* "acme/web (Slack channel C0123ABCD), ...": what an automation's mapping offers, bounded. */
-static void
+void
 repo_map_list(struct buf *b, const json_t *pairs, const char *what, size_t *n)
 {
 	const char	*k;
@@ -1087,15 +1082,16 @@ repo_map_list(struct buf *b, const json_t *pairs, const char *what, size_t *n)
 static char *
 repo_refusal(const struct automation *a, const char *why)
 {
+	const struct source *src;
 	const json_t	*m = a->repository_map;
 	struct buf	 b;
 	size_t		 n = 0, i;
 
 	buf_init(&b, 0);
 	buf_addf(&b, "%s; this automation may use ", why);
-	repo_map_list(&b, json_object_get(m, "slack"), "Slack channel", &n);
-	repo_map_list(&b, json_path(m, "linear.labels"), "Linear label", &n);
-	repo_map_list(&b, json_path(m, "linear.teams"), "Linear team", &n);
+	for (src = source_next(NULL); src != NULL; src = source_next(src))
+		if (src->repo_list != NULL && json_object_get(m, src->name) != NULL)
+			src->repo_list(&b, json_object_get(m, src->name), &n);
 	if (n > REPO_LIST_MAX)
 		buf_addf(&b, " and %zu more", n - REPO_LIST_MAX);
 	if (json_is_true(json_object_get(m, "text")) && a->repositories != NULL) {
@@ -1112,21 +1108,23 @@ repo_refusal(const struct automation *a, const char *why)
 
 /*
  * The mapping's choice: a repo: token in the text (when text: true, inside
- * the allow list), else the event's Slack channel, Linear label (before
- * team), a GitHub event's own repository, else the default.
+ * the allow list), else what a system's map says for the event (source.h
+ * repo_choose), a GitHub event's own repository, else the default.
  */
 static int
 repo_choose_map(const struct automation *a, const json_t *event, char **out, char **cause)
 {
+	const struct source *src;
 	const json_t	*m = a->repository_map, *meta = json_object_get(event, "meta");
 	const char	*source = json_string_value(json_object_get(event, "source"));
-	const char	*repo = NULL, *clash = NULL, *text;
+	const char	*repo = NULL, *text;
 	char		*token = NULL, *why = NULL;
 	size_t		 i;
 	int		 rc;
 
 	if (source == NULL)
 		source = "";
+	src = source_system(source);
 	text = json_string_value(json_object_get(event, "text"));
 	if (json_is_true(json_object_get(m, "text")) && text != NULL) {
 		if ((rc = repo_token(text, &token, &why)) < 0)
@@ -1143,20 +1141,10 @@ repo_choose_map(const struct automation *a, const json_t *event, char **out, cha
 			goto refuse;
 		}
 	}
-	if (strcmp(source, "slack") == 0)
-		repo = repo_map_lookup(json_object_get(m, "slack"), json_object_get(meta,
-		    "channel"), 1, &clash);
-	else if (strcmp(source, "linear") == 0) {
-		repo = repo_map_lookup(json_path(m, "linear.labels"), json_object_get(meta,
-		    "labels"), 0, &clash);
-		if (clash != NULL) {
-			why = xprintf("the issue's labels name two repositories, %s and %s",
-			    repo, clash);
+	if (src != NULL && src->repo_choose != NULL) {
+		repo = src->repo_choose(json_object_get(m, source), meta, &why);
+		if (why != NULL)
 			goto refuse;
-		}
-		if (repo == NULL)
-			repo = repo_map_lookup(json_path(m, "linear.teams"),
-			    json_object_get(meta, "team"), 0, &clash);
 	} else if (strcmp(source, "github") == 0)
 		repo = json_string_value(json_object_get(event, "repository"));
 	if (repo == NULL)
@@ -1165,14 +1153,8 @@ repo_choose_map(const struct automation *a, const json_t *event, char **out, cha
 		*out = xstrdup(repo);
 		return 1;
 	}
-	if (strcmp(source, "slack") == 0)
-		why = xprintf("no repository for Slack channel %s",
-		    json_string_value(json_object_get(meta, "channel")) != NULL ?
-		    json_string_value(json_object_get(meta, "channel")) : "(none)");
-	else if (strcmp(source, "linear") == 0)
-		why = xprintf("no repository for the issue's team %s or its labels",
-		    json_string_value(json_object_get(meta, "team")) != NULL ?
-		    json_string_value(json_object_get(meta, "team")) : "(none)");
+	if (src != NULL && src->repo_none != NULL)
+		why = src->repo_none(meta);
 	else
 		why = xprintf("the event names no repository");
 refuse:

@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 
+struct buf;
 struct engine;
 struct automation;
 struct repo_job;
@@ -61,5 +62,16 @@ void	 repo_job_free(struct repo_job *);
 
 /* owner/name of GitHub's alphabet: nothing a URL or a path could be tricked with. */
 int		 repo_valid_name(const char *);
+
+/*
+ * For a system's repository map (source.h repo_choose, repo_list): the
+ * repository of the pairs whose key one of keys (a string or a list of them)
+ * names, case-insensitively unless exact: NULL when none, *clash set when two
+ * keys name different repositories; and the pairs as "acme/web (WHAT KEY)",
+ * added to b with *n counting every entry (a bounded number is written).
+ */
+const char	*repo_map_lookup(const json_t *pairs, const json_t *keys, int exact,
+		     const char **clash);
+void		 repo_map_list(struct buf *, const json_t *pairs, const char *what, size_t *n);
 
 #endif

@@ -6,6 +6,7 @@
 #include "event.h"
 #include "outbox.h"
 #include "report.h"
+#include "source.h"
 #include "run.h"
 #include "scrub.h"
 #include "serve.h"
@@ -54,14 +55,14 @@ static void
 report_frame(const struct report_backend *b, const struct report_facts *f,
     struct buf *head, struct buf *tail)
 {
-	int	 slack = b != NULL && b->mrkdwn;
+	int	 mrkdwn = b != NULL && b->mrkdwn;
 	char	 dur[128];
 	int	 ok = strcmp(f->state, "completed") == 0;
 
 	report_duration(f->duration_ms, dur, sizeof dur);
 	if (f->usage != NULL)
 		snprintf(dur + strlen(dur), sizeof dur - strlen(dur), ", %s", f->usage);
-	if (slack) {
+	if (mrkdwn) {
 		buf_addf(head, "*spur* · `%s` · *%s* · %s\n", f->automation, f->state, dur);
 		if (!ok && f->cause != NULL && *f->cause != '\0')
 			buf_addf(head, ">*Why:* %s.\n", f->cause);
@@ -82,22 +83,22 @@ report_frame(const struct report_backend *b, const struct report_facts *f,
 	buf_adds(head, "\n");
 	if (f->proof != NULL) {
 		if (strncmp(f->proof, "http", 4) == 0)
-			buf_addf(tail, slack ? "\n\n*Pull request:* <%s>" : "\n\n**Pull request:** %s",
+			buf_addf(tail, mrkdwn ? "\n\n*Pull request:* <%s>" : "\n\n**Pull request:** %s",
 			    f->proof);
 		else if (strncmp(f->proof, "artifacts", 9) == 0)
-			buf_addf(tail, slack ? "\n\n*Artifacts:* kept with the run" :
+			buf_addf(tail, mrkdwn ? "\n\n*Artifacts:* kept with the run" :
 			    "\n\n**Artifacts:** kept with the run");
 		else if (strcmp(f->proof, "report") != 0)
-			buf_addf(tail, slack ? "\n\n*Branch:* `%s`" : "\n\n**Branch:** `%s`",
+			buf_addf(tail, mrkdwn ? "\n\n*Branch:* `%s`" : "\n\n**Branch:** `%s`",
 			    f->proof);
 	}
 	if (f->retry_of != NULL)
-		buf_addf(tail, slack ? "\n\nThis run continues `%s`, which a stop of the engine "
+		buf_addf(tail, mrkdwn ? "\n\nThis run continues `%s`, which a stop of the engine "
 		    "interrupted." : "\n\nThis run continues `%s`, which a stop of the engine "
 		    "interrupted.", f->retry_of);
 	if (f->link != NULL)
-		buf_addf(tail, slack ? "\n\nRun <%s|%s>" : "\n\nRun [%s](%s)",
-		    slack ? f->link : f->run, slack ? f->run : f->link);
+		buf_addf(tail, mrkdwn ? "\n\nRun <%s|%s>" : "\n\nRun [%s](%s)",
+		    mrkdwn ? f->link : f->run, mrkdwn ? f->run : f->link);
 	else
 		buf_addf(tail, "\n\nRun `%s`", f->run);
 	if (b != NULL && b->marker == REPORT_MARKER_TAIL)
@@ -137,18 +138,17 @@ report_format(const char *source, const struct report_facts *f, size_t max)
 	return cut;
 }
 
-/* The systems a thread can be on: one entry each. */
+/* The systems a thread can be on besides source.h's, whose entries name their own. */
 static const struct report_backend *const report_backends[] = {
 	&report_github,
-	&report_slack,
-	&report_linear,
 	&report_api,
 };
 
 const struct report_backend *
 report_backend_find(const char *source)
 {
-	size_t	 i;
+	const struct source	*src;
+	size_t			 i;
 
 	if (source == NULL)
 		return NULL;
@@ -156,6 +156,8 @@ report_backend_find(const char *source)
 		if (strcmp(report_backends[i]->name, source) == 0)
 			return report_backends[i];
 	}
+	if ((src = source_system(source)) != NULL)
+		return src->report;
 	return NULL;
 }
 
@@ -218,7 +220,7 @@ report_idempotent(const json_t *report)
 	/* An edit sets a message to the same text however often it is sent. */
 	if (json_is_true(json_path(report, "target.edit")))
 		return 1;
-	/* GitHub answers 200 for a reaction that is there; Slack already_reacted. */
+	/* A reaction already there is answered as done (GitHub's 200, already_reacted). */
 	return kind != NULL && strcmp(kind, "reaction") == 0;
 }
 

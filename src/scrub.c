@@ -549,11 +549,11 @@ scrub_alpha(char c)
 /*
  * The length of the markup at s[i] that a destination renders as nothing
  * (0: none), so a value split by it is one on the page: an HTML tag ("<b>",
- * "</span>", "<wbr>"), the start of a Slack link up to its text ("<URL|"),
- * a link's target ("](URL)"), emphasis, strike and code-span marks, link
- * brackets and the closing ">" of a Slack link, and the backslash of a
- * markdown escape ("\_" renders "_"). The union of GitHub's, Slack's and
- * Linear's markup: what one of them shows literally is cut all the same.
+ * "</span>", "<wbr>"), the start of an angle-bracket link up to its text
+ * ("<URL|"), a link's target ("](URL)"), emphasis, strike and code-span marks,
+ * link brackets and the closing ">" of an angle-bracket link, and the backslash of a
+ * markdown escape ("\_" renders "_"). The union of every destination's
+ * markup: what one of them shows literally is cut all the same.
  */
 static size_t
 scrub_markup(const char *s, size_t len, size_t i)

@@ -407,7 +407,7 @@ hook_done_cb(enum ingest_status status, const struct spur_event *ev, json_t *run
 	size_t		 i;
 	char		*own;
 
-	/* A system that shows the answer to a person words it itself (a Slack slash command). */
+	/* A system that shows the answer to a person words it itself (a slash command's note). */
 	if ((status == INGEST_NEW || status == INGEST_DUPLICATE) && hr->src != NULL &&
 	    hr->src->answer != NULL && (own = hr->src->answer(ev, runs, status ==
 	    INGEST_DUPLICATE, hr->conf->public_url)) != NULL) {

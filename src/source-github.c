@@ -43,6 +43,7 @@ static void	github_handle(const struct source_req *, struct source_result *);
 static const char *github_command_text(const struct spur_event *, int *);
 const struct source source_github = {
 	.name = "github",
+	.title = "GitHub",
 	.handle = github_handle,
 	.command_text = github_command_text,
 };

@@ -1,18 +1,36 @@
-/* source-linear.c: Linear webhooks: Linear-Signature, the webhookTimestamp window, events; reports back as issue comments. */
+/*
+ * source-linear.c: everything spur knows of Linear: its config section, webhooks
+ * (Linear-Signature, the webhookTimestamp window, events), triggers, repository
+ * maps, prompt fields, people, doctor checks, and reports back as issue comments.
+ */
 #include "spur.h"
+#include "automation.h"
 #include "conf.h"
+#include "doctor.h"
 #include "event.h"
 #include "outbox.h"
+#include "prompt.h"
+#include "repo.h"
 #include "report.h"
 #include "source.h"
+#include "ytree.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define LINEAR_API_URL	"https://api.linear.app/graphql"	/* api_url's default */
 #define LINEAR_SIG_HEADER	"Linear-Signature"
 #define LINEAR_WINDOW_MS	(60 * 1000)
+
+/* orgs.NAME.linear */
+struct linear_conf {
+	struct secret	*webhook_secret;
+	struct secret	*api_key;
+	char		*api_url;
+};
 
 static void	linear_handle(const struct source_req *, struct source_result *);
 
@@ -20,13 +38,384 @@ static const char *linear_command_text(const struct spur_event *, int *);
 static json_t	*linear_person_request(const struct spur_event *, char *const *, size_t, char **);
 static int	 linear_person_answer(const struct spur_event *, char *const *, size_t, int,
 		     const json_t *, struct person *, char **);
+static void	*linear_conf_parse(struct cfgctx *, const struct ynode *);
+static void	 linear_conf_free(void *);
+static void	 linear_conf_secrets(const void *, void (*)(void *, const struct secret *),
+		     void *);
+static const char *linear_conf_api_url(const void *);
+static char	*linear_event_check(const char *);
+static json_t	*linear_repo_parse(struct aload *, const struct ynode *);
+static int	 linear_repo_valid(const json_t *);
+static const char *linear_repo_choose(const json_t *, const json_t *, char **);
+static char	*linear_repo_none(const json_t *);
+static void	 linear_repo_list(struct buf *, const json_t *, size_t *);
+static char	*linear_pr_line(const json_t *);
+static json_t	*linear_report_dest(const char *, const char **);
+static int	 linear_person_ready(const struct org *);
+static void	 linear_prompt(struct buf *, const json_t *);
+static void	 linear_doctor(struct doctor *, const struct org *);
+static int	 linear_labels_match(char *const *, size_t, const struct spur_event *,
+		     struct buf *);
+static int	 linear_teams_match(char *const *, size_t, const struct spur_event *,
+		     struct buf *);
+static int	 linear_to_state_match(char *const *, size_t, const struct spur_event *,
+		     struct buf *);
+static int	 linear_to_state_type_match(char *const *, size_t, const struct spur_event *,
+		     struct buf *);
+static const struct report_backend linear_report;
+
+static const char *const linear_trigger_keys[] = {
+	"events", "teams", "to_state", "to_state_type", "labels", "text", "where", NULL
+};
+static const char *const linear_state_types[] = {
+	"triage", "backlog", "unstarted", "started", "completed", "canceled", NULL
+};
+static const struct source_check linear_checks[] = {
+	{ "teams", SOURCE_CHECK_LIST, NULL, linear_teams_match, NULL },
+	{ "to_state", SOURCE_CHECK_STRING, NULL, linear_to_state_match, NULL },
+	{ "to_state_type", SOURCE_CHECK_ENUM, linear_state_types, linear_to_state_type_match, NULL },
+	{ "labels", SOURCE_CHECK_LIST, NULL, linear_labels_match, NULL },
+	{ NULL, 0, NULL, NULL, NULL }
+};
+
 const struct source source_linear = {
 	.name = "linear",
+	.title = "Linear",
 	.handle = linear_handle,
 	.command_text = linear_command_text,
 	.person_request = linear_person_request,
 	.person_answer = linear_person_answer,
+	.conf_parse = linear_conf_parse,
+	.conf_free = linear_conf_free,
+	.conf_secrets = linear_conf_secrets,
+	.api_url = LINEAR_API_URL,
+	.conf_api_url = linear_conf_api_url,
+	.window_ms = LINEAR_WINDOW_MS,
+	.trigger_keys = linear_trigger_keys,
+	.event_check = linear_event_check,
+	.checks = linear_checks,
+	.repo_parse = linear_repo_parse,
+	.repo_valid = linear_repo_valid,
+	.repo_choose = linear_repo_choose,
+	.repo_none = linear_repo_none,
+	.repo_list = linear_repo_list,
+	.pr_line = linear_pr_line,
+	.report_dest = linear_report_dest,
+	.report_example = "ENG-12",
+	.report = &linear_report,
+	.person_key = "linear.api_key",
+	.person_scope = "",
+	.person_ready = linear_person_ready,
+	.person_teams = 1,
+	.prompt = linear_prompt,
+	.doctor = linear_doctor,
 };
+
+/* --- orgs.NAME.linear ------------------------------------------------------------ */
+
+static const struct cfg_field linear_conf_fields[] = {
+	{ "webhook_secret", CFG_FIELD_SECRET, offsetof(struct linear_conf, webhook_secret), NULL },
+	{ "api_key", CFG_FIELD_SECRET, offsetof(struct linear_conf, api_key), NULL },
+	{ "api_url", CFG_FIELD_URL, offsetof(struct linear_conf, api_url), LINEAR_API_URL },
+	{ NULL, 0, 0, NULL }
+};
+
+static void *
+linear_conf_parse(struct cfgctx *c, const struct ynode *m)
+{
+	return cfg_section(c, m, "linear", linear_conf_fields, sizeof(struct linear_conf),
+	    "webhook_secret");
+}
+
+static void
+linear_conf_free(void *p)
+{
+	cfg_section_free(p, linear_conf_fields);
+}
+
+static void
+linear_conf_secrets(const void *p, void (*add)(void *, const struct secret *), void *arg)
+{
+	cfg_section_secrets(p, linear_conf_fields, add, arg);
+}
+
+static const char *
+linear_conf_api_url(const void *p)
+{
+	return ((const struct linear_conf *)p)->api_url;
+}
+
+static const struct linear_conf *
+linear_conf(const struct org *o)
+{
+	return source_conf(o, &source_linear);
+}
+
+static int
+linear_person_ready(const struct org *o)
+{
+	return linear_conf(o) != NULL && linear_conf(o)->api_key != NULL;
+}
+
+/* --- on.linear ------------------------------------------------------------------- */
+
+static const char *const linear_types[] = {
+	"Issue", "Comment", "Project", "Cycle", "IssueLabel", "Reaction", NULL
+};
+static const char *const linear_actions[] = { "create", "update", "remove", NULL };
+
+static int
+linear_name_in(const char *const *names, const char *s)
+{
+	size_t	 i;
+
+	for (i = 0; names[i] != NULL; i++) {
+		if (strcmp(names[i], s) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* TYPE or TYPE.ACTION of Linear's webhooks: NULL, or why not. */
+static char *
+linear_event_check(const char *s)
+{
+	const char	*dot = strchr(s, '.');
+	char		*type, *why = NULL;
+	struct buf	 all;
+	size_t		 i;
+
+	type = dot != NULL ? xstrndup(s, dot - s) : xstrdup(s);
+	if (!linear_name_in(linear_types, type)) {
+		buf_init(&all, 0);
+		for (i = 0; linear_types[i] != NULL; i++)
+			buf_addf(&all, "%s%s", i == 0 ? "" : linear_types[i + 1] == NULL ?
+			    " or " : ", ", linear_types[i]);
+		why = xprintf("unknown linear event \"%s\" (expected %s, with .create, "
+		    ".update or .remove)", s, buf_cstr(&all));
+		buf_free(&all);
+	} else if (dot != NULL && !linear_name_in(linear_actions, dot + 1))
+		why = xprintf("unknown action \"%s\" of linear event \"%s\" (expected create, "
+		    "update or remove)", dot + 1, type);
+	free(type);
+	return why;
+}
+
+/* labels: any of the issue's labels is listed. */
+static int
+linear_labels_match(char *const *list, size_t n, const struct spur_event *ev, struct buf *why)
+{
+	json_t	*labels = json_object_get(ev->meta, "labels"), *v;
+	size_t	 i;
+
+	json_array_foreach(labels, i, v) {
+		if (source_list_has(list, n, json_string_value(v), 1))
+			return 1;
+	}
+	if (why != NULL) {
+		buf_adds(why, "the issue has none of ");
+		source_why_list(why, list, n);
+	}
+	return 0;
+}
+
+static int
+linear_teams_match(char *const *list, size_t n, const struct spur_event *ev, struct buf *why)
+{
+	const char	*s = spur_event_meta_str(ev, "team");
+
+	if (source_list_has(list, n, s, 1))
+		return 1;
+	if (why != NULL) {
+		buf_addf(why, "team %s is not one of ", s != NULL ? s : "(none)");
+		source_why_list(why, list, n);
+	}
+	return 0;
+}
+
+/* Only an Issue.update that moved the issue into a new state counts as a transition. */
+static int
+linear_transition(const struct spur_event *ev)
+{
+	return ev->type != NULL && strcmp(ev->type, "Issue.update") == 0 &&
+	    json_is_true(json_object_get(ev->meta, "state_changed"));
+}
+
+/* The issue moved to a state whose meta field (to_state, to_state_type) is want. */
+static int
+linear_moved_to(const struct spur_event *ev, const char *field, const char *what,
+    const char *want, struct buf *why)
+{
+	const char	*s = spur_event_meta_str(ev, field);
+
+	if (linear_transition(ev) && s != NULL && strcasecmp(s, want) == 0)
+		return 1;
+	if (why == NULL)
+		return 0;
+	if (!linear_transition(ev))
+		buf_adds(why, "the event is not an issue changing state");
+	else
+		buf_addf(why, "the issue moved to %s \"%s\", not \"%s\"", what, s != NULL ?
+		    s : "", want);
+	return 0;
+}
+
+static int
+linear_to_state_match(char *const *v, size_t n, const struct spur_event *ev, struct buf *why)
+{
+	return linear_moved_to(ev, "to_state", "state", v[0], why);
+}
+
+static int
+linear_to_state_type_match(char *const *v, size_t n, const struct spur_event *ev,
+    struct buf *why)
+{
+	return linear_moved_to(ev, "to_state_type", "a state of type", v[0], why);
+}
+
+/* --- repository: {linear: {teams, labels}} --------------------------------------- */
+
+static const char *const linear_repo_keys[] = { "teams", "labels", NULL };
+
+static json_t *
+linear_repo_parse(struct aload *l, const struct ynode *v)
+{
+	json_t	*sub, *pairs;
+
+	if (automation_map_check(l, v, "repository.linear", linear_repo_keys) != 0)
+		return NULL;
+	sub = json_object();
+	if (ymap_get(v, "teams") != NULL && (pairs = automation_repo_pairs(l,
+	    ymap_get(v, "teams"), "repository.linear.teams", NULL)) != NULL)
+		json_object_set_new(sub, "teams", pairs);
+	if (ymap_get(v, "labels") != NULL && (pairs = automation_repo_pairs(l,
+	    ymap_get(v, "labels"), "repository.linear.labels", NULL)) != NULL)
+		json_object_set_new(sub, "labels", pairs);
+	if (v->n == 0)
+		automation_error(l, v, "\"repository.linear\" needs teams or labels");
+	return sub;
+}
+
+static int
+linear_repo_valid(const json_t *m)
+{
+	return json_is_object(m) && automation_repo_pairs_valid(json_object_get(m, "teams")) &&
+	    automation_repo_pairs_valid(json_object_get(m, "labels"));
+}
+
+/* The issue's labels first (two naming different repositories refuse), then its team. */
+static const char *
+linear_repo_choose(const json_t *m, const json_t *meta, char **why)
+{
+	const char	*repo, *clash = NULL;
+
+	repo = repo_map_lookup(json_object_get(m, "labels"), json_object_get(meta, "labels"),
+	    0, &clash);
+	if (clash != NULL) {
+		*why = xprintf("the issue's labels name two repositories, %s and %s", repo,
+		    clash);
+		return NULL;
+	}
+	if (repo == NULL)
+		repo = repo_map_lookup(json_object_get(m, "teams"), json_object_get(meta,
+		    "team"), 0, &clash);
+	return repo;
+}
+
+static char *
+linear_repo_none(const json_t *meta)
+{
+	const char	*team = json_string_value(json_object_get(meta, "team"));
+
+	return xprintf("no repository for the issue's team %s or its labels", team != NULL ?
+	    team : "(none)");
+}
+
+static void
+linear_repo_list(struct buf *b, const json_t *m, size_t *n)
+{
+	repo_map_list(b, json_object_get(m, "labels"), "Linear label", n);
+	repo_map_list(b, json_object_get(m, "teams"), "Linear team", n);
+}
+
+/* Linear links a pull request whose body names its issue. */
+static char *
+linear_pr_line(const json_t *ev)
+{
+	const char	*id = json_path_str(ev, "meta.identifier");
+
+	if (id != NULL && strlen(id) < 32 && strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789-") == strlen(id))
+		return xprintf("Linear: %s", id);
+	return NULL;
+}
+
+/* --- report: {linear: ENG-12}: an issue's identifier or id ----------------------- */
+
+static json_t *
+linear_report_dest(const char *s, const char **why)
+{
+	size_t	 len = strlen(s);
+
+	if (len == 0 || len > 64 || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
+	    "vwxyz0123456789-") != len || strchr(s, '-') == NULL) {
+		*why = "report.linear \"%s\" is not an issue: write its identifier (ENG-12) "
+		    "or id";
+		return NULL;
+	}
+	return json_pack("{s:s,s:{s:s}}", "source", "linear", "meta", "issue_id", s);
+}
+
+/* --- the prompt's fields ---------------------------------------------------------- */
+
+static void
+linear_prompt(struct buf *b, const json_t *root)
+{
+	prompt_field_path(b, "issue", root, "meta.identifier");
+	prompt_field_path(b, "title", root, "meta.title");
+	prompt_field_path(b, "team", root, "meta.team");
+	prompt_field_path(b, "state", root, "meta.to_state");
+	prompt_field_list(b, "labels", json_path(root, "meta.labels"), NULL);
+}
+
+/* --- spur doctor: the API key ----------------------------------------------------- */
+
+static void
+linear_doctor(struct doctor *d, const struct org *org)
+{
+	const struct linear_conf	*l = linear_conf(org);
+	struct doctor_answer		 a;
+	const json_t			*viewer;
+	const char			*h[3];
+	char				*url, *auth, *why;
+
+	if (l == NULL) {
+		doctor_say(d, org->name, "linear", DOCTOR_SKIP, NULL, "not configured");
+		return;
+	}
+	url = config_api_url(org, "linear");
+	/* A personal API key goes bare, as the reports send it. */
+	auth = xprintf("Authorization: %s", l->api_key->value);
+	h[0] = auth;
+	h[1] = "Content-Type: application/json";
+	h[2] = NULL;
+	doctor_http(d, "POST", url, h, "{\"query\":\"{ viewer { id name } }\"}", &a);
+	freezero_str(auth);
+	free(url);
+	viewer = json_object_get(json_object_get(a.json, "data"), "viewer");
+	if (a.status != 200 || !json_is_object(viewer)) {
+		why = doctor_why(&a);
+		doctor_say(d, org->name, "linear.key", DOCTOR_FAIL, "make a personal API key "
+		    "(Linear: Settings, Account, Security & access, API keys) for the user spur "
+		    "comments as, and set api_key to it", "Linear refused the API key (%s)", why);
+		free(why);
+	} else
+		doctor_say(d, org->name, "linear.key", DOCTOR_PASS, NULL, "the key is %s's",
+		    json_string_value(json_object_get(viewer, "name")) ?: "?");
+	doctor_answer_clear(&a);
+}
+
+/* --- webhooks ---------------------------------------------------------------------- */
 
 /* One query: whether the user is a guest, and the keys of their teams. */
 static json_t *
@@ -80,10 +469,10 @@ linear_command_text(const struct spur_event *ev, int *bare)
 static char *
 linear_no_key(const struct source_req *req, const void **key, size_t *keylen)
 {
-	const struct org	*o = req->org;
+	const struct linear_conf	*l = linear_conf(req->org);
 
-	return source_no_key(req, o != NULL && o->linear != NULL, o != NULL && o->linear != NULL ?
-	    o->linear->webhook_secret : NULL, "linear.webhook_secret", key, keylen);
+	return source_no_key(req, l != NULL, l != NULL ? l->webhook_secret : NULL,
+	    "linear.webhook_secret", key, keylen);
 }
 
 static char *
@@ -360,12 +749,13 @@ static int
 linear_report_request(struct engine *e, const json_t *report, const json_t *target,
     const char *token, char **url, char ***headers, char **cause)
 {
-	struct org	*org;
-	char		**h;
+	const struct linear_conf	*l;
+	struct org			*org;
+	char				**h;
 
 	if ((org = report_api_url(e, target, url, cause)) == NULL)
 		return -1;
-	if (org->linear == NULL || org->linear->api_key == NULL) {
+	if ((l = linear_conf(org)) == NULL || l->api_key == NULL) {
 		free(*url);
 		*url = NULL;
 		xasprintf(cause, "linear has no credential configured for reports");
@@ -373,7 +763,7 @@ linear_report_request(struct engine *e, const json_t *report, const json_t *targ
 	}
 	h = xcalloc(5, sizeof *h);
 	/* Linear's personal API keys go bare, without "Bearer". */
-	h[0] = xprintf("Authorization: %s", org->linear->api_key->value);
+	h[0] = xprintf("Authorization: %s", l->api_key->value);
 	h[1] = xstrdup("Content-Type: application/json");
 	*headers = h;
 	return 0;
@@ -467,7 +857,7 @@ linear_report_message_id(const json_t *j)
 	return id != NULL ? xstrdup(id) : NULL;
 }
 
-const struct report_backend report_linear = {
+static const struct report_backend linear_report = {
 	.name = "linear",
 	.max = REPORT_LINEAR_MAX,
 	.marker = REPORT_MARKER_TAIL,

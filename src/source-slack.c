@@ -1,46 +1,413 @@
-/* source-slack.c: Slack: v0 signatures, url_verification, Events API and slash commands; reports back as thread replies. */
+/*
+ * source-slack.c: everything spur knows of Slack: its config section, v0
+ * signatures, url_verification, Events API and slash commands, triggers,
+ * channel maps, prompt fields, people, doctor checks; reports back as thread replies.
+ */
 #include "spur.h"
+#include "automation.h"
 #include "conf.h"
+#include "doctor.h"
 #include "event.h"
+#include "httpc.h"
 #include "outbox.h"
+#include "prompt.h"
+#include "repo.h"
 #include "report.h"
 #include "serve.h"
 #include "source.h"
 #include "store.h"
+#include "ytree.h"
 
+#include <ctype.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define SLACK_API_URL	"https://slack.com/api"	/* api_url's default */
 #define SLACK_SIG_HEADER	"X-Slack-Signature"
 #define SLACK_TS_HEADER		"X-Slack-Request-Timestamp"
 #define SLACK_WINDOW_MS		(300 * 1000)
+
+/* orgs.NAME.slack */
+struct slack_conf {
+	struct secret	*signing_secret;
+	struct secret	*bot_token;
+	char		*api_url;
+};
 
 static void	slack_handle(const struct source_req *, struct source_result *);
 
 static const char *slack_command_text(const struct spur_event *, int *);
 static void	slack_command_scope(const struct spur_event *, struct thread_scope *);
 static char	*slack_answer(const struct spur_event *, const json_t *, int, const char *);
+static int	 slack_person_ready(const struct org *);
 static json_t	*slack_person_request(const struct spur_event *, char *const *, size_t, char **);
 static int	 slack_person_answer(const struct spur_event *, char *const *, size_t, int,
 		     const json_t *, struct person *, char **);
+static void	 slack_authors_check(struct aload *, const struct ynode *, int);
+static void	*slack_conf_parse(struct cfgctx *, const struct ynode *);
+static void	 slack_conf_free(void *);
+static void	 slack_conf_secrets(const void *, void (*)(void *, const struct secret *),
+		     void *);
+static const char *slack_conf_api_url(const void *);
+static char	*slack_event_check(const char *);
+static const char *slack_valid_channel(const char *);
+static int	 slack_channels_match(char *const *, size_t, const struct spur_event *,
+		     struct buf *);
+static json_t	*slack_repo_parse(struct aload *, const struct ynode *);
+static const char *slack_repo_choose(const json_t *, const json_t *, char **);
+static char	*slack_repo_none(const json_t *);
+static void	 slack_repo_list(struct buf *, const json_t *, size_t *);
+static json_t	*slack_report_dest(const char *, const char **);
+static void	 slack_prompt(struct buf *, const json_t *);
+static void	 slack_doctor(struct doctor *, const struct org *);
+static const struct report_backend slack_report;
+
+static const char *const slack_trigger_keys[] = {
+	"events", "channels", "text", "where", NULL
+};
+static const struct source_check slack_checks[] = {
+	{ "channels", SOURCE_CHECK_LIST, NULL, slack_channels_match, slack_valid_channel },
+	{ NULL, 0, NULL, NULL, NULL }
+};
+
 const struct source source_slack = {
 	.name = "slack",
+	.title = "Slack",
+	.window_ms = SLACK_WINDOW_MS,
 	.handle = slack_handle,
 	.command_text = slack_command_text,
 	.command_scope = slack_command_scope,
 	.answer = slack_answer,
 	.person_request = slack_person_request,
+	.person_key = "slack.bot_token",
+	.person_scope = " (scopes users:read, usergroups:read)",
+	.person_ready = slack_person_ready,
 	.person_answer = slack_person_answer,
+	.authors_check = slack_authors_check,
+	.conf_parse = slack_conf_parse,
+	.conf_free = slack_conf_free,
+	.conf_secrets = slack_conf_secrets,
+	.api_url = SLACK_API_URL,
+	.conf_api_url = slack_conf_api_url,
+	.trigger_keys = slack_trigger_keys,
+	.event_check = slack_event_check,
+	.checks = slack_checks,
+	.repo_parse = slack_repo_parse,
+	.repo_valid = automation_repo_pairs_valid,
+	.repo_choose = slack_repo_choose,
+	.repo_none = slack_repo_none,
+	.repo_list = slack_repo_list,
+	.report_dest = slack_report_dest,
+	.report = &slack_report,
+	.prompt = slack_prompt,
+	.doctor = slack_doctor,
 };
+
+/* --- orgs.NAME.slack ------------------------------------------------------------- */
+
+static const struct cfg_field slack_conf_fields[] = {
+	{ "signing_secret", CFG_FIELD_SECRET, offsetof(struct slack_conf, signing_secret), NULL },
+	{ "bot_token", CFG_FIELD_SECRET, offsetof(struct slack_conf, bot_token), NULL },
+	{ "api_url", CFG_FIELD_URL, offsetof(struct slack_conf, api_url), SLACK_API_URL },
+	{ NULL, 0, 0, NULL }
+};
+
+static void *
+slack_conf_parse(struct cfgctx *c, const struct ynode *m)
+{
+	return cfg_section(c, m, "slack", slack_conf_fields, sizeof(struct slack_conf),
+	    "signing_secret");
+}
+
+static void
+slack_conf_free(void *p)
+{
+	cfg_section_free(p, slack_conf_fields);
+}
+
+static void
+slack_conf_secrets(const void *p, void (*add)(void *, const struct secret *), void *arg)
+{
+	cfg_section_secrets(p, slack_conf_fields, add, arg);
+}
+
+static const char *
+slack_conf_api_url(const void *p)
+{
+	return ((const struct slack_conf *)p)->api_url;
+}
+
+static const struct slack_conf *
+slack_conf(const struct org *o)
+{
+	return source_conf(o, &source_slack);
+}
+
+/* --- on.slack, repository.slack, report.slack: channels by id -------------------- */
+
+static const char *const slack_events[] = { "app_mention", "message", "slash_command", NULL };
+
+static char *
+slack_event_check(const char *s)
+{
+	struct buf	 all;
+	char		*why;
+	size_t		 i;
+
+	for (i = 0; slack_events[i] != NULL; i++) {
+		if (strcmp(slack_events[i], s) == 0)
+			return NULL;
+	}
+	buf_init(&all, 0);
+	for (i = 0; slack_events[i] != NULL; i++)
+		buf_addf(&all, "%s%s", i == 0 ? "" : slack_events[i + 1] == NULL ? " or " : ", ",
+		    slack_events[i]);
+	why = xprintf("unknown slack event \"%s\" (expected %s)", s, buf_cstr(&all));
+	buf_free(&all);
+	return why;
+}
+
+/* Slack names a channel by id (C..., G... private, D... direct); a name never matches. */
+static int
+slack_channel_id(const char *s)
+{
+	return *s != '\0' && strchr("CGD", *s) != NULL && s[1] != '\0' && strlen(s) < 64 &&
+	    strspn(s + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == strlen(s + 1);
+}
+
+static const char *
+slack_valid_channel(const char *s)
+{
+	if (slack_channel_id(s))
+		return NULL;
+	return "slack channel \"%s\" is not a channel id: \"channels\" are ids such as "
+	    "C0123ABCD, never names (in Slack, click the channel's name: its channel ID is "
+	    "at the bottom of About)";
+}
+
+static int
+slack_channels_match(char *const *list, size_t n, const struct spur_event *ev, struct buf *why)
+{
+	const char	*s = spur_event_meta_str(ev, "channel");
+
+	if (source_list_has(list, n, s, 0))
+		return 1;
+	if (why != NULL) {
+		buf_addf(why, "channel %s is not one of ", s != NULL ? s : "(none)");
+		source_why_list(why, list, n);
+	}
+	return 0;
+}
+
+/* repository.slack keys: a channel is named by its id, never its name. */
+static const char *
+slack_repo_channel(const char *s)
+{
+	if (slack_channel_id(s))
+		return NULL;
+	return "\"%s\" in repository.slack is not a Slack channel id (an id such as C0123ABCD, "
+	    "never a name)";
+}
+
+static json_t *
+slack_repo_parse(struct aload *l, const struct ynode *v)
+{
+	return automation_repo_pairs(l, v, "repository.slack", slack_repo_channel);
+}
+
+/* The event's channel, exactly as Slack spells its id. */
+static const char *
+slack_repo_choose(const json_t *m, const json_t *meta, char **why)
+{
+	const char	*clash = NULL;
+
+	return repo_map_lookup(m, json_object_get(meta, "channel"), 1, &clash);
+}
+
+static char *
+slack_repo_none(const json_t *meta)
+{
+	const char	*ch = json_string_value(json_object_get(meta, "channel"));
+
+	return xprintf("no repository for Slack channel %s", ch != NULL ? ch : "(none)");
+}
+
+static void
+slack_repo_list(struct buf *b, const json_t *m, size_t *n)
+{
+	repo_map_list(b, m, "Slack channel", n);
+}
+
+static json_t *
+slack_report_dest(const char *s, const char **why)
+{
+	if ((*why = slack_valid_channel(s)) != NULL)
+		return NULL;
+	return json_pack("{s:s,s:{s:s}}", "source", "slack", "meta", "channel", s);
+}
+
+/* --- authors: Slack names people and user groups by id --------------------------- */
+
+/* Whether every character of s is an uppercase letter or digit after first. */
+static int
+slack_id(const char *s, const char *first)
+{
+	if (*s == '\0' || strchr(first, *s) == NULL || s[1] == '\0')
+		return 0;
+	for (s++; *s != '\0'; s++) {
+		if (!isupper((unsigned char)*s) && !isdigit((unsigned char)*s))
+			return 0;
+	}
+	return 1;
+}
+
+/* Each item of list (the authors key named what) that is no Slack id starting with first. */
+static void
+slack_authors_ids(struct aload *l, const struct ynode *list, const char *what,
+    const char *first, const char *example, const char *instead)
+{
+	size_t	 i;
+
+	for (i = 0; list != NULL && list->type == YNODE_SEQ && i < list->n; i++) {
+		if (list->items[i]->type != YNODE_SCALAR ||
+		    slack_id(list->items[i]->value, first))
+			continue;
+		automation_error(l, list->items[i], "\"authors.%s\": \"%s\" is not a "
+		    "Slack %s id (%s): Slack events carry ids, not %s, so it lets no one in",
+		    what, list->items[i]->value, what[0] == 'g' ? "user group" : "user", example,
+		    instead);
+	}
+}
+
+/* Groups are Slack's; users too when Slack is the automation's only system. */
+static void
+slack_authors_check(struct aload *l, const struct ynode *an, int alone)
+{
+	slack_authors_ids(l, ymap_get(an, "groups"), "groups", "S", "S0123ABCD", "handles");
+	if (alone)
+		slack_authors_ids(l, ymap_get(an, "users"), "users", "UW", "U0123ABCD",
+		    "names");
+}
+
+/* --- the prompt's fields ---------------------------------------------------------- */
+
+static void
+slack_prompt(struct buf *b, const json_t *root)
+{
+	prompt_field_path(b, "channel", root, "meta.channel");
+	prompt_field_path(b, "command", root, "meta.command");
+}
+
+/* --- spur doctor: the bot token and its scopes ------------------------------------ */
+
+static void
+slack_doctor(struct doctor *d, const struct org *org)
+{
+	const struct slack_conf	*s;
+	struct doctor_answer	 a;
+	struct http_response	 r;
+	struct buf		 need, missing;
+	const char		*h[3], *err, *p;
+	char			*url, *auth, *base, *scopes, *scope;
+	size_t			 n;
+
+	if ((s = slack_conf(org)) == NULL) {
+		doctor_say(d, org->name, "slack", DOCTOR_SKIP, NULL, "not configured");
+		return;
+	}
+	base = config_api_url(org, "slack");
+	url = xprintf("%s/auth.test", base);
+	free(base);
+	auth = xprintf("Authorization: Bearer %s", s->bot_token->value);
+	h[0] = auth;
+	h[1] = "Content-Type: application/x-www-form-urlencoded";
+	h[2] = NULL;
+	doctor_http(d, "POST", url, h, "", &a);
+	freezero_str(auth);
+	free(url);
+	if (a.status != 200 || !json_is_true(json_object_get(a.json, "ok"))) {
+		err = json_string_value(json_object_get(a.json, "error"));
+		if (a.status == 200 && err != NULL)
+			doctor_say(d, org->name, "slack.token", DOCTOR_FAIL, "reinstall the app to "
+			    "the workspace (OAuth & Permissions) and set bot_token to its Bot User "
+			    "OAuth Token (xoxb-...)", "Slack refused the bot token: %s", err);
+		else {
+			char *why = doctor_why(&a);
+
+			doctor_say(d, org->name, "slack.token", DOCTOR_FAIL, "see that api_url is "
+			    "Slack's Web API (https://slack.com/api)", "auth.test failed (%s)", why);
+			free(why);
+		}
+		doctor_answer_clear(&a);
+		return;
+	}
+	doctor_say(d, org->name, "slack.token", DOCTOR_PASS, NULL, "bot %s in %s (%s)",
+	    json_string_value(json_object_get(a.json, "user")) ?: "?",
+	    json_string_value(json_object_get(a.json, "team")) ?: "?",
+	    json_string_value(json_object_get(a.json, "team_id")) ?: "?");
+	/*
+	 * What spur calls: chat.postMessage and chat.update (reports), reactions.add
+	 * (the eyes on accept), conversations.replies and .history (finding a report
+	 * already posted, in public and private channels); what the automations
+	 * listen to: app_mention, slash commands.
+	 */
+	buf_init(&need, 0);
+	buf_adds(&need, "chat:write reactions:write channels:history groups:history");
+	if (doctor_uses(d, org->name, "slack", "app_mention"))
+		buf_adds(&need, " app_mentions:read");
+	if (doctor_uses(d, org->name, "slack", "message"))
+		buf_adds(&need, " im:history mpim:history");
+	if (doctor_uses(d, org->name, "slack", "slash_command"))
+		buf_adds(&need, " commands");
+	/* authors: who a person is (users.info) and who is in a user group. */
+	if (doctor_looks_up(d, org->name, "slack", 0))
+		buf_adds(&need, " users:read");
+	if (doctor_looks_up(d, org->name, "slack", 1))
+		buf_adds(&need, " usergroups:read");
+	memset(&r, 0, sizeof r);
+	r.head = a.head;
+	scopes = http_response_header(&r, "x-oauth-scopes");
+	if (scopes == NULL) {
+		doctor_say(d, org->name, "slack.scopes", DOCTOR_SKIP, NULL, "Slack did not say "
+		    "the token's scopes (no x-oauth-scopes); it needs %s", buf_cstr(&need));
+		buf_free(&need);
+		doctor_answer_clear(&a);
+		return;
+	}
+	buf_init(&missing, 0);
+	for (p = buf_cstr(&need); *p != '\0'; p += n) {
+		p += strspn(p, " ");
+		n = strcspn(p, " ");
+		scope = xprintf("%.*s", (int)n, p);
+		if (!doctor_list_has(scopes, scope))
+			buf_addf(&missing, "%s%s", missing.len > 0 ? ", " : "", scope);
+		free(scope);
+	}
+	if (missing.len > 0)
+		doctor_say(d, org->name, "slack.scopes", DOCTOR_FAIL, "add them under OAuth & "
+		    "Permissions, Bot Token Scopes (or in the app manifest, docs/slack.md), then "
+		    "reinstall the app to the workspace", "the bot token lacks %s (has %s)",
+		    buf_cstr(&missing), scopes);
+	else
+		doctor_say(d, org->name, "slack.scopes", DOCTOR_PASS, NULL, "the bot token has "
+		    "every scope spur and the automations use (%s)", buf_cstr(&need));
+	free(scopes);
+	buf_free(&missing);
+	buf_free(&need);
+	doctor_answer_clear(&a);
+}
+
+/* --- webhooks ---------------------------------------------------------------------- */
 
 /* Why a request cannot be checked against a real secret, or NULL when it can. */
 static char *
 slack_no_key(const struct source_req *req, const void **key, size_t *keylen)
 {
-	const struct org	*o = req->org;
+	const struct slack_conf	*s = slack_conf(req->org);
 
-	return source_no_key(req, o != NULL && o->slack != NULL, o != NULL && o->slack != NULL ?
-	    o->slack->signing_secret : NULL, "slack.signing_secret", key, keylen);
+	return source_no_key(req, s != NULL, s != NULL ? s->signing_secret : NULL,
+	    "slack.signing_secret", key, keylen);
 }
 
 /* The signature problem of a request, or NULL when key signed "v0:" ts ":" body. */
@@ -427,6 +794,13 @@ slack_answer(const struct spur_event *ev, const json_t *runs, int duplicate,
 
 /* --- who a person is: users.info, then each user group's members ------------- */
 
+/* The bot token that asks who a person is. */
+static int
+slack_person_ready(const struct org *o)
+{
+	return slack_conf(o) != NULL && slack_conf(o)->bot_token != NULL;
+}
+
 static json_t *
 slack_person_request(const struct spur_event *ev, char *const *groups, size_t step,
     char **body)
@@ -609,19 +983,20 @@ static int
 slack_report_request(struct engine *e, const json_t *report, const json_t *target,
     const char *token, char **url, char ***headers, char **cause)
 {
-	struct org	*org;
-	char		**h;
+	const struct slack_conf	*sc;
+	struct org		*org;
+	char			**h;
 
 	if ((org = report_api_url(e, target, url, cause)) == NULL)
 		return -1;
-	if (org->slack == NULL || org->slack->bot_token == NULL) {
+	if ((sc = slack_conf(org)) == NULL || sc->bot_token == NULL) {
 		free(*url);
 		*url = NULL;
 		xasprintf(cause, "slack has no credential configured for reports");
 		return -1;
 	}
 	h = xcalloc(5, sizeof *h);
-	h[0] = xprintf("Authorization: Bearer %s", org->slack->bot_token->value);
+	h[0] = xprintf("Authorization: Bearer %s", sc->bot_token->value);
 	h[1] = xstrdup("Content-Type: application/json; charset=utf-8");
 	*headers = h;
 	return 0;
@@ -757,7 +1132,7 @@ slack_report_lookup_next(const json_t *answer, const json_t *list, const char *p
 	return cursor != NULL && *cursor != '\0' ? xstrdup(cursor) : NULL;
 }
 
-const struct report_backend report_slack = {
+static const struct report_backend slack_report = {
 	.name = "slack",
 	.max = REPORT_SLACK_MAX,
 	.mrkdwn = 1,

@@ -17,19 +17,128 @@
  */
 static const char source_dummy[] = "spur: no secret is configured here";
 
+#define SOURCE_ENTRY(s)	extern const struct source s;
+#include "source-table.h"
+#undef SOURCE_ENTRY
+
+/* Every outside system: one line each in source-table.h. */
+static const struct source *const source_table[] = {
+#define SOURCE_ENTRY(s)	&s,
+#include "source-table.h"
+#undef SOURCE_ENTRY
+};
+
+const struct source *
+source_next(const struct source *prev)
+{
+	size_t	 i;
+
+	if (prev == NULL)
+		return source_table[0];
+	for (i = 0; i + 1 < SPUR_ARRLEN(source_table); i++) {
+		if (source_table[i] == prev)
+			return source_table[i + 1];
+	}
+	return NULL;
+}
+
+const struct source *
+source_system(const char *name)
+{
+	size_t	 i;
+
+	for (i = 0; name != NULL && i < SPUR_ARRLEN(source_table); i++) {
+		if (strcmp(name, source_table[i]->name) == 0)
+			return source_table[i];
+	}
+	return NULL;
+}
+
 const struct source *
 source_find(const char *hook)
 {
-	static const struct source	*sources[] = {
-		&source_github, &source_slack, &source_linear
-	};
-	size_t				 i;
+	const struct source	*s = source_system(hook);
 
-	for (i = 0; hook != NULL && i < SPUR_ARRLEN(sources); i++) {
-		if (strcmp(hook, sources[i]->name) == 0)
-			return sources[i];
+	return s != NULL ? s : &source_webhook;
+}
+
+const void *
+source_conf(const struct org *o, const struct source *src)
+{
+	size_t	 i;
+
+	for (i = 0; o != NULL && o->sources != NULL && i < SPUR_ARRLEN(source_table); i++) {
+		if (source_table[i] == src)
+			return o->sources[i];
 	}
-	return &source_webhook;
+	return NULL;
+}
+
+size_t
+source_count(void)
+{
+	return SPUR_ARRLEN(source_table);
+}
+
+char *
+source_names(const char *const *extra, const char *last)
+{
+	const char	*names[SPUR_ARRLEN(source_table) + 16];
+	struct buf	 b;
+	size_t		 i, n = 0;
+
+	for (i = 0; i < SPUR_ARRLEN(source_table); i++)
+		names[n++] = source_table[i]->name;
+	for (i = 0; extra != NULL && extra[i] != NULL && n < SPUR_ARRLEN(names); i++)
+		names[n++] = extra[i];
+	buf_init(&b, 0);
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			buf_adds(&b, i + 1 == n ? last : ", ");
+		buf_adds(&b, names[i]);
+	}
+	return buf_take(&b);
+}
+
+int
+source_name_in(const char *s, const char *const *extra)
+{
+	size_t	 i;
+
+	if (s == NULL)
+		return 0;
+	if (source_system(s) != NULL)
+		return 1;
+	for (i = 0; extra != NULL && extra[i] != NULL; i++) {
+		if (strcmp(extra[i], s) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+int
+source_list_has(char *const *list, size_t n, const char *s, int icase)
+{
+	size_t	 i;
+
+	if (s == NULL)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if ((icase ? strcasecmp(list[i], s) : strcmp(list[i], s)) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+void
+source_why_list(struct buf *why, char *const *list, size_t n)
+{
+	size_t	 i;
+
+	buf_adds(why, "[");
+	for (i = 0; i < n; i++)
+		buf_addf(why, "%s%s", i > 0 ? ", " : "", list[i]);
+	buf_adds(why, "]");
 }
 
 void

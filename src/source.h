@@ -5,8 +5,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct aload;
+struct buf;
+struct cfgctx;
 struct config;
+struct doctor;
 struct json_t;
+struct report_backend;
+struct ynode;
 struct person;
 struct org;
 struct spur_event;
@@ -60,8 +66,29 @@ struct thread_scope {
 	char	*status_msg;
 };
 
+/*
+ * A condition of an on.NAME trigger that only this system has (Linear's
+ * teams, to_state): written as a list of names, one string, or one of names.
+ */
+enum source_check_kind { SOURCE_CHECK_LIST, SOURCE_CHECK_STRING, SOURCE_CHECK_ENUM };
+
+struct source_check {
+	const char		*key;
+	enum source_check_kind	 kind;
+	const char *const	*names;		/* SOURCE_CHECK_ENUM: the values allowed */
+	/*
+	 * 1 when ev passes (values: the list, or the one string); otherwise 0
+	 * and, when why is not NULL, why (match.c wrote "LABEL.KEY: " before).
+	 */
+	int			(*match)(char *const *values, size_t n,
+				    const struct spur_event *, struct buf *why);
+	/* SOURCE_CHECK_LIST: NULL when an item is one, else the error (a format, %s: the item). */
+	const char		*(*item_check)(const char *);
+};
+
 struct source {
 	const char	*name;
+	const char	*title;		/* as people write it: "Linear" */
 	void		(*handle)(const struct source_req *, struct source_result *);
 	/*
 	 * Thread commands (/cancel, /retry, thread-cmd.c): the text of ev after
@@ -91,7 +118,99 @@ struct source {
 	int		 (*person_answer)(const struct spur_event *, char *const *groups,
 			    size_t step, int status, const struct json_t *, struct person *,
 			    char **why);
+
+	/*
+	 * What the rest of spur asks of a system of the table (source_next):
+	 * each hook NULL when the system has none of it.
+	 *
+	 * orgs.NAME.<name>: the section (parsed with conf.h's leaf parsers), its
+	 * secrets (each passed to add, for scrub.c), the API's URL.
+	 */
+	void		*(*conf_parse)(struct cfgctx *, const struct ynode *);
+	void		 (*conf_free)(void *);
+	void		 (*conf_secrets)(const void *, void (*add)(void *,
+			    const struct secret *), void *arg);
+	const char	*api_url;	/* the default of <name>.api_url */
+	const char	*(*conf_api_url)(const void *);
+	/* The signature's timestamp must be this close to the clock (ms; 0: none). */
+	int64_t		 window_ms;
+
+	/*
+	 * on.<name>: the trigger's keys, whether an event (as written under
+	 * events) is one of the system's (NULL, or why not), and the conditions
+	 * only it has (terminated by a NULL key).
+	 */
+	const char *const *trigger_keys;
+	char		*(*event_check)(const char *);
+	const struct source_check *checks;
+
+	/*
+	 * repository: {<name>: ...}: the part parsed (automation.h's leaf
+	 * parsers) into JSON, checked again in a snapshot; at a run, the
+	 * repository it names for the event's meta (NULL: none, *why set when
+	 * that is a refusal), why none, and its entries for a refusal's list.
+	 */
+	struct json_t	*(*repo_parse)(struct aload *, const struct ynode *);
+	int		 (*repo_valid)(const struct json_t *);
+	const char	*(*repo_choose)(const struct json_t *map, const struct json_t *meta,
+			    char **why);
+	char		*(*repo_none)(const struct json_t *meta);
+	void		 (*repo_list)(struct buf *, const struct json_t *map, size_t *n);
+	/* A line of the PR's body by which the system links it to the event's thread (event JSON). */
+	char		*(*pr_line)(const struct json_t *event);
+
+	/*
+	 * report: {<name>: VALUE}: the destination, shaped as the event of a
+	 * thread there (automation.h), or NULL and why (a format with one %s
+	 * for VALUE); an example VALUE for messages that name every destination.
+	 */
+	struct json_t	*(*report_dest)(const char *, const char **why);
+	const char	*report_example;
+	const struct report_backend *report;	/* how a thread there is answered */
+
+	/*
+	 * authors (people.c): the org's credential person_request needs (its
+	 * key, e.g. "linear.api_key", and the scopes it needs, or ""), whether
+	 * the org has it; person_teams: its groups are called teams.
+	 */
+	const char	*person_key;
+	const char	*person_scope;
+	int		 (*person_ready)(const struct org *);
+	int		 person_teams;
+	/*
+	 * authors as a mapping (an, automation.h's leaf parsers): what of it
+	 * lets no one in on this system; alone: the automation's only system.
+	 */
+	void		 (*authors_check)(struct aload *, const struct ynode *an, int alone);
+
+	/* The event's fields in the prompt's block (prompt.h's field helpers). */
+	void		 (*prompt)(struct buf *, const struct json_t *event);
+	/* spur doctor: the org's credentials at the system's API (doctor.h). */
+	void		 (*doctor)(struct doctor *, const struct org *);
 };
+
+/*
+ * The systems of the table in order (github, slack, linear): the one after
+ * prev, the first when prev is NULL, NULL after the last.
+ */
+const struct source	*source_next(const struct source *prev);
+/* The system of that name, or NULL (the generic webhook is no system). */
+const struct source	*source_system(const char *);
+/* The org's section of a system, NULL when it has none. */
+const void		*source_conf(const struct org *, const struct source *);
+/* How many systems the table has (an org's sources[] has as many). */
+size_t			 source_count(void);
+/*
+ * The systems' names, then extra's, in one string: "a, b, c", last before
+ * the last one (" or ", ", ").
+ */
+char			*source_names(const char *const *extra, const char *last);
+/* Whether s is a system's name or one of extra's. */
+int			 source_name_in(const char *s, const char *const *extra);
+/* Whether s is in the list (case-insensitive when icase). */
+int			 source_list_has(char *const *, size_t, const char *s, int icase);
+/* "[a, b, c]", for why. */
+void			 source_why_list(struct buf *, char *const *, size_t);
 
 /* The source for a hook path segment: github, slack, linear, else the generic one. */
 const struct source	*source_find(const char *hook);
@@ -187,9 +306,9 @@ struct spur_event		*source_event_new(const struct source_req *, const char *);
 /* A copy of the string or scalar at path, or NULL. */
 char			*source_path_text(const struct json_t *, const char *);
 
+/* The systems of the table are named in source-table.h; GitHub's is asked by name too. */
 extern const struct source source_github;
 extern const struct source source_slack;
-extern const struct source source_linear;
 extern const struct source source_webhook;
 
 /*

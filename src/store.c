@@ -196,7 +196,7 @@ static const char *store_migrations[] = {
 	"  updated_at INTEGER NOT NULL, PRIMARY KEY (org, name));",
 	/*
 	 * 14: a run's status message in its thread (reports.progress): its id
-	 * there (a GitHub comment id, a Slack ts, a Linear comment id), and when
+	 * there (a comment id, a message ts: whatever the system names it by), and when
 	 * it was last posted or edited (the next edit waits 10 s from then)
 	 */
 	"ALTER TABLE runs ADD COLUMN status_msg TEXT;"

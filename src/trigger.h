@@ -8,6 +8,8 @@
 #include <jansson.h>
 
 struct automation;
+struct source;
+struct source_check;
 struct spur_event;
 struct buf;
 
@@ -50,10 +52,9 @@ void	 cond_free(struct cond *);
 /* 1 when the condition holds on payload; otherwise 0 and, if why is not NULL, why. */
 int	 cond_eval(const struct cond *, const json_t *payload, struct buf *why);
 
+/* A trigger is on a system of source.h's table (trigger->system), a schedule or a generic hook. */
 enum trigger_source {
-	TRIG_GITHUB,
-	TRIG_SLACK,
-	TRIG_LINEAR,
+	TRIG_SYSTEM,
 	TRIG_SCHEDULE,
 	TRIG_WEBHOOK,
 };
@@ -65,15 +66,20 @@ enum trigger_check {
 	CHECK_TEXT,
 	CHECK_WHERE,
 	CHECK_LABELS,
-	CHECK_TEAMS,
-	CHECK_TO_STATE,
-	CHECK_TO_STATE_TYPE,
-	CHECK_CHANNELS,
+	CHECK_SYSTEM,	/* a condition only the system has (source.h source_check) */
 };
 #define TRIGGER_MAX_CHECKS 16
 
+/* A CHECK_SYSTEM condition and what it was written with (a list, or one string). */
+struct trigger_cond {
+	const struct source_check *check;
+	char			 **values;
+	size_t			   nvalues;
+};
+
 struct trigger {
 	enum trigger_source	  source;
+	const struct source	 *system;	/* TRIG_SYSTEM: which */
 	char			 *label;	/* "on.github" or "on.github[1]", for why */
 	char			**events;	/* EVENT or EVENT.ACTION as written */
 	size_t			  nevents;
@@ -83,19 +89,15 @@ struct trigger {
 	struct cond		 *where;	/* COND_ALL, NULL: none */
 	char			**labels;
 	size_t			  nlabels;
-	char			**teams;
-	size_t			  nteams;
-	char			 *to_state;
-	char			 *to_state_type;
-	char			**channels;
-	size_t			  nchannels;
 	struct schedule_def	 *schedule;	/* owned, schedule triggers */
 	struct webhook_def	 *webhook;	/* owned, webhook triggers */
 	enum trigger_check	  checks[TRIGGER_MAX_CHECKS];
+	struct trigger_cond	  conds[TRIGGER_MAX_CHECKS];	/* of checks[i] == CHECK_SYSTEM */
 	size_t			  nchecks;
 };
 
-const char	*trigger_source_name(enum trigger_source);
+/* The system's name, "schedule" or "webhook": the events' source it is for. */
+const char	*trigger_source_name(const struct trigger *);
 void		 trigger_clear(struct trigger *);
 
 /* The automation-level checks, in YAML order (defaults after what is written). */

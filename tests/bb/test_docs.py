@@ -1,7 +1,7 @@
 """The README a front door of at most 400 lines that links every doc of docs/; every relative
 link of the README and the docs, and its #anchor, found; every source file the README's tour and
 docs/hacking.md name exists, and every src/*.c is named there; the GitHub App manifest valid JSON
-with the permissions and events `spur doctor` requires (src/cmd-doctor.c); the Slack app manifest
+with the permissions and events `spur doctor` requires (src/cmd-doctor.c, src/source-slack.c); the Slack app manifest
 valid YAML whose scopes cover every scope `spur doctor` may ask for, its URLs spur's routes."""
 import fnmatch
 import json
@@ -90,11 +90,12 @@ if yaml is None:
 else:
     m = yaml.safe_load(open(os.path.join(docs, "slack-app-manifest.yaml")))
     scopes = set(m["oauth_config"]["scopes"]["bot"])
-    # Every scope doctor_slack may require: the buf_adds strings of its need list.
+    # Every scope Slack's doctor check may require: the buf_adds strings of its need list.
+    slack_doctor = open(os.path.join(SRCDIR, "src", "source-slack.c")).read()
     need = set()
-    for s in re.findall(r'buf_adds\(&need, "([^"]+)"\)', doctor):
+    for s in re.findall(r'buf_adds\(&need, "([^"]+)"\)', slack_doctor):
         need |= set(s.split())
-    t.ok(len(need) >= 8, "cmd-doctor.c's scope list read: " + " ".join(sorted(need)))
+    t.ok(len(need) >= 8, "source-slack.c's scope list read: " + " ".join(sorted(need)))
     t.eq(sorted(need - scopes), [], "the Slack manifest has every scope spur and its triggers use")
     t.ok({"channels:history", "groups:history"} <= scopes, "including the history scopes of the report lookup")
     urls = [m["settings"]["event_subscriptions"]["request_url"]] + \

@@ -82,35 +82,58 @@ try:
     # --- the (5) pages are the keys the loaders take ------------------------------------------
     conf = c_arrays(os.path.join(SRCDIR, "src", "config.c"))
     prefix = {"top_keys": "", "limits_keys": "limits.", "sandbox_keys": "sandbox.", "agent_keys": "agents.NAME.",
-              "github_keys": "orgs.NAME.github.", "slack_keys": "orgs.NAME.slack.",
-              "linear_keys": "orgs.NAME.linear.", "api_keys": "orgs.NAME.api.",
+              "github_keys": "orgs.NAME.github.", "api_keys": "orgs.NAME.api.",
               "api_callbacks_keys": "orgs.NAME.api.callbacks.",
               "console_keys": "orgs.NAME.console.", "org_keys": "orgs.NAME.",
               "org_agent_keys": "orgs.NAME.agents.AGENT.", "retention_keys": "retention.", "git_keys": "git.",
               "secrets_keys": "secrets.", "log_keys": "log.", "egress_keys": "egress.",
               "reports_keys": "reports.", "price_keys": "agents.NAME.prices.MODEL.",
-              "budget_keys": "orgs.NAME.budget.", "nodes_keys": "nodes.", "mcp_keys": "mcp."}
+              "budget_keys": "orgs.NAME.budget.", "nodes_keys": "nodes.", "mcp_keys": "mcp.",
+              "metrics_keys": "metrics."}
     t.eq(sorted(set(n for n in conf if n.endswith("_keys")) - set(prefix)), [],
          "every key table of config.c is known to this test")
     keys = {prefix[n] + k for n in prefix for k in conf.get(n, [])}
     keys |= {"%s.%s" % m for m in re.findall(r'cfg_simple_section\(&c, n, "(\w+)", "(\w+)"',
                                              open(os.path.join(SRCDIR, "src", "config.c")).read())}
+    # The outside systems (source-table.h) keep their sections and keys in their own files.
+    systems = re.findall(r"^SOURCE_ENTRY\(source_(\w+)\)", open(os.path.join(SRCDIR, "src", "source-table.h")).read(),
+                         re.M)
+    t.ok(len(systems) >= 3, "the table of outside systems is read (%s)" % ", ".join(systems))
+    sys_text = {n: open(os.path.join(SRCDIR, "src", "source-%s.c" % n)).read() for n in systems}
+    sys_arrays = {n: c_arrays(os.path.join(SRCDIR, "src", "source-%s.c" % n)) for n in systems}
+    for n in systems:
+        keys.add("orgs.NAME.%s" % n)
+        m = re.search(r"struct cfg_field %s_conf_fields\[\] = \{(.*?)\n\};" % n, sys_text[n], re.S)
+        if m:
+            keys |= {"orgs.NAME.%s.%s" % (n, k) for k in re.findall(r'\{ "(\w+)", CFG_FIELD', m.group(1))}
     page = described(open(at("man5dir", "spur.yaml.5")).read())
     t.eq(sorted(keys - page), [], "spur.yaml(5) describes every key config.c accepts")
     t.eq(sorted(page - keys), [], "and no key config.c refuses")
 
     auto = c_arrays(os.path.join(SRCDIR, "src", "automation.c"))
-    aprefix = {"top_keys": "", "on_keys": "on.", "github_keys": "on.github.", "slack_keys": "on.slack.",
-               "linear_keys": "on.linear.", "schedule_keys": "on.schedule.", "webhook_keys": "on.webhook.",
+    aprefix = {"top_keys": "", "github_keys": "on.github.",
+               "schedule_keys": "on.schedule.", "webhook_keys": "on.webhook.",
                "hmac_keys": "on.webhook.auth.hmac.", "network_keys": "network.",
                "pull_request_keys": "pull_request.", "environment_keys": "environment.",
                "setup_keys": "environment.setup.", "concurrency_keys": "concurrency.",
-               "repo_map_keys": "repository.", "repo_linear_keys": "repository.linear.", "secret_keys": None,
-               "budget_keys": "budget.", "report_keys": "report.", "report_webhook_keys": "report.webhook.",
+               "secret_keys": None,
+               "budget_keys": "budget.", "report_webhook_keys": "report.webhook.",
                "authors_keys": "authors."}
     t.eq(sorted(set(n for n in auto if n.endswith("_keys")) - set(aprefix)), [],
          "every key table of automation.c is known to this test")
     keys = {aprefix[n] + k for n in aprefix if aprefix[n] is not None for k in auto.get(n, [])}
+    # The systems' keys (source.h): on.NAME, repository.NAME and report.NAME where they have the hook.
+    keys |= {"on." + k for k in auto.get("on_more", [])}
+    keys |= {"repository." + k for k in auto.get("repo_map_last", [])}
+    keys |= {"report." + k for k in auto.get("report_first", []) + auto.get("report_last", [])}
+    for n in systems:
+        keys.add("on." + n)
+        keys |= {"on.%s.%s" % (n, k) for k in sys_arrays[n].get("%s_trigger_keys" % n, [])}
+        if ".repo_parse = " in sys_text[n]:
+            keys.add("repository." + n)
+            keys |= {"repository.%s.%s" % (n, k) for k in sys_arrays[n].get("%s_repo_keys" % n, [])}
+        if ".report_dest = " in sys_text[n]:
+            keys.add("report." + n)
     apage_text = open(at("man5dir", "spur-automation.5")).read()
     apage = described(apage_text)
     t.eq(sorted(keys - apage), [], "spur-automation(5) describes every key automation.c accepts")

@@ -31,11 +31,9 @@ static struct named_secret demo_agents[] = {
 };
 static struct named_secret acme_secrets[] = { { "ACME_ONLY", &a_secret } };
 /* demo can look its Slack and Linear members up (authors: members, the default). */
-static struct org_slack demo_slack = { .bot_token = &a_secret };
-static struct org_linear demo_linear = { .api_key = &a_secret };
 static struct org three_orgs[] = {
 	{ .name = "demo", .secrets = demo_secrets, .nsecrets = 2, .agents = demo_agents,
-	    .nagents = 3, .slack = &demo_slack, .linear = &demo_linear },
+	    .nagents = 3 },
 	{ .name = "acme", .secrets = acme_secrets, .nsecrets = 1, .agents = demo_agents,
 	    .nagents = 1 },
 	{ .name = "keyless" },
@@ -737,7 +735,7 @@ test_environment(void)
 	char			*cache[] = { "~/.npm", NULL };
 	struct env_conf		 def = { .setup = &setup, .cache = cache, .rootfs = "node" };
 	struct org		 org = { .name = "acme", .agents = demo_agents, .nagents = 1,
-				     .environment = &def, .slack = &demo_slack };
+				     .environment = &def };
 	struct config		 conf = { .orgs = &org, .norgs = 1 };
 	struct automation_set	*set;
 	struct automation	*back;
@@ -745,6 +743,9 @@ test_environment(void)
 	struct yerrs		 errs;
 	json_t			*j;
 	char			*dir = tmp_dir();
+
+	/* demo's sections: its Slack bot token looks members up. */
+	org.sources = three_orgs[0].sources;
 
 	tmp_write(dir, "a.yaml", "on: { slack: {} }\nprompt: Hi.\nenvironment:\n"
 	    "  cache: [~/.cache/pip, node_modules]\n");
@@ -784,9 +785,18 @@ test_environment(void)
 int
 main(void)
 {
+	char	*cause;
+
 	log_init(LOG_WARN, "test-automation");
 	if ((srcdir = getenv("SPUR_SRCDIR")) == NULL)
 		srcdir = "../..";
+	/* The systems' sections are their files' own: made as the config makes them. */
+	setenv("SPUR_TEST_SECRET", a_secret.value, 1);
+	if (config_org_section(&three_orgs[0], "slack", "{signing_secret: "
+	    "env:SPUR_TEST_SECRET, bot_token: env:SPUR_TEST_SECRET}", &cause) != 0 ||
+	    config_org_section(&three_orgs[0], "linear", "{webhook_secret: "
+	    "env:SPUR_TEST_SECRET, api_key: env:SPUR_TEST_SECRET}", &cause) != 0)
+		fatal("section: %s", cause);
 	test_broken();
 	test_match();
 	test_defs();

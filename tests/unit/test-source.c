@@ -3,6 +3,7 @@
 #include "automation.h"
 #include "conf.h"
 #include "event.h"
+#include "report.h"
 #include "source.h"
 #include "tap.h"
 
@@ -17,22 +18,18 @@
 #define BEARER_SECRET	"tok_live_abcdefghijklmnop"
 
 static struct secret gh_secret = { "env:GH", GH_SECRET, sizeof GH_SECRET - 1 };
-static struct secret slack_secret = { "env:SL", SLACK_SECRET, sizeof SLACK_SECRET - 1 };
-static struct secret linear_secret = { "env:LI", LINEAR_SECRET, sizeof LINEAR_SECRET - 1 };
 static struct secret hook_secret = { "env:HK", HOOK_SECRET, sizeof HOOK_SECRET - 1 };
 static struct secret std_secret = { "env:STD", STD_SECRET, sizeof STD_SECRET - 1 };
 static struct secret bearer_secret = { "env:BR", BEARER_SECRET, sizeof BEARER_SECRET - 1 };
 static struct secret bad_std_secret = { "env:BAD", "whsec_***", 9 };
 
 static struct org_github org_gh = { .webhook_secret = &gh_secret };
-static struct org_slack org_slack = { .signing_secret = &slack_secret };
-static struct org_linear org_linear = { .webhook_secret = &linear_secret };
 static struct named_secret named[] = {
 	{ "HOOK", &hook_secret }, { "STD", &std_secret }, { "TOKEN", &bearer_secret },
 	{ "BADSTD", &bad_std_secret },
 };
 static struct org acme = {
-	.name = "acme", .github = &org_gh, .slack = &org_slack, .linear = &org_linear,
+	.name = "acme", .github = &org_gh,
 	.secrets = named, .nsecrets = SPUR_ARRLEN(named),
 };
 static struct org bare = { .name = "bare" };	/* no source configured */
@@ -157,6 +154,144 @@ meta_bool(const char *key)
 	json_t	*v = json_object_get(res.event->meta, key);
 
 	return v == NULL ? -1 : json_is_true(v);
+}
+
+/* ---- the table of systems and the hooks each fills (source.h) ---- */
+
+static const struct source_check *
+check_of(const struct source *src, const char *key)
+{
+	const struct source_check	*c;
+
+	for (c = src->checks; c != NULL && c->key != NULL; c++)
+		if (strcmp(c->key, key) == 0)
+			return c;
+	return NULL;
+}
+
+static void
+test_systems(void)
+{
+	static const char *const more[] = { "webhook", NULL };
+	const struct source		*lin = source_system("linear"), *sl;
+	const struct source_check	*c;
+	struct org			 scratch = { .name = "scratch" };
+	struct spur_event		 ev;
+	struct buf			 why;
+	const char			*bad = NULL;
+	char				*s, *want[] = { "Done" }, *teams[] = { "ENG", "OPS" };
+	char				*r = NULL;
+	json_t				*j, *map;
+
+	is_str(source_next(NULL)->name, "github", "table: github first");
+	is_str(source_next(source_next(NULL))->name, "slack", "table: then slack");
+	ok(source_next(lin) == NULL, "table: linear last");
+	ok(source_system("webhook") == NULL, "the generic hook is no system");
+	is_int(source_count(), 3, "three systems");
+	s = source_names(more, " or ");
+	is_str(s, "github, slack, linear or webhook", "source_names");
+	free(s);
+	ok(source_name_in("linear", NULL) && source_name_in("webhook", more) &&
+	    !source_name_in("webhook", NULL), "source_name_in");
+
+	/* The section: parsed by its file, found by the org, its URL and secrets. */
+	ok(source_conf(&acme, lin) != NULL && source_conf(&bare, lin) == NULL,
+	    "an org's section of a system");
+	s = config_api_url(&acme, "linear");
+	is_str(s, "https://api.linear.app/graphql", "the API's default URL");
+	free(s);
+	ok(config_org_section(&scratch, "linear", "api_key: env:SPUR_TEST_LINEAR", &r) != 0 &&
+	    r != NULL && strstr(r, "\"linear.webhook_secret\" is required") != NULL,
+	    "a section's errors come from its parser");
+	free(r);
+	lin->conf_free((void *)source_conf(&scratch, lin));
+	free(scratch.sources);
+
+	/* on.linear: its events and its conditions. */
+	ok(lin->event_check("Issue.create") == NULL, "Issue.create is an event");
+	s = lin->event_check("Ticket");
+	is_str(s, "unknown linear event \"Ticket\" (expected Issue, Comment, Project, Cycle, "
+	    "IssueLabel or Reaction, with .create, .update or .remove)", "an unknown type");
+	free(s);
+	s = lin->event_check("Issue.close");
+	is_str(s, "unknown action \"close\" of linear event \"Issue\" (expected create, "
+	    "update or remove)", "an unknown action");
+	free(s);
+	memset(&ev, 0, sizeof ev);
+	ev.type = "Issue.update";
+	ev.meta = json_pack("{s:s,s:s,s:b,s:[s]}", "team", "ENG", "to_state", "Done",
+	    "state_changed", 1, "labels", "bug");
+	c = check_of(lin, "to_state");
+	ok(c != NULL && c->match(want, 1, &ev, NULL), "to_state: moved to Done");
+	c = check_of(lin, "teams");
+	ok(c != NULL && c->match(teams, 2, &ev, NULL), "teams: ENG is listed");
+	buf_init(&why, 0);
+	ok(!c->match(teams + 1, 1, &ev, &why), "teams: ENG is not OPS");
+	is_str(buf_cstr(&why), "team ENG is not one of [OPS]", "teams: why");
+	buf_free(&why);
+	json_object_set_new(ev.meta, "state_changed", json_false());
+	buf_init(&why, 0);
+	c = check_of(lin, "to_state");
+	ok(!c->match(want, 1, &ev, &why), "to_state: no move, no match");
+	is_str(buf_cstr(&why), "the event is not an issue changing state", "to_state: why");
+	buf_free(&why);
+
+	/* repository: {linear: ...}: labels before team, two labels that disagree refuse. */
+	map = json_pack("{s:{s:s},s:{s:s,s:s}}", "teams", "ENG", "acme/eng", "labels", "bug",
+	    "acme/bugs", "infra", "acme/infra");
+	is_str(lin->repo_choose(map, ev.meta, &r), "acme/bugs", "the label's repository");
+	json_object_set_new(ev.meta, "labels", json_pack("[s,s]", "bug", "infra"));
+	ok(lin->repo_choose(map, ev.meta, &r) == NULL && r != NULL, "two labels refuse");
+	is_str(r, "the issue's labels name two repositories, acme/bugs and acme/infra",
+	    "two labels: why");
+	free(r);
+	r = NULL;
+	json_object_set_new(ev.meta, "labels", json_array());
+	is_str(lin->repo_choose(map, ev.meta, &r), "acme/eng", "else the team's");
+	j = json_pack("{s:{s:i}}", "teams", "ENG", 1);
+	ok(lin->repo_valid(map) && !lin->repo_valid(j), "a snapshot's part is checked");
+	json_decref(j);
+	json_decref(map);
+	json_decref(ev.meta);
+
+	/* report: {linear: ENG-12}, and the PR's line Linear links. */
+	j = lin->report_dest("ENG-12", &bad);
+	ok(j != NULL && strcmp(json_string_value(json_object_get(j, "source")), "linear") == 0 &&
+	    strcmp(json_string_value(json_object_get(json_object_get(j, "meta"), "issue_id")),
+	    "ENG-12") == 0, "report destination: the issue");
+	json_decref(j);
+	ok(lin->report_dest("nothing", &bad) == NULL && bad != NULL, "report destination: no issue");
+	j = json_pack("{s:{s:s}}", "meta", "identifier", "ENG-12");
+	s = lin->pr_line(j);
+	is_str(s, "Linear: ENG-12", "the PR's line");
+	free(s);
+	json_decref(j);
+	ok(lin->report != NULL && strcmp(lin->report->name, "linear") == 0,
+	    "its report backend");
+	/* Slack's: channels by id, its events, its section's URL. */
+	sl = source_system("slack");
+	s = sl->event_check("reaction_added");
+	is_str(s, "unknown slack event \"reaction_added\" (expected app_mention, message or "
+	    "slash_command)", "slack: an unknown event");
+	free(s);
+	c = check_of(sl, "channels");
+	ok(c != NULL && c->item_check("C0123ABCD") == NULL && c->item_check("general") != NULL,
+	    "slack: channels are ids");
+	memset(&ev, 0, sizeof ev);
+	ev.meta = json_pack("{s:s}", "channel", "C1");
+	buf_init(&why, 0);
+	ok(!c->match(teams, 2, &ev, &why), "slack: C1 is not listed");
+	is_str(buf_cstr(&why), "channel C1 is not one of [ENG, OPS]", "slack: channels why");
+	buf_free(&why);
+	map = json_pack("{s:s}", "C1", "acme/web");
+	is_str(sl->repo_choose(map, ev.meta, &r), "acme/web", "slack: the channel's repository");
+	json_decref(map);
+	json_decref(ev.meta);
+	ok(sl->report_dest("general", &bad) == NULL && strstr(bad, "not a channel id") != NULL,
+	    "slack: a report names a channel by id");
+	s = config_api_url(&acme, "slack");
+	is_str(s, "https://slack.com/api", "slack: the API's default URL");
+	free(s);
 }
 
 /* ---- shared helpers ---- */
@@ -1199,6 +1334,7 @@ main(void)
 	const char	*env = getenv("SPUR_SRCDIR");
 	const char	*file = __FILE__, *tail = "/tests/unit/test-source.c";
 	size_t		 n = strlen(file), t = strlen(tail);
+	char		*cause;
 
 	if (env != NULL && *env != '\0')
 		srcdir = xstrdup(env);
@@ -1207,7 +1343,15 @@ main(void)
 	else
 		srcdir = xstrdup(".");
 
+	/* The systems' sections are their files' own: made as the config makes them. */
+	setenv("SPUR_TEST_SLACK", SLACK_SECRET, 1);
+	setenv("SPUR_TEST_LINEAR", LINEAR_SECRET, 1);
+	if (config_org_section(&acme, "slack", "signing_secret: env:SPUR_TEST_SLACK",
+	    &cause) != 0 || config_org_section(&acme, "linear",
+	    "webhook_secret: env:SPUR_TEST_LINEAR", &cause) != 0)
+		fatal("section: %s", cause);
 	test_helpers();
+	test_systems();
 	test_github_verify();
 	test_github_bad();
 	test_github_normalize();
