@@ -390,7 +390,7 @@
 	}
 
 	function runRow(r, org) {
-		return h('tr', { 'data-run': r.id, class: cls('s-', r.state) },
+		return h('tr', { 'data-run': r.id, 'data-state': r.state, class: 'run ' + cls('r-', r.state) },
 		    h('td', null, h('a', { href: runHref(r.id, org), 'data-nav': true, class: 'mono' }, r.id)),
 		    h('td', null, badge(r.state), r.phase && !ENDED[r.state] ? h('span', { class: 'phase' }, r.phase) : null),
 		    h('td', null, r.cause || ''),
@@ -1401,7 +1401,7 @@
 			h('fieldset', null, h('legend', null, 'scopes'), boxes.map(function (b) {
 				return h('label', { class: 'scope' }, b, b.value);
 			})), h('button', { type: 'submit', id: 'key-create-go', class: 'primary' }, icon('key'), 'Create key')), shown]),
-		    table(['id', 'name', 'scopes', 'created', 'last used', 'expires', 'state', ''], tbody, 'keys-table'));
+		    table(['id', 'name', 'scopes', 'created', 'last used', 'expires', 'state', 'action'], tbody, 'keys-table'));
 		await list();
 	}
 
