@@ -317,7 +317,7 @@
 
 	/* ---------- chrome: navigation, who, org ---------- */
 
-	var NAV = [['Runs', '/console/runs'], ['Sessions', '/console/sessions'],
+	var NAV = [['Overview', '/console/overview'], ['Runs', '/console/runs'], ['Sessions', '/console/sessions'],
 	    ['Automations', '/console/automations'], ['Schedules', '/console/schedules'], ['Keys', '/console/keys']];
 
 	function chrome(active) {
@@ -374,6 +374,223 @@
 		    prov.github ? 'ask ' : '', 'an operator of this spur for a one-time link (good for 10 minutes, once):'),
 		    h('pre', { class: 'cmd' }, 'spur console-link --org ORG --next ' + nextPath()));
 		show(box);
+	}
+
+	/* ---------- the overview: charts drawn here as SVG ---------- */
+
+	var SVGNS = 'http://www.w3.org/2000/svg';
+	var OVERVIEW_MS = 15000;	/* how often the overview reads its numbers again */
+	/* The order states stack in, bottom first: what ended well, then what did not, then what has not ended. */
+	var STACK = ['completed', 'needs_review', 'failed', 'timed_out', 'cancelled', 'running', 'queued'];
+
+	/* An SVG element: like h(), attributes by setAttribute, children as text or nodes. */
+	function sv(tag, attrs) {
+		var node = document.createElementNS(SVGNS, tag), k, i;
+
+		for (k in attrs || {}) {
+			if (attrs[k] !== null && attrs[k] !== undefined)
+				node.setAttribute(k, String(attrs[k]));
+		}
+		for (i = 2; i < arguments.length; i++)
+			add(node, arguments[i]);
+		return node;
+	}
+
+	/* A chart: an <svg> of w x h user units that scales to its box, named for assistive technology. */
+	function chart(id, w, ht, label) {
+		return sv('svg', { id: id, class: 'chart', viewBox: '0 0 ' + w + ' ' + ht, role: 'img', 'aria-label': label,
+		    preserveAspectRatio: 'xMidYMid meet' });
+	}
+
+	function legend(keys, prefix) {
+		return h('ul', { class: 'legend' }, keys.map(function (k) {
+			return h('li', null, h('span', { class: 'swatch ' + cls(prefix, k), 'aria-hidden': 'true' }), k.replace(/_/g, ' '));
+		}));
+	}
+
+	/* A round top for a scale of max: 1, 2, 5 times a power of ten, at least 4. */
+	function niceMax(max) {
+		var p, m;
+		if (max <= 4)
+			return 4;
+		p = Math.pow(10, Math.floor(Math.log10(max)));
+		m = max / p;
+		return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+	}
+
+	/*
+	 * Runs a day, stacked by the keys of each day's field (states or causes):
+	 * a bar a day, its segments' heights to scale, the day's total above it.
+	 */
+	function dayBars(id, days, field, keys, prefix, label) {
+		var W = 720, H = 240, L = 34, B = 28, T = 14, top, bw, svg, i, y, x, d, tick;
+
+		top = niceMax(Math.max.apply(null, days.map(function (d) {
+			return keys.reduce(function (n, k) { return n + (d[field][k] || 0); }, 0);
+		}).concat([0])));
+		bw = (W - L) / days.length;
+		svg = chart(id, W, H, label);
+		for (tick = 0; tick <= 4; tick++) {
+			y = H - B - (H - B - T) * tick / 4;
+			svg.appendChild(sv('line', { class: 'grid', x1: L, x2: W, y1: y, y2: y }));
+			svg.appendChild(sv('text', { class: 'axis', x: L - 6, y: y + 4, 'text-anchor': 'end' }, String(top * tick / 4)));
+		}
+		for (i = 0; i < days.length; i++) {
+			d = days[i];
+			x = L + i * bw + bw * 0.15;
+			y = H - B;
+			var g = sv('g', { class: 'day', 'data-day': d.day }), total = 0, parts = [];
+			keys.forEach(function (k) {
+				var n = d[field][k] || 0, hh = (H - B - T) * n / top;
+				if (n === 0)
+					return;
+				y -= hh;
+				total += n;
+				parts.push(k.replace(/_/g, ' ') + ' ' + n);
+				g.appendChild(sv('rect', { class: 'seg ' + cls(prefix, k), x: x.toFixed(1), y: y.toFixed(1),
+				    width: (bw * 0.7).toFixed(1), height: hh.toFixed(1), 'data-key': k, 'data-n': n }));
+			});
+			g.appendChild(sv('title', null, d.day + ': ' + total + ' run' + (total === 1 ? '' : 's') +
+			    (parts.length ? ' (' + parts.join(', ') + ')' : '')));
+			if (total > 0)
+				g.appendChild(sv('text', { class: 'total', x: (x + bw * 0.35).toFixed(1), y: (y - 3).toFixed(1),
+				    'text-anchor': 'middle' }, String(total)));
+			/* A label every other day when they would crowd, always the last (today). */
+			if (days.length <= 16 || i % 2 === (days.length - 1) % 2)
+				g.appendChild(sv('text', { class: 'axis', x: (x + bw * 0.35).toFixed(1), y: H - B + 16,
+				    'text-anchor': 'middle' }, d.day.slice(5)));
+			svg.appendChild(g);
+		}
+		return svg;
+	}
+
+	/* Each automation: its success rate and its median duration, as bars on their own scales. */
+	function automationBars(autos) {
+		var maxMs = Math.max.apply(null, autos.map(function (a) { return a.median_duration_ms || 0; }).concat([1]));
+
+		return h('table', { class: 'list bars', id: 'ov-automations' }, h('thead', null, h('tr', null,
+		    h('th', null, 'automation'), h('th', null, 'runs'), h('th', null, 'success rate (of ended)'),
+		    h('th', null, 'median duration'))), h('tbody', null, autos.map(function (a) {
+			var rate = a.success_rate, pct = rate === null ? null : Math.round(rate * 100);
+			return h('tr', { 'data-automation': a.automation },
+			    h('td', null, h('strong', null, a.automation || h('span', { class: 'muted' }, 'session'))),
+			    h('td', { class: 'num' }, String(a.runs)),
+			    h('td', { class: 'barcell' }, meter('rate', rate === null ? 0 : rate, rate === null ? 'none ended' :
+				pct + '% of ' + a.ended, rate === null ? 'none' : rate >= 0.9 ? 'ok' : rate >= 0.5 ? 'warn' : 'bad', {
+				    'data-rate': rate === null ? '' : rate })),
+			    h('td', { class: 'barcell' }, meter('took', (a.median_duration_ms || 0) / maxMs,
+				a.median_duration_ms === null ? '—' : dur(a.median_duration_ms), 'run', {
+				    'data-ms': a.median_duration_ms === null ? '' : a.median_duration_ms })));
+		})));
+	}
+
+	/* A horizontal bar of fraction f (0..1, drawn up to 1) with its words beside it. */
+	function meter(kind, f, words, tone, data) {
+		var svg = sv('svg', { class: 'meter', viewBox: '0 0 200 12', preserveAspectRatio: 'none', 'aria-hidden': 'true' },
+		    sv('rect', { class: 'track', x: 0, y: 0, width: 200, height: 12, rx: 3 }),
+		    sv('rect', { class: 'fill ' + cls('t-', tone), x: 0, y: 0, width: (200 * Math.max(0, Math.min(1, f))).toFixed(1),
+			height: 12, rx: 3 }));
+		return h('div', Object.assign({ class: 'meter-row ' + cls('m-', kind) }, data || {}), svg,
+		    h('span', { class: 'meter-words' }, words));
+	}
+
+	function usdText(x) {
+		return '$' + (x > 0 && x < 0.01 ? x.toFixed(4) : x.toFixed(2));
+	}
+
+	/* Spend against a budget: the bar fills to the budget, red past it; no budget: the amount alone. */
+	function spendView(id, what, usd, budget) {
+		var f = budget ? usd / budget : 0;
+		return h('div', { class: 'spend', id: id, 'data-usd': usd, 'data-budget': budget === null ? '' : budget },
+		    h('div', { class: 'spend-head' }, h('span', { class: 'muted' }, what), ' ',
+			h('strong', { class: 'spend-usd' }, usdText(usd)),
+			budget ? h('span', { class: 'muted' }, ' of ' + usdText(budget) + ' (' + Math.round(f * 100) + '%)') :
+			    h('span', { class: 'muted' }, ' (no budget)')),
+		    budget ? meter('spend', f, '', f >= 1 ? 'bad' : f >= 0.8 ? 'warn' : 'ok') : null);
+	}
+
+	/* Queued and running an hour apart over the last day: two lines on one scale. */
+	function queueChart(hours) {
+		var W = 720, H = 180, L = 34, B = 24, T = 10, top, svg, tick, y;
+
+		top = niceMax(Math.max.apply(null, hours.map(function (x) { return Math.max(x.queued, x.running); }).concat([0])));
+		svg = chart('ov-queue-chart', W, H, 'Runs queued and running, an hour apart over the last 24 hours');
+		for (tick = 0; tick <= 4; tick++) {
+			y = H - B - (H - B - T) * tick / 4;
+			svg.appendChild(sv('line', { class: 'grid', x1: L, x2: W, y1: y, y2: y }));
+			svg.appendChild(sv('text', { class: 'axis', x: L - 6, y: y + 4, 'text-anchor': 'end' }, String(top * tick / 4)));
+		}
+		function px(i) { return L + (W - L - 10) * i / Math.max(1, hours.length - 1); }
+		function py(n) { return H - B - (H - B - T) * n / top; }
+		['queued', 'running'].forEach(function (k) {
+			svg.appendChild(sv('polyline', { class: 'line ' + cls('q-', k), 'data-key': k, fill: 'none',
+			    points: hours.map(function (x, i) { return px(i).toFixed(1) + ',' + py(x[k]).toFixed(1); }).join(' ') }));
+		});
+		hours.forEach(function (x, i) {
+			var g = sv('g', { class: 'hour', 'data-at': x.at, 'data-queued': x.queued, 'data-running': x.running },
+			    sv('rect', { class: 'hit', x: (px(i) - 12).toFixed(1), y: T, width: 24, height: H - B - T }),
+			    sv('title', null, when(x.at) + ': ' + x.queued + ' queued, ' + x.running + ' running'));
+			if (i % 6 === 5 || i === hours.length - 1)
+				g.appendChild(sv('text', { class: 'axis', x: px(i).toFixed(1), y: H - B + 16, 'text-anchor': 'middle' },
+				    i === hours.length - 1 ? 'now' : '-' + (hours.length - 1 - i) + 'h'));
+			svg.appendChild(g);
+		});
+		return svg;
+	}
+
+	function bigNumber(id, n, what) {
+		return h('div', { class: 'big', id: id }, h('span', { class: 'big-n' }, String(n)), h('span', { class: 'muted' }, what));
+	}
+
+	async function overviewPage(gen) {
+		var org = curOrg(), body = h('div', { id: 'overview' }, h('p', { class: 'muted' }, 'Loading…'));
+		var stamp = h('span', { class: 'live muted', id: 'ov-live' }, 'live');
+		var CAUSE_KEYS = CAUSES.filter(function (c) { return c !== 'ok'; });
+
+		setOrg(org);
+		title('Overview');
+		chrome('Overview');
+		show(h('div', { class: 'bar' }, h('h1', null, 'Overview'), stamp), body);
+
+		function paint(st) {
+			var days = st.by_day, ended = days.map(function (d) {
+				return { day: d.day, causes: d.causes };
+			});
+			replace(body,
+			    h('div', { class: 'grid2' },
+				section('Spend', 'ov-spend', [
+				    spendView('ov-spend-today', 'today (UTC)', st.spend.today_usd, st.spend.budget_usd_per_day),
+				    spendView('ov-spend-month', 'this month', st.spend.month_usd, st.spend.budget_usd_per_month),
+				    h('p', { class: 'muted small' }, 'What the model gateway counted for this org\'s runs.')]),
+				section('Queue', 'ov-queue', [h('div', { class: 'row' },
+				    bigNumber('ov-queued', st.queue.queued, 'queued'),
+				    bigNumber('ov-running', st.queue.running, 'running')),
+				    queueChart(st.queue.hours), legend(['queued', 'running'], 'q-')])),
+			    section('Runs a day, by state', 'ov-days', [dayBars('ov-days-chart', days, 'states', STACK, 's-',
+				'Runs created each UTC day of the last ' + st.days + ', by state'), legend(STACK, 's-'),
+				h('p', { class: 'muted small' }, 'UTC days, today last; a run counts on the day it was created.')]),
+			    section('Ended runs a day, by cause (other than ok)', 'ov-causes', [dayBars('ov-causes-chart', ended, 'causes',
+				CAUSE_KEYS, 'c-', 'Runs that did not end ok, each UTC day of the last ' + st.days + ', by cause'),
+				legend(CAUSE_KEYS.filter(function (k) {
+					return days.some(function (d) { return d.causes[k]; });
+				}), 'c-')]),
+			    section('Automations', 'ov-autos', st.automations.length ? automationBars(st.automations) :
+				h('p', { class: 'muted' }, 'No runs in these days.')),
+			    st.truncated ? h('p', { class: 'muted' }, 'More runs than the overview reads: the oldest are counted.') : null);
+			stamp.textContent = 'live · ' + new Date(st.generated_at).toLocaleTimeString();
+		}
+
+		async function load() {
+			var res = await api('GET', '/o/' + enc(org) + '/stats?days=14');
+			alive(gen);
+			if (res.status !== 200) {
+				replace(body, h('p', { class: 'error' }, errText(res)));
+				return;
+			}
+			paint(res.body);
+		}
+		await load();
+		every(OVERVIEW_MS, function () { load().catch(quiet); });
 	}
 
 	/* ---------- runs ---------- */
@@ -1456,6 +1673,8 @@
 				return await runsPage(gen);
 			if ((m = /^\/(?:console\/)?runs\/([^/]+)$/.exec(p)))
 				return await runPage(gen, decodeURIComponent(m[1]));
+			if (p === '/console/overview')
+				return await overviewPage(gen);
 			if (p === '/console/sessions')
 				return await sessionsPage(gen);
 			if ((m = /^\/console\/sessions\/([^/]+)$/.exec(p)))

@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import (ASAN, Spur, Tap, DEFAULT_ORGS, FIXTURES, github_headers,  # noqa: E402
                       github_comment, free_port)
 from browser import Browser, BrowserError, check_a11y, link, skip_reason  # noqa: E402
+import overview_runs  # noqa: E402
 
 t = Tap()
 why_not = skip_reason()
@@ -29,6 +30,10 @@ ORGS = DEFAULT_ORGS + """\
       token: env:T_GH_TOKEN
       api_url: http://127.0.0.1:9/github
       git_url: http://127.0.0.1:9/git
+  gamma:
+    budget:
+      usd_per_day: 5
+      usd_per_month: 50
 """
 
 
@@ -348,6 +353,58 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
                "document.querySelectorAll('#runs tr').length; if (n >= 100 || Date.now() - t0 > 10000) r(n); "
                "else setTimeout(w, 50); })(); })")
     t.eq(r, 100, "More reads the next page (after=)")
+
+    # --- the overview: a known set of runs and spend (gamma's), drawn to scale ---
+    want = overview_runs.seed(os.path.join(s.data_dir, "spur.db"), "gamma")
+    b.do("fresh")
+    b.do("goto", url=link(s, org="gamma", nxt="/console/overview"))
+    r = b.try_("wait", selector="#ov-days-chart")
+    drawn = b.do("eval", js="""(() => {
+        const days = [...document.querySelectorAll('#ov-days-chart g.day')].map(g => ({day: g.dataset.day,
+            segs: [...g.querySelectorAll('rect.seg')].map(r => [r.dataset.key, +r.dataset.n, +r.getAttribute('height')]),
+            total: (g.querySelector('text.total') || {}).textContent || null}));
+        const causes = [...document.querySelectorAll('#ov-causes-chart g.day')].map(g => ({day: g.dataset.day,
+            segs: [...g.querySelectorAll('rect.seg')].map(r => [r.dataset.key, +r.dataset.n])}));
+        const autos = [...document.querySelectorAll('#ov-automations tbody tr')].map(tr => ({name: tr.dataset.automation,
+            rate: tr.querySelector('[data-rate]').dataset.rate, ms: tr.querySelector('[data-ms]').dataset.ms,
+            text: tr.textContent}));
+        const sp = (id) => { const e = document.getElementById(id);
+            return e && {usd: +e.dataset.usd, budget: +e.dataset.budget, text: e.textContent}; };
+        return {days, causes, autos, today: sp('ov-spend-today'), month: sp('ov-spend-month'),
+            queued: document.querySelector('#ov-queued .big-n').textContent,
+            running: document.querySelector('#ov-running .big-n').textContent,
+            hours: document.querySelectorAll('#ov-queue-chart g.hour').length}; })()""") if r is True else {}
+    days = drawn.get("days", [])
+    got = dict((d["day"], {"runs": int(d["total"]), "states": dict((k, n) for k, n, _ in d["segs"])})
+               for d in days if d["segs"])
+    t.ok(r is True and len(days) == 14 and days[-1]["day"] == time.strftime("%Y-%m-%d", time.gmtime()) and
+         got == dict((k, {"runs": v["runs"], "states": v["states"]}) for k, v in want["days"].items()),
+         "the overview draws a bar a UTC day (14, today last), each run state a segment, the day's total above it",
+         (r, got, want["days"]))
+    per_run = set(round(hgt / n, 3) for d in days for _, n, hgt in d["segs"])
+    t.ok(len(per_run) == 1, "every segment's height is to one scale (height / runs the same)", per_run)
+    got_causes = dict((d["day"], dict((k, n) for k, n in d["segs"])) for d in drawn.get("causes", []) if d["segs"])
+    want_causes = dict((day, dict((k, n) for k, n in v["causes"].items() if k != "ok"))
+                       for day, v in want["days"].items())
+    t.eq(got_causes, dict((k, v) for k, v in want_causes.items() if v), "the ended runs a day by cause (other than ok)")
+    autos = dict((a["name"], a) for a in drawn.get("autos", []))
+    alpha, beta = autos.get("alpha", {}), autos.get("beta-job", {})
+    wa, wb = want["automations"]["alpha"], want["automations"]["beta-job"]
+    t.ok(float(alpha.get("rate") or -1) == wa["success_rate"] and int(alpha.get("ms") or -1) == wa["median_duration_ms"]
+         and "86% of 7" in alpha.get("text", "") and "1m30s" in alpha.get("text", "") and
+         float(beta.get("rate") or -1) == 0 and "0% of 2" in beta.get("text", "") and
+         int(beta.get("ms") or -1) == wb["median_duration_ms"] and "10m0s" in beta.get("text", ""),
+         "each automation's success rate and median duration, in bars and words", autos)
+    today, month = drawn.get("today") or {}, drawn.get("month") or {}
+    t.ok(today.get("usd") == want["today_usd"] and today.get("budget") == 5 and "$1.25 of $5.00 (25%)" in today["text"]
+         and month.get("usd") == want["month_usd"] and month.get("budget") == 50 and
+         ("$%.2f of $50.00" % want["month_usd"]) in month["text"],
+         "spend today and this month against the org's budget", (today, month))
+    t.ok(drawn.get("queued") == "0" and drawn.get("running") == "0" and drawn.get("hours") == 24,
+         "the queue now (none queued, none running) and a point an hour over the last day", drawn.get("hours"))
+    shot("overview", full=True)
+    check_clean("the overview")
+    check_a11y(t, b, "the overview")
 
     # --- an expired session goes to sign-in ---
     con.execute("UPDATE console_sessions SET expires_at = 1")
