@@ -140,7 +140,8 @@
 		if (!iso)
 			return '';
 		var d = new Date(iso);
-		return isNaN(d) ? String(iso) : d.toLocaleString();
+		/* With its zone: a time read off a screen is compared with logs and other people's. */
+		return isNaN(d) ? String(iso) : d.toLocaleString(undefined, { timeZoneName: 'short' });
 	}
 
 	function ago(iso) {
@@ -616,7 +617,8 @@
 		    h('td', { class: 'thread' }, r.thread || ''),
 		    h('td', null, r.repository || ''),
 		    h('td', null, timeCell(r.created_at)),
-		    h('td', { class: 'num' }, dur(r.duration_ms)));
+		    h('td', { class: 'num' }, dur(r.duration_ms)),
+		    h('td', { class: 'num cost' }, r.usage && r.usage.requests ? usdText(r.usage.cost_usd || 0) : ''));
 	}
 
 	function selectOf(id, label, value, options, onchange) {
@@ -722,7 +724,7 @@
 			autoSel,
 			selectOf('f-source', 'source', filt.source, SOURCES, refilter)),
 		    h('table', { class: 'list runs' }, h('thead', null, h('tr', null,
-			['run', 'state', 'cause', 'automation', 'source', 'thread', 'repository', 'created', 'took']
+			['run', 'state', 'cause', 'automation', 'source', 'thread', 'repository', 'created', 'took', 'cost']
 			    .map(function (c) { return h('th', null, c); }))), tbody),
 		    h('p', { class: 'pager' }, status, ' ', more));
 		await load(null);
@@ -1051,7 +1053,7 @@
 			    h('div', { class: 'o-label' }, 'result · ' + (j.subtype || '') +
 				(j.num_turns !== undefined ? ' · ' + j.num_turns + ' turns' : '') +
 				(j.duration_ms !== undefined ? ' · ' + dur(j.duration_ms) : '') +
-				(j.total_cost_usd !== undefined ? ' · $' + Number(j.total_cost_usd).toFixed(4) : '') +
+				(j.total_cost_usd !== undefined ? ' · $' + Number(j.total_cost_usd).toFixed(4) + ' reported by the agent' : '') +
 				(j.usage ? ' · ' + tokens(j.usage) : '')),
 			    typeof j.result === 'string' ? h('div', { class: 'o-text' }, j.result) : null));
 			return true;
@@ -1078,7 +1080,7 @@
 			return true;
 		case 'step_finish':
 			this.meta('step done' + (part.tokens ? ' · ' + tokens(part.tokens) : '') +
-			    (part.cost ? ' · $' + Number(part.cost).toFixed(4) : ''));
+			    (part.cost ? ' · $' + Number(part.cost).toFixed(4) + ' reported by the agent' : ''));
 			return true;
 		case 'text':
 			this.msg('assistant', part.text);
@@ -1192,6 +1194,56 @@
 			return h('div', { class: 'result-text', id: 'run-result' }, text);
 		return h('details', { id: 'run-result' }, h('summary', null, lines[0].slice(0, 120) + (lines[0].length > 120 ? '…' : '')),
 		    h('pre', { class: 'result-text' }, text));
+	}
+
+	/*
+	 * A run's phases to scale, from its history: queued from its creation,
+	 * then each phase of running (cloning, setup, agent, delivering) until the
+	 * next entry, the last until it ended (or now).
+	 */
+	function phases(run) {
+		var hist = run.history || [], out = [], i, x, name, from, to, end;
+
+		end = run.ended_at ? Date.parse(run.ended_at) : Date.now();
+		for (i = 0; i < hist.length; i++) {
+			x = hist[i];
+			if (ENDED[x.state])
+				break;
+			name = x.state === 'running' ? (x.phase || 'running') : x.state;
+			from = Date.parse(x.at);
+			to = i + 1 < hist.length ? Date.parse(hist[i + 1].at) : end;
+			if (isNaN(from) || isNaN(to))
+				continue;
+			if (out.length && out[out.length - 1].name === name)
+				out[out.length - 1].to = to;
+			else
+				out.push({ name: name, from: from, to: Math.max(from, to) });
+		}
+		return out;
+	}
+
+	function timeline(run) {
+		var ph = phases(run), W = 720, H = 34, t0, span, svg;
+
+		if (!ph.length)
+			return null;
+		t0 = ph[0].from;
+		span = Math.max(1, ph[ph.length - 1].to - t0);
+		svg = sv('svg', { class: 'timeline', id: 'run-timeline-chart', viewBox: '0 0 ' + W + ' ' + H,
+		    preserveAspectRatio: 'none', role: 'img', 'aria-label': 'phases to scale: ' + ph.map(function (p) {
+			    return p.name + ' ' + dur(p.to - p.from);
+		    }).join(', ') });
+		ph.forEach(function (p) {
+			var x = W * (p.from - t0) / span, w = Math.max(1, W * (p.to - p.from) / span);
+			svg.appendChild(sv('rect', { class: 'phase-bar ' + cls('p-', p.name), x: x.toFixed(2), y: 4,
+			    width: w.toFixed(2), height: H - 8, 'data-phase': p.name, 'data-ms': p.to - p.from },
+			    sv('title', null, p.name + ': ' + dur(p.to - p.from) + ' (from ' + when(new Date(p.from).toISOString()) + ')')));
+		});
+		return section('Phases', 'run-timeline', [svg, h('ul', { class: 'legend phases' }, ph.map(function (p) {
+			return h('li', { 'data-phase': p.name }, h('span', { class: 'swatch ' + cls('p-', p.name), 'aria-hidden': 'true' }),
+			    p.name + ' ' + dur(p.to - p.from));
+		})), h('p', { class: 'muted small' }, 'From ' + when(new Date(t0).toISOString()) + ', ' + dur(span) +
+		    (run.ended_at ? ' in all.' : ' so far.'))]);
 	}
 
 	async function runPage(gen, id) {
@@ -1330,11 +1382,15 @@
 				['pull request', pr ? ext(pr) : null],
 				['proof', run.proof && !pr ? ext(run.proof) : null],
 				['result', run.result ? resultView(run.result) : null],
-				['created', run.created_at ? when(run.created_at) : null],
-				['started', run.started_at ? when(run.started_at) : null],
-				['ended', run.ended_at ? when(run.ended_at) : null],
-				['took', dur(run.duration_ms)]
-			    ])));
+				['created', run.created_at ? [when(run.created_at), ' ', h('span', { class: 'muted' }, '(' + ago(run.created_at) + ')')] : null],
+				['started', run.started_at ? [when(run.started_at), ' ', h('span', { class: 'muted' }, '(' + ago(run.started_at) + ')')] : null],
+				['ended', run.ended_at ? [when(run.ended_at), ' ', h('span', { class: 'muted' }, '(' + ago(run.ended_at) + ')')] : null],
+				['took', dur(run.duration_ms)],
+				/* The one cost: what the gateway counted (an agent's own figure is in its output, as its). */
+				['cost', run.usage && run.usage.requests ? h('span', { id: 'run-cost' }, usdText(run.usage.cost_usd || 0),
+				    h('span', { class: 'muted' }, ' (model gateway, ' + run.usage.requests + ' request' +
+					(run.usage.requests === 1 ? '' : 's') + ')')) : null]
+			    ])), timeline(run));
 			replace(rest,
 			    section('History', 'history', table(['state', 'at', 'cause', 'phase', 'reason'], (run.history || []).map(function (x) {
 				    return h('tr', null, h('td', null, badge(x.state)), h('td', { title: x.at }, when(x.at)),
@@ -1355,7 +1411,7 @@
 				    h('pre', { class: 'json' }, pretty(ev.payload))) : null]) : null,
 			    section('Prompt', 'prompt-card', run.prompt !== null && run.prompt !== undefined ? promptView(run.prompt) :
 				h('p', { class: 'muted' }, 'Not built yet: the run has not started.')),
-			    run.usage ? section('Usage', 'usage', usageView(run.usage)) : null,
+			    run.usage && run.usage.requests ? section('Usage', 'usage', usageView(run.usage)) : null,
 			    section('Reports', 'reports', (run.reports || []).length ? table(['kind', 'state', 'attempts', 'error', 'created', 'sent'],
 				run.reports.map(function (r) {
 					return h('tr', null, h('td', null, r.kind), h('td', null, badge(r.state)), h('td', { class: 'num' }, r.attempts),
@@ -1445,19 +1501,45 @@
 			['repository', s.repository], ['thread', s.thread], ['created', when(s.created_at)],
 			['ended', s.ended_at ? when(s.ended_at) : null], ['callback', s.callback_url],
 			['metadata', s.metadata ? h('pre', { class: 'json' }, pretty(s.metadata)) : null]])),
-		    section('Runs, in order', 'session-runs', table(['run', 'state', 'cause', 'automation', 'source', 'thread', 'repository', 'created', 'took'],
+		    section('Runs, in order', 'session-runs', table(['run', 'state', 'cause', 'automation', 'source', 'thread', 'repository', 'created', 'took', 'cost'],
 			(s.runs || []).map(function (r) { return runRow(r, found.org); }))));
 	}
 
 	/* ---------- automations and why ---------- */
 
-	function triggerText(t) {
-		var parts = [], k;
-		for (k in t) {
-			if (k !== 'source')
-				parts.push(k + ': ' + (typeof t[k] === 'string' ? t[k] : JSON.stringify(t[k])));
-		}
-		return parts.join(' · ');
+	/* A trigger as the YAML says it: its events, then what else must match (text regex, cron, …). */
+	function triggerView(t) {
+		var parts = [];
+		if ((t.events || []).length)
+			parts.push(h('span', { class: 'events' }, t.events.join(', ')));
+		if (t.text)
+			parts.push(h('span', { class: 'cond' }, 'text ', h('code', { class: 'regex' }, '/' + t.text + '/')));
+		if (t.schedule)
+			parts.push(h('span', { class: 'cond' }, 'cron ', h('code', { class: 'cron' }, t.schedule.cron),
+			    ' (' + t.schedule.timezone + ')'));
+		if (t.hook)
+			parts.push(h('span', { class: 'cond' }, 'hook ', h('code', null, t.hook)));
+		['repositories', 'labels', 'channels'].forEach(function (k) {
+			if ((t[k] || []).length)
+				parts.push(h('span', { class: 'cond' }, k + ' ' + t[k].join(', ')));
+		});
+		return h('li', null, h('span', { class: 'src' }, t.source || ''), ' ', parts.map(function (p, i) {
+			return i ? [' · ', p] : p;
+		}));
+	}
+
+	function budgetText(b) {
+		if (!b)
+			return h('span', { class: 'muted' }, 'none');
+		return [b.usd !== null ? '$' + Number(b.usd).toFixed(2) : null, b.tokens !== null ?
+		    Number(b.tokens).toLocaleString('en') + ' tokens' : null].filter(Boolean).join(' · ') + ' a run';
+	}
+
+	function reportView(r) {
+		if (!r || !(r.to || []).length)
+			return h('span', { class: 'muted' }, 'none');
+		return [h('ul', null, r.to.map(function (x) { return h('li', null, x); })),
+		    r.on ? h('span', { class: 'muted' }, 'on ' + r.on.join(', ')) : null];
 	}
 
 	async function automationsPage(gen) {
@@ -1501,11 +1583,11 @@
 		}
 
 		show(h('h1', null, 'Automations'),
-		    list.length ? table(['name', 'triggers', 'agent', 'proof', 'repository'], list.map(function (a) {
-			    return h('tr', null, h('td', null, h('strong', null, a.name)),
-				h('td', null, h('ul', { class: 'triggers' }, (a.triggers || []).map(function (t) {
-					return h('li', null, h('span', { class: 'src' }, t.source || ''), ' ', triggerText(t));
-				}))), h('td', null, a.agent || ''), h('td', null, a.proof || ''), h('td', null, a.repository || ''));
+		    list.length ? table(['name', 'triggers', 'agent', 'proof', 'repository', 'budget', 'reports to'], list.map(function (a) {
+			    return h('tr', { 'data-automation': a.name }, h('td', null, h('strong', null, a.name)),
+				h('td', null, h('ul', { class: 'triggers' }, (a.triggers || []).map(triggerView))),
+				h('td', null, a.agent || ''), h('td', null, a.proof || ''), h('td', null, a.repository || ''),
+				h('td', { class: 'budget' }, budgetText(a.budget)), h('td', { class: 'reports-to' }, reportView(a.report)));
 		    }), 'automations') : h('p', { class: 'muted' }, 'No automations in this org.'),
 		    section('Why (or why not)?', 'why', [h('p', { class: 'muted' },
 			'Paste a payload: each automation says whether it would start a run and why, as spur fire --why does. Nothing runs.'),

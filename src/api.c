@@ -967,6 +967,17 @@ api_run_events(struct api_ctx *c, const char *id, json_t *body)
 	api_ctx_free(c);
 }
 
+/* A NULL-terminated list of strings as JSON. */
+static json_t *
+api_strv_json(char **v)
+{
+	json_t	*j = json_array();
+
+	for (; v != NULL && *v != NULL; v++)
+		json_array_append_new(j, json_string(*v));
+	return j;
+}
+
 /* ----- the console's overview ----- */
 
 static int
@@ -1136,6 +1147,40 @@ api_stats(struct api_ctx *c, const char *id, json_t *body)
 
 /* ----- automations ----- */
 
+/*
+ * Where an automation's report goes, in words ("the event's thread",
+ * "slack C0123", "github acme/api#12", "linear ENG-1", "an API callback"):
+ * never a callback's URL or secret.
+ */
+static json_t *
+api_report_dests(const struct automation *a)
+{
+	json_t		*list = json_array(), *d, *meta;
+	const char	*src, *v;
+	size_t		 i;
+
+	if (a->report_thread)
+		json_array_append_new(list, json_string("the event's thread"));
+	json_array_foreach(a->report_to, i, d) {
+		src = json_string_value(json_object_get(d, "source"));
+		meta = json_object_get(d, "meta");
+		if (src == NULL)
+			continue;
+		if (strcmp(src, "github") == 0)
+			json_array_append_new(list, json_sprintf("github %s#%lld",
+			    (v = json_string_value(json_object_get(d, "repository"))) != NULL ? v : "",
+			    (long long)json_integer_value(json_object_get(meta, "number"))));
+		else if (strcmp(src, "api") == 0)
+			json_array_append_new(list, json_string("an API callback"));
+		else if ((v = json_string_value(json_object_get(meta, strcmp(src, "slack") == 0 ?
+		    "channel" : "issue_id"))) != NULL)
+			json_array_append_new(list, json_sprintf("%s %s", src, v));
+		else
+			json_array_append_new(list, json_string(src));
+	}
+	return list;
+}
+
 static void
 api_automations(struct api_ctx *c, const char *id, json_t *body)
 {
@@ -1151,9 +1196,14 @@ api_automations(struct api_ctx *c, const char *id, json_t *body)
 			continue;
 		repo = a->repository_map != NULL ? json_string("chosen by the event") :
 		    json_str_or_null(a->repository);
-		json_array_append_new(list, json_pack("{s:s,s:o,s:s,s:s,s:o}", "name", a->name,
-		    "triggers", automation_triggers_json(a), "agent", a->agent_name, "proof",
-		    proof_kind_name(a->proof), "repository", repo));
+		json_array_append_new(list, json_pack("{s:s,s:o,s:s,s:s,s:o,s:o,s:{s:o,s:o}}",
+		    "name", a->name, "triggers", automation_triggers_json(a), "agent",
+		    a->agent_name, "proof", proof_kind_name(a->proof), "repository", repo, "budget",
+		    a->budget_tokens > 0 || a->budget_usd > 0 ? json_pack("{s:o,s:o}", "tokens",
+		    a->budget_tokens > 0 ? json_integer(a->budget_tokens) : json_null(), "usd",
+		    a->budget_usd > 0 ? json_real(a->budget_usd) : json_null()) : json_null(),
+		    "report", "to", api_report_dests(a), "on", a->report_on != NULL ?
+		    api_strv_json(a->report_on) : json_null()));
 	}
 	automation_set_unref(set);
 	config_free(conf);

@@ -175,6 +175,17 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
     t.eq(b.do("count", selector="#output b"), 0, "markup in a tool's result is not markup")
     hist = b.do("text", selector="#history")
     t.ok("queued" in hist and "running" in hist and "completed" in hist, "the state history is shown", hist)
+    tl = b.do("eval", js="""[...document.querySelectorAll('#run-timeline-chart rect')].map(r =>
+        [r.dataset.phase, +r.dataset.ms, +r.getAttribute('width')])""")
+    names = [x[0] for x in tl]
+    ratio = [x[2] / x[1] for x in tl if x[1] >= 200]
+    t.ok(names and names[0] == "queued" and ("agent" in names or "running" in names) and
+         abs(sum(x[2] for x in tl) - 720) < 2 and ratio and max(ratio) - min(ratio) < 0.02 * max(ratio),
+         "the phase timeline: queued, then the phases of running, each as wide as it took (one scale, end to end)", tl)
+    zone = b.do("eval", js="document.querySelector('#history tbody td:nth-child(2)').textContent")
+    t.ok(zone and ("UTC" in zone or "GMT" in zone), "times are shown with their zone", zone)
+    t.ok(b.do("count", selector="#usage, #run-cost") == 0,
+         "no Usage and no cost for an agent that talked to no model", b.do("count", selector="#usage"))
     prompt = b.do("text", selector="#prompt-data")
     t.ok(prompt is not None and "/work please fix" in prompt and "third-party data" in prompt,
          "the prompt's fenced data is set apart and labelled as data", prompt)
@@ -256,6 +267,11 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
     why = b.do("text", selector="#why-table") if r is True else ""
     t.ok("work" in why and "yes" in why and "slow" in why and "theirs" not in why,
          "a pasted payload says which automation would run, and why the others would not", why)
+    autos = b.do("eval", js="""Object.fromEntries([...document.querySelectorAll('#automations tbody tr')].map(tr =>
+        [tr.dataset.automation, tr.textContent]))""")
+    t.ok("text /^/work/" in autos.get("work", "") and "the event's thread" in autos.get("work", "") and
+         "cron 0 3 * * * (Europe/Paris)" in autos.get("nightly", "") and "none" in autos.get("work", ""),
+         "each trigger's text regex and cron, each automation's budget and report destinations", autos)
     shot("automations", full=True)
     check_a11y(t, b, "the automations page, a payload explained")
     b.do("goto", url=base + "/console/schedules")

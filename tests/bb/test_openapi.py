@@ -186,7 +186,8 @@ GOOD = [
     ("an event stream", answer("GET", "/o/acme/runs/run_01/events", 200, SSE, "text/event-stream")),
     ("the automations (template path)", answer("GET", "/o/{org}/automations", 200, {"data": [
         {"name": "fix", "triggers": [{"source": "github", "events": ["issue_comment"], "command": "/fix"}],
-         "agent": "claude", "proof": "pull_request", "repository": None}]})),
+         "agent": "claude", "proof": "pull_request", "repository": None, "budget": {"tokens": None, "usd": 2.5},
+         "report": {"to": ["the event's thread", "slack C0123"], "on": None}}]})),
     ("an MCP notification", answer("POST", "/o/acme/mcp", 202)),
     ("an MCP GET", answer("GET", "/o/acme/mcp", 405, {"error": "method_not_allowed"},
                           headers={"Allow": "POST, DELETE"})),
