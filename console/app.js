@@ -457,7 +457,7 @@
 				g.appendChild(sv('text', { class: 'total', x: (x + bw * 0.35).toFixed(1), y: (y - 3).toFixed(1),
 				    'text-anchor': 'middle' }, String(total)));
 			/* A label every other day when they would crowd, always the last (today). */
-			if (days.length <= 16 || i % 2 === (days.length - 1) % 2)
+			if (days.length <= 8 || i % 2 === (days.length - 1) % 2)
 				g.appendChild(sv('text', { class: 'axis', x: (x + bw * 0.35).toFixed(1), y: H - B + 16,
 				    'text-anchor': 'middle' }, d.day.slice(5)));
 			svg.appendChild(g);
@@ -532,7 +532,8 @@
 			    sv('rect', { class: 'hit', x: (px(i) - 12).toFixed(1), y: T, width: 24, height: H - B - T }),
 			    sv('title', null, when(x.at) + ': ' + x.queued + ' queued, ' + x.running + ' running'));
 			if (i % 6 === 5 || i === hours.length - 1)
-				g.appendChild(sv('text', { class: 'axis', x: px(i).toFixed(1), y: H - B + 16, 'text-anchor': 'middle' },
+				g.appendChild(sv('text', { class: 'axis', x: px(i).toFixed(1), y: H - B + 16,
+				    'text-anchor': i === hours.length - 1 ? 'end' : 'middle' },
 				    i === hours.length - 1 ? 'now' : '-' + (hours.length - 1 - i) + 'h'));
 			svg.appendChild(g);
 		});
@@ -567,14 +568,14 @@
 				    bigNumber('ov-queued', st.queue.queued, 'queued'),
 				    bigNumber('ov-running', st.queue.running, 'running')),
 				    queueChart(st.queue.hours), legend(['queued', 'running'], 'q-')])),
-			    section('Runs a day, by state', 'ov-days', [dayBars('ov-days-chart', days, 'states', STACK, 's-',
+			    h('div', { class: 'grid2' }, section('Runs a day, by state', 'ov-days', [dayBars('ov-days-chart', days, 'states', STACK, 's-',
 				'Runs created each UTC day of the last ' + st.days + ', by state'), legend(STACK, 's-'),
 				h('p', { class: 'muted small' }, 'UTC days, today last; a run counts on the day it was created.')]),
 			    section('Ended runs a day, by cause (other than ok)', 'ov-causes', [dayBars('ov-causes-chart', ended, 'causes',
 				CAUSE_KEYS, 'c-', 'Runs that did not end ok, each UTC day of the last ' + st.days + ', by cause'),
 				legend(CAUSE_KEYS.filter(function (k) {
 					return days.some(function (d) { return d.causes[k]; });
-				}), 'c-')]),
+				}), 'c-')])),
 			    section('Automations', 'ov-autos', st.automations.length ? automationBars(st.automations) :
 				h('p', { class: 'muted' }, 'No runs in these days.')),
 			    st.truncated ? h('p', { class: 'muted' }, 'More runs than the overview reads: the oldest are counted.') : null);
