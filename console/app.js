@@ -140,7 +140,8 @@
 		if (!iso)
 			return '';
 		var d = new Date(iso);
-		return isNaN(d) ? String(iso) : d.toLocaleString();
+		/* With its zone: a time read off a screen is compared with logs and other people's. */
+		return isNaN(d) ? String(iso) : d.toLocaleString(undefined, { timeZoneName: 'short' });
 	}
 
 	function ago(iso) {
@@ -317,7 +318,7 @@
 
 	/* ---------- chrome: navigation, who, org ---------- */
 
-	var NAV = [['Runs', '/console/runs'], ['Sessions', '/console/sessions'],
+	var NAV = [['Overview', '/console/overview'], ['Runs', '/console/runs'], ['Sessions', '/console/sessions'],
 	    ['Automations', '/console/automations'], ['Schedules', '/console/schedules'], ['Keys', '/console/keys']];
 
 	function chrome(active) {
@@ -376,6 +377,224 @@
 		show(box);
 	}
 
+	/* ---------- the overview: charts drawn here as SVG ---------- */
+
+	var SVGNS = 'http://www.w3.org/2000/svg';
+	var OVERVIEW_MS = 15000;	/* how often the overview reads its numbers again */
+	/* The order states stack in, bottom first: what ended well, then what did not, then what has not ended. */
+	var STACK = ['completed', 'needs_review', 'failed', 'timed_out', 'cancelled', 'running', 'queued'];
+
+	/* An SVG element: like h(), attributes by setAttribute, children as text or nodes. */
+	function sv(tag, attrs) {
+		var node = document.createElementNS(SVGNS, tag), k, i;
+
+		for (k in attrs || {}) {
+			if (attrs[k] !== null && attrs[k] !== undefined)
+				node.setAttribute(k, String(attrs[k]));
+		}
+		for (i = 2; i < arguments.length; i++)
+			add(node, arguments[i]);
+		return node;
+	}
+
+	/* A chart: an <svg> of w x h user units that scales to its box, named for assistive technology. */
+	function chart(id, w, ht, label) {
+		return sv('svg', { id: id, class: 'chart', viewBox: '0 0 ' + w + ' ' + ht, role: 'img', 'aria-label': label,
+		    preserveAspectRatio: 'xMidYMid meet' });
+	}
+
+	function legend(keys, prefix) {
+		return h('ul', { class: 'legend' }, keys.map(function (k) {
+			return h('li', null, h('span', { class: 'swatch ' + cls(prefix, k), 'aria-hidden': 'true' }), k.replace(/_/g, ' '));
+		}));
+	}
+
+	/* A round top for a scale of max: 1, 2, 5 times a power of ten, at least 4. */
+	function niceMax(max) {
+		var p, m;
+		if (max <= 4)
+			return 4;
+		p = Math.pow(10, Math.floor(Math.log10(max)));
+		m = max / p;
+		return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+	}
+
+	/*
+	 * Runs a day, stacked by the keys of each day's field (states or causes):
+	 * a bar a day, its segments' heights to scale, the day's total above it.
+	 */
+	function dayBars(id, days, field, keys, prefix, label) {
+		var W = 720, H = 240, L = 34, B = 28, T = 14, top, bw, svg, i, y, x, d, tick;
+
+		top = niceMax(Math.max.apply(null, days.map(function (d) {
+			return keys.reduce(function (n, k) { return n + (d[field][k] || 0); }, 0);
+		}).concat([0])));
+		bw = (W - L) / days.length;
+		svg = chart(id, W, H, label);
+		for (tick = 0; tick <= 4; tick++) {
+			y = H - B - (H - B - T) * tick / 4;
+			svg.appendChild(sv('line', { class: 'grid', x1: L, x2: W, y1: y, y2: y }));
+			svg.appendChild(sv('text', { class: 'axis', x: L - 6, y: y + 4, 'text-anchor': 'end' }, String(top * tick / 4)));
+		}
+		for (i = 0; i < days.length; i++) {
+			d = days[i];
+			x = L + i * bw + bw * 0.15;
+			y = H - B;
+			var g = sv('g', { class: 'day', 'data-day': d.day }), total = 0, parts = [];
+			keys.forEach(function (k) {
+				var n = d[field][k] || 0, hh = (H - B - T) * n / top;
+				if (n === 0)
+					return;
+				y -= hh;
+				total += n;
+				parts.push(k.replace(/_/g, ' ') + ' ' + n);
+				g.appendChild(sv('rect', { class: 'seg ' + cls(prefix, k), x: x.toFixed(1), y: y.toFixed(1),
+				    width: (bw * 0.7).toFixed(1), height: hh.toFixed(1), 'data-key': k, 'data-n': n }));
+			});
+			g.appendChild(sv('title', null, d.day + ': ' + total + ' run' + (total === 1 ? '' : 's') +
+			    (parts.length ? ' (' + parts.join(', ') + ')' : '')));
+			if (total > 0)
+				g.appendChild(sv('text', { class: 'total', x: (x + bw * 0.35).toFixed(1), y: (y - 3).toFixed(1),
+				    'text-anchor': 'middle' }, String(total)));
+			/* A label every other day when they would crowd, always the last (today). */
+			if (days.length <= 8 || i % 2 === (days.length - 1) % 2)
+				g.appendChild(sv('text', { class: 'axis', x: (x + bw * 0.35).toFixed(1), y: H - B + 16,
+				    'text-anchor': 'middle' }, d.day.slice(5)));
+			svg.appendChild(g);
+		}
+		return svg;
+	}
+
+	/* Each automation: its success rate and its median duration, as bars on their own scales. */
+	function automationBars(autos) {
+		var maxMs = Math.max.apply(null, autos.map(function (a) { return a.median_duration_ms || 0; }).concat([1]));
+
+		return h('table', { class: 'list bars', id: 'ov-automations' }, h('thead', null, h('tr', null,
+		    h('th', null, 'automation'), h('th', null, 'runs'), h('th', null, 'success rate (of ended)'),
+		    h('th', null, 'median duration'))), h('tbody', null, autos.map(function (a) {
+			var rate = a.success_rate, pct = rate === null ? null : Math.round(rate * 100);
+			return h('tr', { 'data-automation': a.automation },
+			    h('td', null, h('strong', null, a.automation || h('span', { class: 'muted' }, 'session'))),
+			    h('td', { class: 'num' }, String(a.runs)),
+			    h('td', { class: 'barcell' }, meter('rate', rate === null ? 0 : rate, rate === null ? 'none ended' :
+				pct + '% of ' + a.ended, rate === null ? 'none' : rate >= 0.9 ? 'ok' : rate >= 0.5 ? 'warn' : 'bad', {
+				    'data-rate': rate === null ? '' : rate })),
+			    h('td', { class: 'barcell' }, meter('took', (a.median_duration_ms || 0) / maxMs,
+				a.median_duration_ms === null ? '—' : dur(a.median_duration_ms), 'run', {
+				    'data-ms': a.median_duration_ms === null ? '' : a.median_duration_ms })));
+		})));
+	}
+
+	/* A horizontal bar of fraction f (0..1, drawn up to 1) with its words beside it. */
+	function meter(kind, f, words, tone, data) {
+		var svg = sv('svg', { class: 'meter', viewBox: '0 0 200 12', preserveAspectRatio: 'none', 'aria-hidden': 'true' },
+		    sv('rect', { class: 'track', x: 0, y: 0, width: 200, height: 12, rx: 3 }),
+		    sv('rect', { class: 'fill ' + cls('t-', tone), x: 0, y: 0, width: (200 * Math.max(0, Math.min(1, f))).toFixed(1),
+			height: 12, rx: 3 }));
+		return h('div', Object.assign({ class: 'meter-row ' + cls('m-', kind) }, data || {}), svg,
+		    h('span', { class: 'meter-words' }, words));
+	}
+
+	function usdText(x) {
+		return '$' + (x > 0 && x < 0.01 ? x.toFixed(4) : x.toFixed(2));
+	}
+
+	/* Spend against a budget: the bar fills to the budget, red past it; no budget: the amount alone. */
+	function spendView(id, what, usd, budget) {
+		var f = budget ? usd / budget : 0;
+		return h('div', { class: 'spend', id: id, 'data-usd': usd, 'data-budget': budget === null ? '' : budget },
+		    h('div', { class: 'spend-head' }, h('span', { class: 'muted' }, what), ' ',
+			h('strong', { class: 'spend-usd' }, usdText(usd)),
+			budget ? h('span', { class: 'muted' }, ' of ' + usdText(budget) + ' (' + Math.round(f * 100) + '%)') :
+			    h('span', { class: 'muted' }, ' (no budget)')),
+		    budget ? meter('spend', f, '', f >= 1 ? 'bad' : f >= 0.8 ? 'warn' : 'ok') : null);
+	}
+
+	/* Queued and running an hour apart over the last day: two lines on one scale. */
+	function queueChart(hours) {
+		var W = 720, H = 180, L = 34, B = 24, T = 10, top, svg, tick, y;
+
+		top = niceMax(Math.max.apply(null, hours.map(function (x) { return Math.max(x.queued, x.running); }).concat([0])));
+		svg = chart('ov-queue-chart', W, H, 'Runs queued and running, an hour apart over the last 24 hours');
+		for (tick = 0; tick <= 4; tick++) {
+			y = H - B - (H - B - T) * tick / 4;
+			svg.appendChild(sv('line', { class: 'grid', x1: L, x2: W, y1: y, y2: y }));
+			svg.appendChild(sv('text', { class: 'axis', x: L - 6, y: y + 4, 'text-anchor': 'end' }, String(top * tick / 4)));
+		}
+		function px(i) { return L + (W - L - 10) * i / Math.max(1, hours.length - 1); }
+		function py(n) { return H - B - (H - B - T) * n / top; }
+		['queued', 'running'].forEach(function (k) {
+			svg.appendChild(sv('polyline', { class: 'line ' + cls('q-', k), 'data-key': k, fill: 'none',
+			    points: hours.map(function (x, i) { return px(i).toFixed(1) + ',' + py(x[k]).toFixed(1); }).join(' ') }));
+		});
+		hours.forEach(function (x, i) {
+			var g = sv('g', { class: 'hour', 'data-at': x.at, 'data-queued': x.queued, 'data-running': x.running },
+			    sv('rect', { class: 'hit', x: (px(i) - 12).toFixed(1), y: T, width: 24, height: H - B - T }),
+			    sv('title', null, when(x.at) + ': ' + x.queued + ' queued, ' + x.running + ' running'));
+			if (i % 6 === 5 || i === hours.length - 1)
+				g.appendChild(sv('text', { class: 'axis', x: px(i).toFixed(1), y: H - B + 16,
+				    'text-anchor': i === hours.length - 1 ? 'end' : 'middle' },
+				    i === hours.length - 1 ? 'now' : '-' + (hours.length - 1 - i) + 'h'));
+			svg.appendChild(g);
+		});
+		return svg;
+	}
+
+	function bigNumber(id, n, what) {
+		return h('div', { class: 'big', id: id }, h('span', { class: 'big-n' }, String(n)), h('span', { class: 'muted' }, what));
+	}
+
+	async function overviewPage(gen) {
+		var org = curOrg(), body = h('div', { id: 'overview' }, h('p', { class: 'muted' }, 'Loading…'));
+		var stamp = h('span', { class: 'live muted', id: 'ov-live' }, 'live');
+		var CAUSE_KEYS = CAUSES.filter(function (c) { return c !== 'ok'; });
+
+		setOrg(org);
+		title('Overview');
+		chrome('Overview');
+		show(h('div', { class: 'bar' }, h('h1', null, 'Overview'), stamp), body);
+
+		function paint(st) {
+			var days = st.by_day, ended = days.map(function (d) {
+				return { day: d.day, causes: d.causes };
+			});
+			replace(body,
+			    h('div', { class: 'grid2' },
+				section('Spend', 'ov-spend', [
+				    spendView('ov-spend-today', 'today (UTC)', st.spend.today_usd, st.spend.budget_usd_per_day),
+				    spendView('ov-spend-month', 'this month', st.spend.month_usd, st.spend.budget_usd_per_month),
+				    h('p', { class: 'muted small' }, 'What the model gateway counted for this org\'s runs.')]),
+				section('Queue', 'ov-queue', [h('div', { class: 'row' },
+				    bigNumber('ov-queued', st.queue.queued, 'queued'),
+				    bigNumber('ov-running', st.queue.running, 'running')),
+				    queueChart(st.queue.hours), legend(['queued', 'running'], 'q-')])),
+			    h('div', { class: 'grid2' }, section('Runs a day, by state', 'ov-days', [dayBars('ov-days-chart', days, 'states', STACK, 's-',
+				'Runs created each UTC day of the last ' + st.days + ', by state'), legend(STACK, 's-'),
+				h('p', { class: 'muted small' }, 'UTC days, today last; a run counts on the day it was created.')]),
+			    section('Ended runs a day, by cause (other than ok)', 'ov-causes', [dayBars('ov-causes-chart', ended, 'causes',
+				CAUSE_KEYS, 'c-', 'Runs that did not end ok, each UTC day of the last ' + st.days + ', by cause'),
+				legend(CAUSE_KEYS.filter(function (k) {
+					return days.some(function (d) { return d.causes[k]; });
+				}), 'c-')])),
+			    section('Automations', 'ov-autos', st.automations.length ? automationBars(st.automations) :
+				h('p', { class: 'muted' }, 'No runs in these days.')),
+			    st.truncated ? h('p', { class: 'muted' }, 'More runs than the overview reads: the oldest are counted.') : null);
+			stamp.textContent = 'live · ' + new Date(st.generated_at).toLocaleTimeString();
+		}
+
+		async function load() {
+			var res = await api('GET', '/o/' + enc(org) + '/stats?days=14');
+			alive(gen);
+			if (res.status !== 200) {
+				replace(body, h('p', { class: 'error' }, errText(res)));
+				return;
+			}
+			paint(res.body);
+		}
+		await load();
+		every(OVERVIEW_MS, function () { load().catch(quiet); });
+	}
+
 	/* ---------- runs ---------- */
 
 	/* Where a run's event came from: the first part of its thread key (SPEC 6). */
@@ -390,7 +609,7 @@
 	}
 
 	function runRow(r, org) {
-		return h('tr', { 'data-run': r.id, class: cls('s-', r.state) },
+		return h('tr', { 'data-run': r.id, 'data-state': r.state, class: 'run ' + cls('r-', r.state) },
 		    h('td', null, h('a', { href: runHref(r.id, org), 'data-nav': true, class: 'mono' }, r.id)),
 		    h('td', null, badge(r.state), r.phase && !ENDED[r.state] ? h('span', { class: 'phase' }, r.phase) : null),
 		    h('td', null, r.cause || ''),
@@ -399,7 +618,8 @@
 		    h('td', { class: 'thread' }, r.thread || ''),
 		    h('td', null, r.repository || ''),
 		    h('td', null, timeCell(r.created_at)),
-		    h('td', { class: 'num' }, dur(r.duration_ms)));
+		    h('td', { class: 'num' }, dur(r.duration_ms)),
+		    h('td', { class: 'num cost' }, r.usage && r.usage.requests ? usdText(r.usage.cost_usd || 0) : ''));
 	}
 
 	function selectOf(id, label, value, options, onchange) {
@@ -505,7 +725,7 @@
 			autoSel,
 			selectOf('f-source', 'source', filt.source, SOURCES, refilter)),
 		    h('table', { class: 'list runs' }, h('thead', null, h('tr', null,
-			['run', 'state', 'cause', 'automation', 'source', 'thread', 'repository', 'created', 'took']
+			['run', 'state', 'cause', 'automation', 'source', 'thread', 'repository', 'created', 'took', 'cost']
 			    .map(function (c) { return h('th', null, c); }))), tbody),
 		    h('p', { class: 'pager' }, status, ' ', more));
 		await load(null);
@@ -834,7 +1054,7 @@
 			    h('div', { class: 'o-label' }, 'result · ' + (j.subtype || '') +
 				(j.num_turns !== undefined ? ' · ' + j.num_turns + ' turns' : '') +
 				(j.duration_ms !== undefined ? ' · ' + dur(j.duration_ms) : '') +
-				(j.total_cost_usd !== undefined ? ' · $' + Number(j.total_cost_usd).toFixed(4) : '') +
+				(j.total_cost_usd !== undefined ? ' · $' + Number(j.total_cost_usd).toFixed(4) + ' reported by the agent' : '') +
 				(j.usage ? ' · ' + tokens(j.usage) : '')),
 			    typeof j.result === 'string' ? h('div', { class: 'o-text' }, j.result) : null));
 			return true;
@@ -861,7 +1081,7 @@
 			return true;
 		case 'step_finish':
 			this.meta('step done' + (part.tokens ? ' · ' + tokens(part.tokens) : '') +
-			    (part.cost ? ' · $' + Number(part.cost).toFixed(4) : ''));
+			    (part.cost ? ' · $' + Number(part.cost).toFixed(4) + ' reported by the agent' : ''));
 			return true;
 		case 'text':
 			this.msg('assistant', part.text);
@@ -975,6 +1195,56 @@
 			return h('div', { class: 'result-text', id: 'run-result' }, text);
 		return h('details', { id: 'run-result' }, h('summary', null, lines[0].slice(0, 120) + (lines[0].length > 120 ? '…' : '')),
 		    h('pre', { class: 'result-text' }, text));
+	}
+
+	/*
+	 * A run's phases to scale, from its history: queued from its creation,
+	 * then each phase of running (cloning, setup, agent, delivering) until the
+	 * next entry, the last until it ended (or now).
+	 */
+	function phases(run) {
+		var hist = run.history || [], out = [], i, x, name, from, to, end;
+
+		end = run.ended_at ? Date.parse(run.ended_at) : Date.now();
+		for (i = 0; i < hist.length; i++) {
+			x = hist[i];
+			if (ENDED[x.state])
+				break;
+			name = x.state === 'running' ? (x.phase || 'running') : x.state;
+			from = Date.parse(x.at);
+			to = i + 1 < hist.length ? Date.parse(hist[i + 1].at) : end;
+			if (isNaN(from) || isNaN(to))
+				continue;
+			if (out.length && out[out.length - 1].name === name)
+				out[out.length - 1].to = to;
+			else
+				out.push({ name: name, from: from, to: Math.max(from, to) });
+		}
+		return out;
+	}
+
+	function timeline(run) {
+		var ph = phases(run), W = 720, H = 34, t0, span, svg;
+
+		if (!ph.length)
+			return null;
+		t0 = ph[0].from;
+		span = Math.max(1, ph[ph.length - 1].to - t0);
+		svg = sv('svg', { class: 'timeline', id: 'run-timeline-chart', viewBox: '0 0 ' + W + ' ' + H,
+		    preserveAspectRatio: 'none', role: 'img', 'aria-label': 'phases to scale: ' + ph.map(function (p) {
+			    return p.name + ' ' + dur(p.to - p.from);
+		    }).join(', ') });
+		ph.forEach(function (p) {
+			var x = W * (p.from - t0) / span, w = Math.max(1, W * (p.to - p.from) / span);
+			svg.appendChild(sv('rect', { class: 'phase-bar ' + cls('p-', p.name), x: x.toFixed(2), y: 4,
+			    width: w.toFixed(2), height: H - 8, 'data-phase': p.name, 'data-ms': p.to - p.from },
+			    sv('title', null, p.name + ': ' + dur(p.to - p.from) + ' (from ' + when(new Date(p.from).toISOString()) + ')')));
+		});
+		return section('Phases', 'run-timeline', [svg, h('ul', { class: 'legend phases' }, ph.map(function (p) {
+			return h('li', { 'data-phase': p.name }, h('span', { class: 'swatch ' + cls('p-', p.name), 'aria-hidden': 'true' }),
+			    p.name + ' ' + dur(p.to - p.from));
+		})), h('p', { class: 'muted small' }, 'From ' + when(new Date(t0).toISOString()) + ', ' + dur(span) +
+		    (run.ended_at ? ' in all.' : ' so far.'))]);
 	}
 
 	async function runPage(gen, id) {
@@ -1113,11 +1383,15 @@
 				['pull request', pr ? ext(pr) : null],
 				['proof', run.proof && !pr ? ext(run.proof) : null],
 				['result', run.result ? resultView(run.result) : null],
-				['created', run.created_at ? when(run.created_at) : null],
-				['started', run.started_at ? when(run.started_at) : null],
-				['ended', run.ended_at ? when(run.ended_at) : null],
-				['took', dur(run.duration_ms)]
-			    ])));
+				['created', run.created_at ? [when(run.created_at), ' ', h('span', { class: 'muted' }, '(' + ago(run.created_at) + ')')] : null],
+				['started', run.started_at ? [when(run.started_at), ' ', h('span', { class: 'muted' }, '(' + ago(run.started_at) + ')')] : null],
+				['ended', run.ended_at ? [when(run.ended_at), ' ', h('span', { class: 'muted' }, '(' + ago(run.ended_at) + ')')] : null],
+				['took', dur(run.duration_ms)],
+				/* The one cost: what the gateway counted (an agent's own figure is in its output, as its). */
+				['cost', run.usage && run.usage.requests ? h('span', { id: 'run-cost' }, usdText(run.usage.cost_usd || 0),
+				    h('span', { class: 'muted' }, ' (model gateway, ' + run.usage.requests + ' request' +
+					(run.usage.requests === 1 ? '' : 's') + ')')) : null]
+			    ])), timeline(run));
 			replace(rest,
 			    section('History', 'history', table(['state', 'at', 'cause', 'phase', 'reason'], (run.history || []).map(function (x) {
 				    return h('tr', null, h('td', null, badge(x.state)), h('td', { title: x.at }, when(x.at)),
@@ -1138,7 +1412,7 @@
 				    h('pre', { class: 'json' }, pretty(ev.payload))) : null]) : null,
 			    section('Prompt', 'prompt-card', run.prompt !== null && run.prompt !== undefined ? promptView(run.prompt) :
 				h('p', { class: 'muted' }, 'Not built yet: the run has not started.')),
-			    run.usage ? section('Usage', 'usage', usageView(run.usage)) : null,
+			    run.usage && run.usage.requests ? section('Usage', 'usage', usageView(run.usage)) : null,
 			    section('Reports', 'reports', (run.reports || []).length ? table(['kind', 'state', 'attempts', 'error', 'created', 'sent'],
 				run.reports.map(function (r) {
 					return h('tr', null, h('td', null, r.kind), h('td', null, badge(r.state)), h('td', { class: 'num' }, r.attempts),
@@ -1228,19 +1502,45 @@
 			['repository', s.repository], ['thread', s.thread], ['created', when(s.created_at)],
 			['ended', s.ended_at ? when(s.ended_at) : null], ['callback', s.callback_url],
 			['metadata', s.metadata ? h('pre', { class: 'json' }, pretty(s.metadata)) : null]])),
-		    section('Runs, in order', 'session-runs', table(['run', 'state', 'cause', 'automation', 'source', 'thread', 'repository', 'created', 'took'],
+		    section('Runs, in order', 'session-runs', table(['run', 'state', 'cause', 'automation', 'source', 'thread', 'repository', 'created', 'took', 'cost'],
 			(s.runs || []).map(function (r) { return runRow(r, found.org); }))));
 	}
 
 	/* ---------- automations and why ---------- */
 
-	function triggerText(t) {
-		var parts = [], k;
-		for (k in t) {
-			if (k !== 'source')
-				parts.push(k + ': ' + (typeof t[k] === 'string' ? t[k] : JSON.stringify(t[k])));
-		}
-		return parts.join(' · ');
+	/* A trigger as the YAML says it: its events, then what else must match (text regex, cron, …). */
+	function triggerView(t) {
+		var parts = [];
+		if ((t.events || []).length)
+			parts.push(h('span', { class: 'events' }, t.events.join(', ')));
+		if (t.text)
+			parts.push(h('span', { class: 'cond' }, 'text ', h('code', { class: 'regex' }, '/' + t.text + '/')));
+		if (t.schedule)
+			parts.push(h('span', { class: 'cond' }, 'cron ', h('code', { class: 'cron' }, t.schedule.cron),
+			    ' (' + t.schedule.timezone + ')'));
+		if (t.hook)
+			parts.push(h('span', { class: 'cond' }, 'hook ', h('code', null, t.hook)));
+		['repositories', 'labels', 'channels'].forEach(function (k) {
+			if ((t[k] || []).length)
+				parts.push(h('span', { class: 'cond' }, k + ' ' + t[k].join(', ')));
+		});
+		return h('li', null, h('span', { class: 'src' }, t.source || ''), ' ', parts.map(function (p, i) {
+			return i ? [' · ', p] : p;
+		}));
+	}
+
+	function budgetText(b) {
+		if (!b)
+			return h('span', { class: 'muted' }, 'none');
+		return [b.usd !== null ? '$' + Number(b.usd).toFixed(2) : null, b.tokens !== null ?
+		    Number(b.tokens).toLocaleString('en') + ' tokens' : null].filter(Boolean).join(' · ') + ' a run';
+	}
+
+	function reportView(r) {
+		if (!r || !(r.to || []).length)
+			return h('span', { class: 'muted' }, 'none');
+		return [h('ul', null, r.to.map(function (x) { return h('li', null, x); })),
+		    r.on ? h('span', { class: 'muted' }, 'on ' + r.on.join(', ')) : null];
 	}
 
 	async function automationsPage(gen) {
@@ -1284,11 +1584,11 @@
 		}
 
 		show(h('h1', null, 'Automations'),
-		    list.length ? table(['name', 'triggers', 'agent', 'proof', 'repository'], list.map(function (a) {
-			    return h('tr', null, h('td', null, h('strong', null, a.name)),
-				h('td', null, h('ul', { class: 'triggers' }, (a.triggers || []).map(function (t) {
-					return h('li', null, h('span', { class: 'src' }, t.source || ''), ' ', triggerText(t));
-				}))), h('td', null, a.agent || ''), h('td', null, a.proof || ''), h('td', null, a.repository || ''));
+		    list.length ? table(['name', 'triggers', 'agent', 'proof', 'repository', 'budget', 'reports to'], list.map(function (a) {
+			    return h('tr', { 'data-automation': a.name }, h('td', null, h('strong', null, a.name)),
+				h('td', null, h('ul', { class: 'triggers' }, (a.triggers || []).map(triggerView))),
+				h('td', null, a.agent || ''), h('td', null, a.proof || ''), h('td', null, a.repository || ''),
+				h('td', { class: 'budget' }, budgetText(a.budget)), h('td', { class: 'reports-to' }, reportView(a.report)));
 		    }), 'automations') : h('p', { class: 'muted' }, 'No automations in this org.'),
 		    section('Why (or why not)?', 'why', [h('p', { class: 'muted' },
 			'Paste a payload: each automation says whether it would start a run and why, as spur fire --why does. Nothing runs.'),
@@ -1401,7 +1701,7 @@
 			h('fieldset', null, h('legend', null, 'scopes'), boxes.map(function (b) {
 				return h('label', { class: 'scope' }, b, b.value);
 			})), h('button', { type: 'submit', id: 'key-create-go', class: 'primary' }, icon('key'), 'Create key')), shown]),
-		    table(['id', 'name', 'scopes', 'created', 'last used', 'expires', 'state', ''], tbody, 'keys-table'));
+		    table(['id', 'name', 'scopes', 'created', 'last used', 'expires', 'state', 'action'], tbody, 'keys-table'));
 		await list();
 	}
 
@@ -1456,6 +1756,8 @@
 				return await runsPage(gen);
 			if ((m = /^\/(?:console\/)?runs\/([^/]+)$/.exec(p)))
 				return await runPage(gen, decodeURIComponent(m[1]));
+			if (p === '/console/overview')
+				return await overviewPage(gen);
 			if (p === '/console/sessions')
 				return await sessionsPage(gen);
 			if ((m = /^\/console\/sessions\/([^/]+)$/.exec(p)))

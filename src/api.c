@@ -9,6 +9,7 @@
 #include "agent.h"
 #include "api.h"
 #include "automation.h"
+#include "budget.h"
 #include "conf.h"
 #include "console.h"
 #include "cron.h"
@@ -25,9 +26,11 @@
 #include "source.h"
 #include "store.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define API_LIST_DEFAULT	20
 #define API_LIST_MAX		100
@@ -35,6 +38,12 @@
 #define API_URL_MAX		2048
 #define API_IDEM_MAX		255
 #define API_JSON_DEPTH		32
+#define API_STATS_DAYS		14	/* GET stats: the days counted by default, */
+#define API_STATS_DAYS_MAX	90	/* at most, */
+#define API_STATS_RUNS_MAX	200000	/* and the runs read for them (truncated past) */
+#define API_STATS_HOURS		24	/* the queue's samples, one an hour */
+#define DAY_MS			86400000LL
+#define HOUR_MS			3600000LL
 
 enum api_object { OBJ_NONE, OBJ_SESSION, OBJ_RUN, OBJ_KEY, OBJ_SECRET };
 
@@ -969,7 +978,220 @@ api_run_events(struct api_ctx *c, const char *id, json_t *body)
 	api_ctx_free(c);
 }
 
+/* A NULL-terminated list of strings as JSON. */
+static json_t *
+api_strv_json(char **v)
+{
+	json_t	*j = json_array();
+
+	for (; v != NULL && *v != NULL; v++)
+		json_array_append_new(j, json_string(*v));
+	return j;
+}
+
+/* ----- the console's overview ----- */
+
+static int
+api_ms_cmp(const void *a, const void *b)
+{
+	int64_t	x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* One automation's success rate and median duration over the runs read. */
+static json_t *
+api_stats_automation(const char *name, const struct run_stat *rows, size_t n)
+{
+	int64_t	*took = xreallocarray(NULL, n != 0 ? n : 1, sizeof *took);
+	size_t	 i, runs = 0, ended = 0, completed = 0, k = 0;
+	json_t	*j;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(rows[i].automation, name) != 0)
+			continue;
+		runs++;
+		if (!run_state_terminal(rows[i].state))
+			continue;
+		ended++;
+		completed += rows[i].state == RUN_COMPLETED;
+		if (rows[i].started_at != 0 && rows[i].ended_at >= rows[i].started_at)
+			took[k++] = rows[i].ended_at - rows[i].started_at;
+	}
+	qsort(took, k, sizeof *took, api_ms_cmp);
+	j = json_pack("{s:s,s:I,s:I,s:I,s:o,s:o}", "automation", name, "runs", (json_int_t)runs,
+	    "ended", (json_int_t)ended, "completed", (json_int_t)completed, "success_rate",
+	    ended != 0 ? json_real(round((double)completed / (double)ended * 1e4) / 1e4) :
+	    json_null(), "median_duration_ms", k == 0 ? json_null() : json_integer(k % 2 ?
+	    took[k / 2] : (took[k / 2 - 1] + took[k / 2]) / 2));
+	free(took);
+	return j;
+}
+
+/* Whether a run was queued (q) or running (else) at t. */
+static int
+api_stats_at(const struct run_stat *r, int64_t t, int q)
+{
+	if (r->created_at > t || (r->ended_at != 0 && r->ended_at <= t))
+		return 0;
+	if (q)
+		return r->started_at == 0 || r->started_at > t;
+	return r->started_at != 0 && r->started_at <= t;
+}
+
+/*
+ * GET stats?days=N: what the console's overview draws, counted from the
+ * org's runs of the last N UTC days (today included) and its usage: runs a
+ * day by state and cause, each automation's success rate and median
+ * duration, spend against the org's budget, the queue now and an hour apart
+ * over the last day.
+ */
+static void
+api_stats(struct api_ctx *c, const char *id, json_t *body)
+{
+	struct automation_set	*set;
+	struct config		*conf;
+	const struct org	*o;
+	struct run_stat		*rows;
+	char			*v, *end, ts[40], from[40], today[16], month[16];
+	long			 days = API_STATS_DAYS;
+	size_t			 n, i, k;
+	int			 more, d;
+	int64_t			 now = now_ms(), first, since, t;
+	long long		(*states)[RUN_NSTATES], (*causes)[RUN_NCAUSES], q, r;
+	json_t			*by_day, *autos, *names, *hours, *st, *ca, *spend;
+	time_t			 sec;
+	struct tm		 tm;
+
+	if ((v = api_query_value(c->query, "days")) != NULL) {
+		days = strtol(v, &end, 10);
+		if (*v == '\0' || *end != '\0' || days < 1 || days > API_STATS_DAYS_MAX) {
+			free(v);
+			api_bad(c, "days: a whole number from 1 to %d", API_STATS_DAYS_MAX);
+			return;
+		}
+		free(v);
+	}
+	first = now / DAY_MS * DAY_MS - (days - 1) * DAY_MS;
+	since = first < now - API_STATS_HOURS * HOUR_MS ? first : now - API_STATS_HOURS * HOUR_MS;
+	rows = store_run_stats(c->e->store, c->org, since, API_STATS_RUNS_MAX, &n, &more);
+	states = xreallocarray(NULL, (size_t)days, sizeof *states);
+	causes = xreallocarray(NULL, (size_t)days, sizeof *causes);
+	memset(states, 0, (size_t)days * sizeof *states);
+	memset(causes, 0, (size_t)days * sizeof *causes);
+	names = json_object();
+	for (i = 0; i < n; i++) {
+		json_object_set_new(names, rows[i].automation, json_true());
+		if (rows[i].created_at < first)
+			continue;
+		d = (int)((rows[i].created_at - first) / DAY_MS);
+		if (d >= days)
+			d = (int)days - 1;
+		states[d][rows[i].state]++;
+		causes[d][rows[i].cause]++;
+	}
+
+	by_day = json_array();
+	for (d = 0; d < days; d++) {
+		sec = (time_t)((first + d * DAY_MS) / 1000);
+		gmtime_r(&sec, &tm);
+		strftime(today, sizeof today, "%Y-%m-%d", &tm);
+		st = json_object();
+		ca = json_object();
+		for (r = 0, k = 0; k < RUN_NSTATES; k++) {
+			json_object_set_new(st, run_state_name(k), json_integer(states[d][k]));
+			r += states[d][k];
+		}
+		for (k = CAUSE_NONE + 1; k < RUN_NCAUSES; k++)
+			json_object_set_new(ca, run_cause_name(k), json_integer(causes[d][k]));
+		json_array_append_new(by_day, json_pack("{s:s,s:I,s:o,s:o}", "day", today, "runs",
+		    (json_int_t)r, "states", st, "causes", ca));
+	}
+
+	autos = json_array();
+	{
+		const char	*name;
+		json_t		*unused;
+
+		json_object_foreach(names, name, unused)
+			json_array_append_new(autos, api_stats_automation(name, rows, n));
+	}
+
+	hours = json_array();
+	for (k = 0; k < API_STATS_HOURS; k++) {
+		t = now - (int64_t)(API_STATS_HOURS - 1 - k) * HOUR_MS;
+		for (q = r = 0, i = 0; i < n; i++) {
+			q += api_stats_at(&rows[i], t, 1);
+			r += api_stats_at(&rows[i], t, 0);
+		}
+		json_array_append_new(hours, json_pack("{s:s,s:I,s:I}", "at", format_time(t, ts,
+		    sizeof ts), "queued", (json_int_t)q, "running", (json_int_t)r));
+	}
+	for (q = r = 0, i = 0; i < n; i++) {
+		q += rows[i].state == RUN_QUEUED;
+		r += rows[i].state == RUN_RUNNING;
+	}
+
+	conf = serve_config_ref(c->e, &set);
+	o = config_org(conf, c->org);
+	budget_days(today, month);
+	spend = json_pack("{s:f,s:f,s:o,s:o}",
+	    "today_usd", round(store_usage_org_usd(c->e->store, c->org, today) * 1e6) / 1e6,
+	    "month_usd", round(store_usage_org_usd(c->e->store, c->org, month) * 1e6) / 1e6,
+	    "budget_usd_per_day", o != NULL && o->budget_usd_per_day > 0 ?
+	    json_real(o->budget_usd_per_day) : json_null(),
+	    "budget_usd_per_month", o != NULL && o->budget_usd_per_month > 0 ?
+	    json_real(o->budget_usd_per_month) : json_null());
+	automation_set_unref(set);
+	config_free(conf);
+
+	api_reply(c, 200, json_pack("{s:s,s:i,s:s,s:s,s:b,s:o,s:o,s:o,s:{s:I,s:I,s:o}}",
+	    "org", c->org, "days", (int)days, "since", format_time(first, from, sizeof from),
+	    "generated_at", format_time(now, ts, sizeof ts), "truncated", more, "by_day",
+	    by_day, "automations", autos, "spend", spend, "queue", "queued", (json_int_t)q,
+	    "running", (json_int_t)r, "hours", hours), 0);
+	json_decref(names);
+	free(states);
+	free(causes);
+	store_run_stats_free(rows, n);
+}
+
 /* ----- automations ----- */
+
+/*
+ * Where an automation's report goes, in words ("the event's thread",
+ * "github acme/api#12", "an API callback", or a system's name and the one
+ * value its destination holds: its channel, its issue): never a callback's
+ * URL or secret.
+ */
+static json_t *
+api_report_dests(const struct automation *a)
+{
+	json_t		*list = json_array(), *d, *meta;
+	const char	*src, *v;
+	size_t		 i;
+
+	if (a->report_thread)
+		json_array_append_new(list, json_string("the event's thread"));
+	json_array_foreach(a->report_to, i, d) {
+		src = json_string_value(json_object_get(d, "source"));
+		meta = json_object_get(d, "meta");
+		if (src == NULL)
+			continue;
+		if (strcmp(src, "github") == 0)
+			json_array_append_new(list, json_sprintf("github %s#%lld",
+			    (v = json_string_value(json_object_get(d, "repository"))) != NULL ? v : "",
+			    (long long)json_integer_value(json_object_get(meta, "number"))));
+		else if (strcmp(src, "api") == 0)
+			json_array_append_new(list, json_string("an API callback"));
+		else if (json_object_size(meta) == 1 &&
+		    (v = json_string_value(json_object_iter_value(json_object_iter(meta)))) != NULL)
+			json_array_append_new(list, json_sprintf("%s %s", src, v));
+		else
+			json_array_append_new(list, json_string(src));
+	}
+	return list;
+}
 
 static void
 api_automations(struct api_ctx *c, const char *id, json_t *body)
@@ -986,9 +1208,14 @@ api_automations(struct api_ctx *c, const char *id, json_t *body)
 			continue;
 		repo = a->repository_map != NULL ? json_string("chosen by the event") :
 		    json_str_or_null(a->repository);
-		json_array_append_new(list, json_pack("{s:s,s:o,s:s,s:s,s:o}", "name", a->name,
-		    "triggers", automation_triggers_json(a), "agent", a->agent_name, "proof",
-		    proof_kind_name(a->proof), "repository", repo));
+		json_array_append_new(list, json_pack("{s:s,s:o,s:s,s:s,s:o,s:o,s:{s:o,s:o}}",
+		    "name", a->name, "triggers", automation_triggers_json(a), "agent",
+		    a->agent_name, "proof", proof_kind_name(a->proof), "repository", repo, "budget",
+		    a->budget_tokens > 0 || a->budget_usd > 0 ? json_pack("{s:o,s:o}", "tokens",
+		    a->budget_tokens > 0 ? json_integer(a->budget_tokens) : json_null(), "usd",
+		    a->budget_usd > 0 ? json_real(a->budget_usd) : json_null()) : json_null(),
+		    "report", "to", api_report_dests(a), "on", a->report_on != NULL ?
+		    api_strv_json(a->report_on) : json_null()));
 	}
 	automation_set_unref(set);
 	config_free(conf);
@@ -1313,6 +1540,7 @@ static const struct api_route api_routes[] = {
 	{ "POST", "/runs/*/cancel", SCOPE_RUNS_WRITE, OBJ_RUN, 2, api_run_cancel },
 	{ "POST", "/runs/*/retry", SCOPE_RUNS_WRITE, OBJ_RUN, 2, api_run_retry },
 	{ "GET", "/runs/*/events", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_events },
+	{ "GET", "/stats", SCOPE_RUNS_READ, OBJ_NONE, 0, api_stats },
 	{ "GET", "/automations", SCOPE_AUTOMATIONS_READ, OBJ_NONE, 0, api_automations },
 	{ "POST", "/automations/why", SCOPE_AUTOMATIONS_READ, OBJ_NONE, 1, api_why },
 	{ "GET", "/schedules", SCOPE_AUTOMATIONS_READ, OBJ_NONE, 0, api_schedules },

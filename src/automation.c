@@ -2505,6 +2505,18 @@ json_str_list(char **list)
 	return j;
 }
 
+/* The first n strings of list as a JSON array (a trigger's lists are counted). */
+static json_t *
+json_str_n(char **list, size_t n)
+{
+	json_t	*j = json_array();
+	size_t	 i;
+
+	for (i = 0; i < n; i++)
+		json_array_append_new(j, json_string(list[i]));
+	return j;
+}
+
 /* The environment of a run's snapshot; NULL when it has none. */
 json_t *
 env_to_json(const struct env_conf *c)
@@ -2536,16 +2548,35 @@ json_t *
 automation_triggers_json(const struct automation *a)
 {
 	const struct trigger	*t;
-	json_t			*list = json_array(), *events;
-	size_t			 i, k;
+	json_t			*list = json_array(), *events, *j;
+	size_t			 i, k, c;
 
 	for (i = 0; i < a->ntriggers; i++) {
 		t = &a->triggers[i];
 		events = json_array();
 		for (k = 0; k < t->nevents; k++)
 			json_array_append_new(events, json_string(t->events[k]));
-		json_array_append_new(list, json_pack("{s:s,s:o}", "source",
-		    trigger_source_name(t), "events", events));
+		j = json_pack("{s:s,s:o}", "source", trigger_source_name(t), "events",
+		    events);
+		/* What else decides a match, as written (the console shows it). */
+		if (t->text != NULL)
+			json_object_set_new(j, "text", json_string(t->text->src));
+		if (t->nrepositories != 0)
+			json_object_set_new(j, "repositories", json_str_n(t->repositories,
+			    t->nrepositories));
+		if (t->nlabels != 0)
+			json_object_set_new(j, "labels", json_str_n(t->labels, t->nlabels));
+		/* A system's own conditions (a channel list, a team list), by their keys. */
+		for (c = 0; c < t->nchecks; c++)
+			if (t->conds[c].check != NULL)
+				json_object_set_new(j, t->conds[c].check->key,
+				    json_str_n(t->conds[c].values, t->conds[c].nvalues));
+		if (t->webhook != NULL)
+			json_object_set_new(j, "hook", json_string(t->webhook->name));
+		if (t->schedule != NULL)
+			json_object_set_new(j, "schedule", json_pack("{s:s,s:s}", "cron",
+			    t->schedule->cron, "timezone", t->schedule->timezone));
+		json_array_append_new(list, j);
 	}
 	return list;
 }

@@ -2425,6 +2425,59 @@ store_run_org(struct store *st, const char *run)
 	return org;
 }
 
+struct run_stat *
+store_run_stats(struct store *st, const char *org, int64_t since, size_t max, size_t *n,
+    int *more)
+{
+	struct db_stmt	*s;
+	struct run_stat	*list = NULL, *r;
+	size_t		 cap = 0;
+
+	*n = 0;
+	*more = 0;
+	if ((s = db_prepare(st->db, "SELECT automation, state, cause, created_at, started_at, "
+	    "ended_at FROM runs WHERE org = ?1 AND (created_at >= ?2 OR state IN ('queued', "
+	    "'running')) ORDER BY created_at LIMIT ?3", 0)) == NULL)
+		return NULL;
+	db_bind_text(s, 1, org);
+	db_bind_int64(s, 2, since);
+	db_bind_int64(s, 3, (int64_t)max + 1);
+	while (db_step(s) == DB_ROW) {
+		if (*n == max) {
+			*more = 1;
+			break;
+		}
+		if (*n == cap) {
+			cap = cap != 0 ? cap * 2 : 256;
+			list = xreallocarray(list, cap, sizeof *list);
+		}
+		r = &list[(*n)++];
+		memset(r, 0, sizeof *r);
+		r->automation = col_dup(s, 0);
+		if (r->automation == NULL)
+			r->automation = xstrdup("");
+		if (run_state_parse(db_column_text(s, 1), &r->state) != 0)
+			r->state = RUN_QUEUED;
+		if (db_column_null(s, 2) || run_cause_parse(db_column_text(s, 2), &r->cause) != 0)
+			r->cause = CAUSE_NONE;
+		r->created_at = db_column_int64(s, 3);
+		r->started_at = db_column_null(s, 4) ? 0 : db_column_int64(s, 4);
+		r->ended_at = db_column_null(s, 5) ? 0 : db_column_int64(s, 5);
+	}
+	db_finalize(s);
+	return list;
+}
+
+void
+store_run_stats_free(struct run_stat *list, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		free(list[i].automation);
+	free(list);
+}
+
 static int
 store_report_insert(struct store *st, const char *run, const char *kind, const char *target,
     const char *body, int64_t at)

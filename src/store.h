@@ -381,6 +381,21 @@ json_t		*store_runs_page(struct store *, const struct runs_filter *, const char 
 		     int limit);
 /* The org of a run (to free), NULL when there is no such run. */
 char		*store_run_org(struct store *, const char *run);
+/* What the console's overview counts of one run (api.c: GET /o/{org}/stats). */
+struct run_stat {
+	char		*automation;
+	enum run_state	 state;
+	enum run_cause	 cause;		/* CAUSE_NONE while it has not ended */
+	int64_t		 created_at, started_at, ended_at;	/* ms; 0: not yet */
+};
+/*
+ * An org's runs created since since (ms), and those still queued or running,
+ * oldest first, at most max of them (*n; *more set when there were more):
+ * free with store_run_stats_free.
+ */
+struct run_stat	*store_run_stats(struct store *, const char *org, int64_t since, size_t max,
+		     size_t *n, int *more);
+void		 store_run_stats_free(struct run_stat *, size_t n);
 
 /* Reports to send (the outbox). */
 int		 store_report_add(struct store *, const char *run, const char *kind,

@@ -1,7 +1,8 @@
 """Debian's chromium driven through console_browser.js (playwright-core), for the console's browser
 tests: one JSON command a line, one JSON answer a line. skip_reason() says why a browser test cannot
-run here: only what the machine lacks (node, playwright-core, chromium), never a part of
-spur (a missing `spur console-link` fails link()). Browser() is the driver."""
+run here: only what the machine lacks (node, playwright-core, axe-core, chromium), never a part of
+spur (a missing `spur console-link` fails link()). Browser() is the driver; check_a11y() runs
+axe-core on the page in both color schemes."""
 import json
 import os
 import shutil
@@ -19,6 +20,8 @@ def skip_reason():
         return "node is not installed"
     if not os.path.isdir(os.path.join(NODE_MODULES, "playwright-core")):
         return "playwright-core is not in tests/node_modules (cd tests && npm install)"
+    if not os.path.isdir(os.path.join(NODE_MODULES, "axe-core")):
+        return "axe-core is not in tests/node_modules (cd tests && npm install)"
     if not os.access(CHROMIUM, os.X_OK):
         return "%s is not installed (Debian's chromium package; contrib/quickstart installs it)" % CHROMIUM
     return None
@@ -59,6 +62,14 @@ class Browser:
             self.p.wait(20)
         except (OSError, subprocess.TimeoutExpired):
             self.p.kill()
+
+
+def check_a11y(t, b, what):
+    """axe-core on the page on screen, dark then light (the page is left light): no serious or
+    critical violation in either; a failure lists them (rule, impact, the elements, why)."""
+    for scheme in ("dark", "light"):
+        v = b.try_("axe", scheme=scheme)
+        t.ok(v == [], "%s, %s: axe-core finds no serious or critical violation" % (what, scheme), v)
 
 
 def link(s, org="acme", nxt=None):

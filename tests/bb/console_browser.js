@@ -17,6 +17,15 @@ try {
 	({ chromium } = require('playwright-core'));
 }
 
+// axe-core (pinned in tests/package.json), read once when the first check asks for it.
+let axeSource = null;
+function axe() {
+	if (axeSource === null)
+		axeSource = require('fs').readFileSync(require.resolve('axe-core/axe.min.js',
+			{ paths: [path.join(__dirname, '..', 'node_modules')] }), 'utf8');
+	return axeSource;
+}
+
 const exe = process.argv[2] || '/usr/bin/chromium';
 let browser, context, page;
 const seen = { dialogs: [], errors: [], console: [] };
@@ -104,6 +113,26 @@ const ops = {
 	async screenshot(a) {
 		await page.screenshot({ path: a.path, fullPage: !!a.full });
 		return a.path;
+	},
+	// axe-core's violations of the page on screen, in the color scheme a.scheme
+	// ('light' or 'dark'), those of impact a.impacts (default serious and critical):
+	// [{id, impact, help, nodes: [{target, summary}]}]. The script is evaluated
+	// through the debugging protocol, which the page's CSP does not govern; the
+	// page's own CSP still holds for everything the page does.
+	async axe(a) {
+		const impacts = a.impacts || ['serious', 'critical'];
+		await page.emulateMedia({ colorScheme: a.scheme || 'light' });
+		// Let style recalculation and transitions of the scheme settle.
+		await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+		const have = await page.evaluate(() => typeof window.axe === 'object');
+		if (!have)
+			await page.evaluate(axe() + '\n;0');
+		const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+		return res.violations.filter((v) => impacts.indexOf(v.impact) >= 0).map((v) => ({
+			id: v.id, impact: v.impact, help: v.help,
+			nodes: v.nodes.slice(0, 8).map((n) => ({ target: n.target.join(' '),
+				summary: (n.failureSummary || '').split('\n').slice(1).join(' ').slice(0, 240) }))
+		}));
 	},
 	// What a hostile text could have done so far, in this page and before.
 	async canary() {

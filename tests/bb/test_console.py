@@ -9,6 +9,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import Spur, Tap, DEFAULT_ORGS, github_headers, github_comment, free_port  # noqa: E402
 import openapi  # noqa: E402
+import overview_runs  # noqa: E402
 
 t = Tap()
 
@@ -31,6 +32,10 @@ ORGS = DEFAULT_ORGS + """\
   beta:
     secrets:
       OTHER: env:T_HOOK_SECRET
+  gamma:
+    budget:
+      usd_per_day: 5
+      usd_per_month: 50
 """
 AUTO = ("name: echo\norg: acme\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/echo'\n"
         "agent: command\ncommand: [sh, -c, 'echo hi']\nprompt: |\n  Say hi.\nproof: report\n")
@@ -167,6 +172,42 @@ with Recorded("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\n" % p
     st, _, body = s.request("POST", "/o/acme/automations/why", json.dumps({"source": "github", "payload": {}}),
                             dict(ck, **csrf))
     t.ok(st == 400 and "event" in json.loads(body)["detail"], "a why without the GitHub event name is 400", body)
+
+    # the overview's numbers: a known set of runs and spend in gamma
+    want = overview_runs.seed(os.path.join(s.data_dir, "spur.db"), "gamma")
+    rc, out, _ = s.c("keys", "create", "--org", "gamma", "--name", "reader", "--scope", "runs:read")
+    reader = {"Authorization": "Bearer " + out.strip()}
+    st, _, body = s.request("GET", "/o/gamma/stats?days=14", headers=reader)
+    stats = json.loads(body) if st == 200 else {}
+    days = stats.get("by_day", [])
+    got = dict((d["day"], {"runs": d["runs"], "states": {k: v for k, v in d["states"].items() if v},
+                           "causes": {k: v for k, v in d["causes"].items() if v}}) for d in days if d["runs"])
+    t.ok(st == 200 and len(days) == 14 and days[-1]["day"] == time.strftime("%Y-%m-%d", time.gmtime())
+         and got == want["days"], "GET stats: 14 UTC days, today last, each day's runs by state and cause", (got, want))
+    autos = dict((a["automation"], {k: a[k] for k in ("runs", "ended", "completed", "median_duration_ms",
+                                                        "success_rate")}) for a in stats.get("automations", []))
+    t.eq(autos, want["automations"], "each automation's runs, success rate and median duration")
+    t.eq(stats.get("spend"), {"today_usd": want["today_usd"], "month_usd": want["month_usd"],
+                              "budget_usd_per_day": 5, "budget_usd_per_month": 50},
+         "spend today and this month (the gateway's, from the store) against the org's budget")
+    q = stats.get("queue", {})
+    t.ok(q.get("queued") == 0 and q.get("running") == 0 and len(q.get("hours", [])) == 24,
+         "the queue now and an hour apart over the last day", q)
+    st, _, body = s.request("GET", "/o/gamma/stats?days=1", headers=reader)
+    one = json.loads(body) if st == 200 else {}
+    t.ok(st == 200 and len(one["by_day"]) == 1 and one["by_day"][0]["runs"] == 4, "days=1: today alone", one)
+    for bad in ("0", "91", "x", ""):
+        st, _, body = s.request("GET", "/o/gamma/stats?days=" + bad, headers=reader)
+        t.ok(st == 400 and "days" in json.loads(body).get("detail", ""), "days=%r is refused (400)" % bad, body)
+    rc, out, _ = s.c("keys", "create", "--org", "gamma", "--name", "autos", "--scope", "automations:read")
+    st, _, body = s.request("GET", "/o/gamma/stats", headers={"Authorization": "Bearer " + out.strip()})
+    t.eq((st, body), (404, b'{"error":"not_found"}'), "a key without runs:read gets the org API's one 404")
+    st, _, body = s.request("GET", "/o/gamma/stats", headers=ck)
+    t.eq(st, 404, "and so does a console session of another org")
+    st, _, body = s.request("GET", "/o/acme/stats", headers=ck)
+    mine = json.loads(body) if st == 200 else {}
+    t.ok(st == 200 and not any(a["automation"] in ("alpha", "beta-job") for a in mine.get("automations", [])),
+         "acme's numbers hold nothing of gamma's runs", mine.get("automations"))
 
     # keys: only a person signed in makes them
     st, _, body = s.request("POST", "/o/acme/keys", json.dumps({"name": "from-console", "scopes": ["runs:read"]}),

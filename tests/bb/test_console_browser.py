@@ -16,7 +16,8 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import (Spur, Tap, DEFAULT_ORGS, FIXTURES, github_headers,  # noqa: E402
                       github_comment, free_port)
-from browser import Browser, BrowserError, link, skip_reason  # noqa: E402
+from browser import Browser, BrowserError, check_a11y, link, skip_reason  # noqa: E402
+import overview_runs  # noqa: E402
 
 t = Tap()
 why_not = skip_reason()
@@ -30,6 +31,10 @@ ORGS = DEFAULT_ORGS + """\
       token: env:T_GH_TOKEN
       api_url: http://127.0.0.1:9/github
       git_url: http://127.0.0.1:9/git
+  gamma:
+    budget:
+      usd_per_day: 5
+      usd_per_month: 50
 """
 
 
@@ -62,6 +67,9 @@ HOSTILE = ("name: hostile\norg: acme\non:\n  github:\n    events: [issue_comment
            "prompt: |\n  Summarize the comment.\nproof: none\nconcurrency:\n  key: none\n")
 NIGHTLY = ("name: nightly\norg: acme\non:\n  schedule:\n    cron: '0 3 * * *'\n    timezone: Europe/Paris\n"
            "agent: command\ncommand: [sh, -c, 'echo nightly']\nprompt: |\n  Nightly.\nproof: none\n")
+FAIL = ("name: fail\norg: acme\non:\n  github:\n    events: [issue_comment.created]\n    repositories: [acme/api]\n"
+        "    text: '^/fail'\nagent: command\ncommand: [sh, -c, 'echo giving up; exit 3']\nprompt: |\n  Fail.\n"
+        "proof: none\n")
 THEIRS = ("name: theirs\norg: beta\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/beta'\n"
           "agent: command\ncommand: [sh, -c, 'echo beta']\nprompt: |\n  Beta.\nproof: none\n")
 
@@ -107,7 +115,8 @@ shots = os.environ.get("SPUR_SCREENSHOTS")
 port = free_port()
 with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n  queue: 100\n" % port, port=port,
           orgs=ORGS, automations={"work.yaml": WORK, "slow.yaml": SLOW, "hostile.yaml": HOSTILE,
-                                  "nightly.yaml": NIGHTLY, "theirs.yaml": THEIRS}) as s:
+                                  "nightly.yaml": NIGHTLY, "fail.yaml": FAIL,
+                                  "theirs.yaml": THEIRS}) as s:
     s.start()
     shots = shots or os.path.join(s.dir, "screenshots")
     os.makedirs(shots, exist_ok=True)
@@ -133,6 +142,7 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
     b.do("waitUrl", path="/console/login?next=%2Fconsole")
     t.ok(b.do("count", selector="#login") == 1, "without a session /console shows the sign-in page", b.do("url"))
     shot("login")
+    check_a11y(t, b, "the sign-in page")
     b.do("goto", url=link(s))
     b.do("wait", selector="table.runs")
     who = b.do("text", selector="#who")
@@ -166,12 +176,37 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
     t.eq(b.do("count", selector="#output b"), 0, "markup in a tool's result is not markup")
     hist = b.do("text", selector="#history")
     t.ok("queued" in hist and "running" in hist and "completed" in hist, "the state history is shown", hist)
+    tl = b.do("eval", js="""[...document.querySelectorAll('#run-timeline-chart rect')].map(r =>
+        [r.dataset.phase, +r.dataset.ms, +r.getAttribute('width')])""")
+    names = [x[0] for x in tl]
+    ratio = [x[2] / x[1] for x in tl if x[1] >= 200]
+    t.ok(names and names[0] == "queued" and ("agent" in names or "running" in names) and
+         abs(sum(x[2] for x in tl) - 720) < 2 and ratio and max(ratio) - min(ratio) < 0.02 * max(ratio),
+         "the phase timeline: queued, then the phases of running, each as wide as it took (one scale, end to end)", tl)
+    zone = b.do("eval", js="document.querySelector('#history tbody td:nth-child(2)').textContent")
+    t.ok(zone and ("UTC" in zone or "GMT" in zone), "times are shown with their zone", zone)
+    t.ok(b.do("count", selector="#usage, #run-cost") == 0,
+         "no Usage and no cost for an agent that talked to no model", b.do("count", selector="#usage"))
     prompt = b.do("text", selector="#prompt-data")
     t.ok(prompt is not None and "/work please fix" in prompt and "third-party data" in prompt,
          "the prompt's fenced data is set apart and labelled as data", prompt)
     b.do("click", selector="#output details.o-tool summary")
+    r = b.try_("wait", selector="#reports tbody tr")
+    # Every report row's cells stand under their headers, a row whose error cell is empty too
+    # (whether this run's reports have failed yet or not: a copy of the first row without one).
+    cols = b.do("eval", js="""(() => { const t = document.querySelector('#reports table');
+        if (!t) return null;
+        const copy = t.tBodies[0].rows[0].cloneNode(true);
+        copy.cells[3].textContent = '';
+        t.tBodies[0].appendChild(copy);
+        const x = (c) => [...c].map(e => e.offsetWidth > 0 ? Math.round(e.getBoundingClientRect().left) : null);
+        return {head: x(t.tHead.rows[0].cells), rows: [...t.tBodies[0].rows].map(r => x(r.cells)),
+                empty: [...t.tBodies[0].rows].filter(r => r.cells[3].textContent === '').length}; })()""")
+    t.ok(r is True and cols and cols["empty"] > 0 and all(row == cols["head"] for row in cols["rows"]),
+         "the Reports table: every row's cells line up with the headers, a row with no error included", (r, cols))
     shot("run", full=True)
     check_clean("the run page")
+    check_a11y(t, b, "a completed run's page")
 
     # --- the report's link: signed out, to sign-in, then back to the run ---
     b.do("fresh")
@@ -223,6 +258,9 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
     b.do("goto", url=base + "/console/keys")
     b.do("wait", selector='#keys tr[data-key="%s"]' % kid)
     t.ok(key not in b.do("text", selector="main"), "the key is never shown again")
+    heads = b.do("eval", js="[...document.querySelectorAll('#keys-table thead th')].map(th => th.textContent.trim())")
+    t.ok(heads and all(heads), "every header of the keys table names its column", heads)
+    check_a11y(t, b, "the keys page, a key revoked")
 
     # --- automations (and why), schedules ---
     b.do("goto", url=base + "/console/automations")
@@ -235,11 +273,18 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
     why = b.do("text", selector="#why-table") if r is True else ""
     t.ok("work" in why and "yes" in why and "slow" in why and "theirs" not in why,
          "a pasted payload says which automation would run, and why the others would not", why)
+    autos = b.do("eval", js="""Object.fromEntries([...document.querySelectorAll('#automations tbody tr')].map(tr =>
+        [tr.dataset.automation, tr.textContent]))""")
+    t.ok("text /^/work/" in autos.get("work", "") and "the event's thread" in autos.get("work", "") and
+         "cron 0 3 * * * (Europe/Paris)" in autos.get("nightly", "") and "none" in autos.get("work", ""),
+         "each trigger's text regex and cron, each automation's budget and report destinations", autos)
     shot("automations", full=True)
+    check_a11y(t, b, "the automations page, a payload explained")
     b.do("goto", url=base + "/console/schedules")
     r = b.try_("waitText", selector="#schedules", text="nightly")
     t.ok(r is True and "Europe/Paris" in b.do("text", selector="#schedules"), "schedules with their next fires", r)
     shot("schedules")
+    check_a11y(t, b, "the schedules page")
 
     # --- the hostile corpus: every text renders as the text it is ---
     rc, out, err = s.c("keys", "create", "--json", "--org", "acme", "--name", "reader", "--scope", "runs:read")
@@ -264,12 +309,27 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
         if got is not True or (want and shown != want):
             bad.append((case, got, (shown or "")[:80], (want or "")[:80]))
     t.ok(not bad, "every text of the corpus appears literally on its run's page (%d pages)" % len(posted), bad)
-    t.eq(b.do("count", selector="main script, main img, main iframe, main svg:not(.icon)"), 0,
+    t.eq(b.do("count", selector="main script, main img, main iframe, main svg:not(.icon):not(.timeline)"), 0,
          "no element of a sender's text became markup")
     check_clean("after the whole corpus")
     b.do("goto", url=base + "/console/runs")
     b.do("wait", selector="#runs tr")
     check_clean("the runs page listing them")
+    failed = post(s, "/fail now", 12)
+    if failed:
+        s.wait_run(failed)
+        b.do("goto", url=base + "/runs/" + failed)
+        b.try_("waitText", selector="#run-state", text="failed")
+        check_a11y(t, b, "a failed run's page")
+    b.do("goto", url=base + "/console/runs")
+    r = b.try_("wait", selector='#runs tr[data-run="%s"]' % failed)
+    states = b.do("eval", js="[...new Set([...document.querySelectorAll('#runs tr')].map(r => r.dataset.state))]")
+    t.ok(r is True and {"completed", "failed", "cancelled"} <= set(states or []),
+         "the runs page lists completed, failed and cancelled runs", states)
+    check_a11y(t, b, "the runs page with completed, failed and cancelled runs")
+    b.do("goto", url=base + "/console/sessions")
+    b.do("wait", selector="table.list")
+    check_a11y(t, b, "the sessions page")
 
     # --- another org's run is not found ---
     theirs = post(s, "/beta", 11, org="beta")
@@ -279,6 +339,7 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
          "another org's run is not found, like a missing one", (theirs, r))
     b.do("goto", url=base + "/runs/run_00000000000000000000")
     t.eq(b.try_("wait", selector="#not-found"), True, "and so is a missing one")
+    check_a11y(t, b, "the not-found page")
 
     # --- an expired session goes to sign-in ---
     con = sqlite3.connect(os.path.join(s.data_dir, "spur.db"), timeout=10)

@@ -30,6 +30,7 @@ ROUTES = {
     ("post", "/o/{org}/runs/{id}/cancel"): ("200", {"409"}),
     ("post", "/o/{org}/runs/{id}/retry"): ("201", {"409"}),
     ("get", "/o/{org}/runs/{id}/events"): ("200", set()),
+    ("get", "/o/{org}/stats"): ("200", {"400"}),
     ("get", "/o/{org}/automations"): ("200", set()),
     ("post", "/o/{org}/automations/why"): ("200", {"400", "403", "413"}),
     ("get", "/o/{org}/schedules"): ("200", set()),
@@ -55,6 +56,7 @@ OK_SCHEMA = {
     ("post", "/o/{org}/runs/{id}/cancel"): "Run",
     ("post", "/o/{org}/runs/{id}/retry"): "Run",
     ("get", "/o/{org}/automations"): "AutomationList",
+    ("get", "/o/{org}/stats"): "Stats",
 }
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
@@ -184,7 +186,8 @@ GOOD = [
     ("an event stream", answer("GET", "/o/acme/runs/run_01/events", 200, SSE, "text/event-stream")),
     ("the automations (template path)", answer("GET", "/o/{org}/automations", 200, {"data": [
         {"name": "fix", "triggers": [{"source": "github", "events": ["issue_comment"], "command": "/fix"}],
-         "agent": "claude", "proof": "pull_request", "repository": None}]})),
+         "agent": "claude", "proof": "pull_request", "repository": None, "budget": {"tokens": None, "usd": 2.5},
+         "report": {"to": ["the event's thread", "slack C0123"], "on": None}}]})),
     ("an MCP notification", answer("POST", "/o/acme/mcp", 202)),
     ("an MCP GET", answer("GET", "/o/acme/mcp", 405, {"error": "method_not_allowed"},
                           headers={"Allow": "POST, DELETE"})),
