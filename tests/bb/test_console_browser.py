@@ -140,7 +140,10 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
     # --- sign in by a one-time link ---
     st = b.do("goto", url=base + "/console")
     b.do("waitUrl", path="/console/login?next=%2Fconsole")
-    t.ok(b.do("count", selector="#login") == 1, "without a session /console shows the sign-in page", b.do("url"))
+    # The URL changes before the page's script has drawn the form: wait for it, then count.
+    drawn = b.try_("wait", selector="#login")
+    t.ok(b.do("count", selector="#login") == 1, "without a session /console shows the sign-in page",
+         (b.do("url"), drawn))
     shot("login")
     check_a11y(t, b, "the sign-in page")
     b.do("goto", url=link(s))
@@ -211,6 +214,7 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
     # --- the report's link: signed out, to sign-in, then back to the run ---
     b.do("fresh")
     b.do("goto", url=base + "/runs/" + run)
+    b.try_("wait", selector="#login")
     t.ok(b.do("url") == base + "/console/login?next=/runs/" + run and b.do("count", selector="#login") == 1,
          "a report's link without a session lands on sign-in, remembering the run", b.do("url"))
     b.do("goto", url=link(s, nxt="/runs/" + run))
@@ -348,9 +352,11 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
     con.close()
     b.do("goto", url=base + "/console/sessions")
     r = b.try_("waitUrl", path="/console/login?next=%2Fconsole%2Fsessions")
+    b.try_("wait", selector="#login")
     t.ok(r is not None and not isinstance(r, BrowserError) and b.do("count", selector="#login") == 1,
          "with an expired session a page goes to sign-in, and will come back", (r, b.do("url")))
     b.do("goto", url=base + "/runs/" + run)
+    b.try_("wait", selector="#login")
     t.eq(b.do("url"), base + "/console/login?next=/runs/" + run, "and so does a report's link")
     b.close()
 
