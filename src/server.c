@@ -209,23 +209,93 @@ server_peer(struct evhttp_request *req)
 }
 
 /*
+ * The node of one Forwarded element's for= (RFC 7239 section 6): an address
+ * without its port or brackets, or "-" for none, "unknown", an obfuscated
+ * name or anything else that is no address (it ends the walk).
+ */
+static void
+forwarded_node(struct buf *out, const char *el, size_t len)
+{
+	const char	*p = el, *end = el + len, *v;
+	size_t		 n;
+
+	while (p < end) {
+		p += strspn(p, " \t;");
+		if (p >= end)
+			break;
+		n = strcspn(p, ";");
+		if (p + n > end)
+			n = end - p;
+		if (n > 4 && strncasecmp(p, "for=", 4) == 0) {
+			v = p + 4;
+			n -= 4;
+			if (n > 0 && *v == '"') {
+				v++;
+				n = n > 1 && v[n - 2] == '"' ? n - 2 : n - 1;
+			}
+			if (n > 0 && *v == '[') {
+				v++;
+				n--;
+				n = strcspn(v, "]") < n ? strcspn(v, "]") : 0;
+			} else
+				n = strcspn(v, ":\"") < n ? strcspn(v, ":\"") : n;
+			if (n > 0 && strspn(v, "0123456789abcdefABCDEF.:") >= n) {
+				buf_add(out, v, n);
+				return;
+			}
+			break;
+		}
+		p += n;
+	}
+	buf_adds(out, "-");
+}
+
+/* Forwarded: for=A;proto=https, for="[B]:443" as "A, B" (quoted commas kept in their element). */
+static char *
+forwarded_list(const char *h)
+{
+	struct buf	 out;
+	const char	*el = h, *p;
+	int		 quoted = 0;
+
+	buf_init(&out, 0);
+	for (p = h;; p++) {
+		if (*p == '"')
+			quoted = !quoted;
+		else if (*p == '\\' && quoted && p[1] != '\0')
+			p++;
+		else if ((*p == ',' && !quoted) || *p == '\0') {
+			if (out.len > 0)
+				buf_adds(&out, ",");
+			forwarded_node(&out, el, p - el);
+			if (*p == '\0')
+				break;
+			el = p + 1;
+		}
+	}
+	return buf_take(&out);
+}
+
+/*
  * Who sent the request, for the log's peer=: the connection's peer; when that
- * is one of trusted_proxies, the last X-Forwarded-For address that is not
- * one of them (each proxy appends the address it heard from, so any before
- * that the client may have written itself), followed by " via=" the peer.
- * Only an address is taken from the header: anything else ends the walk.
+ * is one of trusted_proxies, the last address of trusted_proxy_header's list
+ * (X-Forwarded-For, or Forwarded's for=) that is not one of them (each proxy
+ * appends the address it heard from, so any before that the client may have
+ * written itself), followed by " via=" the peer. Only an address is taken
+ * from the header: anything else ends the walk.
  */
 static char *
 server_client(struct server *srv, struct evhttp_request *req)
 {
-	const char		*peer = server_peer(req), *xff;
+	const char		*peer = server_peer(req), *h;
 	struct automation_set	*set;
 	struct config		*conf = serve_config_ref(srv->engine, &set);
 	char			*list = NULL, *client = NULL, *p, *item, *out;
 
-	xff = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Forwarded-For");
-	if (xff != NULL && netguard_listed(peer, conf->trusted_proxies)) {
-		list = xstrdup(xff);
+	h = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    conf->forwarded_rfc7239 ? "Forwarded" : "X-Forwarded-For");
+	if (h != NULL && netguard_listed(peer, conf->trusted_proxies)) {
+		list = conf->forwarded_rfc7239 ? forwarded_list(h) : xstrdup(h);
 		do {
 			p = strrchr(list, ',');
 			item = p != NULL ? p + 1 : list;

@@ -127,7 +127,11 @@ with Spur() as s:
              "an unknown key in mcp: did you mean"),
             ("trusted_proxies: [10.0.0.0/8, proxy.local]\n", "1:31",
              '"trusted_proxies" items are addresses or CIDRs (127.0.0.1, 10.0.0.0/8, ::1), not "proxy.local"',
-             "a trusted_proxies item that is no address is refused at its position")):
+             "a trusted_proxies item that is no address is refused at its position"),
+            ("trusted_proxy_header: X-Real-IP\n", "1:23",
+             '"trusted_proxy_header" is X-Forwarded-For or Forwarded (RFC 7239): the one header the proxies '
+             'append to',
+             "a trusted_proxy_header that is neither is refused at its position")):
         with open(s.config, "w") as f:
             f.write(text)
         rc, out, err = s.c("check")
