@@ -161,6 +161,30 @@ report_backend_find(const char *source)
 	return NULL;
 }
 
+const struct report_backend *
+report_backend_next(const struct report_backend *prev)
+{
+	const struct source	*src = NULL;
+	size_t			 i, n = SPUR_ARRLEN(report_backends);
+	int			 past = prev == NULL, listed;
+
+	for (i = 0; i < n; i++) {
+		if (past)
+			return report_backends[i];
+		past = report_backends[i] == prev;
+	}
+	while ((src = source_next(src)) != NULL) {
+		for (i = 0, listed = 0; i < n; i++)
+			listed |= src->report == report_backends[i];
+		if (src->report == NULL || listed)
+			continue;
+		if (past)
+			return src->report;
+		past = src->report == prev;
+	}
+	return NULL;
+}
+
 static const struct report_backend *
 report_backend_of(const json_t *target)
 {
