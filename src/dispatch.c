@@ -159,7 +159,9 @@ dispatch_recover(struct dispatch *d)
 	int	 n;
 
 	json_array_foreach(ids, i, id) {
-		n = sandbox_kill_leftovers(d->engine->conf, json_string_value(id));
+		/* The engine left root: its helper reads the sandboxes' /proc/PID/environ. */
+		if ((n = priv_kill_run(json_string_value(id))) < 0)
+			n = sandbox_kill_leftovers(d->engine->conf, json_string_value(id));
 		if (n > 0)
 			log_warn("event=sandbox.leftovers run=%s killed=%d", json_string_value(id), n);
 		run_interrupt(d->engine, json_string_value(id),
@@ -789,7 +791,8 @@ drun_session_archive(struct drun *r)
 	if (!store_shared(e->store) || r->session == NULL || r->home == NULL || ag == NULL ||
 	    ag->state_dir == NULL)
 		return;
-	if ((rc = archive_pack(r->home, ag->state_dir, ARCHIVE_MAX, &data, &len, &cause)) < 0) {
+	if ((rc = archive_pack(r->home, ag->state_dir, r->ident.uid, r->ident.gid, ARCHIVE_MAX,
+	    &data, &len, &cause)) < 0) {
 		log_warn("event=session.archive_failed session=%s run=%s error=%s consequence="
 		    "\"another node resumes it without its conversation\"", r->session, r->id,
 		    log_q(cause));

@@ -79,8 +79,12 @@ int	 mkdir_p(const char *, mode_t);
 int	 rm_rf(const char *);
 /* Whether a regular file under dir matches a relative glob (no link followed, no ".."). */
 int	 safefs_glob_file(const char *dir, const char *pattern);
+/* The same in the directory open as fd (not closed). */
+int	 safefs_glob_at(int fd, const char *pattern);
 /* Disk usage of the tree at path, no link followed; -1 if it cannot be read whole. */
 int	 safefs_du(const char *path, unsigned long long *bytes);
+/* The same of the tree open as fd (closed here). */
+int	 safefs_du_fd(int fd, unsigned long long *bytes);
 /* What uid from owns in the tree at path becomes uid:gid's, links themselves only. */
 int	 safefs_chown(const char *path, uid_t from, uid_t uid, gid_t gid);
 /* The same on the directory open as fd (closed here). */
