@@ -54,7 +54,16 @@ def children(pid):
     return out
 
 
-with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO}) as s:
+# What the engine did as root on what sandboxes wrote goes through the helper: an environment's
+# cache taken over by another session's uid (CHOWN under cache/), the artifacts glob and the
+# caches' disk usage (JOB GLOB, DU).
+KEEP = ("name: keep\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/keep'\n"
+        "agent: command\ncommand: %s\nprompt: |\n  Keep it.\nproof: artifacts\nartifacts: [out/*.txt]\n"
+        "environment:\n  cache: [~/.cache/t]\n") % json.dumps(
+    ["sh", "-c", "cat >/dev/null; mkdir -p ~/.cache/t /artifacts/out; echo before=$(cat ~/.cache/t/n 2>/dev/null"
+     " || echo none); id -u > ~/.cache/t/n; echo hi > /artifacts/out/a.txt; echo uid=$(id -u)"])
+
+with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO, "keep.yaml": KEEP}) as s:
     # The engine, once it is spur, must still reach its data_dir under the test's directory.
     os.chmod(s.dir, 0o711)
     s.start()
@@ -100,6 +109,24 @@ with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO}) as s:
     uid = int(out.split("uid=")[1].split()[0]) if "uid=" in out else -1
     t.ok(r.get("state") == "completed" and UIDS[0] <= uid <= UIDS[1],
          "a run (its clone and its sandbox started by the helper) completes as a uid of sandbox.uids", (r, out, s.logs()[-3000:]))
+    # Two sessions, two uids: the second takes the first's cache over, and its artifacts are found.
+    outs = []
+    for number in (11, 12):
+        b = json.dumps(github_comment("/keep", number=number)).encode()
+        code, _, answer = s.post_json(HOOK, b, github_headers(b))
+        runs = answer.get("runs", []) if isinstance(answer, dict) else []
+        r = s.wait_run(runs[0]) if code == 200 and len(runs) == 1 else {}
+        outs.append((r, s.c("logs", runs[0])[1] if runs else ""))
+    (r1, o1), (r2, o2) = outs
+    uid1 = o1.split("uid=")[1].split()[0] if "uid=" in o1 else "?"
+    t.ok(r1.get("state") == "completed" and r2.get("state") == "completed",
+         "runs with proof: artifacts complete: the helper globs what the sandbox wrote",
+         (r1, r2, o1[-500:], o2[-500:], s.logs()[-3000:]))
+    t.ok("before=none" in o1 and "before=%s" % uid1 in o2 and "uid=%s" % uid1 not in o2,
+         "the second session (another uid) reads the cache the first left: the helper gave it over",
+         (o1[-400:], o2[-400:]))
+    t.ok("env.cache_chown_failed" not in s.logs() and "env.cache_du_failed" not in s.logs(),
+         "no cache step failed", s.logs()[-2000:])
     tasks_after = [status_ids("/proc/%d/task/%s/status" % (pid, tid)) for tid in os.listdir("/proc/%d/task" % pid)]
     t.ok(all("0" not in ids["Uid"] for ids in tasks_after),
          "after the run, still no thread of the engine is root")
