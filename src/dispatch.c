@@ -1187,7 +1187,8 @@ dispatch_start(struct dispatch *d, const char *id)
 	report_status(e, id);
 	rundir = xprintf("%s/runs/%s", e->conf->data_dir, id);
 	r->artifacts = path_join(rundir, "artifacts");
-	if (mkdir_p(rundir, 0700) != 0 || drun_session_dir(r, &cause) != 0 ||
+	/* 0750 and 0640 less the umask: the spur group reads runs' output (data_dir_mode). */
+	if (mkdir_p(rundir, 0750) != 0 || drun_session_dir(r, &cause) != 0 ||
 	    sandbox_prepare_dir_as(r->workspace, &r->ident, &cause) != 0 ||
 	    sandbox_prepare_dir_as(r->home, &r->ident, &cause) != 0 ||
 	    sandbox_prepare_dir_as(r->artifacts, &r->ident, &cause) != 0) {
@@ -1199,7 +1200,7 @@ dispatch_start(struct dispatch *d, const char *id)
 	if (r->moved)
 		drun_session_restore(r);
 	logpath = run_log_path(e->conf->data_dir, id);
-	r->logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	r->logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 	free(logpath);
 	free(rundir);
 	/* The repository is cloned (or the session's branch updated) outside the sandbox. */

@@ -61,14 +61,25 @@ struct priv_helper {
 
 static const char *priv_area_names[PRIV_AREAS] = { "sessions", "runs", "cache" };
 
-/* data_dir/name, made the engine's when missing, opened never through a link. */
+/*
+ * data_dir/name, made the engine's when missing, opened never through a link.
+ * runs/ (the runs' output) is data_dir's group's to read when data_dir is
+ * (data_dir_mode); sessions/ and cache/ are never.
+ */
 static int
 priv_area_open(int dfd, const char *name, uid_t uid, gid_t gid)
 {
+	struct stat	st;
+	int		fd;
+
 	if (mkdirat(dfd, name, 0700) == 0 && fchownat(dfd, name, uid, gid,
 	    AT_SYMLINK_NOFOLLOW) != 0)
 		return -1;
-	return openat(dfd, name, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC);
+	if ((fd = openat(dfd, name, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1)
+		return -1;
+	if (strcmp(name, "runs") == 0 && fstat(dfd, &st) == 0)
+		(void)fchmod(fd, data_dir_mode(st.st_mode));
+	return fd;
 }
 
 struct priv_helper *
@@ -1189,6 +1200,7 @@ int
 priv_give_data_dir(const struct config *cf, uid_t uid, gid_t gid, char **cause)
 {
 	struct dirent	*de;
+	struct stat	 st;
 	DIR		*d;
 	int		 fd, depth;
 
@@ -1196,7 +1208,8 @@ priv_give_data_dir(const struct config *cf, uid_t uid, gid_t gid, char **cause)
 		*cause = xprintf("%s: %s", cf->data_dir, strerror(errno));
 		return -1;
 	}
-	if (fchown(fd, uid, gid) != 0 || fchmod(fd, 0700) != 0) {
+	if (fstat(fd, &st) != 0 || fchown(fd, uid, gid) != 0 ||
+	    fchmod(fd, data_dir_mode(st.st_mode)) != 0) {
 		*cause = xprintf("chown %s: %s", cf->data_dir, strerror(errno));
 		close(fd);
 		return -1;

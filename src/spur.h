@@ -75,6 +75,12 @@ int	 parse_size(const char *, unsigned long long *bytes, char **cause);
 char	*format_time(int64_t ms, char *out, size_t len);	/* ISO 8601 UTC with ms */
 int64_t	 now_ms(void);
 int	 mkdir_p(const char *, mode_t);
+/*
+ * data_dir's mode from what it is: 0750 when its group may already list it
+ * and others may not (the Debian package's spur group, for the read-only
+ * CLI), else 0700. The store's files follow it (0640 or 0600).
+ */
+mode_t	 data_dir_mode(mode_t);
 /* safefs.c: on what a sandbox can write, by descriptors, never following a link. */
 int	 rm_rf(const char *);
 /* Whether a regular file under dir matches a relative glob (no link followed, no ".."). */

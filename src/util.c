@@ -151,6 +151,12 @@ format_time(int64_t ms, char *out, size_t len)
 	return out;
 }
 
+mode_t
+data_dir_mode(mode_t now)
+{
+	return (now & 0057) == 0050 ? 0750 : 0700;
+}
+
 int
 mkdir_p(const char *path, mode_t mode)
 {

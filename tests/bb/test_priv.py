@@ -138,6 +138,62 @@ with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO, "keep.
         time.sleep(0.1)
     t.ok(helper and not os.path.exists("/proc/%d" % helper), "the helper is gone with the engine")
 
+# The spur group reads the store without root (issue 36): data_dir made 0750 spur:spur (as the
+# Debian package does) stays so, the store's files are 0640, and a member of the group runs
+# spur runs, show and logs, with the engine serving (its -wal and -shm) and stopped (no -wal).
+READER = "spur-reader"
+if subprocess.run(["id", READER], capture_output=True).returncode != 0:
+    subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                    "--shell", "/usr/sbin/nologin", "-G", USER, READER], check=False)
+reader = pwd.getpwnam(READER)
+
+
+def as_reader(s, *args):
+    """A CLI command as a member of the spur group that is not spur."""
+    def drop():
+        os.setgroups([spur_pw.pw_gid])
+        os.setresgid(reader.pw_gid, reader.pw_gid, reader.pw_gid)
+        os.setresuid(reader.pw_uid, reader.pw_uid, reader.pw_uid)
+    p = subprocess.run([s.binary] + list(args) + ["-c", s.config], capture_output=True, text=True,
+                       env=s.env, cwd=s.dir, preexec_fn=drop, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO}) as s:
+    os.chmod(s.dir, 0o711)
+    for d, _, files in os.walk(s.auto_dir):
+        os.chmod(d, 0o755)
+        for f in files:
+            os.chmod(os.path.join(d, f), 0o644)
+    os.chmod(s.config, 0o644)
+    os.makedirs(s.data_dir)
+    os.chown(s.data_dir, spur_pw.pw_uid, spur_pw.pw_gid)
+    os.chmod(s.data_dir, 0o750)
+    s.start()
+    b = json.dumps(github_comment("/who", number=21)).encode()
+    code, _, answer = s.post_json(HOOK, b, github_headers(b))
+    runs = answer.get("runs", []) if isinstance(answer, dict) else []
+    r = s.wait_run(runs[0]) if code == 200 and len(runs) == 1 else {}
+    modes = {f: oct(os.stat(os.path.join(s.data_dir, f)).st_mode & 0o777)
+             for f in os.listdir(s.data_dir) if f.startswith("spur.db")}
+    t.ok(oct(os.stat(s.data_dir).st_mode & 0o777) == "0o750" and modes and
+         all(m == "0o640" for m in modes.values()),
+         "data_dir made 0750 for the spur group stays so, and the store's files are 0640", modes)
+    rc, out, err = as_reader(s, "runs")
+    t.ok(rc == 0 and runs and runs[0] in out, "the spur group runs spur runs while the engine serves",
+         (rc, out[-500:], err[-500:]))
+    rc, out, err = as_reader(s, "show", runs[0] if runs else "-")
+    t.ok(rc == 0 and "completed" in out, "and spur show", (rc, out[-500:], err[-500:]))
+    rc, out, err = as_reader(s, "logs", runs[0] if runs else "-")
+    t.ok(rc == 0 and "uid=" in out, "and spur logs", (rc, out[-500:], err[-500:]))
+    rc, out, err = as_reader(s, "cancel", runs[0] if runs else "-")
+    t.ok(rc != 0, "but not a command that writes (spur cancel)", (rc, out[-300:], err[-300:]))
+    s.stop()
+    t.ok(not os.path.exists(os.path.join(s.data_dir, "spur.db-wal")), "the engine stopped: no -wal left")
+    rc, out, err = as_reader(s, "runs")
+    t.ok(rc == 0 and runs and runs[0] in out, "spur runs by the group with the engine stopped (immutable read)",
+         (rc, out[-500:], err[-500:]))
+
 # user: unset: the engine stays root (as before) and says so; doctor says so too.
 with Spur() as s:
     s.start()
