@@ -57,12 +57,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	buf_free(&b);
 	/* PACK, UNPACK and WRITE fork a child once their checks pass: not here. */
 	if (m.hdr.type == PRIV_PREPARE_DIR || m.hdr.type == PRIV_REMOVE_DIR ||
-	    m.hdr.type == PRIV_CHOWN || m.hdr.type == PRIV_SIGNAL ||
+	    m.hdr.type == PRIV_CHOWN || m.hdr.type == PRIV_SIGNAL || m.hdr.type == PRIV_OPEN_FILE ||
 	    (m.hdr.type == PRIV_JOB && (m.u.job.job == PRIV_JOB_GLOB ||
 	    m.u.job.job == PRIV_JOB_DU || m.u.job.dir.uid == 0))) {
 		priv_helper_handle(fuzz_helper(), &m, &ans);
 		if (ans.hdr.type != PRIV_OK && ans.hdr.type != PRIV_ERR)
 			abort();
+		for (uint32_t i = 0; i < ans.hdr.nfds; i++)
+			close(ans.fds[i]);
 		priv_msg_clear(&ans);
 	}
 	priv_msg_clear(&m);

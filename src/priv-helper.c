@@ -54,6 +54,8 @@ struct priv_helper {
 	uid_t			 engine_uid;	/* owns what the engine makes */
 	gid_t			 engine_gid;
 	char			*git;		/* the one git it starts */
+	char			**files;	/* OPEN_FILE: the config's files at start */
+	char			*auto_dir;	/* and the files of this directory */
 	struct priv_child	*children;
 	size_t			 nchildren;
 	const struct config	*conf;
@@ -80,6 +82,34 @@ priv_area_open(int dfd, const char *name, uid_t uid, gid_t gid)
 	if (strcmp(name, "runs") == 0 && fstat(dfd, &st) == 0)
 		(void)fchmod(fd, data_dir_mode(st.st_mode));
 	return fd;
+}
+
+/*
+ * What OPEN_FILE may open, from the config the engine was started with (its
+ * paths as they resolve now): its file, its file: secrets, and the files of
+ * its automations directory. A reload that names another needs a restart.
+ */
+static void
+priv_helper_files(struct priv_helper *h, const struct config *cf)
+{
+	const struct secret	*list[256];
+	char			*path, *real;
+	size_t			 i, n, k = 0;
+
+	n = config_secrets(cf, list, SPUR_ARRLEN(list));
+	h->files = xcalloc(n + 2, sizeof *h->files);
+	if (cf->file != NULL && (real = realpath(cf->file, NULL)) != NULL)
+		h->files[k++] = real;
+	for (i = 0; i < n && i < SPUR_ARRLEN(list); i++) {
+		if (list[i]->ref == NULL || strncmp(list[i]->ref, "file:", 5) != 0)
+			continue;
+		path = path_join(cf->dir != NULL ? cf->dir : "/", list[i]->ref + 5);
+		if ((real = realpath(path, NULL)) != NULL)
+			h->files[k++] = real;
+		free(path);
+	}
+	if (cf->automations_dir != NULL)
+		h->auto_dir = realpath(cf->automations_dir, NULL);
 }
 
 struct priv_helper *
@@ -123,6 +153,7 @@ priv_helper_create(const struct config *cf, uid_t engine_uid, gid_t engine_gid,
 	h->engine_gid = engine_gid;
 	if ((path = proc_which("git", NULL)) != NULL)
 		h->git = path;
+	priv_helper_files(h, cf);
 	h->conf = cf;
 	return h;
 }
@@ -135,6 +166,8 @@ priv_helper_free(struct priv_helper *h)
 	for (size_t i = 0; i < SPUR_ARRLEN(h->area_fd); i++)
 		close(h->area_fd[i]);
 	free(h->git);
+	strv_free(h->files);
+	free(h->auto_dir);
 	free(h->children);
 	free(h);
 }
@@ -970,16 +1003,62 @@ done:
 	free(sub);
 }
 
+/*
+ * A file the config named at start, opened for the engine (never read here:
+ * the helper holds no secret); a file of the automations directory is opened
+ * by its name there, never through a link.
+ */
+static void
+priv_do_open_file(struct priv_helper *h, const struct priv_msg *req, struct priv_msg *ans)
+{
+	const char	*path = req->u.str, *base;
+	struct stat	 st;
+	char		*dir = NULL;
+	size_t		 i;
+	int		 dfd, fd = -1, listed = 0;
+
+	if (path == NULL || *path != '/') {
+		priv_refuse(ans, req, EINVAL, "not an absolute path", path);
+		return;
+	}
+	for (i = 0; h->files != NULL && h->files[i] != NULL; i++)
+		listed |= strcmp(path, h->files[i]) == 0;
+	base = strrchr(path, '/') + 1;
+	if (listed)
+		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	else if (h->auto_dir != NULL && priv_name_ok(base) &&
+	    strcmp((dir = path_dirname(path)), h->auto_dir) == 0) {
+		if ((dfd = open(h->auto_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+			fd = openat(dfd, base, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+			close(dfd);
+		}
+	} else {
+		free(dir);
+		priv_refuse(ans, req, EPERM, "not a file the config named at start", path);
+		return;
+	}
+	free(dir);
+	if (fd == -1 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		if (fd != -1)
+			close(fd);
+		priv_refuse(ans, req, fd == -1 ? errno : EINVAL, "not a regular file", path);
+		return;
+	}
+	ans->hdr.type = PRIV_OK;
+	ans->hdr.nfds = 1;
+	ans->fds[0] = fd;
+}
+
 /* What a dead engine left of a run's sandbox: only sandbox uids' processes naming the run. */
 static void
 priv_do_kill_run(struct priv_helper *h, const struct priv_msg *req, struct priv_msg *ans)
 {
-	if (req->u.run == NULL || !priv_session_ok(req->u.run)) {
-		priv_refuse(ans, req, EINVAL, "not a run id", req->u.run);
+	if (req->u.str == NULL || !priv_session_ok(req->u.str)) {
+		priv_refuse(ans, req, EINVAL, "not a run id", req->u.str);
 		return;
 	}
 	ans->hdr.type = PRIV_OK;
-	ans->u.answer.value = sandbox_kill_leftovers(h->conf, req->u.run);
+	ans->u.answer.value = sandbox_kill_leftovers(h->conf, req->u.str);
 }
 
 void
@@ -1004,6 +1083,9 @@ priv_helper_handle(struct priv_helper *h, const struct priv_msg *req, struct pri
 		break;
 	case PRIV_KILL_RUN:
 		priv_do_kill_run(h, req, ans);
+		break;
+	case PRIV_OPEN_FILE:
+		priv_do_open_file(h, req, ans);
 		break;
 	default:
 		priv_refuse(ans, req, EINVAL, "not a request", NULL);

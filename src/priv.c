@@ -94,7 +94,8 @@ priv_encode(const struct priv_msg *m, struct buf *b)
 		priv_put_str(b, m->u.job.arg);
 		break;
 	case PRIV_KILL_RUN:
-		priv_put_str(b, m->u.run);
+	case PRIV_OPEN_FILE:
+		priv_put_str(b, m->u.str);
 		break;
 	case PRIV_SIGNAL:
 		priv_put_u32(b, (uint32_t)m->u.sig.pid);
@@ -237,7 +238,8 @@ priv_decode(struct priv_msg *m, const uint8_t *body, size_t len, char **cause)
 		m->u.job.arg = priv_get_str(&r);
 		break;
 	case PRIV_KILL_RUN:
-		m->u.run = priv_get_str(&r);
+	case PRIV_OPEN_FILE:
+		m->u.str = priv_get_str(&r);
 		break;
 	case PRIV_SPAWN:
 		s->uid = priv_get_u32(&r);
@@ -297,7 +299,8 @@ priv_msg_clear(struct priv_msg *m)
 		free(m->u.job.arg);
 		break;
 	case PRIV_KILL_RUN:
-		free(m->u.run);
+	case PRIV_OPEN_FILE:
+		free(m->u.str);
 		break;
 	case PRIV_SPAWN:
 		free(m->u.spawn.path);
@@ -330,6 +333,7 @@ priv_type_name(uint32_t type)
 	case PRIV_SIGNAL:	return "SIGNAL";
 	case PRIV_JOB:		return "JOB";
 	case PRIV_KILL_RUN:	return "KILL_RUN";
+	case PRIV_OPEN_FILE:	return "OPEN_FILE";
 	case PRIV_OK:		return "OK";
 	case PRIV_ERR:		return "ERR";
 	case PRIV_EXIT:		return "EXIT";
@@ -643,6 +647,38 @@ priv_job_path(enum priv_job job, const char *path, const char *arg, uid_t uid, g
 }
 
 int
+priv_open_file(const char *path)
+{
+	struct priv_msg	 req, ans;
+	char		*cause = NULL;
+	int		 fd = -1;
+
+	if (priv_fd == -1) {
+		errno = EACCES;
+		return -1;
+	}
+	memset(&req, 0, sizeof req);
+	req.hdr.type = PRIV_OPEN_FILE;
+	req.u.str = (char *)path;
+	if (priv_client_call(&req, &ans, &cause) != 0) {
+		log_debug("event=priv.open_failed path=%s error=%s", log_q(path), log_q(cause));
+		free(cause);
+		errno = EACCES;
+		return -1;
+	}
+	for (uint32_t i = 0; i < ans.hdr.nfds; i++) {
+		if (i == 0)
+			fd = ans.fds[0];
+		else
+			close(ans.fds[i]);
+	}
+	priv_msg_clear(&ans);
+	if (fd == -1)
+		errno = EACCES;
+	return fd;
+}
+
+int
 priv_kill_run(const char *run)
 {
 	struct priv_msg	 req, ans;
@@ -653,7 +689,7 @@ priv_kill_run(const char *run)
 		return -1;
 	memset(&req, 0, sizeof req);
 	req.hdr.type = PRIV_KILL_RUN;
-	req.u.run = (char *)run;
+	req.u.str = (char *)run;
 	if (priv_client_call(&req, &ans, &cause) != 0) {
 		log_warn("event=priv.kill_run_failed run=%s error=%s", log_q(run), log_q(cause));
 		free(cause);

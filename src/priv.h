@@ -30,6 +30,7 @@ enum priv_type {
 	PRIV_SIGNAL,		/* a signal to a child the helper started (or its sandbox) */
 	PRIV_JOB,		/* a typed job on a session's directory (enum priv_job) */
 	PRIV_KILL_RUN,		/* the sandbox processes a dead engine left for a run */
+	PRIV_OPEN_FILE,		/* a file the config named at start, handed back open */
 	/* helper -> engine */
 	PRIV_OK = 64,		/* value (a pid for SPAWN), the descriptors (its pipes) */
 	PRIV_ERR,		/* errno and a message */
@@ -125,7 +126,7 @@ struct priv_msg {
 		struct priv_spawn	spawn;
 		struct priv_signal	sig;
 		struct priv_jobreq	job;
-		char			*run;	/* KILL_RUN: a run id */
+		char			*str;	/* KILL_RUN: a run id; OPEN_FILE: a path */
 		struct priv_answer	answer;
 	} u;
 	int			 fds[PRIV_FDS_MAX];	/* hdr.nfds of them */
@@ -186,6 +187,14 @@ int		 priv_job_path(enum priv_job, const char *path, const char *arg, uid_t,
 		     gid_t, int in_fd, int *out_fd, int *rc, char **cause);
 /* CHOWN of path's tree from one uid to another, the same way (1, or 0: yourself). */
 int		 priv_chown_path(const char *path, uid_t from, uid_t, gid_t, int *rc);
+/*
+ * OPEN_FILE: a file the engine cannot read itself (a root-only file: secret,
+ * a config under a root-only directory), opened by the helper if the config
+ * it started with named it (the config file, a file of its automations
+ * directory, a file: secret); read_file's fallback once the engine dropped.
+ * The descriptor, or -1 with errno.
+ */
+int		 priv_open_file(const char *path);
 /* KILL_RUN; -1 when there is no helper (do it yourself), else how many died. */
 int		 priv_kill_run(const char *run);
 /* data_dir, once the helper is there (a place for what it must make). */

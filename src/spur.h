@@ -100,6 +100,8 @@ int	 safefs_remove_at(int parent, const char *name);
 char	*path_join(const char *, const char *);
 char	*path_dirname(const char *);
 int	 read_file(const char *, size_t max, char **out, size_t *len, char **cause);
+/* Where read_file turns when open says EACCES (the root helper, once the engine dropped). */
+void	 read_file_set_fallback(int (*)(const char *));
 int	 glob_match(const char *pattern, const char *s);	/* shell-style, fnmatch */
 int	 valid_name(const char *);	/* [A-Za-z0-9][A-Za-z0-9_.-]* */
 /* The one of names (NULL-terminated) a typo s likely meant, or NULL: "did you mean". */

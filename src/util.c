@@ -204,6 +204,14 @@ path_dirname(const char *p)
 }
 
 /* Reads a whole file, refusing one larger than max bytes; cause may be NULL. */
+static int	(*read_file_fallback)(const char *);
+
+void
+read_file_set_fallback(int (*open_cb)(const char *))
+{
+	read_file_fallback = open_cb;
+}
+
 int
 read_file(const char *path, size_t max, char **out, size_t *len, char **cause)
 {
@@ -212,7 +220,9 @@ read_file(const char *path, size_t max, char **out, size_t *len, char **cause)
 	ssize_t		 n;
 	int		 fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 &&
+	    (errno != EACCES || read_file_fallback == NULL ||
+	    (fd = read_file_fallback(path)) == -1)) {
 		if (cause != NULL)
 			xasprintf(cause, "%s: %s", path, strerror(errno));
 		return -1;

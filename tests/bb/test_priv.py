@@ -9,7 +9,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, github_headers, github_comment
+from spurtest import require_sandboxes, Spur, Tap, github_headers, github_comment, DEFAULT_ORGS, SECRETS
 
 t = Tap()
 if os.geteuid() != 0:
@@ -193,6 +193,34 @@ with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO}) as s:
     rc, out, err = as_reader(s, "runs")
     t.ok(rc == 0 and runs and runs[0] in out, "spur runs by the group with the engine stopped (immutable read)",
          (rc, out[-500:], err[-500:]))
+
+# A file: secret in a root-only directory: the engine, once spur, re-reads it on a reload through
+# the helper (OPEN_FILE), which opens only what the config named at start.
+FILE_ORGS = DEFAULT_ORGS.replace("webhook_secret: env:T_GH_SECRET", "webhook_secret: file:secret/gh")
+with Spur(config_extra="user: %s\n" % USER, orgs=FILE_ORGS, automations={"who.yaml": WHO}) as s:
+    os.chmod(s.dir, 0o711)
+    secret_dir = os.path.join(s.dir, "secret")
+    os.mkdir(secret_dir, 0o700)
+    for name in ("gh", "gh2"):
+        with open(os.path.join(secret_dir, name), "w") as f:
+            f.write(SECRETS["T_GH_SECRET"] + "\n")
+        os.chmod(os.path.join(secret_dir, name), 0o600)
+    s.start()
+    rc, out, err = s.c("reload")
+    t.ok(rc == 0 and "cannot read secret file" not in s.logs(),
+         "a reload re-reads a root-only file: secret through the helper", (rc, out, err, s.logs()[-1500:]))
+    b = json.dumps(github_comment("/nothing", number=31)).encode()
+    code, _, _ = s.post_json(HOOK, b, github_headers(b))
+    t.eq(code, 200, "and the webhook signed with it is still accepted")
+    with open(s.config) as f:
+        text = f.read()
+    with open(s.config, "w") as f:
+        f.write(text.replace("file:secret/gh\n", "file:secret/gh2\n"))
+    rc, out, err = s.c("reload")
+    logs = s.logs()
+    t.ok(rc != 0 and "event=priv.refused request=OPEN_FILE" in logs and "not a file the config named" in logs,
+         "a reload naming a root-only file the config did not name at start: the helper refuses, logged",
+         (rc, out, err, logs[-1500:]))
 
 # user: unset: the engine stays root (as before) and says so; doctor says so too.
 with Spur() as s:

@@ -638,7 +638,7 @@ test_jobs(struct priv_helper *h)
 
 		memset(&req, 0, sizeof req);
 		req.hdr.type = PRIV_KILL_RUN;
-		req.u.run = "../run";
+		req.u.str = "../run";
 		priv_helper_handle(h, &req, &ans);
 		log = log_take();
 		ok(ans.hdr.type == PRIV_ERR && strstr(log, "request=KILL_RUN") != NULL,
@@ -646,6 +646,74 @@ test_jobs(struct priv_helper *h)
 		free(log);
 		priv_msg_clear(&ans);
 	}
+}
+
+/* OPEN_FILE: only what the config named at start, a link in the automations never followed. */
+static void
+test_open_file(void)
+{
+	struct priv_helper	*h;
+	struct config		 c2;
+	struct priv_msg		 req, ans;
+	char			*conf = path_join(root, "spur.yaml"), *autos = path_join(root, "autos");
+	char			*a1, *link, *log, *cause = NULL;
+	int			 fd;
+
+	if ((fd = open(conf, O_WRONLY | O_CREAT | O_TRUNC, 0600)) == -1)
+		fatal("%s", conf);
+	close(fd);
+	mkdir(autos, 0700);
+	a1 = path_join(autos, "a.yaml");
+	if ((fd = open(a1, O_WRONLY | O_CREAT | O_TRUNC, 0600)) == -1)
+		fatal("%s", a1);
+	close(fd);
+	link = path_join(autos, "b.yaml");
+	if (symlink("/etc/passwd", link) != 0)
+		fatal("symlink");
+	memset(&c2, 0, sizeof c2);
+	c2.data_dir = root;
+	c2.file = conf;
+	c2.automations_dir = autos;
+	c2.sandbox.uid_first = UID_FIRST;
+	c2.sandbox.uid_last = UID_LAST;
+	if ((h = priv_helper_create(&c2, geteuid(), getegid(), &cause)) == NULL)
+		fatal("priv_helper_create: %s", cause);
+	{
+		const struct {
+			const char	*path, *name;
+			int		 ok;
+		} cases[] = {
+			{ conf, "the config file", 1 },
+			{ a1, "a file of the automations directory", 1 },
+			{ "/etc/shadow", "a file the config did not name", 0 },
+			{ link, "a link in the automations directory", 0 },
+			{ "spur.yaml", "a relative path", 0 },
+		};
+
+		for (size_t i = 0; i < SPUR_ARRLEN(cases); i++) {
+			memset(&req, 0, sizeof req);
+			req.hdr.type = PRIV_OPEN_FILE;
+			req.u.str = (char *)cases[i].path;
+			priv_helper_handle(h, &req, &ans);
+			log = log_take();
+			if (cases[i].ok)
+				ok(ans.hdr.type == PRIV_OK && ans.hdr.nfds == 1,
+				    "OPEN_FILE of %s: handed back open", cases[i].name);
+			else
+				ok(ans.hdr.type == PRIV_ERR && strstr(log,
+				    "event=priv.refused request=OPEN_FILE") != NULL,
+				    "OPEN_FILE of %s: refused and logged", cases[i].name);
+			for (uint32_t k = 0; k < ans.hdr.nfds; k++)
+				close(ans.fds[k]);
+			priv_msg_clear(&ans);
+			free(log);
+		}
+	}
+	priv_helper_free(h);
+	free(conf);
+	free(autos);
+	free(a1);
+	free(link);
 }
 
 int
@@ -675,6 +743,7 @@ main(void)
 	test_spawn_signal(h);
 	test_argv(h);
 	test_jobs(h);
+	test_open_file();
 	priv_helper_free(h);
 	dup2(saved, 2);
 	close(saved);
