@@ -1013,7 +1013,7 @@ priv_do_open_file(struct priv_helper *h, const struct priv_msg *req, struct priv
 {
 	const char	*path = req->u.str, *base;
 	struct stat	 st;
-	char		*dir = NULL;
+	char		*dir = NULL, *real = NULL;
 	size_t		 i;
 	int		 dfd, fd = -1, listed = 0;
 
@@ -1021,11 +1021,14 @@ priv_do_open_file(struct priv_helper *h, const struct priv_msg *req, struct priv
 		priv_refuse(ans, req, EINVAL, "not an absolute path", path);
 		return;
 	}
-	for (i = 0; h->files != NULL && h->files[i] != NULL; i++)
-		listed |= strcmp(path, h->files[i]) == 0;
+	/* The path as it resolves (a config reached through a link is the same file). */
+	if ((real = realpath(path, NULL)) != NULL) {
+		for (i = 0; h->files != NULL && h->files[i] != NULL; i++)
+			listed |= strcmp(real, h->files[i]) == 0;
+	}
 	base = strrchr(path, '/') + 1;
 	if (listed)
-		fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		fd = open(real, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	else if (h->auto_dir != NULL && priv_name_ok(base) &&
 	    strcmp((dir = path_dirname(path)), h->auto_dir) == 0) {
 		if ((dfd = open(h->auto_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
@@ -1034,10 +1037,12 @@ priv_do_open_file(struct priv_helper *h, const struct priv_msg *req, struct priv
 		}
 	} else {
 		free(dir);
+		free(real);
 		priv_refuse(ans, req, EPERM, "not a file the config named at start", path);
 		return;
 	}
 	free(dir);
+	free(real);
 	if (fd == -1 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		if (fd != -1)
 			close(fd);
