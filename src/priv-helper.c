@@ -473,8 +473,9 @@ static const char *priv_git_cmds[] = {
 	"merge-base", "push", "reset", "rev-list", "update-ref",
 };
 static const char *priv_git_opts[] = {
-	"-", "--bare", "--cached", "--count", "--is-ancestor", "--name-only", "--no-ext-diff",
-	"--no-renames", "--no-tags", "--no-verify", "--quiet", "--symref", "--update-head-ok",
+	"-", "--bare", "--cached", "--count", "--is-ancestor", "--name-only", "--no-color",
+	"--no-ext-diff", "--no-renames", "--no-tags", "--no-textconv", "--no-verify", "--patch",
+	"--quiet", "--stat=200", "--symref", "--update-head-ok",
 	"-A", "-B", "-F", "-b", "-f", "-m", "-q",
 };
 /* git's environment (git.c): these names, and GIT_CONFIG_KEY_n naming these keys only. */

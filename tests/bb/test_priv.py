@@ -9,7 +9,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, github_headers, github_comment, DEFAULT_ORGS, SECRETS
+from spurtest import require_sandboxes, Spur, Tap, github_headers, github_comment, DEFAULT_ORGS, SECRETS, tempdir
+from fakeapis import Fake, make_remote, git_show
 
 t = Tap()
 if os.geteuid() != 0:
@@ -158,6 +159,35 @@ def as_reader(s, *args):
                        env=s.env, cwd=s.dir, preexec_fn=drop, timeout=60)
     return p.returncode, p.stdout, p.stderr
 
+
+# A pull request delivered with the engine as spur: every git child (clone, commit, the change's
+# diff, push) is a SPAWN the helper checks against what repo.c runs.
+gitroot = tempdir("spur-priv-git-")
+os.chmod(gitroot, 0o755)
+make_remote(gitroot, "acme/api", {"README.md": "hello\n"})
+fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot)
+PR = ("name: pr\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/pr'\n"
+      "agent: command\ncommand: %s\nprompt: |\n  Fix it.\nproof: pull_request\n") % json.dumps(
+    ["sh", "-c", "cat >/dev/null; echo fixed > /workspace/fix.txt; echo Fix it"])
+try:
+    with Spur(config_extra="user: %s\npublic_url: http://spur.example:8080/\n" % USER, orgs=fake.orgs(),
+              automations={"pr.yaml": PR}) as s:
+        os.chmod(s.dir, 0o711)
+        s.start()
+        b = json.dumps(github_comment("/pr please", number=5, pr=False, comment_id=555)).encode()
+        st, _, a = s.post_json(HOOK, b, github_headers(b))
+        run = a["runs"][0] if st == 200 and a.get("runs") else None
+        done = dict(s.wait_run(run)) if run else {}
+        proof = s.query("SELECT proof FROM runs WHERE id = ?", run)[0]["proof"] if run else None
+        t.ok(done.get("state") == "completed" and "/pull/" in (proof or ""),
+             "user: spur: a pull request delivered, every git child through the helper's checks",
+             (done.get("state"), done.get("reason"), s.logs()[-1500:]))
+        t.eq(git_show(os.path.join(gitroot, "acme/api.git"), "spur/%s" % run, "fix.txt"), "fixed\n",
+             "the branch pushed with the change")
+        t.ok("event=priv.refused" not in s.logs() and "event=repo.change run=%s" % run in s.logs(),
+             "no request refused, the change kept", s.logs()[-1500:])
+finally:
+    fake.close()
 
 with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO}) as s:
     os.chmod(s.dir, 0o711)
