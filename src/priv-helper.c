@@ -86,14 +86,15 @@ priv_area_open(int dfd, const char *name, uid_t uid, gid_t gid)
 
 /*
  * What OPEN_FILE may open, from the config the engine was started with (its
- * paths as they resolve now): its file, its file: secrets, and the files of
- * its automations directory. A reload that names another needs a restart.
+ * paths as they resolve now): its file, its file: and credential: secrets,
+ * and the files of its automations directory. A reload that names another
+ * needs a restart.
  */
 static void
 priv_helper_files(struct priv_helper *h, const struct config *cf)
 {
 	const struct secret	*list[256];
-	char			*path, *real;
+	char			*path, *real, *why = NULL;
 	size_t			 i, n, k = 0;
 
 	n = config_secrets(cf, list, SPUR_ARRLEN(list));
@@ -101,10 +102,15 @@ priv_helper_files(struct priv_helper *h, const struct config *cf)
 	if (cf->file != NULL && (real = realpath(cf->file, NULL)) != NULL)
 		h->files[k++] = real;
 	for (i = 0; i < n && i < SPUR_ARRLEN(list); i++) {
-		if (list[i]->ref == NULL || strncmp(list[i]->ref, "file:", 5) != 0)
+		if (list[i]->ref != NULL && strncmp(list[i]->ref, "file:", 5) == 0)
+			path = path_join(cf->dir != NULL ? cf->dir : "/", list[i]->ref + 5);
+		else if (list[i]->ref != NULL && strncmp(list[i]->ref, "credential:", 11) == 0)
+			path = credential_path(list[i]->ref + 11, &why);
+		else
 			continue;
-		path = path_join(cf->dir != NULL ? cf->dir : "/", list[i]->ref + 5);
-		if ((real = realpath(path, NULL)) != NULL)
+		free(why);
+		why = NULL;
+		if (path != NULL && (real = realpath(path, NULL)) != NULL)
 			h->files[k++] = real;
 		free(path);
 	}

@@ -252,6 +252,21 @@ with Spur(config_extra="user: %s\n" % USER, orgs=FILE_ORGS, automations={"who.ya
          "a reload naming a root-only file the config did not name at start: the helper refuses, logged",
          (rc, out, err, logs[-1500:]))
 
+# The same for a systemd credential (credential:NAME in $CREDENTIALS_DIRECTORY, root's alone).
+CRED_ORGS = DEFAULT_ORGS.replace("webhook_secret: env:T_GH_SECRET", "webhook_secret: credential:gh")
+with Spur(config_extra="user: %s\n" % USER, orgs=CRED_ORGS, automations={"who.yaml": WHO}) as s:
+    os.chmod(s.dir, 0o711)
+    creds = os.path.join(s.dir, "credentials")
+    os.mkdir(creds, 0o700)
+    with open(os.path.join(creds, "gh"), "w") as f:
+        f.write(SECRETS["T_GH_SECRET"] + "\n")
+    os.chmod(os.path.join(creds, "gh"), 0o400)
+    s.env["CREDENTIALS_DIRECTORY"] = creds
+    s.start()
+    rc, out, err = s.c("reload")
+    t.ok(rc == 0 and "cannot read secret file" not in s.logs(),
+         "a reload re-reads a root-only credential: through the helper", (rc, out, err, s.logs()[-1500:]))
+
 # user: unset: the engine stays root (as before) and says so; doctor says so too.
 with Spur() as s:
     s.start()
