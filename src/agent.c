@@ -68,6 +68,24 @@ agent_list(int models)
 	return list[models] = buf_take(&b);
 }
 
+int
+agent_takes_input(const struct agent *a)
+{
+	return a->input != NULL;
+}
+
+char *
+agent_input(const struct agent *a, const char *text, size_t *len)
+{
+	char	*s;
+
+	if (a->input == NULL)
+		return NULL;
+	s = a->input(text);
+	*len = strlen(s);
+	return s;
+}
+
 void
 agent_setup_env(struct agent_setup *s, const char *fmt, ...)
 {
@@ -281,6 +299,12 @@ agent_stream_feed(struct agent_stream *s, const char *data, size_t len)
 		data += n + 1;
 		len -= n + 1;
 	}
+}
+
+int
+agent_stream_final(const struct agent_stream *s)
+{
+	return s->final;
 }
 
 void

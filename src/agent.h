@@ -94,9 +94,20 @@ char			**agent_argv(const struct agent *, const struct agent_conf *,
 			    const struct agent_request *, char **cause);
 void			 agent_argv_free(char **);
 
+/*
+ * Whether the agent takes messages while it works (SPEC 18): its stdin stays
+ * open and each message is one agent_input; else a message waits for the
+ * session's next run.
+ */
+int			 agent_takes_input(const struct agent *);
+/* text as the bytes of one message on the agent's stdin (the first is the prompt). */
+char			*agent_input(const struct agent *, const char *text, size_t *len);
+
 /* Reads the agent's stdout as it comes (any chunking), bounded. */
 struct agent_stream	*agent_stream_create(const struct agent *);
 void			 agent_stream_feed(struct agent_stream *, const char *, size_t);
+/* Whether the agent's turn is over (its final event was seen): it takes no more input. */
+int			 agent_stream_final(const struct agent_stream *);
 /* At the end: exit_ok is a clean exit (status 0). Moves the result to *out. */
 void			 agent_stream_end(struct agent_stream *, int exit_ok,
 			    struct agent_result *out);
@@ -149,6 +160,8 @@ struct agent {
 	const struct agent_api	*api;
 	/* Fills in its environment and configuration for the gateway; NULL: none. */
 	void		(*setup)(struct agent_setup *);
+	/* One message as its stdin takes it while it works; NULL: it takes none. */
+	char		*(*input)(const char *);
 };
 
 struct agent_stream {
