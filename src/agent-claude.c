@@ -226,12 +226,33 @@ static const struct agent_api claude_api = {
 static void
 claude_setup(struct agent_setup *s)
 {
+	json_t	*j;
+	char	*path;
+
 	agent_setup_env(s, "ANTHROPIC_BASE_URL=%s", s->base);
 	agent_setup_env(s, "ANTHROPIC_API_KEY=" AGENT_PLACEHOLDER_KEY);
 	agent_setup_env(s, "DISABLE_AUTOUPDATER=1");
 	agent_setup_env(s, "DISABLE_TELEMETRY=1");
 	agent_setup_env(s, "DISABLE_ERROR_REPORTING=1");
 	agent_setup_env(s, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1");
+	if (s->mcp_url == NULL || s->mcp_token == NULL)
+		return;
+	/* A handful of tools: listed to the model as they are, not found through ToolSearch. */
+	agent_setup_env(s, "ENABLE_TOOL_SEARCH=false");
+	/* The run's own MCP server, beside the run's sockets, where the run cannot change it. */
+	path = xprintf("Bearer %s", s->mcp_token);
+	j = json_pack("{s:{s:{s:s,s:s,s:{s:s}}}}", "mcpServers", "spur", "type", "http",
+	    "url", s->mcp_url, "headers", "Authorization", path);
+	freezero_str(path);
+	if (j == NULL || (s->file_text = json_dumps(j, JSON_COMPACT)) == NULL)
+		fatal("claude_setup: out of memory");
+	json_decref(j);
+	s->place = AGENT_FILE_RUN;
+	s->file_name = "claude-mcp.json";
+	path = xprintf("%s/%s", s->run_dir, s->file_name);
+	agent_setup_arg(s, "--mcp-config");
+	agent_setup_arg(s, path);
+	free(path);
 }
 
 const struct agent agent_claude = {

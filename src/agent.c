@@ -99,12 +99,22 @@ agent_setup_env(struct agent_setup *s, const char *fmt, ...)
 }
 
 void
+agent_setup_arg(struct agent_setup *s, const char *arg)
+{
+	if (s->nargs >= AGENT_SETUP_ARGS_MAX)
+		fatal("agent_setup_arg: more than %d arguments", AGENT_SETUP_ARGS_MAX);
+	s->args[s->nargs++] = xstrdup(arg);
+}
+
+void
 agent_setup_clear(struct agent_setup *s)
 {
 	size_t	i;
 
 	for (i = 0; i < s->nenv; i++)
 		free(s->env[i]);
+	for (i = 0; i < s->nargs; i++)
+		free(s->args[i]);
 	free(s->file_text);
 	memset(s, 0, sizeof *s);
 }

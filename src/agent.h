@@ -58,6 +58,7 @@ struct agent_api {
 /* All the sandbox ever holds of a model credential. */
 #define AGENT_PLACEHOLDER_KEY	"spur-placeholder-key"
 #define AGENT_SETUP_ENV_MAX	8
+#define AGENT_SETUP_ARGS_MAX	4
 
 /*
  * What an agent needs to reach its model through the gateway: its
@@ -73,6 +74,11 @@ struct agent_setup {
 	const char		*base;		/* the gateway's URL, as the agent sees it */
 	const char		*home;		/* HOME, as the agent sees it */
 	const char		*run_dir;	/* the run's network directory, as the agent sees it */
+	/* The run's own MCP server (SPEC 18): its URL and credential; NULL: none. */
+	const char		*mcp_url;
+	const char		*mcp_token;
+	char			*args[AGENT_SETUP_ARGS_MAX];	/* after the agent's own */
+	size_t			 nargs;
 	char			*env[AGENT_SETUP_ENV_MAX];
 	size_t			 nenv;
 	enum agent_file_place	 place;
@@ -85,6 +91,8 @@ struct agent_setup {
 void	agent_setup_env(struct agent_setup *, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 void	agent_setup_clear(struct agent_setup *);
+/* For the setup functions: one more argument. */
+void	agent_setup_arg(struct agent_setup *, const char *);
 /*
  * The argv to run in the sandbox: agents.NAME.command (conf, may be NULL) or
  * the default, then the agent's own flags. NULL and cause on a bad request

@@ -12,6 +12,7 @@
 #include "repo.h"
 #include "rootfs.h"
 #include "run.h"
+#include "runmcp.h"
 #include "priv.h"
 #include "sandbox.h"
 #include "scrub.h"
@@ -302,6 +303,8 @@ dispatch_create(struct engine *e, char **cause)
 	char		*why = NULL;
 
 	d->engine = e;
+	/* Each run's gateway serves the run's own MCP server (runmcp.c). */
+	e->run_local = &runmcp_local;
 	LIST_INIT(&d->runs);
 	dispatch_recover(d);
 	dispatch_apply_cancels(d);
