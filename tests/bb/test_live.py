@@ -52,6 +52,7 @@ class Live(fakemodel.Fake):
         self.gate = threading.Event()
         self.held = threading.Event()
         self.seen = {}      # marker -> when a request first carried it
+        self.mcp_times = {}  # tool results held -> when the first such request came
 
     def step(self, j, raw):
         if not [x for x in j.get("tools") or []]:
@@ -63,6 +64,7 @@ class Live(fakemodel.Fake):
         if self.mode == "mcp":
             if "mcp__spur__thread_read" not in [x.get("name") for x in j.get("tools") or []]:
                 return ("text", "no spur tools")
+            self.mcp_times.setdefault(n, now)
             if n == 0:
                 return ("tool", ("mcp__spur__thread_read", {}))
             if n == 1:
@@ -263,6 +265,11 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
     t.ok(any(h.startswith("tool thread_read: ok") for h in hist) and
          any(h.startswith("tool thread_read: refused") for h in hist), "each call is in the run's history", hist)
     t.ok("event=runmcp.refused run=%s tool=thread_read" % mrun in s.logs(), "and the refused one is logged")
+    if 0 in fake.mcp_times and 1 in fake.mcp_times:
+        # From the model's answer asking for thread_read to the request carrying its result:
+        # the CLI's own work, and the call through the gateway to the engine and back.
+        print("# thread_read round trip (model answer to the next request): %.0f ms" %
+              ((fake.mcp_times[1] - fake.mcp_times[0]) * 1000))
 
     # --- latency: from a message's arrival to the agent's next model request that carries it ---
     fake.mode = "loop"
