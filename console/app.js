@@ -1316,8 +1316,45 @@
 		outBox = h('div', { class: 'output', id: 'output', role: 'log', 'aria-live': 'polite' });
 		out = new Output(outBox);
 		var outStatus = h('span', { class: 'muted', id: 'output-status' }, '');
-		show(head, section('Output', 'output-card', [h('div', { class: 'bar' }, outStatus), outBox]), rest);
+		show(head, messageBox(), section('Output', 'output-card', [h('div', { class: 'bar' }, outStatus), outBox]), rest);
 		paint();
+
+		/*
+		 * A message to the run's API session (SPEC 18): delivered into the run
+		 * while its agent works, else queued as the session's next run. Made
+		 * once, so a repaint keeps what is being typed.
+		 */
+		function messageBox() {
+			var ses = /^api:(ses_[A-Za-z0-9_]+)$/.exec(run.thread || ''), text, note;
+
+			if (!ses || ENDED[run.state])
+				return null;
+			text = h('textarea', { id: 'message-input', rows: 3, 'aria-label': 'Message to the running agent' });
+			note = h('p', { class: 'muted', id: 'message-status', role: 'status' }, '');
+			async function send(e) {
+				var b = e.currentTarget, res;
+
+				if (!text.value.trim())
+					return;
+				b.disabled = true;
+				res = await api('POST', '/o/' + enc(org) + '/sessions/' + enc(ses[1]) + '/messages',
+				    { input: text.value });
+				alive(gen);
+				b.disabled = false;
+				if (res.status !== 201) {
+					note.textContent = errText(res);
+					return;
+				}
+				text.value = '';
+				note.textContent = res.body.delivery === 'delivered' ?
+				    'Delivered into ' + res.body.run.id + ' while its agent works.' :
+				    'Queued as ' + res.body.message_run + ': ' + (res.body.delivery_reason || 'the session\'s next run') + '.';
+				await reload();
+			}
+			return section('Message', 'message-card', [text,
+			    h('div', { class: 'bar' }, h('button', { type: 'button', id: 'message-send', onclick: send }, 'Send')),
+			    note]);
+		}
 
 		/* The output (the whole log from its start, then live), and each state change. */
 		function stream() {

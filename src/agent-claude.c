@@ -1,4 +1,4 @@
-/* agent-claude.c: Claude Code in print mode, its stream-json output, and how it resumes. */
+/* agent-claude.c: Claude Code in print mode, its stream-json input and output, and how it resumes. */
 #include "spur.h"
 #include "agent.h"
 
@@ -6,8 +6,11 @@
 #include <string.h>
 
 /*
- * claude -p reads the prompt from stdin when none is given as an argument.
- * stream-json needs --verbose in print mode; permissions are skipped because
+ * claude -p reads the prompt from stdin, as the first stream-json message:
+ * stdin stays open while it works, and a message written there is taken in
+ * between its steps (the next model request carries it), each echoed on
+ * stdout (--replay-user-messages) as it is read. It ends once stdin closes
+ * after its result. stream-json needs --verbose in print mode; permissions are skipped because
  * the sandbox, not the agent, is the boundary (and claude refuses that flag as
  * root, which a sandbox never is).
  */
@@ -18,6 +21,9 @@ claude_args(struct agent_args *aa, const struct agent_request *req)
 	agent_args_add(aa, "--output-format");
 	agent_args_add(aa, "stream-json");
 	agent_args_add(aa, "--verbose");
+	agent_args_add(aa, "--input-format");
+	agent_args_add(aa, "stream-json");
+	agent_args_add(aa, "--replay-user-messages");
 	agent_args_add(aa, "--dangerously-skip-permissions");
 	if (req->model != NULL) {
 		agent_args_add(aa, "--model");
@@ -69,7 +75,11 @@ claude_line(struct agent_stream *s, const json_t *j)
 	}
 	if (strcmp(type, "result") != 0)
 		return;
+	/* The last turn's result is the run's: an earlier one's error does not stick. */
 	s->final = 1;
+	s->r.error = 0;
+	free(s->r.error_text);
+	s->r.error_text = NULL;
 	subtype = agent_json_str(j, "subtype");
 	v = agent_json_str(j, "result");
 	agent_set(&s->r.message, v != NULL ? v :
@@ -127,6 +137,14 @@ claude_render(struct transcript *t, const json_t *j)
 	}
 	if (strcmp(type, "assistant") == 0 || strcmp(type, "user") == 0) {
 		content = json_object_get(json_object_get(j, "message"), "content");
+		if (json_is_string(content)) {
+			/* A message on its stdin, echoed as it read it: the prompt, or one delivered. */
+			v = json_string_value(content);
+			transcript_note(t, "message read by the agent (%zu bytes): %.*s",
+			    strlen(v), (int)strcspn(v, "\n") > TRANSCRIPT_ARGS_MAX ?
+			    TRANSCRIPT_ARGS_MAX : (int)strcspn(v, "\n"), v);
+			return;
+		}
 		json_array_foreach(content, i, part) {
 			if ((ptype = agent_json_str(part, "type")) == NULL)
 				continue;
@@ -165,6 +183,38 @@ claude_render(struct transcript *t, const json_t *j)
 	    json_number_value(json_object_get(j, "total_cost_usd")));
 }
 
+/* One user message of its stream-json input (a byte that is no UTF-8 becomes U+FFFD). */
+static char *
+claude_input(const char *text)
+{
+	struct buf	 b;
+	json_t		*j;
+	char		*s, *line;
+	size_t		 len = strlen(text), i = 0;
+	uint32_t	 cp;
+	int		 n;
+
+	buf_init(&b, 0);
+	while (i < len) {
+		if ((n = utf8_len((const unsigned char *)text + i, len - i, &cp)) <= 0) {
+			buf_adds(&b, "\xef\xbf\xbd");
+			i++;
+			continue;
+		}
+		buf_add(&b, text + i, (size_t)n);
+		i += (size_t)n;
+	}
+	j = json_pack("{s:s, s:{s:s, s:s%}}", "type", "user", "message", "role", "user",
+	    "content", b.data != NULL ? b.data : "", b.len);
+	buf_free(&b);
+	if (j == NULL || (s = json_dumps(j, JSON_COMPACT)) == NULL)
+		fatal("claude_input: out of memory");
+	json_decref(j);
+	line = xprintf("%s\n", s);
+	free(s);
+	return line;
+}
+
 static const struct agent_api claude_api = {
 	.upstream = "https://api.anthropic.com",
 	.prefix = "",
@@ -176,12 +226,33 @@ static const struct agent_api claude_api = {
 static void
 claude_setup(struct agent_setup *s)
 {
+	json_t	*j;
+	char	*path;
+
 	agent_setup_env(s, "ANTHROPIC_BASE_URL=%s", s->base);
 	agent_setup_env(s, "ANTHROPIC_API_KEY=" AGENT_PLACEHOLDER_KEY);
 	agent_setup_env(s, "DISABLE_AUTOUPDATER=1");
 	agent_setup_env(s, "DISABLE_TELEMETRY=1");
 	agent_setup_env(s, "DISABLE_ERROR_REPORTING=1");
 	agent_setup_env(s, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1");
+	if (s->mcp_url == NULL || s->mcp_token == NULL)
+		return;
+	/* A handful of tools: listed to the model as they are, not found through ToolSearch. */
+	agent_setup_env(s, "ENABLE_TOOL_SEARCH=false");
+	/* The run's own MCP server, beside the run's sockets, where the run cannot change it. */
+	path = xprintf("Bearer %s", s->mcp_token);
+	j = json_pack("{s:{s:{s:s,s:s,s:{s:s}}}}", "mcpServers", "spur", "type", "http",
+	    "url", s->mcp_url, "headers", "Authorization", path);
+	freezero_str(path);
+	if (j == NULL || (s->file_text = json_dumps(j, JSON_COMPACT)) == NULL)
+		fatal("claude_setup: out of memory");
+	json_decref(j);
+	s->place = AGENT_FILE_RUN;
+	s->file_name = "claude-mcp.json";
+	path = xprintf("%s/%s", s->run_dir, s->file_name);
+	agent_setup_arg(s, "--mcp-config");
+	agent_setup_arg(s, path);
+	free(path);
 }
 
 const struct agent agent_claude = {
@@ -194,4 +265,5 @@ const struct agent agent_claude = {
 	.render = claude_render,
 	.api = &claude_api,
 	.setup = claude_setup,
+	.input = claude_input,
 };

@@ -68,6 +68,24 @@ agent_list(int models)
 	return list[models] = buf_take(&b);
 }
 
+int
+agent_takes_input(const struct agent *a)
+{
+	return a->input != NULL;
+}
+
+char *
+agent_input(const struct agent *a, const char *text, size_t *len)
+{
+	char	*s;
+
+	if (a->input == NULL)
+		return NULL;
+	s = a->input(text);
+	*len = strlen(s);
+	return s;
+}
+
 void
 agent_setup_env(struct agent_setup *s, const char *fmt, ...)
 {
@@ -81,12 +99,22 @@ agent_setup_env(struct agent_setup *s, const char *fmt, ...)
 }
 
 void
+agent_setup_arg(struct agent_setup *s, const char *arg)
+{
+	if (s->nargs >= AGENT_SETUP_ARGS_MAX)
+		fatal("agent_setup_arg: more than %d arguments", AGENT_SETUP_ARGS_MAX);
+	s->args[s->nargs++] = xstrdup(arg);
+}
+
+void
 agent_setup_clear(struct agent_setup *s)
 {
 	size_t	i;
 
 	for (i = 0; i < s->nenv; i++)
 		free(s->env[i]);
+	for (i = 0; i < s->nargs; i++)
+		free(s->args[i]);
 	free(s->file_text);
 	memset(s, 0, sizeof *s);
 }
@@ -281,6 +309,12 @@ agent_stream_feed(struct agent_stream *s, const char *data, size_t len)
 		data += n + 1;
 		len -= n + 1;
 	}
+}
+
+int
+agent_stream_final(const struct agent_stream *s)
+{
+	return s->final;
 }
 
 void

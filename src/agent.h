@@ -58,6 +58,7 @@ struct agent_api {
 /* All the sandbox ever holds of a model credential. */
 #define AGENT_PLACEHOLDER_KEY	"spur-placeholder-key"
 #define AGENT_SETUP_ENV_MAX	8
+#define AGENT_SETUP_ARGS_MAX	4
 
 /*
  * What an agent needs to reach its model through the gateway: its
@@ -73,6 +74,11 @@ struct agent_setup {
 	const char		*base;		/* the gateway's URL, as the agent sees it */
 	const char		*home;		/* HOME, as the agent sees it */
 	const char		*run_dir;	/* the run's network directory, as the agent sees it */
+	/* The run's own MCP server (SPEC 18): its URL and credential; NULL: none. */
+	const char		*mcp_url;
+	const char		*mcp_token;
+	char			*args[AGENT_SETUP_ARGS_MAX];	/* after the agent's own */
+	size_t			 nargs;
 	char			*env[AGENT_SETUP_ENV_MAX];
 	size_t			 nenv;
 	enum agent_file_place	 place;
@@ -85,6 +91,8 @@ struct agent_setup {
 void	agent_setup_env(struct agent_setup *, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 void	agent_setup_clear(struct agent_setup *);
+/* For the setup functions: one more argument. */
+void	agent_setup_arg(struct agent_setup *, const char *);
 /*
  * The argv to run in the sandbox: agents.NAME.command (conf, may be NULL) or
  * the default, then the agent's own flags. NULL and cause on a bad request
@@ -94,9 +102,20 @@ char			**agent_argv(const struct agent *, const struct agent_conf *,
 			    const struct agent_request *, char **cause);
 void			 agent_argv_free(char **);
 
+/*
+ * Whether the agent takes messages while it works (SPEC 18): its stdin stays
+ * open and each message is one agent_input; else a message waits for the
+ * session's next run.
+ */
+int			 agent_takes_input(const struct agent *);
+/* text as the bytes of one message on the agent's stdin (the first is the prompt). */
+char			*agent_input(const struct agent *, const char *text, size_t *len);
+
 /* Reads the agent's stdout as it comes (any chunking), bounded. */
 struct agent_stream	*agent_stream_create(const struct agent *);
 void			 agent_stream_feed(struct agent_stream *, const char *, size_t);
+/* Whether the agent's turn is over (its final event was seen): it takes no more input. */
+int			 agent_stream_final(const struct agent_stream *);
 /* At the end: exit_ok is a clean exit (status 0). Moves the result to *out. */
 void			 agent_stream_end(struct agent_stream *, int exit_ok,
 			    struct agent_result *out);
@@ -149,6 +168,8 @@ struct agent {
 	const struct agent_api	*api;
 	/* Fills in its environment and configuration for the gateway; NULL: none. */
 	void		(*setup)(struct agent_setup *);
+	/* One message as its stdin takes it while it works; NULL: it takes none. */
+	char		*(*input)(const char *);
 };
 
 struct agent_stream {

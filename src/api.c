@@ -282,6 +282,39 @@ api_session_answer(struct api_ctx *c, const char *session, const char *run)
 	api_reply(c, 201, s, 0);
 }
 
+/*
+ * A message's answer (SPEC 18): delivered into the session's live run when
+ * its agent takes input, else queued as the session's next run; the run of
+ * the answer is the one that gets it.
+ */
+static void
+api_message_answer(struct api_ctx *c, const char *run)
+{
+	const char	*live = NULL;
+	char		*why = NULL;
+	json_t		*row, *s;
+
+	if (run != NULL && c->e->dispatch != NULL)
+		live = dispatch_offer(c->e->dispatch, run, &why);
+	if ((row = store_api_session(c->e->store, c->org, c->session)) == NULL) {
+		free(why);
+		api_unavailable(c, "store unavailable");
+		return;
+	}
+	s = api_session_json(c, row, 1);
+	json_decref(row);
+	json_object_set_new(s, "delivery", json_string(live != NULL ? "delivered" : "queued"));
+	json_object_set_new(s, "delivery_reason", why != NULL ? json_string(why) : json_null());
+	json_object_set_new(s, "message_run", json_str_or_null(run));
+	run = live != NULL ? live : run;
+	json_object_set_new(s, "run", run != NULL ? store_run_json(c->e->store, run, 0) :
+	    json_null());
+	if (json_is_null(json_object_get(s, "run")))
+		json_object_set_new(s, "run", json_null());
+	free(why);
+	api_reply(c, 201, s, 0);
+}
+
 /* ingest: the session's event is committed, a repeat, or refused. */
 static void
 api_session_committed(enum ingest_status status, const struct spur_event *ev, json_t *runs,
@@ -293,7 +326,11 @@ api_session_committed(enum ingest_status status, const struct spur_event *ev, js
 
 	switch (status) {
 	case INGEST_NEW:
-		api_session_answer(c, c->session, json_string_value(json_array_get(runs, 0)));
+		if (strcmp(ev->type, "session.message") == 0)
+			api_message_answer(c, json_string_value(json_array_get(runs, 0)));
+		else
+			api_session_answer(c, c->session, json_string_value(json_array_get(runs,
+			    0)));
 		break;
 	case INGEST_DUPLICATE:
 		/* The same Idempotency-Key: the first answer again (ev->id is the first event). */

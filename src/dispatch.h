@@ -12,6 +12,13 @@ struct dispatch	*dispatch_create(struct engine *, char **cause);
 void		 dispatch_free(struct dispatch *);
 /* Something changed (new runs, a run ended, a reload): look at the queue again. */
 void		 dispatch_kick(struct dispatch *);
+/*
+ * A message's run just queued (SPEC 18): delivered at once into its
+ * session's live run when that run's agent takes input (the live run's id,
+ * valid until the loop runs again), else NULL and *why: it waits as the
+ * session's next run. The caller frees *why.
+ */
+const char	*dispatch_offer(struct dispatch *, const char *run, char **why);
 /* Cancels a run this engine is running; 0 if it was found. */
 int		 dispatch_cancel(struct dispatch *, const char *run, const char *reason);
 int		 dispatch_running(const struct dispatch *);

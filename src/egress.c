@@ -203,19 +203,33 @@ egress_write(const char *path, const char *text, char **cause)
 static int
 egress_agent_env(struct egress *eg, struct engine *e, const struct agent *ag, const char *base,
     const char *home, const struct sandbox_ident *as, const char *inside_dir, char **env,
-    size_t *nenv, size_t max, char **cause)
+    size_t *nenv, size_t max, char ***argv, char **cause)
 {
 	struct agent_setup	 s;
-	char			*path;
-	size_t			 i;
+	char			*path, *mcp_url;
+	size_t			 i, n;
 	int			 rc = 0;
 
 	memset(&s, 0, sizeof s);
 	s.base = base;
 	s.home = e->conf->sandbox.backend == SANDBOX_NONE ? home : SANDBOX_HOME;
 	s.run_dir = inside_dir;
+	/* The run's own MCP server, on its gateway (e->run_local). */
+	mcp_url = e->run_local != NULL ? xprintf("%s%s", base, e->run_local->path) : NULL;
+	s.mcp_url = mcp_url;
+	s.mcp_token = eg->gateway != NULL ? gateway_local_token(eg->gateway) : NULL;
 	if (ag->setup != NULL)
 		ag->setup(&s);
+	free(mcp_url);
+	s.mcp_url = NULL;
+	for (n = 0; (*argv)[n] != NULL; n++)
+		;
+	*argv = xreallocarray(*argv, n + s.nargs + 1, sizeof **argv);
+	for (i = 0; i < s.nargs; i++) {
+		(*argv)[n++] = s.args[i];
+		s.args[i] = NULL;	/* the argv's now */
+	}
+	(*argv)[n] = NULL;
 	if (s.place == AGENT_FILE_HOME)
 		rc = egress_write_owned(home, s.file_dir, s.file_name, s.file_text, as, cause);
 	else if (s.place == AGENT_FILE_RUN) {
@@ -472,6 +486,7 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 		gs.budget.org_usd_per_month = org->budget_usd_per_month;
 		gs.agent = ag->name;
 		gs.model_requests = e->conf->limit_model_requests;
+		gs.local = e->run_local;
 		path = bwrap ? path_join(eg->dir, "gateway.sock") : NULL;
 		eg->gateway = gateway_create(e->base, e->store, run, &gs, path, &gport, cause);
 		free(path);
@@ -481,7 +496,7 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 			gport = EGRESS_GATEWAY_PORT;
 		url = xprintf("http://127.0.0.1:%d", gport);
 		if (egress_agent_env(eg, e, ag, url, home, spec->ident, bwrap ?
-		    EGRESS_INSIDE_DIR : eg->dir, env, nenv, max, cause) != 0) {
+		    EGRESS_INSIDE_DIR : eg->dir, env, nenv, max, argv, cause) != 0) {
 			free(url);
 			goto fail;
 		}

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <jansson.h>
 
 #include "budget.h"
 #include "lpause.h"
@@ -170,6 +171,22 @@ unsigned	 proxy_refused(const struct proxy *);
 
 /* gateway.c: the model API of one run, forwarded upstream with the real key. */
 struct gateway;
+/*
+ * A path a run's gateway answers itself, by these callbacks: the run's own
+ * MCP server (runmcp.c), which dispatch.c registers, so that nothing of the
+ * engine's core names it.
+ */
+struct gateway_local {
+	const char	*path;
+	void		*(*create)(struct store *, const char *run);
+	void		 (*free)(void *);
+	/* The per-run credential the agent is configured with. */
+	const char	*(*token)(const void *);
+	/* One request: the status, and the JSON answer to send (NULL: none). */
+	int		 (*handle)(void *, const char *method, const char *auth,
+			    const char *body, size_t len, json_t **answer);
+};
+
 struct gateway_spec {
 	const char	*upstream;	/* base URL requests go to */
 	const char	*prefix;	/* path prefix of the in-sandbox base URL, dropped */
@@ -182,6 +199,7 @@ struct gateway_spec {
 	struct budget_limits budget;	/* the run's and its org's */
 	const char	*agent;		/* its name, for the price a refusal asks for */
 	int		 model_requests; /* in flight at once (limits.model_requests) */
+	const struct gateway_local *local; /* NULL: no path of its own */
 };
 /*
  * A request's origin-form target as it goes upstream: unreserved characters
@@ -208,6 +226,8 @@ enum egress_verdict egress_judge(const struct gateway_tally *, unsigned refused)
 struct gateway	*gateway_create(struct event_base *, struct store *, const char *run,
 		     const struct gateway_spec *, const char *path, int *port, char **cause);
 void		 gateway_free(struct gateway *);
+/* The credential of its local path's server (the agent's configuration), NULL: none. */
+const char	*gateway_local_token(const struct gateway *);
 
 /* egress.c: logs one connection of a run and stores it (the connections table). */
 void		 egress_record(struct store *, const char *run, const char *kind,

@@ -98,6 +98,8 @@ struct gateway {
 	int			 closing;	/* gateway_free: start nothing */
 	LIST_HEAD(, gconn)	 conns;
 	TAILQ_HEAD(, gconn)	 waiting;	/* model requests waiting for one in flight to end */
+	const struct gateway_local *local;	/* a path it answers itself, and its server */
+	void			*local_arg;
 };
 
 static void	gconn_start(struct gconn *);
@@ -533,6 +535,30 @@ gconn_unpriced(struct gconn *gc)
 }
 
 /* The request is all here: send it upstream. */
+/* The gateway's own path (the run's MCP server) is answered here: nothing goes upstream. */
+static void
+gconn_local(struct gconn *gc)
+{
+	struct evbuffer	*out = bufferevent_get_output(gc->cli);
+	json_t		*answer;
+	char		*s = NULL;
+	size_t		 len = evbuffer_get_length(gc->body);
+	int		 status;
+
+	status = gc->g->local->handle(gc->g->local_arg, gc->head.method, http_head_get(&gc->head,
+	    "authorization"), len > 0 ? (const char *)evbuffer_pullup(gc->body, -1) : "", len,
+	    &answer);
+	if (answer != NULL)
+		s = json_dumps(answer, JSON_COMPACT);
+	json_decref(answer);
+	evbuffer_add_printf(out, "HTTP/1.1 %d Spur Gateway\r\n%sContent-Length: %zu\r\n%s"
+	    "Connection: close\r\n\r\n%s", status, s != NULL ?
+	    "Content-Type: application/json\r\n" : "", s != NULL ? strlen(s) : 0,
+	    status == 405 ? "Allow: POST\r\n" : "", s != NULL ? s : "");
+	free(s);
+	gconn_close(gc);
+}
+
 static void
 gconn_start(struct gconn *gc)
 {
@@ -542,6 +568,10 @@ gconn_start(struct gconn *gc)
 	size_t		 i, plen = strlen(g->prefix), blen;
 	CURLMcode	 mc;
 
+	if (g->local != NULL && strcmp(path, g->local->path) == 0) {
+		gconn_local(gc);
+		return;
+	}
 	/* The target is normalized (gateway_target): under the prefix, it stays under upstream. */
 	if (strncmp(path, g->prefix, plen) != 0 ||
 	    (path[plen] != '/' && path[plen] != '?' && path[plen] != '\0')) {
@@ -780,6 +810,8 @@ gateway_create(struct event_base *base, struct store *store, const char *run,
 	g->base = base;
 	g->store = store;
 	g->run = xstrdup(run);
+	if ((g->local = gs->local) != NULL)
+		g->local_arg = g->local->create(store, run);
 	g->upstream = xstrdup(gs->upstream);
 	/* "https://api.openai.com/v1/" and ".../v1" are the same base. */
 	if (*g->upstream != '\0' && g->upstream[strlen(g->upstream) - 1] == '/')
@@ -837,6 +869,12 @@ gateway_stopped(const struct gateway *g)
 	return g->stopped;
 }
 
+const char *
+gateway_local_token(const struct gateway *g)
+{
+	return g->local != NULL ? g->local->token(g->local_arg) : NULL;
+}
+
 void
 gateway_free(struct gateway *g)
 {
@@ -859,6 +897,8 @@ gateway_free(struct gateway *g)
 		    "last=%ld", g->run, g->tally.answers, g->tally.auth, g->tally.quota,
 		    g->tally.last);
 	curlev_free(g->curl);
+	if (g->local != NULL)
+		g->local->free(g->local_arg);
 	if (g->path != NULL)
 		(void)unlink(g->path);
 	if (g->key != NULL)

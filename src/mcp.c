@@ -150,9 +150,11 @@ static const struct mcp_tool mcp_tools[] = {
 	  "spur POSTs each run's end, signed (Standard Webhooks)\"}}}",
 	  0, 0, mcp_build_create_session },
 	{ "send_message", "Send a follow-up to a session",
-	  "Queues a follow-up run in an active session: same workspace, branch, pull "
-	  "request and agent conversation. Answers the session and \"run\", the run just "
-	  "queued (it waits for the session's running run, if any).",
+	  "Sends a message to an active session. While its run is live and its agent takes "
+	  "input as it works (Claude Code), the message is delivered into that run between "
+	  "the agent's steps; otherwise it is queued as a follow-up run: same workspace, "
+	  "branch, pull request and agent conversation. Answers the session, \"delivery\" "
+	  "(delivered or queued) and \"run\", the run that gets the message.",
 	  "{\"type\":\"object\",\"additionalProperties\":false,"
 	  "\"required\":[\"session_id\",\"input\"],\"properties\":{"
 	  "\"session_id\":{\"type\":\"string\",\"description\":\"ses_...\"},"

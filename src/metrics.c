@@ -72,6 +72,8 @@ static const char *const metrics_counters[][2] = {
 	{ "http_busy_refusals", "Requests refused 503 for limits.buffered." },
 	{ "http_request_timeouts", "Connections closed by limits.request." },
 	{ "http_accept_pauses", "Times a front paused accepting (out of descriptors)." },
+	{ "messages_delivered", "Messages delivered into a live run while its agent worked." },
+	{ "messages_queued", "Messages to a session with a live run queued as its next run." },
 };
 
 struct metrics_data {
@@ -104,6 +106,8 @@ metrics_create(void)
 	metrics_count(m, "http_busy_refusals", 0);
 	metrics_count(m, "http_request_timeouts", 0);
 	metrics_count(m, "http_accept_pauses", 0);
+	metrics_count(m, "messages_delivered", 0);
+	metrics_count(m, "messages_queued", 0);
 	return m;
 }
 

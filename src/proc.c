@@ -24,6 +24,8 @@
 #include <event2/event.h>
 
 #define PROC_READ_CHUNK	16384
+/* proc_input's bytes waiting for the child to read them, at most. */
+#define PROC_INPUT_MAX	(4 * 1024 * 1024)
 
 /*
  * A child and what is left of it. It ends (the exit callback runs) only when it
@@ -44,6 +46,8 @@ struct proc {
 	const char		*in_data;	/* the caller's, valid until the end */
 	size_t			 in_len;
 	size_t			 in_off;
+	int			 in_keep;	/* stdin stays open for proc_input */
+	struct buf		 in_more;	/* proc_input's, not yet written */
 	unsigned long long	 output;
 	unsigned long long	 output_max;
 	long long		 grace_ms;
@@ -396,6 +400,7 @@ proc_destroy(struct proc *p)
 	proc_close_fd(&p->ev_out, &p->fd_out);
 	proc_close_fd(&p->ev_err, &p->fd_err);
 	proc_close_fd(&p->ev_in, &p->fd_in);
+	buf_free(&p->in_more);
 	if (p->ev_deadline != NULL)
 		event_free(p->ev_deadline);
 	if (p->ev_done != NULL)
@@ -597,24 +602,76 @@ proc_read_cb(evutil_socket_t fd, short events, void *arg)
 		p->output_cb(buf, give, which, p->arg);
 }
 
+/* Writes what is pending of buf at *off; 1 when it is all written, 0 to wait, -1 on error. */
+static int
+proc_write_some(int fd, const char *data, size_t len, size_t *off)
+{
+	ssize_t	 n;
+
+	while (*off < len) {
+		n = write(fd, data + *off, len - *off);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			return 0;
+		if (n <= 0)
+			return -1;
+		*off += (size_t)n;
+	}
+	return 1;
+}
+
 static void
 proc_write_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct proc	*p = arg;
-	ssize_t		 n;
+	size_t		 off = 0;
+	int		 rc;
 
-	if (p->in_off < p->in_len) {
-		n = write(fd, p->in_data + p->in_off, p->in_len - p->in_off);
-		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+	if ((rc = proc_write_some(fd, p->in_data, p->in_len, &p->in_off)) == 0)
+		return;
+	if (rc == 1 && p->in_more.len > 0) {
+		rc = proc_write_some(fd, p->in_more.data, p->in_more.len, &off);
+		memmove(p->in_more.data, p->in_more.data + off, p->in_more.len - off);
+		p->in_more.len -= off;
+		if (rc == 0)
 			return;
-		if (n > 0) {
-			p->in_off += (size_t)n;
-			if (p->in_off < p->in_len)
-				return;
-		}
-		/* n == -1: EPIPE, the child does not read stdin; that is its business. */
 	}
+	if (rc == 1 && p->in_keep) {
+		/* All written: nothing to wait for until proc_input. */
+		event_del(p->ev_in);
+		return;
+	}
+	/* rc == -1: EPIPE, the child does not read stdin; that is its business. */
+	buf_free(&p->in_more);
 	proc_close_fd(&p->ev_in, &p->fd_in);
+}
+
+int
+proc_input(struct proc *p, const char *data, size_t len)
+{
+	if (!proc_input_open(p))
+		return -1;
+	if (buf_add(&p->in_more, data, len) != 0)
+		return -1;
+	event_add(p->ev_in, NULL);
+	return 0;
+}
+
+void
+proc_input_close(struct proc *p)
+{
+	if (!proc_input_open(p))
+		return;
+	p->in_keep = 0;
+	/* The write callback closes it once what is pending is written. */
+	event_add(p->ev_in, NULL);
+}
+
+int
+proc_input_open(const struct proc *p)
+{
+	return p->in_keep && p->fd_in != -1 && p->ev_in != NULL && !p->reaped;
 }
 
 static void
@@ -666,6 +723,8 @@ proc_start(struct event_base *base, const struct proc_spec *spec,
 	p->exit.status = -1;
 	p->in_data = spec->stdin_data;
 	p->in_len = spec->stdin_data != NULL ? spec->stdin_len : 0;
+	p->in_keep = spec->stdin_keep;
+	buf_init(&p->in_more, PROC_INPUT_MAX);
 	p->output_max = spec->output_max;
 	p->grace_ms = spec->grace_ms > 0 ? spec->grace_ms : PROC_GRACE_MS;
 	p->term = spec->term;

@@ -33,6 +33,7 @@ struct proc_spec {
 	unsigned long long	  rlimit_nproc;	/* RLIMIT_NPROC, 0: unchanged */
 	const char		 *stdin_data;	/* written from the loop, then closed */
 	size_t			  stdin_len;
+	int			  stdin_keep;	/* ... kept open for proc_input until proc_input_close */
 	long long		  timeout_ms;	/* 0: none */
 	long long		  grace_ms;	/* 0: PROC_GRACE_MS */
 	unsigned long long	  output_max;	/* stdout+stderr bytes, 0: unbounded */
@@ -71,6 +72,15 @@ struct proc	*proc_start(struct event_base *, const struct proc_spec *,
 		     proc_output_cb, proc_exit_cb, void *, char **cause);
 /* Stop now: term, then SIGKILL after the grace; the exit callback still comes. */
 void		 proc_cancel(struct proc *);
+/*
+ * stdin_keep: more for the child's stdin, copied and written from the loop
+ * after what is pending. -1 once stdin is closed (or the child gone).
+ */
+int		 proc_input(struct proc *, const char *, size_t);
+/* No more input: stdin closes once what is pending is written. */
+void		 proc_input_close(struct proc *);
+/* Whether stdin still takes input. */
+int		 proc_input_open(const struct proc *);
 /* Kills the group if still running (it is reaped later); no callback after this. */
 void		 proc_free(struct proc *);
 pid_t		 proc_pid(const struct proc *);

@@ -750,6 +750,7 @@ sandbox_start(struct event_base *base, const struct sandbox_spec *spec,
 	ps.rlimit_nproc = spec->pids > 0 ? (unsigned long long)spec->pids : 0;
 	ps.stdin_data = spec->stdin_data;
 	ps.stdin_len = spec->stdin_len;
+	ps.stdin_keep = spec->stdin_keep;
 	ps.timeout_ms = spec->timeout > 0 ? spec->timeout * 1000 : 0;
 	ps.grace_ms = spec->grace_ms;
 	ps.output_max = spec->output_max;
@@ -781,6 +782,24 @@ void
 sandbox_cancel(struct sandbox *sb)
 {
 	proc_cancel(sb->proc);
+}
+
+int
+sandbox_input(struct sandbox *sb, const char *data, size_t len)
+{
+	return proc_input(sb->proc, data, len);
+}
+
+void
+sandbox_input_close(struct sandbox *sb)
+{
+	proc_input_close(sb->proc);
+}
+
+int
+sandbox_input_open(const struct sandbox *sb)
+{
+	return proc_input_open(sb->proc);
 }
 
 void

@@ -38,6 +38,7 @@ struct sandbox_spec {
 	const char		 *home;		/* host dir, read-write at HOME (kept per session) */
 	const char		 *stdin_data;	/* written to the agent's stdin, then closed */
 	size_t			  stdin_len;
+	int			  stdin_keep;	/* ... kept open for sandbox_input (a live run) */
 	long long		  timeout;	/* seconds, 0: none */
 	long long		  grace_ms;	/* SIGTERM -> SIGKILL, 0: 5 s */
 	unsigned long long	  memory;	/* bytes, 0: no limit */
@@ -77,6 +78,10 @@ struct sandbox	*sandbox_start(struct event_base *, const struct sandbox_spec *,
 		     sandbox_output_cb, sandbox_exit_cb, void *, char **cause);
 /* SIGTERM now, SIGKILL after the grace period; the exit callback still comes. */
 void		 sandbox_cancel(struct sandbox *);
+/* stdin_keep: more for the agent's stdin (-1: it is closed); no more of it. */
+int		 sandbox_input(struct sandbox *, const char *, size_t);
+void		 sandbox_input_close(struct sandbox *);
+int		 sandbox_input_open(const struct sandbox *);
 /* Kills whatever still runs (no callback after this) and frees. */
 void		 sandbox_free(struct sandbox *);
 pid_t		 sandbox_pid(const struct sandbox *);

@@ -16,6 +16,7 @@ struct server;
 struct ingest;
 struct metrics;
 struct dispatch;
+struct gateway_local;
 struct scheduler;
 struct outbox;
 struct people;
@@ -36,6 +37,8 @@ struct engine {
 	struct writer		*writer;	/* the store's writer thread (ingest's) */
 	struct metrics		*metrics;
 	struct dispatch		*dispatch;
+	/* A path each run's gateway answers itself: the run's MCP server (dispatch.c sets it). */
+	const struct gateway_local *run_local;
 	struct scheduler	*scheduler;
 	struct outbox		*outbox;
 	struct people		*people;	/* who events' actors are (authors) */

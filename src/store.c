@@ -1529,6 +1529,20 @@ store_run_history(struct store *st, const char *run)
 	    "WHERE run = ? ORDER BY rowid", run, history_row);
 }
 
+int
+store_run_note(struct store *st, const char *run, const char *reason)
+{
+	int	 rc;
+
+	if (store_tx_begin(st, NULL) != 0)
+		return -1;
+	rc = store_history(st, run, "running", reason, now_ms(), NULL,
+	    run_phase_name(PHASE_AGENT));
+	if (store_tx_commit(st, NULL) != 0)
+		rc = -1;
+	return rc;
+}
+
 json_t *
 store_run_json(struct store *st, const char *run, int full)
 {

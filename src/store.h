@@ -253,6 +253,8 @@ int64_t		 store_run_ended_at(struct store *, const char *run);
 json_t		*store_run_json(struct store *, const char *run, int full);
 /* A run's state changes, oldest first: [{state, at, reason, cause?, phase?}]. */
 json_t		*store_run_history(struct store *, const char *run);
+/* A running run's history gets a row that is no change of state (a message it was sent). */
+int		 store_run_note(struct store *, const char *run, const char *reason);
 json_t		*store_runs_json(struct store *, const char *org, const char *state, int limit);
 /* Oldest queued runs (ids), at most n. */
 json_t		*store_queued(struct store *, int n);

@@ -48,7 +48,7 @@ agents:
       - sh
       - -c
       - |
-        cat > /dev/null
+        head -n 1 > /dev/null
         echo '{"type":"system","subtype":"init","session_id":"s-1","model":"fake"}'
         echo '{"type":"result","subtype":"success","is_error":false,"result":"did it","session_id":"s-1"}'
       - fake-claude

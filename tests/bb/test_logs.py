@@ -17,7 +17,7 @@ HEAD, TAIL = STREAM[:STREAM.index('{"type":"result"')], STREAM[STREAM.index('{"t
 CUT = len(TAIL) // 2
 
 # A stand-in for Claude Code: the recorded stream, its last line cut in two writes 1.5 s apart.
-SCRIPT = ("cat > /dev/null; cat <<'SPUR_EOF'\n%sSPUR_EOF\nsleep 1.5; printf '%%s' '%s'; sleep 1; printf '%%s\\n' '%s'"
+SCRIPT = ("head -n 1 > /dev/null; cat <<'SPUR_EOF'\n%sSPUR_EOF\nsleep 1.5; printf '%%s' '%s'; sleep 1; printf '%%s\\n' '%s'"
           % (HEAD, TAIL[:CUT].rstrip("\n"), TAIL[CUT:].rstrip("\n")))
 # A sanitizer build's forwarder in the sandbox reserves terabytes of shadow memory.
 CONF = "agents:\n  claude:\n    command: %s\n" % json.dumps(["sh", "-c", SCRIPT, "claude"])

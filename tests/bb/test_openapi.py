@@ -50,7 +50,7 @@ OK_SCHEMA = {
     ("post", "/o/{org}/sessions"): "SessionCreated",
     ("get", "/o/{org}/sessions"): "SessionList",
     ("get", "/o/{org}/sessions/{id}"): "Session",
-    ("post", "/o/{org}/sessions/{id}/messages"): "SessionCreated",
+    ("post", "/o/{org}/sessions/{id}/messages"): "MessageSent",
     ("post", "/o/{org}/sessions/{id}/cancel"): "Session",
     ("get", "/o/{org}/runs"): "RunList",
     ("get", "/o/{org}/runs/{id}"): "RunFull",

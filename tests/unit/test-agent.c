@@ -102,15 +102,18 @@ test_argv(void)
 	is_str(agent_name(agent_find("codex")), "codex", "agent_name");
 
 	argv_is("claude", NULL, &req, "claude -p --output-format stream-json --verbose "
+	    "--input-format stream-json --replay-user-messages "
 	    "--dangerously-skip-permissions", "claude: default argv");
 	req.model = "sonnet";
 	req.resume = "8f2c1a9e-4b7d-4e3a-9c1f-2d5e6a7b8c9d";
 	argv_is("claude", NULL, &req, "claude -p --output-format stream-json --verbose "
+	    "--input-format stream-json --replay-user-messages "
 	    "--dangerously-skip-permissions --model sonnet --resume "
 	    "8f2c1a9e-4b7d-4e3a-9c1f-2d5e6a7b8c9d", "claude: model and resume");
 	conf.command = cmd;
 	argv_is("claude", &conf, &req, "/opt/claude/bin/claude --debug -p --output-format "
-	    "stream-json --verbose --dangerously-skip-permissions --model sonnet "
+	    "stream-json --verbose --input-format stream-json --replay-user-messages "
+	    "--dangerously-skip-permissions --model sonnet "
 	    "--resume 8f2c1a9e-4b7d-4e3a-9c1f-2d5e6a7b8c9d",
 	    "claude: agents.claude.command replaces the command");
 	conf.command = NULL;
@@ -492,6 +495,26 @@ test_table(void)
 	agent_setup_clear(&s);
 }
 
+/* SPEC 18: Claude Code takes messages on its stdin, one stream-json line each; the others none. */
+static void
+test_input(void)
+{
+	const struct agent	*a = agent_find("claude");
+	char			*in;
+	size_t			 len = 0;
+
+	ok(agent_takes_input(a), "claude takes input while it works");
+	ok(!agent_takes_input(agent_find("codex")) && !agent_takes_input(agent_find("opencode")) &&
+	    !agent_takes_input(agent_find("command")), "codex, opencode and command take none");
+	in = agent_input(a, "two\nlines \"quoted\" \xff end", &len);
+	is_str(in, "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":"
+	    "\"two\\nlines \\\"quoted\\\" \xef\xbf\xbd end\"}}\n",
+	    "claude: one JSON line, a byte that is no UTF-8 replaced");
+	is_int(len, strlen(in), "its length");
+	free(in);
+	ok(agent_input(agent_find("codex"), "x", &len) == NULL, "codex: no input");
+}
+
 int
 main(void)
 {
@@ -504,5 +527,6 @@ main(void)
 	test_hostile();
 	test_transcript();
 	test_table();
+	test_input();
 	return tap_done();
 }
