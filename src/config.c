@@ -5,7 +5,6 @@
 #include "budget.h"
 #include "conf.h"
 #include "dispatch.h"
-#include "github-app.h"
 #include "netguard.h"
 #include "node.h"
 #include "outbox.h"
@@ -98,7 +97,7 @@ cfg_scalar(struct cfgctx *c, const struct ynode *n, const char *what)
 	return NULL;
 }
 
-static void
+void
 cfg_str(struct cfgctx *c, const struct ynode *n, const char *what, char **out)
 {
 	const char	*s;
@@ -165,7 +164,7 @@ cfg_size(struct cfgctx *c, const struct ynode *n, const char *what, unsigned lon
 	}
 }
 
-static void
+void
 cfg_int(struct cfgctx *c, const struct ynode *n, const char *what, long long min,
     long long max, long long *out)
 {
@@ -200,17 +199,6 @@ cfg_url(struct cfgctx *c, const struct ynode *n, const char *what, char **out)
 	*out = xstrdup(s);
 	while (strlen(*out) > 8 && (*out)[strlen(*out) - 1] == '/')
 		(*out)[strlen(*out) - 1] = '\0';
-}
-
-/* An http(s) URL of GitHub's API: api.HOST, or a GitHub Enterprise Server's /api/... */
-static int
-cfg_api_host(const char *url)
-{
-	const char	*host = strstr(url, "://") + 3, *path;
-
-	path = host + strcspn(host, "/");
-	return strncasecmp(host, "api.", 4) == 0 || strncmp(path, "/api/", 5) == 0 ||
-	    strcmp(path, "/api") == 0;
 }
 
 /*
@@ -252,12 +240,8 @@ static const char *const agent_keys[] = { "command", "api_url", "prices", NULL }
 static const char *const price_keys[] = { "input", "output", "cache_read", "cache_write",
 	NULL };
 static const char *const budget_keys[] = { "usd_per_day", "usd_per_month", NULL };
-static const char *const github_keys[] = { "webhook_secret", "token", "app_id",
-	"private_key", "api_url", "git_url", NULL };
 static const char *const api_keys[] = { "callback_secret", "repositories", "callbacks", NULL };
 static const char *const api_callbacks_keys[] = { "allow", NULL };
-static const char *const console_keys[] = { "github_client_id", "github_client_secret",
-	"github_org", "teams", "github_url", NULL };
 /* An org's keys besides the systems' sections (source.h), which come first. */
 static const char *const org_keys[] = { "agents", "secrets", "environment", "api", "console",
 	"budget", NULL };
@@ -575,7 +559,7 @@ cfg_sandbox(struct cfgctx *c, struct config *cf, const struct ynode *m)
 }
 
 
-static char **
+char **
 cfg_argv(struct cfgctx *c, const struct ynode *n, const char *what)
 {
 	char	**argv;
@@ -745,58 +729,6 @@ cfg_agents(struct cfgctx *c, struct config *cf, const struct ynode *m)
 	}
 }
 
-/* A key GitHub would refuse, or that cannot sign, is found now rather than at the first run. */
-static void
-cfg_github_key(struct cfgctx *c, const struct ynode *n, const struct secret *key)
-{
-	char	*why;
-
-	if (key == NULL || key->value == NULL)
-		return;
-	if (github_key_check(key->value, key->len, &why) != 0) {
-		cfg_error(c, n, "\"github.private_key\": %s %s", key->ref, why);
-		free(why);
-	}
-}
-
-static void
-cfg_github(struct cfgctx *c, struct org *o, const struct ynode *m)
-{
-	struct org_github	*g;
-	size_t			 i;
-
-	if (!cfg_is_map(c, m, "github"))
-		return;
-	g = o->github = xcalloc(1, sizeof *g);
-	g->api_url = xstrdup("https://api.github.com");
-	g->git_url = xstrdup("https://github.com");
-	for (i = 0; i < m->n; i++) {
-		const char		*k = ymap_key(m, i);
-		const struct ynode	*n = ymap_value(m, i);
-
-		if (strcmp(k, "webhook_secret") == 0)
-			g->webhook_secret = cfg_secret(c, n, "github.webhook_secret");
-		else if (strcmp(k, "token") == 0)
-			g->token = cfg_secret(c, n, "github.token");
-		else if (strcmp(k, "app_id") == 0)
-			cfg_int(c, n, "github.app_id", 1, (long long)1 << 50, &g->app_id);
-		else if (strcmp(k, "private_key") == 0) {
-			g->private_key = cfg_secret(c, n, "github.private_key");
-			cfg_github_key(c, n, g->private_key);
-		}
-		else if (strcmp(k, "api_url") == 0)
-			cfg_url(c, n, "github.api_url", &g->api_url);
-		else if (strcmp(k, "git_url") == 0)
-			cfg_url(c, n, "github.git_url", &g->git_url);
-		else
-			cfg_unknown(c, m, i, "github", github_keys);
-	}
-	if (ymap_get(m, "webhook_secret") == NULL)
-		cfg_error(c, m, "\"github.webhook_secret\" is required");
-	if ((g->app_id != 0) != (ymap_get(m, "private_key") != NULL))
-		cfg_error(c, m, "\"github.app_id\" and \"github.private_key\" go together");
-}
-
 void *
 cfg_section(struct cfgctx *c, const struct ynode *m, const char *what,
     const struct cfg_field *fields, size_t size, const char *required)
@@ -880,6 +812,18 @@ cfg_source(struct cfgctx *c, struct org *o, const struct source *src, const stru
 		if (t == src && o->sources[i] == NULL)
 			o->sources[i] = src->conf_parse(c, m);
 	}
+}
+
+/* The system people sign in to the console with (orgs.NAME.console), NULL: none. */
+static const struct source *
+cfg_signin(void)
+{
+	const struct source	*src;
+
+	for (src = source_next(NULL); src != NULL; src = source_next(src))
+		if (src->console_parse != NULL)
+			return src;
+	return NULL;
 }
 
 int
@@ -1005,139 +949,6 @@ cfg_org_api(struct cfgctx *c, struct org *o, const struct ynode *m)
 			cfg_org_api_callbacks(c, a, n);
 		else
 			cfg_unknown(c, m, i, "api", api_keys);
-	}
-}
-
-/* A GitHub login or team slug: it goes into API paths as it is. */
-static int
-cfg_github_name(const char *s, int slug)
-{
-	size_t	 n = strlen(s);
-
-	if (n == 0 || n > 100 || s[0] == '-' || s[0] == '.')
-		return 0;
-	for (; *s != '\0'; s++) {
-		if (!isalnum((unsigned char)*s) && *s != '-' && !(slug && (*s == '_' || *s == '.')))
-			return 0;
-	}
-	return 1;
-}
-
-/* orgs.NAME.console: sign-in with GitHub, and which GitHub org (and teams) may see it. */
-static void
-cfg_org_console(struct cfgctx *c, struct org *o, const struct ynode *m)
-{
-	struct org_console	*cs;
-	size_t			 i, j;
-	const char		*s;
-
-	if (!cfg_is_map(c, m, "console"))
-		return;
-	cs = o->console = xcalloc(1, sizeof *cs);
-	cs->github_url = xstrdup("https://github.com");
-	for (i = 0; i < m->n; i++) {
-		const char		*k = ymap_key(m, i);
-		const struct ynode	*n = ymap_value(m, i);
-
-		if (strcmp(k, "github_client_id") == 0) {
-			cfg_str(c, n, "console.github_client_id", &cs->github_client_id);
-			for (s = cs->github_client_id; s != NULL; s++) {
-				if (*s == '\0' && s > cs->github_client_id)
-					break;
-				if (!isgraph((unsigned char)*s)) {
-					cfg_error(c, n, "\"console.github_client_id\" must be "
-					    "the OAuth app's client ID (no spaces or controls)");
-					break;
-				}
-			}
-		} else if (strcmp(k, "github_client_secret") == 0)
-			cs->github_client_secret = cfg_secret(c, n,
-			    "console.github_client_secret");
-		else if (strcmp(k, "github_org") == 0) {
-			cfg_str(c, n, "console.github_org", &cs->github_org);
-			if (cs->github_org != NULL && !cfg_github_name(cs->github_org, 0))
-				cfg_error(c, n, "\"console.github_org\" must be a GitHub "
-				    "organization's login (letters, digits and -)");
-		} else if (strcmp(k, "teams") == 0) {
-			cs->teams = cfg_argv(c, n, "console.teams");
-			for (j = 0; cs->teams != NULL && cs->teams[j] != NULL; j++) {
-				if (!cfg_github_name(cs->teams[j], 1))
-					cfg_error(c, n->items[j], "\"console.teams\": \"%s\" is "
-					    "not a team slug (letters, digits, -, _ and .)",
-					    cs->teams[j]);
-			}
-		} else if (strcmp(k, "github_url") == 0) {
-			cfg_url(c, n, "console.github_url", &cs->github_url);
-			/* People sign in on the web host; the API's has no OAuth pages. */
-			if (cfg_api_host(cs->github_url))
-				cfg_error(c, n, "\"console.github_url\" is GitHub's API host: "
-				    "give the host people sign in on (https://github.com, or a "
-				    "GitHub Enterprise Server's https://HOST)");
-		}
-		else
-			cfg_unknown(c, m, i, "console", console_keys);
-	}
-	if (ymap_get(m, "github_client_id") == NULL)
-		cfg_error(c, m, "\"console.github_client_id\" is required (the GitHub "
-		    "OAuth app people sign in with)");
-	if (ymap_get(m, "github_client_secret") == NULL)
-		cfg_error(c, m, "\"console.github_client_secret\" is required with "
-		    "console.github_client_id");
-	if (ymap_get(m, "github_org") == NULL)
-		cfg_error(c, m, "\"console.github_org\" is required: the GitHub "
-		    "organization whose members may see org %s", o->name);
-}
-
-/*
- * What console sign-in needs beyond the console key itself: the org's own
- * GitHub credential (membership is re-checked hourly without the person's
- * token), and one OAuth app across orgs: the callback URL is the same for
- * every org, so spur exchanges every code with one client id and secret.
- */
-static void
-cfg_consoles(struct cfgctx *c, struct config *cf, const struct ynode *orgs)
-{
-	const struct org	*first = NULL;
-	const struct ynode	*on, *cn, *at;
-	size_t			 i;
-
-	for (i = 0; i < cf->norgs; i++) {
-		const struct org	*o = &cf->orgs[i];
-		const struct org_console *cs = o->console;
-
-		if (cs == NULL || (on = ymap_get(orgs, o->name)) == NULL ||
-		    (cn = ymap_get(on, "console")) == NULL)
-			continue;
-		if (o->github == NULL || (o->github->token == NULL && o->github->app_id == 0))
-			cfg_error(c, cn, "\"orgs.%s.console\" needs the org's own GitHub "
-			    "credential (github.token, or github.app_id and private_key): "
-			    "membership is re-checked every hour with it", o->name);
-		if (cs->github_client_id == NULL)
-			continue;
-		if (first == NULL) {
-			first = o;
-			continue;
-		}
-		at = ymap_get(cn, "github_client_id");
-		if (strcmp(cs->github_client_id, first->console->github_client_id) != 0)
-			cfg_error(c, at, "\"orgs.%s.console.github_client_id\" differs from "
-			    "orgs.%s's: spur signs in with one GitHub OAuth app, give every "
-			    "org the same client id and secret", o->name, first->name);
-		else if (strcmp(cs->github_url, first->console->github_url) != 0)
-			cfg_error(c, ymap_get(cn, "github_url") != NULL ?
-			    ymap_get(cn, "github_url") : cn, "\"orgs.%s.console.github_url\" "
-			    "differs from orgs.%s's for the same OAuth app", o->name,
-			    first->name);
-		else if (cs->github_client_secret != NULL &&
-		    first->console->github_client_secret != NULL &&
-		    cs->github_client_secret->value != NULL &&
-		    first->console->github_client_secret->value != NULL &&
-		    (cs->github_client_secret->len != first->console->github_client_secret->len ||
-		    !ct_equal(cs->github_client_secret->value,
-		    first->console->github_client_secret->value, cs->github_client_secret->len)))
-			cfg_error(c, ymap_get(cn, "github_client_secret"),
-			    "\"orgs.%s.console.github_client_secret\" differs from orgs.%s's "
-			    "for the same OAuth app", o->name, first->name);
 	}
 }
 
@@ -1318,6 +1129,7 @@ cfg_org_environment(struct cfgctx *c, struct org *org, const struct ynode *n)
 static void
 cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 {
+	const struct source	*src;
 	size_t	 i, j;
 
 	if (!cfg_is_map(c, m, "orgs"))
@@ -1346,9 +1158,7 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			const char		*k = ymap_key(o, j);
 			const struct ynode	*n = ymap_value(o, j);
 
-			if (strcmp(k, "github") == 0)
-				cfg_github(c, org, n);
-			else if (source_system(k) != NULL &&
+			if (source_system(k) != NULL &&
 			    source_system(k)->conf_parse != NULL)
 				cfg_source(c, org, source_system(k), n);
 			else if (strcmp(k, "agents") == 0)
@@ -1359,15 +1169,16 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 				cfg_org_environment(c, org, n);
 			else if (strcmp(k, "api") == 0)
 				cfg_org_api(c, org, n);
-			else if (strcmp(k, "console") == 0)
-				cfg_org_console(c, org, n);
+			else if (strcmp(k, "console") == 0 && (src = cfg_signin()) != NULL)
+				org->console = src->console_parse(c, n, org);
 			else if (strcmp(k, "budget") == 0)
 				cfg_org_budget(c, org, n);
 			else
 				cfg_org_unknown(c, o, j, name);
 		}
 	}
-	cfg_consoles(c, cf, m);
+	if ((src = cfg_signin()) != NULL && src->console_check != NULL)
+		src->console_check(c, cf, m);
 }
 
 static void
@@ -1839,9 +1650,6 @@ config_ref(struct config *cf)
 	return cf;
 }
 
-static const char *config_default_api[][2] = {
-	{ "github", "https://api.github.com" },
-};
 
 char *
 config_api_url(const struct org *org, const char *source)
@@ -1849,17 +1657,11 @@ config_api_url(const struct org *org, const char *source)
 	const struct source	*src;
 	const void		*conf;
 	const char	*u = NULL;
-	size_t		 i, len;
+	size_t		 len;
 
-	if (org != NULL && strcmp(source, "github") == 0 && org->github != NULL)
-		u = org->github->api_url;
-	else if ((src = source_system(source)) != NULL && src->conf_api_url != NULL &&
+	if ((src = source_system(source)) != NULL && src->conf_api_url != NULL &&
 	    (conf = source_conf(org, src)) != NULL)
 		u = src->conf_api_url(conf);
-	for (i = 0; u == NULL && i < SPUR_ARRLEN(config_default_api); i++) {
-		if (strcmp(config_default_api[i][0], source) == 0)
-			u = config_default_api[i][1];
-	}
 	if (u == NULL && (src = source_system(source)) != NULL)
 		u = src->api_url;
 	if (u == NULL)
@@ -1888,7 +1690,8 @@ config_free_sources(struct org *o)
 void
 config_free(struct config *cf)
 {
-	size_t	 i, j;
+	const struct source	*src;
+	size_t			 i, j;
 
 	/* References are taken and dropped on the loop and the HTTP fronts. */
 	if (cf == NULL || __atomic_sub_fetch(&cf->refs, 1, __ATOMIC_ACQ_REL) > 0)
@@ -1912,14 +1715,6 @@ config_free(struct config *cf)
 	for (i = 0; i < cf->norgs; i++) {
 		struct org *o = &cf->orgs[i];
 		free(o->name);
-		if (o->github != NULL) {
-			secret_free(o->github->webhook_secret);
-			secret_free(o->github->token);
-			secret_free(o->github->private_key);
-			free(o->github->api_url);
-			free(o->github->git_url);
-			free(o->github);
-		}
 		config_free_sources(o);
 		named_secrets_free(o->agents, o->nagents);
 		named_secrets_free(o->secrets, o->nsecrets);
@@ -1941,16 +1736,8 @@ config_free(struct config *cf)
 			free(o->api->callbacks_allow);
 			free(o->api);
 		}
-		if (o->console != NULL) {
-			free(o->console->github_client_id);
-			secret_free(o->console->github_client_secret);
-			free(o->console->github_org);
-			for (j = 0; o->console->teams && o->console->teams[j]; j++)
-				free(o->console->teams[j]);
-			free(o->console->teams);
-			free(o->console->github_url);
-			free(o->console);
-		}
+		if (o->console != NULL && (src = cfg_signin()) != NULL)
+			src->console_free(o->console);
 	}
 	free(cf->orgs);
 	free(cf->file);
@@ -2071,20 +1858,20 @@ config_secrets_sources(const struct org *o, const struct secret **out, size_t ma
 size_t
 config_secrets(const struct config *cf, const struct secret **out, size_t max)
 {
-	size_t	 i, j, n = 0;
+	struct config_secrets_ctx	 x = { out, max, 0 };
+	const struct source		*src;
+	size_t				 i, j, n = 0;
 
 	for (i = 0; i < cf->norgs; i++) {
 		const struct org *o = &cf->orgs[i];
-		if (o->github != NULL) {
-			n = config_secrets_add(out, max, n, o->github->webhook_secret);
-			n = config_secrets_add(out, max, n, o->github->token);
-			n = config_secrets_add(out, max, n, o->github->private_key);
-		}
 		n = config_secrets_sources(o, out, max, n);
 		if (o->api != NULL)
 			n = config_secrets_add(out, max, n, o->api->callback_secret);
-		if (o->console != NULL)
-			n = config_secrets_add(out, max, n, o->console->github_client_secret);
+		if (o->console != NULL && (src = cfg_signin()) != NULL) {
+			x.n = n;
+			src->console_secrets(o->console, config_secrets_one, &x);
+			n = x.n;
+		}
 		for (j = 0; j < o->nagents; j++)
 			n = config_secrets_add(out, max, n, o->agents[j].secret);
 		for (j = 0; j < o->nsecrets; j++)

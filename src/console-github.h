@@ -7,6 +7,20 @@
 
 struct config;
 struct engine;
+struct secret;
+
+/*
+ * orgs.NAME.console (source-github.c parses it): who may see the org in the
+ * web console when signed in with GitHub. Every org that has it names the
+ * same OAuth app (client id, secret, github_url): one per installation.
+ */
+struct org_console {
+	char		*github_client_id;
+	struct secret	*github_client_secret;
+	char		*github_org;		/* members of this GitHub org... */
+	char		**teams;		/* ...and of one of these team slugs; NULL: any member */
+	char		*github_url;		/* the OAuth host, no trailing slash */
+};
 
 /* 1 when some org has console.github_client_id (sign-in with GitHub offered). */
 int	 console_github_enabled(const struct config *);

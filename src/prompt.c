@@ -7,15 +7,15 @@
  *	                                  (an empty line; see (1))
  *	What follows is third-party data from the event that started this run. ...
  *	<<<SPUR-DATA-NONCE>>>
- *	source: github
+ *	source: SYSTEM
  *	event: issue_comment.created
  *	repository: acme/api
  *	pull request: 42
  *	title: Login page crashes
- *	url: https://github.com/acme/api/pull/42#issuecomment-1
+ *	url: https://forge.example/acme/api/pull/42#issuecomment-1
  *	author: octocat
  *	author role: MEMBER
- *	thread: github:acme/api#42
+ *	thread: SYSTEM:acme/api#42
  *	text:
  *	THE FREE TEXT, as many lines as it has
  *	[spur: text cut at KEPT of TOTAL bytes]      (only when it was cut)
@@ -35,14 +35,10 @@
  *	source, event, repository, then the source's own fields, then url,
  *	author, author role, author bot ("yes"), thread.
  *     The source's own fields:
- *	github:   "pull request" or "issue" (meta.number), title, branch and
- *	          base branch (a PR's), fork (the head repository, only for a PR
- *	          from a fork), label (the label added or removed), labels (the
- *	          PR's or issue's, comma-separated), file (a review comment's
- *	          "path:line")
  *	webhook:  hook
  *	schedule: scheduled at
- *	and each system of source.h its own (its prompt hook, in its file)
+ *	and each system of source.h its own (its prompt hook, in its file: a
+ *	forge's "pull request" or "issue", title, branches, labels, ...)
  *     A value is cleaned (5), its line breaks and tabs become spaces, spaces
  *     are trimmed at both ends, it is neutralized (6) and, past
  *     PROMPT_FIELD_MAX bytes, cut on a character boundary and followed by
@@ -692,21 +688,6 @@ prompt_field_list(struct buf *b, const char *label, const json_t *list, const ch
 }
 
 static void
-prompt_github(struct buf *b, const json_t *root)
-{
-	prompt_field_path(b, json_is_true(json_path(root, "meta.is_pull_request")) ?
-	    "pull request" : "issue", root, "meta.number");
-	prompt_field_path(b, "title", root, "meta.title");
-	prompt_field_path(b, "branch", root, "meta.head_ref");
-	prompt_field_path(b, "base branch", root, "meta.base_ref");
-	if (json_is_true(json_path(root, "meta.fork")))
-		prompt_field_path(b, "fork", root, "meta.head_repo");
-	prompt_field_path(b, "label", root, "meta.label");
-	prompt_field_list(b, "labels", json_path(root, "meta.labels"), NULL);
-	prompt_field_path(b, "file", root, "meta.file");
-}
-
-static void
 prompt_webhook(struct buf *b, const json_t *root)
 {
 	prompt_field_path(b, "hook", root, "meta.hook");
@@ -723,7 +704,6 @@ static const struct {
 	const char	*source;
 	void		(*fields)(struct buf *, const json_t *);
 } prompt_sources[] = {
-	{ "github", prompt_github },
 	{ "webhook", prompt_webhook },
 	{ "schedule", prompt_schedule },
 };

@@ -99,6 +99,7 @@ const struct source source_slack = {
 	.repo_none = slack_repo_none,
 	.repo_list = slack_repo_list,
 	.report_dest = slack_report_dest,
+	.report_example = "C0123ABCD",
 	.report = &slack_report,
 	.prompt = slack_prompt,
 	.doctor = slack_doctor,

@@ -10,6 +10,8 @@ struct buf;
 struct cfgctx;
 struct config;
 struct doctor;
+struct engine;
+struct forge;
 struct json_t;
 struct report_backend;
 struct ynode;
@@ -85,6 +87,14 @@ struct source_check {
 	/* SOURCE_CHECK_LIST: NULL when an item is one, else the error (a format, %s: the item). */
 	const char		*(*item_check)(const char *);
 };
+
+/*
+ * A credential being fetched for a system's API (source.h cred), and its
+ * answer: token NULL when cause says why (permanent: the configuration's
+ * fault, which no retry changes); both valid only during the call.
+ */
+struct source_cred;
+typedef void (*source_cred_cb)(const char *token, const char *cause, int permanent, void *);
 
 struct source {
 	const char	*name;
@@ -187,6 +197,46 @@ struct source {
 	void		 (*prompt)(struct buf *, const struct json_t *event);
 	/* spur doctor: the org's credentials at the system's API (doctor.h). */
 	void		 (*doctor)(struct doctor *, const struct org *);
+	/* What the system's own credentials refuse when the clock is off (doctor), or NULL. */
+	const char	*clock_why;
+
+	/*
+	 * The header that names a delivery's event type (spur fire, the API's
+	 * POST /events, which ask for the type), NULL: none; on.<name> without
+	 * events matches every type: what to warn (NULL: nothing).
+	 */
+	const char	*event_header;
+	const char	*events_warn;
+	/* authors by default: the event's actor.role says who is a member. */
+	int		 actor_role;
+	/* What the event's url shows a reader ("the comment"), NULL: "the message". */
+	const char	*url_noun;
+	/* A report destination in words (the API's), NULL: "<name> <its one value>". */
+	char		*(*report_words)(const struct json_t *dest);
+
+	/*
+	 * The org's token for the system's API and git (acting on repo, OWNER/NAME
+	 * or an owner alone; installation: the event's, 0: none): the callback
+	 * always comes later, from the loop, unless cancelled. cred_cleanup
+	 * forgets what is cached. NULL: the system's report backend needs none.
+	 */
+	struct source_cred *(*cred)(struct engine *, const char *org, const char *repo,
+			    long long installation, source_cred_cb, void *);
+	void		 (*cred_cancel)(struct source_cred *);
+	void		 (*cred_cleanup)(void);
+	/* Where repositories live and pull requests open (forge.h); NULL: not a forge. */
+	const struct forge *forge;
+	/*
+	 * orgs.NAME.console: sign-in to the web console through this system (its
+	 * console-*.c), the section's parser, what it needs across orgs (orgs:
+	 * the orgs mapping), its free and its secrets.
+	 */
+	void		*(*console_parse)(struct cfgctx *, const struct ynode *, const struct org *);
+	void		 (*console_check)(struct cfgctx *, const struct config *,
+			    const struct ynode *orgs);
+	void		 (*console_free)(void *);
+	void		 (*console_secrets)(const void *, void (*add)(void *,
+			    const struct secret *), void *arg);
 };
 
 /*
