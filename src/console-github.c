@@ -32,7 +32,7 @@ struct cgh {
 	struct http_call	*call;
 	struct source_cred	*gh;
 	char			*error;
-	console_github_cb	 cb;
+	console_signin_cb	 cb;
 	void			*arg;
 };
 
@@ -441,7 +441,7 @@ cgh_next_org(struct cgh *c)
 }
 
 static struct cgh *
-cgh_create(struct engine *e, int recheck, console_github_cb cb, void *arg)
+cgh_create(struct engine *e, int recheck, console_signin_cb cb, void *arg)
 {
 	struct cgh	*c = xcalloc(1, sizeof *c);
 
@@ -508,7 +508,7 @@ cgh_exchange_cb(const struct http_response *res, void *arg)
 
 void
 console_github_signin(struct engine *e, const char *code, const char *redirect_uri,
-    console_github_cb cb, void *arg)
+    console_signin_cb cb, void *arg)
 {
 	struct cgh			*c = cgh_create(e, 0, cb, arg);
 	const struct org_console	*app = cgh_app(c->conf);
@@ -552,7 +552,7 @@ console_github_signin(struct engine *e, const char *code, const char *redirect_u
 }
 
 void
-console_github_recheck(struct engine *e, const char *user, console_github_cb cb, void *arg)
+console_github_recheck(struct engine *e, const char *user, console_signin_cb cb, void *arg)
 {
 	struct cgh	*c = cgh_create(e, 1, cb, arg);
 
@@ -564,3 +564,13 @@ console_github_recheck(struct engine *e, const char *user, console_github_cb cb,
 	c->org = 0;
 	cgh_next_org(c);
 }
+
+const struct console_signin console_signin = {
+	.name = "github",
+	.title = "GitHub",
+	.member_of = "github_org or teams",
+	.enabled = console_github_enabled,
+	.authorize_url = console_github_authorize_url,
+	.signin = console_github_signin,
+	.recheck = console_github_recheck,
+};

@@ -8,6 +8,7 @@
 #include "report.h"
 #include "serve.h"
 #include "source.h"
+#include "source-github.h"
 
 #include <sys/queue.h>
 #include <event2/event.h>

@@ -41,9 +41,10 @@ int	 repo_deliver(struct engine *, const char *run, const struct automation *,
 /*
  * The one decision of a run's repository (SPEC section 4, docs/repositories.md):
  * the automation's fixed one; else, for a mapping, a repo: token of the text
- * inside the allow list, the Slack channel's, the Linear label's or team's, a
- * GitHub event's own, the default; else a GitHub event's own, whatever the
- * proof (only pull_request and commit deliver).
+ * inside the allow list, what a system's map says for the event (source.h
+ * repo_choose: a channel's, a label's or team's), a forge's event's own, the
+ * default; else a forge's event's own, whatever the proof (only pull_request
+ * and commit deliver).
  * 1 and *out (the caller frees it); 0: none; -1 and cause (naming the
  * repositories it may use).
  */
@@ -60,7 +61,7 @@ int	 repo_wanted(const struct automation *, const json_t *event);
 /* Stops the job (its child is killed); no callback after this. */
 void	 repo_job_free(struct repo_job *);
 
-/* owner/name of GitHub's alphabet: nothing a URL or a path could be tricked with. */
+/* owner/name of a forge's alphabet: nothing a URL or a path could be tricked with. */
 int		 repo_valid_name(const char *);
 
 /*

@@ -203,7 +203,7 @@ struct report_backend {
 	int	 (*opens_thread)(const json_t *ev);
 	void	 (*status_head)(const json_t *ev, struct buf *);
 };
-extern const struct report_backend report_github, report_api;
+extern const struct report_backend report_api;
 /* The backend of a source (github, slack, linear, api), or NULL. */
 const struct report_backend *report_backend_find(const char *source);
 

@@ -8,6 +8,7 @@
 #include "prompt.h"
 #include "report.h"
 #include "source.h"
+#include "source-github.h"
 #include "ytree.h"
 
 #include <ctype.h>

@@ -240,7 +240,7 @@ struct source {
 };
 
 /*
- * The systems of the table in order (github, slack, linear): the one after
+ * The systems of the table in order (source-table.h): the one after
  * prev, the first when prev is NULL, NULL after the last.
  */
 const struct source	*source_next(const struct source *prev);
@@ -262,7 +262,7 @@ int			 source_list_has(char *const *, size_t, const char *s, int icase);
 /* "[a, b, c]", for why. */
 void			 source_why_list(struct buf *, char *const *, size_t);
 
-/* The source for a hook path segment: github, slack, linear, else the generic one. */
+/* The source for a hook path segment: a system of the table, else the generic one. */
 const struct source	*source_find(const char *hook);
 void			 source_result_free(struct source_result *);
 /*
@@ -273,7 +273,7 @@ int			 source_id_ok(const char *);
 /*
  * Why a request cannot be checked against a real secret, or NULL when it can
  * (then *key is the secret). configured: the org has this source's section;
- * s: its secret; what: e.g. "github.webhook_secret". An unusable secret still
+ * s: its secret; what: e.g. "NAME.webhook_secret". An unusable secret still
  * gets a dummy key, so that every refusal costs the same HMAC.
  */
 char			*source_no_key(const struct source_req *, int configured,
@@ -356,17 +356,8 @@ struct spur_event		*source_event_new(const struct source_req *, const char *);
 /* A copy of the string or scalar at path, or NULL. */
 char			*source_path_text(const struct json_t *, const char *);
 
-/* The systems of the table are named in source-table.h; GitHub's is asked by name too. */
-extern const struct source source_github;
+/* The systems of the table are named in source-table.h (their files' headers name them too). */
 extern const struct source source_slack;
 extern const struct source source_webhook;
-
-/*
- * source-github.c, for tests: the paths the GitHub parse keeps, and the
- * normalization of a payload tree (the kept one, or the whole).
- */
-extern const char *const source_github_keep[];
-int			 source_github_normalize(const struct source_req *, const char *name,
-			     struct json_t *payload, struct spur_event *, char **cause);
 
 #endif

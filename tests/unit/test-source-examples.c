@@ -4,6 +4,7 @@
 #include "event.h"
 #include "jscan.h"
 #include "source.h"
+#include "source-github.h"
 #include "tap.h"
 
 #include <stdlib.h>
