@@ -8,6 +8,7 @@ struct yerrs;
 struct env_conf;
 struct cfgctx;
 struct ynode;
+struct source;
 
 /*
  * A secret. ref ("env:NAME", "file:PATH") may be shown; value never is. value
@@ -27,6 +28,12 @@ struct org_api {
 						   callbacks and report webhooks may reach; NULL: none */
 };
 
+/* orgs.NAME.<system>: which system (source.h), and what its conf_parse made. */
+struct org_section {
+	const struct source	*src;
+	void			*conf;
+};
+
 struct named_secret {
 	char		*name;
 	struct secret	*secret;
@@ -34,7 +41,8 @@ struct named_secret {
 
 struct org {
 	char			*name;
-	void			**sources;	/* each system's section (source.h), NULL: none */
+	struct org_section	*sources;	/* each system's section (source.h) */
+	size_t			 nsources;
 	struct named_secret	*agents;	/* agent name -> model API key */
 	size_t			 nagents;
 	struct named_secret	*secrets;	/* automation-visible secrets */

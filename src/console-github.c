@@ -207,7 +207,7 @@ static void
 cgh_get(struct cgh *c, const struct org *o, const char *path, http_done_cb done)
 {
 	struct http_request	 req;
-	char			*base = config_api_url(o, "github"), *url, *auth;
+	char			*base = github_api_base(o), *url, *auth;
 	const char		*h[4];
 
 	url = xprintf("%s%s", base, path);

@@ -8,7 +8,6 @@
 #include "report.h"
 #include "serve.h"
 #include "source.h"
-#include "source-github.h"
 
 #include <sys/queue.h>
 #include <event2/event.h>
@@ -388,7 +387,19 @@ static void	github_exchange(struct github_flight *);
 const struct org_github *
 github_conf(const struct org *org)
 {
-	return source_conf(org, &source_github);
+	return source_conf_named(org, "github");
+}
+
+char *
+github_api_base(const struct org *org)
+{
+	const struct org_github	*g = github_conf(org);
+	const char		*u = g != NULL ? g->api_url : GITHUB_API_URL;
+	size_t			 len = strlen(u);
+
+	while (len > 0 && u[len - 1] == '/')
+		len--;
+	return xprintf("%.*s", (int)len, u);
 }
 
 static const char *const *
@@ -407,7 +418,7 @@ github_headers(struct github_flight *r, char **auth)
 static char *
 github_api(struct github_flight *r, const char *path)
 {
-	char	*base = config_api_url(config_org(r->e->conf, r->org), "github"), *url;
+	char	*base = github_api_base(config_org(r->e->conf, r->org)), *url;
 
 	url = xprintf("%s%s", base, path);
 	free(base);
@@ -701,7 +712,7 @@ const struct forge github_forge = {
 static char *
 doctor_github_url(const struct org *org, const char *path)
 {
-	char	*base = config_api_url(org, "github"), *url;
+	char	*base = github_api_base(org), *url;
 
 	url = xprintf("%s%s", base, path);
 	free(base);

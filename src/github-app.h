@@ -21,8 +21,12 @@ struct org_github {
 	char		*git_url;
 };
 
+#define GITHUB_API_URL	"https://api.github.com"	/* github.api_url's default */
+
 /* The org's section, NULL when it has none. */
 const struct org_github *github_conf(const struct org *);
+/* The org's API base (github.api_url), no trailing slash. */
+char		*github_api_base(const struct org *);
 
 /*
  * The token for org (acting on repository owner/repo): the configured token,

@@ -241,7 +241,4 @@ int	 callback_request(struct engine *, const json_t *report, const json_t *targe
 /* 2xx sent; no answer, 408, 429, 5xx retried; any other refusal given up, saying so. */
 enum report_verdict callback_verdict(const struct http_response *, char **why);
 
-/* Every configured secret value, in any written form, replaced by [secret] (scrub_secrets). */
-char	*report_scrub(struct engine *, const char *);
-
 #endif

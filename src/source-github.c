@@ -76,7 +76,7 @@ const struct source source_github = {
 	.conf_parse = github_conf_parse,
 	.conf_free = github_conf_free,
 	.conf_secrets = github_conf_secrets,
-	.api_url = "https://api.github.com",
+	.api_url = GITHUB_API_URL,
 	.conf_api_url = github_conf_api_url,
 	.trigger_keys = github_trigger_keys,
 	.event_check = github_event_check,
@@ -726,7 +726,7 @@ github_conf_parse(struct cfgctx *c, const struct ynode *m)
 	if (!cfg_is_map(c, m, "github"))
 		return NULL;
 	g = xcalloc(1, sizeof *g);
-	g->api_url = xstrdup("https://api.github.com");
+	g->api_url = xstrdup(GITHUB_API_URL);
 	g->git_url = xstrdup("https://github.com");
 	for (i = 0; i < m->n; i++) {
 		const char		*k = ymap_key(m, i);

@@ -246,8 +246,11 @@ struct source {
 const struct source	*source_next(const struct source *prev);
 /* The system of that name, or NULL (the generic webhook is no system). */
 const struct source	*source_system(const char *);
-/* The org's section of a system, NULL when it has none. */
+/* The org's section of a system (by its name), NULL when it has none. */
 const void		*source_conf(const struct org *, const struct source *);
+const void		*source_conf_named(const struct org *, const char *);
+/* The org's API base URL of a system (org NULL: the default), no trailing slash. */
+char			*source_api_url(const struct org *, const struct source *);
 /* How many systems the table has (an org's sources[] has as many). */
 size_t			 source_count(void);
 /*
