@@ -1,6 +1,7 @@
 /* automation.c: loading and validating the automations directory (SPEC section 4), and an automation as JSON for runs. */
 #include "spur.h"
 #include "agent.h"
+#include "aload.h"
 #include "automation.h"
 #include "budget.h"
 #include "conf.h"
@@ -24,26 +25,6 @@
 
 /* More files than this in one directory is a mistake, not a setup. */
 #define AUTOMATION_MAX_FILES	100000
-
-/* What is known across files while a directory loads: names and hooks are unique per org. */
-struct aseen {
-	char	*org;
-	char	*name;
-	char	*file;
-};
-
-struct aload {
-	const struct config	*conf;
-	struct yerrs		*errs;
-	const char		*file;
-	const struct org	*org;		/* of the automation being read */
-	struct automation	*a;
-	struct aseen		*names;
-	size_t			 nnames;
-	struct aseen		*hooks;
-	size_t			 nhooks;
-	struct ynode		*one;		/* get_items: a lone scalar as a list */
-};
 
 static const char *const top_keys[] = {
 	"name", "org", "on", "agent", "model", "command", "prompt", "repository", "proof",
@@ -88,18 +69,6 @@ static const char *const conc_key_names[] = { "thread", "automation", "none", NU
 static const char *const on_busy_names[] = { "queue", "cancel_running", "skip", NULL };
 
 
-static int
-name_index(const char *const *names, const char *s)
-{
-	int	 i;
-
-	for (i = 0; names[i] != NULL; i++) {
-		if (strcmp(names[i], s) == 0)
-			return i;
-	}
-	return -1;
-}
-
 /* "a, b or c", for messages listing what is allowed. */
 static char *
 names_join(const char *const *names)
@@ -139,52 +108,6 @@ names_with_systems(const char **out, size_t max, const char *const *first,
 		out[n++] = last[i];
 	out[n] = NULL;
 	return out;
-}
-
-/* Whether key i of m repeats an earlier key (only the first counts; map_check reports the rest). */
-static int
-key_repeated(const struct ynode *m, size_t i)
-{
-	/* The YAML loader marked (and reported) repeated keys. */
-	return m->items[2 * i]->type != YNODE_SCALAR || m->items[2 * i]->dup;
-}
-
-/*
- * Checks that m is a mapping whose keys are all in keys and none repeats.
- * what is the dotted place ("on.schedule"), NULL at the top. -1 if m is not a mapping.
- */
-static int
-map_check(struct aload *l, const struct ynode *m, const char *what, const char *const *keys)
-{
-	const struct ynode	*k;
-	const char		*s, *hint;
-	size_t			 i;
-
-	if (m == NULL || m->type != YNODE_MAP) {
-		if (what == NULL)
-			yerrs_node(l->errs, l->file, m, "an automation must be a mapping");
-		else
-			yerrs_node(l->errs, l->file, m, "\"%s\" must be a mapping", what);
-		return -1;
-	}
-	for (i = 0; i < m->n; i++) {
-		k = m->items[2 * i];
-		if (k->type != YNODE_SCALAR) {
-			yerrs_node(l->errs, l->file, k, "a key must be a string");
-			continue;
-		}
-		s = k->value;
-		if (key_repeated(m, i))
-			continue;	/* reported by the YAML loader */
-		if (keys == NULL || name_index(keys, s) >= 0)
-			continue;
-		hint = name_suggest(keys, s);
-		yerrs_node(l->errs, l->file, k, "unknown key \"%s\"%s%s%s%s%s", s,
-		    what != NULL ? " in " : "", what != NULL ? what : "",
-		    hint != NULL ? " (did you mean \"" : "", hint != NULL ? hint : "",
-		    hint != NULL ? "\"?)" : "");
-	}
-	return 0;
 }
 
 /* A scalar's text, or an error naming what it is for. */
@@ -1040,22 +963,6 @@ parse_on(struct aload *l, const struct ynode *on)
 	}
 }
 
-/* Repositories are OWNER/REPO. */
-static int
-valid_repository(const char *s)
-{
-	const char	*slash = strchr(s, '/');
-	char		*owner;
-	int		 ok;
-
-	if (slash == NULL || strchr(slash + 1, '/') != NULL)
-		return 0;
-	owner = xstrndup(s, slash - s);
-	ok = valid_name(owner) && valid_name(slash + 1);
-	free(owner);
-	return ok;
-}
-
 /* repositories: OWNER/NAME globs, a repo: token's allow list. */
 static const char *
 valid_repository_glob(const char *s)
@@ -1066,76 +973,6 @@ valid_repository_glob(const char *s)
 	    strlen(s) > 256)
 		return "\"%s\" in \"repositories\" is not an OWNER/NAME pattern (e.g. acme/*)";
 	return NULL;
-}
-
-/* KEY: OWNER/NAME pairs, keys checked by check (NULL: any); NULL with errors. */
-static json_t *
-parse_repo_pairs(struct aload *l, const struct ynode *m, const char *what,
-    const char *(*check)(const char *))
-{
-	const struct ynode	*k, *v;
-	const char		*bad;
-	json_t			*o;
-	size_t			 i;
-	int			 ok = 1;
-
-	if (map_check(l, m, what, NULL) != 0)
-		return NULL;
-	if (m->n == 0) {
-		yerrs_node(l->errs, l->file, m, "\"%s\" must not be empty", what);
-		return NULL;
-	}
-	o = json_object();
-	for (i = 0; i < m->n; i++) {
-		if (key_repeated(m, i))
-			continue;
-		k = m->items[2 * i];
-		v = ymap_value(m, i);
-		if (check != NULL && (bad = check(k->value)) != NULL) {
-			yerrs_node(l->errs, l->file, k, bad, k->value);
-			ok = 0;
-		}
-		if (v->type != YNODE_SCALAR || ynode_is_null(v) || !valid_repository(v->value)) {
-			yerrs_node(l->errs, l->file, v, "\"%s.%s\" must be OWNER/REPO, not %s%s%s",
-			    what, k->value, v->type == YNODE_SCALAR ? "\"" : "",
-			    v->type == YNODE_SCALAR ? v->value : ynode_type_name(v),
-			    v->type == YNODE_SCALAR ? "\"" : "");
-			ok = 0;
-		} else
-			json_object_set_new(o, k->value, json_string(v->value));
-	}
-	if (!ok) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
-}
-
-void
-automation_error(struct aload *l, const struct ynode *n, const char *fmt, ...)
-{
-	va_list	 ap;
-	char	*msg;
-
-	va_start(ap, fmt);
-	xvasprintf(&msg, fmt, ap);
-	va_end(ap);
-	yerrs_node(l->errs, l->file, n, "%s", msg);
-	free(msg);
-}
-
-int
-automation_map_check(struct aload *l, const struct ynode *m, const char *what,
-    const char *const *keys)
-{
-	return map_check(l, m, what, keys);
-}
-
-json_t *
-automation_repo_pairs(struct aload *l, const struct ynode *m, const char *what,
-    const char *(*check)(const char *))
-{
-	return parse_repo_pairs(l, m, what, check);
 }
 
 static int
@@ -2541,23 +2378,6 @@ json_enum(const json_t *j, const char *key, const char *const *names, int def, i
 	if ((i = name_index(names, s)) < 0)
 		*bad = 1;
 	return i < 0 ? def : i;
-}
-
-int
-automation_repo_pairs_valid(const json_t *o)
-{
-	const char	*k;
-	json_t		*v;
-
-	if (o == NULL)
-		return 1;
-	if (!json_is_object(o))
-		return 0;
-	json_object_foreach((json_t *)o, k, v) {
-		if (!json_is_string(v))
-			return 0;
-	}
-	return 1;
 }
 
 /* A snapshot's repository mapping has the shape parse_repository_map gives. */

@@ -7,6 +7,7 @@
 #include "spur.h"
 #include "cfg.h"
 #include "conf.h"
+#include "source.h"
 #include "ytree.h"
 
 #include <errno.h>
@@ -346,4 +347,68 @@ org_secret(const struct org *o, const char *name)
 			return o->secrets[i].secret;
 	}
 	return NULL;
+}
+
+static size_t
+config_secrets_add(const struct secret **out, size_t max, size_t n, const struct secret *s)
+{
+	if (s != NULL && n < max)
+		out[n] = s;
+	return s != NULL ? n + 1 : n;
+}
+
+struct config_secrets_ctx {
+	const struct secret	**out;
+	size_t			  max;
+	size_t			  n;
+};
+
+static void
+config_secrets_one(void *arg, const struct secret *s)
+{
+	struct config_secrets_ctx	*x = arg;
+
+	x->n = config_secrets_add(x->out, x->max, x->n, s);
+}
+
+/* The secrets of the org's systems' sections, each listed by its own file. */
+static size_t
+config_secrets_sources(const struct org *o, const struct secret **out, size_t max, size_t n)
+{
+	struct config_secrets_ctx	 x = { out, max, n };
+	size_t				 i;
+
+	for (i = 0; i < o->nsources; i++)
+		if (o->sources[i].src->conf_secrets != NULL)
+			o->sources[i].src->conf_secrets(o->sources[i].conf, config_secrets_one, &x);
+	return x.n;
+}
+
+size_t
+config_secrets(const struct config *cf, const struct secret **out, size_t max)
+{
+	struct config_secrets_ctx	 x = { out, max, 0 };
+	size_t				 i, j, n = 0;
+
+	for (i = 0; i < cf->norgs; i++) {
+		const struct org *o = &cf->orgs[i];
+		n = config_secrets_sources(o, out, max, n);
+		if (o->api != NULL)
+			n = config_secrets_add(out, max, n, o->api->callback_secret);
+		if (o->console != NULL) {
+			x.n = n;
+			o->console_src->console_secrets(o->console, config_secrets_one, &x);
+			n = x.n;
+		}
+		for (j = 0; j < o->nagents; j++)
+			n = config_secrets_add(out, max, n, o->agents[j].secret);
+		for (j = 0; j < o->nsecrets; j++)
+			n = config_secrets_add(out, max, n, o->secrets[j].secret);
+		for (j = 0; j < o->nsealed; j++) {
+			if (o->sealed[j].secret->value != NULL)
+				n = config_secrets_add(out, max, n, o->sealed[j].secret);
+		}
+	}
+	n = config_secrets_add(out, max, n, cf->secrets_key);
+	return n;
 }

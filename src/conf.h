@@ -55,6 +55,7 @@ struct org {
 	struct org_api		*api;		/* NULL when not configured */
 	/* orgs.NAME.console: who may see it, parsed by the system people sign in with. */
 	void			*console;	/* NULL: no sign-in for it */
+	const struct source	*console_src;	/* the system whose console_parse made it */
 	double			 budget_usd_per_day;	/* orgs.NAME.budget; 0: none */
 	double			 budget_usd_per_month;
 };

@@ -848,7 +848,7 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			else if (strcmp(k, "api") == 0)
 				cfg_org_api(c, org, n);
 			else if (strcmp(k, "console") == 0 && (src = cfg_signin()) != NULL)
-				org->console = src->console_parse(c, n, org);
+				org->console = (org->console_src = src)->console_parse(c, n, org);
 			else if (strcmp(k, "budget") == 0)
 				cfg_org_budget(c, org, n);
 			else
@@ -1349,7 +1349,6 @@ config_free_sources(struct org *o)
 void
 config_free(struct config *cf)
 {
-	const struct source	*src;
 	size_t			 i, j;
 
 	/* References are taken and dropped on the loop and the HTTP fronts. */
@@ -1395,8 +1394,8 @@ config_free(struct config *cf)
 			free(o->api->callbacks_allow);
 			free(o->api);
 		}
-		if (o->console != NULL && (src = cfg_signin()) != NULL)
-			src->console_free(o->console);
+		if (o->console != NULL)
+			o->console_src->console_free(o->console);
 	}
 	free(cf->orgs);
 	free(cf->file);
@@ -1453,69 +1452,3 @@ org_agent_key(const struct org *o, const char *name)
 	return NULL;
 }
 
-static size_t
-config_secrets_add(const struct secret **out, size_t max, size_t n, const struct secret *s)
-{
-	if (s != NULL && n < max)
-		out[n] = s;
-	return s != NULL ? n + 1 : n;
-}
-
-struct config_secrets_ctx {
-	const struct secret	**out;
-	size_t			  max;
-	size_t			  n;
-};
-
-static void
-config_secrets_one(void *arg, const struct secret *s)
-{
-	struct config_secrets_ctx	*x = arg;
-
-	x->n = config_secrets_add(x->out, x->max, x->n, s);
-}
-
-/* The secrets of the org's systems' sections, each listed by its own file. */
-static size_t
-config_secrets_sources(const struct org *o, const struct secret **out, size_t max, size_t n)
-{
-	struct config_secrets_ctx	 x = { out, max, n };
-	const struct source		*src;
-	const void			*conf;
-
-	for (src = source_next(NULL); src != NULL; src = source_next(src)) {
-		if (src->conf_secrets != NULL && (conf = source_conf(o, src)) != NULL)
-			src->conf_secrets(conf, config_secrets_one, &x);
-	}
-	return x.n;
-}
-
-size_t
-config_secrets(const struct config *cf, const struct secret **out, size_t max)
-{
-	struct config_secrets_ctx	 x = { out, max, 0 };
-	const struct source		*src;
-	size_t				 i, j, n = 0;
-
-	for (i = 0; i < cf->norgs; i++) {
-		const struct org *o = &cf->orgs[i];
-		n = config_secrets_sources(o, out, max, n);
-		if (o->api != NULL)
-			n = config_secrets_add(out, max, n, o->api->callback_secret);
-		if (o->console != NULL && (src = cfg_signin()) != NULL) {
-			x.n = n;
-			src->console_secrets(o->console, config_secrets_one, &x);
-			n = x.n;
-		}
-		for (j = 0; j < o->nagents; j++)
-			n = config_secrets_add(out, max, n, o->agents[j].secret);
-		for (j = 0; j < o->nsecrets; j++)
-			n = config_secrets_add(out, max, n, o->secrets[j].secret);
-		for (j = 0; j < o->nsealed; j++) {
-			if (o->sealed[j].secret->value != NULL)
-				n = config_secrets_add(out, max, n, o->sealed[j].secret);
-		}
-	}
-	n = config_secrets_add(out, max, n, cf->secrets_key);
-	return n;
-}

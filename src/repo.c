@@ -27,8 +27,6 @@
 #define REPO_FILES_BYTES	(8 * 1024)
 /* A forge's bound on OWNER/NAME (39 + 1 + 100 at the largest): a longer repo: token is no name. */
 #define REPO_NAME_MAX		140
-/* How many of an automation's repositories a refusal lists before "and N more". */
-#define REPO_LIST_MAX		12
 
 /*
  * The steps of a job, in order; prepare runs INIT to AGENT_REMOTE, deliver
@@ -1079,44 +1077,6 @@ repo_token(const char *text, char **out, char **cause)
 		*out = name;
 	}
 	return *out != NULL;
-}
-
-const char *
-repo_map_lookup(const json_t *pairs, const json_t *keys, int exact, const char **clash)
-{
-	const char	*k, *found = NULL, *r;
-	json_t		*v, *key;
-	size_t		 i, n = json_is_array(keys) ? json_array_size(keys) : 1;
-
-	for (i = 0; i < n; i++) {
-		key = json_is_array(keys) ? json_array_get(keys, i) : (json_t *)keys;
-		if (!json_is_string(key))
-			continue;
-		json_object_foreach((json_t *)pairs, k, v) {
-			if ((exact ? strcmp(k, json_string_value(key)) :
-			    strcasecmp(k, json_string_value(key))) != 0)
-				continue;
-			r = json_string_value(v);
-			if (found != NULL && r != NULL && strcmp(found, r) != 0)
-				*clash = r;
-			else if (found == NULL)
-				found = r;
-		}
-	}
-	return found;
-}
-
-void
-repo_map_list(struct buf *b, const json_t *pairs, const char *what, size_t *n)
-{
-	const char	*k;
-	json_t		*v;
-
-	json_object_foreach((json_t *)pairs, k, v) {
-		if ((*n)++ < REPO_LIST_MAX)
-			buf_addf(b, "%s%s (%s %s)", *n > 1 ? ", " : "", json_string_value(v), what,
-			    k);
-	}
 }
 
 /* The cause of a refusal, with the repositories the automation may use. */

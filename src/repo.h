@@ -64,8 +64,11 @@ void	 repo_job_free(struct repo_job *);
 /* owner/name of a forge's alphabet: nothing a URL or a path could be tricked with. */
 int		 repo_valid_name(const char *);
 
+/* How many of an automation's repositories a refusal lists before "and N more". */
+#define REPO_LIST_MAX		12
+
 /*
- * For a system's repository map (source.h repo_choose, repo_list): the
+ * For a system's repository map (repo-map.c; source.h repo_choose, repo_list): the
  * repository of the pairs whose key one of keys (a string or a list of them)
  * names, case-insensitively unless exact: NULL when none, *clash set when two
  * keys name different repositories; and the pairs as "acme/web (WHAT KEY)",

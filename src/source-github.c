@@ -1,5 +1,6 @@
 /* source-github.c: GitHub webhooks: X-Hub-Signature-256, ping, payloads to events; reports back as comments. */
 #include "spur.h"
+#include "aload.h"
 #include "conf.h"
 #include "console-github.h"
 #include "event.h"
@@ -1065,22 +1066,6 @@ github_event_check(const char *s)
 
 /* --- report: {github: OWNER/NAME#NUMBER} ------------------------------------------ */
 
-/* OWNER/NAME, each part a name (util.h valid_name). */
-static int
-github_valid_repository(const char *s)
-{
-	const char	*slash = strchr(s, '/');
-	char		*owner;
-	int		 ok;
-
-	if (slash == NULL || strchr(slash + 1, '/') != NULL)
-		return 0;
-	owner = xstrndup(s, slash - s);
-	ok = valid_name(owner) && valid_name(slash + 1);
-	free(owner);
-	return ok;
-}
-
 /* An issue (or pull request) to comment on. */
 static json_t *
 github_report_dest(const char *s, const char **why)
@@ -1092,7 +1077,7 @@ github_report_dest(const char *s, const char **why)
 
 	repo = hash != NULL ? xstrndup(s, hash - s) : NULL;
 	num = hash != NULL ? strtoll(hash + 1, &end, 10) : 0;
-	if (repo == NULL || !github_valid_repository(repo) || num <= 0 || *end != '\0' ||
+	if (repo == NULL || !valid_repository(repo) || num <= 0 || *end != '\0' ||
 	    hash[1] < '1' || hash[1] > '9')
 		*why = "report.github \"%s\" is not an issue: write OWNER/NAME#NUMBER (acme/ops#12)";
 	else
