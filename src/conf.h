@@ -182,9 +182,9 @@ int			 config_org_section(struct org *, const char *system, const char *yaml,
 			     char **cause);
 
 /*
- * The leaf parsers a section's parser calls (a source-*.c's conf_parse):
+ * The leaf parsers (cfg.c) a section's parser calls (a source-*.c's conf_parse):
  * each error is added to the load's list at the node's position, and
- * loading goes on. what is the key as the error names it ("linear.api_key").
+ * loading goes on. what is the key as the error names it ("NAME.api_key").
  */
 void			 cfg_error(struct cfgctx *, const struct ynode *, const char *, ...)
 			     __attribute__((format(printf, 3, 4)));

@@ -202,7 +202,7 @@ struct source {
 
 	/*
 	 * The header that names a delivery's event type (spur fire, the API's
-	 * POST /events, which ask for the type), NULL: none; on.<name> without
+	 * POST /automations/why, which ask for the type), NULL: none; on.<name> without
 	 * events matches every type: what to warn (NULL: nothing).
 	 */
 	const char	*event_header;
@@ -246,12 +246,12 @@ struct source {
 const struct source	*source_next(const struct source *prev);
 /* The system of that name, or NULL (the generic webhook is no system). */
 const struct source	*source_system(const char *);
-/* The org's section of a system (by its name), NULL when it has none. */
+/* The org's section of a system (or of the system of that name), NULL when it has none. */
 const void		*source_conf(const struct org *, const struct source *);
 const void		*source_conf_named(const struct org *, const char *);
 /* The org's API base URL of a system (org NULL: the default), no trailing slash. */
 char			*source_api_url(const struct org *, const struct source *);
-/* How many systems the table has (an org's sources[] has as many). */
+/* How many systems the table has. */
 size_t			 source_count(void);
 /*
  * The systems' names, then extra's, in one string: "a, b, c", last before
