@@ -58,6 +58,8 @@ struct forge_answer {
 struct forge {
 	/* Where git reaches repo (OWNER/NAME) for org: no credential in it. */
 	char		*(*git_url)(const struct org *, const char *repo);
+	/* The user name git sends the token with (HTTP Basic). */
+	const char	*git_user;
 	/* The ref a pull request's head is fetched by when its branch is not ours. */
 	char		*(*pr_ref)(long long number);
 	/* Every API call's headers besides Authorization and Content-Type (NULL-terminated). */

@@ -699,6 +699,7 @@ static const char *const github_api_headers[] = {
 
 const struct forge github_forge = {
 	.git_url = github_git_url,
+	.git_user = "x-access-token",
 	.pr_ref = github_pr_ref,
 	.headers = github_api_headers,
 	.request = github_pr_request,

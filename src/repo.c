@@ -882,12 +882,14 @@ repo_next(struct repo_job *j)
 			goto token;
 		url = repo_git_url(j);
 		o.token = j->token;
+		o.token_user = j->src->forge->git_user;
 		argv[0] = "ls-remote"; argv[1] = "--symref"; argv[2] = url; argv[3] = "HEAD";
 		break;
 	case REPO_FETCH:
 		/* Whole histories: the agent may log, blame and diff against the base. */
 		url = repo_git_url(j);
 		o.token = j->token;
+		o.token_user = j->src->forge->git_user;
 		refspec = xprintf("+%s:refs/spur/head", j->fetch_ref);
 		base = xprintf("+refs/heads/%s:refs/remotes/origin/%s", j->base, j->base);
 		argv[0] = "fetch"; argv[1] = "-q"; argv[2] = "--no-tags"; argv[3] = url;
@@ -965,6 +967,7 @@ repo_next(struct repo_job *j)
 			goto token;
 		url = repo_git_url(j);
 		o.token = j->token;
+		o.token_user = j->src->forge->git_user;
 		refspec = xprintf("HEAD:refs/heads/%s", j->branch);
 		argv[0] = "push"; argv[1] = "-q"; argv[2] = url; argv[3] = refspec;
 		break;
