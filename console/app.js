@@ -608,13 +608,16 @@
 		return withOrg('/runs/' + enc(id), org);
 	}
 
-	function runRow(r, org) {
+	/* One run's row; bare: without the requester (a session's runs are all its requester's). */
+	function runRow(r, org, bare) {
 		return h('tr', { 'data-run': r.id, 'data-state': r.state, class: 'run ' + cls('r-', r.state) },
 		    h('td', null, h('a', { href: runHref(r.id, org), 'data-nav': true, class: 'mono' }, r.id)),
 		    h('td', null, badge(r.state), r.phase && !ENDED[r.state] ? h('span', { class: 'phase' }, r.phase) : null),
 		    h('td', null, r.cause || ''),
 		    h('td', null, r.automation || h('span', { class: 'muted' }, 'session')),
 		    h('td', null, runSource(r)),
+		    bare ? null : h('td', { class: 'requester' }, r.requester ? (r.requester.name || r.requester.id || '') +
+			(r.requester.bot ? ' · bot' : '') : ''),
 		    h('td', { class: 'thread' }, r.thread || ''),
 		    h('td', null, r.repository || ''),
 		    h('td', null, timeCell(r.created_at)),
@@ -725,7 +728,7 @@
 			autoSel,
 			selectOf('f-source', 'source', filt.source, SOURCES, refilter)),
 		    h('table', { class: 'list runs' }, h('thead', null, h('tr', null,
-			['run', 'state', 'cause', 'automation', 'source', 'thread', 'repository', 'created', 'took', 'cost']
+			['run', 'state', 'cause', 'automation', 'source', 'requester', 'thread', 'repository', 'created', 'took', 'cost']
 			    .map(function (c) { return h('th', null, c); }))), tbody),
 		    h('p', { class: 'pager' }, status, ' ', more));
 		await load(null);
@@ -796,6 +799,52 @@
 
 	function section(head, id, kids) {
 		return h('section', { class: 'card', id: id }, h('h2', null, head), kids);
+	}
+
+	/* The change a run delivered (GET …/change: git's stat and patch), null when it kept none. */
+	async function runChange(org, id) {
+		var r = await fetch('/o/' + enc(org) + '/runs/' + enc(id) + '/change',
+		    { credentials: 'same-origin', headers: { Accept: 'text/x-diff' } });
+		return r.status === 200 ? r.text() : null;
+	}
+
+	var CHANGE_LINES = 4000;	/* drawn on the page; the whole diff is a link away */
+
+	function diffClass(l) {
+		if (/^(diff --git |index |--- |\+\+\+ |new file|deleted file|similarity|rename )/.test(l))
+			return 'd-file';
+		if (/^@@/.test(l))
+			return 'd-hunk';
+		if (l.charAt(0) === '+')
+			return 'd-add';
+		if (l.charAt(0) === '-')
+			return 'd-del';
+		return null;
+	}
+
+	/* The change: how many files and lines, where it went (or that it is here to take), the diff. */
+	function changeView(diff, run, org) {
+		var lines = diff.replace(/\n$/, '').split('\n'), files = 0, add = 0, del = 0, pr = pullRequest(run);
+		var inPatch = false;
+
+		lines.forEach(function (l) {
+			if (/^diff --git /.test(l)) {
+				files++;
+				inPatch = true;
+			} else if (inPatch && /^\+/.test(l) && !/^\+\+\+ /.test(l)) {
+				add++;
+			} else if (inPatch && /^-/.test(l) && !/^--- /.test(l)) {
+				del++;
+			}
+		});
+		return [h('p', { id: 'change-summary' }, files + ' file' + (files === 1 ? '' : 's') + ' changed, +' + add +
+		    ' \u2212' + del + ' lines · ', pr ? ext(pr, 'its pull request') : run.proof && safeUrl(run.proof) ?
+		    ext(run.proof, 'where it went') : h('span', { class: 'warn-text' }, 'not delivered: take it from here (git apply)'),
+		    ' · ', h('a', { href: '/o/' + enc(org) + '/runs/' + enc(run.id) + '/change', id: 'change-raw' }, 'the whole diff')),
+		    h('pre', { class: 'diff', id: 'change-diff' }, lines.slice(0, CHANGE_LINES).map(function (l) {
+			    return h('span', { class: diffClass(l) }, l);
+		    })), lines.length > CHANGE_LINES ? h('p', { class: 'muted' }, (lines.length - CHANGE_LINES) +
+		    ' more lines in the whole diff.') : null];
 	}
 
 	/* The pull request a run left: its proof when that is a pull request URL. */
@@ -1322,6 +1371,8 @@
 		page.stops.push(function () { if (es) es.close(); });
 		stream();
 
+		var change;	/* undefined: not asked yet; null: none kept; else the diff */
+
 		async function reload() {
 			var res = await api('GET', '/o/' + enc(org) + '/runs/' + enc(id));
 			alive(gen);
@@ -1356,6 +1407,18 @@
 
 		function paint() {
 			var ev = run.event || null, pr = pullRequest(run);
+
+			/* The change is kept at delivery, before the push: asked once the run ended. */
+			if (ENDED[run.state] && change === undefined) {
+				change = null;
+				runChange(org, id).then(function (t) {
+					alive(gen);
+					if (t) {
+						change = t;
+						paint();
+					}
+				}).catch(quiet);
+			}
 
 			replace(head, h('div', { class: 'bar' },
 			    h('h1', null, 'Run ', h('span', { class: 'mono', id: 'run-id' }, run.id)),
@@ -1393,6 +1456,7 @@
 					(run.usage.requests === 1 ? '' : 's') + ')')) : null]
 			    ])), timeline(run));
 			replace(rest,
+			    typeof change === 'string' ? section('Change', 'change', changeView(change, run, org)) : null,
 			    section('History', 'history', table(['state', 'at', 'cause', 'phase', 'reason'], (run.history || []).map(function (x) {
 				    return h('tr', null, h('td', null, badge(x.state)), h('td', { title: x.at }, when(x.at)),
 					h('td', null, x.cause || ''), h('td', null, x.phase || ''), h('td', null, x.reason || ''));
@@ -1503,7 +1567,7 @@
 			['ended', s.ended_at ? when(s.ended_at) : null], ['callback', s.callback_url],
 			['metadata', s.metadata ? h('pre', { class: 'json' }, pretty(s.metadata)) : null]])),
 		    section('Runs, in order', 'session-runs', table(['run', 'state', 'cause', 'automation', 'source', 'thread', 'repository', 'created', 'took', 'cost'],
-			(s.runs || []).map(function (r) { return runRow(r, found.org); }))));
+			(s.runs || []).map(function (r) { return runRow(r, found.org, true); }))));
 	}
 
 	/* ---------- automations and why ---------- */

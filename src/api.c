@@ -854,6 +854,30 @@ api_bad_names(struct api_ctx *c, const char *what, const char *const *extra,
 
 /* ----- runs ----- */
 
+/* Each listed run's requester: its event's actor (id, name, role, bot), null when none. */
+static void
+api_runs_requesters(struct api_ctx *c, json_t *rows)
+{
+	static const char *const keys[] = { "id", "name", "role", "bot" };
+	json_t		*r, *ev, *actor, *who, *v;
+	size_t		 i, k;
+
+	json_array_foreach(rows, i, r) {
+		ev = store_event_json(c->e->store, json_string_value(json_object_get(r,
+		    "event_id")));
+		actor = json_object_get(ev, "actor");
+		if (json_string_value(json_object_get(actor, "id")) == NULL &&
+		    json_string_value(json_object_get(actor, "name")) == NULL)
+			actor = NULL;	/* a schedule's, a webhook's without one */
+		who = actor != NULL ? json_object() : json_null();
+		for (k = 0; actor != NULL && k < SPUR_ARRLEN(keys); k++)
+			if ((v = json_object_get(actor, keys[k])) != NULL)
+				json_object_set(who, keys[k], v);
+		json_object_set_new(r, "requester", who);
+		json_decref(ev);
+	}
+}
+
 static void
 api_runs_list(struct api_ctx *c, const char *id, json_t *body)
 {
@@ -889,6 +913,7 @@ api_runs_list(struct api_ctx *c, const char *id, json_t *body)
 		f.cause = cause;
 		f.source = source;
 		rows = store_runs_page(c->e->store, &f, after, limit + 1);
+		api_runs_requesters(c, rows);
 		api_reply(c, 200, api_list(rows, limit, "id"), 0);
 	}
 	free(state);
@@ -907,6 +932,32 @@ api_run_get(struct api_ctx *c, const char *id, json_t *body)
 		api_not_found(c);
 	else
 		api_reply(c, 200, r, 0);
+}
+
+/* GET /runs/{id}/change: the change the run delivered (repo.h), as git printed it; 404: none. */
+static void
+api_run_change(struct api_ctx *c, const char *id, json_t *body)
+{
+	struct api_answer	 a;
+	char			*path, *data = NULL, *cause = NULL;
+	size_t			 len;
+
+	path = xprintf("%s/runs/%s/%s", c->e->conf->data_dir, id, REPO_CHANGE_FILE);
+	if (c->call_done != NULL || read_file(path, REPO_CHANGE_MAX + 256, &data, &len,
+	    &cause) != 0) {
+		free(cause);
+		free(path);
+		api_not_found(c);
+		return;
+	}
+	free(path);
+	memset(&a, 0, sizeof a);
+	a.status = 200;
+	a.ctype = "text/x-diff";
+	a.body = data;
+	c->done(&a, c->arg);
+	api_answer_clear(&a);
+	api_ctx_free(c);
 }
 
 static void
@@ -1545,6 +1596,7 @@ static const struct api_route api_routes[] = {
 	{ "POST", "/runs/*/cancel", SCOPE_RUNS_WRITE, OBJ_RUN, 2, api_run_cancel },
 	{ "POST", "/runs/*/retry", SCOPE_RUNS_WRITE, OBJ_RUN, 2, api_run_retry },
 	{ "GET", "/runs/*/events", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_events },
+	{ "GET", "/runs/*/change", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_change },
 	{ "GET", "/stats", SCOPE_RUNS_READ, OBJ_NONE, 0, api_stats },
 	{ "GET", "/automations", SCOPE_AUTOMATIONS_READ, OBJ_NONE, 0, api_automations },
 	{ "POST", "/automations/why", SCOPE_AUTOMATIONS_READ, OBJ_NONE, 1, api_why },
@@ -1893,5 +1945,6 @@ api_answer_clear(struct api_answer *a)
 	free(a->location);
 	free(a->set_cookie[0]);
 	free(a->set_cookie[1]);
+	free(a->form_action);
 	memset(a, 0, sizeof *a);
 }

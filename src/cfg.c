@@ -151,7 +151,8 @@ secret_free(struct secret *s)
 }
 
 /*
- * A secret is a reference, env:NAME or file:PATH, never a literal: a literal
+ * A secret is a reference, env:NAME, file:PATH or credential:NAME (a systemd
+ * credential, util.c's credential_path), never a literal: a literal
  * would sit in version control. The value itself is never put in a message.
  * With CONFIG_UNRESOLVED only the reference is checked and kept.
  */
@@ -164,8 +165,8 @@ cfg_secret(struct cfgctx *c, const struct ynode *n, const char *what)
 	size_t		 len;
 
 	if (n == NULL || n->type != YNODE_SCALAR || ynode_is_null(n)) {
-		cfg_error(c, n, "\"%s\" must be a secret reference (env:NAME or file:PATH)",
-		    what);
+		cfg_error(c, n, "\"%s\" must be a secret reference (env:NAME, file:PATH or "
+		    "credential:NAME)", what);
 		return NULL;
 	}
 	ref = n->value;
@@ -192,14 +193,21 @@ cfg_secret(struct cfgctx *c, const struct ynode *n, const char *what)
 		s->len = strlen(v);
 		return s;
 	}
-	if (strncmp(ref, "file:", 5) == 0) {
-		if (ref[5] == '\0') {
-			cfg_error(c, n, "\"%s\": file: needs a path", what);
+	if (strncmp(ref, "file:", 5) == 0 || strncmp(ref, "credential:", 11) == 0) {
+		if (ref[ref[0] == 'f' ? 5 : 11] == '\0') {
+			cfg_error(c, n, "\"%s\": %s", what, ref[0] == 'f' ?
+			    "file: needs a path" : "credential: needs a name");
 			return NULL;
 		}
 		if (c->flags & CONFIG_UNRESOLVED)
 			goto unresolved;
-		path = path_join(c->dir, ref + 5);
+		if (ref[0] == 'f')
+			path = path_join(c->dir, ref + 5);
+		else if ((path = credential_path(ref + 11, &cause)) == NULL) {
+			cfg_error(c, n, "\"%s\": %s", what, cause);
+			free(cause);
+			return NULL;
+		}
 		if (read_file(path, SECRET_FILE_MAX, &data, &len, &cause) != 0) {
 			cfg_error(c, n, "\"%s\": cannot read secret file: %s", what, cause);
 			free(cause);
@@ -213,7 +221,7 @@ cfg_secret(struct cfgctx *c, const struct ynode *n, const char *what)
 			data[--len] = '\0';
 		if (len == 0 || strlen(data) != len) {
 			cfg_error(c, n, "\"%s\": secret file %s is empty or binary", what,
-			    ref + 5);
+			    strchr(ref, ':') + 1);
 			explicit_bzero(data, len);
 			free(data);
 			return NULL;
@@ -224,8 +232,8 @@ cfg_secret(struct cfgctx *c, const struct ynode *n, const char *what)
 		s->len = len;
 		return s;
 	}
-	cfg_error(c, n, "\"%s\" must be a secret reference (env:NAME or file:PATH), "
-	    "not a literal value", what);
+	cfg_error(c, n, "\"%s\" must be a secret reference (env:NAME, file:PATH or "
+	    "credential:NAME), not a literal value", what);
 	return NULL;
 unresolved:
 	s = xcalloc(1, sizeof *s);

@@ -117,6 +117,7 @@ struct config {
 	char			*egress_ca_file;	/* trust for intercepted upstreams; NULL: system */
 	char			**mcp_origins;	/* mcp.allowed_origins, NULL-terminated; NULL: none */
 	char			**trusted_proxies; /* peers whose X-Forwarded-For is believed; NULL: none */
+	int			  forwarded_rfc7239; /* theirs is Forwarded:, not X-Forwarded-For */
 	int			 log_json;	/* log.format: json (else text: key=value) */
 	struct {
 		enum sandbox_backend	 backend;

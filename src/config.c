@@ -109,7 +109,7 @@ cfg_store(struct cfgctx *c, struct config *cf, const struct ynode *n)
 static const char *const top_keys[] = { "listen", "data_dir", "automations", "public_url",
 	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports",
 	"secrets", "egress", "log", "store", "store_notify", "nodes", "mcp", "trusted_proxies",
-	"metrics", "user", NULL };
+	"trusted_proxy_header", "metrics", "user", NULL };
 static const char *const metrics_keys[] = { "listen", NULL };
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
 	"idle", "buffered", "request", "runs", "queue", "drain",
@@ -747,6 +747,22 @@ cfg_trusted_proxies(struct cfgctx *c, struct config *cf, const struct ynode *n)
 	cf->trusted_proxies = cfg_addresses(c, n, "trusted_proxies");
 }
 
+/*
+ * trusted_proxy_header: which header the proxies append to. One only: a client
+ * may write the other itself, and the proxy would pass it on untouched.
+ */
+static void
+cfg_trusted_proxy_header(struct cfgctx *c, struct config *cf, const struct ynode *n)
+{
+	if (n->type == YNODE_SCALAR && strcasecmp(n->value, "x-forwarded-for") == 0)
+		cf->forwarded_rfc7239 = 0;
+	else if (n->type == YNODE_SCALAR && strcasecmp(n->value, "forwarded") == 0)
+		cf->forwarded_rfc7239 = 1;
+	else
+		cfg_error(c, n, "\"trusted_proxy_header\" is X-Forwarded-For or Forwarded "
+		    "(RFC 7239): the one header the proxies append to");
+}
+
 static const char *const egress_keys[] = { "ca_file", NULL };
 
 /* egress: the proxy's own settings; ca_file: what it trusts for the upstreams it intercepts. */
@@ -1276,6 +1292,8 @@ config_load(const char *path, int flags, struct yerrs *errs)
 			cfg_metrics(&c, cf, n);
 		else if (strcmp(k, "trusted_proxies") == 0)
 			cfg_trusted_proxies(&c, cf, n);
+		else if (strcmp(k, "trusted_proxy_header") == 0)
+			cfg_trusted_proxy_header(&c, cf, n);
 		else
 			cfg_unknown(&c, root, i, NULL, top_keys);
 	}

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define METRICS_MAX_SERIES	128
+#define METRICS_MAX_SERIES	256
 
 struct series {
 	char		 route[16];
@@ -60,7 +60,8 @@ static const struct {
 /*
  * Every counter, with its help: each is shown from the start at 0 (an alert's
  * increase() needs a series before the first count). Those counted by
- * destination and kind are seeded by their owner (outbox.c).
+ * destination and kind are seeded by their owner (outbox.c), each pair
+ * its backends can count.
  */
 static const char *const metrics_counters[][2] = {
 	{ "events", "Deliveries stored (each once, whatever matched)." },

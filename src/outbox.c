@@ -704,6 +704,41 @@ outbox_wake_cb(void *arg)
 	outbox_kick(arg);
 }
 
+/*
+ * Every destination and kind an outcome can be counted by, at 0 from the start:
+ * an alert's increase() needs the series before the first give-up.
+ */
+static void
+outbox_seed_counters(struct engine *e)
+{
+	static const char *const outcomes[] = { "reports_sent", "reports_retried",
+	    "reports_given_up" };
+	const struct report_backend	*b = NULL;
+	const char			*kinds[6];
+	char				 labels[96];
+	size_t				 i, k, n;
+
+	while ((b = report_backend_next(b)) != NULL) {
+		n = 0;
+		kinds[n++] = "run_end";
+		kinds[n++] = "dest";
+		if (b->ack != NULL)
+			kinds[n++] = "reaction";
+		if (b->status_target != NULL) {
+			kinds[n++] = "status";
+			kinds[n++] = "status_edit";
+		}
+		if (b->max > 0)
+			kinds[n++] = "reply";
+		for (k = 0; k < n; k++) {
+			snprintf(labels, sizeof labels, "destination=\"%s\",kind=\"%s\"",
+			    b->name, kinds[k]);
+			for (i = 0; i < SPUR_ARRLEN(outcomes); i++)
+				metrics_count_labels(e->metrics, outcomes[i], labels, 0);
+		}
+	}
+}
+
 struct outbox *
 outbox_create(struct engine *e)
 {
@@ -715,6 +750,7 @@ outbox_create(struct engine *e)
 	ob->due = evtimer_new(e->base, outbox_kick_cb, ob);
 	ob->kick = event_new(e->base, -1, 0, outbox_kick_cb, ob);
 	wake_subscribe(e, WAKE_OUTBOX, outbox_wake_cb, ob);
+	outbox_seed_counters(e);
 	/* Reports left pending by the last run of the engine go first. */
 	outbox_kick(ob);
 	return ob;

@@ -160,6 +160,30 @@ report_backend_find(const char *source)
 	return NULL;
 }
 
+const struct report_backend *
+report_backend_next(const struct report_backend *prev)
+{
+	const struct source	*src = NULL;
+	size_t			 i, n = SPUR_ARRLEN(report_backends);
+	int			 past = prev == NULL, listed;
+
+	for (i = 0; i < n; i++) {
+		if (past)
+			return report_backends[i];
+		past = report_backends[i] == prev;
+	}
+	while ((src = source_next(src)) != NULL) {
+		for (i = 0, listed = 0; i < n; i++)
+			listed |= src->report == report_backends[i];
+		if (src->report == NULL || listed)
+			continue;
+		if (past)
+			return src->report;
+		past = src->report == prev;
+	}
+	return NULL;
+}
+
 static const struct report_backend *
 report_backend_of(const json_t *target)
 {
@@ -393,14 +417,89 @@ report_none(const json_t *j)
 	return r != NULL && strcmp(r, "none") == 0;
 }
 
+/* A history row's time (format_time's ISO 8601 UTC with ms): ms since the epoch, -1: none. */
+static int64_t
+report_ms(const char *iso)
+{
+	struct tm	 tm;
+	const char	*p;
+	int		 ms = 0;
+
+	memset(&tm, 0, sizeof tm);
+	if (iso == NULL || (p = strptime(iso, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
+		return -1;
+	if (*p == '.')
+		ms = atoi(p + 1);
+	return (int64_t)timegm(&tm) * 1000 + ms;
+}
+
 /*
- * The status message's one line, in b's markup: queued, running since when
- * (and for how long so far), or ended (its report follows in the thread),
- * with the run's link; the status marker where b hides one.
+ * The run's phases so far as a checklist (claude-code-action's track_progress
+ * is the model): each one passed with how long it took, the one it is in with
+ * the time it began, in b's markup. history: the run's rows, oldest first.
+ */
+static void
+report_checklist(struct buf *m, const struct report_backend *b, const json_t *history,
+    int ended)
+{
+	static const struct {
+		const char	*phase;		/* NULL: waiting in the queue */
+		const char	*doing;
+		const char	*done;
+	} steps[] = {
+		{ NULL, "waiting for a run slot", "run slot" },
+		{ "cloning", "checking out the repository", "repository checked out" },
+		{ "setup", "setting up the environment", "environment set up" },
+		{ "agent", "agent at work", "agent done" },
+		{ "delivering", "delivering the change", "change delivered" },
+	};
+	int64_t		 at[SPUR_ARRLEN(steps)], end = -1, t;
+	const json_t	*row;
+	const char	*phase, *state;
+	char		 dur[64], hms[16];
+	size_t		 i, k, last = 0;
+
+	for (k = 0; k < SPUR_ARRLEN(steps); k++)
+		at[k] = -1;
+	json_array_foreach(history, i, row) {
+		phase = json_string_value(json_object_get(row, "phase"));
+		state = json_string_value(json_object_get(row, "state"));
+		t = report_ms(json_string_value(json_object_get(row, "at")));
+		if (state != NULL && strcmp(state, "queued") == 0 && at[0] < 0)
+			at[0] = t;
+		else if (state != NULL && strcmp(state, "running") != 0)
+			end = t;
+		for (k = 1; phase != NULL && k < SPUR_ARRLEN(steps); k++)
+			if (strcmp(phase, steps[k].phase) == 0 && at[k] < 0)
+				at[last = k] = t;
+	}
+	for (k = 0; k <= last; k++) {
+		if (at[k] < 0)
+			continue;
+		for (i = k + 1; i < SPUR_ARRLEN(steps) && at[i] < 0; i++)
+			;
+		t = i < SPUR_ARRLEN(steps) ? at[i] : end;
+		if (t >= 0) {
+			report_duration(t - at[k], dur, sizeof dur);
+			buf_addf(m, b->mrkdwn ? "\n:white_check_mark: %s · %s" : "\n- [x] %s · %s",
+			    steps[k].done, dur);
+		} else if (!ended) {
+			snprintf(hms, sizeof hms, "%02d:%02d:%02d", (int)(at[k] / 3600000 % 24),
+			    (int)(at[k] / 60000 % 60), (int)(at[k] / 1000 % 60));
+			buf_addf(m, b->mrkdwn ? "\n:hourglass_flowing_sand: %s, since %s UTC" :
+			    "\n- [ ] %s, since %s UTC", steps[k].doing, hms);
+		}
+	}
+}
+
+/*
+ * The status message, in b's markup: queued, running since when, or ended
+ * (its report follows in the thread), with the run's link, and the phases so
+ * far as a checklist; the status marker where b hides one.
  */
 static char *
-report_status_text(const struct report_backend *b, const json_t *j, const char *run,
-    const char *link)
+report_status_text(const struct report_backend *b, const json_t *j, const json_t *history,
+    const char *run, const char *link)
 {
 	const char	*state = json_string_value(json_object_get(j, "state"));
 	const char	*automation = json_string_value(json_object_get(j, "automation"));
@@ -409,6 +508,7 @@ report_status_text(const struct report_backend *b, const json_t *j, const char *
 	struct buf	 m;
 	char		 dur[64], *marker = report_marker(run, "status");
 	const char	*bold = b->mrkdwn ? "*" : "**";
+	int		 running = state != NULL && strcmp(state, "running") == 0;
 
 	buf_init(&m, 0);
 	if (b->marker == REPORT_MARKER_HEAD)
@@ -418,17 +518,24 @@ report_status_text(const struct report_backend *b, const json_t *j, const char *
 	buf_addf(&m, "%sspur%s · `%s` · ", bold, bold, automation != NULL ? automation : "?");
 	if (state == NULL || strcmp(state, "queued") == 0)
 		buf_addf(&m, "%squeued%s", bold, bold);
-	else if (strcmp(state, "running") == 0) {
+	else if (running) {
+		/* Told again every reports.refresh while it runs (report_status_sent). */
 		report_duration(json_is_integer(d) ? json_integer_value(d) : 0, dur, sizeof dur);
 		buf_addf(&m, "%srunning%s since %s (%s so far)", bold, bold,
 		    started != NULL ? started : "?", dur);
-	} else
-		buf_addf(&m, "%s%s%s · the report follows in the thread", bold, state, bold);
+	}
+	else {
+		report_duration(json_is_integer(d) ? json_integer_value(d) : -1, dur, sizeof dur);
+		buf_addf(&m, "%s%s%s in %s · the report follows in the thread", bold, state, bold,
+		    dur);
+	}
 	if (link != NULL)
 		buf_addf(&m, b->mrkdwn ? " · Run <%s|%s>" : " · Run [%s](%s)",
 		    b->mrkdwn ? link : run, b->mrkdwn ? run : link);
 	else
 		buf_addf(&m, " · Run `%s`", run);
+	report_checklist(&m, b, history, state != NULL && !running &&
+	    strcmp(state, "queued") != 0);
 	if (b->marker == REPORT_MARKER_TAIL)
 		buf_addf(&m, "\n\n%s", marker);
 	free(marker);
@@ -467,7 +574,7 @@ report_status_edit(struct engine *e, const struct report_backend *b, const json_
 static void
 report_status_at(struct engine *e, const char *run, const char *posted, int64_t not_before)
 {
-	json_t		*j, *ev, *target;
+	json_t		*j, *ev, *target, *history;
 	const struct report_backend *b;
 	const char	*why, *state, *retry_of;
 	char		*link = NULL, *text = NULL, *body, *id = NULL, *next;
@@ -482,7 +589,9 @@ report_status_at(struct engine *e, const char *run, const char *posted, int64_t 
 	    (!e->conf->report_progress && (b->opens_thread == NULL || !b->opens_thread(ev))))
 		goto out;
 	link = report_link(e, run);
-	text = report_status_text(b, j, run, link);
+	history = store_run_history(e->store, run);
+	text = report_status_text(b, j, history, run, link);
+	json_decref(history);
 	id = posted != NULL ? xstrdup(posted) : store_run_status(e->store, run, &at);
 	if (posted != NULL)
 		at = not_before;
@@ -644,7 +753,7 @@ report_run_end_(struct engine *e, const char *run, int alone, const char *posted
 	struct report_owned	 own;
 	const char		*nothread = NULL, *source;
 	const struct report_backend *b;
-	json_t			*st;
+	json_t			*st, *hist;
 	char			*id = NULL, *stext = NULL;
 	int64_t			 at;
 	int			 follows;
@@ -713,7 +822,9 @@ report_run_end_(struct engine *e, const char *run, int alone, const char *posted
 			goto out;
 		}
 		/* A review thread: the status message says so, the report follows there. */
-		stext = report_status_text(b, j, run, link);
+		hist = store_run_history(e->store, run);
+		stext = report_status_text(b, j, hist, run, link);
+		json_decref(hist);
 		report_status_edit(e, b, ev, run, "status_edit", id, 0, stext);
 	}
 	body = b->body(e, ev, run, "run_end", text);

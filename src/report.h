@@ -206,6 +206,8 @@ struct report_backend {
 extern const struct report_backend report_api;
 /* The backend of a source (github, slack, linear, api), or NULL. */
 const struct report_backend *report_backend_find(const char *source);
+/* Each backend in turn: the first after prev (NULL: the first), NULL after the last. */
+const struct report_backend *report_backend_next(const struct report_backend *prev);
 
 /* Helpers for the backends (report-common.c). */
 #define REPORT_LOOKUP_PAGE	100	/* comments or messages per page of a lookup */

@@ -206,8 +206,12 @@ secrets_key_from_ref(const char *dir, const char *ref, unsigned char key[SECRETS
 			return -1;
 		}
 		rc = secrets_key_parse(v, strlen(v), key, &why);
-	} else if (strncmp(ref, "file:", 5) == 0 && ref[5] != '\0') {
-		path = path_join(dir, ref + 5);
+	} else if ((strncmp(ref, "file:", 5) == 0 && ref[5] != '\0') ||
+	    (strncmp(ref, "credential:", 11) == 0 && ref[11] != '\0')) {
+		if (ref[0] == 'f')
+			path = path_join(dir, ref + 5);
+		else if ((path = credential_path(ref + 11, cause)) == NULL)
+			return -1;
 		if (read_file(path, SECRETS_KEY_FILE_MAX, &data, &len, &why) != 0) {
 			*cause = xprintf("%s: %s", ref, why);
 			free(why);
@@ -223,7 +227,8 @@ secrets_key_from_ref(const char *dir, const char *ref, unsigned char key[SECRETS
 		explicit_bzero(data, len);
 		free(data);
 	} else {
-		*cause = xprintf("%s: must be a reference, env:NAME or file:PATH", ref);
+		*cause = xprintf("%s: must be a reference, env:NAME, file:PATH or credential:NAME",
+		    ref);
 		return -1;
 	}
 	if (rc != 0) {

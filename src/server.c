@@ -103,7 +103,7 @@ enum hookreq_kind {
 };
 
 static void	front_accept_error_cb(struct evconnlistener *, void *);
-static void	server_console_headers(struct evkeyvalq *, const char *);
+static void	server_console_headers(struct evkeyvalq *, const char *, const char *);
 
 /*
  * One request from its arrival to its answer, owned by its front except while
@@ -136,6 +136,7 @@ struct hookreq {
 	struct api_req		 api;
 	char			*allow;		/* Allow of a 405: a copy (api.c's is on its stack) */
 	int			 console;	/* a console page (console.c), not the org API */
+	char			*form_action;	/* its CSP's form-action beside 'self' */
 	char			*location;
 	char			*set_cookie[2];
 	char			*mcp_session;
@@ -209,23 +210,93 @@ server_peer(struct evhttp_request *req)
 }
 
 /*
+ * The node of one Forwarded element's for= (RFC 7239 section 6): an address
+ * without its port or brackets, or "-" for none, "unknown", an obfuscated
+ * name or anything else that is no address (it ends the walk).
+ */
+static void
+forwarded_node(struct buf *out, const char *el, size_t len)
+{
+	const char	*p = el, *end = el + len, *v;
+	size_t		 n;
+
+	while (p < end) {
+		p += strspn(p, " \t;");
+		if (p >= end)
+			break;
+		n = strcspn(p, ";");
+		if (p + n > end)
+			n = end - p;
+		if (n > 4 && strncasecmp(p, "for=", 4) == 0) {
+			v = p + 4;
+			n -= 4;
+			if (n > 0 && *v == '"') {
+				v++;
+				n = n > 1 && v[n - 2] == '"' ? n - 2 : n - 1;
+			}
+			if (n > 0 && *v == '[') {
+				v++;
+				n--;
+				n = strcspn(v, "]") < n ? strcspn(v, "]") : 0;
+			} else
+				n = strcspn(v, ":\"") < n ? strcspn(v, ":\"") : n;
+			if (n > 0 && strspn(v, "0123456789abcdefABCDEF.:") >= n) {
+				buf_add(out, v, n);
+				return;
+			}
+			break;
+		}
+		p += n;
+	}
+	buf_adds(out, "-");
+}
+
+/* Forwarded: for=A;proto=https, for="[B]:443" as "A, B" (quoted commas kept in their element). */
+static char *
+forwarded_list(const char *h)
+{
+	struct buf	 out;
+	const char	*el = h, *p;
+	int		 quoted = 0;
+
+	buf_init(&out, 0);
+	for (p = h;; p++) {
+		if (*p == '"')
+			quoted = !quoted;
+		else if (*p == '\\' && quoted && p[1] != '\0')
+			p++;
+		else if ((*p == ',' && !quoted) || *p == '\0') {
+			if (out.len > 0)
+				buf_adds(&out, ",");
+			forwarded_node(&out, el, p - el);
+			if (*p == '\0')
+				break;
+			el = p + 1;
+		}
+	}
+	return buf_take(&out);
+}
+
+/*
  * Who sent the request, for the log's peer=: the connection's peer; when that
- * is one of trusted_proxies, the last X-Forwarded-For address that is not
- * one of them (each proxy appends the address it heard from, so any before
- * that the client may have written itself), followed by " via=" the peer.
- * Only an address is taken from the header: anything else ends the walk.
+ * is one of trusted_proxies, the last address of trusted_proxy_header's list
+ * (X-Forwarded-For, or Forwarded's for=) that is not one of them (each proxy
+ * appends the address it heard from, so any before that the client may have
+ * written itself), followed by " via=" the peer. Only an address is taken
+ * from the header: anything else ends the walk.
  */
 static char *
 server_client(struct server *srv, struct evhttp_request *req)
 {
-	const char		*peer = server_peer(req), *xff;
+	const char		*peer = server_peer(req), *h;
 	struct automation_set	*set;
 	struct config		*conf = serve_config_ref(srv->engine, &set);
 	char			*list = NULL, *client = NULL, *p, *item, *out;
 
-	xff = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Forwarded-For");
-	if (xff != NULL && netguard_listed(peer, conf->trusted_proxies)) {
-		list = xstrdup(xff);
+	h = evhttp_find_header(evhttp_request_get_input_headers(req),
+	    conf->forwarded_rfc7239 ? "Forwarded" : "X-Forwarded-For");
+	if (h != NULL && netguard_listed(peer, conf->trusted_proxies)) {
+		list = conf->forwarded_rfc7239 ? forwarded_list(h) : xstrdup(h);
 		do {
 			p = strrchr(list, ',');
 			item = p != NULL ? p + 1 : list;
@@ -273,6 +344,7 @@ hookreq_free(struct hookreq *hr)
 	free(hr->location);
 	free(hr->set_cookie[0]);
 	free(hr->set_cookie[1]);
+	free(hr->form_action);
 	free(hr->stream_run);
 	free(hr->stream_after);
 	spur_event_free(hr->person_ev);
@@ -383,7 +455,7 @@ front_answer_cb(evutil_socket_t fd, short what, void *arg)
 					evhttp_add_header(h, "Set-Cookie", hr->set_cookie[i]);
 			}
 			if (hr->console)
-				server_console_headers(h, "no-store");
+				server_console_headers(h, "no-store", hr->form_action);
 			if (hr->stream_run != NULL) {
 				/* The stream is the front's from here: it reads the run's files. */
 				metrics_request(srv->engine->metrics, hr->route, 200);
@@ -452,6 +524,8 @@ server_api_done(struct api_answer *a, void *arg)
 	hr->set_cookie[1] = a->set_cookie[1];
 	a->set_cookie[0] = a->set_cookie[1] = NULL;
 	hr->console = a->console;
+	hr->form_action = a->form_action;
+	a->form_action = NULL;
 	hr->stream_run = a->stream_run;
 	a->stream_run = NULL;
 	hr->retry_after = a->retry_after;
@@ -794,13 +868,20 @@ server_openapi(struct server *srv, struct evhttp_request *req)
 	metrics_request(srv->engine->metrics, "openapi", 200);
 }
 
-/* What every console answer carries: no inline script, no framing, no sniffing. */
+/*
+ * What every console answer carries: no inline script, no framing, no sniffing.
+ * form_action: one more origin its forms may post to (console.c says which).
+ */
 static void
-server_console_headers(struct evkeyvalq *h, const char *cache)
+server_console_headers(struct evkeyvalq *h, const char *cache, const char *form_action)
 {
-	evhttp_add_header(h, "Content-Security-Policy", "default-src 'none'; script-src 'self'; "
-	    "style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; "
-	    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
+	char	*csp = xprintf("default-src 'none'; script-src 'self'; style-src 'self'; "
+		    "img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; "
+		    "form-action 'self'%s%s; frame-ancestors 'none'", form_action != NULL ? " " : "",
+		    form_action != NULL ? form_action : "");
+
+	evhttp_add_header(h, "Content-Security-Policy", csp);
+	free(csp);
 	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
 	evhttp_add_header(h, "Referrer-Policy", "same-origin");
 	evhttp_add_header(h, "Cache-Control", cache);
@@ -819,7 +900,7 @@ server_console_asset(struct server *srv, struct evhttp_request *req, const char 
 		return;
 	}
 	out = evbuffer_new();
-	server_console_headers(h, "public, max-age=3600");
+	server_console_headers(h, "public, max-age=3600", NULL);
 	evhttp_add_header(h, "Content-Type", a->ctype);
 	evbuffer_add_reference(out, a->data, a->len, NULL, NULL);
 	evhttp_send_reply(req, 200, "OK", out);

@@ -175,6 +175,32 @@ out:
 	return r;
 }
 
+/*
+ * A secret reference credential:NAME's file: NAME in $CREDENTIALS_DIRECTORY,
+ * where systemd's LoadCredential= puts it for the service (from a shell, the
+ * variable names the directory that holds the sources). NULL with *cause.
+ */
+char *
+credential_path(const char *name, char **cause)
+{
+	const char	*dir = getenv("CREDENTIALS_DIRECTORY");
+
+	if (*name == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+	    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-@") !=
+	    strlen(name)) {
+		*cause = xprintf("credential:%s: a credential's name is letters, digits, "
+		    "\".\", \"_\", \"-\" and \"@\" (LoadCredential=NAME:PATH's NAME)", name);
+		return NULL;
+	}
+	if (dir == NULL || *dir != '/') {
+		*cause = xprintf("credential:%s is read from $CREDENTIALS_DIRECTORY, which is not "
+		    "set (systemd sets it for a unit with LoadCredential=; from a shell, name the "
+		    "directory of the sources: sudo CREDENTIALS_DIRECTORY=/etc/spur spur check)", name);
+		return NULL;
+	}
+	return path_join(dir, name);
+}
+
 char *
 path_join(const char *a, const char *b)
 {

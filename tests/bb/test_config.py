@@ -51,7 +51,7 @@ with Spur() as s:
         '%s:7:9: error: "limits.runs" must be an integer from 1 to 4096' % s.config,
         '%s:10:12: error: "sandbox.timeout": invalid duration "30 minutes" (expected e.g. 90s, 20m, 2h, 7d)' % s.config,
         '%s:12:12: error: "sandbox.backend" must be bwrap or none' % s.config,
-        '%s:16:23: error: "github.webhook_secret" must be a secret reference (env:NAME or file:PATH), not a literal value' % s.config,
+        '%s:16:23: error: "github.webhook_secret" must be a secret reference (env:NAME, file:PATH or credential:NAME), not a literal value' % s.config,
         '%s:17:14: error: "github.token": environment variable T_DOES_NOT_EXIST is not set' % s.config,
     ]
     for w in want:
@@ -127,7 +127,11 @@ with Spur() as s:
              "an unknown key in mcp: did you mean"),
             ("trusted_proxies: [10.0.0.0/8, proxy.local]\n", "1:31",
              '"trusted_proxies" items are addresses or CIDRs (127.0.0.1, 10.0.0.0/8, ::1), not "proxy.local"',
-             "a trusted_proxies item that is no address is refused at its position")):
+             "a trusted_proxies item that is no address is refused at its position"),
+            ("trusted_proxy_header: X-Real-IP\n", "1:23",
+             '"trusted_proxy_header" is X-Forwarded-For or Forwarded (RFC 7239): the one header the proxies '
+             'append to',
+             "a trusted_proxy_header that is neither is refused at its position")):
         with open(s.config, "w") as f:
             f.write(text)
         rc, out, err = s.c("check")
@@ -244,6 +248,41 @@ with Spur() as s:
     rc, out, err = s.c("check")
     t.eq(rc, 0, "a file: secret relative to the config is read")
     t.eq(grep_secrets(out + err), [], "check prints no secret value")
+
+    # credential:NAME: a systemd credential, in $CREDENTIALS_DIRECTORY (LoadCredential= sets it;
+    # from a shell, it names the directory of the sources)
+    creds = os.path.join(s.dir, "creds")
+    os.makedirs(creds, exist_ok=True)
+    with open(os.path.join(creds, "acme-gh.secret"), "w") as f:
+        f.write(SECRETS["T_GH_SECRET"] + "\n")
+    for ref, env, want, name in (
+            ("credential:acme-gh.secret", creds, None, "a credential: secret is read from $CREDENTIALS_DIRECTORY"),
+            ("credential:acme-gh.secret", None,
+             '"github.webhook_secret": credential:acme-gh.secret is read from $CREDENTIALS_DIRECTORY, which is '
+             'not set (systemd sets it for a unit with LoadCredential=; from a shell, name the directory of the '
+             'sources: sudo CREDENTIALS_DIRECTORY=/etc/spur spur check)',
+             "without $CREDENTIALS_DIRECTORY: refused, saying how to run it from a shell"),
+            ("credential:../gh.secret", creds,
+             '"github.webhook_secret": credential:../gh.secret: a credential\'s name is letters, digits, ".", '
+             '"_", "-" and "@" (LoadCredential=NAME:PATH\'s NAME)',
+             "a name with a path in it is refused (nothing outside the directory is read)"),
+            ("credential:", creds, '"github.webhook_secret": credential: needs a name', "credential: needs a name"),
+            ("credential:missing", creds, "cannot read secret file", "a credential that is not there")):
+        with open(s.config, "w") as f:
+            f.write("listen: 127.0.0.1:1\norgs:\n  acme:\n    github: {webhook_secret: '%s'}\n" % ref)
+        saved = s.env.get("CREDENTIALS_DIRECTORY")
+        s.env.pop("CREDENTIALS_DIRECTORY", None)
+        if env:
+            s.env["CREDENTIALS_DIRECTORY"] = env
+        rc, out, err = s.c("check")
+        s.env.pop("CREDENTIALS_DIRECTORY", None)
+        if saved is not None:
+            s.env["CREDENTIALS_DIRECTORY"] = saved
+        if want is None:
+            t.eq((rc, err), (0, ""), name)
+        else:
+            t.ok(rc == 1 and want in err, name, err)
+        t.eq(grep_secrets(out + err), [], "(and no secret value printed)")
 
     # listen lists, addresses
     with open(s.config, "w") as f:
@@ -413,7 +452,7 @@ with Spur() as s:
         '16:19: error: "console.github_org" must be a GitHub organization\'s login (letters, digits and -)',
         '17:20: error: "console.teams": "x y" is not a team slug (letters, digits, -, _ and .)',
         '18:19: error: "console.github_url" must be an http:// or https:// URL',
-        '21:29: error: "console.github_client_secret" must be a secret reference (env:NAME or file:PATH), '
+        '21:29: error: "console.github_client_secret" must be a secret reference (env:NAME, file:PATH or credential:NAME), '
         'not a literal value',
         '21:7: error: "console.github_client_id" is required (the GitHub OAuth app people sign in with)',
         '21:7: error: "console.github_org" is required: the GitHub organization whose members may see org gamma',

@@ -91,6 +91,14 @@ try:
         zero = ["spur_events_total", "spur_http_busy_refusals_total", "spur_http_request_timeouts_total",
                 "spur_http_accept_pauses_total"]
         t.eq([n for n in zero if value(samples, n) != 0.0], [], "every unlabelled counter is there from the start, at 0")
+        # The shipped alert's increase() needs the series before the first give-up.
+        want = [("github", "run_end"), ("github", "reaction"), ("github", "status"), ("github", "status_edit"),
+                ("slack", "run_end"), ("slack", "status"), ("linear", "run_end"), ("api", "run_end"),
+                ("github", "dest"), ("github", "reply")]
+        for name in ("spur_reports_given_up_total", "spur_reports_sent_total", "spur_reports_retried_total"):
+            t.eq([(d, k, value(samples, name, destination=d, kind=k)) for d, k in want
+                  if value(samples, name, destination=d, kind=k) != 0.0], [],
+                 "%s by destination and kind: there from the start, at 0" % name)
         t.ok(value(samples, "process_resident_memory_bytes") > 1e6 and value(samples, "process_open_fds") > 3 and
              value(samples, "process_max_fds") >= value(samples, "process_open_fds") and
              value(samples, "process_cpu_seconds_total") > 0 and

@@ -513,13 +513,16 @@ with Spur() as a:
         t.ok(rc == 1 and "cannot listen" in err, "a taken port is a clear error, exit 1", err)
 
 # --- who sent it: X-Forwarded-For is believed from trusted_proxies only -----------------------------
-def unsigned(s, xff):
-    """A GitHub delivery with a wrong signature (logged with who sent it), through a proxy saying xff."""
+def unsigned(s, xff, fwd=None):
+    """A GitHub delivery with a wrong signature (logged with who sent it), through a proxy saying xff
+    (X-Forwarded-For) or fwd (Forwarded)."""
     body = b'{"zen": "x"}'
     h = github_headers(body)
     h["X-Hub-Signature-256"] = "sha256=" + "0" * 64
     if xff is not None:
         h["X-Forwarded-For"] = xff
+    if fwd is not None:
+        h["Forwarded"] = fwd
     st, _, _ = s.request("POST", "/o/acme/hooks/github", body, h)
     return st
 
@@ -548,5 +551,31 @@ with Spur("trusted_proxies: [127.0.0.0/8, 10.0.0.5]\n") as s:
     st, _, _ = s.request("GET", "/o/acme/runs", headers={"X-Forwarded-For": "2001:db8::7"})
     t.contains(s.logs()[mark:], "event=api.unauthorized org=acme path=/runs peer=2001:db8::7 via=127.0.0.1",
                "the API's refusals say who too")
+    mark = len(s.logs())
+    unsigned(s, None, "for=198.51.100.1")
+    t.contains(s.logs()[mark:], "peer=127.0.0.1 reason=",
+               "Forwarded is not read while trusted_proxy_header is X-Forwarded-For (a client could write it)")
+
+# --- trusted_proxy_header: Forwarded (RFC 7239) ------------------------------------------------------
+with Spur("trusted_proxies: [127.0.0.0/8, 10.0.0.5]\ntrusted_proxy_header: Forwarded\n") as s:
+    s.start()
+    for fwd, want, name in (
+            ("for=203.0.113.7;proto=https;by=127.0.0.1", "peer=203.0.113.7 via=127.0.0.1 ",
+             "for= of the one element"),
+            ('for=198.51.100.1, for="203.0.113.9:4711";proto=https, For=10.0.0.5',
+             "peer=203.0.113.9 via=127.0.0.1 ",
+             "the last for= that is not a trusted proxy, its port dropped, the name's case ignored"),
+            ('for="[2001:db8:cafe::17]:4711"', "peer=2001:db8:cafe::17 via=127.0.0.1 ",
+             "an IPv6 node in brackets, with a port"),
+            ('for=198.51.100.1, for="_hidden"', "peer=127.0.0.1 reason=",
+             "an obfuscated node ends the walk: the peer"),
+            ('for=198.51.100.1, for=unknown', "peer=127.0.0.1 reason=", "so does unknown"),
+            ('for="198.51.100.1, 203.0.113.1"', "peer=127.0.0.1 reason=",
+             "a quoted comma stays in its element, which names no address"),
+            ("proto=https", "peer=127.0.0.1 reason=", "an element without for=: the peer")):
+        mark = len(s.logs())
+        unsigned(s, "192.0.2.99", fwd)
+        t.contains(s.logs()[mark:], want, "Forwarded: " + name)
+        t.ok("192.0.2.99" not in s.logs()[mark:], "(and X-Forwarded-For is not read)", s.logs()[mark:])
 
 t.done()
