@@ -20,9 +20,8 @@ static struct named_secret named[] = { { "NPM_TOKEN", &tok }, { "HOOK", &tok } }
 static struct named_secret agent_keys[] = {
 	{ "claude", &tok }, { "codex", &tok }, { "opencode", &tok },
 };
-static struct org_github org_gh = { .webhook_secret = &tok };
 static struct org	 orgs[] = {
-	{ .name = "acme", .github = &org_gh,
+	{ .name = "acme",
 	  .secrets = named, .nsecrets = SPUR_ARRLEN(named), .agents = agent_keys,
 	  .nagents = SPUR_ARRLEN(agent_keys) },
 	{ .name = "other" },
@@ -109,7 +108,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (dir == NULL) {
 		/* The systems' sections are their files' own: made as the config makes them. */
 		setenv("SPUR_FUZZ_TOKEN", "fuzz-token", 1);
-		if (config_org_section(&orgs[0], "slack", "signing_secret: env:SPUR_FUZZ_TOKEN",
+		if (config_org_section(&orgs[0], "github", "webhook_secret: env:SPUR_FUZZ_TOKEN",
+		    &cause) != 0 ||
+		    config_org_section(&orgs[0], "slack", "signing_secret: env:SPUR_FUZZ_TOKEN",
 		    &cause) != 0 || config_org_section(&orgs[0], "linear",
 		    "webhook_secret: env:SPUR_FUZZ_TOKEN", &cause) != 0)
 			fatal("section: %s", cause);

@@ -37,13 +37,12 @@ static struct secret std_secret = { "env:STD", STD_SECRET, sizeof STD_SECRET - 1
 static struct secret bearer_secret = { "env:BR", BEARER_SECRET, sizeof BEARER_SECRET - 1 };
 static struct secret bad_std_secret = { "env:BAD", "whsec_***", 9 };
 
-static struct org_github org_gh = { .webhook_secret = &gh_secret };
 static struct named_secret named[] = {
 	{ "HOOK", &hook_secret }, { "STD", &std_secret }, { "TOKEN", &bearer_secret },
 	{ "BADSTD", &bad_std_secret },
 };
 static struct org acme = {
-	.name = "acme", .github = &org_gh,
+	.name = "acme",
 	.secrets = named, .nsecrets = SPUR_ARRLEN(named),
 };
 static struct config conf = { .orgs = &acme, .norgs = 1 };
@@ -124,7 +123,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* The systems' sections are their files' own: made as the config makes them. */
 		setenv("SPUR_FUZZ_SLACK", SLACK_SECRET, 1);
 		setenv("SPUR_FUZZ_LINEAR", LINEAR_SECRET, 1);
-		if (config_org_section(&acme, "slack", "signing_secret: env:SPUR_FUZZ_SLACK",
+		setenv("SPUR_FUZZ_GITHUB", gh_secret.value, 1);
+		if (config_org_section(&acme, "github", "webhook_secret: env:SPUR_FUZZ_GITHUB",
+		    &cause) != 0 || config_org_section(&acme, "slack", "signing_secret: env:SPUR_FUZZ_SLACK",
 		    &cause) != 0 || config_org_section(&acme, "linear",
 		    "webhook_secret: env:SPUR_FUZZ_LINEAR", &cause) != 0)
 			fatal("section: %s", cause);

@@ -1247,8 +1247,8 @@ api_stats(struct api_ctx *c, const char *id, json_t *body)
 /* ----- automations ----- */
 
 /*
- * Where an automation's report goes, in words ("the event's thread",
- * "github acme/api#12", "an API callback", or a system's name and the one
+ * Where an automation's report goes, in words ("the event's thread", what
+ * a system says of its own (source.h report_words), "an API callback", or a system's name and the one
  * value its destination holds: its channel, its issue): never a callback's
  * URL or secret.
  */
@@ -1256,7 +1256,9 @@ static json_t *
 api_report_dests(const struct automation *a)
 {
 	json_t		*list = json_array(), *d, *meta;
+	const struct source *sys;
 	const char	*src, *v;
+	char		*w;
 	size_t		 i;
 
 	if (a->report_thread)
@@ -1266,11 +1268,11 @@ api_report_dests(const struct automation *a)
 		meta = json_object_get(d, "meta");
 		if (src == NULL)
 			continue;
-		if (strcmp(src, "github") == 0)
-			json_array_append_new(list, json_sprintf("github %s#%lld",
-			    (v = json_string_value(json_object_get(d, "repository"))) != NULL ? v : "",
-			    (long long)json_integer_value(json_object_get(meta, "number"))));
-		else if (strcmp(src, "api") == 0)
+		if ((sys = source_system(src)) != NULL && sys->report_words != NULL) {
+			w = sys->report_words(d);
+			json_array_append_new(list, json_string(w));
+			free(w);
+		} else if (strcmp(src, "api") == 0)
 			json_array_append_new(list, json_string("an API callback"));
 		else if (json_object_size(meta) == 1 &&
 		    (v = json_string_value(json_object_iter_value(json_object_iter(meta)))) != NULL)
@@ -1349,6 +1351,7 @@ api_why(struct api_ctx *c, const char *id, json_t *body)
 	struct config		*conf;
 	struct header		 headers[2];
 	const char		*source, *event, *bad, *hook;
+	const struct source	*sys;
 	json_t			*out = NULL, *data, *m;
 	char			*text, *cause = NULL;
 	size_t			 i;
@@ -1365,9 +1368,11 @@ api_why(struct api_ctx *c, const char *id, json_t *body)
 		api_bad_names(c, "source: must be ", sources, " or ");
 		return;
 	}
-	if ((strcmp(source, "webhook") == 0 || strcmp(source, "github") == 0) && event == NULL) {
-		api_bad(c, "event: required for %s (%s)", source, strcmp(source, "github") == 0 ?
-		    "the X-GitHub-Event name" : "the hook's name");
+	sys = source_system(source);
+	if ((strcmp(source, "webhook") == 0 || (sys != NULL && sys->event_header != NULL)) &&
+	    event == NULL) {
+		api_bad(c, "event: required for %s (the %s name)", source, sys != NULL ?
+		    sys->event_header : "hook's");
 		return;
 	}
 	if (!json_is_object(json_object_get(body, "payload"))) {

@@ -1,6 +1,7 @@
 /* automation.c: loading and validating the automations directory (SPEC section 4), and an automation as JSON for runs. */
 #include "spur.h"
 #include "agent.h"
+#include "aload.h"
 #include "automation.h"
 #include "budget.h"
 #include "conf.h"
@@ -25,26 +26,6 @@
 /* More files than this in one directory is a mistake, not a setup. */
 #define AUTOMATION_MAX_FILES	100000
 
-/* What is known across files while a directory loads: names and hooks are unique per org. */
-struct aseen {
-	char	*org;
-	char	*name;
-	char	*file;
-};
-
-struct aload {
-	const struct config	*conf;
-	struct yerrs		*errs;
-	const char		*file;
-	const struct org	*org;		/* of the automation being read */
-	struct automation	*a;
-	struct aseen		*names;
-	size_t			 nnames;
-	struct aseen		*hooks;
-	size_t			 nhooks;
-	struct ynode		*one;		/* get_items: a lone scalar as a list */
-};
-
 static const char *const top_keys[] = {
 	"name", "org", "on", "agent", "model", "command", "prompt", "repository", "proof",
 	"artifacts", "secrets", "network", "timeout", "concurrency", "report", "authors",
@@ -59,9 +40,6 @@ static const char *const repo_map_last[] = { "text", "default", NULL };
 static const char *const retry_names[] = { "once", "never", NULL };
 /* on: the systems of source.h's table, then these. */
 static const char *const on_more[] = { "schedule", "webhook", NULL };
-static const char *const github_keys[] = {
-	"events", "repositories", "text", "where", "labels", NULL
-};
 static const char *const schedule_keys[] = { "cron", "timezone", NULL };
 static const char *const webhook_keys[] = { "name", "auth", "text", "thread", "where", NULL };
 static const char *const hmac_keys[] = {
@@ -73,11 +51,10 @@ static const char *const pull_request_keys[] = { "draft", "reviewers", "labels",
 static const char *const environment_keys[] = { "setup", "cache", "rootfs", NULL };
 static const char *const budget_keys[] = { "tokens", "usd", NULL };
 /*
- * report: the thread, the destinations (slack and github first, as messages
- * have always listed them, then the other systems with report_dest of
- * source.h), webhook, and on.
+ * report: the thread, the destinations (the systems with report_dest of
+ * source.h, in the table's order), webhook, and on.
  */
-static const char *const report_first[] = { "thread", "slack", "github", NULL };
+static const char *const report_first[] = { "thread", NULL };
 static const char *const report_last[] = { "webhook", "on", NULL };
 static const char *const report_webhook_keys[] = { "url", "secret", NULL };
 static const char *const authors_keys[] = { "users", "groups", "teams", NULL };
@@ -91,98 +68,6 @@ static const char *const proof_names[] = {
 static const char *const conc_key_names[] = { "thread", "automation", "none", NULL };
 static const char *const on_busy_names[] = { "queue", "cancel_running", "skip", NULL };
 
-/*
- * GitHub webhook events and their actions (from GitHub's webhook documentation and
- * @octokit/webhooks-examples). An event with no actions is written without one;
- * "*" accepts any action (repository_dispatch actions are chosen by the sender).
- */
-static const struct {
-	const char	*event;
-	const char	*actions;	/* space separated */
-} github_events[] = {
-	{ "branch_protection_rule", "created edited deleted" },
-	{ "check_run", "created completed rerequested requested_action" },
-	{ "check_suite", "completed requested rerequested" },
-	{ "code_scanning_alert", "appeared_in_branch closed_by_user created fixed reopened "
-	    "reopened_by_user" },
-	{ "commit_comment", "created" },
-	{ "create", "" },
-	{ "delete", "" },
-	{ "dependabot_alert", "auto_dismissed auto_reopened created dismissed fixed "
-	    "reintroduced reopened" },
-	{ "deploy_key", "created deleted" },
-	{ "deployment", "created" },
-	{ "deployment_review", "approved rejected requested" },
-	{ "deployment_status", "created" },
-	{ "discussion", "answered category_changed closed created deleted edited labeled "
-	    "locked pinned reopened transferred unanswered unlabeled unlocked unpinned" },
-	{ "discussion_comment", "created deleted edited" },
-	{ "fork", "" },
-	{ "gollum", "" },
-	{ "installation", "created deleted new_permissions_accepted suspend unsuspend" },
-	{ "installation_repositories", "added removed" },
-	{ "issue_comment", "created deleted edited" },
-	{ "issues", "assigned closed deleted demilestoned edited labeled locked milestoned "
-	    "opened pinned reopened transferred typed unassigned unlabeled unlocked "
-	    "unpinned untyped" },
-	{ "label", "created deleted edited" },
-	{ "member", "added edited removed" },
-	{ "membership", "added removed" },
-	{ "merge_group", "checks_requested destroyed" },
-	{ "milestone", "closed created deleted edited opened" },
-	{ "organization", "deleted member_added member_invited member_removed renamed" },
-	{ "package", "published updated" },
-	{ "page_build", "" },
-	{ "ping", "" },
-	{ "project", "closed created deleted edited reopened" },
-	{ "project_card", "converted created deleted edited moved" },
-	{ "project_column", "created deleted edited moved" },
-	{ "projects_v2_item", "archived converted created deleted edited reordered "
-	    "restored" },
-	{ "public", "" },
-	{ "pull_request", "assigned auto_merge_disabled auto_merge_enabled closed "
-	    "converted_to_draft demilestoned dequeued edited enqueued labeled locked "
-	    "milestoned opened ready_for_review reopened review_request_removed "
-	    "review_requested synchronize unassigned unlabeled unlocked" },
-	{ "pull_request_review", "dismissed edited submitted" },
-	{ "pull_request_review_comment", "created deleted edited" },
-	{ "pull_request_review_thread", "resolved unresolved" },
-	{ "push", "" },
-	{ "registry_package", "published updated" },
-	{ "release", "created deleted edited prereleased published released unpublished" },
-	{ "repository", "archived created deleted edited privatized publicized renamed "
-	    "transferred unarchived" },
-	{ "repository_dispatch", "*" },
-	{ "repository_import", "" },
-	{ "repository_vulnerability_alert", "create dismiss reopen resolve" },
-	{ "secret_scanning_alert", "created publicly_leaked reopened resolved validated" },
-	{ "security_advisory", "performed published updated withdrawn" },
-	{ "sponsorship", "cancelled created edited pending_cancellation pending_tier_change "
-	    "tier_changed" },
-	{ "star", "created deleted" },
-	{ "status", "" },
-	{ "sub_issues", "parent_issue_added parent_issue_removed sub_issue_added "
-	    "sub_issue_removed" },
-	{ "team", "added_to_repository created deleted edited removed_from_repository" },
-	{ "team_add", "" },
-	{ "watch", "started" },
-	{ "workflow_dispatch", "" },
-	{ "workflow_job", "completed in_progress queued waiting" },
-	{ "workflow_run", "completed in_progress requested" },
-};
-
-
-static int
-name_index(const char *const *names, const char *s)
-{
-	int	 i;
-
-	for (i = 0; names[i] != NULL; i++) {
-		if (strcmp(names[i], s) == 0)
-			return i;
-	}
-	return -1;
-}
 
 /* "a, b or c", for messages listing what is allowed. */
 static char *
@@ -223,52 +108,6 @@ names_with_systems(const char **out, size_t max, const char *const *first,
 		out[n++] = last[i];
 	out[n] = NULL;
 	return out;
-}
-
-/* Whether key i of m repeats an earlier key (only the first counts; map_check reports the rest). */
-static int
-key_repeated(const struct ynode *m, size_t i)
-{
-	/* The YAML loader marked (and reported) repeated keys. */
-	return m->items[2 * i]->type != YNODE_SCALAR || m->items[2 * i]->dup;
-}
-
-/*
- * Checks that m is a mapping whose keys are all in keys and none repeats.
- * what is the dotted place ("on.github"), NULL at the top. -1 if m is not a mapping.
- */
-static int
-map_check(struct aload *l, const struct ynode *m, const char *what, const char *const *keys)
-{
-	const struct ynode	*k;
-	const char		*s, *hint;
-	size_t			 i;
-
-	if (m == NULL || m->type != YNODE_MAP) {
-		if (what == NULL)
-			yerrs_node(l->errs, l->file, m, "an automation must be a mapping");
-		else
-			yerrs_node(l->errs, l->file, m, "\"%s\" must be a mapping", what);
-		return -1;
-	}
-	for (i = 0; i < m->n; i++) {
-		k = m->items[2 * i];
-		if (k->type != YNODE_SCALAR) {
-			yerrs_node(l->errs, l->file, k, "a key must be a string");
-			continue;
-		}
-		s = k->value;
-		if (key_repeated(m, i))
-			continue;	/* reported by the YAML loader */
-		if (keys == NULL || name_index(keys, s) >= 0)
-			continue;
-		hint = name_suggest(keys, s);
-		yerrs_node(l->errs, l->file, k, "unknown key \"%s\"%s%s%s%s%s", s,
-		    what != NULL ? " in " : "", what != NULL ? what : "",
-		    hint != NULL ? " (did you mean \"" : "", hint != NULL ? hint : "",
-		    hint != NULL ? "\"?)" : "");
-	}
-	return 0;
 }
 
 /* A scalar's text, or an error naming what it is for. */
@@ -681,40 +520,6 @@ parse_where_map(struct aload *l, const struct ynode *m, const char *what)
 }
 
 static int
-github_event_valid(struct aload *l, const struct ynode *n)
-{
-	const char	*s = n->value, *dot = strchr(s, '.'), *acts, *p;
-	size_t		 i, elen = dot != NULL ? (size_t)(dot - s) : strlen(s), alen;
-
-	for (i = 0; i < SPUR_ARRLEN(github_events); i++) {
-		if (strlen(github_events[i].event) == elen &&
-		    strncmp(github_events[i].event, s, elen) == 0)
-			break;
-	}
-	if (i == SPUR_ARRLEN(github_events)) {
-		yerrs_node(l->errs, l->file, n, "unknown github event \"%.*s\"", (int)elen, s);
-		return 0;
-	}
-	if (dot == NULL)
-		return 1;
-	acts = github_events[i].actions;
-	alen = strlen(dot + 1);
-	if (strcmp(acts, "*") == 0 && alen > 0)
-		return 1;
-	for (p = acts; alen > 0 && *p != '\0'; p += strcspn(p, " "), p += strspn(p, " ")) {
-		if (strcspn(p, " ") == alen && strncmp(p, dot + 1, alen) == 0)
-			return 1;
-	}
-	if (*acts == '\0')
-		yerrs_node(l->errs, l->file, n, "github event \"%s\" has no actions; write "
-		    "\"%s\"", github_events[i].event, github_events[i].event);
-	else
-		yerrs_node(l->errs, l->file, n, "unknown action \"%s\" of github event \"%s\" "
-		    "(known: %s)", dot + 1, github_events[i].event, acts);
-	return 0;
-}
-
-static int
 event_valid(struct aload *l, const struct trigger *t, const struct ynode *n)
 {
 	char	*why;
@@ -726,7 +531,7 @@ event_valid(struct aload *l, const struct trigger *t, const struct ynode *n)
 		free(why);
 		return 0;
 	}
-	return github_event_valid(l, n);
+	return 1;
 }
 
 static void
@@ -1073,13 +878,6 @@ parse_source_trigger(struct aload *l, struct trigger *t, const struct ynode *m)
 	}
 }
 
-/* The keys of a system's trigger: its own list, or GitHub's here. */
-static const char *const *
-system_trigger_keys(const struct source *system)
-{
-	return system->trigger_keys != NULL ? system->trigger_keys : github_keys;
-}
-
 /*
  * at: where the trigger is written (its key, or its list item), for what
  * concerns it whole; system: the table's system (src TRIG_SYSTEM), else NULL.
@@ -1092,7 +890,7 @@ parse_trigger(struct aload *l, enum trigger_source src, const struct source *sys
 	struct trigger		*t;
 	const char *const	*keys;
 
-	keys = src == TRIG_SYSTEM ? system_trigger_keys(system) : src == TRIG_SCHEDULE ?
+	keys = src == TRIG_SYSTEM ? system->trigger_keys : src == TRIG_SCHEDULE ?
 	    schedule_keys : webhook_keys;
 	if (ynode_is_null(m) && src == TRIG_SYSTEM)
 		m = NULL;	/* "NAME:" alone: every event of the source */
@@ -1111,11 +909,9 @@ parse_trigger(struct aload *l, enum trigger_source src, const struct source *sys
 	else
 		parse_source_trigger(l, t, m);
 	/* Every issue, push, review and check run of the repositories: rarely what is meant. */
-	if (src == TRIG_SYSTEM && strcmp(system->name, "github") == 0 &&
-	    ymap_get(m, "events") == NULL)
-		yerrs_warn_node(l->errs, l->file, at, "%s has no \"events\": it matches every "
-		    "GitHub event type (pushes, check runs, reviews, ...); list the events it is "
-		    "for, e.g. events: [issue_comment.created]", label);
+	if (src == TRIG_SYSTEM && system->events_warn != NULL && ymap_get(m, "events") == NULL)
+		yerrs_warn_node(l->errs, l->file, at, "%s has no \"events\": it matches %s",
+		    label, system->events_warn);
 }
 
 static void
@@ -1167,22 +963,6 @@ parse_on(struct aload *l, const struct ynode *on)
 	}
 }
 
-/* Repositories are OWNER/REPO, as GitHub spells them. */
-static int
-valid_repository(const char *s)
-{
-	const char	*slash = strchr(s, '/');
-	char		*owner;
-	int		 ok;
-
-	if (slash == NULL || strchr(slash + 1, '/') != NULL)
-		return 0;
-	owner = xstrndup(s, slash - s);
-	ok = valid_name(owner) && valid_name(slash + 1);
-	free(owner);
-	return ok;
-}
-
 /* repositories: OWNER/NAME globs, a repo: token's allow list. */
 static const char *
 valid_repository_glob(const char *s)
@@ -1193,76 +973,6 @@ valid_repository_glob(const char *s)
 	    strlen(s) > 256)
 		return "\"%s\" in \"repositories\" is not an OWNER/NAME pattern (e.g. acme/*)";
 	return NULL;
-}
-
-/* KEY: OWNER/NAME pairs, keys checked by check (NULL: any); NULL with errors. */
-static json_t *
-parse_repo_pairs(struct aload *l, const struct ynode *m, const char *what,
-    const char *(*check)(const char *))
-{
-	const struct ynode	*k, *v;
-	const char		*bad;
-	json_t			*o;
-	size_t			 i;
-	int			 ok = 1;
-
-	if (map_check(l, m, what, NULL) != 0)
-		return NULL;
-	if (m->n == 0) {
-		yerrs_node(l->errs, l->file, m, "\"%s\" must not be empty", what);
-		return NULL;
-	}
-	o = json_object();
-	for (i = 0; i < m->n; i++) {
-		if (key_repeated(m, i))
-			continue;
-		k = m->items[2 * i];
-		v = ymap_value(m, i);
-		if (check != NULL && (bad = check(k->value)) != NULL) {
-			yerrs_node(l->errs, l->file, k, bad, k->value);
-			ok = 0;
-		}
-		if (v->type != YNODE_SCALAR || ynode_is_null(v) || !valid_repository(v->value)) {
-			yerrs_node(l->errs, l->file, v, "\"%s.%s\" must be OWNER/REPO, not %s%s%s",
-			    what, k->value, v->type == YNODE_SCALAR ? "\"" : "",
-			    v->type == YNODE_SCALAR ? v->value : ynode_type_name(v),
-			    v->type == YNODE_SCALAR ? "\"" : "");
-			ok = 0;
-		} else
-			json_object_set_new(o, k->value, json_string(v->value));
-	}
-	if (!ok) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
-}
-
-void
-automation_error(struct aload *l, const struct ynode *n, const char *fmt, ...)
-{
-	va_list	 ap;
-	char	*msg;
-
-	va_start(ap, fmt);
-	xvasprintf(&msg, fmt, ap);
-	va_end(ap);
-	yerrs_node(l->errs, l->file, n, "%s", msg);
-	free(msg);
-}
-
-int
-automation_map_check(struct aload *l, const struct ynode *m, const char *what,
-    const char *const *keys)
-{
-	return map_check(l, m, what, keys);
-}
-
-json_t *
-automation_repo_pairs(struct aload *l, const struct ynode *m, const char *what,
-    const char *(*check)(const char *))
-{
-	return parse_repo_pairs(l, m, what, check);
 }
 
 static int
@@ -1316,7 +1026,7 @@ parse_repository_map(struct aload *l, const struct ynode *m)
 	return map;
 }
 
-/* A GitHub login: letters, digits and single hyphens inside, at most 39. */
+/* A forge's login: letters, digits and single hyphens inside, at most 39. */
 static const char *
 valid_login(const char *s)
 {
@@ -1325,11 +1035,11 @@ valid_login(const char *s)
 	if (n > 0 && n <= 39 && *s != '-' && s[n - 1] != '-' && strstr(s, "--") == NULL &&
 	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") == n)
 		return NULL;
-	return "pull_request.reviewers: \"%s\" is not a GitHub login (letters, digits and "
+	return "pull_request.reviewers: \"%s\" is not a login (letters, digits and "
 	    "hyphens, at most 39)";
 }
 
-/* A GitHub label: 1 to 50 characters, no controls. */
+/* A label: 1 to 50 characters, no controls. */
 static const char *
 valid_label(const char *s)
 {
@@ -1564,26 +1274,6 @@ report_dest_add(struct aload *l, json_t *dest)
 	json_array_append_new(l->a->report_to, dest);
 }
 
-/* github: OWNER/NAME#NUMBER, an issue (or pull request) to comment on. */
-static void
-parse_report_github(struct aload *l, const struct ynode *n)
-{
-	const char	*hash = strchr(n->value, '#');
-	char		*repo, *end;
-	long long	 num;
-
-	repo = hash != NULL ? xstrndup(n->value, hash - n->value) : NULL;
-	num = hash != NULL ? strtoll(hash + 1, &end, 10) : 0;
-	if (repo == NULL || !valid_repository(repo) || num <= 0 || *end != '\0' ||
-	    hash[1] < '1' || hash[1] > '9')
-		yerrs_node(l->errs, l->file, n, "report.github \"%s\" is not an issue: write "
-		    "OWNER/NAME#NUMBER (acme/ops#12)", n->value);
-	else
-		report_dest_add(l, json_pack("{s:s,s:s,s:{s:I}}", "source", "github",
-		    "repository", repo, "meta", "number", (json_int_t)num));
-	free(repo);
-}
-
 /*
  * webhook: a URL (signed with the org's api.callback_secret) or {url, secret}
  * (signed with that secret of the org), told as API callbacks are (SPEC 12).
@@ -1649,16 +1339,10 @@ parse_report(struct aload *l, const struct ynode *m)
 		return;
 	if ((v = ymap_get(m, "thread")) != NULL && (e = get_bool(l, v, "report.thread")) >= 0)
 		l->a->report_thread = e;
-	/* The destinations in the keys' order: GitHub's here, the others' by their hook. */
+	/* The destinations in the keys' order, each by its system's hook. */
 	for (k = 1; keys[k] != NULL; k++) {
 		if ((v = ymap_get(m, keys[k])) == NULL)
 			continue;
-		if (strcmp(keys[k], "github") == 0) {
-			if (get_items(l, v, "report.github", &items, &n) == 0)
-				for (i = 0; i < n; i++)
-					parse_report_github(l, items[i]);
-			continue;
-		}
 		if ((src = source_system(keys[k])) == NULL || src->report_dest == NULL)
 			continue;
 		what = xprintf("report.%s", src->name);
@@ -2019,7 +1703,7 @@ authors_check(struct aload *l, const struct ynode *root)
 {
 	const struct automation	*a = l->a;
 	const struct ynode	*an = ymap_get(root, "authors"), *at;
-	const struct source	*src, *teams = NULL;
+	const struct source	*src, *teams = NULL, *roles = NULL;
 	size_t			 i;
 	int			 other = 0;
 
@@ -2038,14 +1722,18 @@ authors_check(struct aload *l, const struct ynode *root)
 	}
 	if (an == NULL || an->type != YNODE_MAP)
 		return;
-	for (src = source_next(NULL); src != NULL; src = source_next(src))
+	for (src = source_next(NULL); src != NULL; src = source_next(src)) {
 		if (src->person_teams)
 			teams = src;
+		if (src->actor_role && roles == NULL)
+			roles = src;
+	}
 	if ((at = ymap_get(an, "teams")) != NULL && teams != NULL &&
 	    !automation_on_system(a, teams))
 		yerrs_node(l->errs, l->file, at, "\"authors.teams\" are %s teams, and the "
-		    "automation has no %s trigger: they let no one in (GitHub has neither "
-		    "groups nor teams: name people in authors.users)", teams->title, teams->name);
+		    "automation has no %s trigger: they let no one in (%s has neither "
+		    "groups nor teams: name people in authors.users)", teams->title, teams->name,
+		    roles != NULL ? roles->title : "the others");
 	/* What each system says of the mapping; alone: its triggers are the only systems'. */
 	for (src = source_next(NULL); src != NULL; src = source_next(src)) {
 		if (src->authors_check == NULL)
@@ -2134,7 +1822,7 @@ automation_parse(struct aload *l, const char *path, const char *base)
 	struct ynode		*root;
 	const struct source	*src;
 	struct buf		 b;
-	size_t			 first = l->errs->n, nerr = l->errs->nerrors, i;
+	size_t			 first = l->errs->n, nerr = l->errs->nerrors, i, k;
 	int			 seen_on = 0, seen_authors = 0, seen_bots = 0;
 
 	if ((root = yaml_load_file(path, l->errs)) == NULL)
@@ -2212,14 +1900,14 @@ automation_parse(struct aload *l, const char *path, const char *base)
 		if (a->triggers[i].source != TRIG_SCHEDULE && a->triggers[i].source != TRIG_WEBHOOK)
 			continue;
 		buf_init(&b, 0);
-		for (src = source_next(NULL); src != NULL; src = source_next(src))
+		for (k = 0, src = source_next(NULL); src != NULL; src = source_next(src))
 			if (src->report_example != NULL)
-				buf_addf(&b, ", %s: %s", src->name, src->report_example);
+				buf_addf(&b, k++ == 0 ? "{%s: %s}, or " : "%s: %s, ", src->name,
+				    src->report_example);
 		yerrs_warn_node(l->errs, l->file, ymap_get(root, "on"), "runs of the %s trigger "
 		    "have no thread to report to, so their end reaches no one: name where it "
-		    "goes (report: {slack: C0123ABCD}, or github: OWNER/NAME#N%s, "
-		    "webhook: URL), or say report: none", trigger_source_name(&a->triggers[i]),
-		    buf_cstr(&b));
+		    "goes (report: %swebhook: URL), or say report: none",
+		    trigger_source_name(&a->triggers[i]), buf_cstr(&b));
 		buf_free(&b);
 		break;
 	}
@@ -2690,23 +2378,6 @@ json_enum(const json_t *j, const char *key, const char *const *names, int def, i
 	if ((i = name_index(names, s)) < 0)
 		*bad = 1;
 	return i < 0 ? def : i;
-}
-
-int
-automation_repo_pairs_valid(const json_t *o)
-{
-	const char	*k;
-	json_t		*v;
-
-	if (o == NULL)
-		return 1;
-	if (!json_is_object(o))
-		return 0;
-	json_object_foreach((json_t *)o, k, v) {
-		if (!json_is_string(v))
-			return 0;
-	}
-	return 1;
 }
 
 /* A snapshot's repository mapping has the shape parse_repository_map gives. */

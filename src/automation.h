@@ -55,8 +55,8 @@ struct automation {
 	char		 *repository;	/* fixed OWNER/NAME, NULL: none or chosen by the event */
 	/*
 	 * repository as a mapping, the event choosing (repo.c repo_choose): NULL,
-	 * or {"slack": {CHANNEL: REPO}, "linear": {"teams": {KEY: REPO}, "labels":
-	 * {NAME: REPO}}, "text": true, "default": REPO}, each key optional.
+	 * or {NAME: what the system's repo_parse made of it (source.h, e.g.
+	 * {CHANNEL: REPO}), ..., "text": true, "default": REPO}, each key optional.
 	 */
 	json_t		 *repository_map;
 	char		**repositories;	/* NULL-terminated globs a repo: token must match */
@@ -66,7 +66,7 @@ struct automation {
 	char		**network_allow; /* NULL-terminated, NULL: none */
 	struct {
 		int	  draft;
-		char	**reviewers;	/* NULL-terminated GitHub logins, NULL: none */
+		char	**reviewers;	/* NULL-terminated logins, NULL: none */
 		char	**labels;	/* NULL-terminated, NULL: none */
 	} pull_request;			/* pull_request: how a proof: pull_request PR opens */
 	long long	  timeout;	/* seconds, 0: the config's */
@@ -77,10 +77,10 @@ struct automation {
 	int		  report_thread;
 	/*
 	 * report's destinations besides the thread, each shaped as the event of
-	 * a thread there (report.c answers it like one): {"source": "slack",
-	 * "meta": {"channel"}}, {"source": "github", "repository", "meta":
-	 * {"number"}}, {"source": "linear", "meta": {"issue_id"}}, {"source":
-	 * "api", "meta": {"callback_url", "callback_secret"?}}. NULL: none.
+	 * a thread there (report.c answers it like one): a system's, as its
+	 * report_dest makes it (source.h: {"source": NAME, "meta": {"channel"}},
+	 * or with "repository"), or {"source": "api", "meta": {"callback_url",
+	 * "callback_secret"?}}. NULL: none.
 	 */
 	json_t		 *report_to;
 	char		**report_on;	/* the end states destinations hear of; NULL: every one */
@@ -88,9 +88,10 @@ struct automation {
 	int		  authors_any;	/* authors: any */
 	/*
 	 * authors as a mapping: who may start runs, by id or login (users), by
-	 * Slack user group id (groups) or Linear team key (teams); NULL: none.
-	 * Without one (members): GitHub OWNER/MEMBER/COLLABORATOR, Slack not a
-	 * guest nor of another workspace, Linear not a guest.
+	 * a system's group id (groups) or team key (teams); NULL: none. Without
+	 * one (members): the actor's role OWNER/MEMBER/COLLABORATOR where the
+	 * event says it (source.h actor_role), else not a guest nor of another
+	 * workspace (people.c).
 	 */
 	char		**author_users;
 	char		**author_groups;
@@ -158,7 +159,8 @@ size_t			 automation_schedules(const struct automation_set *,
  * automation, webhook triggers source "webhook" events whose meta.hook is theirs.
  * `where` compares text (YAML true/false/numbers as JSON prints them); exists treats
  * JSON null as absent. labels, teams and to_state compare case-insensitively.
- * authors: members applies to GitHub events only; bots: false drops actor.bot events.
+ * authors: members reads actor.role where a system says it (source.h actor_role), else
+ * the person looked up; bots: false drops actor.bot events.
  */
 size_t			 automation_match(const struct automation_set *, const struct spur_event *,
 			     const struct automation **out, size_t max);
@@ -168,8 +170,8 @@ size_t			 automation_match_why(const struct automation_set *,
 			     char **why);
 /*
  * Why an automation does not match: the first failing condition, in YAML order, e.g.
- * `on.github.text: "^/fix\b" did not match`, `authors: actor role NONE is not a member`,
- * `no github trigger` (several triggers of the source: their reasons joined by "; ").
+ * `on.NAME.text: "^/fix\b" did not match`, `authors: actor role NONE is not a member`,
+ * `no NAME trigger` (several triggers of the source: their reasons joined by "; ").
  * NULL when it matches; else a string the caller frees.
  */
 char			*automation_why(const struct automation *, const struct spur_event *);
@@ -181,7 +183,7 @@ char			*automation_why(const struct automation *, const struct spur_event *);
  */
 /*
  * Whether checking a's authors for ev needs to know more of its actor than
- * the event says (a Slack or Linear event, authors members or groups/teams):
+ * the event says (a system that looks people up, authors members or groups/teams):
  * people.c looks the actor up first (struct person, ev->person). The group
  * ids or team keys it names are added to *groups (a NULL-terminated list).
  */

@@ -7,7 +7,6 @@
 #include "conf.h"
 #include "doctor.h"
 #include "egress.h"
-#include "github-app.h"
 #include "httpc.h"
 #include "sandbox.h"
 #include "source.h"
@@ -28,382 +27,6 @@
 #include <event2/event.h>
 
 #define DOCTOR_SKEW_MAX		30	/* seconds: the tightest signature window is 60, a JWT's iat 60 */
-#define DOCTOR_REPOS_MAX	20	/* repositories named in a line, the rest counted */
-
-/* --- GitHub ------------------------------------------------------------------ */
-
-/* The GitHub events org's automations listen to, each once, into out (a JSON array). */
-static json_t *
-doctor_github_events(const struct doctor *d, const char *org)
-{
-	const struct automation	*a;
-	const struct trigger	*tr;
-	json_t			*out = json_array(), *v;
-	size_t			 i, t, k, x, n;
-	char			*ev;
-	int			 seen;
-
-	for (i = 0; i < automation_count(d->set); i++) {
-		a = automation_get(d->set, i);
-		if (strcmp(a->org, org) != 0)
-			continue;
-		for (t = 0; t < a->ntriggers; t++) {
-			tr = &a->triggers[t];
-			if (strcmp(trigger_source_name(tr), "github") != 0)
-				continue;
-			for (k = 0; k < tr->nevents; k++) {
-				n = strcspn(tr->events[k], ".");
-				ev = xprintf("%.*s", (int)n, tr->events[k]);
-				seen = 0;
-				json_array_foreach(out, x, v) {
-					if (strcmp(json_string_value(v), ev) == 0)
-						seen = 1;
-				}
-				if (!seen)
-					json_array_append_new(out, json_string(ev));
-				free(ev);
-			}
-		}
-	}
-	return out;
-}
-
-/* The fixed repositories (no glob) org's automations name or report to: they must be reachable. */
-static json_t *
-doctor_github_repos(const struct doctor *d, const char *org)
-{
-	const struct automation	*a;
-	const struct trigger	*tr;
-	json_t			*out = json_object(), *dest;
-	size_t			 i, t, k;
-
-	for (i = 0; i < automation_count(d->set); i++) {
-		a = automation_get(d->set, i);
-		if (strcmp(a->org, org) != 0)
-			continue;
-		if (a->repository != NULL)
-			json_object_set_new(out, a->repository, json_string(a->name));
-		/* A report destination (report: {github: OWNER/NAME#N}) needs a token there too. */
-		json_array_foreach(a->report_to, k, dest) {
-			if (strcmp(json_string_value(json_object_get(dest, "source")) ?: "",
-			    "github") == 0 && json_string_value(json_object_get(dest,
-			    "repository")) != NULL)
-				json_object_set_new(out, json_string_value(json_object_get(dest,
-				    "repository")), json_sprintf("%s's report", a->name));
-		}
-		for (t = 0; t < a->ntriggers; t++) {
-			tr = &a->triggers[t];
-			if (strcmp(trigger_source_name(tr), "github") != 0)
-				continue;
-			for (k = 0; k < tr->nrepositories; k++) {
-				if (strpbrk(tr->repositories[k], "*?[") == NULL)
-					json_object_set_new(out, tr->repositories[k],
-					    json_string(a->name));
-			}
-		}
-	}
-	return out;
-}
-
-static char *
-doctor_github_url(const struct org *org, const char *path)
-{
-	char	*base = config_api_url(org, "github"), *url;
-
-	url = xprintf("%s%s", base, path);
-	free(base);
-	return url;
-}
-
-/* A token's request to GitHub's API. */
-static void
-doctor_github_get(struct doctor *d, const struct org *org, const char *auth, const char *path,
-    const char *method, struct doctor_answer *a)
-{
-	const char	*h[4];
-	char		*url = doctor_github_url(org, path);
-
-	h[0] = auth;
-	h[1] = "Accept: application/vnd.github+json";
-	h[2] = "X-GitHub-Api-Version: 2022-11-28";
-	h[3] = NULL;
-	doctor_http(d, method, url, h, method[0] == 'P' ? "" : NULL, a);
-	free(url);
-}
-
-/* The permissions spur's runs and reports use, as GitHub names them. */
-static const struct {
-	const char	*name;
-	const char	*level;		/* at least */
-	const char	*why;
-} doctor_github_perms[] = {
-	{ "contents", "write", "clone and push branches" },
-	{ "pull_requests", "write", "open and update pull requests, reply to review comments" },
-	{ "issues", "write", "comment on issues and pull requests, react to comments" },
-	{ "metadata", "read", "find repositories and installations" },
-};
-
-/* An installation token's permissions against doctor_github_perms; the missing, or NULL. */
-static char *
-doctor_github_missing(const json_t *perms)
-{
-	struct buf	 b;
-	const char	*have;
-	size_t		 i;
-
-	buf_init(&b, 0);
-	for (i = 0; i < SPUR_ARRLEN(doctor_github_perms); i++) {
-		have = json_string_value(json_object_get(perms, doctor_github_perms[i].name));
-		if (have != NULL && (strcmp(have, doctor_github_perms[i].level) == 0 ||
-		    strcmp(have, "write") == 0 || strcmp(have, "admin") == 0))
-			continue;
-		buf_addf(&b, "%s%s: %s (%s; has %s)", b.len > 0 ? ", " : "",
-		    doctor_github_perms[i].name, doctor_github_perms[i].level,
-		    doctor_github_perms[i].why, have != NULL ? have : "none");
-	}
-	if (b.len == 0) {
-		buf_free(&b);
-		return NULL;
-	}
-	return buf_take(&b);
-}
-
-/* The repositories an installation token reaches (one page of 100: enough to say). */
-static void
-doctor_github_installation(struct doctor *d, const struct org *org, const json_t *inst,
-    const char *jwt_auth, json_t *reached)
-{
-	struct doctor_answer	 a;
-	const char		*account, *tok;
-	json_t			*r;
-	struct buf		 list;
-	const char		*check = "github.installation";
-	char			*path, *auth, *missing, *why;
-	long long		 id = json_integer_value(json_object_get(inst, "id"));
-	size_t			 i;
-
-	account = json_string_value(json_object_get(json_object_get(inst, "account"), "login"));
-	if (account == NULL)
-		account = "?";
-	path = xprintf("/app/installations/%lld/access_tokens", id);
-	doctor_github_get(d, org, jwt_auth, path, "POST", &a);
-	free(path);
-	tok = json_string_value(json_object_get(a.json, "token"));
-	if (a.status != 201 || tok == NULL) {
-		why = doctor_why(&a);
-		doctor_say(d, org->name, check, DOCTOR_FAIL, "check that the installation is "
-		    "not suspended (the account's Settings, GitHub Apps)", "installation %lld "
-		    "on %s: no token (%s)", id, account, why);
-		free(why);
-		doctor_answer_clear(&a);
-		return;
-	}
-	auth = xprintf("Authorization: Bearer %s", tok);
-	if ((missing = doctor_github_missing(json_object_get(a.json, "permissions"))) != NULL) {
-		doctor_say(d, org->name, "github.permissions", DOCTOR_FAIL, "in the App's "
-		    "settings, Permissions & events: Contents, Pull requests and Issues read "
-		    "and write, Metadata read; then accept the new permissions on each "
-		    "installation", "installation on %s lacks %s", account, missing);
-		free(missing);
-	} else
-		doctor_say(d, org->name, "github.permissions", DOCTOR_PASS, NULL, "installation "
-		    "on %s: contents, pull_requests and issues write, metadata read", account);
-	doctor_answer_clear(&a);
-	doctor_github_get(d, org, auth, "/installation/repositories?per_page=100", "GET", &a);
-	freezero_str(auth);
-	if (a.status != 200 || !json_is_array(json_object_get(a.json, "repositories"))) {
-		why = doctor_why(&a);
-		doctor_say(d, org->name, check, DOCTOR_FAIL, "see that GitHub answers the API "
-		    "(api_url) and the installation is not suspended", "installation on %s: "
-		    "cannot list its repositories (%s)", account, why);
-		free(why);
-		doctor_answer_clear(&a);
-		return;
-	}
-	buf_init(&list, 0);
-	json_array_foreach(json_object_get(a.json, "repositories"), i, r) {
-		const char *name = json_string_value(json_object_get(r, "full_name"));
-
-		if (name == NULL)
-			continue;
-		json_object_set_new(reached, name, json_true());
-		if (i < DOCTOR_REPOS_MAX)
-			buf_addf(&list, "%s%s", i > 0 ? ", " : "", name);
-	}
-	if (json_array_size(json_object_get(a.json, "repositories")) > DOCTOR_REPOS_MAX)
-		buf_addf(&list, " and %zu more", json_array_size(json_object_get(a.json,
-		    "repositories")) - DOCTOR_REPOS_MAX);
-	doctor_say(d, org->name, check, DOCTOR_PASS, NULL, "installed on %s (%s, %lld "
-	    "repositories): %s", account, json_string_value(json_object_get(inst,
-	    "repository_selection")) != NULL ? json_string_value(json_object_get(inst,
-	    "repository_selection")) : "?", (long long)json_integer_value(json_object_get(a.json,
-	    "total_count")), list.len > 0 ? buf_cstr(&list) : "none");
-	buf_free(&list);
-	doctor_answer_clear(&a);
-}
-
-static void
-doctor_github_app(struct doctor *d, const struct org *org)
-{
-	struct doctor_answer	 a;
-	json_t			*inst, *events, *repos, *reached, *v;
-	const char		*name, *repo;
-	struct buf		 missing;
-	char			*jwt, *cause = NULL, *auth, *why;
-	size_t			 i, k;
-	int			 has;
-
-	jwt = github_jwt(org->github->private_key->value, org->github->private_key->len,
-	    org->github->app_id, now_ms() / 1000, &cause);
-	if (jwt == NULL) {
-		doctor_say(d, org->name, "github.app", DOCTOR_FAIL, "download a new private key "
-		    "in the App's settings (Private keys, Generate) and point private_key at it",
-		    "the private key cannot sign a JWT: %s", cause);
-		free(cause);
-		return;
-	}
-	auth = xprintf("Authorization: Bearer %s", jwt);
-	freezero_str(jwt);
-	doctor_github_get(d, org, auth, "/app", "GET", &a);
-	if (a.status != 200) {
-		why = doctor_why(&a);
-		doctor_say(d, org->name, "github.app", DOCTOR_FAIL, a.status == 401 ?
-		    "app_id must be the App ID (a number on the App's settings page, not the "
-		    "client ID Iv1...), private_key one of that App's keys not revoked there, "
-		    "and the clock right (spur doctor's clock check)" :
-		    "see that api_url is GitHub's API (https://api.github.com, or GHES's /api/v3)",
-		    "GitHub refused App %lld's JWT (%s)", org->github->app_id, why);
-		free(why);
-		doctor_answer_clear(&a);
-		freezero_str(auth);
-		return;
-	}
-	name = json_string_value(json_object_get(a.json, "slug"));
-	doctor_say(d, org->name, "github.app", DOCTOR_PASS, NULL, "App %lld (%s) accepts the "
-	    "key's JWT", org->github->app_id, name != NULL ? name : "?");
-	/* The events the automations need, against those the App subscribes to. */
-	events = doctor_github_events(d, org->name);
-	buf_init(&missing, 0);
-	json_array_foreach(events, i, v) {
-		has = 0;
-		for (k = 0; k < json_array_size(json_object_get(a.json, "events")); k++) {
-			if (strcmp(json_string_value(v), json_string_value(json_array_get(
-			    json_object_get(a.json, "events"), k)) ?: "") == 0)
-				has = 1;
-		}
-		if (!has)
-			buf_addf(&missing, "%s%s", missing.len > 0 ? ", " : "", json_string_value(v));
-	}
-	if (json_array_size(events) == 0)
-		doctor_say(d, org->name, "github.events", DOCTOR_SKIP, NULL, "no automation of "
-		    "the org has a github trigger");
-	else if (missing.len > 0)
-		doctor_say(d, org->name, "github.events", DOCTOR_FAIL, "in the App's settings, "
-		    "Permissions & events, Subscribe to events: tick them", "the App is not "
-		    "subscribed to %s, which automations listen to", buf_cstr(&missing));
-	else
-		doctor_say(d, org->name, "github.events", DOCTOR_PASS, NULL, "the App sends "
-		    "every event the automations listen to (%zu)", json_array_size(events));
-	buf_free(&missing);
-	json_decref(events);
-	doctor_answer_clear(&a);
-
-	doctor_github_get(d, org, auth, "/app/installations?per_page=100", "GET", &a);
-	if (a.status != 200 || !json_is_array(a.json)) {
-		why = doctor_why(&a);
-		doctor_say(d, org->name, "github.installation", DOCTOR_FAIL, "see that GitHub "
-		    "answers the API (api_url)", "cannot list the App's installations (%s)", why);
-		free(why);
-	} else if (json_array_size(a.json) == 0) {
-		doctor_say(d, org->name, "github.installation", DOCTOR_FAIL, "install the App "
-		    "(its public page, Install, choose the repositories)", "App %lld is "
-		    "installed nowhere", org->github->app_id);
-	} else {
-		reached = json_object();
-		json_array_foreach(a.json, i, inst)
-			doctor_github_installation(d, org, inst, auth, reached);
-		repos = doctor_github_repos(d, org->name);
-		buf_init(&missing, 0);
-		json_object_foreach(repos, repo, v) {
-			if (json_object_get(reached, repo) == NULL)
-				buf_addf(&missing, "%s%s (%s)", missing.len > 0 ? ", " : "", repo,
-				    json_string_value(v));
-		}
-		if (json_object_size(repos) == 0)
-			doctor_say(d, org->name, "github.repositories", DOCTOR_SKIP, NULL, "no "
-			    "automation names a repository without a glob");
-		else if (missing.len > 0)
-			doctor_say(d, org->name, "github.repositories", DOCTOR_FAIL, "add them "
-			    "to the installation (the account's Settings, GitHub Apps, Configure, "
-			    "Repository access)", "the App cannot reach %s", buf_cstr(&missing));
-		else
-			doctor_say(d, org->name, "github.repositories", DOCTOR_PASS, NULL, "the App "
-			    "reaches every repository the automations name (%zu)",
-			    json_object_size(repos));
-		buf_free(&missing);
-		json_decref(repos);
-		json_decref(reached);
-	}
-	doctor_answer_clear(&a);
-	freezero_str(auth);
-}
-
-static void
-doctor_github_token(struct doctor *d, const struct org *org)
-{
-	struct doctor_answer	 a;
-	struct http_response	 r;
-	const char		*login;
-	char			*auth, *why, *scopes;
-
-	auth = xprintf("Authorization: Bearer %s", org->github->token->value);
-	doctor_github_get(d, org, auth, "/user", "GET", &a);
-	freezero_str(auth);
-	if (a.status != 200) {
-		why = doctor_why(&a);
-		doctor_say(d, org->name, "github.token", DOCTOR_FAIL, a.status == 401 ?
-		    "the token is revoked, expired or mistyped: make a new one (or use a GitHub "
-		    "App: app_id and private_key) and update its secret" :
-		    "see that api_url is GitHub's API (https://api.github.com, or GHES's /api/v3)",
-		    "GitHub refused the token (%s)", why);
-		free(why);
-		doctor_answer_clear(&a);
-		return;
-	}
-	login = json_string_value(json_object_get(a.json, "login"));
-	memset(&r, 0, sizeof r);
-	r.head = a.head;
-	/* A classic token says its scopes; a fine-grained one does not (its permissions are per repository). */
-	scopes = http_response_header(&r, "x-oauth-scopes");
-	if (scopes != NULL && !doctor_list_has(scopes, "repo"))
-		doctor_say(d, org->name, "github.token", DOCTOR_FAIL, "give the token the repo "
-		    "scope (or use a fine-grained token with Contents, Pull requests and Issues "
-		    "read and write)", "the token of %s has scopes \"%s\", without repo",
-		    login != NULL ? login : "?", scopes);
-	else
-		doctor_say(d, org->name, "github.token", DOCTOR_PASS, NULL, "the token is %s's%s%s",
-		    login != NULL ? login : "?", scopes != NULL ? ", scopes " : "",
-		    scopes != NULL ? scopes : "");
-	free(scopes);
-	doctor_answer_clear(&a);
-}
-
-static void
-doctor_github(struct doctor *d, const struct org *org)
-{
-	if (org->github == NULL) {
-		doctor_say(d, org->name, "github", DOCTOR_SKIP, NULL, "not configured");
-		return;
-	}
-	if (org->github->app_id != 0 && org->github->private_key != NULL)
-		doctor_github_app(d, org);
-	else if (org->github->token != NULL)
-		doctor_github_token(d, org);
-	else
-		doctor_say(d, org->name, "github", DOCTOR_FAIL, "set token, or app_id and "
-		    "private_key (a GitHub App)", "neither a token nor a GitHub App: nothing "
-		    "can be cloned or reported");
-}
 
 /* --- model keys ---------------------------------------------------------------- */
 
@@ -642,8 +265,11 @@ doctor_clock(struct doctor *d)
 		for (src = source_next(NULL); src != NULL; src = source_next(src))
 			n += src->window_ms != 0;
 		buf_init(&fix, 0);
-		buf_adds(&fix, "run NTP (timedatectl set-ntp true, or chrony): GitHub refuses "
-		    "App JWTs and spur refuses ");
+		buf_adds(&fix, "run NTP (timedatectl set-ntp true, or chrony): ");
+		for (src = source_next(NULL); src != NULL; src = source_next(src))
+			if (src->clock_why != NULL)
+				buf_addf(&fix, "%s and ", src->clock_why);
+		buf_adds(&fix, "spur refuses ");
 		for (src = source_next(NULL); src != NULL; src = source_next(src)) {
 			if (src->window_ms == 0)
 				continue;
@@ -743,6 +369,82 @@ doctor_prices(struct doctor *d, const struct org *org)
 }
 
 /* doctor_uses: whether an automation of org has a trigger of src (of that event, when given). */
+/* The events of src org's automations listen to, each once, into out (a JSON array). */
+static json_t *
+doctor_automations_events(const struct doctor *d, const char *org, const char *src)
+{
+	const struct automation	*a;
+	const struct trigger	*tr;
+	json_t			*out = json_array(), *v;
+	size_t			 i, t, k, x, n;
+	char			*ev;
+	int			 seen;
+
+	for (i = 0; i < automation_count(d->set); i++) {
+		a = automation_get(d->set, i);
+		if (strcmp(a->org, org) != 0)
+			continue;
+		for (t = 0; t < a->ntriggers; t++) {
+			tr = &a->triggers[t];
+			if (strcmp(trigger_source_name(tr), src) != 0)
+				continue;
+			for (k = 0; k < tr->nevents; k++) {
+				n = strcspn(tr->events[k], ".");
+				ev = xprintf("%.*s", (int)n, tr->events[k]);
+				seen = 0;
+				json_array_foreach(out, x, v) {
+					if (strcmp(json_string_value(v), ev) == 0)
+						seen = 1;
+				}
+				if (!seen)
+					json_array_append_new(out, json_string(ev));
+				free(ev);
+			}
+		}
+	}
+	return out;
+}
+
+/*
+ * The fixed repositories (no glob) org's automations name, report to on src
+ * or have src triggers for: they must be reachable.
+ */
+static json_t *
+doctor_automations_repos(const struct doctor *d, const char *org, const char *src)
+{
+	const struct automation	*a;
+	const struct trigger	*tr;
+	json_t			*out = json_object(), *dest;
+	size_t			 i, t, k;
+
+	for (i = 0; i < automation_count(d->set); i++) {
+		a = automation_get(d->set, i);
+		if (strcmp(a->org, org) != 0)
+			continue;
+		if (a->repository != NULL)
+			json_object_set_new(out, a->repository, json_string(a->name));
+		/* A report destination in a repository needs a token there too. */
+		json_array_foreach(a->report_to, k, dest) {
+			if (strcmp(json_string_value(json_object_get(dest, "source")) ?: "",
+			    src) == 0 && json_string_value(json_object_get(dest,
+			    "repository")) != NULL)
+				json_object_set_new(out, json_string_value(json_object_get(dest,
+				    "repository")), json_sprintf("%s's report", a->name));
+		}
+		for (t = 0; t < a->ntriggers; t++) {
+			tr = &a->triggers[t];
+			if (strcmp(trigger_source_name(tr), src) != 0)
+				continue;
+			for (k = 0; k < tr->nrepositories; k++) {
+				if (strpbrk(tr->repositories[k], "*?[") == NULL)
+					json_object_set_new(out, tr->repositories[k],
+					    json_string(a->name));
+			}
+		}
+	}
+	return out;
+}
+
 static int
 doctor_automations_use(const struct doctor *d, const char *org, const char *src,
     const char *event)
@@ -811,6 +513,8 @@ cmd_doctor(const struct cmd *c, int argc, char **argv)
 	memset(&d, 0, sizeof d);
 	d.uses = doctor_automations_use;
 	d.looks_up = doctor_automations_look_up;
+	d.events = doctor_automations_events;
+	d.repos = doctor_automations_repos;
 	d.min_free = 1ULL << 30;
 	while ((ch = getopt_long(argc, argv, "c:", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -862,7 +566,6 @@ cmd_doctor(const struct cmd *c, int argc, char **argv)
 	for (i = 0; i < d.conf->norgs; i++) {
 		if (only != NULL && strcmp(d.conf->orgs[i].name, only) != 0)
 			continue;
-		doctor_github(&d, &d.conf->orgs[i]);
 		for (src = source_next(NULL); src != NULL; src = source_next(src))
 			if (src->doctor != NULL)
 				src->doctor(&d, &d.conf->orgs[i]);

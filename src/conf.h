@@ -8,6 +8,7 @@ struct yerrs;
 struct env_conf;
 struct cfgctx;
 struct ynode;
+struct source;
 
 /*
  * A secret. ref ("env:NAME", "file:PATH") may be shown; value never is. value
@@ -19,15 +20,6 @@ struct secret {
 	size_t	 len;
 };
 
-struct org_github {
-	struct secret	*webhook_secret;
-	struct secret	*token;
-	long long	 app_id;		/* 0: none */
-	struct secret	*private_key;
-	char		*api_url;
-	char		*git_url;
-};
-
 /* orgs.NAME.api: the org API (SPEC section 12). */
 struct org_api {
 	struct secret	*callback_secret;	/* whsec_...: signs callback_url reports; NULL: none */
@@ -36,17 +28,10 @@ struct org_api {
 						   callbacks and report webhooks may reach; NULL: none */
 };
 
-/*
- * orgs.NAME.console: who may see the org in the web console when signed in
- * with GitHub (console-github.c). Every org that has it names the same OAuth
- * app (client id, secret, github_url): one per installation.
- */
-struct org_console {
-	char		*github_client_id;
-	struct secret	*github_client_secret;
-	char		*github_org;		/* members of this GitHub org... */
-	char		**teams;		/* ...and of one of these team slugs; NULL: any member */
-	char		*github_url;		/* the OAuth host, no trailing slash */
+/* orgs.NAME.<system>: which system (source.h), and what its conf_parse made. */
+struct org_section {
+	const struct source	*src;
+	void			*conf;
 };
 
 struct named_secret {
@@ -56,8 +41,8 @@ struct named_secret {
 
 struct org {
 	char			*name;
-	struct org_github	*github;	/* NULL when not configured */
-	void			**sources;	/* each system's section (source.h), NULL: none */
+	struct org_section	*sources;	/* each system's section (source.h) */
+	size_t			 nsources;
 	struct named_secret	*agents;	/* agent name -> model API key */
 	size_t			 nagents;
 	struct named_secret	*secrets;	/* automation-visible secrets */
@@ -68,7 +53,9 @@ struct org {
 	size_t			 nsealed;
 	struct env_conf		*environment;	/* the automations' default (env.h); NULL: none */
 	struct org_api		*api;		/* NULL when not configured */
-	struct org_console	*console;	/* NULL: no sign-in with GitHub for it */
+	/* orgs.NAME.console: who may see it, parsed by the system people sign in with. */
+	void			*console;	/* NULL: no sign-in for it */
+	const struct source	*console_src;	/* the system whose console_parse made it */
 	double			 budget_usd_per_day;	/* orgs.NAME.budget; 0: none */
 	double			 budget_usd_per_month;
 };
@@ -196,9 +183,9 @@ int			 config_org_section(struct org *, const char *system, const char *yaml,
 			     char **cause);
 
 /*
- * The leaf parsers a section's parser calls (a source-*.c's conf_parse):
+ * The leaf parsers (cfg.c) a section's parser calls (a source-*.c's conf_parse):
  * each error is added to the load's list at the node's position, and
- * loading goes on. what is the key as the error names it ("linear.api_key").
+ * loading goes on. what is the key as the error names it ("NAME.api_key").
  */
 void			 cfg_error(struct cfgctx *, const struct ynode *, const char *, ...)
 			     __attribute__((format(printf, 3, 4)));
@@ -209,6 +196,13 @@ struct secret		*cfg_secret(struct cfgctx *, const struct ynode *, const char *wh
 /* An http(s) URL into *out (freed first), without trailing slashes. */
 void			 cfg_url(struct cfgctx *, const struct ynode *, const char *what,
 			     char **out);
+/* A string into *out (freed first). */
+void			 cfg_str(struct cfgctx *, const struct ynode *, const char *what, char **out);
+/* A whole number from min to max into *out. */
+void			 cfg_int(struct cfgctx *, const struct ynode *, const char *what,
+			     long long min, long long max, long long *out);
+/* A non-empty list of strings, NULL-terminated; NULL, told. */
+char			**cfg_argv(struct cfgctx *, const struct ynode *, const char *what);
 /* Key i of m is none of keys: told, with the closest one. */
 void			 cfg_unknown(struct cfgctx *, const struct ynode *m, size_t i,
 			     const char *where, const char *const *keys);

@@ -3,9 +3,9 @@
 #include "agent.h"
 #include "automation.h"
 #include "budget.h"
+#include "cfg.h"
 #include "conf.h"
 #include "dispatch.h"
-#include "github-app.h"
 #include "netguard.h"
 #include "node.h"
 #include "outbox.h"
@@ -24,90 +24,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define SECRET_FILE_MAX	(1 << 20)
-
-/* What a walker needs to report an error: the file and where errors go. */
-struct cfgctx {
-	const char	*file;
-	const char	*dir;
-	int		 flags;		/* CONFIG_* */
-	struct yerrs	*errs;
-};
-
-/* What may be intended but most likely is not: told, never refused. */
-static void
-cfg_warn(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-cfg_vreport(struct cfgctx *c, const struct ynode *n, int warning, const char *fmt, va_list ap)
-{
-	char	*msg;
-
-	xvasprintf(&msg, fmt, ap);
-	if (warning)
-		yerrs_warn_node(c->errs, c->file, n, "%s", msg);
-	else
-		yerrs_node(c->errs, c->file, n, "%s", msg);
-	free(msg);
-}
-
-void
-cfg_error(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	cfg_vreport(c, n, 0, fmt, ap);
-	va_end(ap);
-}
-
-static void
-cfg_warn(struct cfgctx *c, const struct ynode *n, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	va_start(ap, fmt);
-	cfg_vreport(c, n, 1, fmt, ap);
-	va_end(ap);
-}
-
-int
-cfg_is_map(struct cfgctx *c, const struct ynode *n, const char *what)
-{
-	size_t	 i;
-
-	if (n != NULL && n->type == YNODE_MAP) {
-		/* A repeated key was reported by the YAML loader; the mapping is not used. */
-		for (i = 0; i < n->n; i++) {
-			if (n->items[2 * i]->dup)
-				return 0;
-		}
-		return 1;
-	}
-	cfg_error(c, n, "\"%s\" must be a mapping, not %s", what, ynode_type_name(n));
-	return 0;
-}
-
-static const char *
-cfg_scalar(struct cfgctx *c, const struct ynode *n, const char *what)
-{
-	if (n != NULL && n->type == YNODE_SCALAR && !ynode_is_null(n))
-		return n->value;
-	cfg_error(c, n, "\"%s\" must be a string, not %s", what, ynode_type_name(n));
-	return NULL;
-}
-
-static void
-cfg_str(struct cfgctx *c, const struct ynode *n, const char *what, char **out)
-{
-	const char	*s;
-
-	if ((s = cfg_scalar(c, n, what)) == NULL)
-		return;
-	free(*out);
-	*out = xstrdup(s);
-}
 
 static void
 cfg_duration(struct cfgctx *c, const struct ynode *n, const char *what, long long *out)
@@ -165,54 +81,6 @@ cfg_size(struct cfgctx *c, const struct ynode *n, const char *what, unsigned lon
 	}
 }
 
-static void
-cfg_int(struct cfgctx *c, const struct ynode *n, const char *what, long long min,
-    long long max, long long *out)
-{
-	const char	*s;
-	char		*end;
-	long long	 v;
-
-	if ((s = cfg_scalar(c, n, what)) == NULL)
-		return;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (!n->plain || errno != 0 || end == s || *end != '\0' || v < min || v > max) {
-		cfg_error(c, n, "\"%s\" must be an integer from %lld to %lld", what, min,
-		    max);
-		return;
-	}
-	*out = v;
-}
-
-void
-cfg_url(struct cfgctx *c, const struct ynode *n, const char *what, char **out)
-{
-	const char	*s;
-
-	if ((s = cfg_scalar(c, n, what)) == NULL)
-		return;
-	if (strncmp(s, "http://", 7) != 0 && strncmp(s, "https://", 8) != 0) {
-		cfg_error(c, n, "\"%s\" must be an http:// or https:// URL", what);
-		return;
-	}
-	free(*out);
-	*out = xstrdup(s);
-	while (strlen(*out) > 8 && (*out)[strlen(*out) - 1] == '/')
-		(*out)[strlen(*out) - 1] = '\0';
-}
-
-/* An http(s) URL of GitHub's API: api.HOST, or a GitHub Enterprise Server's /api/... */
-static int
-cfg_api_host(const char *url)
-{
-	const char	*host = strstr(url, "://") + 3, *path;
-
-	path = host + strcspn(host, "/");
-	return strncasecmp(host, "api.", 4) == 0 || strncmp(path, "/api/", 5) == 0 ||
-	    strcmp(path, "/api") == 0;
-}
-
 /*
  * store: a PostgreSQL connection string, for several nodes on one database
  * (SPEC section 17); without it, sqlite3 in data_dir. "sqlite" says the default.
@@ -252,12 +120,8 @@ static const char *const agent_keys[] = { "command", "api_url", "prices", NULL }
 static const char *const price_keys[] = { "input", "output", "cache_read", "cache_write",
 	NULL };
 static const char *const budget_keys[] = { "usd_per_day", "usd_per_month", NULL };
-static const char *const github_keys[] = { "webhook_secret", "token", "app_id",
-	"private_key", "api_url", "git_url", NULL };
 static const char *const api_keys[] = { "callback_secret", "repositories", "callbacks", NULL };
 static const char *const api_callbacks_keys[] = { "allow", NULL };
-static const char *const console_keys[] = { "github_client_id", "github_client_secret",
-	"github_org", "teams", "github_url", NULL };
 /* An org's keys besides the systems' sections (source.h), which come first. */
 static const char *const org_keys[] = { "agents", "secrets", "environment", "api", "console",
 	"budget", NULL };
@@ -269,122 +133,6 @@ static const char *const log_keys[] = { "format", NULL };
 static const char *const reports_keys[] = { "give_up", "progress", "edit_interval", "refresh",
 	"backoff", "lease", NULL };
 static const char *const nodes_keys[] = { "lease", "beat", "affinity", NULL };
-
-void
-cfg_unknown(struct cfgctx *c, const struct ynode *m, size_t i, const char *where,
-    const char *const *keys)
-{
-	const char	*hint = name_suggest(keys, ymap_key(m, i));
-
-	cfg_error(c, m->items[2 * i], "unknown key \"%s\"%s%s%s%s%s", ymap_key(m, i),
-	    where != NULL ? " in " : "", where != NULL ? where : "",
-	    hint != NULL ? " (did you mean \"" : "", hint != NULL ? hint : "",
-	    hint != NULL ? "\"?)" : "");
-}
-
-void
-secret_free(struct secret *s)
-{
-	if (s == NULL)
-		return;
-	if (s->value != NULL) {
-		explicit_bzero(s->value, s->len);
-		free(s->value);
-	}
-	free(s->ref);
-	free(s);
-}
-
-/*
- * A secret is a reference, env:NAME, file:PATH or credential:NAME (a systemd
- * credential, util.c's credential_path), never a literal: a literal
- * would sit in version control. The value itself is never put in a message.
- * With CONFIG_UNRESOLVED only the reference is checked and kept.
- */
-struct secret *
-cfg_secret(struct cfgctx *c, const struct ynode *n, const char *what)
-{
-	struct secret	*s;
-	const char	*v, *ref;
-	char		*path, *data, *cause;
-	size_t		 len;
-
-	if (n == NULL || n->type != YNODE_SCALAR || ynode_is_null(n)) {
-		cfg_error(c, n, "\"%s\" must be a secret reference (env:NAME, file:PATH or "
-		    "credential:NAME)", what);
-		return NULL;
-	}
-	ref = n->value;
-	if (strncmp(ref, "env:", 4) == 0) {
-		if (ref[4] == '\0') {
-			cfg_error(c, n, "\"%s\": env: needs a variable name", what);
-			return NULL;
-		}
-		if (c->flags & CONFIG_UNRESOLVED)
-			goto unresolved;
-		if ((v = getenv(ref + 4)) == NULL) {
-			cfg_error(c, n, "\"%s\": environment variable %s is not set", what,
-			    ref + 4);
-			return NULL;
-		}
-		if (*v == '\0') {
-			cfg_error(c, n, "\"%s\": environment variable %s is empty", what,
-			    ref + 4);
-			return NULL;
-		}
-		s = xcalloc(1, sizeof *s);
-		s->ref = xstrdup(ref);
-		s->value = xstrdup(v);
-		s->len = strlen(v);
-		return s;
-	}
-	if (strncmp(ref, "file:", 5) == 0 || strncmp(ref, "credential:", 11) == 0) {
-		if (ref[ref[0] == 'f' ? 5 : 11] == '\0') {
-			cfg_error(c, n, "\"%s\": %s", what, ref[0] == 'f' ?
-			    "file: needs a path" : "credential: needs a name");
-			return NULL;
-		}
-		if (c->flags & CONFIG_UNRESOLVED)
-			goto unresolved;
-		if (ref[0] == 'f')
-			path = path_join(c->dir, ref + 5);
-		else if ((path = credential_path(ref + 11, &cause)) == NULL) {
-			cfg_error(c, n, "\"%s\": %s", what, cause);
-			free(cause);
-			return NULL;
-		}
-		if (read_file(path, SECRET_FILE_MAX, &data, &len, &cause) != 0) {
-			cfg_error(c, n, "\"%s\": cannot read secret file: %s", what, cause);
-			free(cause);
-			free(path);
-			return NULL;
-		}
-		free(path);
-		if (len > 0 && data[len - 1] == '\n')
-			data[--len] = '\0';
-		if (len > 0 && data[len - 1] == '\r')
-			data[--len] = '\0';
-		if (len == 0 || strlen(data) != len) {
-			cfg_error(c, n, "\"%s\": secret file %s is empty or binary", what,
-			    strchr(ref, ':') + 1);
-			explicit_bzero(data, len);
-			free(data);
-			return NULL;
-		}
-		s = xcalloc(1, sizeof *s);
-		s->ref = xstrdup(ref);
-		s->value = data;
-		s->len = len;
-		return s;
-	}
-	cfg_error(c, n, "\"%s\" must be a secret reference (env:NAME, file:PATH or "
-	    "credential:NAME), not a literal value", what);
-	return NULL;
-unresolved:
-	s = xcalloc(1, sizeof *s);
-	s->ref = xstrdup(ref);
-	return s;
-}
 
 /* host:port, [v6]:port or :port; the port is required. */
 static int
@@ -583,28 +331,6 @@ cfg_sandbox(struct cfgctx *c, struct config *cf, const struct ynode *m)
 }
 
 
-static char **
-cfg_argv(struct cfgctx *c, const struct ynode *n, const char *what)
-{
-	char	**argv;
-	size_t	  i;
-
-	if (n->type != YNODE_SEQ || n->n == 0) {
-		cfg_error(c, n, "\"%s\" must be a non-empty list of strings", what);
-		return NULL;
-	}
-	argv = xcalloc(n->n + 1, sizeof *argv);
-	for (i = 0; i < n->n; i++) {
-		if (n->items[i]->type != YNODE_SCALAR) {
-			cfg_error(c, n->items[i], "\"%s\" items must be strings", what);
-			argv[i] = xstrdup("");
-			continue;
-		}
-		argv[i] = xstrdup(n->items[i]->value);
-	}
-	return argv;
-}
-
 /* A dollar amount: a positive number. */
 static void
 cfg_usd(struct cfgctx *c, const struct ynode *n, const char *what, double *out)
@@ -753,141 +479,29 @@ cfg_agents(struct cfgctx *c, struct config *cf, const struct ynode *m)
 	}
 }
 
-/* A key GitHub would refuse, or that cannot sign, is found now rather than at the first run. */
-static void
-cfg_github_key(struct cfgctx *c, const struct ynode *n, const struct secret *key)
-{
-	char	*why;
-
-	if (key == NULL || key->value == NULL)
-		return;
-	if (github_key_check(key->value, key->len, &why) != 0) {
-		cfg_error(c, n, "\"github.private_key\": %s %s", key->ref, why);
-		free(why);
-	}
-}
-
-static void
-cfg_github(struct cfgctx *c, struct org *o, const struct ynode *m)
-{
-	struct org_github	*g;
-	size_t			 i;
-
-	if (!cfg_is_map(c, m, "github"))
-		return;
-	g = o->github = xcalloc(1, sizeof *g);
-	g->api_url = xstrdup("https://api.github.com");
-	g->git_url = xstrdup("https://github.com");
-	for (i = 0; i < m->n; i++) {
-		const char		*k = ymap_key(m, i);
-		const struct ynode	*n = ymap_value(m, i);
-
-		if (strcmp(k, "webhook_secret") == 0)
-			g->webhook_secret = cfg_secret(c, n, "github.webhook_secret");
-		else if (strcmp(k, "token") == 0)
-			g->token = cfg_secret(c, n, "github.token");
-		else if (strcmp(k, "app_id") == 0)
-			cfg_int(c, n, "github.app_id", 1, (long long)1 << 50, &g->app_id);
-		else if (strcmp(k, "private_key") == 0) {
-			g->private_key = cfg_secret(c, n, "github.private_key");
-			cfg_github_key(c, n, g->private_key);
-		}
-		else if (strcmp(k, "api_url") == 0)
-			cfg_url(c, n, "github.api_url", &g->api_url);
-		else if (strcmp(k, "git_url") == 0)
-			cfg_url(c, n, "github.git_url", &g->git_url);
-		else
-			cfg_unknown(c, m, i, "github", github_keys);
-	}
-	if (ymap_get(m, "webhook_secret") == NULL)
-		cfg_error(c, m, "\"github.webhook_secret\" is required");
-	if ((g->app_id != 0) != (ymap_get(m, "private_key") != NULL))
-		cfg_error(c, m, "\"github.app_id\" and \"github.private_key\" go together");
-}
-
-void *
-cfg_section(struct cfgctx *c, const struct ynode *m, const char *what,
-    const struct cfg_field *fields, size_t size, const char *required)
-{
-	const char		*keys[32];
-	const struct cfg_field	*f;
-	char			*sec, *name;
-	size_t			 i, n = 0;
-
-	if (!cfg_is_map(c, m, what))
-		return NULL;
-	sec = xcalloc(1, size);
-	for (f = fields; f->key != NULL && n + 1 < SPUR_ARRLEN(keys); f++) {
-		keys[n++] = f->key;
-		if (f->dflt != NULL)
-			*(char **)(sec + f->offset) = xstrdup(f->dflt);
-	}
-	keys[n] = NULL;
-	for (i = 0; i < m->n; i++) {
-		const char		*k = ymap_key(m, i);
-		const struct ynode	*v = ymap_value(m, i);
-
-		for (f = fields; f->key != NULL && strcmp(f->key, k) != 0; f++)
-			;
-		if (f->key == NULL) {
-			cfg_unknown(c, m, i, what, keys);
-			continue;
-		}
-		name = xprintf("%s.%s", what, k);
-		if (f->kind == CFG_FIELD_SECRET)
-			*(struct secret **)(sec + f->offset) = cfg_secret(c, v, name);
-		else
-			cfg_url(c, v, name, (char **)(sec + f->offset));
-		free(name);
-	}
-	if (required != NULL && ymap_get(m, required) == NULL)
-		cfg_error(c, m, "\"%s.%s\" is required", what, required);
-	return sec;
-}
-
-void
-cfg_section_free(void *p, const struct cfg_field *fields)
-{
-	const struct cfg_field	*f;
-	char			*sec = p;
-
-	for (f = fields; f->key != NULL; f++) {
-		if (f->kind == CFG_FIELD_SECRET)
-			secret_free(*(struct secret **)(sec + f->offset));
-		else
-			free(*(char **)(sec + f->offset));
-	}
-	free(sec);
-}
-
-void
-cfg_section_secrets(const void *p, const struct cfg_field *fields,
-    void (*add)(void *, const struct secret *), void *arg)
-{
-	const struct cfg_field	*f;
-	const char		*sec = p;
-	struct secret		*s;
-
-	for (f = fields; f->key != NULL; f++) {
-		if (f->kind == CFG_FIELD_SECRET &&
-		    (s = *(struct secret *const *)(sec + f->offset)) != NULL)
-			add(arg, s);
-	}
-}
-
 /* orgs.NAME.<system>: the system's own parser (source.h) fills the org's slot for it. */
 static void
 cfg_source(struct cfgctx *c, struct org *o, const struct source *src, const struct ynode *m)
 {
-	const struct source	*t;
-	size_t			 i;
+	void	*conf;
 
-	if (o->sources == NULL)
-		o->sources = xcalloc(source_count(), sizeof *o->sources);
-	for (i = 0, t = source_next(NULL); t != NULL; i++, t = source_next(t)) {
-		if (t == src && o->sources[i] == NULL)
-			o->sources[i] = src->conf_parse(c, m);
-	}
+	if (source_conf(o, src) != NULL || (conf = src->conf_parse(c, m)) == NULL)
+		return;
+	o->sources = xreallocarray(o->sources, o->nsources + 1, sizeof *o->sources);
+	o->sources[o->nsources].src = src;
+	o->sources[o->nsources++].conf = conf;
+}
+
+/* The system people sign in to the console with (orgs.NAME.console), NULL: none. */
+static const struct source *
+cfg_signin(void)
+{
+	const struct source	*src;
+
+	for (src = source_next(NULL); src != NULL; src = source_next(src))
+		if (src->console_parse != NULL)
+			return src;
+	return NULL;
 }
 
 int
@@ -1013,139 +627,6 @@ cfg_org_api(struct cfgctx *c, struct org *o, const struct ynode *m)
 			cfg_org_api_callbacks(c, a, n);
 		else
 			cfg_unknown(c, m, i, "api", api_keys);
-	}
-}
-
-/* A GitHub login or team slug: it goes into API paths as it is. */
-static int
-cfg_github_name(const char *s, int slug)
-{
-	size_t	 n = strlen(s);
-
-	if (n == 0 || n > 100 || s[0] == '-' || s[0] == '.')
-		return 0;
-	for (; *s != '\0'; s++) {
-		if (!isalnum((unsigned char)*s) && *s != '-' && !(slug && (*s == '_' || *s == '.')))
-			return 0;
-	}
-	return 1;
-}
-
-/* orgs.NAME.console: sign-in with GitHub, and which GitHub org (and teams) may see it. */
-static void
-cfg_org_console(struct cfgctx *c, struct org *o, const struct ynode *m)
-{
-	struct org_console	*cs;
-	size_t			 i, j;
-	const char		*s;
-
-	if (!cfg_is_map(c, m, "console"))
-		return;
-	cs = o->console = xcalloc(1, sizeof *cs);
-	cs->github_url = xstrdup("https://github.com");
-	for (i = 0; i < m->n; i++) {
-		const char		*k = ymap_key(m, i);
-		const struct ynode	*n = ymap_value(m, i);
-
-		if (strcmp(k, "github_client_id") == 0) {
-			cfg_str(c, n, "console.github_client_id", &cs->github_client_id);
-			for (s = cs->github_client_id; s != NULL; s++) {
-				if (*s == '\0' && s > cs->github_client_id)
-					break;
-				if (!isgraph((unsigned char)*s)) {
-					cfg_error(c, n, "\"console.github_client_id\" must be "
-					    "the OAuth app's client ID (no spaces or controls)");
-					break;
-				}
-			}
-		} else if (strcmp(k, "github_client_secret") == 0)
-			cs->github_client_secret = cfg_secret(c, n,
-			    "console.github_client_secret");
-		else if (strcmp(k, "github_org") == 0) {
-			cfg_str(c, n, "console.github_org", &cs->github_org);
-			if (cs->github_org != NULL && !cfg_github_name(cs->github_org, 0))
-				cfg_error(c, n, "\"console.github_org\" must be a GitHub "
-				    "organization's login (letters, digits and -)");
-		} else if (strcmp(k, "teams") == 0) {
-			cs->teams = cfg_argv(c, n, "console.teams");
-			for (j = 0; cs->teams != NULL && cs->teams[j] != NULL; j++) {
-				if (!cfg_github_name(cs->teams[j], 1))
-					cfg_error(c, n->items[j], "\"console.teams\": \"%s\" is "
-					    "not a team slug (letters, digits, -, _ and .)",
-					    cs->teams[j]);
-			}
-		} else if (strcmp(k, "github_url") == 0) {
-			cfg_url(c, n, "console.github_url", &cs->github_url);
-			/* People sign in on the web host; the API's has no OAuth pages. */
-			if (cfg_api_host(cs->github_url))
-				cfg_error(c, n, "\"console.github_url\" is GitHub's API host: "
-				    "give the host people sign in on (https://github.com, or a "
-				    "GitHub Enterprise Server's https://HOST)");
-		}
-		else
-			cfg_unknown(c, m, i, "console", console_keys);
-	}
-	if (ymap_get(m, "github_client_id") == NULL)
-		cfg_error(c, m, "\"console.github_client_id\" is required (the GitHub "
-		    "OAuth app people sign in with)");
-	if (ymap_get(m, "github_client_secret") == NULL)
-		cfg_error(c, m, "\"console.github_client_secret\" is required with "
-		    "console.github_client_id");
-	if (ymap_get(m, "github_org") == NULL)
-		cfg_error(c, m, "\"console.github_org\" is required: the GitHub "
-		    "organization whose members may see org %s", o->name);
-}
-
-/*
- * What console sign-in needs beyond the console key itself: the org's own
- * GitHub credential (membership is re-checked hourly without the person's
- * token), and one OAuth app across orgs: the callback URL is the same for
- * every org, so spur exchanges every code with one client id and secret.
- */
-static void
-cfg_consoles(struct cfgctx *c, struct config *cf, const struct ynode *orgs)
-{
-	const struct org	*first = NULL;
-	const struct ynode	*on, *cn, *at;
-	size_t			 i;
-
-	for (i = 0; i < cf->norgs; i++) {
-		const struct org	*o = &cf->orgs[i];
-		const struct org_console *cs = o->console;
-
-		if (cs == NULL || (on = ymap_get(orgs, o->name)) == NULL ||
-		    (cn = ymap_get(on, "console")) == NULL)
-			continue;
-		if (o->github == NULL || (o->github->token == NULL && o->github->app_id == 0))
-			cfg_error(c, cn, "\"orgs.%s.console\" needs the org's own GitHub "
-			    "credential (github.token, or github.app_id and private_key): "
-			    "membership is re-checked every hour with it", o->name);
-		if (cs->github_client_id == NULL)
-			continue;
-		if (first == NULL) {
-			first = o;
-			continue;
-		}
-		at = ymap_get(cn, "github_client_id");
-		if (strcmp(cs->github_client_id, first->console->github_client_id) != 0)
-			cfg_error(c, at, "\"orgs.%s.console.github_client_id\" differs from "
-			    "orgs.%s's: spur signs in with one GitHub OAuth app, give every "
-			    "org the same client id and secret", o->name, first->name);
-		else if (strcmp(cs->github_url, first->console->github_url) != 0)
-			cfg_error(c, ymap_get(cn, "github_url") != NULL ?
-			    ymap_get(cn, "github_url") : cn, "\"orgs.%s.console.github_url\" "
-			    "differs from orgs.%s's for the same OAuth app", o->name,
-			    first->name);
-		else if (cs->github_client_secret != NULL &&
-		    first->console->github_client_secret != NULL &&
-		    cs->github_client_secret->value != NULL &&
-		    first->console->github_client_secret->value != NULL &&
-		    (cs->github_client_secret->len != first->console->github_client_secret->len ||
-		    !ct_equal(cs->github_client_secret->value,
-		    first->console->github_client_secret->value, cs->github_client_secret->len)))
-			cfg_error(c, ymap_get(cn, "github_client_secret"),
-			    "\"orgs.%s.console.github_client_secret\" differs from orgs.%s's "
-			    "for the same OAuth app", o->name, first->name);
 	}
 }
 
@@ -1342,6 +823,7 @@ cfg_org_environment(struct cfgctx *c, struct org *org, const struct ynode *n)
 static void
 cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 {
+	const struct source	*src;
 	size_t	 i, j;
 
 	if (!cfg_is_map(c, m, "orgs"))
@@ -1370,9 +852,7 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 			const char		*k = ymap_key(o, j);
 			const struct ynode	*n = ymap_value(o, j);
 
-			if (strcmp(k, "github") == 0)
-				cfg_github(c, org, n);
-			else if (source_system(k) != NULL &&
+			if (source_system(k) != NULL &&
 			    source_system(k)->conf_parse != NULL)
 				cfg_source(c, org, source_system(k), n);
 			else if (strcmp(k, "agents") == 0)
@@ -1383,15 +863,16 @@ cfg_orgs(struct cfgctx *c, struct config *cf, const struct ynode *m)
 				cfg_org_environment(c, org, n);
 			else if (strcmp(k, "api") == 0)
 				cfg_org_api(c, org, n);
-			else if (strcmp(k, "console") == 0)
-				cfg_org_console(c, org, n);
+			else if (strcmp(k, "console") == 0 && (src = cfg_signin()) != NULL)
+				org->console = (org->console_src = src)->console_parse(c, n, org);
 			else if (strcmp(k, "budget") == 0)
 				cfg_org_budget(c, org, n);
 			else
 				cfg_org_unknown(c, o, j, name);
 		}
 	}
-	cfg_consoles(c, cf, m);
+	if ((src = cfg_signin()) != NULL && src->console_check != NULL)
+		src->console_check(c, cf, m);
 }
 
 static void
@@ -1865,56 +1346,28 @@ config_ref(struct config *cf)
 	return cf;
 }
 
-static const char *config_default_api[][2] = {
-	{ "github", "https://api.github.com" },
-};
 
 char *
 config_api_url(const struct org *org, const char *source)
 {
-	const struct source	*src;
-	const void		*conf;
-	const char	*u = NULL;
-	size_t		 i, len;
-
-	if (org != NULL && strcmp(source, "github") == 0 && org->github != NULL)
-		u = org->github->api_url;
-	else if ((src = source_system(source)) != NULL && src->conf_api_url != NULL &&
-	    (conf = source_conf(org, src)) != NULL)
-		u = src->conf_api_url(conf);
-	for (i = 0; u == NULL && i < SPUR_ARRLEN(config_default_api); i++) {
-		if (strcmp(config_default_api[i][0], source) == 0)
-			u = config_default_api[i][1];
-	}
-	if (u == NULL && (src = source_system(source)) != NULL)
-		u = src->api_url;
-	if (u == NULL)
-		return NULL;
-	len = strlen(u);
-	while (len > 0 && u[len - 1] == '/')
-		len--;
-	return xprintf("%.*s", (int)len, u);
+	return source_api_url(org, source_system(source));
 }
 
 /* The systems' sections of an org, each freed by its own file. */
 static void
 config_free_sources(struct org *o)
 {
-	const struct source	*src;
-	size_t			 i;
+	size_t	 i;
 
-	for (i = 0, src = source_next(NULL); o->sources != NULL && src != NULL; i++,
-	    src = source_next(src)) {
-		if (o->sources[i] != NULL)
-			src->conf_free(o->sources[i]);
-	}
+	for (i = 0; i < o->nsources; i++)
+		o->sources[i].src->conf_free(o->sources[i].conf);
 	free(o->sources);
 }
 
 void
 config_free(struct config *cf)
 {
-	size_t	 i, j;
+	size_t			 i, j;
 
 	/* References are taken and dropped on the loop and the HTTP fronts. */
 	if (cf == NULL || __atomic_sub_fetch(&cf->refs, 1, __ATOMIC_ACQ_REL) > 0)
@@ -1938,14 +1391,6 @@ config_free(struct config *cf)
 	for (i = 0; i < cf->norgs; i++) {
 		struct org *o = &cf->orgs[i];
 		free(o->name);
-		if (o->github != NULL) {
-			secret_free(o->github->webhook_secret);
-			secret_free(o->github->token);
-			secret_free(o->github->private_key);
-			free(o->github->api_url);
-			free(o->github->git_url);
-			free(o->github);
-		}
 		config_free_sources(o);
 		named_secrets_free(o->agents, o->nagents);
 		named_secrets_free(o->secrets, o->nsecrets);
@@ -1967,16 +1412,8 @@ config_free(struct config *cf)
 			free(o->api->callbacks_allow);
 			free(o->api);
 		}
-		if (o->console != NULL) {
-			free(o->console->github_client_id);
-			secret_free(o->console->github_client_secret);
-			free(o->console->github_org);
-			for (j = 0; o->console->teams && o->console->teams[j]; j++)
-				free(o->console->teams[j]);
-			free(o->console->teams);
-			free(o->console->github_url);
-			free(o->console);
-		}
+		if (o->console != NULL)
+			o->console_src->console_free(o->console);
 	}
 	free(cf->orgs);
 	free(cf->file);
@@ -1995,18 +1432,6 @@ config_free(struct config *cf)
 	free(cf);
 }
 
-struct org *
-config_org(const struct config *cf, const char *name)
-{
-	size_t	 i;
-
-	for (i = 0; i < cf->norgs; i++) {
-		if (strcmp(cf->orgs[i].name, name) == 0)
-			return &cf->orgs[i];
-	}
-	return NULL;
-}
-
 const struct agent_conf *
 config_agent(const struct config *cf, const char *name)
 {
@@ -2015,18 +1440,6 @@ config_agent(const struct config *cf, const char *name)
 	for (i = 0; i < cf->nagents; i++) {
 		if (strcmp(cf->agents[i].name, name) == 0)
 			return &cf->agents[i];
-	}
-	return NULL;
-}
-
-struct secret *
-org_secret(const struct org *o, const char *name)
-{
-	size_t	 i;
-
-	for (i = 0; i < o->nsecrets; i++) {
-		if (strcmp(o->secrets[i].name, name) == 0)
-			return o->secrets[i].secret;
 	}
 	return NULL;
 }
@@ -2057,69 +1470,3 @@ org_agent_key(const struct org *o, const char *name)
 	return NULL;
 }
 
-static size_t
-config_secrets_add(const struct secret **out, size_t max, size_t n, const struct secret *s)
-{
-	if (s != NULL && n < max)
-		out[n] = s;
-	return s != NULL ? n + 1 : n;
-}
-
-struct config_secrets_ctx {
-	const struct secret	**out;
-	size_t			  max;
-	size_t			  n;
-};
-
-static void
-config_secrets_one(void *arg, const struct secret *s)
-{
-	struct config_secrets_ctx	*x = arg;
-
-	x->n = config_secrets_add(x->out, x->max, x->n, s);
-}
-
-/* The secrets of the org's systems' sections, each listed by its own file. */
-static size_t
-config_secrets_sources(const struct org *o, const struct secret **out, size_t max, size_t n)
-{
-	struct config_secrets_ctx	 x = { out, max, n };
-	const struct source		*src;
-	const void			*conf;
-
-	for (src = source_next(NULL); src != NULL; src = source_next(src)) {
-		if (src->conf_secrets != NULL && (conf = source_conf(o, src)) != NULL)
-			src->conf_secrets(conf, config_secrets_one, &x);
-	}
-	return x.n;
-}
-
-size_t
-config_secrets(const struct config *cf, const struct secret **out, size_t max)
-{
-	size_t	 i, j, n = 0;
-
-	for (i = 0; i < cf->norgs; i++) {
-		const struct org *o = &cf->orgs[i];
-		if (o->github != NULL) {
-			n = config_secrets_add(out, max, n, o->github->webhook_secret);
-			n = config_secrets_add(out, max, n, o->github->token);
-			n = config_secrets_add(out, max, n, o->github->private_key);
-		}
-		n = config_secrets_sources(o, out, max, n);
-		if (o->api != NULL)
-			n = config_secrets_add(out, max, n, o->api->callback_secret);
-		if (o->console != NULL)
-			n = config_secrets_add(out, max, n, o->console->github_client_secret);
-		for (j = 0; j < o->nagents; j++)
-			n = config_secrets_add(out, max, n, o->agents[j].secret);
-		for (j = 0; j < o->nsecrets; j++)
-			n = config_secrets_add(out, max, n, o->secrets[j].secret);
-		for (j = 0; j < o->nsealed; j++) {
-			if (o->sealed[j].secret->value != NULL)
-				n = config_secrets_add(out, max, n, o->sealed[j].secret);
-		}
-	}
-	n = config_secrets_add(out, max, n, cf->secrets_key);
-	return n;
-}

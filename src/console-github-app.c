@@ -15,6 +15,7 @@
 #include "spur.h"
 #include "conf.h"
 #include "console-github-app.h"
+#include "github-app.h"
 #include "httpc.h"
 #include "serve.h"
 
@@ -69,8 +70,9 @@ cga_html(struct buf *b, const char *text)
 static const char *
 cga_web(const struct org *o)
 {
-	return o->github != NULL && o->github->git_url != NULL ? o->github->git_url :
-	    "https://github.com";
+	const struct org_github	*g = github_conf(o);
+
+	return g != NULL && g->git_url != NULL ? g->git_url : "https://github.com";
 }
 
 /* scheme://host[:port] of url, for a CSP source: NULL when it holds anything else. */

@@ -30,23 +30,30 @@ struct cgh {
 	size_t			 org;		/* conf->orgs index being checked */
 	size_t			 team;		/* its console->teams index being checked */
 	struct http_call	*call;
-	struct github_req	*gh;
+	struct source_cred	*gh;
 	char			*error;
-	console_github_cb	 cb;
+	console_signin_cb	 cb;
 	void			*arg;
 };
 
 static void	cgh_next_org(struct cgh *);
 
-/* The OAuth app: every org with console names the same one (config.c). */
+/* The org's console section (source-github.c parses it). */
+static const struct org_console *
+cgh_cs(const struct org *o)
+{
+	return o->console;
+}
+
+/* The OAuth app: every org with console names the same one (source-github.c). */
 static const struct org_console *
 cgh_app(const struct config *cf)
 {
 	size_t	 i;
 
 	for (i = 0; cf != NULL && i < cf->norgs; i++) {
-		if (cf->orgs[i].console != NULL && cf->orgs[i].console->github_client_id != NULL &&
-		    cf->orgs[i].console->github_client_secret != NULL)
+		if (cf->orgs[i].console != NULL && cgh_cs(&cf->orgs[i])->github_client_id != NULL &&
+		    cgh_cs(&cf->orgs[i])->github_client_secret != NULL)
 			return cf->orgs[i].console;
 	}
 	return NULL;
@@ -200,7 +207,7 @@ static void
 cgh_get(struct cgh *c, const struct org *o, const char *path, http_done_cb done)
 {
 	struct http_request	 req;
-	char			*base = config_api_url(o, "github"), *url, *auth;
+	char			*base = github_api_base(o), *url, *auth;
 	const char		*h[4];
 
 	url = xprintf("%s%s", base, path);
@@ -250,7 +257,7 @@ cgh_skip_org(struct cgh *c, const char *why, int status)
 	const struct org	*o = cgh_org(c);
 
 	log_warn("event=console.github_org_unchecked org=%s github_org=%s user=%s status=%d "
-	    "why=%s", o->name, log_q(o->console->github_org), log_q(c->login), status,
+	    "why=%s", o->name, log_q(cgh_cs(o)->github_org), log_q(c->login), status,
 	    log_q(why));
 	c->org++;
 	cgh_next_org(c);
@@ -272,7 +279,7 @@ cgh_not_member(struct cgh *c, const char *what)
 	const struct org	*o = cgh_org(c);
 
 	log_info("event=console.github_not_member org=%s github_org=%s user=%s not=%s", o->name,
-	    log_q(o->console->github_org), log_q(c->login), what);
+	    log_q(cgh_cs(o)->github_org), log_q(c->login), what);
 	c->org++;
 	cgh_next_org(c);
 }
@@ -305,7 +312,7 @@ cgh_team_cb(const struct http_response *res, void *arg)
 static void
 cgh_team(struct cgh *c)
 {
-	const struct org_console	*cs = cgh_org(c)->console;
+	const struct org_console	*cs = cgh_cs(cgh_org(c));
 	struct buf			 b;
 
 	if (cs->teams == NULL || cs->teams[c->team] == NULL) {
@@ -327,7 +334,7 @@ cgh_team(struct cgh *c)
 static void
 cgh_org_member(struct cgh *c)
 {
-	if (cgh_org(c)->console->teams == NULL) {
+	if (cgh_cs(cgh_org(c))->teams == NULL) {
 		cgh_member(c);
 		return;
 	}
@@ -353,7 +360,7 @@ cgh_membership_cb(const struct http_response *res, void *arg)
 	 */
 	if (res->status == 403)
 		log_warn("event=console.github_org_refused org=%s github_org=%s user=%s status=403 "
-		    "why=%s", cgh_org(c)->name, log_q(cgh_org(c)->console->github_org),
+		    "why=%s", cgh_org(c)->name, log_q(cgh_cs(cgh_org(c))->github_org),
 		    log_q(c->login), log_q("GitHub refused the membership check: approve the "
 		    "console's OAuth app in the organization's third-party access settings"));
 	cgh_not_member(c, "org");
@@ -401,7 +408,7 @@ cgh_org_token_cb(const char *token, const char *cause, int permanent, void *arg)
 	c->token = xstrdup(token);
 	buf_init(&b, 0);
 	buf_adds(&b, "/orgs/");
-	buf_addq(&b, cgh_org(c)->console->github_org);
+	buf_addq(&b, cgh_cs(cgh_org(c))->github_org);
 	buf_adds(&b, "/members/");
 	buf_addq(&b, c->login);
 	cgh_get(c, cgh_org(c), buf_cstr(&b), cgh_members_cb);
@@ -423,18 +430,18 @@ cgh_next_org(struct cgh *c)
 	}
 	o = cgh_org(c);
 	if (c->recheck) {
-		c->gh = github_token(c->e, o->name, o->console->github_org, 0, cgh_org_token_cb, c);
+		c->gh = github_token(c->e, o->name, cgh_cs(o)->github_org, 0, cgh_org_token_cb, c);
 		return;
 	}
 	buf_init(&b, 0);
 	buf_adds(&b, "/user/memberships/orgs/");
-	buf_addq(&b, o->console->github_org);
+	buf_addq(&b, cgh_cs(o)->github_org);
 	cgh_get(c, o, buf_cstr(&b), cgh_membership_cb);
 	buf_free(&b);
 }
 
 static struct cgh *
-cgh_create(struct engine *e, int recheck, console_github_cb cb, void *arg)
+cgh_create(struct engine *e, int recheck, console_signin_cb cb, void *arg)
 {
 	struct cgh	*c = xcalloc(1, sizeof *c);
 
@@ -501,7 +508,7 @@ cgh_exchange_cb(const struct http_response *res, void *arg)
 
 void
 console_github_signin(struct engine *e, const char *code, const char *redirect_uri,
-    console_github_cb cb, void *arg)
+    console_signin_cb cb, void *arg)
 {
 	struct cgh			*c = cgh_create(e, 0, cb, arg);
 	const struct org_console	*app = cgh_app(c->conf);
@@ -545,7 +552,7 @@ console_github_signin(struct engine *e, const char *code, const char *redirect_u
 }
 
 void
-console_github_recheck(struct engine *e, const char *user, console_github_cb cb, void *arg)
+console_github_recheck(struct engine *e, const char *user, console_signin_cb cb, void *arg)
 {
 	struct cgh	*c = cgh_create(e, 1, cb, arg);
 
@@ -557,3 +564,13 @@ console_github_recheck(struct engine *e, const char *user, console_github_cb cb,
 	c->org = 0;
 	cgh_next_org(c);
 }
+
+const struct console_signin console_signin = {
+	.name = "github",
+	.title = "GitHub",
+	.member_of = "github_org or teams",
+	.enabled = console_github_enabled,
+	.authorize_url = console_github_authorize_url,
+	.signin = console_github_signin,
+	.recheck = console_github_recheck,
+};

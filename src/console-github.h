@@ -5,8 +5,24 @@
 #include <stddef.h>
 #include <jansson.h>
 
+#include "console-signin.h"
+
 struct config;
 struct engine;
+struct secret;
+
+/*
+ * orgs.NAME.console (source-github.c parses it): who may see the org in the
+ * web console when signed in with GitHub. Every org that has it names the
+ * same OAuth app (client id, secret, github_url): one per installation.
+ */
+struct org_console {
+	char		*github_client_id;
+	struct secret	*github_client_secret;
+	char		*github_org;		/* members of this GitHub org... */
+	char		**teams;		/* ...and of one of these team slugs; NULL: any member */
+	char		*github_url;		/* the OAuth host, no trailing slash */
+};
 
 /* 1 when some org has console.github_client_id (sign-in with GitHub offered). */
 int	 console_github_enabled(const struct config *);
@@ -18,15 +34,6 @@ char	*console_github_authorize_url(const struct config *, const char *state,
 	     const char *redirect_uri);
 
 /*
- * cb(user, orgs, NULL, arg): user's GitHub login and the spur org names it may
- * see (a JSON array, borrowed: empty when it is a member of none, which the
- * console refuses); cb(NULL, NULL, error, arg): no answer could be had (a bad
- * or expired code, GitHub unreachable or failing), error a sentence for the
- * person, scrubbed of every secret. Always later, from the loop; exactly once.
- */
-typedef void (*console_github_cb)(const char *user, json_t *orgs, const char *error,
-	     void *arg);
-/*
  * Loop, async: code -> the person's token (POST {github_url}/login/oauth/
  * access_token) -> login (GET {api}/user) -> for each org with console, its
  * membership (GET {api}/user/memberships/orgs/{github_org}, state active) and,
@@ -34,7 +41,7 @@ typedef void (*console_github_cb)(const char *user, json_t *orgs, const char *er
  * memberships/{login}, state active). The token is dropped at the end.
  */
 void	 console_github_signin(struct engine *, const char *code, const char *redirect_uri,
-	     console_github_cb, void *arg);
+	     console_signin_cb, void *arg);
 /*
  * Loop, async: the orgs user may still see, checked with each org's own GitHub
  * credential (github.token or its App's installation token on the GitHub
@@ -44,7 +51,7 @@ void	 console_github_signin(struct engine *, const char *code, const char *redir
  * see members) is left out, with a warning logged; GitHub unreachable or
  * failing ends it with an error instead.
  */
-void	 console_github_recheck(struct engine *, const char *user, console_github_cb,
+void	 console_github_recheck(struct engine *, const char *user, console_signin_cb,
 	     void *arg);
 
 /* Pure parts, for tests. */

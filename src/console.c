@@ -1,7 +1,7 @@
 /*
  * console.c: the web console (SPEC section 14) on the engine's loop: the
- * pages' shell, sign-in (a one-time link from `spur console-link`, or
- * GitHub through console-github.c), the sessions they make, and the
+ * pages' shell, sign-in (a one-time link from `spur console-link`, or an
+ * outside system's through console-signin.h), the sessions they make, and the
  * principal the org API sees for a session's cookie. The pages themselves
  * (console/, compiled in) use the org API and nothing else.
  */
@@ -12,6 +12,7 @@
 #include "console-assets.h"
 #include "console-github.h"
 #include "console-github-app.h"
+#include "console-signin.h"
 #include "keys.h"
 #include "serve.h"
 #include "store.h"
@@ -92,7 +93,7 @@ console_org_in(const char *orgs_json, const char *org)
 	return in;
 }
 
-/* A GitHub user's membership is checked again when this old; a link's never is. */
+/* A signed-in person's membership is checked again when this old; a link's never is. */
 static int
 console_stale(const struct console_session *cs, int64_t now)
 {
@@ -290,7 +291,7 @@ console_link(struct engine *e, const char *token, const char *query, api_done_cb
 	free(next);
 }
 
-/* The sign-in of a GitHub user, waiting for GitHub. */
+/* A sign-in through the outside system, waiting for it. */
 struct console_wait {
 	struct engine	*e;
 	api_done_cb	 done;
@@ -312,25 +313,32 @@ console_wait_free(struct console_wait *w)
 }
 
 static void
-console_github_done(const char *user, json_t *orgs, const char *error, void *arg)
+console_signin_done(const char *user, json_t *orgs, const char *error, void *arg)
 {
+	const struct console_signin *si = &console_signin;
 	struct console_wait	*w = arg;
-	char			*cookie, *clear;
+	char			*cookie, *clear, *why;
 
 	clear = console_set_cookie(w->e, CONSOLE_OAUTH_COOKIE, NULL, "/console/auth", 0);
 	if (user == NULL || json_array_size(orgs) == 0) {
-		log_warn("event=console.github_refused user=%s reason=%s", log_q(user),
-		    log_q(error != NULL ? error : "not a member of any org's github_org or teams"));
-		if (user == NULL)
-			/* The error is meant for the person, and scrubbed (console-github.c). */
+		why = xprintf("not a member of any org's %s", si->member_of);
+		log_warn("event=console.%s_refused user=%s reason=%s", si->name, log_q(user),
+		    log_q(error != NULL ? error : why));
+		free(why);
+		if (user == NULL && error != NULL)
+			/* The error is meant for the person, and scrubbed (console-signin.h). */
 			console_answer(w->done, w->arg, 403, "text/plain; charset=utf-8", xprintf(
-			    "Sign-in with GitHub failed: %s. Start again from the console.\n",
-			    error != NULL ? error : "no answer from GitHub"));
+			    "Sign-in with %s failed: %s. Start again from the console.\n",
+			    si->title, error));
+		else if (user == NULL)
+			console_answer(w->done, w->arg, 403, "text/plain; charset=utf-8", xprintf(
+			    "Sign-in with %s failed: no answer from %s. Start again from the "
+			    "console.\n", si->title, si->title));
 		else
 			console_answer(w->done, w->arg, 403, "text/plain; charset=utf-8", xprintf(
-			    "Signed in to GitHub as %s, but that account may not see any org here: "
-			    "ask for membership of the GitHub organization (and team) the console "
-			    "names.\n", user));
+			    "Signed in to %s as %s, but that account may not see any org here: "
+			    "ask for membership of the %s organization (and team) the console "
+			    "names.\n", si->title, user, si->title));
 		free(clear);
 	} else if ((cookie = console_session_new(w->e, user, orgs, NULL)) == NULL) {
 		console_answer(w->done, w->arg, 503, "text/plain", xstrdup("store unavailable\n"));
@@ -340,19 +348,30 @@ console_github_done(const char *user, json_t *orgs, const char *error, void *arg
 	console_wait_free(w);
 }
 
+/* Whether p is /console/auth/<the sign-in's name> and then tail. */
+static int
+console_signin_route(const char *p, const char *tail)
+{
+	size_t	n = strlen(console_signin.name);
+
+	return strncmp(p, "/console/auth/", 14) == 0 &&
+	    strncmp(p + 14, console_signin.name, n) == 0 && strcmp(p + 14 + n, tail) == 0;
+}
+
 static void
-console_auth_github(struct engine *e, const struct api_req *req, api_done_cb done, void *arg)
+console_auth_start(struct engine *e, const struct api_req *req, api_done_cb done, void *arg)
 {
 	char	*state, *next = api_query_value(req->query, "next"), *url, *cookie, *redirect;
 
-	if (!console_github_enabled(e->conf)) {
+	if (!console_signin.enabled(e->conf)) {
 		console_answer(done, arg, 404, "application/json", xstrdup("{\"error\":\"not_found\"}"));
 		free(next);
 		return;
 	}
 	state = key_token(24);
-	redirect = xprintf("%s/console/auth/github/callback", e->conf->public_url);
-	url = console_github_authorize_url(e->conf, state, redirect);
+	redirect = xprintf("%s/console/auth/%s/callback", e->conf->public_url,
+	    console_signin.name);
+	url = console_signin.authorize_url(e->conf, state, redirect);
 	{
 		char *value = xprintf("%s.%s", state, console_next(next));
 
@@ -373,12 +392,12 @@ console_auth_callback(struct engine *e, const struct api_req *req, api_done_cb d
 	char			*code = api_query_value(req->query, "code"), *dot, *redirect;
 	struct console_wait	*w;
 
-	if (!console_github_enabled(e->conf) || state == NULL || code == NULL ||
+	if (!console_signin.enabled(e->conf) || state == NULL || code == NULL ||
 	    req->cookie == NULL || console_cookie(req->cookie, CONSOLE_OAUTH_COOKIE, saved,
 	    sizeof saved) != 0 || (dot = strchr(saved, '.')) == NULL ||
 	    (size_t)(dot - saved) != strlen(state) || !ct_equal(saved, state, strlen(state))) {
-		log_warn("event=console.github_refused reason=\"state missing or not this "
-		    "browser's\"");
+		log_warn("event=console.%s_refused reason=\"state missing or not this "
+		    "browser's\"", console_signin.name);
 		console_answer(done, arg, 400, "text/plain; charset=utf-8", xstrdup("This sign-in "
 		    "did not start here (its state does not match): start again from the "
 		    "console.\n"));
@@ -391,8 +410,9 @@ console_auth_callback(struct engine *e, const struct api_req *req, api_done_cb d
 	w->done = done;
 	w->arg = arg;
 	w->next = xstrdup(dot + 1);
-	redirect = xprintf("%s/console/auth/github/callback", e->conf->public_url);
-	console_github_signin(e, code, redirect, console_github_done, w);
+	redirect = xprintf("%s/console/auth/%s/callback", e->conf->public_url,
+	    console_signin.name);
+	console_signin.signin(e, code, redirect, console_signin_done, w);
 	free(redirect);
 	free(state);
 	free(code);
@@ -446,7 +466,7 @@ console_me(struct engine *e, const struct api_req *req, api_done_cb done, void *
 	w->csrf = xstrdup(cs.csrf);
 	w->hash = xstrdup(cs.hash);
 	if (console_stale(&cs, now_ms()))
-		console_github_recheck(e, cs.user, console_recheck_done, w);
+		console_signin.recheck(e, cs.user, console_recheck_done, w);
 	else {
 		console_me_answer(w, cs.orgs);
 		console_wait_free(w);
@@ -615,8 +635,8 @@ console_handle(struct engine *e, const struct api_req *req, api_done_cb done, vo
 	char			*to;
 
 	if (strcmp(p, "/console/auth/providers") == 0 && get)
-		console_json(done, arg, 200, json_pack("{s:b}", "github",
-		    console_github_enabled(e->conf)));
+		console_json(done, arg, 200, json_pack("{s:b}", console_signin.name,
+		    console_signin.enabled(e->conf)));
 	else if (strcmp(p, "/console/api/me") == 0 && get)
 		console_me(e, req, done, arg);
 	else if (strcmp(p, "/console/logout") == 0 && strcmp(req->method, "POST") == 0)
@@ -624,9 +644,9 @@ console_handle(struct engine *e, const struct api_req *req, api_done_cb done, vo
 	else if (strncmp(p, "/console/link/", 14) == 0 && get && strchr(p + 14, '/') == NULL &&
 	    p[14] != '\0')
 		console_link(e, p + 14, req->query, done, arg);
-	else if (strcmp(p, "/console/auth/github") == 0 && get)
-		console_auth_github(e, req, done, arg);
-	else if (strcmp(p, "/console/auth/github/callback") == 0 && get)
+	else if (console_signin_route(p, "") && get)
+		console_auth_start(e, req, done, arg);
+	else if (console_signin_route(p, "/callback") && get)
 		console_auth_callback(e, req, done, arg);
 	else if (strcmp(p, "/console/github/app") == 0 && get)
 		console_github_app(e, req, done, arg);

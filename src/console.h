@@ -12,7 +12,7 @@ struct api_key;
 
 #define CONSOLE_COOKIE		"spur_console"
 #define CONSOLE_SESSION_MS	(12LL * 3600 * 1000)	/* a sign-in lasts this long */
-#define CONSOLE_RECHECK_MS	(3600LL * 1000)		/* GitHub membership is checked again */
+#define CONSOLE_RECHECK_MS	(3600LL * 1000)		/* a signed-in person's membership is checked again */
 #define CONSOLE_LINK_MS		(10LL * 60 * 1000)	/* a one-time link is good this long */
 
 /* Whether a request path is the console's (served by console_handle, or an asset). */

@@ -682,7 +682,7 @@ drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 			/*
 			 * Only these deliver: the engine commits and pushes outside the
 			 * sandbox. A run of another proof may have a checkout all the same
-			 * (a GitHub event's repository): it stays the agent's workspace.
+			 * (a forge's event's repository): it stays the agent's workspace.
 			 */
 			r->sb = NULL;
 			sandbox_free(sb);

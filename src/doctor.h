@@ -35,6 +35,13 @@ struct doctor {
 		    const char *event);
 	int	(*looks_up)(const struct doctor *, const char *org, const char *src,
 		    int groups);
+	/*
+	 * The event types (without their actions) of org's src triggers, each
+	 * once: a JSON array; the fixed repositories org's automations name, or
+	 * src's triggers and report destinations do: {repository: whose}.
+	 */
+	json_t	*(*events)(const struct doctor *, const char *org, const char *src);
+	json_t	*(*repos)(const struct doctor *, const char *org, const char *src);
 };
 
 enum doctor_verdict { DOCTOR_PASS, DOCTOR_FAIL, DOCTOR_SKIP };

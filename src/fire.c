@@ -105,9 +105,9 @@ fire_payload(const struct config *conf, struct automation_set *set, const char *
 
 	*out = NULL;
 	*cause = NULL;
-	if (src == &source_github && event != NULL && !fire_has_header(headers, nh,
-	    "X-GitHub-Event")) {
-		headers[nh].name = "X-GitHub-Event";
+	if (src->event_header != NULL && event != NULL && !fire_has_header(headers, nh,
+	    src->event_header)) {
+		headers[nh].name = src->event_header;
 		headers[nh++].value = event;
 	}
 	if (!fire_has_header(headers, nh, "Content-Type")) {

@@ -20,8 +20,9 @@ json_t	*fire_event(struct automation_set *, const char *org, struct spur_event *
 /*
  * A payload as a source would take it, no signature verified: 0 and *out as
  * fire_event says; 1 and *out {"reply": text} when the source answers it
- * itself (a challenge); -1 and *cause (to free). hook: "github", "slack",
- * "linear" or a generic hook's name; event: GitHub's event name (or NULL).
+ * itself (a challenge); -1 and *cause (to free). hook: a system's name
+ * (source.h) or a generic hook's; event: the event type, sent in the
+ * system's event_header when it has one (or NULL).
  * headers has room for two more.
  */
 int	 fire_payload(const struct config *, struct automation_set *, const char *org,

@@ -169,7 +169,8 @@ git_start(struct engine *e, const struct git_opts *o, const char *const *args,
 	g->env[n++] = xprintf("GIT_CONFIG_VALUE_%zu=%s", nc++, e->conf->git_author_email);
 	if (o->token != NULL) {
 		/* In the child's environment only: never argv (ps), never a file. */
-		cred = xprintf("x-access-token:%s", o->token);
+		cred = xprintf("%s:%s", o->token_user != NULL ? o->token_user : "x-access-token",
+		    o->token);
 		b64 = base64_encode((unsigned char *)cred, strlen(cred));
 		g->env[n++] = xprintf("GIT_CONFIG_KEY_%zu=http.extraHeader", nc);
 		g->env[n++] = xprintf("GIT_CONFIG_VALUE_%zu=Authorization: Basic %s", nc, b64);

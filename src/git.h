@@ -28,6 +28,7 @@ struct git_opts {
 	int		 agent_repo;
 	int		 local;		/* file:// URLs allowed (a fetch between the two) */
 	const char	*token;		/* NULL: none; else an http.extraHeader, never argv */
+	const char	*token_user;	/* the user name token goes with (forge.h git_user) */
 	const char	*stdin_data;	/* NULL: none */
 	long long	 timeout_ms;	/* 0: 10 minutes */
 	size_t		 output_max;	/* bytes of output kept, a prefix; 0: 64 KiB */

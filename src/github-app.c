@@ -1,9 +1,13 @@
 /* github-app.c: the token spur uses for an org's GitHub API and git: configured, or a GitHub App's. */
 #include "spur.h"
 #include "conf.h"
+#include "doctor.h"
+#include "forge.h"
 #include "github-app.h"
 #include "httpc.h"
+#include "report.h"
 #include "serve.h"
+#include "source.h"
 
 #include <sys/queue.h>
 #include <event2/event.h>
@@ -22,6 +26,7 @@
 #define GITHUB_JWT_LIFE		540	/* exp within GitHub's 10 minutes */
 #define GITHUB_TOKEN_MARGIN	300	/* a cached token is renewed this long before it expires */
 #define GITHUB_CACHE_MAX	256
+#define GITHUB_REPOS_MAX	20	/* doctor: repositories named in a line, the rest counted */
 
 /* One cached installation token. */
 struct github_cached {
@@ -47,21 +52,21 @@ struct github_flight {
 	long long			 installation;
 	char				*jwt;
 	struct http_call		*call;
-	LIST_HEAD(, github_req)		 waiters;
+	LIST_HEAD(, source_cred)		 waiters;
 	LIST_ENTRY(github_flight)	 entry;
 };
 static LIST_HEAD(, github_flight) github_flights = LIST_HEAD_INITIALIZER(github_flights);
 
-struct github_req {
+struct source_cred {
 	struct engine		*e;
 	char			*org;
 	char			*repo;
 	long long		 installation;
-	github_token_cb		 cb;
+	source_cred_cb		 cb;
 	void			*arg;
 	struct event		*ev;		/* a callback deferred to the loop */
 	struct github_flight	*flight;	/* waiting for it */
-	LIST_ENTRY(github_req)	 wentry;
+	LIST_ENTRY(source_cred)	 wentry;
 	char			*token;		/* for the deferred callback */
 	char			*cause;
 	int			 permanent;	/* the cause is the config's: retrying cannot help */
@@ -252,7 +257,7 @@ github_flight_free(struct github_flight *f)
 }
 
 static void
-github_req_free(struct github_req *r)
+github_req_free(struct source_cred *r)
 {
 	if (r->ev != NULL)
 		event_free(r->ev);
@@ -270,7 +275,7 @@ github_req_free(struct github_req *r)
 }
 
 void
-github_req_cancel(struct github_req *r)
+github_req_cancel(struct source_cred *r)
 {
 	if (r != NULL)
 		github_req_free(r);
@@ -279,7 +284,7 @@ github_req_cancel(struct github_req *r)
 static void
 github_deferred_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct github_req	*r = arg;
+	struct source_cred	*r = arg;
 
 	r->cb(r->token, r->token == NULL ? (r->cause != NULL ? r->cause : "no token") : NULL,
 	    r->permanent, r->arg);
@@ -288,7 +293,7 @@ github_deferred_cb(evutil_socket_t fd, short what, void *arg)
 
 /* Ends the request from the loop: token (copied) or cause. */
 static void
-github_finish(struct github_req *r, const char *token, char *cause)
+github_finish(struct source_cred *r, const char *token, char *cause)
 {
 	struct timeval	 tv = { 0, 0 };
 
@@ -340,7 +345,7 @@ github_cache_add(const char *org, const char *repo, long long installation, cons
 
 /* Ends the request with what no retry can change (the config's key, no token at all). */
 static void
-github_fail(struct github_req *r, char *cause)
+github_fail(struct source_cred *r, char *cause)
 {
 	r->permanent = 1;
 	github_finish(r, NULL, cause);
@@ -350,7 +355,7 @@ github_fail(struct github_req *r, char *cause)
 static void
 github_flight_end(struct github_flight *f, const char *token, char *cause)
 {
-	struct github_req	*r;
+	struct source_cred	*r;
 
 	f->call = NULL;
 	while ((r = LIST_FIRST(&f->waiters)) != NULL) {
@@ -379,6 +384,24 @@ github_flight_find(const char *org, const char *repo, long long installation)
 
 static void	github_exchange(struct github_flight *);
 
+const struct org_github *
+github_conf(const struct org *org)
+{
+	return source_conf_named(org, "github");
+}
+
+char *
+github_api_base(const struct org *org)
+{
+	const struct org_github	*g = github_conf(org);
+	const char		*u = g != NULL ? g->api_url : GITHUB_API_URL;
+	size_t			 len = strlen(u);
+
+	while (len > 0 && u[len - 1] == '/')
+		len--;
+	return xprintf("%.*s", (int)len, u);
+}
+
 static const char *const *
 github_headers(struct github_flight *r, char **auth)
 {
@@ -395,7 +418,7 @@ github_headers(struct github_flight *r, char **auth)
 static char *
 github_api(struct github_flight *r, const char *path)
 {
-	char	*base = config_api_url(config_org(r->e->conf, r->org), "github"), *url;
+	char	*base = github_api_base(config_org(r->e->conf, r->org)), *url;
 
 	url = xprintf("%s%s", base, path);
 	free(base);
@@ -480,12 +503,13 @@ github_installation_cb(const struct http_response *res, void *arg)
 	github_exchange(r);
 }
 
-struct github_req *
+struct source_cred *
 github_token(struct engine *e, const char *orgname, const char *repo, long long installation,
-    github_token_cb cb, void *arg)
+    source_cred_cb cb, void *arg)
 {
-	struct github_req	*r = xcalloc(1, sizeof *r);
+	struct source_cred	*r = xcalloc(1, sizeof *r);
 	struct org		*org = orgname != NULL ? config_org(e->conf, orgname) : NULL;
+	const struct org_github	*g = github_conf(org);
 	struct github_cached	*c;
 	struct github_flight	*f;
 	struct http_request	 req;
@@ -497,15 +521,15 @@ github_token(struct engine *e, const char *orgname, const char *repo, long long 
 	r->org = xstrdup(orgname != NULL ? orgname : "");
 	r->repo = repo != NULL ? xstrdup(repo) : NULL;
 	r->installation = installation;
-	if (org == NULL || org->github == NULL) {
+	if (g == NULL) {
 		github_fail(r, xprintf("github is not configured for org %s", r->org));
 		return r;
 	}
-	if (org->github->token != NULL) {
-		github_finish(r, org->github->token->value, NULL);
+	if (g->token != NULL) {
+		github_finish(r, g->token->value, NULL);
 		return r;
 	}
-	if (org->github->app_id == 0 || org->github->private_key == NULL) {
+	if (g->app_id == 0 || g->private_key == NULL) {
 		github_fail(r, xprintf("org %s has no github token or app", r->org));
 		return r;
 	}
@@ -522,8 +546,8 @@ github_token(struct engine *e, const char *orgname, const char *repo, long long 
 		github_fail(r, xstrdup("no repository to find the App's installation"));
 		return r;
 	}
-	jwt = github_jwt(org->github->private_key->value, org->github->private_key->len,
-	    org->github->app_id, now_ms() / 1000, &cause);
+	jwt = github_jwt(g->private_key->value, g->private_key->len, g->app_id,
+	    now_ms() / 1000, &cause);
 	if (jwt == NULL) {
 		github_fail(r, cause);
 		return r;
@@ -556,3 +580,437 @@ github_token(struct engine *e, const char *orgname, const char *repo, long long 
 	free(url);
 	return r;
 }
+
+/* --- GitHub as a forge (forge.h) ---------------------------------------------------- */
+
+static char *
+github_git_url(const struct org *org, const char *repo)
+{
+	const struct org_github	*g = github_conf(org);
+	const char		*u = g != NULL && g->git_url != NULL ? g->git_url :
+				    "https://github.com";
+	size_t			 len = strlen(u);
+
+	while (len > 0 && u[len - 1] == '/')
+		len--;
+	return xprintf("%.*s/%s.git", (int)len, u, repo);
+}
+
+static char *
+github_pr_ref(long long number)
+{
+	return xprintf("refs/pull/%lld/head", number);
+}
+
+static void
+github_pr_request(enum forge_op op, const struct forge_pr *pr, struct forge_request *r)
+{
+	json_t	*body = NULL;
+
+	r->method = "POST";
+	switch (op) {
+	case FORGE_PR_INFO:
+		r->method = "GET";
+		r->path = xprintf("/repos/%s/pulls/%lld", pr->repo, pr->number);
+		break;
+	case FORGE_PR_CREATE:
+		r->path = xprintf("/repos/%s/pulls", pr->repo);
+		body = json_pack("{s:s,s:s,s:s,s:s,s:b}", "title", pr->title, "head",
+		    pr->branch, "base", pr->base, "body", pr->body, "draft", pr->draft);
+		break;
+	case FORGE_PR_FIND:
+		r->method = "GET";
+		r->path = xprintf("/repos/%s/pulls?state=open&head=%.*s:%s", pr->repo,
+		    (int)strcspn(pr->repo, "/"), pr->repo, pr->branch);
+		break;
+	case FORGE_PR_REVIEWERS:
+		r->path = xprintf("/repos/%s/pulls/%lld/requested_reviewers", pr->repo,
+		    pr->number);
+		body = json_pack("{s:O}", "reviewers", pr->list);
+		break;
+	case FORGE_PR_LABELS:
+		r->path = xprintf("/repos/%s/issues/%lld/labels", pr->repo, pr->number);
+		body = json_pack("{s:O}", "labels", pr->list);
+		break;
+	case FORGE_PR_UPDATE:
+		r->method = "PATCH";
+		r->path = xprintf("/repos/%s/pulls/%lld", pr->repo, pr->number);
+		body = json_pack("{s:s}", "body", pr->body);
+		break;
+	}
+	if (body != NULL)
+		r->body = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+}
+
+static char *
+github_str(const json_t *j, const char *key)
+{
+	const char	*s = json_string_value(json_object_get(j, key));
+
+	return s != NULL ? xstrdup(s) : NULL;
+}
+
+static void
+github_pr_answer(enum forge_op op, int status, const json_t *res, struct forge_answer *a)
+{
+	const json_t	*pr = op == FORGE_PR_FIND ? json_array_get(res, 0) : res;
+
+	switch (op) {
+	case FORGE_PR_INFO:
+		a->ok = status == 200;
+		a->head_ref = github_str(json_object_get(res, "head"), "ref");
+		a->base_ref = github_str(json_object_get(res, "base"), "ref");
+		a->head_repo = github_str(json_object_get(json_object_get(res, "head"), "repo"),
+		    "full_name");
+		break;
+	case FORGE_PR_CREATE:
+		/* 422: one is open for this branch already. */
+		a->ok = status == 201 ? 1 : status == 422 ? -1 : 0;
+		break;
+	case FORGE_PR_FIND:
+		a->ok = status == 200 && json_string_value(json_object_get(pr, "html_url")) != NULL;
+		a->body = github_str(pr, "body");
+		break;
+	default:
+		a->ok = status / 100 == 2;
+		return;
+	}
+	a->url = github_str(pr, "html_url");
+	a->number = json_integer_value(json_object_get(pr, "number"));
+}
+
+/* A pull request event (or a comment on one) of repo itself. */
+static long long
+github_event_pr(const json_t *event, const char *repo)
+{
+	const json_t	*meta = json_object_get(event, "meta");
+	const char	*own = json_string_value(json_object_get(event, "repository"));
+
+	if (!json_is_true(json_object_get(meta, "is_pull_request")) || own == NULL ||
+	    strcmp(repo, own) != 0)
+		return 0;
+	return json_integer_value(json_object_get(meta, "number"));
+}
+
+static const char *const github_api_headers[] = {
+	"Accept: application/vnd.github+json", "X-GitHub-Api-Version: 2022-11-28", NULL
+};
+
+const struct forge github_forge = {
+	.git_url = github_git_url,
+	.git_user = "x-access-token",
+	.pr_ref = github_pr_ref,
+	.headers = github_api_headers,
+	.request = github_pr_request,
+	.answer = github_pr_answer,
+	.body_max = REPORT_GITHUB_MAX,
+	.event_pr = github_event_pr,
+};
+
+/* --- spur doctor: the token or the App at GitHub's API (doctor.h) ------------------- */
+
+static char *
+doctor_github_url(const struct org *org, const char *path)
+{
+	char	*base = github_api_base(org), *url;
+
+	url = xprintf("%s%s", base, path);
+	free(base);
+	return url;
+}
+
+/* A token's request to GitHub's API. */
+static void
+doctor_github_get(struct doctor *d, const struct org *org, const char *auth, const char *path,
+    const char *method, struct doctor_answer *a)
+{
+	const char	*h[4];
+	char		*url = doctor_github_url(org, path);
+
+	h[0] = auth;
+	h[1] = "Accept: application/vnd.github+json";
+	h[2] = "X-GitHub-Api-Version: 2022-11-28";
+	h[3] = NULL;
+	doctor_http(d, method, url, h, method[0] == 'P' ? "" : NULL, a);
+	free(url);
+}
+
+/* The permissions spur's runs and reports use, as GitHub names them. */
+static const struct {
+	const char	*name;
+	const char	*level;		/* at least */
+	const char	*why;
+} doctor_github_perms[] = {
+	{ "contents", "write", "clone and push branches" },
+	{ "pull_requests", "write", "open and update pull requests, reply to review comments" },
+	{ "issues", "write", "comment on issues and pull requests, react to comments" },
+	{ "metadata", "read", "find repositories and installations" },
+};
+
+/* An installation token's permissions against doctor_github_perms; the missing, or NULL. */
+static char *
+doctor_github_missing(const json_t *perms)
+{
+	struct buf	 b;
+	const char	*have;
+	size_t		 i;
+
+	buf_init(&b, 0);
+	for (i = 0; i < SPUR_ARRLEN(doctor_github_perms); i++) {
+		have = json_string_value(json_object_get(perms, doctor_github_perms[i].name));
+		if (have != NULL && (strcmp(have, doctor_github_perms[i].level) == 0 ||
+		    strcmp(have, "write") == 0 || strcmp(have, "admin") == 0))
+			continue;
+		buf_addf(&b, "%s%s: %s (%s; has %s)", b.len > 0 ? ", " : "",
+		    doctor_github_perms[i].name, doctor_github_perms[i].level,
+		    doctor_github_perms[i].why, have != NULL ? have : "none");
+	}
+	if (b.len == 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_take(&b);
+}
+
+/* The repositories an installation token reaches (one page of 100: enough to say). */
+static void
+doctor_github_installation(struct doctor *d, const struct org *org, const json_t *inst,
+    const char *jwt_auth, json_t *reached)
+{
+	struct doctor_answer	 a;
+	const char		*account, *tok;
+	json_t			*r;
+	struct buf		 list;
+	const char		*check = "github.installation";
+	char			*path, *auth, *missing, *why;
+	long long		 id = json_integer_value(json_object_get(inst, "id"));
+	size_t			 i;
+
+	account = json_string_value(json_object_get(json_object_get(inst, "account"), "login"));
+	if (account == NULL)
+		account = "?";
+	path = xprintf("/app/installations/%lld/access_tokens", id);
+	doctor_github_get(d, org, jwt_auth, path, "POST", &a);
+	free(path);
+	tok = json_string_value(json_object_get(a.json, "token"));
+	if (a.status != 201 || tok == NULL) {
+		why = doctor_why(&a);
+		doctor_say(d, org->name, check, DOCTOR_FAIL, "check that the installation is "
+		    "not suspended (the account's Settings, GitHub Apps)", "installation %lld "
+		    "on %s: no token (%s)", id, account, why);
+		free(why);
+		doctor_answer_clear(&a);
+		return;
+	}
+	auth = xprintf("Authorization: Bearer %s", tok);
+	if ((missing = doctor_github_missing(json_object_get(a.json, "permissions"))) != NULL) {
+		doctor_say(d, org->name, "github.permissions", DOCTOR_FAIL, "in the App's "
+		    "settings, Permissions & events: Contents, Pull requests and Issues read "
+		    "and write, Metadata read; then accept the new permissions on each "
+		    "installation", "installation on %s lacks %s", account, missing);
+		free(missing);
+	} else
+		doctor_say(d, org->name, "github.permissions", DOCTOR_PASS, NULL, "installation "
+		    "on %s: contents, pull_requests and issues write, metadata read", account);
+	doctor_answer_clear(&a);
+	doctor_github_get(d, org, auth, "/installation/repositories?per_page=100", "GET", &a);
+	freezero_str(auth);
+	if (a.status != 200 || !json_is_array(json_object_get(a.json, "repositories"))) {
+		why = doctor_why(&a);
+		doctor_say(d, org->name, check, DOCTOR_FAIL, "see that GitHub answers the API "
+		    "(api_url) and the installation is not suspended", "installation on %s: "
+		    "cannot list its repositories (%s)", account, why);
+		free(why);
+		doctor_answer_clear(&a);
+		return;
+	}
+	buf_init(&list, 0);
+	json_array_foreach(json_object_get(a.json, "repositories"), i, r) {
+		const char *name = json_string_value(json_object_get(r, "full_name"));
+
+		if (name == NULL)
+			continue;
+		json_object_set_new(reached, name, json_true());
+		if (i < GITHUB_REPOS_MAX)
+			buf_addf(&list, "%s%s", i > 0 ? ", " : "", name);
+	}
+	if (json_array_size(json_object_get(a.json, "repositories")) > GITHUB_REPOS_MAX)
+		buf_addf(&list, " and %zu more", json_array_size(json_object_get(a.json,
+		    "repositories")) - GITHUB_REPOS_MAX);
+	doctor_say(d, org->name, check, DOCTOR_PASS, NULL, "installed on %s (%s, %lld "
+	    "repositories): %s", account, json_string_value(json_object_get(inst,
+	    "repository_selection")) != NULL ? json_string_value(json_object_get(inst,
+	    "repository_selection")) : "?", (long long)json_integer_value(json_object_get(a.json,
+	    "total_count")), list.len > 0 ? buf_cstr(&list) : "none");
+	buf_free(&list);
+	doctor_answer_clear(&a);
+}
+
+static void
+doctor_github_app(struct doctor *d, const struct org *org)
+{
+	const struct org_github	*g = github_conf(org);
+	struct doctor_answer	 a;
+	json_t			*inst, *events, *repos, *reached, *v;
+	const char		*name, *repo;
+	struct buf		 missing;
+	char			*jwt, *cause = NULL, *auth, *why;
+	size_t			 i, k;
+	int			 has;
+
+	jwt = github_jwt(g->private_key->value, g->private_key->len,
+	    g->app_id, now_ms() / 1000, &cause);
+	if (jwt == NULL) {
+		doctor_say(d, org->name, "github.app", DOCTOR_FAIL, "download a new private key "
+		    "in the App's settings (Private keys, Generate) and point private_key at it",
+		    "the private key cannot sign a JWT: %s", cause);
+		free(cause);
+		return;
+	}
+	auth = xprintf("Authorization: Bearer %s", jwt);
+	freezero_str(jwt);
+	doctor_github_get(d, org, auth, "/app", "GET", &a);
+	if (a.status != 200) {
+		why = doctor_why(&a);
+		doctor_say(d, org->name, "github.app", DOCTOR_FAIL, a.status == 401 ?
+		    "app_id must be the App ID (a number on the App's settings page, not the "
+		    "client ID Iv1...), private_key one of that App's keys not revoked there, "
+		    "and the clock right (spur doctor's clock check)" :
+		    "see that api_url is GitHub's API (https://api.github.com, or GHES's /api/v3)",
+		    "GitHub refused App %lld's JWT (%s)", g->app_id, why);
+		free(why);
+		doctor_answer_clear(&a);
+		freezero_str(auth);
+		return;
+	}
+	name = json_string_value(json_object_get(a.json, "slug"));
+	doctor_say(d, org->name, "github.app", DOCTOR_PASS, NULL, "App %lld (%s) accepts the "
+	    "key's JWT", g->app_id, name != NULL ? name : "?");
+	/* The events the automations need, against those the App subscribes to. */
+	events = d->events(d, org->name, "github");
+	buf_init(&missing, 0);
+	json_array_foreach(events, i, v) {
+		has = 0;
+		for (k = 0; k < json_array_size(json_object_get(a.json, "events")); k++) {
+			if (strcmp(json_string_value(v), json_string_value(json_array_get(
+			    json_object_get(a.json, "events"), k)) ?: "") == 0)
+				has = 1;
+		}
+		if (!has)
+			buf_addf(&missing, "%s%s", missing.len > 0 ? ", " : "", json_string_value(v));
+	}
+	if (json_array_size(events) == 0)
+		doctor_say(d, org->name, "github.events", DOCTOR_SKIP, NULL, "no automation of "
+		    "the org has a github trigger");
+	else if (missing.len > 0)
+		doctor_say(d, org->name, "github.events", DOCTOR_FAIL, "in the App's settings, "
+		    "Permissions & events, Subscribe to events: tick them", "the App is not "
+		    "subscribed to %s, which automations listen to", buf_cstr(&missing));
+	else
+		doctor_say(d, org->name, "github.events", DOCTOR_PASS, NULL, "the App sends "
+		    "every event the automations listen to (%zu)", json_array_size(events));
+	buf_free(&missing);
+	json_decref(events);
+	doctor_answer_clear(&a);
+
+	doctor_github_get(d, org, auth, "/app/installations?per_page=100", "GET", &a);
+	if (a.status != 200 || !json_is_array(a.json)) {
+		why = doctor_why(&a);
+		doctor_say(d, org->name, "github.installation", DOCTOR_FAIL, "see that GitHub "
+		    "answers the API (api_url)", "cannot list the App's installations (%s)", why);
+		free(why);
+	} else if (json_array_size(a.json) == 0) {
+		doctor_say(d, org->name, "github.installation", DOCTOR_FAIL, "install the App "
+		    "(its public page, Install, choose the repositories)", "App %lld is "
+		    "installed nowhere", g->app_id);
+	} else {
+		reached = json_object();
+		json_array_foreach(a.json, i, inst)
+			doctor_github_installation(d, org, inst, auth, reached);
+		repos = d->repos(d, org->name, "github");
+		buf_init(&missing, 0);
+		json_object_foreach(repos, repo, v) {
+			if (json_object_get(reached, repo) == NULL)
+				buf_addf(&missing, "%s%s (%s)", missing.len > 0 ? ", " : "", repo,
+				    json_string_value(v));
+		}
+		if (json_object_size(repos) == 0)
+			doctor_say(d, org->name, "github.repositories", DOCTOR_SKIP, NULL, "no "
+			    "automation names a repository without a glob");
+		else if (missing.len > 0)
+			doctor_say(d, org->name, "github.repositories", DOCTOR_FAIL, "add them "
+			    "to the installation (the account's Settings, GitHub Apps, Configure, "
+			    "Repository access)", "the App cannot reach %s", buf_cstr(&missing));
+		else
+			doctor_say(d, org->name, "github.repositories", DOCTOR_PASS, NULL, "the App "
+			    "reaches every repository the automations name (%zu)",
+			    json_object_size(repos));
+		buf_free(&missing);
+		json_decref(repos);
+		json_decref(reached);
+	}
+	doctor_answer_clear(&a);
+	freezero_str(auth);
+}
+
+static void
+doctor_github_token(struct doctor *d, const struct org *org)
+{
+	const struct org_github	*g = github_conf(org);
+	struct doctor_answer	 a;
+	struct http_response	 r;
+	const char		*login;
+	char			*auth, *why, *scopes;
+
+	auth = xprintf("Authorization: Bearer %s", g->token->value);
+	doctor_github_get(d, org, auth, "/user", "GET", &a);
+	freezero_str(auth);
+	if (a.status != 200) {
+		why = doctor_why(&a);
+		doctor_say(d, org->name, "github.token", DOCTOR_FAIL, a.status == 401 ?
+		    "the token is revoked, expired or mistyped: make a new one (or use a GitHub "
+		    "App: app_id and private_key) and update its secret" :
+		    "see that api_url is GitHub's API (https://api.github.com, or GHES's /api/v3)",
+		    "GitHub refused the token (%s)", why);
+		free(why);
+		doctor_answer_clear(&a);
+		return;
+	}
+	login = json_string_value(json_object_get(a.json, "login"));
+	memset(&r, 0, sizeof r);
+	r.head = a.head;
+	/* A classic token says its scopes; a fine-grained one does not (its permissions are per repository). */
+	scopes = http_response_header(&r, "x-oauth-scopes");
+	if (scopes != NULL && !doctor_list_has(scopes, "repo"))
+		doctor_say(d, org->name, "github.token", DOCTOR_FAIL, "give the token the repo "
+		    "scope (or use a fine-grained token with Contents, Pull requests and Issues "
+		    "read and write)", "the token of %s has scopes \"%s\", without repo",
+		    login != NULL ? login : "?", scopes);
+	else
+		doctor_say(d, org->name, "github.token", DOCTOR_PASS, NULL, "the token is %s's%s%s",
+		    login != NULL ? login : "?", scopes != NULL ? ", scopes " : "",
+		    scopes != NULL ? scopes : "");
+	free(scopes);
+	doctor_answer_clear(&a);
+}
+
+void
+github_doctor(struct doctor *d, const struct org *org)
+{
+	const struct org_github	*g = github_conf(org);
+
+	if (g == NULL) {
+		doctor_say(d, org->name, "github", DOCTOR_SKIP, NULL, "not configured");
+		return;
+	}
+	if (g->app_id != 0 && g->private_key != NULL)
+		doctor_github_app(d, org);
+	else if (g->token != NULL)
+		doctor_github_token(d, org);
+	else
+		doctor_say(d, org->name, "github", DOCTOR_FAIL, "set token, or app_id and "
+		    "private_key (a GitHub App)", "neither a token nor a GitHub App: nothing "
+		    "can be cloned or reported");
+}
+

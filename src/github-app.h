@@ -5,15 +5,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct engine;
-struct github_req;
+#include "source.h"
 
-/*
- * token is NULL when cause says why; both are only valid during the call.
- * permanent: the cause is the configuration's (no token or App, a key that
- * cannot sign), which no retry changes.
- */
-typedef void (*github_token_cb)(const char *token, const char *cause, int permanent, void *);
+struct doctor;
+struct engine;
+struct org;
+
+/* orgs.NAME.github (source-github.c parses it). */
+struct org_github {
+	struct secret	*webhook_secret;
+	struct secret	*token;
+	long long	 app_id;		/* 0: none */
+	struct secret	*private_key;
+	char		*api_url;
+	char		*git_url;
+};
+
+#define GITHUB_API_URL	"https://api.github.com"	/* github.api_url's default */
+
+/* The org's section, NULL when it has none. */
+const struct org_github *github_conf(const struct org *);
+/* The org's API base (github.api_url), no trailing slash. */
+char		*github_api_base(const struct org *);
 
 /*
  * The token for org (acting on repository owner/repo): the configured token,
@@ -22,12 +35,17 @@ typedef void (*github_token_cb)(const char *token, const char *cause, int perman
  * without a slash), cached until shortly before it expires. The callback
  * always comes later, from the loop; NULL is never returned.
  */
-struct github_req *github_token(struct engine *, const char *org, const char *repo,
-		     long long installation, github_token_cb, void *);
+struct source_cred *github_token(struct engine *, const char *org, const char *repo,
+		     long long installation, source_cred_cb, void *);
 /* No callback after this. */
-void		 github_req_cancel(struct github_req *);
+void		 github_req_cancel(struct source_cred *);
 /* Forgets every cached installation token. */
 void		 github_app_cleanup(void);
+
+/* GitHub as a forge (forge.h): git's URL, the pull requests' API. */
+extern const struct forge github_forge;
+/* spur doctor: the org's token or App at GitHub's API (source.h doctor). */
+void		 github_doctor(struct doctor *, const struct org *);
 
 /*
  * The App's JWT: RS256 over {"iat": now - 60, "exp": now + 540, "iss": app id}

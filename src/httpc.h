@@ -1,4 +1,4 @@
-/* httpc.h: the one HTTP client: libcurl on a libevent loop (curlev.c), for the outbox, GitHub tokens and `spur doctor`. */
+/* httpc.h: the one HTTP client: libcurl on a libevent loop (curlev.c), for the outbox, the systems' tokens and `spur doctor`. */
 #ifndef SPUR_HTTPC_H
 #define SPUR_HTTPC_H
 
@@ -34,7 +34,7 @@ struct http_response {
 	size_t		 len;
 	/*
 	 * How long the server asked us to wait, -1 when it did not say: Retry-After
-	 * (seconds or an HTTP date), or GitHub's x-ratelimit-reset when
+	 * (seconds or an HTTP date), or an API's x-ratelimit-reset when
 	 * x-ratelimit-remaining is 0.
 	 */
 	long long	 retry_after_ms;

@@ -10,7 +10,7 @@
 
 /*
  * Why: json_loadb() makes a node (and, for an object, a hashtable) for every value of a
- * 13 KB GitHub payload of which the normalizer reads about twenty. jscan still reads and
+ * 13 KB forge webhook payload of which the normalizer reads about twenty. jscan still reads and
  * checks every byte, but allocates only for the paths it is told to keep (and, once per
  * parse, a key index for each depth that has an object of more than JSCAN_LINEAR_KEYS).
  *

@@ -212,7 +212,7 @@ cond_eval(const struct cond *c, const json_t *payload, struct buf *why)
 		}
 		break;
 	case COND_EXISTS:
-		/* A JSON null is as good as absent: GitHub sends both. */
+		/* A JSON null is as good as absent: a system may send either. */
 		ok = (v != NULL && !json_is_null(v)) == c->exists;
 		if (!ok && why != NULL)
 			buf_addf(why, "%s %s", c->path, c->exists ? "does not exist" :
@@ -443,6 +443,7 @@ static int
 automation_authors_ok(const struct automation *a, const struct spur_event *ev, struct buf *why)
 {
 	const struct person	*p = ev->person;
+	const struct source	*src;
 	const char		*who = ev->actor.id != NULL ? ev->actor.id : "(nobody)";
 	size_t			 i;
 
@@ -473,7 +474,8 @@ automation_authors_ok(const struct automation *a, const struct spur_event *ev, s
 			    a->author_groups != NULL ? ", groups or teams" : "");
 		return 0;
 	}
-	if (strcmp(ev->source, "github") == 0) {
+	/* A system whose events say the actor's role (source.h actor_role). */
+	if ((src = source_system(ev->source)) != NULL && src->actor_role) {
 		if (automation_is_member(ev->actor.role))
 			return 1;
 		if (why != NULL)

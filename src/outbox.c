@@ -1,10 +1,11 @@
 /* outbox.c: the sender of stored reports (retried with backoff, looked up in the thread first), on the engine's HTTP client. */
 #include "spur.h"
 #include "conf.h"
-#include "github-app.h"
 #include "outbox.h"
 #include "report.h"
+#include "scrub.h"
 #include "serve.h"
+#include "source.h"
 #include "store.h"
 #include "writer.h"
 
@@ -34,9 +35,10 @@ struct outbox_send {
 	struct outbox		*ob;
 	int64_t			 id;
 	json_t			*report;	/* the store's row */
-	struct github_req	*gh;
+	const struct source	*src;		/* whose credential (source.h cred) is asked */
+	struct source_cred	*cred;
 	struct http_call	*call;
-	char			*token;		/* GitHub's, for the lookup and the post */
+	char			*token;		/* the system's, for the lookup and the post */
 	char			*page;		/* the lookup's page, NULL: the first */
 	int			 pages;
 	int64_t			 held;		/* when this node took it (store_report_sending), or 0 */
@@ -255,8 +257,8 @@ outbox_send_free(struct outbox_send *s)
 {
 	LIST_REMOVE(s, entry);
 	s->ob->nsends--;
-	if (s->gh != NULL)
-		github_req_cancel(s->gh);
+	if (s->cred != NULL)
+		s->src->cred_cancel(s->cred);
 	if (s->call != NULL)
 		httpc_cancel(s->call);
 	if (s->token != NULL)
@@ -528,7 +530,7 @@ outbox_token_cb(const char *token, const char *cause, int permanent, void *arg)
 {
 	struct outbox_send	*s = arg;
 
-	s->gh = NULL;
+	s->cred = NULL;
 	if (token == NULL) {
 		/* The App's exchange failed: later; the config cannot give one: never. */
 		outbox_send_failed(s, permanent ? REPORT_FAILED : REPORT_RETRY, cause, -1, 1);
@@ -600,7 +602,8 @@ outbox_start(struct outbox *ob, json_t *rep, int64_t held)
 {
 	struct outbox_send	*s = xcalloc(1, sizeof *s);
 	json_t			*target = json_object_get(rep, "target");
-	const char		*source = json_string_value(json_object_get(target, "source"));
+	const struct source	*src = source_system(json_string_value(json_object_get(target,
+				    "source")));
 
 	s->ob = ob;
 	s->held = held;
@@ -608,8 +611,10 @@ outbox_start(struct outbox *ob, json_t *rep, int64_t held)
 	s->report = json_incref(rep);
 	LIST_INSERT_HEAD(&ob->sends, s, entry);
 	ob->nsends++;
-	if (source != NULL && strcmp(source, "github") == 0) {
-		s->gh = github_token(ob->engine, json_string_value(json_object_get(target, "org")),
+	/* A system whose API wants a token fetched (an App's): then the post. */
+	if (src != NULL && src->cred != NULL) {
+		s->src = src;
+		s->cred = src->cred(ob->engine, json_string_value(json_object_get(target, "org")),
 		    json_string_value(json_object_get(target, "repo")),
 		    json_integer_value(json_object_get(target, "installation_id")),
 		    outbox_token_cb, s);
@@ -754,6 +759,8 @@ outbox_create(struct engine *e)
 void
 outbox_free(struct outbox *ob)
 {
+	const struct source	*src;
+
 	if (ob == NULL)
 		return;
 	wake_subscribe(ob->engine, WAKE_OUTBOX, NULL, NULL);
@@ -761,7 +768,9 @@ outbox_free(struct outbox *ob)
 		outbox_send_free(LIST_FIRST(&ob->sends));
 	while (!LIST_EMPTY(&ob->posted))
 		outbox_posted_free(LIST_FIRST(&ob->posted));
-	github_app_cleanup();
+	for (src = source_next(NULL); src != NULL; src = source_next(src))
+		if (src->cred_cleanup != NULL)
+			src->cred_cleanup();
 	free(ob->marking);
 	event_free(ob->due);
 	event_free(ob->kick);

@@ -50,4 +50,11 @@ char	*prompt_clean(const char *, size_t);
  */
 char	*prompt_neutralize(const char *, size_t);
 
+/* For prompt.c (prompt-text.c): a one-line field "label: value", cleaned and cut. */
+void	 prompt_field(struct buf *, const char *label, const char *value);
+/* The longest prefix of s, at most max bytes, that ends on a character boundary. */
+size_t	 prompt_cut(const char *, size_t len, size_t max);
+/* Whether nonce is PROMPT_NONCE_LEN lowercase hex digits. */
+int	 prompt_nonce_valid(const char *);
+
 #endif

@@ -4,7 +4,7 @@
 #include "conf.h"
 #include "event.h"
 #include "git.h"
-#include "github-app.h"
+#include "forge.h"
 #include "httpc.h"
 #include "repo.h"
 #include "report.h"
@@ -27,10 +27,8 @@
 #define REPO_STATE_MAX		(64 * 1024)
 #define REPO_FILES_MAX		200		/* a PR's changed files named in the prompt */
 #define REPO_FILES_BYTES	(8 * 1024)
-/* GitHub's own bound on OWNER/NAME is 39 + 1 + 100: a longer repo: token is no name. */
+/* A forge's bound on OWNER/NAME (39 + 1 + 100 at the largest): a longer repo: token is no name. */
 #define REPO_NAME_MAX		140
-/* How many of an automation's repositories a refusal lists before "and N more". */
-#define REPO_LIST_MAX		12
 
 /*
  * The steps of a job, in order; prepare runs INIT to AGENT_REMOTE, deliver
@@ -101,7 +99,9 @@ struct repo_job {
 	json_t			*labels;
 	long long		 pr_number;	/* the delivered PR's number */
 	char			*token;
-	struct github_req	*gh;
+	const struct source	*src;		/* the org's forge (source.h forge) */
+	struct source_cred	*cred;
+	enum forge_op		 op;		/* the API call in flight */
 	struct http_call	*call;
 	struct git		*git;
 	int			 sync;		/* in repo_prepare/deliver: no callback yet */
@@ -120,7 +120,8 @@ repo_job_free(struct repo_job *j)
 {
 	if (j == NULL)
 		return;
-	github_req_cancel(j->gh);
+	if (j->cred != NULL)
+		j->src->cred_cancel(j->cred);
 	httpc_cancel(j->call);
 	git_free(j->git);
 	free(j->run);
@@ -149,7 +150,7 @@ repo_job_free(struct repo_job *j)
 	free(j);
 }
 
-/* owner/name of GitHub's alphabet: nothing a URL or a path could be tricked with. */
+/* owner/name of a forge's alphabet: nothing a URL or a path could be tricked with. */
 int
 repo_valid_name(const char *s)
 {
@@ -182,27 +183,48 @@ repo_valid_branch(const char *s)
 	return 1;
 }
 
-static char *
-repo_git_url(struct repo_job *j)
+/* The forge of org: the first system of the table that is one and that org configures. */
+static const struct source *
+repo_forge(const struct config *conf, const char *org)
 {
-	struct org	*org = config_org(j->e->conf, j->org);
-	const char	*u = org != NULL && org->github != NULL && org->github->git_url != NULL ?
-			    org->github->git_url : "https://github.com";
-	size_t		 len = strlen(u);
+	const struct org	*o = org != NULL ? config_org(conf, org) : NULL;
+	const struct source	*src;
 
-	while (len > 0 && u[len - 1] == '/')
-		len--;
-	return xprintf("%.*s/%s.git", (int)len, u, j->repo);
+	for (src = source_next(NULL); o != NULL && src != NULL; src = source_next(src))
+		if (src->forge != NULL && source_conf(o, src) != NULL)
+			return src;
+	return NULL;
+}
+
+/* The forges' names, for a refusal: "a" (or "a or b"). */
+static char *
+repo_forge_names(void)
+{
+	const struct source	*src;
+	struct buf		 b;
+
+	buf_init(&b, 0);
+	for (src = source_next(NULL); src != NULL; src = source_next(src))
+		if (src->forge != NULL)
+			buf_addf(&b, "%s%s", b.len > 0 ? " or " : "", src->name);
+	return buf_take(&b);
 }
 
 static char *
-repo_api_url(struct repo_job *j, const char *path)
+repo_git_url(struct repo_job *j)
 {
-	char	*base = config_api_url(config_org(j->e->conf, j->org), "github"), *url;
+	return j->src->forge->git_url(config_org(j->e->conf, j->org), j->repo);
+}
 
-	url = xprintf("%s%s", base, path);
-	free(base);
-	return url;
+void
+forge_answer_clear(struct forge_answer *a)
+{
+	free(a->url);
+	free(a->head_ref);
+	free(a->base_ref);
+	free(a->head_repo);
+	free(a->body);
+	memset(a, 0, sizeof *a);
 }
 
 /* Ends the job with its callback (ok: 0 failed, 1 done, 2 nothing to commit); frees it. */
@@ -533,84 +555,81 @@ repo_token_cb(const char *token, const char *cause, int permanent, void *arg)
 {
 	struct repo_job	*j = arg;
 
-	j->gh = NULL;
+	j->cred = NULL;
 	if (token == NULL)
 		return repo_end(j, 0, NULL, cause);
 	j->token = xstrdup(token);
 	repo_next(j);
 }
 
-/* GitHub's answers about pull requests: the PR's branches, a new PR, an existing one. */
+/* The forge's answers about pull requests: the PR's branches, a new PR, an existing one. */
 static void
 repo_api_cb(const struct http_response *r, void *arg)
 {
-	struct repo_job	*j = arg;
-	json_t		*res = json_loadb(r->body, r->len, 0, NULL), *pr;
-	const char	*s;
-	char		*why;
-	int		 ours;
+	struct repo_job		*j = arg;
+	json_t			*res = json_loadb(r->body, r->len, 0, NULL);
+	struct forge_answer	 a;
+	char			*why;
+	int			 ours;
 
 	j->call = NULL;
+	memset(&a, 0, sizeof a);
+	j->src->forge->answer(j->op, r->status, res, &a);
+	json_decref(res);
 	switch (j->step) {
 	case REPO_PR_INFO:
-		s = json_path_str(res, "head.ref");
 		free(j->head_ref);
-		j->head_ref = s != NULL ? xstrdup(s) : NULL;
-		if (r->status != 200 || s == NULL || !repo_valid_branch(s) ||
-		    json_path_str(res, "base.ref") == NULL ||
-		    !repo_valid_branch(json_path_str(res, "base.ref"))) {
+		j->head_ref = a.head_ref != NULL ? xstrdup(a.head_ref) : NULL;
+		if (a.ok != 1 || a.head_ref == NULL || !repo_valid_branch(a.head_ref) ||
+		    a.base_ref == NULL || !repo_valid_branch(a.base_ref)) {
 			why = xprintf("cannot read pull request #%lld (HTTP %d)", j->number,
 			    r->status);
-			json_decref(res);
+			forge_answer_clear(&a);
 			repo_end(j, 0, NULL, why);
 			free(why);
 			return;
 		}
-		j->base = xstrdup(json_path_str(res, "base.ref"));
-		s = json_path_str(res, "head.repo.full_name");
-		j->fork = s == NULL || strcmp(s, j->repo) != 0;
+		j->base = xstrdup(a.base_ref);
+		j->fork = a.head_repo == NULL || strcmp(a.head_repo, j->repo) != 0;
 		if (j->fork) {
 			/* A fork's branch cannot take our push: a new branch, a new PR. */
-			j->head_repo = s != NULL ? xstrdup(s) : NULL;
-			j->fetch_ref = xprintf("refs/pull/%lld/head", j->number);
+			j->head_repo = a.head_repo != NULL ? xstrdup(a.head_repo) : NULL;
+			j->fetch_ref = j->src->forge->pr_ref(j->number);
 			j->branch = xprintf("spur/%s", j->run);
 		} else {
-			j->fetch_ref = xprintf("refs/heads/%s", json_path_str(res, "head.ref"));
-			j->branch = xstrdup(json_path_str(res, "head.ref"));
-			if ((s = json_string_value(json_object_get(res, "html_url"))) != NULL)
-				j->pr_url = xstrdup(s);
+			j->fetch_ref = xprintf("refs/heads/%s", a.head_ref);
+			j->branch = xstrdup(a.head_ref);
+			if (a.url != NULL)
+				j->pr_url = xstrdup(a.url);
 		}
 		j->step = REPO_FETCH;
 		break;
 	case REPO_PR_CREATE:
-		if (r->status == 201 && (s = json_string_value(json_object_get(res,
-		    "html_url"))) != NULL) {
-			j->pr_url = xstrdup(s);
-			j->pr_number = json_integer_value(json_object_get(res, "number"));
+		if (a.ok == 1 && a.url != NULL) {
+			j->pr_url = xstrdup(a.url);
+			j->pr_number = a.number;
 			repo_state_save(j);
-			log_info("event=repo.pull_request run=%s url=%s draft=%d", j->run, log_q(s),
-			    j->draft);
-			json_decref(res);
+			log_info("event=repo.pull_request run=%s url=%s draft=%d", j->run,
+			    log_q(a.url), j->draft);
+			forge_answer_clear(&a);
 			return repo_pr_next(j, REPO_PR_CREATE);
 		}
-		if (r->status != 422) {
+		if (a.ok != -1) {
 			why = xprintf("opening the pull request failed (HTTP %d)", r->status);
-			json_decref(res);
+			forge_answer_clear(&a);
 			repo_end(j, 0, NULL, why);
 			free(why);
 			return;
 		}
-		/* 422: one is open for this branch already. */
+		/* One is open for this branch already. */
 		j->step = REPO_PR_FIND;
 		break;
 	case REPO_PR_FIND:
-		pr = json_array_get(res, 0);
-		s = json_string_value(json_object_get(pr, "html_url"));
-		if (j->recheck && (r->status != 200 || s == NULL)) {
+		if (j->recheck && (a.ok != 1 || a.url == NULL)) {
 			j->recheck = 0;
 			if (r->status != 200) {
 				/* Cannot tell: the pushed branch is on the PR the session had. */
-				json_decref(res);
+				forge_answer_clear(&a);
 				return repo_end(j, 1, j->pr_url, NULL);
 			}
 			log_info("event=repo.pull_request_closed run=%s url=%s", j->run,
@@ -620,18 +639,17 @@ repo_api_cb(const struct http_response *r, void *arg)
 			j->step = REPO_PR_CREATE;
 			break;
 		}
-		if (r->status != 200 || s == NULL) {
-			json_decref(res);
+		if (a.ok != 1 || a.url == NULL) {
+			forge_answer_clear(&a);
 			return repo_end(j, 0, NULL, "no pull request could be opened or found");
 		}
 		free(j->pr_url);
-		j->pr_url = xstrdup(s);
+		j->pr_url = xstrdup(a.url);
 		repo_state_save(j);
 		/* A follow-up: the description says what this run did, if spur wrote it. */
-		j->pr_number = json_integer_value(json_object_get(pr, "number"));
-		s = json_string_value(json_object_get(pr, "body"));
-		ours = s != NULL && strncmp(s, REPORT_MARKER, strlen(REPORT_MARKER)) == 0;
-		json_decref(res);
+		j->pr_number = a.number;
+		ours = a.body != NULL && strncmp(a.body, REPORT_MARKER, strlen(REPORT_MARKER)) == 0;
+		forge_answer_clear(&a);
 		if (j->pr_number > 0 && ours) {
 			j->step = REPO_PR_UPDATE;
 			return repo_next(j);
@@ -641,39 +659,54 @@ repo_api_cb(const struct http_response *r, void *arg)
 	case REPO_PR_LABELS:
 	case REPO_PR_UPDATE:
 		/* The PR is delivered: what it lacks is said, not a failed run. */
-		if (r->status / 100 != 2)
+		if (a.ok != 1)
 			log_warn("event=repo.pull_request_incomplete run=%s step=%s status=%d "
 			    "url=%s", j->run, repo_step_names[j->step], r->status, log_q(j->pr_url));
-		json_decref(res);
+		forge_answer_clear(&a);
 		if (j->step == REPO_PR_UPDATE)
 			return repo_end(j, 1, j->pr_url, NULL);
 		return repo_pr_next(j, j->step);
 	default:
 		fatal("repo: API answer in step %d", j->step);
 	}
-	json_decref(res);
+	forge_answer_clear(&a);
 	repo_next(j);
 }
 
+/* The forge's API call op about pr, answered in repo_api_cb. */
 static void
-repo_api(struct repo_job *j, const char *method, const char *path, const char *body)
+repo_api(struct repo_job *j, enum forge_op op, const struct forge_pr *pr)
 {
+	const struct forge	*f = j->src->forge;
+	struct forge_request	 fr;
 	struct http_request	 req;
-	char			*url = repo_api_url(j, path);
-	char			*auth = xprintf("Authorization: Bearer %s", j->token);
-	const char		*h[] = { auth, "Accept: application/vnd.github+json",
-				    "X-GitHub-Api-Version: 2022-11-28",
-				    "Content-Type: application/json", NULL };
+	const char		*h[12];
+	char			*base, *url, *auth;
+	size_t			 n = 0, i;
 
+	memset(&fr, 0, sizeof fr);
+	j->op = op;
+	f->request(op, pr, &fr);
+	base = config_api_url(config_org(j->e->conf, j->org), j->src->name);
+	url = xprintf("%s%s", base, fr.path);
+	auth = xprintf("Authorization: Bearer %s", j->token);
+	h[n++] = auth;
+	for (i = 0; f->headers != NULL && f->headers[i] != NULL && n + 2 < SPUR_ARRLEN(h); i++)
+		h[n++] = f->headers[i];
+	h[n++] = "Content-Type: application/json";
+	h[n] = NULL;
 	memset(&req, 0, sizeof req);
-	req.method = method;
+	req.method = fr.method;
 	req.url = url;
 	req.headers = h;
-	req.body = body;
-	req.body_len = body != NULL ? strlen(body) : 0;
+	req.body = fr.body;
+	req.body_len = fr.body != NULL ? strlen(fr.body) : 0;
 	j->call = httpc_request(j->e->http, &req, repo_api_cb, j);
 	freezero_str(auth);
+	free(base);
 	free(url);
+	free(fr.path);
+	free(fr.body);
 }
 
 /* The commit message: the agent's final message, its first line the subject. */
@@ -698,7 +731,7 @@ repo_commit_message(struct repo_job *j)
 }
 
 /*
- * Text a third party wrote, as GitHub markdown that shows it and does nothing
+ * Text a third party wrote, as a forge's markdown that shows it and does nothing
  * else: what a reader would not see dropped, one line of at most max bytes,
  * every ASCII punctuation mark escaped (no link, image, HTML, heading or
  * emphasis can hide or dress anything up) and "@" an entity (no one is pinged).
@@ -743,8 +776,8 @@ repo_pr_facts(struct repo_job *j, const json_t *run)
 	/* Only a web address becomes a link: the URL is the sender's too. */
 	if (url != NULL && strncmp(url, "https://", 8) == 0 && strlen(url) < 2048 &&
 	    strpbrk(url, " <>()[]\"'`\\\n\r\t") == NULL)
-		(void)buf_addf(&b, " ([%s](%s))", strcmp(source != NULL ? source : "",
-		    "github") == 0 ? "the comment" : "the message", url);
+		(void)buf_addf(&b, " ([%s](%s))", (src = source_system(source)) != NULL &&
+		    src->url_noun != NULL ? src->url_noun : "the message", url);
 	(void)buf_adds(&b, ":\n");
 	if (text != NULL && *text != '\0') {
 		(void)buf_adds(&b, "\n> ");
@@ -762,7 +795,7 @@ repo_pr_facts(struct repo_job *j, const json_t *run)
 /*
  * The PR's description: the marker, what was asked, by whom, where; why this
  * PR exists when it continues another; the agent's summary, cut to fit
- * GitHub's limit; the system's line linking it (source.h pr_line); the run.
+ * the forge's limit; the system's line linking it (source.h pr_line); the run.
  * A follow-up writes it anew.
  */
 static char *
@@ -770,7 +803,7 @@ repo_pr_body(struct repo_job *j)
 {
 	struct buf	 head, tail;
 	char		*summary, *seen, *cut, *more;
-	size_t		 room;
+	size_t		 room, max;
 
 	buf_init(&head, 0);
 	buf_init(&tail, 0);
@@ -793,8 +826,8 @@ repo_pr_body(struct repo_job *j)
 	summary = j->message != NULL ? scrub_for_engine(j->e, j->message) : NULL;
 	seen = summary != NULL && *summary != '\0' ? scrub_unseen(summary, strlen(summary), 0) :
 	    xstrdup("_(no final message)_");
-	room = head.len + tail.len + 64 < REPORT_GITHUB_MAX ?
-	    REPORT_GITHUB_MAX - head.len - tail.len : 64;
+	max = j->src->forge->body_max;
+	room = head.len + tail.len + 64 < max ? max - head.len - tail.len : 64;
 	more = xprintf("\n\n... (cut; the whole message: `spur show %s`)", j->run);
 	cut = report_cut(seen, room, more);
 	(void)buf_adds(&head, cut);
@@ -810,19 +843,19 @@ repo_pr_body(struct repo_job *j)
 static void
 repo_pr_create(struct repo_job *j)
 {
-	json_t	*body;
-	char	*s, *path, *title, *text, *msg = repo_commit_message(j);
+	struct forge_pr	 pr;
+	char		*title, *text, *msg = repo_commit_message(j);
 
 	title = xprintf("%.*s", (int)strcspn(msg, "\n"), msg);
 	text = repo_pr_body(j);
-	body = json_pack("{s:s,s:s,s:s,s:s,s:b}", "title", title, "head", j->branch, "base",
-	    j->base != NULL ? j->base : "main", "body", text, "draft", j->draft);
-	s = json_dumps(body, JSON_COMPACT);
-	path = xprintf("/repos/%s/pulls", j->repo);
-	repo_api(j, "POST", path, s);
-	json_decref(body);
-	free(s);
-	free(path);
+	memset(&pr, 0, sizeof pr);
+	pr.repo = j->repo;
+	pr.title = title;
+	pr.branch = j->branch;
+	pr.base = j->base != NULL ? j->base : "main";
+	pr.body = text;
+	pr.draft = j->draft;
+	repo_api(j, FORGE_PR_CREATE, &pr);
 	free(title);
 	free(text);
 	free(msg);
@@ -832,25 +865,22 @@ repo_pr_create(struct repo_job *j)
 static void
 repo_pr_more(struct repo_job *j)
 {
-	json_t	*body = NULL;
-	char	*s, *path, *text = NULL;
+	struct forge_pr	 pr;
+	char		*text = NULL;
 
+	memset(&pr, 0, sizeof pr);
+	pr.repo = j->repo;
+	pr.number = j->pr_number;
 	if (j->step == REPO_PR_REVIEWERS) {
-		body = json_pack("{s:O}", "reviewers", j->reviewers);
-		path = xprintf("/repos/%s/pulls/%lld/requested_reviewers", j->repo, j->pr_number);
+		pr.list = j->reviewers;
+		repo_api(j, FORGE_PR_REVIEWERS, &pr);
 	} else if (j->step == REPO_PR_LABELS) {
-		body = json_pack("{s:O}", "labels", j->labels);
-		path = xprintf("/repos/%s/issues/%lld/labels", j->repo, j->pr_number);
+		pr.list = j->labels;
+		repo_api(j, FORGE_PR_LABELS, &pr);
 	} else {
-		text = repo_pr_body(j);
-		body = json_pack("{s:s}", "body", text);
-		path = xprintf("/repos/%s/pulls/%lld", j->repo, j->pr_number);
+		pr.body = text = repo_pr_body(j);
+		repo_api(j, FORGE_PR_UPDATE, &pr);
 	}
-	s = json_dumps(body, JSON_COMPACT);
-	repo_api(j, j->step == REPO_PR_UPDATE ? "PATCH" : "POST", path, s);
-	json_decref(body);
-	free(s);
-	free(path);
 	free(text);
 }
 
@@ -872,8 +902,8 @@ static void
 repo_next(struct repo_job *j)
 {
 	struct git_opts	 o;
+	struct forge_pr	 pr;
 	char		*cause = NULL, *url = NULL, *msg = NULL, *refspec = NULL, *base = NULL;
-	char		*path;
 	const char	*argv[16];
 
 	memset(&o, 0, sizeof o);
@@ -887,21 +917,24 @@ repo_next(struct repo_job *j)
 	case REPO_PR_INFO:
 		if (j->token == NULL)
 			goto token;
-		path = xprintf("/repos/%s/pulls/%lld", j->repo, j->number);
-		repo_api(j, "GET", path, NULL);
-		free(path);
+		memset(&pr, 0, sizeof pr);
+		pr.repo = j->repo;
+		pr.number = j->number;
+		repo_api(j, FORGE_PR_INFO, &pr);
 		return;
 	case REPO_LS_REMOTE:
 		if (j->token == NULL)
 			goto token;
 		url = repo_git_url(j);
 		o.token = j->token;
+		o.token_user = j->src->forge->git_user;
 		argv[0] = "ls-remote"; argv[1] = "--symref"; argv[2] = url; argv[3] = "HEAD";
 		break;
 	case REPO_FETCH:
 		/* Whole histories: the agent may log, blame and diff against the base. */
 		url = repo_git_url(j);
 		o.token = j->token;
+		o.token_user = j->src->forge->git_user;
 		refspec = xprintf("+%s:refs/spur/head", j->fetch_ref);
 		base = xprintf("+refs/heads/%s:refs/remotes/origin/%s", j->base, j->base);
 		argv[0] = "fetch"; argv[1] = "-q"; argv[2] = "--no-tags"; argv[3] = url;
@@ -986,6 +1019,7 @@ repo_next(struct repo_job *j)
 			goto token;
 		url = repo_git_url(j);
 		o.token = j->token;
+		o.token_user = j->src->forge->git_user;
 		refspec = xprintf("HEAD:refs/heads/%s", j->branch);
 		argv[0] = "push"; argv[1] = "-q"; argv[2] = url; argv[3] = refspec;
 		break;
@@ -998,10 +1032,10 @@ repo_next(struct repo_job *j)
 		repo_pr_more(j);
 		return;
 	case REPO_PR_FIND:
-		path = xprintf("/repos/%s/pulls?state=open&head=%.*s:%s", j->repo,
-		    (int)strcspn(j->repo, "/"), j->repo, j->branch);
-		repo_api(j, "GET", path, NULL);
-		free(path);
+		memset(&pr, 0, sizeof pr);
+		pr.repo = j->repo;
+		pr.branch = j->branch;
+		repo_api(j, FORGE_PR_FIND, &pr);
 		return;
 	}
 	j->git = git_start(j->e, &o, argv, repo_git_cb, j, &cause);
@@ -1015,7 +1049,15 @@ repo_next(struct repo_job *j)
 	}
 	return;
 token:
-	j->gh = github_token(j->e, j->org, j->repo, j->installation, repo_token_cb, j);
+	if (j->src == NULL) {
+		base = repo_forge_names();
+		cause = xprintf("%s is not configured for org %s", base, j->org);
+		repo_end(j, 0, NULL, cause);
+		free(cause);
+		free(base);
+		return;
+	}
+	j->cred = j->src->cred(j->e, j->org, j->repo, j->installation, repo_token_cb, j);
 }
 
 static struct repo_job *
@@ -1092,44 +1134,6 @@ repo_token(const char *text, char **out, char **cause)
 	return *out != NULL;
 }
 
-const char *
-repo_map_lookup(const json_t *pairs, const json_t *keys, int exact, const char **clash)
-{
-	const char	*k, *found = NULL, *r;
-	json_t		*v, *key;
-	size_t		 i, n = json_is_array(keys) ? json_array_size(keys) : 1;
-
-	for (i = 0; i < n; i++) {
-		key = json_is_array(keys) ? json_array_get(keys, i) : (json_t *)keys;
-		if (!json_is_string(key))
-			continue;
-		json_object_foreach((json_t *)pairs, k, v) {
-			if ((exact ? strcmp(k, json_string_value(key)) :
-			    strcasecmp(k, json_string_value(key))) != 0)
-				continue;
-			r = json_string_value(v);
-			if (found != NULL && r != NULL && strcmp(found, r) != 0)
-				*clash = r;
-			else if (found == NULL)
-				found = r;
-		}
-	}
-	return found;
-}
-
-void
-repo_map_list(struct buf *b, const json_t *pairs, const char *what, size_t *n)
-{
-	const char	*k;
-	json_t		*v;
-
-	json_object_foreach((json_t *)pairs, k, v) {
-		if ((*n)++ < REPO_LIST_MAX)
-			buf_addf(b, "%s%s (%s %s)", *n > 1 ? ", " : "", json_string_value(v), what,
-			    k);
-	}
-}
-
 /* The cause of a refusal, with the repositories the automation may use. */
 static char *
 repo_refusal(const struct automation *a, const char *why)
@@ -1161,7 +1165,7 @@ repo_refusal(const struct automation *a, const char *why)
 /*
  * The mapping's choice: a repo: token in the text (when text: true, inside
  * the allow list), else what a system's map says for the event (source.h
- * repo_choose), a GitHub event's own repository, else the default.
+ * repo_choose), a forge's event's own repository, else the default.
  */
 static int
 repo_choose_map(const struct automation *a, const json_t *event, char **out, char **cause)
@@ -1197,7 +1201,7 @@ repo_choose_map(const struct automation *a, const json_t *event, char **out, cha
 		repo = src->repo_choose(json_object_get(m, source), meta, &why);
 		if (why != NULL)
 			goto refuse;
-	} else if (strcmp(source, "github") == 0)
+	} else if (src != NULL && src->forge != NULL)
 		repo = json_string_value(json_object_get(event, "repository"));
 	if (repo == NULL)
 		repo = json_string_value(json_object_get(m, "default"));
@@ -1220,6 +1224,7 @@ repo_choose(const struct automation *a, const json_t *event, char **out, char **
 {
 	const char	*source = json_string_value(json_object_get(event, "source"));
 	const char	*repo = a->repository;
+	const struct source *src;
 
 	*out = NULL;
 	if (a->repository_map != NULL) {
@@ -1227,11 +1232,11 @@ repo_choose(const struct automation *a, const json_t *event, char **out, char **
 			return -1;
 	} else {
 		/*
-		 * A GitHub event's own repository, whatever the proof: a run that
+		 * A forge's event's own repository, whatever the proof: a run that
 		 * delivers nothing (report, none, artifacts) still works in a real
 		 * checkout; only pull_request and commit are pushed (dispatch.c).
 		 */
-		if (repo == NULL && source != NULL && strcmp(source, "github") == 0)
+		if (repo == NULL && (src = source_system(source)) != NULL && src->forge != NULL)
 			repo = json_string_value(json_object_get(event, "repository"));
 		if (repo == NULL)
 			return 0;
@@ -1267,8 +1272,8 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 	const char	*source, *org;
 	const json_t	*meta = json_object_get(event, "meta");
 	struct stat	 sb;
-	struct org	*o;
-	char		*state, *repo = NULL, *why = NULL;
+	const struct source *src;
+	char		*state, *repo = NULL, *why = NULL, *names;
 	int		 chosen;
 
 	*out = NULL;
@@ -1300,8 +1305,10 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 		repo_job_free(j);
 		return -1;
 	}
-	if (org == NULL || (o = config_org(e->conf, org)) == NULL || o->github == NULL) {
-		xasprintf(cause, "github is not configured for org %s", org != NULL ? org : "?");
+	if ((j->src = repo_forge(e->conf, org)) == NULL) {
+		names = repo_forge_names();
+		xasprintf(cause, "%s is not configured for org %s", names, org != NULL ? org : "?");
+		free(names);
 		free(repo);
 		repo_job_free(j);
 		return -1;
@@ -1312,12 +1319,9 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 	j->org = xstrdup(org);
 	j->repo = repo;
 	j->installation = json_integer_value(json_object_get(meta, "installation_id"));
-	if (source != NULL && strcmp(source, "github") == 0 &&
-	    json_is_true(json_object_get(meta, "is_pull_request")) &&
-	    json_integer_value(json_object_get(meta, "number")) > 0 &&
-	    strcmp(repo, json_string_value(json_object_get(event, "repository"))) == 0) {
+	if ((src = source_system(source)) != NULL && src->forge != NULL &&
+	    (j->number = src->forge->event_pr(event, repo)) > 0) {
 		j->is_pr = 1;
-		j->number = json_integer_value(json_object_get(meta, "number"));
 	} else if (branch != NULL && repo_valid_branch(branch)) {
 		j->branch = xstrdup(branch);
 		j->resumed = 1;
@@ -1363,6 +1367,8 @@ repo_deliver(struct engine *e, const char *run, const struct automation *a,
 		xasprintf(cause, "the run has no repository");
 		return -1;
 	}
+	/* NULL: told when a token is needed (a commit may have nothing to push). */
+	j->src = repo_forge(e->conf, j->org);
 	j->deliver = 1;
 	j->dcb = cb;
 	j->arg = arg;

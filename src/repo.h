@@ -50,9 +50,10 @@ int	 repo_deliver(struct engine *, const char *run, const struct automation *,
 /*
  * The one decision of a run's repository (SPEC section 4, docs/repositories.md):
  * the automation's fixed one; else, for a mapping, a repo: token of the text
- * inside the allow list, the Slack channel's, the Linear label's or team's, a
- * GitHub event's own, the default; else a GitHub event's own, whatever the
- * proof (only pull_request and commit deliver).
+ * inside the allow list, what a system's map says for the event (source.h
+ * repo_choose: a channel's, a label's or team's), a forge's event's own, the
+ * default; else a forge's event's own, whatever the proof (only pull_request
+ * and commit deliver).
  * 1 and *out (the caller frees it); 0: none; -1 and cause (naming the
  * repositories it may use).
  */
@@ -69,11 +70,14 @@ int	 repo_wanted(const struct automation *, const json_t *event);
 /* Stops the job (its child is killed); no callback after this. */
 void	 repo_job_free(struct repo_job *);
 
-/* owner/name of GitHub's alphabet: nothing a URL or a path could be tricked with. */
+/* owner/name of a forge's alphabet: nothing a URL or a path could be tricked with. */
 int		 repo_valid_name(const char *);
 
+/* How many of an automation's repositories a refusal lists before "and N more". */
+#define REPO_LIST_MAX		12
+
 /*
- * For a system's repository map (source.h repo_choose, repo_list): the
+ * For a system's repository map (repo-map.c; source.h repo_choose, repo_list): the
  * repository of the pairs whose key one of keys (a string or a list of them)
  * names, case-insensitively unless exact: NULL when none, *clash set when two
  * keys name different repositories; and the pairs as "acme/web (WHAT KEY)",

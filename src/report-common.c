@@ -3,16 +3,22 @@
 #include "conf.h"
 #include "httpc.h"
 #include "report.h"
-#include "scrub.h"
+#include "source.h"
 #include "serve.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-char *
-report_scrub(struct engine *e, const char *s)
+/* The system of org's section named source, NULL when org has none. */
+static const struct source *
+source_of(const struct org *org, const char *source)
 {
-	return scrub_for_engine(e, s);
+	size_t	 i;
+
+	for (i = 0; i < org->nsources; i++)
+		if (strcmp(org->sources[i].src->name, source) == 0)
+			return org->sources[i].src;
+	return NULL;
 }
 
 char *
@@ -57,7 +63,7 @@ report_api_url(struct engine *e, const json_t *target, char **url, char **cause)
 		xasprintf(cause, "the report's org is no longer configured");
 		return NULL;
 	}
-	if ((base = config_api_url(org, source)) == NULL) {
+	if ((base = source_api_url(org, source_of(org, source))) == NULL) {
 		xasprintf(cause, "no API for %s", source);
 		return NULL;
 	}

@@ -140,7 +140,6 @@ report_format(const char *source, const struct report_facts *f, size_t max)
 
 /* The systems a thread can be on besides source.h's, whose entries name their own. */
 static const struct report_backend *const report_backends[] = {
-	&report_github,
 	&report_api,
 };
 
@@ -244,7 +243,7 @@ report_idempotent(const json_t *report)
 	/* An edit sets a message to the same text however often it is sent. */
 	if (json_is_true(json_path(report, "target.edit")))
 		return 1;
-	/* A reaction already there is answered as done (GitHub's 200, already_reacted). */
+	/* A reaction already there is answered as done (an API's 200, already_reacted). */
 	return kind != NULL && strcmp(kind, "reaction") == 0;
 }
 

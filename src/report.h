@@ -203,7 +203,7 @@ struct report_backend {
 	int	 (*opens_thread)(const json_t *ev);
 	void	 (*status_head)(const json_t *ev, struct buf *);
 };
-extern const struct report_backend report_github, report_api;
+extern const struct report_backend report_api;
 /* The backend of a source (github, slack, linear, api), or NULL. */
 const struct report_backend *report_backend_find(const char *source);
 /* Each backend in turn: the first after prev (NULL: the first), NULL after the last. */
@@ -242,8 +242,5 @@ int	 callback_request(struct engine *, const json_t *report, const json_t *targe
 	     char **url, char ***headers, char **cause);
 /* 2xx sent; no answer, 408, 429, 5xx retried; any other refusal given up, saying so. */
 enum report_verdict callback_verdict(const struct http_response *, char **why);
-
-/* Every configured secret value, in any written form, replaced by [secret] (scrub_secrets). */
-char	*report_scrub(struct engine *, const char *);
 
 #endif

@@ -772,3 +772,9 @@ scrub_for_engine(struct engine *e, const char *text)
 		n += secrets_scrub_extra(sec + n, SCRUB_SECRETS_MAX - n);
 	return scrub_secrets(text, sec, n < SCRUB_SECRETS_MAX ? n : SCRUB_SECRETS_MAX);
 }
+
+char *
+report_scrub(struct engine *e, const char *s)
+{
+	return scrub_for_engine(e, s);
+}

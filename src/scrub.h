@@ -39,5 +39,7 @@ char	*scrub_unseen(const char *, size_t, int escapes);
 char	*scrub_secrets(const char *text, const struct secret *const *, size_t n);
 /* scrub_secrets with every secret of the engine's current config (on the loop). */
 char	*scrub_for_engine(struct engine *, const char *text);
+/* The same, for a report's text (every configured secret value replaced by [secret]). */
+char	*report_scrub(struct engine *, const char *);
 
 #endif

@@ -3,6 +3,7 @@
 #include "conf.h"
 #include "outbox.h"
 #include "report.h"
+#include "scrub.h"
 #include "serve.h"
 #include "source.h"
 #include "store.h"

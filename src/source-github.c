@@ -1,11 +1,18 @@
 /* source-github.c: GitHub webhooks: X-Hub-Signature-256, ping, payloads to events; reports back as comments. */
 #include "spur.h"
+#include "aload.h"
 #include "conf.h"
+#include "console-github.h"
 #include "event.h"
+#include "github-app.h"
 #include "outbox.h"
+#include "prompt.h"
 #include "report.h"
 #include "source.h"
+#include "source-github.h"
+#include "ytree.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -39,13 +46,61 @@ static const struct github_shape {
 };
 
 static void	github_handle(const struct source_req *, struct source_result *);
-
 static const char *github_command_text(const struct spur_event *, int *);
+static void	*github_conf_parse(struct cfgctx *, const struct ynode *);
+static void	 github_conf_free(void *);
+static void	 github_conf_secrets(const void *, void (*)(void *, const struct secret *),
+		     void *);
+static const char *github_conf_api_url(const void *);
+static void	*github_console_parse(struct cfgctx *, const struct ynode *,
+		     const struct org *);
+static void	 github_console_check(struct cfgctx *, const struct config *,
+		     const struct ynode *);
+static void	 github_console_free(void *);
+static void	 github_console_secrets(const void *, void (*)(void *, const struct secret *),
+		     void *);
+static char	*github_event_check(const char *);
+static json_t	*github_report_dest(const char *, const char **);
+static char	*github_report_words(const json_t *);
+static void	 github_prompt(struct buf *, const json_t *);
+static const struct report_backend github_report;
+
+static const char *const github_trigger_keys[] = {
+	"events", "repositories", "text", "where", "labels", NULL
+};
+
 const struct source source_github = {
 	.name = "github",
 	.title = "GitHub",
 	.handle = github_handle,
 	.command_text = github_command_text,
+	.conf_parse = github_conf_parse,
+	.conf_free = github_conf_free,
+	.conf_secrets = github_conf_secrets,
+	.api_url = GITHUB_API_URL,
+	.conf_api_url = github_conf_api_url,
+	.trigger_keys = github_trigger_keys,
+	.event_check = github_event_check,
+	.report_dest = github_report_dest,
+	.report_example = "OWNER/NAME#N",
+	.report = &github_report,
+	.prompt = github_prompt,
+	.doctor = github_doctor,
+	.clock_why = "GitHub refuses App JWTs",
+	.event_header = "X-GitHub-Event",
+	.events_warn = "every GitHub event type (pushes, check runs, reviews, ...); list the "
+	    "events it is for, e.g. events: [issue_comment.created]",
+	.actor_role = 1,
+	.url_noun = "the comment",
+	.report_words = github_report_words,
+	.cred = github_token,
+	.cred_cancel = github_req_cancel,
+	.cred_cleanup = github_app_cleanup,
+	.forge = &github_forge,
+	.console_parse = github_console_parse,
+	.console_check = github_console_check,
+	.console_free = github_console_free,
+	.console_secrets = github_console_secrets,
 };
 
 /* A new comment on an issue, a pull request or a review thread can hold a thread command. */
@@ -65,8 +120,10 @@ github_no_key(const struct source_req *req, const void **key, size_t *keylen)
 {
 	const struct org	*o = req->org;
 
-	return source_no_key(req, o != NULL && o->github != NULL, o != NULL && o->github != NULL ?
-	    o->github->webhook_secret : NULL, "github.webhook_secret", key, keylen);
+	const struct org_github	*g = github_conf(o);
+
+	return source_no_key(req, g != NULL, g != NULL ? g->webhook_secret : NULL,
+	    "github.webhook_secret", key, keylen);
 }
 
 /* The signature problem of a request, or NULL when it is signed by key. */
@@ -622,7 +679,7 @@ github_report_lookup_next(const json_t *answer, const json_t *list, const char *
 	return xprintf("%ld", (n > 0 ? n : 1) + 1);
 }
 
-const struct report_backend report_github = {
+static const struct report_backend github_report = {
 	.name = "github",
 	.max = REPORT_GITHUB_MAX,
 	.marker = REPORT_MARKER_HEAD,
@@ -639,3 +696,420 @@ const struct report_backend report_github = {
 	.edit_body = github_report_edit_body,
 	.message_id = github_report_message_id,
 };
+
+/* --- orgs.NAME.github and orgs.NAME.console (conf.h's leaf parsers) ---------------- */
+
+static const char *const github_conf_keys[] = { "webhook_secret", "token", "app_id",
+	"private_key", "api_url", "git_url", NULL };
+static const char *const console_keys[] = { "github_client_id", "github_client_secret",
+	"github_org", "teams", "github_url", NULL };
+
+/* A key GitHub would refuse, or that cannot sign, is found now rather than at the first run. */
+static void
+github_conf_key(struct cfgctx *c, const struct ynode *n, const struct secret *key)
+{
+	char	*why;
+
+	if (key == NULL || key->value == NULL)
+		return;
+	if (github_key_check(key->value, key->len, &why) != 0) {
+		cfg_error(c, n, "\"github.private_key\": %s %s", key->ref, why);
+		free(why);
+	}
+}
+
+static void *
+github_conf_parse(struct cfgctx *c, const struct ynode *m)
+{
+	struct org_github	*g;
+	size_t			 i;
+
+	if (!cfg_is_map(c, m, "github"))
+		return NULL;
+	g = xcalloc(1, sizeof *g);
+	g->api_url = xstrdup(GITHUB_API_URL);
+	g->git_url = xstrdup("https://github.com");
+	for (i = 0; i < m->n; i++) {
+		const char		*k = ymap_key(m, i);
+		const struct ynode	*n = ymap_value(m, i);
+
+		if (strcmp(k, "webhook_secret") == 0)
+			g->webhook_secret = cfg_secret(c, n, "github.webhook_secret");
+		else if (strcmp(k, "token") == 0)
+			g->token = cfg_secret(c, n, "github.token");
+		else if (strcmp(k, "app_id") == 0)
+			cfg_int(c, n, "github.app_id", 1, (long long)1 << 50, &g->app_id);
+		else if (strcmp(k, "private_key") == 0) {
+			g->private_key = cfg_secret(c, n, "github.private_key");
+			github_conf_key(c, n, g->private_key);
+		}
+		else if (strcmp(k, "api_url") == 0)
+			cfg_url(c, n, "github.api_url", &g->api_url);
+		else if (strcmp(k, "git_url") == 0)
+			cfg_url(c, n, "github.git_url", &g->git_url);
+		else
+			cfg_unknown(c, m, i, "github", github_conf_keys);
+	}
+	if (ymap_get(m, "webhook_secret") == NULL)
+		cfg_error(c, m, "\"github.webhook_secret\" is required");
+	if ((g->app_id != 0) != (ymap_get(m, "private_key") != NULL))
+		cfg_error(c, m, "\"github.app_id\" and \"github.private_key\" go together");
+	return g;
+}
+
+static void
+github_conf_free(void *arg)
+{
+	struct org_github	*g = arg;
+
+	secret_free(g->webhook_secret);
+	secret_free(g->token);
+	secret_free(g->private_key);
+	free(g->api_url);
+	free(g->git_url);
+	free(g);
+}
+
+static void
+github_conf_secrets(const void *arg, void (*add)(void *, const struct secret *), void *x)
+{
+	const struct org_github	*g = arg;
+
+	add(x, g->webhook_secret);
+	add(x, g->token);
+	add(x, g->private_key);
+}
+
+static const char *
+github_conf_api_url(const void *arg)
+{
+	return ((const struct org_github *)arg)->api_url;
+}
+
+/* An http(s) URL of GitHub's API: api.HOST, or a GitHub Enterprise Server's /api/... */
+static int
+github_api_host(const char *url)
+{
+	const char	*host = strstr(url, "://") + 3, *path;
+
+	path = host + strcspn(host, "/");
+	return strncasecmp(host, "api.", 4) == 0 || strncmp(path, "/api/", 5) == 0 ||
+	    strcmp(path, "/api") == 0;
+}
+
+/* A GitHub login or team slug: it goes into API paths as it is. */
+static int
+github_login_ok(const char *s, int slug)
+{
+	size_t	 n = strlen(s);
+
+	if (n == 0 || n > 100 || s[0] == '-' || s[0] == '.')
+		return 0;
+	for (; *s != '\0'; s++) {
+		if (!isalnum((unsigned char)*s) && *s != '-' && !(slug && (*s == '_' || *s == '.')))
+			return 0;
+	}
+	return 1;
+}
+
+/* orgs.NAME.console: sign-in with GitHub, and which GitHub org (and teams) may see it. */
+static void *
+github_console_parse(struct cfgctx *c, const struct ynode *m, const struct org *o)
+{
+	struct org_console	*cs;
+	size_t			 i, j;
+	const char		*s;
+
+	if (!cfg_is_map(c, m, "console"))
+		return NULL;
+	cs = xcalloc(1, sizeof *cs);
+	cs->github_url = xstrdup("https://github.com");
+	for (i = 0; i < m->n; i++) {
+		const char		*k = ymap_key(m, i);
+		const struct ynode	*n = ymap_value(m, i);
+
+		if (strcmp(k, "github_client_id") == 0) {
+			cfg_str(c, n, "console.github_client_id", &cs->github_client_id);
+			for (s = cs->github_client_id; s != NULL; s++) {
+				if (*s == '\0' && s > cs->github_client_id)
+					break;
+				if (!isgraph((unsigned char)*s)) {
+					cfg_error(c, n, "\"console.github_client_id\" must be "
+					    "the OAuth app's client ID (no spaces or controls)");
+					break;
+				}
+			}
+		} else if (strcmp(k, "github_client_secret") == 0)
+			cs->github_client_secret = cfg_secret(c, n,
+			    "console.github_client_secret");
+		else if (strcmp(k, "github_org") == 0) {
+			cfg_str(c, n, "console.github_org", &cs->github_org);
+			if (cs->github_org != NULL && !github_login_ok(cs->github_org, 0))
+				cfg_error(c, n, "\"console.github_org\" must be a GitHub "
+				    "organization's login (letters, digits and -)");
+		} else if (strcmp(k, "teams") == 0) {
+			cs->teams = cfg_argv(c, n, "console.teams");
+			for (j = 0; cs->teams != NULL && cs->teams[j] != NULL; j++) {
+				if (!github_login_ok(cs->teams[j], 1))
+					cfg_error(c, n->items[j], "\"console.teams\": \"%s\" is "
+					    "not a team slug (letters, digits, -, _ and .)",
+					    cs->teams[j]);
+			}
+		} else if (strcmp(k, "github_url") == 0) {
+			cfg_url(c, n, "console.github_url", &cs->github_url);
+			/* People sign in on the web host; the API's has no OAuth pages. */
+			if (github_api_host(cs->github_url))
+				cfg_error(c, n, "\"console.github_url\" is GitHub's API host: "
+				    "give the host people sign in on (https://github.com, or a "
+				    "GitHub Enterprise Server's https://HOST)");
+		}
+		else
+			cfg_unknown(c, m, i, "console", console_keys);
+	}
+	if (ymap_get(m, "github_client_id") == NULL)
+		cfg_error(c, m, "\"console.github_client_id\" is required (the GitHub "
+		    "OAuth app people sign in with)");
+	if (ymap_get(m, "github_client_secret") == NULL)
+		cfg_error(c, m, "\"console.github_client_secret\" is required with "
+		    "console.github_client_id");
+	if (ymap_get(m, "github_org") == NULL)
+		cfg_error(c, m, "\"console.github_org\" is required: the GitHub "
+		    "organization whose members may see org %s", o->name);
+	return cs;
+}
+
+static void
+github_console_free(void *arg)
+{
+	struct org_console	*cs = arg;
+
+	free(cs->github_client_id);
+	secret_free(cs->github_client_secret);
+	free(cs->github_org);
+	strv_free(cs->teams);
+	free(cs->github_url);
+	free(cs);
+}
+
+static void
+github_console_secrets(const void *arg, void (*add)(void *, const struct secret *), void *x)
+{
+	add(x, ((const struct org_console *)arg)->github_client_secret);
+}
+
+/*
+ * What console sign-in needs beyond the console key itself: the org's own
+ * GitHub credential (membership is re-checked hourly without the person's
+ * token), and one OAuth app across orgs: the callback URL is the same for
+ * every org, so spur exchanges every code with one client id and secret.
+ */
+static void
+github_console_check(struct cfgctx *c, const struct config *cf, const struct ynode *orgs)
+{
+	const struct org	*first = NULL;
+	const struct ynode	*on, *cn, *at;
+	size_t			 i;
+
+	for (i = 0; i < cf->norgs; i++) {
+		const struct org	*o = &cf->orgs[i];
+		const struct org_console *cs = o->console, *fc;
+		const struct org_github	*g = github_conf(o);
+
+		if (cs == NULL || (on = ymap_get(orgs, o->name)) == NULL ||
+		    (cn = ymap_get(on, "console")) == NULL)
+			continue;
+		if (g == NULL || (g->token == NULL && g->app_id == 0))
+			cfg_error(c, cn, "\"orgs.%s.console\" needs the org's own GitHub "
+			    "credential (github.token, or github.app_id and private_key): "
+			    "membership is re-checked every hour with it", o->name);
+		if (cs->github_client_id == NULL)
+			continue;
+		if (first == NULL) {
+			first = o;
+			continue;
+		}
+		fc = first->console;
+		at = ymap_get(cn, "github_client_id");
+		if (strcmp(cs->github_client_id, fc->github_client_id) != 0)
+			cfg_error(c, at, "\"orgs.%s.console.github_client_id\" differs from "
+			    "orgs.%s's: spur signs in with one GitHub OAuth app, give every "
+			    "org the same client id and secret", o->name, first->name);
+		else if (strcmp(cs->github_url, fc->github_url) != 0)
+			cfg_error(c, ymap_get(cn, "github_url") != NULL ?
+			    ymap_get(cn, "github_url") : cn, "\"orgs.%s.console.github_url\" "
+			    "differs from orgs.%s's for the same OAuth app", o->name,
+			    first->name);
+		else if (cs->github_client_secret != NULL &&
+		    fc->github_client_secret != NULL &&
+		    cs->github_client_secret->value != NULL &&
+		    fc->github_client_secret->value != NULL &&
+		    (cs->github_client_secret->len != fc->github_client_secret->len ||
+		    !ct_equal(cs->github_client_secret->value,
+		    fc->github_client_secret->value, cs->github_client_secret->len)))
+			cfg_error(c, ymap_get(cn, "github_client_secret"),
+			    "\"orgs.%s.console.github_client_secret\" differs from orgs.%s's "
+			    "for the same OAuth app", o->name, first->name);
+	}
+}
+
+/* --- on.github: the events and their actions -------------------------------------- */
+
+/*
+ * GitHub webhook events and their actions (from GitHub's webhook documentation and
+ * @octokit/webhooks-examples). An event with no actions is written without one;
+ * "*" accepts any action (repository_dispatch actions are chosen by the sender).
+ */
+static const struct {
+	const char	*event;
+	const char	*actions;	/* space separated */
+} github_events[] = {
+	{ "branch_protection_rule", "created edited deleted" },
+	{ "check_run", "created completed rerequested requested_action" },
+	{ "check_suite", "completed requested rerequested" },
+	{ "code_scanning_alert", "appeared_in_branch closed_by_user created fixed reopened "
+	    "reopened_by_user" },
+	{ "commit_comment", "created" },
+	{ "create", "" },
+	{ "delete", "" },
+	{ "dependabot_alert", "auto_dismissed auto_reopened created dismissed fixed "
+	    "reintroduced reopened" },
+	{ "deploy_key", "created deleted" },
+	{ "deployment", "created" },
+	{ "deployment_review", "approved rejected requested" },
+	{ "deployment_status", "created" },
+	{ "discussion", "answered category_changed closed created deleted edited labeled "
+	    "locked pinned reopened transferred unanswered unlabeled unlocked unpinned" },
+	{ "discussion_comment", "created deleted edited" },
+	{ "fork", "" },
+	{ "gollum", "" },
+	{ "installation", "created deleted new_permissions_accepted suspend unsuspend" },
+	{ "installation_repositories", "added removed" },
+	{ "issue_comment", "created deleted edited" },
+	{ "issues", "assigned closed deleted demilestoned edited labeled locked milestoned "
+	    "opened pinned reopened transferred typed unassigned unlabeled unlocked "
+	    "unpinned untyped" },
+	{ "label", "created deleted edited" },
+	{ "member", "added edited removed" },
+	{ "membership", "added removed" },
+	{ "merge_group", "checks_requested destroyed" },
+	{ "milestone", "closed created deleted edited opened" },
+	{ "organization", "deleted member_added member_invited member_removed renamed" },
+	{ "package", "published updated" },
+	{ "page_build", "" },
+	{ "ping", "" },
+	{ "project", "closed created deleted edited reopened" },
+	{ "project_card", "converted created deleted edited moved" },
+	{ "project_column", "created deleted edited moved" },
+	{ "projects_v2_item", "archived converted created deleted edited reordered "
+	    "restored" },
+	{ "public", "" },
+	{ "pull_request", "assigned auto_merge_disabled auto_merge_enabled closed "
+	    "converted_to_draft demilestoned dequeued edited enqueued labeled locked "
+	    "milestoned opened ready_for_review reopened review_request_removed "
+	    "review_requested synchronize unassigned unlabeled unlocked" },
+	{ "pull_request_review", "dismissed edited submitted" },
+	{ "pull_request_review_comment", "created deleted edited" },
+	{ "pull_request_review_thread", "resolved unresolved" },
+	{ "push", "" },
+	{ "registry_package", "published updated" },
+	{ "release", "created deleted edited prereleased published released unpublished" },
+	{ "repository", "archived created deleted edited privatized publicized renamed "
+	    "transferred unarchived" },
+	{ "repository_dispatch", "*" },
+	{ "repository_import", "" },
+	{ "repository_vulnerability_alert", "create dismiss reopen resolve" },
+	{ "secret_scanning_alert", "created publicly_leaked reopened resolved validated" },
+	{ "security_advisory", "performed published updated withdrawn" },
+	{ "sponsorship", "cancelled created edited pending_cancellation pending_tier_change "
+	    "tier_changed" },
+	{ "star", "created deleted" },
+	{ "status", "" },
+	{ "sub_issues", "parent_issue_added parent_issue_removed sub_issue_added "
+	    "sub_issue_removed" },
+	{ "team", "added_to_repository created deleted edited removed_from_repository" },
+	{ "team_add", "" },
+	{ "watch", "started" },
+	{ "workflow_dispatch", "" },
+	{ "workflow_job", "completed in_progress queued waiting" },
+	{ "workflow_run", "completed in_progress requested" },
+};
+/* Why s (EVENT or EVENT.ACTION) is no GitHub event, or NULL when it is one. */
+static char *
+github_event_check(const char *s)
+{
+	const char	*dot = strchr(s, '.'), *acts, *p;
+	size_t		 i, elen = dot != NULL ? (size_t)(dot - s) : strlen(s), alen;
+
+	for (i = 0; i < SPUR_ARRLEN(github_events); i++) {
+		if (strlen(github_events[i].event) == elen &&
+		    strncmp(github_events[i].event, s, elen) == 0)
+			break;
+	}
+	if (i == SPUR_ARRLEN(github_events))
+		return xprintf("unknown github event \"%.*s\"", (int)elen, s);
+	if (dot == NULL)
+		return NULL;
+	acts = github_events[i].actions;
+	alen = strlen(dot + 1);
+	if (strcmp(acts, "*") == 0 && alen > 0)
+		return NULL;
+	for (p = acts; alen > 0 && *p != '\0'; p += strcspn(p, " "), p += strspn(p, " ")) {
+		if (strcspn(p, " ") == alen && strncmp(p, dot + 1, alen) == 0)
+			return NULL;
+	}
+	if (*acts == '\0')
+		return xprintf("github event \"%s\" has no actions; write \"%s\"",
+		    github_events[i].event, github_events[i].event);
+	return xprintf("unknown action \"%s\" of github event \"%s\" (known: %s)", dot + 1,
+	    github_events[i].event, acts);
+}
+
+/* --- report: {github: OWNER/NAME#NUMBER} ------------------------------------------ */
+
+/* An issue (or pull request) to comment on. */
+static json_t *
+github_report_dest(const char *s, const char **why)
+{
+	const char	*hash = strchr(s, '#');
+	char		*repo, *end;
+	long long	 num;
+	json_t		*dest = NULL;
+
+	repo = hash != NULL ? xstrndup(s, hash - s) : NULL;
+	num = hash != NULL ? strtoll(hash + 1, &end, 10) : 0;
+	if (repo == NULL || !valid_repository(repo) || num <= 0 || *end != '\0' ||
+	    hash[1] < '1' || hash[1] > '9')
+		*why = "report.github \"%s\" is not an issue: write OWNER/NAME#NUMBER (acme/ops#12)";
+	else
+		dest = json_pack("{s:s,s:s,s:{s:I}}", "source", "github", "repository", repo,
+		    "meta", "number", (json_int_t)num);
+	free(repo);
+	return dest;
+}
+
+/* "github acme/api#12", for the API. */
+static char *
+github_report_words(const json_t *d)
+{
+	const char	*v = json_string_value(json_object_get(d, "repository"));
+
+	return xprintf("github %s#%lld", v != NULL ? v : "",
+	    (long long)json_integer_value(json_path(d, "meta.number")));
+}
+
+/* --- the prompt's block ------------------------------------------------------------ */
+
+static void
+github_prompt(struct buf *b, const json_t *root)
+{
+	prompt_field_path(b, json_is_true(json_path(root, "meta.is_pull_request")) ?
+	    "pull request" : "issue", root, "meta.number");
+	prompt_field_path(b, "title", root, "meta.title");
+	prompt_field_path(b, "branch", root, "meta.head_ref");
+	prompt_field_path(b, "base branch", root, "meta.base_ref");
+	if (json_is_true(json_path(root, "meta.fork")))
+		prompt_field_path(b, "fork", root, "meta.head_repo");
+	prompt_field_path(b, "label", root, "meta.label");
+	prompt_field_list(b, "labels", json_path(root, "meta.labels"), NULL);
+	prompt_field_path(b, "file", root, "meta.file");
+}

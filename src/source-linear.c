@@ -393,7 +393,7 @@ linear_doctor(struct doctor *d, const struct org *org)
 		doctor_say(d, org->name, "linear", DOCTOR_SKIP, NULL, "not configured");
 		return;
 	}
-	url = config_api_url(org, "linear");
+	url = source_api_url(org, &source_linear);
 	/* A personal API key goes bare, as the reports send it. */
 	auth = xprintf("Authorization: %s", l->api_key->value);
 	h[0] = auth;

@@ -99,6 +99,7 @@ const struct source source_slack = {
 	.repo_none = slack_repo_none,
 	.repo_list = slack_repo_list,
 	.report_dest = slack_report_dest,
+	.report_example = "C0123ABCD",
 	.report = &slack_report,
 	.prompt = slack_prompt,
 	.doctor = slack_doctor,
@@ -316,7 +317,7 @@ slack_doctor(struct doctor *d, const struct org *org)
 		doctor_say(d, org->name, "slack", DOCTOR_SKIP, NULL, "not configured");
 		return;
 	}
-	base = config_api_url(org, "slack");
+	base = source_api_url(org, &source_slack);
 	url = xprintf("%s/auth.test", base);
 	free(base);
 	auth = xprintf("Authorization: Bearer %s", s->bot_token->value);

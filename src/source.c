@@ -1,4 +1,7 @@
-/* source.c: the source table and what every source-*.c shares: headers, HMAC, forms, answers. */
+/*
+ * source.c: what every source-*.c shares: headers, HMAC, forms, answers, an
+ * org's section of a system. It names no system: the table is source-table.c's.
+ */
 #include "spur.h"
 #include "conf.h"
 #include "event.h"
@@ -17,103 +20,49 @@
  */
 static const char source_dummy[] = "spur: no secret is configured here";
 
-#define SOURCE_ENTRY(s)	extern const struct source s;
-#include "source-table.h"
-#undef SOURCE_ENTRY
-
-/* Every outside system: one line each in source-table.h. */
-static const struct source *const source_table[] = {
-#define SOURCE_ENTRY(s)	&s,
-#include "source-table.h"
-#undef SOURCE_ENTRY
-};
-
-const struct source *
-source_next(const struct source *prev)
-{
-	size_t	 i;
-
-	if (prev == NULL)
-		return source_table[0];
-	for (i = 0; i + 1 < SPUR_ARRLEN(source_table); i++) {
-		if (source_table[i] == prev)
-			return source_table[i + 1];
-	}
-	return NULL;
-}
-
-const struct source *
-source_system(const char *name)
-{
-	size_t	 i;
-
-	for (i = 0; name != NULL && i < SPUR_ARRLEN(source_table); i++) {
-		if (strcmp(name, source_table[i]->name) == 0)
-			return source_table[i];
-	}
-	return NULL;
-}
-
-const struct source *
-source_find(const char *hook)
-{
-	const struct source	*s = source_system(hook);
-
-	return s != NULL ? s : &source_webhook;
-}
-
 const void *
 source_conf(const struct org *o, const struct source *src)
 {
 	size_t	 i;
 
-	for (i = 0; o != NULL && o->sources != NULL && i < SPUR_ARRLEN(source_table); i++) {
-		if (source_table[i] == src)
-			return o->sources[i];
+	for (i = 0; o != NULL && i < o->nsources; i++) {
+		if (o->sources[i].src == src)
+			return o->sources[i].conf;
 	}
 	return NULL;
 }
 
-size_t
-source_count(void)
-{
-	return SPUR_ARRLEN(source_table);
-}
-
-char *
-source_names(const char *const *extra, const char *last)
-{
-	const char	*names[SPUR_ARRLEN(source_table) + 16];
-	struct buf	 b;
-	size_t		 i, n = 0;
-
-	for (i = 0; i < SPUR_ARRLEN(source_table); i++)
-		names[n++] = source_table[i]->name;
-	for (i = 0; extra != NULL && extra[i] != NULL && n < SPUR_ARRLEN(names); i++)
-		names[n++] = extra[i];
-	buf_init(&b, 0);
-	for (i = 0; i < n; i++) {
-		if (i > 0)
-			buf_adds(&b, i + 1 == n ? last : ", ");
-		buf_adds(&b, names[i]);
-	}
-	return buf_take(&b);
-}
-
-int
-source_name_in(const char *s, const char *const *extra)
+const void *
+source_conf_named(const struct org *o, const char *name)
 {
 	size_t	 i;
 
-	if (s == NULL)
-		return 0;
-	if (source_system(s) != NULL)
-		return 1;
-	for (i = 0; extra != NULL && extra[i] != NULL; i++) {
-		if (strcmp(extra[i], s) == 0)
-			return 1;
+	for (i = 0; o != NULL && i < o->nsources; i++) {
+		if (strcmp(o->sources[i].src->name, name) == 0)
+			return o->sources[i].conf;
 	}
-	return 0;
+	return NULL;
+}
+
+char *
+source_api_url(const struct org *org, const struct source *src)
+{
+	const void	*conf;
+	const char	*u = NULL;
+	size_t		 len;
+
+	if (src == NULL)
+		return NULL;
+	if (src->conf_api_url != NULL && (conf = source_conf(org, src)) != NULL)
+		u = src->conf_api_url(conf);
+	if (u == NULL)
+		u = src->api_url;
+	if (u == NULL)
+		return NULL;
+	len = strlen(u);
+	while (len > 0 && u[len - 1] == '/')
+		len--;
+	return xprintf("%.*s", (int)len, u);
 }
 
 int

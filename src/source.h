@@ -10,6 +10,8 @@ struct buf;
 struct cfgctx;
 struct config;
 struct doctor;
+struct engine;
+struct forge;
 struct json_t;
 struct report_backend;
 struct ynode;
@@ -85,6 +87,14 @@ struct source_check {
 	/* SOURCE_CHECK_LIST: NULL when an item is one, else the error (a format, %s: the item). */
 	const char		*(*item_check)(const char *);
 };
+
+/*
+ * A credential being fetched for a system's API (source.h cred), and its
+ * answer: token NULL when cause says why (permanent: the configuration's
+ * fault, which no retry changes); both valid only during the call.
+ */
+struct source_cred;
+typedef void (*source_cred_cb)(const char *token, const char *cause, int permanent, void *);
 
 struct source {
 	const char	*name;
@@ -187,18 +197,61 @@ struct source {
 	void		 (*prompt)(struct buf *, const struct json_t *event);
 	/* spur doctor: the org's credentials at the system's API (doctor.h). */
 	void		 (*doctor)(struct doctor *, const struct org *);
+	/* What the system's own credentials refuse when the clock is off (doctor), or NULL. */
+	const char	*clock_why;
+
+	/*
+	 * The header that names a delivery's event type (spur fire, the API's
+	 * POST /automations/why, which ask for the type), NULL: none; on.<name> without
+	 * events matches every type: what to warn (NULL: nothing).
+	 */
+	const char	*event_header;
+	const char	*events_warn;
+	/* authors by default: the event's actor.role says who is a member. */
+	int		 actor_role;
+	/* What the event's url shows a reader ("the comment"), NULL: "the message". */
+	const char	*url_noun;
+	/* A report destination in words (the API's), NULL: "<name> <its one value>". */
+	char		*(*report_words)(const struct json_t *dest);
+
+	/*
+	 * The org's token for the system's API and git (acting on repo, OWNER/NAME
+	 * or an owner alone; installation: the event's, 0: none): the callback
+	 * always comes later, from the loop, unless cancelled. cred_cleanup
+	 * forgets what is cached. NULL: the system's report backend needs none.
+	 */
+	struct source_cred *(*cred)(struct engine *, const char *org, const char *repo,
+			    long long installation, source_cred_cb, void *);
+	void		 (*cred_cancel)(struct source_cred *);
+	void		 (*cred_cleanup)(void);
+	/* Where repositories live and pull requests open (forge.h); NULL: not a forge. */
+	const struct forge *forge;
+	/*
+	 * orgs.NAME.console: sign-in to the web console through this system (its
+	 * console-*.c), the section's parser, what it needs across orgs (orgs:
+	 * the orgs mapping), its free and its secrets.
+	 */
+	void		*(*console_parse)(struct cfgctx *, const struct ynode *, const struct org *);
+	void		 (*console_check)(struct cfgctx *, const struct config *,
+			    const struct ynode *orgs);
+	void		 (*console_free)(void *);
+	void		 (*console_secrets)(const void *, void (*add)(void *,
+			    const struct secret *), void *arg);
 };
 
 /*
- * The systems of the table in order (github, slack, linear): the one after
+ * The systems of the table in order (source-table.h): the one after
  * prev, the first when prev is NULL, NULL after the last.
  */
 const struct source	*source_next(const struct source *prev);
 /* The system of that name, or NULL (the generic webhook is no system). */
 const struct source	*source_system(const char *);
-/* The org's section of a system, NULL when it has none. */
+/* The org's section of a system (or of the system of that name), NULL when it has none. */
 const void		*source_conf(const struct org *, const struct source *);
-/* How many systems the table has (an org's sources[] has as many). */
+const void		*source_conf_named(const struct org *, const char *);
+/* The org's API base URL of a system (org NULL: the default), no trailing slash. */
+char			*source_api_url(const struct org *, const struct source *);
+/* How many systems the table has. */
 size_t			 source_count(void);
 /*
  * The systems' names, then extra's, in one string: "a, b, c", last before
@@ -212,7 +265,7 @@ int			 source_list_has(char *const *, size_t, const char *s, int icase);
 /* "[a, b, c]", for why. */
 void			 source_why_list(struct buf *, char *const *, size_t);
 
-/* The source for a hook path segment: github, slack, linear, else the generic one. */
+/* The source for a hook path segment: a system of the table, else the generic one. */
 const struct source	*source_find(const char *hook);
 void			 source_result_free(struct source_result *);
 /*
@@ -223,7 +276,7 @@ int			 source_id_ok(const char *);
 /*
  * Why a request cannot be checked against a real secret, or NULL when it can
  * (then *key is the secret). configured: the org has this source's section;
- * s: its secret; what: e.g. "github.webhook_secret". An unusable secret still
+ * s: its secret; what: e.g. "NAME.webhook_secret". An unusable secret still
  * gets a dummy key, so that every refusal costs the same HMAC.
  */
 char			*source_no_key(const struct source_req *, int configured,
@@ -306,17 +359,8 @@ struct spur_event		*source_event_new(const struct source_req *, const char *);
 /* A copy of the string or scalar at path, or NULL. */
 char			*source_path_text(const struct json_t *, const char *);
 
-/* The systems of the table are named in source-table.h; GitHub's is asked by name too. */
-extern const struct source source_github;
+/* The systems of the table are named in source-table.h (their files' headers name them too). */
 extern const struct source source_slack;
 extern const struct source source_webhook;
-
-/*
- * source-github.c, for tests: the paths the GitHub parse keeps, and the
- * normalization of a payload tree (the kept one, or the whole).
- */
-extern const char *const source_github_keep[];
-int			 source_github_normalize(const struct source_req *, const char *name,
-			     struct json_t *payload, struct spur_event *, char **cause);
 
 #endif

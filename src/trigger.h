@@ -80,7 +80,7 @@ struct trigger_cond {
 struct trigger {
 	enum trigger_source	  source;
 	const struct source	 *system;	/* TRIG_SYSTEM: which */
-	char			 *label;	/* "on.github" or "on.github[1]", for why */
+	char			 *label;	/* "on.NAME" or "on.NAME[1]", for why */
 	char			**events;	/* EVENT or EVENT.ACTION as written */
 	size_t			  nevents;
 	char			**repositories;

@@ -1,7 +1,7 @@
 """The README a front door of at most 400 lines that links every doc of docs/; every relative
 link of the README and the docs, and its #anchor, found; every source file the README's tour and
 docs/hacking.md name exists, and every src/*.c is named there; the GitHub App manifest valid JSON
-with the permissions and events `spur doctor` requires (src/cmd-doctor.c, src/source-slack.c); the Slack app manifest
+with the permissions and events `spur doctor` requires (src/github-app.c, src/source-slack.c); the Slack app manifest
 valid YAML whose scopes cover every scope `spur doctor` may ask for, its URLs spur's routes."""
 import fnmatch
 import json
@@ -67,9 +67,9 @@ sources = [f for f in os.listdir(os.path.join(SRCDIR, "src")) if f.endswith(".c"
 t.eq(sorted(f for f in sources if not any(fnmatch.fnmatch(f, n) for n in named)), [],
      "every src/*.c is named in the README or docs/hacking.md")
 
-doctor = open(os.path.join(SRCDIR, "src", "cmd-doctor.c")).read()
+doctor = open(os.path.join(SRCDIR, "src", "github-app.c")).read()
 perms = dict(re.findall(r'\{ "(\w+)", "(read|write)", "', doctor))
-t.eq(sorted(perms), ["contents", "issues", "metadata", "pull_requests"], "cmd-doctor.c's permission table read")
+t.eq(sorted(perms), ["contents", "issues", "metadata", "pull_requests"], "github-app.c's permission table read")
 try:
     app = json.load(open(os.path.join(docs, "github-app-manifest.json")))
 except ValueError as e:

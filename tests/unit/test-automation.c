@@ -746,6 +746,7 @@ test_environment(void)
 
 	/* demo's sections: its Slack bot token looks members up. */
 	org.sources = three_orgs[0].sources;
+	org.nsources = three_orgs[0].nsources;
 
 	tmp_write(dir, "a.yaml", "on: { slack: {} }\nprompt: Hi.\nenvironment:\n"
 	    "  cache: [~/.cache/pip, node_modules]\n");

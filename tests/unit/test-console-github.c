@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "conf.h"
 #include "console-github.h"
+#include "source-github.h"
 #include "tap.h"
 
 #include <stdlib.h>
@@ -28,6 +29,7 @@ test_authorize_url(void)
 	ok(console_github_authorize_url(&cf, "st", "https://x/cb") == NULL,
 	    "and no authorize URL");
 	orgs[1].console = &console;
+	orgs[1].console_src = &source_github;
 	ok(console_github_enabled(&cf), "an org with console.github_client_id: offered");
 	u = console_github_authorize_url(&cf, "s t&x=1/é",
 	    "https://spur.example.com/console/auth/github/callback");

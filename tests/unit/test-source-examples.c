@@ -4,6 +4,7 @@
 #include "event.h"
 #include "jscan.h"
 #include "source.h"
+#include "source-github.h"
 #include "tap.h"
 
 #include <stdlib.h>
@@ -12,9 +13,7 @@
 #define SECRET		"examples-secret"
 #define EXAMPLES	"tests/node_modules/@octokit/webhooks-examples/api.github.com/index.json"
 
-static struct secret secret = { "env:X", SECRET, sizeof SECRET - 1 };
-static struct org_github github = { .webhook_secret = &secret };
-static struct org org = { .name = "acme", .github = &github };
+static struct org org = { .name = "acme" };
 
 /* The event, the object keyed by the thread number, and the object the event is about. */
 static const struct {
@@ -210,6 +209,10 @@ main(void)
 		printf("1..0 # SKIP SPUR_SRCDIR is not set (make check sets it)\n");
 		return 0;
 	}
+	setenv("SPUR_TEST_GITHUB", SECRET, 1);
+	if (config_org_section(&org, "github", "webhook_secret: env:SPUR_TEST_GITHUB",
+	    &cause) != 0)
+		fatal("section: %s", cause);
 	path = xprintf("%s/%s", srcdir, EXAMPLES);
 	if (read_file(path, 64 << 20, &data, &len, &cause) != 0) {
 		printf("1..0 # SKIP %s: run npm ci in tests/ (%s)\n", EXAMPLES, cause);

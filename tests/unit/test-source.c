@@ -17,19 +17,17 @@
 #define STD_SECRET	"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 #define BEARER_SECRET	"tok_live_abcdefghijklmnop"
 
-static struct secret gh_secret = { "env:GH", GH_SECRET, sizeof GH_SECRET - 1 };
 static struct secret hook_secret = { "env:HK", HOOK_SECRET, sizeof HOOK_SECRET - 1 };
 static struct secret std_secret = { "env:STD", STD_SECRET, sizeof STD_SECRET - 1 };
 static struct secret bearer_secret = { "env:BR", BEARER_SECRET, sizeof BEARER_SECRET - 1 };
 static struct secret bad_std_secret = { "env:BAD", "whsec_***", 9 };
 
-static struct org_github org_gh = { .webhook_secret = &gh_secret };
 static struct named_secret named[] = {
 	{ "HOOK", &hook_secret }, { "STD", &std_secret }, { "TOKEN", &bearer_secret },
 	{ "BADSTD", &bad_std_secret },
 };
 static struct org acme = {
-	.name = "acme", .github = &org_gh,
+	.name = "acme",
 	.secrets = named, .nsecrets = SPUR_ARRLEN(named),
 };
 static struct org bare = { .name = "bare" };	/* no source configured */
@@ -1346,7 +1344,9 @@ main(void)
 	/* The systems' sections are their files' own: made as the config makes them. */
 	setenv("SPUR_TEST_SLACK", SLACK_SECRET, 1);
 	setenv("SPUR_TEST_LINEAR", LINEAR_SECRET, 1);
-	if (config_org_section(&acme, "slack", "signing_secret: env:SPUR_TEST_SLACK",
+	setenv("SPUR_TEST_GITHUB", GH_SECRET, 1);
+	if (config_org_section(&acme, "github", "webhook_secret: env:SPUR_TEST_GITHUB",
+	    &cause) != 0 || config_org_section(&acme, "slack", "signing_secret: env:SPUR_TEST_SLACK",
 	    &cause) != 0 || config_org_section(&acme, "linear",
 	    "webhook_secret: env:SPUR_TEST_LINEAR", &cause) != 0)
 		fatal("section: %s", cause);
