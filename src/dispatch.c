@@ -77,7 +77,8 @@ struct drun {
 	int			 cloned;	/* it has a repository to prepare first */
 	struct egress		*egress;	/* the run's network (egress.c) */
 	struct repo_job		*repo;		/* clone before, push after (repo.c) */
-	json_t			*event;		/* its event, until the agent starts */
+	struct event_row	*event;		/* its event's head, until the agent starts */
+	struct spur_event	*ev;		/* ... as the prompt reads it (drun_event) */
 	struct env_job		*envjob;	/* its caches and setup (env.c) */
 	struct agent_result	 res;		/* what the agent said, once it ended */
 	LIST_ENTRY(drun)	 entry;
@@ -104,6 +105,7 @@ static void	drun_agent(struct drun *, int);
 static void	drun_setup_cb(int, const char *, void *);
 static void	drun_session_archive(struct drun *);
 static int	dispatch_elsewhere(struct dispatch *, struct drun *);
+static struct spur_event *drun_event(struct drun *);
 
 static void
 drun_free(struct drun *r)
@@ -116,7 +118,8 @@ drun_free(struct drun *r)
 	header_secrets_free(r->hsecrets, r->nhsecrets);
 	if (r->repo != NULL)
 		repo_job_free(r->repo);
-	json_decref(r->event);
+	event_row_free(r->event);
+	spur_event_free(r->ev);
 	if (r->egress != NULL)
 		egress_free(r->egress);
 	agent_result_clear(&r->res);
@@ -701,17 +704,17 @@ drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 static int
 drun_session(struct drun *r, char **resume_out, char **cause)
 {
-	struct engine	*e = r->d->engine;
-	json_t		*s;
-	const char	*holder, *v;
-	char		*dir;
-	long long	 uid = 0;
+	struct engine		*e = r->d->engine;
+	struct session_row	*s;
+	const char		*holder;
+	char			*dir;
+	long long		 uid = 0;
 
 	*resume_out = NULL;
-	if ((s = store_session_live(e->store, r->org, r->thread, r->a->name)) != NULL) {
+	if ((s = store_session_get(e->store, r->org, r->thread, r->a->name)) != NULL) {
 		r->joined = 1;
-		r->session = xstrdup(json_string_value(json_object_get(s, "id")));
-		holder = json_string_value(json_object_get(s, "node"));
+		r->session = xstrdup(s->id);
+		holder = s->node;
 		if (store_shared(e->store) && holder != NULL &&
 		    strcmp(holder, node_id(e->node)) != 0) {
 			/*
@@ -725,22 +728,20 @@ drun_session(struct drun *r, char **resume_out, char **cause)
 			rm_rf(dir);
 			r->workspace = path_join(dir, "workspace");
 			r->moved = 1;
-			if ((v = json_string_value(json_object_get(s, "branch"))) != NULL)
-				r->branch = xstrdup(v);
+			if (s->branch != NULL)
+				r->branch = xstrdup(s->branch);
 			store_session_move(e->store, r->session, r->workspace);
 			log_info("event=session.moved session=%s run=%s from=%s branch=%s",
 			    r->session, r->id, holder, log_q(r->branch));
 		} else {
-			r->workspace = xstrdup(json_string_value(json_object_get(s,
-			    "workspace")));
+			r->workspace = xstrdup(s->workspace != NULL ? s->workspace : "");
 			dir = path_dirname(r->workspace);
 		}
 		r->home = path_join(dir, "home");
 		free(dir);
-		*resume_out = json_string_value(json_object_get(s, "agent_session")) != NULL ?
-		    xstrdup(json_string_value(json_object_get(s, "agent_session"))) : NULL;
-		uid = json_integer_value(json_object_get(s, "uid"));
-		json_decref(s);
+		*resume_out = s->agent_session != NULL ? xstrdup(s->agent_session) : NULL;
+		uid = s->uid;
+		session_row_free(s);
 	} else {
 		if (priv_as_root() && e->conf->sandbox.backend == SANDBOX_BWRAP &&
 		    (uid = store_session_uid_pick(e->store, e->conf->sandbox.uid_first,
@@ -1027,6 +1028,32 @@ drun_setup_cb(int ok, const char *reason, void *arg)
 }
 
 /*
+ * The run's event as a prompt is built from: its head, and its payload when
+ * the prompt shows it (prompt_wants_payload), read from the store once per
+ * run. NULL: unreadable.
+ */
+static struct spur_event *
+drun_event(struct drun *r)
+{
+	struct event_row	*full;
+
+	if (r->ev != NULL || r->event == NULL)
+		return r->ev;
+	if ((r->ev = spur_event_from_json(r->event->head)) == NULL)
+		return NULL;
+	if (!prompt_wants_payload(r->ev))
+		return r->ev;
+	if ((full = store_event_get(r->d->engine->store, r->event->id,
+	    STORE_EVENT_PAYLOAD)) != NULL && full->payload != NULL) {
+		r->ev->payload_raw = full->payload;
+		r->ev->payload_rawlen = full->payloadlen;
+		full->payload = NULL;
+	}
+	event_row_free(full);
+	return r->ev;
+}
+
+/*
  * What the clone learnt of a pull request (its branches, the files it
  * changes) joins the event's fields inside the prompt's fence: the prompt is
  * built again with them, a new nonce, before the agent ever sees it.
@@ -1037,12 +1064,11 @@ drun_prompt_context(struct drun *r)
 	struct spur_event	*ev;
 	json_t			*ctx = repo_context(r->workspace);
 
-	if (ctx != NULL && r->event != NULL && (ev = spur_event_from_json(r->event)) != NULL) {
+	if (ctx != NULL && (ev = drun_event(r)) != NULL) {
 		free(r->prompt);
 		r->prompt = prompt_build_with(r->a->prompt != NULL ? r->a->prompt : "", ev, NULL,
 		    ctx);
 		store_run_update(r->d->engine->store, r->id, "prompt", r->prompt);
-		spur_event_free(ev);
 	}
 	json_decref(ctx);
 }
@@ -1085,28 +1111,28 @@ dispatch_start(struct dispatch *d, const char *id)
 {
 	struct engine		*e = d->engine;
 	struct drun		*r, *busy;
-	json_t			*j, *evj;
+	struct run_row		*j;
 	struct spur_event	*ev;
-	const char		*s;
+	const json_t		*evj;
 	char			*cause = NULL, *logpath, *rundir, *reason;
 	int			 rc;
 
-	if ((j = store_run_json(e->store, id, STORE_RUN_WORK)) == NULL)
+	/* The run's row and its event's head: the payload only if the prompt shows it. */
+	if ((j = store_run_get(e->store, id, RUN_GET_EVENT)) == NULL)
 		return 1;
 	r = xcalloc(1, sizeof *r);
 	r->d = d;
 	r->logfd = -1;
 	r->id = xstrdup(id);
-	r->org = xstrdup(json_string_value(json_object_get(j, "org")));
-	s = json_string_value(json_object_get(j, "thread"));
-	r->thread = xstrdup(s != NULL ? s : id);
-	if ((s = json_string_value(json_object_get(j, "conc_key"))) != NULL)
-		r->conc_key = xstrdup(s);
-	if ((s = json_string_value(json_object_get(j, "prompt"))) != NULL)
-		r->prompt = xstrdup(s);
-	r->a = automation_from_json(json_object_get(j, "automation_config"));
-	evj = json_object_get(j, "event");
-	r->event = json_incref(evj);
+	r->org = xstrdup(j->org != NULL ? j->org : "");
+	r->thread = xstrdup(j->thread != NULL ? j->thread : id);
+	r->conc_key = j->conc_key;
+	r->prompt = j->prompt;
+	j->conc_key = j->prompt = NULL;
+	r->a = automation_from_text(j->automation_json);
+	r->event = j->event;
+	j->event = NULL;
+	evj = r->event != NULL ? r->event->head : NULL;
 	if (r->a == NULL) {
 		run_set_state(e, id, RUN_FAILED, CAUSE_SANDBOX,
 		    "the run's automation snapshot is unreadable");
@@ -1126,7 +1152,7 @@ dispatch_start(struct dispatch *d, const char *id)
 			/* This one waits until that one has ended. */
 			__attribute__((fallthrough));
 		default:
-			json_decref(j);
+			run_row_free(j);
 			free(cause);
 			drun_free(r);
 			return 0;
@@ -1138,7 +1164,7 @@ dispatch_start(struct dispatch *d, const char *id)
 	 * the engine clones, delivers or removes it for the other.
 	 */
 	if (dispatch_find_session(d, r->skey) != NULL || dispatch_elsewhere(d, r)) {
-		json_decref(j);
+		run_row_free(j);
 		drun_free(r);
 		return 0;
 	}
@@ -1165,13 +1191,12 @@ dispatch_start(struct dispatch *d, const char *id)
 	r->linked = 1;
 	if (r->prompt == NULL) {
 		/* A retried run gets a new prompt, with a new nonce. */
-		if ((ev = spur_event_from_json(evj)) == NULL) {
+		if ((ev = drun_event(r)) == NULL) {
 			store_tx_commit(e->store, NULL);
 			cause = xstrdup("the run's event is unreadable");
 			goto fail;
 		}
 		r->prompt = prompt_build(r->a->prompt != NULL ? r->a->prompt : "", ev, NULL);
-		spur_event_free(ev);
 		store_run_update(e->store, id, "prompt", r->prompt);
 	}
 	if (drun_session(r, &r->resume, &cause) != 0) {
@@ -1202,7 +1227,7 @@ dispatch_start(struct dispatch *d, const char *id)
 	/* The repository is cloned (or the session's branch updated) outside the sandbox. */
 	rc = repo_prepare(e, r->id, r->a, evj, r->workspace, &r->ident, r->joined,
 	    r->branch, drun_repo_cb, r, &r->repo, &cause);
-	json_decref(j);
+	run_row_free(j);
 	if (rc < 0) {
 		drun_repo_cb(0, cause, r);
 		free(cause);
@@ -1210,14 +1235,14 @@ dispatch_start(struct dispatch *d, const char *id)
 		drun_launch(r);
 	return 1;
 fail:
-	json_decref(j);
+	run_row_free(j);
 	drun_finish(r, RUN_FAILED, CAUSE_SANDBOX, cause != NULL ? cause : "could not start",
 	    NULL);
 	free(cause);
 	return 1;
 done:
 	free(cause);
-	json_decref(j);
+	run_row_free(j);
 	drun_free(r);
 	return 1;
 }
@@ -1232,25 +1257,25 @@ done:
 static int
 dispatch_elsewhere(struct dispatch *d, struct drun *r)
 {
-	struct engine	*e = d->engine;
-	json_t		*s;
-	const char	*holder;
-	int		 wait = 0;
+	struct engine		*e = d->engine;
+	struct session_row	*s;
+	const char		*holder;
+	int			 wait = 0;
 
 	if (!store_shared(e->store))
 		return 0;
 	if (store_session_busy(e->store, r->org, r->thread, r->a->name))
 		return 1;
-	if ((s = store_session_live(e->store, r->org, r->thread, r->a->name)) == NULL)
+	if ((s = store_session_get(e->store, r->org, r->thread, r->a->name)) == NULL)
 		return 0;
-	holder = json_string_value(json_object_get(s, "node"));
+	holder = s->node;
 	if (holder != NULL && strcmp(holder, node_id(e->node)) != 0 &&
 	    now_ms() - store_run_created_at(e->store, r->id) < e->conf->node_affinity_ms &&
 	    store_node_live(e->store, holder) == 1) {
 		log_debug("event=dispatch.affinity run=%s session_node=%s", r->id, holder);
 		wait = 1;
 	}
-	json_decref(s);
+	session_row_free(s);
 	return wait;
 }
 

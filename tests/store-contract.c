@@ -447,6 +447,32 @@ check_ingest(void)
 	is_str(jstr(json_object_get(json_object_get(j, "event"), "payload"), "text"),
 	    "caf\xc3\xa9 \xe2\x98\x83", "  and its event with the payload");
 	json_decref(j);
+	{
+		struct run_row	*r;
+		uint64_t	 reads = store_payload_reads(st);
+
+		r = store_run_get(st, "run_a1", RUN_GET_EVENT | RUN_GET_USAGE);
+		ok(r != NULL && r->state == RUN_QUEUED && r->cause == CAUSE_NONE &&
+		    r->phase == PHASE_NONE && strcmp(r->event_id, "evt_a") == 0 &&
+		    strcmp(r->org, "acme") == 0 && strcmp(r->reason, "matched") == 0 &&
+		    r->created_at > 0 && r->started_at == 0 && r->ended_at == 0 &&
+		    r->requests == 0 && r->automation_json != NULL,
+		    "store_run_get: the run's row, typed");
+		ok(r != NULL && r->event != NULL && strcmp(r->event->id, "evt_a") == 0 &&
+		    strcmp(r->event->source, "github") == 0 && r->event->payload == NULL &&
+		    json_object_get(r->event->head, "meta") != NULL,
+		    "  its event's head, without the payload");
+		ok(r != NULL && run_row_duration(r, now_ms()) == -1, "  never started: no duration");
+		is_int((int)(store_payload_reads(st) - reads), 0, "  no payload read");
+		run_row_free(r);
+		r = store_run_get(st, "run_a1", RUN_GET_PAYLOAD);
+		ok(r != NULL && r->event != NULL && r->event->payload != NULL &&
+		    strstr(r->event->payload, "\"text\"") != NULL,
+		    "store_run_get, RUN_GET_PAYLOAD: the payload's text");
+		is_int((int)(store_payload_reads(st) - reads), 1, "  one payload read, counted");
+		run_row_free(r);
+		ok(store_run_get(st, "run_nonesuch", RUN_GET_PAYLOAD) == NULL, "  no such run: NULL");
+	}
 	is_history("run_a1", "queued(matched)", "store_run_history: one row, queued");
 }
 
@@ -1021,29 +1047,30 @@ check_sessions(void)
 {
 	static const char	 blob[] = "tar\0with\0nuls\xff\x01";
 	json_t			*j;
+	struct session_row	*sr;
 	char			*data;
 	size_t			 len = 0;
 
 	store_set_node(st, "node-a");
 	ok(store_session_create(st, "ses_1", "acme", "github:acme/api#1", "fix", "/w/ses_1",
 	    2001) == 0, "store_session_create");
-	j = store_session_live(st, "acme", "github:acme/api#1", "fix");
-	ok(j != NULL && strcmp(jstr(j, "id"), "ses_1") == 0 &&
-	    strcmp(jstr(j, "workspace"), "/w/ses_1") == 0 && jint(j, "uid") == 2001 &&
-	    strcmp(jstr(j, "node"), "node-a") == 0,
-	    "store_session_live: the thread's session, its workspace, uid and node");
-	json_decref(j);
-	ok(store_session_live(st, "acme", "github:acme/api#1", "other") == NULL,
+	sr = store_session_get(st, "acme", "github:acme/api#1", "fix");
+	ok(sr != NULL && strcmp(sr->id, "ses_1") == 0 &&
+	    strcmp(sr->workspace, "/w/ses_1") == 0 && sr->uid == 2001 &&
+	    strcmp(sr->node, "node-a") == 0 && sr->agent_session == NULL && sr->branch == NULL,
+	    "store_session_get: the thread's session, its workspace, uid and node");
+	session_row_free(sr);
+	ok(store_session_get(st, "acme", "github:acme/api#1", "other") == NULL,
 	    "  none for another automation");
-	ok(store_session_live(st, "other", "github:acme/api#1", "fix") == NULL,
+	ok(store_session_get(st, "other", "github:acme/api#1", "fix") == NULL,
 	    "  none in another org");
 	ok(store_session_create(st, "ses_1b", "acme", "github:acme/api#1", "fix", "/w/ses_1b",
 	    0) != 0, "a second live session of the same org, thread and automation is refused");
 	ok(store_session_create(st, "ses_2", "acme", "github:acme/api#1", "review", "/w/ses_2",
 	    0) == 0, "  one of another automation is not");
-	j = store_session_live(st, "acme", "github:acme/api#1", "review");
-	is_int(jint(j, "uid"), 0, "  uid 0: none");
-	json_decref(j);
+	sr = store_session_get(st, "acme", "github:acme/api#1", "review");
+	is_int(sr != NULL ? sr->uid : -1, 0, "  uid 0: none");
+	session_row_free(sr);
 	is_json(store_sessions_of_thread(st, "acme", "github:acme/api#1"),
 	    "[{\"id\":\"ses_1\",\"workspace\":\"/w/ses_1\"},{\"id\":\"ses_2\",\"workspace\":"
 	    "\"/w/ses_2\"}]", "store_sessions_of_thread: the thread's live sessions");
@@ -1058,18 +1085,18 @@ check_sessions(void)
 	    store_session_touch(st, "ses_1", NULL) == 0 &&
 	    store_session_set_branch(st, "ses_1", "spur/fix-1") == 0,
 	    "store_session_touch, store_session_set_branch");
-	j = store_session_live(st, "acme", "github:acme/api#1", "fix");
-	ok(strcmp(jstr(j, "agent_session"), "agent-xyz") == 0 &&
-	    strcmp(jstr(j, "branch"), "spur/fix-1") == 0,
+	sr = store_session_get(st, "acme", "github:acme/api#1", "fix");
+	ok(sr != NULL && sr->agent_session != NULL && sr->branch != NULL &&
+	    strcmp(sr->agent_session, "agent-xyz") == 0 && strcmp(sr->branch, "spur/fix-1") == 0,
 	    "  the agent's session kept, the branch stored");
-	json_decref(j);
+	session_row_free(sr);
 	store_set_node(st, "node-b");
 	ok(store_session_move(st, "ses_1", "/w2/ses_1") == 0, "store_session_move: another node "
 	    "takes it over");
-	j = store_session_live(st, "acme", "github:acme/api#1", "fix");
-	ok(strcmp(jstr(j, "workspace"), "/w2/ses_1") == 0 && strcmp(jstr(j, "node"), "node-b") == 0,
-	    "  its workspace is that node's");
-	json_decref(j);
+	sr = store_session_get(st, "acme", "github:acme/api#1", "fix");
+	ok(sr != NULL && strcmp(sr->workspace, "/w2/ses_1") == 0 &&
+	    strcmp(sr->node, "node-b") == 0, "  its workspace is that node's");
+	session_row_free(sr);
 	store_set_node(st, "node-a");
 
 	/* Idle: used before the cutoff, and no queued or running run of it. */
@@ -1104,7 +1131,7 @@ check_sessions(void)
 	ok(store_session_archive_get(st, "ses_nonesuch", &len) == NULL, "  none: NULL");
 
 	ok(store_session_end(st, "ses_1") == 0, "store_session_end");
-	ok(store_session_live(st, "acme", "github:acme/api#1", "fix") == NULL, "  it is not live");
+	ok(store_session_get(st, "acme", "github:acme/api#1", "fix") == NULL, "  it is not live");
 	ok(store_session_create(st, "ses_4", "acme", "github:acme/api#1", "fix", "/w/ses_4",
 	    2001) == 0, "  a new one of its thread and automation can be made, on its uid");
 }
