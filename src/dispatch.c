@@ -213,38 +213,39 @@ dispatch_gc_run_files(struct engine *e)
 static void
 dispatch_gc_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct dispatch	*d = arg;
-	struct engine	*e = d->engine;
-	json_t		*list, *s;
-	size_t		 i;
-	char		*dir;
+	struct dispatch		*d = arg;
+	struct engine		*e = d->engine;
+	struct session_row	*list;
+	size_t			 i, n;
+	char			*dir;
 
-	list = store_sessions_idle(e->store, now_ms() - e->conf->sandbox.session_idle * 1000);
-	json_array_foreach(list, i, s) {
-		const char *id = json_string_value(json_object_get(s, "id"));
-		dir = path_dirname(json_string_value(json_object_get(s, "workspace")));
+	list = store_sessions_idle(e->store, now_ms() - e->conf->sandbox.session_idle * 1000,
+	    &n);
+	for (i = 0; i < n; i++) {
+		const char *id = list[i].id;
+		dir = path_dirname(list[i].workspace);
 		if (rm_rf(dir) != 0)
 			log_warn("event=session.remove_failed session=%s dir=%s", id, log_q(dir));
 		store_session_end(e->store, id);
 		log_info("event=session.expired session=%s", id);
 		free(dir);
 	}
-	json_decref(list);
+	session_rows_free(list, n);
 	dispatch_gc_run_files(e);
 }
 
 void
 dispatch_session_close(struct dispatch *d, const char *org, const char *thread)
 {
-	struct engine	*e = d->engine;
-	struct drun	*r;
-	json_t		*list, *s;
-	size_t		 i;
-	char		*dir;
+	struct engine		*e = d->engine;
+	struct drun		*r;
+	struct session_row	*list;
+	size_t			 i, n;
+	char			*dir;
 
-	list = store_sessions_of_thread(e->store, org, thread);
-	json_array_foreach(list, i, s) {
-		const char *id = json_string_value(json_object_get(s, "id"));
+	list = store_sessions_of_thread(e->store, org, thread, &n);
+	for (i = 0; i < n; i++) {
+		const char *id = list[i].id;
 		/* A live run's session is ended by its cancel, which removes its workspace. */
 		LIST_FOREACH(r, &d->runs, entry) {
 			if (r->session != NULL && strcmp(r->session, id) == 0)
@@ -252,14 +253,14 @@ dispatch_session_close(struct dispatch *d, const char *org, const char *thread)
 		}
 		if (r != NULL)
 			continue;
-		dir = path_dirname(json_string_value(json_object_get(s, "workspace")));
+		dir = path_dirname(list[i].workspace);
 		if (rm_rf(dir) != 0)
 			log_warn("event=session.remove_failed session=%s dir=%s", id, log_q(dir));
 		store_session_end(e->store, id);
 		log_info("event=session.closed session=%s thread=%s", id, log_q(thread));
 		free(dir);
 	}
-	json_decref(list);
+	session_rows_free(list, n);
 }
 
 /*
@@ -269,21 +270,17 @@ dispatch_session_close(struct dispatch *d, const char *org, const char *thread)
 void
 dispatch_apply_cancels(struct dispatch *d)
 {
-	json_t		*list, *r;
-	const char	*id, *reason, *state;
-	size_t		 i;
+	struct cancel_row	*list;
+	size_t			 i, n;
 
-	list = store_cancel_requests(d->engine->store);
-	json_array_foreach(list, i, r) {
-		id = json_string_value(json_object_get(r, "id"));
-		reason = json_string_value(json_object_get(r, "reason"));
-		state = json_string_value(json_object_get(r, "state"));
-		if (dispatch_cancel(d, id, reason) != 0 && state != NULL &&
-		    strcmp(state, "queued") == 0)
-			run_set_state(d->engine, id, RUN_CANCELLED, CAUSE_CANCELLED,
-			    reason != NULL ? reason : "cancelled");
+	list = store_cancel_requests(d->engine->store, &n);
+	for (i = 0; i < n; i++) {
+		if (dispatch_cancel(d, list[i].id, list[i].reason) != 0 &&
+		    list[i].state == RUN_QUEUED)
+			run_set_state(d->engine, list[i].id, RUN_CANCELLED, CAUSE_CANCELLED,
+			    list[i].reason != NULL ? list[i].reason : "cancelled");
 	}
-	json_decref(list);
+	cancel_rows_free(list, n);
 }
 
 static void
@@ -1283,7 +1280,7 @@ static void
 dispatch_kick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatch	*d = arg;
-	json_t		*ids, *id;
+	char		**ids;
 	size_t		 i;
 	int64_t		 began = now_ms();
 
@@ -1291,7 +1288,7 @@ dispatch_kick_cb(evutil_socket_t fd, short what, void *arg)
 	    !node_may_work(d->engine->node))
 		return;
 	ids = store_queued(d->engine->store, DISPATCH_SCAN);
-	json_array_foreach(ids, i, id) {
+	for (i = 0; ids != NULL && ids[i] != NULL; i++) {
 		if (d->running >= d->engine->conf->limit_runs)
 			break;
 		/*
@@ -1303,7 +1300,7 @@ dispatch_kick_cb(evutil_socket_t fd, short what, void *arg)
 			dispatch_kick(d);
 			break;
 		}
-		dispatch_start(d, json_string_value(id));
+		dispatch_start(d, ids[i]);
 	}
-	json_decref(ids);
+	strv_free(ids);
 }

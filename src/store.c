@@ -982,6 +982,7 @@ store_scalar_int(struct store *st, const char *sql, const char *arg)
 
 static struct db_stmt *store_stmt(struct store *, const char *);
 static char	*col_dup(struct db_stmt *, int);
+static void	 session_row_clear(struct session_row *);
 static int	store_exec_bind(struct store *, const char *, const char **, size_t,
 		    const int64_t *, size_t);
 
@@ -1712,11 +1713,24 @@ store_ids(struct store *st, const char *sql, const char *arg, int n)
 	return list;
 }
 
-json_t *
+char **
 store_queued(struct store *st, int n)
 {
-	return store_ids(st, "SELECT id FROM runs WHERE state = ?1 ORDER BY created_at, "
-	    "rowid LIMIT ?2", "queued", n > 0 ? n : 1000000);
+	struct db_stmt	*s;
+	char		**ids = NULL;
+	size_t		 k = 0;
+
+	if ((s = store_stmt(st, "SELECT id FROM runs WHERE state = 'queued' ORDER BY "
+	    "created_at, rowid LIMIT ?")) == NULL)
+		return NULL;
+	db_bind_int64(s, 1, n > 0 ? n : 1000000);
+	while (db_step(s) == DB_ROW) {
+		ids = xreallocarray(ids, k + 2, sizeof *ids);
+		ids[k++] = col_dup(s, 0);
+		ids[k] = NULL;
+	}
+	db_reset(s);
+	return ids;
 }
 
 json_t *
@@ -1887,21 +1901,39 @@ store_run_request_cancel(struct store *st, const char *run, const char *reason)
 	    "AND state IN ('queued', 'running')", args, 2, NULL, 0);
 }
 
-json_t *
-store_cancel_requests(struct store *st)
+struct cancel_row *
+store_cancel_requests(struct store *st, size_t *n)
 {
-	struct db_stmt	*s;
-	json_t		*list = json_array();
+	struct db_stmt		*s;
+	struct cancel_row	*rows = NULL, *r;
 
-	if ((s = db_prepare(st->db, "SELECT id, cancel_requested, state FROM runs WHERE "
-	    "state IN ('queued', 'running') AND cancel_requested IS NOT NULL", 0)) == NULL)
-		return list;
+	*n = 0;
+	if ((s = store_stmt(st, "SELECT id, cancel_requested, state FROM runs WHERE "
+	    "state IN ('queued', 'running') AND cancel_requested IS NOT NULL")) == NULL)
+		return NULL;
 	while (db_step(s) == DB_ROW) {
-		json_array_append_new(list, json_pack("{s:o,s:o,s:o}", "id", col_json_text(s, 0),
-		    "reason", col_json_text(s, 1), "state", col_json_text(s, 2)));
+		rows = xreallocarray(rows, *n + 1, sizeof *rows);
+		r = &rows[(*n)++];
+		r->id = col_dup(s, 0);
+		r->reason = col_dup(s, 1);
+		if (db_column_text(s, 2) == NULL ||
+		    run_state_parse(db_column_text(s, 2), &r->state) != 0)
+			r->state = RUN_RUNNING;
 	}
-	db_finalize(s);
-	return list;
+	db_reset(s);
+	return rows;
+}
+
+void
+cancel_rows_free(struct cancel_row *rows, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		free(rows[i].id);
+		free(rows[i].reason);
+	}
+	free(rows);
 }
 
 struct event_row *
@@ -2010,16 +2042,22 @@ store_session_get(struct store *st, const char *org, const char *thread,
 	return r;
 }
 
-void
-session_row_free(struct session_row *r)
+static void
+session_row_clear(struct session_row *r)
 {
-	if (r == NULL)
-		return;
 	free(r->id);
 	free(r->workspace);
 	free(r->agent_session);
 	free(r->branch);
 	free(r->node);
+}
+
+void
+session_row_free(struct session_row *r)
+{
+	if (r == NULL)
+		return;
+	session_row_clear(r);
 	free(r);
 }
 
@@ -2223,41 +2261,59 @@ store_session_end(struct store *st, const char *id)
 	    args, 1, NULL, 0);
 }
 
-json_t *
-store_sessions_idle(struct store *st, int64_t before_ms)
+/* The sessions under s, (id, workspace) each, read to the end. */
+static struct session_row *
+session_rows(struct db_stmt *s, size_t *n)
 {
-	struct db_stmt	*s;
-	json_t		*list = json_array();
+	struct session_row	*rows = NULL;
 
-	if ((s = db_prepare(st->db, "SELECT id, workspace FROM sessions WHERE state = "
-	    "'live' AND used_at < ? AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.session "
-	    "= sessions.id AND runs.state IN ('queued', 'running'))", 0)) == NULL)
-		return list;
-	db_bind_int64(s, 1, before_ms);
+	*n = 0;
 	while (db_step(s) == DB_ROW) {
-		json_array_append_new(list, json_pack("{s:o,s:o}", "id", col_json_text(s, 0),
-		    "workspace", col_json_text(s, 1)));
+		rows = xreallocarray(rows, *n + 1, sizeof *rows);
+		memset(&rows[*n], 0, sizeof *rows);
+		rows[*n].id = col_dup(s, 0);
+		rows[(*n)++].workspace = col_dup(s, 1);
 	}
-	db_finalize(s);
-	return list;
+	db_reset(s);
+	return rows;
 }
 
-json_t *
-store_sessions_of_thread(struct store *st, const char *org, const char *thread)
+struct session_row *
+store_sessions_idle(struct store *st, int64_t before_ms, size_t *n)
 {
 	struct db_stmt	*s;
-	json_t		*list = json_array();
 
-	if ((s = db_prepare(st->db, "SELECT id, workspace FROM sessions WHERE org = ? AND "
-	    "thread = ? AND state = 'live'", 0)) == NULL)
-		return list;
+	*n = 0;
+	if ((s = store_stmt(st, "SELECT id, workspace FROM sessions WHERE state = "
+	    "'live' AND used_at < ? AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.session "
+	    "= sessions.id AND runs.state IN ('queued', 'running'))")) == NULL)
+		return NULL;
+	db_bind_int64(s, 1, before_ms);
+	return session_rows(s, n);
+}
+
+struct session_row *
+store_sessions_of_thread(struct store *st, const char *org, const char *thread, size_t *n)
+{
+	struct db_stmt	*s;
+
+	*n = 0;
+	if ((s = store_stmt(st, "SELECT id, workspace FROM sessions WHERE org = ? AND "
+	    "thread = ? AND state = 'live'")) == NULL)
+		return NULL;
 	db_bind_text(s, 1, org);
 	db_bind_text(s, 2, thread);
-	while (db_step(s) == DB_ROW)
-		json_array_append_new(list, json_pack("{s:o,s:o}", "id", col_json_text(s, 0),
-		    "workspace", col_json_text(s, 1)));
-	db_finalize(s);
-	return list;
+	return session_rows(s, n);
+}
+
+void
+session_rows_free(struct session_row *rows, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++)
+		session_row_clear(&rows[i]);
+	free(rows);
 }
 
 static char *

@@ -342,8 +342,8 @@ void		 session_row_free(struct session_row *);
 /* A run's state changes, oldest first: [{state, at, reason, cause?, phase?}]. */
 json_t		*store_run_history(struct store *, const char *run);
 json_t		*store_runs_json(struct store *, const char *org, const char *state, int limit);
-/* Oldest queued runs (ids), at most n. */
-json_t		*store_queued(struct store *, int n);
+/* Oldest queued runs' ids, at most n: NULL-terminated, free with strv_free (NULL: none). */
+char		**store_queued(struct store *, int n);
 json_t		*store_runs_in_state(struct store *, enum run_state);
 int		 store_run_update(struct store *, const char *run, const char *field,
 		     const char *value);
@@ -357,8 +357,15 @@ int		 store_run_result(struct store *, const char *run, const char *result,
 char		*store_run_retry(struct store *, const char *run, int requeue, char **cause);
 /* Asks the engine to cancel a queued or running run: the CLI only asks. */
 int		 store_run_request_cancel(struct store *, const char *run, const char *reason);
-/* Runs that are queued or running with a cancel asked for: [{id, reason, state}]. */
-json_t		*store_cancel_requests(struct store *);
+/* A queued or running run with a cancel asked for (store_cancel_requests). */
+struct cancel_row {
+	char		*id;
+	char		*reason;
+	enum run_state	 state;
+};
+/* Those runs (*n of them): free with cancel_rows_free. */
+struct cancel_row *store_cancel_requests(struct store *, size_t *n);
+void		 cancel_rows_free(struct cancel_row *, size_t n);
 json_t		*store_event_json(struct store *, const char *event);
 
 /* Sessions: the live one of a thread (store_session_get), or a new one. */
@@ -383,9 +390,16 @@ int		 store_node_live(struct store *, const char *node);
 long long	 store_session_uid_pick(struct store *, long long first, long long last);
 int		 store_session_touch(struct store *, const char *id, const char *agent_session);
 int		 store_session_end(struct store *, const char *id);
-json_t		*store_sessions_idle(struct store *, int64_t before_ms);
-/* The live sessions of a thread (any automation): [{id, workspace}]. */
-json_t		*store_sessions_of_thread(struct store *, const char *org, const char *thread);
+/*
+ * Live sessions used last before before_ms with no queued or running run, and
+ * the live sessions of a thread (any automation): id and workspace filled, *n
+ * of them; free with session_rows_free.
+ */
+struct session_row;
+struct session_row *store_sessions_idle(struct store *, int64_t before_ms, size_t *n);
+struct session_row *store_sessions_of_thread(struct store *, const char *org,
+		     const char *thread, size_t *n);
+void		 session_rows_free(struct session_row *, size_t n);
 
 /* A console sign-in session (console.c): secrets kept as SHA-256 hex. */
 struct console_session {

@@ -636,9 +636,16 @@ check_transitions(void)
 	    "store_run_request_cancel on a queued run");
 	is_int(store_run_request_cancel(st, "run_a1", "too late"), 0,
 	    "  on an ended one (nothing to ask)");
-	is_json(store_cancel_requests(st),
-	    "[{\"id\":\"run_b_other\",\"reason\":\"asked by bob\",\"state\":\"queued\"}]",
-	    "store_cancel_requests: the queued or running runs asked to cancel");
+	{
+		struct cancel_row	*cr;
+		size_t			 ncr;
+
+		cr = store_cancel_requests(st, &ncr);
+		ok(ncr == 1 && strcmp(cr[0].id, "run_b_other") == 0 &&
+		    strcmp(cr[0].reason, "asked by bob") == 0 && cr[0].state == RUN_QUEUED,
+		    "store_cancel_requests: the queued or running runs asked to cancel");
+		cancel_rows_free(cr, ncr);
+	}
 
 	/* A run's lock, inside a transaction. */
 	ok(store_tx_begin(st, &cause) == 0, "store_tx_begin");
@@ -1046,7 +1053,6 @@ static void
 check_sessions(void)
 {
 	static const char	 blob[] = "tar\0with\0nuls\xff\x01";
-	json_t			*j;
 	struct session_row	*sr;
 	char			*data;
 	size_t			 len = 0;
@@ -1071,9 +1077,17 @@ check_sessions(void)
 	sr = store_session_get(st, "acme", "github:acme/api#1", "review");
 	is_int(sr != NULL ? sr->uid : -1, 0, "  uid 0: none");
 	session_row_free(sr);
-	is_json(store_sessions_of_thread(st, "acme", "github:acme/api#1"),
-	    "[{\"id\":\"ses_1\",\"workspace\":\"/w/ses_1\"},{\"id\":\"ses_2\",\"workspace\":"
-	    "\"/w/ses_2\"}]", "store_sessions_of_thread: the thread's live sessions");
+	{
+		struct session_row	*rows;
+		size_t			 n;
+
+		rows = store_sessions_of_thread(st, "acme", "github:acme/api#1", &n);
+		ok(n == 2 && strcmp(rows[0].id, "ses_1") == 0 &&
+		    strcmp(rows[0].workspace, "/w/ses_1") == 0 && strcmp(rows[1].id, "ses_2") == 0 &&
+		    strcmp(rows[1].workspace, "/w/ses_2") == 0,
+		    "store_sessions_of_thread: the thread's live sessions");
+		session_rows_free(rows, n);
+	}
 
 	is_int(store_session_uid_pick(st, 2001, 2002), 2002, "store_session_uid_pick: the uid "
 	    "no live session has");
@@ -1101,21 +1115,23 @@ check_sessions(void)
 
 	/* Idle: used before the cutoff, and no queued or running run of it. */
 	ok(store_run_update(st, "run_b_other", "session", "ses_3") == 0, "a queued run of ses_3");
-	j = store_sessions_idle(st, now_ms() + 60000);
 	{
-		json_t	*x;
-		size_t	 i;
-		int	 s1 = 0, s3 = 0;
+		struct session_row	*rows;
+		size_t			 i, n;
+		int			 s1 = 0, s3 = 0;
 
-		json_array_foreach(j, i, x) {
-			s1 += strcmp(jstr(x, "id"), "ses_1") == 0;
-			s3 += strcmp(jstr(x, "id"), "ses_3") == 0;
+		rows = store_sessions_idle(st, now_ms() + 60000, &n);
+		for (i = 0; i < n; i++) {
+			s1 += strcmp(rows[i].id, "ses_1") == 0;
+			s3 += strcmp(rows[i].id, "ses_3") == 0;
 		}
 		ok(s1 == 1 && s3 == 0, "store_sessions_idle: an idle session, not one a queued run "
 		    "belongs to");
+		session_rows_free(rows, n);
+		rows = store_sessions_idle(st, 1000, &n);
+		is_int(n, 0, "  none used before the cutoff");
+		session_rows_free(rows, n);
 	}
-	json_decref(j);
-	is_json(store_sessions_idle(st, 1000), "[]", "  none used before the cutoff");
 
 	ok(store_session_archive_put(st, "ses_1", "claude", blob, sizeof blob) == 0,
 	    "store_session_archive_put: binary data");
@@ -1416,10 +1432,17 @@ check_threads(void)
 	f.automation = "nonesuch";
 	is_ids(store_runs_page(st, &f, NULL, 10), "", "  by automation");
 	is_ids(store_runs_json(st, "other", NULL, 0), "run_b_other", "store_runs_json: an org's runs");
-	is_json(store_queued(st, 1), "[\"run_b_other\"]", "store_queued: the oldest queued run");
-	j = store_queued(st, 10);
-	is_int(json_array_size(j), 4, "  of four (it, run_c, a retry and a requeue)");
-	json_decref(j);
+	{
+		char	**q = store_queued(st, 1);
+
+		ok(q != NULL && strv_len(q) == 1 && strcmp(q[0], "run_b_other") == 0,
+		    "store_queued: the oldest queued run");
+		strv_free(q);
+		q = store_queued(st, 10);
+		is_int(q != NULL ? strv_len(q) : 0, 4,
+		    "  of four (it, run_c, a retry and a requeue)");
+		strv_free(q);
+	}
 
 	/* API sessions: the thread api:ID a session.created event opened. */
 	memset(d, 0, sizeof d);
