@@ -752,7 +752,8 @@ out:
 static void
 api_session_message(struct api_ctx *c, const char *id, json_t *body)
 {
-	json_t			*row = NULL, *runs = NULL, *first = NULL, *meta;
+	json_t			*row = NULL, *runs = NULL, *meta;
+	struct run_row		*first = NULL;
 	struct automation	*a = NULL;
 	const char		*input, *bad;
 
@@ -774,10 +775,9 @@ api_session_message(struct api_ctx *c, const char *id, json_t *body)
 	/* The session's first run keeps what every run of it does: its automation's snapshot. */
 	runs = store_thread_runs(c->e->store, c->org, json_string_value(json_object_get(row,
 	    "thread")));
-	first = store_run_json(c->e->store, json_string_value(json_object_get(
-	    json_array_get(runs, 0), "id")), 1);
-	if (first == NULL || (a = automation_from_json(json_object_get(first,
-	    "automation_config"))) == NULL) {
+	first = store_run_get(c->e->store, json_string_value(json_object_get(
+	    json_array_get(runs, 0), "id")), 0);
+	if (first == NULL || (a = automation_from_text(first->automation_json)) == NULL) {
 		api_unavailable(c, "store unavailable");
 		goto out;
 	}
@@ -788,7 +788,7 @@ api_session_message(struct api_ctx *c, const char *id, json_t *body)
 	json_decref(meta);
 out:
 	automation_free(a);
-	json_decref(first);
+	run_row_free(first);
 	json_decref(runs);
 	json_decref(row);
 }

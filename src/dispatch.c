@@ -157,18 +157,17 @@ drun_free(struct drun *r)
 static void
 dispatch_recover(struct dispatch *d)
 {
-	json_t	*ids = node_orphans(d->engine->node), *id;
+	char	**ids = node_orphans(d->engine->node);
 	size_t	 i;
 	int	 n;
 
-	json_array_foreach(ids, i, id) {
-		n = sandbox_kill_leftovers(d->engine->conf, json_string_value(id));
+	for (i = 0; ids != NULL && ids[i] != NULL; i++) {
+		n = sandbox_kill_leftovers(d->engine->conf, ids[i]);
 		if (n > 0)
-			log_warn("event=sandbox.leftovers run=%s killed=%d", json_string_value(id), n);
-		run_interrupt(d->engine, json_string_value(id),
-		    "interrupted: the engine died while it ran");
+			log_warn("event=sandbox.leftovers run=%s killed=%d", ids[i], n);
+		run_interrupt(d->engine, ids[i], "interrupted: the engine died while it ran");
 	}
-	json_decref(ids);
+	strv_free(ids);
 }
 
 /*

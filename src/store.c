@@ -1713,30 +1713,39 @@ store_ids(struct store *st, const char *sql, const char *arg, int n)
 	return list;
 }
 
-char **
-store_queued(struct store *st, int n)
+/* The ids sql lists (arg its ?1, n its ?2 when > 0): NULL-terminated, NULL when none. */
+static char **
+store_idv(struct store *st, const char *sql, const char *arg, int n)
 {
 	struct db_stmt	*s;
 	char		**ids = NULL;
 	size_t		 k = 0;
 
-	if ((s = store_stmt(st, "SELECT id FROM runs WHERE state = 'queued' ORDER BY "
-	    "created_at, rowid LIMIT ?")) == NULL)
+	if ((s = db_prepare(st->db, sql, 0)) == NULL)
 		return NULL;
-	db_bind_int64(s, 1, n > 0 ? n : 1000000);
+	db_bind_text(s, 1, arg);
+	if (n > 0)
+		db_bind_int64(s, 2, n);
 	while (db_step(s) == DB_ROW) {
 		ids = xreallocarray(ids, k + 2, sizeof *ids);
 		ids[k++] = col_dup(s, 0);
 		ids[k] = NULL;
 	}
-	db_reset(s);
+	db_finalize(s);
 	return ids;
 }
 
-json_t *
+char **
+store_queued(struct store *st, int n)
+{
+	return store_idv(st, "SELECT id FROM runs WHERE state = ?1 ORDER BY created_at, "
+	    "rowid LIMIT ?2", "queued", n > 0 ? n : 1000000);
+}
+
+char **
 store_runs_in_state(struct store *st, enum run_state state)
 {
-	return store_ids(st, "SELECT id FROM runs WHERE state = ?1 ORDER BY created_at",
+	return store_idv(st, "SELECT id FROM runs WHERE state = ?1 ORDER BY created_at",
 	    run_state_name(state), 0);
 }
 
@@ -1751,10 +1760,10 @@ store_run_lock(struct store *st, const char *run)
 	return db_changes(st->db) == 1;
 }
 
-json_t *
+char **
 store_runs_on_node(struct store *st, const char *node)
 {
-	return store_ids(st, "SELECT id FROM runs WHERE node = ?1 AND state = 'running' "
+	return store_idv(st, "SELECT id FROM runs WHERE node = ?1 AND state = 'running' "
 	    "ORDER BY created_at", node, 0);
 }
 

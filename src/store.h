@@ -188,8 +188,8 @@ void		 store_set_node(struct store *, const char *node);
  * sqlite: the write lock); 0 when it has ended; -1 on error.
  */
 int		 store_run_lock(struct store *, const char *run);
-/* The ids of the runs running on node (a dead node's, for its reaper). */
-json_t		*store_runs_on_node(struct store *, const char *node);
+/* The ids of the runs running on node (a dead node's, for its reaper): strv, NULL: none. */
+char		**store_runs_on_node(struct store *, const char *node);
 /* Count of runs in a state. */
 long long	 store_count_runs(struct store *, enum run_state);
 /* Ended runs in the store by cause (/metrics), indexed by enum run_cause. */
@@ -344,7 +344,8 @@ json_t		*store_run_history(struct store *, const char *run);
 json_t		*store_runs_json(struct store *, const char *org, const char *state, int limit);
 /* Oldest queued runs' ids, at most n: NULL-terminated, free with strv_free (NULL: none). */
 char		**store_queued(struct store *, int n);
-json_t		*store_runs_in_state(struct store *, enum run_state);
+/* The ids of the runs in a state, oldest first: strv, NULL: none. */
+char		**store_runs_in_state(struct store *, enum run_state);
 int		 store_run_update(struct store *, const char *run, const char *field,
 		     const char *value);
 int		 store_run_result(struct store *, const char *run, const char *result,
