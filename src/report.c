@@ -420,10 +420,10 @@ struct report_run {
 };
 
 static int
-report_run_load(struct engine *e, const char *run, struct report_run *rr)
+report_run_load(struct engine *e, const char *run, int what, struct report_run *rr)
 {
 	rr->a = NULL;
-	if ((rr->row = store_run_get(e->store, run, RUN_GET_EVENT | RUN_GET_USAGE)) == NULL)
+	if ((rr->row = store_run_get(e->store, run, RUN_GET_EVENT | what)) == NULL)
 		return -1;
 	rr->a = automation_from_text(rr->row->automation_json);
 	return 0;
@@ -440,13 +440,7 @@ report_run_clear(struct report_run *rr)
 static const json_t *
 report_event(const struct run_row *r)
 {
-	static json_t	*null;
-
-	if (r->event != NULL)
-		return r->event->head;
-	if (null == NULL)
-		null = json_null();
-	return null;
+	return r->event != NULL ? r->event->head : json_null();
 }
 
 char *
@@ -527,7 +521,8 @@ report_status_at(struct engine *e, const char *run, const char *posted, int64_t 
 	int64_t			 at;
 	int			 live;
 
-	if (report_run_load(e, run, &rr) != 0)
+	/* Its usage only for the report it may send now (the run ended meanwhile). */
+	if (report_run_load(e, run, posted != NULL ? RUN_GET_USAGE : 0, &rr) != 0)
 		return;
 	r = rr.row;
 	ev = report_event(r);
@@ -842,7 +837,7 @@ report_run_end(struct engine *e, const char *run)
 {
 	struct report_run	 rr;
 
-	if (report_run_load(e, run, &rr) != 0)
+	if (report_run_load(e, run, RUN_GET_USAGE, &rr) != 0)
 		return;
 	report_run_end_(e, &rr, 0, NULL);
 	report_destinations(e, &rr);
@@ -855,7 +850,7 @@ report_run_alone(struct engine *e, const char *run)
 {
 	struct report_run	 rr;
 
-	if (report_run_load(e, run, &rr) != 0)
+	if (report_run_load(e, run, RUN_GET_USAGE, &rr) != 0)
 		return;
 	report_run_end_(e, &rr, 1, NULL);
 	report_run_clear(&rr);
