@@ -1888,5 +1888,6 @@ api_answer_clear(struct api_answer *a)
 	free(a->location);
 	free(a->set_cookie[0]);
 	free(a->set_cookie[1]);
+	free(a->form_action);
 	memset(a, 0, sizeof *a);
 }

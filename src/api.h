@@ -41,6 +41,7 @@ struct api_answer {
 	char		*location;	/* Location, for a redirect */
 	char		*set_cookie[2];	/* Set-Cookie */
 	int		 console;	/* a console page: its security headers */
+	char		*form_action;	/* an origin its forms may post to besides 'self' */
 };
 
 typedef void (*api_done_cb)(struct api_answer *, void *arg);

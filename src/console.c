@@ -11,6 +11,7 @@
 #include "console.h"
 #include "console-assets.h"
 #include "console-github.h"
+#include "console-github-app.h"
 #include "keys.h"
 #include "serve.h"
 #include "store.h"
@@ -20,6 +21,8 @@
 #include <string.h>
 
 #define CONSOLE_OAUTH_COOKIE	"spur_oauth"
+#define CONSOLE_APP_COOKIE	"spur_ghapp"	/* the GitHub App manifest flow's state.org */
+#define CONSOLE_APP_S		3600		/* GitHub's code is good this long */
 
 int
 console_path(const char *path)
@@ -479,6 +482,130 @@ console_logout(struct engine *e, const struct api_req *req, api_done_cb done, vo
 	api_answer_clear(&a);
 }
 
+/*
+ * The person of the request's session when it may see org (a GitHub one
+ * checked within the hour): 0 with *user (to free); else the answer is given
+ * (to sign-in, coming back to the same address) and -1.
+ */
+static int
+console_person_of(struct engine *e, const struct api_req *req, const char *org, char **user,
+    api_done_cb done, void *arg)
+{
+	struct console_session	 cs;
+	struct buf		 to;
+	char			*back;
+	int			 ok;
+
+	if (console_session(e, req->cookie, &cs) != 0) {
+		back = xprintf("%s%s%s", req->path, req->query != NULL ? "?" : "",
+		    req->query != NULL ? req->query : "");
+		buf_init(&to, 0);
+		buf_adds(&to, "/console/login?next=");
+		buf_addq(&to, console_next(back));
+		console_redirect(done, arg, buf_cstr(&to), NULL, NULL);
+		buf_free(&to);
+		free(back);
+		return -1;
+	}
+	ok = org != NULL && console_org_in(cs.orgs, org) && !console_stale(&cs, now_ms());
+	*user = ok ? xstrdup(cs.user) : NULL;
+	store_console_session_clear(&cs);
+	if (!ok) {
+		console_answer(done, arg, 403, "text/plain; charset=utf-8", xstrdup("This "
+		    "console session may not see that org (or its membership is due a check: "
+		    "open the console first).\n"));
+		return -1;
+	}
+	return 0;
+}
+
+/* GET /console/github/app?org=ORG&owner=LOGIN: the page that posts the App's manifest. */
+static void
+console_github_app(struct engine *e, const struct api_req *req, api_done_cb done, void *arg)
+{
+	char			*org = api_query_value(req->query, "org");
+	char			*owner = api_query_value(req->query, "owner"), *user = NULL;
+	char			*state, *value, *fa = NULL;
+	const struct org	*o = org != NULL ? config_org(e->conf, org) : NULL;
+	struct api_answer	 a;
+
+	if (o == NULL || (owner != NULL && *owner != '\0' && !console_github_login_valid(owner))) {
+		console_answer(done, arg, 400, "text/plain; charset=utf-8", xstrdup("Name a "
+		    "configured org (?org=NAME) and, for an organization's App, its GitHub login "
+		    "(&owner=LOGIN).\n"));
+	} else if (console_person_of(e, req, org, &user, done, arg) == 0) {
+		state = key_token(24);
+		memset(&a, 0, sizeof a);
+		a.body = console_github_app_form(e, org, owner != NULL ? owner : "", state, &fa);
+		a.status = a.body != NULL ? 200 : 400;
+		if (a.body == NULL)
+			a.body = xstrdup("The org's github.git_url is no origin.\n");
+		a.ctype = a.body != NULL && a.status == 200 ? "text/html; charset=utf-8" :
+		    "text/plain; charset=utf-8";
+		a.form_action = fa;
+		value = xprintf("%s.%s", state, org);
+		a.set_cookie[0] = console_set_cookie(e, CONSOLE_APP_COOKIE, value,
+		    "/console/github/app", CONSOLE_APP_S);
+		a.console = 1;
+		log_info("event=console.github_app_form org=%s user=%s owner=%s", org, log_q(user),
+		    log_q(owner != NULL ? owner : ""));
+		done(&a, arg);
+		api_answer_clear(&a);
+		free(value);
+		free(state);
+	}
+	free(user);
+	free(org);
+	free(owner);
+}
+
+static void
+console_github_app_done(int status, char *html, void *arg)
+{
+	struct console_wait	*w = arg;
+	struct api_answer	 a;
+
+	memset(&a, 0, sizeof a);
+	a.status = status;
+	a.ctype = "text/html; charset=utf-8";
+	a.body = html;
+	a.set_cookie[0] = console_set_cookie(w->e, CONSOLE_APP_COOKIE, NULL,
+	    "/console/github/app", 0);
+	a.console = 1;
+	w->done(&a, w->arg);
+	api_answer_clear(&a);
+	console_wait_free(w);
+}
+
+/* GET /console/github/app/created?code=&state=: GitHub made the App; store what it gives. */
+static void
+console_github_app_back(struct engine *e, const struct api_req *req, api_done_cb done, void *arg)
+{
+	char			 saved[300], *state = api_query_value(req->query, "state");
+	char			*code = api_query_value(req->query, "code"), *dot, *user = NULL;
+	struct console_wait	*w;
+
+	if (state == NULL || code == NULL || req->cookie == NULL ||
+	    console_cookie(req->cookie, CONSOLE_APP_COOKIE, saved, sizeof saved) != 0 ||
+	    (dot = strchr(saved, '.')) == NULL || (size_t)(dot - saved) != strlen(state) ||
+	    !ct_equal(saved, state, strlen(state)) || config_org(e->conf, dot + 1) == NULL) {
+		log_warn("event=console.github_app_refused reason=\"state missing or not this "
+		    "browser's\"");
+		console_answer(done, arg, 400, "text/plain; charset=utf-8", xstrdup("This GitHub "
+		    "App was not asked for from this browser (its state does not match): start "
+		    "again from /console/github/app.\n"));
+	} else if (console_person_of(e, req, dot + 1, &user, done, arg) == 0) {
+		w = xcalloc(1, sizeof *w);
+		w->e = e;
+		w->done = done;
+		w->arg = arg;
+		console_github_app_created(e, dot + 1, user, code, console_github_app_done, w);
+	}
+	free(user);
+	free(state);
+	free(code);
+}
+
 void
 console_handle(struct engine *e, const struct api_req *req, api_done_cb done, void *arg)
 {
@@ -501,6 +628,10 @@ console_handle(struct engine *e, const struct api_req *req, api_done_cb done, vo
 		console_auth_github(e, req, done, arg);
 	else if (strcmp(p, "/console/auth/github/callback") == 0 && get)
 		console_auth_callback(e, req, done, arg);
+	else if (strcmp(p, "/console/github/app") == 0 && get)
+		console_github_app(e, req, done, arg);
+	else if (strcmp(p, "/console/github/app/created") == 0 && get)
+		console_github_app_back(e, req, done, arg);
 	else if (strncmp(p, "/runs/", 6) == 0 && get) {
 		/* The report's link: after sign-in it lands here again. */
 		if (console_session(e, req->cookie, &cs) != 0) {

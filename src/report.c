@@ -443,9 +443,63 @@ report_event(const struct run_row *r)
 	return r->event != NULL ? r->event->head : json_null();
 }
 
+/*
+ * The run's phases so far as a checklist (claude-code-action's track_progress
+ * is the model): each one passed with how long it took, the one it is in with
+ * the time it began, in b's markup. h: the run's history, oldest first.
+ */
+static void
+report_checklist(struct buf *m, const struct report_backend *b, const struct history_row *h,
+    size_t nh, int ended)
+{
+	static const struct {
+		enum run_phase	 phase;		/* PHASE_NONE: waiting in the queue */
+		const char	*doing;
+		const char	*done;
+	} steps[] = {
+		{ PHASE_NONE, "waiting for a run slot", "run slot" },
+		{ PHASE_CLONING, "checking out the repository", "repository checked out" },
+		{ PHASE_SETUP, "setting up the environment", "environment set up" },
+		{ PHASE_AGENT, "agent at work", "agent done" },
+		{ PHASE_DELIVERING, "delivering the change", "change delivered" },
+	};
+	int64_t		 at[SPUR_ARRLEN(steps)], end = -1, t;
+	char		 dur[64], hms[16];
+	size_t		 i, k, last = 0;
+
+	for (k = 0; k < SPUR_ARRLEN(steps); k++)
+		at[k] = -1;
+	for (i = 0; i < nh; i++) {
+		if (h[i].state == RUN_QUEUED && at[0] < 0)
+			at[0] = h[i].at;
+		else if (h[i].state != RUN_RUNNING)
+			end = h[i].at;
+		for (k = 1; h[i].phase != PHASE_NONE && k < SPUR_ARRLEN(steps); k++)
+			if (h[i].phase == steps[k].phase && at[k] < 0)
+				at[last = k] = h[i].at;
+	}
+	for (k = 0; k <= last; k++) {
+		if (at[k] < 0)
+			continue;
+		for (i = k + 1; i < SPUR_ARRLEN(steps) && at[i] < 0; i++)
+			;
+		t = i < SPUR_ARRLEN(steps) ? at[i] : end;
+		if (t >= 0) {
+			report_duration(t - at[k], dur, sizeof dur);
+			buf_addf(m, b->mrkdwn ? "\n:white_check_mark: %s · %s" : "\n- [x] %s · %s",
+			    steps[k].done, dur);
+		} else if (!ended) {
+			snprintf(hms, sizeof hms, "%02d:%02d:%02d", (int)(at[k] / 3600000 % 24),
+			    (int)(at[k] / 60000 % 60), (int)(at[k] / 1000 % 60));
+			buf_addf(m, b->mrkdwn ? "\n:hourglass_flowing_sand: %s, since %s UTC" :
+			    "\n- [ ] %s, since %s UTC", steps[k].doing, hms);
+		}
+	}
+}
+
 char *
-report_status_line(const struct report_backend *b, const struct run_row *r, const char *link,
-    int64_t now)
+report_status_line(const struct report_backend *b, const struct run_row *r,
+    const struct history_row *h, size_t nh, const char *link, int64_t now)
 {
 	struct buf	 m;
 	char		 dur[64], ts[40], *marker = report_marker(r->id, "status");
@@ -462,21 +516,40 @@ report_status_line(const struct report_backend *b, const struct run_row *r, cons
 	if (r->state == RUN_QUEUED)
 		buf_addf(&m, "%squeued%s", bold, bold);
 	else if (r->state == RUN_RUNNING) {
+		/* Told again every reports.refresh while it runs (report_status_edited). */
 		report_duration(d >= 0 ? d : 0, dur, sizeof dur);
 		buf_addf(&m, "%srunning%s since %s (%s so far)", bold, bold,
 		    r->started_at != 0 ? format_time(r->started_at, ts, sizeof ts) : "?", dur);
-	} else
-		buf_addf(&m, "%s%s%s · the report follows in the thread", bold,
-		    run_state_name(r->state), bold);
+	} else {
+		report_duration(d, dur, sizeof dur);
+		buf_addf(&m, "%s%s%s in %s · the report follows in the thread", bold,
+		    run_state_name(r->state), bold, dur);
+	}
 	if (link != NULL)
 		buf_addf(&m, b->mrkdwn ? " · Run <%s|%s>" : " · Run [%s](%s)",
 		    b->mrkdwn ? link : r->id, b->mrkdwn ? r->id : link);
 	else
 		buf_addf(&m, " · Run `%s`", r->id);
+	report_checklist(&m, b, h, nh, r->state != RUN_QUEUED && r->state != RUN_RUNNING);
 	if (b->marker == REPORT_MARKER_TAIL)
 		buf_addf(&m, "\n\n%s", marker);
 	free(marker);
 	return buf_take(&m);
+}
+
+/* The status message now, with the run's history read for its checklist. */
+static char *
+report_status_text(struct engine *e, const struct report_backend *b, const struct run_row *r,
+    const char *link)
+{
+	struct history_row	*h;
+	size_t			 nh;
+	char			*text;
+
+	h = store_run_history_rows(e->store, r->id, &nh);
+	text = report_status_line(b, r, h, nh, link, now_ms());
+	history_rows_free(h, nh);
+	return text;
 }
 
 /*
@@ -532,7 +605,7 @@ report_status_at(struct engine *e, const char *run, const char *posted, int64_t 
 	    (!e->conf->report_progress && (b->opens_thread == NULL || !b->opens_thread(ev))))
 		goto out;
 	link = report_link(e, run);
-	text = report_status_line(b, r, link, now_ms());
+	text = report_status_text(e, b, r, link);
 	id = posted != NULL ? xstrdup(posted) : store_run_status(e->store, run, &at);
 	if (posted != NULL)
 		at = not_before;
@@ -752,7 +825,7 @@ report_run_end_(struct engine *e, const struct report_run *rr, int alone, const 
 			goto out;
 		}
 		/* A review thread: the status message says so, the report follows there. */
-		stext = report_status_line(b, r, link, now_ms());
+		stext = report_status_text(e, b, r, link);
 		report_status_edit(e, b, ev, run, "status_edit", id, 0, stext);
 	}
 	body = b->body(e, ev, run, "run_end", text);

@@ -65,13 +65,16 @@ void	 report_status_posted(struct engine *, const char *run, const char *id);
 #define REPORT_REFRESH_MS	60000
 void	 report_status_edited(struct engine *, const char *run);
 /*
- * The status message's one line in b's markup, from the run's row (with its
- * event's head) at now: queued, running since when and for how long so far,
- * or ended (its report follows in the thread); with link (NULL: none). Pure.
+ * The status message in b's markup, from the run's row (with its event's head)
+ * and its history h (nh rows, oldest first) at now: queued, running since when
+ * and for how long so far, or ended in how long (its report follows in the
+ * thread); with link (NULL: none); then its phases as a checklist, each passed
+ * one with how long it took, the current one since when. Pure.
  */
 struct report_backend;
+struct history_row;
 char	*report_status_line(const struct report_backend *, const struct run_row *,
-	     const char *link, int64_t now);
+	     const struct history_row *h, size_t nh, const char *link, int64_t now);
 /* Whether the automation's report_to destinations hear of a run that ended in state. */
 struct automation;
 int	 report_dest_heard(const struct automation *, enum run_state);

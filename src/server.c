@@ -103,7 +103,7 @@ enum hookreq_kind {
 };
 
 static void	front_accept_error_cb(struct evconnlistener *, void *);
-static void	server_console_headers(struct evkeyvalq *, const char *);
+static void	server_console_headers(struct evkeyvalq *, const char *, const char *);
 
 /*
  * One request from its arrival to its answer, owned by its front except while
@@ -136,6 +136,7 @@ struct hookreq {
 	struct api_req		 api;
 	char			*allow;		/* Allow of a 405: a copy (api.c's is on its stack) */
 	int			 console;	/* a console page (console.c), not the org API */
+	char			*form_action;	/* its CSP's form-action beside 'self' */
 	char			*location;
 	char			*set_cookie[2];
 	char			*mcp_session;
@@ -343,6 +344,7 @@ hookreq_free(struct hookreq *hr)
 	free(hr->location);
 	free(hr->set_cookie[0]);
 	free(hr->set_cookie[1]);
+	free(hr->form_action);
 	free(hr->stream_run);
 	free(hr->stream_after);
 	spur_event_free(hr->person_ev);
@@ -453,7 +455,7 @@ front_answer_cb(evutil_socket_t fd, short what, void *arg)
 					evhttp_add_header(h, "Set-Cookie", hr->set_cookie[i]);
 			}
 			if (hr->console)
-				server_console_headers(h, "no-store");
+				server_console_headers(h, "no-store", hr->form_action);
 			if (hr->stream_run != NULL) {
 				/* The stream is the front's from here: it reads the run's files. */
 				metrics_request(srv->engine->metrics, hr->route, 200);
@@ -522,6 +524,8 @@ server_api_done(struct api_answer *a, void *arg)
 	hr->set_cookie[1] = a->set_cookie[1];
 	a->set_cookie[0] = a->set_cookie[1] = NULL;
 	hr->console = a->console;
+	hr->form_action = a->form_action;
+	a->form_action = NULL;
 	hr->stream_run = a->stream_run;
 	a->stream_run = NULL;
 	hr->retry_after = a->retry_after;
@@ -864,13 +868,20 @@ server_openapi(struct server *srv, struct evhttp_request *req)
 	metrics_request(srv->engine->metrics, "openapi", 200);
 }
 
-/* What every console answer carries: no inline script, no framing, no sniffing. */
+/*
+ * What every console answer carries: no inline script, no framing, no sniffing.
+ * form_action: one more origin its forms may post to (console.c says which).
+ */
 static void
-server_console_headers(struct evkeyvalq *h, const char *cache)
+server_console_headers(struct evkeyvalq *h, const char *cache, const char *form_action)
 {
-	evhttp_add_header(h, "Content-Security-Policy", "default-src 'none'; script-src 'self'; "
-	    "style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; "
-	    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'");
+	char	*csp = xprintf("default-src 'none'; script-src 'self'; style-src 'self'; "
+		    "img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; "
+		    "form-action 'self'%s%s; frame-ancestors 'none'", form_action != NULL ? " " : "",
+		    form_action != NULL ? form_action : "");
+
+	evhttp_add_header(h, "Content-Security-Policy", csp);
+	free(csp);
 	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
 	evhttp_add_header(h, "Referrer-Policy", "same-origin");
 	evhttp_add_header(h, "Cache-Control", cache);
@@ -889,7 +900,7 @@ server_console_asset(struct server *srv, struct evhttp_request *req, const char 
 		return;
 	}
 	out = evbuffer_new();
-	server_console_headers(h, "public, max-age=3600");
+	server_console_headers(h, "public, max-age=3600", NULL);
 	evhttp_add_header(h, "Content-Type", a->ctype);
 	evbuffer_add_reference(out, a->data, a->len, NULL, NULL);
 	evhttp_send_reply(req, 200, "OK", out);

@@ -1376,7 +1376,7 @@ store_run_rows(struct store *st, const char *sql, const char *run,
 }
 
 static json_t *
-history_row(struct db_stmt *h)
+history_json(struct db_stmt *h)
 {
 	json_t	*j = json_pack("{s:o,s:o,s:o}", "state", col_json_text(h, 0), "at",
 		    col_time(h, 1), "reason", col_json_text(h, 2));
@@ -1408,6 +1408,16 @@ col_ms(struct db_stmt *s, int i)
 	return db_column_null(s, i) ? 0 : db_column_int64(s, i);
 }
 
+/* A state column, def when it is NULL or unknown. */
+static enum run_state
+col_state(struct db_stmt *s, int i, enum run_state def)
+{
+	const char	*t = db_column_text(s, i);
+	enum run_state	 st;
+
+	return t != NULL && run_state_parse(t, &st) == 0 ? st : def;
+}
+
 static enum run_phase
 run_phase_of(const char *name)
 {
@@ -1425,7 +1435,6 @@ static struct run_row *
 run_row_read(struct db_stmt *s)
 {
 	struct run_row	*r = xcalloc(1, sizeof *r);
-	const char	*t;
 
 	r->id = col_dup(s, 0);
 	r->org = col_dup(s, 1);
@@ -1433,8 +1442,7 @@ run_row_read(struct db_stmt *s)
 	r->event_id = col_dup(s, 3);
 	r->thread = col_dup(s, 4);
 	r->session = col_dup(s, 5);
-	if ((t = db_column_text(s, 6)) == NULL || run_state_parse(t, &r->state) != 0)
-		r->state = RUN_QUEUED;
+	r->state = col_state(s, 6, RUN_QUEUED);
 	r->reason = col_dup(s, 7);
 	r->result = col_dup(s, 8);
 	r->proof = col_dup(s, 9);
@@ -1623,7 +1631,42 @@ json_t *
 store_run_history(struct store *st, const char *run)
 {
 	return store_run_rows(st, "SELECT state, at, reason, cause, phase FROM run_history "
-	    "WHERE run = ? ORDER BY rowid", run, history_row);
+	    "WHERE run = ? ORDER BY rowid", run, history_json);
+}
+
+struct history_row *
+store_run_history_rows(struct store *st, const char *run, size_t *n)
+{
+	struct db_stmt		*s;
+	struct history_row	*h = NULL, *r;
+
+	*n = 0;
+	if ((s = store_stmt(st, "SELECT state, at, reason, cause, phase FROM run_history "
+	    "WHERE run = ? ORDER BY rowid")) == NULL)
+		return NULL;
+	db_bind_text(s, 1, run);
+	while (db_step(s) == DB_ROW) {
+		h = xreallocarray(h, *n + 1, sizeof *h);
+		r = &h[(*n)++];
+		r->state = col_state(s, 0, RUN_QUEUED);
+		r->at = col_ms(s, 1);
+		r->reason = col_dup(s, 2);
+		if (run_cause_parse(db_column_text(s, 3), &r->cause) != 0)
+			r->cause = CAUSE_NONE;
+		r->phase = run_phase_of(db_column_text(s, 4));
+	}
+	db_reset(s);
+	return h;
+}
+
+void
+history_rows_free(struct history_row *h, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++)
+		free(h[i].reason);
+	free(h);
 }
 
 json_t *
@@ -1925,9 +1968,7 @@ store_cancel_requests(struct store *st, size_t *n)
 		r = &rows[(*n)++];
 		r->id = col_dup(s, 0);
 		r->reason = col_dup(s, 1);
-		if (db_column_text(s, 2) == NULL ||
-		    run_state_parse(db_column_text(s, 2), &r->state) != 0)
-			r->state = RUN_RUNNING;
+		r->state = col_state(s, 2, RUN_RUNNING);
 	}
 	db_reset(s);
 	return rows;

@@ -339,6 +339,17 @@ struct session_row *store_session_get(struct store *, const char *org, const cha
 		     const char *automation);
 void		 session_row_free(struct session_row *);
 
+/* One change of a run's state (or of a running run's phase), as its history keeps it. */
+struct history_row {
+	enum run_state	 state;
+	enum run_phase	 phase;		/* PHASE_NONE: none named */
+	enum run_cause	 cause;		/* CAUSE_NONE: not an end */
+	int64_t		 at;		/* ms */
+	char		*reason;
+};
+/* A run's history, oldest first (*n rows): free with history_rows_free. */
+struct history_row *store_run_history_rows(struct store *, const char *run, size_t *n);
+void		 history_rows_free(struct history_row *, size_t n);
 /* A run's state changes, oldest first: [{state, at, reason, cause?, phase?}]. */
 json_t		*store_run_history(struct store *, const char *run);
 json_t		*store_runs_json(struct store *, const char *org, const char *state, int limit);

@@ -225,6 +225,31 @@ is_run_field(const char *run, const char *key, const char *want, const char *nam
 	free(s);
 }
 
+/* The same text from the typed rows (store_run_history_rows): the two must agree. */
+static void
+is_history_rows(const char *run, const char *want, const char *name)
+{
+	struct history_row	*h;
+	struct buf		 b;
+	size_t			 i, n;
+
+	h = store_run_history_rows(st, run, &n);
+	buf_init(&b, 0);
+	for (i = 0; i < n; i++) {
+		buf_addf(&b, "%s%s", i > 0 ? " " : "", run_state_name(h[i].state));
+		if (h[i].cause != CAUSE_NONE)
+			buf_addf(&b, ":%s", run_cause_name(h[i].cause));
+		if (h[i].phase != PHASE_NONE)
+			buf_addf(&b, "/%s", run_phase_name(h[i].phase));
+		buf_addf(&b, "(%s)", h[i].reason != NULL ? h[i].reason : "");
+		if (h[i].at <= 0)
+			buf_adds(&b, "[no time]");
+	}
+	is_str(buf_cstr(&b), want, "  typed (store_run_history_rows): %s", name);
+	buf_free(&b);
+	history_rows_free(h, n);
+}
+
 /*
  * A run's history as text, oldest first: "state[:cause][/phase](reason)" each,
  * space-separated (the times left out).
@@ -250,6 +275,7 @@ is_history(const char *run, const char *want, const char *name)
 	is_str(buf_cstr(&b), want, "%s", name);
 	buf_free(&b);
 	json_decref(h);
+	is_history_rows(run, want, name);
 }
 
 /* The pending report of run and kind among those due at now: its id, 0 when it is not due. */
@@ -487,6 +513,17 @@ check_ingest(void)
 		is_int((int)(store_payload_reads(st) - reads), 1, "  one payload read, counted");
 		run_row_free(r);
 		ok(store_run_get(st, "run_nonesuch", RUN_GET_PAYLOAD) == NULL, "  no such run: NULL");
+	}
+	{
+		struct history_row	*h;
+		size_t			 nh;
+
+		h = store_run_history_rows(st, "run_a1", &nh);
+		ok(nh == 1 && h[0].state == RUN_QUEUED && h[0].phase == PHASE_NONE &&
+		    h[0].cause == CAUSE_NONE && h[0].at > 0 && h[0].reason != NULL &&
+		    strcmp(h[0].reason, "matched") == 0,
+		    "store_run_history_rows: one row, queued, typed");
+		history_rows_free(h, nh);
 	}
 	is_history("run_a1", "queued(matched)", "store_run_history: one row, queued");
 }

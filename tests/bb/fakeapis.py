@@ -58,6 +58,7 @@ class Fake:
         # who the browser is signed in to GitHub as (signed_in), the codes handed out and the
         # person tokens they were exchanged for (token -> {"login", "scope"}).
         self.oauth_client = None
+        self.manifest_codes = {}     # GitHub App manifest flow: code -> the manifest it was made from
         self.gh_users = {}
         self.signed_in = None
         self.oauth_codes = {}
@@ -159,6 +160,36 @@ class Fake:
     def oauth_app(self, client_id, client_secret):
         """The OAuth app spur signs in with: /login/oauth/* accept only these credentials."""
         self.oauth_client = (client_id, client_secret)
+
+    def app_from_manifest(self, manifest, owner):
+        """What GitHub does when a person confirms a manifest posted to .../settings/apps/new: makes
+        the App and gives the browser a code (good once) for POST /app-manifests/{code}/conversions."""
+        code = "mc%08x" % (len(self.manifest_codes) + 1)
+        with self.lock:
+            self.manifest_codes[code] = (json.loads(manifest), owner)
+        return code
+
+    def manifest_conversion(self, h, code):
+        """POST /app-manifests/{code}/conversions, as GitHub answers it (201, the App with its
+        client secret, webhook secret and private key; 404 for a code unknown or used)."""
+        with self.lock:
+            made = self.manifest_codes.pop(code, None)
+        if made is None:
+            return self.send(h, 404, {"message": "Not Found",
+                                      "documentation_url": "https://docs.github.com/rest/apps/apps"})
+        m, owner = made
+        n = 4000 + len(self.manifest_codes)
+        slug = m["name"].lower()
+        return self.send(h, 201, {
+            "id": n, "slug": slug, "node_id": "A_kwHO%d" % n, "name": m["name"],
+            "owner": {"login": owner or "octo", "type": "Organization" if owner else "User"},
+            "description": m.get("description", ""), "external_url": m["url"],
+            "html_url": "%s/apps/%s" % (self.url, slug), "created_at": "2026-12-04T00:00:00Z",
+            "updated_at": "2026-12-04T00:00:00Z", "permissions": m.get("default_permissions", {}),
+            "events": m.get("default_events", []), "client_id": "Iv23.manifest%d" % n,
+            "client_secret": "manifest-client-secret-%d" % n,
+            "webhook_secret": "manifest-webhook-secret-%d" % n,
+            "pem": "-----BEGIN RSA PRIVATE KEY-----\nMANIFEST%dKEY\n-----END RSA PRIVATE KEY-----\n" % n})
 
     def gh_user(self, login, orgs=None, teams=None):
         """A GitHub user: orgs {github_org: "active"|"pending"}, teams {"org/slug": state}."""
@@ -508,6 +539,9 @@ class Fake:
         auth = h.headers.get("Authorization", "")
         if path.startswith("/login/oauth/"):
             return self.oauth(h, path, query, body)
+        m = re.match(r"^/app-manifests/([A-Za-z0-9_-]+)/conversions$", path)
+        if m is not None and h.command == "POST":
+            return self.manifest_conversion(h, m.group(1))
         with self.lock:
             person = self.user_tokens.get(auth[7:]) if auth.startswith("Bearer ") else None
         if person is not None:

@@ -75,7 +75,8 @@ try:
 except ValueError as e:
     app = {}
     t.ok(False, "github-app-manifest.json is JSON", e)
-t.eq(app.get("default_permissions"), perms, "the App manifest asks for exactly the permissions spur doctor requires")
+t.eq(app.get("default_permissions"), dict(perms, members="read"), "the App manifest asks for exactly the permissions "
+     "spur doctor requires, and Members: read (the console's membership re-check with the org's credential)")
 t.ok(set(app.get("default_events", [])) >= {"issue_comment", "issues", "pull_request", "pull_request_review_comment"},
      "and the events of spur's GitHub triggers", app.get("default_events"))
 t.ok(re.search(r"/o/[a-z0-9-]+/hooks/github$", app.get("hook_attributes", {}).get("url", "")),

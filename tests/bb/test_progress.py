@@ -3,6 +3,7 @@ as the run moves (queued, running, the report), at most once every reports.edit_
 in production, EDIT here), exactly once across a kill -9; against the local GitHub, Slack and
 Linear, each request in the real API's shape."""
 import json
+import re
 import os
 import shutil
 import sys
@@ -122,9 +123,15 @@ try:
         cid2 = fake.posted("acme/api#51")[0]["id"]
         edits = reqs("PATCH", "/repos/acme/api/issues/comments/%s" % cid2)
         bodies = [json.loads(r["body"])["body"] for r in edits]
-        t.ok(len(edits) == 2 and "running" in bodies[0] and "so far" in bodies[0] and
+        t.ok(len(edits) == 2 and "running** since 20" in bodies[0] and "so far)" in bodies[0] and
              "<!-- spur:%s:status -->" % r2 in bodies[0] and "<!-- spur:%s -->" % r2 in bodies[1],
-             "two edits: running (since when, for how long), then the report", bodies)
+             "two edits: running (since when), then the report", bodies)
+        # The phases as a checklist (as claude-code-action's track_progress): each passed one checked
+        # with how long it took, the current one open with the time it began.
+        t.ok(edits and re.search(r"\n- \[x\] run slot · \d+\.\ds\n", bodies[0]) and
+             re.search(r"\n- \[ \] (checking out the repository|agent at work), since \d\d:\d\d:\d\d UTC", bodies[0]),
+             "the running edit: a checklist of the phases, the passed ones with their "
+             "time, the current one since when", bodies[:1])
         # The progress edits are paced; the report's goes at once (below, with a long interval).
         seq = reqs("POST", "/repos/acme/api/issues/51/comments") + edits[:-1]
         t.ok(all(g >= EDIT - 0.1 for g in gaps(seq)), "at most one progress edit every reports.edit_interval",
@@ -293,9 +300,11 @@ try:
                     break
                 time.sleep(0.1)
             t.ok(top and "completed" in top[0]["text"] and "asked" in top[0]["text"] and
-                 "queued" not in top[0]["text"] and "running" not in top[0]["text"],
+                 "queued" not in top[0]["text"] and "running" not in top[0]["text"] and
+                 re.search(r"\*completed\* in \d+\.\ds ", top[0]["text"]) and
+                 ":white_check_mark: agent done · " in top[0]["text"],
                  "slash command %d: the 'asked' message is edited to the end within a quarter of "
-                 "reports.edit_interval" % n, top)
+                 "reports.edit_interval: how long it took, each phase checked in Slack's markup" % n, top)
 finally:
     fake.close()
     shutil.rmtree(gitroot, ignore_errors=True)

@@ -100,14 +100,14 @@ test_status_line(void)
 	if (gh == NULL || sl == NULL || li == NULL)
 		return;
 	r = row_new(RUN_QUEUED, "{\"id\":\"evt_1\",\"source\":\"github\"}");
-	s = report_status_line(gh, r, NULL, T0);
+	s = report_status_line(gh, r, NULL, 0, NULL, T0);
 	is_str(s, REPORT_MARKER "run_abc:status -->\n**spur** · `fix` · **queued** · Run `run_abc`",
 	    "github, queued: its hidden marker first, no link");
 	free(s);
 	run_row_free(r);
 
 	r = row_new(RUN_RUNNING, "{\"id\":\"evt_1\",\"source\":\"linear\"}");
-	s = report_status_line(li, r, "https://spur.example/runs/run_abc", T0 + 75000);
+	s = report_status_line(li, r, NULL, 0, "https://spur.example/runs/run_abc", T0 + 75000);
 	ok(strstr(s, "**running** since ") != NULL && strstr(s, "(1m 15s so far)") != NULL,
 	    "linear, running: since when, for how long so far (%s)", s);
 	ok(strstr(s, " · Run [run_abc](https://spur.example/runs/run_abc)") != NULL &&
@@ -120,12 +120,53 @@ test_status_line(void)
 	    "\"slash_command\",\"actor\":{\"id\":\"U1\"},\"text\":\"fix `it`\",\"meta\":"
 	    "{\"command\":\"/spur\"}}");
 	r->ended_at = T0 + 1000;
-	s = report_status_line(sl, r, "https://spur.example/runs/run_abc", T0 + 5000);
-	ok(strstr(s, "*spur* · `fix` · *completed* · the report follows in the thread · Run "
+	s = report_status_line(sl, r, NULL, 0, "https://spur.example/runs/run_abc", T0 + 5000);
+	ok(strstr(s, "*spur* · `fix` · *completed* in 1.0s · the report follows in the thread · Run "
 	    "<https://spur.example/runs/run_abc|run_abc>") != NULL,
 	    "slack, ended: mrkdwn, the report follows (%s)", s);
 	ok(strstr(s, "U1") != NULL && strstr(s, REPORT_MARKER) == NULL,
 	    "  a slash command's thread opens with who asked; no hidden marker in slack");
+	free(s);
+	run_row_free(r);
+}
+
+static void
+test_checklist(void)
+{
+	const struct report_backend *gh = report_backend_find("github");
+	const struct report_backend *sl = report_backend_find("slack");
+	struct history_row	 h[4];
+	struct run_row		*r;
+	char			*s;
+
+	if (gh == NULL || sl == NULL)
+		return;
+	memset(h, 0, sizeof h);
+	h[0].state = RUN_QUEUED;
+	h[0].at = T0 - 2000;
+	h[1].state = RUN_RUNNING;
+	h[1].phase = PHASE_CLONING;
+	h[1].at = T0;
+	h[2].state = RUN_RUNNING;
+	h[2].phase = PHASE_AGENT;
+	h[2].at = T0 + 3500;
+	r = row_new(RUN_RUNNING, "{\"id\":\"evt_1\",\"source\":\"github\"}");
+	s = report_status_line(gh, r, h, 3, NULL, T0 + 10000);
+	ok(strstr(s, "\n- [x] run slot · 2.0s\n- [x] repository checked out · 3.5s\n"
+	    "- [ ] agent at work, since ") != NULL && strstr(s, " UTC") != NULL,
+	    "checklist: each phase passed with how long it took, the current one since when (%s)",
+	    s);
+	free(s);
+	h[3].state = RUN_COMPLETED;
+	h[3].cause = CAUSE_OK;
+	h[3].at = T0 + 9000;
+	r->state = RUN_COMPLETED;
+	r->ended_at = T0 + 9000;
+	s = report_status_line(sl, r, h, 4, NULL, T0 + 20000);
+	ok(strstr(s, "*completed* in 9.0s") != NULL &&
+	    strstr(s, "\n:white_check_mark: agent done · 5.5s") != NULL &&
+	    strstr(s, "hourglass") == NULL,
+	    "  ended: every phase checked, in Slack's emoji, nothing still under way (%s)", s);
 	free(s);
 	run_row_free(r);
 }
@@ -153,6 +194,7 @@ main(void)
 {
 	test_facts();
 	test_status_line();
+	test_checklist();
 	test_destinations();
 	printf("1..%d\n", tap_n);
 	return tap_failed != 0;
