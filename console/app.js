@@ -608,13 +608,16 @@
 		return withOrg('/runs/' + enc(id), org);
 	}
 
-	function runRow(r, org) {
+	/* One run's row; bare: without the requester (a session's runs are all its requester's). */
+	function runRow(r, org, bare) {
 		return h('tr', { 'data-run': r.id, 'data-state': r.state, class: 'run ' + cls('r-', r.state) },
 		    h('td', null, h('a', { href: runHref(r.id, org), 'data-nav': true, class: 'mono' }, r.id)),
 		    h('td', null, badge(r.state), r.phase && !ENDED[r.state] ? h('span', { class: 'phase' }, r.phase) : null),
 		    h('td', null, r.cause || ''),
 		    h('td', null, r.automation || h('span', { class: 'muted' }, 'session')),
 		    h('td', null, runSource(r)),
+		    bare ? null : h('td', { class: 'requester' }, r.requester ? (r.requester.name || r.requester.id || '') +
+			(r.requester.bot ? ' · bot' : '') : ''),
 		    h('td', { class: 'thread' }, r.thread || ''),
 		    h('td', null, r.repository || ''),
 		    h('td', null, timeCell(r.created_at)),
@@ -725,7 +728,7 @@
 			autoSel,
 			selectOf('f-source', 'source', filt.source, SOURCES, refilter)),
 		    h('table', { class: 'list runs' }, h('thead', null, h('tr', null,
-			['run', 'state', 'cause', 'automation', 'source', 'thread', 'repository', 'created', 'took', 'cost']
+			['run', 'state', 'cause', 'automation', 'source', 'requester', 'thread', 'repository', 'created', 'took', 'cost']
 			    .map(function (c) { return h('th', null, c); }))), tbody),
 		    h('p', { class: 'pager' }, status, ' ', more));
 		await load(null);
@@ -1503,7 +1506,7 @@
 			['ended', s.ended_at ? when(s.ended_at) : null], ['callback', s.callback_url],
 			['metadata', s.metadata ? h('pre', { class: 'json' }, pretty(s.metadata)) : null]])),
 		    section('Runs, in order', 'session-runs', table(['run', 'state', 'cause', 'automation', 'source', 'thread', 'repository', 'created', 'took', 'cost'],
-			(s.runs || []).map(function (r) { return runRow(r, found.org); }))));
+			(s.runs || []).map(function (r) { return runRow(r, found.org, true); }))));
 	}
 
 	/* ---------- automations and why ---------- */

@@ -854,6 +854,30 @@ api_bad_names(struct api_ctx *c, const char *what, const char *const *extra,
 
 /* ----- runs ----- */
 
+/* Each listed run's requester: its event's actor (id, name, role, bot), null when none. */
+static void
+api_runs_requesters(struct api_ctx *c, json_t *rows)
+{
+	static const char *const keys[] = { "id", "name", "role", "bot" };
+	json_t		*r, *ev, *actor, *who, *v;
+	size_t		 i, k;
+
+	json_array_foreach(rows, i, r) {
+		ev = store_event_json(c->e->store, json_string_value(json_object_get(r,
+		    "event_id")));
+		actor = json_object_get(ev, "actor");
+		if (json_string_value(json_object_get(actor, "id")) == NULL &&
+		    json_string_value(json_object_get(actor, "name")) == NULL)
+			actor = NULL;	/* a schedule's, a webhook's without one */
+		who = actor != NULL ? json_object() : json_null();
+		for (k = 0; actor != NULL && k < SPUR_ARRLEN(keys); k++)
+			if ((v = json_object_get(actor, keys[k])) != NULL)
+				json_object_set(who, keys[k], v);
+		json_object_set_new(r, "requester", who);
+		json_decref(ev);
+	}
+}
+
 static void
 api_runs_list(struct api_ctx *c, const char *id, json_t *body)
 {
@@ -889,6 +913,7 @@ api_runs_list(struct api_ctx *c, const char *id, json_t *body)
 		f.cause = cause;
 		f.source = source;
 		rows = store_runs_page(c->e->store, &f, after, limit + 1);
+		api_runs_requesters(c, rows);
 		api_reply(c, 200, api_list(rows, limit, "id"), 0);
 	}
 	free(state);

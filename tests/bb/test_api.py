@@ -447,6 +447,10 @@ with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.y
     st2, _, j2, _ = api.req("GET", "/o/acme/runs?source=github&limit=100")
     t.ok(st == 200 and n_api > 0 and all(x["thread"].startswith("api:") for x in j["data"]) and st2 == 200 and
          j2["data"] == [], "runs filter by their event's source", (n_api, len(j2["data"])))
+    t.ok(n_api > 0 and all(x["requester"] and x["requester"]["role"] == "api" and x["requester"]["id"] and
+                           x["requester"]["name"] for x in j["data"]),
+         "each listed run says who asked for it: its event's actor (an API session's key)",
+         [x.get("requester") for x in j["data"][:3]])
     st, _, j, _ = api.req("GET", "/o/acme/runs?cause=bored")
     t.ok(st == 400 and "cause" in j["detail"], "an unknown cause answers 400", j)
     st, _, j, _ = api.req("GET", "/o/acme/runs?source=fax")

@@ -157,6 +157,11 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
     t.ok(run is not None, "a signed GitHub comment starts a run")
     r = b.try_("wait", selector='#runs tr[data-run="%s"]' % run, timeout=15000)
     t.ok(r is True, "the open runs page shows the new run without a reload", r)
+    who = b.do("eval", js="""(() => { const t = document.querySelector('#runs').closest('table');
+        const i = [...t.tHead.rows[0].cells].findIndex(c => c.textContent === 'requester');
+        const row = document.querySelector('#runs tr[data-run="%s"]');
+        return i < 0 || !row ? null : row.cells[i].textContent; })()""" % run)
+    t.eq(who, "alice", "the runs page's requester column: who wrote the comment")
     shot("runs")
     b.do("click", selector='#runs tr[data-run="%s"] a' % run)
     b.do("wait", selector="#run-id")
