@@ -859,13 +859,15 @@ static void
 api_runs_requesters(struct api_ctx *c, json_t *rows)
 {
 	static const char *const keys[] = { "id", "name", "role", "bot" };
-	json_t		*r, *ev, *actor, *who, *v;
+	struct event_row *ev;
+	json_t		*r, *actor, *who, *v;
 	size_t		 i, k;
 
 	json_array_foreach(rows, i, r) {
-		ev = store_event_json(c->e->store, json_string_value(json_object_get(r,
-		    "event_id")));
-		actor = json_object_get(ev, "actor");
+		/* The event's head: its payload is never read for a list. */
+		ev = store_event_get(c->e->store, json_string_value(json_object_get(r,
+		    "event_id")), STORE_EVENT_HEAD);
+		actor = ev != NULL ? json_object_get(ev->head, "actor") : NULL;
 		if (json_string_value(json_object_get(actor, "id")) == NULL &&
 		    json_string_value(json_object_get(actor, "name")) == NULL)
 			actor = NULL;	/* a schedule's, a webhook's without one */
@@ -874,7 +876,7 @@ api_runs_requesters(struct api_ctx *c, json_t *rows)
 			if ((v = json_object_get(actor, keys[k])) != NULL)
 				json_object_set(who, keys[k], v);
 		json_object_set_new(r, "requester", who);
-		json_decref(ev);
+		event_row_free(ev);
 	}
 }
 

@@ -323,6 +323,13 @@ with Spur("sandbox:\n  backend: none\n", verbose=True, automations={
     s.wait_reports_done(run=gh_run)
     gh_ev = s.query("SELECT event FROM runs WHERE id = ?", gh_run)[0]["event"]
     t.eq(reads(gh_ev), 0, "a GitHub comment's run and its reports read no payload (the prompt shows none)")
+    rc, out, err = s.c("keys", "create", "--json", "--org", "acme", "--scope", "runs:read")
+    key = json.loads(out)["key"] if rc == 0 else ""
+    st, _, body = s.request("GET", "/o/acme/runs?limit=100", headers={"Authorization": "Bearer " + key})
+    listed = json.loads(body).get("data", []) if st == 200 else []
+    t.ok(st == 200 and any(x.get("requester") for x in listed) and (reads(ev), reads(gh_ev)) == (1, 0),
+         "the API's runs list names each run's requester from its event's head: no payload read",
+         (st, reads(ev), reads(gh_ev)))
 
 # A long queue of runs that each end at once (their automation snapshot is unreadable): each end
 # kicked the dispatcher with event_active(), which libevent runs in the same round, so the loop
