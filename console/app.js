@@ -801,6 +801,52 @@
 		return h('section', { class: 'card', id: id }, h('h2', null, head), kids);
 	}
 
+	/* The change a run delivered (GET …/change: git's stat and patch), null when it kept none. */
+	async function runChange(org, id) {
+		var r = await fetch('/o/' + enc(org) + '/runs/' + enc(id) + '/change',
+		    { credentials: 'same-origin', headers: { Accept: 'text/x-diff' } });
+		return r.status === 200 ? r.text() : null;
+	}
+
+	var CHANGE_LINES = 4000;	/* drawn on the page; the whole diff is a link away */
+
+	function diffClass(l) {
+		if (/^(diff --git |index |--- |\+\+\+ |new file|deleted file|similarity|rename )/.test(l))
+			return 'd-file';
+		if (/^@@/.test(l))
+			return 'd-hunk';
+		if (l.charAt(0) === '+')
+			return 'd-add';
+		if (l.charAt(0) === '-')
+			return 'd-del';
+		return null;
+	}
+
+	/* The change: how many files and lines, where it went (or that it is here to take), the diff. */
+	function changeView(diff, run, org) {
+		var lines = diff.replace(/\n$/, '').split('\n'), files = 0, add = 0, del = 0, pr = pullRequest(run);
+		var inPatch = false;
+
+		lines.forEach(function (l) {
+			if (/^diff --git /.test(l)) {
+				files++;
+				inPatch = true;
+			} else if (inPatch && /^\+/.test(l) && !/^\+\+\+ /.test(l)) {
+				add++;
+			} else if (inPatch && /^-/.test(l) && !/^--- /.test(l)) {
+				del++;
+			}
+		});
+		return [h('p', { id: 'change-summary' }, files + ' file' + (files === 1 ? '' : 's') + ' changed, +' + add +
+		    ' \u2212' + del + ' lines · ', pr ? ext(pr, 'its pull request') : run.proof && safeUrl(run.proof) ?
+		    ext(run.proof, 'where it went') : h('span', { class: 'warn-text' }, 'not delivered: take it from here (git apply)'),
+		    ' · ', h('a', { href: '/o/' + enc(org) + '/runs/' + enc(run.id) + '/change', id: 'change-raw' }, 'the whole diff')),
+		    h('pre', { class: 'diff', id: 'change-diff' }, lines.slice(0, CHANGE_LINES).map(function (l) {
+			    return h('span', { class: diffClass(l) }, l);
+		    })), lines.length > CHANGE_LINES ? h('p', { class: 'muted' }, (lines.length - CHANGE_LINES) +
+		    ' more lines in the whole diff.') : null];
+	}
+
 	/* The pull request a run left: its proof when that is a pull request URL. */
 	function pullRequest(run) {
 		return safeUrl(run.proof) && /\/pull\/\d+/.test(run.proof) ? run.proof : null;
@@ -1325,6 +1371,8 @@
 		page.stops.push(function () { if (es) es.close(); });
 		stream();
 
+		var change;	/* undefined: not asked yet; null: none kept; else the diff */
+
 		async function reload() {
 			var res = await api('GET', '/o/' + enc(org) + '/runs/' + enc(id));
 			alive(gen);
@@ -1359,6 +1407,18 @@
 
 		function paint() {
 			var ev = run.event || null, pr = pullRequest(run);
+
+			/* The change is kept at delivery, before the push: asked once the run ended. */
+			if (ENDED[run.state] && change === undefined) {
+				change = null;
+				runChange(org, id).then(function (t) {
+					alive(gen);
+					if (t) {
+						change = t;
+						paint();
+					}
+				}).catch(quiet);
+			}
 
 			replace(head, h('div', { class: 'bar' },
 			    h('h1', null, 'Run ', h('span', { class: 'mono', id: 'run-id' }, run.id)),
@@ -1396,6 +1456,7 @@
 					(run.usage.requests === 1 ? '' : 's') + ')')) : null]
 			    ])), timeline(run));
 			replace(rest,
+			    typeof change === 'string' ? section('Change', 'change', changeView(change, run, org)) : null,
 			    section('History', 'history', table(['state', 'at', 'cause', 'phase', 'reason'], (run.history || []).map(function (x) {
 				    return h('tr', null, h('td', null, badge(x.state)), h('td', { title: x.at }, when(x.at)),
 					h('td', null, x.cause || ''), h('td', null, x.phase || ''), h('td', null, x.reason || ''));

@@ -1,8 +1,10 @@
 /*
  * fuzz-priv.c: the root helper's request decoder (priv_decode) and, for the
  * directory requests, its checks (priv_helper_handle on a data_dir of the
- * harness's own). Input: a struct priv_hdr, then the body. A body that
- * decodes must encode back to the same bytes.
+ * harness's own), the jobs done in the helper itself (GLOB, DU) and the
+ * checks every job passes before it forks (its directory, uid, names and
+ * descriptors). Input: a struct priv_hdr, then the body. A body that decodes
+ * must encode back to the same bytes.
  */
 #include "spur.h"
 #include "conf.h"
@@ -53,11 +55,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (b.len != size - sizeof m.hdr || memcmp(b.data, data + sizeof m.hdr, b.len) != 0)
 		abort();	/* decode and encode disagree */
 	buf_free(&b);
+	/* PACK, UNPACK and WRITE fork a child once their checks pass: not here. */
 	if (m.hdr.type == PRIV_PREPARE_DIR || m.hdr.type == PRIV_REMOVE_DIR ||
-	    m.hdr.type == PRIV_CHOWN || m.hdr.type == PRIV_SIGNAL) {
+	    m.hdr.type == PRIV_CHOWN || m.hdr.type == PRIV_SIGNAL || m.hdr.type == PRIV_OPEN_FILE ||
+	    (m.hdr.type == PRIV_JOB && (m.u.job.job == PRIV_JOB_GLOB ||
+	    m.u.job.job == PRIV_JOB_DU || m.u.job.dir.uid == 0))) {
 		priv_helper_handle(fuzz_helper(), &m, &ans);
 		if (ans.hdr.type != PRIV_OK && ans.hdr.type != PRIV_ERR)
 			abort();
+		for (uint32_t i = 0; i < ans.hdr.nfds; i++)
+			close(ans.fds[i]);
 		priv_msg_clear(&ans);
 	}
 	priv_msg_clear(&m);

@@ -936,6 +936,32 @@ api_run_get(struct api_ctx *c, const char *id, json_t *body)
 		api_reply(c, 200, r, 0);
 }
 
+/* GET /runs/{id}/change: the change the run delivered (repo.h), as git printed it; 404: none. */
+static void
+api_run_change(struct api_ctx *c, const char *id, json_t *body)
+{
+	struct api_answer	 a;
+	char			*path, *data = NULL, *cause = NULL;
+	size_t			 len;
+
+	path = xprintf("%s/runs/%s/%s", c->e->conf->data_dir, id, REPO_CHANGE_FILE);
+	if (c->call_done != NULL || read_file(path, REPO_CHANGE_MAX + 256, &data, &len,
+	    &cause) != 0) {
+		free(cause);
+		free(path);
+		api_not_found(c);
+		return;
+	}
+	free(path);
+	memset(&a, 0, sizeof a);
+	a.status = 200;
+	a.ctype = "text/x-diff";
+	a.body = data;
+	c->done(&a, c->arg);
+	api_answer_clear(&a);
+	api_ctx_free(c);
+}
+
 static void
 api_run_cancel(struct api_ctx *c, const char *id, json_t *body)
 {
@@ -1567,6 +1593,7 @@ static const struct api_route api_routes[] = {
 	{ "POST", "/runs/*/cancel", SCOPE_RUNS_WRITE, OBJ_RUN, 2, api_run_cancel },
 	{ "POST", "/runs/*/retry", SCOPE_RUNS_WRITE, OBJ_RUN, 2, api_run_retry },
 	{ "GET", "/runs/*/events", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_events },
+	{ "GET", "/runs/*/change", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_change },
 	{ "GET", "/stats", SCOPE_RUNS_READ, OBJ_NONE, 0, api_stats },
 	{ "GET", "/automations", SCOPE_AUTOMATIONS_READ, OBJ_NONE, 0, api_automations },
 	{ "POST", "/automations/why", SCOPE_AUTOMATIONS_READ, OBJ_NONE, 1, api_why },

@@ -1,7 +1,9 @@
 /* archive.c: an agent's own session files (its conversation) packed into the store and unpacked on another node. */
 #include "spur.h"
 #include "archive.h"
+#include "priv.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <dirent.h>
 #include <errno.h>
@@ -96,43 +98,89 @@ archive_tree(int fd, const char *prefix, int depth, size_t max, struct buf *b, c
 }
 
 int
-archive_pack(const char *home, const char *subdir, size_t max, char **out, size_t *len,
+archive_pack_at(int hfd, const char *subdir, size_t max, char **out, size_t *len,
     char **cause)
 {
 	struct buf	 b;
-	int		 hfd, fd, rc;
+	char		*copy, *name, *save = NULL;
+	int		 fd, next;
 
-	if ((hfd = open(home, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		if (errno == ENOENT)
-			return 1;
-		xasprintf(cause, "%s: %s", home, strerror(errno));
+	/* subdir is the agent's ("a/b"): each of its names opened without following. */
+	if ((fd = dup(hfd)) == -1) {
+		xasprintf(cause, "dup: %s", strerror(errno));
 		return -1;
 	}
-	/* subdir is the agent's ("a/b"): each of its names opened without following. */
-	fd = hfd;
-	{
-		char	*copy = xstrdup(subdir), *name, *save = NULL;
-		int	 next;
-
-		for (name = strtok_r(copy, "/", &save); name != NULL && fd != -1;
-		    name = strtok_r(NULL, "/", &save)) {
-			next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			close(fd);
-			fd = next;
-		}
-		free(copy);
+	copy = xstrdup(subdir);
+	for (name = strtok_r(copy, "/", &save); name != NULL && fd != -1;
+	    name = strtok_r(NULL, "/", &save)) {
+		next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = next;
 	}
+	free(copy);
 	if (fd == -1)
 		return 1;
 	buf_init(&b, 0);
 	buf_adds(&b, ARCHIVE_MAGIC);
-	if ((rc = archive_tree(fd, subdir, 0, max, &b, cause)) != 0) {
+	if (archive_tree(fd, subdir, 0, max, &b, cause) != 0) {
 		buf_free(&b);
 		return -1;
 	}
 	*len = b.len;
 	*out = buf_take(&b);
 	return 0;
+}
+
+/* The engine left root: the helper packs as the session's uid, into a memfd it hands back. */
+static int
+archive_pack_priv(const char *home, const char *subdir, uid_t uid, gid_t gid, size_t max,
+    char **out, size_t *len, char **cause, int *rc)
+{
+	struct stat	 st;
+	ssize_t		 n;
+	int		 fd;
+
+	if (!priv_job_path(PRIV_JOB_PACK, home, subdir, uid, gid, -1, &fd, rc, cause))
+		return 0;
+	if (*rc != 0 || fd == -1) {
+		if (fd != -1)
+			close(fd);
+		return 1;
+	}
+	if (fstat(fd, &st) != 0 || st.st_size < 8 || (size_t)st.st_size > max + 4096) {
+		xasprintf(cause, "the helper's archive: %s", "not one, or over its bound");
+		*rc = -1;
+	} else {
+		*out = xmalloc((size_t)st.st_size);
+		if ((n = pread(fd, *out, (size_t)st.st_size, 0)) != (ssize_t)st.st_size) {
+			free(*out);
+			*out = NULL;
+			xasprintf(cause, "the helper's archive: short read");
+			*rc = -1;
+		} else
+			*len = (size_t)n;
+	}
+	close(fd);
+	return 1;
+}
+
+int
+archive_pack(const char *home, const char *subdir, uid_t uid, gid_t gid, size_t max,
+    char **out, size_t *len, char **cause)
+{
+	int	 hfd, rc;
+
+	if (archive_pack_priv(home, subdir, uid, gid, max, out, len, cause, &rc))
+		return rc;
+	if ((hfd = open(home, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		if (errno == ENOENT)
+			return 1;
+		xasprintf(cause, "%s: %s", home, strerror(errno));
+		return -1;
+	}
+	rc = archive_pack_at(hfd, subdir, max, out, len, cause);
+	close(hfd);
+	return rc;
 }
 
 static uint32_t
@@ -180,7 +228,7 @@ archive_dirs(int home, const char *path, uid_t uid, gid_t gid, const char **base
 }
 
 int
-archive_unpack(const char *home, const char *data, size_t len, uid_t uid, gid_t gid,
+archive_unpack_at(int hfd, const char *data, size_t len, uid_t uid, gid_t gid,
     char **cause)
 {
 	const unsigned char	*p = (const unsigned char *)data, *end = p + len;
@@ -188,15 +236,11 @@ archive_unpack(const char *home, const char *data, size_t len, uid_t uid, gid_t 
 	char			*path;
 	uint32_t		 plen, mode;
 	uint64_t		 size;
-	int			 hfd, dfd, f, rc = -1;
+	int			 dfd, f, rc = -1;
 	ssize_t			 w;
 
 	if (len < 8 || memcmp(data, ARCHIVE_MAGIC, 8) != 0) {
 		xasprintf(cause, "not a session archive");
-		return -1;
-	}
-	if ((hfd = open(home, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		xasprintf(cause, "%s: %s", home, strerror(errno));
 		return -1;
 	}
 	for (p += 8; p < end; p += size) {
@@ -238,6 +282,30 @@ archive_unpack(const char *home, const char *data, size_t len, uid_t uid, gid_t 
 bad:
 	xasprintf(cause, "a damaged session archive");
 out:
+	return rc;
+}
+
+int
+archive_unpack(const char *home, const char *data, size_t len, uid_t uid, gid_t gid,
+    char **cause)
+{
+	int	 hfd, fd, rc;
+
+	/* The engine left root: the helper unpacks as uid, the archive in a memfd. */
+	if (geteuid() != 0 && priv_client_active() &&
+	    (fd = memfd_create("spur-archive", MFD_CLOEXEC)) != -1) {
+		if (write(fd, data, len) == (ssize_t)len && priv_job_path(PRIV_JOB_UNPACK,
+		    home, NULL, uid, gid, fd, NULL, &rc, cause)) {
+			close(fd);
+			return rc;
+		}
+		close(fd);
+	}
+	if ((hfd = open(home, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		xasprintf(cause, "%s: %s", home, strerror(errno));
+		return -1;
+	}
+	rc = archive_unpack_at(hfd, data, len, uid, gid, cause);
 	close(hfd);
 	return rc;
 }

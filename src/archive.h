@@ -14,14 +14,21 @@
  * packed with their paths below home. 0 with *out (to free) and *len; 1 when
  * there is nothing there; -1 with the reason (over max, unreadable).
  */
-int	archive_pack(const char *home, const char *subdir, size_t max, char **out,
-	    size_t *len, char **cause);
+int	archive_pack(const char *home, const char *subdir, uid_t uid, gid_t gid, size_t max,
+	    char **out, size_t *len, char **cause);
+/* The same below the directory open as fd (kept open); the helper's child calls it as uid. */
+int	archive_pack_at(int fd, const char *subdir, size_t max, char **out, size_t *len,
+	    char **cause);
 /*
  * Writes what archive_pack made into home, an empty directory of the
  * engine's: each directory and file made anew (O_EXCL, never through a link),
  * owned by uid and gid. -1 with the reason when the archive is not one.
+ * With the engine not root but its helper there, the helper's child does it
+ * as uid (archive_pack likewise, reading as uid).
  */
 int	archive_unpack(const char *home, const char *data, size_t len, uid_t uid, gid_t gid,
+	    char **cause);
+int	archive_unpack_at(int fd, const char *data, size_t len, uid_t uid, gid_t gid,
 	    char **cause);
 
 #endif

@@ -482,12 +482,15 @@ doctor_engine_user(struct doctor *d)
 	if (geteuid() != 0)
 		doctor_say(d, NULL, "engine.user", DOCTOR_SKIP, NULL, "spur is not root: no "
 		    "root helper, and every session runs as uid %ld, spur's own: sessions are "
-		    "not kept apart from each other or from the engine's files",
-		    (long)geteuid());
+		    "not kept apart from each other or from the engine's files (its store, "
+		    "config and secrets are the sandboxes' to read), and what a dead engine "
+		    "left is looked for among that uid's processes only (start it as root with "
+		    "user: spur for a uid per session)", (long)geteuid());
 	else if (d->conf->user == NULL)
 		doctor_say(d, NULL, "engine.user", DOCTOR_SKIP, NULL, "WARNING: user: is not "
-		    "set: the engine, which reads the network, runs as root (set user: spur, "
-		    "docs/configuration.md)");
+		    "set: the engine, which reads the network and what agents write, runs as "
+		    "root, so a bug in any of it is root on the host (set user: spur: a root "
+		    "helper keeps only what needs root, docs/configuration.md)");
 	else if ((pw = getpwnam(d->conf->user)) == NULL)
 		doctor_say(d, NULL, "engine.user", DOCTOR_FAIL, "useradd --system "
 		    "--no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin USER "
@@ -498,8 +501,8 @@ doctor_engine_user(struct doctor *d)
 		    "user: %s is root", d->conf->user);
 	else
 		doctor_say(d, NULL, "engine.user", DOCTOR_PASS, NULL, "the engine runs as %s "
-		    "(uid %ld), a root helper starts the sandboxes", d->conf->user,
-		    (long)pw->pw_uid);
+		    "(uid %ld); a root helper starts the sandboxes and git as session uids "
+		    "and works on what they wrote", d->conf->user, (long)pw->pw_uid);
 }
 
 static void

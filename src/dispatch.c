@@ -162,7 +162,9 @@ dispatch_recover(struct dispatch *d)
 	int	 n;
 
 	for (i = 0; ids != NULL && ids[i] != NULL; i++) {
-		n = sandbox_kill_leftovers(d->engine->conf, ids[i]);
+		/* The engine left root: its helper reads the sandboxes' /proc/PID/environ. */
+		if ((n = priv_kill_run(ids[i])) < 0)
+			n = sandbox_kill_leftovers(d->engine->conf, ids[i]);
 		if (n > 0)
 			log_warn("event=sandbox.leftovers run=%s killed=%d", ids[i], n);
 		run_interrupt(d->engine, ids[i], "interrupted: the engine died while it ran");
@@ -786,7 +788,8 @@ drun_session_archive(struct drun *r)
 	if (!store_shared(e->store) || r->session == NULL || r->home == NULL || ag == NULL ||
 	    ag->state_dir == NULL)
 		return;
-	if ((rc = archive_pack(r->home, ag->state_dir, ARCHIVE_MAX, &data, &len, &cause)) < 0) {
+	if ((rc = archive_pack(r->home, ag->state_dir, r->ident.uid, r->ident.gid, ARCHIVE_MAX,
+	    &data, &len, &cause)) < 0) {
 		log_warn("event=session.archive_failed session=%s run=%s error=%s consequence="
 		    "\"another node resumes it without its conversation\"", r->session, r->id,
 		    log_q(cause));
@@ -1205,7 +1208,8 @@ dispatch_start(struct dispatch *d, const char *id)
 	report_status(e, id);
 	rundir = xprintf("%s/runs/%s", e->conf->data_dir, id);
 	r->artifacts = path_join(rundir, "artifacts");
-	if (mkdir_p(rundir, 0700) != 0 || drun_session_dir(r, &cause) != 0 ||
+	/* 0750 and 0640 less the umask: the spur group reads runs' output (data_dir_mode). */
+	if (mkdir_p(rundir, 0750) != 0 || drun_session_dir(r, &cause) != 0 ||
 	    sandbox_prepare_dir_as(r->workspace, &r->ident, &cause) != 0 ||
 	    sandbox_prepare_dir_as(r->home, &r->ident, &cause) != 0 ||
 	    sandbox_prepare_dir_as(r->artifacts, &r->ident, &cause) != 0) {
@@ -1217,7 +1221,7 @@ dispatch_start(struct dispatch *d, const char *id)
 	if (r->moved)
 		drun_session_restore(r);
 	logpath = run_log_path(e->conf->data_dir, id);
-	r->logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	r->logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
 	free(logpath);
 	free(rundir);
 	/* The repository is cloned (or the session's branch updated) outside the sandbox. */

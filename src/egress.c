@@ -6,10 +6,12 @@
 #include "egress.h"
 #include "rootfs.h"
 #include "intercept.h"
+#include "priv.h"
 #include "sandbox.h"
 #include "serve.h"
 #include "store.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -142,7 +144,20 @@ egress_write_owned(const char *base, const char *dir, const char *name, const ch
 	const struct sandbox_ident *pw = as != NULL && as->drop ? as : NULL;
 	int		 bfd = -1, dfd = -1, fd = -1, rc = -1;
 	size_t		 len = strlen(text);
+	char		*arg;
 
+	/* The engine left root: the helper's child writes it, as the session's uid. */
+	if (pw != NULL && geteuid() != 0 && priv_client_active() &&
+	    (fd = memfd_create("spur-home-file", MFD_CLOEXEC)) != -1) {
+		arg = xprintf("%s/%s", dir, name);
+		if (write(fd, text, len) != (ssize_t)len ||
+		    !priv_job_path(PRIV_JOB_WRITE, base, arg, pw->uid, pw->gid, fd, NULL, &rc,
+		    cause))
+			*cause = xprintf("%s/%s: %s", base, arg, "not written through the helper");
+		free(arg);
+		close(fd);
+		return rc;
+	}
 	if ((bfd = open(base, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1)
 		goto fail;
 	if (mkdirat(bfd, dir, 0700) == 0 && pw != NULL &&

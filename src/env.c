@@ -235,7 +235,6 @@ env_cache_take(struct env_job *job, struct sandbox_spec *spec, const char *dir,
 	char				 hex[65];
 	struct stat			 st;
 	char				*inside = env_cache_inside(entry), *host;
-	int				 fd;
 
 	if (inside == NULL) {
 		*cause = xprintf("cache %s is not a valid path", entry);
@@ -252,14 +251,11 @@ env_cache_take(struct env_job *job, struct sandbox_spec *spec, const char *dir,
 		return 0;
 	}
 	/* Another session's: what it left becomes this one's (by descriptors, no link followed). */
-	if (id != NULL && id->drop &&
-	    (fd = open(host, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) != -1) {
-		if (fstat(fd, &st) == 0 && st.st_uid != id->uid &&
-		    safefs_chown(host, st.st_uid, id->uid, id->gid) != 0)
-			log_warn("event=env.cache_chown_failed run=%s cache=%s", job->run,
-			    log_q(entry));
-		close(fd);
-	}
+	/* lstat: its parent is the engine's; the engine, not root, cannot open it. */
+	if (id != NULL && id->drop && lstat(host, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    st.st_uid != id->uid && safefs_chown(host, st.st_uid, id->uid, id->gid) != 0)
+		log_warn("event=env.cache_chown_failed run=%s cache=%s", job->run,
+		    log_q(entry));
 	if (sandbox_prepare_dir_as(host, id, cause) != 0) {
 		free(host);
 		free(inside);

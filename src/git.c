@@ -49,6 +49,7 @@ static const char *git_config[][2] = {
 struct git {
 	struct proc	*proc;
 	struct buf	 out;
+	int		 full;		/* out reached its bound: the rest is dropped */
 	char		*env[GIT_ENV_MAX + 1];
 	char		*argv[GIT_ARGS_MAX + 2];
 	char		*stdin_data;
@@ -85,7 +86,11 @@ git_output_cb(const char *data, size_t len, int fd, void *arg)
 {
 	struct git	*g = arg;
 
-	buf_add(&g->out, data, len);	/* beyond the bound, the rest is dropped */
+	/* Up to the bound, then nothing: the output kept is a prefix, never one with a gap. */
+	if (!g->full && buf_add(&g->out, data, len) != 0) {
+		buf_add(&g->out, data, g->out.max - g->out.len);
+		g->full = 1;
+	}
 }
 
 static void
@@ -124,7 +129,7 @@ git_start(struct engine *e, const struct git_opts *o, const char *const *args,
 	g = xcalloc(1, sizeof *g);
 	g->cb = cb;
 	g->arg = arg;
-	buf_init(&g->out, GIT_OUTPUT_MAX);
+	buf_init(&g->out, o->output_max > 0 ? o->output_max : GIT_OUTPUT_MAX);
 	g->argv[0] = xstrdup("git");
 	for (i = 0; args[i] != NULL && i < GIT_ARGS_MAX; i++)
 		g->argv[i + 1] = xstrdup(args[i]);

@@ -2,6 +2,8 @@
 #ifndef SPUR_GIT_H
 #define SPUR_GIT_H
 
+#include <stddef.h>
+
 struct engine;
 struct git;
 struct sandbox_ident;
@@ -28,6 +30,7 @@ struct git_opts {
 	const char	*token;		/* NULL: none; else an http.extraHeader, never argv */
 	const char	*stdin_data;	/* NULL: none */
 	long long	 timeout_ms;	/* 0: 10 minutes */
+	size_t		 output_max;	/* bytes of output kept, a prefix; 0: 64 KiB */
 };
 
 /*

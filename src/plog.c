@@ -141,7 +141,8 @@ plog_use(struct plog *p, int64_t seq, int create, char **cause)
 	struct stat	 sb;
 	int		 fd;
 
-	fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0600);
+	/* The umask (store_open's) leaves the group's read when data_dir is the group's. */
+	fd = open(path, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0640);
 	if (fd == -1 || fstat(fd, &sb) != 0) {
 		xasprintf(cause, "%s: %s", path, strerror(errno));
 		if (fd != -1)
@@ -198,7 +199,7 @@ plog_open(const char *dir, int fresh, char **cause)
 	struct stat	 sb;
 	int		 fd, use = 0;
 
-	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+	if (mkdir(dir, 0750) != 0 && errno != EEXIST) {
 		xasprintf(cause, "%s: %s", dir, strerror(errno));
 		return NULL;
 	}

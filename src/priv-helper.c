@@ -1,10 +1,12 @@
 /* priv-helper.c: the small root process the engine asks, by typed and checked requests, for what needs root. */
 #include "spur.h"
+#include "archive.h"
 #include "conf.h"
 #include "priv.h"
 #include "proc.h"
 #include "sandbox.h"
 
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -14,6 +16,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -24,14 +27,18 @@
 
 /*
  * What the helper may do is bounded by what it was told at start, never by a
- * request: directories only under data_dir/sessions and data_dir/runs (opened once, walked by
- * descriptors, O_NOFOLLOW, so a link a sandbox left is refused), children only
- * bwrap or git as a uid of sandbox.uids or sandbox.user, signals only to the
- * children it started. It reads no network input and holds no secret but the
- * environment of the child it is starting.
+ * request: directories only under data_dir/sessions, data_dir/runs and
+ * data_dir/cache (opened once, walked by descriptors, O_NOFOLLOW, so a link a
+ * sandbox left is refused), children only bwrap (with the options the engine
+ * uses, its namespaces always) or git (the subcommands, options and
+ * configuration repo.c and git.c use) as a uid of sandbox.uids or
+ * sandbox.user, jobs on what a sandbox wrote done as that sandbox's uid,
+ * signals only to the children it started. It reads no network input and
+ * holds no secret but the environment of the child it is starting.
  */
 #define PRIV_CHILDREN_MAX	4096
 #define PRIV_SUB_PARTS		8
+#define PRIV_JOB_SECONDS	60	/* a job's child is killed past this */
 
 struct priv_child {
 	pid_t	pid;
@@ -39,7 +46,7 @@ struct priv_child {
 };
 
 struct priv_helper {
-	int			 area_fd[2];	/* data_dir/sessions, data_dir/runs */
+	int			 area_fd[PRIV_AREAS];	/* data_dir/sessions, runs, cache */
 	long long		 uid_first;	/* sandbox.uids */
 	long long		 uid_last;
 	uid_t			 user_uid;	/* sandbox.user's, 0: none */
@@ -47,19 +54,62 @@ struct priv_helper {
 	uid_t			 engine_uid;	/* owns what the engine makes */
 	gid_t			 engine_gid;
 	char			*git;		/* the one git it starts */
+	char			**files;	/* OPEN_FILE: the config's files at start */
+	char			*auto_dir;	/* and the files of this directory */
 	struct priv_child	*children;
 	size_t			 nchildren;
 	const struct config	*conf;
 };
 
-/* data_dir/name, made the engine's when missing, opened never through a link. */
+static const char *priv_area_names[PRIV_AREAS] = { "sessions", "runs", "cache" };
+
+/*
+ * data_dir/name, made the engine's when missing, opened never through a link.
+ * runs/ (the runs' output) is data_dir's group's to read when data_dir is
+ * (data_dir_mode); sessions/ and cache/ are never.
+ */
 static int
 priv_area_open(int dfd, const char *name, uid_t uid, gid_t gid)
 {
+	struct stat	st;
+	int		fd;
+
 	if (mkdirat(dfd, name, 0700) == 0 && fchownat(dfd, name, uid, gid,
 	    AT_SYMLINK_NOFOLLOW) != 0)
 		return -1;
-	return openat(dfd, name, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC);
+	if ((fd = openat(dfd, name, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1)
+		return -1;
+	if (strcmp(name, "runs") == 0 && fstat(dfd, &st) == 0)
+		(void)fchmod(fd, data_dir_mode(st.st_mode));
+	return fd;
+}
+
+/*
+ * What OPEN_FILE may open, from the config the engine was started with (its
+ * paths as they resolve now): its file, its file: secrets, and the files of
+ * its automations directory. A reload that names another needs a restart.
+ */
+static void
+priv_helper_files(struct priv_helper *h, const struct config *cf)
+{
+	const struct secret	*list[256];
+	char			*path, *real;
+	size_t			 i, n, k = 0;
+
+	n = config_secrets(cf, list, SPUR_ARRLEN(list));
+	h->files = xcalloc(n + 2, sizeof *h->files);
+	if (cf->file != NULL && (real = realpath(cf->file, NULL)) != NULL)
+		h->files[k++] = real;
+	for (i = 0; i < n && i < SPUR_ARRLEN(list); i++) {
+		if (list[i]->ref == NULL || strncmp(list[i]->ref, "file:", 5) != 0)
+			continue;
+		path = path_join(cf->dir != NULL ? cf->dir : "/", list[i]->ref + 5);
+		if ((real = realpath(path, NULL)) != NULL)
+			h->files[k++] = real;
+		free(path);
+	}
+	if (cf->automations_dir != NULL)
+		h->auto_dir = realpath(cf->automations_dir, NULL);
 }
 
 struct priv_helper *
@@ -69,6 +119,7 @@ priv_helper_create(const struct config *cf, uid_t engine_uid, gid_t engine_gid,
 	struct priv_helper	*h;
 	struct passwd		*pw;
 	char			*path;
+	size_t			 i;
 	int			 dfd;
 
 	if ((dfd = open(cf->data_dir, O_RDONLY|O_DIRECTORY|O_CLOEXEC)) == -1) {
@@ -76,12 +127,16 @@ priv_helper_create(const struct config *cf, uid_t engine_uid, gid_t engine_gid,
 		return NULL;
 	}
 	h = xcalloc(1, sizeof *h);
-	if ((h->area_fd[PRIV_AREA_SESSIONS] = priv_area_open(dfd, "sessions", engine_uid,
-	    engine_gid)) == -1 || (h->area_fd[PRIV_AREA_RUNS] = priv_area_open(dfd, "runs",
-	    engine_uid, engine_gid)) == -1) {
-		*cause = xprintf("%s: %s", cf->data_dir, strerror(errno));
-		if (h->area_fd[PRIV_AREA_SESSIONS] != -1)
-			close(h->area_fd[PRIV_AREA_SESSIONS]);
+	for (i = 0; i < SPUR_ARRLEN(h->area_fd); i++)
+		h->area_fd[i] = -1;
+	for (i = 0; i < SPUR_ARRLEN(h->area_fd); i++) {
+		if ((h->area_fd[i] = priv_area_open(dfd, priv_area_names[i], engine_uid,
+		    engine_gid)) != -1)
+			continue;
+		*cause = xprintf("%s/%s: %s", cf->data_dir, priv_area_names[i],
+		    strerror(errno));
+		while (i-- > 0)
+			close(h->area_fd[i]);
 		close(dfd);
 		free(h);
 		return NULL;
@@ -98,6 +153,7 @@ priv_helper_create(const struct config *cf, uid_t engine_uid, gid_t engine_gid,
 	h->engine_gid = engine_gid;
 	if ((path = proc_which("git", NULL)) != NULL)
 		h->git = path;
+	priv_helper_files(h, cf);
 	h->conf = cf;
 	return h;
 }
@@ -107,9 +163,11 @@ priv_helper_free(struct priv_helper *h)
 {
 	if (h == NULL)
 		return;
-	close(h->area_fd[0]);
-	close(h->area_fd[1]);
+	for (size_t i = 0; i < SPUR_ARRLEN(h->area_fd); i++)
+		close(h->area_fd[i]);
 	free(h->git);
+	strv_free(h->files);
+	free(h->auto_dir);
 	free(h->children);
 	free(h);
 }
@@ -138,7 +196,25 @@ priv_session_ok(const char *s)
 	return n > 0 && n <= PRIV_SESSION_MAX;
 }
 
-/* Splits sub into at most PRIV_SUB_PARTS names, none empty, "." or ".."; -1 if not. */
+/*
+ * One name below an area: letters, digits, '_', '-', '.' and '@' (a cache's
+ * "KEY@automation", an agent's ".claude"), never "." or "..".
+ */
+static int
+priv_name_ok(const char *p)
+{
+	size_t	n;
+
+	if (strcmp(p, ".") == 0 || strcmp(p, "..") == 0)
+		return 0;
+	for (n = 0; p[n] != '\0'; n++) {
+		if (!isalnum((unsigned char)p[n]) && strchr("_-.@", p[n]) == NULL)
+			return 0;
+	}
+	return n > 0 && n <= 128;
+}
+
+/* Splits sub into at most PRIV_SUB_PARTS names, each priv_name_ok; -1 if not. */
 static int
 priv_sub_split(char *sub, char **parts, size_t *n)
 {
@@ -152,8 +228,7 @@ priv_sub_split(char *sub, char **parts, size_t *n)
 	if (*sub == '/' || sub[strlen(sub) - 1] == '/' || strstr(sub, "//") != NULL)
 		return -1;
 	for (p = strtok_r(sub, "/", &save); p != NULL; p = strtok_r(NULL, "/", &save)) {
-		if (*n == PRIV_SUB_PARTS || !valid_name(p) || strcmp(p, ".") == 0 ||
-		    strcmp(p, "..") == 0)
+		if (*n == PRIV_SUB_PARTS || !priv_name_ok(p))
 			return -1;
 		parts[(*n)++] = p;
 	}
@@ -231,30 +306,47 @@ priv_open_last(int pfd, const char *last, const struct priv_msg *req, struct pri
 	return -1;
 }
 
+/* What a directory request names, for the log: "area/id/sub". */
+static void
+priv_dir_what(const struct priv_dir *d, char *what, size_t len)
+{
+	snprintf(what, len, "%s/%s/%s", d->area < PRIV_AREAS ? priv_area_names[d->area] :
+	    "?", d->session != NULL ? d->session : "", d->sub != NULL ? d->sub : "");
+}
+
+/* The area, the id and the names below it (split into parts, from sub, a copy); refused if not. */
+static int
+priv_dir_check(struct priv_helper *h, const struct priv_dir *d, char *sub, char **parts,
+    size_t *n, const struct priv_msg *req, struct priv_msg *ans, const char *what)
+{
+	if (d->area >= SPUR_ARRLEN(h->area_fd)) {
+		priv_refuse(ans, req, EINVAL, "not sessions/, runs/ or cache/", what);
+		return -1;
+	}
+	if (d->session == NULL || !priv_session_ok(d->session)) {
+		priv_refuse(ans, req, EINVAL, "not a session id", what);
+		return -1;
+	}
+	if (priv_sub_split(sub, parts, n) != 0) {
+		priv_refuse(ans, req, EINVAL, "not a path under the session", what);
+		return -1;
+	}
+	return 0;
+}
+
 static void
 priv_do_dir(struct priv_helper *h, const struct priv_msg *req, struct priv_msg *ans)
 {
 	const struct priv_dir	*d = &req->u.dir;
 	char			*sub = xstrdup(d->sub != NULL ? d->sub : ""), *parts[PRIV_SUB_PARTS];
-	char			 what[PRIV_SESSION_MAX + PRIV_SUB_MAX + 2];
+	char			 what[PRIV_SESSION_MAX + PRIV_SUB_MAX + 16];
 	const char		*last = NULL;
 	size_t			 n;
 	int			 pfd = -1, fd = -1;
 
-	snprintf(what, sizeof what, "%s%s/%s", d->area == PRIV_AREA_RUNS ? "runs/" : "",
-	    d->session != NULL ? d->session : "", d->sub != NULL ? d->sub : "");
-	if (d->area >= SPUR_ARRLEN(h->area_fd)) {
-		priv_refuse(ans, req, EINVAL, "not sessions/ or runs/", what);
+	priv_dir_what(d, what, sizeof what);
+	if (priv_dir_check(h, d, sub, parts, &n, req, ans, what) != 0)
 		goto out;
-	}
-	if (d->session == NULL || !priv_session_ok(d->session)) {
-		priv_refuse(ans, req, EINVAL, "not a session id", what);
-		goto out;
-	}
-	if (priv_sub_split(sub, parts, &n) != 0) {
-		priv_refuse(ans, req, EINVAL, "not a path under the session", what);
-		goto out;
-	}
 	if (req->hdr.type == PRIV_PREPARE_DIR && !priv_uid_ok(h, d->uid, d->gid)) {
 		priv_refuse(ans, req, EPERM, "uid not in sandbox.uids", what);
 		goto out;
@@ -335,13 +427,250 @@ priv_stage_ok(const char *src, const char *dst)
 	return valid_name(p) && strcmp(p, "..") != 0;
 }
 
+/* A regular file the engine handed in (a memfd), read whole: at most max bytes. */
+static char *
+priv_read_in(int fd, size_t max, size_t *len)
+{
+	struct stat	 st;
+	char		*data;
+
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max)
+		return NULL;
+	data = xmalloc((size_t)st.st_size + 1);
+	if (pread(fd, data, (size_t)st.st_size, 0) != st.st_size) {
+		free(data);
+		return NULL;
+	}
+	data[st.st_size] = '\0';
+	*len = (size_t)st.st_size;
+	return data;
+}
+
+/*
+ * bwrap's options the engine uses (sandbox-bwrap.c), each with the number of
+ * values it takes; any other is refused (--cap-add, --uid, --userns,
+ * --dev-bind, ...). required: every sandbox has them, or it is not one.
+ */
+static const struct priv_opt {
+	const char	*name;
+	int		 nargs;
+	int		 required;
+} priv_bwrap_opts[] = {
+	{ "--unshare-user", 0, 1 }, { "--unshare-ipc", 0, 1 }, { "--unshare-pid", 0, 1 },
+	{ "--unshare-net", 0, 1 }, { "--unshare-uts", 0, 1 }, { "--unshare-cgroup-try", 0, 0 },
+	{ "--disable-userns", 0, 1 }, { "--new-session", 0, 1 }, { "--die-with-parent", 0, 1 },
+	{ "--cap-drop", 1, 1 }, { "--hostname", 1, 0 }, { "--clearenv", 0, 1 },
+	{ "--ro-bind", 2, 0 }, { "--ro-bind-try", 2, 0 }, { "--bind", 2, 0 },
+	{ "--ro-bind-data", 2, 0 }, { "--symlink", 2, 0 }, { "--setenv", 2, 0 },
+	{ "--proc", 1, 0 }, { "--dev", 1, 0 }, { "--tmpfs", 1, 0 }, { "--size", 1, 0 },
+	{ "--remount-ro", 1, 0 }, { "--chdir", 1, 0 }, { "--seccomp", 1, 0 },
+	{ "--info-fd", 1, 0 },
+};
+
+/* git's subcommands and options repo.c uses; any other option is refused. */
+static const char *priv_git_cmds[] = {
+	"add", "checkout", "commit", "config", "diff", "fetch", "init", "ls-remote",
+	"merge-base", "push", "reset", "rev-list", "update-ref",
+};
+static const char *priv_git_opts[] = {
+	"-", "--bare", "--cached", "--count", "--is-ancestor", "--name-only", "--no-color",
+	"--no-ext-diff", "--no-renames", "--no-tags", "--no-textconv", "--no-verify", "--patch",
+	"--quiet", "--stat=200", "--symref", "--update-head-ok",
+	"-A", "-B", "-F", "-b", "-f", "-m", "-q",
+};
+/* git's environment (git.c): these names, and GIT_CONFIG_KEY_n naming these keys only. */
+static const char *priv_git_env[] = {
+	"PATH", "HOME", "LANG", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_ATTR_NOSYSTEM",
+	"GIT_TERMINAL_PROMPT", "GIT_ASKPASS", "GIT_NO_REPLACE_OBJECTS", "GIT_PROTOCOL_FROM_USER",
+	"GIT_CEILING_DIRECTORIES", "GIT_DIR", "GIT_WORK_TREE", "GIT_CONFIG_COUNT",
+};
+/* Keys whose value could start a program: only git.c's value. */
+static const char *priv_git_fixed[][2] = {
+	{ "core.hooksPath", "/dev/null" }, { "core.fsmonitor", "false" },
+	{ "core.sshCommand", "false" }, { "core.askPass", "false" },
+	{ "core.attributesFile", "/dev/null" }, { "core.excludesFile", "/dev/null" },
+	{ "credential.helper", "" }, { "protocol.allow", "never" },
+	{ "protocol.https.allow", "always" }, { "protocol.http.allow", "always" },
+	{ "protocol.file.allow", "always" },
+};
+static const char *priv_git_free[] = {
+	"core.autocrlf", "core.symlinks", "safe.directory", "commit.gpgSign",
+	"submodule.recurse", "fetch.recurseSubmodules", "gc.auto", "maintenance.auto",
+	"advice.detachedHead", "init.defaultBranch", "user.name", "user.email",
+	"http.extraHeader",
+};
+
+static int
+priv_in(const char *s, const char *const *list, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(s, list[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* The value of NAME in env ("NAME=value"), or NULL. */
+static const char *
+priv_env_get(char *const *env, const char *name)
+{
+	size_t	len = strlen(name);
+
+	for (; env != NULL && *env != NULL; env++) {
+		if (strncmp(*env, name, len) == 0 && (*env)[len] == '=')
+			return *env + len + 1;
+	}
+	return NULL;
+}
+
+/* A git child: a subcommand and options of repo.c's, git.c's environment; NULL if so. */
+static const char *
+priv_git_check(const struct priv_spawn *s)
+{
+	const char	*key, *val;
+	char		 name[64];
+	size_t		 i, k;
+
+	if (strcmp(s->argv[0], "git") != 0 || s->argv[1] == NULL ||
+	    !priv_in(s->argv[1], priv_git_cmds, SPUR_ARRLEN(priv_git_cmds)))
+		return "not a git subcommand the engine uses";
+	for (i = 2; s->argv[i] != NULL; i++) {
+		if (s->argv[i][0] == '-' &&
+		    !priv_in(s->argv[i], priv_git_opts, SPUR_ARRLEN(priv_git_opts)))
+			return "a git option the engine does not use";
+		/* "ext::" and other remote helpers run a program. */
+		if (strstr(s->argv[i], "::") != NULL)
+			return "a git remote helper";
+	}
+	if (strcmp(s->argv[1], "config") == 0 && (s->argv[2] == NULL ||
+	    strcmp(s->argv[2], "remote.origin.url") != 0))
+		return "git config of another key than remote.origin.url";
+	for (i = 0; s->env != NULL && s->env[i] != NULL; i++) {
+		k = strcspn(s->env[i], "=");
+		if (s->env[i][k] != '=' || k >= sizeof name)
+			return "a bad environment entry";
+		memcpy(name, s->env[i], k);
+		name[k] = '\0';
+		if (strncmp(name, "GIT_CONFIG_VALUE_", 17) == 0)
+			continue;	/* checked with its key */
+		if (strncmp(name, "GIT_CONFIG_KEY_", 15) == 0) {
+			key = s->env[i] + k + 1;
+			snprintf(name, sizeof name, "GIT_CONFIG_VALUE_%.*s", (int)(k - 15),
+			    s->env[i] + 15);
+			val = priv_env_get(s->env, name);
+			for (k = 0; k < SPUR_ARRLEN(priv_git_fixed); k++) {
+				if (strcmp(key, priv_git_fixed[k][0]) == 0)
+					break;
+			}
+			if (k < SPUR_ARRLEN(priv_git_fixed)) {
+				if (val == NULL || strcmp(val, priv_git_fixed[k][1]) != 0)
+					return "a git setting that could start a program";
+			} else if (!priv_in(key, priv_git_free, SPUR_ARRLEN(priv_git_free)))
+				return "a git setting the engine does not make";
+			continue;
+		}
+		if (!priv_in(name, priv_git_env, SPUR_ARRLEN(priv_git_env)))
+			return "an environment variable git.c does not set";
+	}
+	return NULL;
+}
+
+/*
+ * A bwrap child: argv is "bwrap --args N -- command...", N a descriptor
+ * passed; the options in it are read here, checked (priv_bwrap_opts), and
+ * handed to bwrap from a copy of the helper's own, so the engine cannot change
+ * them once checked. *args_fd: that copy, for keep[*args_at]. NULL if fine.
+ */
+static const char *
+priv_bwrap_check(const struct priv_spawn *s, const int *keep, size_t nkeep, int *args_fd,
+    size_t *args_at)
+{
+	const char	*why = NULL, *p, *end;
+	unsigned int	 seen = 0, want = 0;
+	char		*data = NULL, num[16];
+	size_t		 len = 0, i, k;
+	int		 fd;
+
+	if (strcmp(s->argv[0], "bwrap") != 0 || s->argv[1] == NULL ||
+	    strcmp(s->argv[1], "--args") != 0 || s->argv[2] == NULL || s->argv[3] == NULL ||
+	    strcmp(s->argv[3], "--") != 0 || s->argv[4] == NULL)
+		return "not bwrap --args N -- command";
+	/* bwrap's own environment only names the run and the engine (--clearenv inside). */
+	for (i = 0; s->env != NULL && s->env[i] != NULL; i++) {
+		if (strncmp(s->env[i], "SPUR_SANDBOX=", 13) != 0 &&
+		    strncmp(s->env[i], "SPUR_ENGINE=", 12) != 0 &&
+		    strncmp(s->env[i], "PATH=", 5) != 0)
+			return "an environment variable bwrap is not given";
+	}
+	for (k = 0; k < nkeep; k++) {
+		snprintf(num, sizeof num, "%zu", 3 + k);
+		if (strcmp(s->argv[2], num) == 0)
+			break;
+	}
+	if (k == nkeep || (data = priv_read_in(keep[k], PRIV_BODY_MAX, &len)) == NULL)
+		return "bwrap's --args is not a file passed";
+	if (len == 0 || data[len - 1] != '\0') {
+		why = "bwrap's options are not NUL-terminated";
+		goto out;
+	}
+	for (p = data, end = data + len; p < end; p += strlen(p) + 1) {
+		for (i = 0; i < SPUR_ARRLEN(priv_bwrap_opts); i++) {
+			if (strcmp(p, priv_bwrap_opts[i].name) == 0)
+				break;
+		}
+		if (i == SPUR_ARRLEN(priv_bwrap_opts)) {
+			why = "a bwrap option the engine does not use";
+			goto out;
+		}
+		if (strcmp(p, "--cap-drop") == 0 && (p + 10 >= end || strcmp(p + 11, "ALL") != 0)) {
+			why = "--cap-drop other than ALL";
+			goto out;
+		}
+		seen |= 1U << i;
+		for (k = 0; k < (size_t)priv_bwrap_opts[i].nargs; k++) {
+			p += strlen(p) + 1;
+			if (p >= end) {
+				why = "a bwrap option without its value";
+				goto out;
+			}
+		}
+	}
+	for (i = 0; i < SPUR_ARRLEN(priv_bwrap_opts); i++)
+		want |= priv_bwrap_opts[i].required ? 1U << i : 0;
+	if ((seen & want) != want) {
+		why = "a sandbox without its namespaces, --die-with-parent or --cap-drop ALL";
+		goto out;
+	}
+	if ((fd = memfd_create("spur-args", MFD_CLOEXEC)) == -1 ||
+	    write(fd, data, len) != (ssize_t)len || lseek(fd, 0, SEEK_SET) != 0) {
+		if (fd != -1)
+			close(fd);
+		why = "cannot copy bwrap's options";
+		goto out;
+	}
+	*args_fd = fd;
+	for (k = 0; k < nkeep; k++) {
+		snprintf(num, sizeof num, "%zu", 3 + k);
+		if (strcmp(s->argv[2], num) == 0)
+			*args_at = k;
+	}
+out:
+	explicit_bzero(data, len);	/* --setenv carries the run's secrets */
+	free(data);
+	return why;
+}
+
 static void
 priv_do_spawn(struct priv_helper *h, const struct priv_msg *req, struct priv_msg *ans)
 {
 	const struct priv_spawn	*s = &req->u.spawn;
 	struct proc_spec	 spec;
-	int			 fds[3], file[PRIV_STAGE_MAX];
-	size_t			 i, nstage = strv_len(s->stage_src);
+	int			 fds[3], file[PRIV_STAGE_MAX], keep[PROC_KEEP_MAX];
+	int			 args_fd = -1;
+	size_t			 i, nstage = strv_len(s->stage_src), nkeep, args_at = 0;
+	const char		*why;
 	char			*cause = NULL;
 	pid_t			 pid;
 
@@ -356,6 +685,11 @@ priv_do_spawn(struct priv_helper *h, const struct priv_msg *req, struct priv_msg
 	}
 	if (s->argv == NULL || s->argv[0] == NULL) {
 		priv_refuse(ans, req, EINVAL, "no argv", s->path);
+		return;
+	}
+	if (s->cwd_fd > 1 || req->hdr.nfds < s->cwd_fd ||
+	    req->hdr.nfds - s->cwd_fd > PROC_KEEP_MAX) {
+		priv_refuse(ans, req, EINVAL, "bad descriptors", s->path);
 		return;
 	}
 	if (nstage > PRIV_STAGE_MAX || nstage != strv_len(s->stage_dst)) {
@@ -374,15 +708,21 @@ priv_do_spawn(struct priv_helper *h, const struct priv_msg *req, struct priv_msg
 		priv_refuse(ans, req, EINVAL, "relative cwd", s->cwd);
 		return;
 	}
-	if (s->cwd_fd > 1 || req->hdr.nfds < s->cwd_fd ||
-	    req->hdr.nfds - s->cwd_fd > PROC_KEEP_MAX) {
-		priv_refuse(ans, req, EINVAL, "bad descriptors", s->path);
-		return;
-	}
 	if (h->nchildren == PRIV_CHILDREN_MAX) {
 		priv_refuse(ans, req, EAGAIN, "too many children", s->path);
 		return;
 	}
+	/* Last: what the child runs, checked against what the engine starts. */
+	memcpy(keep, req->fds + s->cwd_fd, (req->hdr.nfds - s->cwd_fd) * sizeof *keep);
+	nkeep = req->hdr.nfds - s->cwd_fd;
+	why = strcmp(s->path, BWRAP_PATH) == 0 ? priv_bwrap_check(s, keep, nkeep, &args_fd,
+	    &args_at) : priv_git_check(s);
+	if (why != NULL) {
+		priv_refuse(ans, req, EPERM, why, s->argv[1] != NULL ? s->argv[1] : s->path);
+		return;
+	}
+	if (args_fd != -1)
+		keep[args_at] = args_fd;
 	memset(&spec, 0, sizeof spec);
 	spec.path = s->path;
 	spec.argv = s->argv;
@@ -392,8 +732,8 @@ priv_do_spawn(struct priv_helper *h, const struct priv_msg *req, struct priv_msg
 		spec.cwd_fd_set = 1;
 		spec.cwd_fd = req->fds[0];
 	}
-	spec.keep = req->fds + s->cwd_fd;
-	spec.nkeep = req->hdr.nfds - s->cwd_fd;
+	spec.keep = keep;
+	spec.nkeep = nkeep;
 	spec.drop = 1;
 	spec.uid = s->uid;
 	spec.gid = s->gid;
@@ -403,7 +743,10 @@ priv_do_spawn(struct priv_helper *h, const struct priv_msg *req, struct priv_msg
 	spec.stage_dst = s->stage_dst;
 	spec.stage_file = file;
 	spec.nstage = nstage;
-	if ((pid = proc_spawn(&spec, fds, &cause)) == -1) {
+	pid = proc_spawn(&spec, fds, &cause);
+	if (args_fd != -1)
+		close(args_fd);		/* the child has its own */
+	if (pid == -1) {
 		ans->hdr.type = PRIV_ERR;
 		ans->u.answer.value = EIO;
 		ans->u.answer.message = cause;
@@ -463,6 +806,267 @@ priv_do_signal(struct priv_helper *h, const struct priv_msg *req, struct priv_ms
 	ans->hdr.type = PRIV_OK;
 }
 
+/* WRITE's "dir/name" below the directory open as fd, as the child's uid: made anew, 0600. */
+static int
+priv_job_write(int fd, const char *arg, const char *text, size_t len, char **cause)
+{
+	char	*copy = xstrdup(arg), *name = strchr(copy, '/');
+	int	 dfd = -1, f = -1, rc = -1;
+
+	if (name == NULL || (*name++ = '\0', !priv_name_ok(copy)) || !priv_name_ok(name)) {
+		*cause = xstrdup("not dir/name");
+		goto out;
+	}
+	(void)mkdirat(fd, copy, 0700);
+	if ((dfd = openat(fd, copy, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC)) == -1 ||
+	    (unlinkat(dfd, name, 0) != 0 && errno != ENOENT) ||
+	    (f = openat(dfd, name, O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, 0600)) == -1 ||
+	    write(f, text, len) != (ssize_t)len) {
+		*cause = xprintf("%s: %s", arg, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (f != -1)
+		close(f);
+	if (dfd != -1)
+		close(dfd);
+	free(copy);
+	return rc;
+}
+
+/*
+ * The child of a job: the session's uid and nothing else, then the job on the
+ * directory open as fd. Exits 0 (done; PACK's archive in out), 1 (PACK:
+ * nothing there) or 2 (failed, the reason in out).
+ */
+static void __attribute__((noreturn))
+priv_job_child(const struct priv_jobreq *j, int fd, int in, int out)
+{
+	char	*data = NULL, *cause = NULL;
+	size_t	 len = 0;
+	int	 rc = 2;
+
+	alarm(PRIV_JOB_SECONDS);	/* a tree that takes longer is not worth waiting on */
+	if (setgroups(0, NULL) != 0 || setresgid(j->dir.gid, j->dir.gid, j->dir.gid) != 0 ||
+	    setresuid(j->dir.uid, j->dir.uid, j->dir.uid) != 0 || geteuid() == 0) {
+		cause = xprintf("cannot become %u: %s", j->dir.uid, strerror(errno));
+		goto out;
+	}
+	switch (j->job) {
+	case PRIV_JOB_PACK:
+		if ((rc = archive_pack_at(fd, j->arg, ARCHIVE_MAX, &data, &len, &cause)) == 0 &&
+		    write(out, data, len) != (ssize_t)len) {
+			cause = xstrdup("cannot hand the archive back");
+			rc = 2;
+		}
+		rc = rc < 0 ? 2 : rc;
+		break;
+	case PRIV_JOB_UNPACK:
+		if ((data = priv_read_in(in, ARCHIVE_MAX + 4096, &len)) == NULL)
+			cause = xstrdup("no archive handed in");
+		else if (archive_unpack_at(fd, data, len, j->dir.uid, j->dir.gid, &cause) == 0)
+			rc = 0;
+		break;
+	case PRIV_JOB_WRITE:
+		if ((data = priv_read_in(in, PRIV_STR_MAX, &len)) == NULL)
+			cause = xstrdup("no text handed in");
+		else if (priv_job_write(fd, j->arg, data, len, &cause) == 0)
+			rc = 0;
+		break;
+	}
+out:
+	if (rc == 2 && cause != NULL)
+		(void)!write(out, cause, strlen(cause));
+	_exit(rc);
+}
+
+/* PACK's state dir ("a/b") and WRITE's "dir/name": names below the directory, no more. */
+static int
+priv_job_arg_ok(const struct priv_jobreq *j)
+{
+	char	*copy, *parts[PRIV_SUB_PARTS];
+	size_t	 n;
+	int	 rc;
+
+	if (j->job != PRIV_JOB_PACK && j->job != PRIV_JOB_WRITE)
+		return 0;
+	copy = xstrdup(j->arg != NULL ? j->arg : "");
+	rc = priv_sub_split(copy, parts, &n) != 0 || n == 0 ||
+	    (j->job == PRIV_JOB_WRITE && n != 2) ? -1 : 0;
+	free(copy);
+	return rc;
+}
+
+/* A job on a directory a sandbox wrote: PACK, UNPACK, WRITE as its uid; GLOB, DU here. */
+static void
+priv_do_job(struct priv_helper *h, const struct priv_msg *req, struct priv_msg *ans)
+{
+	const struct priv_jobreq	*j = &req->u.job;
+	char				*sub = xstrdup(j->dir.sub != NULL ? j->dir.sub : "");
+	char				*parts[PRIV_SUB_PARTS], msg[512];
+	char				 what[PRIV_SESSION_MAX + PRIV_SUB_MAX + 16];
+	unsigned long long		 bytes;
+	const char			*last = NULL;
+	size_t				 n;
+	ssize_t				 got;
+	int				 pfd = -1, fd = -1, out = -1, in, status;
+	pid_t				 pid;
+
+	priv_dir_what(&j->dir, what, sizeof what);
+	if (priv_dir_check(h, &j->dir, sub, parts, &n, req, ans, what) != 0)
+		goto done;
+	if (j->job < PRIV_JOB_PACK || j->job > PRIV_JOB_DU) {
+		priv_refuse(ans, req, EINVAL, "not a job", what);
+		goto done;
+	}
+	if (priv_job_arg_ok(j) != 0) {
+		priv_refuse(ans, req, EINVAL, "not names below the directory", j->arg);
+		goto done;
+	}
+	in = j->job == PRIV_JOB_UNPACK || j->job == PRIV_JOB_WRITE ? 1 : 0;
+	if (req->hdr.nfds != (uint32_t)in) {
+		priv_refuse(ans, req, EINVAL, "bad descriptors", what);
+		goto done;
+	}
+	if (j->job != PRIV_JOB_GLOB && j->job != PRIV_JOB_DU &&
+	    !priv_uid_ok(h, j->dir.uid, j->dir.gid)) {
+		priv_refuse(ans, req, EPERM, "uid not in sandbox.uids", what);
+		goto done;
+	}
+	if ((pfd = priv_dir_parent(h, &j->dir, parts, n, 0, &last)) == -1) {
+		if (errno == ELOOP || errno == ENOTDIR)
+			priv_refuse(ans, req, errno, "a link or a file on the way", what);
+		else if (errno == ENOENT && j->job != PRIV_JOB_UNPACK &&
+		    j->job != PRIV_JOB_WRITE) {
+			ans->hdr.type = PRIV_OK;	/* nothing there: no match, nothing packed */
+			ans->u.answer.value = j->job == PRIV_JOB_PACK ? 1 : 0;
+		} else
+			priv_fail(ans, errno, what);
+		goto done;
+	}
+	if ((fd = priv_open_last(pfd, last, req, ans, what)) == -1) {
+		if (errno == ENOENT && (j->job == PRIV_JOB_PACK || j->job == PRIV_JOB_GLOB)) {
+			free(ans->u.answer.message);
+			memset(&ans->u, 0, sizeof ans->u);
+			ans->hdr.type = PRIV_OK;
+			ans->u.answer.value = j->job == PRIV_JOB_PACK ? 1 : 0;
+		}
+		goto done;
+	}
+	if ((out = memfd_create("spur-job", MFD_CLOEXEC)) == -1) {
+		priv_fail(ans, errno, "memfd_create");
+		goto done;
+	}
+	ans->hdr.type = PRIV_OK;
+	switch (j->job) {
+	case PRIV_JOB_GLOB:
+		ans->u.answer.value = safefs_glob_at(fd, j->arg);
+		goto done;
+	case PRIV_JOB_DU:
+		ans->u.answer.value = safefs_du_fd(fd, &bytes);
+		fd = -1;	/* closed by safefs_du_fd */
+		snprintf(msg, sizeof msg, "%llu", bytes);
+		if (write(out, msg, strlen(msg)) != (ssize_t)strlen(msg))
+			ans->u.answer.value = -1;
+		break;
+	default:
+		if ((pid = fork()) == -1) {
+			priv_fail(ans, errno, "fork");
+			goto done;
+		}
+		if (pid == 0)
+			priv_job_child(j, fd, in ? req->fds[0] : -1, out);
+		while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+			;
+		if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) {
+			got = pread(out, msg, sizeof msg - 1, 0);
+			msg[got > 0 ? got : 0] = '\0';
+			ans->hdr.type = PRIV_ERR;
+			ans->u.answer.value = EIO;
+			ans->u.answer.message = xprintf("%s %s: %s", priv_job_name(j->job), what,
+			    WIFEXITED(status) ? msg : "killed (too long)");
+			goto done;
+		}
+		ans->u.answer.value = WEXITSTATUS(status);
+		break;
+	}
+	ans->hdr.nfds = 1;
+	ans->fds[0] = out;
+	out = -1;
+done:
+	if (out != -1)
+		close(out);
+	if (fd != -1)
+		close(fd);
+	if (pfd != -1)
+		close(pfd);
+	free(sub);
+}
+
+/*
+ * A file the config named at start, opened for the engine (never read here:
+ * the helper holds no secret); a file of the automations directory is opened
+ * by its name there, never through a link.
+ */
+static void
+priv_do_open_file(struct priv_helper *h, const struct priv_msg *req, struct priv_msg *ans)
+{
+	const char	*path = req->u.str, *base;
+	struct stat	 st;
+	char		*dir = NULL, *real = NULL;
+	size_t		 i;
+	int		 dfd, fd = -1, listed = 0;
+
+	if (path == NULL || *path != '/') {
+		priv_refuse(ans, req, EINVAL, "not an absolute path", path);
+		return;
+	}
+	/* The path as it resolves (a config reached through a link is the same file). */
+	if ((real = realpath(path, NULL)) != NULL) {
+		for (i = 0; h->files != NULL && h->files[i] != NULL; i++)
+			listed |= strcmp(real, h->files[i]) == 0;
+	}
+	base = strrchr(path, '/') + 1;
+	if (listed)
+		fd = open(real, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	else if (h->auto_dir != NULL && priv_name_ok(base) &&
+	    strcmp((dir = path_dirname(path)), h->auto_dir) == 0) {
+		if ((dfd = open(h->auto_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) != -1) {
+			fd = openat(dfd, base, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+			close(dfd);
+		}
+	} else {
+		free(dir);
+		free(real);
+		priv_refuse(ans, req, EPERM, "not a file the config named at start", path);
+		return;
+	}
+	free(dir);
+	free(real);
+	if (fd == -1 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		if (fd != -1)
+			close(fd);
+		priv_refuse(ans, req, fd == -1 ? errno : EINVAL, "not a regular file", path);
+		return;
+	}
+	ans->hdr.type = PRIV_OK;
+	ans->hdr.nfds = 1;
+	ans->fds[0] = fd;
+}
+
+/* What a dead engine left of a run's sandbox: only sandbox uids' processes naming the run. */
+static void
+priv_do_kill_run(struct priv_helper *h, const struct priv_msg *req, struct priv_msg *ans)
+{
+	if (req->u.str == NULL || !priv_session_ok(req->u.str)) {
+		priv_refuse(ans, req, EINVAL, "not a run id", req->u.str);
+		return;
+	}
+	ans->hdr.type = PRIV_OK;
+	ans->u.answer.value = sandbox_kill_leftovers(h->conf, req->u.str);
+}
+
 void
 priv_helper_handle(struct priv_helper *h, const struct priv_msg *req, struct priv_msg *ans)
 {
@@ -479,6 +1083,15 @@ priv_helper_handle(struct priv_helper *h, const struct priv_msg *req, struct pri
 		break;
 	case PRIV_SIGNAL:
 		priv_do_signal(h, req, ans);
+		break;
+	case PRIV_JOB:
+		priv_do_job(h, req, ans);
+		break;
+	case PRIV_KILL_RUN:
+		priv_do_kill_run(h, req, ans);
+		break;
+	case PRIV_OPEN_FILE:
+		priv_do_open_file(h, req, ans);
 		break;
 	default:
 		priv_refuse(ans, req, EINVAL, "not a request", NULL);
@@ -624,7 +1237,8 @@ priv_helper_start(const struct config *cf, uid_t engine_uid, gid_t engine_gid,
 		clearenv();
 		close(sv[0]);
 		for (i = 3; i < 1024; i++) {
-			if (i != sv[1] && i != h->area_fd[0] && i != h->area_fd[1])
+			if (i != sv[1] && i != h->area_fd[PRIV_AREA_SESSIONS] &&
+			    i != h->area_fd[PRIV_AREA_RUNS] && i != h->area_fd[PRIV_AREA_CACHE])
 				close(i);
 		}
 		setsid();
@@ -674,6 +1288,7 @@ int
 priv_give_data_dir(const struct config *cf, uid_t uid, gid_t gid, char **cause)
 {
 	struct dirent	*de;
+	struct stat	 st;
 	DIR		*d;
 	int		 fd, depth;
 
@@ -681,7 +1296,8 @@ priv_give_data_dir(const struct config *cf, uid_t uid, gid_t gid, char **cause)
 		*cause = xprintf("%s: %s", cf->data_dir, strerror(errno));
 		return -1;
 	}
-	if (fchown(fd, uid, gid) != 0 || fchmod(fd, 0700) != 0) {
+	if (fstat(fd, &st) != 0 || fchown(fd, uid, gid) != 0 ||
+	    fchmod(fd, data_dir_mode(st.st_mode)) != 0) {
 		*cause = xprintf("chown %s: %s", cf->data_dir, strerror(errno));
 		close(fd);
 		return -1;

@@ -52,6 +52,17 @@ priv_put_strv(struct buf *b, char *const *v)
 		priv_put_str(b, v[i]);
 }
 
+static void
+priv_put_dir(struct buf *b, const struct priv_dir *d)
+{
+	priv_put_u32(b, d->area);
+	priv_put_str(b, d->session);
+	priv_put_str(b, d->sub);
+	priv_put_u32(b, d->uid);
+	priv_put_u32(b, d->gid);
+	priv_put_u32(b, d->from);
+}
+
 void
 priv_encode(const struct priv_msg *m, struct buf *b)
 {
@@ -61,12 +72,7 @@ priv_encode(const struct priv_msg *m, struct buf *b)
 	case PRIV_PREPARE_DIR:
 	case PRIV_REMOVE_DIR:
 	case PRIV_CHOWN:
-		priv_put_u32(b, m->u.dir.area);
-		priv_put_str(b, m->u.dir.session);
-		priv_put_str(b, m->u.dir.sub);
-		priv_put_u32(b, m->u.dir.uid);
-		priv_put_u32(b, m->u.dir.gid);
-		priv_put_u32(b, m->u.dir.from);
+		priv_put_dir(b, &m->u.dir);
 		break;
 	case PRIV_SPAWN:
 		priv_put_u32(b, s->uid);
@@ -81,6 +87,15 @@ priv_encode(const struct priv_msg *m, struct buf *b)
 		priv_put_strv(b, s->stage_src);
 		priv_put_strv(b, s->stage_dst);
 		priv_put_u64(b, s->stage_file);
+		break;
+	case PRIV_JOB:
+		priv_put_dir(b, &m->u.job.dir);
+		priv_put_u32(b, m->u.job.job);
+		priv_put_str(b, m->u.job.arg);
+		break;
+	case PRIV_KILL_RUN:
+	case PRIV_OPEN_FILE:
+		priv_put_str(b, m->u.str);
 		break;
 	case PRIV_SIGNAL:
 		priv_put_u32(b, (uint32_t)m->u.sig.pid);
@@ -184,6 +199,17 @@ priv_get_strv(struct priv_rd *r)
 	return v;
 }
 
+static void
+priv_get_dir(struct priv_rd *r, struct priv_dir *d)
+{
+	d->area = priv_get_u32(r);
+	d->session = priv_get_str(r);
+	d->sub = priv_get_str(r);
+	d->uid = priv_get_u32(r);
+	d->gid = priv_get_u32(r);
+	d->from = priv_get_u32(r);
+}
+
 int
 priv_decode(struct priv_msg *m, const uint8_t *body, size_t len, char **cause)
 {
@@ -204,12 +230,16 @@ priv_decode(struct priv_msg *m, const uint8_t *body, size_t len, char **cause)
 	case PRIV_PREPARE_DIR:
 	case PRIV_REMOVE_DIR:
 	case PRIV_CHOWN:
-		m->u.dir.area = priv_get_u32(&r);
-		m->u.dir.session = priv_get_str(&r);
-		m->u.dir.sub = priv_get_str(&r);
-		m->u.dir.uid = priv_get_u32(&r);
-		m->u.dir.gid = priv_get_u32(&r);
-		m->u.dir.from = priv_get_u32(&r);
+		priv_get_dir(&r, &m->u.dir);
+		break;
+	case PRIV_JOB:
+		priv_get_dir(&r, &m->u.job.dir);
+		m->u.job.job = priv_get_u32(&r);
+		m->u.job.arg = priv_get_str(&r);
+		break;
+	case PRIV_KILL_RUN:
+	case PRIV_OPEN_FILE:
+		m->u.str = priv_get_str(&r);
 		break;
 	case PRIV_SPAWN:
 		s->uid = priv_get_u32(&r);
@@ -263,6 +293,15 @@ priv_msg_clear(struct priv_msg *m)
 		free(m->u.dir.session);
 		free(m->u.dir.sub);
 		break;
+	case PRIV_JOB:
+		free(m->u.job.dir.session);
+		free(m->u.job.dir.sub);
+		free(m->u.job.arg);
+		break;
+	case PRIV_KILL_RUN:
+	case PRIV_OPEN_FILE:
+		free(m->u.str);
+		break;
 	case PRIV_SPAWN:
 		free(m->u.spawn.path);
 		free(m->u.spawn.cwd);
@@ -292,9 +331,25 @@ priv_type_name(uint32_t type)
 	case PRIV_CHOWN:	return "CHOWN";
 	case PRIV_SPAWN:	return "SPAWN";
 	case PRIV_SIGNAL:	return "SIGNAL";
+	case PRIV_JOB:		return "JOB";
+	case PRIV_KILL_RUN:	return "KILL_RUN";
+	case PRIV_OPEN_FILE:	return "OPEN_FILE";
 	case PRIV_OK:		return "OK";
 	case PRIV_ERR:		return "ERR";
 	case PRIV_EXIT:		return "EXIT";
+	}
+	return "unknown";
+}
+
+const char *
+priv_job_name(uint32_t job)
+{
+	switch (job) {
+	case PRIV_JOB_PACK:	return "PACK";
+	case PRIV_JOB_UNPACK:	return "UNPACK";
+	case PRIV_JOB_WRITE:	return "WRITE";
+	case PRIV_JOB_GLOB:	return "GLOB";
+	case PRIV_JOB_DU:	return "DU";
 	}
 	return "unknown";
 }
@@ -470,18 +525,19 @@ static pid_t			*priv_waited;	/* pids a proc_run waits for itself */
 static size_t			 priv_nwaited;
 
 static char			*priv_data_dir;
-static char			*priv_areas[2];	/* data_dir/sessions/, data_dir/runs/ */
+static char			*priv_areas[PRIV_AREAS];	/* sessions/, runs/, cache/ */
 
 void
 priv_client_set(int fd, const char *data_dir)
 {
 	priv_fd = fd;
 	free(priv_data_dir);
-	free(priv_areas[0]);
-	free(priv_areas[1]);
+	for (size_t i = 0; i < SPUR_ARRLEN(priv_areas); i++)
+		free(priv_areas[i]);
 	priv_data_dir = xstrdup(data_dir);
 	priv_areas[PRIV_AREA_SESSIONS] = xprintf("%s/sessions/", data_dir);
 	priv_areas[PRIV_AREA_RUNS] = xprintf("%s/runs/", data_dir);
+	priv_areas[PRIV_AREA_CACHE] = xprintf("%s/cache/", data_dir);
 }
 
 const char *
@@ -496,12 +552,14 @@ priv_as_root(void)
 	return geteuid() == 0 || priv_fd != -1;
 }
 
-int
-priv_dir_path(enum priv_type type, const char *path, uid_t uid, gid_t gid, int *rc,
-    char **cause)
+/*
+ * path as a struct priv_dir (id and sub point into *copy, to free): 0 when the
+ * engine is root or has no helper, or path is under no area.
+ */
+static int
+priv_path_dir(const char *path, struct priv_dir *d, char **copy)
 {
-	char		*id, *sub;
-	uint32_t	 area;
+	uint32_t	area;
 
 	if (geteuid() == 0 || priv_fd == -1)
 		return 0;
@@ -511,12 +569,135 @@ priv_dir_path(enum priv_type type, const char *path, uid_t uid, gid_t gid, int *
 	}
 	if (area == SPUR_ARRLEN(priv_areas))
 		return 0;
-	id = xstrdup(path + strlen(priv_areas[area]));
-	if ((sub = strchr(id, '/')) != NULL)
-		*sub++ = '\0';
-	*rc = priv_dir(type, area, id, sub, uid, gid, 0, cause);
-	free(id);
+	memset(d, 0, sizeof *d);
+	d->area = area;
+	d->session = *copy = xstrdup(path + strlen(priv_areas[area]));
+	if ((d->sub = strchr(*copy, '/')) != NULL)
+		*d->sub++ = '\0';
+	else
+		d->sub = "";
 	return 1;
+}
+
+int
+priv_dir_path(enum priv_type type, const char *path, uid_t uid, gid_t gid, int *rc,
+    char **cause)
+{
+	struct priv_dir	 d;
+	char		*copy;
+
+	if (!priv_path_dir(path, &d, &copy))
+		return 0;
+	*rc = priv_dir(type, d.area, d.session, d.sub, uid, gid, 0, cause);
+	free(copy);
+	return 1;
+}
+
+int
+priv_chown_path(const char *path, uid_t from, uid_t uid, gid_t gid, int *rc)
+{
+	struct priv_dir	 d;
+	char		*copy, *cause = NULL;
+
+	if (!priv_path_dir(path, &d, &copy))
+		return 0;
+	if ((*rc = priv_dir(PRIV_CHOWN, d.area, d.session, d.sub, uid, gid, from,
+	    &cause)) != 0) {
+		log_warn("event=priv.chown_failed path=%s error=%s", log_q(path), log_q(cause));
+		free(cause);
+	}
+	free(copy);
+	return 1;
+}
+
+int
+priv_job_path(enum priv_job job, const char *path, const char *arg, uid_t uid, gid_t gid,
+    int in_fd, int *out_fd, int *rc, char **cause)
+{
+	struct priv_msg	 req, ans;
+	char		*copy;
+
+	memset(&req, 0, sizeof req);
+	if (!priv_path_dir(path, &req.u.job.dir, &copy))
+		return 0;
+	req.hdr.type = PRIV_JOB;
+	req.u.job.dir.uid = uid;
+	req.u.job.dir.gid = gid;
+	req.u.job.job = job;
+	req.u.job.arg = (char *)(arg != NULL ? arg : "");
+	if (in_fd != -1) {
+		req.hdr.nfds = 1;
+		req.fds[0] = in_fd;
+	}
+	if (out_fd != NULL)
+		*out_fd = -1;
+	*rc = -1;
+	if (priv_client_call(&req, &ans, cause) == 0) {
+		*rc = ans.u.answer.value;
+		for (uint32_t i = 0; i < ans.hdr.nfds; i++) {
+			if (i == 0 && out_fd != NULL)
+				*out_fd = ans.fds[0];
+			else
+				close(ans.fds[i]);
+		}
+		priv_msg_clear(&ans);
+	}
+	free(copy);
+	return 1;
+}
+
+int
+priv_open_file(const char *path)
+{
+	struct priv_msg	 req, ans;
+	char		*cause = NULL;
+	int		 fd = -1;
+
+	if (priv_fd == -1) {
+		errno = EACCES;
+		return -1;
+	}
+	memset(&req, 0, sizeof req);
+	req.hdr.type = PRIV_OPEN_FILE;
+	req.u.str = (char *)path;
+	if (priv_client_call(&req, &ans, &cause) != 0) {
+		log_debug("event=priv.open_failed path=%s error=%s", log_q(path), log_q(cause));
+		free(cause);
+		errno = EACCES;
+		return -1;
+	}
+	for (uint32_t i = 0; i < ans.hdr.nfds; i++) {
+		if (i == 0)
+			fd = ans.fds[0];
+		else
+			close(ans.fds[i]);
+	}
+	priv_msg_clear(&ans);
+	if (fd == -1)
+		errno = EACCES;
+	return fd;
+}
+
+int
+priv_kill_run(const char *run)
+{
+	struct priv_msg	 req, ans;
+	char		*cause = NULL;
+	int		 n;
+
+	if (geteuid() == 0 || priv_fd == -1)
+		return -1;
+	memset(&req, 0, sizeof req);
+	req.hdr.type = PRIV_KILL_RUN;
+	req.u.str = (char *)run;
+	if (priv_client_call(&req, &ans, &cause) != 0) {
+		log_warn("event=priv.kill_run_failed run=%s error=%s", log_q(run), log_q(cause));
+		free(cause);
+		return 0;
+	}
+	n = ans.u.answer.value;
+	priv_msg_clear(&ans);
+	return n;
 }
 
 int

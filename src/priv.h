@@ -28,6 +28,9 @@ enum priv_type {
 	PRIV_CHOWN,		/* what one session uid owns under it becomes another's */
 	PRIV_SPAWN,		/* a child as a session uid; answered with pid and pipes */
 	PRIV_SIGNAL,		/* a signal to a child the helper started (or its sandbox) */
+	PRIV_JOB,		/* a typed job on a session's directory (enum priv_job) */
+	PRIV_KILL_RUN,		/* the sandbox processes a dead engine left for a run */
+	PRIV_OPEN_FILE,		/* a file the config named at start, handed back open */
 	/* helper -> engine */
 	PRIV_OK = 64,		/* value (a pid for SPAWN), the descriptors (its pipes) */
 	PRIV_ERR,		/* errno and a message */
@@ -43,13 +46,16 @@ enum priv_type {
 #define PRIV_SUB_MAX		256		/* a directory's path under its session */
 
 /*
- * PREPARE_DIR, REMOVE_DIR, CHOWN: data_dir/sessions/<session>/<sub>, or
- * data_dir/runs/<run>/<sub> (a run's artifacts), never a path.
+ * PREPARE_DIR, REMOVE_DIR, CHOWN, JOB: data_dir/sessions/<session>/<sub>,
+ * data_dir/runs/<run>/<sub> (a run's artifacts) or data_dir/cache/<org>/<sub>
+ * (the environments' caches), never a path.
  */
 enum priv_area {
 	PRIV_AREA_SESSIONS = 0,
-	PRIV_AREA_RUNS
+	PRIV_AREA_RUNS,
+	PRIV_AREA_CACHE
 };
+#define PRIV_AREAS		3
 struct priv_dir {
 	uint32_t	 area;		/* enum priv_area */
 	char		*session;	/* a session's or run's id: [A-Za-z0-9_-], at most
@@ -59,6 +65,29 @@ struct priv_dir {
 	uint32_t	 gid;
 	uint32_t	 from;		/* CHOWN: what this uid owns changes hands */
 };
+
+/*
+ * JOB: what the engine, once it left root, cannot do itself on what a sandbox
+ * wrote. The directory is a struct priv_dir (opened by the helper, by
+ * descriptors, never through a link); PACK, UNPACK and WRITE run in a child of
+ * the helper as the directory's session uid (dir.uid), GLOB and DU in the
+ * helper (names and sizes only, no content). What goes in rides as a
+ * descriptor (UNPACK's archive, WRITE's text), what comes out as one (OK's
+ * first descriptor, a memfd) with OK's value the job's verdict.
+ */
+enum priv_job {
+	PRIV_JOB_PACK = 1,	/* arg: the agent's state dir below it; out: archive.c's form */
+	PRIV_JOB_UNPACK,	/* in: an archive, unpacked below it as dir.uid */
+	PRIV_JOB_WRITE,		/* arg: "dir/name" below it; in: the file's text (0600) */
+	PRIV_JOB_GLOB,		/* arg: a pattern; value 1 if a regular file matches */
+	PRIV_JOB_DU		/* out: the tree's disk usage in bytes, as decimal text */
+};
+struct priv_jobreq {
+	struct priv_dir	 dir;
+	uint32_t	 job;		/* enum priv_job */
+	char		*arg;
+};
+#define PRIV_JOB_OUT_MAX	(64 * 1024 * 1024)	/* what a job may hand back */
 
 /* SPAWN: proc.c's child recipe, run by the helper. */
 struct priv_spawn {
@@ -96,6 +125,8 @@ struct priv_msg {
 		struct priv_dir		dir;
 		struct priv_spawn	spawn;
 		struct priv_signal	sig;
+		struct priv_jobreq	job;
+		char			*str;	/* KILL_RUN: a run id; OPEN_FILE: a path */
 		struct priv_answer	answer;
 	} u;
 	int			 fds[PRIV_FDS_MAX];	/* hdr.nfds of them */
@@ -112,6 +143,7 @@ void		 priv_encode(const struct priv_msg *, struct buf *);
 int		 priv_decode(struct priv_msg *, const uint8_t *, size_t, char **cause);
 void		 priv_msg_clear(struct priv_msg *);
 const char	*priv_type_name(uint32_t);
+const char	*priv_job_name(uint32_t);
 
 /* One message each way on a blocking socket; -1 with errno (0 at end of file). */
 int		 priv_send(int, const struct priv_msg *);
@@ -145,6 +177,26 @@ int		 priv_client_wait(pid_t, int *status);
 /* The directory requests, by session id and the path under it. */
 int		 priv_dir(enum priv_type, enum priv_area, const char *id, const char *sub,
 		     uid_t uid, gid_t gid, uid_t from, char **cause);
+/*
+ * A job on path (under one of the areas) through the helper; in_fd, if not
+ * -1, rides with it; *out_fd (if out_fd) is what came back. 1 when it went to
+ * the helper (its verdict, or -1, in *rc), 0 when path is not for the helper
+ * (the engine is root, or path is not under an area): do it yourself.
+ */
+int		 priv_job_path(enum priv_job, const char *path, const char *arg, uid_t,
+		     gid_t, int in_fd, int *out_fd, int *rc, char **cause);
+/* CHOWN of path's tree from one uid to another, the same way (1, or 0: yourself). */
+int		 priv_chown_path(const char *path, uid_t from, uid_t, gid_t, int *rc);
+/*
+ * OPEN_FILE: a file the engine cannot read itself (a root-only file: secret,
+ * a config under a root-only directory), opened by the helper if the config
+ * it started with named it (the config file, a file of its automations
+ * directory, a file: secret); read_file's fallback once the engine dropped.
+ * The descriptor, or -1 with errno.
+ */
+int		 priv_open_file(const char *path);
+/* KILL_RUN; -1 when there is no helper (do it yourself), else how many died. */
+int		 priv_kill_run(const char *run);
 /* data_dir, once the helper is there (a place for what it must make). */
 const char	*priv_client_data_dir(void);
 /* The sandbox's processes, or the child's process group (ns_init 0). */

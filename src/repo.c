@@ -15,6 +15,8 @@
 #include "store.h"
 
 #include <sys/stat.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,13 +54,14 @@ enum repo_step {
 	REPO_INIT, REPO_PR_INFO, REPO_LS_REMOTE, REPO_FETCH, REPO_CHECKOUT,
 	REPO_AGENT_INIT, REPO_AGENT_FETCH, REPO_AGENT_RESET, REPO_AGENT_REMOTE, REPO_PR_FILES,
 	REPO_TAKE, REPO_KEEP, REPO_COUNT, REPO_MOVE, REPO_ADD, REPO_DIFF, REPO_COMMIT, REPO_PUSH,
-	REPO_PR_CREATE, REPO_PR_FIND, REPO_PR_REVIEWERS, REPO_PR_LABELS, REPO_PR_UPDATE
+	REPO_PR_CREATE, REPO_PR_FIND, REPO_PR_REVIEWERS, REPO_PR_LABELS, REPO_PR_UPDATE,
+	REPO_CHANGE
 };
 
 static const char *repo_step_names[] = {
 	"init", "pr_info", "ls_remote", "fetch", "checkout", "agent_init", "agent_fetch",
 	"agent_reset", "agent_remote", "pr_files", "take", "keep", "count", "move", "add", "diff", "commit",
-	"push", "pr_create", "pr_find", "pr_reviewers", "pr_labels", "pr_update"
+	"push", "pr_create", "pr_find", "pr_reviewers", "pr_labels", "pr_update", "change"
 };
 
 struct repo_job {
@@ -338,6 +341,40 @@ repo_state_load(struct repo_job *j)
 	return j->org != NULL && j->repo != NULL && j->branch != NULL ? 0 : -1;
 }
 
+/*
+ * The run's change (git diff --stat --patch from the checkout to the commit
+ * delivered) to data_dir/runs/RUN/change.diff, for the API and the console;
+ * REPO_CHANGE_MAX at most, cut at a line with a note saying so.
+ */
+static void
+repo_change_keep(struct repo_job *j, const char *diff)
+{
+	char	*path = xprintf("%s/runs/%s/%s", j->e->conf->data_dir, j->run, REPO_CHANGE_FILE);
+	size_t	 len = strlen(diff);
+	FILE	*f;
+	int	 fd;
+
+	if (len >= REPO_CHANGE_MAX - 1)
+		while (len > 0 && diff[len - 1] != '\n')
+			len--;
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1 ||
+	    (f = fdopen(fd, "w")) == NULL) {
+		log_warn("event=repo.change_failed run=%s error=%s", j->run, log_q(strerror(errno)));
+		if (fd != -1)
+			close(fd);
+		free(path);
+		return;
+	}
+	fwrite(diff, 1, len, f);
+	if (len < strlen(diff))
+		fprintf(f, "%s\n", REPO_CHANGE_CUT);
+	if (fclose(f) != 0)
+		log_warn("event=repo.change_failed run=%s error=%s", j->run, log_q(strerror(errno)));
+	else
+		log_info("event=repo.change run=%s bytes=%zu", j->run, len);
+	free(path);
+}
+
 static void
 repo_git_cb(int status, const char *output, void *arg)
 {
@@ -452,7 +489,7 @@ prepared:
 	case REPO_DIFF:
 		/* Nothing left uncommitted: the agent's commits alone, or no change at all. */
 		if (status == 0 && j->moved) {
-			j->step = REPO_PUSH;
+			j->step = REPO_CHANGE;
 			break;
 		}
 		if (status == 0)
@@ -464,6 +501,14 @@ prepared:
 	case REPO_COMMIT:
 		if (status != 0)
 			return repo_fail(j, "git commit failed", output);
+		j->step = REPO_CHANGE;
+		break;
+	case REPO_CHANGE:
+		/* Kept before the push: a delivery that fails leaves the work to take by hand. */
+		if (status == 0)
+			repo_change_keep(j, output);
+		else
+			log_warn("event=repo.change_failed run=%s error=%s", j->run, log_q(output));
 		j->step = REPO_PUSH;
 		break;
 	case REPO_PUSH:
@@ -921,6 +966,13 @@ repo_next(struct repo_job *j)
 	case REPO_DIFF:
 		o.work_tree = 1;
 		argv[0] = "diff"; argv[1] = "--cached"; argv[2] = "--quiet";
+		break;
+	case REPO_CHANGE:
+		/* The run's change, from the checkout it started from; no driver of the workspace's. */
+		o.output_max = REPO_CHANGE_MAX;
+		argv[0] = "diff"; argv[1] = "--no-color"; argv[2] = "--no-ext-diff";
+		argv[3] = "--no-textconv"; argv[4] = "--stat=200"; argv[5] = "--patch";
+		argv[6] = "refs/spur/head"; argv[7] = "HEAD";
 		break;
 	case REPO_COMMIT:
 		o.work_tree = 1;

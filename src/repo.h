@@ -13,6 +13,15 @@ struct sandbox_ident;
 /* How a delivery ended: its cause, for the run (SPEC section 11). */
 enum repo_outcome { REPO_FAILED, REPO_DONE, REPO_UNCHANGED };
 
+/*
+ * The change a delivered run made, kept in its run directory whether the push
+ * then worked or not: git diff --stat --patch, at most REPO_CHANGE_MAX bytes,
+ * cut at a line ending with REPO_CHANGE_CUT when longer.
+ */
+#define REPO_CHANGE_FILE	"change.diff"
+#define REPO_CHANGE_MAX		(4 * 1024 * 1024)
+#define REPO_CHANGE_CUT		"[spur: the change is longer than 4 MiB: the rest is on its branch]"
+
 typedef void (*repo_prepare_cb)(int ok, const char *cause, void *);
 typedef void (*repo_deliver_cb)(enum repo_outcome, const char *proof, const char *cause,
 		     void *);

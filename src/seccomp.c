@@ -6,8 +6,11 @@
 
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <seccomp.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,8 +31,56 @@ static const char *seccomp_denied[] = {
 	"swapon", "swapoff", "reboot",
 };
 
+/*
+ * The filter is the same for every sandbox: compiled once (libseccomp's
+ * rules to BPF take a millisecond or more, on every start otherwise) and
+ * copied into a fresh memfd for each bwrap.
+ */
+static pthread_mutex_t	 seccomp_mu = PTHREAD_MUTEX_INITIALIZER;
+static char		*seccomp_bpf;
+static size_t		 seccomp_len;
+
+static int seccomp_build(char **);
+
 int
 seccomp_filter_fd(char **cause)
+{
+	struct stat	 st;
+	int		 fd;
+
+	pthread_mutex_lock(&seccomp_mu);
+	if (seccomp_bpf == NULL) {
+		if ((fd = seccomp_build(cause)) == -1) {
+			pthread_mutex_unlock(&seccomp_mu);
+			return -1;
+		}
+		if (fstat(fd, &st) == 0 && st.st_size > 0)
+			seccomp_bpf = xmalloc((size_t)st.st_size);
+		if (seccomp_bpf == NULL ||
+		    pread(fd, seccomp_bpf, (size_t)st.st_size, 0) != st.st_size) {
+			free(seccomp_bpf);
+			seccomp_bpf = NULL;
+			pthread_mutex_unlock(&seccomp_mu);
+			return fd;	/* this one still serves */
+		}
+		seccomp_len = (size_t)st.st_size;
+		pthread_mutex_unlock(&seccomp_mu);
+		return fd;
+	}
+	pthread_mutex_unlock(&seccomp_mu);
+	if ((fd = memfd_create("spur-seccomp", MFD_CLOEXEC)) == -1 ||
+	    write(fd, seccomp_bpf, seccomp_len) != (ssize_t)seccomp_len ||
+	    lseek(fd, 0, SEEK_SET) != 0) {
+		*cause = xprintf("seccomp filter: %s", strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int
+seccomp_build(char **cause)
 {
 	scmp_filter_ctx	 ctx;
 	size_t		 i;

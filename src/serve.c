@@ -489,6 +489,8 @@ serve_drop(struct engine *e)
 		    e->conf->user);
 	log_info("event=serve.dropped user=%s uid=%ld gid=%ld", log_q(e->conf->user),
 	    (long)uid, (long)gid);
+	/* spur.yaml, automations and file: secrets it can no longer read: the helper opens them. */
+	read_file_set_fallback(priv_open_file);
 	return 0;
 }
 

@@ -75,12 +75,22 @@ int	 parse_size(const char *, unsigned long long *bytes, char **cause);
 char	*format_time(int64_t ms, char *out, size_t len);	/* ISO 8601 UTC with ms */
 int64_t	 now_ms(void);
 int	 mkdir_p(const char *, mode_t);
+/*
+ * data_dir's mode from what it is: 0750 when its group may already list it
+ * and others may not (the Debian package's spur group, for the read-only
+ * CLI), else 0700. The store's files follow it (0640 or 0600).
+ */
+mode_t	 data_dir_mode(mode_t);
 /* safefs.c: on what a sandbox can write, by descriptors, never following a link. */
 int	 rm_rf(const char *);
 /* Whether a regular file under dir matches a relative glob (no link followed, no ".."). */
 int	 safefs_glob_file(const char *dir, const char *pattern);
+/* The same in the directory open as fd (not closed). */
+int	 safefs_glob_at(int fd, const char *pattern);
 /* Disk usage of the tree at path, no link followed; -1 if it cannot be read whole. */
 int	 safefs_du(const char *path, unsigned long long *bytes);
+/* The same of the tree open as fd (closed here). */
+int	 safefs_du_fd(int fd, unsigned long long *bytes);
 /* What uid from owns in the tree at path becomes uid:gid's, links themselves only. */
 int	 safefs_chown(const char *path, uid_t from, uid_t uid, gid_t gid);
 /* The same on the directory open as fd (closed here). */
@@ -91,6 +101,8 @@ char	*path_join(const char *, const char *);
 char	*credential_path(const char *name, char **cause);
 char	*path_dirname(const char *);
 int	 read_file(const char *, size_t max, char **out, size_t *len, char **cause);
+/* Where read_file turns when open says EACCES (the root helper, once the engine dropped). */
+void	 read_file_set_fallback(int (*)(const char *));
 int	 glob_match(const char *pattern, const char *s);	/* shell-style, fnmatch */
 int	 valid_name(const char *);	/* [A-Za-z0-9][A-Za-z0-9_.-]* */
 /* The one of names (NULL-terminated) a typo s likely meant, or NULL: "did you mean". */

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -47,9 +48,9 @@ struct store {
 	void		*impl;
 };
 
-/* spur.db and its -wal, -shm made 0600: an older spur created them with the umask's mode. */
+/* spur.db and its -wal, -shm made 0600 (0640: data_dir_mode): an older spur created them with the umask's mode. */
 static void
-store_private(const char *path)
+store_private(const char *path, mode_t mode)
 {
 	static const char *const tails[] = { "", "-wal", "-shm" };
 	struct stat	 sb;
@@ -58,12 +59,40 @@ store_private(const char *path)
 
 	for (i = 0; i < SPUR_ARRLEN(tails); i++) {
 		p = xprintf("%s%s", path, tails[i]);
-		if (lstat(p, &sb) == 0 && S_ISREG(sb.st_mode) && (sb.st_mode & 077) != 0 &&
-		    chmod(p, sb.st_mode & 0700) != 0)
+		if (lstat(p, &sb) == 0 && S_ISREG(sb.st_mode) && (sb.st_mode & ~mode & 077) != 0 &&
+		    chmod(p, sb.st_mode & (0700 | (mode & 040))) != 0)
 			log_warn("event=store.chmod_failed path=%s error=%s", log_q(p),
 			    log_q(strerror(errno)));
 		free(p);
 	}
+}
+
+/*
+ * A read-only open by someone who may read spur.db but not write it (the spur
+ * group's CLI): with the engine running, its -wal and -shm are there and
+ * readable (mode=ro); stopped, there is no -wal and nothing may make one, so
+ * the file is read as it is (immutable=1: no locks, and nothing to see but
+ * what is in it).
+ */
+static char *
+store_ro_uri(const char *path)
+{
+	struct buf	 b;
+	char		*wal = xprintf("%s-wal", path);
+	const char	*p;
+
+	buf_init(&b, 0);
+	buf_adds(&b, "file:");
+	for (p = path; *p != '\0'; p++) {
+		if (*p == '%' || *p == '?' || *p == '#')
+			buf_addf(&b, "%%%02X", (unsigned char)*p);
+		else
+			buf_addc(&b, *p);
+	}
+	buf_adds(&b, access(wal, F_OK) == 0 ? "?mode=ro" : "?immutable=1");
+	buf_addc(&b, '\0');
+	free(wal);
+	return buf_take(&b);
 }
 
 static const char *run_state_names[RUN_NSTATES] = {
@@ -439,6 +468,20 @@ store_user_version(struct store *st)
 	return version;
 }
 
+/* Read only: the store must be the schema this spur knows (the engine migrates it). */
+static int
+store_is_current(struct store *st, char **cause)
+{
+	int	version = store_user_version(st);
+
+	if (version == (int)SPUR_ARRLEN(store_migrations))
+		return 0;
+	xasprintf(cause, "store schema version %d, this spur reads %zu only (%s)", version,
+	    SPUR_ARRLEN(store_migrations), version < 0 ? db_errmsg(st->db) :
+	    "start the engine once to migrate it");
+	return -1;
+}
+
 /* Each step re-reads the version inside its transaction: the CLI and the engine may race. */
 static int
 store_migrate(struct store *st, char **cause)
@@ -519,34 +562,49 @@ store_open(const char *data_dir, int readonly, char **cause)
 	struct store	*st;
 	int		 flags;
 
-	if (!readonly && mkdir_p(data_dir, 0700) != 0) {
-		xasprintf(cause, "%s: %s", data_dir, strerror(errno));
-		return NULL;
-	}
-	if (!readonly)
-		chmod(data_dir, 0700);
+	struct stat	 sb;
+	mode_t		 mode = 0700;
+	char		*uri = NULL;
+	int		 ro_file;
+
 	st = xcalloc(1, sizeof *st);
 	st->readonly = readonly;
 	st->path = path_join(data_dir, "spur.db");
 	st->payload_dir = path_join(data_dir, "payloads");
+	/* A store this user may read but not write: the spur group's CLI. */
+	ro_file = access(st->path, W_OK) != 0 && errno == EACCES;
+	if (!readonly && !ro_file && mkdir_p(data_dir, 0700) != 0) {
+		xasprintf(cause, "%s: %s", data_dir, strerror(errno));
+		store_close(st);
+		return NULL;
+	}
+	if (!readonly && !ro_file && stat(data_dir, &sb) == 0)
+		chmod(data_dir, (mode = data_dir_mode(sb.st_mode)));
 	/* The CLI opens read-write too when it must change a run (cancel, retry). */
 	flags = readonly ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	if (ro_file) {
+		uri = store_ro_uri(st->path);
+		flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+	}
 	/*
 	 * Before the open that creates spur.db (its -wal and -shm take its mode):
-	 * it holds prompts, key hashes and archives, for no other user.
+	 * it holds prompts, key hashes and archives, for no other user (but
+	 * data_dir's group, when data_dir_mode gives it one).
 	 */
-	if (!readonly)
-		umask(077);
-	if (sqlite3_open_v2(st->path, &st->lite, flags | SQLITE_OPEN_NOMUTEX, NULL) !=
-	    SQLITE_OK) {
+	if (!readonly && !ro_file)
+		umask(mode == 0750 ? 027 : 077);
+	if (sqlite3_open_v2(uri != NULL ? uri : st->path, &st->lite, flags | SQLITE_OPEN_NOMUTEX,
+	    NULL) != SQLITE_OK) {
+		free(uri);
 		xasprintf(cause, "%s: %s", st->path,
 		    st->lite != NULL ? sqlite3_errmsg(st->lite) : "cannot open");
 		goto fail;
 	}
+	free(uri);
 	st->db = db_sqlite(st->lite);
 	sqlite3_busy_timeout(st->lite, STORE_BUSY_MS);
-	if (!readonly) {
-		store_private(st->path);
+	if (!readonly && !ro_file) {
+		store_private(st->path, mode == 0750 ? 0640 : 0600);
 		/*
 		 * A long reader (a backup, say) keeps checkpoints from restarting the
 		 * WAL, which then grows with every commit; without a limit it keeps
@@ -560,7 +618,7 @@ store_open(const char *data_dir, int readonly, char **cause)
 	/* FULL: a commit is on disk before the 200 goes out (group commit keeps it cheap). */
 	if (store_exec(st, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON", cause) != 0)
 		goto fail;
-	if (store_migrate(st, cause) != 0)
+	if ((ro_file ? store_is_current(st, cause) : store_migrate(st, cause)) != 0)
 		goto fail;
 	if (store_prepare_all(st) != 0) {
 		xasprintf(cause, "%s: cannot prepare statements", st->path);

@@ -151,6 +151,12 @@ format_time(int64_t ms, char *out, size_t len)
 	return out;
 }
 
+mode_t
+data_dir_mode(mode_t now)
+{
+	return (now & 0057) == 0050 ? 0750 : 0700;
+}
+
 int
 mkdir_p(const char *path, mode_t mode)
 {
@@ -224,6 +230,14 @@ path_dirname(const char *p)
 }
 
 /* Reads a whole file, refusing one larger than max bytes; cause may be NULL. */
+static int	(*read_file_fallback)(const char *);
+
+void
+read_file_set_fallback(int (*open_cb)(const char *))
+{
+	read_file_fallback = open_cb;
+}
+
 int
 read_file(const char *path, size_t max, char **out, size_t *len, char **cause)
 {
@@ -232,7 +246,9 @@ read_file(const char *path, size_t max, char **out, size_t *len, char **cause)
 	ssize_t		 n;
 	int		 fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 &&
+	    (errno != EACCES || read_file_fallback == NULL ||
+	    (fd = read_file_fallback(path)) == -1)) {
 		if (cause != NULL)
 			xasprintf(cause, "%s: %s", path, strerror(errno));
 		return -1;

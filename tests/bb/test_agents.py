@@ -1,6 +1,7 @@
 """The real agent CLIs in spur's sandbox, their model API through the gateway to a scripted fake API (SPEC section 8)."""
 import json
 import os
+import pwd
 import subprocess
 import sys
 import time
@@ -233,6 +234,38 @@ def budget_run(agent, binary, org_agents, tokens):
     fake.stop()
 
 
+def dropped_run(agent, binary, org_agents):
+    """The agent with the engine dropped to user: spur (SPEC 8): its settings in HOME are
+    written by the root helper's child as the session's uid, and the run completes."""
+    if os.geteuid() != 0:
+        t.skip("%s with user: spur" % agent, "the drop needs spur started as root")
+        return
+    if subprocess.run(["id", "spur"], capture_output=True).returncode != 0:
+        subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                        "--shell", "/usr/sbin/nologin", "spur"], check=False)
+    fake = fakemodel.Fake().start()
+    conf = "agents:\n  %s:\n    command: [%s]\n    api_url: http://127.0.0.1:%d%s\nuser: spur\n" % (
+        agent, binary, fake.port, "/v1" if agent == "codex" else "")
+    orgs = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
+            "      api_url: %(g)s/github\n      git_url: %(g)s/git\n" % {"g": LOCAL_GITHUB} +
+            "    agents:\n%s") % org_agents
+    with Spur(conf, orgs=orgs, automations={"a.yaml": agent_automation(agent, "^/go")},
+              env={"T_OPENAI_KEY": OPENAI_KEY}) as s:
+        os.chmod(s.dir, 0o711)  # the engine, once spur, reaches its data_dir
+        s.start()
+        run = fire(s, "/go write it", 1)
+        st = wait_done(s, run)
+        j = show(s, run)
+        home = os.path.join(s.data_dir, "sessions", j.get("session") or "x", "home")
+        owners = {os.stat(os.path.join(d, f)).st_uid for d, _, fs in os.walk(home) for f in fs}
+        t.ok(st["state"] == "completed" and "event=serve.dropped" in s.logs(),
+             "%s with the engine as user: spur: the run completes" % agent,
+             (st, j.get("result"), s.logs()[-2500:]))
+        t.ok(owners and 0 not in owners and pwd.getpwnam("spur").pw_uid not in owners,
+             "%s: its HOME's files are the session uid's (the helper's child wrote them)" % agent, owners)
+    fake.stop()
+
+
 claude, why = cli_ok("claude", ["--version"])
 if claude is None:
     t.skip("claude end to end", why)
@@ -250,6 +283,7 @@ if codex is None or not os.path.exists(CODEX):
 else:
     run_agent("codex", CODEX, "", "      codex: { api_key: env:T_OPENAI_KEY }\n")
     budget_run("codex", CODEX, "      codex: { api_key: env:T_OPENAI_KEY }\n", 20)
+    dropped_run("codex", CODEX, "      codex: { api_key: env:T_OPENAI_KEY }\n")
 
 OPENCODE = os.path.join(NODE_MODULES, "opencode-linux-x64", "bin", "opencode")
 oc, why = cli_ok("opencode", ["--version"])

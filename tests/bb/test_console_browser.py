@@ -216,6 +216,22 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
     check_clean("the run page")
     check_a11y(t, b, "a completed run's page")
 
+    # --- the change a run made (kept at delivery: test_delivery.py), drawn on its page ---
+    t.eq(b.do("count", selector="#change"), 0, "a run that kept no change has no Change section")
+    with open(os.path.join(s.data_dir, "runs", run, "change.diff"), "w") as f:
+        f.write(" fix.txt | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n\n"
+                "diff --git a/fix.txt b/fix.txt\nindex 1111111..2222222 100644\n--- a/fix.txt\n+++ b/fix.txt\n"
+                "@@ -1 +1 @@\n-broken <script>window.__pwned=9</script>\n+fixed\n")
+    b.do("goto", url=base + "/runs/" + run)
+    r = b.try_("wait", selector="#change-diff .d-add")
+    t.ok(r is True and b.do("text", selector="#change-summary").startswith("1 file changed, +1 \u22121 lines · not delivered"),
+         "the Change section: files and lines, and that it was not delivered (to take by hand)",
+         (r, b.try_("text", selector="#change-summary")))
+    t.eq([b.do("text", selector="#change-diff .d-add"), b.do("text", selector="#change-diff .d-del")],
+         ["+fixed", "-broken <script>window.__pwned=9</script>"], "each added and removed line, literally, in its colour")
+    check_clean("the run page with its change")
+    check_a11y(t, b, "a run page with its change")
+
     # --- the report's link: signed out, to sign-in, then back to the run ---
     b.do("fresh")
     b.do("goto", url=base + "/runs/" + run)

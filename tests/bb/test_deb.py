@@ -10,6 +10,7 @@ What this does not do is configure and compile the tree a third time as dpkg-bui
 dh_auto_install's `make install` is the release build's. debian/rules' build steps are the
 autotools defaults (dh_autoreconf with ./autogen.sh, then configure and make), which every other
 build of the suite runs."""
+import glob
 import os
 import re
 import shutil
@@ -35,12 +36,12 @@ def package():
     work = tempdir("spur-deb-")
     src = os.path.join(work, "spur")
     shutil.copytree(os.path.join(SRCDIR, "debian"), os.path.join(src, "debian"))
-    # What debian/*.install takes from the sources.
-    for line in open(os.path.join(SRCDIR, "debian", "spur.install")):
-        if line.split():
-            f = line.split()[0]
-            os.makedirs(os.path.dirname(os.path.join(src, f)), exist_ok=True)
-            shutil.copy2(os.path.join(SRCDIR, f), os.path.join(src, f))
+    # What debian/spur.install and spur.docs take from the sources.
+    for name in ("spur.install", "spur.docs"):
+        for line in open(os.path.join(SRCDIR, "debian", name)):
+            for f in glob.glob(line.split()[0], root_dir=SRCDIR) if line.split() else ():
+                os.makedirs(os.path.dirname(os.path.join(src, f)), exist_ok=True)
+                shutil.copy2(os.path.join(SRCDIR, f), os.path.join(src, f))
     with open(os.path.join(src, "Makefile"), "w") as f:
         f.write("# dh_auto_install's make install: the tree's release build's.\n"
                 "install:\n\t$(MAKE) -C '%s' install DESTDIR=\"$(DESTDIR)\"\n" % RELEASE_DIR)
@@ -68,13 +69,27 @@ paths = [line.split()[5] for line in listing.splitlines() if len(line.split()) >
 for p in ("./usr/bin/spur", "./usr/libexec/spur/spur-forward", "./usr/share/man/man1/spur.1.gz", "./usr/share/man/man5/spur.yaml.5.gz",
           "./usr/share/man/man5/spur-automation.5.gz", "./etc/spur/spur.yaml",
           "./etc/spur/automations/fix-on-comment.yaml.example", "./lib/systemd/system/spur.service",
-          "./var/lib/spur/"):
+          "./var/lib/spur/", "./usr/share/spur/github-app-manifest.json",
+          "./usr/share/spur/slack-app-manifest.yaml", "./usr/share/spur/prometheus/spur-alerts.yml",
+          "./usr/share/spur/grafana/spur-dashboard.json"):
     t.ok(p in paths, "the package holds " + p)
+docs = [p for p in paths if p.startswith("./usr/share/doc/spur/")]
+want = ["README.md"] + ["docs/" + f for f in os.listdir(os.path.join(SRCDIR, "docs")) if f.endswith(".md")]
+t.ok(all(any(p.startswith("./usr/share/doc/spur/" + os.path.basename(f)) for p in docs) for f in want) and
+     "./usr/share/doc/spur/copyright" in docs,
+     "the README and every guide of docs/ are under /usr/share/doc/spur", docs)
 ctl = tempdir("spur-deb-ctl-")
 subprocess.run(["dpkg-deb", "-e", deb, ctl], check=True)
 t.eq(sorted(open(os.path.join(ctl, "conffiles")).read().split()),
      ["/etc/spur/automations/fix-on-comment.yaml.example", "/etc/spur/spur.yaml"],
      "the example config and automation are conffiles (edited ones survive upgrades)")
+scripts = {n: open(os.path.join(ctl, n)).read() for n in ("postinst", "prerm", "postrm")}
+t.ok("deb-systemd-invoke stop 'spur.service'" in scripts["prerm"] and
+     "_dh_action" not in scripts["postinst"] and "deb-systemd-invoke start 'spur.service'" in scripts["postinst"],
+     "dh_installsystemd: prerm stops the service before an upgrade, postinst starts it after", scripts)
+t.ok("deb-systemd-helper enable 'spur.service'" not in scripts["postinst"].split("was-enabled")[0] and
+     "was-enabled 'spur.service'" in scripts["postinst"],
+     "and it is not enabled by the package: an admin enables it once it is configured")
 depends = subprocess.run(["dpkg-deb", "-f", deb, "Depends"], capture_output=True, text=True).stdout
 t.ok("bubblewrap" in depends and "libevent" in depends and "libsqlite3" in depends,
      "it depends on bubblewrap and its libraries", depends)
@@ -123,8 +138,14 @@ try:
     t.ok("spur-run" in users and users["spur-run"][6] == "/usr/sbin/nologin" and int(users["spur-run"][2]) < 1000
          and users["spur-run"][5] == "/nonexistent", "and the sandbox user spur-run", passwd)
     t.ok(all(open("/etc/" + n, "rb").read() == host[n] for n in host), "the host's users are untouched")
-    mode = stat.S_IMODE(os.stat(os.path.join(root, "var/lib/spur")).st_mode)
-    t.eq(oct(mode), oct(0o700), "/var/lib/spur is 0700")
+    st = os.stat(os.path.join(root, "var/lib/spur"))
+    groups = dict((x.split(":")[0], x.split(":")) for x in open(os.path.join(root, "etc/group")).read().splitlines())
+    t.ok(stat.S_IMODE(st.st_mode) == 0o750 and st.st_uid == int(users["spur"][2]) and
+         st.st_gid == int(groups["spur"][2]),
+         "/var/lib/spur is spur:spur 0750 (that root's spur, by number): the spur group reads the store",
+         (oct(st.st_mode), st.st_uid, st.st_gid))
+    t.ok(re.search(r"^user: spur\b", open(conf).read(), re.M),
+         "the shipped config drops the engine to user: spur (SPEC 8)")
     again = subprocess.run(["dpkg", "--root=" + root, "--force-script-chrootless", "--force-depends",
                             "--force-not-root", "--log=/dev/null", "-i", deb], capture_output=True, text=True)
     t.ok(again.returncode == 0 and open(os.path.join(root, "etc/passwd")).read() == passwd,

@@ -336,6 +336,30 @@ try:
         t.ok(rv and json.loads(rv[-1]["body"]) == {"reviewers": ["octocat", "hubot"]},
              "the automation's reviewers are requested", rv)
         t.ok(lb and json.loads(lb[-1]["body"]) == {"labels": ["spur", "bug"]}, "and its labels added", lb)
+        # The change the run made, kept with the run and served by the API (the console's run page).
+        rc, out, err = s.c("keys", "create", "--json", "--org", "acme", "--name", "change", "--scope", "runs:read")
+        key = json.loads(out)["key"] if rc == 0 else ""
+        auth = {"Authorization": "Bearer " + key}
+        stc, hc, diff = s.request("GET", "/o/acme/runs/%s/change" % r6, headers=auth)
+        diff = diff.decode("utf-8", "replace")
+        t.ok(stc == 200 and hc.get("content-type", "").startswith("text/x-diff") and
+             " fix.txt | 1 +" in diff and "diff --git a/fix.txt b/fix.txt" in diff and "\n+fixed\n" in diff and
+             "README.md" not in diff, "GET /runs/{id}/change: the run's change as git's stat and patch, and only it",
+             (stc, hc.get("content-type"), diff[:600]))
+        t.eq(s.request("GET", "/o/acme/runs/%s/change" % r6)[0], 401, "(it needs a key that may read runs)")
+        rc_ = fire(s, "/report only", number=13)
+        wait_state(s, rc_)
+        t.eq(s.request("GET", "/o/acme/runs/%s/change" % rc_, headers=auth)[0], 404,
+             "a run that delivered nothing has no change: 404")
+        # A push that fails: the run fails, its change is still there to take by hand.
+        fake.fail(r"GET /git/acme/api\.git/info/refs\?service=git-receive-pack", 500, times=20)
+        rf = fire(s, "/pr please", number=14)
+        stf = wait_state(s, rf)
+        stc, _, diff = s.request("GET", "/o/acme/runs/%s/change" % rf, headers=auth)
+        t.ok(stf["state"] == "failed" and "push" in (stf["reason"] or "") and stc == 200 and
+             "\n+fixed\n" in diff.decode(), "a push that fails: the run fails, and its change is kept all the same",
+             (stf["state"], stf["reason"], stc))
+        fake.failures.clear()
         ws = s.query("SELECT workspace FROM sessions WHERE id = (SELECT session FROM runs WHERE id = ?)", r6)[0]["workspace"]
         # The agent's own repository: its branch, the base as origin/main, whole histories.
         agit = ["git", "--git-dir", os.path.join(ws, ".git"), "-c", "safe.directory=*"]

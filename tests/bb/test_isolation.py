@@ -29,6 +29,9 @@ ALLOWED = {
     ("intercept.c", "unlink"): "the run's CA files in data_dir/runs/RUN/net (root's)",
     ("priv-helper.c", "fchownat"): "AT_SYMLINK_NOFOLLOW, relative to the directory descriptor in "
                                    "which it just made the name (mkdirat), under sessions/",
+    ("priv-helper.c", "realpath"): "the config file, its file: secrets and automations directory "
+                                   "(the operator's), at the helper's start and to match OPEN_FILE's "
+                                   "path against them; a sandbox writes none of them",
     ("plog.c", "opendir"): "data_dir/payloads (root's; no sandbox sees it)",
     ("metrics.c", "opendir"): "/proc/self/fd, for process_open_fds",
     ("proxy.c", "unlink"): "the proxy's socket in data_dir/runs/RUN/net (root's), when it is freed",

@@ -30,6 +30,7 @@ ROUTES = {
     ("post", "/o/{org}/runs/{id}/cancel"): ("200", {"409"}),
     ("post", "/o/{org}/runs/{id}/retry"): ("201", {"409"}),
     ("get", "/o/{org}/runs/{id}/events"): ("200", set()),
+    ("get", "/o/{org}/runs/{id}/change"): ("200", set()),
     ("get", "/o/{org}/stats"): ("200", {"400"}),
     ("get", "/o/{org}/automations"): ("200", set()),
     ("post", "/o/{org}/automations/why"): ("200", {"400", "403", "413"}),

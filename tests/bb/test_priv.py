@@ -9,7 +9,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, github_headers, github_comment
+from spurtest import require_sandboxes, Spur, Tap, github_headers, github_comment, DEFAULT_ORGS, SECRETS, tempdir
+from fakeapis import Fake, make_remote, git_show
 
 t = Tap()
 if os.geteuid() != 0:
@@ -54,7 +55,16 @@ def children(pid):
     return out
 
 
-with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO}) as s:
+# What the engine did as root on what sandboxes wrote goes through the helper: an environment's
+# cache taken over by another session's uid (CHOWN under cache/), the artifacts glob and the
+# caches' disk usage (JOB GLOB, DU).
+KEEP = ("name: keep\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/keep'\n"
+        "agent: command\ncommand: %s\nprompt: |\n  Keep it.\nproof: artifacts\nartifacts: [out/*.txt]\n"
+        "environment:\n  cache: [~/.cache/t]\n") % json.dumps(
+    ["sh", "-c", "cat >/dev/null; mkdir -p ~/.cache/t /artifacts/out; echo before=$(cat ~/.cache/t/n 2>/dev/null"
+     " || echo none); id -u > ~/.cache/t/n; echo hi > /artifacts/out/a.txt; echo uid=$(id -u)"])
+
+with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO, "keep.yaml": KEEP}) as s:
     # The engine, once it is spur, must still reach its data_dir under the test's directory.
     os.chmod(s.dir, 0o711)
     s.start()
@@ -100,6 +110,24 @@ with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO}) as s:
     uid = int(out.split("uid=")[1].split()[0]) if "uid=" in out else -1
     t.ok(r.get("state") == "completed" and UIDS[0] <= uid <= UIDS[1],
          "a run (its clone and its sandbox started by the helper) completes as a uid of sandbox.uids", (r, out, s.logs()[-3000:]))
+    # Two sessions, two uids: the second takes the first's cache over, and its artifacts are found.
+    outs = []
+    for number in (11, 12):
+        b = json.dumps(github_comment("/keep", number=number)).encode()
+        code, _, answer = s.post_json(HOOK, b, github_headers(b))
+        runs = answer.get("runs", []) if isinstance(answer, dict) else []
+        r = s.wait_run(runs[0]) if code == 200 and len(runs) == 1 else {}
+        outs.append((r, s.c("logs", runs[0])[1] if runs else ""))
+    (r1, o1), (r2, o2) = outs
+    uid1 = o1.split("uid=")[1].split()[0] if "uid=" in o1 else "?"
+    t.ok(r1.get("state") == "completed" and r2.get("state") == "completed",
+         "runs with proof: artifacts complete: the helper globs what the sandbox wrote",
+         (r1, r2, o1[-500:], o2[-500:], s.logs()[-3000:]))
+    t.ok("before=none" in o1 and "before=%s" % uid1 in o2 and "uid=%s" % uid1 not in o2,
+         "the second session (another uid) reads the cache the first left: the helper gave it over",
+         (o1[-400:], o2[-400:]))
+    t.ok("env.cache_chown_failed" not in s.logs() and "env.cache_du_failed" not in s.logs(),
+         "no cache step failed", s.logs()[-2000:])
     tasks_after = [status_ids("/proc/%d/task/%s/status" % (pid, tid)) for tid in os.listdir("/proc/%d/task" % pid)]
     t.ok(all("0" not in ids["Uid"] for ids in tasks_after),
          "after the run, still no thread of the engine is root")
@@ -110,6 +138,119 @@ with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO}) as s:
     while helper and os.path.exists("/proc/%d" % helper) and time.time() < deadline:
         time.sleep(0.1)
     t.ok(helper and not os.path.exists("/proc/%d" % helper), "the helper is gone with the engine")
+
+# The spur group reads the store without root (issue 36): data_dir made 0750 spur:spur (as the
+# Debian package does) stays so, the store's files are 0640, and a member of the group runs
+# spur runs, show and logs, with the engine serving (its -wal and -shm) and stopped (no -wal).
+READER = "spur-reader"
+if subprocess.run(["id", READER], capture_output=True).returncode != 0:
+    subprocess.run(["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent",
+                    "--shell", "/usr/sbin/nologin", "-G", USER, READER], check=False)
+reader = pwd.getpwnam(READER)
+
+
+def as_reader(s, *args):
+    """A CLI command as a member of the spur group that is not spur."""
+    def drop():
+        os.setgroups([spur_pw.pw_gid])
+        os.setresgid(reader.pw_gid, reader.pw_gid, reader.pw_gid)
+        os.setresuid(reader.pw_uid, reader.pw_uid, reader.pw_uid)
+    p = subprocess.run([s.binary] + list(args) + ["-c", s.config], capture_output=True, text=True,
+                       env=s.env, cwd=s.dir, preexec_fn=drop, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+# A pull request delivered with the engine as spur: every git child (clone, commit, the change's
+# diff, push) is a SPAWN the helper checks against what repo.c runs.
+gitroot = tempdir("spur-priv-git-")
+os.chmod(gitroot, 0o755)
+make_remote(gitroot, "acme/api", {"README.md": "hello\n"})
+fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot)
+PR = ("name: pr\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/pr'\n"
+      "agent: command\ncommand: %s\nprompt: |\n  Fix it.\nproof: pull_request\n") % json.dumps(
+    ["sh", "-c", "cat >/dev/null; echo fixed > /workspace/fix.txt; echo Fix it"])
+try:
+    with Spur(config_extra="user: %s\npublic_url: http://spur.example:8080/\n" % USER, orgs=fake.orgs(),
+              automations={"pr.yaml": PR}) as s:
+        os.chmod(s.dir, 0o711)
+        s.start()
+        b = json.dumps(github_comment("/pr please", number=5, pr=False, comment_id=555)).encode()
+        st, _, a = s.post_json(HOOK, b, github_headers(b))
+        run = a["runs"][0] if st == 200 and a.get("runs") else None
+        done = dict(s.wait_run(run)) if run else {}
+        proof = s.query("SELECT proof FROM runs WHERE id = ?", run)[0]["proof"] if run else None
+        t.ok(done.get("state") == "completed" and "/pull/" in (proof or ""),
+             "user: spur: a pull request delivered, every git child through the helper's checks",
+             (done.get("state"), done.get("reason"), s.logs()[-1500:]))
+        t.eq(git_show(os.path.join(gitroot, "acme/api.git"), "spur/%s" % run, "fix.txt"), "fixed\n",
+             "the branch pushed with the change")
+        t.ok("event=priv.refused" not in s.logs() and "event=repo.change run=%s" % run in s.logs(),
+             "no request refused, the change kept", s.logs()[-1500:])
+finally:
+    fake.close()
+
+with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO}) as s:
+    os.chmod(s.dir, 0o711)
+    for d, _, files in os.walk(s.auto_dir):
+        os.chmod(d, 0o755)
+        for f in files:
+            os.chmod(os.path.join(d, f), 0o644)
+    os.chmod(s.config, 0o644)
+    os.makedirs(s.data_dir)
+    os.chown(s.data_dir, spur_pw.pw_uid, spur_pw.pw_gid)
+    os.chmod(s.data_dir, 0o750)
+    s.start()
+    b = json.dumps(github_comment("/who", number=21)).encode()
+    code, _, answer = s.post_json(HOOK, b, github_headers(b))
+    runs = answer.get("runs", []) if isinstance(answer, dict) else []
+    r = s.wait_run(runs[0]) if code == 200 and len(runs) == 1 else {}
+    modes = {f: oct(os.stat(os.path.join(s.data_dir, f)).st_mode & 0o777)
+             for f in os.listdir(s.data_dir) if f.startswith("spur.db")}
+    t.ok(oct(os.stat(s.data_dir).st_mode & 0o777) == "0o750" and modes and
+         all(m == "0o640" for m in modes.values()),
+         "data_dir made 0750 for the spur group stays so, and the store's files are 0640", modes)
+    rc, out, err = as_reader(s, "runs")
+    t.ok(rc == 0 and runs and runs[0] in out, "the spur group runs spur runs while the engine serves",
+         (rc, out[-500:], err[-500:]))
+    rc, out, err = as_reader(s, "show", runs[0] if runs else "-")
+    t.ok(rc == 0 and "completed" in out, "and spur show", (rc, out[-500:], err[-500:]))
+    rc, out, err = as_reader(s, "logs", runs[0] if runs else "-")
+    t.ok(rc == 0 and "uid=" in out, "and spur logs", (rc, out[-500:], err[-500:]))
+    rc, out, err = as_reader(s, "cancel", runs[0] if runs else "-")
+    t.ok(rc != 0, "but not a command that writes (spur cancel)", (rc, out[-300:], err[-300:]))
+    s.stop()
+    t.ok(not os.path.exists(os.path.join(s.data_dir, "spur.db-wal")), "the engine stopped: no -wal left")
+    rc, out, err = as_reader(s, "runs")
+    t.ok(rc == 0 and runs and runs[0] in out, "spur runs by the group with the engine stopped (immutable read)",
+         (rc, out[-500:], err[-500:]))
+
+# A file: secret in a root-only directory: the engine, once spur, re-reads it on a reload through
+# the helper (OPEN_FILE), which opens only what the config named at start.
+FILE_ORGS = DEFAULT_ORGS.replace("webhook_secret: env:T_GH_SECRET", "webhook_secret: file:secret/gh")
+with Spur(config_extra="user: %s\n" % USER, orgs=FILE_ORGS, automations={"who.yaml": WHO}) as s:
+    os.chmod(s.dir, 0o711)
+    secret_dir = os.path.join(s.dir, "secret")
+    os.mkdir(secret_dir, 0o700)
+    for name in ("gh", "gh2"):
+        with open(os.path.join(secret_dir, name), "w") as f:
+            f.write(SECRETS["T_GH_SECRET"] + "\n")
+        os.chmod(os.path.join(secret_dir, name), 0o600)
+    s.start()
+    rc, out, err = s.c("reload")
+    t.ok(rc == 0 and "cannot read secret file" not in s.logs(),
+         "a reload re-reads a root-only file: secret through the helper", (rc, out, err, s.logs()[-1500:]))
+    b = json.dumps(github_comment("/nothing", number=31)).encode()
+    code, _, _ = s.post_json(HOOK, b, github_headers(b))
+    t.eq(code, 200, "and the webhook signed with it is still accepted")
+    with open(s.config) as f:
+        text = f.read()
+    with open(s.config, "w") as f:
+        f.write(text.replace("file:secret/gh\n", "file:secret/gh2\n"))
+    rc, out, err = s.c("reload")
+    logs = s.logs()
+    t.ok(rc != 0 and "event=priv.refused request=OPEN_FILE" in logs and "not a file the config named" in logs,
+         "a reload naming a root-only file the config did not name at start: the helper refuses, logged",
+         (rc, out, err, logs[-1500:]))
 
 # user: unset: the engine stays root (as before) and says so; doctor says so too.
 with Spur() as s:

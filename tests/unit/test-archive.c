@@ -83,7 +83,7 @@ main(void)
 	ok(mkfifo(p, 0600) == 0, "and a pipe");
 	free(p);
 
-	rc = archive_pack(root, ".claude", ARCHIVE_MAX, &data, &len, &cause);
+	rc = archive_pack(root, ".claude", getuid(), getgid(), ARCHIVE_MAX, &data, &len, &cause);
 	is_int(rc, 0, "the agent's state directory is packed (%s)", cause != NULL ? cause : "");
 	ok(data != NULL && memmem(data, len, "{\"turn\":2}", 10) != NULL, "with its conversation");
 	ok(data != NULL && memmem(data, len, "engine-only", 11) == NULL,
@@ -113,9 +113,9 @@ main(void)
 	free(data);
 	data = NULL;
 
-	rc = archive_pack(root, ".codex", ARCHIVE_MAX, &data, &len, &cause);
+	rc = archive_pack(root, ".codex", getuid(), getgid(), ARCHIVE_MAX, &data, &len, &cause);
 	is_int(rc, 1, "an agent that kept nothing: nothing to pack");
-	rc = archive_pack(root, ".claude", 16, &data, &len, &cause);
+	rc = archive_pack(root, ".claude", getuid(), getgid(), 16, &data, &len, &cause);
 	ok(rc == -1 && cause != NULL && strstr(cause, "over 16 bytes") != NULL,
 	    "over the bound: none of it is kept, and the reason says so");
 	free(cause);
@@ -123,7 +123,7 @@ main(void)
 	/* A state directory that is itself a link is not followed. */
 	ok(symlink("/etc", (p = path_join(root, ".codex"))) == 0, "a state directory that is a link");
 	free(p);
-	rc = archive_pack(root, ".codex", ARCHIVE_MAX, &data, &len, &cause);
+	rc = archive_pack(root, ".codex", getuid(), getgid(), ARCHIVE_MAX, &data, &len, &cause);
 	is_int(rc, 1, "is taken for none");
 
 	/* Archives that are not what archive_pack makes. */
