@@ -789,7 +789,8 @@ out:
 static void
 api_session_message(struct api_ctx *c, const char *id, json_t *body)
 {
-	json_t			*row = NULL, *runs = NULL, *first = NULL, *meta;
+	json_t			*row = NULL, *runs = NULL, *meta;
+	struct run_row		*first = NULL;
 	struct automation	*a = NULL;
 	const char		*input, *bad;
 
@@ -811,10 +812,9 @@ api_session_message(struct api_ctx *c, const char *id, json_t *body)
 	/* The session's first run keeps what every run of it does: its automation's snapshot. */
 	runs = store_thread_runs(c->e->store, c->org, json_string_value(json_object_get(row,
 	    "thread")));
-	first = store_run_json(c->e->store, json_string_value(json_object_get(
-	    json_array_get(runs, 0), "id")), 1);
-	if (first == NULL || (a = automation_from_json(json_object_get(first,
-	    "automation_config"))) == NULL) {
+	first = store_run_get(c->e->store, json_string_value(json_object_get(
+	    json_array_get(runs, 0), "id")), 0);
+	if (first == NULL || (a = automation_from_text(first->automation_json)) == NULL) {
 		api_unavailable(c, "store unavailable");
 		goto out;
 	}
@@ -825,7 +825,7 @@ api_session_message(struct api_ctx *c, const char *id, json_t *body)
 	json_decref(meta);
 out:
 	automation_free(a);
-	json_decref(first);
+	run_row_free(first);
 	json_decref(runs);
 	json_decref(row);
 }
@@ -896,13 +896,15 @@ static void
 api_runs_requesters(struct api_ctx *c, json_t *rows)
 {
 	static const char *const keys[] = { "id", "name", "role", "bot" };
-	json_t		*r, *ev, *actor, *who, *v;
+	struct event_row *ev;
+	json_t		*r, *actor, *who, *v;
 	size_t		 i, k;
 
 	json_array_foreach(rows, i, r) {
-		ev = store_event_json(c->e->store, json_string_value(json_object_get(r,
-		    "event_id")));
-		actor = json_object_get(ev, "actor");
+		/* The event's head: its payload is never read for a list. */
+		ev = store_event_get(c->e->store, json_string_value(json_object_get(r,
+		    "event_id")), STORE_EVENT_HEAD);
+		actor = ev != NULL ? json_object_get(ev->head, "actor") : NULL;
 		if (json_string_value(json_object_get(actor, "id")) == NULL &&
 		    json_string_value(json_object_get(actor, "name")) == NULL)
 			actor = NULL;	/* a schedule's, a webhook's without one */
@@ -911,7 +913,7 @@ api_runs_requesters(struct api_ctx *c, json_t *rows)
 			if ((v = json_object_get(actor, keys[k])) != NULL)
 				json_object_set(who, keys[k], v);
 		json_object_set_new(r, "requester", who);
-		json_decref(ev);
+		event_row_free(ev);
 	}
 }
 

@@ -2424,6 +2424,19 @@ env_from_json(const json_t *j, struct env_conf *c, int *bad)
 }
 
 struct automation *
+automation_from_text(const char *text)
+{
+	struct automation	*a;
+	json_t			*j;
+
+	if (text == NULL || (j = json_loads(text, 0, NULL)) == NULL)
+		return NULL;
+	a = automation_from_json(j);
+	json_decref(j);
+	return a;
+}
+
+struct automation *
 automation_from_json(const json_t *j)
 {
 	static const char *const reports[] = { "thread", "none", NULL };

@@ -208,6 +208,8 @@ const char		*automation_host_error(const char *host);
 /* An environment as a run's snapshot keeps it; NULL when it is empty. */
 json_t			*env_to_json(const struct env_conf *);
 struct automation	*automation_from_json(const json_t *);
+/* The same from its compact text (a run's snapshot as stored); NULL: malformed or NULL. */
+struct automation	*automation_from_text(const char *);
 void			 automation_free(struct automation *);
 
 const char		*proof_kind_name(enum proof_kind);

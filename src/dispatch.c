@@ -79,7 +79,8 @@ struct drun {
 	int			 cloned;	/* it has a repository to prepare first */
 	struct egress		*egress;	/* the run's network (egress.c) */
 	struct repo_job		*repo;		/* clone before, push after (repo.c) */
-	json_t			*event;		/* its event, until the agent starts */
+	struct event_row	*event;		/* its event's head, until the agent starts */
+	struct spur_event	*ev;		/* ... as the prompt reads it (drun_event) */
 	struct env_job		*envjob;	/* its caches and setup (env.c) */
 	struct agent_result	 res;		/* what the agent said, once it ended */
 	LIST_ENTRY(drun)	 entry;
@@ -106,6 +107,7 @@ static void	drun_agent(struct drun *, int);
 static void	drun_setup_cb(int, const char *, void *);
 static void	drun_session_archive(struct drun *);
 static int	dispatch_elsewhere(struct dispatch *, struct drun *);
+static struct spur_event *drun_event(struct drun *);
 
 static void
 drun_free(struct drun *r)
@@ -118,7 +120,8 @@ drun_free(struct drun *r)
 	header_secrets_free(r->hsecrets, r->nhsecrets);
 	if (r->repo != NULL)
 		repo_job_free(r->repo);
-	json_decref(r->event);
+	event_row_free(r->event);
+	spur_event_free(r->ev);
 	if (r->egress != NULL)
 		egress_free(r->egress);
 	agent_result_clear(&r->res);
@@ -157,20 +160,19 @@ drun_free(struct drun *r)
 static void
 dispatch_recover(struct dispatch *d)
 {
-	json_t	*ids = node_orphans(d->engine->node), *id;
+	char	**ids = node_orphans(d->engine->node);
 	size_t	 i;
 	int	 n;
 
-	json_array_foreach(ids, i, id) {
+	for (i = 0; ids != NULL && ids[i] != NULL; i++) {
 		/* The engine left root: its helper reads the sandboxes' /proc/PID/environ. */
-		if ((n = priv_kill_run(json_string_value(id))) < 0)
-			n = sandbox_kill_leftovers(d->engine->conf, json_string_value(id));
+		if ((n = priv_kill_run(ids[i])) < 0)
+			n = sandbox_kill_leftovers(d->engine->conf, ids[i]);
 		if (n > 0)
-			log_warn("event=sandbox.leftovers run=%s killed=%d", json_string_value(id), n);
-		run_interrupt(d->engine, json_string_value(id),
-		    "interrupted: the engine died while it ran");
+			log_warn("event=sandbox.leftovers run=%s killed=%d", ids[i], n);
+		run_interrupt(d->engine, ids[i], "interrupted: the engine died while it ran");
 	}
-	json_decref(ids);
+	strv_free(ids);
 }
 
 /*
@@ -215,38 +217,39 @@ dispatch_gc_run_files(struct engine *e)
 static void
 dispatch_gc_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct dispatch	*d = arg;
-	struct engine	*e = d->engine;
-	json_t		*list, *s;
-	size_t		 i;
-	char		*dir;
+	struct dispatch		*d = arg;
+	struct engine		*e = d->engine;
+	struct session_row	*list;
+	size_t			 i, n;
+	char			*dir;
 
-	list = store_sessions_idle(e->store, now_ms() - e->conf->sandbox.session_idle * 1000);
-	json_array_foreach(list, i, s) {
-		const char *id = json_string_value(json_object_get(s, "id"));
-		dir = path_dirname(json_string_value(json_object_get(s, "workspace")));
+	list = store_sessions_idle(e->store, now_ms() - e->conf->sandbox.session_idle * 1000,
+	    &n);
+	for (i = 0; i < n; i++) {
+		const char *id = list[i].id;
+		dir = path_dirname(list[i].workspace);
 		if (rm_rf(dir) != 0)
 			log_warn("event=session.remove_failed session=%s dir=%s", id, log_q(dir));
 		store_session_end(e->store, id);
 		log_info("event=session.expired session=%s", id);
 		free(dir);
 	}
-	json_decref(list);
+	session_rows_free(list, n);
 	dispatch_gc_run_files(e);
 }
 
 void
 dispatch_session_close(struct dispatch *d, const char *org, const char *thread)
 {
-	struct engine	*e = d->engine;
-	struct drun	*r;
-	json_t		*list, *s;
-	size_t		 i;
-	char		*dir;
+	struct engine		*e = d->engine;
+	struct drun		*r;
+	struct session_row	*list;
+	size_t			 i, n;
+	char			*dir;
 
-	list = store_sessions_of_thread(e->store, org, thread);
-	json_array_foreach(list, i, s) {
-		const char *id = json_string_value(json_object_get(s, "id"));
+	list = store_sessions_of_thread(e->store, org, thread, &n);
+	for (i = 0; i < n; i++) {
+		const char *id = list[i].id;
 		/* A live run's session is ended by its cancel, which removes its workspace. */
 		LIST_FOREACH(r, &d->runs, entry) {
 			if (r->session != NULL && strcmp(r->session, id) == 0)
@@ -254,14 +257,14 @@ dispatch_session_close(struct dispatch *d, const char *org, const char *thread)
 		}
 		if (r != NULL)
 			continue;
-		dir = path_dirname(json_string_value(json_object_get(s, "workspace")));
+		dir = path_dirname(list[i].workspace);
 		if (rm_rf(dir) != 0)
 			log_warn("event=session.remove_failed session=%s dir=%s", id, log_q(dir));
 		store_session_end(e->store, id);
 		log_info("event=session.closed session=%s thread=%s", id, log_q(thread));
 		free(dir);
 	}
-	json_decref(list);
+	session_rows_free(list, n);
 }
 
 /*
@@ -271,21 +274,17 @@ dispatch_session_close(struct dispatch *d, const char *org, const char *thread)
 void
 dispatch_apply_cancels(struct dispatch *d)
 {
-	json_t		*list, *r;
-	const char	*id, *reason, *state;
-	size_t		 i;
+	struct cancel_row	*list;
+	size_t			 i, n;
 
-	list = store_cancel_requests(d->engine->store);
-	json_array_foreach(list, i, r) {
-		id = json_string_value(json_object_get(r, "id"));
-		reason = json_string_value(json_object_get(r, "reason"));
-		state = json_string_value(json_object_get(r, "state"));
-		if (dispatch_cancel(d, id, reason) != 0 && state != NULL &&
-		    strcmp(state, "queued") == 0)
-			run_set_state(d->engine, id, RUN_CANCELLED, CAUSE_CANCELLED,
-			    reason != NULL ? reason : "cancelled");
+	list = store_cancel_requests(d->engine->store, &n);
+	for (i = 0; i < n; i++) {
+		if (dispatch_cancel(d, list[i].id, list[i].reason) != 0 &&
+		    list[i].state == RUN_QUEUED)
+			run_set_state(d->engine, list[i].id, RUN_CANCELLED, CAUSE_CANCELLED,
+			    list[i].reason != NULL ? list[i].reason : "cancelled");
 	}
-	json_decref(list);
+	cancel_rows_free(list, n);
 }
 
 static void
@@ -714,17 +713,17 @@ drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 static int
 drun_session(struct drun *r, char **resume_out, char **cause)
 {
-	struct engine	*e = r->d->engine;
-	json_t		*s;
-	const char	*holder, *v;
-	char		*dir;
-	long long	 uid = 0;
+	struct engine		*e = r->d->engine;
+	struct session_row	*s;
+	const char		*holder;
+	char			*dir;
+	long long		 uid = 0;
 
 	*resume_out = NULL;
-	if ((s = store_session_live(e->store, r->org, r->thread, r->a->name)) != NULL) {
+	if ((s = store_session_get(e->store, r->org, r->thread, r->a->name)) != NULL) {
 		r->joined = 1;
-		r->session = xstrdup(json_string_value(json_object_get(s, "id")));
-		holder = json_string_value(json_object_get(s, "node"));
+		r->session = xstrdup(s->id);
+		holder = s->node;
 		if (store_shared(e->store) && holder != NULL &&
 		    strcmp(holder, node_id(e->node)) != 0) {
 			/*
@@ -738,22 +737,20 @@ drun_session(struct drun *r, char **resume_out, char **cause)
 			rm_rf(dir);
 			r->workspace = path_join(dir, "workspace");
 			r->moved = 1;
-			if ((v = json_string_value(json_object_get(s, "branch"))) != NULL)
-				r->branch = xstrdup(v);
+			if (s->branch != NULL)
+				r->branch = xstrdup(s->branch);
 			store_session_move(e->store, r->session, r->workspace);
 			log_info("event=session.moved session=%s run=%s from=%s branch=%s",
 			    r->session, r->id, holder, log_q(r->branch));
 		} else {
-			r->workspace = xstrdup(json_string_value(json_object_get(s,
-			    "workspace")));
+			r->workspace = xstrdup(s->workspace != NULL ? s->workspace : "");
 			dir = path_dirname(r->workspace);
 		}
 		r->home = path_join(dir, "home");
 		free(dir);
-		*resume_out = json_string_value(json_object_get(s, "agent_session")) != NULL ?
-		    xstrdup(json_string_value(json_object_get(s, "agent_session"))) : NULL;
-		uid = json_integer_value(json_object_get(s, "uid"));
-		json_decref(s);
+		*resume_out = s->agent_session != NULL ? xstrdup(s->agent_session) : NULL;
+		uid = s->uid;
+		session_row_free(s);
 	} else {
 		if (priv_as_root() && e->conf->sandbox.backend == SANDBOX_BWRAP &&
 		    (uid = store_session_uid_pick(e->store, e->conf->sandbox.uid_first,
@@ -1048,6 +1045,32 @@ drun_setup_cb(int ok, const char *reason, void *arg)
 }
 
 /*
+ * The run's event as a prompt is built from: its head, and its payload when
+ * the prompt shows it (prompt_wants_payload), read from the store once per
+ * run. NULL: unreadable.
+ */
+static struct spur_event *
+drun_event(struct drun *r)
+{
+	struct event_row	*full;
+
+	if (r->ev != NULL || r->event == NULL)
+		return r->ev;
+	if ((r->ev = spur_event_from_json(r->event->head)) == NULL)
+		return NULL;
+	if (!prompt_wants_payload(r->ev))
+		return r->ev;
+	if ((full = store_event_get(r->d->engine->store, r->event->id,
+	    STORE_EVENT_PAYLOAD)) != NULL && full->payload != NULL) {
+		r->ev->payload_raw = full->payload;
+		r->ev->payload_rawlen = full->payloadlen;
+		full->payload = NULL;
+	}
+	event_row_free(full);
+	return r->ev;
+}
+
+/*
  * What the clone learnt of a pull request (its branches, the files it
  * changes) joins the event's fields inside the prompt's fence: the prompt is
  * built again with them, a new nonce, before the agent ever sees it.
@@ -1058,12 +1081,11 @@ drun_prompt_context(struct drun *r)
 	struct spur_event	*ev;
 	json_t			*ctx = repo_context(r->workspace);
 
-	if (ctx != NULL && r->event != NULL && (ev = spur_event_from_json(r->event)) != NULL) {
+	if (ctx != NULL && (ev = drun_event(r)) != NULL) {
 		free(r->prompt);
 		r->prompt = prompt_build_with(r->a->prompt != NULL ? r->a->prompt : "", ev, NULL,
 		    ctx);
 		store_run_update(r->d->engine->store, r->id, "prompt", r->prompt);
-		spur_event_free(ev);
 	}
 	json_decref(ctx);
 }
@@ -1160,31 +1182,32 @@ const char *
 dispatch_offer(struct dispatch *d, const char *id, char **why)
 {
 	struct drun	*live;
-	json_t		*j;
-	const char	*org, *thread, *name;
+	struct run_row	*r;
+	json_t		*a;
+	const char	*name;
 	char		*skey;
 
 	*why = NULL;
-	if ((j = store_run_json(d->engine->store, id, STORE_RUN_WORK)) == NULL) {
+	if ((r = store_run_get(d->engine->store, id, RUN_GET_EVENT)) == NULL) {
 		*why = xstrdup("store unavailable");
 		return NULL;
 	}
-	org = json_string_value(json_object_get(j, "org"));
-	thread = json_string_value(json_object_get(j, "thread"));
-	name = json_string_value(json_object_get(json_object_get(j, "automation_config"),
-	    "name"));
-	skey = xprintf("%s\n%s\n%s", org != NULL ? org : "", thread != NULL ? thread : id,
-	    name != NULL ? name : "");
-	if (!json_is_string(json_object_get(j, "state")) ||
-	    strcmp(json_string_value(json_object_get(j, "state")), "queued") != 0) {
+	/* The session's key, as dispatch_start makes it: org, thread, automation. */
+	a = r->automation_json != NULL ? json_loads(r->automation_json, 0, NULL) : NULL;
+	name = json_string_value(json_object_get(a, "name"));
+	skey = xprintf("%s\n%s\n%s", r->org != NULL ? r->org : "", r->thread != NULL ?
+	    r->thread : id, name != NULL ? name : "");
+	if (r->state != RUN_QUEUED) {
 		live = NULL;
 		*why = xstrdup("the run is no longer queued");
 	} else if ((live = dispatch_find_session(d, skey)) == NULL)
 		*why = xstrdup("no run of its session is live on this node");
-	else if (dispatch_deliver(d, live, id, json_object_get(j, "event"), why) != 0)
+	else if (dispatch_deliver(d, live, id, r->event != NULL ? r->event->head : NULL,
+	    why) != 0)
 		live = NULL;
 	free(skey);
-	json_decref(j);
+	json_decref(a);
+	run_row_free(r);
 	if (live == NULL) {
 		metrics_count(d->engine->metrics, "messages_queued", 1);
 		log_info("event=run.message_queued run=%s why=%s", id, log_q(*why));
@@ -1213,28 +1236,28 @@ dispatch_start(struct dispatch *d, const char *id)
 {
 	struct engine		*e = d->engine;
 	struct drun		*r, *busy;
-	json_t			*j, *evj;
+	struct run_row		*j;
 	struct spur_event	*ev;
-	const char		*s;
+	const json_t		*evj;
 	char			*cause = NULL, *logpath, *rundir, *reason;
 	int			 rc;
 
-	if ((j = store_run_json(e->store, id, STORE_RUN_WORK)) == NULL)
+	/* The run's row and its event's head: the payload only if the prompt shows it. */
+	if ((j = store_run_get(e->store, id, RUN_GET_EVENT)) == NULL)
 		return 1;
 	r = xcalloc(1, sizeof *r);
 	r->d = d;
 	r->logfd = -1;
 	r->id = xstrdup(id);
-	r->org = xstrdup(json_string_value(json_object_get(j, "org")));
-	s = json_string_value(json_object_get(j, "thread"));
-	r->thread = xstrdup(s != NULL ? s : id);
-	if ((s = json_string_value(json_object_get(j, "conc_key"))) != NULL)
-		r->conc_key = xstrdup(s);
-	if ((s = json_string_value(json_object_get(j, "prompt"))) != NULL)
-		r->prompt = xstrdup(s);
-	r->a = automation_from_json(json_object_get(j, "automation_config"));
-	evj = json_object_get(j, "event");
-	r->event = json_incref(evj);
+	r->org = xstrdup(j->org != NULL ? j->org : "");
+	r->thread = xstrdup(j->thread != NULL ? j->thread : id);
+	r->conc_key = j->conc_key;
+	r->prompt = j->prompt;
+	j->conc_key = j->prompt = NULL;
+	r->a = automation_from_text(j->automation_json);
+	r->event = j->event;
+	j->event = NULL;
+	evj = r->event != NULL ? r->event->head : NULL;
 	if (r->a == NULL) {
 		run_set_state(e, id, RUN_FAILED, CAUSE_SANDBOX,
 		    "the run's automation snapshot is unreadable");
@@ -1260,7 +1283,7 @@ dispatch_start(struct dispatch *d, const char *id)
 			/* This one waits until that one has ended. */
 			__attribute__((fallthrough));
 		default:
-			json_decref(j);
+			run_row_free(j);
 			free(cause);
 			drun_free(r);
 			return 0;
@@ -1272,7 +1295,7 @@ dispatch_start(struct dispatch *d, const char *id)
 	 * the engine clones, delivers or removes it for the other.
 	 */
 	if (dispatch_find_session(d, r->skey) != NULL || dispatch_elsewhere(d, r)) {
-		json_decref(j);
+		run_row_free(j);
 		drun_free(r);
 		return 0;
 	}
@@ -1299,13 +1322,12 @@ dispatch_start(struct dispatch *d, const char *id)
 	r->linked = 1;
 	if (r->prompt == NULL) {
 		/* A retried run gets a new prompt, with a new nonce. */
-		if ((ev = spur_event_from_json(evj)) == NULL) {
+		if ((ev = drun_event(r)) == NULL) {
 			store_tx_commit(e->store, NULL);
 			cause = xstrdup("the run's event is unreadable");
 			goto fail;
 		}
 		r->prompt = prompt_build(r->a->prompt != NULL ? r->a->prompt : "", ev, NULL);
-		spur_event_free(ev);
 		store_run_update(e->store, id, "prompt", r->prompt);
 	}
 	if (drun_session(r, &r->resume, &cause) != 0) {
@@ -1337,7 +1359,7 @@ dispatch_start(struct dispatch *d, const char *id)
 	/* The repository is cloned (or the session's branch updated) outside the sandbox. */
 	rc = repo_prepare(e, r->id, r->a, evj, r->workspace, &r->ident, r->joined,
 	    r->branch, drun_repo_cb, r, &r->repo, &cause);
-	json_decref(j);
+	run_row_free(j);
 	if (rc < 0) {
 		drun_repo_cb(0, cause, r);
 		free(cause);
@@ -1345,14 +1367,14 @@ dispatch_start(struct dispatch *d, const char *id)
 		drun_launch(r);
 	return 1;
 fail:
-	json_decref(j);
+	run_row_free(j);
 	drun_finish(r, RUN_FAILED, CAUSE_SANDBOX, cause != NULL ? cause : "could not start",
 	    NULL);
 	free(cause);
 	return 1;
 done:
 	free(cause);
-	json_decref(j);
+	run_row_free(j);
 	drun_free(r);
 	return 1;
 }
@@ -1367,25 +1389,25 @@ done:
 static int
 dispatch_elsewhere(struct dispatch *d, struct drun *r)
 {
-	struct engine	*e = d->engine;
-	json_t		*s;
-	const char	*holder;
-	int		 wait = 0;
+	struct engine		*e = d->engine;
+	struct session_row	*s;
+	const char		*holder;
+	int			 wait = 0;
 
 	if (!store_shared(e->store))
 		return 0;
 	if (store_session_busy(e->store, r->org, r->thread, r->a->name))
 		return 1;
-	if ((s = store_session_live(e->store, r->org, r->thread, r->a->name)) == NULL)
+	if ((s = store_session_get(e->store, r->org, r->thread, r->a->name)) == NULL)
 		return 0;
-	holder = json_string_value(json_object_get(s, "node"));
+	holder = s->node;
 	if (holder != NULL && strcmp(holder, node_id(e->node)) != 0 &&
 	    now_ms() - store_run_created_at(e->store, r->id) < e->conf->node_affinity_ms &&
 	    store_node_live(e->store, holder) == 1) {
 		log_debug("event=dispatch.affinity run=%s session_node=%s", r->id, holder);
 		wait = 1;
 	}
-	json_decref(s);
+	session_row_free(s);
 	return wait;
 }
 
@@ -1393,7 +1415,7 @@ static void
 dispatch_kick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dispatch	*d = arg;
-	json_t		*ids, *id;
+	char		**ids;
 	size_t		 i;
 	int64_t		 began = now_ms();
 
@@ -1401,7 +1423,7 @@ dispatch_kick_cb(evutil_socket_t fd, short what, void *arg)
 	    !node_may_work(d->engine->node))
 		return;
 	ids = store_queued(d->engine->store, DISPATCH_SCAN);
-	json_array_foreach(ids, i, id) {
+	for (i = 0; ids != NULL && ids[i] != NULL; i++) {
 		if (d->running >= d->engine->conf->limit_runs)
 			break;
 		/*
@@ -1413,7 +1435,7 @@ dispatch_kick_cb(evutil_socket_t fd, short what, void *arg)
 			dispatch_kick(d);
 			break;
 		}
-		dispatch_start(d, json_string_value(id));
+		dispatch_start(d, ids[i]);
 	}
-	json_decref(ids);
+	strv_free(ids);
 }

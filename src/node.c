@@ -147,17 +147,17 @@ node_fence(struct node *n, const char *why)
 static void
 node_take_over(struct node *n, const char *dead)
 {
-	json_t	*ids = store_runs_on_node(n->e->store, dead), *id;
+	char	**ids = store_runs_on_node(n->e->store, dead);
 	char	*reason = xprintf("interrupted: node %s died (its lease lapsed)", dead);
 	size_t	 i;
 
-	json_array_foreach(ids, i, id)
-		run_interrupt(n->e, json_string_value(id), reason);
+	for (i = 0; ids != NULL && ids[i] != NULL; i++)
+		run_interrupt(n->e, ids[i], reason);
 	log_warn("event=node.reaped node=%s dead=%s runs=%zu reports=%d", n->id, dead,
-	    json_array_size(ids), store_reports_release(n->e->store, dead));
+	    i, store_reports_release(n->e->store, dead));
 	wake(n->e, WAKE_OUTBOX);
 	free(reason);
-	json_decref(ids);
+	strv_free(ids);
 	n->reaped++;
 }
 
@@ -400,7 +400,7 @@ node_fenced(const struct node *n)
 	return n != NULL && n->fenced;
 }
 
-json_t *
+char **
 node_orphans(struct node *n)
 {
 	struct store	*st = n->e->store;
@@ -409,7 +409,7 @@ node_orphans(struct node *n)
 		return store_runs_in_state(st, RUN_RUNNING);
 	/* Its runs are this node's to end now, not a reaper's once its lease lapses. */
 	if (n->prev == NULL || store_node_retire(st, n->prev, n->id) < 0)
-		return json_array();
+		return NULL;
 	store_reports_release(st, n->prev);
 	return store_runs_on_node(st, n->prev);
 }

@@ -29,8 +29,9 @@ int		 node_fenced(const struct node *);
  * The runs the engine must end as interrupted at start: on sqlite every
  * running one (the engine died); on a shared store those of the node that
  * last ran on this data_dir, now declared dead (the others are live nodes').
+ * Their ids, NULL-terminated (strv_free); NULL: none.
  */
-json_t		*node_orphans(struct node *);
+char		**node_orphans(struct node *);
 /* The config was reloaded: its hash is told with the next beat. */
 void		 node_reload(struct node *);
 /* /metrics: the nodes' lease and config gauges. */

@@ -160,6 +160,13 @@ prompt_build(const char *saved, const struct spur_event *ev, const char *nonce)
 	return prompt_build_with(saved, ev, nonce, NULL);
 }
 
+int
+prompt_wants_payload(const struct spur_event *ev)
+{
+	return (ev->text == NULL || *ev->text == '\0') && ev->source != NULL &&
+	    strcmp(ev->source, "webhook") == 0;
+}
+
 char *
 prompt_build_with(const char *saved, const struct spur_event *ev, const char *nonce,
     const json_t *more)
@@ -215,7 +222,7 @@ prompt_build_with(const char *saved, const struct spur_event *ev, const char *no
 
 	if (ev->text != NULL && *ev->text != '\0')
 		prompt_text(&b, "text", ev->text, strlen(ev->text));
-	else if (ev->source != NULL && strcmp(ev->source, "webhook") == 0 &&
+	else if (prompt_wants_payload(ev) &&
 	    (payload = spur_event_payload(ev)) != NULL && !json_is_null(payload)) {
 		dump = json_dumps(payload, JSON_COMPACT | JSON_ENCODE_ANY);
 		if (dump != NULL)

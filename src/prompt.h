@@ -26,6 +26,8 @@ char	*prompt_build(const char *saved, const struct spur_event *, const char *non
  */
 char	*prompt_build_with(const char *saved, const struct spur_event *, const char *nonce,
 	     const json_t *more);
+/* Whether the block shows ev's payload (a generic webhook's without text): read it first. */
+int	 prompt_wants_payload(const struct spur_event *);
 /*
  * For a system's fields (source.h prompt): a field from a path into the
  * event JSON (strings, numbers and booleans), and a list as one field,

@@ -761,9 +761,8 @@ repo_md_plain(struct buf *b, const char *s, size_t max)
 
 /* Who asked for the run and where, from its event, for the PR body. */
 static void
-repo_pr_facts(struct repo_job *j, const json_t *run)
+repo_pr_facts(struct repo_job *j, const json_t *ev)
 {
-	const json_t	*ev = json_object_get(run, "event");
 	const char	*source = json_path_str(ev, "source"), *url = json_path_str(ev, "url");
 	const char	*who = json_path_str(ev, "actor.name"), *text = json_path_str(ev, "text");
 	const struct source *src;
@@ -1353,7 +1352,7 @@ repo_deliver(struct engine *e, const char *run, const struct automation *a,
     repo_deliver_cb cb, void *arg, struct repo_job **out, char **cause)
 {
 	struct repo_job	*j;
-	json_t		*s;
+	struct run_row	*s;
 
 	*out = NULL;
 	/* A checkout is not a delivery: report, none and artifacts push nothing. */
@@ -1379,15 +1378,13 @@ repo_deliver(struct engine *e, const char *run, const struct automation *a,
 		j->reviewers = repo_str_list(a->pull_request.reviewers);
 	if (a->pull_request.labels != NULL)
 		j->labels = repo_str_list(a->pull_request.labels);
-	if (j->want_pr && (s = store_run_json(e->store, run, STORE_RUN_WORK)) != NULL) {
-		repo_pr_facts(j, s);
-		json_decref(s);
-	}
-	if ((s = store_run_json(e->store, run, 0)) != NULL) {
-		if (json_string_value(json_object_get(s, "session")) != NULL)
-			store_session_set_branch(e->store, json_string_value(json_object_get(s,
-			    "session")), j->branch);
-		json_decref(s);
+	/* The run's row and its event's head: a PR's description needs no payload. */
+	if ((s = store_run_get(e->store, run, j->want_pr ? RUN_GET_EVENT : 0)) != NULL) {
+		if (j->want_pr)
+			repo_pr_facts(j, s->event != NULL ? s->event->head : NULL);
+		if (s->session != NULL)
+			store_session_set_branch(e->store, s->session, j->branch);
+		run_row_free(s);
 	}
 	j->step = REPO_TAKE;
 	return repo_begin(j, out, cause);

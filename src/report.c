@@ -20,7 +20,8 @@
 
 #define REPORT_LOOKUP_SKEW_MS	(10LL * 60 * 1000)	/* our clock and the API's may differ */
 
-static void	report_run_end_(struct engine *, const char *, int, const char *);
+struct report_run;
+static void	report_run_end_(struct engine *, const struct report_run *, int, const char *);
 
 /*
  * The hidden marker of a run's message of kind: "<!-- spur:RUN -->" for its
@@ -408,70 +409,73 @@ report_link(struct engine *e, const char *run)
 	return xprintf("%.*s/runs/%s", (int)n, e->conf->public_url, run);
 }
 
-/* report: none in the run's automation. */
-static int
-report_none(const json_t *j)
-{
-	const char	*r = json_string_value(json_path(j, "automation_config.report"));
+/*
+ * What a run's report is made from, read once: its row with its event's head
+ * (never the payload) and usage, and its automation's snapshot, parsed once.
+ */
+struct report_run {
+	struct run_row		*row;
+	struct automation	*a;	/* NULL: the snapshot is unreadable */
+};
 
-	return r != NULL && strcmp(r, "none") == 0;
+static int
+report_run_load(struct engine *e, const char *run, int what, struct report_run *rr)
+{
+	rr->a = NULL;
+	if ((rr->row = store_run_get(e->store, run, RUN_GET_EVENT | what)) == NULL)
+		return -1;
+	rr->a = automation_from_text(rr->row->automation_json);
+	return 0;
 }
 
-/* A history row's time (format_time's ISO 8601 UTC with ms): ms since the epoch, -1: none. */
-static int64_t
-report_ms(const char *iso)
+static void
+report_run_clear(struct report_run *rr)
 {
-	struct tm	 tm;
-	const char	*p;
-	int		 ms = 0;
+	run_row_free(rr->row);
+	automation_free(rr->a);
+}
 
-	memset(&tm, 0, sizeof tm);
-	if (iso == NULL || (p = strptime(iso, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
-		return -1;
-	if (*p == '.')
-		ms = atoi(p + 1);
-	return (int64_t)timegm(&tm) * 1000 + ms;
+/* The event's head (what the backends read), JSON null when it is gone. */
+static const json_t *
+report_event(const struct run_row *r)
+{
+	return r->event != NULL ? r->event->head : json_null();
 }
 
 /*
  * The run's phases so far as a checklist (claude-code-action's track_progress
  * is the model): each one passed with how long it took, the one it is in with
- * the time it began, in b's markup. history: the run's rows, oldest first.
+ * the time it began, in b's markup. h: the run's history, oldest first.
  */
 static void
-report_checklist(struct buf *m, const struct report_backend *b, const json_t *history,
-    int ended)
+report_checklist(struct buf *m, const struct report_backend *b, const struct history_row *h,
+    size_t nh, int ended)
 {
 	static const struct {
-		const char	*phase;		/* NULL: waiting in the queue */
+		enum run_phase	 phase;		/* PHASE_NONE: waiting in the queue */
 		const char	*doing;
 		const char	*done;
 	} steps[] = {
-		{ NULL, "waiting for a run slot", "run slot" },
-		{ "cloning", "checking out the repository", "repository checked out" },
-		{ "setup", "setting up the environment", "environment set up" },
-		{ "agent", "agent at work", "agent done" },
-		{ "delivering", "delivering the change", "change delivered" },
+		{ PHASE_NONE, "waiting for a run slot", "run slot" },
+		{ PHASE_CLONING, "checking out the repository", "repository checked out" },
+		{ PHASE_SETUP, "setting up the environment", "environment set up" },
+		{ PHASE_AGENT, "agent at work", "agent done" },
+		{ PHASE_DELIVERING, "delivering the change", "change delivered" },
 	};
 	int64_t		 at[SPUR_ARRLEN(steps)], end = -1, t;
-	const json_t	*row;
-	const char	*phase, *state;
 	char		 dur[64], hms[16];
 	size_t		 i, k, last = 0;
 
 	for (k = 0; k < SPUR_ARRLEN(steps); k++)
 		at[k] = -1;
-	json_array_foreach(history, i, row) {
-		phase = json_string_value(json_object_get(row, "phase"));
-		state = json_string_value(json_object_get(row, "state"));
-		t = report_ms(json_string_value(json_object_get(row, "at")));
-		if (state != NULL && strcmp(state, "queued") == 0 && at[0] < 0)
-			at[0] = t;
-		else if (state != NULL && strcmp(state, "running") != 0)
-			end = t;
-		for (k = 1; phase != NULL && k < SPUR_ARRLEN(steps); k++)
-			if (strcmp(phase, steps[k].phase) == 0 && at[k] < 0)
-				at[last = k] = t;
+	for (i = 0; i < nh; i++) {
+		if (h[i].state == RUN_QUEUED && at[0] < 0)
+			at[0] = h[i].at;
+		else if (h[i].state != RUN_RUNNING)
+			end = h[i].at;
+		for (k = 1; h[i].phase != PHASE_NONE && k < SPUR_ARRLEN(steps); k++)
+			if (h[i].phase == steps[k].phase && at[k] < 0)
+				at[last = k] = h[i].at;
 	}
 	for (k = 0; k <= last; k++) {
 		if (at[k] < 0)
@@ -492,54 +496,59 @@ report_checklist(struct buf *m, const struct report_backend *b, const json_t *hi
 	}
 }
 
-/*
- * The status message, in b's markup: queued, running since when, or ended
- * (its report follows in the thread), with the run's link, and the phases so
- * far as a checklist; the status marker where b hides one.
- */
-static char *
-report_status_text(const struct report_backend *b, const json_t *j, const json_t *history,
-    const char *run, const char *link)
+char *
+report_status_line(const struct report_backend *b, const struct run_row *r,
+    const struct history_row *h, size_t nh, const char *link, int64_t now)
 {
-	const char	*state = json_string_value(json_object_get(j, "state"));
-	const char	*automation = json_string_value(json_object_get(j, "automation"));
-	const char	*started = json_string_value(json_object_get(j, "started_at"));
-	json_t		*d = json_object_get(j, "duration_ms");
 	struct buf	 m;
-	char		 dur[64], *marker = report_marker(run, "status");
+	char		 dur[64], ts[40], *marker = report_marker(r->id, "status");
 	const char	*bold = b->mrkdwn ? "*" : "**";
-	int		 running = state != NULL && strcmp(state, "running") == 0;
+	int64_t		 d = run_row_duration(r, now);
 
 	buf_init(&m, 0);
 	if (b->marker == REPORT_MARKER_HEAD)
 		buf_addf(&m, "%s\n", marker);
 	if (b->status_head != NULL)
-		b->status_head(json_object_get(j, "event"), &m);
-	buf_addf(&m, "%sspur%s · `%s` · ", bold, bold, automation != NULL ? automation : "?");
-	if (state == NULL || strcmp(state, "queued") == 0)
+		b->status_head(report_event(r), &m);
+	buf_addf(&m, "%sspur%s · `%s` · ", bold, bold, r->automation != NULL ? r->automation :
+	    "?");
+	if (r->state == RUN_QUEUED)
 		buf_addf(&m, "%squeued%s", bold, bold);
-	else if (running) {
-		/* Told again every reports.refresh while it runs (report_status_sent). */
-		report_duration(json_is_integer(d) ? json_integer_value(d) : 0, dur, sizeof dur);
+	else if (r->state == RUN_RUNNING) {
+		/* Told again every reports.refresh while it runs (report_status_edited). */
+		report_duration(d >= 0 ? d : 0, dur, sizeof dur);
 		buf_addf(&m, "%srunning%s since %s (%s so far)", bold, bold,
-		    started != NULL ? started : "?", dur);
-	}
-	else {
-		report_duration(json_is_integer(d) ? json_integer_value(d) : -1, dur, sizeof dur);
-		buf_addf(&m, "%s%s%s in %s · the report follows in the thread", bold, state, bold,
-		    dur);
+		    r->started_at != 0 ? format_time(r->started_at, ts, sizeof ts) : "?", dur);
+	} else {
+		report_duration(d, dur, sizeof dur);
+		buf_addf(&m, "%s%s%s in %s · the report follows in the thread", bold,
+		    run_state_name(r->state), bold, dur);
 	}
 	if (link != NULL)
 		buf_addf(&m, b->mrkdwn ? " · Run <%s|%s>" : " · Run [%s](%s)",
-		    b->mrkdwn ? link : run, b->mrkdwn ? run : link);
+		    b->mrkdwn ? link : r->id, b->mrkdwn ? r->id : link);
 	else
-		buf_addf(&m, " · Run `%s`", run);
-	report_checklist(&m, b, history, state != NULL && !running &&
-	    strcmp(state, "queued") != 0);
+		buf_addf(&m, " · Run `%s`", r->id);
+	report_checklist(&m, b, h, nh, r->state != RUN_QUEUED && r->state != RUN_RUNNING);
 	if (b->marker == REPORT_MARKER_TAIL)
 		buf_addf(&m, "\n\n%s", marker);
 	free(marker);
 	return buf_take(&m);
+}
+
+/* The status message now, with the run's history read for its checklist. */
+static char *
+report_status_text(struct engine *e, const struct report_backend *b, const struct run_row *r,
+    const char *link)
+{
+	struct history_row	*h;
+	size_t			 nh;
+	char			*text;
+
+	h = store_run_history_rows(e->store, r->id, &nh);
+	text = report_status_line(b, r, h, nh, link, now_ms());
+	history_rows_free(h, nh);
+	return text;
 }
 
 /*
@@ -574,44 +583,45 @@ report_status_edit(struct engine *e, const struct report_backend *b, const json_
 static void
 report_status_at(struct engine *e, const char *run, const char *posted, int64_t not_before)
 {
-	json_t		*j, *ev, *target, *history;
+	struct report_run	 rr;
+	const struct run_row	*r;
+	const json_t		*ev;
+	json_t			*target;
 	const struct report_backend *b;
-	const char	*why, *state, *retry_of;
-	char		*link = NULL, *text = NULL, *body, *id = NULL, *next;
-	int64_t		 at;
+	const char		*why;
+	char			*link = NULL, *text = NULL, *body, *id = NULL, *next;
+	int64_t			 at;
+	int			 live;
 
-	if ((j = store_run_json(e->store, run, STORE_RUN_WORK)) == NULL)
+	/* Its usage only for the report it may send now (the run ended meanwhile). */
+	if (report_run_load(e, run, posted != NULL ? RUN_GET_USAGE : 0, &rr) != 0)
 		return;
-	ev = json_object_get(j, "event");
-	state = json_string_value(json_object_get(j, "state"));
-	b = report_backend_find(json_string_value(json_object_get(ev, "source")));
-	if (b == NULL || b->status_target == NULL || report_none(j) || state == NULL ||
+	r = rr.row;
+	ev = report_event(r);
+	live = r->state == RUN_QUEUED || r->state == RUN_RUNNING;
+	b = report_backend_find(r->event != NULL ? r->event->source : NULL);
+	if (b == NULL || b->status_target == NULL || (rr.a != NULL && !rr.a->report_thread) ||
 	    (!e->conf->report_progress && (b->opens_thread == NULL || !b->opens_thread(ev))))
 		goto out;
 	link = report_link(e, run);
-	history = store_run_history(e->store, run);
-	text = report_status_text(b, j, history, run, link);
-	json_decref(history);
+	text = report_status_text(e, b, r, link);
 	id = posted != NULL ? xstrdup(posted) : store_run_status(e->store, run, &at);
 	if (posted != NULL)
 		at = not_before;
-	retry_of = json_string_value(json_object_get(j, "retry_of"));
-	if (posted != NULL && strcmp(state, "running") != 0 && strcmp(state, "queued") != 0 &&
-	    (next = store_run_continuation(e->store, run)) != NULL) {
+	if (posted != NULL && !live && (next = store_run_continuation(e->store, run)) != NULL) {
 		/* Interrupted and queued again: the message is its continuation's now. */
 		report_status_at(e, next, posted, not_before);
 		free(next);
 		goto out;
 	}
 	/* The run ended while the message was on its way: its report waits to replace it. */
-	if (posted != NULL && strcmp(state, "running") != 0 && strcmp(state, "queued") != 0 &&
-	    store_report_unwait(e->store, run)) {
-		report_run_end_(e, run, 0, posted);
+	if (posted != NULL && !live && store_report_unwait(e->store, run)) {
+		report_run_end_(e, &rr, 0, posted);
 		goto out;
 	}
 	if (id == NULL && !store_report_exists(e->store, run, "status") &&
-	    (retry_of == NULL || !store_report_exists(e->store, retry_of, "status"))) {
-		if (strcmp(state, "queued") != 0 && strcmp(state, "running") != 0)
+	    (r->retry_of == NULL || !store_report_exists(e->store, r->retry_of, "status"))) {
+		if (!live)
 			goto out;
 		if ((target = b->status_target(ev, &why)) == NULL)
 			goto out;
@@ -623,14 +633,14 @@ report_status_at(struct engine *e, const char *run, const char *posted, int64_t 
 		}
 		free(body);
 		json_decref(target);
-	} else if (id != NULL && strcmp(state, "queued") != 0) {
+	} else if (id != NULL && r->state != RUN_QUEUED) {
 		/*
 		 * Ended: only when the report went as a message of its own (no id
 		 * then). One that edits this message took its place: the message
 		 * is the report's now (its id was committed, and read by the run's
 		 * end, before this call came from the writer's completion).
 		 */
-		if (strcmp(state, "running") != 0 && (posted == NULL ||
+		if (r->state != RUN_RUNNING && (posted == NULL ||
 		    !store_report_exists(e->store, run, "run_end") ||
 		    store_report_edits(e->store, run, "run_end")))
 			goto out;
@@ -642,7 +652,7 @@ out:
 	free(id);
 	free(text);
 	free(link);
-	json_decref(j);
+	report_run_clear(&rr);
 }
 
 void
@@ -680,6 +690,26 @@ report_message_id(const json_t *report, const struct http_response *r)
 	return id;
 }
 
+void
+report_facts_of(const struct run_row *r, int64_t now, struct report_facts *f,
+    char *usage, size_t usagelen)
+{
+	memset(f, 0, sizeof *f);
+	f->run = r->id;
+	f->automation = r->automation != NULL ? r->automation : "?";
+	f->state = run_state_name(r->state);
+	f->reason = r->reason;
+	f->cause = r->cause != CAUSE_NONE ? run_cause_words(r->cause) : NULL;
+	f->retry_of = r->retry_of;
+	f->result = r->result;
+	f->proof = r->proof;
+	f->duration_ms = run_row_duration(r, now);
+	if (r->requests > 0) {
+		budget_words((uint64_t)r->tokens, r->cost_usd, usage, usagelen);
+		f->usage = usage;
+	}
+}
+
 /* What the caller of report_facts_fill frees. */
 struct report_owned {
 	char	*result;
@@ -688,39 +718,15 @@ struct report_owned {
 	char	 usage[64];	/* "1.2M tokens, $3.40" */
 };
 
-/* The facts of a run's report from its row j (store_run_json), secrets cut out. */
+/* The facts of a run's report from its row, secrets cut out, its link added. */
 static void
-report_facts_fill(struct engine *e, const char *run, const json_t *j, struct report_facts *f,
+report_facts_fill(struct engine *e, const struct run_row *r, struct report_facts *f,
     struct report_owned *o)
 {
-	enum run_cause	 why;
-	const json_t	*u;
-
-	memset(f, 0, sizeof *f);
-	f->run = run;
-	f->automation = json_string_value(json_object_get(j, "automation"));
-	f->state = json_string_value(json_object_get(j, "state"));
-	f->reason = o->reason = report_scrub(e, json_string_value(json_object_get(j,
-	    "reason")));
-	if (run_cause_parse(json_string_value(json_object_get(j, "cause")), &why) == 0)
-		f->cause = run_cause_words(why);
-	f->retry_of = json_string_value(json_object_get(j, "retry_of"));
-	f->result = o->result = report_scrub(e, json_string_value(json_object_get(j,
-	    "result")));
-	f->proof = json_string_value(json_object_get(j, "proof"));
-	f->duration_ms = json_is_integer(json_object_get(j, "duration_ms")) ?
-	    json_integer_value(json_object_get(j, "duration_ms")) : -1;
-	f->link = o->link = report_link(e, run);
-	if ((u = json_object_get(j, "usage")) != NULL &&
-	    json_integer_value(json_object_get(u, "requests")) > 0) {
-		budget_words((uint64_t)json_integer_value(json_object_get(u, "tokens")),
-		    json_number_value(json_object_get(u, "cost_usd")), o->usage, sizeof o->usage);
-		f->usage = o->usage;
-	}
-	if (f->automation == NULL)
-		f->automation = "?";
-	if (f->state == NULL)
-		f->state = "?";
+	report_facts_of(r, now_ms(), f, o->usage, sizeof o->usage);
+	f->reason = o->reason = report_scrub(e, r->reason);
+	f->result = o->result = report_scrub(e, r->result);
+	f->link = o->link = report_link(e, r->id);
 }
 
 static void
@@ -731,43 +737,39 @@ report_owned_free(struct report_owned *o)
 	free(o->link);
 }
 
-/* The run's report; in place of its status message unless alone (that edit failed). */
 /*
  * The status message's post has not come back yet (its row is there, its id
  * is not): the run's report waits for it, to replace it rather than follow it.
  */
 static int
-report_status_awaited(struct engine *e, const json_t *j, const char *run)
+report_status_awaited(struct engine *e, const struct run_row *r)
 {
-	const char	*retry_of = json_string_value(json_object_get(j, "retry_of"));
-
-	return store_report_pending(e->store, run, "status") || (retry_of != NULL &&
-	    store_report_pending(e->store, retry_of, "status"));
+	return store_report_pending(e->store, r->id, "status") || (r->retry_of != NULL &&
+	    store_report_pending(e->store, r->retry_of, "status"));
 }
 
+/* The run's report; in place of its status message unless alone (that edit failed). */
 static void
-report_run_end_(struct engine *e, const char *run, int alone, const char *posted)
+report_run_end_(struct engine *e, const struct report_run *rr, int alone, const char *posted)
 {
-	json_t			*j, *ev, *target = NULL, *aj, *none;
+	const struct run_row	*r = rr->row;
+	const char		*run = r->id;
+	const json_t		*ev = report_event(r);
+	json_t			*target = NULL, *none;
 	struct report_facts	 f;
 	struct report_owned	 own;
 	const char		*nothread = NULL, *source;
 	const struct report_backend *b;
-	json_t			*st, *hist;
+	json_t			*st;
 	char			*id = NULL, *stext = NULL;
 	int64_t			 at;
 	int			 follows;
 	char			*text = NULL, *body = NULL, *link = NULL;
 
 	memset(&own, 0, sizeof own);
-	if ((j = store_run_json(e->store, run, STORE_RUN_WORK)) == NULL)
-		return;
 	if (!alone && store_report_exists(e->store, run, "run_end"))
 		goto out;
-	ev = json_object_get(j, "event");
-	aj = json_object_get(j, "automation_config");
-	if (json_is_string(json_object_get(aj, "report")) &&
-	    strcmp(json_string_value(json_object_get(aj, "report")), "none") == 0) {
+	if (rr->a != NULL && !rr->a->report_thread) {
 		none = json_object();
 		store_report_note(e->store, run, "run_end", none, "none", "report: none");
 		json_decref(none);
@@ -785,14 +787,14 @@ report_run_end_(struct engine *e, const char *run, int alone, const char *posted
 		body = b->body(e, ev, run, "run_end", NULL);
 		goto store;
 	}
-	report_facts_fill(e, run, j, &f, &own);
+	report_facts_fill(e, r, &f, &own);
 	link = own.link;
 	text = report_format(source, &f, b->max);
 	if (posted != NULL)
 		id = xstrdup(posted);
 	else if (b->edit_target != NULL && !alone)
 		id = store_run_status(e->store, run, &at);
-	if (id == NULL && !alone && b->edit_target != NULL && report_status_awaited(e, j, run)) {
+	if (id == NULL && !alone && b->edit_target != NULL && report_status_awaited(e, r)) {
 		/*
 		 * A run shorter than its status message's round trip: the report
 		 * waits for the message's id (report_status_at takes it back and
@@ -822,9 +824,7 @@ report_run_end_(struct engine *e, const char *run, int alone, const char *posted
 			goto out;
 		}
 		/* A review thread: the status message says so, the report follows there. */
-		hist = store_run_history(e->store, run);
-		stext = report_status_text(b, j, hist, run, link);
-		json_decref(hist);
+		stext = report_status_text(e, b, r, link);
 		report_status_edit(e, b, ev, run, "status_edit", id, 0, stext);
 	}
 	body = b->body(e, ev, run, "run_end", text);
@@ -840,7 +840,22 @@ out:
 	free(text);
 	free(body);
 	json_decref(target);
-	json_decref(j);
+}
+
+int
+report_dest_heard(const struct automation *a, enum run_state state)
+{
+	size_t	 i;
+
+	if (a == NULL || !json_is_array(a->report_to))
+		return 0;
+	if (a->report_on == NULL)
+		return 1;
+	for (i = 0; a->report_on[i] != NULL; i++) {
+		if (strcmp(a->report_on[i], run_state_name(state)) == 0)
+			return 1;
+	}
+	return 0;
 }
 
 /*
@@ -850,41 +865,33 @@ out:
  * dest:N), stored once, posted once, looked for like any other.
  */
 static void
-report_destinations(struct engine *e, const char *run, const json_t *j)
+report_destinations(struct engine *e, const struct report_run *rr)
 {
-	const json_t		*aj = json_object_get(j, "automation_config");
-	const json_t		*to = json_object_get(aj, "report_to"), *on, *d, *s;
-	const char		*state = json_string_value(json_object_get(j, "state"));
-	const char		*org = json_string_value(json_object_get(j, "org")), *why;
+	const struct run_row	*r = rr->row;
+	const json_t		*d;
+	const char		*why;
 	const struct report_backend *b;
 	struct report_facts	 f;
 	struct report_owned	 own;
-	size_t			 i, k;
+	size_t			 i;
 	json_t			*ev, *target;
 	char			*kind, *text, *body;
-	int			 heard;
 
-	if (!json_is_array(to) || state == NULL || org == NULL)
+	if (r->org == NULL || !report_dest_heard(rr->a, r->state))
 		return;
-	if (json_is_array((on = json_object_get(aj, "report_on")))) {
-		heard = 0;
-		json_array_foreach(on, k, s)
-			heard |= json_is_string(s) && strcmp(json_string_value(s), state) == 0;
-		if (!heard)
-			return;
-	}
-	report_facts_fill(e, run, j, &f, &own);
-	json_array_foreach(to, i, d) {
+	memset(&own, 0, sizeof own);
+	report_facts_fill(e, r, &f, &own);
+	json_array_foreach(rr->a->report_to, i, d) {
 		kind = xprintf("dest:%zu", i);
 		ev = json_deep_copy(d);
-		json_object_set_new(ev, "org", json_string(org));
+		json_object_set_new(ev, "org", json_string(r->org));
 		b = report_backend_find(json_string_value(json_object_get(ev, "source")));
 		target = b != NULL && b->target != NULL ? b->target(ev, &why) : NULL;
-		if (target != NULL && !store_report_exists(e->store, run, kind)) {
+		if (target != NULL && !store_report_exists(e->store, r->id, kind)) {
 			text = b->max > 0 ? report_format(b->name, &f, b->max) : NULL;
-			body = b->body(e, ev, run, kind, text);
-			if (store_report_add(e->store, run, kind, target, body) == 0)
-				log_info("event=report.stored run=%s kind=%s source=%s", run,
+			body = b->body(e, ev, r->id, kind, text);
+			if (store_report_add(e->store, r->id, kind, target, body) == 0)
+				log_info("event=report.stored run=%s kind=%s source=%s", r->id,
 				    kind, b->name);
 			free(text);
 			free(body);
@@ -900,13 +907,25 @@ report_destinations(struct engine *e, const char *run, const json_t *j)
 void
 report_run_end(struct engine *e, const char *run)
 {
-	json_t	*j;
+	struct report_run	 rr;
 
-	report_run_end_(e, run, 0, NULL);
-	if ((j = store_run_json(e->store, run, STORE_RUN_WORK)) != NULL) {
-		report_destinations(e, run, j);
-		json_decref(j);
-	}
+	if (report_run_load(e, run, RUN_GET_USAGE, &rr) != 0)
+		return;
+	report_run_end_(e, &rr, 0, NULL);
+	report_destinations(e, &rr);
+	report_run_clear(&rr);
+}
+
+/* The run's report on its own (its status message is gone, or never came). */
+static void
+report_run_alone(struct engine *e, const char *run)
+{
+	struct report_run	 rr;
+
+	if (report_run_load(e, run, RUN_GET_USAGE, &rr) != 0)
+		return;
+	report_run_end_(e, &rr, 1, NULL);
+	report_run_clear(&rr);
 }
 
 void
@@ -918,11 +937,11 @@ report_edit_given_up(struct engine *e, const json_t *report)
 	/* The status message is gone (deleted, say): the report goes as a message of its own. */
 	if (run != NULL && kind != NULL && strcmp(kind, "run_end") == 0 &&
 	    json_is_true(json_path(report, "target.edit")))
-		report_run_end_(e, run, 1, NULL);
+		report_run_alone(e, run);
 	/* It never came: a report waiting for it goes now, on its own. */
 	if (run != NULL && kind != NULL && strcmp(kind, "status") == 0 &&
 	    store_report_unwait(e->store, run))
-		report_run_end_(e, run, 1, NULL);
+		report_run_alone(e, run);
 }
 
 char *

@@ -20,6 +20,7 @@ struct http_response;
  * report already in its thread.
  */
 #include "event.h"
+#include "store.h"
 
 #define REPORT_MARKER		EVENT_OWN_MARKER
 #define REPORT_SLACK_EVENT	"spur_report"
@@ -63,6 +64,20 @@ void	 report_status_posted(struct engine *, const char *run, const char *id);
  */
 #define REPORT_REFRESH_MS	60000
 void	 report_status_edited(struct engine *, const char *run);
+/*
+ * The status message in b's markup, from the run's row (with its event's head)
+ * and its history h (nh rows, oldest first) at now: queued, running since when
+ * and for how long so far, or ended in how long (its report follows in the
+ * thread); with link (NULL: none); then its phases as a checklist, each passed
+ * one with how long it took, the current one since when. Pure.
+ */
+struct report_backend;
+struct history_row;
+char	*report_status_line(const struct report_backend *, const struct run_row *,
+	     const struct history_row *h, size_t nh, const char *link, int64_t now);
+/* Whether the automation's report_to destinations hear of a run that ended in state. */
+struct automation;
+int	 report_dest_heard(const struct automation *, enum run_state);
 /* A report that was to replace the status message was given up: it is posted instead. */
 void	 report_edit_given_up(struct engine *, const json_t *report);
 /* The id of the message a sent report of kind status posted, from the API's answer. */
@@ -93,6 +108,14 @@ struct report_facts {
 	const char	*usage;		/* "1.2M tokens, $3.40" (budget_words), NULL: no model used */
 	const char	*link;		/* public_url/runs/RUN, may be NULL */
 };
+/*
+ * A run's facts from its row (store_run_get with RUN_GET_USAGE) at now: the
+ * usage's words go in usage. Pure: the caller cuts secrets out of reason and
+ * result and adds the link.
+ */
+struct run_row;
+void	 report_facts_of(const struct run_row *, int64_t now, struct report_facts *,
+	     char *usage, size_t usagelen);
 /* The message in source's format (github, slack, linear), cut to max bytes. Pure. */
 char	*report_format(const char *source, const struct report_facts *, size_t max);
 /* s in Slack's mrkdwn: only &, < and > escaped (as &amp; &lt; &gt;). */

@@ -87,7 +87,7 @@ void
 run_interrupt(struct engine *e, const char *run, const char *reason)
 {
 	struct automation	*a = NULL;
-	json_t			*j;
+	struct run_row		*j;
 	char			*id = NULL, *cause = NULL, *why, *note = NULL;
 	int			 rc;
 
@@ -110,9 +110,8 @@ run_interrupt(struct engine *e, const char *run, const char *reason)
 			log_info("event=run.not_interrupted run=%s why=\"ended already\"", run);
 		return;
 	}
-	j = store_run_json(e->store, run, STORE_RUN_WORK);
-	if (j != NULL)
-		a = automation_from_json(json_object_get(j, "automation_config"));
+	if ((j = store_run_get(e->store, run, 0)) != NULL)
+		a = automation_from_text(j->automation_json);
 	if (a != NULL && !a->retry_never) {
 		if ((id = store_run_retry(e->store, run, 1, &cause)) == NULL) {
 			log_info("event=run.not_requeued run=%s why=%s", run, log_q(cause));
@@ -133,7 +132,7 @@ run_interrupt(struct engine *e, const char *run, const char *reason)
 	free(note);
 	free(id);
 	automation_free(a);
-	json_decref(j);
+	run_row_free(j);
 }
 
 int

@@ -64,17 +64,14 @@ runmcp_create(struct store *st, const char *run)
 	struct runmcp	*m = xcalloc(1, sizeof *m);
 	unsigned char	 raw[RUNMCP_TOKEN_BYTES];
 	char		 hex[2 * RUNMCP_TOKEN_BYTES + 1];
-	json_t		*j = store_run_json(st, run, STORE_RUN_WORK);
-	const char	*s;
+	struct run_row	*r = store_run_get(st, run, 0);
 
 	m->store = st;
 	m->run = xstrdup(run);
-	s = json_string_value(json_object_get(j, "org"));
-	m->org = xstrdup(s != NULL ? s : "");
-	s = json_string_value(json_object_get(j, "thread"));
-	m->thread = xstrdup(s != NULL ? s : "");
-	runmcp_nonce(m, json_string_value(json_object_get(j, "prompt")));
-	json_decref(j);
+	m->org = xstrdup(r != NULL && r->org != NULL ? r->org : "");
+	m->thread = xstrdup(r != NULL && r->thread != NULL ? r->thread : "");
+	runmcp_nonce(m, r != NULL ? r->prompt : NULL);
+	run_row_free(r);
 	random_bytes(raw, sizeof raw);
 	hex_encode(raw, sizeof raw, hex);
 	explicit_bzero(raw, sizeof raw);
@@ -145,7 +142,8 @@ runmcp_note(struct runmcp *m, const char *tool, const char *verdict, const char 
 static json_t *
 runmcp_thread_read(struct runmcp *m, json_t *args)
 {
-	json_t			*runs, *r, *j, *seen = json_object();
+	json_t			*runs, *r, *seen = json_object();
+	struct run_row		*row;
 	struct spur_event	*ev;
 	struct buf		 b;
 	const char		*id;
@@ -163,9 +161,9 @@ runmcp_thread_read(struct runmcp *m, json_t *args)
 		if (n >= (size_t)limit)
 			break;
 		id = json_string_value(json_object_get(r, "id"));
-		if (id == NULL || (j = store_run_json(m->store, id, STORE_RUN_WORK)) == NULL)
+		if (id == NULL || (row = store_run_get(m->store, id, RUN_GET_EVENT)) == NULL)
 			continue;
-		ev = spur_event_from_json(json_object_get(j, "event"));
+		ev = row->event != NULL ? spur_event_from_json(row->event->head) : NULL;
 		if (ev != NULL && ev->id != NULL && json_object_get(seen, ev->id) == NULL) {
 			json_object_set_new(seen, ev->id, json_true());
 			block = prompt_build("", ev, m->nonce);
@@ -174,7 +172,7 @@ runmcp_thread_read(struct runmcp *m, json_t *args)
 			n++;
 		}
 		spur_event_free(ev);
-		json_decref(j);
+		run_row_free(row);
 	}
 	json_decref(runs);
 	json_decref(seen);
@@ -183,9 +181,9 @@ runmcp_thread_read(struct runmcp *m, json_t *args)
 	free(what);
 	if (b.len == 0)
 		buf_adds(&b, "(the thread has no messages spur knows of)");
-	j = runmcp_text(buf_cstr(&b), 0);
+	r = runmcp_text(buf_cstr(&b), 0);
 	buf_free(&b);
-	return j;
+	return r;
 }
 
 /* The tools and their schemas: none takes another thread, item or org. */

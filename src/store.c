@@ -39,6 +39,7 @@ struct store {
 	int		 tx_lazy;	/* the open transaction is store_tx_begin_lazy's */
 	struct store_kick *kick;	/* store_checkpoint_elsewhere's */
 	char		*node;		/* this node's id: a run it starts runs on it (runs.node) */
+	uint64_t	 payload_reads;	/* event payloads read (store_payload_reads) */
 	/*
 	 * Another backend (store-backend.h) and its connection; NULL: sqlite3, this
 	 * file's own code. Only the operations it provides are ever called on it.
@@ -1038,6 +1039,8 @@ store_scalar_int(struct store *st, const char *sql, const char *arg)
 }
 
 static struct db_stmt *store_stmt(struct store *, const char *);
+static char	*col_dup(struct db_stmt *, int);
+static void	 session_row_clear(struct session_row *);
 static int	store_exec_bind(struct store *, const char *, const char **, size_t,
 		    const int64_t *, size_t);
 
@@ -1431,7 +1434,7 @@ store_run_rows(struct store *st, const char *sql, const char *run,
 }
 
 static json_t *
-history_row(struct db_stmt *h)
+history_json(struct db_stmt *h)
 {
 	json_t	*j = json_pack("{s:o,s:o,s:o}", "state", col_json_text(h, 0), "at",
 		    col_time(h, 1), "reason", col_json_text(h, 2));
@@ -1442,14 +1445,6 @@ history_row(struct db_stmt *h)
 	if (!db_column_null(h, 4))
 		json_object_set_new(j, "phase", col_json_text(h, 4));
 	return j;
-}
-
-static json_t *
-report_row(struct db_stmt *h)
-{
-	return json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}", "kind", col_json_text(h, 0), "state",
-	    col_json_text(h, 1), "attempts", (json_int_t)db_column_int64(h, 2), "error",
-	    col_json_text(h, 3), "created_at", col_time(h, 4), "sent_at", col_time(h, 5));
 }
 
 static json_t *
@@ -1465,60 +1460,228 @@ connection_row(struct db_stmt *h)
 	"result, proof, created_at, started_at, ended_at, prompt, automation_json, " \
 	"agent_session, conc_key, cause, phase, retry_of, repository"
 
-static json_t *
-store_run_row(struct store *st, struct db_stmt *s, int full)
+static int64_t
+col_ms(struct db_stmt *s, int i)
 {
-	json_t		*j, *ev;
-	const char	*id = db_column_text(s, 0);
-	int64_t		 start, end;
+	return db_column_null(s, i) ? 0 : db_column_int64(s, i);
+}
 
-	j = json_object();
-	json_object_set_new(j, "id", col_json_text(s, 0));
-	json_object_set_new(j, "org", col_json_text(s, 1));
-	json_object_set_new(j, "automation", col_json_text(s, 2));
-	json_object_set_new(j, "event_id", col_json_text(s, 3));
-	json_object_set_new(j, "thread", col_json_text(s, 4));
-	json_object_set_new(j, "session", col_json_text(s, 5));
-	json_object_set_new(j, "state", col_json_text(s, 6));
-	json_object_set_new(j, "reason", col_json_text(s, 7));
-	json_object_set_new(j, "cause", col_json_text(s, 17));
-	json_object_set_new(j, "phase", col_json_text(s, 18));
-	json_object_set_new(j, "retry_of", col_json_text(s, 19));
-	json_object_set_new(j, "repository", col_json_text(s, 20));
-	json_object_set_new(j, "result", col_json_text(s, 8));
-	json_object_set_new(j, "proof", col_json_text(s, 9));
-	json_object_set_new(j, "created_at", col_time(s, 10));
-	json_object_set_new(j, "started_at", col_time(s, 11));
-	json_object_set_new(j, "ended_at", col_time(s, 12));
-	if (!db_column_null(s, 11)) {
-		start = db_column_int64(s, 11);
-		end = !db_column_null(s, 12) ?
-		    db_column_int64(s, 12) : now_ms();
-		json_object_set_new(j, "duration_ms", json_integer(end - start));
-	} else
-		json_object_set_new(j, "duration_ms", json_null());
-	json_object_set_new(j, "usage", store_usage_json(st, id));
+/* A state column, def when it is NULL or unknown. */
+static enum run_state
+col_state(struct db_stmt *s, int i, enum run_state def)
+{
+	const char	*t = db_column_text(s, i);
+	enum run_state	 st;
+
+	return t != NULL && run_state_parse(t, &st) == 0 ? st : def;
+}
+
+static enum run_phase
+run_phase_of(const char *name)
+{
+	int	 i;
+
+	for (i = 1; name != NULL && i < RUN_NPHASES; i++) {
+		if (strcmp(name, run_phase_names[i]) == 0)
+			return i;
+	}
+	return PHASE_NONE;
+}
+
+/* The row under s (RUN_COLUMNS), without what store_run_get adds. */
+static struct run_row *
+run_row_read(struct db_stmt *s)
+{
+	struct run_row	*r = xcalloc(1, sizeof *r);
+
+	r->id = col_dup(s, 0);
+	r->org = col_dup(s, 1);
+	r->automation = col_dup(s, 2);
+	r->event_id = col_dup(s, 3);
+	r->thread = col_dup(s, 4);
+	r->session = col_dup(s, 5);
+	r->state = col_state(s, 6, RUN_QUEUED);
+	r->reason = col_dup(s, 7);
+	r->result = col_dup(s, 8);
+	r->proof = col_dup(s, 9);
+	r->created_at = col_ms(s, 10);
+	r->started_at = col_ms(s, 11);
+	r->ended_at = col_ms(s, 12);
+	r->prompt = col_dup(s, 13);
+	r->automation_json = col_dup(s, 14);
+	r->agent_session = col_dup(s, 15);
+	r->conc_key = col_dup(s, 16);
+	if (run_cause_parse(db_column_text(s, 17), &r->cause) != 0)
+		r->cause = CAUSE_NONE;
+	r->phase = run_phase_of(db_column_text(s, 18));
+	r->retry_of = col_dup(s, 19);
+	r->repository = col_dup(s, 20);
+	return r;
+}
+
+void
+run_row_free(struct run_row *r)
+{
+	if (r == NULL)
+		return;
+	free(r->id);
+	free(r->org);
+	free(r->automation);
+	free(r->event_id);
+	free(r->thread);
+	free(r->session);
+	free(r->reason);
+	free(r->result);
+	free(r->proof);
+	free(r->prompt);
+	free(r->automation_json);
+	free(r->agent_session);
+	free(r->conc_key);
+	free(r->retry_of);
+	free(r->repository);
+	event_row_free(r->event);
+	free(r);
+}
+
+int64_t
+run_row_duration(const struct run_row *r, int64_t now)
+{
+	if (r->started_at == 0)
+		return -1;
+	return (r->ended_at != 0 ? r->ended_at : now) - r->started_at;
+}
+
+/* The run's usage summed: requests, tokens, USD (store_usage_json has it all). */
+static void
+run_row_usage(struct store *st, struct run_row *r)
+{
+	struct db_stmt	*s;
+
+	if ((s = store_stmt(st, "SELECT COALESCE(sum(requests), 0), COALESCE(sum(tokens), 0), "
+	    "COALESCE(sum(cost_usd), 0) FROM usage WHERE run = ?")) == NULL)
+		return;
+	db_bind_text(s, 1, r->id);
+	if (db_step(s) == DB_ROW) {
+		r->requests = db_column_int64(s, 0);
+		r->tokens = db_column_int64(s, 1);
+		r->cost_usd = round(db_column_double(s, 2) * 1e6) / 1e6;
+	}
+	db_reset(s);
+}
+
+struct run_row *
+store_run_get(struct store *st, const char *run, int what)
+{
+	struct db_stmt	*s;
+	struct run_row	*r = NULL;
+
+	if ((s = store_stmt(st, "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?")) == NULL)
+		return NULL;
+	db_bind_text(s, 1, run);
+	if (db_step(s) == DB_ROW)
+		r = run_row_read(s);
+	db_reset(s);
+	if (r == NULL)
+		return NULL;
+	if (what & RUN_GET_USAGE)
+		run_row_usage(st, r);
+	if ((what & (RUN_GET_EVENT | RUN_GET_PAYLOAD)) && r->event_id != NULL)
+		r->event = store_event_get(st, r->event_id, (what & RUN_GET_PAYLOAD) ?
+		    STORE_EVENT_PAYLOAD : STORE_EVENT_HEAD);
+	return r;
+}
+
+static json_t *
+json_ms(int64_t ms)
+{
+	char	 ts[40];
+
+	return ms != 0 ? json_string(format_time(ms, ts, sizeof ts)) : json_null();
+}
+
+/* The event as JSON (the API's, spur show's): its head, and its payload parsed when read. */
+static json_t *
+event_row_json(const struct event_row *ev)
+{
+	json_t	*j = json_deep_copy(ev->head);
+
+	if (ev->payload != NULL)
+		json_object_set_new(j, "payload", json_loadb(ev->payload, ev->payloadlen,
+		    JSON_DECODE_ANY, NULL));
+	return j;
+}
+
+static json_t *
+report_rows_json(struct store *st, const char *run)
+{
+	struct report_row	*rr;
+	size_t			 n, i;
+	json_t			*list = json_array();
+
+	rr = store_run_reports(st, run, &n);
+	for (i = 0; i < n; i++)
+		json_array_append_new(list, json_pack("{s:o,s:o,s:I,s:o,s:o,s:o}", "kind",
+		    json_str_or_null(rr[i].kind), "state", json_str_or_null(rr[i].state),
+		    "attempts", (json_int_t)rr[i].attempts, "error",
+		    json_str_or_null(rr[i].error), "created_at", json_ms(rr[i].created_at),
+		    "sent_at", json_ms(rr[i].sent_at)));
+	report_rows_free(rr, n);
+	return list;
+}
+
+/* A run as JSON from its row (the shape of `spur show --json` and the API's). */
+static json_t *
+run_row_json(struct store *st, const struct run_row *r, int full)
+{
+	json_t	*j = json_object(), *a;
+	int64_t	 d = run_row_duration(r, now_ms());
+
+	json_object_set_new(j, "id", json_str_or_null(r->id));
+	json_object_set_new(j, "org", json_str_or_null(r->org));
+	json_object_set_new(j, "automation", json_str_or_null(r->automation));
+	json_object_set_new(j, "event_id", json_str_or_null(r->event_id));
+	json_object_set_new(j, "thread", json_str_or_null(r->thread));
+	json_object_set_new(j, "session", json_str_or_null(r->session));
+	json_object_set_new(j, "state", json_string(run_state_name(r->state)));
+	json_object_set_new(j, "reason", json_str_or_null(r->reason));
+	json_object_set_new(j, "cause", json_str_or_null(run_cause_name(r->cause)));
+	json_object_set_new(j, "phase", json_str_or_null(run_phase_name(r->phase)));
+	json_object_set_new(j, "retry_of", json_str_or_null(r->retry_of));
+	json_object_set_new(j, "repository", json_str_or_null(r->repository));
+	json_object_set_new(j, "result", json_str_or_null(r->result));
+	json_object_set_new(j, "proof", json_str_or_null(r->proof));
+	json_object_set_new(j, "created_at", json_ms(r->created_at));
+	json_object_set_new(j, "started_at", json_ms(r->started_at));
+	json_object_set_new(j, "ended_at", json_ms(r->ended_at));
+	json_object_set_new(j, "duration_ms", d >= 0 ? json_integer(d) : json_null());
+	json_object_set_new(j, "usage", store_usage_json(st, r->id));
 	if (full == STORE_RUN_ROW)
 		return j;
-	json_object_set_new(j, "prompt", col_json_text(s, 13));
-	json_object_set_new(j, "agent_session", col_json_text(s, 15));
-	json_object_set_new(j, "conc_key", col_json_text(s, 16));
-	ev = store_event_json(st, db_column_text(s, 3));
-	json_object_set_new(j, "event", ev != NULL ? ev : json_null());
+	json_object_set_new(j, "prompt", json_str_or_null(r->prompt));
+	json_object_set_new(j, "agent_session", json_str_or_null(r->agent_session));
+	json_object_set_new(j, "conc_key", json_str_or_null(r->conc_key));
+	json_object_set_new(j, "event", r->event != NULL ? event_row_json(r->event) :
+	    json_null());
 	if (full == STORE_RUN_FULL) {
-		json_object_set_new(j, "history", store_run_history(st, id));
-		json_object_set_new(j, "reports", store_run_rows(st, "SELECT kind, state, "
-		    "attempts, last_error, created_at, sent_at FROM reports WHERE run = ? "
-		    "ORDER BY id", id, report_row));
+		json_object_set_new(j, "history", store_run_history(st, r->id));
+		json_object_set_new(j, "reports", report_rows_json(st, r->id));
 		json_object_set_new(j, "connections", store_run_rows(st, "SELECT at, host, "
 		    "port, bytes_in, bytes_out, verdict FROM connections WHERE run = ? ORDER BY "
-		    "rowid", id, connection_row));
+		    "rowid", r->id, connection_row));
 	}
-	{
-		const char *aj = db_column_text(s, 14);
-		json_t *a = aj != NULL ? json_loads(aj, 0, NULL) : NULL;
-		json_object_set_new(j, "automation_config", a != NULL ? a : json_null());
-	}
+	a = r->automation_json != NULL ? json_loads(r->automation_json, 0, NULL) : NULL;
+	json_object_set_new(j, "automation_config", a != NULL ? a : json_null());
+	return j;
+}
+
+/* The row under s as JSON, the list's shape (STORE_RUN_ROW). */
+static json_t *
+run_row_json_at(struct store *st, struct db_stmt *s)
+{
+	struct run_row	*r = run_row_read(s);
+	json_t		*j = run_row_json(st, r, STORE_RUN_ROW);
+
+	run_row_free(r);
 	return j;
 }
 
@@ -1526,7 +1689,42 @@ json_t *
 store_run_history(struct store *st, const char *run)
 {
 	return store_run_rows(st, "SELECT state, at, reason, cause, phase FROM run_history "
-	    "WHERE run = ? ORDER BY rowid", run, history_row);
+	    "WHERE run = ? ORDER BY rowid", run, history_json);
+}
+
+struct history_row *
+store_run_history_rows(struct store *st, const char *run, size_t *n)
+{
+	struct db_stmt		*s;
+	struct history_row	*h = NULL, *r;
+
+	*n = 0;
+	if ((s = store_stmt(st, "SELECT state, at, reason, cause, phase FROM run_history "
+	    "WHERE run = ? ORDER BY rowid")) == NULL)
+		return NULL;
+	db_bind_text(s, 1, run);
+	while (db_step(s) == DB_ROW) {
+		h = xreallocarray(h, *n + 1, sizeof *h);
+		r = &h[(*n)++];
+		r->state = col_state(s, 0, RUN_QUEUED);
+		r->at = col_ms(s, 1);
+		r->reason = col_dup(s, 2);
+		if (run_cause_parse(db_column_text(s, 3), &r->cause) != 0)
+			r->cause = CAUSE_NONE;
+		r->phase = run_phase_of(db_column_text(s, 4));
+	}
+	db_reset(s);
+	return h;
+}
+
+void
+history_rows_free(struct history_row *h, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++)
+		free(h[i].reason);
+	free(h);
 }
 
 int
@@ -1546,16 +1744,51 @@ store_run_note(struct store *st, const char *run, const char *reason)
 json_t *
 store_run_json(struct store *st, const char *run, int full)
 {
-	struct db_stmt	*s;
-	json_t		*j = NULL;
+	struct run_row	*r;
+	json_t		*j;
 
-	if ((s = store_stmt(st, "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?")) == NULL)
+	if ((r = store_run_get(st, run, full == STORE_RUN_ROW ? 0 : RUN_GET_PAYLOAD)) == NULL)
+		return NULL;
+	j = run_row_json(st, r, full);
+	run_row_free(r);
+	return j;
+}
+
+struct report_row *
+store_run_reports(struct store *st, const char *run, size_t *n)
+{
+	struct db_stmt		*s;
+	struct report_row	*rr = NULL;
+
+	*n = 0;
+	if ((s = store_stmt(st, "SELECT kind, state, attempts, last_error, created_at, sent_at "
+	    "FROM reports WHERE run = ? ORDER BY id")) == NULL)
 		return NULL;
 	db_bind_text(s, 1, run);
-	if (db_step(s) == DB_ROW)
-		j = store_run_row(st, s, full);
+	while (db_step(s) == DB_ROW) {
+		rr = xreallocarray(rr, *n + 1, sizeof *rr);
+		rr[*n].kind = col_dup(s, 0);
+		rr[*n].state = col_dup(s, 1);
+		rr[*n].attempts = db_column_int64(s, 2);
+		rr[*n].error = col_dup(s, 3);
+		rr[*n].created_at = col_ms(s, 4);
+		rr[(*n)++].sent_at = col_ms(s, 5);
+	}
 	db_reset(s);
-	return j;
+	return rr;
+}
+
+void
+report_rows_free(struct report_row *rr, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		free(rr[i].kind);
+		free(rr[i].state);
+		free(rr[i].error);
+	}
+	free(rr);
 }
 
 json_t *
@@ -1572,7 +1805,7 @@ store_runs_json(struct store *st, const char *org, const char *state, int limit)
 	db_bind_text(s, 2, state);
 	db_bind_int64(s, 3, limit > 0 ? limit : INT64_MAX);
 	while (db_step(s) == DB_ROW)
-		json_array_append_new(list, store_run_row(st, s, 0));
+		json_array_append_new(list, run_row_json_at(st, s));
 	db_finalize(s);
 	return list;
 }
@@ -1595,17 +1828,39 @@ store_ids(struct store *st, const char *sql, const char *arg, int n)
 	return list;
 }
 
-json_t *
+/* The ids sql lists (arg its ?1, n its ?2 when > 0): NULL-terminated, NULL when none. */
+static char **
+store_idv(struct store *st, const char *sql, const char *arg, int n)
+{
+	struct db_stmt	*s;
+	char		**ids = NULL;
+	size_t		 k = 0;
+
+	if ((s = db_prepare(st->db, sql, 0)) == NULL)
+		return NULL;
+	db_bind_text(s, 1, arg);
+	if (n > 0)
+		db_bind_int64(s, 2, n);
+	while (db_step(s) == DB_ROW) {
+		ids = xreallocarray(ids, k + 2, sizeof *ids);
+		ids[k++] = col_dup(s, 0);
+		ids[k] = NULL;
+	}
+	db_finalize(s);
+	return ids;
+}
+
+char **
 store_queued(struct store *st, int n)
 {
-	return store_ids(st, "SELECT id FROM runs WHERE state = ?1 ORDER BY created_at, "
+	return store_idv(st, "SELECT id FROM runs WHERE state = ?1 ORDER BY created_at, "
 	    "rowid LIMIT ?2", "queued", n > 0 ? n : 1000000);
 }
 
-json_t *
+char **
 store_runs_in_state(struct store *st, enum run_state state)
 {
-	return store_ids(st, "SELECT id FROM runs WHERE state = ?1 ORDER BY created_at",
+	return store_idv(st, "SELECT id FROM runs WHERE state = ?1 ORDER BY created_at",
 	    run_state_name(state), 0);
 }
 
@@ -1620,10 +1875,10 @@ store_run_lock(struct store *st, const char *run)
 	return db_changes(st->db) == 1;
 }
 
-json_t *
+char **
 store_runs_on_node(struct store *st, const char *node)
 {
-	return store_ids(st, "SELECT id FROM runs WHERE node = ?1 AND state = 'running' "
+	return store_idv(st, "SELECT id FROM runs WHERE node = ?1 AND state = 'running' "
 	    "ORDER BY created_at", node, 0);
 }
 
@@ -1770,81 +2025,162 @@ store_run_request_cancel(struct store *st, const char *run, const char *reason)
 	    "AND state IN ('queued', 'running')", args, 2, NULL, 0);
 }
 
-json_t *
-store_cancel_requests(struct store *st)
+struct cancel_row *
+store_cancel_requests(struct store *st, size_t *n)
 {
-	struct db_stmt	*s;
-	json_t		*list = json_array();
+	struct db_stmt		*s;
+	struct cancel_row	*rows = NULL, *r;
 
-	if ((s = db_prepare(st->db, "SELECT id, cancel_requested, state FROM runs WHERE "
-	    "state IN ('queued', 'running') AND cancel_requested IS NOT NULL", 0)) == NULL)
-		return list;
+	*n = 0;
+	if ((s = store_stmt(st, "SELECT id, cancel_requested, state FROM runs WHERE "
+	    "state IN ('queued', 'running') AND cancel_requested IS NOT NULL")) == NULL)
+		return NULL;
 	while (db_step(s) == DB_ROW) {
-		json_array_append_new(list, json_pack("{s:o,s:o,s:o}", "id", col_json_text(s, 0),
-		    "reason", col_json_text(s, 1), "state", col_json_text(s, 2)));
+		rows = xreallocarray(rows, *n + 1, sizeof *rows);
+		r = &rows[(*n)++];
+		r->id = col_dup(s, 0);
+		r->reason = col_dup(s, 1);
+		r->state = col_state(s, 2, RUN_RUNNING);
 	}
-	db_finalize(s);
-	return list;
+	db_reset(s);
+	return rows;
 }
 
-json_t *
-store_event_json(struct store *st, const char *event)
+void
+cancel_rows_free(struct cancel_row *rows, size_t n)
 {
-	struct db_stmt	*s;
-	json_t		*j = NULL;
+	size_t	 i;
 
-	char		*text, *cause = NULL;
+	for (i = 0; i < n; i++) {
+		free(rows[i].id);
+		free(rows[i].reason);
+	}
+	free(rows);
+}
+
+struct event_row *
+store_event_get(struct store *st, const char *event, int payload)
+{
+	struct db_stmt		*s;
+	struct event_row	*ev = NULL;
+	json_t			*head;
+	char			*cause = NULL;
+	size_t			 len;
 
 	if (event == NULL || (s = store_stmt(st, "SELECT json, payload, payload_seg, "
 	    "payload_off, payload_len FROM events WHERE id = ?")) == NULL)
 		return NULL;
 	db_bind_text(s, 1, event);
-	if (db_step(s) == DB_ROW) {
-		j = json_loads(db_column_text(s, 0), 0, NULL);
-		if (j != NULL && !db_column_null(s, 1))
-			json_object_set_new(j, "payload", json_loadb((const char *)
-			    db_column_text(s, 1), db_column_bytes(s, 1),
-			    JSON_DECODE_ANY, NULL));
-		else if (j != NULL && !db_column_null(s, 2)) {
-			text = plog_read(st->payload_dir, db_column_int64(s, 2),
-			    db_column_int64(s, 3), (size_t)db_column_int64(s, 4),
-			    &cause);
-			if (text == NULL) {
-				log_error("event=store.payload_unreadable event_id=%s error=%s",
-				    event, log_q(cause));
-				free(cause);
-			} else
-				json_object_set_new(j, "payload", json_loadb(text,
-				    (size_t)db_column_int64(s, 4), JSON_DECODE_ANY, NULL));
-			free(text);
-		}
+	if (db_step(s) != DB_ROW ||
+	    (head = json_loads(db_column_text(s, 0), 0, NULL)) == NULL)
+		goto out;
+	ev = xcalloc(1, sizeof *ev);
+	ev->head = head;
+	ev->id = json_string_value(json_object_get(head, "id"));
+	ev->org = json_string_value(json_object_get(head, "org"));
+	ev->source = json_string_value(json_object_get(head, "source"));
+	ev->thread = json_string_value(json_object_get(head, "thread"));
+	if (!payload)
+		goto out;
+	if (!db_column_null(s, 1)) {
+		len = db_column_bytes(s, 1);
+		ev->payload = xmalloc(len + 1);
+		memcpy(ev->payload, db_column_text(s, 1), len);
+		ev->payload[len] = '\0';
+		ev->payloadlen = len;
+	} else if (!db_column_null(s, 2)) {
+		len = (size_t)db_column_int64(s, 4);
+		if ((ev->payload = plog_read(st->payload_dir, db_column_int64(s, 2),
+		    db_column_int64(s, 3), len, &cause)) == NULL) {
+			log_error("event=store.payload_unreadable event_id=%s error=%s",
+			    event, log_q(cause));
+			free(cause);
+		} else
+			ev->payloadlen = len;
 	}
+	if (ev->payload != NULL) {
+		st->payload_reads++;
+		log_debug("event=store.payload_read event_id=%s bytes=%zu", event,
+		    ev->payloadlen);
+	}
+out:
 	db_reset(s);
-	return j;
+	return ev;
+}
+
+void
+event_row_free(struct event_row *ev)
+{
+	if (ev == NULL)
+		return;
+	json_decref(ev->head);
+	free(ev->payload);
+	free(ev);
+}
+
+uint64_t
+store_payload_reads(const struct store *st)
+{
+	return st->payload_reads;
 }
 
 json_t *
-store_session_live(struct store *st, const char *org, const char *thread,
+store_event_json(struct store *st, const char *event)
+{
+	struct event_row	*ev;
+	json_t			*j;
+
+	if ((ev = store_event_get(st, event, STORE_EVENT_PAYLOAD)) == NULL)
+		return NULL;
+	j = event_row_json(ev);
+	event_row_free(ev);
+	return j;
+}
+
+struct session_row *
+store_session_get(struct store *st, const char *org, const char *thread,
     const char *automation)
 {
-	struct db_stmt	*s;
-	json_t		*j = NULL;
+	struct db_stmt		*s;
+	struct session_row	*r = NULL;
 
-	if ((s = db_prepare(st->db, "SELECT id, workspace, agent_session, branch, uid, node "
+	if ((s = store_stmt(st, "SELECT id, workspace, agent_session, branch, uid, node "
 	    "FROM sessions WHERE org = ? AND thread = ? AND automation = ? AND "
-	    "state = 'live'", 0)) == NULL)
+	    "state = 'live'")) == NULL)
 		return NULL;
 	db_bind_text(s, 1, org);
 	db_bind_text(s, 2, thread);
 	db_bind_text(s, 3, automation);
 	if (db_step(s) == DB_ROW) {
-		j = json_pack("{s:o,s:o,s:o,s:o,s:I,s:o}", "id", col_json_text(s, 0), "workspace",
-		    col_json_text(s, 1), "agent_session", col_json_text(s, 2), "branch",
-		    col_json_text(s, 3), "uid", (json_int_t)db_column_int64(s, 4), "node",
-		    col_json_text(s, 5));
+		r = xcalloc(1, sizeof *r);
+		r->id = col_dup(s, 0);
+		r->workspace = col_dup(s, 1);
+		r->agent_session = col_dup(s, 2);
+		r->branch = col_dup(s, 3);
+		r->uid = db_column_int64(s, 4);
+		r->node = col_dup(s, 5);
 	}
-	db_finalize(s);
-	return j;
+	db_reset(s);
+	return r;
+}
+
+static void
+session_row_clear(struct session_row *r)
+{
+	free(r->id);
+	free(r->workspace);
+	free(r->agent_session);
+	free(r->branch);
+	free(r->node);
+}
+
+void
+session_row_free(struct session_row *r)
+{
+	if (r == NULL)
+		return;
+	session_row_clear(r);
+	free(r);
 }
 
 /*
@@ -2047,41 +2383,59 @@ store_session_end(struct store *st, const char *id)
 	    args, 1, NULL, 0);
 }
 
-json_t *
-store_sessions_idle(struct store *st, int64_t before_ms)
+/* The sessions under s, (id, workspace) each, read to the end. */
+static struct session_row *
+session_rows(struct db_stmt *s, size_t *n)
 {
-	struct db_stmt	*s;
-	json_t		*list = json_array();
+	struct session_row	*rows = NULL;
 
-	if ((s = db_prepare(st->db, "SELECT id, workspace FROM sessions WHERE state = "
-	    "'live' AND used_at < ? AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.session "
-	    "= sessions.id AND runs.state IN ('queued', 'running'))", 0)) == NULL)
-		return list;
-	db_bind_int64(s, 1, before_ms);
+	*n = 0;
 	while (db_step(s) == DB_ROW) {
-		json_array_append_new(list, json_pack("{s:o,s:o}", "id", col_json_text(s, 0),
-		    "workspace", col_json_text(s, 1)));
+		rows = xreallocarray(rows, *n + 1, sizeof *rows);
+		memset(&rows[*n], 0, sizeof *rows);
+		rows[*n].id = col_dup(s, 0);
+		rows[(*n)++].workspace = col_dup(s, 1);
 	}
-	db_finalize(s);
-	return list;
+	db_reset(s);
+	return rows;
 }
 
-json_t *
-store_sessions_of_thread(struct store *st, const char *org, const char *thread)
+struct session_row *
+store_sessions_idle(struct store *st, int64_t before_ms, size_t *n)
 {
 	struct db_stmt	*s;
-	json_t		*list = json_array();
 
-	if ((s = db_prepare(st->db, "SELECT id, workspace FROM sessions WHERE org = ? AND "
-	    "thread = ? AND state = 'live'", 0)) == NULL)
-		return list;
+	*n = 0;
+	if ((s = store_stmt(st, "SELECT id, workspace FROM sessions WHERE state = "
+	    "'live' AND used_at < ? AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.session "
+	    "= sessions.id AND runs.state IN ('queued', 'running'))")) == NULL)
+		return NULL;
+	db_bind_int64(s, 1, before_ms);
+	return session_rows(s, n);
+}
+
+struct session_row *
+store_sessions_of_thread(struct store *st, const char *org, const char *thread, size_t *n)
+{
+	struct db_stmt	*s;
+
+	*n = 0;
+	if ((s = store_stmt(st, "SELECT id, workspace FROM sessions WHERE org = ? AND "
+	    "thread = ? AND state = 'live'")) == NULL)
+		return NULL;
 	db_bind_text(s, 1, org);
 	db_bind_text(s, 2, thread);
-	while (db_step(s) == DB_ROW)
-		json_array_append_new(list, json_pack("{s:o,s:o}", "id", col_json_text(s, 0),
-		    "workspace", col_json_text(s, 1)));
-	db_finalize(s);
-	return list;
+	return session_rows(s, n);
+}
+
+void
+session_rows_free(struct session_row *rows, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++)
+		session_row_clear(&rows[i]);
+	free(rows);
 }
 
 static char *
@@ -2391,7 +2745,7 @@ store_thread_runs(struct store *st, const char *org, const char *thread)
 	db_bind_text(s, 1, org);
 	db_bind_text(s, 2, thread);
 	while (db_step(s) == DB_ROW)
-		json_array_append_new(list, store_run_row(st, s, 0));
+		json_array_append_new(list, run_row_json_at(st, s));
 	db_finalize(s);
 	return list;
 }
@@ -2475,7 +2829,7 @@ store_runs_page(struct store *st, const struct runs_filter *f, const char *after
 	db_bind_text(s, 6, f->cause);
 	db_bind_text(s, 7, f->source);
 	while (db_step(s) == DB_ROW)
-		json_array_append_new(list, store_run_row(st, s, 0));
+		json_array_append_new(list, run_row_json_at(st, s));
 	db_finalize(s);
 	return list;
 }

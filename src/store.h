@@ -188,8 +188,8 @@ void		 store_set_node(struct store *, const char *node);
  * sqlite: the write lock); 0 when it has ended; -1 on error.
  */
 int		 store_run_lock(struct store *, const char *run);
-/* The ids of the runs running on node (a dead node's, for its reaper). */
-json_t		*store_runs_on_node(struct store *, const char *node);
+/* The ids of the runs running on node (a dead node's, for its reaper): strv, NULL: none. */
+char		**store_runs_on_node(struct store *, const char *node);
 /* Count of runs in a state. */
 long long	 store_count_runs(struct store *, enum run_state);
 /* Ended runs in the store by cause (/metrics), indexed by enum run_cause. */
@@ -251,14 +251,114 @@ int64_t		 store_run_ended_at(struct store *, const char *run);
 #define STORE_RUN_FULL	1
 #define STORE_RUN_WORK	2
 json_t		*store_run_json(struct store *, const char *run, int full);
+/*
+ * Typed rows: what the engine works from (issue 35). JSON is made of them only
+ * at the edges (store_run_json for the API and `spur show --json`).
+ *
+ * An event as stored: its head (no payload) as the source made it, which the
+ * sources' hooks read; its payload's text only when asked (STORE_EVENT_PAYLOAD):
+ * the run path reads it once per run (dispatch.c, for the prompt).
+ */
+struct event_row {
+	const char	*id;		/* these four point into head */
+	const char	*org;
+	const char	*source;
+	const char	*thread;
+	json_t		*head;
+	char		*payload;	/* NULL: not asked, or the event has none */
+	size_t		 payloadlen;
+};
+#define STORE_EVENT_HEAD	0
+#define STORE_EVENT_PAYLOAD	1
+/* NULL: no such event (or the store failed). */
+struct event_row *store_event_get(struct store *, const char *event, int payload);
+void		 event_row_free(struct event_row *);
+/* How many event payloads this connection has read (a test counts the run path's). */
+uint64_t	 store_payload_reads(const struct store *);
+
+/* A run's row; times in ms, 0: not yet. */
+struct run_row {
+	char		*id;
+	char		*org;
+	char		*automation;
+	char		*event_id;
+	char		*thread;
+	char		*session;
+	enum run_state	 state;
+	enum run_cause	 cause;		/* CAUSE_NONE while it has not ended */
+	enum run_phase	 phase;
+	char		*reason;
+	char		*result;
+	char		*proof;
+	char		*prompt;
+	char		*automation_json;	/* the automation's snapshot, compact JSON text */
+	char		*agent_session;
+	char		*conc_key;
+	char		*retry_of;
+	char		*repository;
+	int64_t		 created_at, started_at, ended_at;
+	/* With RUN_GET_USAGE: the model requests, tokens and USD the run spent. */
+	int64_t		 requests;
+	int64_t		 tokens;
+	double		 cost_usd;
+	/* With RUN_GET_EVENT (its head) or RUN_GET_PAYLOAD (and its payload). */
+	struct event_row *event;
+};
+#define RUN_GET_USAGE	0x1
+#define RUN_GET_EVENT	0x2
+#define RUN_GET_PAYLOAD	0x4
+/* NULL: no such run (or the store failed). */
+struct run_row	*store_run_get(struct store *, const char *run, int what);
+void		 run_row_free(struct run_row *);
+/* Its duration so far (ended, or now), -1 when it never started. */
+int64_t		 run_row_duration(const struct run_row *, int64_t now);
+
+/* One of a run's reports, as spur show lists them. */
+struct report_row {
+	char		*kind;
+	char		*state;
+	char		*error;
+	int64_t		 attempts;
+	int64_t		 created_at, sent_at;	/* ms; sent_at 0: not sent */
+};
+/* A run's reports, oldest first (*n of them): free with report_rows_free. */
+struct report_row *store_run_reports(struct store *, const char *run, size_t *n);
+void		 report_rows_free(struct report_row *, size_t n);
+
+/* A thread's live session (store_session_get). */
+struct session_row {
+	char		*id;
+	char		*workspace;
+	char		*agent_session;
+	char		*branch;
+	char		*node;
+	long long	 uid;
+};
+/* The live session of an org's thread and automation; NULL: none. */
+struct session_row *store_session_get(struct store *, const char *org, const char *thread,
+		     const char *automation);
+void		 session_row_free(struct session_row *);
+
+/* One change of a run's state (or of a running run's phase), as its history keeps it. */
+struct history_row {
+	enum run_state	 state;
+	enum run_phase	 phase;		/* PHASE_NONE: none named */
+	enum run_cause	 cause;		/* CAUSE_NONE: not an end */
+	int64_t		 at;		/* ms */
+	char		*reason;
+};
+/* A run's history, oldest first (*n rows): free with history_rows_free. */
+struct history_row *store_run_history_rows(struct store *, const char *run, size_t *n);
+void		 history_rows_free(struct history_row *, size_t n);
 /* A run's state changes, oldest first: [{state, at, reason, cause?, phase?}]. */
 json_t		*store_run_history(struct store *, const char *run);
 /* A running run's history gets a row that is no change of state (a message it was sent). */
 int		 store_run_note(struct store *, const char *run, const char *reason);
 json_t		*store_runs_json(struct store *, const char *org, const char *state, int limit);
-/* Oldest queued runs (ids), at most n. */
-json_t		*store_queued(struct store *, int n);
-json_t		*store_runs_in_state(struct store *, enum run_state);
+/* Oldest queued runs' ids, at most n: NULL-terminated, free with strv_free (NULL: none). */
+char		**store_queued(struct store *, int n);
+/* The ids of the runs in a state, oldest first: strv, NULL: none. */
+char		**store_runs_in_state(struct store *, enum run_state);
 int		 store_run_update(struct store *, const char *run, const char *field,
 		     const char *value);
 int		 store_run_result(struct store *, const char *run, const char *result,
@@ -271,14 +371,18 @@ int		 store_run_result(struct store *, const char *run, const char *result,
 char		*store_run_retry(struct store *, const char *run, int requeue, char **cause);
 /* Asks the engine to cancel a queued or running run: the CLI only asks. */
 int		 store_run_request_cancel(struct store *, const char *run, const char *reason);
-/* Runs that are queued or running with a cancel asked for: [{id, reason, state}]. */
-json_t		*store_cancel_requests(struct store *);
+/* A queued or running run with a cancel asked for (store_cancel_requests). */
+struct cancel_row {
+	char		*id;
+	char		*reason;
+	enum run_state	 state;
+};
+/* Those runs (*n of them): free with cancel_rows_free. */
+struct cancel_row *store_cancel_requests(struct store *, size_t *n);
+void		 cancel_rows_free(struct cancel_row *, size_t n);
 json_t		*store_event_json(struct store *, const char *event);
 
-/* Sessions: the live one of a thread, or a new one. */
-/* The live session of an org's thread and automation: {id, workspace, agent_session, branch, uid}. */
-json_t		*store_session_live(struct store *, const char *org, const char *thread,
-		     const char *automation);
+/* Sessions: the live one of a thread (store_session_get), or a new one. */
 /* uid: the session's host uid (sandbox.uids), 0: none (spur is not root). */
 int		 store_session_create(struct store *, const char *id, const char *org,
 		     const char *thread, const char *automation, const char *workspace,
@@ -300,9 +404,16 @@ int		 store_node_live(struct store *, const char *node);
 long long	 store_session_uid_pick(struct store *, long long first, long long last);
 int		 store_session_touch(struct store *, const char *id, const char *agent_session);
 int		 store_session_end(struct store *, const char *id);
-json_t		*store_sessions_idle(struct store *, int64_t before_ms);
-/* The live sessions of a thread (any automation): [{id, workspace}]. */
-json_t		*store_sessions_of_thread(struct store *, const char *org, const char *thread);
+/*
+ * Live sessions used last before before_ms with no queued or running run, and
+ * the live sessions of a thread (any automation): id and workspace filled, *n
+ * of them; free with session_rows_free.
+ */
+struct session_row;
+struct session_row *store_sessions_idle(struct store *, int64_t before_ms, size_t *n);
+struct session_row *store_sessions_of_thread(struct store *, const char *org,
+		     const char *thread, size_t *n);
+void		 session_rows_free(struct session_row *, size_t n);
 
 /* A console sign-in session (console.c): secrets kept as SHA-256 hex. */
 struct console_session {

@@ -92,28 +92,25 @@ thread_cmd_act(struct engine *e, const struct spur_event *ev, enum thread_cmd cm
 	struct automation	*kept = NULL;
 	enum run_state		 st;
 	struct buf		 why;
-	json_t			*j = NULL;
+	struct run_row		*j = NULL;
 	const char		*name;
 	char			*run, *answer = NULL, *reason, *link = NULL, *cause = NULL, *new;
 	int			 r;
 
 	if ((run = thread_cmd_run(e, ev)) == NULL)
 		return xprintf("There is no run in this thread to %s.", verb);
-	if ((j = store_run_json(e->store, run, 0)) == NULL ||
-	    store_run_get_state(e->store, run, &st) != 0) {
+	if ((j = store_run_get(e->store, run, 0)) == NULL) {
 		answer = xprintf("Could not read run %s; try again.", run);
 		goto out;
 	}
 	/* The people who may start the run's automation, as it is configured now. */
-	name = json_string_value(json_object_get(j, "automation"));
+	st = j->state;
+	name = j->automation;
 	pthread_mutex_lock(&e->conf_mu);
 	set = e->automations != NULL ? automation_set_ref(e->automations) : NULL;
 	pthread_mutex_unlock(&e->conf_mu);
-	if ((a = automation_find(set, ev->org, name != NULL ? name : "")) == NULL) {
-		json_decref(j);
-		j = store_run_json(e->store, run, STORE_RUN_WORK);
-		a = kept = automation_from_json(json_object_get(j, "automation_config"));
-	}
+	if ((a = automation_find(set, ev->org, name != NULL ? name : "")) == NULL)
+		a = kept = automation_from_text(j->automation_json);
 	buf_init(&why, 1024);
 	if (a == NULL || !automation_allows(a, ev, &why)) {
 		log_info("event=thread_cmd.refused cmd=%s run=%s actor=%s why=%s", verb, run,
@@ -156,7 +153,7 @@ out:
 	    log_q(ev->org), log_q(ev->thread), run != NULL ? run : "-", log_q(who));
 	automation_free(kept);
 	automation_set_unref(set);
-	json_decref(j);
+	run_row_free(j);
 	free(link);
 	free(run);
 	return answer;

@@ -190,6 +190,21 @@ transition(const char *run, enum run_state to, enum run_cause why, const char *r
 	free(cause);
 }
 
+/* The ids of a strv (freed), space-separated, against want. */
+static void
+is_strv(char **ids, const char *want, const char *name)
+{
+	struct buf	 b;
+	size_t		 i;
+
+	buf_init(&b, 0);
+	for (i = 0; ids != NULL && ids[i] != NULL; i++)
+		buf_addf(&b, "%s%s", i > 0 ? " " : "", ids[i]);
+	is_str(buf_cstr(&b), want, "%s", name);
+	buf_free(&b);
+	strv_free(ids);
+}
+
 /* A run's field as text from store_run_json (full), to free; "(null)" when absent. */
 static char *
 run_field(const char *run, const char *key)
@@ -208,6 +223,31 @@ is_run_field(const char *run, const char *key, const char *want, const char *nam
 
 	is_str(s, want, "%s", name);
 	free(s);
+}
+
+/* The same text from the typed rows (store_run_history_rows): the two must agree. */
+static void
+is_history_rows(const char *run, const char *want, const char *name)
+{
+	struct history_row	*h;
+	struct buf		 b;
+	size_t			 i, n;
+
+	h = store_run_history_rows(st, run, &n);
+	buf_init(&b, 0);
+	for (i = 0; i < n; i++) {
+		buf_addf(&b, "%s%s", i > 0 ? " " : "", run_state_name(h[i].state));
+		if (h[i].cause != CAUSE_NONE)
+			buf_addf(&b, ":%s", run_cause_name(h[i].cause));
+		if (h[i].phase != PHASE_NONE)
+			buf_addf(&b, "/%s", run_phase_name(h[i].phase));
+		buf_addf(&b, "(%s)", h[i].reason != NULL ? h[i].reason : "");
+		if (h[i].at <= 0)
+			buf_adds(&b, "[no time]");
+	}
+	is_str(buf_cstr(&b), want, "  typed (store_run_history_rows): %s", name);
+	buf_free(&b);
+	history_rows_free(h, n);
 }
 
 /*
@@ -235,6 +275,7 @@ is_history(const char *run, const char *want, const char *name)
 	is_str(buf_cstr(&b), want, "%s", name);
 	buf_free(&b);
 	json_decref(h);
+	is_history_rows(run, want, name);
 }
 
 /* The pending report of run and kind among those due at now: its id, 0 when it is not due. */
@@ -447,6 +488,43 @@ check_ingest(void)
 	is_str(jstr(json_object_get(json_object_get(j, "event"), "payload"), "text"),
 	    "caf\xc3\xa9 \xe2\x98\x83", "  and its event with the payload");
 	json_decref(j);
+	{
+		struct run_row	*r;
+		uint64_t	 reads = store_payload_reads(st);
+
+		r = store_run_get(st, "run_a1", RUN_GET_EVENT | RUN_GET_USAGE);
+		ok(r != NULL && r->state == RUN_QUEUED && r->cause == CAUSE_NONE &&
+		    r->phase == PHASE_NONE && strcmp(r->event_id, "evt_a") == 0 &&
+		    strcmp(r->org, "acme") == 0 && strcmp(r->reason, "matched") == 0 &&
+		    r->created_at > 0 && r->started_at == 0 && r->ended_at == 0 &&
+		    r->requests == 0 && r->automation_json != NULL,
+		    "store_run_get: the run's row, typed");
+		ok(r != NULL && r->event != NULL && strcmp(r->event->id, "evt_a") == 0 &&
+		    strcmp(r->event->source, "github") == 0 && r->event->payload == NULL &&
+		    json_object_get(r->event->head, "meta") != NULL,
+		    "  its event's head, without the payload");
+		ok(r != NULL && run_row_duration(r, now_ms()) == -1, "  never started: no duration");
+		is_int((int)(store_payload_reads(st) - reads), 0, "  no payload read");
+		run_row_free(r);
+		r = store_run_get(st, "run_a1", RUN_GET_PAYLOAD);
+		ok(r != NULL && r->event != NULL && r->event->payload != NULL &&
+		    strstr(r->event->payload, "\"text\"") != NULL,
+		    "store_run_get, RUN_GET_PAYLOAD: the payload's text");
+		is_int((int)(store_payload_reads(st) - reads), 1, "  one payload read, counted");
+		run_row_free(r);
+		ok(store_run_get(st, "run_nonesuch", RUN_GET_PAYLOAD) == NULL, "  no such run: NULL");
+	}
+	{
+		struct history_row	*h;
+		size_t			 nh;
+
+		h = store_run_history_rows(st, "run_a1", &nh);
+		ok(nh == 1 && h[0].state == RUN_QUEUED && h[0].phase == PHASE_NONE &&
+		    h[0].cause == CAUSE_NONE && h[0].at > 0 && h[0].reason != NULL &&
+		    strcmp(h[0].reason, "matched") == 0,
+		    "store_run_history_rows: one row, queued, typed");
+		history_rows_free(h, nh);
+	}
 	is_history("run_a1", "queued(matched)", "store_run_history: one row, queued");
 }
 
@@ -499,9 +577,9 @@ check_transitions(void)
 	transition("run_a1", RUN_RUNNING, CAUSE_NONE, "started", NULL, "queued -> running");
 	is_str(state_of("run_a1"), "running", "  the run is running");
 	is_int(store_run_ended_at(st, "run_a1"), 0, "  store_run_ended_at: 0, it has not ended");
-	is_json(store_runs_on_node(st, "node-a"), "[\"run_a1\"]",
+	is_strv(store_runs_on_node(st, "node-a"), "run_a1",
 	    "  on the node that started it (store_set_node, store_runs_on_node)");
-	is_json(store_runs_on_node(st, "node-b"), "[]", "  and not on another");
+	is_strv(store_runs_on_node(st, "node-b"), "", "  and not on another");
 	is_int(store_count_runs(st, RUN_RUNNING), 1, "store_count_runs: one running");
 	is_int(store_session_busy(st, "acme", "github:acme/api#1", "fix"), 1,
 	    "store_session_busy: its thread and automation are busy");
@@ -601,7 +679,7 @@ check_transitions(void)
 	    causes[CAUSE_AGENT_ERROR] == 1 && causes[CAUSE_TIMEOUT] == 1 &&
 	    causes[CAUSE_NONE] == 0 && causes[CAUSE_BUDGET] == 0,
 	    "store_count_causes: the ended runs by cause");
-	is_json(store_runs_in_state(st, RUN_CANCELLED), "[\"run_a2\",\"run_e4\"]",
+	is_strv(store_runs_in_state(st, RUN_CANCELLED), "run_a2 run_e4",
 	    "store_runs_in_state: the cancelled runs, oldest first");
 	check_causes();
 
@@ -610,9 +688,16 @@ check_transitions(void)
 	    "store_run_request_cancel on a queued run");
 	is_int(store_run_request_cancel(st, "run_a1", "too late"), 0,
 	    "  on an ended one (nothing to ask)");
-	is_json(store_cancel_requests(st),
-	    "[{\"id\":\"run_b_other\",\"reason\":\"asked by bob\",\"state\":\"queued\"}]",
-	    "store_cancel_requests: the queued or running runs asked to cancel");
+	{
+		struct cancel_row	*cr;
+		size_t			 ncr;
+
+		cr = store_cancel_requests(st, &ncr);
+		ok(ncr == 1 && strcmp(cr[0].id, "run_b_other") == 0 &&
+		    strcmp(cr[0].reason, "asked by bob") == 0 && cr[0].state == RUN_QUEUED,
+		    "store_cancel_requests: the queued or running runs asked to cancel");
+		cancel_rows_free(cr, ncr);
+	}
 
 	/* A run's lock, inside a transaction. */
 	ok(store_tx_begin(st, &cause) == 0, "store_tx_begin");
@@ -1020,33 +1105,41 @@ static void
 check_sessions(void)
 {
 	static const char	 blob[] = "tar\0with\0nuls\xff\x01";
-	json_t			*j;
+	struct session_row	*sr;
 	char			*data;
 	size_t			 len = 0;
 
 	store_set_node(st, "node-a");
 	ok(store_session_create(st, "ses_1", "acme", "github:acme/api#1", "fix", "/w/ses_1",
 	    2001) == 0, "store_session_create");
-	j = store_session_live(st, "acme", "github:acme/api#1", "fix");
-	ok(j != NULL && strcmp(jstr(j, "id"), "ses_1") == 0 &&
-	    strcmp(jstr(j, "workspace"), "/w/ses_1") == 0 && jint(j, "uid") == 2001 &&
-	    strcmp(jstr(j, "node"), "node-a") == 0,
-	    "store_session_live: the thread's session, its workspace, uid and node");
-	json_decref(j);
-	ok(store_session_live(st, "acme", "github:acme/api#1", "other") == NULL,
+	sr = store_session_get(st, "acme", "github:acme/api#1", "fix");
+	ok(sr != NULL && strcmp(sr->id, "ses_1") == 0 &&
+	    strcmp(sr->workspace, "/w/ses_1") == 0 && sr->uid == 2001 &&
+	    strcmp(sr->node, "node-a") == 0 && sr->agent_session == NULL && sr->branch == NULL,
+	    "store_session_get: the thread's session, its workspace, uid and node");
+	session_row_free(sr);
+	ok(store_session_get(st, "acme", "github:acme/api#1", "other") == NULL,
 	    "  none for another automation");
-	ok(store_session_live(st, "other", "github:acme/api#1", "fix") == NULL,
+	ok(store_session_get(st, "other", "github:acme/api#1", "fix") == NULL,
 	    "  none in another org");
 	ok(store_session_create(st, "ses_1b", "acme", "github:acme/api#1", "fix", "/w/ses_1b",
 	    0) != 0, "a second live session of the same org, thread and automation is refused");
 	ok(store_session_create(st, "ses_2", "acme", "github:acme/api#1", "review", "/w/ses_2",
 	    0) == 0, "  one of another automation is not");
-	j = store_session_live(st, "acme", "github:acme/api#1", "review");
-	is_int(jint(j, "uid"), 0, "  uid 0: none");
-	json_decref(j);
-	is_json(store_sessions_of_thread(st, "acme", "github:acme/api#1"),
-	    "[{\"id\":\"ses_1\",\"workspace\":\"/w/ses_1\"},{\"id\":\"ses_2\",\"workspace\":"
-	    "\"/w/ses_2\"}]", "store_sessions_of_thread: the thread's live sessions");
+	sr = store_session_get(st, "acme", "github:acme/api#1", "review");
+	is_int(sr != NULL ? sr->uid : -1, 0, "  uid 0: none");
+	session_row_free(sr);
+	{
+		struct session_row	*rows;
+		size_t			 n;
+
+		rows = store_sessions_of_thread(st, "acme", "github:acme/api#1", &n);
+		ok(n == 2 && strcmp(rows[0].id, "ses_1") == 0 &&
+		    strcmp(rows[0].workspace, "/w/ses_1") == 0 && strcmp(rows[1].id, "ses_2") == 0 &&
+		    strcmp(rows[1].workspace, "/w/ses_2") == 0,
+		    "store_sessions_of_thread: the thread's live sessions");
+		session_rows_free(rows, n);
+	}
 
 	is_int(store_session_uid_pick(st, 2001, 2002), 2002, "store_session_uid_pick: the uid "
 	    "no live session has");
@@ -1058,37 +1151,39 @@ check_sessions(void)
 	    store_session_touch(st, "ses_1", NULL) == 0 &&
 	    store_session_set_branch(st, "ses_1", "spur/fix-1") == 0,
 	    "store_session_touch, store_session_set_branch");
-	j = store_session_live(st, "acme", "github:acme/api#1", "fix");
-	ok(strcmp(jstr(j, "agent_session"), "agent-xyz") == 0 &&
-	    strcmp(jstr(j, "branch"), "spur/fix-1") == 0,
+	sr = store_session_get(st, "acme", "github:acme/api#1", "fix");
+	ok(sr != NULL && sr->agent_session != NULL && sr->branch != NULL &&
+	    strcmp(sr->agent_session, "agent-xyz") == 0 && strcmp(sr->branch, "spur/fix-1") == 0,
 	    "  the agent's session kept, the branch stored");
-	json_decref(j);
+	session_row_free(sr);
 	store_set_node(st, "node-b");
 	ok(store_session_move(st, "ses_1", "/w2/ses_1") == 0, "store_session_move: another node "
 	    "takes it over");
-	j = store_session_live(st, "acme", "github:acme/api#1", "fix");
-	ok(strcmp(jstr(j, "workspace"), "/w2/ses_1") == 0 && strcmp(jstr(j, "node"), "node-b") == 0,
-	    "  its workspace is that node's");
-	json_decref(j);
+	sr = store_session_get(st, "acme", "github:acme/api#1", "fix");
+	ok(sr != NULL && strcmp(sr->workspace, "/w2/ses_1") == 0 &&
+	    strcmp(sr->node, "node-b") == 0, "  its workspace is that node's");
+	session_row_free(sr);
 	store_set_node(st, "node-a");
 
 	/* Idle: used before the cutoff, and no queued or running run of it. */
 	ok(store_run_update(st, "run_b_other", "session", "ses_3") == 0, "a queued run of ses_3");
-	j = store_sessions_idle(st, now_ms() + 60000);
 	{
-		json_t	*x;
-		size_t	 i;
-		int	 s1 = 0, s3 = 0;
+		struct session_row	*rows;
+		size_t			 i, n;
+		int			 s1 = 0, s3 = 0;
 
-		json_array_foreach(j, i, x) {
-			s1 += strcmp(jstr(x, "id"), "ses_1") == 0;
-			s3 += strcmp(jstr(x, "id"), "ses_3") == 0;
+		rows = store_sessions_idle(st, now_ms() + 60000, &n);
+		for (i = 0; i < n; i++) {
+			s1 += strcmp(rows[i].id, "ses_1") == 0;
+			s3 += strcmp(rows[i].id, "ses_3") == 0;
 		}
 		ok(s1 == 1 && s3 == 0, "store_sessions_idle: an idle session, not one a queued run "
 		    "belongs to");
+		session_rows_free(rows, n);
+		rows = store_sessions_idle(st, 1000, &n);
+		is_int(n, 0, "  none used before the cutoff");
+		session_rows_free(rows, n);
 	}
-	json_decref(j);
-	is_json(store_sessions_idle(st, 1000), "[]", "  none used before the cutoff");
 
 	ok(store_session_archive_put(st, "ses_1", "claude", blob, sizeof blob) == 0,
 	    "store_session_archive_put: binary data");
@@ -1104,7 +1199,7 @@ check_sessions(void)
 	ok(store_session_archive_get(st, "ses_nonesuch", &len) == NULL, "  none: NULL");
 
 	ok(store_session_end(st, "ses_1") == 0, "store_session_end");
-	ok(store_session_live(st, "acme", "github:acme/api#1", "fix") == NULL, "  it is not live");
+	ok(store_session_get(st, "acme", "github:acme/api#1", "fix") == NULL, "  it is not live");
 	ok(store_session_create(st, "ses_4", "acme", "github:acme/api#1", "fix", "/w/ses_4",
 	    2001) == 0, "  a new one of its thread and automation can be made, on its uid");
 }
@@ -1389,10 +1484,15 @@ check_threads(void)
 	f.automation = "nonesuch";
 	is_ids(store_runs_page(st, &f, NULL, 10), "", "  by automation");
 	is_ids(store_runs_json(st, "other", NULL, 0), "run_b_other", "store_runs_json: an org's runs");
-	is_json(store_queued(st, 1), "[\"run_b_other\"]", "store_queued: the oldest queued run");
-	j = store_queued(st, 10);
-	is_int(json_array_size(j), 4, "  of four (it, run_c, a retry and a requeue)");
-	json_decref(j);
+	{
+		char	**q;
+
+		is_strv(store_queued(st, 1), "run_b_other", "store_queued: the oldest queued run");
+		q = store_queued(st, 10);
+		is_int(q != NULL ? strv_len(q) : 0, 4,
+		    "  of four (it, run_c, a retry and a requeue)");
+		strv_free(q);
+	}
 
 	/* API sessions: the thread api:ID a session.created event opened. */
 	memset(d, 0, sizeof d);

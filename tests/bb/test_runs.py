@@ -281,6 +281,56 @@ with Spur("sandbox:\n  backend: none\n", automations={"report.yaml": auto(
     rc, out, err = s.c("logs", new_run)
     t.ok(rc == 0 and "kept output" in out, "the recent run's output is still there", (rc, out))
 
+# The run path reads its event's payload at most once (issue 35): the engine works from the run's
+# typed row and its event's head; only a prompt that shows the payload (a generic webhook's without
+# text) reads it, when it is built again (a retry). The store logs each payload it reads at debug
+# level (event=store.payload_read), which this counts in the engine's log.
+ALERTS = """\
+name: alerts
+on:
+  webhook:
+    name: alerts
+    auth: {hmac: {secret: HOOK_SECRET, header: X-Signature, prefix: "sha256=", encoding: hex, id_header: X-Alert-Id}}
+agent: command
+command: [cat]
+proof: report
+prompt: Look.
+"""
+with Spur("sandbox:\n  backend: none\n", verbose=True, automations={
+        "alerts.yaml": ALERTS, "report.yaml": auto("report", ["sh", "-c", "echo done"], "^/report",
+                                                   "proof: report\n")}) as s:
+    s.start()
+    body = json.dumps({"kind": "alert", "detail": "payload-marker-41"}).encode()
+    import hashlib
+    import hmac as _hmac
+    st, _, a = s.post_json("/o/acme/hooks/alerts", body, {
+        "Content-Type": "application/json", "X-Alert-Id": "alert-1", "X-Signature": "sha256=" + _hmac.new(
+            SECRETS["T_HOOK_SECRET"].encode(), body, hashlib.sha256).hexdigest()})
+    t.ok(st == 200 and len(a.get("runs", [])) == 1, "a webhook delivery starts a run", (st, a))
+    hook_run = a["runs"][0]
+    wait_state(s, hook_run)
+    ev = s.query("SELECT event FROM runs WHERE id = ?", hook_run)[0]["event"]
+    reads = lambda e: s.logs().count("event=store.payload_read event_id=%s " % e)
+    t.eq(reads(ev), 0, "its run, queued, started, ended and reported, reads no payload (its prompt was made at ingest)")
+    rc, out, err = s.c("retry", hook_run)
+    again = out.strip()
+    t.ok(rc == 0 and wait_state(s, again)["state"] == "completed", "its retry runs", (rc, out, err))
+    t.eq(reads(ev), 1, "the retry builds its prompt again: the payload is read once")
+    j = show(s, again)
+    t.ok(j and "payload-marker-41" in (j.get("result") or ""), "and the agent sees the payload in it", j)
+    gh_run = fire(s, "/report counted", number=31)
+    wait_state(s, gh_run)
+    s.wait_reports_done(run=gh_run)
+    gh_ev = s.query("SELECT event FROM runs WHERE id = ?", gh_run)[0]["event"]
+    t.eq(reads(gh_ev), 0, "a GitHub comment's run and its reports read no payload (the prompt shows none)")
+    rc, out, err = s.c("keys", "create", "--json", "--org", "acme", "--scope", "runs:read")
+    key = json.loads(out)["key"] if rc == 0 else ""
+    st, _, body = s.request("GET", "/o/acme/runs?limit=100", headers={"Authorization": "Bearer " + key})
+    listed = json.loads(body).get("data", []) if st == 200 else []
+    t.ok(st == 200 and any(x.get("requester") for x in listed) and (reads(ev), reads(gh_ev)) == (1, 0),
+         "the API's runs list names each run's requester from its event's head: no payload read",
+         (st, reads(ev), reads(gh_ev)))
+
 # A long queue of runs that each end at once (their automation snapshot is unreadable): each end
 # kicked the dispatcher with event_active(), which libevent runs in the same round, so the loop
 # never polled again until the queue was gone: SIGTERM (and every request) waited minutes.
