@@ -11,7 +11,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap, github_comment, github_headers, tempdir
+from spurtest import Spur, Tap, github_comment, github_headers, tempdir, free_port
+from browser import Browser, BrowserError, link, skip_reason
 import nodeworld
 from nodeworld import wait
 
@@ -20,8 +21,12 @@ pg, fake, ORGS = nodeworld.start(t)
 gates = tempdir("spur-gates-")
 LEASE, BEAT = 8, 1
 # A run's output reaches the store every 100 ms here (1 s in production).
+# One public_url for all (the config the nodes compare): the console's sign-in link names the
+# first node; the browser takes it to another (a cookie is the host's, whatever the port).
+PORT0 = free_port()
 CONF = ("store: %s\nsandbox:\n  backend: none\nreports:\n  progress: false\n"
-        "nodes:\n  lease: %ds\n  beat: %ds\n  output_flush: 100ms\n" % (pg.url, LEASE, BEAT))
+        "nodes:\n  lease: %ds\n  beat: %ds\n  output_flush: 100ms\npublic_url: http://127.0.0.1:%d\n"
+        % (pg.url, LEASE, BEAT, PORT0))
 
 
 def auto(name, script, extra=""):
@@ -117,7 +122,36 @@ def terminal(text, e):
     return e[1] == "state" and e[2]["state"] in TERMINAL
 
 
-nodes = [Spur(CONF, orgs=ORGS, automations=AUTOS, verbose=True) for i in range(3)]
+def console_live(s, run):
+    """The run's page in Chromium on node s, while the run runs: its output arrives live."""
+    why_not = skip_reason()
+    if why_not:
+        t.skip("the console on another node follows the run live", why_not)
+        return
+    b = Browser()
+    try:
+        started = b.try_("start")
+        if isinstance(started, BrowserError):
+            t.skip("the console on another node follows the run live",
+                   "chromium cannot start here: %s" % str(started).splitlines()[0][:300])
+            return
+        base = "http://127.0.0.1:%d" % s.port
+        b.do("goto", url=link(s).replace("http://127.0.0.1:%d" % PORT0, base))
+        b.do("wait", selector="table.runs")
+        b.do("goto", url=base + "/runs/%s?org=acme" % run)
+        b.do("wait", selector="#run-id")
+        seen = b.do("text", selector="#output")
+        at = seen.count("line-")
+        r = b.try_("waitText", selector="#output", text="line-%d" % (at + 60), timeout=30000)
+        state = b.do("text", selector="#run-state")
+        t.ok(r is True and state == "running", "the console on another node shows its output as it "
+             "arrives (from %d lines to %d more), while it runs" % (at, 60), (r, state, seen[-200:]))
+    finally:
+        b.close()
+
+
+nodes = [Spur(CONF, orgs=ORGS, automations=AUTOS, verbose=True, port=PORT0 if i == 0 else None)
+         for i in range(3)]
 try:
     for s in nodes:
         s.start()
@@ -145,6 +179,7 @@ try:
     ev2, text2 = st2.follow(lambda text, e: "line-40\n" in text or terminal(text, e))
     st2.close()
     t.ok("line-40\n" in text2, "resumed on the third node with Last-Event-ID (%s)" % ev1[-1][0], text2[:200])
+    console_live(C, run)
     open(gate("live"), "w").close()
     st3 = Stream(B, key, run, ev2[-1][0])
     ev3, text3 = st3.follow(terminal)
