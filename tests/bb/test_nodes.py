@@ -186,10 +186,11 @@ def node_by_port(port):
     return None
 
 
-# The third node wakes up by polling alone (store_notify: false, as behind PgBouncer in
-# transaction mode); the others by LISTEN/NOTIFY too. Each node's own line: not in the hash.
-nodes = [Spur(CONF + ("store_notify: false\n" if i == 2 else ""), orgs=ORGS, automations=AUTOS)
-         for i in range(3)]
+# The third node wakes up by polling alone and prepares no statement on the server
+# (store_notify and store_prepare false, as behind PgBouncer in transaction mode); the others
+# by LISTEN/NOTIFY too, their statements prepared. Each node's own lines: not in the hash.
+nodes = [Spur(CONF + ("store_notify: false\nstore_prepare: false\n" if i == 2 else ""), orgs=ORGS,
+              automations=AUTOS) for i in range(3)]
 cut = proxy = None
 try:
     # --- three nodes start together on an empty database ---
