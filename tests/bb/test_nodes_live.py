@@ -7,6 +7,7 @@ key queued on the others, and the dead node's key is released when it is reaped.
 import http.client
 import json
 import os
+import signal
 import sys
 import time
 
@@ -47,6 +48,9 @@ AUTOS = {
     "held.yaml": auto("held", 'echo held-start; i=0; while [ $i -lt 200 ]; do echo "held-$i"; i=$((i+1)); '
                       'done; while [ ! -e %s ]; do sleep 0.05; done; echo held-done' % gate("held"),
                       "concurrency: {key: automation, on_busy: queue}\nretry: never\n"),
+    # One at a time across the nodes; a second is skipped.
+    "once.yaml": auto("once", 'echo once-start; while [ ! -e %s ]; do sleep 0.05; done' % gate("once"),
+                      "concurrency: {key: automation, on_busy: skip}\n"),
 }
 
 
@@ -239,6 +243,28 @@ try:
          int(q("SELECT ended_at FROM runs WHERE id = '%s'" % r1)[0][0]), "  after the other one ended")
     A.logf.close()
     A.proc = None
+
+    # --- on_busy: skip, across nodes: the run's own node stopped while another decides ---
+    live = [s for s in nodes if s.proc is not None]
+    r1 = post(live[0], "/once 1", 31, "once-1")
+    on = wait(lambda: q("SELECT node FROM runs WHERE id = '%s' AND state = 'running'" % r1), 30)
+    holder = [s for s in live if on and ids[nodes.index(s)] == on[0][0]]
+    other = [s for s in live if s not in holder]
+    t.ok(holder and other, "a run of an on_busy: skip key runs on one node")
+    if holder and other:
+        # Stopped for far less than its lease: only the other node can take the next one.
+        os.kill(holder[0].proc.pid, signal.SIGSTOP)
+        try:
+            r2 = post(other[0], "/once 2", 32, "once-2")
+            skipped = wait(lambda: q("SELECT state, cause, reason FROM runs WHERE id = '%s'" % r2) ==
+                           [["cancelled", "skipped", "skipped: %s is running for the same concurrency key" % r1]],
+                           LEASE / 2)
+        finally:
+            os.kill(holder[0].proc.pid, signal.SIGCONT)
+        t.ok(skipped, "a run of the same key on another node is skipped, naming the running one",
+             q("SELECT state, cause, reason FROM runs WHERE id = '%s'" % r2))
+    open(gate("once"), "w").close()
+    wait(lambda: q("SELECT state FROM runs WHERE id = '%s'" % r1) == [["completed"]], 30)
     for s in nodes:
         if s.proc is not None:
             rc = s.stop()
