@@ -3,6 +3,11 @@
  * the front that read the request, from the run's files and a read-only
  * store connection of its own: the engine's loop never waits on a reader.
  *
+ * On several nodes a run's log is on the node that runs it, and in the store
+ * (copied there as it grows, dispatch.c): a run whose log is not here is
+ * read from the store, so any node serves any run's events, and offsets are
+ * the same bytes on every node.
+ *
  * Each event's id is "hN.oB.uR": N state changes and B bytes of output sent
  * so far, and the run's usage as of R model requests (a usage event is sent
  * when more have been counted), so Last-Event-ID resumes all three exactly
@@ -44,6 +49,7 @@ struct api_stream {
 	char			*run;
 	char			*log;
 	int			 fd;
+	int			 remote;	/* several nodes: no log here, the store's copy */
 	long long		 nstates;	/* state events sent */
 	long long		 off;		/* output bytes sent */
 	long long		 nusage;	/* requests of the last usage event sent */
@@ -109,6 +115,12 @@ api_stream_closed_cb(struct evhttp_connection *evcon, void *arg)
 {
 	struct api_stream	*s = arg;
 
+	/*
+	 * A reader gone mid-stream (EOF): evhttp let go of the request it had
+	 * not seen answered (no connection any more), which is ours to free.
+	 */
+	if (evhttp_request_get_connection(s->req) == NULL)
+		evhttp_request_free(s->req);
 	s->req = NULL;
 	api_stream_free(s);
 }
@@ -132,6 +144,8 @@ api_stream_end(struct api_stream *s, int ok)
 	}
 	api_stream_free(s);
 }
+
+static int	api_stream_store(struct api_stream *);
 
 static void
 api_stream_send(struct api_stream *s, const char *type, json_t *data)
@@ -175,9 +189,16 @@ api_stream_output(struct api_stream *s)
 	uint32_t	 cp;
 	int		 len;
 
-	if (s->fd == -1 && (s->fd = open(s->log, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
-		return 0;
-	if ((n = pread(s->fd, raw, sizeof raw, (off_t)s->off)) <= 0)
+	if (!s->remote && s->fd == -1 &&
+	    (s->fd = open(s->log, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1) {
+		/* Another node runs it, or ran it: its copy in the store, as it grows. */
+		if (api_stream_store(s) != 0 || !store_shared(s->owner->st))
+			return 0;
+		s->remote = 1;
+	}
+	n = s->remote ? store_run_output_read(s->owner->st, s->run, s->off, raw, sizeof raw) :
+	    pread(s->fd, raw, sizeof raw, (off_t)s->off);
+	if (n <= 0)
 		return 0;
 	buf_init(&b, 0);
 	while (i < (size_t)n) {

@@ -557,6 +557,7 @@ cmd_doctor(const struct cmd *c, int argc, char **argv)
 	}
 	d.checks = json_array();
 	/* Read-only, and only when it exists: the models runs used. */
+	store_set_prepare(d.conf->store_prepare);
 	d.store = store_open_url(d.conf->store_url, d.conf->data_dir, 1, &cause);
 	if (d.store == NULL)
 		free(cause);

@@ -287,8 +287,13 @@ logs_outcome(struct store *st, const char *run)
 }
 
 /* Writes what fd has past its offset to stdout, as a transcript unless --raw; final: nothing follows. */
+/*
+ * The log from where it was read to, from the file (fd), or from the store's
+ * copy (st: several nodes, when another node ran it) at *off.
+ */
 static void
-logs_copy(int fd, struct logs_out *lo, int final)
+logs_copy(int fd, struct store *st, const char *run, int64_t *off, struct logs_out *lo,
+    int final)
 {
 	struct buf	 out;
 	char		 buf[8192];
@@ -296,11 +301,13 @@ logs_copy(int fd, struct logs_out *lo, int final)
 
 	buf_init(&out, 0);
 	for (;;) {
-		n = read(fd, buf, sizeof buf);
-		if (n < 0 && errno == EINTR)
+		n = st != NULL ? store_run_output_read(st, run, *off, buf, sizeof buf) :
+		    read(fd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR && st == NULL)
 			continue;
 		if (n <= 0)
 			break;
+		*off += n;
 		if (lo->raw) {
 			fwrite(buf, 1, n, stdout);
 			continue;
@@ -348,11 +355,11 @@ cmd_logs(const struct cmd *c, int argc, char **argv)
 {
 	struct runs_opts	 o;
 	struct config		*conf;
-	struct store		*st;
+	struct store		*st, *remote;
 	struct logs_out		 lo;
 	enum run_state		 state;
 	char			*path;
-	int64_t			 ended;
+	int64_t			 ended, off = 0;
 	int			 idx, fd = -1, rc = EXIT_OK;
 
 	if ((idx = runs_getopt(c, argc, argv, &o, 1)) < 0) {
@@ -385,20 +392,23 @@ cmd_logs(const struct cmd *c, int argc, char **argv)
 		rc = EXIT_FAILED;
 		goto out;
 	}
+	/* Several nodes: a log not here is read from the store's copy, as it grows. */
+	remote = store_shared(st) && access(path, F_OK) != 0 ? st : NULL;
 	for (;;) {
-		if (fd == -1)
+		if (fd == -1 && remote == NULL)
 			fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd != -1)
-			logs_copy(fd, &lo, 0);
+		if (fd != -1 || remote != NULL)
+			logs_copy(fd, remote, argv[idx], &off, &lo, 0);
 		if (!o.follow || (store_run_get_state(st, argv[idx], &state) == 0 &&
 		    run_state_terminal(state)))
 			break;
 		usleep(200 * 1000);
 	}
-	if (fd != -1) {
+	if (fd != -1 || remote != NULL) {
 		/* One last read: the run may have written its tail as it ended. */
-		logs_copy(fd, &lo, 1);
-		close(fd);
+		logs_copy(fd, remote, argv[idx], &off, &lo, 1);
+		if (fd != -1)
+			close(fd);
 	}
 	free(path);
 	if (o.follow)

@@ -83,6 +83,7 @@ struct config {
 	char			*user;		/* user: the engine's, started as root; NULL: stays root */
 	char			*store_url;	/* store: postgresql://... (several nodes); NULL: sqlite3 in data_dir */
 	int			 store_notify;	/* store_notify: LISTEN/NOTIFY wake-ups between nodes */
+	int			 store_prepare;	/* store_prepare: server-side prepared statements */
 	char			*automations_dir; /* absolute */
 	char			*public_url;
 	unsigned long long	 limit_body;
@@ -112,6 +113,7 @@ struct config {
 	long long		 node_lease_ms;		/* nodes.lease: a node silent this long is dead */
 	long long		 node_beat_ms;		/* nodes.beat: how often a node renews its lease */
 	long long		 node_affinity_ms;	/* nodes.affinity: a follow-up waits for its session's node */
+	long long		 node_output_ms;	/* nodes.output_flush: a run's output to the store this often */
 	char			*git_author_name;	/* of the commits spur makes */
 	char			*git_author_email;
 	char			*egress_ca_file;	/* trust for intercepted upstreams; NULL: system */

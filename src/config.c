@@ -108,7 +108,7 @@ cfg_store(struct cfgctx *c, struct config *cf, const struct ynode *n)
 /* The keys of each mapping, for "did you mean" when a key is not one of them. */
 static const char *const top_keys[] = { "listen", "data_dir", "automations", "public_url",
 	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports",
-	"secrets", "egress", "log", "store", "store_notify", "nodes", "mcp", "trusted_proxies",
+	"secrets", "egress", "log", "store", "store_notify", "store_prepare", "nodes", "mcp", "trusted_proxies",
 	"trusted_proxy_header", "metrics", "user", NULL };
 static const char *const metrics_keys[] = { "listen", NULL };
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
@@ -132,7 +132,7 @@ static const char *const secrets_keys[] = { "key", NULL };
 static const char *const log_keys[] = { "format", NULL };
 static const char *const reports_keys[] = { "give_up", "progress", "edit_interval", "refresh",
 	"backoff", "lease", NULL };
-static const char *const nodes_keys[] = { "lease", "beat", "affinity", NULL };
+static const char *const nodes_keys[] = { "lease", "beat", "affinity", "output_flush", NULL };
 
 /* host:port, [v6]:port or :port; the port is required. */
 static int
@@ -964,7 +964,7 @@ cfg_reports(struct cfgctx *c, struct config *cf, const struct ynode *m)
 }
 
 /*
- * nodes: {lease, beat, affinity}: several nodes on one store (node.c). A beat
+ * nodes: {lease, beat, affinity, output_flush}: several nodes on one store (node.c). A beat
  * that fails is tried again before the lease can lapse only if beats come
  * at most a third of the lease apart (node.c derives its waits from the lease).
  */
@@ -989,6 +989,9 @@ cfg_nodes(struct cfgctx *c, struct config *cf, const struct ynode *m)
 		else if (strcmp(k, "affinity") == 0)
 			cfg_duration_ms(c, n, "nodes.affinity", 0, 3600 * 1000,
 			    &cf->node_affinity_ms);
+		else if (strcmp(k, "output_flush") == 0)
+			cfg_duration_ms(c, n, "nodes.output_flush", 10, 60 * 1000,
+			    &cf->node_output_ms);
 		else
 			cfg_unknown(c, m, i, "nodes", nodes_keys);
 	}
@@ -1106,7 +1109,9 @@ cfg_defaults(struct config *cf)
 	cf->node_lease_ms = NODE_LEASE_MS;
 	cf->node_beat_ms = NODE_BEAT_MS;
 	cf->node_affinity_ms = DISPATCH_AFFINITY_MS;
+	cf->node_output_ms = DISPATCH_OUTPUT_MS;
 	cf->store_notify = 1;
+	cf->store_prepare = 1;
 	cf->sandbox.backend = SANDBOX_BWRAP;
 	cf->sandbox.user = xstrdup("spur-run");
 	cf->sandbox.timeout = 30 * 60;
@@ -1256,6 +1261,12 @@ config_load(const char *path, int flags, struct yerrs *errs)
 				cfg_error(&c, n, "\"store_notify\" must be true or false");
 			else
 				cf->store_notify = b;
+		}
+		else if (strcmp(k, "store_prepare") == 0) {
+			if ((b = ynode_bool(n)) < 0)
+				cfg_error(&c, n, "\"store_prepare\" must be true or false");
+			else
+				cf->store_prepare = b;
 		}
 		else if (strcmp(k, "automations") == 0)
 			cfg_str(&c, n, "automations", &cf->automations_dir);

@@ -32,6 +32,11 @@ struct pg_stmt {
 	unsigned char	*blob;		/* the last bytea column read, unescaped */
 	size_t		 bloblen;
 	int		 blobcol;
+	/* Persistent: prepared on the server as name, with these types (store_prepare). */
+	int		 persistent;
+	char		 name[24];
+	uint64_t	 gen;
+	Oid		 ptypes[PG_MAXPARAMS];
 };
 
 static void
@@ -118,9 +123,14 @@ pg_prepare(struct db *db, const char *sql, int persistent)
 {
 	struct pg_stmt	*st;
 
-	(void)persistent;
+	static unsigned int	 nnames;
+
 	st = xcalloc(1, sizeof *st);
 	st->db = db;
+	/* One name each, for the process's life: a connection prepares those it runs. */
+	if ((st->persistent = persistent))
+		snprintf(st->name, sizeof st->name, "spur_%u",
+		    __atomic_add_fetch(&nnames, 1, __ATOMIC_RELAXED));
 	st->sql = pg_translate(sql, &st->nparams, &st->used);
 	if (st->nparams > PG_MAXPARAMS)
 		fatal("db-pg: %d parameters in one statement, at most %d", st->nparams,
@@ -213,6 +223,30 @@ pg_bind(void *p, int i, enum db_type t, const void *v, size_t len, int64_t n, do
 }
 
 /*
+ * A statement the store keeps is prepared once per connection, with the types
+ * of its first parameters (an unknown one takes the type its place wants). A
+ * later value of another type than it was prepared with would be read as
+ * that type: such a step is sent whole. 1: run it prepared.
+ */
+static int
+pg_prepared(struct pg_stmt *st)
+{
+	int	 i;
+
+	if (!st->persistent || !store_pg_preparing())
+		return 0;
+	if (st->gen == 0) {
+		memcpy(st->ptypes, st->types, sizeof st->ptypes);
+		return 1;
+	}
+	for (i = 0; i < st->nparams; i++) {
+		if (st->vals[i] != NULL && st->types[i] != st->ptypes[i])
+			return 0;
+	}
+	return 1;
+}
+
+/*
  * The statement runs at its first step: sent, and its answer waited for no
  * longer than the store's deadline (store-pg.c), so that a server gone silent
  * fails it instead of holding the caller.
@@ -243,8 +277,13 @@ pg_step(void *p)
 			st->types[i] = PG_TEXTOID;
 	}
 	/* Parameters or none, one command: not PQsendQuery's several in one string. */
-	st->res = store_pg_query(db->pg, st->sql, st->nparams, st->types,
-	    (const char *const *)st->vals, st->lens, st->fmts, &cause);
+	if (pg_prepared(st))
+		st->res = store_pg_query_prepared(db->pg, st->name, &st->gen, st->sql,
+		    st->nparams, st->ptypes, (const char *const *)st->vals, st->lens, st->fmts,
+		    &cause);
+	else
+		st->res = store_pg_query(db->pg, st->sql, st->nparams, st->types,
+		    (const char *const *)st->vals, st->lens, st->fmts, &cause);
 	if (st->res == NULL) {
 		pg_set_err(db, cause);
 		free(cause);

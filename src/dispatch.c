@@ -70,6 +70,11 @@ struct drun {
 	struct agent_stream	*stream;
 	int			 linked;	/* on the dispatcher's list, counted as running */
 	int			 logfd;
+	int			 outfd;		/* several nodes: the log, read for the store */
+	int64_t			 outoff;	/* ... as far as it is there */
+	size_t			 outwait;	/* bytes written since */
+	int			 outfailed;	/* a failure was said */
+	struct event		*outev;
 	int64_t			 started;
 	char			*cancel_reason;
 	char			*resume;	/* the agent's session id to resume, if any */
@@ -129,6 +134,10 @@ drun_free(struct drun *r)
 		agent_stream_free(r->stream);
 	if (r->logfd != -1)
 		close(r->logfd);
+	if (r->outev != NULL)
+		event_free(r->outev);
+	if (r->outfd != -1)
+		close(r->outfd);
 	if (r->argv != NULL)
 		agent_argv_free(r->argv);
 	for (i = 0; r->env[i] != NULL; i++)
@@ -199,9 +208,11 @@ dispatch_gc_run_files(struct engine *e)
 		    (at = store_run_ended_at(e->store, de->d_name)) <= 0 || at >= cutoff)
 			continue;
 		sub = path_join(dir, de->d_name);
-		if (rm_rf(sub) == 0)
+		if (rm_rf(sub) == 0) {
 			removed++;
-		else
+			if (store_shared(e->store))
+				store_run_output_drop(e->store, de->d_name);
+		} else
 			log_warn("event=run.files_remove_failed run=%s dir=%s", de->d_name,
 			    log_q(sub));
 		free(sub);
@@ -296,6 +307,14 @@ dispatch_usr1_cb(evutil_socket_t sig, short what, void *arg)
 	dispatch_kick(d);
 }
 
+/* Several nodes: cancels asked on another node (of runs running here), then the queue. */
+static void
+dispatch_poll_cb(evutil_socket_t fd, short what, void *arg)
+{
+	dispatch_apply_cancels(arg);
+	dispatch_kick_cb(fd, what, arg);
+}
+
 struct dispatch *
 dispatch_create(struct engine *e, char **cause)
 {
@@ -320,7 +339,7 @@ dispatch_create(struct engine *e, char **cause)
 	if (store_shared(e->store)) {
 		struct timeval	 poll = { 0, DISPATCH_POLL_MS * 1000 };
 
-		d->poll_ev = event_new(e->base, -1, EV_PERSIST, dispatch_kick_cb, d);
+		d->poll_ev = event_new(e->base, -1, EV_PERSIST, dispatch_poll_cb, d);
 		evtimer_add(d->poll_ev, &poll);
 	}
 	if (e->conf->sandbox.backend == SANDBOX_BWRAP &&
@@ -485,6 +504,60 @@ dispatch_missing_artifacts(struct drun *r)
 }
 
 /*
+ * Several nodes (SPEC section 17): the run's log, as the setup and the agent
+ * write it, copied to the store in chunks at their offsets, at most every
+ * nodes.output_flush and at once when DISPATCH_OUTPUT_CHUNK bytes wait, so
+ * that any node serves it, and after this one died up to its last copy. A
+ * pass with nothing new costs no transaction; a chunk the store refused is
+ * tried again at the next pass.
+ */
+static void
+drun_output_store(struct drun *r)
+{
+	struct engine	*e = r->d->engine;
+	char		 buf[DISPATCH_OUTPUT_CHUNK], *cause = NULL;
+	ssize_t		 n;
+
+	if (r->outfd == -1)
+		return;
+	r->outwait = 0;
+	while ((n = pread(r->outfd, buf, sizeof buf, (off_t)r->outoff)) > 0) {
+		if (store_run_output_add(e->store, r->id, r->outoff, buf, (size_t)n,
+		    &cause) != 0) {
+			if (!r->outfailed)
+				log_warn("event=run.output_store_failed run=%s error=%s "
+				    "consequence=\"other nodes show its output once it is "
+				    "stored\"", r->id, log_q(cause));
+			r->outfailed = 1;
+			free(cause);
+			return;
+		}
+		r->outoff += n;
+	}
+}
+
+static void
+drun_output_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	drun_output_store(arg);
+}
+
+static void
+drun_output_open(struct drun *r, const char *logpath)
+{
+	struct engine	*e = r->d->engine;
+	struct timeval	 tv;
+
+	if (!store_shared(e->store) || r->logfd == -1 ||
+	    (r->outfd = open(logpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return;
+	tv.tv_sec = e->conf->node_output_ms / 1000;
+	tv.tv_usec = (e->conf->node_output_ms % 1000) * 1000;
+	r->outev = event_new(e->base, -1, EV_PERSIST, drun_output_tick_cb, r);
+	evtimer_add(r->outev, &tv);
+}
+
+/*
  * The agent's output, to the run's log. If the log cannot take it (a full
  * disk), it is cut there, said once: a chatty agent must not add a warning
  * per write to a disk that is already full.
@@ -510,6 +583,8 @@ drun_output_cb(const char *data, size_t len, int fd, void *arg)
 		p += w;
 		left -= (size_t)w;
 	}
+	if (r->outfd != -1 && (r->outwait += len) >= DISPATCH_OUTPUT_CHUNK)
+		drun_output_store(r);
 	if (fd != 1)
 		return;
 	agent_stream_feed(r->stream, data, len);
@@ -554,6 +629,8 @@ drun_finish(struct drun *r, enum run_state state, enum run_cause why, const char
 		free(dir);
 		store_session_end(e->store, r->session);
 	}
+	/* Its output is all in the store before any node can see that it ended. */
+	drun_output_store(r);
 	/* Stored, logged, reported, and the next run may start (run.c). */
 	run_set_state(e, r->id, state, why, reason);
 	drun_free(r);
@@ -1215,6 +1292,42 @@ dispatch_offer(struct dispatch *d, const char *id, char **why)
 	return live != NULL ? live->id : NULL;
 }
 
+/*
+ * Several nodes: a run of a concurrency key that a run on another node holds,
+ * inside the start's transaction (which holds the key until it commits). As
+ * on one node: skipped (on_busy: skip), or waiting, the other one asked to
+ * stop first (cancel_running). 1 when the run does not start now; the
+ * transaction is over then.
+ */
+static int
+dispatch_key_elsewhere(struct dispatch *d, struct drun *r)
+{
+	struct engine	*e = d->engine;
+	char		*busy, *why;
+
+	if ((busy = store_conc_key_holder(e->store, r->conc_key, r->id)) == NULL)
+		return 0;
+	store_tx_rollback(e->store);
+	log_debug("event=dispatch.key_busy run=%s holder=%s", r->id, busy);
+	switch (r->a->on_busy) {
+	case BUSY_SKIP:
+		why = xprintf("skipped: %s is running for the same concurrency key", busy);
+		run_set_state(e, r->id, RUN_CANCELLED, CAUSE_SKIPPED, why);
+		free(why);
+		break;
+	case BUSY_CANCEL_RUNNING:
+		why = xprintf("superseded by %s", r->id);
+		/* Its node finds the request at its next poll (dispatch_poll_cb). */
+		store_run_request_cancel(e->store, busy, why);
+		free(why);
+		break;
+	default:
+		break;
+	}
+	free(busy);
+	return 1;
+}
+
 /* Starts one queued run; 1 if it started or ended, 0 if it must wait (busy key). */
 /* Why org may start no model run now (its daily or monthly budget is spent); NULL: it may. */
 static char *
@@ -1247,7 +1360,7 @@ dispatch_start(struct dispatch *d, const char *id)
 		return 1;
 	r = xcalloc(1, sizeof *r);
 	r->d = d;
-	r->logfd = -1;
+	r->logfd = r->outfd = -1;
 	r->id = xstrdup(id);
 	r->org = xstrdup(j->org != NULL ? j->org : "");
 	r->thread = xstrdup(j->thread != NULL ? j->thread : id);
@@ -1308,6 +1421,11 @@ dispatch_start(struct dispatch *d, const char *id)
 	}
 	/* The run's start (state, prompt, session) is one commit. */
 	store_tx_begin(e->store, NULL);
+	if (r->conc_key != NULL && store_shared(e->store) && dispatch_key_elsewhere(d, r)) {
+		run_row_free(j);
+		drun_free(r);
+		return 0;
+	}
 	if (run_set_state(e, id, RUN_RUNNING, CAUSE_NONE, "started") != 0) {
 		store_tx_commit(e->store, NULL);
 		goto done;
@@ -1354,6 +1472,7 @@ dispatch_start(struct dispatch *d, const char *id)
 		drun_session_restore(r);
 	logpath = run_log_path(e->conf->data_dir, id);
 	r->logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+	drun_output_open(r, logpath);
 	free(logpath);
 	free(rundir);
 	/* The repository is cloned (or the session's branch updated) outside the sandbox. */

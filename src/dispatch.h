@@ -7,6 +7,10 @@ struct dispatch;
 
 /* nodes.affinity by default: a follow-up waits this long for the live node that holds its session. */
 #define DISPATCH_AFFINITY_MS	10000
+/* Several nodes: a running run's new output goes to the store this often (nodes.output_flush). */
+#define DISPATCH_OUTPUT_MS	1000
+/* ... and at once when this much waits. */
+#define DISPATCH_OUTPUT_CHUNK	(64 * 1024)
 
 struct dispatch	*dispatch_create(struct engine *, char **cause);
 void		 dispatch_free(struct dispatch *);

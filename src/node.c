@@ -70,7 +70,7 @@ node_cmp(const void *a, const void *b)
 
 /*
  * The config the nodes must agree on: spur.yaml less what is each node's own
- * (its listen, data_dir and store_notify lines, and its store line: nodes may
+ * (its listen, data_dir, store_notify and store_prepare lines, and its store line: nodes may
  * reach the one database by other addresses, a local pooler say), and every
  * automation file by name.
  */
@@ -92,6 +92,7 @@ node_config_hash(struct engine *e)
 				*next++ = '\0';
 			if (strncmp(line, "listen:", 7) != 0 && strncmp(line, "data_dir:", 9) != 0 &&
 			    strncmp(line, "store_notify:", 13) != 0 &&
+			    strncmp(line, "store_prepare:", 14) != 0 &&
 			    strncmp(line, "store:", 6) != 0)
 				buf_addf(&b, "%s\n", line);
 		}

@@ -557,6 +557,7 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 	}
 	if (serve_priv_start(&e) != 0 || serve_drop(&e) != 0)
 		goto out;
+	store_set_prepare(e.conf->store_prepare);
 	if ((e.store = store_open_url(e.conf->store_url, e.conf->data_dir, 0,
 	    &cause)) == NULL) {
 		log_error("event=store.open_failed error=%s", log_q(cause));

@@ -337,6 +337,7 @@ cmd_store(const char *path, struct config **confp)
 	/* Reading the store needs no secret: an operator's shell has none. */
 	if (cmd_load(path, CONFIG_UNRESOLVED, confp, NULL) != 0)
 		return NULL;
+	store_set_prepare((*confp)->store_prepare);
 	if ((st = store_open_url((*confp)->store_url, (*confp)->data_dir, 0,
 	    &cause)) == NULL) {
 		fprintf(stderr, "spur: %s\n", cause);

@@ -46,9 +46,19 @@ struct pg_result;
 struct pg_result *store_pg_query(struct store_pg *, const char *sql, int n,
 		    const unsigned int *types, const char *const *vals, const int *lens,
 		    const int *fmts, char **cause);
+/*
+ * The same, prepared on the server as name (once per connection: *gen, 0 at
+ * first, is the connection it was prepared on) with these types; only while
+ * store_pg_preparing() (store_prepare is not false).
+ */
+struct pg_result *store_pg_query_prepared(struct store_pg *, const char *name, uint64_t *gen,
+		    const char *sql, int n, const unsigned int *types, const char *const *vals,
+		    const int *lens, const int *fmts, char **cause);
 /* The last failure was a deadlock, a serialization failure or a lost connection. */
 int		 store_pg_retryable(struct store_pg *);
 #endif
+
+int		 store_pg_preparing(void);
 
 /* The URL a backend is for: NULL when no backend (of this build) takes it. */
 const struct store_backend *store_backend_find(const char *url);

@@ -12,6 +12,25 @@
 #include <strings.h>
 #include <time.h>
 
+/*
+ * store_prepare: the store's frequent statements are prepared on the server
+ * once per connection (false: every statement is sent whole, as a pooler in
+ * transaction mode, PgBouncer's, needs: its server connections change).
+ */
+static int	store_pg_prepare_on = 1;
+
+void
+store_set_prepare(int on)
+{
+	store_pg_prepare_on = on;
+}
+
+int
+store_pg_preparing(void)
+{
+	return store_pg_prepare_on;
+}
+
 static int
 store_pg_scheme(const char *url)
 {
@@ -76,6 +95,7 @@ struct store_pg {
 	PGconn	*listen;	/* LISTEN's own connection (store_pg_listen), or NULL */
 	char	*name;		/* the connection string (store_url_check: never a password) */
 	int	 prepared;	/* the statements below are prepared on this connection */
+	uint64_t gen;		/* the connection's session: counts setups */
 	int	 broken;	/* the connection was lost: made again before its next use */
 	int	 retry;		/* the last failure lets its transaction be tried again */
 	int	 intx;		/* inside a transaction, as of the last answer */
@@ -207,6 +227,13 @@ static const char *store_pg_migrations[] = {
 	"CREATE TABLE schedules_seen (org TEXT NOT NULL, automation TEXT NOT NULL,"
 	"  spec TEXT NOT NULL, first_seen BIGINT NOT NULL,"
 	"  PRIMARY KEY (org, automation, spec));",
+	/*
+	 * 7: sqlite's 21: a run's output, in chunks, for any node to serve; the
+	 * running runs of a concurrency key, looked up as a run of it starts
+	 */
+	"CREATE TABLE run_output (run TEXT NOT NULL, off BIGINT NOT NULL, data BYTEA NOT NULL,"
+	"  PRIMARY KEY (run, off));"
+	"CREATE INDEX runs_conc_key ON runs(conc_key) WHERE state = 'running';",
 };
 
 /* Now in ms by the database's clock: the one every node's lease is measured on. */
@@ -594,6 +621,29 @@ store_pg_query(struct store_pg *pg, const char *sql, int n, const Oid *types,
 	    PQsendQueryParams(pg->conn, sql, n, types, vals, lens, fmts, 0), cause);
 }
 
+PGresult *
+store_pg_query_prepared(struct store_pg *pg, const char *name, uint64_t *gen, const char *sql,
+    int n, const Oid *types, const char *const *vals, const int *lens, const int *fmts,
+    char **cause)
+{
+	PGresult	*r;
+	int		 done;
+
+	if (store_pg_prelude(pg, sql, &done, cause) != 0)
+		return NULL;
+	if (done)
+		return store_pg_done();
+	if (*gen != pg->gen) {
+		if ((r = store_pg_await(pg, sql, PQsendPrepare(pg->conn, name, sql, n, types),
+		    cause)) == NULL)
+			return NULL;
+		PQclear(r);
+		*gen = pg->gen;
+	}
+	return store_pg_await(pg, sql, PQsendQueryPrepared(pg->conn, name, n, vals, lens, fmts,
+	    0), cause);
+}
+
 /* A command on the connection as it is (made ready by the caller: setup runs these). */
 static PGresult *
 store_pg_cmd(struct store_pg *pg, const char *sql, char **cause)
@@ -694,7 +744,8 @@ store_pg_setup(struct store_pg *pg, char **cause)
 	    "CASE WHEN current_setting('lock_timeout') = '0' THEN "
 	    "set_config('lock_timeout', '20s', false) END", cause) != 0)
 		return -1;
-	for (i = 0; i < SPUR_ARRLEN(store_pg_stmts); i++) {
+	pg->gen++;
+	for (i = 0; store_pg_prepare_on && i < SPUR_ARRLEN(store_pg_stmts); i++) {
 		m = NULL;
 		if ((r = store_pg_await(pg, NULL, PQsendPrepare(pg->conn, store_pg_stmts[i].name,
 		    store_pg_stmts[i].sql, store_pg_stmts[i].nparams, NULL), &m)) == NULL) {
@@ -931,9 +982,18 @@ store_pg_run(struct store_pg *pg, const char *name, int n, const char *const *v,
 {
 	PGresult	*r;
 	char		*m = NULL;
+	size_t		 i;
+	int		 sent;
 
-	if ((r = store_pg_await(pg, NULL, PQsendQueryPrepared(pg->conn, name, n, v, NULL,
-	    NULL, 0), &m)) != NULL)
+	if (store_pg_prepare_on)
+		sent = PQsendQueryPrepared(pg->conn, name, n, v, NULL, NULL, 0);
+	else {
+		for (i = 0; strcmp(store_pg_stmts[i].name, name) != 0; i++)
+			;
+		sent = PQsendQueryParams(pg->conn, store_pg_stmts[i].sql, n, NULL, v, NULL,
+		    NULL, 0);
+	}
+	if ((r = store_pg_await(pg, NULL, sent, &m)) != NULL)
 		return r;
 	if (cause != NULL && *cause == NULL)
 		xasprintf(cause, "%s: %s", pg->name, m);

@@ -279,6 +279,14 @@ static const char *store_migrations[] = {
 	"CREATE TABLE schedules_seen (org TEXT NOT NULL, automation TEXT NOT NULL,"
 	"  spec TEXT NOT NULL, first_seen INTEGER NOT NULL,"
 	"  PRIMARY KEY (org, automation, spec));",
+	/*
+	 * 21: a run's output in chunks at their byte offsets (several nodes: any
+	 * node serves it; one node keeps it in data_dir and never writes here),
+	 * and the running runs of a concurrency key (PostgreSQL's 7, the same)
+	 */
+	"CREATE TABLE run_output (run TEXT NOT NULL, off INTEGER NOT NULL, data BLOB NOT NULL,"
+	"  PRIMARY KEY (run, off));"
+	"CREATE INDEX runs_conc_key ON runs(conc_key) WHERE state = 'running';",
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
@@ -3529,4 +3537,118 @@ store_secrets_json(struct store *st, const char *org)
 	}
 	db_finalize(s);
 	return list;
+}
+
+/*
+ * Several nodes (SPEC section 17): a run's output in the store, in chunks at
+ * their offsets, and a concurrency key held across nodes.
+ */
+
+int
+store_run_output_add(struct store *st, const char *run, int64_t off, const void *data,
+    size_t len, char **cause)
+{
+	struct db_stmt	*s;
+
+	if ((s = store_stmt(st, "INSERT INTO run_output (run, off, data) VALUES (?, ?, ?) "
+	    "ON CONFLICT (run, off) DO NOTHING")) == NULL)
+		goto fail;
+	db_bind_text(s, 1, run);
+	db_bind_int64(s, 2, off);
+	db_bind_blob(s, 3, data, len);
+	if (store_step_done(st, s) == 0)
+		return 0;
+fail:
+	xasprintf(cause, "%s", db_errmsg(st->db));
+	return -1;
+}
+
+ssize_t
+store_run_output_read(struct store *st, const char *run, int64_t off, void *buf, size_t len)
+{
+	struct db_stmt	*s;
+	const unsigned char *p;
+	int64_t		 at, end = off;
+	size_t		 n, skip;
+	int		 step;
+
+	/* From the chunk that holds off (the last one at or before it) on. */
+	if ((s = store_stmt(st, "SELECT off, data FROM run_output WHERE run = ?1 AND "
+	    "off >= (SELECT COALESCE(max(off), 0) FROM run_output WHERE run = ?1 AND off <= ?2) "
+	    "AND off < ?3 ORDER BY off")) == NULL)
+		return -1;
+	db_bind_text(s, 1, run);
+	db_bind_int64(s, 2, off);
+	db_bind_int64(s, 3, off + (int64_t)len);
+	while ((step = db_step(s)) == DB_ROW) {
+		at = db_column_int64(s, 0);
+		p = db_column_blob(s, 1);
+		n = db_column_bytes(s, 1);
+		/* A gap (a chunk not written yet) ends what can be read. */
+		if (at > end || at + (int64_t)n <= end)
+			break;
+		skip = (size_t)(end - at);
+		n -= skip;
+		if (n > len - (size_t)(end - off))
+			n = len - (size_t)(end - off);
+		memcpy((char *)buf + (end - off), p + skip, n);
+		end += (int64_t)n;
+		if (end - off == (int64_t)len)
+			break;
+	}
+	db_reset(s);
+	if (step != DB_ROW && step != DB_DONE)
+		return -1;
+	return (ssize_t)(end - off);
+}
+
+int64_t
+store_run_output_size(struct store *st, const char *run)
+{
+	struct db_stmt	*s;
+	int64_t		 n = -1;
+
+	if ((s = store_stmt(st, "SELECT COALESCE(max(off + length(data)), 0) FROM run_output "
+	    "WHERE run = ?")) == NULL)
+		return -1;
+	db_bind_text(s, 1, run);
+	if (db_step(s) == DB_ROW)
+		n = db_column_int64(s, 0);
+	db_reset(s);
+	return n;
+}
+
+int
+store_run_output_drop(struct store *st, const char *run)
+{
+	const char	*args[] = { run };
+
+	return store_exec_bind(st, "DELETE FROM run_output WHERE run = ?", args, 1, NULL, 0);
+}
+
+char *
+store_conc_key_holder(struct store *st, const char *key, const char *run)
+{
+	struct db_stmt	*s;
+	char		*holder = NULL;
+	const char	*id;
+
+	/* Two nodes starting runs of one key: the second waits here for the first's commit. */
+	if (db_is_pg(st->db)) {
+		if ((s = store_stmt(st, "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))"))
+		    == NULL)
+			return NULL;
+		db_bind_text(s, 1, key);
+		db_step(s);
+		db_reset(s);
+	}
+	if ((s = store_stmt(st, "SELECT id FROM runs WHERE conc_key = ? AND state = 'running' "
+	    "AND id <> ? LIMIT 1")) == NULL)
+		return NULL;
+	db_bind_text(s, 1, key);
+	db_bind_text(s, 2, run);
+	if (db_step(s) == DB_ROW && (id = db_column_text(s, 0)) != NULL)
+		holder = xstrdup(id);
+	db_reset(s);
+	return holder;
 }

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "usage.h"
 
@@ -627,6 +628,32 @@ json_t		*store_usage_json(struct store *, const char *run);
 json_t		*store_usage_by_model(struct store *);
 
 char		*run_log_path(const char *data_dir, const char *run);
+
+/*
+ * Several nodes (SPEC section 17). A run's output, written by the node that
+ * runs it in chunks at their byte offsets (a chunk written again is kept as
+ * it was), read by any node.
+ */
+int		 store_run_output_add(struct store *, const char *run, int64_t off,
+		     const void *, size_t, char **cause);
+/* Up to len bytes from off, as far as the chunks reach without a gap; -1: failed. */
+ssize_t		 store_run_output_read(struct store *, const char *run, int64_t off, void *,
+		     size_t len);
+/* The bytes stored (where the next chunk goes); -1: failed. */
+int64_t		 store_run_output_size(struct store *, const char *run);
+int		 store_run_output_drop(struct store *, const char *run);
+/*
+ * Inside the caller's transaction: the running run other than run that holds
+ * key, or NULL. On PostgreSQL the key is locked until the transaction ends,
+ * so of two nodes starting runs of one key the second sees the first's.
+ */
+char		*store_conc_key_holder(struct store *, const char *key, const char *run);
+/*
+ * store_prepare: PostgreSQL's frequent statements prepared on the server (the
+ * default), or each sent whole (false: PgBouncer in transaction mode). For
+ * the whole process, before its stores are opened.
+ */
+void		 store_set_prepare(int on);
 
 /*
  * A sealed secret's row (secrets.c): hosts is a JSON array of names (NULL:

@@ -1606,6 +1606,89 @@ check_log_applied(void)
 	free(cause);
 }
 
+/* --- several nodes: a run's output in chunks, a concurrency key across nodes --- */
+
+/* The run that holds key against run, asked in a transaction of its own. */
+static void
+is_holder(const char *key, const char *run, const char *want, const char *name)
+{
+	char	*holder;
+
+	store_tx_begin(st, NULL);
+	holder = store_conc_key_holder(st, key, run);
+	store_tx_rollback(st);
+	is_str(holder, want, "%s", name);
+	free(holder);
+}
+
+static void
+check_output(void)
+{
+	struct delivery		 d;
+	struct ingest_item	*it;
+	char			 buf[64], *cause = NULL;
+	ssize_t			 n;
+	int			 i;
+
+	ok(store_run_output_size(st, "run_out") == 0, "store_run_output_size: 0 before any chunk");
+	ok(store_run_output_add(st, "run_out", 0, "hello ", 6, &cause) == 0 &&
+	    store_run_output_add(st, "run_out", 6, "world\n", 6, &cause) == 0 &&
+	    store_run_output_add(st, "run_out", 12, "\0tail", 5, &cause) == 0,
+	    "store_run_output_add: three chunks at their offsets%s%s", cause != NULL ? ": " : "",
+	    cause != NULL ? cause : "");
+	free(cause);
+	cause = NULL;
+	ok(store_run_output_add(st, "run_out", 6, "WORLD\n", 6, &cause) == 0,
+	    "  a chunk written again (a retried commit)");
+	free(cause);
+	cause = NULL;
+	is_int((int)store_run_output_size(st, "run_out"), 17, "store_run_output_size: their bytes");
+	n = store_run_output_read(st, "run_out", 0, buf, sizeof buf);
+	ok(n == 17 && memcmp(buf, "hello world\n\0tail", 17) == 0,
+	    "store_run_output_read: all of it, across chunks, bytes as written, the first "
+	    "write of a chunk kept (%zd)", n);
+	n = store_run_output_read(st, "run_out", 3, buf, 5);
+	ok(n == 5 && memcmp(buf, "lo wo", 5) == 0, "  from inside a chunk, at most len bytes");
+	n = store_run_output_read(st, "run_out", 12, buf, sizeof buf);
+	ok(n == 5 && memcmp(buf, "\0tail", 5) == 0, "  from a chunk's start");
+	is_int((int)store_run_output_read(st, "run_out", 17, buf, sizeof buf), 0, "  none past the end");
+	is_int((int)store_run_output_read(st, "run_none", 0, buf, sizeof buf), 0,
+	    "  none of a run without output");
+	ok(store_run_output_add(st, "run_out", 30, "later", 5, &cause) == 0, "a chunk after a gap");
+	free(cause);
+	cause = NULL;
+	is_int((int)store_run_output_read(st, "run_out", 0, buf, sizeof buf), 17,
+	    "  a read stops at the gap");
+	is_int(store_run_output_drop(st, "run_out"), 0, "store_run_output_drop");
+	is_int((int)store_run_output_size(st, "run_out"), 0, "  nothing left");
+
+	memset(&d, 0, sizeof d);
+	d.id = "evt_key";
+	d.dedup = "1:key";
+	d.thread = "github:acme/key#1";
+	d.payload = "{}";
+	d.runs[0] = "run_key1";
+	d.runs[1] = "run_key2";
+	it = item_new(&d);
+	for (i = 0; i < 2; i++)
+		it->runs[i].conc_key = xstrdup("deploy");
+	ok(store_ingest(st, &it, 1, NULL, 0, 0, 0, 0, &cause) == 0, "two runs of one key");
+	for (i = 0; i < 2; i++) {
+		free(it->runs[i].conc_key);
+		it->runs[i].conc_key = NULL;
+	}
+	store_item_free(it);
+	free(cause);
+	is_holder("deploy", "run_key2", NULL, "store_conc_key_holder: none while both are queued");
+	transition("run_key1", RUN_RUNNING, CAUSE_NONE, "started", NULL, "  the first runs");
+	is_holder("deploy", "run_key2", "run_key1", "  then it holds the key");
+	is_holder("deploy", "run_key1", NULL, "  but not against itself");
+	is_holder("other", "run_key2", NULL, "  nor another key");
+	transition("run_key1", RUN_CANCELLED, CAUSE_CANCELLED, "done", NULL, "  it ends");
+	is_holder("deploy", "run_key2", NULL, "  and the key is free");
+	transition("run_key2", RUN_CANCELLED, CAUSE_CANCELLED, "done", NULL, "  (the second cancelled)");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1638,6 +1721,7 @@ main(int argc, char **argv)
 	check_threads();
 	check_prune();
 	check_log_applied();
+	check_output();
 	store_close(st);
 	return tap_done();
 }

@@ -24,27 +24,12 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import Spur, Tap, SECRETS, github_comment, github_headers, tempdir
-from fakeapis import Fake
-from pgserver import PgServer
+from spurtest import Spur, Tap, github_comment, github_headers
+import nodeworld
+from nodeworld import wait
 
 t = Tap()
-pg = PgServer()
-why = pg.start()
-if why is not None:
-    t.skip_all("no PostgreSQL server here: %s" % why)
-
-gitroot = tempdir("spur-git-")
-fake = Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"], gitroot).any_repository()
-ORGS = """\
-orgs:
-  acme:
-    github:
-      webhook_secret: env:T_GH_SECRET
-      token: env:T_GH_TOKEN
-      api_url: %(u)s
-      git_url: %(u)s/git
-""" % {"u": fake.url}
+pg, fake, ORGS = nodeworld.start(t)
 # The node lease and beat are 20 s and 5 s in production; here 5 s and 1 s, which keeps their
 # relations (node.c derives the rest from the lease: a beat's answer within a fifth of it, the
 # fence a few twentieths before it lapses). A dead node's runs are taken within the lease and
@@ -95,16 +80,6 @@ def post(s, text, number, comment_id, delivery):
     body = json.dumps(github_comment(text, number=number, comment_id=comment_id)).encode()
     st, _, a = s.post_json("/o/acme/hooks/github", body, github_headers(body, delivery=delivery))
     return st, a
-
-
-def wait(pred, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.2)
-    return pred()
 
 
 def comments_for(run):
@@ -211,10 +186,11 @@ def node_by_port(port):
     return None
 
 
-# The third node wakes up by polling alone (store_notify: false, as behind PgBouncer in
-# transaction mode); the others by LISTEN/NOTIFY too. Each node's own line: not in the hash.
-nodes = [Spur(CONF + ("store_notify: false\n" if i == 2 else ""), orgs=ORGS, automations=AUTOS)
-         for i in range(3)]
+# The third node wakes up by polling alone and prepares no statement on the server
+# (store_notify and store_prepare false, as behind PgBouncer in transaction mode); the others
+# by LISTEN/NOTIFY too, their statements prepared. Each node's own lines: not in the hash.
+nodes = [Spur(CONF + ("store_notify: false\nstore_prepare: false\n" if i == 2 else ""), orgs=ORGS,
+              automations=AUTOS) for i in range(3)]
 cut = proxy = None
 try:
     # --- three nodes start together on an empty database ---
@@ -227,7 +203,7 @@ try:
     t.eq(len(set(ids)), 3, "three nodes, each with an id of its own (%s)" % ", ".join(ids))
     live = q("SELECT id FROM nodes WHERE dead_at IS NULL")
     t.eq(sorted(r[0] for r in live), sorted(ids), "each holds a lease in the store")
-    t.eq(q("SELECT max(version) FROM spur_schema"), [["6"]], "the schema was migrated once, to its last version")
+    t.eq(q("SELECT max(version) FROM spur_schema"), [["7"]], "the schema was migrated once, to its last version")
     t.ok(all("event=node.listening" in s.logs() for s in nodes[:2]),
          "two nodes LISTEN for the runs the others queue")
     t.ok("event=node.polling" in nodes[2].logs() and "event=node.listening" not in nodes[2].logs(),
