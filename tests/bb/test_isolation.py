@@ -18,6 +18,9 @@ SRC = os.path.join(os.environ.get("SPUR_SRCDIR", os.path.join(os.path.dirname(__
 # a sandbox swapped in, are only where the path is the engine's own. safefs.c walks by descriptors.
 ALLOWED = {
     ("automation.c", "opendir"): "the automations directory (the operator's)",
+    ("console-github-app.c", "unlink"): "a GitHub App's key or secret it just wrote (O_EXCL, "
+                                        "O_NOFOLLOW) in data_dir/github-apps (the engine's; no sandbox "
+                                        "sees it), when the other could not be written",
     ("dispatch.c", "opendir"): "data_dir/runs, root's: only the names are read; rm_rf does the rest",
     ("archive.c", "fchownat"): "AT_SYMLINK_NOFOLLOW, relative to the directory it just made (mkdirat) "
                                "in a new home, by descriptor",
