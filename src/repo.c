@@ -397,6 +397,19 @@ repo_change_keep(struct repo_job *j, const char *diff)
 	free(path);
 }
 
+/* git diff did not end well: its first line (it may name the agent's files), scrubbed. */
+static void
+repo_change_failed(struct repo_job *j, const char *output)
+{
+	size_t	 len = output != NULL ? strcspn(output, "\n") : 0;
+	char	*line = xprintf("%.*s", (int)(len > 300 ? 300 : len), output != NULL ? output : "");
+	char	*safe = scrub_for_engine(j->e, line);
+
+	log_warn("event=repo.change_failed run=%s error=%s", j->run, log_q(safe));
+	free(safe);
+	free(line);
+}
+
 static void
 repo_git_cb(int status, const char *output, void *arg)
 {
@@ -530,7 +543,7 @@ prepared:
 		if (status == 0)
 			repo_change_keep(j, output);
 		else
-			log_warn("event=repo.change_failed run=%s error=%s", j->run, log_q(output));
+			repo_change_failed(j, output);
 		j->step = REPO_PUSH;
 		break;
 	case REPO_PUSH:
