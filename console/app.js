@@ -808,6 +808,23 @@
 		return r.status === 200 ? r.text() : null;
 	}
 
+	/* What the run left under /artifacts (GET …/artifacts): {artifacts, note}, null when none was asked. */
+	async function runArtifacts(org, id) {
+		var r = await fetch('/o/' + enc(org) + '/runs/' + enc(id) + '/artifacts',
+		    { credentials: 'same-origin', headers: { Accept: 'application/json' } });
+		return r.status === 200 ? r.json() : null;
+	}
+
+	/* Each kept file a link to save it (never shown here: an agent wrote it), or why none was kept. */
+	function artifactsView(list, run, org) {
+		if (list.artifacts.length === 0)
+			return h('p', { class: 'warn-text', id: 'artifacts-note' }, list.note);
+		return table(['file', 'size'], list.artifacts.map(function (a) {
+			return h('tr', null, h('td', null, h('a', { href: '/o/' + enc(org) + '/runs/' + enc(run.id) +
+			    '/artifacts/file?name=' + enc(a.name), download: '' }, a.name)), h('td', null, bytes(a.size)));
+		}), 'artifacts-list');
+	}
+
 	var CHANGE_LINES = 4000;	/* drawn on the page; the whole diff is a link away */
 
 	function diffClass(l) {
@@ -1409,6 +1426,7 @@
 		stream();
 
 		var change;	/* undefined: not asked yet; null: none kept; else the diff */
+		var artifacts;	/* undefined: not asked yet; null: none; else {artifacts, note} */
 
 		async function reload() {
 			var res = await api('GET', '/o/' + enc(org) + '/runs/' + enc(id));
@@ -1445,6 +1463,17 @@
 		function paint() {
 			var ev = run.event || null, pr = pullRequest(run);
 
+			/* Artifacts are kept at the run's end: asked once it ended. */
+			if (ENDED[run.state] && artifacts === undefined) {
+				artifacts = null;
+				runArtifacts(org, id).then(function (a) {
+					alive(gen);
+					if (a && (a.artifacts.length > 0 || a.note)) {
+						artifacts = a;
+						paint();
+					}
+				}).catch(quiet);
+			}
 			/* The change is kept at delivery, before the push: asked once the run ended. */
 			if (ENDED[run.state] && change === undefined) {
 				change = null;
@@ -1494,6 +1523,7 @@
 			    ])), timeline(run));
 			replace(rest,
 			    typeof change === 'string' ? section('Change', 'change', changeView(change, run, org)) : null,
+			    artifacts ? section('Artifacts', 'artifacts', artifactsView(artifacts, run, org)) : null,
 			    section('History', 'history', table(['state', 'at', 'cause', 'phase', 'reason'], (run.history || []).map(function (x) {
 				    return h('tr', null, h('td', null, badge(x.state)), h('td', { title: x.at }, when(x.at)),
 					h('td', null, x.cause || ''), h('td', null, x.phase || ''), h('td', null, x.reason || ''));

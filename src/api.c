@@ -20,6 +20,8 @@
 #include "keys.h"
 #include "prompt.h"
 #include "repo.h"
+#include "runfile.h"
+#include "archive.h"
 #include "run.h"
 #include "secrets.h"
 #include "serve.h"
@@ -973,30 +975,131 @@ api_run_get(struct api_ctx *c, const char *id, json_t *body)
 		api_reply(c, 200, r, 0);
 }
 
+/* A file the run left, as bytes (a NUL among them), saved as name when not NULL. */
+static void
+api_run_bytes(struct api_ctx *c, const char *ctype, char *data, size_t len, const char *name)
+{
+	struct api_answer	 a;
+
+	memset(&a, 0, sizeof a);
+	a.status = 200;
+	a.ctype = ctype;
+	a.body = data;
+	a.body_len = len;
+	a.download = name != NULL ? xstrdup(name) : NULL;
+	c->done(&a, c->arg);
+	api_answer_clear(&a);
+	api_ctx_free(c);
+}
+
 /* GET /runs/{id}/change: the change the run delivered (repo.h), as git printed it; 404: none. */
 static void
 api_run_change(struct api_ctx *c, const char *id, json_t *body)
 {
-	struct api_answer	 a;
-	char			*path, *data = NULL, *cause = NULL;
-	size_t			 len;
+	char	*data = NULL;
+	size_t	 len;
 
-	path = xprintf("%s/runs/%s/%s", c->e->conf->data_dir, id, REPO_CHANGE_FILE);
-	if (c->call_done != NULL || read_file(path, REPO_CHANGE_MAX + 256, &data, &len,
-	    &cause) != 0) {
-		free(cause);
-		free(path);
+	if (c->call_done != NULL || runfile_read(c->e, id, REPO_CHANGE_FILE,
+	    REPO_CHANGE_MAX + 256, &data, &len) != 0) {
 		api_not_found(c);
 		return;
 	}
-	free(path);
-	memset(&a, 0, sizeof a);
-	a.status = 200;
-	a.ctype = "text/x-diff";
-	a.body = data;
-	c->done(&a, c->arg);
-	api_answer_clear(&a);
-	api_ctx_free(c);
+	api_run_bytes(c, "text/x-diff", data, len, NULL);
+}
+
+/* The artifacts' archive of a run, read whole: 0, 1 none, -1 failed. */
+static int
+api_run_artifacts_read(struct api_ctx *c, const char *id, char **data, size_t *len)
+{
+	return runfile_read(c->e, id, RUNFILE_ARTIFACTS, CONFIG_ARTIFACTS_MAX + (1 << 20), data,
+	    len);
+}
+
+static int
+api_artifact_list_cb(const char *path, unsigned mode, const char *data, size_t size,
+    void *arg, char **cause)
+{
+	json_array_append_new(arg, json_pack("{s:s, s:I}", "name", path, "size", (json_int_t)size));
+	return 0;
+}
+
+/* GET /runs/{id}/artifacts: the files the run left under /artifacts, kept up to limits.artifacts. */
+static void
+api_run_artifacts(struct api_ctx *c, const char *id, json_t *body)
+{
+	json_t	*list = json_array(), *note = json_null();
+	char	*data = NULL, *text = NULL, *cause = NULL;
+	size_t	 len;
+
+	if (api_run_artifacts_read(c, id, &data, &len) == 0)
+		archive_each(data, len, api_artifact_list_cb, list, &cause);
+	else if (runfile_read(c->e, id, RUNFILE_ARTIFACTS_NOTE, 4096, &text, &len) == 0)
+		note = json_string(text);
+	if (cause != NULL) {
+		log_warn("event=api.artifacts_damaged run=%s error=%s", id, log_q(cause));
+		note = json_string("the kept artifacts are damaged");
+	}
+	api_reply(c, 200, json_pack("{s:o, s:o}", "artifacts", list, "note", note), 0);
+	free(cause);
+	free(text);
+	free(data);
+}
+
+struct api_artifact_find {
+	const char	*name;
+	char		*data;
+	size_t		 len;
+	int		 found;
+};
+
+static int
+api_artifact_find_cb(const char *path, unsigned mode, const char *data, size_t size,
+    void *arg, char **cause)
+{
+	struct api_artifact_find	*f = arg;
+
+	if (strcmp(path, f->name) != 0)
+		return 0;
+	f->data = xmalloc(size + 1);
+	memcpy(f->data, data, size);
+	f->data[size] = '\0';
+	f->len = size;
+	f->found = 1;
+	return 1;
+}
+
+/* GET /runs/{id}/artifacts/file?name=a/b: one of them, to save (never shown as a page). */
+static void
+api_run_artifact_file(struct api_ctx *c, const char *id, json_t *body)
+{
+	struct api_artifact_find	 f;
+	char				*data = NULL, *cause = NULL, *name;
+	const char			*base;
+	size_t				 len;
+
+	memset(&f, 0, sizeof f);
+	if ((name = api_query_value(c->query, "name")) == NULL || c->call_done != NULL ||
+	    api_run_artifacts_read(c, id, &data, &len) != 0) {
+		free(name);
+		api_not_found(c);
+		return;
+	}
+	f.name = name;
+	archive_each(data, len, api_artifact_find_cb, &f, &cause);
+	free(cause);
+	free(data);
+	if (!f.found) {
+		free(name);
+		api_not_found(c);
+		return;
+	}
+	base = strrchr(name, '/') != NULL ? strrchr(name, '/') + 1 : name;
+	/* The name in a quoted header value: one that could end or bend it is not used. */
+	if (*base == '\0' || strspn(base, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789._-+ ") != strlen(base))
+		base = "artifact";
+	api_run_bytes(c, "application/octet-stream", f.data, f.len, base);
+	free(name);
 }
 
 static void
@@ -1636,6 +1739,8 @@ static const struct api_route api_routes[] = {
 	{ "POST", "/runs/*/retry", SCOPE_RUNS_WRITE, OBJ_RUN, 2, api_run_retry },
 	{ "GET", "/runs/*/events", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_events },
 	{ "GET", "/runs/*/change", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_change },
+	{ "GET", "/runs/*/artifacts", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_artifacts },
+	{ "GET", "/runs/*/artifacts/file", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_artifact_file },
 	{ "GET", "/stats", SCOPE_RUNS_READ, OBJ_NONE, 0, api_stats },
 	{ "GET", "/automations", SCOPE_AUTOMATIONS_READ, OBJ_NONE, 0, api_automations },
 	{ "POST", "/automations/why", SCOPE_AUTOMATIONS_READ, OBJ_NONE, 1, api_why },
@@ -1985,5 +2090,6 @@ api_answer_clear(struct api_answer *a)
 	free(a->set_cookie[0]);
 	free(a->set_cookie[1]);
 	free(a->form_action);
+	free(a->download);
 	memset(a, 0, sizeof *a);
 }

@@ -42,6 +42,8 @@ struct api_answer {
 	char		*set_cookie[2];	/* Set-Cookie */
 	int		 console;	/* a console page: its security headers */
 	char		*form_action;	/* an origin its forms may post to besides 'self' */
+	size_t		 body_len;	/* 0: body is text; else its bytes (a NUL among them) */
+	char		*download;	/* a file to save as this name (a run's artifact) */
 };
 
 typedef void (*api_done_cb)(struct api_answer *, void *arg);

@@ -58,7 +58,8 @@ archive_tree(int fd, const char *prefix, int depth, size_t max, struct buf *b, c
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
 		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
-		path = xprintf("%s/%s", prefix, de->d_name);
+		path = *prefix != '\0' ? xprintf("%s/%s", prefix, de->d_name) :
+		    xstrdup(de->d_name);
 		if (strlen(path) > ARCHIVE_PATH_MAX) {
 			xasprintf(cause, "a path over %d bytes", ARCHIVE_PATH_MAX);
 			rc = -1;
@@ -228,16 +229,13 @@ archive_dirs(int home, const char *path, uid_t uid, gid_t gid, const char **base
 }
 
 int
-archive_unpack_at(int hfd, const char *data, size_t len, uid_t uid, gid_t gid,
-    char **cause)
+archive_each(const char *data, size_t len, archive_each_cb cb, void *arg, char **cause)
 {
 	const unsigned char	*p = (const unsigned char *)data, *end = p + len;
-	const char		*base;
 	char			*path;
 	uint32_t		 plen, mode;
 	uint64_t		 size;
-	int			 dfd, f, rc = -1;
-	ssize_t			 w;
+	int			 rc;
 
 	if (len < 8 || memcmp(data, ARCHIVE_MAGIC, 8) != 0) {
 		xasprintf(cause, "not a session archive");
@@ -256,33 +254,60 @@ archive_unpack_at(int hfd, const char *data, size_t len, uid_t uid, gid_t gid,
 			free(path);
 			goto bad;
 		}
-		if ((dfd = archive_dirs(hfd, path, uid, gid, &base)) == -1 ||
-		    (f = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		    mode | 0600)) == -1) {
-			xasprintf(cause, "%s: %s", path, strerror(errno));
-			if (dfd != -1)
-				close(dfd);
-			free(path);
-			goto out;
-		}
-		w = write(f, p, (size_t)size);
-		if (fchown(f, uid, gid) != 0 || w != (ssize_t)size) {
-			xasprintf(cause, "%s: %s", path, w < 0 ? strerror(errno) : "short write");
-			close(f);
-			close(dfd);
-			free(path);
-			goto out;
-		}
-		close(f);
-		close(dfd);
+		rc = cb(path, mode, (const char *)p, (size_t)size, arg, cause);
 		free(path);
+		if (rc != 0)
+			return rc;
 	}
-	rc = 0;
-	goto out;
+	return 0;
 bad:
 	xasprintf(cause, "a damaged session archive");
-out:
-	return rc;
+	return -1;
+}
+
+struct archive_unpack_ctx {
+	int	 home;
+	uid_t	 uid;
+	gid_t	 gid;
+};
+
+/* One file of the archive made anew below the home directory, as its owner. */
+static int
+archive_unpack_file(const char *path, unsigned mode, const char *data, size_t size, void *arg,
+    char **cause)
+{
+	struct archive_unpack_ctx	*u = arg;
+	const char			*base;
+	int				 dfd, f;
+	ssize_t				 w;
+
+	if ((dfd = archive_dirs(u->home, path, u->uid, u->gid, &base)) == -1 ||
+	    (f = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    mode | 0600)) == -1) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		if (dfd != -1)
+			close(dfd);
+		return -1;
+	}
+	w = write(f, data, size);
+	if (fchown(f, u->uid, u->gid) != 0 || w != (ssize_t)size) {
+		xasprintf(cause, "%s: %s", path, w < 0 ? strerror(errno) : "short write");
+		close(f);
+		close(dfd);
+		return -1;
+	}
+	close(f);
+	close(dfd);
+	return 0;
+}
+
+int
+archive_unpack_at(int hfd, const char *data, size_t len, uid_t uid, gid_t gid,
+    char **cause)
+{
+	struct archive_unpack_ctx	u = { hfd, uid, gid };
+
+	return archive_each(data, len, archive_unpack_file, &u, cause) == 0 ? 0 : -1;
 }
 
 int

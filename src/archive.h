@@ -11,7 +11,8 @@
 /*
  * The regular files under home/subdir (a tree the sandbox wrote: walked by
  * descriptors, never through a link; links, devices and pipes are left out),
- * packed with their paths below home. 0 with *out (to free) and *len; 1 when
+ * packed with their paths below home (subdir "": home's own tree, its paths
+ * below it). 0 with *out (to free) and *len; 1 when
  * there is nothing there; -1 with the reason (over max, unreadable).
  */
 int	archive_pack(const char *home, const char *subdir, uid_t uid, gid_t gid, size_t max,
@@ -30,5 +31,15 @@ int	archive_unpack(const char *home, const char *data, size_t len, uid_t uid, gi
 	    char **cause);
 int	archive_unpack_at(int fd, const char *data, size_t len, uid_t uid, gid_t gid,
 	    char **cause);
+
+/*
+ * Each file of an archive archive_pack made, in its order: cb gets its path
+ * (checked: names below home, none "." or ".."), mode and bytes; a cb that
+ * does not return 0 stops the walk with what it returned. -1 with the reason
+ * when the archive is damaged.
+ */
+typedef int (*archive_each_cb)(const char *path, unsigned mode, const char *data, size_t size,
+	    void *arg, char **cause);
+int	archive_each(const char *data, size_t len, archive_each_cb, void *arg, char **cause);
 
 #endif

@@ -93,6 +93,7 @@ struct config {
 	long long		 limit_idle;	/* seconds a connection may stay silent */
 	long long		 limit_request;	/* seconds to read one whole request */
 	unsigned long long	 limit_buffered; /* bytes of requests being read, all together */
+	unsigned long long	 limit_artifacts; /* a run's artifacts kept (runfile.c), 0: none */
 	int			 limit_runs;
 	int			 limit_queue;
 	long long		 limit_drain;	/* seconds running runs may finish after SIGTERM */
@@ -153,6 +154,8 @@ struct config {
  * less a minute is warned of (test_service checks the unit says the same).
  */
 #define CONFIG_UNIT_STOP	660
+/* limits.artifacts at most: under what the root helper hands back (PRIV_JOB_OUT_MAX). */
+#define CONFIG_ARTIFACTS_MAX	(48ULL << 20)
 
 /* config_load flags. */
 #define CONFIG_UNRESOLVED	0x1	/* secrets stay references: no variable or file is read */

@@ -113,7 +113,7 @@ static const char *const top_keys[] = { "listen", "data_dir", "automations", "pu
 static const char *const metrics_keys[] = { "listen", NULL };
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
 	"idle", "buffered", "request", "runs", "queue", "drain",
-	"model_requests", NULL };
+	"model_requests", "artifacts", NULL };
 static const char *const sandbox_keys[] = { "backend", "user", "timeout", "memory", "pids",
 	"output", "session_idle", "uids", "cache_size", NULL };
 static const char *const agent_keys[] = { "command", "api_url", "prices", NULL };
@@ -235,7 +235,13 @@ cfg_limits(struct cfgctx *c, struct config *cf, const struct ynode *m)
 				    format_duration_ms(cf->limit_drain * 1000, d1, sizeof d1),
 				    format_duration_ms(CONFIG_UNIT_STOP * 1000LL, d2, sizeof d2));
 		}
-		else if (strcmp(k, "model_requests") == 0) {
+		else if (strcmp(k, "artifacts") == 0) {
+			cfg_size(c, n, "limits.artifacts", &cf->limit_artifacts);
+			if (cf->limit_artifacts > CONFIG_ARTIFACTS_MAX)
+				cfg_error(c, n, "\"limits.artifacts\" may be at most %llu bytes "
+				    "(what the root helper hands back in one piece)",
+				    (unsigned long long)CONFIG_ARTIFACTS_MAX);
+		} else if (strcmp(k, "model_requests") == 0) {
 			/* A run's model requests in flight: each may pass its budget (SPEC section 16). */
 			v = cf->limit_model_requests;
 			cfg_int(c, n, "limits.model_requests", 1, 1000, &v);
@@ -1093,6 +1099,7 @@ cfg_defaults(struct config *cf)
 	cf->limit_idle = 30;
 	cf->limit_request = 60;
 	cf->limit_buffered = 256ULL << 20;
+	cf->limit_artifacts = 16ULL << 20;
 	cf->limit_runs = 4;
 	cf->limit_model_requests = 4;
 	cf->limit_queue = 10000;

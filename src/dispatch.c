@@ -10,6 +10,7 @@
 #include "prompt.h"
 #include "report.h"
 #include "repo.h"
+#include "runfile.h"
 #include "rootfs.h"
 #include "run.h"
 #include "runmcp.h"
@@ -199,6 +200,9 @@ dispatch_gc_run_files(struct engine *e)
 	struct dirent	*de;
 	int		 removed = 0;
 
+	/* What the store keeps of runs any node ran (one that died never removes its own). */
+	if (store_shared(e->store))
+		store_run_shared_expire(e->store, cutoff);
 	if ((d = opendir(dir)) == NULL) {
 		free(dir);
 		return;
@@ -596,6 +600,45 @@ drun_output_cb(const char *data, size_t len, int fd, void *arg)
 }
 
 /*
+ * What the agent left under /artifacts, packed as the session's uid
+ * (archive.c: regular files only, never through a link) and kept where any
+ * node serves it (runfile.c), up to limits.artifacts; over it, nothing is
+ * kept but a note saying why.
+ */
+static void
+drun_artifacts_keep(struct drun *r)
+{
+	struct engine		*e = r->d->engine;
+	unsigned long long	 bytes = 0;
+	char			*data = NULL, *cause = NULL, *note;
+	size_t			 len = 0;
+	int			 rc;
+
+	if (r->artifacts == NULL || e->conf->limit_artifacts == 0 ||
+	    safefs_du(r->artifacts, &bytes) != 0 || bytes == 0)
+		return;
+	/* The directory's own tree: its session's uid may not pass through the run's (0750). */
+	rc = archive_pack(r->artifacts, "", r->ident.uid, r->ident.gid,
+	    (size_t)e->conf->limit_artifacts, &data, &len, &cause);
+	if (rc == 0 && len > sizeof "SPURARC1" - 1 &&
+	    runfile_keep(e, r->id, RUNFILE_ARTIFACTS, data, len, &cause) == 0)
+		log_info("event=run.artifacts_kept run=%s bytes=%zu", r->id, len);
+	else if (rc < 0 || cause != NULL) {
+		log_warn("event=run.artifacts_not_kept run=%s error=%s", r->id, log_q(cause));
+		note = xprintf("not kept: %s (limits.artifacts is %llu bytes)", cause != NULL ?
+		    cause : "unreadable", e->conf->limit_artifacts);
+		free(cause);
+		cause = NULL;
+		if (runfile_keep(e, r->id, RUNFILE_ARTIFACTS_NOTE, note, strlen(note), &cause) != 0)
+			log_warn("event=run.artifacts_note_failed run=%s error=%s", r->id,
+			    log_q(cause));
+		free(note);
+	}
+	free(cause);
+	free(data);
+}
+
+/*
  * The end of every run, whatever happened: result and state stored, the thread
  * told (report.c), the slot freed. A run that never started ends here too.
  */
@@ -629,6 +672,7 @@ drun_finish(struct drun *r, enum run_state state, enum run_cause why, const char
 		free(dir);
 		store_session_end(e->store, r->session);
 	}
+	drun_artifacts_keep(r);
 	/* Its output is all in the store before any node can see that it ended. */
 	drun_output_store(r);
 	/* Stored, logged, reported, and the next run may start (run.c). */

@@ -898,7 +898,8 @@ priv_job_arg_ok(const struct priv_jobreq *j)
 	if (j->job != PRIV_JOB_PACK && j->job != PRIV_JOB_WRITE)
 		return 0;
 	copy = xstrdup(j->arg != NULL ? j->arg : "");
-	rc = priv_sub_split(copy, parts, &n) != 0 || n == 0 ||
+	/* PACK of "": the directory's own tree (a run's artifacts), packed as its uid all the same. */
+	rc = priv_sub_split(copy, parts, &n) != 0 ||
 	    (j->job == PRIV_JOB_WRITE && n != 2) ? -1 : 0;
 	free(copy);
 	return rc;

@@ -7,6 +7,7 @@
 #include "forge.h"
 #include "httpc.h"
 #include "repo.h"
+#include "runfile.h"
 #include "report.h"
 #include "scrub.h"
 #include "sandbox.h"
@@ -365,36 +366,29 @@ repo_state_load(struct repo_job *j)
 
 /*
  * The run's change (git diff --stat --patch from the checkout to the commit
- * delivered) to data_dir/runs/RUN/change.diff, for the API and the console;
- * REPO_CHANGE_MAX at most, cut at a line with a note saying so.
+ * delivered), kept for the API and the console (runfile.c: any node serves
+ * it); REPO_CHANGE_MAX at most, cut at a line with a note saying so.
  */
 static void
 repo_change_keep(struct repo_job *j, const char *diff)
 {
-	char	*path = xprintf("%s/runs/%s/%s", j->e->conf->data_dir, j->run, REPO_CHANGE_FILE);
-	size_t	 len = strlen(diff);
-	FILE	*f;
-	int	 fd;
+	struct buf	 b;
+	size_t		 len = strlen(diff);
+	char		*cause = NULL;
 
 	if (len >= REPO_CHANGE_MAX - 1)
 		while (len > 0 && diff[len - 1] != '\n')
 			len--;
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)) == -1 ||
-	    (f = fdopen(fd, "w")) == NULL) {
-		log_warn("event=repo.change_failed run=%s error=%s", j->run, log_q(strerror(errno)));
-		if (fd != -1)
-			close(fd);
-		free(path);
-		return;
-	}
-	fwrite(diff, 1, len, f);
+	buf_init(&b, 0);
+	buf_add(&b, diff, len);
 	if (len < strlen(diff))
-		fprintf(f, "%s\n", REPO_CHANGE_CUT);
-	if (fclose(f) != 0)
-		log_warn("event=repo.change_failed run=%s error=%s", j->run, log_q(strerror(errno)));
-	else
+		buf_addf(&b, "%s\n", REPO_CHANGE_CUT);
+	if (runfile_keep(j->e, j->run, REPO_CHANGE_FILE, b.data, b.len, &cause) != 0) {
+		log_warn("event=repo.change_failed run=%s error=%s", j->run, log_q(cause));
+		free(cause);
+	} else
 		log_info("event=repo.change run=%s bytes=%zu", j->run, len);
-	free(path);
+	buf_free(&b);
 }
 
 /* git diff did not end well: its first line (it may name the agent's files), scrubbed. */

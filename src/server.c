@@ -131,6 +131,8 @@ struct hookreq {
 	int			 status;
 	const char		*ctype;
 	char			*answer;
+	size_t			 answer_len;	/* 0: strlen(answer); else bytes that may hold a NUL */
+	char			*download;	/* a file to save, not show: its name */
 	int			 retry_after;
 	/* The org API's request and what its answer adds (api.c). */
 	struct api_req		 api;
@@ -149,8 +151,8 @@ struct hookreq {
 };
 
 static void
-server_reply(struct server *srv, struct evhttp_request *req, const char *route, int status,
-    const char *ctype, const char *body)
+server_reply_len(struct server *srv, struct evhttp_request *req, const char *route, int status,
+    const char *ctype, const char *body, size_t len)
 {
 	struct evbuffer	*out = evbuffer_new();
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
@@ -174,10 +176,32 @@ server_reply(struct server *srv, struct evhttp_request *req, const char *route, 
 	if (ctype != NULL)
 		evhttp_add_header(h, "Content-Type", ctype);
 	if (body != NULL)
-		evbuffer_add(out, body, strlen(body));
+		evbuffer_add(out, body, len != 0 ? len : strlen(body));
 	evhttp_send_reply(req, status, reason, out);
 	evbuffer_free(out);
 	metrics_request(srv->engine->metrics, route, status);
+}
+
+static void
+server_reply(struct server *srv, struct evhttp_request *req, const char *route, int status,
+    const char *ctype, const char *body)
+{
+	server_reply_len(srv, req, route, status, ctype, body, 0);
+}
+
+/*
+ * A file a run left, saved by the browser, never shown: what an agent wrote
+ * must not run as a page of the console's origin.
+ */
+static void
+server_download_headers(struct evkeyvalq *h, const char *name)
+{
+	char	*v = xprintf("attachment; filename=\"%s\"", name);
+
+	evhttp_add_header(h, "Content-Disposition", v);
+	free(v);
+	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+	evhttp_add_header(h, "Content-Security-Policy", "default-src 'none'; sandbox");
 }
 
 static void
@@ -345,6 +369,7 @@ hookreq_free(struct hookreq *hr)
 	free(hr->set_cookie[0]);
 	free(hr->set_cookie[1]);
 	free(hr->form_action);
+	free(hr->download);
 	free(hr->stream_run);
 	free(hr->stream_after);
 	spur_event_free(hr->person_ev);
@@ -456,14 +481,16 @@ front_answer_cb(evutil_socket_t fd, short what, void *arg)
 			}
 			if (hr->console)
 				server_console_headers(h, "no-store", hr->form_action);
+			if (hr->download != NULL)
+				server_download_headers(h, hr->download);
 			if (hr->stream_run != NULL) {
 				/* The stream is the front's from here: it reads the run's files. */
 				metrics_request(srv->engine->metrics, hr->route, 200);
 				api_events_start(f->events, req, hr->stream_run,
 				    hr->api.last_event_id);
 			} else
-				server_reply(srv, req, hr->route, hr->status, hr->ctype,
-				    hr->answer);
+				server_reply_len(srv, req, hr->route, hr->status, hr->ctype,
+				    hr->answer, hr->answer_len);
 		}
 		hookreq_free(hr);
 	}
@@ -526,6 +553,9 @@ server_api_done(struct api_answer *a, void *arg)
 	hr->console = a->console;
 	hr->form_action = a->form_action;
 	a->form_action = NULL;
+	hr->download = a->download;
+	a->download = NULL;
+	hr->answer_len = a->body_len;
 	hr->stream_run = a->stream_run;
 	a->stream_run = NULL;
 	hr->retry_after = a->retry_after;

@@ -234,6 +234,9 @@ static const char *store_pg_migrations[] = {
 	"CREATE TABLE run_output (run TEXT NOT NULL, off BIGINT NOT NULL, data BYTEA NOT NULL,"
 	"  PRIMARY KEY (run, off));"
 	"CREATE INDEX runs_conc_key ON runs(conc_key) WHERE state = 'running';",
+	/* 8: sqlite's 22: what a run left for people to fetch (runfile.c), for any node */
+	"CREATE TABLE run_files (run TEXT NOT NULL, name TEXT NOT NULL, data BYTEA NOT NULL,"
+	"  PRIMARY KEY (run, name));",
 };
 
 /* Now in ms by the database's clock: the one every node's lease is measured on. */

@@ -287,6 +287,12 @@ static const char *store_migrations[] = {
 	"CREATE TABLE run_output (run TEXT NOT NULL, off INTEGER NOT NULL, data BLOB NOT NULL,"
 	"  PRIMARY KEY (run, off));"
 	"CREATE INDEX runs_conc_key ON runs(conc_key) WHERE state = 'running';",
+	/*
+	 * 22: what a run left for people to fetch, by name (its change, its
+	 * artifacts: runfile.c): several nodes keep it here, one node in data_dir
+	 */
+	"CREATE TABLE run_files (run TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL,"
+	"  PRIMARY KEY (run, name));",
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
@@ -3623,7 +3629,68 @@ store_run_output_drop(struct store *st, const char *run)
 {
 	const char	*args[] = { run };
 
-	return store_exec_bind(st, "DELETE FROM run_output WHERE run = ?", args, 1, NULL, 0);
+	if (store_exec_bind(st, "DELETE FROM run_output WHERE run = ?", args, 1, NULL, 0) != 0)
+		return -1;
+	return store_exec_bind(st, "DELETE FROM run_files WHERE run = ?", args, 1, NULL, 0);
+}
+
+int
+store_run_shared_expire(struct store *st, int64_t before)
+{
+	int64_t	 ints[] = { before, STORE_EXPIRE_RUNS };
+
+	if (store_exec_bind(st, "DELETE FROM run_output WHERE run IN (SELECT DISTINCT o.run FROM "
+	    "run_output o JOIN runs r ON r.id = o.run WHERE r.ended_at IS NOT NULL AND "
+	    "r.ended_at < ? LIMIT ?)", NULL, 0, ints, 2) != 0)
+		return -1;
+	return store_exec_bind(st, "DELETE FROM run_files WHERE run IN (SELECT DISTINCT f.run FROM "
+	    "run_files f JOIN runs r ON r.id = f.run WHERE r.ended_at IS NOT NULL AND "
+	    "r.ended_at < ? LIMIT ?)", NULL, 0, ints, 2);
+}
+
+int
+store_run_file_put(struct store *st, const char *run, const char *name, const void *data,
+    size_t len, char **cause)
+{
+	struct db_stmt	*s;
+
+	if ((s = store_stmt(st, "INSERT INTO run_files (run, name, data) VALUES (?, ?, ?) "
+	    "ON CONFLICT (run, name) DO UPDATE SET data = excluded.data")) == NULL)
+		goto fail;
+	db_bind_text(s, 1, run);
+	db_bind_text(s, 2, name);
+	db_bind_blob(s, 3, data, len);
+	if (store_step_done(st, s) == 0)
+		return 0;
+fail:
+	xasprintf(cause, "%s", db_errmsg(st->db));
+	return -1;
+}
+
+int
+store_run_file_get(struct store *st, const char *run, const char *name, char **data,
+    size_t *len)
+{
+	struct db_stmt	*s;
+	int		 step, rc = 1;
+
+	*data = NULL;
+	*len = 0;
+	if ((s = store_stmt(st, "SELECT data FROM run_files WHERE run = ? AND name = ?")) == NULL)
+		return -1;
+	db_bind_text(s, 1, run);
+	db_bind_text(s, 2, name);
+	if ((step = db_step(s)) == DB_ROW) {
+		*len = db_column_bytes(s, 0);
+		*data = xmalloc(*len + 1);
+		if (*len > 0)
+			memcpy(*data, db_column_blob(s, 0), *len);
+		(*data)[*len] = '\0';
+		rc = 0;
+	} else if (step != DB_DONE)
+		rc = -1;
+	db_reset(s);
+	return rc;
 }
 
 char *

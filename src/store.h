@@ -641,7 +641,22 @@ ssize_t		 store_run_output_read(struct store *, const char *run, int64_t off, vo
 		     size_t len);
 /* The bytes stored (where the next chunk goes); -1: failed. */
 int64_t		 store_run_output_size(struct store *, const char *run);
+/* The run's output and files go (its files in data_dir went: retention.run_files). */
 int		 store_run_output_drop(struct store *, const char *run);
+/*
+ * The same for runs that ended before the time given, whichever node ran
+ * them (one that died never removes its own), STORE_EXPIRE_RUNS at a time.
+ */
+#define STORE_EXPIRE_RUNS	500
+int		 store_run_shared_expire(struct store *, int64_t before);
+/*
+ * A file the run left, by name (runfile.c): put anew, or read whole (0, with
+ * *data NUL-terminated, to free; 1: none; -1: failed).
+ */
+int		 store_run_file_put(struct store *, const char *run, const char *name,
+		     const void *, size_t, char **cause);
+int		 store_run_file_get(struct store *, const char *run, const char *name,
+		     char **data, size_t *len);
 /*
  * Inside the caller's transaction: the running run other than run that holds
  * key, or NULL. On PostgreSQL the key is locked until the transaction ends,

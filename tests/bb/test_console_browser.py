@@ -9,6 +9,7 @@ SPUR_SCREENSHOTS=DIR writes the main pages' screenshots there (docs/screenshots 
 by default they go to the test's own directory and are dropped with it."""
 import json
 import os
+import struct
 import sqlite3
 import sys
 import time
@@ -222,6 +223,11 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
         f.write(" fix.txt | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n\n"
                 "diff --git a/fix.txt b/fix.txt\nindex 1111111..2222222 100644\n--- a/fix.txt\n+++ b/fix.txt\n"
                 "@@ -1 +1 @@\n-broken <script>window.__pwned=9</script>\n+fixed\n")
+    # What the run left under /artifacts, as runfile.c keeps it on one node (archive.c's form).
+    with open(os.path.join(s.data_dir, "runs", run, "artifacts.spurarc"), "wb") as f:
+        f.write(b"SPURARC1")
+        for name, data in ((b"<b>report</b>.html", b"<script>window.__pwned=8</script>"),):
+            f.write(struct.pack(">I", len(name)) + name + struct.pack(">IQ", 0o600, len(data)) + data)
     b.do("goto", url=base + "/runs/" + run)
     r = b.try_("wait", selector="#change-diff .d-add")
     t.ok(r is True and b.do("text", selector="#change-summary").startswith("1 file changed, +1 \u22121 lines · not delivered"),
@@ -229,6 +235,10 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
          (r, b.try_("text", selector="#change-summary")))
     t.eq([b.do("text", selector="#change-diff .d-add"), b.do("text", selector="#change-diff .d-del")],
          ["+fixed", "-broken <script>window.__pwned=9</script>"], "each added and removed line, literally, in its colour")
+    art = b.do("eval", js="""(() => { const a = document.querySelector('#artifacts-list a');
+        return a && [a.textContent, a.getAttribute('href'), a.hasAttribute('download')]; })()""")
+    t.eq(art, ["<b>report</b>.html", "/o/acme/runs/%s/artifacts/file?name=%%3Cb%%3Ereport%%3C%%2Fb%%3E.html" % run, True],
+         "the Artifacts section: each kept file by its name, as text, a link to save it")
     check_clean("the run page with its change")
     check_a11y(t, b, "a run page with its change")
 

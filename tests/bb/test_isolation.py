@@ -42,6 +42,8 @@ ALLOWED = {
     ("relay.c", "chmod"): "a listener's socket (the proxy's) in data_dir/runs/RUN/net (root's)",
     ("sandbox-bwrap.c", "opendir"): "/proc; a rootfs's /etc (data_dir/envs, read-only in every sandbox)",
     ("serve.c", "unlink"): "data_dir/spur.pid",
+    ("runfile.c", "unlink"): "its own NAME.tmp in data_dir/runs/RUN (the engine's; a sandbox sees only "
+                             "RUN/artifacts below it), made with O_NOFOLLOW, when it could not be renamed",
     ("store.c", "chmod"): "data_dir itself",
 }
 CALL = re.compile(r"(?:^|[^\w.>])(chmod|chown|lchown|opendir|glob|nftw|ftw|rmdir|unlink|remove|"

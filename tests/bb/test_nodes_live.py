@@ -43,6 +43,8 @@ def gate(name):
 AUTOS = {
     # Writes a line every 20 ms until its gate opens.
     "live.yaml": auto("live", 'i=0; while [ ! -e %s ]; do echo "line-$i"; i=$((i+1)); sleep 0.02; done; '
+                      # sandbox: none: the run's /artifacts is its directory beside the sessions'
+                      'echo kept-on-a > "$PWD/../../../runs/$SPUR_RUN/artifacts/n.txt"; '
                       'echo live-done' % gate("live"), "concurrency: {key: none}\n"),
     # Writes its lines at once, then waits for its gate; one at a time across the nodes.
     "held.yaml": auto("held", 'echo held-start; i=0; while [ $i -lt 200 ]; do echo "held-$i"; i=$((i+1)); '
@@ -159,7 +161,7 @@ nodes = [Spur(CONF, orgs=ORGS, automations=AUTOS, verbose=True, port=PORT0 if i 
 try:
     for s in nodes:
         s.start()
-    t.eq(q("SELECT max(version) FROM spur_schema"), [["7"]], "the schema is at its last version (run_output)")
+    t.eq(q("SELECT max(version) FROM spur_schema"), [["8"]], "the schema is at its last version (run_files)")
     rc, out, err = nodes[0].c("keys", "create", "--json", "--org", "acme", "--name", "live")
     key = json.loads(out)["key"] if rc == 0 else None
     t.ok(key is not None, "an API key, made on one node", err)
@@ -199,6 +201,9 @@ try:
          states[0][2]["state"] == "queued", "  and each change of its state once", states)
     rc, out, err = B.c("logs", "--raw", run)
     t.eq((rc, out), (0, whole), "spur logs on another node prints it")
+    st, _, body = B.request("GET", "/o/acme/runs/%s/artifacts/file?name=n.txt" % run,
+                            headers={"Authorization": "Bearer %s" % key})
+    t.eq((st, body), (200, b"kept-on-a\n"), "another node serves its artifacts (runfile.c: in the store)")
     n, size = q("SELECT count(*), sum(length(data)) FROM run_output WHERE run = '%s'" % run)[0]
     t.eq(int(size), len(whole.encode()), "the store holds it in %s chunks" % n)
     print("# live run: %d bytes of output, %s chunks in the store" % (len(whole), n))
@@ -243,6 +248,15 @@ try:
          int(q("SELECT ended_at FROM runs WHERE id = '%s'" % r1)[0][0]), "  after the other one ended")
     A.logf.close()
     A.proc = None
+    # The dead node never removes what the store keeps of its runs: any node's pass of
+    # retention.run_files does (one at its start), once they are that old.
+    q("UPDATE runs SET ended_at = ended_at - 200 * 86400000::bigint WHERE id = '%s'" % r1)
+    late = Spur(CONF, orgs=ORGS, automations=AUTOS)
+    late.start()
+    gone = wait(lambda: q("SELECT count(*) FROM run_output WHERE run = '%s'" % r1) == [["0"]], 30)
+    t.ok(gone, "a dead node's run's output leaves the store with retention.run_files, by another node")
+    t.eq(late.stop(), 0, "  that node stops cleanly")
+    late.cleanup()
 
     # --- on_busy: skip, across nodes: the run's own node stopped while another decides ---
     live = [s for s in nodes if s.proc is not None]

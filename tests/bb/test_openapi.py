@@ -31,6 +31,8 @@ ROUTES = {
     ("post", "/o/{org}/runs/{id}/retry"): ("201", {"409"}),
     ("get", "/o/{org}/runs/{id}/events"): ("200", set()),
     ("get", "/o/{org}/runs/{id}/change"): ("200", set()),
+    ("get", "/o/{org}/runs/{id}/artifacts"): ("200", set()),
+    ("get", "/o/{org}/runs/{id}/artifacts/file"): ("200", set()),
     ("get", "/o/{org}/stats"): ("200", {"400"}),
     ("get", "/o/{org}/automations"): ("200", set()),
     ("post", "/o/{org}/automations/why"): ("200", {"400", "403", "413"}),
@@ -58,6 +60,7 @@ OK_SCHEMA = {
     ("post", "/o/{org}/runs/{id}/retry"): "Run",
     ("get", "/o/{org}/automations"): "AutomationList",
     ("get", "/o/{org}/stats"): "Stats",
+    ("get", "/o/{org}/runs/{id}/artifacts"): "ArtifactList",
 }
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 

@@ -128,6 +128,13 @@ with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO, "keep.
          (o1[-400:], o2[-400:]))
     t.ok("env.cache_chown_failed" not in s.logs() and "env.cache_du_failed" not in s.logs(),
          "no cache step failed", s.logs()[-2000:])
+    # The engine cannot read what the session's uid wrote: the helper packs it as that uid.
+    kept = os.path.join(s.data_dir, "runs", runs[0] if runs else "-", "artifacts.spurarc")
+    data = open(kept, "rb").read() if os.path.exists(kept) else b""
+    t.ok(data.startswith(b"SPURARC1") and b"out/a.txt" in data and b"hi\n" in data and
+         "run.artifacts_not_kept" not in s.logs(),
+         "its artifacts are kept at its end, packed by the helper as the session's uid",
+         (data[:200], [l for l in s.logs().splitlines() if runs and runs[0] in l][-30:]))
     tasks_after = [status_ids("/proc/%d/task/%s/status" % (pid, tid)) for tid in os.listdir("/proc/%d/task" % pid)]
     t.ok(all("0" not in ids["Uid"] for ids in tasks_after),
          "after the run, still no thread of the engine is root")

@@ -41,8 +41,10 @@ def run_procs(run):
 
 
 SLOW = auto("slow", ["sh", "-c", "echo started; sleep 60"], "^/slow", "timeout: 2s\n")
-ARTS = auto("arts", ["sh", "-c", "echo hi > /artifacts/a.txt"], "^/arts",
+ARTS = auto("arts", ["sh", "-c", "echo hi > /artifacts/a.txt; mkdir /artifacts/deep; printf 'x\\000y\\000z' "
+                    "> '/artifacts/deep/b \"1\".bin'; ln -s /etc/hostname /artifacts/link.txt"], "^/arts",
             "proof: artifacts\nartifacts: [a.txt, missing-*.md]\n")
+BIGARTS = auto("bigarts", ["sh", "-c", "head -c 4096 /dev/zero > /artifacts/big.bin"], "^/bigarts", "proof: none\n")
 SKIP = auto("skipper", ["sh", "-c", "sleep 3; echo done"], "^/skip", "concurrency: {key: thread, on_busy: skip}\n")
 QUEUE = auto("queuer", ["sh", "-c", "sleep 1; echo queued-done"], "^/queue", "concurrency: {key: thread, on_busy: queue}\n")
 HOSTILE = auto("hostile", ["sh", "-c", open(os.path.join(os.path.dirname(__file__), "hostile-agent.sh")).read()],
@@ -50,7 +52,7 @@ HOSTILE = auto("hostile", ["sh", "-c", open(os.path.join(os.path.dirname(__file_
 
 STREAM = auto("stream", ["sh", "-c", "echo first-line; sleep 1.5; echo second-line"], "^/stream")
 
-automations = {"stream.yaml": STREAM, "report.yaml": REPORT, "fail.yaml": FAIL, "slow.yaml": SLOW, "arts.yaml": ARTS,
+automations = {"stream.yaml": STREAM, "report.yaml": REPORT, "fail.yaml": FAIL, "slow.yaml": SLOW, "arts.yaml": ARTS, "bigarts.yaml": BIGARTS,
                "skip.yaml": SKIP, "queue.yaml": QUEUE, "hostile.yaml": HOSTILE}
 
 
@@ -79,7 +81,7 @@ def show(s, run):
     return json.loads(out) if rc == 0 else None
 
 
-with Spur("limits:\n  runs: 4\n", automations=automations) as s:
+with Spur("limits:\n  runs: 4\n  artifacts: 2KiB\n", automations=automations) as s:
     s.start()
     port = s.port
     r1 = fire(s, "/report please", number=1)
@@ -140,6 +142,32 @@ with Spur("limits:\n  runs: 4\n", automations=automations) as s:
     st = wait_state(s, ra)
     t.ok(st["state"] == "needs_review" and "missing-*.md" in st["reason"] and "a.txt" not in st["reason"],
          "a missing artifact means needs_review, naming the missing glob", st)
+    # What the run left under /artifacts, over the API (runfile.c): listed, each file's bytes as
+    # they were (a NUL among them), to save and never to show; the agent's link is not followed.
+    rc, out, err = s.c("keys", "create", "--json", "--org", "acme", "--scope", "runs:read")
+    auth = {"Authorization": "Bearer " + (json.loads(out)["key"] if rc == 0 else "")}
+    st, _, body = s.request("GET", "/o/acme/runs/%s/artifacts" % ra, headers=auth)
+    listed = json.loads(body) if st == 200 else {}
+    t.eq(sorted((x["name"], x["size"]) for x in listed.get("artifacts", [])),
+         [("a.txt", 3), ('deep/b "1".bin', 5)], "the API lists the run's artifacts, the planted link left out")
+    st, h, body = s.request("GET", "/o/acme/runs/%s/artifacts/file?name=deep%%2Fb%%20%%221%%22.bin" % ra,
+                            headers=auth)
+    t.ok(st == 200 and body == b"x\0y\0z" and h.get("content-type") == "application/octet-stream" and
+         h.get("content-disposition") == 'attachment; filename="artifact"' and
+         h.get("x-content-type-options") == "nosniff" and "sandbox" in h.get("content-security-policy", ""),
+         "an artifact's bytes come whole, to save under a name that cannot bend the header", (st, h, body))
+    st, h, body = s.request("GET", "/o/acme/runs/%s/artifacts/file?name=a.txt" % ra, headers=auth)
+    t.ok(st == 200 and body == b"hi\n" and h.get("content-disposition") == 'attachment; filename="a.txt"',
+         "and one by its own name", (st, h, body))
+    st404 = [s.request("GET", "/o/acme/runs/%s/artifacts/file?name=%s" % (ra, n), headers=auth)[0]
+             for n in ("link.txt", "..%2Fa.txt", "missing.txt")]
+    t.eq(st404, [404, 404, 404], "a link, a way out and a missing name are 404")
+    rb = fire(s, "/bigarts", number=5)
+    wait_state(s, rb)
+    st, _, body = s.request("GET", "/o/acme/runs/%s/artifacts" % rb, headers=auth)
+    listed = json.loads(body) if st == 200 else {}
+    t.ok(listed.get("artifacts") == [] and "limits.artifacts is 2048 bytes" in (listed.get("note") or ""),
+         "artifacts over limits.artifacts: none kept, and the answer says why", (st, body))
 
     # concurrency: skip
     k1 = fire(s, "/skip 1", number=6)
