@@ -142,24 +142,6 @@ api_unavailable(struct api_ctx *c, const char *detail)
 	api_reply(c, 503, json_pack("{s:s,s:s}", "error", "unavailable", "detail", detail), 5);
 }
 
-char *
-api_query_value(const char *query, const char *name)
-{
-	json_t		*form, *v;
-	char		*out = NULL;
-
-	if (query == NULL)
-		return NULL;
-	/* A query is a form: the sources' decoder reads it. A bad escape or a NUL matches nothing. */
-	if ((form = form_decode(query, strlen(query))) == NULL)
-		return strstr(query, name) != NULL ? xstrdup("\x01") : NULL;
-	if ((v = json_object_get(form, name)) != NULL)
-		out = strlen(json_string_value(v)) == json_string_length(v) ?
-		    xstrdup(json_string_value(v)) : xstrdup("\x01");
-	json_decref(form);
-	return out;
-}
-
 /* limit and after of a list; -1 (answered) when they are bad. */
 static int
 api_page(struct api_ctx *c, int *limit, char **after)
@@ -2058,38 +2040,3 @@ api_call(struct engine *e, const struct api_key *key, const char *method, const 
 	api_route(c, method, path, body);
 }
 
-void
-api_req_clear(struct api_req *r)
-{
-	free(r->method);
-	free(r->org);
-	free(r->path);
-	free(r->query);
-	free(r->authorization);
-	free(r->idempotency_key);
-	free(r->last_event_id);
-	free(r->mcp_session);
-	free(r->mcp_version);
-	free(r->accept);
-	free(r->origin);
-	free(r->cookie);
-	free(r->csrf);
-	free(r->peer);
-	free(r->body);
-	memset(r, 0, sizeof *r);
-}
-
-void
-api_answer_clear(struct api_answer *a)
-{
-	free(a->body);
-	free(a->mcp_session);
-	free(a->stream_run);
-	free(a->stream_after);
-	free(a->location);
-	free(a->set_cookie[0]);
-	free(a->set_cookie[1]);
-	free(a->form_action);
-	free(a->download);
-	memset(a, 0, sizeof *a);
-}

@@ -13,10 +13,14 @@
  * cookie; this file the manifest, the exchange and the files.
  */
 #include "spur.h"
+#include "api.h"
 #include "conf.h"
+#include "console-github.h"
 #include "console-github-app.h"
+#include "console-page.h"
 #include "github-app.h"
 #include "httpc.h"
+#include "keys.h"
 #include "serve.h"
 
 #include <errno.h>
@@ -29,6 +33,8 @@
 
 #define CGA_TIMEOUT_MS	15000		/* a person waits at the other end */
 #define CGA_DIR		"github-apps"
+#define CONSOLE_APP_COOKIE	"spur_ghapp"	/* the manifest flow's state.org */
+#define CONSOLE_APP_S		3600		/* GitHub's code is good this long */
 
 struct cga {
 	struct engine		*e;
@@ -340,3 +346,112 @@ console_github_app_created(struct engine *e, const char *org, const char *user,
 	free(base);
 	free(url);
 }
+
+/* GET /console/github/app?org=ORG&owner=LOGIN: the page that posts the App's manifest. */
+static void
+console_github_app_page(struct engine *e, const struct api_req *req, api_done_cb done, void *arg)
+{
+	char			*org = api_query_value(req->query, "org");
+	char			*owner = api_query_value(req->query, "owner"), *user = NULL;
+	char			*state, *value, *fa = NULL;
+	const struct org	*o = org != NULL ? config_org(e->conf, org) : NULL;
+	struct api_answer	 a;
+
+	if (o == NULL || (owner != NULL && *owner != '\0' && !console_github_login_valid(owner))) {
+		console_answer(done, arg, 400, "text/plain; charset=utf-8", xstrdup("Name a "
+		    "configured org (?org=NAME) and, for an organization's App, its GitHub login "
+		    "(&owner=LOGIN).\n"));
+	} else if (console_person_of(e, req, org, &user, done, arg) == 0) {
+		state = key_token(24);
+		memset(&a, 0, sizeof a);
+		a.body = console_github_app_form(e, org, owner != NULL ? owner : "", state, &fa);
+		a.status = a.body != NULL ? 200 : 400;
+		if (a.body == NULL)
+			a.body = xstrdup("The org's github.git_url is no origin.\n");
+		a.ctype = a.body != NULL && a.status == 200 ? "text/html; charset=utf-8" :
+		    "text/plain; charset=utf-8";
+		a.form_action = fa;
+		value = xprintf("%s.%s", state, org);
+		a.set_cookie[0] = console_set_cookie(e, CONSOLE_APP_COOKIE, value,
+		    "/console/github/app", CONSOLE_APP_S);
+		a.console = 1;
+		log_info("event=console.github_app_form org=%s user=%s owner=%s", org, log_q(user),
+		    log_q(owner != NULL ? owner : ""));
+		done(&a, arg);
+		api_answer_clear(&a);
+		free(value);
+		free(state);
+	}
+	free(user);
+	free(org);
+	free(owner);
+}
+
+/* The browser that asked, waiting for GitHub's answer. */
+struct console_app_wait {
+	struct engine	*e;
+	api_done_cb	 done;
+	void		*arg;
+};
+
+static void
+console_github_app_done(int status, char *html, void *arg)
+{
+	struct console_app_wait	*w = arg;
+	struct api_answer	 a;
+
+	memset(&a, 0, sizeof a);
+	a.status = status;
+	a.ctype = "text/html; charset=utf-8";
+	a.body = html;
+	a.set_cookie[0] = console_set_cookie(w->e, CONSOLE_APP_COOKIE, NULL,
+	    "/console/github/app", 0);
+	a.console = 1;
+	w->done(&a, w->arg);
+	api_answer_clear(&a);
+	free(w);
+}
+
+/* GET /console/github/app/created?code=&state=: GitHub made the App; store what it gives. */
+static void
+console_github_app_back(struct engine *e, const struct api_req *req, api_done_cb done, void *arg)
+{
+	char			 saved[300], *state = api_query_value(req->query, "state");
+	char			*code = api_query_value(req->query, "code"), *dot, *user = NULL;
+	struct console_app_wait	*w;
+
+	if (state == NULL || code == NULL || req->cookie == NULL ||
+	    console_cookie(req->cookie, CONSOLE_APP_COOKIE, saved, sizeof saved) != 0 ||
+	    (dot = strchr(saved, '.')) == NULL || (size_t)(dot - saved) != strlen(state) ||
+	    !ct_equal(saved, state, strlen(state)) || config_org(e->conf, dot + 1) == NULL) {
+		log_warn("event=console.github_app_refused reason=\"state missing or not this "
+		    "browser's\"");
+		console_answer(done, arg, 400, "text/plain; charset=utf-8", xstrdup("This GitHub "
+		    "App was not asked for from this browser (its state does not match): start "
+		    "again from /console/github/app.\n"));
+	} else if (console_person_of(e, req, dot + 1, &user, done, arg) == 0) {
+		w = xcalloc(1, sizeof *w);
+		w->e = e;
+		w->done = done;
+		w->arg = arg;
+		console_github_app_created(e, dot + 1, user, code, console_github_app_done, w);
+	}
+	free(user);
+	free(state);
+	free(code);
+}
+
+static void
+console_github_app_route(struct engine *e, const struct api_req *req, const char *rest,
+    api_done_cb done, void *arg)
+{
+	if (*rest == '\0')
+		console_github_app_page(e, req, done, arg);
+	else if (strcmp(rest, "/created") == 0)
+		console_github_app_back(e, req, done, arg);
+	else
+		console_answer(done, arg, 404, "application/json", xstrdup("{\"error\":\"not_found\"}"));
+}
+
+/* The console's pages of GitHub's: the App manifest flow (console.c routes them). */
+const struct console_pages console_pages = { "/console/github/app", console_github_app_route };

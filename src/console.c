@@ -10,8 +10,7 @@
 #include "conf.h"
 #include "console.h"
 #include "console-assets.h"
-#include "console-github.h"
-#include "console-github-app.h"
+#include "console-page.h"
 #include "console-signin.h"
 #include "keys.h"
 #include "serve.h"
@@ -22,82 +21,12 @@
 #include <string.h>
 
 #define CONSOLE_OAUTH_COOKIE	"spur_oauth"
-#define CONSOLE_APP_COOKIE	"spur_ghapp"	/* the GitHub App manifest flow's state.org */
-#define CONSOLE_APP_S		3600		/* GitHub's code is good this long */
 
 int
 console_path(const char *path)
 {
 	return strcmp(path, "/console") == 0 || strncmp(path, "/console/", 9) == 0 ||
 	    strncmp(path, "/runs/", 6) == 0;
-}
-
-/* The value of a cookie in a Cookie header, copied into out; -1 when absent or too long. */
-static int
-console_cookie(const char *header, const char *name, char *out, size_t outlen)
-{
-	const char	*p = header;
-	size_t		 n = strlen(name), len;
-
-	while (p != NULL && *p != '\0') {
-		while (*p == ' ' || *p == ';')
-			p++;
-		len = strcspn(p, ";");
-		if (len > n && strncmp(p, name, n) == 0 && p[n] == '=') {
-			if (len - n - 1 >= outlen || len - n - 1 == 0)
-				return -1;
-			memcpy(out, p + n + 1, len - n - 1);
-			out[len - n - 1] = '\0';
-			return 0;
-		}
-		p += len;
-	}
-	return -1;
-}
-
-/* The session a request's cookie names, if it is one and has not expired: 0; else 1 (or -1). */
-static int
-console_session(struct engine *e, const char *cookie_header, struct console_session *cs)
-{
-	char	 token[128], hash[65];
-	int	 rc;
-
-	memset(cs, 0, sizeof *cs);
-	if (cookie_header == NULL || console_cookie(cookie_header, CONSOLE_COOKIE, token,
-	    sizeof token) != 0)
-		return 1;
-	key_hash(token, strlen(token), hash);
-	explicit_bzero(token, sizeof token);
-	if ((rc = store_console_session_get(e->store, hash, cs)) != 0)
-		return rc;
-	if (cs->expires_at <= now_ms()) {
-		store_console_session_end(e->store, hash);
-		store_console_session_clear(cs);
-		return 1;
-	}
-	return 0;
-}
-
-static int
-console_org_in(const char *orgs_json, const char *org)
-{
-	json_t	*orgs = json_loads(orgs_json, 0, NULL), *o;
-	size_t	 i;
-	int	 in = 0;
-
-	json_array_foreach(orgs, i, o) {
-		if (json_is_string(o) && strcmp(json_string_value(o), org) == 0)
-			in = 1;
-	}
-	json_decref(orgs);
-	return in;
-}
-
-/* A signed-in person's membership is checked again when this old; a link's never is. */
-static int
-console_stale(const struct console_session *cs, int64_t now)
-{
-	return strncmp(cs->user, "link:", 5) != 0 && now - cs->checked_at >= CONSOLE_RECHECK_MS;
 }
 
 int
@@ -145,69 +74,9 @@ console_link_make(struct store *st, const char *org, int64_t now)
 /* ----- answers ----- */
 
 static void
-console_answer(api_done_cb done, void *arg, int status, const char *ctype, char *body)
-{
-	struct api_answer	 a;
-
-	memset(&a, 0, sizeof a);
-	a.status = status;
-	a.ctype = ctype;
-	a.body = body;
-	a.console = 1;
-	done(&a, arg);
-	api_answer_clear(&a);
-}
-
-static void
-console_json(api_done_cb done, void *arg, int status, json_t *j)
-{
-	console_answer(done, arg, status, "application/json", json_dumps(j, JSON_COMPACT));
-	json_decref(j);
-}
-
-static void
 console_unauthorized(api_done_cb done, void *arg)
 {
 	console_answer(done, arg, 401, "application/json", xstrdup("{\"error\":\"unauthorized\"}"));
-}
-
-/* A same-origin path to go back to: "/…", never "//host" or a backslash; else /console. */
-static const char *
-console_next(const char *next)
-{
-	if (next == NULL || next[0] != '/' || next[1] == '/' || strchr(next, '\\') != NULL ||
-	    strlen(next) > 512 || strspn(next, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRS"
-	    "TUVWXYZ0123456789/_-.?=&%") != strlen(next))
-		return "/console";
-	return next;
-}
-
-static void
-console_redirect(api_done_cb done, void *arg, const char *to, char *cookie, char *cookie2)
-{
-	struct api_answer	 a;
-
-	memset(&a, 0, sizeof a);
-	a.status = 302;
-	a.location = xstrdup(to);
-	a.set_cookie[0] = cookie;
-	a.set_cookie[1] = cookie2;
-	a.console = 1;
-	done(&a, arg);
-	api_answer_clear(&a);
-}
-
-/* Set-Cookie for the session (value NULL: one that removes it). */
-static char *
-console_set_cookie(struct engine *e, const char *name, const char *value, const char *path,
-    long long max_age)
-{
-	const char	*url = e->conf->public_url;
-	int		 secure = url != NULL && strncmp(url, "https://", 8) == 0;
-
-	return xprintf("%s=%s; Path=%s; Max-Age=%lld; HttpOnly; SameSite=Lax%s", name,
-	    value != NULL ? value : "", path, value != NULL ? max_age : 0LL,
-	    secure ? "; Secure" : "");
 }
 
 /* A new session for user with orgs (a JSON array): its cookie, to free. */
@@ -502,130 +371,6 @@ console_logout(struct engine *e, const struct api_req *req, api_done_cb done, vo
 	api_answer_clear(&a);
 }
 
-/*
- * The person of the request's session when it may see org (a GitHub one
- * checked within the hour): 0 with *user (to free); else the answer is given
- * (to sign-in, coming back to the same address) and -1.
- */
-static int
-console_person_of(struct engine *e, const struct api_req *req, const char *org, char **user,
-    api_done_cb done, void *arg)
-{
-	struct console_session	 cs;
-	struct buf		 to;
-	char			*back;
-	int			 ok;
-
-	if (console_session(e, req->cookie, &cs) != 0) {
-		back = xprintf("%s%s%s", req->path, req->query != NULL ? "?" : "",
-		    req->query != NULL ? req->query : "");
-		buf_init(&to, 0);
-		buf_adds(&to, "/console/login?next=");
-		buf_addq(&to, console_next(back));
-		console_redirect(done, arg, buf_cstr(&to), NULL, NULL);
-		buf_free(&to);
-		free(back);
-		return -1;
-	}
-	ok = org != NULL && console_org_in(cs.orgs, org) && !console_stale(&cs, now_ms());
-	*user = ok ? xstrdup(cs.user) : NULL;
-	store_console_session_clear(&cs);
-	if (!ok) {
-		console_answer(done, arg, 403, "text/plain; charset=utf-8", xstrdup("This "
-		    "console session may not see that org (or its membership is due a check: "
-		    "open the console first).\n"));
-		return -1;
-	}
-	return 0;
-}
-
-/* GET /console/github/app?org=ORG&owner=LOGIN: the page that posts the App's manifest. */
-static void
-console_github_app(struct engine *e, const struct api_req *req, api_done_cb done, void *arg)
-{
-	char			*org = api_query_value(req->query, "org");
-	char			*owner = api_query_value(req->query, "owner"), *user = NULL;
-	char			*state, *value, *fa = NULL;
-	const struct org	*o = org != NULL ? config_org(e->conf, org) : NULL;
-	struct api_answer	 a;
-
-	if (o == NULL || (owner != NULL && *owner != '\0' && !console_github_login_valid(owner))) {
-		console_answer(done, arg, 400, "text/plain; charset=utf-8", xstrdup("Name a "
-		    "configured org (?org=NAME) and, for an organization's App, its GitHub login "
-		    "(&owner=LOGIN).\n"));
-	} else if (console_person_of(e, req, org, &user, done, arg) == 0) {
-		state = key_token(24);
-		memset(&a, 0, sizeof a);
-		a.body = console_github_app_form(e, org, owner != NULL ? owner : "", state, &fa);
-		a.status = a.body != NULL ? 200 : 400;
-		if (a.body == NULL)
-			a.body = xstrdup("The org's github.git_url is no origin.\n");
-		a.ctype = a.body != NULL && a.status == 200 ? "text/html; charset=utf-8" :
-		    "text/plain; charset=utf-8";
-		a.form_action = fa;
-		value = xprintf("%s.%s", state, org);
-		a.set_cookie[0] = console_set_cookie(e, CONSOLE_APP_COOKIE, value,
-		    "/console/github/app", CONSOLE_APP_S);
-		a.console = 1;
-		log_info("event=console.github_app_form org=%s user=%s owner=%s", org, log_q(user),
-		    log_q(owner != NULL ? owner : ""));
-		done(&a, arg);
-		api_answer_clear(&a);
-		free(value);
-		free(state);
-	}
-	free(user);
-	free(org);
-	free(owner);
-}
-
-static void
-console_github_app_done(int status, char *html, void *arg)
-{
-	struct console_wait	*w = arg;
-	struct api_answer	 a;
-
-	memset(&a, 0, sizeof a);
-	a.status = status;
-	a.ctype = "text/html; charset=utf-8";
-	a.body = html;
-	a.set_cookie[0] = console_set_cookie(w->e, CONSOLE_APP_COOKIE, NULL,
-	    "/console/github/app", 0);
-	a.console = 1;
-	w->done(&a, w->arg);
-	api_answer_clear(&a);
-	console_wait_free(w);
-}
-
-/* GET /console/github/app/created?code=&state=: GitHub made the App; store what it gives. */
-static void
-console_github_app_back(struct engine *e, const struct api_req *req, api_done_cb done, void *arg)
-{
-	char			 saved[300], *state = api_query_value(req->query, "state");
-	char			*code = api_query_value(req->query, "code"), *dot, *user = NULL;
-	struct console_wait	*w;
-
-	if (state == NULL || code == NULL || req->cookie == NULL ||
-	    console_cookie(req->cookie, CONSOLE_APP_COOKIE, saved, sizeof saved) != 0 ||
-	    (dot = strchr(saved, '.')) == NULL || (size_t)(dot - saved) != strlen(state) ||
-	    !ct_equal(saved, state, strlen(state)) || config_org(e->conf, dot + 1) == NULL) {
-		log_warn("event=console.github_app_refused reason=\"state missing or not this "
-		    "browser's\"");
-		console_answer(done, arg, 400, "text/plain; charset=utf-8", xstrdup("This GitHub "
-		    "App was not asked for from this browser (its state does not match): start "
-		    "again from /console/github/app.\n"));
-	} else if (console_person_of(e, req, dot + 1, &user, done, arg) == 0) {
-		w = xcalloc(1, sizeof *w);
-		w->e = e;
-		w->done = done;
-		w->arg = arg;
-		console_github_app_created(e, dot + 1, user, code, console_github_app_done, w);
-	}
-	free(user);
-	free(state);
-	free(code);
-}
-
 void
 console_handle(struct engine *e, const struct api_req *req, api_done_cb done, void *arg)
 {
@@ -648,10 +393,9 @@ console_handle(struct engine *e, const struct api_req *req, api_done_cb done, vo
 		console_auth_start(e, req, done, arg);
 	else if (console_signin_route(p, "/callback") && get)
 		console_auth_callback(e, req, done, arg);
-	else if (strcmp(p, "/console/github/app") == 0 && get)
-		console_github_app(e, req, done, arg);
-	else if (strcmp(p, "/console/github/app/created") == 0 && get)
-		console_github_app_back(e, req, done, arg);
+	else if (get && strncmp(p, console_pages.prefix, strlen(console_pages.prefix)) == 0 &&
+	    (p[strlen(console_pages.prefix)] == '\0' || p[strlen(console_pages.prefix)] == '/'))
+		console_pages.handle(e, req, p + strlen(console_pages.prefix), done, arg);
 	else if (strncmp(p, "/runs/", 6) == 0 && get) {
 		/* The report's link: after sign-in it lands here again. */
 		if (console_session(e, req->cookie, &cs) != 0) {
