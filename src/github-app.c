@@ -704,7 +704,7 @@ const struct forge github_forge = {
 	.headers = github_api_headers,
 	.request = github_pr_request,
 	.answer = github_pr_answer,
-	.body_max = REPORT_GITHUB_MAX,
+	.body_max = GITHUB_REPORT_MAX,
 	.event_pr = github_event_pr,
 };
 

@@ -22,6 +22,7 @@ struct org_github {
 };
 
 #define GITHUB_API_URL	"https://api.github.com"	/* github.api_url's default */
+#define GITHUB_REPORT_MAX	65000	/* a comment's or description's body, in bytes */
 
 /* The org's section, NULL when it has none. */
 const struct org_github *github_conf(const struct org *);

@@ -11,28 +11,21 @@ struct spur_event;
 struct http_response;
 
 /*
- * Every GitHub body spur posts starts with this marker (an HTML comment, not
- * shown), followed by the run id: "<!-- spur:run_... -->"; Linear bodies end
- * with a line holding it. Slack's mrkdwn has no hidden comments: a Slack report
- * carries the run id in the message's metadata instead (event_type
- * REPORT_SLACK_EVENT, event_payload {"run": RUN}). So a source can recognize
- * spur's own posts and never start runs from them, and the outbox can find a
- * report already in its thread.
+ * Every body spur posts in markdown starts with this marker (an HTML comment,
+ * not shown) followed by the run id, "<!-- spur:run_... -->", or ends with a
+ * line holding it; a system whose markup has no hidden comments carries the
+ * run id in the message's metadata instead (its source-*.c). So a source can
+ * recognize spur's own posts and never start runs from them, and the outbox
+ * can find a report already in its thread.
  */
 #include "event.h"
 #include "store.h"
 
 #define REPORT_MARKER		EVENT_OWN_MARKER
-#define REPORT_SLACK_EVENT	"spur_report"
-
-/* Each API's limit for one message body, in bytes (a safe bound for characters). */
-#define REPORT_GITHUB_MAX	65000
-#define REPORT_SLACK_MAX	39000
-#define REPORT_LINEAR_MAX	100000
 
 /*
  * The event starts runs (run: the first of them): the eyes reaction on the
- * triggering GitHub comment or Slack message that says it was accepted, as the
+ * triggering comment or message that says it was accepted, as the
  * target and body of a report that ingest stores with the event. -1: none.
  */
 int	 report_ack(const struct spur_event *, const char *run, json_t **target,
@@ -54,8 +47,6 @@ void	 report_run_end(struct engine *, const char *run);
 #define REPORT_EDIT_MS		10000
 /* A run's report waits this long for its status message's id, to replace it. */
 #define REPORT_STATUS_WAIT_MS	60000
-#define REPORT_SLACK_STATUS	"spur_status"
-#define REPORT_SLACK_REPLY	"spur_reply"	/* a thread command's answer */
 void	 report_status(struct engine *, const char *run);
 void	 report_status_posted(struct engine *, const char *run, const char *id);
 /*
@@ -116,9 +107,9 @@ struct report_facts {
 struct run_row;
 void	 report_facts_of(const struct run_row *, int64_t now, struct report_facts *,
 	     char *usage, size_t usagelen);
-/* The message in source's format (github, slack, linear), cut to max bytes. Pure. */
+/* The message in the markup of source's backend, cut to max bytes. Pure. */
 char	*report_format(const char *source, const struct report_facts *, size_t max);
-/* s in Slack's mrkdwn: only &, < and > escaped (as &amp; &lt; &gt;). */
+/* s in mrkdwn (a backend's with .mrkdwn): only &, < and > escaped (as &amp; &lt; &gt;). */
 struct buf;
 void	 report_mrkdwn_escape(struct buf *, const char *);
 /* s cut to at most max bytes on a UTF-8 boundary, saying so when cut. Pure. */
@@ -141,9 +132,9 @@ enum report_verdict report_verdict(const json_t *target, const struct http_respo
 /*
  * A report whose last attempt may have reached its thread (the engine stopped
  * between the API's answer and the store, or no answer came) is looked for
- * there before it is posted again, by its marker (or Slack metadata): GitHub
- * lists the issue's (review thread's) comments since the report was stored,
- * Slack the thread's replies, Linear the issue's last comments. The request
+ * there before it is posted again, by its marker (or the message's metadata),
+ * in what the backend lists of its thread (the comments since the report was
+ * stored, the thread's replies, the issue's last comments). The request
  * for one page: page NULL for the first, else what report_lookup_verdict gave;
  * *body NULL for a GET, else the POST body.
  */
@@ -175,7 +166,7 @@ struct org;
 struct report_backend {
 	const char		*name;		/* the event's source */
 	size_t			 max;		/* a message's limit in bytes; 0: not text */
-	int			 mrkdwn;	/* Slack's markup, else markdown */
+	int			 mrkdwn;	/* mrkdwn, else markdown */
 	enum report_marker_at	 marker;	/* where a text's hidden marker goes */
 	/* The accept reaction on the event's message: its target and body; -1: none. */
 	int	 (*ack)(const json_t *ev, const char *run, json_t **target, char **body);
@@ -218,7 +209,7 @@ struct report_backend {
 		     const char *id, const char *text);
 	char	*(*message_id)(const json_t *answer_or_item);
 	/*
-	 * A thread spur opens itself (a Slack slash command has none): its status
+	 * A thread spur opens itself (a slash command has none): its status
 	 * message is posted whatever reports.progress says, opens with who asked
 	 * (status_head), and every later message of the run goes in its thread,
 	 * the report included (it follows the status message, never replaces it).
@@ -227,7 +218,7 @@ struct report_backend {
 	void	 (*status_head)(const json_t *ev, struct buf *);
 };
 extern const struct report_backend report_api;
-/* The backend of a source (github, slack, linear, api), or NULL. */
+/* The backend of a source (by its name; "api" for API sessions), or NULL. */
 const struct report_backend *report_backend_find(const char *source);
 /* Each backend in turn: the first after prev (NULL: the first), NULL after the last. */
 const struct report_backend *report_backend_next(const struct report_backend *prev);
@@ -239,7 +230,7 @@ struct org *report_api_url(struct engine *, const json_t *target, char **url, ch
 /* No answer, 429 or 5xx: retried (1, *v and *why set); 0: the backend decides. */
 int	 report_verdict_transport(const struct http_response *, enum report_verdict *v,
 	     char **why);
-/* 2xx sent; GitHub's rate-limit 403 retried; any other refusal given up, with the API's message. */
+/* 2xx sent; a rate limit's 403 retried; any other refusal given up, with the API's message. */
 enum report_verdict report_verdict_http(const struct http_response *, const json_t *answer,
 	     char **why);
 

@@ -681,7 +681,7 @@ github_report_lookup_next(const json_t *answer, const json_t *list, const char *
 
 static const struct report_backend github_report = {
 	.name = "github",
-	.max = REPORT_GITHUB_MAX,
+	.max = GITHUB_REPORT_MAX,
 	.marker = REPORT_MARKER_HEAD,
 	.ack = github_report_ack,
 	.target = github_report_target,

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define LINEAR_REPORT_MAX	100000	/* a comment's body, in bytes */
+
 #define LINEAR_API_URL	"https://api.linear.app/graphql"	/* api_url's default */
 #define LINEAR_SIG_HEADER	"Linear-Signature"
 #define LINEAR_WINDOW_MS	(60 * 1000)
@@ -859,7 +861,7 @@ linear_report_message_id(const json_t *j)
 
 static const struct report_backend linear_report = {
 	.name = "linear",
-	.max = REPORT_LINEAR_MAX,
+	.max = LINEAR_REPORT_MAX,
 	.marker = REPORT_MARKER_TAIL,
 	.target = linear_report_target,
 	.body = linear_report_body,

@@ -23,6 +23,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * Slack's mrkdwn has no hidden comments: a report carries its run id in the
+ * message's metadata (event_type, event_payload {"run": RUN}), one type per
+ * kind of message, so that spur knows its own posts.
+ */
+#define SLACK_REPORT_EVENT	"spur_report"
+#define SLACK_REPORT_STATUS	"spur_status"
+#define SLACK_REPORT_REPLY	"spur_reply"	/* a thread command's answer */
+#define SLACK_REPORT_MAX	39000		/* chat.postMessage's text, in bytes */
+
 #define SLACK_API_URL	"https://slack.com/api"	/* api_url's default */
 #define SLACK_SIG_HEADER	"X-Slack-Signature"
 #define SLACK_TS_HEADER		"X-Slack-Request-Timestamp"
@@ -905,12 +915,12 @@ slack_report_ack(const json_t *ev, const char *run, json_t **target, char **body
 static json_t *
 slack_report_metadata(const char *run, const char *kind)
 {
-	const char	*type = REPORT_SLACK_EVENT;
+	const char	*type = SLACK_REPORT_EVENT;
 
 	if (kind != NULL && strcmp(kind, "status") == 0)
-		type = REPORT_SLACK_STATUS;
+		type = SLACK_REPORT_STATUS;
 	else if (kind != NULL && strcmp(kind, "reply") == 0)
-		type = REPORT_SLACK_REPLY;
+		type = SLACK_REPORT_REPLY;
 	return json_pack("{s:s,s:{s:s}}", "event_type", type, "event_payload", "run", run);
 }
 
@@ -1082,12 +1092,12 @@ slack_report_lookup_ours(const json_t *item, const char *run, const char *kind,
 	const char	*type = json_string_value(json_object_get(md, "event_type"));
 	const char	*r = json_string_value(json_path(md, "event_payload.run"));
 
-	const char	*want = REPORT_SLACK_EVENT;
+	const char	*want = SLACK_REPORT_EVENT;
 
 	if (strcmp(kind, "status") == 0)
-		want = REPORT_SLACK_STATUS;
+		want = SLACK_REPORT_STATUS;
 	else if (strcmp(kind, "reply") == 0)
-		want = REPORT_SLACK_REPLY;
+		want = SLACK_REPORT_REPLY;
 	return type != NULL && strcmp(type, want) == 0 && r != NULL && strcmp(r, run) == 0;
 }
 
@@ -1135,7 +1145,7 @@ slack_report_lookup_next(const json_t *answer, const json_t *list, const char *p
 
 static const struct report_backend slack_report = {
 	.name = "slack",
-	.max = REPORT_SLACK_MAX,
+	.max = SLACK_REPORT_MAX,
 	.mrkdwn = 1,
 	.marker = REPORT_MARKER_NONE,
 	.ack = slack_report_ack,

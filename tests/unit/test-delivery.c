@@ -112,21 +112,21 @@ test_format(void)
 	f.proof = NULL;
 	f.duration_ms = 65000;
 	f.link = "http://spur.example/runs/run_abc";
-	s = report_format("github", &f, REPORT_GITHUB_MAX);
+	s = report_format("github", &f, report_backend_find("github")->max);
 	ok(strncmp(s, REPORT_MARKER "run_abc -->\n", strlen(REPORT_MARKER "run_abc -->\n")) == 0, "github: starts with the marker");
 	ok(strstr(s, "**failed**") != NULL && strstr(s, "1m 5s") != NULL &&
 	    strstr(s, "> agent exited 3") != NULL, "github: state, duration, reason");
 	ok(strstr(s, "it <broke> & burned") != NULL, "github: the message as is");
 	ok(strstr(s, "[run_abc](http://spur.example/runs/run_abc)") != NULL, "github: the link");
 	free(s);
-	s = report_format("slack", &f, REPORT_SLACK_MAX);
+	s = report_format("slack", &f, report_backend_find("slack")->max);
 	ok(strstr(s, "*failed*") != NULL && strstr(s, "it &lt;broke&gt; &amp; burned") != NULL,
 	    "slack: mrkdwn, escaped");
 	ok(strstr(s, "<http://spur.example/runs/run_abc|run_abc>") != NULL, "slack: the link");
 	free(s);
 	f.state = "completed";
 	f.proof = "https://github.com/acme/api/pull/9";
-	s = report_format("linear", &f, REPORT_LINEAR_MAX);
+	s = report_format("linear", &f, report_backend_find("linear")->max);
 	ok(strstr(s, "**Pull request:** https://github.com/acme/api/pull/9") != NULL,
 	    "linear: the pull request");
 	ok(strstr(s, "> agent exited") == NULL, "a completed run shows no reason");
@@ -138,12 +138,12 @@ test_format(void)
 	/* A multibyte character right at the cut. */
 	memcpy(big + 38000, "\xc3\xa9\xc3\xa9\xc3\xa9", 6);
 	f.result = big;
-	s = report_format("github", &f, REPORT_GITHUB_MAX);
-	ok(strlen(s) <= REPORT_GITHUB_MAX && strstr(s, "(cut; the whole message") != NULL &&
+	s = report_format("github", &f, report_backend_find("github")->max);
+	ok(strlen(s) <= report_backend_find("github")->max && strstr(s, "(cut; the whole message") != NULL &&
 	    strstr(s, "pull/9") != NULL, "github: cut to its limit, saying so, the PR kept");
 	free(s);
-	s = report_format("slack", &f, REPORT_SLACK_MAX);
-	ok(strlen(s) <= REPORT_SLACK_MAX && strstr(s, "(cut;") != NULL, "slack: cut to 39000");
+	s = report_format("slack", &f, report_backend_find("slack")->max);
+	ok(strlen(s) <= report_backend_find("slack")->max && strstr(s, "(cut;") != NULL, "slack: cut to 39000");
 	free(s);
 	s = report_cut("ab\xc3\xa9" "cd", 3, "");
 	is_str(s, "ab", "cutting never splits a UTF-8 character");

@@ -63,7 +63,7 @@ test_facts(void)
 	report_facts_of(r, T0, &f, usage, sizeof usage);
 	ok(f.usage != NULL && strcmp(f.usage, "1.2M tokens, $3.40") == 0,
 	    "facts: the usage in words (%s)", f.usage != NULL ? f.usage : "NULL");
-	s = report_format("github", &f, REPORT_GITHUB_MAX);
+	s = report_format("github", &f, report_backend_find("github")->max);
 	ok(strstr(s, "**failed** · 1m 5s, 1.2M tokens, $3.40") != NULL &&
 	    strstr(s, "**Why:** the agent failed.") != NULL &&
 	    strstr(s, "This run continues `run_old`") != NULL,
@@ -81,7 +81,7 @@ test_facts(void)
 	r->cause = CAUSE_CANCELLED;
 	report_facts_of(r, T0, &f, usage, sizeof usage);
 	is_int(f.duration_ms, -1, "never started: -1 (\"not started\")");
-	s = report_format("slack", &f, REPORT_SLACK_MAX);
+	s = report_format("slack", &f, report_backend_find("slack")->max);
 	ok(strstr(s, "*cancelled* · not started") != NULL, "  said so in slack's markup");
 	free(s);
 	run_row_free(r);
