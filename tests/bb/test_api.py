@@ -101,6 +101,20 @@ def medians_ms(cases, n):
     return {name: statistics.median(v) * 1000 for name, v in times.items()}
 
 
+def same_time(cases, n, within, rounds=3):
+    """Whether the cases' medians (over n calls each) are within(lo) of each other, in one of
+    up to rounds rounds, and each round's medians. A difference the engine makes shows in every
+    round; a neighbour suite's burst of load (make -j4) in one of them only."""
+    seen = []
+    for _ in range(rounds):
+        med = medians_ms(cases, n)
+        seen.append(med)
+        lo, hi = min(med.values()), max(med.values())
+        if hi - lo < within(lo):
+            return True, seen
+    return False, seen
+
+
 def wait_state(api, run, states=("completed", "needs_review", "failed", "cancelled"), timeout=60):
     deadline = time.time() + timeout
     r = None
@@ -388,10 +402,9 @@ with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.y
     t.contains(s.logs(), want, "the refusal for a missing scope is logged with the key, route and scope")
     st, _, _, out = api.req("GET", "/o/nosuchorg/sessions")
     t.ok(st == 404 and out == nf, "an org the config lacks answers 404", (st, out))
-    med = medians_ms(cases, 150)
-    lo, hi = min(med.values()), max(med.values())
-    t.ok(hi - lo < max(0.25 * lo, 0.3), "the 404s take the same time (medians over 150 each: %s ms)" %
-         ", ".join("%.2f" % v for v in med.values()), med)
+    same, rounds = same_time(cases, 150, lambda lo: max(0.25 * lo, 0.3))
+    t.ok(same, "the 404s take the same time (medians over 150 each: %s ms)" %
+         ", ".join("%.2f" % v for v in rounds[-1].values()), rounds)
 
     # --- without the scope, a session that exists costs what a missing one does ---
     # (the object was read whole before the scope was looked at: ~27 us more when it
@@ -407,10 +420,9 @@ with Spur(CONF + FAKE_CLAUDE, orgs=ORGS, automations={"echo.yaml": ECHO, "slow.y
     for name, f in scope_cases.items():
         st, _, _, out = f()
         t.ok(st == 404 and out == nf, "a key without sessions:read: 404 for %s" % name, (st, out))
-    med = medians_ms(scope_cases, 200)
-    lo, hi = min(med.values()), max(med.values())
-    t.ok(hi - lo < 0.1 * lo, "without the scope, the same 404 time whether the session exists "
-         "(medians over 200 each: %s ms)" % ", ".join("%.3f" % v for v in med.values()), med)
+    same, rounds = same_time(scope_cases, 200, lambda lo: 0.1 * lo)
+    t.ok(same, "without the scope, the same 404 time whether the session exists "
+         "(medians over 200 each: %s ms)" % ", ".join("%.3f" % v for v in rounds[-1].values()), rounds)
 
     # --- lists: pagination neither skips nor repeats while sessions are added ---
     created = []
