@@ -59,7 +59,7 @@ struct source_result {
 /*
  * Where a thread command's run is looked for when the command's own thread
  * has none (thread-cmd.c): the latest run of the threads that start with
- * prefix, asked by actor (a Slack slash command is a thread of its own), or
+ * prefix, asked by actor (a slash command is a thread of its own), or
  * whose status message is status_msg (a reply under spur's message).
  */
 struct thread_scope {
@@ -69,8 +69,9 @@ struct thread_scope {
 };
 
 /*
- * A condition of an on.NAME trigger that only this system has (Linear's
- * teams, to_state): written as a list of names, one string, or one of names.
+ * A condition of an on.NAME trigger that only this system has (an issue
+ * tracker's teams, the state an issue moved to): written as a list of names,
+ * one string, or one of names.
  */
 enum source_check_kind { SOURCE_CHECK_LIST, SOURCE_CHECK_STRING, SOURCE_CHECK_ENUM };
 
@@ -98,11 +99,11 @@ typedef void (*source_cred_cb)(const char *token, const char *cause, int permane
 
 struct source {
 	const char	*name;
-	const char	*title;		/* as people write it: "Linear" */
+	const char	*title;		/* as people write it (a proper noun) */
 	void		(*handle)(const struct source_req *, struct source_result *);
 	/*
 	 * Thread commands (/cancel, /retry, thread-cmd.c): the text of ev after
-	 * what addresses spur (Slack's leading mention), or NULL when ev is not a
+	 * what addresses spur (a leading mention), or NULL when ev is not a
 	 * message in a thread; *bare: the command may come without its '/' (a
 	 * slash command's text: `/spur cancel`).
 	 */
@@ -111,7 +112,7 @@ struct source {
 	void		(*command_scope)(const struct spur_event *, struct thread_scope *);
 	/*
 	 * The body of a stored event's 200, when the system shows it to a person
-	 * (a Slack slash command's ephemeral note): what it started (runs, with
+	 * (a slash command's ephemeral note): what it started (runs, with
 	 * public_url for their links), or ev->reply. NULL: the JSON of ids.
 	 */
 	char		*(*answer)(const struct spur_event *, const struct json_t *runs,
@@ -180,7 +181,7 @@ struct source {
 
 	/*
 	 * authors (people.c): the org's credential person_request needs (its
-	 * key, e.g. "linear.api_key", and the scopes it needs, or ""), whether
+	 * key, e.g. "NAME.api_key", and the scopes it needs, or ""), whether
 	 * the org has it; person_teams: its groups are called teams.
 	 */
 	const char	*person_key;
@@ -360,7 +361,6 @@ struct spur_event		*source_event_new(const struct source_req *, const char *);
 char			*source_path_text(const struct json_t *, const char *);
 
 /* The systems of the table are named in source-table.h (their files' headers name them too). */
-extern const struct source source_slack;
 extern const struct source source_webhook;
 
 #endif

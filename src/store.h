@@ -419,7 +419,7 @@ void		 session_rows_free(struct session_row *, size_t n);
 /* A console sign-in session (console.c): secrets kept as SHA-256 hex. */
 struct console_session {
 	char		*hash;
-	char		*user;		/* GitHub login, or link:ORG */
+	char		*user;		/* the login of the system signed in with, or link:ORG */
 	char		*orgs;		/* JSON array of org names */
 	char		*csrf;
 	int64_t		 created_at;
@@ -489,7 +489,7 @@ struct runs_filter {
 	const char	*state;
 	const char	*automation;
 	const char	*cause;
-	const char	*source;	/* the event's: github, slack, linear, webhook, schedule, api */
+	const char	*source;	/* the event's: a system's name, webhook, schedule, api */
 };
 json_t		*store_runs_page(struct store *, const struct runs_filter *, const char *after,
 		     int limit);

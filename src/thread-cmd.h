@@ -18,7 +18,7 @@ enum thread_cmd	 thread_cmd_parse(const struct spur_event *);
  * Loop, once the command's event is stored (a delivery repeated is not new:
  * a command acts once): acts on the latest run of the thread, if ev's
  * author may start that run's automation, and answers in the thread (or, for
- * a Slack slash command, in ev->reply, which Slack shows the person alone).
+ * a slash command, in ev->reply, which its system shows the person alone).
  */
 void		 thread_cmd_apply(struct engine *, struct spur_event *, enum thread_cmd);
 
