@@ -415,8 +415,60 @@ report_link(struct engine *e, const char *run)
  */
 struct report_run {
 	struct run_row		*row;
-	struct automation	*a;	/* NULL: the snapshot is unreadable */
+	const struct automation	*a;	/* report_automation's; NULL: the snapshot is unreadable */
 };
+
+/*
+ * The automations of the runs being reported, each parsed once: a run is
+ * reported several times (its status message at each phase, its end, a
+ * retry's), and the runs of one version of an automation share its snapshot's
+ * text. The least recently used goes when a new one comes. Loop only.
+ */
+#define REPORT_AUTOMATIONS	16
+static struct {
+	char			*text;
+	struct automation	*a;
+	uint64_t		 used;
+} report_autos[REPORT_AUTOMATIONS];
+static uint64_t	report_autos_clock;
+
+/* The automation of a snapshot (borrowed: valid until the next call), or NULL when unreadable. */
+static const struct automation *
+report_automation(const char *text)
+{
+	size_t	 i, old = 0;
+
+	if (text == NULL)
+		return NULL;
+	for (i = 0; i < REPORT_AUTOMATIONS; i++) {
+		if (report_autos[i].text != NULL && strcmp(report_autos[i].text, text) == 0) {
+			report_autos[i].used = ++report_autos_clock;
+			return report_autos[i].a;
+		}
+		if (report_autos[i].used < report_autos[old].used)
+			old = i;
+	}
+	free(report_autos[old].text);
+	automation_free(report_autos[old].a);
+	report_autos[old].text = xstrdup(text);
+	report_autos[old].a = automation_from_text(text);
+	report_autos[old].used = ++report_autos_clock;
+	log_debug("event=report.automation_parsed name=%s", report_autos[old].a != NULL ?
+	    report_autos[old].a->name : "-");
+	return report_autos[old].a;
+}
+
+void
+report_cleanup(void)
+{
+	size_t	 i;
+
+	for (i = 0; i < REPORT_AUTOMATIONS; i++) {
+		free(report_autos[i].text);
+		automation_free(report_autos[i].a);
+	}
+	memset(report_autos, 0, sizeof report_autos);
+}
 
 static int
 report_run_load(struct engine *e, const char *run, int what, struct report_run *rr)
@@ -424,7 +476,7 @@ report_run_load(struct engine *e, const char *run, int what, struct report_run *
 	rr->a = NULL;
 	if ((rr->row = store_run_get(e->store, run, RUN_GET_EVENT | what)) == NULL)
 		return -1;
-	rr->a = automation_from_text(rr->row->automation_json);
+	rr->a = report_automation(rr->row->automation_json);
 	return 0;
 }
 
@@ -432,7 +484,6 @@ static void
 report_run_clear(struct report_run *rr)
 {
 	run_row_free(rr->row);
-	automation_free(rr->a);
 }
 
 /* The event's head (what the backends read), JSON null when it is gone. */

@@ -36,6 +36,8 @@ int	 report_ack(const struct spur_event *, const char *run, json_t **target,
  * report: none), stored as such. A second call for the same run adds nothing.
  */
 void	 report_run_end(struct engine *, const char *run);
+/* What report.c keeps between calls (its parsed automations), freed at the engine's end. */
+void	 report_cleanup(void);
 
 /*
  * reports.progress: the run's one status message in its thread (posted on

@@ -9,6 +9,7 @@
 #include "schedule.h"
 #include "priv.h"
 #include "sandbox.h"
+#include "report.h"
 #include "serve.h"
 #include "outbox.h"
 #include "people.h"
@@ -639,6 +640,7 @@ out:
 	e.dispatch = NULL;
 	outbox_free(e.outbox);
 	e.outbox = NULL;
+	report_cleanup();
 	httpc_free(e.http);	/* after the outbox: what its calls hold is freed first */
 	e.http = NULL;
 	ingest_free(e.ingest);

@@ -351,6 +351,9 @@ with Spur("sandbox:\n  backend: none\n", verbose=True, automations={
     s.wait_reports_done(run=gh_run)
     gh_ev = s.query("SELECT event FROM runs WHERE id = ?", gh_run)[0]["event"]
     t.eq(reads(gh_ev), 0, "a GitHub comment's run and its reports read no payload (the prompt shows none)")
+    parsed = s.logs().count("event=report.automation_parsed ")
+    t.ok(0 < parsed <= 2, "three runs of two automations, each reported several times: each automation's "
+         "snapshot parsed once for its reports (%d)" % parsed, parsed)
     rc, out, err = s.c("keys", "create", "--json", "--org", "acme", "--scope", "runs:read")
     key = json.loads(out)["key"] if rc == 0 else ""
     st, _, body = s.request("GET", "/o/acme/runs?limit=100", headers={"Authorization": "Bearer " + key})
