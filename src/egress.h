@@ -178,7 +178,8 @@ struct gateway;
  */
 struct gateway_local {
 	const char	*path;
-	void		*(*create)(struct store *, const char *run);
+	/* ctx: gateway_spec.local_ctx (the engine, which the gateway does not know). */
+	void		*(*create)(void *ctx, const char *run);
 	void		 (*free)(void *);
 	/* The per-run credential the agent is configured with. */
 	const char	*(*token)(const void *);
@@ -200,6 +201,7 @@ struct gateway_spec {
 	const char	*agent;		/* its name, for the price a refusal asks for */
 	int		 model_requests; /* in flight at once (limits.model_requests) */
 	const struct gateway_local *local; /* NULL: no path of its own */
+	void		*local_ctx;	/* what local->create is given */
 };
 /*
  * A request's origin-form target as it goes upstream: unreserved characters

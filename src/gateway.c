@@ -811,7 +811,7 @@ gateway_create(struct event_base *base, struct store *store, const char *run,
 	g->store = store;
 	g->run = xstrdup(run);
 	if ((g->local = gs->local) != NULL)
-		g->local_arg = g->local->create(store, run);
+		g->local_arg = g->local->create(gs->local_ctx, run);
 	g->upstream = xstrdup(gs->upstream);
 	/* "https://api.openai.com/v1/" and ".../v1" are the same base. */
 	if (*g->upstream != '\0' && g->upstream[strlen(g->upstream) - 1] == '/')

@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <jansson.h>
 
-struct store;
+struct engine;
 struct runmcp;
 struct gateway_local;
 
@@ -14,10 +14,10 @@ struct gateway_local;
 
 /*
  * The server of run (its thread, org and prompt's nonce read from the
- * store), with a per-run placeholder credential of its own: nothing of the
- * org's is in it.
+ * engine's store), with a per-run placeholder credential of its own:
+ * nothing of the org's is in it.
  */
-struct runmcp	*runmcp_create(struct store *, const char *run);
+struct runmcp	*runmcp_create(struct engine *, const char *run);
 void		 runmcp_free(struct runmcp *);
 /* The credential the agent sends (Authorization: Bearer ...). */
 const char	*runmcp_token(const struct runmcp *);

@@ -16,8 +16,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import (require_sandboxes, Spur, Tap, SECRETS, LOCAL_GITHUB, NODE_MODULES, DEFAULT_ORGS,
-                      github_headers, github_comment, local_github)
+from spurtest import (require_sandboxes, Spur, Tap, SECRETS, NODE_MODULES, github_headers, github_comment,
+                      tempdir)
+import fakeapis
 import fakemodel
 
 t = Tap()
@@ -69,6 +70,9 @@ class Live(fakemodel.Fake):
                 return ("tool", ("mcp__spur__thread_read", {}))
             if n == 1:
                 return ("tool", ("mcp__spur__thread_read", {"thread": "github:acme/other#1"}))
+            if n in (2, 3):
+                # A note holding the org's model key (scrubbed), then a second one at once (refused).
+                return ("tool", ("mcp__spur__thread_post", {"text": "NOTE-%d working; key %s" % (n, KEY)}))
             return ("text", fakemodel.FINAL)
         if self.mode == "loop":
             if LOOP_STOP in raw:
@@ -124,6 +128,10 @@ def run_row(s, run):
     return r[0] if r else {}
 
 
+def hist2(s, run):
+    return [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ? ORDER BY rowid", run)]
+
+
 def wait_end(s, run, timeout=150):
     return wait_for(lambda: (lambda r: r if r.get("state") in ("completed", "needs_review", "failed", "timed_out",
                                                                  "cancelled") else None)(run_row(s, run)), timeout)
@@ -136,8 +144,13 @@ WAITS = ("name: waits\non:\n  github:\n    events: [issue_comment.created]\n    
          "prompt: |\n  Wait.\nproof: none\ntimeout: 120s\n")
 
 fake = Live().start()
-conf = "agents:\n  claude:\n    command: [%s]\n    api_url: http://127.0.0.1:%d\n" % (os.path.realpath(CLAUDE), fake.port)
-orgs = DEFAULT_ORGS + "    agents:\n      claude: { api_key: env:T_ANTHROPIC_KEY }\n"
+# reports.note_interval: 30 s, so the second of two notes in a row is refused, and the answer names the key's value.
+conf = ("agents:\n  claude:\n    command: [%s]\n    api_url: http://127.0.0.1:%d\nreports:\n  note_interval: 30s\n" %
+        (os.path.realpath(CLAUDE), fake.port))
+# GitHub's stand-in, which answers what the run's notes and reports post (and checks their shape).
+gh = fakeapis.Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"],
+                   tempdir("spur-live-git-")).any_repository()
+orgs = gh.orgs("    agents:\n      claude: { api_key: env:T_ANTHROPIC_KEY }\n")
 
 
 def fire(s, text, number):
@@ -265,11 +278,38 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
     t.ok(any(h.startswith("tool thread_read: ok") for h in hist) and
          any(h.startswith("tool thread_read: refused") for h in hist), "each call is in the run's history", hist)
     t.ok("event=runmcp.refused run=%s tool=thread_read" % mrun in s.logs(), "and the refused one is logged")
-    if 0 in fake.mcp_times and 1 in fake.mcp_times:
-        # From the model's answer asking for thread_read to the request carrying its result:
+
+    # thread_post: a note in the thread through the outbox, scrubbed; a second one within the interval refused.
+    third = text(res[2]) if len(res) > 2 else ""
+    fourth = text(res[3]) if len(res) > 3 else ""
+    t.ok(len(res) > 2 and not res[2].get("is_error") and "note 1 of this run" in third,
+         "thread_post stores a note for the run's thread", third[:300])
+    t.ok(len(res) > 3 and res[3].get("is_error") and "at most one note every 30000 ms" in fourth,
+         "a second note within reports.note_interval is refused with a clear tool error", fourth[:300])
+    noted = lambda: s.query("SELECT kind, body, state, target, last_error FROM reports WHERE run = ? AND "
+                            "kind LIKE 'note:%'", mrun)
+    notes = wait_for(lambda: (lambda r: r if r and all(x["state"] == "sent" for x in r) else None)(noted()), 30) or noted()
+    nb = json.loads(notes[0]["body"]).get("body", "") if notes else ""
+    t.ok(notes and len(notes) == 1 and notes[0]["kind"] == "note:1" and notes[0]["state"] == "sent" and
+         "/issues/50/comments" in notes[0]["target"],
+         "one note, posted as a comment in the run's own issue", notes)
+    posted = [c.get("body", "") for c in gh.threads.get("acme/api#50", [])]
+    t.ok(any("NOTE-2 working; key [secret]" in c for c in posted) and not any(KEY in c for c in posted),
+         "GitHub has the note as a comment in the issue, scrubbed", posted)
+    t.ok("NOTE-2 working" in nb and KEY not in nb and "[secret]" in nb and "<!-- spur:%s:note:1 -->" % mrun in nb,
+         "the note is scrubbed like a report (the model key is [secret]) and carries its marker", nb)
+    t.ok(any(h.startswith("tool thread_post: ok") for h in hist2(s, mrun)) and
+         any(h.startswith("tool thread_post: failed: thread_post: at most one note") for h in hist2(s, mrun)),
+         "both thread_post calls are in the run's history", hist2(s, mrun))
+    rc, shown, _ = s.c("show", mrun)
+    t.ok("tool thread_post: ok" in shown and "tool thread_read: refused" in shown,
+         "spur show lists the tool calls in the run's history", shown[-1200:])
+    gaps = sorted(fake.mcp_times[k + 1] - fake.mcp_times[k] for k in range(4) if k + 1 in fake.mcp_times)
+    if gaps:
+        # From the model's answer asking for a tool to the request carrying its result:
         # the CLI's own work, and the call through the gateway to the engine and back.
-        print("# thread_read round trip (model answer to the next request): %.0f ms" %
-              ((fake.mcp_times[1] - fake.mcp_times[0]) * 1000))
+        print("# MCP tool round trip (model answer to the next request): n=%d p50=%.0f ms max=%.0f ms" %
+              (len(gaps), statistics.median(gaps) * 1000, gaps[-1] * 1000))
 
     # --- latency: from a message's arrival to the agent's next model request that carries it ---
     fake.mode = "loop"
@@ -305,4 +345,5 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
     t.ok(answered < 10, "the delivered answer came at once (%.3f s)" % answered)
 
 fake.stop()
+gh.close()
 t.done()
