@@ -25,14 +25,15 @@ static void	report_run_end_(struct engine *, const struct report_run *, int, con
 
 /*
  * The hidden marker of a run's message of kind: "<!-- spur:RUN -->" for its
- * report, "<!-- spur:RUN:status -->" for its status message, so a lookup of
+ * report, "<!-- spur:RUN:status -->" for its status message ("...:note:N -->"
+ * and "...:ask:N -->" for its agent's notes and questions), so a lookup of
  * one never finds the other (until the report replaces the status message).
  */
 static char *
 report_marker(const char *run, const char *kind)
 {
 	if (kind != NULL && (strcmp(kind, "status") == 0 || strcmp(kind, "reply") == 0 ||
-	    strncmp(kind, "note:", 5) == 0))
+	    strncmp(kind, "note:", 5) == 0 || strncmp(kind, "ask:", 4) == 0))
 		return xprintf(REPORT_MARKER "%s:%s -->", run, kind);
 	return xprintf(REPORT_MARKER "%s -->", run);
 }
@@ -1007,12 +1008,13 @@ report_reply(struct engine *e, const struct spur_event *ev, const char *text)
 }
 
 int
-report_note(struct engine *e, const char *run, const char *text, int n, const char **why)
+report_note(struct engine *e, const char *run, const char *kind, const char *text,
+    const char **why)
 {
 	struct report_run	 rr;
 	const struct report_backend *b;
 	json_t			*target = NULL;
-	char			*kind, *clean, *msg, *body;
+	char			*clean, *msg, *body;
 	int			 rc = -1;
 
 	*why = "the run is gone";
@@ -1025,7 +1027,6 @@ report_note(struct engine *e, const char *run, const char *text, int n, const ch
 		report_run_clear(&rr);
 		return -1;
 	}
-	kind = xprintf("note:%d", n);
 	clean = report_scrub(e, text);
 	msg = report_marked(b, run, kind, clean);
 	body = b->body(e, report_event(rr.row), run, kind, msg);
@@ -1038,7 +1039,6 @@ report_note(struct engine *e, const char *run, const char *text, int n, const ch
 	free(body);
 	free(msg);
 	free(clean);
-	free(kind);
 	json_decref(target);
 	report_run_clear(&rr);
 	return rc;

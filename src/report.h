@@ -91,11 +91,12 @@ char	*report_message_id(const json_t *report, const struct http_response *);
  */
 void	 report_reply(struct engine *, const struct spur_event *, const char *text);
 /*
- * A progress note of run's agent (the run's MCP server's thread_post) in its
- * thread: scrubbed like a report, stored for the outbox as kind note:N (N
- * from 1), posted once. 0, or -1 with *why (nothing to post to, or stored not).
+ * A note of run's agent (the run's MCP server's thread_post, kind note:N,
+ * and thread_ask, ask:N; N from 1) in its thread: scrubbed like a report,
+ * stored for the outbox, posted once. 0, or -1 with *why (nothing to post
+ * to, or stored not).
  */
-int	 report_note(struct engine *, const char *run, const char *text, int n,
+int	 report_note(struct engine *, const char *run, const char *kind, const char *text,
 	     const char **why);
 /* {public_url}/runs/RUN, or NULL without a public_url. */
 char	*report_link(struct engine *, const char *run);

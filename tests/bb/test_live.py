@@ -74,6 +74,13 @@ class Live(fakemodel.Fake):
                 # A note holding the org's model key (scrubbed), then a second one at once (refused).
                 return ("tool", ("mcp__spur__thread_post", {"text": "NOTE-%d working; key %s" % (n, KEY)}))
             return ("text", fakemodel.FINAL)
+        if self.mode == "ask":
+            # A question answered in the thread, then one nobody answers (ask_timeout).
+            if n == 0:
+                return ("tool", ("mcp__spur__thread_ask", {"question": "ASK-1: which branch?"}))
+            if n == 1:
+                return ("tool", ("mcp__spur__thread_ask", {"question": "ASK-2: anyone there?"}))
+            return ("text", fakemodel.FINAL)
         if self.mode == "loop":
             if LOOP_STOP in raw:
                 return ("text", fakemodel.FINAL)
@@ -137,8 +144,10 @@ def wait_end(s, run, timeout=150):
                                                                  "cancelled") else None)(run_row(s, run)), timeout)
 
 
+# ask_timeout: 5 s (the replies come within it, right after the question), for the question nobody answers (production: 30 minutes).
 STEERED = ("name: steered\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/go'\n"
-           "agent: claude\nprompt: |\n  Write hello.txt in the workspace.\nproof: report\ntimeout: 150s\n")
+           "agent: claude\nprompt: |\n  Write hello.txt in the workspace.\nproof: report\ntimeout: 150s\n"
+           "ask_timeout: 5s\n")
 WAITS = ("name: waits\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/wait'\n"
          "agent: command\ncommand: [sh, -c, 'head -n 1 >/dev/null; sleep 60; echo woke']\n"
          "prompt: |\n  Wait.\nproof: none\ntimeout: 120s\n")
@@ -153,8 +162,9 @@ gh = fakeapis.Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_L
 orgs = gh.orgs("    agents:\n      claude: { api_key: env:T_ANTHROPIC_KEY }\n")
 
 
-def fire(s, text, number):
-    b = json.dumps(github_comment(text, number=number, comment_id=int(time.time() * 1e6) % 10**9)).encode()
+def fire(s, text, number, assoc="MEMBER"):
+    b = json.dumps(github_comment(text, number=number, assoc=assoc,
+                                  comment_id=int(time.time() * 1e6) % 10**9)).encode()
     st, _, a = s.post_json(HOOK, b, github_headers(b))
     return st, a
 
@@ -310,6 +320,38 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
         # the CLI's own work, and the call through the gateway to the engine and back.
         print("# MCP tool round trip (model answer to the next request): n=%d p50=%.0f ms max=%.0f ms" %
               (len(gaps), statistics.median(gaps) * 1000, gaps[-1] * 1000))
+
+    # --- thread_ask: a question in the thread, answered by a member (a non-member ignored), then a timeout ---
+    fake.mode = "ask"
+    before = len(fake.requests)
+    st, a = fire(s, "/go ask something", 60)
+    arun = a["runs"][0] if st == 200 and a.get("runs") else None
+    t.ok(arun and wait_for(lambda: [h for h in hist2(s, arun) if h.startswith("tool thread_ask: asked")], 90),
+         "the run's agent asks a question", arun and hist2(s, arun))
+    st, bad = fire(s, "/go ANSWER-BAD from a stranger", 60, assoc="NONE")
+    ignored = wait_for(lambda: [h for h in hist2(s, arun) if h.startswith("tool thread_ask: ignored: ignored a reply")], 5)
+    t.ok(st == 200 and bad.get("runs") == [] and ignored,
+         "a reply from someone the automation's authors do not allow is ignored, and starts nothing", (bad, hist2(s, arun)))
+    st, good = fire(s, "/go ANSWER-OK-9 use main", 60)
+    t.ok(st == 200 and good.get("runs") == [], "the permitted person's answer starts no new run (it would have)", good)
+    end = wait_end(s, arun)
+    t.ok(end and end["state"] == "completed", "the asking run ends completed", end)
+    asked = [c for c in gh.threads.get("acme/api#60", []) if "ASK-1: which branch?" in c["body"]]
+    t.ok(asked and "<!-- spur:%s:ask:1 -->" % arun in asked[0]["body"],
+         "thread_ask posted the question in the run's own thread", gh.threads.get("acme/api#60"))
+    posts = [r for r in fake.requests[before:] if r["method"] == "POST" and r["body"].get("tools")]
+    res = max([tool_results(r) for r in posts] or [[]], key=len)
+    ap = re.findall(r"<<<SPUR-DATA-([0-9a-f]{16})>>>", s.query("SELECT prompt FROM runs WHERE id = ?", arun)[0]["prompt"])
+    ans = text(res[0]) if res else ""
+    t.ok(res and not res[0].get("is_error") and "ANSWER-OK-9" in ans and "ANSWER-BAD" not in ans and ap and
+         ans.index("<<<SPUR-DATA-%s>>>" % ap[0]) < ans.index("ANSWER-OK-9"),
+         "thread_ask returns the permitted person's answer, fenced with the run's nonce", ans[-600:])
+    late = text(res[1]) if len(res) > 1 else ""
+    t.ok(late.startswith("timeout: no answer in the thread within 5 s"), "a question nobody answers times out (ask_timeout)",
+         late[:300])
+    h = hist2(s, arun)
+    t.ok(any(x.startswith("tool thread_ask: ok: answered by alice") for x in h) and
+         any(x.startswith("tool thread_ask: timeout") for x in h), "the answer and the timeout are in the run's history", h)
 
     # --- latency: from a message's arrival to the agent's next model request that carries it ---
     fake.mode = "loop"
