@@ -59,7 +59,7 @@ class Live(fakemodel.Fake):
         if not [x for x in j.get("tools") or []]:
             return ("text", "title")
         now = time.time()
-        for m in re.findall(r"MSG-\d+|" + LOOP_STOP, raw):
+        for m in re.findall(r"MSG-\d+|ANSWER-OK-\d+|" + LOOP_STOP, raw):
             self.seen.setdefault(m, now)
         n = results_in(j)
         if self.mode == "mcp":
@@ -332,6 +332,7 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
     ignored = wait_for(lambda: [h for h in hist2(s, arun) if h.startswith("tool thread_ask: ignored: ignored a reply")], 5)
     t.ok(st == 200 and bad.get("runs") == [] and ignored,
          "a reply from someone the automation's authors do not allow is ignored, and starts nothing", (bad, hist2(s, arun)))
+    t0 = time.time()
     st, good = fire(s, "/go ANSWER-OK-9 use main", 60)
     t.ok(st == 200 and good.get("runs") == [], "the permitted person's answer starts no new run (it would have)", good)
     end = wait_end(s, arun)
@@ -349,9 +350,29 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
     late = text(res[1]) if len(res) > 1 else ""
     t.ok(late.startswith("timeout: no answer in the thread within 5 s"), "a question nobody answers times out (ask_timeout)",
          late[:300])
+    if "ANSWER-OK-9" in fake.seen:
+        # From the reply's webhook to the agent's next model request carrying the answer.
+        print("# thread_ask: a reply's arrival to the agent's next request: %.0f ms" % ((fake.seen["ANSWER-OK-9"] - t0) * 1000))
     h = hist2(s, arun)
     t.ok(any(x.startswith("tool thread_ask: ok: answered by alice") for x in h) and
          any(x.startswith("tool thread_ask: timeout") for x in h), "the answer and the timeout are in the run's history", h)
+
+    # The run cancelled while its question waits: the question is dropped, and a reply starts a run again.
+    st, a = fire(s, "/go ask and be cancelled", 61)
+    crun = a["runs"][0] if st == 200 and a.get("runs") else None
+    t.ok(crun and wait_for(lambda: [h for h in hist2(s, crun) if h.startswith("tool thread_ask: asked")], 90),
+         "another run asks", crun and hist2(s, crun))
+    rc, _, err = s.c("cancel", crun)
+    end = wait_end(s, crun, 30)
+    t.ok(rc == 0 and end and end["state"] == "cancelled" and wait_for(
+        lambda: [h for h in hist2(s, crun) if h.startswith("tool thread_ask: cancelled")], 10),
+        "cancelled while it waits, its question is dropped", (rc, err, end, hist2(s, crun)))
+    fake.mode = "steer"
+    st, a = fire(s, "/go again", 61)
+    t.ok(st == 200 and len(a.get("runs") or []) == 1, "a reply in that thread starts a run again", a)
+    if a.get("runs"):
+        s.c("cancel", a["runs"][0])
+        wait_end(s, a["runs"][0], 30)
 
     # --- latency: from a message's arrival to the agent's next model request that carries it ---
     fake.mode = "loop"
@@ -385,6 +406,10 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
     else:
         t.ok(False, "the latency was measured")
     t.ok(answered < 10, "the delivered answer came at once (%.3f s)" % answered)
+    # The engine ends clean: with the sanitizers' build, no error or leak (questions answered, timed out, cancelled).
+    rc = s.stop()
+    t.ok(rc == 0 and not re.search(r"Sanitizer|runtime error:", s.logs()), "the engine stops clean (exit %s)" % rc,
+         [l for l in s.logs().splitlines() if "Sanitizer" in l or "runtime error" in l][:5])
 
 fake.stop()
 gh.close()
