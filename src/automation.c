@@ -29,7 +29,8 @@
 static const char *const top_keys[] = {
 	"name", "org", "on", "agent", "model", "command", "prompt", "repository", "proof",
 	"artifacts", "secrets", "network", "timeout", "concurrency", "report", "authors",
-	"bots", "retry", "repositories", "environment", "pull_request", "budget", NULL
+	"bots", "retry", "repositories", "environment", "pull_request", "budget", "ask_timeout",
+	NULL
 };
 /*
  * repository as a mapping: what of the event chooses it: the systems with a
@@ -1520,6 +1521,15 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 			    v->type == YNODE_SCALAR ? "\"" : "");
 			a->timeout = 0;
 		}
+	} else if (strcmp(key, "ask_timeout") == 0) {
+		s = NULL;
+		if (v->type != YNODE_SCALAR || parse_duration(v->value, &a->ask_timeout, &s) !=
+		    0 || a->ask_timeout == 0) {
+			free(s);
+			yerrs_node(l->errs, l->file, v, "\"ask_timeout\" must be a duration (90s, "
+			    "30m), not %s", v->type == YNODE_SCALAR ? v->value : ynode_type_name(v));
+			a->ask_timeout = AUTOMATION_ASK_TIMEOUT;
+		}
 	} else if (strcmp(key, "concurrency") == 0) {
 		if (map_check(l, v, "concurrency", concurrency_keys) != 0)
 			return;
@@ -1828,6 +1838,7 @@ automation_parse(struct aload *l, const char *path, const char *base)
 	if ((root = yaml_load_file(path, l->errs)) == NULL)
 		return NULL;
 	a = l->a = xcalloc(1, sizeof *a);
+	a->ask_timeout = AUTOMATION_ASK_TIMEOUT;
 	l->org = NULL;
 	a->file = xstrdup(path);
 	a->agent = agent_find(AGENT_DEFAULT);
@@ -2301,6 +2312,8 @@ automation_to_json(const struct automation *a)
 		    a->pull_request.draft, "reviewers", json_str_list(a->pull_request.reviewers),
 		    "labels", json_str_list(a->pull_request.labels)));
 	json_object_set_new(j, "timeout", json_integer(a->timeout));
+	if (a->ask_timeout != AUTOMATION_ASK_TIMEOUT)
+		json_object_set_new(j, "ask_timeout", json_integer(a->ask_timeout));
 	if (a->budget_tokens > 0 || a->budget_usd > 0) {
 		json_object_set_new(j, "budget", json_object());
 		if (a->budget_tokens > 0)
@@ -2448,6 +2461,7 @@ automation_from_json(const json_t *j)
 	if (!json_is_object(j))
 		return NULL;
 	a = xcalloc(1, sizeof *a);
+	a->ask_timeout = AUTOMATION_ASK_TIMEOUT;
 	a->name = json_str_dup(j, "name", 1, &bad);
 	a->org = json_str_dup(j, "org", 1, &bad);
 	a->file = json_str_dup(j, "file", 0, &bad);
@@ -2485,6 +2499,8 @@ automation_from_json(const json_t *j)
 		else
 			a->timeout = json_integer_value(v);
 	}
+	if (json_integer_value(json_object_get(j, "ask_timeout")) > 0)
+		a->ask_timeout = json_integer_value(json_object_get(j, "ask_timeout"));
 	if ((v = json_object_get(j, "budget")) != NULL) {
 		if (!json_is_object(v))
 			bad = 1;

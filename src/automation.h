@@ -42,6 +42,7 @@ struct schedule_def {
 };
 
 #define AUTOMATION_SECRETS_MAX	32	/* secrets one automation may name */
+#define AUTOMATION_ASK_TIMEOUT	1800	/* ask_timeout: a thread_ask's wait (seconds) */
 
 struct automation {
 	char		 *name;
@@ -70,6 +71,7 @@ struct automation {
 		char	**labels;	/* NULL-terminated, NULL: none */
 	} pull_request;			/* pull_request: how a proof: pull_request PR opens */
 	long long	  timeout;	/* seconds, 0: the config's */
+	long long	  ask_timeout;	/* seconds a thread_ask waits for its answer */
 	long long	  budget_tokens;	/* budget.tokens, per run; 0: none */
 	double		  budget_usd;	/* budget.usd, per run; 0: none */
 	enum concurrency_key conc_key;

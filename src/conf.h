@@ -108,6 +108,7 @@ struct config {
 	 * (config.c says each one's bounds and how they must relate).
 	 */
 	long long		 report_edit_ms;	/* reports.edit_interval: status edits at most this often */
+	long long		 report_note_ms;	/* reports.note_interval: a run's thread_post at most this often */
 	long long		 report_refresh_ms;	/* reports.refresh: a running run's time told again */
 	long long		 report_backoff_ms;	/* reports.backoff: a failed report's first retry waits */
 	long long		 report_lease_ms;	/* reports.lease: a report being sent is one node's */

@@ -131,7 +131,7 @@ static const char *const git_keys[] = { "author_name", "author_email", NULL };
 static const char *const secrets_keys[] = { "key", NULL };
 static const char *const log_keys[] = { "format", NULL };
 static const char *const reports_keys[] = { "give_up", "progress", "edit_interval", "refresh",
-	"backoff", "lease", NULL };
+	"backoff", "lease", "note_interval", NULL };
 static const char *const nodes_keys[] = { "lease", "beat", "affinity", "output_flush", NULL };
 
 /* host:port, [v6]:port or :port; the port is required. */
@@ -928,7 +928,7 @@ cfg_timers_unrelated(struct cfgctx *c, const struct ynode *m, const char *sectio
 	    why != NULL ? why : "");
 }
 
-/* reports: {give_up, progress, edit_interval, refresh, backoff, lease}. */
+/* reports: {give_up, progress, edit_interval, refresh, backoff, lease, note_interval}. */
 static void
 cfg_reports(struct cfgctx *c, struct config *cf, const struct ynode *m)
 {
@@ -960,6 +960,9 @@ cfg_reports(struct cfgctx *c, struct config *cf, const struct ynode *m)
 		else if (strcmp(k, "lease") == 0)
 			cfg_duration_ms(c, n, "reports.lease", 3000, 3600 * 1000,
 			    &cf->report_lease_ms);
+		else if (strcmp(k, "note_interval") == 0)
+			cfg_duration_ms(c, n, "reports.note_interval", 100, 3600 * 1000,
+			    &cf->report_note_ms);
 		else
 			cfg_unknown(c, m, i, "reports", reports_keys);
 	}
@@ -1110,6 +1113,7 @@ cfg_defaults(struct config *cf)
 	cf->report_give_up = 24 * 3600;
 	cf->report_progress = 1;
 	cf->report_edit_ms = REPORT_EDIT_MS;
+	cf->report_note_ms = REPORT_NOTE_MS;
 	cf->report_refresh_ms = REPORT_REFRESH_MS;
 	cf->report_backoff_ms = OUTBOX_BACKOFF_BASE_MS;
 	cf->report_lease_ms = STORE_REPORT_LEASE_MS;

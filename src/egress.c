@@ -487,6 +487,7 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 		gs.agent = ag->name;
 		gs.model_requests = e->conf->limit_model_requests;
 		gs.local = e->run_local;
+		gs.local_ctx = e;
 		path = bwrap ? path_join(eg->dir, "gateway.sock") : NULL;
 		eg->gateway = gateway_create(e->base, e->store, run, &gs, path, &gport, cause);
 		free(path);

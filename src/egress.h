@@ -171,21 +171,40 @@ unsigned	 proxy_refused(const struct proxy *);
 
 /* gateway.c: the model API of one run, forwarded upstream with the real key. */
 struct gateway;
+/* A request to a gateway's local path whose answer comes later (gateway_local_answer). */
+struct gateway_call;
 /*
  * A path a run's gateway answers itself, by these callbacks: the run's own
  * MCP server (runmcp.c), which dispatch.c registers, so that nothing of the
  * engine's core names it.
  */
+struct spur_event;
 struct gateway_local {
 	const char	*path;
-	void		*(*create)(struct store *, const char *run);
+	/* ctx: gateway_spec.local_ctx (the engine, which the gateway does not know). */
+	void		*(*create)(void *ctx, const char *run);
 	void		 (*free)(void *);
 	/* The per-run credential the agent is configured with. */
 	const char	*(*token)(const void *);
-	/* One request: the status, and the JSON answer to send (NULL: none). */
+	/*
+	 * One request: the status, and the JSON answer to send (NULL: none);
+	 * or 0: the answer comes later, by gateway_local_answer(call, ...),
+	 * unless cancel(call) comes first (the agent went away, the run ended).
+	 */
 	int		 (*handle)(void *, const char *method, const char *auth,
-			    const char *body, size_t len, json_t **answer);
+			    const char *body, size_t len, json_t **answer,
+			    struct gateway_call *call);
+	void		 (*cancel)(void *, struct gateway_call *);
+	/*
+	 * A question of a run in a thread (thread_ask): whether one of
+	 * org's thread awaits an answer (any thread); the reply, on the loop,
+	 * to the run that asked (engine: struct engine *).
+	 */
+	int		 (*awaits)(const char *org, const char *thread);
+	void		 (*reply)(void *engine, const struct spur_event *);
 };
+/* The answer (taken) of a call its handle deferred; call is gone after it. */
+void		 gateway_local_answer(struct gateway_call *, int status, json_t *answer);
 
 struct gateway_spec {
 	const char	*upstream;	/* base URL requests go to */
@@ -200,6 +219,7 @@ struct gateway_spec {
 	const char	*agent;		/* its name, for the price a refusal asks for */
 	int		 model_requests; /* in flight at once (limits.model_requests) */
 	const struct gateway_local *local; /* NULL: no path of its own */
+	void		*local_ctx;	/* what local->create is given */
 };
 /*
  * A request's origin-form target as it goes upstream: unreserved characters

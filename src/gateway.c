@@ -64,6 +64,7 @@ struct gconn {
 	uint64_t		 in, out;
 	int			 inflight;	/* holds one of the run's model_requests */
 	int			 waiting;	/* on g->waiting, for one of them */
+	int			 deferred;	/* its local path's answer comes later */
 	char			 error[CURL_ERROR_SIZE];
 	LIST_ENTRY(gconn)	 entry;
 	TAILQ_ENTRY(gconn)	 wentry;
@@ -333,6 +334,8 @@ gconn_account(struct gconn *gc)
 static void
 gconn_free(struct gconn *gc)
 {
+	if (gc->deferred)
+		gc->g->local->cancel(gc->g->local_arg, (struct gateway_call *)gc);
 	gconn_account(gc);
 	gconn_release(gc);
 	LIST_REMOVE(gc, entry);
@@ -535,19 +538,13 @@ gconn_unpriced(struct gconn *gc)
 }
 
 /* The request is all here: send it upstream. */
-/* The gateway's own path (the run's MCP server) is answered here: nothing goes upstream. */
+/* The local path's answer (taken), now or when it came later. */
 static void
-gconn_local(struct gconn *gc)
+gconn_local_send(struct gconn *gc, int status, json_t *answer)
 {
 	struct evbuffer	*out = bufferevent_get_output(gc->cli);
-	json_t		*answer;
 	char		*s = NULL;
-	size_t		 len = evbuffer_get_length(gc->body);
-	int		 status;
 
-	status = gc->g->local->handle(gc->g->local_arg, gc->head.method, http_head_get(&gc->head,
-	    "authorization"), len > 0 ? (const char *)evbuffer_pullup(gc->body, -1) : "", len,
-	    &answer);
 	if (answer != NULL)
 		s = json_dumps(answer, JSON_COMPACT);
 	json_decref(answer);
@@ -557,6 +554,32 @@ gconn_local(struct gconn *gc)
 	    status == 405 ? "Allow: POST\r\n" : "", s != NULL ? s : "");
 	free(s);
 	gconn_close(gc);
+}
+
+void
+gateway_local_answer(struct gateway_call *call, int status, json_t *answer)
+{
+	struct gconn	*gc = (struct gconn *)call;
+
+	gc->deferred = 0;
+	gconn_local_send(gc, status, answer);
+}
+
+/* The gateway's own path (the run's MCP server) is answered here: nothing goes upstream. */
+static void
+gconn_local(struct gconn *gc)
+{
+	json_t		*answer;
+	size_t		 len = evbuffer_get_length(gc->body);
+	int		 status;
+
+	status = gc->g->local->handle(gc->g->local_arg, gc->head.method, http_head_get(&gc->head,
+	    "authorization"), len > 0 ? (const char *)evbuffer_pullup(gc->body, -1) : "", len,
+	    &answer, (struct gateway_call *)gc);
+	if (status == 0)
+		gc->deferred = 1;
+	else
+		gconn_local_send(gc, status, answer);
 }
 
 static void
@@ -680,7 +703,7 @@ gconn_read_cb(struct bufferevent *bev, void *arg)
 	size_t			 len;
 	int			 rc;
 
-	if (gc->easy != NULL || gc->done || gc->waiting) {
+	if (gc->easy != NULL || gc->done || gc->waiting || gc->deferred) {
 		evbuffer_drain(in, evbuffer_get_length(in));
 		return;
 	}
@@ -811,7 +834,7 @@ gateway_create(struct event_base *base, struct store *store, const char *run,
 	g->store = store;
 	g->run = xstrdup(run);
 	if ((g->local = gs->local) != NULL)
-		g->local_arg = g->local->create(store, run);
+		g->local_arg = g->local->create(gs->local_ctx, run);
 	g->upstream = xstrdup(gs->upstream);
 	/* "https://api.openai.com/v1/" and ".../v1" are the same base. */
 	if (*g->upstream != '\0' && g->upstream[strlen(g->upstream) - 1] == '/')

@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "automation.h"
 #include "conf.h"
+#include "egress.h"
 #include "event.h"
 #include "ingest.h"
 #include "plog.h"
@@ -137,6 +138,15 @@ ingest_event_json(struct ingest_item *it)
 	it->event_json = spur_event_head_text(it->event);
 }
 
+/* Any thread: whether ev is a reply in a thread where a live run awaits an answer. */
+static int
+ingest_answers(struct engine *e, const struct spur_event *ev)
+{
+	return e->run_local != NULL && e->run_local->awaits != NULL && ev->org != NULL &&
+	    ev->thread != NULL && ev->text != NULL && *ev->text != '\0' &&
+	    e->run_local->awaits(ev->org, ev->thread);
+}
+
 struct ingest_item *
 ingest_prepare(struct ingest *in, const struct automation_set *set,
     struct spur_event *ev)
@@ -151,8 +161,12 @@ ingest_prepare(struct ingest *in, const struct automation_set *set,
 	it->event = ev;
 	/* A thread command is read before any automation: it never starts a run. */
 	it->command = thread_cmd_parse(ev);
-	n = it->command != THREAD_CMD_NONE ? 0 : automation_match_why(set, ev, matches,
-	    INGEST_MAX_MATCHES, &it->why);
+	/* Nor does a reply while a live run asks its thread a question (thread_ask). */
+	it->answers = it->command == THREAD_CMD_NONE && ingest_answers(in->engine, ev);
+	if (it->answers)
+		it->why = xstrdup("a reply while a live run of the thread asks a question");
+	n = it->command != THREAD_CMD_NONE || it->answers ? 0 : automation_match_why(set, ev,
+	    matches, INGEST_MAX_MATCHES, &it->why);
 	if (n == 0 && ev->unsigned_body) {
 		/* Anyone may send these: one that starts nothing keeps no payload to fill the disk. */
 		free(ev->payload_raw);
@@ -287,6 +301,8 @@ ingest_answer(struct ingest *in, int rc, struct ingest_item *it, struct ingest_w
 		metrics_count(e->metrics, "events", 1);
 		if (it->command != THREAD_CMD_NONE)
 			thread_cmd_apply(e, ev, it->command);
+		if (it->answers)
+			e->run_local->reply(e, ev);
 		if (it->nruns > 0 && it->ack_target != NULL)
 			in->done_acked = 1;
 	}

@@ -25,13 +25,15 @@ static void	report_run_end_(struct engine *, const struct report_run *, int, con
 
 /*
  * The hidden marker of a run's message of kind: "<!-- spur:RUN -->" for its
- * report, "<!-- spur:RUN:status -->" for its status message, so a lookup of
+ * report, "<!-- spur:RUN:status -->" for its status message ("...:note:N -->"
+ * and "...:ask:N -->" for its agent's notes and questions), so a lookup of
  * one never finds the other (until the report replaces the status message).
  */
 static char *
 report_marker(const char *run, const char *kind)
 {
-	if (kind != NULL && (strcmp(kind, "status") == 0 || strcmp(kind, "reply") == 0))
+	if (kind != NULL && (strcmp(kind, "status") == 0 || strcmp(kind, "reply") == 0 ||
+	    strncmp(kind, "note:", 5) == 0 || strncmp(kind, "ask:", 4) == 0))
 		return xprintf(REPORT_MARKER "%s:%s -->", run, kind);
 	return xprintf(REPORT_MARKER "%s -->", run);
 }
@@ -1011,13 +1013,30 @@ report_run_ref(struct engine *e, const char *source, const char *run)
 	return ref;
 }
 
+/* text with the hidden marker of run's message of kind where b puts it. */
+static char *
+report_marked(const struct report_backend *b, const char *run, const char *kind,
+    const char *text)
+{
+	char	*marker = report_marker(run, kind), *msg;
+
+	if (b->marker == REPORT_MARKER_HEAD)
+		msg = xprintf("%s\n%s", marker, text);
+	else if (b->marker == REPORT_MARKER_TAIL)
+		msg = xprintf("%s\n\n%s", text, marker);
+	else
+		msg = xstrdup(text);
+	free(marker);
+	return msg;
+}
+
 void
 report_reply(struct engine *e, const struct spur_event *ev, const char *text)
 {
 	const struct report_backend *b = report_backend_find(ev->source);
 	json_t		*evj, *target;
 	const char	*why;
-	char		*marker, *msg, *body;
+	char		*msg, *body;
 
 	if (b == NULL || b->target == NULL || b->max == 0)
 		return;
@@ -1026,13 +1045,7 @@ report_reply(struct engine *e, const struct spur_event *ev, const char *text)
 		json_decref(evj);
 		return;
 	}
-	marker = report_marker(ev->id, "reply");
-	if (b->marker == REPORT_MARKER_HEAD)
-		msg = xprintf("%s\n%s", marker, text);
-	else if (b->marker == REPORT_MARKER_TAIL)
-		msg = xprintf("%s\n\n%s", text, marker);
-	else
-		msg = xstrdup(text);
+	msg = report_marked(b, ev->id, "reply", text);
 	body = b->body(e, evj, ev->id, "reply", msg);
 	if (store_report_add(e->store, ev->id, "reply", target, body) == 0) {
 		log_info("event=report.stored event_id=%s kind=reply source=%s", ev->id,
@@ -1041,7 +1054,43 @@ report_reply(struct engine *e, const struct spur_event *ev, const char *text)
 	}
 	free(body);
 	free(msg);
-	free(marker);
 	json_decref(target);
 	json_decref(evj);
+}
+
+int
+report_note(struct engine *e, const char *run, const char *kind, const char *text,
+    const char **why)
+{
+	struct report_run	 rr;
+	const struct report_backend *b;
+	json_t			*target = NULL;
+	char			*clean, *msg, *body;
+	int			 rc = -1;
+
+	*why = "the run is gone";
+	if (report_run_load(e, run, 0, &rr) != 0)
+		return -1;
+	b = report_backend_find(rr.row->event != NULL ? rr.row->event->source : NULL);
+	*why = "the run's event has no thread to post in";
+	if (b == NULL || b->target == NULL || b->max == 0 ||
+	    (target = b->target(report_event(rr.row), why)) == NULL) {
+		report_run_clear(&rr);
+		return -1;
+	}
+	clean = report_scrub(e, text);
+	msg = report_marked(b, run, kind, clean);
+	body = b->body(e, report_event(rr.row), run, kind, msg);
+	*why = "the store refused it";
+	if (store_report_add(e->store, run, kind, target, body) == 0) {
+		log_info("event=report.stored run=%s kind=%s source=%s", run, kind, b->name);
+		wake(e, WAKE_OUTBOX);
+		rc = 0;
+	}
+	free(body);
+	free(msg);
+	free(clean);
+	json_decref(target);
+	report_run_clear(&rr);
+	return rc;
 }

@@ -47,6 +47,7 @@ void	 report_cleanup(void);
  * outbox got the message's id.
  */
 #define REPORT_EDIT_MS		10000
+#define REPORT_NOTE_MS		60000	/* reports.note_interval: a run's notes (thread_post) */
 /* A run's report waits this long for its status message's id, to replace it. */
 #define REPORT_STATUS_WAIT_MS	60000
 void	 report_status(struct engine *, const char *run);
@@ -82,6 +83,14 @@ char	*report_message_id(const json_t *report, const struct http_response *);
  * report. Nothing where the event's system has no thread to answer.
  */
 void	 report_reply(struct engine *, const struct spur_event *, const char *text);
+/*
+ * A note of run's agent (the run's MCP server's thread_post, kind note:N,
+ * and thread_ask, ask:N; N from 1) in its thread: scrubbed like a report,
+ * stored for the outbox, posted once. 0, or -1 with *why (nothing to post
+ * to, or stored not).
+ */
+int	 report_note(struct engine *, const char *run, const char *kind, const char *text,
+	     const char **why);
 /* {public_url}/runs/RUN, or NULL without a public_url. */
 char	*report_link(struct engine *, const char *run);
 /* The run's id linked to its page in source's markup (`RUN` without a public_url). */

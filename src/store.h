@@ -52,6 +52,7 @@ struct ingest_item {
 	char		*ack_target;	/* JSON text */
 	char		*ack_body;
 	int		 command;	/* a thread command (enum thread_cmd): no runs, acted on once stored */
+	int		 answers;	/* a reply to a live run's question (thread_ask): no runs */
 	char		*why;		/* no run: why no automation matched (the log's), NULL: none */
 	/*
 	 * Its record in the payload log (ingest-rec.c), made where it was

@@ -16,8 +16,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import (require_sandboxes, Spur, Tap, SECRETS, LOCAL_GITHUB, NODE_MODULES, DEFAULT_ORGS,
-                      github_headers, github_comment, local_github)
+from spurtest import (require_sandboxes, Spur, Tap, SECRETS, NODE_MODULES, github_headers, github_comment,
+                      tempdir)
+import fakeapis
 import fakemodel
 
 t = Tap()
@@ -58,7 +59,7 @@ class Live(fakemodel.Fake):
         if not [x for x in j.get("tools") or []]:
             return ("text", "title")
         now = time.time()
-        for m in re.findall(r"MSG-\d+|" + LOOP_STOP, raw):
+        for m in re.findall(r"MSG-\d+|ANSWER-OK-\d+|" + LOOP_STOP, raw):
             self.seen.setdefault(m, now)
         n = results_in(j)
         if self.mode == "mcp":
@@ -69,6 +70,16 @@ class Live(fakemodel.Fake):
                 return ("tool", ("mcp__spur__thread_read", {}))
             if n == 1:
                 return ("tool", ("mcp__spur__thread_read", {"thread": "github:acme/other#1"}))
+            if n in (2, 3):
+                # A note holding the org's model key (scrubbed), then a second one at once (refused).
+                return ("tool", ("mcp__spur__thread_post", {"text": "NOTE-%d working; key %s" % (n, KEY)}))
+            return ("text", fakemodel.FINAL)
+        if self.mode == "ask":
+            # A question answered in the thread, then one nobody answers (ask_timeout).
+            if n == 0:
+                return ("tool", ("mcp__spur__thread_ask", {"question": "ASK-1: which branch?"}))
+            if n == 1:
+                return ("tool", ("mcp__spur__thread_ask", {"question": "ASK-2: anyone there?"}))
             return ("text", fakemodel.FINAL)
         if self.mode == "loop":
             if LOOP_STOP in raw:
@@ -124,24 +135,36 @@ def run_row(s, run):
     return r[0] if r else {}
 
 
+def hist2(s, run):
+    return [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ? ORDER BY rowid", run)]
+
+
 def wait_end(s, run, timeout=150):
     return wait_for(lambda: (lambda r: r if r.get("state") in ("completed", "needs_review", "failed", "timed_out",
                                                                  "cancelled") else None)(run_row(s, run)), timeout)
 
 
+# ask_timeout: 5 s (the replies come within it, right after the question), for the question nobody answers (production: 30 minutes).
 STEERED = ("name: steered\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/go'\n"
-           "agent: claude\nprompt: |\n  Write hello.txt in the workspace.\nproof: report\ntimeout: 150s\n")
+           "agent: claude\nprompt: |\n  Write hello.txt in the workspace.\nproof: report\ntimeout: 150s\n"
+           "ask_timeout: 5s\n")
 WAITS = ("name: waits\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/wait'\n"
          "agent: command\ncommand: [sh, -c, 'head -n 1 >/dev/null; sleep 60; echo woke']\n"
          "prompt: |\n  Wait.\nproof: none\ntimeout: 120s\n")
 
 fake = Live().start()
-conf = "agents:\n  claude:\n    command: [%s]\n    api_url: http://127.0.0.1:%d\n" % (os.path.realpath(CLAUDE), fake.port)
-orgs = DEFAULT_ORGS + "    agents:\n      claude: { api_key: env:T_ANTHROPIC_KEY }\n"
+# reports.note_interval: 30 s, so the second of two notes in a row is refused, and the answer names the key's value.
+conf = ("agents:\n  claude:\n    command: [%s]\n    api_url: http://127.0.0.1:%d\nreports:\n  note_interval: 30s\n" %
+        (os.path.realpath(CLAUDE), fake.port))
+# GitHub's stand-in, which answers what the run's notes and reports post (and checks their shape).
+gh = fakeapis.Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"],
+                   tempdir("spur-live-git-")).any_repository()
+orgs = gh.orgs("    agents:\n      claude: { api_key: env:T_ANTHROPIC_KEY }\n")
 
 
-def fire(s, text, number):
-    b = json.dumps(github_comment(text, number=number, comment_id=int(time.time() * 1e6) % 10**9)).encode()
+def fire(s, text, number, assoc="MEMBER"):
+    b = json.dumps(github_comment(text, number=number, assoc=assoc,
+                                  comment_id=int(time.time() * 1e6) % 10**9)).encode()
     st, _, a = s.post_json(HOOK, b, github_headers(b))
     return st, a
 
@@ -265,11 +288,91 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
     t.ok(any(h.startswith("tool thread_read: ok") for h in hist) and
          any(h.startswith("tool thread_read: refused") for h in hist), "each call is in the run's history", hist)
     t.ok("event=runmcp.refused run=%s tool=thread_read" % mrun in s.logs(), "and the refused one is logged")
-    if 0 in fake.mcp_times and 1 in fake.mcp_times:
-        # From the model's answer asking for thread_read to the request carrying its result:
+
+    # thread_post: a note in the thread through the outbox, scrubbed; a second one within the interval refused.
+    third = text(res[2]) if len(res) > 2 else ""
+    fourth = text(res[3]) if len(res) > 3 else ""
+    t.ok(len(res) > 2 and not res[2].get("is_error") and "note 1 of this run" in third,
+         "thread_post stores a note for the run's thread", third[:300])
+    t.ok(len(res) > 3 and res[3].get("is_error") and "at most one note every 30000 ms" in fourth,
+         "a second note within reports.note_interval is refused with a clear tool error", fourth[:300])
+    noted = lambda: s.query("SELECT kind, body, state, target, last_error FROM reports WHERE run = ? AND "
+                            "kind LIKE 'note:%'", mrun)
+    notes = wait_for(lambda: (lambda r: r if r and all(x["state"] == "sent" for x in r) else None)(noted()), 30) or noted()
+    nb = json.loads(notes[0]["body"]).get("body", "") if notes else ""
+    t.ok(notes and len(notes) == 1 and notes[0]["kind"] == "note:1" and notes[0]["state"] == "sent" and
+         "/issues/50/comments" in notes[0]["target"],
+         "one note, posted as a comment in the run's own issue", notes)
+    posted = [c.get("body", "") for c in gh.threads.get("acme/api#50", [])]
+    t.ok(any("NOTE-2 working; key [secret]" in c for c in posted) and not any(KEY in c for c in posted),
+         "GitHub has the note as a comment in the issue, scrubbed", posted)
+    t.ok("NOTE-2 working" in nb and KEY not in nb and "[secret]" in nb and "<!-- spur:%s:note:1 -->" % mrun in nb,
+         "the note is scrubbed like a report (the model key is [secret]) and carries its marker", nb)
+    t.ok(any(h.startswith("tool thread_post: ok") for h in hist2(s, mrun)) and
+         any(h.startswith("tool thread_post: failed: thread_post: at most one note") for h in hist2(s, mrun)),
+         "both thread_post calls are in the run's history", hist2(s, mrun))
+    rc, shown, _ = s.c("show", mrun)
+    t.ok("tool thread_post: ok" in shown and "tool thread_read: refused" in shown,
+         "spur show lists the tool calls in the run's history", shown[-1200:])
+    gaps = sorted(fake.mcp_times[k + 1] - fake.mcp_times[k] for k in range(4) if k + 1 in fake.mcp_times)
+    if gaps:
+        # From the model's answer asking for a tool to the request carrying its result:
         # the CLI's own work, and the call through the gateway to the engine and back.
-        print("# thread_read round trip (model answer to the next request): %.0f ms" %
-              ((fake.mcp_times[1] - fake.mcp_times[0]) * 1000))
+        print("# MCP tool round trip (model answer to the next request): n=%d p50=%.0f ms max=%.0f ms" %
+              (len(gaps), statistics.median(gaps) * 1000, gaps[-1] * 1000))
+
+    # --- thread_ask: a question in the thread, answered by a member (a non-member ignored), then a timeout ---
+    fake.mode = "ask"
+    before = len(fake.requests)
+    st, a = fire(s, "/go ask something", 60)
+    arun = a["runs"][0] if st == 200 and a.get("runs") else None
+    t.ok(arun and wait_for(lambda: [h for h in hist2(s, arun) if h.startswith("tool thread_ask: asked")], 90),
+         "the run's agent asks a question", arun and hist2(s, arun))
+    st, bad = fire(s, "/go ANSWER-BAD from a stranger", 60, assoc="NONE")
+    ignored = wait_for(lambda: [h for h in hist2(s, arun) if h.startswith("tool thread_ask: ignored: ignored a reply")], 5)
+    t.ok(st == 200 and bad.get("runs") == [] and ignored,
+         "a reply from someone the automation's authors do not allow is ignored, and starts nothing", (bad, hist2(s, arun)))
+    t0 = time.time()
+    st, good = fire(s, "/go ANSWER-OK-9 use main", 60)
+    t.ok(st == 200 and good.get("runs") == [], "the permitted person's answer starts no new run (it would have)", good)
+    end = wait_end(s, arun)
+    t.ok(end and end["state"] == "completed", "the asking run ends completed", end)
+    asked = [c for c in gh.threads.get("acme/api#60", []) if "ASK-1: which branch?" in c["body"]]
+    t.ok(asked and "<!-- spur:%s:ask:1 -->" % arun in asked[0]["body"],
+         "thread_ask posted the question in the run's own thread", gh.threads.get("acme/api#60"))
+    posts = [r for r in fake.requests[before:] if r["method"] == "POST" and r["body"].get("tools")]
+    res = max([tool_results(r) for r in posts] or [[]], key=len)
+    ap = re.findall(r"<<<SPUR-DATA-([0-9a-f]{16})>>>", s.query("SELECT prompt FROM runs WHERE id = ?", arun)[0]["prompt"])
+    ans = text(res[0]) if res else ""
+    t.ok(res and not res[0].get("is_error") and "ANSWER-OK-9" in ans and "ANSWER-BAD" not in ans and ap and
+         ans.index("<<<SPUR-DATA-%s>>>" % ap[0]) < ans.index("ANSWER-OK-9"),
+         "thread_ask returns the permitted person's answer, fenced with the run's nonce", ans[-600:])
+    late = text(res[1]) if len(res) > 1 else ""
+    t.ok(late.startswith("timeout: no answer in the thread within 5 s"), "a question nobody answers times out (ask_timeout)",
+         late[:300])
+    if "ANSWER-OK-9" in fake.seen:
+        # From the reply's webhook to the agent's next model request carrying the answer.
+        print("# thread_ask: a reply's arrival to the agent's next request: %.0f ms" % ((fake.seen["ANSWER-OK-9"] - t0) * 1000))
+    h = hist2(s, arun)
+    t.ok(any(x.startswith("tool thread_ask: ok: answered by alice") for x in h) and
+         any(x.startswith("tool thread_ask: timeout") for x in h), "the answer and the timeout are in the run's history", h)
+
+    # The run cancelled while its question waits: the question is dropped, and a reply starts a run again.
+    st, a = fire(s, "/go ask and be cancelled", 61)
+    crun = a["runs"][0] if st == 200 and a.get("runs") else None
+    t.ok(crun and wait_for(lambda: [h for h in hist2(s, crun) if h.startswith("tool thread_ask: asked")], 90),
+         "another run asks", crun and hist2(s, crun))
+    rc, _, err = s.c("cancel", crun)
+    end = wait_end(s, crun, 30)
+    t.ok(rc == 0 and end and end["state"] == "cancelled" and wait_for(
+        lambda: [h for h in hist2(s, crun) if h.startswith("tool thread_ask: cancelled")], 10),
+        "cancelled while it waits, its question is dropped", (rc, err, end, hist2(s, crun)))
+    fake.mode = "steer"
+    st, a = fire(s, "/go again", 61)
+    t.ok(st == 200 and len(a.get("runs") or []) == 1, "a reply in that thread starts a run again", a)
+    if a.get("runs"):
+        s.c("cancel", a["runs"][0])
+        wait_end(s, a["runs"][0], 30)
 
     # --- latency: from a message's arrival to the agent's next model request that carries it ---
     fake.mode = "loop"
@@ -303,6 +406,11 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
     else:
         t.ok(False, "the latency was measured")
     t.ok(answered < 10, "the delivered answer came at once (%.3f s)" % answered)
+    # The engine ends clean: with the sanitizers' build, no error or leak (questions answered, timed out, cancelled).
+    rc = s.stop()
+    t.ok(rc == 0 and not re.search(r"Sanitizer|runtime error:", s.logs()), "the engine stops clean (exit %s)" % rc,
+         [l for l in s.logs().splitlines() if "Sanitizer" in l or "runtime error" in l][:5])
 
 fake.stop()
+gh.close()
 t.done()
