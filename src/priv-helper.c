@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "archive.h"
 #include "conf.h"
+#include "notify.h"
 #include "priv.h"
 #include "proc.h"
 #include "sandbox.h"
@@ -1423,6 +1424,8 @@ priv_helper_listen(const struct config *cf, char **cause)
 	prctl(PR_SET_NAME, "spur-priv");
 	log_info("event=priv.listening socket=%s engine_uid=%ld", log_q(cf->helper_socket),
 	    (long)uid);
+	/* Type=notify: spur.service (After= it) starts once the socket is there. */
+	notify_send("READY=1\nSTATUS=listening on %s", cf->helper_socket);
 	priv_helper_loop(h, -1, lfd);
 	close(lfd);
 	config_free((struct config *)h->conf);

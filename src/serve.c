@@ -572,6 +572,7 @@ cmd_helper(const struct cmd *c, int argc, char **argv)
 	    &conf, NULL) != 0)
 		return EXIT_FAILED;
 	log_set_json(conf->log_json);
+	notify_open();
 	if (geteuid() != 0 || priv_helper_listen(conf, &cause) != 0) {
 		log_error("event=priv.refused reason=%s consequence=\"not started\"",
 		    log_q(cause != NULL ? cause : "spur helper must start as root"));
