@@ -1263,18 +1263,19 @@ priv_helper_loop(struct priv_helper *h, int sock, int lfd)
 				;
 			priv_helper_reap(h, sock);
 		}
+		/* The engine's end first: one restarting is not refused for the old one. */
+		if (sock != -1 && pfd[0].revents != 0 && !priv_helper_serve_one(h, sock)) {
+			priv_helper_gone(h);
+			if (lfd == -1)
+				break;
+			log_info("event=priv.disconnected");
+			close(sock);
+			sock = -1;
+			sandbox_reaper_learn(NULL);
+		}
 		if (lfd != -1 && pfd[2].revents != 0 &&
 		    (fd = priv_helper_accept(h, lfd, sock != -1)) != -1)
 			sock = fd;
-		if (sock == -1 || pfd[0].revents == 0 || priv_helper_serve_one(h, sock))
-			continue;
-		priv_helper_gone(h);
-		if (lfd == -1)
-			break;
-		log_info("event=priv.disconnected");
-		close(sock);
-		sock = -1;
-		sandbox_reaper_learn(NULL);
 	}
 	close(sfd);
 }
