@@ -21,6 +21,7 @@ struct cmd {
 };
 
 int	cmd_serve(const struct cmd *, int, char **);
+int	cmd_helper(const struct cmd *, int, char **);
 int	cmd_check(const struct cmd *, int, char **);
 int	cmd_reload(const struct cmd *, int, char **);
 int	cmd_completion(const struct cmd *, int, char **);

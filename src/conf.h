@@ -81,6 +81,7 @@ struct config {
 	char			*metrics_listen;	/* metrics.listen: /metrics there alone; NULL: beside the rest */
 	char			*data_dir;	/* absolute */
 	char			*user;		/* user: the engine's, started as root; NULL: stays root */
+	char			*helper_socket;	/* helper_socket: spur helper's socket; NULL: forked */
 	char			*store_url;	/* store: postgresql://... (several nodes); NULL: sqlite3 in data_dir */
 	int			 store_notify;	/* store_notify: LISTEN/NOTIFY wake-ups between nodes */
 	int			 store_prepare;	/* store_prepare: server-side prepared statements */

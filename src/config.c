@@ -16,6 +16,7 @@
 #include "store.h"
 #include "ytree.h"
 
+#include <sys/un.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -109,7 +110,7 @@ cfg_store(struct cfgctx *c, struct config *cf, const struct ynode *n)
 static const char *const top_keys[] = { "listen", "data_dir", "automations", "public_url",
 	"limits", "sandbox", "agents", "orgs", "retention", "git", "schedules", "reports",
 	"secrets", "egress", "log", "store", "store_notify", "store_prepare", "nodes", "mcp", "trusted_proxies",
-	"trusted_proxy_header", "metrics", "user", NULL };
+	"trusted_proxy_header", "metrics", "user", "helper_socket", NULL };
 static const char *const metrics_keys[] = { "listen", NULL };
 static const char *const limits_keys[] = { "body", "unsigned_body", "header", "headers",
 	"idle", "buffered", "request", "runs", "queue", "drain",
@@ -1265,6 +1266,13 @@ config_load(const char *path, int flags, struct yerrs *errs)
 			cfg_str(&c, n, "data_dir", &cf->data_dir);
 		else if (strcmp(k, "user") == 0)
 			cfg_str(&c, n, "user", &cf->user);
+		else if (strcmp(k, "helper_socket") == 0) {
+			cfg_str(&c, n, "helper_socket", &cf->helper_socket);
+			if (cf->helper_socket != NULL && (cf->helper_socket[0] != '/' ||
+			    strlen(cf->helper_socket) >= sizeof(((struct sockaddr_un *)0)->sun_path)))
+				cfg_error(&c, n, "\"helper_socket\" must be an absolute path "
+				    "of at most %zu bytes", sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+		}
 		else if (strcmp(k, "store") == 0)
 			cfg_store(&c, cf, n);
 		else if (strcmp(k, "store_notify") == 0) {
@@ -1442,6 +1450,7 @@ config_free(struct config *cf)
 	free(cf->dir);
 	free(cf->data_dir);
 	free(cf->user);
+	free(cf->helper_socket);
 	free(cf->store_url);
 	free(cf->automations_dir);
 	free(cf->public_url);

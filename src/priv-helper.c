@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "archive.h"
 #include "conf.h"
+#include "notify.h"
 #include "priv.h"
 #include "proc.h"
 #include "sandbox.h"
@@ -11,6 +12,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <ctype.h>
 #include <dirent.h>
@@ -1133,28 +1135,124 @@ priv_helper_reap(struct priv_helper *h, int sock)
 	}
 }
 
-/* The helper's life: a request at a time, reaping between; the engine gone, its children go. */
-static void __attribute__((noreturn))
-priv_helper_main(struct priv_helper *h, int sock)
+/* A spawn's SPUR_ENGINE= entry: what to sweep for when an engine it did not fork is gone. */
+static void
+priv_helper_learn(const struct priv_msg *req)
 {
-	struct pollfd	 pfd[2];
+	char *const	*v;
+
+	if (req->hdr.type != PRIV_SPAWN)
+		return;
+	for (v = req->u.spawn.env; v != NULL && *v != NULL; v++) {
+		if (strncmp(*v, "SPUR_ENGINE=", 12) == 0)
+			sandbox_reaper_learn(*v);
+	}
+}
+
+/* One request read, checked, done and answered; 0 when the engine is gone. */
+static int
+priv_helper_serve_one(struct priv_helper *h, int sock)
+{
 	struct priv_msg	 req, ans;
-	sigset_t	 set;
-	char		*cause;
+	char		*cause = NULL;
 	uint32_t	 i;
-	int		 sfd;
+
+	if (priv_recv(sock, &req, &cause) <= 0) {
+		/* End of file: the engine is gone. Anything else: it cannot be trusted on. */
+		if (strcmp(cause, "end of file") != 0)
+			log_error("event=priv.refused reason=%s consequence=\"the engine's "
+			    "connection ends\"", log_q(cause));
+		free(cause);
+		return 0;
+	}
+	priv_helper_learn(&req);
+	priv_helper_handle(h, &req, &ans);
+	for (i = 0; i < req.hdr.nfds; i++)
+		close(req.fds[i]);
+	priv_msg_clear(&req);
+	(void)priv_send(sock, &ans);
+	for (i = 0; i < ans.hdr.nfds; i++)
+		close(ans.fds[i]);
+	priv_msg_clear(&ans);
+	/* Reap what ended meanwhile only after the answer: its EXIT must come after it. */
+	priv_helper_reap(h, sock);
+	return 1;
+}
+
+/*
+ * A connection to spur helper's socket: the engine's uid's (SO_PEERCRED), and
+ * only while no engine is connected; -1 when refused (logged).
+ */
+static int
+priv_helper_accept(struct priv_helper *h, int lfd, int busy)
+{
+	struct ucred	 cred = { .pid = -1, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+	struct priv_msg	 hello;
+	socklen_t	 len = sizeof cred;
+	const char	*why = NULL;
+	int		 fd;
+
+	if ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) == -1)
+		return -1;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+		why = "no peer credentials";
+	else if (cred.uid != h->engine_uid)
+		why = "the peer is not the engine's user";
+	else if (busy)
+		why = "an engine is connected already";
+	if (why != NULL) {
+		log_error("event=priv.refused reason=%s peer_uid=%ld peer_pid=%ld",
+		    log_q(why), (long)cred.uid, (long)cred.pid);
+		close(fd);
+		return -1;
+	}
+	log_info("event=priv.connected peer_uid=%ld peer_pid=%ld", (long)cred.uid,
+	    (long)cred.pid);
+	/* The greeting: the engine knows it was taken, not closed on. */
+	memset(&hello, 0, sizeof hello);
+	hello.hdr.type = PRIV_OK;
+	if (priv_send(fd, &hello) != 1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The engine gone: its children and what its sandboxes left go. */
+static void
+priv_helper_gone(struct priv_helper *h)
+{
+	for (size_t k = 0; k < h->nchildren; k++)
+		kill(-h->children[k].pid, SIGKILL);
+	h->nchildren = 0;
+	sandbox_reaper_sweep(h->conf);
+}
+
+/*
+ * The helper's life: a request at a time, reaping between. Forked (lfd -1):
+ * its one engine on sock; gone, the helper ends. Listening (spur helper):
+ * engines one at a time from lfd, each one's children going with it.
+ */
+static void
+priv_helper_loop(struct priv_helper *h, int sock, int lfd)
+{
+	struct pollfd	 pfd[3];
+	sigset_t	 set;
+	int		 sfd, fd;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	if ((sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) == -1)
 		fatal("priv: signalfd: %s", strerror(errno));
-	pfd[0].fd = sock;
-	pfd[0].events = POLLIN;
 	pfd[1].fd = sfd;
 	pfd[1].events = POLLIN;
+	pfd[2].fd = lfd;
+	pfd[2].events = POLLIN;
 	for (;;) {
-		if (poll(pfd, 2, -1) == -1) {
+		pfd[0].fd = sock;
+		pfd[0].events = POLLIN;
+		if (poll(pfd, lfd != -1 ? 3 : 2, -1) == -1) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -1166,31 +1264,27 @@ priv_helper_main(struct priv_helper *h, int sock)
 				;
 			priv_helper_reap(h, sock);
 		}
-		if (pfd[0].revents == 0)
-			continue;
-		cause = NULL;
-		if (priv_recv(sock, &req, &cause) <= 0) {
-			/* End of file: the engine is gone. Anything else: it cannot be trusted on. */
-			if (strcmp(cause, "end of file") != 0)
-				log_error("event=priv.refused reason=%s consequence=\"helper "
-				    "stops\"", log_q(cause));
-			free(cause);
-			break;
+		/* The engine's end first: one restarting is not refused for the old one. */
+		if (sock != -1 && pfd[0].revents != 0 && !priv_helper_serve_one(h, sock)) {
+			priv_helper_gone(h);
+			if (lfd == -1)
+				break;
+			log_info("event=priv.disconnected");
+			close(sock);
+			sock = -1;
+			sandbox_reaper_learn(NULL);
 		}
-		priv_helper_handle(h, &req, &ans);
-		for (i = 0; i < req.hdr.nfds; i++)
-			close(req.fds[i]);
-		priv_msg_clear(&req);
-		(void)priv_send(sock, &ans);
-		for (i = 0; i < ans.hdr.nfds; i++)
-			close(ans.fds[i]);
-		priv_msg_clear(&ans);
-		/* Reap what ended meanwhile only after the answer: its EXIT must come after it. */
-		priv_helper_reap(h, sock);
+		if (lfd != -1 && pfd[2].revents != 0 &&
+		    (fd = priv_helper_accept(h, lfd, sock != -1)) != -1)
+			sock = fd;
 	}
-	for (size_t k = 0; k < h->nchildren; k++)
-		kill(-h->children[k].pid, SIGKILL);
-	sandbox_reaper_sweep(h->conf);
+	close(sfd);
+}
+
+static void __attribute__((noreturn))
+priv_helper_main(struct priv_helper *h, int sock)
+{
+	priv_helper_loop(h, sock, -1);
 	_exit(0);
 }
 
@@ -1260,6 +1354,85 @@ priv_helper_start(const struct config *cf, uid_t engine_uid, gid_t engine_gid,
 	close(sv[1]);
 	priv_helper_free(h);
 	return sv[0];
+}
+
+/*
+ * spur helper's socket: made afresh at path, root's and the engine's group's
+ * (0660), so that the engine's user alone reaches it (SO_PEERCRED checks uid).
+ */
+static int
+priv_helper_socket(const char *path, gid_t gid, char **cause)
+{
+	struct sockaddr_un	 sun;
+	mode_t			 old;
+	int			 fd;
+
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof sun.sun_path) {
+		*cause = xprintf("%s: too long for a socket", path);
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path));
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+		*cause = xprintf("socket: %s", strerror(errno));
+		return -1;
+	}
+	(void)unlink(path);
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof sun) != 0 ||
+	    chown(path, 0, gid) != 0 || chmod(path, 0660) != 0 || listen(fd, 4) != 0) {
+		*cause = xprintf("%s: %s", path, strerror(errno));
+		umask(old);
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	return fd;
+}
+
+int
+priv_helper_listen(const struct config *cf, char **cause)
+{
+	struct priv_helper	*h;
+	struct passwd		*pw;
+	uid_t			 uid;
+	gid_t			 gid;
+	int			 lfd;
+
+	if (cf->helper_socket == NULL || cf->user == NULL) {
+		*cause = xstrdup("helper_socket: and user: must be set");
+		return -1;
+	}
+	if ((pw = getpwnam(cf->user)) == NULL || pw->pw_uid == 0) {
+		*cause = xprintf("user: %s %s", cf->user, pw == NULL ? "does not exist" :
+		    "is root");
+		return -1;
+	}
+	uid = pw->pw_uid;	/* pw is getpwnam's, which the helper's create calls again */
+	gid = pw->pw_gid;
+	if ((h = priv_helper_create(cf, uid, gid, cause)) == NULL)
+		return -1;
+	if ((lfd = priv_helper_socket(cf->helper_socket, gid, cause)) == -1) {
+		priv_helper_free(h);
+		return -1;
+	}
+	/* It holds no secret: of the config, only what the sweep needs; no environment. */
+	h->conf = priv_helper_conf(cf);
+	for (char **v = environ; v != NULL && *v != NULL; v++)
+		explicit_bzero(*v, strlen(*v));
+	clearenv();
+	signal(SIGPIPE, SIG_IGN);
+	prctl(PR_SET_NAME, "spur-priv");
+	log_info("event=priv.listening socket=%s engine_uid=%ld", log_q(cf->helper_socket),
+	    (long)uid);
+	/* Type=notify: spur.service (After= it) starts once the socket is there. */
+	notify_send("READY=1\nSTATUS=listening on %s", cf->helper_socket);
+	priv_helper_loop(h, -1, lfd);
+	close(lfd);
+	config_free((struct config *)h->conf);
+	priv_helper_free(h);
+	return 0;
 }
 
 /* With its root-owned parts below fd (closed here) the user's; a link is itself only. */

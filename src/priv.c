@@ -4,6 +4,7 @@
 
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/uio.h>
 #include <errno.h>
 #include <pthread.h>
@@ -538,6 +539,46 @@ priv_client_set(int fd, const char *data_dir)
 	priv_areas[PRIV_AREA_SESSIONS] = xprintf("%s/sessions/", data_dir);
 	priv_areas[PRIV_AREA_RUNS] = xprintf("%s/runs/", data_dir);
 	priv_areas[PRIV_AREA_CACHE] = xprintf("%s/cache/", data_dir);
+}
+
+int
+priv_client_connect(const char *path, char **cause)
+{
+	struct sockaddr_un	 sun;
+	struct priv_msg		 hello;
+	int			 fd, rc;
+
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof sun.sun_path) {
+		*cause = xprintf("%s: too long for a socket", path);
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path));
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0) {
+		*cause = xprintf("%s: %s", path, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	/* Taken, the helper greets (OK, no request); refused, it closes. */
+	if ((rc = priv_recv(fd, &hello, cause)) <= 0 || hello.hdr.type != PRIV_OK ||
+	    hello.hdr.id != 0 || hello.hdr.nfds != 0) {
+		if (rc > 0) {
+			for (uint32_t i = 0; i < hello.hdr.nfds; i++)
+				close(hello.fds[i]);
+			priv_msg_clear(&hello);
+			*cause = xstrdup("not a greeting");
+		} else if (rc == 0) {
+			free(*cause);
+			*cause = xstrdup("the helper refused this connection (its log says why)");
+		}
+		close(fd);
+		return -1;
+	}
+	priv_msg_clear(&hello);
+	return fd;
 }
 
 const char *

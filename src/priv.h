@@ -221,6 +221,16 @@ int		 priv_helper_start(const struct config *, uid_t engine_uid,
 		     gid_t engine_gid, char **cause);
 
 /*
+ * spur helper: the helper alone (as its own systemd unit), for the engine of
+ * cf's user: on cf's helper_socket: (SO_PEERCRED: that uid only, one engine at
+ * a time; its children go when it disconnects). Returns when it cannot serve
+ * (-1 and cause); else serves until killed.
+ */
+int		 priv_helper_listen(const struct config *, char **cause);
+/* The engine's end of a helper_socket:, -1 and cause. */
+int		 priv_client_connect(const char *path, char **cause);
+
+/*
  * Before the engine drops to uid: data_dir and what in it is root's become
  * uid's, but the root filesystems (envs/) and what sandboxes wrote (inside a
  * session's directories, the caches), which are not walked.

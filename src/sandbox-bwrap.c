@@ -1057,6 +1057,17 @@ sandbox_reaper_mark(void)
 }
 
 void
+sandbox_reaper_learn(const char *entry)
+{
+	if (entry == NULL) {
+		free(sandbox_engine_mark);
+		sandbox_engine_mark = NULL;
+	} else if (sandbox_engine_mark == NULL && strncmp(entry, "SPUR_ENGINE=", 12) == 0 &&
+	    strlen(entry) == 12 + 16 && strspn(entry + 12, "0123456789abcdef") == 16)
+		sandbox_engine_mark = xstrdup(entry);
+}
+
+void
 sandbox_reaper_sweep(const struct config *cf)
 {
 	char	*entries[2];

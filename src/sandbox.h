@@ -131,6 +131,11 @@ int		 sandbox_ns_signal(pid_t init, int sig);
 void		 sandbox_reaper_sweep(const struct config *);
 /* The mark every sandbox of this engine carries (SPUR_ENGINE=id); set once. */
 void		 sandbox_reaper_mark(void);
+/*
+ * A helper serving an engine it did not fork (spur helper) learns the mark
+ * from the engine's first sandbox (its SPUR_ENGINE= entry); NULL forgets it.
+ */
+void		 sandbox_reaper_learn(const char *entry);
 
 /* Where a child still root stages the host directories it binds (proc_stage). */
 #define SANDBOX_STAGE	"/mnt"

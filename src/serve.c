@@ -422,6 +422,11 @@ serve_priv_start(struct engine *e)
 
 	if (e->conf->sandbox.backend != SANDBOX_BWRAP)
 		return 0;
+	if (e->conf->helper_socket != NULL) {
+		/* spur helper's (its unit's): it sweeps when this engine is gone. */
+		sandbox_reaper_mark();
+		return 0;
+	}
 	if (geteuid() == 0) {
 		sandbox_reaper_mark();
 		if ((fd = priv_helper_start(e->conf, geteuid(), getegid(), &cause)) != -1) {
@@ -437,6 +442,33 @@ serve_priv_start(struct engine *e)
 		log_warn("event=sandbox.reaper_failed error=%s", log_q(cause));
 		free(cause);
 	}
+	return 0;
+}
+
+/*
+ * With helper_socket: (and bwrap), the engine reaches spur helper there, once
+ * it is its user (the helper takes that uid alone): children that run as a
+ * session's uid start through it, and the files it cannot read it opens.
+ * -1: do not start (no helper there, or it refused).
+ */
+static int
+serve_helper_connect(struct engine *e)
+{
+	char	*cause = NULL;
+	int	 fd;
+
+	if (e->conf->helper_socket == NULL || e->conf->sandbox.backend != SANDBOX_BWRAP)
+		return 0;
+	if ((fd = priv_client_connect(e->conf->helper_socket, &cause)) == -1) {
+		log_error("event=serve.refused reason=\"no root helper at helper_socket:\" "
+		    "error=%s fix=\"start spur helper (systemctl start spur-helper)\"",
+		    log_q(cause));
+		free(cause);
+		return -1;
+	}
+	priv_client_set(fd, e->conf->data_dir);
+	read_file_set_fallback(priv_open_file);
+	log_info("event=priv.connected socket=%s", log_q(e->conf->helper_socket));
 	return 0;
 }
 
@@ -471,7 +503,8 @@ serve_drop(struct engine *e)
 	}
 	uid = pw->pw_uid;
 	gid = pw->pw_gid;
-	if (e->conf->sandbox.backend == SANDBOX_BWRAP && !priv_client_active()) {
+	if (e->conf->sandbox.backend == SANDBOX_BWRAP && !priv_client_active() &&
+	    e->conf->helper_socket == NULL) {
 		log_error("event=serve.refused reason=\"no root helper: sandboxes could not "
 		    "start as their session's uid\" user=%s", log_q(e->conf->user));
 		return -1;
@@ -495,39 +528,76 @@ serve_drop(struct engine *e)
 	return 0;
 }
 
-int
-cmd_serve(const struct cmd *c, int argc, char **argv)
+/* serve's and helper's options: -c FILE, -v. -1 (usage shown) when wrong. */
+static int
+serve_opts(const struct cmd *c, int argc, char **argv, const char **path)
 {
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct engine	 e;
-	struct event	*sigterm, *sigint, *sighup, *prune;
-	struct timeval	 tv = { SERVE_PRUNE_SECS, 0 };
-	struct yerrs	 errs;
-	const char	*path = NULL;
-	char		*cause = NULL;
-	int		 ch, rc = EXIT_FAILED, lockfd = -1, loaded;
+	int	ch;
 
 	while ((ch = getopt_long(argc, argv, "c:v", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
-			path = optarg;
+			*path = optarg;
 			break;
 		case 'v':
 			log_set_level(LOG_DEBUG);
 			break;
 		default:
 			cmd_usage(c, 1);
-			return EXIT_USAGE;
+			return -1;
 		}
 	}
 	if (optind != argc) {
 		cmd_usage(c, 1);
-		return EXIT_USAGE;
+		return -1;
 	}
+	return 0;
+}
+
+int
+cmd_helper(const struct cmd *c, int argc, char **argv)
+{
+	struct config	*conf;
+	const char	*path = NULL;
+	char		*cause = NULL;
+
+	if (serve_opts(c, argc, argv, &path) != 0)
+		return EXIT_USAGE;
+	/* Its secrets stay references: the helper reads none. */
+	if (cmd_load(path != NULL ? path : config_default_path(), CONFIG_UNRESOLVED,
+	    &conf, NULL) != 0)
+		return EXIT_FAILED;
+	log_set_json(conf->log_json);
+	notify_open();
+	if (geteuid() != 0 || priv_helper_listen(conf, &cause) != 0) {
+		log_error("event=priv.refused reason=%s consequence=\"not started\"",
+		    log_q(cause != NULL ? cause : "spur helper must start as root"));
+		free(cause);
+		config_free(conf);
+		return EXIT_FAILED;
+	}
+	config_free(conf);
+	return EXIT_OK;
+}
+
+int
+cmd_serve(const struct cmd *c, int argc, char **argv)
+{
+	struct engine	 e;
+	struct event	*sigterm, *sigint, *sighup, *prune;
+	struct timeval	 tv = { SERVE_PRUNE_SECS, 0 };
+	struct yerrs	 errs;
+	const char	*path = NULL;
+	char		*cause = NULL;
+	int		 rc = EXIT_FAILED, lockfd = -1, loaded;
+
+	if (serve_opts(c, argc, argv, &path) != 0)
+		return EXIT_USAGE;
 	memset(&e, 0, sizeof e);
 	pthread_mutex_init(&e.conf_mu, NULL);
 	e.config_path = xstrdup(path != NULL ? path : config_default_path());
@@ -556,7 +626,8 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 		    log_q(cause));
 		goto out;
 	}
-	if (serve_priv_start(&e) != 0 || serve_drop(&e) != 0)
+	if (serve_priv_start(&e) != 0 || serve_drop(&e) != 0 ||
+	    serve_helper_connect(&e) != 0)
 		goto out;
 	store_set_prepare(e.conf->store_prepare);
 	if ((e.store = store_open_url(e.conf->store_url, e.conf->data_dir, 0,

@@ -21,6 +21,12 @@ static const struct cmd cmds[] = {
 	  "config and automations (an invalid set is refused and the old one kept);\n"
 	  "SIGTERM or SIGINT stops accepting, finishes in-flight requests and exits 0.",
 	  cmd_serve },
+	{ "helper", "[-v] [-c FILE]",
+	  "Runs the root helper alone (as root: the spur-helper unit), on the\n"
+	  "config's helper_socket: for the engine of its user: (spur serve with the\n"
+	  "same helper_socket:, as that user), which it checks by SO_PEERCRED; one\n"
+	  "engine at a time, whose sandboxes and git children it starts.",
+	  cmd_helper },
 	{ "reload", "[-c FILE] [--timeout DURATION]",
 	  "Reloads the running engine's config and automations, and says whether it\n"
 	  "took them: checks the config as the engine will load it (a refused one is\n"

@@ -69,7 +69,7 @@ paths = [line.split()[5] for line in listing.splitlines() if len(line.split()) >
 for p in ("./usr/bin/spur", "./usr/libexec/spur/spur-forward", "./usr/share/man/man1/spur.1.gz", "./usr/share/man/man5/spur.yaml.5.gz",
           "./usr/share/man/man5/spur-automation.5.gz", "./etc/spur/spur.yaml",
           "./etc/spur/automations/fix-on-comment.yaml.example", "./lib/systemd/system/spur.service",
-          "./var/lib/spur/", "./usr/share/spur/github-app-manifest.json",
+          "./lib/systemd/system/spur-helper.service", "./var/lib/spur/", "./usr/share/spur/github-app-manifest.json",
           "./usr/share/spur/slack-app-manifest.yaml", "./usr/share/spur/prometheus/spur-alerts.yml",
           "./usr/share/spur/grafana/spur-dashboard.json"):
     t.ok(p in paths, "the package holds " + p)
@@ -90,6 +90,9 @@ t.ok("deb-systemd-invoke stop 'spur.service'" in scripts["prerm"] and
 t.ok("deb-systemd-helper enable 'spur.service'" not in scripts["postinst"].split("was-enabled")[0] and
      "was-enabled 'spur.service'" in scripts["postinst"],
      "and it is not enabled by the package: an admin enables it once it is configured")
+t.ok("spur-helper" not in scripts["postinst"] + scripts["prerm"],
+     "the helper's unit has no script action of its own: spur.service starts (Requires=) and stops (PartOf=) it",
+     scripts)
 depends = subprocess.run(["dpkg-deb", "-f", deb, "Depends"], capture_output=True, text=True).stdout
 t.ok("bubblewrap" in depends and "libevent" in depends and "libsqlite3" in depends,
      "it depends on bubblewrap and its libraries", depends)

@@ -35,6 +35,11 @@ ALLOWED = {
     ("priv-helper.c", "realpath"): "the config file, its file: secrets and automations directory "
                                    "(the operator's), at the helper's start and to match OPEN_FILE's "
                                    "path against them; a sandbox writes none of them",
+    ("priv-helper.c", "unlink"): "spur helper's own socket at helper_socket: (the operator's path, "
+                                 "/run/spur-helper), before it binds it; no sandbox sees it",
+    ("priv-helper.c", "chown"): "that socket, just bound (a socket's mode and owner are its name's: "
+                                "fchown on the descriptor does not reach them)",
+    ("priv-helper.c", "chmod"): "that socket, just bound (0660)",
     ("plog.c", "opendir"): "data_dir/payloads (root's; no sandbox sees it)",
     ("metrics.c", "opendir"): "/proc/self/fd, for process_open_fds",
     ("proxy.c", "unlink"): "the proxy's socket in data_dir/runs/RUN/net (root's), when it is freed",

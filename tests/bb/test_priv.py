@@ -167,6 +167,133 @@ def as_reader(s, *args):
     return p.returncode, p.stdout, p.stderr
 
 
+def readable_by_spur(s):
+    """The config and automations readable by all, data_dir made 0750 spur:spur beforehand."""
+    os.chmod(s.dir, 0o711)
+    for d, _, files in os.walk(s.auto_dir):
+        os.chmod(d, 0o755)
+        for f in files:
+            os.chmod(os.path.join(d, f), 0o644)
+    os.chmod(s.config, 0o644)
+    os.makedirs(s.data_dir)
+    os.chown(s.data_dir, spur_pw.pw_uid, spur_pw.pw_gid)
+    os.chmod(s.data_dir, 0o750)
+
+
+def as_uid(pw):
+    """preexec_fn: the child becomes pw's user (its group alone, or spur's too for spur-reader)."""
+    def drop():
+        os.setgroups([spur_pw.pw_gid])
+        os.setresgid(pw.pw_gid, pw.pw_gid, pw.pw_gid)
+        os.setresuid(pw.pw_uid, pw.pw_uid, pw.pw_uid)
+    return drop
+
+
+# A client of spur helper's socket, as another process: the greeting, then one request, the
+# answer's type and body printed (priv.h's wire form: a header of four u32, a typed body).
+RAW_CLIENT = r"""
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+def recv():
+    h = b""
+    while len(h) < 16:
+        c = s.recv(16 - len(h))
+        if not c:
+            return None, b""
+        h += c
+    typ, _, n, _ = struct.unpack("=IIII", h)
+    b = b""
+    while len(b) < n:
+        b += s.recv(n - len(b))
+    return typ, b
+print("greeting", recv()[0], flush=True)
+if len(sys.argv) > 2:
+    sess, uid = sys.argv[2].encode(), int(sys.argv[3])
+    body = struct.pack("=II", 0, len(sess)) + sess + struct.pack("=IIII", 0, uid, uid, 0)
+    s.sendall(struct.pack("=IIII", 1, 7, len(body), 0) + body)   # PRIV_PREPARE_DIR, id 7
+    typ, b = recv()
+    print("answer", typ, b[8:].decode("utf-8", "replace") if b else "", flush=True)
+"""
+
+
+def deliver_pr(s, number):
+    """/pr on issue number: the run, its end state and its proof."""
+    b = json.dumps(github_comment("/pr please", number=number, pr=False, comment_id=550 + number)).encode()
+    st, _, a = s.post_json(HOOK, b, github_headers(b))
+    run = a["runs"][0] if st == 200 and a.get("runs") else None
+    done = dict(s.wait_run(run)) if run else {}
+    proof = s.query("SELECT proof FROM runs WHERE id = ?", run)[0]["proof"] if run else None
+    return run, done, proof
+
+
+def split_units(fake):
+    """The two units of contrib/: spur helper as root on helper_socket:, spur serve as spur
+    from the start (no capability, no root), reaching it there; a pull request delivered."""
+    with Spur(config_extra="user: %s\npublic_url: http://spur.example:8080/\nhelper_socket: %s\n" % (
+            USER, "./helper.sock"), orgs=fake.orgs(), automations={"pr.yaml": PR}) as s:
+        sock = os.path.join(s.dir, "helper.sock")
+        with open(s.config) as f:
+            text = f.read()
+        with open(s.config, "w") as f:
+            f.write(text.replace("./helper.sock", sock))
+        # What the unit's StateDirectory= makes: data_dir, the engine user's.
+        readable_by_spur(s)
+        hlog = open(os.path.join(s.dir, "helper.log"), "wb")
+        helper = subprocess.Popen([s.binary, "helper", "-c", s.config], stdout=hlog, stderr=hlog,
+                                  env=s.env, cwd=s.dir)
+        hlogs = lambda: open(os.path.join(s.dir, "helper.log"), errors="replace").read()
+        deadline = time.time() + 30
+        while not os.path.exists(sock) and helper.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        try:
+            st = os.stat(sock)
+            t.ok(st.st_uid == 0 and st.st_gid == spur_pw.pw_gid and (st.st_mode & 0o777) == 0o660,
+                 "spur helper listens on helper_socket:, root:spur 0660", (oct(st.st_mode), st.st_gid))
+            henv = open("/proc/%d/environ" % helper.pid, "rb").read()
+            t.ok(b"T_GH_SECRET" not in henv, "spur helper keeps no environment (no env: secret)", henv[:200])
+
+            def raw(pw, *args):
+                # The system's python: the test's own may live where spur's users cannot reach.
+                p = subprocess.run(["/usr/bin/python3", "-c", RAW_CLIENT, sock] + list(args), capture_output=True,
+                                   text=True, preexec_fn=as_uid(pw), timeout=30)
+                return p.stdout + p.stderr
+            out = raw(reader)
+            t.ok("greeting None" in out and "event=priv.refused reason=\"the peer is not the engine's user\" "
+                 "peer_uid=%d" % reader.pw_uid in hlogs(),
+                 "a connection from another uid of the spur group is refused (SO_PEERCRED), and logged",
+                 (out, hlogs()[-1500:]))
+            out = raw(spur_pw, "../../etc", str(UIDS[0]))
+            t.ok("greeting 64" in out and "answer 65" in out and "not a session id" in out and
+                 "event=priv.refused request=PREPARE_DIR" in hlogs(),
+                 "the engine's uid is greeted, and a directory outside sessions/ is refused", (out, hlogs()[-1500:]))
+            out = raw(spur_pw, "s1", "0")
+            t.ok("answer 65" in out and not os.path.exists(os.path.join(s.data_dir, "sessions", "s1")),
+                 "and a directory for uid 0 (outside sandbox.uids)", (out, hlogs()[-1500:]))
+            s.start(preexec=as_uid(spur_pw))
+            ids = status_ids("/proc/%d/status" % s.proc.pid)
+            t.ok(ids["Uid"] == [str(spur_pw.pw_uid)] * 4 and not children(s.proc.pid) and
+                 "event=priv.connected" in s.logs(),
+                 "spur serve as spur from the start, no helper of its own, connected", (ids, s.logs()[-1500:]))
+            run, done, proof = deliver_pr(s, 6)
+            t.ok(done.get("state") == "completed" and "/pull/" in (proof or ""),
+                 "a pull request delivered through spur helper's socket (its sandbox and git children)",
+                 (done.get("state"), done.get("reason"), s.logs()[-1500:], hlogs()[-1500:]))
+            out = raw(spur_pw)
+            t.ok("greeting None" in out and "an engine is connected already" in hlogs(),
+                 "one engine at a time: a second connection is refused while it is connected", out)
+            rc = s.stop()
+            deadline = time.time() + 15
+            while "event=priv.disconnected" not in hlogs() and time.time() < deadline:
+                time.sleep(0.1)
+            t.ok(rc == 0 and helper.poll() is None and "event=priv.disconnected" in hlogs(),
+                 "the engine stops; spur helper outlives it, waiting for the next", (rc, hlogs()[-800:]))
+        finally:
+            helper.terminate()
+            helper.wait(30)
+            hlog.close()
+
+
 # A pull request delivered with the engine as spur: every git child (clone, commit, the change's
 # diff, push) is a SPAWN the helper checks against what repo.c runs.
 gitroot = tempdir("spur-priv-git-")
@@ -181,11 +308,7 @@ try:
               automations={"pr.yaml": PR}) as s:
         os.chmod(s.dir, 0o711)
         s.start()
-        b = json.dumps(github_comment("/pr please", number=5, pr=False, comment_id=555)).encode()
-        st, _, a = s.post_json(HOOK, b, github_headers(b))
-        run = a["runs"][0] if st == 200 and a.get("runs") else None
-        done = dict(s.wait_run(run)) if run else {}
-        proof = s.query("SELECT proof FROM runs WHERE id = ?", run)[0]["proof"] if run else None
+        run, done, proof = deliver_pr(s, 5)
         t.ok(done.get("state") == "completed" and "/pull/" in (proof or ""),
              "user: spur: a pull request delivered, every git child through the helper's checks",
              (done.get("state"), done.get("reason"), s.logs()[-1500:]))
@@ -193,19 +316,12 @@ try:
              "the branch pushed with the change")
         t.ok("event=priv.refused" not in s.logs() and "event=repo.change run=%s" % run in s.logs(),
              "no request refused, the change kept", s.logs()[-1500:])
+    split_units(fake)
 finally:
     fake.close()
 
 with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO}) as s:
-    os.chmod(s.dir, 0o711)
-    for d, _, files in os.walk(s.auto_dir):
-        os.chmod(d, 0o755)
-        for f in files:
-            os.chmod(os.path.join(d, f), 0o644)
-    os.chmod(s.config, 0o644)
-    os.makedirs(s.data_dir)
-    os.chown(s.data_dir, spur_pw.pw_uid, spur_pw.pw_gid)
-    os.chmod(s.data_dir, 0o750)
+    readable_by_spur(s)
     s.start()
     b = json.dumps(github_comment("/who", number=21)).encode()
     code, _, answer = s.post_json(HOOK, b, github_headers(b))
