@@ -15,7 +15,7 @@ struct org;
 enum forge_op {
 	FORGE_PR_INFO,		/* a pull request's branches (pr: repo, number) */
 	FORGE_PR_CREATE,	/* open one (repo, title, branch, base, body, draft) */
-	FORGE_PR_FIND,		/* the open one whose head is branch (repo, branch) */
+	FORGE_PR_FIND,		/* the open one whose head is branch (repo, branch, base) */
 	FORGE_PR_REVIEWERS,	/* ask list for reviews (repo, number, list) */
 	FORGE_PR_LABELS,	/* label it with list (repo, number, list) */
 	FORGE_PR_UPDATE,	/* its description anew (repo, number, body) */

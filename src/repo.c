@@ -1047,6 +1047,7 @@ repo_next(struct repo_job *j)
 		memset(&pr, 0, sizeof pr);
 		pr.repo = j->repo;
 		pr.branch = j->branch;
+		pr.base = j->base != NULL ? j->base : "main";
 		repo_api(j, FORGE_PR_FIND, &pr);
 		return;
 	}

@@ -187,6 +187,8 @@ struct source {
 	const char	*person_scope;
 	int		 (*person_ready)(const struct org *);
 	int		 person_teams;
+	/* What a person.external is on this system, in words (NULL: "of another workspace"). */
+	const char	*outsider;
 	/*
 	 * authors as a mapping (an, automation.h's leaf parsers): what of it
 	 * lets no one in on this system; alone: the automation's only system.
