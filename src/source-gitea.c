@@ -544,7 +544,7 @@ gitea_pr_ref(long long number)
 	return xprintf("refs/pull/%lld/head", number);
 }
 
-/* Gitea marks a draft by its title's "WIP:" prefix; the open one of a branch is pulls/BASE/HEAD. */
+/* Gitea marks a draft by its title's "WIP:" prefix; the open one of a branch is in the open list. */
 static void
 gitea_pr_request(enum forge_op op, const struct forge_pr *pr, struct forge_request *r)
 {
@@ -563,8 +563,7 @@ gitea_pr_request(enum forge_op op, const struct forge_pr *pr, struct forge_reque
 		break;
 	case FORGE_PR_FIND:
 		r->method = "GET";
-		r->path = xprintf("/repos/%s/pulls/%s/%s", pr->repo,
-		    pr->base != NULL ? pr->base : "main", pr->branch);
+		r->path = xprintf("/repos/%s/pulls?state=open&limit=50", pr->repo);
 		break;
 	case FORGE_PR_REVIEWERS:
 		r->path = xprintf("/repos/%s/pulls/%lld/requested_reviewers", pr->repo,
@@ -594,9 +593,30 @@ gitea_str(const json_t *j, const char *path)
 	return s != NULL ? xstrdup(s) : NULL;
 }
 
-static void
-gitea_pr_answer(enum forge_op op, int status, const json_t *pr, struct forge_answer *a)
+/* The open pull request of the list whose head is branch, in repo itself. */
+static const json_t *
+gitea_pr_of(const json_t *list, const char *repo, const char *branch)
 {
+	const json_t	*pr;
+	const char	*ref, *head_repo;
+	size_t		 i;
+
+	json_array_foreach(list, i, pr) {
+		ref = json_path_str(pr, "head.ref");
+		head_repo = json_path_str(pr, "head.repo.full_name");
+		if (ref != NULL && branch != NULL && strcmp(ref, branch) == 0 &&
+		    head_repo != NULL && strcmp(head_repo, repo) == 0)
+			return pr;
+	}
+	return NULL;
+}
+
+static void
+gitea_pr_answer(enum forge_op op, const struct forge_pr *asked, int status, const json_t *res,
+    struct forge_answer *a)
+{
+	const json_t	*pr = res;
+
 	switch (op) {
 	case FORGE_PR_INFO:
 		a->ok = status == 200;
@@ -609,9 +629,8 @@ gitea_pr_answer(enum forge_op op, int status, const json_t *pr, struct forge_ans
 		a->ok = status == 201 ? 1 : status == 409 ? -1 : 0;
 		break;
 	case FORGE_PR_FIND:
-		a->ok = status == 200 && json_path_str(pr, "html_url") != NULL &&
-		    json_is_true(json_object_get(pr, "merged")) == 0 &&
-		    strcmp(json_path_str(pr, "state") ?: "open", "open") == 0;
+		pr = status == 200 ? gitea_pr_of(res, asked->repo, asked->branch) : NULL;
+		a->ok = json_path_str(pr, "html_url") != NULL;
 		a->body = gitea_str(pr, "body");
 		break;
 	default:
