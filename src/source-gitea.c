@@ -558,7 +558,7 @@ gitea_pr_request(enum forge_op op, const struct forge_pr *pr, struct forge_reque
 		break;
 	case FORGE_PR_CREATE:
 		r->path = xprintf("/repos/%s/pulls", pr->repo);
-		body = json_pack("{s:s++,s:s,s:s,s:s}", "title", pr->draft ? "WIP: " : "",
+		body = json_pack("{s:s+,s:s,s:s,s:s}", "title", pr->draft ? "WIP: " : "",
 		    pr->title, "head", pr->branch, "base", pr->base, "body", pr->body);
 		break;
 	case FORGE_PR_FIND:
