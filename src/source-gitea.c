@@ -56,8 +56,9 @@ static void	 gitea_cred_cancel(struct source_cred *);
 static const struct report_backend gitea_report;
 static const struct forge gitea_forge;
 
+/* No labels: Gitea's label_updated says the labels, not the one added (where: can). */
 static const char *const gitea_trigger_keys[] = {
-	"events", "repositories", "text", "where", "labels", NULL
+	"events", "repositories", "text", "where", NULL
 };
 
 const struct source source_gitea = {
