@@ -125,6 +125,22 @@ with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO},
     s.wait_run(a["runs"][0])
     s.wait_reports_done()
 
+    # --- killed after Gitea stored the status comment, before its answer: found, not reposted
+    fake.before_answer(r"POST /api/v1/repos/acme/api/issues/9/comments", lambda: s.proc.kill())
+    st, _, a = post(s, comment("/fix after a crash", 9), "d-7")
+    t.ok(wait(lambda: fake.comments.get("acme/api#9")) and s.proc.wait(20) is not None,
+         "the engine died after Gitea stored the status comment", a)
+    s.kill9()
+    s.start()
+    run9 = a["runs"][0]
+    s.wait_run(run9)
+    s.wait_reports_done(run=run9)
+    ours = [c for c in fake.comments.get("acme/api#9", []) if run9 in c["body"]]
+    looks = fake.api("GET", "/repos/acme/api/issues/9/comments?since=")
+    t.ok(len(ours) == 1 and looks, "at restart the comment is found in the issue (since=), not posted twice",
+         (ours, looks))
+    t.ok(ours and "queued" not in ours[0]["body"].split("\n")[1], "and edited on to the run's end", ours)
+
     bad = [(x["method"], x["path"], x["invalid"]) for x in fake.requests if x["invalid"]]
     t.eq(bad, [], "every API request spur sent is one of Gitea's swagger document, as it describes")
     auths = set(x["headers"].get("authorization", "")[:6] for x in fake.api())
