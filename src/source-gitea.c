@@ -7,6 +7,7 @@
 #include "spur.h"
 #include "aload.h"
 #include "conf.h"
+#include "doctor.h"
 #include "event.h"
 #include "forge.h"
 #include "httpc.h"
@@ -50,6 +51,7 @@ static json_t	*gitea_report_dest(const char *, const char **);
 static char	*gitea_report_words(const json_t *);
 static int	 gitea_person_ready(const struct org *);
 static void	 gitea_prompt(struct buf *, const json_t *);
+static void	 gitea_doctor(struct doctor *, const struct org *);
 static struct source_cred *gitea_cred(struct engine *, const char *, const char *, long long,
 		     source_cred_cb, void *);
 static void	 gitea_cred_cancel(struct source_cred *);
@@ -83,6 +85,7 @@ const struct source source_gitea = {
 	.person_ready = gitea_person_ready,
 	.outsider = "no collaborator of the repository",
 	.prompt = gitea_prompt,
+	.doctor = gitea_doctor,
 	.event_header = GITEA_EVENT_HEADER,
 	.events_warn = "every Gitea event type (pushes, releases, ...); list the events it is "
 	    "for, e.g. events: [issue_comment.created]",
@@ -876,4 +879,44 @@ gitea_prompt(struct buf *b, const json_t *root)
 		prompt_field_path(b, "fork", root, "meta.head_repo");
 	prompt_field_path(b, "label", root, "meta.label");
 	prompt_field_list(b, "labels", json_path(root, "meta.labels"), NULL);
+}
+
+/* --- spur doctor: the server reachable, the token good (GET /user) ------------------- */
+
+static void
+gitea_doctor(struct doctor *d, const struct org *org)
+{
+	const struct gitea_conf	*g = gitea_conf(org);
+	struct doctor_answer	 a;
+	const char		*h[3];
+	char			*url, *auth, *why;
+
+	if (g == NULL) {
+		doctor_say(d, org->name, "gitea", DOCTOR_SKIP, NULL, "not configured");
+		return;
+	}
+	if (g->token == NULL || g->token->value == NULL) {
+		doctor_say(d, org->name, "gitea.token", DOCTOR_FAIL, "make an access token (Settings, "
+		    "Applications) with repository and issue read and write, and set gitea.token",
+		    "no token: nothing can be cloned, pushed or reported");
+		return;
+	}
+	url = xprintf("%s/user", g->api_url);
+	auth = xprintf("Authorization: token %s", g->token->value);
+	h[0] = auth;
+	h[1] = "Accept: application/json";
+	h[2] = NULL;
+	doctor_http(d, "GET", url, h, NULL, &a);
+	freezero_str(auth);
+	if (a.status != 200 || json_path_str(a.json, "login") == NULL) {
+		why = doctor_why(&a);
+		doctor_say(d, org->name, "gitea.token", DOCTOR_FAIL, a.status == 0 ? "check gitea.url "
+		    "(the server's address, reachable from this host)" : "make a new access token "
+		    "and set gitea.token to it", "%s refused or did not answer (%s)", url, why);
+		free(why);
+	} else
+		doctor_say(d, org->name, "gitea.token", DOCTOR_PASS, NULL, "the token is %s's at %s",
+		    json_path_str(a.json, "login"), g->url);
+	doctor_answer_clear(&a);
+	free(url);
 }

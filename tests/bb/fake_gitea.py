@@ -197,8 +197,10 @@ class FakeGitea:
 
     def route(self, h, op, path, j):
         p, _, query = path.partition("?")
-        seg = p.split("/")          # "", repos, owner, repo, ...
+        seg = p.split("/") + ["", ""]   # "", repos, owner, repo, ...
         repo = "%s/%s" % (seg[2], seg[3])
+        if op == "userGetCurrent":
+            return self.send(h, 200, {"id": 2, "login": "spur-bot", "username": "spur-bot"})
         if op == "repoCheckCollaborator":
             return self.send(h, 204 if seg[5] in self.collaborators.get(repo, ()) else 404)
         if op == "issueCreateComment":

@@ -69,6 +69,9 @@ with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO},
           env={"T_GITEA_TOKEN": TOKEN, "T_GITEA_SECRET": SECRET}) as s:
     rc, out, err = s.c("check")
     t.eq(rc, 0, "spur check accepts orgs.acme.gitea: %s" % err)
+    rc, out, err = s.c("doctor")
+    t.ok("gitea.token" in out and "spur-bot" in out and TOKEN not in out + err,
+         "spur doctor checks the token at GET /user and says whose it is", out + err)
     s.start()
 
     # --- a signed comment on issue #5: a run, a new branch, a new pull request ----------
