@@ -948,6 +948,17 @@ gitea_run(const char *body, const char *event, const char *secret, const char *d
 	free(sig);
 }
 
+/* A fixture of Gitea's, signed and handled: whether it was accepted. */
+static int
+gitea_fixture(const char *file, const char *event, const char *delivery, const char *name)
+{
+	char	*body = fixture(file);
+
+	gitea_run(body, event, GITEA_SECRET, delivery);
+	free(body);
+	return accepted(name);
+}
+
 static void
 test_gitea(void)
 {
@@ -974,33 +985,24 @@ test_gitea(void)
 	refused(SOURCE_UNAUTHORIZED, "missing X-Gitea-Signature", "gitea unsigned");
 	free(body);
 
-	body = fixture("gitea-pull_request_comment.created.json");
-	gitea_run(body, "issue_comment", GITEA_SECRET, "d-3");
-	if (accepted("gitea PR comment")) {
+	if (gitea_fixture("gitea-pull_request_comment.created.json", "issue_comment", "d-3",
+	    "gitea PR comment")) {
 		is_int(meta_bool("is_pull_request"), 1, "gitea PR comment: a pull request");
 		is_str(spur_event_meta_str(res.event, "head_ref"), "feature-x", "gitea PR comment: head");
 		is_str(spur_event_meta_str(res.event, "base_ref"), "main", "gitea PR comment: base");
 		is_int(meta_bool("fork"), 0, "gitea PR comment: not a fork");
 	}
-	free(body);
-
-	body = fixture("gitea-pull_request.synchronized.json");
-	gitea_run(body, "pull_request", GITEA_SECRET, "d-4");
-	if (accepted("gitea pull_request")) {
+	if (gitea_fixture("gitea-pull_request.synchronized.json", "pull_request", "d-4",
+	    "gitea pull_request")) {
 		is_str(res.event->type, "pull_request.synchronized", "gitea PR: type");
 		is_str(res.event->text, "Fix it\n\nb", "gitea PR: title and body");
 		is_int(meta_int("number"), 20, "gitea PR: number");
 	}
-	free(body);
-
-	body = fixture("gitea-issues.label_updated.json");
-	gitea_run(body, "issues", GITEA_SECRET, "d-5");
-	if (accepted("gitea issues")) {
+	if (gitea_fixture("gitea-issues.label_updated.json", "issues", "d-5", "gitea issues")) {
 		is_str(res.event->type, "issues.label_updated", "gitea label: type");
 		is_str(json_string_value(json_array_get(json_object_get(res.event->meta, "labels"), 0)),
 		    "spur", "gitea label: the issue's labels");
 	}
-	free(body);
 	body = source_system("gitea")->event_check("issues.labeled");
 	ok(body != NULL && strstr(body, "label_updated") != NULL,
 	    "gitea: GitHub's action names are refused (label_updated)");
