@@ -48,9 +48,7 @@ static void	 gitea_conf_secrets(const void *, void (*)(void *, const struct secr
 static const char *gitea_conf_api_url(const void *);
 static char	*gitea_event_check(const char *);
 static json_t	*gitea_report_dest(const char *, const char **);
-static char	*gitea_report_words(const json_t *);
 static int	 gitea_person_ready(const struct org *);
-static void	 gitea_prompt(struct buf *, const json_t *);
 static void	 gitea_doctor(struct doctor *, const struct org *);
 static struct source_cred *gitea_cred(struct engine *, const char *, const char *, long long,
 		     source_cred_cb, void *);
@@ -84,13 +82,13 @@ const struct source source_gitea = {
 	.person_scope = "read:repository",
 	.person_ready = gitea_person_ready,
 	.outsider = "no collaborator of the repository",
-	.prompt = gitea_prompt,
+	.prompt = prompt_forge_fields,
 	.doctor = gitea_doctor,
 	.event_header = GITEA_EVENT_HEADER,
 	.events_warn = "every Gitea event type (pushes, releases, ...); list the events it is "
 	    "for, e.g. events: [issue_comment.created]",
 	.url_noun = "the comment",
-	.report_words = gitea_report_words,
+	.report_words = source_issue_words,
 	.cred = gitea_cred,
 	.cred_cancel = gitea_cred_cancel,
 	.forge = &gitea_forge,
@@ -392,10 +390,7 @@ gitea_command_text(const struct spur_event *ev, int *bare)
 /* --- on.gitea: the events and their actions ------------------------------------------ */
 
 /* Gitea's webhook events (X-Gitea-Event) and the actions of their payloads. */
-static const struct {
-	const char	*event;
-	const char	*actions;	/* space separated; "": written without one */
-} gitea_events[] = {
+static const struct source_event_def gitea_events[] = {
 	{ "create", "" },
 	{ "delete", "" },
 	{ "fork", "" },
@@ -418,29 +413,7 @@ static const struct {
 static char *
 gitea_event_check(const char *s)
 {
-	const char	*dot = strchr(s, '.'), *p;
-	size_t		 i, elen = dot != NULL ? (size_t)(dot - s) : strlen(s), alen;
-
-	for (i = 0; i < SPUR_ARRLEN(gitea_events); i++) {
-		if (strlen(gitea_events[i].event) == elen &&
-		    strncmp(gitea_events[i].event, s, elen) == 0)
-			break;
-	}
-	if (i == SPUR_ARRLEN(gitea_events))
-		return xprintf("unknown gitea event \"%.*s\"", (int)elen, s);
-	if (dot == NULL)
-		return NULL;
-	alen = strlen(dot + 1);
-	for (p = gitea_events[i].actions; alen > 0 && *p != '\0';
-	    p += strcspn(p, " "), p += strspn(p, " ")) {
-		if (strcspn(p, " ") == alen && strncmp(p, dot + 1, alen) == 0)
-			return NULL;
-	}
-	if (*gitea_events[i].actions == '\0')
-		return xprintf("gitea event \"%s\" has no actions; write \"%s\"",
-		    gitea_events[i].event, gitea_events[i].event);
-	return xprintf("unknown action \"%s\" of gitea event \"%s\" (known: %s)", dot + 1,
-	    gitea_events[i].event, gitea_events[i].actions);
+	return source_event_check("gitea", gitea_events, SPUR_ARRLEN(gitea_events), s);
 }
 
 /* --- people: authors are the repository's collaborators ---------------------------- */
@@ -718,11 +691,7 @@ static char *
 gitea_report_body(struct engine *e, const json_t *ev, const char *run, const char *kind,
     const char *text)
 {
-	json_t	*j = json_pack("{s:s}", "body", text);
-	char	*s = json_dumps(j, JSON_COMPACT);
-
-	json_decref(j);
-	return s;
+	return report_body_json(text);
 }
 
 /* PATCH /repos/{owner}/{repo}/issues/comments/{id} {"body"}. */
@@ -740,15 +709,7 @@ static char *
 gitea_report_edit_body(const json_t *ev, const char *run, const char *kind, const char *id,
     const char *text)
 {
-	return gitea_report_body(NULL, ev, run, kind, text);
-}
-
-static char *
-gitea_report_message_id(const json_t *comment)
-{
-	json_t	*id = json_object_get(comment, "id");
-
-	return json_is_integer(id) ? xprintf("%lld", (long long)json_integer_value(id)) : NULL;
+	return report_body_json(text);
 }
 
 /* The org's token (configured: the outbox's and the people lookup's alike). */
@@ -774,20 +735,6 @@ gitea_report_request(struct engine *e, const json_t *report, const json_t *targe
 	h[2] = xstrdup("Content-Type: application/json");
 	*headers = h;
 	return 0;
-}
-
-static enum report_verdict
-gitea_report_verdict(const json_t *target, const struct http_response *r, char **why)
-{
-	enum report_verdict	 v;
-	json_t			*j;
-
-	if (report_verdict_transport(r, &v, why))
-		return v;
-	j = json_loadb(r->body, r->len, 0, NULL);
-	v = report_verdict_http(r, j, why);
-	json_decref(j);
-	return v;
 }
 
 /* GET .../issues/{index}/comments?since=: the thread's comments since the report was due. */
@@ -825,13 +772,13 @@ static const struct report_backend gitea_report = {
 	.target = gitea_report_target,
 	.body = gitea_report_body,
 	.request = gitea_report_request,
-	.verdict = gitea_report_verdict,
+	.verdict = report_verdict_json,
 	.lookup_request = gitea_report_lookup_request,
 	.lookup_list = gitea_report_lookup_list,
 	.status_target = gitea_report_target,
 	.edit_target = gitea_report_edit_target,
 	.edit_body = gitea_report_edit_body,
-	.message_id = gitea_report_message_id,
+	.message_id = report_message_int_id,
 };
 
 /* --- report: {gitea: OWNER/NAME#NUMBER} ----------------------------------------------- */
@@ -839,46 +786,8 @@ static const struct report_backend gitea_report = {
 static json_t *
 gitea_report_dest(const char *s, const char **why)
 {
-	const char	*hash = strchr(s, '#');
-	char		*repo, *end = NULL;
-	long long	 num;
-	json_t		*dest = NULL;
-
-	repo = hash != NULL ? xstrndup(s, hash - s) : NULL;
-	num = hash != NULL ? strtoll(hash + 1, &end, 10) : 0;
-	if (repo == NULL || !valid_repository(repo) || num <= 0 || *end != '\0' ||
-	    hash[1] < '1' || hash[1] > '9')
-		*why = "report.gitea \"%s\" is not an issue: write OWNER/NAME#NUMBER (acme/ops#12)";
-	else
-		dest = json_pack("{s:s,s:s,s:{s:I}}", "source", "gitea", "repository", repo,
-		    "meta", "number", (json_int_t)num);
-	free(repo);
-	return dest;
-}
-
-static char *
-gitea_report_words(const json_t *d)
-{
-	const char	*v = json_string_value(json_object_get(d, "repository"));
-
-	return xprintf("gitea %s#%lld", v != NULL ? v : "",
-	    (long long)json_integer_value(json_path(d, "meta.number")));
-}
-
-/* --- the prompt's block ------------------------------------------------------------ */
-
-static void
-gitea_prompt(struct buf *b, const json_t *root)
-{
-	prompt_field_path(b, json_is_true(json_path(root, "meta.is_pull_request")) ?
-	    "pull request" : "issue", root, "meta.number");
-	prompt_field_path(b, "title", root, "meta.title");
-	prompt_field_path(b, "branch", root, "meta.head_ref");
-	prompt_field_path(b, "base branch", root, "meta.base_ref");
-	if (json_is_true(json_path(root, "meta.fork")))
-		prompt_field_path(b, "fork", root, "meta.head_repo");
-	prompt_field_path(b, "label", root, "meta.label");
-	prompt_field_list(b, "labels", json_path(root, "meta.labels"), NULL);
+	return source_issue_dest("gitea", s, "report.gitea \"%s\" is not an issue: write "
+	    "OWNER/NAME#NUMBER (acme/ops#12)", why);
 }
 
 /* --- spur doctor: the server reachable, the token good (GET /user) ------------------- */
