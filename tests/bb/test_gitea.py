@@ -32,6 +32,9 @@ AUTO = ("name: fix\non:\n  gitea:\n    events: [issue_comment.created]\n    text
         "agent: command\ncommand: [sh, -c, 'cat >/dev/null; cd /workspace; echo fixed >> fix.txt; "
         "echo \"Fixed the thing\"']\nprompt: Fix it.\nproof: pull_request\n")
 REPORTS = "reports:\n  backoff: 200ms\n"
+OPS = ("name: ops\non:\n  gitea:\n    events: [issues.opened]\nagent: command\n"
+       "command: [sh, -c, 'cat >/dev/null; echo looked at it']\nprompt: Look.\nproof: report\n"
+       "report:\n  gitea: acme/ops#30\n")
 
 
 def comment(text, number, login="alice", is_pull=False, cid=None):
@@ -49,10 +52,11 @@ def comment(text, number, login="alice", is_pull=False, cid=None):
     return json.dumps(p).encode()
 
 
-def post(s, body, delivery, secret=SECRET, event="issue_comment"):
+def post(s, body, delivery, secret=SECRET, event="issue_comment", forge="Gitea"):
+    """forge: the headers' names, Gitea's or Forgejo's own (it sends both; these are its alone)."""
     sig = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    return s.post_json(HOOK, body, {"Content-Type": "application/json", "X-Gitea-Event": event,
-                                    "X-Gitea-Delivery": delivery, "X-Gitea-Signature": sig})
+    return s.post_json(HOOK, body, {"Content-Type": "application/json", "X-%s-Event" % forge: event,
+                                    "X-%s-Delivery" % forge: delivery, "X-%s-Signature" % forge: sig})
 
 
 def wait(pred, timeout=60):
@@ -65,7 +69,7 @@ def wait(pred, timeout=60):
     return pred()
 
 
-with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO},
+with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.yaml": OPS},
           env={"T_GITEA_TOKEN": TOKEN, "T_GITEA_SECRET": SECRET}) as s:
     rc, out, err = s.c("check")
     t.eq(rc, 0, "spur check accepts orgs.acme.gitea: %s" % err)
@@ -111,6 +115,30 @@ with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO},
     fence = prompt[prompt.find("<<<SPUR-DATA-"):]
     t.ok(all(x in fence for x in ("\npull request: 20\n", "\nbranch: feature-x\n", "\nbase branch: main\n")),
          "the prompt's fence has the PR's number and branches", fence)
+
+    # --- /retry in issue #5's thread, sent with Forgejo's own headers: the run again ----------
+    st, _, a = post(s, comment("/retry", 5), "d-8", forge="Forgejo")
+    t.ok(st == 200 and a.get("runs") == [], "a signed Forgejo /retry is taken as a thread command", a)
+    again = wait(lambda: s.query("SELECT r.id FROM runs r JOIN run_history h ON h.run = r.id "
+                                 "WHERE h.state = 'queued' AND h.reason = ?", "retry of " + run))
+    t.ok(again, "/retry queues the run again", again)
+    if again:
+        s.wait_run(again[0]["id"])
+    s.wait_reports_done()
+    t.ok(any("Retrying as run" in c["body"] for c in fake.comments.get("acme/api#5", [])),
+         "and answers in the issue with the new run's link", fake.comments.get("acme/api#5"))
+
+    # --- an opened issue, its report sent to the destination acme/ops#30 -------------------
+    issue = json.loads(comment("x", 31))
+    opened = json.dumps({"action": "opened", "number": 31, "issue": issue["issue"],
+                         "repository": issue["repository"], "sender": issue["sender"]}).encode()
+    st, _, a = post(s, opened, "d-9", event="issues")
+    t.ok(st == 200 and len(a.get("runs", [])) == 1, "issues.opened starts the ops automation", a)
+    if a.get("runs"):
+        s.wait_run(a["runs"][0])
+        s.wait_reports_done(run=a["runs"][0])
+    t.ok(any("looked at it" in c["body"] for c in fake.comments.get("acme/ops#30", [])),
+         "report: {gitea: acme/ops#30} comments there", fake.comments)
 
     # --- refusals -------------------------------------------------------------------------
     st, _, a = post(s, comment("/fix", 6), "d-3", secret="wrong")
