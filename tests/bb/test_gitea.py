@@ -113,8 +113,9 @@ with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.y
     t.eq(len(fake.api("POST", "/repos/acme/api/pulls")), 1, "no new pull request for a PR's own branch")
     prompt = s.query("SELECT prompt FROM runs WHERE id = ?", run2)[0]["prompt"]
     fence = prompt[prompt.find("<<<SPUR-DATA-"):]
-    t.ok(all(x in fence for x in ("\npull request: 20\n", "\nbranch: feature-x\n", "\nbase branch: main\n")),
-         "the prompt's fence has the PR's number and branches", fence)
+    t.ok(all(x in fence for x in ("\npull request: 20\n", "\nbranch: feature-x\n", "\nbase branch: main\n",
+                                  "\nchanged files: marker.txt\n")) and fence.count("<<<END-SPUR-DATA-") == 1,
+         "the prompt's fence has the PR's number, branches and changed files", fence)
 
     # --- /retry in issue #5's thread, sent with Forgejo's own headers: the run again ----------
     st, _, a = post(s, comment("/retry", 5), "d-8", forge="Forgejo")
@@ -149,6 +150,8 @@ with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.y
     t.ok(st == 200 and a.get("runs", []) == [], "a non-collaborator's /fix starts nothing", a)
     checks = fake.api("GET", "/repos/acme/api/collaborators/")
     t.ok(any(c["path"].endswith("/mallory") for c in checks), "the collaborator check asked Gitea", checks)
+    t.ok("authors: 8 is no collaborator of the repository, not a member" in s.logs(),
+         "the log's why says so", s.logs()[-2000:])
     n = len(checks)
     st, _, a = post(s, comment("/fix again", 8), "d-6")
     t.ok(len(a.get("runs", [])) == 1 and len(fake.api("GET", "/repos/acme/api/collaborators/")) == n,
