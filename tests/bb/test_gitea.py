@@ -182,5 +182,11 @@ with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.y
     logs = s.logs()
     t.ok(grep_secrets(logs) == [] and TOKEN not in logs and SECRET not in logs, "no secret in the logs")
 
+with Spur(orgs="orgs:\n  acme:\n    gitea:\n      token: env:T_GITEA_TOKEN\n",
+          env={"T_GITEA_TOKEN": TOKEN}) as s:
+    rc, out, err = s.c("check")
+    t.ok(rc != 0 and '"gitea.url" is required' in err and '"gitea.webhook_secret" is required' in err,
+         "spur check requires gitea.url and webhook_secret", err)
+
 fake.close()
 t.done()
