@@ -540,7 +540,8 @@ gitea_pr_request(enum forge_op op, const struct forge_pr *pr, struct forge_reque
 		break;
 	case FORGE_PR_FIND:
 		r->method = "GET";
-		r->path = xprintf("/repos/%s/pulls?state=open&limit=50", pr->repo);
+		r->path = xprintf("/repos/%s/pulls?state=open&sort=recentupdate&limit=50",
+		    pr->repo);
 		break;
 	case FORGE_PR_REVIEWERS:
 		r->path = xprintf("/repos/%s/pulls/%lld/requested_reviewers", pr->repo,

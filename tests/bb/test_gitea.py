@@ -124,7 +124,13 @@ with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.y
                                  "WHERE h.state = 'queued' AND h.reason = ?", "retry of " + run))
     t.ok(again, "/retry queues the run again", again)
     if again:
-        s.wait_run(again[0]["id"])
+        r = s.wait_run(again[0]["id"])
+        proof = s.query("SELECT proof FROM runs WHERE id = ?", again[0]["id"])[0]["proof"]
+        first = [x for x in fake.prs["acme/api"] if x["head"]["ref"] == "spur/" + run]
+        t.ok(r["state"] == "completed" and first and proof == first[0]["html_url"] and
+             fake.api("GET", "/repos/acme/api/pulls?state=open") and len(fake.prs["acme/api"]) == 2,
+             "the retry pushes the same branch: Gitea's 409, the open PR found in its list, the proof",
+             (r, proof, first))
     s.wait_reports_done()
     t.ok(any("Retrying as run" in c["body"] for c in fake.comments.get("acme/api#5", [])),
          "and answers in the issue with the new run's link", fake.comments.get("acme/api#5"))
