@@ -244,6 +244,8 @@ gitea_ids(const struct source_req *req, const char *repo, long long number,
 {
 	const char	*delivery = source_header(req, "X-Gitea-Delivery");
 
+	if (delivery == NULL)
+		delivery = source_header(req, "X-Forgejo-Delivery");
 	if (source_id_ok(delivery)) {
 		ev->delivery = xstrdup(delivery);
 		ev->dedup = xprintf("gitea:%s", delivery);
@@ -257,6 +259,30 @@ gitea_ids(const struct source_req *req, const char *repo, long long number,
 		ev->thread = xprintf("gitea:%s", repo);
 }
 
+/* Who did it, what they wrote (a comment's body, an issue's title and body), where. */
+static void
+gitea_item(const json_t *payload, const json_t *item, int comment, struct spur_event *ev)
+{
+	const json_t	*sender = json_object_get(payload, "sender");
+	const char	*s;
+
+	if (!json_is_object(sender) && item != NULL)
+		sender = json_object_get(item, "user");
+	ev->actor.id = source_path_text(sender, "id");
+	ev->actor.name = source_path_text(sender, "login");
+	if (item == NULL)
+		return;
+	free(ev->text);
+	if (!comment)
+		ev->text = gitea_titled_text(item);
+	else
+		ev->text = xstrdup((s = json_string_value(json_object_get(item, "body"))) != NULL ?
+		    s : "");
+	ev->url = source_path_text(item, "html_url");
+	if (comment && json_is_integer(json_object_get(item, "id")))
+		json_object_set(ev->meta, "comment_id", json_object_get(item, "id"));
+}
+
 /*
  * issue_comment (on issues and pull requests alike), issues, pull_request: the
  * subject is the issue or pull request, the item the comment or the subject.
@@ -267,7 +293,7 @@ gitea_normalize(const struct source_req *req, const char *name, const json_t *pa
 {
 	const char	*action = json_string_value(json_object_get(payload, "action"));
 	const char	*repo = json_path_str(payload, "repository.full_name"), *s;
-	const json_t	*subject, *item, *sender, *pr;
+	const json_t	*subject = json_object_get(payload, "issue"), *item, *pr;
 	long long	 number = -1;
 	int		 comment = strcmp(name, "issue_comment") == 0;
 
@@ -275,7 +301,6 @@ gitea_normalize(const struct source_req *req, const char *name, const json_t *pa
 		xasprintf(cause, "%s payload has no repository.full_name", name);
 		return -1;
 	}
-	subject = json_object_get(payload, "issue");
 	pr = json_object_get(payload, "pull_request");
 	if (!json_is_object(subject) || strcmp(name, "pull_request") == 0)
 		subject = json_is_object(pr) ? pr : NULL;
@@ -289,34 +314,17 @@ gitea_normalize(const struct source_req *req, const char *name, const json_t *pa
 	ev->type = action != NULL ? xprintf("%s.%s", name, action) : xstrdup(name);
 	ev->repository = xstrdup(repo);
 	gitea_ids(req, repo, number, ev);
-
-	sender = json_object_get(payload, "sender");
-	if (!json_is_object(sender) && item != NULL)
-		sender = json_object_get(item, "user");
-	ev->actor.id = source_path_text(sender, "id");
-	ev->actor.name = source_path_text(sender, "login");
-
-	if (item != NULL) {
-		free(ev->text);
-		if (!comment)
-			ev->text = gitea_titled_text(item);
-		else
-			ev->text = xstrdup((s = json_string_value(json_object_get(item,
-			    "body"))) != NULL ? s : "");
-		ev->url = source_path_text(item, "html_url");
-	}
+	gitea_item(payload, item, comment, ev);
 	if (number >= 0)
 		json_object_set_new(ev->meta, "number", json_integer(number));
-	if (subject != NULL) {
-		json_object_set_new(ev->meta, "is_pull_request", json_boolean(subject == pr ||
-		    json_is_true(json_object_get(payload, "is_pull")) ||
-		    json_is_object(json_object_get(subject, "pull_request"))));
-		if ((s = json_string_value(json_object_get(subject, "title"))) != NULL)
-			json_object_set_new(ev->meta, "title", json_string(s));
-		gitea_meta(payload, subject, ev->meta);
-	}
-	if (comment && json_is_integer(json_object_get(item, "id")))
-		json_object_set(ev->meta, "comment_id", json_object_get(item, "id"));
+	if (subject == NULL)
+		return 0;
+	json_object_set_new(ev->meta, "is_pull_request", json_boolean(subject == pr ||
+	    json_is_true(json_object_get(payload, "is_pull")) ||
+	    json_is_object(json_object_get(subject, "pull_request"))));
+	if ((s = json_string_value(json_object_get(subject, "title"))) != NULL)
+		json_object_set_new(ev->meta, "title", json_string(s));
+	gitea_meta(payload, subject, ev->meta);
 	return 0;
 }
 

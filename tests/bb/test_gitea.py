@@ -120,6 +120,8 @@ with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.y
     # --- /retry in issue #5's thread, sent with Forgejo's own headers: the run again ----------
     st, _, a = post(s, comment("/retry", 5), "d-8", forge="Forgejo")
     t.ok(st == 200 and a.get("runs") == [], "a signed Forgejo /retry is taken as a thread command", a)
+    t.eq(s.query("SELECT delivery FROM events WHERE id = ?", a.get("event"))[0]["delivery"], "d-8",
+         "X-Forgejo-Delivery is the delivery id")
     again = wait(lambda: s.query("SELECT r.id FROM runs r JOIN run_history h ON h.run = r.id "
                                  "WHERE h.state = 'queued' AND h.reason = ?", "retry of " + run))
     t.ok(again, "/retry queues the run again", again)
