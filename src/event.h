@@ -12,7 +12,7 @@
  */
 struct person {
 	int	 guest;		/* Slack: restricted or ultra-restricted; Linear: a guest */
-	int	 external;	/* Slack: of another workspace (Slack Connect) */
+	int	 external;	/* Slack: of another workspace (Slack Connect); Gitea: no collaborator */
 	char	**groups;	/* NULL-terminated: the named Slack user groups, Linear teams they are in */
 	char	*failed;	/* the lookup failed (why): nothing is known, nothing is allowed */
 };

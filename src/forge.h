@@ -66,9 +66,12 @@ struct forge {
 	const char *const *headers;
 	void		 (*request)(enum forge_op, const struct forge_pr *,
 			    struct forge_request *);
-	/* The answer of op: status, its body as JSON (NULL: none). */
-	void		 (*answer)(enum forge_op, int status, const json_t *,
-			    struct forge_answer *);
+	/*
+	 * The answer of op about pr (the call's, for a forge whose list of pull
+	 * requests cannot be filtered by head): status, its body as JSON (NULL: none).
+	 */
+	void		 (*answer)(enum forge_op, const struct forge_pr *, int status,
+			    const json_t *, struct forge_answer *);
 	/* A pull request's description at most, in bytes. */
 	size_t		 body_max;
 	/*

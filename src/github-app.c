@@ -652,7 +652,8 @@ github_str(const json_t *j, const char *key)
 }
 
 static void
-github_pr_answer(enum forge_op op, int status, const json_t *res, struct forge_answer *a)
+github_pr_answer(enum forge_op op, const struct forge_pr *pr_asked, int status,
+    const json_t *res, struct forge_answer *a)
 {
 	const json_t	*pr = op == FORGE_PR_FIND ? json_array_get(res, 0) : res;
 

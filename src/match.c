@@ -486,8 +486,8 @@ automation_authors_ok(const struct automation *a, const struct spur_event *ev, s
 	if (!automation_looked_up(ev) || p == NULL || (!p->guest && !p->external))
 		return 1;
 	if (why != NULL)
-		buf_addf(why, "authors: %s is %s, not a member", who, p->external ?
-		    "of another workspace" : "a guest");
+		buf_addf(why, "authors: %s is %s, not a member", who, !p->external ? "a guest" :
+		    src != NULL && src->outsider != NULL ? src->outsider : "of another workspace");
 	return 0;
 }
 

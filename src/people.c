@@ -14,7 +14,7 @@
 
 /* What is known of one actor of one org's source. */
 struct known {
-	char		*key;		/* org \n source \n actor id */
+	char		*key;		/* org \n source \n actor id \n repository */
 	int		 guest;
 	int		 external;
 	char		**checked;	/* the groups asked about, NULL-terminated */
@@ -47,11 +47,12 @@ struct people {
 
 static void	people_step(struct lookup *);
 
+/* Who one is may be the repository's to say (a forge's collaborators): it is in the key. */
 static char *
 people_key(const struct spur_event *ev)
 {
-	return xprintf("%s\n%s\n%s", ev->org, ev->source, ev->actor.id != NULL ?
-	    ev->actor.id : "");
+	return xprintf("%s\n%s\n%s\n%s", ev->org, ev->source, ev->actor.id != NULL ?
+	    ev->actor.id : "", ev->repository != NULL ? ev->repository : "");
 }
 
 static void

@@ -591,3 +591,17 @@ prompt_field_list(struct buf *b, const char *label, const json_t *list, const ch
 	buf_free(&s);
 }
 
+
+void
+prompt_forge_fields(struct buf *b, const json_t *root)
+{
+	prompt_field_path(b, json_is_true(json_path(root, "meta.is_pull_request")) ?
+	    "pull request" : "issue", root, "meta.number");
+	prompt_field_path(b, "title", root, "meta.title");
+	prompt_field_path(b, "branch", root, "meta.head_ref");
+	prompt_field_path(b, "base branch", root, "meta.base_ref");
+	if (json_is_true(json_path(root, "meta.fork")))
+		prompt_field_path(b, "fork", root, "meta.head_repo");
+	prompt_field_path(b, "label", root, "meta.label");
+	prompt_field_list(b, "labels", json_path(root, "meta.labels"), NULL);
+}

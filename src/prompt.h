@@ -37,6 +37,11 @@ void	 prompt_field_path(struct buf *, const char *label, const json_t *root,
 	     const char *path);
 void	 prompt_field_list(struct buf *, const char *label, const json_t *list,
 	     const char *key);
+/*
+ * A forge's issue or pull request (its meta: number, is_pull_request, title,
+ * head_ref, base_ref, fork, head_repo, label, labels), as fields.
+ */
+void	 prompt_forge_fields(struct buf *, const json_t *root);
 /* A fresh random nonce: PROMPT_NONCE_LEN lowercase hex digits, caller frees. */
 char	*prompt_nonce_new(void);
 /*

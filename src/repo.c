@@ -576,12 +576,17 @@ repo_api_cb(const struct http_response *r, void *arg)
 	struct repo_job		*j = arg;
 	json_t			*res = json_loadb(r->body, r->len, 0, NULL);
 	struct forge_answer	 a;
+	struct forge_pr		 pr;
 	char			*why;
 	int			 ours;
 
 	j->call = NULL;
 	memset(&a, 0, sizeof a);
-	j->src->forge->answer(j->op, r->status, res, &a);
+	memset(&pr, 0, sizeof pr);
+	pr.repo = j->repo;
+	pr.number = j->op == FORGE_PR_INFO ? j->number : j->pr_number;
+	pr.branch = j->branch;
+	j->src->forge->answer(j->op, &pr, r->status, res, &a);
 	json_decref(res);
 	switch (j->step) {
 	case REPO_PR_INFO:

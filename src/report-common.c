@@ -102,3 +102,35 @@ report_verdict_http(const struct http_response *r, const json_t *answer, char **
 	/* A 403 that says when to come back (a reset time, Retry-After) is a rate limit. */
 	return r->status == 403 && r->retry_after_ms >= 0 ? REPORT_RETRY : REPORT_FAILED;
 }
+
+enum report_verdict
+report_verdict_json(const json_t *target, const struct http_response *r, char **why)
+{
+	enum report_verdict	 v;
+	json_t			*j;
+
+	if (report_verdict_transport(r, &v, why))
+		return v;
+	j = json_loadb(r->body, r->len, 0, NULL);
+	v = report_verdict_http(r, j, why);
+	json_decref(j);
+	return v;
+}
+
+char *
+report_body_json(const char *text)
+{
+	json_t	*j = json_pack("{s:s}", "body", text);
+	char	*s = json_dumps(j, JSON_COMPACT);
+
+	json_decref(j);
+	return s;
+}
+
+char *
+report_message_int_id(const json_t *comment)
+{
+	json_t	*id = json_object_get(comment, "id");
+
+	return json_is_integer(id) ? xprintf("%lld", (long long)json_integer_value(id)) : NULL;
+}

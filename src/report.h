@@ -244,6 +244,12 @@ int	 report_verdict_transport(const struct http_response *, enum report_verdict 
 /* 2xx sent; a rate limit's 403 retried; any other refusal given up, with the API's message. */
 enum report_verdict report_verdict_http(const struct http_response *, const json_t *answer,
 	     char **why);
+/* A forge's answers: the verdict of a JSON API (transport, then report_verdict_http). */
+enum report_verdict report_verdict_json(const json_t *target, const struct http_response *,
+	     char **why);
+/* A comment's body as a forge takes it, {"body": text}; and a comment's integer id. */
+char	*report_body_json(const char *text);
+char	*report_message_int_id(const json_t *comment);
 
 /*
  * source-api.c: an API session's thread is its callback_url (SPEC 12), told

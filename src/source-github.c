@@ -61,7 +61,6 @@ static void	 github_console_secrets(const void *, void (*)(void *, const struct 
 		     void *);
 static char	*github_event_check(const char *);
 static json_t	*github_report_dest(const char *, const char **);
-static char	*github_report_words(const json_t *);
 static void	 github_prompt(struct buf *, const json_t *);
 static const struct report_backend github_report;
 
@@ -92,7 +91,7 @@ const struct source source_github = {
 	    "events it is for, e.g. events: [issue_comment.created]",
 	.actor_role = 1,
 	.url_noun = "the comment",
-	.report_words = github_report_words,
+	.report_words = source_issue_words,
 	.cred = github_token,
 	.cred_cancel = github_req_cancel,
 	.cred_cleanup = github_app_cleanup,
@@ -553,11 +552,7 @@ static char *
 github_report_body(struct engine *e, const json_t *ev, const char *run, const char *kind,
     const char *text)
 {
-	json_t	*j = json_pack("{s:s}", "body", text);
-	char	*s = json_dumps(j, JSON_COMPACT);
-
-	json_decref(j);
-	return s;
+	return report_body_json(text);
 }
 
 /* The status message is an issue comment, even for a review thread: those can be edited. */
@@ -590,16 +585,7 @@ static char *
 github_report_edit_body(const json_t *ev, const char *run, const char *kind, const char *id,
     const char *text)
 {
-	return github_report_body(NULL, ev, run, kind, text);
-}
-
-/* A comment's id: in a post's answer and in a listed comment alike. */
-static char *
-github_report_message_id(const json_t *comment)
-{
-	json_t	*id = json_object_get(comment, "id");
-
-	return json_is_integer(id) ? xprintf("%lld", (long long)json_integer_value(id)) : NULL;
+	return report_body_json(text);
 }
 
 static int
@@ -617,20 +603,6 @@ github_report_request(struct engine *e, const json_t *report, const json_t *targ
 	h[3] = xstrdup("Content-Type: application/json");
 	*headers = h;
 	return 0;
-}
-
-static enum report_verdict
-github_report_verdict(const json_t *target, const struct http_response *r, char **why)
-{
-	enum report_verdict	 v;
-	json_t			*j;
-
-	if (report_verdict_transport(r, &v, why))
-		return v;
-	j = json_loadb(r->body, r->len, 0, NULL);
-	v = report_verdict_http(r, j, why);
-	json_decref(j);
-	return v;
 }
 
 /* issues/N/comments, or pulls/N/comments/ID/replies: pull N's review comments, since then. */
@@ -687,14 +659,14 @@ static const struct report_backend github_report = {
 	.target = github_report_target,
 	.body = github_report_body,
 	.request = github_report_request,
-	.verdict = github_report_verdict,
+	.verdict = report_verdict_json,
 	.lookup_request = github_report_lookup_request,
 	.lookup_list = github_report_lookup_list,
 	.lookup_next = github_report_lookup_next,
 	.status_target = github_report_status_target,
 	.edit_target = github_report_edit_target,
 	.edit_body = github_report_edit_body,
-	.message_id = github_report_message_id,
+	.message_id = report_message_int_id,
 };
 
 /* --- orgs.NAME.github and orgs.NAME.console (conf.h's leaf parsers) ---------------- */
@@ -959,10 +931,7 @@ github_console_check(struct cfgctx *c, const struct config *cf, const struct yno
  * @octokit/webhooks-examples). An event with no actions is written without one;
  * "*" accepts any action (repository_dispatch actions are chosen by the sender).
  */
-static const struct {
-	const char	*event;
-	const char	*actions;	/* space separated */
-} github_events[] = {
+static const struct source_event_def github_events[] = {
 	{ "branch_protection_rule", "created edited deleted" },
 	{ "check_run", "created completed rerequested requested_action" },
 	{ "check_suite", "completed requested rerequested" },
@@ -1037,31 +1006,7 @@ static const struct {
 static char *
 github_event_check(const char *s)
 {
-	const char	*dot = strchr(s, '.'), *acts, *p;
-	size_t		 i, elen = dot != NULL ? (size_t)(dot - s) : strlen(s), alen;
-
-	for (i = 0; i < SPUR_ARRLEN(github_events); i++) {
-		if (strlen(github_events[i].event) == elen &&
-		    strncmp(github_events[i].event, s, elen) == 0)
-			break;
-	}
-	if (i == SPUR_ARRLEN(github_events))
-		return xprintf("unknown github event \"%.*s\"", (int)elen, s);
-	if (dot == NULL)
-		return NULL;
-	acts = github_events[i].actions;
-	alen = strlen(dot + 1);
-	if (strcmp(acts, "*") == 0 && alen > 0)
-		return NULL;
-	for (p = acts; alen > 0 && *p != '\0'; p += strcspn(p, " "), p += strspn(p, " ")) {
-		if (strcspn(p, " ") == alen && strncmp(p, dot + 1, alen) == 0)
-			return NULL;
-	}
-	if (*acts == '\0')
-		return xprintf("github event \"%s\" has no actions; write \"%s\"",
-		    github_events[i].event, github_events[i].event);
-	return xprintf("unknown action \"%s\" of github event \"%s\" (known: %s)", dot + 1,
-	    github_events[i].event, acts);
+	return source_event_check("github", github_events, SPUR_ARRLEN(github_events), s);
 }
 
 /* --- report: {github: OWNER/NAME#NUMBER} ------------------------------------------ */
@@ -1070,31 +1015,8 @@ github_event_check(const char *s)
 static json_t *
 github_report_dest(const char *s, const char **why)
 {
-	const char	*hash = strchr(s, '#');
-	char		*repo, *end;
-	long long	 num;
-	json_t		*dest = NULL;
-
-	repo = hash != NULL ? xstrndup(s, hash - s) : NULL;
-	num = hash != NULL ? strtoll(hash + 1, &end, 10) : 0;
-	if (repo == NULL || !valid_repository(repo) || num <= 0 || *end != '\0' ||
-	    hash[1] < '1' || hash[1] > '9')
-		*why = "report.github \"%s\" is not an issue: write OWNER/NAME#NUMBER (acme/ops#12)";
-	else
-		dest = json_pack("{s:s,s:s,s:{s:I}}", "source", "github", "repository", repo,
-		    "meta", "number", (json_int_t)num);
-	free(repo);
-	return dest;
-}
-
-/* "github acme/api#12", for the API. */
-static char *
-github_report_words(const json_t *d)
-{
-	const char	*v = json_string_value(json_object_get(d, "repository"));
-
-	return xprintf("github %s#%lld", v != NULL ? v : "",
-	    (long long)json_integer_value(json_path(d, "meta.number")));
+	return source_issue_dest("github", s, "report.github \"%s\" is not an issue: write "
+	    "OWNER/NAME#NUMBER (acme/ops#12)", why);
 }
 
 /* --- the prompt's block ------------------------------------------------------------ */
@@ -1102,14 +1024,6 @@ github_report_words(const json_t *d)
 static void
 github_prompt(struct buf *b, const json_t *root)
 {
-	prompt_field_path(b, json_is_true(json_path(root, "meta.is_pull_request")) ?
-	    "pull request" : "issue", root, "meta.number");
-	prompt_field_path(b, "title", root, "meta.title");
-	prompt_field_path(b, "branch", root, "meta.head_ref");
-	prompt_field_path(b, "base branch", root, "meta.base_ref");
-	if (json_is_true(json_path(root, "meta.fork")))
-		prompt_field_path(b, "fork", root, "meta.head_repo");
-	prompt_field_path(b, "label", root, "meta.label");
-	prompt_field_list(b, "labels", json_path(root, "meta.labels"), NULL);
+	prompt_forge_fields(b, root);
 	prompt_field_path(b, "file", root, "meta.file");
 }

@@ -4,6 +4,7 @@
  */
 #include "spur.h"
 #include "conf.h"
+#include "aload.h"
 #include "event.h"
 #include "jscan.h"
 #include "source.h"
@@ -452,4 +453,63 @@ source_no_key(const struct source_req *req, int configured, const struct secret 
 	if (!configured)
 		return xprintf("%.*s is not configured for this org", n, what);
 	return xprintf("%s is not set for this org", what);
+}
+
+char *
+source_event_check(const char *system, const struct source_event_def *defs, size_t n,
+    const char *s)
+{
+	const char	*dot = strchr(s, '.'), *acts, *p;
+	size_t		 i, elen = dot != NULL ? (size_t)(dot - s) : strlen(s), alen;
+
+	for (i = 0; i < n; i++) {
+		if (strlen(defs[i].event) == elen && strncmp(defs[i].event, s, elen) == 0)
+			break;
+	}
+	if (i == n)
+		return xprintf("unknown %s event \"%.*s\"", system, (int)elen, s);
+	if (dot == NULL)
+		return NULL;
+	acts = defs[i].actions;
+	alen = strlen(dot + 1);
+	if (strcmp(acts, "*") == 0 && alen > 0)
+		return NULL;
+	for (p = acts; alen > 0 && *p != '\0'; p += strcspn(p, " "), p += strspn(p, " ")) {
+		if (strcspn(p, " ") == alen && strncmp(p, dot + 1, alen) == 0)
+			return NULL;
+	}
+	if (*acts == '\0')
+		return xprintf("%s event \"%s\" has no actions; write \"%s\"", system,
+		    defs[i].event, defs[i].event);
+	return xprintf("unknown action \"%s\" of %s event \"%s\" (known: %s)", dot + 1, system,
+	    defs[i].event, acts);
+}
+
+json_t *
+source_issue_dest(const char *system, const char *s, const char *bad, const char **why)
+{
+	const char	*hash = strchr(s, '#');
+	char		*repo, *end = NULL;
+	long long	 num;
+	json_t		*dest = NULL;
+
+	repo = hash != NULL ? xstrndup(s, hash - s) : NULL;
+	num = hash != NULL ? strtoll(hash + 1, &end, 10) : 0;
+	if (repo == NULL || !valid_repository(repo) || num <= 0 || *end != '\0' ||
+	    hash[1] < '1' || hash[1] > '9')
+		*why = bad;
+	else
+		dest = json_pack("{s:s,s:s,s:{s:I}}", "source", system, "repository", repo,
+		    "meta", "number", (json_int_t)num);
+	free(repo);
+	return dest;
+}
+
+char *
+source_issue_words(const json_t *d)
+{
+	const char	*v = json_string_value(json_object_get(d, "repository"));
+
+	return xprintf("%s %s#%lld", json_string_value(json_object_get(d, "source")),
+	    v != NULL ? v : "", (long long)json_integer_value(json_path(d, "meta.number")));
 }

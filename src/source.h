@@ -188,6 +188,8 @@ struct source {
 	const char	*person_scope;
 	int		 (*person_ready)(const struct org *);
 	int		 person_teams;
+	/* What a person.external is on this system, in words (NULL: "of another workspace"). */
+	const char	*outsider;
 	/*
 	 * authors as a mapping (an, automation.h's leaf parsers): what of it
 	 * lets no one in on this system; alone: the automation's only system.
@@ -359,6 +361,25 @@ char			*source_replay_key(const struct source_req *, const char *source,
 struct spur_event		*source_event_new(const struct source_req *, const char *);
 /* A copy of the string or scalar at path, or NULL. */
 char			*source_path_text(const struct json_t *, const char *);
+/*
+ * A forge's webhook events and their actions (space separated; "": written
+ * without one; "*": any); why s (EVENT or EVENT.ACTION) is none of them, or
+ * NULL when it is one. system names the forge in the why.
+ */
+struct source_event_def {
+	const char	*event;
+	const char	*actions;
+};
+char			*source_event_check(const char *system,
+			    const struct source_event_def *, size_t n, const char *s);
+/*
+ * report: {SYSTEM: OWNER/NAME#N}: an issue or pull request of a forge, shaped
+ * as its thread's event, or NULL and *why = bad (the system's words, one %s);
+ * and the same in words.
+ */
+struct json_t		*source_issue_dest(const char *system, const char *s, const char *bad,
+			    const char **why);
+char			*source_issue_words(const struct json_t *dest);
 
 /* The systems of the table are named in source-table.h (their files' headers name them too). */
 extern const struct source source_webhook;

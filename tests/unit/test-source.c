@@ -13,6 +13,7 @@
 #define GH_SECRET	"It's a Secret to Everybody"
 #define SLACK_SECRET	"8f742231b10e8888abcd99yyyzzz85a5"
 #define LINEAR_SECRET	"lin_wh_9f8e7d6c5b4a39281706f5e4d3c2b1a0"
+#define GITEA_SECRET	"gitea-test-secret-2b7c"
 #define HOOK_SECRET	"hook-secret-0123456789"
 #define STD_SECRET	"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 #define BEARER_SECRET	"tok_live_abcdefghijklmnop"
@@ -183,11 +184,12 @@ test_systems(void)
 
 	is_str(source_next(NULL)->name, "github", "table: github first");
 	is_str(source_next(source_next(NULL))->name, "slack", "table: then slack");
-	ok(source_next(lin) == NULL, "table: linear last");
+	is_str(source_next(lin)->name, "gitea", "table: then gitea");
+	ok(source_next(source_next(lin)) == NULL, "table: gitea last");
 	ok(source_system("webhook") == NULL, "the generic hook is no system");
-	is_int(source_count(), 3, "three systems");
+	is_int(source_count(), 4, "four systems");
 	s = source_names(more, " or ");
-	is_str(s, "github, slack, linear or webhook", "source_names");
+	is_str(s, "github, slack, linear, gitea or webhook", "source_names");
 	free(s);
 	ok(source_name_in("linear", NULL) && source_name_in("webhook", more) &&
 	    !source_name_in("webhook", NULL), "source_name_in");
@@ -930,6 +932,83 @@ test_slack_events(void)
 	refused(SOURCE_BAD, "Content-Type text/xml", "slack wrong content type");
 }
 
+/* ---- Gitea ---- */
+
+static void
+gitea_run(const char *body, const char *event, const char *secret, const char *delivery)
+{
+	char	*sig = hex_hmac("", secret, body, strlen(body));
+
+	req_new(&acme, "gitea", body, 1700000000000LL);
+	hdr("Content-Type", "application/json");
+	hdr("X-Gitea-Signature", sig);
+	hdr("X-Gitea-Event", event);
+	hdr("X-Gitea-Delivery", delivery);
+	handle();
+	free(sig);
+}
+
+/* A fixture of Gitea's, signed and handled: whether it was accepted. */
+static int
+gitea_fixture(const char *file, const char *event, const char *delivery, const char *name)
+{
+	char	*body = fixture(file);
+
+	gitea_run(body, event, GITEA_SECRET, delivery);
+	free(body);
+	return accepted(name);
+}
+
+static void
+test_gitea(void)
+{
+	struct spur_event	*ev;
+	char			*body;
+
+	body = fixture("gitea-issue_comment.created.json");
+	gitea_run(body, "issue_comment", GITEA_SECRET, "d-1");
+	if (accepted("gitea issue_comment")) {
+		ev = res.event;
+		is_str(ev->type, "issue_comment.created", "gitea comment: type");
+		is_str(ev->thread, "gitea:acme/api#5", "gitea comment: the issue is the thread");
+		is_str(ev->dedup, "gitea:d-1", "gitea comment: dedup on X-Gitea-Delivery");
+		is_str(ev->text, "/fix the crash", "gitea comment: text is the body");
+		is_str(ev->actor.name, "alice", "gitea comment: the sender");
+		is_int(meta_int("comment_id"), 42, "gitea comment: comment_id for the reaction");
+		is_int(meta_bool("is_pull_request"), 0, "gitea comment: issue.pull_request null: an issue");
+	}
+	gitea_run(body, "issue_comment", "wrong", "d-2");
+	refused(SOURCE_UNAUTHORIZED, "does not match", "gitea wrong secret");
+	req_new(&acme, "gitea", body, 1700000000000LL);
+	hdr("X-Gitea-Event", "issue_comment");
+	handle();
+	refused(SOURCE_UNAUTHORIZED, "missing X-Gitea-Signature", "gitea unsigned");
+	free(body);
+
+	if (gitea_fixture("gitea-pull_request_comment.created.json", "issue_comment", "d-3",
+	    "gitea PR comment")) {
+		is_int(meta_bool("is_pull_request"), 1, "gitea PR comment: a pull request");
+		is_str(spur_event_meta_str(res.event, "head_ref"), "feature-x", "gitea PR comment: head");
+		is_str(spur_event_meta_str(res.event, "base_ref"), "main", "gitea PR comment: base");
+		is_int(meta_bool("fork"), 0, "gitea PR comment: not a fork");
+	}
+	if (gitea_fixture("gitea-pull_request.synchronized.json", "pull_request", "d-4",
+	    "gitea pull_request")) {
+		is_str(res.event->type, "pull_request.synchronized", "gitea PR: type");
+		is_str(res.event->text, "Fix it\n\nb", "gitea PR: title and body");
+		is_int(meta_int("number"), 20, "gitea PR: number");
+	}
+	if (gitea_fixture("gitea-issues.label_updated.json", "issues", "d-5", "gitea issues")) {
+		is_str(res.event->type, "issues.label_updated", "gitea label: type");
+		is_str(json_string_value(json_array_get(json_object_get(res.event->meta, "labels"), 0)),
+		    "spur", "gitea label: the issue's labels");
+	}
+	body = source_system("gitea")->event_check("issues.labeled");
+	ok(body != NULL && strstr(body, "label_updated") != NULL,
+	    "gitea: GitHub's action names are refused (label_updated)");
+	free(body);
+}
+
 /* ---- Linear ---- */
 
 static void
@@ -1345,10 +1424,13 @@ main(void)
 	setenv("SPUR_TEST_SLACK", SLACK_SECRET, 1);
 	setenv("SPUR_TEST_LINEAR", LINEAR_SECRET, 1);
 	setenv("SPUR_TEST_GITHUB", GH_SECRET, 1);
+	setenv("SPUR_TEST_GITEA", GITEA_SECRET, 1);
 	if (config_org_section(&acme, "github", "webhook_secret: env:SPUR_TEST_GITHUB",
 	    &cause) != 0 || config_org_section(&acme, "slack", "signing_secret: env:SPUR_TEST_SLACK",
 	    &cause) != 0 || config_org_section(&acme, "linear",
-	    "webhook_secret: env:SPUR_TEST_LINEAR", &cause) != 0)
+	    "webhook_secret: env:SPUR_TEST_LINEAR", &cause) != 0 || config_org_section(&acme,
+	    "gitea", "url: https://git.example.com\nwebhook_secret: env:SPUR_TEST_GITEA",
+	    &cause) != 0)
 		fatal("section: %s", cause);
 	test_helpers();
 	test_systems();
@@ -1358,6 +1440,7 @@ main(void)
 	test_slack_verify();
 	test_slack_events();
 	test_linear();
+	test_gitea();
 	test_webhook();
 	source_result_free(&res);
 	free(srcdir);
