@@ -5,3 +5,4 @@
 SOURCE_ENTRY(source_github)
 SOURCE_ENTRY(source_slack)
 SOURCE_ENTRY(source_linear)
+SOURCE_ENTRY(source_gitlab)
