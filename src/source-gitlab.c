@@ -6,12 +6,15 @@
 #include "spur.h"
 #include "conf.h"
 #include "event.h"
+#include "forge.h"
 #include "httpc.h"
 #include "prompt.h"
 #include "report.h"
 #include "source.h"
+#include "serve.h"
 #include "ytree.h"
 
+#include <event2/event.h>
 #include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -42,6 +45,10 @@ static json_t	*gitlab_report_dest(const char *, const char **);
 static void	 gitlab_prompt(struct buf *, const json_t *);
 static char	*gitlab_report_words(const json_t *);
 static const struct report_backend gitlab_report;
+static const struct forge gitlab_forge;
+static struct source_cred *gitlab_cred(struct engine *, const char *, const char *, long long,
+		     source_cred_cb, void *);
+static void	 gitlab_cred_cancel(struct source_cred *);
 
 static const char *const gitlab_trigger_keys[] = { "events", "text", "where", NULL };
 static const struct source_check gitlab_checks[] = { { NULL, 0, NULL, NULL, NULL } };
@@ -66,6 +73,9 @@ const struct source source_gitlab = {
 	.event_header = GITLAB_EVENT_HEADER,
 	.url_noun = "the note",
 	.report_words = gitlab_report_words,
+	.cred = gitlab_cred,
+	.cred_cancel = gitlab_cred_cancel,
+	.forge = &gitlab_forge,
 };
 
 /* --- orgs.NAME.gitlab ------------------------------------------------------------- */
@@ -707,3 +717,232 @@ gitlab_report_words(const json_t *d)
 	    "meta.is_pull_request")) ? '!' : '#', (long long)json_integer_value(json_path(d,
 	    "meta.number")));
 }
+
+/* --- the token for git and the API: the configured one, handed over from the loop ---- */
+
+struct source_cred {
+	struct event	*ev;
+	char		*token;
+	char		*cause;
+	source_cred_cb	 cb;
+	void		*arg;
+};
+
+static void
+gitlab_cred_cancel(struct source_cred *r)
+{
+	if (r == NULL)
+		return;
+	if (r->ev != NULL)
+		event_free(r->ev);
+	freezero_str(r->token);
+	free(r->cause);
+	free(r);
+}
+
+static void
+gitlab_cred_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct source_cred	*r = arg;
+
+	r->cb(r->token, r->cause, r->token == NULL, r->arg);
+	gitlab_cred_cancel(r);
+}
+
+static struct source_cred *
+gitlab_cred(struct engine *e, const char *org, const char *repo, long long installation,
+    source_cred_cb cb, void *arg)
+{
+	const struct gitlab_conf	*g = gitlab_conf(org != NULL ? config_org(e->conf,
+					    org) : NULL);
+	struct source_cred		*r = xcalloc(1, sizeof *r);
+	struct timeval			 tv = { 0, 0 };
+
+	r->cb = cb;
+	r->arg = arg;
+	if (g != NULL && g->token != NULL && g->token->value != NULL)
+		r->token = xstrdup(g->token->value);
+	else
+		r->cause = xprintf("org %s has no gitlab.token", org != NULL ? org : "?");
+	r->ev = evtimer_new(e->base, gitlab_cred_cb, r);
+	evtimer_add(r->ev, &tv);
+	return r;
+}
+
+/* --- GitLab as a forge (forge.h): merge requests --------------------------------- */
+
+static char *
+gitlab_git_url(const struct org *org, const char *repo)
+{
+	const struct gitlab_conf	*g = gitlab_conf(org);
+	const char			*u = g != NULL && g->url != NULL ? g->url : GITLAB_URL;
+	size_t				 len = strlen(u);
+
+	while (len > 0 && u[len - 1] == '/')
+		len--;
+	return xprintf("%.*s/%s.git", (int)len, u, repo);
+}
+
+static char *
+gitlab_pr_ref(long long number)
+{
+	return xprintf("refs/merge-requests/%lld/head", number);
+}
+
+/* /projects/GROUP%2FPROJECT/merge_requests[/IID] */
+static char *
+gitlab_mr_path(const char *repo, long long iid)
+{
+	struct buf	 b;
+
+	buf_init(&b, 0);
+	buf_adds(&b, "/projects/");
+	buf_addq(&b, repo);
+	buf_adds(&b, "/merge_requests");
+	if (iid > 0)
+		buf_addf(&b, "/%lld", iid);
+	return buf_take(&b);
+}
+
+/* "a,b,c" of a list of strings. */
+static char *
+gitlab_joined(const json_t *list)
+{
+	const json_t	*v;
+	struct buf	 b;
+	size_t		 i;
+
+	buf_init(&b, 0);
+	json_array_foreach(list, i, v) {
+		if (json_is_string(v))
+			buf_addf(&b, "%s%s", b.len > 0 ? "," : "", json_string_value(v));
+	}
+	return buf_take(&b);
+}
+
+static void
+gitlab_pr_request(enum forge_op op, const struct forge_pr *pr, struct forge_request *r)
+{
+	json_t	*body = NULL;
+	char	*title, *list, *base;
+
+	r->method = "PUT";
+	switch (op) {
+	case FORGE_PR_INFO:
+	case FORGE_PR_REVIEWERS:
+		/* Reviewers are user ids at GitLab, not names: not asked (the answer says so). */
+		r->method = "GET";
+		r->path = gitlab_mr_path(pr->repo, pr->number);
+		break;
+	case FORGE_PR_CREATE:
+		r->method = "POST";
+		r->path = gitlab_mr_path(pr->repo, 0);
+		title = pr->draft ? xprintf("Draft: %s", pr->title) : xstrdup(pr->title);
+		body = json_pack("{s:s,s:s,s:s,s:s}", "title", title, "source_branch",
+		    pr->branch, "target_branch", pr->base, "description", pr->body);
+		free(title);
+		break;
+	case FORGE_PR_FIND:
+		r->method = "GET";
+		base = gitlab_mr_path(pr->repo, 0);
+		r->path = xprintf("%s?state=opened&source_branch=%s", base, pr->branch);
+		free(base);
+		break;
+	case FORGE_PR_LABELS:
+		r->path = gitlab_mr_path(pr->repo, pr->number);
+		list = gitlab_joined(pr->list);
+		body = json_pack("{s:s}", "add_labels", list);
+		free(list);
+		break;
+	case FORGE_PR_UPDATE:
+		r->path = gitlab_mr_path(pr->repo, pr->number);
+		body = json_pack("{s:s}", "description", pr->body);
+		break;
+	}
+	if (body != NULL)
+		r->body = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+}
+
+static char *
+gitlab_str(const json_t *j, const char *key)
+{
+	const char	*s = json_string_value(json_object_get(j, key));
+
+	return s != NULL ? xstrdup(s) : NULL;
+}
+
+/*
+ * The merge request's source project as OWNER/NAME when it is the target
+ * (references.full is "group/project!IID"), else "project ID" (a fork's).
+ */
+static char *
+gitlab_head_repo(const json_t *mr)
+{
+	const char	*full = json_path_str(mr, "references.full");
+	json_int_t	 sp = json_integer_value(json_object_get(mr, "source_project_id"));
+	json_int_t	 tp = json_integer_value(json_object_get(mr, "target_project_id"));
+
+	if (sp == 0 || sp != tp)
+		return sp != 0 ? xprintf("project %lld", (long long)sp) : NULL;
+	if (full == NULL || strchr(full, '!') == NULL)
+		return NULL;
+	return xstrndup(full, strchr(full, '!') - full);
+}
+
+static void
+gitlab_pr_answer(enum forge_op op, int status, const json_t *res, struct forge_answer *a)
+{
+	const json_t	*mr = op == FORGE_PR_FIND ? json_array_get(res, 0) : res;
+
+	switch (op) {
+	case FORGE_PR_INFO:
+		a->ok = status == 200;
+		a->head_ref = gitlab_str(res, "source_branch");
+		a->base_ref = gitlab_str(res, "target_branch");
+		a->head_repo = gitlab_head_repo(res);
+		break;
+	case FORGE_PR_CREATE:
+		/* 409: one is open for this branch already. */
+		a->ok = status == 201 ? 1 : status == 409 ? -1 : 0;
+		break;
+	case FORGE_PR_FIND:
+		a->ok = status == 200 && json_string_value(json_object_get(mr, "web_url")) != NULL;
+		a->body = gitlab_str(mr, "description");
+		break;
+	case FORGE_PR_REVIEWERS:
+		a->ok = 0;
+		return;
+	default:
+		a->ok = status / 100 == 2;
+		return;
+	}
+	a->url = gitlab_str(mr, "web_url");
+	a->number = json_integer_value(json_object_get(mr, "iid"));
+}
+
+/* A merge request event (or a note on one) of repo itself. */
+static long long
+gitlab_event_pr(const json_t *event, const char *repo)
+{
+	const json_t	*meta = json_object_get(event, "meta");
+	const char	*own = json_string_value(json_object_get(event, "repository"));
+
+	if (!json_is_true(json_object_get(meta, "is_pull_request")) || own == NULL ||
+	    strcmp(repo, own) != 0)
+		return 0;
+	return json_integer_value(json_object_get(meta, "number"));
+}
+
+static const char *const gitlab_api_headers[] = { NULL };
+
+static const struct forge gitlab_forge = {
+	.git_url = gitlab_git_url,
+	.git_user = "oauth2",
+	.pr_ref = gitlab_pr_ref,
+	.headers = gitlab_api_headers,
+	.request = gitlab_pr_request,
+	.answer = gitlab_pr_answer,
+	.body_max = GITLAB_REPORT_MAX,
+	.event_pr = gitlab_event_pr,
+};
