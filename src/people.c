@@ -14,7 +14,7 @@
 
 /* What is known of one actor of one org's source. */
 struct known {
-	char		*key;		/* org \n source \n actor id */
+	char		*key;		/* org \n source \n repository \n actor id */
 	int		 guest;
 	int		 external;
 	char		**checked;	/* the groups asked about, NULL-terminated */
@@ -50,8 +50,9 @@ static void	people_step(struct lookup *);
 static char *
 people_key(const struct spur_event *ev)
 {
-	return xprintf("%s\n%s\n%s", ev->org, ev->source, ev->actor.id != NULL ?
-	    ev->actor.id : "");
+	/* The repository too: a forge's membership is a project's (GitLab's members). */
+	return xprintf("%s\n%s\n%s\n%s", ev->org, ev->source, ev->repository != NULL ?
+	    ev->repository : "", ev->actor.id != NULL ? ev->actor.id : "");
 }
 
 static void

@@ -24,6 +24,7 @@
 #define GITLAB_TOKEN_HEADER	"X-Gitlab-Token"
 #define GITLAB_EVENT_HEADER	"X-Gitlab-Event"
 #define GITLAB_REPORT_MAX	1000000		/* a note's body, in bytes */
+#define GITLAB_DEVELOPER	30		/* the access level authors: members asks for */
 
 /* orgs.NAME.gitlab; api_url is url's /api/v4, made once parsed. */
 struct gitlab_conf {
@@ -35,6 +36,10 @@ struct gitlab_conf {
 
 static void	gitlab_handle(const struct source_req *, struct source_result *);
 static const char *gitlab_command_text(const struct spur_event *, int *);
+static json_t	*gitlab_person_request(const struct spur_event *, char *const *, size_t, char **);
+static int	 gitlab_person_answer(const struct spur_event *, char *const *, size_t, int,
+		     const json_t *, struct person *, char **);
+static int	 gitlab_person_ready(const struct org *);
 static void	*gitlab_conf_parse(struct cfgctx *, const struct ynode *);
 static void	 gitlab_conf_free(void *);
 static void	 gitlab_conf_secrets(const void *, void (*)(void *, const struct secret *),
@@ -58,6 +63,8 @@ const struct source source_gitlab = {
 	.title = "GitLab",
 	.handle = gitlab_handle,
 	.command_text = gitlab_command_text,
+	.person_request = gitlab_person_request,
+	.person_answer = gitlab_person_answer,
 	.conf_parse = gitlab_conf_parse,
 	.conf_free = gitlab_conf_free,
 	.conf_secrets = gitlab_conf_secrets,
@@ -69,6 +76,9 @@ const struct source source_gitlab = {
 	.report_dest = gitlab_report_dest,
 	.report_example = "group/project!12",
 	.report = &gitlab_report,
+	.person_key = "gitlab.token",
+	.person_scope = "read_api",
+	.person_ready = gitlab_person_ready,
 	.prompt = gitlab_prompt,
 	.event_header = GITLAB_EVENT_HEADER,
 	.url_noun = "the note",
@@ -442,6 +452,59 @@ gitlab_command_text(const struct spur_event *ev, int *bare)
 	if (strcmp(ev->type, "note.merge_request") != 0 && strcmp(ev->type, "note.issue") != 0)
 		return NULL;
 	return ev->text;
+}
+
+/* --- authors: project members (GET /projects/:id/members/all/:user_id) ----------- */
+
+static int
+gitlab_person_ready(const struct org *o)
+{
+	return gitlab_conf(o) != NULL && gitlab_conf(o)->token != NULL;
+}
+
+static json_t *
+gitlab_person_request(const struct spur_event *ev, char *const *groups, size_t step,
+    char **body)
+{
+	struct buf	 b;
+	json_t		*t;
+
+	*body = NULL;
+	if (step > 0 || ev->repository == NULL || ev->actor.id == NULL)
+		return NULL;
+	buf_init(&b, 0);
+	buf_adds(&b, "/projects/");
+	buf_addq(&b, ev->repository);
+	buf_adds(&b, "/members/all/");
+	buf_addq(&b, ev->actor.id);
+	t = json_pack("{s:s,s:s,s:s,s:s}", "source", "gitlab", "org", ev->org, "method", "GET",
+	    "path", buf_cstr(&b));
+	buf_free(&b);
+	return t;
+}
+
+/*
+ * A member (direct, inherited or invited) at Developer or above is one;
+ * anyone else (404: no member at all; Guest, Reporter) counts as a guest.
+ */
+static int
+gitlab_person_answer(const struct spur_event *ev, char *const *groups, size_t step, int status,
+    const json_t *a, struct person *p, char **why)
+{
+	const json_t	*level = json_object_get(a, "access_level");
+	const char	*state = json_string_value(json_object_get(a, "state"));
+
+	if (status == 404) {
+		p->guest = 1;
+		return 0;
+	}
+	if (status != 200 || !json_is_integer(level)) {
+		*why = xprintf("gitlab project member lookup: HTTP %d", status);
+		return -1;
+	}
+	p->guest = json_integer_value(level) < GITLAB_DEVELOPER ||
+	    (state != NULL && strcmp(state, "active") != 0);
+	return 0;
 }
 
 /* --- on.gitlab -------------------------------------------------------------------- */

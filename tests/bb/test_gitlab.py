@@ -23,6 +23,7 @@ fake = FakeGitLab(TOKEN, gitroot)
 remote = make_remote(gitroot, "acme/api", {"README.md": "hello\n"})
 add_ref(remote, "refs/heads/feature-x", {"marker.txt": "feature-x only\n"})
 fake.add_mr("acme/api", 5, "feature-x")
+fake.members = {7: 30, 8: 20}      # ada a Developer, rita a Reporter, anyone else no member
 
 ORGS = ("orgs:\n  acme:\n    gitlab:\n      url: %s/\n      token: env:T_GL_TOKEN\n"
         "      webhook_secret: env:T_GL_SECRET\n" % fake.url)
@@ -104,6 +105,16 @@ try:
         st, _, a = s.post_json(HOOK, body, headers(key="k-3"))
         t.ok(st == 200 and a.get("event") == first and a.get("duplicate") is True,
              "the same body under a new Idempotency-Key (a replay) is a duplicate too", a)
+
+        # --- authors: members by default, a Developer or above -------------------------------
+        for who, uid, what in (("mallory", 9, "no member"), ("rita", 8, "a Reporter")):
+            st, _, a = s.post_json(HOOK, note("/fix it for me", note_id=1400 + uid, user=(who, uid)),
+                                   headers(key="k-m%d" % uid))
+            t.ok(st == 200 and a.get("runs") == [], "a note of %s of the project starts nothing" % what, a)
+        asked = [r["path"] for r in fake.api_requests() if "/members/all/" in r["path"]]
+        t.ok("/api/v4/projects/acme%2Fapi/members/all/9" in asked and
+             "/api/v4/projects/acme%2Fapi/members/all/7" in asked,
+             "membership was asked of the project's members (all, inherited too)", asked)
 
         # --- an MR note: the run works on the MR's branch and pushes there ----------------
         r = s.wait_run(mr_run, timeout=120)
