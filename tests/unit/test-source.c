@@ -183,11 +183,11 @@ test_systems(void)
 
 	is_str(source_next(NULL)->name, "github", "table: github first");
 	is_str(source_next(source_next(NULL))->name, "slack", "table: then slack");
-	ok(source_next(lin) == NULL, "table: linear last");
+	is_str(source_next(lin)->name, "gitlab", "table: then gitlab");
 	ok(source_system("webhook") == NULL, "the generic hook is no system");
-	is_int(source_count(), 3, "three systems");
+	is_int(source_count(), 4, "four systems");
 	s = source_names(more, " or ");
-	is_str(s, "github, slack, linear or webhook", "source_names");
+	is_str(s, "github, slack, linear, gitlab or webhook", "source_names");
 	free(s);
 	ok(source_name_in("linear", NULL) && source_name_in("webhook", more) &&
 	    !source_name_in("webhook", NULL), "source_name_in");
