@@ -102,3 +102,35 @@ report_verdict_http(const struct http_response *r, const json_t *answer, char **
 	/* A 403 that says when to come back (a reset time, Retry-After) is a rate limit. */
 	return r->status == 403 && r->retry_after_ms >= 0 ? REPORT_RETRY : REPORT_FAILED;
 }
+
+enum report_verdict
+report_verdict_rest(const json_t *target, const struct http_response *r, char **why)
+{
+	enum report_verdict	 v;
+	json_t			*j;
+
+	if (report_verdict_transport(r, &v, why))
+		return v;
+	j = json_loadb(r->body, r->len, 0, NULL);
+	v = report_verdict_http(r, j, why);
+	json_decref(j);
+	return v;
+}
+
+const json_t *
+report_lookup_list_array(const json_t *answer, char **why)
+{
+	return answer;
+}
+
+/* A full page: there may be more after it. */
+char *
+report_lookup_next_page(const json_t *answer, const json_t *list, const char *page)
+{
+	long	 n;
+
+	if (json_array_size(list) < REPORT_LOOKUP_PAGE)
+		return NULL;
+	n = page != NULL ? strtol(page, NULL, 10) : 1;
+	return xprintf("%ld", (n > 0 ? n : 1) + 1);
+}

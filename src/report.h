@@ -242,6 +242,12 @@ int	 report_verdict_transport(const struct http_response *, enum report_verdict 
 /* 2xx sent; GitHub's rate-limit 403 retried; any other refusal given up, with the API's message. */
 enum report_verdict report_verdict_http(const struct http_response *, const json_t *answer,
 	     char **why);
+/* A REST API's verdict (the backend's verdict): transport, then the answer's JSON as above. */
+enum report_verdict report_verdict_rest(const json_t *target, const struct http_response *,
+	     char **why);
+/* A lookup whose answer is the list itself, REPORT_LOOKUP_PAGE a page, pages 1, 2, ... */
+const json_t *report_lookup_list_array(const json_t *answer, char **why);
+char	*report_lookup_next_page(const json_t *answer, const json_t *list, const char *page);
 
 /*
  * source-api.c: an API session's thread is its callback_url (SPEC 12), told

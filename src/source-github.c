@@ -619,20 +619,6 @@ github_report_request(struct engine *e, const json_t *report, const json_t *targ
 	return 0;
 }
 
-static enum report_verdict
-github_report_verdict(const json_t *target, const struct http_response *r, char **why)
-{
-	enum report_verdict	 v;
-	json_t			*j;
-
-	if (report_verdict_transport(r, &v, why))
-		return v;
-	j = json_loadb(r->body, r->len, 0, NULL);
-	v = report_verdict_http(r, j, why);
-	json_decref(j);
-	return v;
-}
-
 /* issues/N/comments, or pulls/N/comments/ID/replies: pull N's review comments, since then. */
 static int
 github_report_lookup_request(const json_t *report, const json_t *posted, const char *page,
@@ -661,24 +647,6 @@ github_report_lookup_request(const json_t *report, const json_t *posted, const c
 	return 0;
 }
 
-static const json_t *
-github_report_lookup_list(const json_t *answer, char **why)
-{
-	return answer;
-}
-
-/* A full page: there may be more after it. */
-static char *
-github_report_lookup_next(const json_t *answer, const json_t *list, const char *page)
-{
-	long	 n;
-
-	if (json_array_size(list) < REPORT_LOOKUP_PAGE)
-		return NULL;
-	n = page != NULL ? strtol(page, NULL, 10) : 1;
-	return xprintf("%ld", (n > 0 ? n : 1) + 1);
-}
-
 static const struct report_backend github_report = {
 	.name = "github",
 	.max = REPORT_GITHUB_MAX,
@@ -687,10 +655,10 @@ static const struct report_backend github_report = {
 	.target = github_report_target,
 	.body = github_report_body,
 	.request = github_report_request,
-	.verdict = github_report_verdict,
+	.verdict = report_verdict_rest,
 	.lookup_request = github_report_lookup_request,
-	.lookup_list = github_report_lookup_list,
-	.lookup_next = github_report_lookup_next,
+	.lookup_list = report_lookup_list_array,
+	.lookup_next = report_lookup_next_page,
 	.status_target = github_report_status_target,
 	.edit_target = github_report_edit_target,
 	.edit_body = github_report_edit_body,

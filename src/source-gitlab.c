@@ -676,20 +676,6 @@ gitlab_report_request(struct engine *e, const json_t *report, const json_t *targ
 	return 0;
 }
 
-static enum report_verdict
-gitlab_report_verdict(const json_t *target, const struct http_response *r, char **why)
-{
-	enum report_verdict	 v;
-	json_t			*j;
-
-	if (report_verdict_transport(r, &v, why))
-		return v;
-	j = json_loadb(r->body, r->len, 0, NULL);
-	v = report_verdict_http(r, j, why);
-	json_decref(j);
-	return v;
-}
-
 /* The item's notes, newest first, a page at a time. */
 static int
 gitlab_report_lookup_request(const json_t *report, const json_t *posted, const char *page,
@@ -708,23 +694,6 @@ gitlab_report_lookup_request(const json_t *report, const json_t *posted, const c
 	return 0;
 }
 
-static const json_t *
-gitlab_report_lookup_list(const json_t *answer, char **why)
-{
-	return answer;
-}
-
-static char *
-gitlab_report_lookup_next(const json_t *answer, const json_t *list, const char *page)
-{
-	long	 n;
-
-	if (json_array_size(list) < REPORT_LOOKUP_PAGE)
-		return NULL;
-	n = page != NULL ? strtol(page, NULL, 10) : 1;
-	return xprintf("%ld", (n > 0 ? n : 1) + 1);
-}
-
 static const struct report_backend gitlab_report = {
 	.name = "gitlab",
 	.max = GITLAB_REPORT_MAX,
@@ -733,10 +702,10 @@ static const struct report_backend gitlab_report = {
 	.target = gitlab_report_target,
 	.body = gitlab_report_body,
 	.request = gitlab_report_request,
-	.verdict = gitlab_report_verdict,
+	.verdict = report_verdict_rest,
 	.lookup_request = gitlab_report_lookup_request,
-	.lookup_list = gitlab_report_lookup_list,
-	.lookup_next = gitlab_report_lookup_next,
+	.lookup_list = report_lookup_list_array,
+	.lookup_next = report_lookup_next_page,
 	.status_target = gitlab_report_target,
 	.edit_target = gitlab_report_edit_target,
 	.edit_body = gitlab_report_edit_body,
