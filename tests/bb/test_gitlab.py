@@ -4,6 +4,7 @@ the merge request and edits its status note; bad tokens and replays are refused.
 import json
 import os
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -142,6 +143,27 @@ try:
         t.ok(notes and notes[0].get("edits", 0) >= 1, "the status note was edited in place", notes)
         t.ok(notes and "http://spur.example:8080/runs/" + run in notes[0]["body"] and opened and
              opened[0]["web_url"] in notes[0]["body"], "its final text links the run's page and the MR", notes)
+
+        # --- a crash after GitLab stored the status note, before spur heard: found, not reposted
+        killed = threading.Event()
+        fake.before = lambda: (s.proc.kill(), killed.set())
+        st, _, a = s.post_json(HOOK, note("/fix again", on="Issue", iid=4, note_id=1500), headers(key="k-5"))
+        crashed = a["runs"][0]
+        t.ok(killed.wait(60), "the engine was killed as GitLab stored its status note")
+        s.proc.wait(20)
+        s.kill9()
+        s.start()
+        s.wait_run(crashed, timeout=120)
+        s.wait_reports_done(run=crashed)
+        marker = "<!-- spur:%s:status -->" % crashed
+        posted = [r for r in fake.api_requests() if r["method"] == "POST" and
+                  r["path"] == "/api/v4/projects/acme%2Fapi/issues/4/notes" and marker in r["body"]]
+        looked = [r for r in fake.api_requests() if r["method"] == "GET" and
+                  r["path"].startswith("/api/v4/projects/acme%2Fapi/issues/4/notes?")]
+        t.ok(len(posted) == 1 and looked, "at restart the status note was looked for and found, not posted again",
+             (len(posted), len(looked)))
+        t.eq(len([n for n in fake.notes.get("acme/api#4", []) if marker in n["body"] or crashed in n["body"]]), 1,
+             "the issue holds one note of the run")
         t.eq(fake.invalid, [], "every API request spur sent matched GitLab's documented routes")
         t.eq([x for x in (TOKEN, SECRET) if x in s.logs()], [], "no log holds the token or the secret")
 finally:
