@@ -39,6 +39,17 @@ command: [sh, -c, 'cat >/dev/null; cd /workspace; cat marker.txt > seen.txt 2>/d
 prompt: Fix it.
 proof: pull_request
 """
+SLOW = """\
+name: slow
+on:
+  gitlab:
+    events: [note]
+    text: '^/slow'
+agent: command
+command: [sh, -c, 'cat >/dev/null; sleep 60']
+prompt: Take your time.
+proof: report
+"""
 CONFIG = ("public_url: http://spur.example:8080/\nreports:\n  progress: true\n"
           "git:\n  author_name: Spur Bot\n  author_email: bot@spur.example\n")
 
@@ -81,7 +92,7 @@ def until(pred, timeout=60):
 
 
 try:
-    with Spur(CONFIG, orgs=ORGS, automations={"fix.yaml": FIX}, env=ENV) as s:
+    with Spur(CONFIG, orgs=ORGS, automations={"fix.yaml": FIX, "slow.yaml": SLOW}, env=ENV) as s:
         s.start()
         # --- ingress: the secret token, the event header, deduplication -----------------
         body = note("/fix the flaky test")
@@ -164,6 +175,14 @@ try:
              (len(posted), len(looked)))
         t.eq(len([n for n in fake.notes.get("acme/api#4", []) if marker in n["body"] or crashed in n["body"]]), 1,
              "the issue holds one note of the run")
+
+        # --- thread commands in notes: /cancel --------------------------------------------
+        st, _, a = s.post_json(HOOK, note("/slow down", on="Issue", iid=6, note_id=1600), headers(key="k-6"))
+        slow = a["runs"][0]
+        until(lambda: s.query("SELECT state FROM runs WHERE id = ?", slow)[0]["state"] == "running")
+        st, _, a = s.post_json(HOOK, note("/cancel", on="Issue", iid=6, note_id=1601), headers(key="k-7"))
+        r = s.wait_run(slow, timeout=30)
+        t.ok(st == 200 and r["state"] == "cancelled", "/cancel in a note of the run's issue cancels it", (a, r))
         t.eq(fake.invalid, [], "every API request spur sent matched GitLab's documented routes")
         t.eq([x for x in (TOKEN, SECRET) if x in s.logs()], [], "no log holds the token or the secret")
 finally:
