@@ -5,6 +5,7 @@
  */
 #include "spur.h"
 #include "conf.h"
+#include "doctor.h"
 #include "event.h"
 #include "forge.h"
 #include "httpc.h"
@@ -49,6 +50,7 @@ static char	*gitlab_event_check(const char *);
 static json_t	*gitlab_report_dest(const char *, const char **);
 static void	 gitlab_prompt(struct buf *, const json_t *);
 static char	*gitlab_report_words(const json_t *);
+static void	 gitlab_doctor(struct doctor *, const struct org *);
 static const struct report_backend gitlab_report;
 static const struct forge gitlab_forge;
 static struct source_cred *gitlab_cred(struct engine *, const char *, const char *, long long,
@@ -80,6 +82,7 @@ const struct source source_gitlab = {
 	.person_scope = " (scope read_api)",
 	.person_ready = gitlab_person_ready,
 	.prompt = gitlab_prompt,
+	.doctor = gitlab_doctor,
 	.event_header = GITLAB_EVENT_HEADER,
 	.url_noun = "the note",
 	.report_words = gitlab_report_words,
@@ -978,3 +981,66 @@ static const struct forge gitlab_forge = {
 	.body_max = GITLAB_REPORT_MAX,
 	.event_pr = gitlab_event_pr,
 };
+
+/* --- spur doctor: the URL reachable, the token's scopes ------------------------------- */
+
+/* The scopes spur's notes, merge requests and git pushes need, that the token lacks. */
+static char *
+gitlab_scopes_missing(const json_t *scopes)
+{
+	static const char *const need[] = { "api", "write_repository" };
+	const json_t	*v;
+	struct buf	 b;
+	size_t		 i, k;
+	int		 has;
+
+	buf_init(&b, 0);
+	for (k = 0; k < SPUR_ARRLEN(need); k++) {
+		has = 0;
+		json_array_foreach(scopes, i, v)
+			has |= json_is_string(v) && strcmp(json_string_value(v), need[k]) == 0;
+		if (!has)
+			buf_addf(&b, "%s%s", b.len > 0 ? ", " : "", need[k]);
+	}
+	return buf_take(&b);
+}
+
+static void
+gitlab_doctor(struct doctor *d, const struct org *org)
+{
+	const struct gitlab_conf	*g = gitlab_conf(org);
+	struct doctor_answer		 a;
+	const char			*h[2];
+	char				*url, *auth, *why, *missing;
+
+	if (g == NULL || g->token == NULL || g->token->value == NULL) {
+		doctor_say(d, org->name, "gitlab", DOCTOR_SKIP, NULL, g == NULL ?
+		    "not configured" : "no token: webhooks only");
+		return;
+	}
+	url = xprintf("%s/personal_access_tokens/self", g->api_url);
+	auth = xprintf("PRIVATE-TOKEN: %s", g->token->value);
+	h[0] = auth;
+	h[1] = NULL;
+	doctor_http(d, "GET", url, h, NULL, &a);
+	freezero_str(auth);
+	free(url);
+	if (a.status != 200) {
+		why = doctor_why(&a);
+		doctor_say(d, org->name, "gitlab.token", DOCTOR_FAIL, a.status == 0 ?
+		    "check gitlab.url: spur could not reach the instance" : "make a project, group "
+		    "or personal access token (scopes api, write_repository) and set token to it",
+		    "GitLab at %s refused the token (%s)", g->api_url, why);
+		free(why);
+	} else if (*(missing = gitlab_scopes_missing(json_object_get(a.json, "scopes")))) {
+		doctor_say(d, org->name, "gitlab.token", DOCTOR_FAIL, "give the token the scopes "
+		    "api and write_repository", "the token lacks %s", missing);
+		free(missing);
+	} else {
+		doctor_say(d, org->name, "gitlab.token", DOCTOR_PASS, NULL, "the token %s has "
+		    "api and write_repository", json_string_value(json_object_get(a.json,
+		    "name")) ?: "?");
+		free(missing);
+	}
+	doctor_answer_clear(&a);
+}

@@ -38,6 +38,7 @@ ROUTES = {
         "put": {"parameters": [ID, IID, _p("path", "note_id", True), _p("body", "body", True)]}},
     "/api/v4/projects/{id}/{noteable}/{noteable_id}/notes/{note_id}/award_emoji": {
         "post": {"parameters": [ID, IID, _p("path", "note_id", True), _p("body", "name", True)]}},
+    "/api/v4/personal_access_tokens/self": {"get": {"parameters": []}},
     "/api/v4/projects/{id}/members/all/{user_id}": {
         "get": {"parameters": [ID, _p("path", "user_id", True)]}},
     "/api/v4/projects/{id}/merge_requests": {
@@ -107,6 +108,7 @@ class FakeGitLab:
         self.notes = {}        # "project!iid" or "project#iid" -> [notes]
         self.awards = []       # (path, name)
         self.members = {}      # user id -> access level (absent: 404, not a member)
+        self.scopes = ["api", "write_repository"]   # the token's, as personal_access_tokens/self says
         self.before = None     # fn run before the next note post's answer (a crash between)
         fake = self
 
@@ -196,6 +198,9 @@ class FakeGitLab:
         m = re.match(r"^/api/v4/projects/(.+?)/(merge_requests|issues)/(\d+)/notes(?:/(\d+))?(/award_emoji)?$", path)
         if m is not None:
             return self.note(h, m.group(1), m.group(2), int(m.group(3)), m.group(4), m.group(5), body)
+        if path == "/api/v4/personal_access_tokens/self":
+            return self.send(h, 200, {"id": 1, "name": "spur", "active": True, "revoked": False,
+                                      "scopes": self.scopes})
         m = re.match(r"^/api/v4/projects/(.+?)/members/all/(\d+)$", path)
         if m is not None:
             level = self.members.get(int(m.group(2)))

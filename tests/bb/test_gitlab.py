@@ -183,6 +183,15 @@ try:
         st, _, a = s.post_json(HOOK, note("/cancel", on="Issue", iid=6, note_id=1601), headers(key="k-7"))
         r = s.wait_run(slow, timeout=30)
         t.ok(st == 200 and r["state"] == "cancelled", "/cancel in a note of the run's issue cancels it", (a, r))
+
+        # --- spur doctor: the token's scopes ----------------------------------------------
+        rc, out, err = s.c("doctor")
+        t.ok([l for l in out.splitlines() if l.startswith("pass") and "gitlab.token" in l],
+             "spur doctor passes a token with api and write_repository", out)
+        fake.scopes = ["read_api"]
+        rc, out, err = s.c("doctor")
+        t.ok([l for l in out.splitlines() if l.startswith("fail") and "gitlab.token" in l and
+              "api, write_repository" in l], "and fails one that lacks them, naming them", out)
         t.eq(fake.invalid, [], "every API request spur sent matched GitLab's documented routes")
         t.eq([x for x in (TOKEN, SECRET) if x in s.logs()], [], "no log holds the token or the secret")
 finally:
