@@ -118,6 +118,22 @@ try:
         t.ok(st == 200 and a.get("event") == first and a.get("duplicate") is True,
              "the same body under a new Idempotency-Key (a replay) is a duplicate too", a)
 
+        # --- the other hooks: their types, what a trigger's events name ---------------------
+        proj = {"id": fake.project_id("acme/api"), "path_with_namespace": "acme/api"}
+        mrattrs = {"iid": 5, "title": "Feature X", "source_branch": "feature-x", "target_branch": "main"}
+        for hook, payload, want in (
+                ("Merge Request Hook", {"object_attributes": dict(mrattrs, action="open", description="d")},
+                 ("merge_request.open", "gitlab:acme/api!5")),
+                ("Issue Hook", {"object_attributes": {"iid": 3, "action": "update", "title": "T"},
+                                "labels": [{"title": "bug"}], "changes": {"labels": {"current": [{"title": "bug"}]}}},
+                 ("issue.label", "gitlab:acme/api#3")),
+                ("Pipeline Hook", {"object_attributes": {"id": 77, "status": "failed", "ref": "feature-x"},
+                                   "merge_request": mrattrs}, ("pipeline.failed", "gitlab:acme/api!5"))):
+            b = json.dumps(dict(payload, project=proj, user={"id": 7, "username": "ada"})).encode()
+            st, _, a = s.post_json(HOOK, b, headers(key="h-" + hook, event=hook))
+            got = json.loads(s.query("SELECT json FROM events WHERE id = ?", a["event"])[0]["json"]) if st == 200 else {}
+            t.eq((got.get("type"), got.get("thread")), want, "a %s is %s in %s" % ((hook,) + want))
+
         # --- authors: members by default, a Developer or above -------------------------------
         for who, uid, what in (("mallory", 9, "no member"), ("rita", 8, "a Reporter")):
             st, _, a = s.post_json(HOOK, note("/fix it for me", note_id=1400 + uid, user=(who, uid)),
