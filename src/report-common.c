@@ -117,6 +117,32 @@ report_verdict_rest(const json_t *target, const struct http_response *r, char **
 	return v;
 }
 
+char *
+report_body_field(struct engine *e, const json_t *ev, const char *run, const char *kind,
+    const char *text)
+{
+	json_t	*j = json_pack("{s:s}", "body", text);
+	char	*s = json_dumps(j, JSON_COMPACT);
+
+	json_decref(j);
+	return s;
+}
+
+char *
+report_edit_body_field(const json_t *ev, const char *run, const char *kind, const char *id,
+    const char *text)
+{
+	return report_body_field(NULL, ev, run, kind, text);
+}
+
+char *
+report_message_id_int(const json_t *j)
+{
+	json_t	*id = json_object_get(j, "id");
+
+	return json_is_integer(id) ? xprintf("%lld", (long long)json_integer_value(id)) : NULL;
+}
+
 const json_t *
 report_lookup_list_array(const json_t *answer, char **why)
 {

@@ -245,6 +245,12 @@ enum report_verdict report_verdict_http(const struct http_response *, const json
 /* A REST API's verdict (the backend's verdict): transport, then the answer's JSON as above. */
 enum report_verdict report_verdict_rest(const json_t *target, const struct http_response *,
 	     char **why);
+/* {"body": text}: a REST API's message (body and edit_body), and a message's integer "id". */
+char	*report_body_field(struct engine *, const json_t *ev, const char *run, const char *kind,
+	     const char *text);
+char	*report_edit_body_field(const json_t *ev, const char *run, const char *kind,
+	     const char *id, const char *text);
+char	*report_message_id_int(const json_t *);
 /* A lookup whose answer is the list itself, REPORT_LOOKUP_PAGE a page, pages 1, 2, ... */
 const json_t *report_lookup_list_array(const json_t *answer, char **why);
 char	*report_lookup_next_page(const json_t *answer, const json_t *list, const char *page);

@@ -549,17 +549,6 @@ github_report_ack(const json_t *ev, const char *run, json_t **target, char **bod
 	return 0;
 }
 
-static char *
-github_report_body(struct engine *e, const json_t *ev, const char *run, const char *kind,
-    const char *text)
-{
-	json_t	*j = json_pack("{s:s}", "body", text);
-	char	*s = json_dumps(j, JSON_COMPACT);
-
-	json_decref(j);
-	return s;
-}
-
 /* The status message is an issue comment, even for a review thread: those can be edited. */
 static json_t *
 github_report_status_target(const json_t *ev, const char **why)
@@ -584,22 +573,6 @@ github_report_edit_target(const json_t *ev, const char *id)
 
 	json_object_set_new(t, "edit", json_true());
 	return t;
-}
-
-static char *
-github_report_edit_body(const json_t *ev, const char *run, const char *kind, const char *id,
-    const char *text)
-{
-	return github_report_body(NULL, ev, run, kind, text);
-}
-
-/* A comment's id: in a post's answer and in a listed comment alike. */
-static char *
-github_report_message_id(const json_t *comment)
-{
-	json_t	*id = json_object_get(comment, "id");
-
-	return json_is_integer(id) ? xprintf("%lld", (long long)json_integer_value(id)) : NULL;
 }
 
 static int
@@ -653,7 +626,7 @@ static const struct report_backend github_report = {
 	.marker = REPORT_MARKER_HEAD,
 	.ack = github_report_ack,
 	.target = github_report_target,
-	.body = github_report_body,
+	.body = report_body_field,
 	.request = github_report_request,
 	.verdict = report_verdict_rest,
 	.lookup_request = github_report_lookup_request,
@@ -661,8 +634,8 @@ static const struct report_backend github_report = {
 	.lookup_next = report_lookup_next_page,
 	.status_target = github_report_status_target,
 	.edit_target = github_report_edit_target,
-	.edit_body = github_report_edit_body,
-	.message_id = github_report_message_id,
+	.edit_body = report_edit_body_field,
+	.message_id = report_message_id_int,
 };
 
 /* --- orgs.NAME.github and orgs.NAME.console (conf.h's leaf parsers) ---------------- */

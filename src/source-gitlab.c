@@ -614,17 +614,6 @@ gitlab_report_ack(const json_t *ev, const char *run, json_t **target, char **bod
 	return 0;
 }
 
-static char *
-gitlab_report_body(struct engine *e, const json_t *ev, const char *run, const char *kind,
-    const char *text)
-{
-	json_t	*j = json_pack("{s:s}", "body", text);
-	char	*s = json_dumps(j, JSON_COMPACT);
-
-	json_decref(j);
-	return s;
-}
-
 /* PUT .../notes/NOTE {"body"}: the status note edited in place. */
 static json_t *
 gitlab_report_edit_target(const json_t *ev, const char *id)
@@ -639,21 +628,6 @@ gitlab_report_edit_target(const json_t *ev, const char *id)
 	free(item);
 	json_object_set_new(t, "edit", json_true());
 	return t;
-}
-
-static char *
-gitlab_report_edit_body(const json_t *ev, const char *run, const char *kind, const char *id,
-    const char *text)
-{
-	return gitlab_report_body(NULL, ev, run, kind, text);
-}
-
-static char *
-gitlab_report_message_id(const json_t *note)
-{
-	json_t	*id = json_object_get(note, "id");
-
-	return json_is_integer(id) ? xprintf("%lld", (long long)json_integer_value(id)) : NULL;
 }
 
 static int
@@ -703,7 +677,7 @@ static const struct report_backend gitlab_report = {
 	.marker = REPORT_MARKER_HEAD,
 	.ack = gitlab_report_ack,
 	.target = gitlab_report_target,
-	.body = gitlab_report_body,
+	.body = report_body_field,
 	.request = gitlab_report_request,
 	.verdict = report_verdict_rest,
 	.lookup_request = gitlab_report_lookup_request,
@@ -711,8 +685,8 @@ static const struct report_backend gitlab_report = {
 	.lookup_next = report_lookup_next_page,
 	.status_target = gitlab_report_target,
 	.edit_target = gitlab_report_edit_target,
-	.edit_body = gitlab_report_edit_body,
-	.message_id = gitlab_report_message_id,
+	.edit_body = report_edit_body_field,
+	.message_id = report_message_id_int,
 };
 
 /* report: {gitlab: GROUP/PROJECT!IID or GROUP/PROJECT#IID}: a note there. */

@@ -13,12 +13,13 @@ import base64
 import json
 import os
 import re
-import subprocess
 import sys
 import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from fakeapis import git_backend
 
 
 def _p(where, name, required=False):
@@ -277,27 +278,4 @@ class FakeGitLab:
             h.send_header("Content-Length", "0")
             h.end_headers()
             return
-        path, _, query = h.path.partition("?")
-        env = {"GIT_PROJECT_ROOT": self.git_root, "GIT_HTTP_EXPORT_ALL": "1", "PATH_INFO": path,
-               "REQUEST_METHOD": h.command, "QUERY_STRING": query, "REMOTE_USER": "oauth2",
-               "CONTENT_TYPE": h.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
-               "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1"}
-        if h.headers.get("Git-Protocol"):
-            env["GIT_PROTOCOL"] = h.headers["Git-Protocol"]
-        if h.headers.get("Content-Encoding"):
-            env["HTTP_CONTENT_ENCODING"] = h.headers["Content-Encoding"]
-        p = subprocess.run(["git", "http-backend"], input=body, capture_output=True, env=env)
-        head, _, out = p.stdout.partition(b"\r\n\r\n")
-        status, hdrs = 200, []
-        for line in head.split(b"\r\n"):
-            k, _, v = line.decode().partition(":")
-            if k.lower() == "status":
-                status = int(v.strip().split()[0])
-            elif k:
-                hdrs.append((k, v.strip()))
-        h.send_response(status)
-        for k, v in hdrs:
-            h.send_header(k, v)
-        h.send_header("Content-Length", str(len(out)))
-        h.end_headers()
-        h.wfile.write(out)
+        git_backend(h, self.git_root, h.path, body, "oauth2")

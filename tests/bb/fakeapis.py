@@ -873,31 +873,36 @@ class Fake:
             h.send_header("Content-Length", "0")
             h.end_headers()
             return
-        path, _, query = h.path[len("/git"):].partition("?")
-        env = {"GIT_PROJECT_ROOT": self.git_root, "GIT_HTTP_EXPORT_ALL": "1", "PATH_INFO": path,
-               "REQUEST_METHOD": h.command, "QUERY_STRING": query, "REMOTE_USER": "x-access-token",
-               "CONTENT_TYPE": h.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
-               "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1"}
-        if h.headers.get("Git-Protocol"):
-            env["GIT_PROTOCOL"] = h.headers["Git-Protocol"]
-        if h.headers.get("Content-Encoding"):
-            env["HTTP_CONTENT_ENCODING"] = h.headers["Content-Encoding"]
-        p = subprocess.run(["git", "http-backend"], input=body, capture_output=True, env=env)
-        head, _, out = p.stdout.partition(b"\r\n\r\n")
-        status = 200
-        hdrs = []
-        for line in head.split(b"\r\n"):
-            k, _, v = line.decode().partition(":")
-            if k.lower() == "status":
-                status = int(v.strip().split()[0])
-            elif k:
-                hdrs.append((k, v.strip()))
-        h.send_response(status)
-        for k, v in hdrs:
-            h.send_header(k, v)
-        h.send_header("Content-Length", str(len(out)))
-        h.end_headers()
-        h.wfile.write(out)
+        git_backend(h, self.git_root, h.path[len("/git"):], body, "x-access-token")
+
+
+def git_backend(h, root, path, body, user):
+    """Answers h's git smart-HTTP request for path (under root) with git's own http-backend."""
+    path, _, query = path.partition("?")
+    env = {"GIT_PROJECT_ROOT": root, "GIT_HTTP_EXPORT_ALL": "1", "PATH_INFO": path,
+           "REQUEST_METHOD": h.command, "QUERY_STRING": query, "REMOTE_USER": user,
+           "CONTENT_TYPE": h.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
+           "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1"}
+    if h.headers.get("Git-Protocol"):
+        env["GIT_PROTOCOL"] = h.headers["Git-Protocol"]
+    if h.headers.get("Content-Encoding"):
+        env["HTTP_CONTENT_ENCODING"] = h.headers["Content-Encoding"]
+    p = subprocess.run(["git", "http-backend"], input=body, capture_output=True, env=env)
+    head, _, out = p.stdout.partition(b"\r\n\r\n")
+    status = 200
+    hdrs = []
+    for line in head.split(b"\r\n"):
+        k, _, v = line.decode().partition(":")
+        if k.lower() == "status":
+            status = int(v.strip().split()[0])
+        elif k:
+            hdrs.append((k, v.strip()))
+    h.send_response(status)
+    for k, v in hdrs:
+        h.send_header(k, v)
+    h.send_header("Content-Length", str(len(out)))
+    h.end_headers()
+    h.wfile.write(out)
 
 
 def make_remote(root, name, files, branch="main"):
