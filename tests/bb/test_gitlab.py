@@ -49,6 +49,7 @@ agent: command
 command: [sh, -c, 'cat >/dev/null; sleep 60']
 prompt: Take your time.
 proof: report
+report: {gitlab: acme/api!5}
 """
 CONFIG = ("public_url: http://spur.example:8080/\nreports:\n  progress: true\n"
           "git:\n  author_name: Spur Bot\n  author_email: bot@spur.example\n")
@@ -199,6 +200,10 @@ try:
         st, _, a = s.post_json(HOOK, note("/cancel", on="Issue", iid=6, note_id=1601), headers(key="k-7"))
         r = s.wait_run(slow, timeout=30)
         t.ok(st == 200 and r["state"] == "cancelled", "/cancel in a note of the run's issue cancels it", (a, r))
+        s.wait_reports_done(run=slow)
+        dest = [n for n in fake.notes.get("acme/api!5", []) if slow in n["body"]]
+        t.ok(len(dest) == 1 and "cancel" in dest[0]["body"].lower(),
+             "report: {gitlab: acme/api!5} put the run's end on that merge request too", fake.notes.get("acme/api!5"))
 
         # --- spur doctor: the token's scopes ----------------------------------------------
         rc, out, err = s.c("doctor")
