@@ -18,7 +18,7 @@
 	var STATES = ['queued', 'running', 'completed', 'needs_review', 'failed', 'timed_out', 'cancelled'];
 	var CAUSES = ['ok', 'proof_missing', 'no_changes', 'agent_error', 'model_auth', 'model_quota',
 	    'budget', 'timeout', 'egress_denied', 'delivery', 'sandbox', 'cancelled', 'skipped', 'interrupted'];
-	var SOURCES = ['github', 'slack', 'linear', 'gitea', 'webhook', 'schedule', 'api'];
+	var SOURCES = ['github', 'slack', 'linear', 'gitlab', 'gitea', 'webhook', 'schedule', 'api'];
 	var SCOPES = ['sessions:read', 'sessions:write', 'runs:read', 'runs:write', 'automations:read',
 	    'secrets:write', 'mcp'];
 
@@ -1685,7 +1685,7 @@
 			return failed(res);
 		list = res.body.data;
 
-		var source = h('select', { id: 'why-source' }, ['github', 'slack', 'linear', 'gitea', 'webhook', 'schedule'].map(function (s) {
+		var source = h('select', { id: 'why-source' }, ['github', 'slack', 'linear', 'gitlab', 'gitea', 'webhook', 'schedule'].map(function (s) {
 			return h('option', { value: s }, s);
 		}));
 		var event = h('input', { id: 'why-event', type: 'text', placeholder: 'issue_comment (GitHub event or hook name)' });

@@ -3,7 +3,7 @@
  * twice: fuzz-source (normalize only, as `spur fire` does, so the payload
  * parsers are reached) and fuzz-source-verify (FUZZ_VERIFY: signatures,
  * timestamps and replay windows with fixed secrets, at a fixed now).
- * Input: the hook on the first line (github, slack, linear, gitea, or a generic hook
+ * Input: the hook on the first line (github, slack, linear, gitlab, gitea, or a generic hook
  * below), "Name: value" headers, an empty line, the body.
  */
 #include "spur.h"
@@ -28,6 +28,7 @@
 #define SLACK_SECRET	"fuzz-slack-secret"
 #define LINEAR_SECRET	"fuzz-linear-secret"
 #define GITEA_SECRET	"fuzz-gitea-secret"
+#define GITLAB_SECRET	"fuzz-gitlab-secret"
 #define HOOK_SECRET	"fuzz-hook-secret"
 #define STD_SECRET	"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 #define BEARER_SECRET	"fuzz-bearer-token"
@@ -107,6 +108,7 @@ fuzz_check(const struct source_result *res, const uint8_t *data, size_t size)
 		fuzz_secret(res->cause, data, size, SLACK_SECRET);
 		fuzz_secret(res->cause, data, size, LINEAR_SECRET);
 		fuzz_secret(res->cause, data, size, GITEA_SECRET);
+		fuzz_secret(res->cause, data, size, GITLAB_SECRET);
 		break;
 	}
 }
@@ -127,12 +129,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		setenv("SPUR_FUZZ_LINEAR", LINEAR_SECRET, 1);
 		setenv("SPUR_FUZZ_GITEA", GITEA_SECRET, 1);
 		setenv("SPUR_FUZZ_GITHUB", gh_secret.value, 1);
+		setenv("SPUR_FUZZ_GITLAB", GITLAB_SECRET, 1);
 		if (config_org_section(&acme, "github", "webhook_secret: env:SPUR_FUZZ_GITHUB",
 		    &cause) != 0 || config_org_section(&acme, "slack", "signing_secret: env:SPUR_FUZZ_SLACK",
 		    &cause) != 0 || config_org_section(&acme, "linear",
 		    "webhook_secret: env:SPUR_FUZZ_LINEAR", &cause) != 0 ||
 		    config_org_section(&acme, "gitea", "url: https://git.example.com\n"
-		    "webhook_secret: env:SPUR_FUZZ_GITEA", &cause) != 0)
+		    "webhook_secret: env:SPUR_FUZZ_GITEA", &cause) != 0 ||
+		    config_org_section(&acme, "gitlab", "webhook_secret: env:SPUR_FUZZ_GITLAB",
+		    &cause) != 0)
 			fatal("section: %s", cause);
 		ready = 1;
 	}

@@ -51,6 +51,7 @@ static void	people_step(struct lookup *);
 static char *
 people_key(const struct spur_event *ev)
 {
+	/* The repository too: a forge's membership is a project's (collaborators, members). */
 	return xprintf("%s\n%s\n%s\n%s", ev->org, ev->source, ev->actor.id != NULL ?
 	    ev->actor.id : "", ev->repository != NULL ? ev->repository : "");
 }

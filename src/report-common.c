@@ -104,7 +104,7 @@ report_verdict_http(const struct http_response *r, const json_t *answer, char **
 }
 
 enum report_verdict
-report_verdict_json(const json_t *target, const struct http_response *r, char **why)
+report_verdict_rest(const json_t *target, const struct http_response *r, char **why)
 {
 	enum report_verdict	 v;
 	json_t			*j;
@@ -118,7 +118,8 @@ report_verdict_json(const json_t *target, const struct http_response *r, char **
 }
 
 char *
-report_body_json(const char *text)
+report_body_field(struct engine *e, const json_t *ev, const char *run, const char *kind,
+    const char *text)
 {
 	json_t	*j = json_pack("{s:s}", "body", text);
 	char	*s = json_dumps(j, JSON_COMPACT);
@@ -128,9 +129,34 @@ report_body_json(const char *text)
 }
 
 char *
-report_message_int_id(const json_t *comment)
+report_edit_body_field(const json_t *ev, const char *run, const char *kind, const char *id,
+    const char *text)
 {
-	json_t	*id = json_object_get(comment, "id");
+	return report_body_field(NULL, ev, run, kind, text);
+}
+
+char *
+report_message_id_int(const json_t *j)
+{
+	json_t	*id = json_object_get(j, "id");
 
 	return json_is_integer(id) ? xprintf("%lld", (long long)json_integer_value(id)) : NULL;
+}
+
+const json_t *
+report_lookup_list_array(const json_t *answer, char **why)
+{
+	return answer;
+}
+
+/* A full page: there may be more after it. */
+char *
+report_lookup_next_page(const json_t *answer, const json_t *list, const char *page)
+{
+	long	 n;
+
+	if (json_array_size(list) < REPORT_LOOKUP_PAGE)
+		return NULL;
+	n = page != NULL ? strtol(page, NULL, 10) : 1;
+	return xprintf("%ld", (n > 0 ? n : 1) + 1);
 }

@@ -244,12 +244,18 @@ int	 report_verdict_transport(const struct http_response *, enum report_verdict 
 /* 2xx sent; a rate limit's 403 retried; any other refusal given up, with the API's message. */
 enum report_verdict report_verdict_http(const struct http_response *, const json_t *answer,
 	     char **why);
-/* A forge's answers: the verdict of a JSON API (transport, then report_verdict_http). */
-enum report_verdict report_verdict_json(const json_t *target, const struct http_response *,
+/* A REST API's verdict (the backend's verdict): transport, then the answer's JSON as above. */
+enum report_verdict report_verdict_rest(const json_t *target, const struct http_response *,
 	     char **why);
-/* A comment's body as a forge takes it, {"body": text}; and a comment's integer id. */
-char	*report_body_json(const char *text);
-char	*report_message_int_id(const json_t *comment);
+/* {"body": text}: a REST API's message (body and edit_body), and a message's integer "id". */
+char	*report_body_field(struct engine *, const json_t *ev, const char *run, const char *kind,
+	     const char *text);
+char	*report_edit_body_field(const json_t *ev, const char *run, const char *kind,
+	     const char *id, const char *text);
+char	*report_message_id_int(const json_t *);
+/* A lookup whose answer is the list itself, REPORT_LOOKUP_PAGE a page, pages 1, 2, ... */
+const json_t *report_lookup_list_array(const json_t *answer, char **why);
+char	*report_lookup_next_page(const json_t *answer, const json_t *list, const char *page);
 
 /*
  * source-api.c: an API session's thread is its callback_url (SPEC 12), told

@@ -696,13 +696,6 @@ gitea_report_ack(const json_t *ev, const char *run, json_t **target, char **body
 	return 0;
 }
 
-static char *
-gitea_report_body(struct engine *e, const json_t *ev, const char *run, const char *kind,
-    const char *text)
-{
-	return report_body_json(text);
-}
-
 /* PATCH /repos/{owner}/{repo}/issues/comments/{id} {"body"}. */
 static json_t *
 gitea_report_edit_target(const json_t *ev, const char *id)
@@ -712,13 +705,6 @@ gitea_report_edit_target(const json_t *ev, const char *id)
 
 	json_object_set_new(t, "edit", json_true());
 	return t;
-}
-
-static char *
-gitea_report_edit_body(const json_t *ev, const char *run, const char *kind, const char *id,
-    const char *text)
-{
-	return report_body_json(text);
 }
 
 /* The org's token (configured: the outbox's and the people lookup's alike). */
@@ -779,15 +765,15 @@ static const struct report_backend gitea_report = {
 	.marker = REPORT_MARKER_HEAD,
 	.ack = gitea_report_ack,
 	.target = gitea_report_target,
-	.body = gitea_report_body,
+	.body = report_body_field,
 	.request = gitea_report_request,
-	.verdict = report_verdict_json,
+	.verdict = report_verdict_rest,
 	.lookup_request = gitea_report_lookup_request,
 	.lookup_list = gitea_report_lookup_list,
 	.status_target = gitea_report_target,
 	.edit_target = gitea_report_edit_target,
-	.edit_body = gitea_report_edit_body,
-	.message_id = report_message_int_id,
+	.edit_body = report_edit_body_field,
+	.message_id = report_message_id_int,
 };
 
 /* --- report: {gitea: OWNER/NAME#NUMBER} ----------------------------------------------- */

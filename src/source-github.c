@@ -548,13 +548,6 @@ github_report_ack(const json_t *ev, const char *run, json_t **target, char **bod
 	return 0;
 }
 
-static char *
-github_report_body(struct engine *e, const json_t *ev, const char *run, const char *kind,
-    const char *text)
-{
-	return report_body_json(text);
-}
-
 /* The status message is an issue comment, even for a review thread: those can be edited. */
 static json_t *
 github_report_status_target(const json_t *ev, const char **why)
@@ -579,13 +572,6 @@ github_report_edit_target(const json_t *ev, const char *id)
 
 	json_object_set_new(t, "edit", json_true());
 	return t;
-}
-
-static char *
-github_report_edit_body(const json_t *ev, const char *run, const char *kind, const char *id,
-    const char *text)
-{
-	return report_body_json(text);
 }
 
 static int
@@ -633,40 +619,22 @@ github_report_lookup_request(const json_t *report, const json_t *posted, const c
 	return 0;
 }
 
-static const json_t *
-github_report_lookup_list(const json_t *answer, char **why)
-{
-	return answer;
-}
-
-/* A full page: there may be more after it. */
-static char *
-github_report_lookup_next(const json_t *answer, const json_t *list, const char *page)
-{
-	long	 n;
-
-	if (json_array_size(list) < REPORT_LOOKUP_PAGE)
-		return NULL;
-	n = page != NULL ? strtol(page, NULL, 10) : 1;
-	return xprintf("%ld", (n > 0 ? n : 1) + 1);
-}
-
 static const struct report_backend github_report = {
 	.name = "github",
 	.max = GITHUB_REPORT_MAX,
 	.marker = REPORT_MARKER_HEAD,
 	.ack = github_report_ack,
 	.target = github_report_target,
-	.body = github_report_body,
+	.body = report_body_field,
 	.request = github_report_request,
-	.verdict = report_verdict_json,
+	.verdict = report_verdict_rest,
 	.lookup_request = github_report_lookup_request,
-	.lookup_list = github_report_lookup_list,
-	.lookup_next = github_report_lookup_next,
+	.lookup_list = report_lookup_list_array,
+	.lookup_next = report_lookup_next_page,
 	.status_target = github_report_status_target,
 	.edit_target = github_report_edit_target,
-	.edit_body = github_report_edit_body,
-	.message_id = report_message_int_id,
+	.edit_body = report_edit_body_field,
+	.message_id = report_message_id_int,
 };
 
 /* --- orgs.NAME.github and orgs.NAME.console (conf.h's leaf parsers) ---------------- */

@@ -5,4 +5,5 @@
 SOURCE_ENTRY(source_github)
 SOURCE_ENTRY(source_slack)
 SOURCE_ENTRY(source_linear)
+SOURCE_ENTRY(source_gitlab)
 SOURCE_ENTRY(source_gitea)

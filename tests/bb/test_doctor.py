@@ -92,7 +92,7 @@ try:
     t.contains(out, "the key is spur bot's", "Linear's viewer")
     t.eq(verdict(by, "sandbox"), "skip", "sandbox.backend none: the sandbox checks are skipped")
     t.eq(verdict(by, "slack", "appco"), "skip", "an org without Slack: skipped")
-    t.ok(out.rstrip().endswith("failed, 3 skipped") and " 0 failed" in out.splitlines()[-1],
+    t.ok(out.rstrip().endswith("failed, 5 skipped") and " 0 failed" in out.splitlines()[-1],
          "the last line counts the verdicts", out.splitlines()[-1])
     t.eq(grep_secrets(out + err), [], "no secret in the output")
     t.eq(len(fake.api_requests("/slack/api/auth.test")), 1, "Slack: auth.test asked once")

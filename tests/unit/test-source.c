@@ -184,12 +184,13 @@ test_systems(void)
 
 	is_str(source_next(NULL)->name, "github", "table: github first");
 	is_str(source_next(source_next(NULL))->name, "slack", "table: then slack");
-	is_str(source_next(lin)->name, "gitea", "table: then gitea");
-	ok(source_next(source_next(lin)) == NULL, "table: gitea last");
+	is_str(source_next(lin)->name, "gitlab", "table: then gitlab");
+	is_str(source_next(source_next(lin))->name, "gitea", "table: then gitea");
+	ok(source_next(source_next(source_next(lin))) == NULL, "table: gitea last");
 	ok(source_system("webhook") == NULL, "the generic hook is no system");
-	is_int(source_count(), 4, "four systems");
+	is_int(source_count(), 5, "five systems");
 	s = source_names(more, " or ");
-	is_str(s, "github, slack, linear, gitea or webhook", "source_names");
+	is_str(s, "github, slack, linear, gitlab, gitea or webhook", "source_names");
 	free(s);
 	ok(source_name_in("linear", NULL) && source_name_in("webhook", more) &&
 	    !source_name_in("webhook", NULL), "source_name_in");
