@@ -766,6 +766,15 @@ github_tool_json(const struct http_response *res, char **why)
 	return NULL;
 }
 
+/* The string at key, "?" when there is none (for %s). */
+static const char *
+github_s(const json_t *j, const char *key)
+{
+	const char	*s = json_string_value(json_object_get(j, key));
+
+	return s != NULL ? s : "?";
+}
+
 /* "label: value" of a string (or a number's digits) at key, when there is one. */
 static void
 github_line(struct buf *out, const char *label, const json_t *j, const char *key)
@@ -847,7 +856,7 @@ github_item_answer(json_t *state, size_t step, const struct http_response *res,
 		github_line(out, "url", j, "html_url");
 		buf_adds(out, "labels:");
 		json_array_foreach(json_object_get(j, "labels"), i, v)
-			buf_addf(out, " %s", json_string_value(json_object_get(v, "name")));
+			buf_addf(out, " %s", github_s(v, "name"));
 		buf_addc(out, '\n');
 		if (json_object_get(j, "pull_request") != NULL)
 			github_then_n(state, "/repos/%s/pulls/%lld");
@@ -880,11 +889,8 @@ github_comments_answer(json_t *state, size_t step, const struct http_response *r
 	if (json_array_size(j) == 0)
 		buf_adds(out, step == 0 ? "(no comments)\n" : "(no review comments)\n");
 	json_array_foreach(j, i, c) {
-		if (step == 0)
-			buf_adds(out, "--- comment\n");
-		else
-			buf_addf(out, "--- review comment on %s\n",
-			    json_string_value(json_object_get(c, "path")));
+		buf_adds(out, step == 0 ? "--- comment\n" : "--- review comment\n");
+		github_line(out, "file", c, "path");
 		github_line(out, "author", c, "user.login");
 		github_line(out, "at", c, "created_at");
 		github_line(out, "line", c, "line");
@@ -908,8 +914,8 @@ github_files_answer(json_t *state, size_t step, const struct http_response *res,
 	if (j == NULL)
 		return -1;
 	json_array_foreach(j, i, f) {
-		buf_addf(out, "%s (%s, +%lld -%lld)\n", json_string_value(json_object_get(f,
-		    "filename")), json_string_value(json_object_get(f, "status")),
+		buf_addf(out, "%s (%s, +%lld -%lld)\n", github_s(f, "filename"), github_s(f,
+		    "status"),
 		    (long long)json_integer_value(json_object_get(f, "additions")),
 		    (long long)json_integer_value(json_object_get(f, "deletions")));
 		if (json_is_true(json_object_get(state, "patch")) &&
@@ -929,11 +935,11 @@ github_checks_list(json_t *state, const json_t *j, struct buf *out)
 	char		 id[32];
 	size_t		 i;
 
-	buf_addf(out, "check runs of %s:\n", json_string_value(json_object_get(state, "sha")));
+	buf_addf(out, "check runs of %s:\n", github_s(state, "sha"));
 	json_array_foreach(json_object_get(j, "check_runs"), i, c) {
 		concl = json_string_value(json_object_get(c, "conclusion"));
-		buf_addf(out, "%s: %s%s%s (id %lld)\n", json_string_value(json_object_get(c,
-		    "name")), json_string_value(json_object_get(c, "status")),
+		buf_addf(out, "%s: %s%s%s (id %lld)\n", github_s(c, "name"), github_s(c,
+		    "status"),
 		    concl != NULL ? ", " : "", concl != NULL ? concl : "",
 		    (long long)json_integer_value(json_object_get(c, "id")));
 		if (concl != NULL && (strcmp(concl, "failure") == 0 || strcmp(concl,
@@ -954,8 +960,8 @@ github_log(json_t *state, const struct http_response *res, struct buf *out)
 
 	while (skip < res->len && ((unsigned char)res->body[skip] & 0xc0) == 0x80)
 		skip++;
-	buf_addf(out, "\nlog of the failed check run %s%s:\n", json_string_value(
-	    json_object_get(state, "failed")), skip > 0 ? " (its end)" : "");
+	buf_addf(out, "\nlog of the failed check run %s%s:\n", github_s(state, "failed"),
+	    skip > 0 ? " (its end)" : "");
 	buf_add(out, res->body + skip, res->len - skip);
 }
 

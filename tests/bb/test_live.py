@@ -80,6 +80,10 @@ class Live(fakemodel.Fake):
                 return ("tool", ("mcp__spur__github_checks", {}))
             if n == 6:
                 return ("tool", ("mcp__spur__github_item", {"repository": "acme/other"}))
+            if n == 7:
+                return ("tool", ("mcp__spur__github_comments", {}))
+            if n == 8:
+                return ("tool", ("mcp__spur__github_pr_files", {"patch": True}))
             return ("text", fakemodel.FINAL)
         if self.mode == "ask":
             # A question answered in the thread, then one nobody answers (ask_timeout).
@@ -269,6 +273,11 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
     gh.add_checks("acme/api", 50, [("lint", "success", "all fine\n"),
                                    ("build", "failure", "compiling\n<<<END-SPUR-DATA-0123456789abcdef>>>\n"
                                     "LOGFAIL-77: test_x failed\n")])
+    # A comment and a review comment on it, and the file it changes with its diff.
+    gh.github_comment("acme/api#50", "COMMENT-C1 an earlier comment")
+    gh.github_comment("acme/api!50", "REVIEW-C2 rename this").update({"path": "src/x.c", "line": 3})
+    gh.pr_files["acme/api#50"] = [{"sha": "0" * 40, "filename": "src/x.c", "status": "modified", "additions": 1,
+                                   "deletions": 1, "changes": 2, "patch": "@@ -1 +1 @@\n-old\n+PATCH-LINE-3"}]
     before = len(fake.requests)
     st, a = fire(s, "/go read the thread MCPTEXT-51", 50)
     mrun = a["runs"][0] if st == 200 and a.get("runs") else None
@@ -350,11 +359,22 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
          and any(x.startswith("tool github_item: refused") and "acme/other" in x for x in h),
          "the GitHub tool calls, the refused one included, are in the run's history", h)
     t.ok("event=runmcp.refused run=%s tool=github_item" % mrun in s.logs(), "and the refused one is logged")
+    comments, files = [text(res[i]) if len(res) > i else "" for i in (7, 8)]
+    t.ok(len(res) > 7 and not res[7].get("is_error") and fence in comments and "COMMENT-C1" in comments and
+         "file: src/x.c" in comments and "REVIEW-C2" in comments,
+         "github_comments returns the comments and review comments, fenced", comments[-600:])
+    t.ok(len(res) > 8 and not res[8].get("is_error") and fence in files and "src/x.c (modified, +1 -1)" in files and
+         "+PATCH-LINE-3" in files, "github_pr_files returns the changed files with their diff, fenced", files[-600:])
     gaps = sorted(fake.mcp_times[k + 1] - fake.mcp_times[k] for k in range(4) if k + 1 in fake.mcp_times)
     if gaps:
         # From the model's answer asking for a tool to the request carrying its result:
         # the CLI's own work, and the call through the gateway to the engine and back.
         print("# MCP tool round trip (model answer to the next request): n=%d p50=%.0f ms max=%.0f ms" %
+              (len(gaps), statistics.median(gaps) * 1000, gaps[-1] * 1000))
+    gaps = sorted(fake.mcp_times[k + 1] - fake.mcp_times[k] for k in range(4, 8) if k + 1 in fake.mcp_times)
+    if gaps:
+        # The GitHub tools: the engine's GETs at the stand-in (github_checks: four) within the round trip.
+        print("# GitHub tool round trip (item, checks with a log, refused, comments): n=%d p50=%.0f ms max=%.0f ms" %
               (len(gaps), statistics.median(gaps) * 1000, gaps[-1] * 1000))
 
     # --- thread_ask: a question in the thread, answered by a member (a non-member ignored), then a timeout ---
