@@ -437,8 +437,11 @@ runmcp_fetch_end(struct runmcp_fetch *f, const char *why)
 	json_t			*answer;
 
 	if (why != NULL) {
-		text = xprintf("%s failed: %s", f->tool->name, why);
-		runmcp_note(f->m, f->tool->name, "failed", text);
+		/* why may quote the system's answer: fenced too. */
+		runmcp_note(f->m, f->tool->name, "failed", why);
+		what = runmcp_fence(f->m, why);
+		text = xprintf("%s failed:\n%s", f->tool->name, what);
+		free(what);
 	} else {
 		text = runmcp_fence(f->m, buf_cstr(&f->out));
 		what = xprintf("%zu bytes from %s", f->out.len, f->m->src->name);
