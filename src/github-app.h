@@ -45,6 +45,8 @@ void		 github_app_cleanup(void);
 
 /* GitHub as a forge (forge.h): git's URL, the pull requests' API. */
 extern const struct forge github_forge;
+/* A run's MCP tools on its own repository and item (runmcp.c, SPEC 18). */
+extern const struct source_tool github_tools[];
 /* spur doctor: the org's token or App at GitHub's API (source.h doctor). */
 void		 github_doctor(struct doctor *, const struct org *);
 

@@ -95,6 +95,7 @@ const struct source source_github = {
 	.cred = github_token,
 	.cred_cancel = github_req_cancel,
 	.cred_cleanup = github_app_cleanup,
+	.tools = github_tools,
 	.forge = &github_forge,
 	.console_parse = github_console_parse,
 	.console_check = github_console_check,

@@ -20,6 +20,7 @@ struct org;
 struct spur_event;
 struct webhook_def;
 struct secret;
+struct http_response;
 
 struct header {
 	const char	*name;
@@ -227,6 +228,8 @@ struct source {
 			    long long installation, source_cred_cb, void *);
 	void		 (*cred_cancel)(struct source_cred *);
 	void		 (*cred_cleanup)(void);
+	/* A run's MCP tools on its event's item (terminated by a NULL name); NULL: none. */
+	const struct source_tool *tools;
 	/* Where repositories live and pull requests open (forge.h); NULL: not a forge. */
 	const struct forge *forge;
 	/*
@@ -240,6 +243,30 @@ struct source {
 	void		 (*console_free)(void *);
 	void		 (*console_secrets)(const void *, void (*add)(void *,
 			    const struct secret *), void *arg);
+};
+
+/*
+ * A tool of a run's MCP server (runmcp.c, SPEC 18) on the run's own item at
+ * the system: its name, description and arguments (the JSON text of its
+ * schema's properties). check: NULL when args name only the event's own
+ * repository and item (event: the run's event JSON), else why it is refused.
+ * request: the step-th GET from first (the system's own words for its first)
+ * and what state holds (a path under the API's URL
+ * sent with the org's credential, or a whole URL, a redirect's, sent without
+ * one), NULL when the tool is done; answer: what that response adds to state
+ * and to out (the text, fenced by runmcp.c as third-party data), or -1 with
+ * why the tool failed.
+ */
+struct source_tool {
+	const char	*name;
+	const char	*about;
+	const char	*props;
+	const char	*first;
+	char		*(*check)(const struct json_t *event, const struct json_t *args);
+	char		*(*request)(const struct source_tool *, const struct json_t *event,
+			    const struct json_t *args, struct json_t *state, size_t step);
+	int		 (*answer)(struct json_t *state, size_t step,
+			    const struct http_response *, struct buf *out, char **why);
 };
 
 /*

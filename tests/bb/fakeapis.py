@@ -11,6 +11,7 @@ APIs do (GitHub's comment lists with since/per_page/page, Slack's conversations.
 metadata, Linear's issue comments).
 """
 import base64
+import hashlib
 import json
 import os
 import re
@@ -48,6 +49,9 @@ class Fake:
         self.failures = []
         self.lock = threading.Lock()
         self.prs = {}          # "owner/repo#N" -> pull request (GitHub's shape, state open)
+        self.check_runs = {}   # head commit sha -> its check runs (GitHub's shape)
+        self.job_logs = {}     # a check run's (an Actions job's) id -> its log text
+        self.pr_files = {}     # "owner/repo#N" -> its changed files (GitHub's shape)
         self.next_id = 5000
         self.threads = {}      # thread key -> comments or messages posted there, oldest first
         self.slack_ts = 0      # microseconds: Slack's ts are unique times
@@ -247,11 +251,80 @@ class Fake:
         pr = {"number": number, "state": "open",
               "html_url": "https://github.example/%s/pull/%d" % (repo, number),
               "head": {"ref": head_ref, "label": "%s:%s" % (owner, head_ref),
+                       "sha": hashlib.sha1(("%s#%d" % (repo, number)).encode()).hexdigest(),
                        "repo": {"full_name": head_repo} if head_repo else None},
               "base": {"ref": base_ref, "repo": {"full_name": repo}}}
         with self.lock:
             self.prs["%s#%d" % (repo, number)] = pr
         return pr
+
+    def add_checks(self, repo, number, runs):
+        """The check runs of pull request number's head commit: runs [(name, conclusion, log)],
+        each an Actions job whose log GET /repos/{o}/{r}/actions/jobs/{id}/logs redirects to."""
+        self.pull(repo, number)
+        with self.lock:
+            sha = self.prs["%s#%d" % (repo, number)]["head"]["sha"]
+            out = []
+            for name, conclusion, log in runs:
+                self.next_id += 1
+                self.job_logs[self.next_id] = log
+                out.append({"id": self.next_id, "name": name, "head_sha": sha, "status": "completed",
+                            "conclusion": conclusion, "started_at": "2026-12-04T00:00:00Z",
+                            "completed_at": "2026-12-04T00:01:00Z",
+                            "details_url": "https://github.example/%s/actions/runs/1/job/%d" % (repo, self.next_id),
+                            "app": {"slug": "github-actions"}})
+            self.check_runs[sha] = out
+
+    def github_item_get(self, h, path, query):
+        """The GETs of a run's tools on its item (issues/N, pulls/N/files, commits/REF/check-runs,
+        actions/jobs/ID/logs), shaped as GitHub's REST reference (API version 2022-11-28) answers
+        them; the request is checked by hand (no GitHub description is vendored): per_page at most
+        100, the API version header. False: not one of these."""
+        if h.command != "GET" or not re.match(r"^/repos/[^/]+/[^/]+/(issues/\d+|pulls/\d+/files|"
+                                              r"commits/[0-9a-f]{40}/check-runs|actions/jobs/\d+/logs)$", path):
+            return False
+        if h.headers.get("X-GitHub-Api-Version") != "2022-11-28" or int(query.get("per_page", ["30"])[0]) > 100:
+            self.send(h, 422, {"message": "Validation Failed"})
+            return True
+        self.github_item_answer(h, path)
+        return True
+
+    def github_item_answer(self, h, path):
+        m = re.match(r"^/repos/([^/]+/[^/]+)/issues/(\d+)$", path)
+        if m:
+            with self.lock:
+                pr = self.prs.get("%s#%s" % m.groups())
+            if pr is None:
+                return self.send(h, 404, {"message": "Not Found"})
+            return self.send(h, 200, {"number": pr["number"], "title": pr.get("title") or "pull request %d" % pr["number"],
+                                      "body": pr.get("body") or "", "state": pr["state"],
+                                      "labels": pr.get("labels") or [], "user": {"login": "alice", "type": "User"},
+                                      "html_url": pr["html_url"],
+                                      "pull_request": {"url": "%s/repos/%s/pulls/%s" % ((self.url,) + m.groups())}})
+        m = re.match(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)/files$", path)
+        if m:
+            return self.send(h, 200, self.pr_files.get("%s#%s" % m.groups(), []))
+        m = re.match(r"^/repos/[^/]+/[^/]+/commits/([0-9a-f]{40})/check-runs$", path)
+        if m:
+            runs = self.check_runs.get(m.group(1), [])
+            return self.send(h, 200, {"total_count": len(runs), "check_runs": runs})
+        job = int(path.rsplit("/", 2)[1])
+        if job not in self.job_logs:
+            return self.send(h, 404, {"message": "Not Found"})
+        # GitHub answers 302 Found to a short-lived download URL that takes no credential.
+        h.send_response(302)
+        h.send_header("Location", "%s/job-logs/%d?sig=%s" % (self.url, job, hashlib.sha1(str(job).encode()).hexdigest()))
+        h.send_header("Content-Length", "0")
+        h.end_headers()
+
+    def job_log_download(self, h, path, query):
+        """Where a job's log redirects: the signature in the URL is the credential; an
+        Authorization header is refused (nothing of the org's may reach it)."""
+        job = int(path.rsplit("/", 1)[1])
+        if h.headers.get("Authorization") or query.get("sig", [""])[0] != hashlib.sha1(str(job).encode()).hexdigest() \
+                or job not in self.job_logs:
+            return self.send(h, 403, {"message": "AuthenticationFailed"})
+        return self.send(h, 200, raw=self.job_logs[job].encode(), headers={"Content-Type": "text/plain"})
 
     def close_pr(self, html_url):
         """Closes (or, as far as spur can tell, merges) the pull request at html_url."""
@@ -539,6 +612,8 @@ class Fake:
         auth = h.headers.get("Authorization", "")
         if path.startswith("/login/oauth/"):
             return self.oauth(h, path, query, body)
+        if re.match(r"^/job-logs/\d+$", path) and h.command == "GET":
+            return self.job_log_download(h, path, query)
         m = re.match(r"^/app-manifests/([A-Za-z0-9_-]+)/conversions$", path)
         if m is not None and h.command == "POST":
             return self.manifest_conversion(h, m.group(1))
@@ -669,6 +744,8 @@ class Fake:
                 pr["labels"] = [{"name": x} for x in j["labels"]]
                 out = list(pr["labels"])
             return self.send(h, 200, out)
+        if self.github_item_get(h, path, query):
+            return
         m = re.match(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)$", path)
         if m and h.command == "PATCH":
             with self.lock:
