@@ -362,6 +362,33 @@ serve_prune_cb(evutil_socket_t fd, short what, void *arg)
  * the kernel lets go however the engine ends: a kill -9 leaves no stale lock.
  * Returns the descriptor, or -1 with cause.
  */
+#define SERVE_LOCK_WAIT_MS	10000	/* a dead engine's child lets go of its lock by then */
+
+/* Whether the engine of a pid file's text is gone (no such process). */
+static int
+serve_lock_gone(const char *pid)
+{
+	char	*end;
+	long	 n = strtol(pid, &end, 10);
+
+	return *pid != '\0' && *end == '\0' && n > 0 && kill((pid_t)n, 0) == -1 &&
+	    errno == ESRCH;
+}
+
+/* The lock, once what holds it let go (SERVE_LOCK_WAIT_MS at most): 1, else 0. */
+static int
+serve_lock_wait(int fd)
+{
+	int64_t	 until = now_ms() + SERVE_LOCK_WAIT_MS;
+
+	while (now_ms() < until) {
+		usleep(20 * 1000);
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 static int
 serve_lock(const char *data_dir, char **cause)
 {
@@ -384,6 +411,13 @@ serve_lock(const char *data_dir, char **cause)
 	pidpath = path_join(data_dir, "spur.pid");
 	if (read_file(pidpath, 64, &pid, NULL, &ignored) == 0)
 		pid[strcspn(pid, "\n")] = '\0';
+	/*
+	 * The engine named there is gone (killed -9): what holds the lock is a
+	 * child it forked an instant before, which lets go at its exec or its
+	 * end. Waited for, a while; a live engine's lock is refused at once.
+	 */
+	if (pid != NULL && serve_lock_gone(pid) && serve_lock_wait(fd))
+		goto locked;
 	xasprintf(cause, "%s is in use by another spur serve%s%s", data_dir,
 	    pid != NULL ? ", pid " : "", pid != NULL ? pid : "");
 	free(pid);
@@ -391,6 +425,12 @@ serve_lock(const char *data_dir, char **cause)
 	free(pidpath);
 	close(fd);
 	return -1;
+locked:
+	log_info("event=serve.lock_waited dead_engine=%s", log_q(pid));
+	free(pid);
+	free(ignored);
+	free(pidpath);
+	return fd;
 }
 
 /* Writes data_dir/spur.pid so that the CLI can signal the engine (cancel). */

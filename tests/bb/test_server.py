@@ -492,6 +492,26 @@ with Spur() as a:
         st, _, _ = b.request("GET", "/healthz")
         t.eq(st, 200, "after a kill -9 of the first, the lock is gone: the second starts")
 
+# A dead engine's child forked an instant before the kill holds the lock until its exec: the
+# next start waits for it (it failed at once, and test_schedules' kill -9 and restart with it
+# under make -j4), while a live engine's lock is still refused at once (above).
+with Spur() as s:
+    os.makedirs(s.data_dir)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    with open(os.path.join(s.data_dir, "spur.pid"), "w") as f:
+        f.write("%d\n" % dead.pid)
+    holder = subprocess.Popen(["flock", os.path.join(s.data_dir, "spur.lock"), "sleep", "0.7"])
+    deadline = time.time() + 5
+    while time.time() < deadline and subprocess.run(
+            ["flock", "-n", os.path.join(s.data_dir, "spur.lock"), "true"]).returncode == 0:
+        time.sleep(0.01)
+    s.start()
+    holder.wait()
+    t.ok("event=serve.lock_waited dead_engine=%d" % dead.pid in s.logs(),
+         "the lock of a dead engine's child is waited for, then the engine starts", s.logs()[-1500:])
+    t.eq(s.stop(), 0, "and stops cleanly")
+
 # a store that is not a database: a clear error naming the file, exit 1, the file left alone
 with Spur() as s:
     os.makedirs(s.data_dir)
