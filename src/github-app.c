@@ -396,11 +396,8 @@ github_api_base(const struct org *org)
 {
 	const struct org_github	*g = github_conf(org);
 	const char		*u = g != NULL ? g->api_url : GITHUB_API_URL;
-	size_t			 len = strlen(u);
 
-	while (len > 0 && u[len - 1] == '/')
-		len--;
-	return xprintf("%.*s", (int)len, u);
+	return xprintf("%.*s", url_base_len(u), u);
 }
 
 static const char *const *
@@ -590,11 +587,8 @@ github_git_url(const struct org *org, const char *repo)
 	const struct org_github	*g = github_conf(org);
 	const char		*u = g != NULL && g->git_url != NULL ? g->git_url :
 				    "https://github.com";
-	size_t			 len = strlen(u);
 
-	while (len > 0 && u[len - 1] == '/')
-		len--;
-	return xprintf("%.*s/%s.git", (int)len, u, repo);
+	return xprintf("%.*s/%s.git", url_base_len(u), u, repo);
 }
 
 static char *

@@ -401,14 +401,11 @@ report_target(const json_t *ev, const char **why)
 char *
 report_link(struct engine *e, const char *run)
 {
-	size_t	 n;
+	const char	*u = e->conf->public_url;
 
-	if (e->conf->public_url == NULL || *e->conf->public_url == '\0')
+	if (u == NULL || *u == '\0')
 		return NULL;
-	n = strlen(e->conf->public_url);
-	while (n > 0 && e->conf->public_url[n - 1] == '/')
-		n--;
-	return xprintf("%.*s/runs/%s", (int)n, e->conf->public_url, run);
+	return xprintf("%.*s/runs/%s", url_base_len(u), u, run);
 }
 
 /*

@@ -107,7 +107,6 @@ static void *
 gitea_conf_parse(struct cfgctx *c, const struct ynode *m)
 {
 	struct gitea_conf	*g;
-	size_t			 len;
 
 	g = cfg_section(c, m, "gitea", gitea_conf_fields, sizeof(struct gitea_conf),
 	    "webhook_secret");
@@ -116,10 +115,7 @@ gitea_conf_parse(struct cfgctx *c, const struct ynode *m)
 	if (ymap_get(m, "url") == NULL)
 		cfg_error(c, m, "\"gitea.url\" is required: the Gitea or Forgejo server's "
 		    "address (https://git.example.com)");
-	len = g->url != NULL ? strlen(g->url) : 0;
-	while (len > 0 && g->url[len - 1] == '/')
-		len--;
-	g->api_url = xprintf("%.*s/api/v1", (int)len, g->url != NULL ? g->url : "");
+	g->api_url = xprintf("%.*s/api/v1", url_base_len(g->url), g->url != NULL ? g->url : "");
 	return g;
 }
 
@@ -516,11 +512,8 @@ gitea_git_url(const struct org *org, const char *repo)
 {
 	const struct gitea_conf	*g = gitea_conf(org);
 	const char		*u = g != NULL && g->url != NULL ? g->url : "";
-	size_t			 len = strlen(u);
 
-	while (len > 0 && u[len - 1] == '/')
-		len--;
-	return xprintf("%.*s/%s.git", (int)len, u, repo);
+	return xprintf("%.*s/%s.git", url_base_len(u), u, repo);
 }
 
 static char *

@@ -104,16 +104,12 @@ static void *
 gitlab_conf_parse(struct cfgctx *c, const struct ynode *m)
 {
 	struct gitlab_conf	*g;
-	size_t			 n;
 
 	g = cfg_section(c, m, "gitlab", gitlab_conf_fields, sizeof(struct gitlab_conf),
 	    "webhook_secret");
 	if (g == NULL || g->url == NULL)
 		return g;
-	n = strlen(g->url);
-	while (n > 0 && g->url[n - 1] == '/')
-		n--;
-	g->api_url = xprintf("%.*s/api/v4", (int)n, g->url);
+	g->api_url = xprintf("%.*s/api/v4", url_base_len(g->url), g->url);
 	return g;
 }
 
@@ -785,11 +781,8 @@ gitlab_git_url(const struct org *org, const char *repo)
 {
 	const struct gitlab_conf	*g = gitlab_conf(org);
 	const char			*u = g != NULL && g->url != NULL ? g->url : GITLAB_URL;
-	size_t				 len = strlen(u);
 
-	while (len > 0 && u[len - 1] == '/')
-		len--;
-	return xprintf("%.*s/%s.git", (int)len, u, repo);
+	return xprintf("%.*s/%s.git", url_base_len(u), u, repo);
 }
 
 static char *

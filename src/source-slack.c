@@ -776,9 +776,7 @@ slack_answer(const struct spur_event *ev, const json_t *runs, int duplicate,
 	if (strcmp(ev->type, "slash_command") != 0)
 		return NULL;
 	buf_init(&b, 0);
-	n = public_url != NULL ? strlen(public_url) : 0;
-	while (n > 0 && public_url[n - 1] == '/')
-		n--;
+	n = (size_t)url_base_len(public_url);
 	if (ev->reply != NULL)
 		buf_adds(&b, ev->reply);
 	else if (duplicate)

@@ -50,7 +50,6 @@ source_api_url(const struct org *org, const struct source *src)
 {
 	const void	*conf;
 	const char	*u = NULL;
-	size_t		 len;
 
 	if (src == NULL)
 		return NULL;
@@ -60,10 +59,7 @@ source_api_url(const struct org *org, const struct source *src)
 		u = src->api_url;
 	if (u == NULL)
 		return NULL;
-	len = strlen(u);
-	while (len > 0 && u[len - 1] == '/')
-		len--;
-	return xprintf("%.*s", (int)len, u);
+	return xprintf("%.*s", url_base_len(u), u);
 }
 
 int

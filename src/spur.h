@@ -98,6 +98,8 @@ int	 safefs_chown_fd(int fd, uid_t from, uid_t uid, gid_t gid);
 /* rm_rf of name in the directory open as parent (a link is removed as itself). */
 int	 safefs_remove_at(int parent, const char *name);
 char	*path_join(const char *, const char *);
+/* The length of a URL without its trailing '/'s: what a path is put after ("%.*s/x"). */
+int	 url_base_len(const char *);
 char	*credential_path(const char *name, char **cause);
 char	*path_dirname(const char *);
 int	 read_file(const char *, size_t max, char **out, size_t *len, char **cause);

@@ -207,6 +207,16 @@ credential_path(const char *name, char **cause)
 	return path_join(dir, name);
 }
 
+int
+url_base_len(const char *u)
+{
+	size_t	 len = u != NULL ? strlen(u) : 0;
+
+	while (len > 0 && u[len - 1] == '/')
+		len--;
+	return (int)len;
+}
+
 char *
 path_join(const char *a, const char *b)
 {
