@@ -610,7 +610,7 @@ drun_artifacts_keep(struct drun *r)
 {
 	struct engine		*e = r->d->engine;
 	unsigned long long	 bytes = 0;
-	char			*data = NULL, *cause = NULL, *note;
+	char			*data = NULL, *cause = NULL, *note, *safe;
 	size_t			 len = 0;
 	int			 rc;
 
@@ -624,9 +624,12 @@ drun_artifacts_keep(struct drun *r)
 	    runfile_keep(e, r->id, RUNFILE_ARTIFACTS, data, len, &cause) == 0)
 		log_info("event=run.artifacts_kept run=%s bytes=%zu", r->id, len);
 	else if (rc < 0 || cause != NULL) {
-		log_warn("event=run.artifacts_not_kept run=%s error=%s", r->id, log_q(cause));
-		note = xprintf("not kept: %s (limits.artifacts is %llu bytes)", cause != NULL ?
-		    cause : "unreadable", e->conf->limit_artifacts);
+		/* The cause may name the agent's files: scrubbed like its other words. */
+		safe = scrub_for_engine(e, cause != NULL ? cause : "unreadable");
+		log_warn("event=run.artifacts_not_kept run=%s error=%s", r->id, log_q(safe));
+		note = xprintf("not kept: %s (limits.artifacts is %llu bytes)", safe,
+		    e->conf->limit_artifacts);
+		free(safe);
 		free(cause);
 		cause = NULL;
 		if (runfile_keep(e, r->id, RUNFILE_ARTIFACTS_NOTE, note, strlen(note), &cause) != 0)
