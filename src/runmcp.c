@@ -629,10 +629,11 @@ runmcp_call(struct runmcp *m, json_t *id, json_t *params)
 	while (i == SPUR_ARRLEN(runmcp_table) && st != NULL && st->name != NULL &&
 	    strcmp(st->name, name) != 0)
 		st++;
+	/* A call that is no call: a JSON-RPC error, as MCP's tools/call says. */
 	if (i == SPUR_ARRLEN(runmcp_table) && (st == NULL || st->name == NULL)) {
 		why = xprintf("unknown tool %s", name);
 		runmcp_note(m, name, "refused", why);
-		v = runmcp_result(id, runmcp_text(why, 1));
+		v = runmcp_error(id, RPC_INVALID_PARAMS, why);
 		free(why);
 		return v;
 	}
