@@ -31,7 +31,6 @@
 #define RUNMCP_TOKEN_BYTES	24
 #define RUNMCP_READ_MAX		50	/* messages a thread_read returns, at most */
 #define RUNMCP_NOTE_MAX		4000	/* bytes of a thread_post's text, at most */
-#define RUNMCP_VERSION		"2025-06-18"
 #define RUNMCP_FETCH_MAX	65536	/* bytes of a system tool's text, at most */
 
 #define RPC_PARSE_ERROR		-32700
@@ -67,6 +66,7 @@ struct runmcp {
 static pthread_mutex_t	 runmcp_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct runmcp	*runmcp_asking;
 
+/* Newest first: an initialize asking for none of these is answered the newest, as MCP says it should. */
 static const char *const runmcp_versions[] = {
 	"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"
 };
@@ -661,7 +661,7 @@ static json_t *
 runmcp_initialize(json_t *id, json_t *params)
 {
 	const char	*want = json_string_value(json_object_get(params, "protocolVersion"));
-	const char	*version = RUNMCP_VERSION;
+	const char	*version = runmcp_versions[0];
 	size_t		 i;
 
 	for (i = 0; want != NULL && i < SPUR_ARRLEN(runmcp_versions); i++) {

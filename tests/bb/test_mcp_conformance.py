@@ -63,6 +63,26 @@ def scenario(url, bearer, name, out):
         return json.load(f), p.returncode
 
 
+def rpc(url, bearer, method, params):
+    """One JSON-RPC request by hand: the answer's status and body."""
+    u = urlsplit(url)
+    con = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    con.request("POST", u.path, json.dumps({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}),
+                {"Authorization": "Bearer " + bearer, "Content-Type": "application/json",
+                 "Accept": "application/json, text/event-stream"})
+    r = con.getresponse()
+    return r.status, json.loads(r.read() or b"null")
+
+
+def versions(what, url, bearer):
+    """Version negotiation: a version it has is echoed, another answered with its newest."""
+    for want, got in (("2024-11-05", "2024-11-05"), ("2099-01-01", "2025-11-25")):
+        st, body = rpc(url, bearer, "initialize", {"protocolVersion": want, "capabilities": {},
+                                                  "clientInfo": {"name": "t", "version": "1"}})
+        t.eq((body.get("result") or {}).get("protocolVersion") if st == 200 else st, got,
+             "%s: initialize asking for %s is answered %s" % (what, want, got))
+
+
 def run_scenarios(what, url, bearer, scenarios):
     for name in scenarios:
         checks, rc = scenario(url, bearer, name, tempdir("spur-conf-"))
@@ -98,16 +118,10 @@ with Spur(conf, orgs=orgs, automations={"conf.yaml": AUTOMATION}) as s:
     url = cfg.get("url", "http://127.0.0.1:9/spur/mcp")
     run_scenarios("the run's MCP server", url, bearer, RUN_SCENARIOS)
     # What the tools-call scenarios showed: an unknown tool is a call that is no call.
-    u = urlsplit(url)
-    con = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
-    con.request("POST", u.path, json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                                            "params": {"name": "test_simple_text", "arguments": {}}}),
-                {"Authorization": "Bearer " + bearer, "Content-Type": "application/json",
-                 "Accept": "application/json, text/event-stream"})
-    r = con.getresponse()
-    body = json.loads(r.read() or b"null")
-    t.ok(r.status == 200 and (body.get("error") or {}).get("code") == -32602 and "result" not in body,
-         "an unknown tool is JSON-RPC error -32602 (MCP's tools/call), not a tool's result", (r.status, body))
+    st, body = rpc(url, bearer, "tools/call", {"name": "test_simple_text", "arguments": {}})
+    t.ok(st == 200 and (body.get("error") or {}).get("code") == -32602 and "result" not in body,
+         "an unknown tool is JSON-RPC error -32602 (MCP's tools/call), not a tool's result", (st, body))
+    versions("the run's MCP server", url, bearer)
     hist = [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ?", run or "")]
     t.ok("tool test_simple_text: refused: unknown tool test_simple_text" in hist,
          "and it is in the run's history as refused", hist)
@@ -115,7 +129,9 @@ with Spur(conf, orgs=orgs, automations={"conf.yaml": AUTOMATION}) as s:
     rc, out, err = s.c("keys", "create", "--json", "--org", "acme", "--scope", "mcp")
     key = json.loads(out)["key"] if rc == 0 else ""
     t.ok(key, "an API key with the mcp scope", err)
-    run_scenarios("the org's MCP server", "http://127.0.0.1:%d/o/acme/mcp" % s.port, key, ORG_SCENARIOS)
+    org_url = "http://127.0.0.1:%d/o/acme/mcp" % s.port
+    run_scenarios("the org's MCP server", org_url, key, ORG_SCENARIOS)
+    versions("the org's MCP server", org_url, key)
 
     try:  # no reader (the stand-in is gone): ENXIO, never a wait
         fd = os.open(os.path.join(held, "release"), os.O_WRONLY | os.O_NONBLOCK)
