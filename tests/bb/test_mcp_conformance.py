@@ -63,24 +63,34 @@ def scenario(url, bearer, name, out):
         return json.load(f), p.returncode
 
 
-def rpc(url, bearer, method, params):
-    """One JSON-RPC request by hand: the answer's status and body."""
+def rpc(url, bearer, method, params, headers=None, answer_headers=None):
+    """One JSON-RPC request by hand: the answer's status and body (and its headers, into answer_headers)."""
     u = urlsplit(url)
     con = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
-    con.request("POST", u.path, json.dumps({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}),
-                {"Authorization": "Bearer " + bearer, "Content-Type": "application/json",
-                 "Accept": "application/json, text/event-stream"})
+    h = {"Authorization": "Bearer " + bearer, "Content-Type": "application/json",
+         "Accept": "application/json, text/event-stream"}
+    h.update(headers or {})
+    con.request("POST", u.path, json.dumps({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}), h)
     r = con.getresponse()
+    if answer_headers is not None:
+        answer_headers.update({k.lower(): v for k, v in r.getheaders()})
     return r.status, json.loads(r.read() or b"null")
 
 
 def versions(what, url, bearer):
-    """Version negotiation: a version it has is echoed, another answered with its newest."""
+    """Version negotiation: a version it has is echoed, another answered with its newest; the
+    header of a later request naming one it lacks is a 400."""
+    session = {}
     for want, got in (("2024-11-05", "2024-11-05"), ("2099-01-01", "2025-11-25")):
         st, body = rpc(url, bearer, "initialize", {"protocolVersion": want, "capabilities": {},
-                                                  "clientInfo": {"name": "t", "version": "1"}})
+                                                  "clientInfo": {"name": "t", "version": "1"}}, None, session)
         t.eq((body.get("result") or {}).get("protocolVersion") if st == 200 else st, got,
              "%s: initialize asking for %s is answered %s" % (what, want, got))
+    sid = {"Mcp-Session-Id": session["mcp-session-id"]} if "mcp-session-id" in session else {}
+    for header, want in (("2025-06-18", 200), ("1999-01-01", 400)):
+        st, body = rpc(url, bearer, "ping", {}, dict(sid, **{"MCP-Protocol-Version": header}))
+        t.ok(st == want and ("result" in body) == (want == 200),
+             "%s: a ping with MCP-Protocol-Version %s answers %d" % (what, header, want), (st, body))
 
 
 def run_scenarios(what, url, bearer, scenarios):
@@ -121,10 +131,10 @@ with Spur(conf, orgs=orgs, automations={"conf.yaml": AUTOMATION}) as s:
     st, body = rpc(url, bearer, "tools/call", {"name": "test_simple_text", "arguments": {}})
     t.ok(st == 200 and (body.get("error") or {}).get("code") == -32602 and "result" not in body,
          "an unknown tool is JSON-RPC error -32602 (MCP's tools/call), not a tool's result", (st, body))
-    versions("the run's MCP server", url, bearer)
     hist = [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ?", run or "")]
     t.ok("tool test_simple_text: refused: unknown tool test_simple_text" in hist,
          "and it is in the run's history as refused", hist)
+    versions("the run's MCP server", url, bearer)
 
     rc, out, err = s.c("keys", "create", "--json", "--org", "acme", "--scope", "mcp")
     key = json.loads(out)["key"] if rc == 0 else ""
