@@ -31,7 +31,6 @@
 #define RUNMCP_TOKEN_BYTES	24
 #define RUNMCP_READ_MAX		50	/* messages a thread_read returns, at most */
 #define RUNMCP_NOTE_MAX		4000	/* bytes of a thread_post's text, at most */
-#define RUNMCP_VERSION		"2025-06-18"
 #define RUNMCP_FETCH_MAX	65536	/* bytes of a system tool's text, at most */
 
 #define RPC_PARSE_ERROR		-32700
@@ -67,6 +66,7 @@ struct runmcp {
 static pthread_mutex_t	 runmcp_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct runmcp	*runmcp_asking;
 
+/* Newest first: an initialize asking for none of these is answered the newest, as MCP says it should. */
 static const char *const runmcp_versions[] = {
 	"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"
 };
@@ -629,10 +629,11 @@ runmcp_call(struct runmcp *m, json_t *id, json_t *params)
 	while (i == SPUR_ARRLEN(runmcp_table) && st != NULL && st->name != NULL &&
 	    strcmp(st->name, name) != 0)
 		st++;
+	/* A call that is no call: a JSON-RPC error, as MCP's tools/call says. */
 	if (i == SPUR_ARRLEN(runmcp_table) && (st == NULL || st->name == NULL)) {
 		why = xprintf("unknown tool %s", name);
 		runmcp_note(m, name, "refused", why);
-		v = runmcp_result(id, runmcp_text(why, 1));
+		v = runmcp_error(id, RPC_INVALID_PARAMS, why);
 		free(why);
 		return v;
 	}
@@ -656,17 +657,27 @@ runmcp_call(struct runmcp *m, json_t *id, json_t *params)
 	return v != NULL ? runmcp_result(id, v) : NULL;
 }
 
-static json_t *
-runmcp_initialize(json_t *id, json_t *params)
+/* The protocol version want names, if the server has it; NULL: not one of them. */
+static const char *
+runmcp_version(const char *want)
 {
-	const char	*want = json_string_value(json_object_get(params, "protocolVersion"));
-	const char	*version = RUNMCP_VERSION;
-	size_t		 i;
+	size_t	 i;
 
 	for (i = 0; want != NULL && i < SPUR_ARRLEN(runmcp_versions); i++) {
 		if (strcmp(want, runmcp_versions[i]) == 0)
-			version = runmcp_versions[i];
+			return runmcp_versions[i];
 	}
+	return NULL;
+}
+
+static json_t *
+runmcp_initialize(json_t *id, json_t *params)
+{
+	const char	*version = runmcp_version(json_string_value(json_object_get(params,
+			    "protocolVersion")));
+
+	if (version == NULL)
+		version = runmcp_versions[0];
 	return runmcp_result(id, json_pack("{s:s,s:{s:{s:b}},s:{s:s,s:s},s:s}",
 	    "protocolVersion", version, "capabilities", "tools", "listChanged", 0,
 	    "serverInfo", "name", "spur-run", "version", PACKAGE_VERSION,
@@ -675,8 +686,8 @@ runmcp_initialize(json_t *id, json_t *params)
 }
 
 int
-runmcp_handle(struct runmcp *m, const char *method, const char *auth, const char *body,
-    size_t len, json_t **answer, struct gateway_call *call)
+runmcp_handle(struct runmcp *m, const char *method, const char *auth, const char *version,
+    const char *body, size_t len, json_t **answer, struct gateway_call *call)
 {
 	json_t		*j, *id, *params;
 	const char	*rpc;
@@ -703,6 +714,13 @@ runmcp_handle(struct runmcp *m, const char *method, const char *auth, const char
 	params = json_object_get(j, "params");
 	if (!json_is_object(j) || (rpc == NULL && id == NULL)) {
 		*answer = runmcp_error(id, RPC_INVALID_REQUEST, "not a JSON-RPC message");
+		json_decref(j);
+		return 400;
+	}
+	/* After initialize, the version it chose is in a header: one it lacks is a 400. */
+	if (version != NULL && runmcp_version(version) == NULL &&
+	    (rpc == NULL || strcmp(rpc, "initialize") != 0)) {
+		*answer = runmcp_error(id, RPC_INVALID_REQUEST, "MCP-Protocol-Version: unsupported");
 		json_decref(j);
 		return 400;
 	}
@@ -821,10 +839,10 @@ runmcp_local_token(const void *m)
 }
 
 static int
-runmcp_local_handle(void *m, const char *method, const char *auth, const char *body,
-    size_t len, json_t **answer, struct gateway_call *call)
+runmcp_local_handle(void *m, const char *method, const char *auth, const char *version,
+    const char *body, size_t len, json_t **answer, struct gateway_call *call)
 {
-	return runmcp_handle(m, method, auth, body, len, answer, call);
+	return runmcp_handle(m, method, auth, version, body, len, answer, call);
 }
 
 static void

@@ -370,6 +370,17 @@ def pg_sql(sql, args):
     return re.sub(r"\btotal\(([^()]*)\)", r"COALESCE(sum(\1), 0)", "".join(out))
 
 
+def wait_for(cond, timeout=120, every=0.02):
+    """cond()'s first true value, polled every `every` s, or None after timeout s."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(every)
+    return None
+
+
 class Spur:
     """One engine with its own directory, config and port."""
 
