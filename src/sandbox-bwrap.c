@@ -869,6 +869,24 @@ sandbox_pid(const struct sandbox *sb)
 	return proc_pid(sb->proc);
 }
 
+/* Several of them, in one round trip to the helper when it makes them. */
+int
+sandbox_prepare_dirs_as(const char *const *paths, size_t n, const struct sandbox_ident *id,
+    char **cause)
+{
+	size_t	i;
+	int	rc;
+
+	if (id != NULL && id->drop && priv_dirs_path(PRIV_PREPARE_DIR, paths, n, id->uid,
+	    id->gid, &rc, cause))
+		return rc;
+	for (i = 0; i < n; i++) {
+		if (sandbox_prepare_dir_as(paths[i], id, cause) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 int
 sandbox_prepare_dir_as(const char *path, const struct sandbox_ident *id, char **cause)
 {
