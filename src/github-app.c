@@ -792,7 +792,7 @@ github_line(struct buf *out, const char *label, const json_t *j, const char *key
  */
 static char *
 github_tool_request(const struct source_tool *tool, const json_t *event, const json_t *args,
-    json_t *state, size_t step)
+    json_t *state, size_t step, char **body)
 {
 	const char	*repo, *next = json_string_value(json_object_get(state, "next"));
 	long long	 n = github_item_of(event, &repo);
@@ -998,20 +998,20 @@ const struct source_tool github_tools[] = {
 	{ "github_item", "The issue or pull request of this run's event on GitHub: title, "
 	    "state, labels, body, and for a pull request its head and base branches. "
 	    GITHUB_TOOL_ITEM, "{}", "/repos/%s/issues/%lld", github_tool_check, github_tool_request,
-	    github_item_answer },
+	    github_item_answer, 0 },
 	{ "github_comments", "The comments of this run's issue or pull request on GitHub "
 	    "(for a pull request its review comments too). " GITHUB_TOOL_ITEM, "{}",
 	    "/repos/%s/issues/%lld/comments?per_page=100", github_tool_check,
-	    github_tool_request, github_comments_answer },
+	    github_tool_request, github_comments_answer, 0 },
 	{ "github_pr_files", "The files this run's pull request changes on GitHub, and with "
 	    "patch: true their diffs. " GITHUB_TOOL_ITEM, "{\"patch\":{\"type\":\"boolean\"}}",
 	    "/repos/%s/pulls/%lld/files?per_page=100", github_tool_check, github_tool_request,
-	    github_files_answer },
+	    github_files_answer, 0 },
 	{ "github_checks", "The check runs of this run's pull request's head commit on GitHub, "
 	    "and the end of the log of the first failed one (a GitHub Actions job). "
 	    GITHUB_TOOL_ITEM, "{}", "/repos/%s/pulls/%lld", github_tool_check,
-	    github_tool_request, github_checks_answer },
-	{ NULL, NULL, NULL, NULL, NULL, NULL, NULL },
+	    github_tool_request, github_checks_answer, 0 },
+	{ NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0 },
 };
 
 /* --- spur doctor: the token or the App at GitHub's API (doctor.h) ------------------- */

@@ -371,9 +371,9 @@ runmcp_thread_ask(struct runmcp *m, json_t *args)
 }
 
 /*
- * The system's tools (source.h source_tool): GETs at its API with the org's
- * credential, which stays in the engine; the call is answered later (the
- * gateway holds it), its text fenced as third-party data.
+ * The system's tools (source.h source_tool): requests at its API with the
+ * org's credential, which stays in the engine; the call is answered later
+ * (the gateway holds it), its text fenced as third-party data.
  */
 struct runmcp_fetch {
 	struct runmcp		*m;
@@ -383,6 +383,7 @@ struct runmcp_fetch {
 	struct buf		 out;
 	size_t			 step;
 	struct source_cred	*cred;
+	struct event		*kick;	/* a system without cred: the first step, from the loop */
 	struct http_call	*http;
 	char			*token;
 	struct runmcp_fetch	*next;
@@ -401,6 +402,8 @@ runmcp_fetch_free(struct runmcp_fetch *f)
 	}
 	if (f->cred != NULL)
 		f->m->src->cred_cancel(f->cred);
+	if (f->kick != NULL)
+		event_free(f->kick);
 	httpc_cancel(f->http);
 	freezero_str(f->token);
 	json_decref(f->id);
@@ -472,41 +475,85 @@ runmcp_fetch_cb(const struct http_response *res, void *arg)
 	runmcp_fetch_step(f);
 }
 
-/* The tool's next GET, or its end. */
+/*
+ * A step's request with the org's credential where the system has no cred
+ * (its report backend's, as people.c asks who a person is): url and headers.
+ */
+static int
+runmcp_fetch_target(struct runmcp_fetch *f, const char *path, const char *body, char **url,
+    char ***headers, char **why)
+{
+	json_t	*target = json_pack("{s:s,s:s,s:s,s:s}", "source", f->m->src->name, "org",
+		    f->m->org, "method", body != NULL ? "POST" : "GET", "path", path);
+	int	 rc = report_request(f->m->engine, NULL, target, NULL, url, headers, why);
+
+	json_decref(target);
+	return rc;
+}
+
+/* The tool's next request (a GET, or a POST of its body), or its end. */
 static void
 runmcp_fetch_step(struct runmcp_fetch *f)
 {
 	const struct forge	*forge = f->m->src->forge;
 	struct http_request	 req;
 	const char		*h[8];
-	char			*path, *base, *url, *auth = NULL;
+	char			*path, *base, *url, *auth = NULL, *body = NULL, **hs = NULL;
+	char			*why = NULL;
 	size_t			 n = 0, i;
 
 	if ((path = f->tool->request(f->tool, f->m->event, f->args,
-	    f->state, f->step)) == NULL) {
+	    f->state, f->step, &body)) == NULL) {
 		runmcp_fetch_end(f, NULL);
 		return;
 	}
 	if (strncmp(path, "http://", 7) == 0 || strncmp(path, "https://", 8) == 0)
 		url = xstrdup(path);	/* a redirect's: no credential */
-	else {
+	else if (f->m->src->cred == NULL) {
+		if (runmcp_fetch_target(f, path, body, &url, &hs, &why) != 0) {
+			runmcp_fetch_end(f, why != NULL ? why : "no credential");
+			free(why);
+			free(path);
+			free(body);
+			return;
+		}
+	} else {
 		base = source_api_url(config_org(f->m->engine->conf, f->m->org), f->m->src);
 		url = xprintf("%s%s", base != NULL ? base : "", path);
 		free(base);
 		h[n++] = auth = xprintf("Authorization: Bearer %s", f->token);
+		if (body != NULL)
+			h[n++] = "Content-Type: application/json";
 		for (i = 0; forge != NULL && forge->headers != NULL && forge->headers[i] !=
 		    NULL && n + 1 < SPUR_ARRLEN(h); i++)
 			h[n++] = forge->headers[i];
 	}
 	h[n] = NULL;
 	memset(&req, 0, sizeof req);
-	req.method = "GET";
+	req.method = body != NULL ? "POST" : "GET";
 	req.url = url;
-	req.headers = h;
+	req.headers = hs != NULL ? (const char *const *)hs : h;
+	req.body = body;
+	req.body_len = body != NULL ? strlen(body) : 0;
 	f->http = httpc_request(f->m->engine->http, &req, runmcp_fetch_cb, f);
+	report_headers_free(hs);
 	freezero_str(auth);
 	free(url);
 	free(path);
+	free(body);
+}
+
+/* A system without cred: the first step, from the loop (the call is deferred first). */
+static void
+runmcp_fetch_kick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct runmcp_fetch	*f = arg;
+
+	(void)fd;
+	(void)what;
+	event_free(f->kick);
+	f->kick = NULL;
+	runmcp_fetch_step(f);
 }
 
 static void
@@ -531,6 +578,7 @@ runmcp_fetch(struct runmcp *m, const struct source_tool *tool, json_t *args)
 	const json_t		*meta = json_object_get(m->event, "meta");
 	const char		*repo = json_string_value(json_object_get(m->event, "repository"));
 	struct runmcp_fetch	*f;
+	struct timeval		 now = { 0, 0 };
 	char			*why;
 
 	if ((why = tool->check(m->event, args)) != NULL)
@@ -545,6 +593,11 @@ runmcp_fetch(struct runmcp *m, const struct source_tool *tool, json_t *args)
 	buf_init(&f->out, 0);
 	f->next = m->fetches;
 	m->fetches = f;
+	if (m->src->cred == NULL) {
+		f->kick = evtimer_new(m->engine->base, runmcp_fetch_kick_cb, f);
+		evtimer_add(f->kick, &now);
+		return NULL;
+	}
 	f->cred = m->src->cred(m->engine, m->org, repo, json_integer_value(json_object_get(meta,
 	    "installation_id")), runmcp_fetch_cred_cb, f);
 	return NULL;
@@ -567,7 +620,8 @@ runmcp_tool(const char *name, const char *about, json_t *props, const char *requ
 static const struct source_tool *
 runmcp_src_tools(const struct runmcp *m)
 {
-	return m->src != NULL && m->src->cred != NULL && m->event != NULL ? m->src->tools : NULL;
+	return m->src != NULL && (m->src->cred != NULL || m->src->report != NULL) &&
+	    m->event != NULL ? m->src->tools : NULL;
 }
 
 /* The tools and their schemas: none takes another thread, item or org. */
@@ -596,7 +650,8 @@ runmcp_tools(const struct runmcp *m)
 	for (; st != NULL && st->name != NULL; st++) {
 		if ((props = json_loads(st->props, 0, NULL)) == NULL)
 			fatal("runmcp_tools: %s: bad schema", st->name);
-		json_array_append_new(tools, runmcp_tool(st->name, st->about, props, NULL, 1));
+		json_array_append_new(tools, runmcp_tool(st->name, st->about, props, NULL,
+		    !st->writes));
 	}
 	return json_pack("{s:o}", "tools", tools);
 }
