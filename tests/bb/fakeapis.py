@@ -292,10 +292,10 @@ class Fake:
         if h.headers.get("X-GitHub-Api-Version") != "2022-11-28" or int(query.get("per_page", ["30"])[0]) > 100:
             self.send(h, 422, {"message": "Validation Failed"})
             return True
-        self.github_item_answer(h, path)
+        self.github_item_answer(h, path, query)
         return True
 
-    def github_item_answer(self, h, path):
+    def github_item_answer(self, h, path, query):
         m = re.match(r"^/repos/([^/]+/[^/]+)/issues/(\d+)$", path)
         if m:
             with self.lock:
@@ -309,7 +309,12 @@ class Fake:
                                       "pull_request": {"url": "%s/repos/%s/pulls/%s" % ((self.url,) + m.groups())}})
         m = re.match(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)/files$", path)
         if m:
-            return self.send(h, 200, self.pr_files.get("%s#%s" % m.groups(), []))
+            # per_page (30 by default) and page, the next page in Link as GitHub says it.
+            per, page = int(query.get("per_page", ["30"])[0]), max(1, int(query.get("page", ["1"])[0]))
+            files = self.pr_files.get("%s#%s" % m.groups(), [])
+            more = {"Link": '<%s%s?per_page=%d&page=%d>; rel="next"' % (self.url, path, per, page + 1)} \
+                if page * per < len(files) else {}
+            return self.send(h, 200, files[(page - 1) * per:page * per], more)
         m = re.match(r"^/repos/[^/]+/[^/]+/commits/([0-9a-f]{40})/check-runs$", path)
         if m:
             runs = self.check_runs.get(m.group(1), [])
