@@ -917,8 +917,9 @@ linear_tool_check(const json_t *event, const json_t *args)
 			return xprintf("refused: these tools act only on this run's issue %s of "
 			    "team %s, not team %.200s", ident, team != NULL ? team : "?", s != NULL ?
 			    s : "(not a string)");
+		/* thread: runmcp.c checked it is the run's own. */
 		if (strcmp(key, "state") != 0 && strcmp(key, "after") != 0 &&
-		    !linear_name_in(linear_issue_keys, key) &&
+		    strcmp(key, "thread") != 0 && !linear_name_in(linear_issue_keys, key) &&
 		    !linear_name_in(linear_team_keys, key))
 			return xprintf("refused: these tools take no %.100s; they act only on this "
 			    "run's issue %s", key, ident);

@@ -1199,9 +1199,10 @@ slack_tool_check(const json_t *event, const json_t *args)
 		    (s == NULL || strcmp(s, ts) != 0))
 			return xprintf("refused: slack_thread acts only on this run's thread %s in "
 			    "%s, not %.200s", ts, channel, s != NULL ? s : "(not a string)");
+		/* thread: runmcp.c checked it is the run's own. */
 		if (strcmp(key, "channel") != 0 && strcmp(key, "channel_id") != 0 &&
 		    strcmp(key, "ts") != 0 && strcmp(key, "thread_ts") != 0 &&
-		    strcmp(key, "cursor") != 0)
+		    strcmp(key, "cursor") != 0 && strcmp(key, "thread") != 0)
 			return xprintf("refused: slack_thread takes no %.100s; it acts only on this "
 			    "run's thread %s in %s", key, ts, channel);
 	}
