@@ -33,6 +33,7 @@
 #define RUNMCP_NOTE_MAX		4000	/* bytes of a thread_post's text, at most */
 #define RUNMCP_VERSION		"2025-06-18"
 #define RUNMCP_FETCH_MAX	65536	/* bytes of a system tool's text, at most */
+#define RUNMCP_HEADERS		8	/* headers of a system tool's request, at most (NULL included) */
 
 #define RPC_PARSE_ERROR		-32700
 #define RPC_INVALID_REQUEST	-32600
@@ -482,16 +483,33 @@ runmcp_fetch_target(struct runmcp_fetch *f, const char *path, const char *body, 
 	return rc;
 }
 
+/* A step's request with the org's token from the system's cred (a forge's): url and headers. */
+static void
+runmcp_fetch_forge(struct runmcp_fetch *f, const char *path, const char *body, char **url,
+    char ***headers)
+{
+	const struct forge	*forge = f->m->src->forge;
+	char			*base, **h = xcalloc(RUNMCP_HEADERS, sizeof *h);
+	size_t			 n = 0, i;
+
+	base = source_api_url(config_org(f->m->engine->conf, f->m->org), f->m->src);
+	*url = xprintf("%s%s", base != NULL ? base : "", path);
+	free(base);
+	h[n++] = xprintf("Authorization: Bearer %s", f->token);
+	if (body != NULL)
+		h[n++] = xstrdup("Content-Type: application/json");
+	for (i = 0; forge != NULL && forge->headers != NULL && forge->headers[i] != NULL &&
+	    n + 1 < RUNMCP_HEADERS; i++)
+		h[n++] = xstrdup(forge->headers[i]);
+	*headers = h;
+}
+
 /* The tool's next request (a GET, or a POST of its body), or its end. */
 static void
 runmcp_fetch_step(struct runmcp_fetch *f)
 {
-	const struct forge	*forge = f->m->src->forge;
 	struct http_request	 req;
-	const char		*h[8];
-	char			*path, *base, *url, *auth = NULL, *body = NULL, **hs = NULL;
-	char			*why = NULL;
-	size_t			 n = 0, i;
+	char			*path, *url, *body = NULL, **h = NULL, *why = NULL;
 
 	if ((path = f->tool->request(f->tool, f->m->event, f->args,
 	    f->state, f->step, &body)) == NULL) {
@@ -500,35 +518,23 @@ runmcp_fetch_step(struct runmcp_fetch *f)
 	}
 	if (strncmp(path, "http://", 7) == 0 || strncmp(path, "https://", 8) == 0)
 		url = xstrdup(path);	/* a redirect's: no credential */
-	else if (f->m->src->cred == NULL) {
-		if (runmcp_fetch_target(f, path, body, &url, &hs, &why) != 0) {
-			runmcp_fetch_end(f, why != NULL ? why : "no credential");
-			free(why);
-			free(path);
-			free(body);
-			return;
-		}
-	} else {
-		base = source_api_url(config_org(f->m->engine->conf, f->m->org), f->m->src);
-		url = xprintf("%s%s", base != NULL ? base : "", path);
-		free(base);
-		h[n++] = auth = xprintf("Authorization: Bearer %s", f->token);
-		if (body != NULL)
-			h[n++] = "Content-Type: application/json";
-		for (i = 0; forge != NULL && forge->headers != NULL && forge->headers[i] !=
-		    NULL && n + 1 < SPUR_ARRLEN(h); i++)
-			h[n++] = forge->headers[i];
+	else if (f->m->src->cred != NULL)
+		runmcp_fetch_forge(f, path, body, &url, &h);
+	else if (runmcp_fetch_target(f, path, body, &url, &h, &why) != 0) {
+		runmcp_fetch_end(f, why != NULL ? why : "no credential");
+		free(why);
+		free(path);
+		free(body);
+		return;
 	}
-	h[n] = NULL;
 	memset(&req, 0, sizeof req);
 	req.method = body != NULL ? "POST" : "GET";
 	req.url = url;
-	req.headers = hs != NULL ? (const char *const *)hs : h;
+	req.headers = (const char *const *)h;
 	req.body = body;
 	req.body_len = body != NULL ? strlen(body) : 0;
 	f->http = httpc_request(f->m->engine->http, &req, runmcp_fetch_cb, f);
-	report_headers_free(hs);
-	freezero_str(auth);
+	report_headers_free(h);
 	free(url);
 	free(path);
 	free(body);
