@@ -806,27 +806,26 @@ gitlab_mr_path(const char *repo, long long iid)
 	return buf_take(&b);
 }
 
-/* "a,b,c" of a list of strings. */
-static char *
-gitlab_joined(const json_t *list)
+/* The strings of a list, as a new array (GitLab's labels are an array of names). */
+static json_t *
+gitlab_strings(const json_t *list)
 {
 	const json_t	*v;
-	struct buf	 b;
+	json_t		*out = json_array();
 	size_t		 i;
 
-	buf_init(&b, 0);
 	json_array_foreach(list, i, v) {
 		if (json_is_string(v))
-			buf_addf(&b, "%s%s", b.len > 0 ? "," : "", json_string_value(v));
+			json_array_append_new(out, json_string(json_string_value(v)));
 	}
-	return buf_take(&b);
+	return out;
 }
 
 static void
 gitlab_pr_request(enum forge_op op, const struct forge_pr *pr, struct forge_request *r)
 {
 	json_t	*body = NULL;
-	char	*title, *list, *base;
+	char	*title, *base;
 
 	r->method = "PUT";
 	switch (op) {
@@ -852,9 +851,7 @@ gitlab_pr_request(enum forge_op op, const struct forge_pr *pr, struct forge_requ
 		break;
 	case FORGE_PR_LABELS:
 		r->path = gitlab_mr_path(pr->repo, pr->number);
-		list = gitlab_joined(pr->list);
-		body = json_pack("{s:s}", "add_labels", list);
-		free(list);
+		body = json_pack("{s:o}", "add_labels", gitlab_strings(pr->list));
 		break;
 	case FORGE_PR_UPDATE:
 		r->path = gitlab_mr_path(pr->repo, pr->number);

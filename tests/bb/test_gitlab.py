@@ -213,7 +213,13 @@ try:
         rc, out, err = s.c("doctor")
         t.ok([l for l in out.splitlines() if l.startswith("fail") and "gitlab.token" in l and
               "api, write_repository" in l], "and fails one that lacks them, naming them", out)
-        t.eq(fake.invalid, [], "every API request spur sent matched GitLab's documented routes")
+        t.eq(fake.invalid, [], "every API request spur sent matched GitLab's OpenAPI document (notes: its REST docs)")
+        ops = set(fake.spec.check(r["method"], r["path"], r["body"])[0] for r in fake.api_requests())
+        t.ok({"postApiV4ProjectsIdMergeRequests", "getApiV4ProjectsIdMembersAllUserId",
+              "postApiV4ProjectsIdMergeRequestsMergeRequestIidNotesNoteIdAwardEmoji"} <= ops,
+             "merge requests, members and award emoji were checked against the document", ops)
+        _, bad = fake.spec.check("PUT", "/api/v4/projects/acme%2Fapi/merge_requests/5", '{"add_labels": "a,b"}')
+        t.ok(bad, "and the check refuses what the document does not allow (labels as a string)", bad)
         t.eq([x for x in (TOKEN, SECRET) if x in s.logs()], [], "no log holds the token or the secret")
 finally:
     fake.close()
