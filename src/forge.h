@@ -79,6 +79,8 @@ struct forge {
 	 * repo's own, else 0: the run works on its branch.
 	 */
 	long long	 (*event_pr)(const json_t *event, const char *repo);
+	/* 1: a repository's name may be GROUP/SUB/.../NAME (nested groups), not only OWNER/NAME. */
+	int		 nested_names;
 };
 
 void	forge_answer_clear(struct forge_answer *);

@@ -157,11 +157,12 @@ repo_valid_name(const char *s)
 {
 	const char	*slash;
 
-	if (s == NULL || (slash = strchr(s, '/')) == NULL || strchr(slash + 1, '/') != NULL)
+	/* OWNER/NAME, or a forge's nested GROUP/SUB/NAME: each name neither empty nor hidden. */
+	if (s == NULL || (slash = strchr(s, '/')) == NULL)
 		return 0;
 	if (strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-/") !=
-	    strlen(s) || s[0] == '.' || s[0] == '-' || slash[1] == '.' || slash[1] == '\0' ||
-	    strstr(s, "..") != NULL)
+	    strlen(s) || s[0] == '.' || s[0] == '-' || strstr(s, "/.") != NULL ||
+	    strstr(s, "//") != NULL || s[strlen(s) - 1] == '/' || strstr(s, "..") != NULL)
 		return 0;
 	return 1;
 }
@@ -1320,6 +1321,12 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 		names = repo_forge_names();
 		xasprintf(cause, "%s is not configured for org %s", names, org != NULL ? org : "?");
 		free(names);
+		free(repo);
+		repo_job_free(j);
+		return -1;
+	}
+	if (strchr(strchr(repo, '/') + 1, '/') != NULL && !j->src->forge->nested_names) {
+		xasprintf(cause, "%s is no %s repository (OWNER/NAME)", repo, j->src->name);
 		free(repo);
 		repo_job_free(j);
 		return -1;

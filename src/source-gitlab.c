@@ -945,6 +945,7 @@ static const struct forge gitlab_forge = {
 	.answer = gitlab_pr_answer,
 	.body_max = GITLAB_REPORT_MAX,
 	.event_pr = gitlab_event_pr,
+	.nested_names = 1,
 };
 
 /* --- spur doctor: the URL reachable, the token's scopes ------------------------------- */

@@ -24,6 +24,7 @@ fake = FakeGitLab(TOKEN, gitroot)
 remote = make_remote(gitroot, "acme/api", {"README.md": "hello\n"})
 add_ref(remote, "refs/heads/feature-x", {"marker.txt": "feature-x only\n"})
 fake.add_mr("acme/api", 5, "feature-x")
+sub_remote = make_remote(gitroot, "acme/team/api", {"README.md": "in a subgroup\n"})
 fake.members = {7: 30, 8: 20}      # ada a Developer, rita a Reporter, anyone else no member
 
 ORGS = ("orgs:\n  acme:\n    gitlab:\n      url: %s/\n      token: env:T_GL_TOKEN\n"
@@ -51,19 +52,32 @@ prompt: Take your time.
 proof: report
 report: {gitlab: acme/api!5}
 """
+SUB = """\
+name: sub
+on:
+  gitlab:
+    events: [note.issue]
+    text: '^/sub'
+agent: command
+command: [sh, -c, 'cat >/dev/null; cd /workspace; cat README.md > seen.txt; echo "Subgroup done"']
+prompt: Go.
+proof: pull_request
+report: {gitlab: acme/team/api!7}
+"""
 CONFIG = ("public_url: http://spur.example:8080/\nreports:\n  progress: true\n"
           "git:\n  author_name: Spur Bot\n  author_email: bot@spur.example\n")
 
 
-def note(text, on="MergeRequest", iid=5, note_id=1244, user=("ada", 7)):
+def note(text, on="MergeRequest", iid=5, note_id=1244, user=("ada", 7), project="acme/api"):
     p = {"object_kind": "note", "event_type": "note",
          "user": {"id": user[1], "name": user[0].title(), "username": user[0]},
-         "project_id": fake.project_id("acme/api"),
-         "project": {"id": fake.project_id("acme/api"), "path_with_namespace": "acme/api",
-                     "web_url": fake.url + "/acme/api"},
+         "project_id": fake.project_id(project),
+         "project": {"id": fake.project_id(project), "path_with_namespace": project,
+                     "web_url": fake.url + "/" + project},
          "object_attributes": {"id": note_id, "note": text, "noteable_type": on,
-                               "url": "%s/acme/api/-/%s/%d#note_%d" % (
-                                   fake.url, "merge_requests" if on == "MergeRequest" else "issues", iid, note_id)}}
+                               "url": "%s/%s/-/%s/%d#note_%d" % (
+                                   fake.url, project, "merge_requests" if on == "MergeRequest" else "issues", iid,
+                                   note_id)}}
     if on == "MergeRequest":
         p["merge_request"] = {"iid": iid, "title": "Feature X", "source_branch": "feature-x",
                               "target_branch": "main", "source_project_id": p["project_id"],
@@ -93,7 +107,7 @@ def until(pred, timeout=60):
 
 
 try:
-    with Spur(CONFIG, orgs=ORGS, automations={"fix.yaml": FIX, "slow.yaml": SLOW}, env=ENV) as s:
+    with Spur(CONFIG, orgs=ORGS, automations={"fix.yaml": FIX, "slow.yaml": SLOW, "sub.yaml": SUB}, env=ENV) as s:
         s.start()
         # --- ingress: the secret token, the event header, deduplication -----------------
         body = note("/fix the flaky test")
@@ -171,6 +185,28 @@ try:
         t.ok(notes and notes[0].get("edits", 0) >= 1, "the status note was edited in place", notes)
         t.ok(notes and "http://spur.example:8080/runs/" + run in notes[0]["body"] and opened and
              opened[0]["web_url"] in notes[0]["body"], "its final text links the run's page and the MR", notes)
+
+        # --- a project in a subgroup (GROUP/SUB/PROJECT): cloned, pushed, its MR, a report there
+        st, _, a = s.post_json(HOOK, note("/sub please", on="Issue", iid=2, note_id=1700, project="acme/team/api"),
+                               headers(key="k-sub"))
+        t.ok(st == 200 and len(a.get("runs", [])) == 1, "a note in a subgroup's project starts a run", a)
+        sub_run = a["runs"][0]
+        ev = json.loads(s.query("SELECT json FROM events WHERE id = ?", a["event"])[0]["json"])
+        t.eq((ev["repository"], ev["thread"]), ("acme/team/api", "gitlab:acme/team/api#2"),
+             "its repository is GROUP/SUB/PROJECT, its thread gitlab:acme/team/api#2")
+        r = s.wait_run(sub_run, timeout=120)
+        t.ok(r["state"] == "completed", "the subgroup project's run completed", r)
+        t.eq(git_show(sub_remote, "refs/heads/spur/" + sub_run, "seen.txt"), "in a subgroup\n",
+             "it cloned acme/team/api.git and pushed its branch there")
+        t.ok([m for m in fake.mrs.get("acme/team/api", {}).values() if m["source_branch"] == "spur/" + sub_run],
+             "and opened its merge request", fake.mrs.get("acme/team/api"))
+        s.wait_reports_done(run=sub_run)
+        paths = set(r["path"].partition("?")[0] for r in fake.api_requests() if "team" in r["path"])
+        t.ok({"/api/v4/projects/acme%2Fteam%2Fapi/merge_requests", "/api/v4/projects/acme%2Fteam%2Fapi/issues/2/notes",
+              "/api/v4/projects/acme%2Fteam%2Fapi/merge_requests/7/notes"} <= paths,
+             "the API heard the project as one URL-encoded id (acme%2Fteam%2Fapi)", paths)
+        t.ok([n for n in fake.notes.get("acme/team/api!7", []) if sub_run in n["body"]],
+             "report: {gitlab: acme/team/api!7} put the report on that merge request", fake.notes.get("acme/team/api!7"))
 
         # --- a crash after GitLab stored the status note, before spur heard: found, not reposted
         killed = threading.Event()
