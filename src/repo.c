@@ -69,6 +69,7 @@ struct repo_job {
 	enum repo_step		 step;
 	char			*run;
 	char			*org;
+	char			*forge;		/* repo.json's: the forge the repository came through */
 	char			*repo;		/* owner/name */
 	char			*dir;		/* the session directory */
 	char			*git_dir;
@@ -127,6 +128,7 @@ repo_job_free(struct repo_job *j)
 	git_free(j->git);
 	free(j->run);
 	free(j->org);
+	free(j->forge);
 	free(j->repo);
 	free(j->dir);
 	free(j->git_dir);
@@ -185,17 +187,26 @@ repo_valid_branch(const char *s)
 	return 1;
 }
 
-/* The forge of org: the first system of the table that is one and that org configures. */
+/*
+ * The forge of org: the system named want (the event's source, the one the
+ * session's repository came through) when it is a forge org configures, else
+ * the first system of the table that is one and that org configures.
+ */
 static const struct source *
-repo_forge(const struct config *conf, const char *org)
+repo_forge(const struct config *conf, const char *org, const char *want)
 {
 	const struct org	*o = org != NULL ? config_org(conf, org) : NULL;
-	const struct source	*src;
+	const struct source	*src, *first = NULL;
 
-	for (src = source_next(NULL); o != NULL && src != NULL; src = source_next(src))
-		if (src->forge != NULL && source_conf(o, src) != NULL)
+	for (src = source_next(NULL); o != NULL && src != NULL; src = source_next(src)) {
+		if (src->forge == NULL || source_conf(o, src) == NULL)
+			continue;
+		if (want != NULL && strcmp(src->name, want) == 0)
 			return src;
-	return NULL;
+		if (first == NULL)
+			first = src;
+	}
+	return first;
 }
 
 /* The forges' names, for a refusal: "a" (or "a or b"). */
@@ -267,8 +278,8 @@ static int
 repo_state_save(struct repo_job *j)
 {
 	/* head_repo: the fork's name, for the PR that delivery opens in another job. */
-	json_t	*s = json_pack("{s:s,s:s,s:s?,s:s?,s:s?,s:I,s:b,s:s?,s:I}", "org", j->org,
-		    "repo", j->repo, "branch", j->branch, "base", j->base, "pr_url", j->pr_url,
+	json_t	*s = json_pack("{s:s,s:s?,s:s,s:s?,s:s?,s:s?,s:I,s:b,s:s?,s:I}", "org", j->org,
+		    "forge", j->src != NULL ? j->src->name : NULL, "repo", j->repo, "branch", j->branch, "base", j->base, "pr_url", j->pr_url,
 		    "number", (json_int_t)j->number, "fork", j->fork, "head_repo", j->head_repo,
 		    "installation", (json_int_t)j->installation);
 
@@ -352,6 +363,7 @@ repo_state_load(struct repo_job *j)
 	if (s == NULL)
 		return -1;
 	j->org = (v = json_string_value(json_object_get(s, "org"))) ? xstrdup(v) : NULL;
+	j->forge = (v = json_string_value(json_object_get(s, "forge"))) ? xstrdup(v) : NULL;
 	j->repo = (v = json_string_value(json_object_get(s, "repo"))) ? xstrdup(v) : NULL;
 	j->branch = (v = json_string_value(json_object_get(s, "branch"))) ? xstrdup(v) : NULL;
 	j->base = (v = json_string_value(json_object_get(s, "base"))) ? xstrdup(v) : NULL;
@@ -1317,7 +1329,7 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 		repo_job_free(j);
 		return -1;
 	}
-	if ((j->src = repo_forge(e->conf, org)) == NULL) {
+	if ((j->src = repo_forge(e->conf, org, source)) == NULL) {
 		names = repo_forge_names();
 		xasprintf(cause, "%s is not configured for org %s", names, org != NULL ? org : "?");
 		free(names);
@@ -1386,7 +1398,7 @@ repo_deliver(struct engine *e, const char *run, const struct automation *a,
 		return -1;
 	}
 	/* NULL: told when a token is needed (a commit may have nothing to push). */
-	j->src = repo_forge(e->conf, j->org);
+	j->src = repo_forge(e->conf, j->org, j->forge);
 	j->deliver = 1;
 	j->dcb = cb;
 	j->arg = arg;

@@ -1,7 +1,8 @@
 """Gitea and Forgejo (SPEC 19): a signed comment to a run, its branch pushed over smart HTTP with
 the org's token, the pull request opened or the PR's own branch updated, the status comment edited
 in place; bad signatures, replays and non-collaborators refused; every API call spur makes checked
-against Gitea's swagger document (fake_gitea.py)."""
+against Gitea's swagger document (fake_gitea.py). The org configures GitLab too, first in the
+table: Gitea's events are cloned, pushed and answered through Gitea all the same."""
 import hashlib
 import hmac
 import json
@@ -13,6 +14,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import tempdir, require_sandboxes, Spur, Tap, grep_secrets
 from fakeapis import make_remote, add_ref, git_show, git_parents
 from fake_gitea import FakeGitea
+from fake_gitlab import FakeGitLab
 
 t = Tap()
 require_sandboxes(t)
@@ -26,8 +28,11 @@ add_ref(remote, "refs/heads/feature-x", {"marker.txt": "feature-x only\n"})
 fake.add_pr("acme/api", 20, "feature-x", "acme/api")
 fake.collaborators["acme/api"] = {"alice"}
 
-ORGS = ("orgs:\n  acme:\n    gitea:\n      url: %s\n      token: env:T_GITEA_TOKEN\n"
-        "      webhook_secret: env:T_GITEA_SECRET\n" % fake.url)
+gitlab = FakeGitLab("glpat-other-forge-9d8e", tempdir("spur-gitea-gl-"))
+ORGS = ("orgs:\n  acme:\n    gitlab:\n      url: %s\n      token: env:T_GL_TOKEN\n"
+        "      webhook_secret: env:T_GL_SECRET\n"
+        "    gitea:\n      url: %s\n      token: env:T_GITEA_TOKEN\n"
+        "      webhook_secret: env:T_GITEA_SECRET\n" % (gitlab.url, fake.url))
 AUTO = ("name: fix\non:\n  gitea:\n    events: [issue_comment.created]\n    text: '^/fix'\n"
         "agent: command\ncommand: [sh, -c, 'cat >/dev/null; cd /workspace; echo fixed >> fix.txt; "
         "echo \"Fixed the thing\"']\nprompt: Fix it.\nproof: pull_request\n")
@@ -70,7 +75,8 @@ def wait(pred, timeout=60):
 
 
 with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.yaml": OPS},
-          env={"T_GITEA_TOKEN": TOKEN, "T_GITEA_SECRET": SECRET}) as s:
+          env={"T_GITEA_TOKEN": TOKEN, "T_GITEA_SECRET": SECRET, "T_GL_TOKEN": "glpat-other-forge-9d8e",
+               "T_GL_SECRET": "gitlab-secret-of-acme"}) as s:
     rc, out, err = s.c("check")
     t.eq(rc, 0, "spur check accepts orgs.acme.gitea: %s" % err)
     rc, out, err = s.c("doctor")
@@ -101,6 +107,8 @@ with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.y
          "one status comment, edited in place into the report with the PR and the run's link", posted)
     merges = [x for x in fake.requests if "/merge" in x["path"]]
     t.eq(merges, [], "nothing is merged")
+    t.eq([x["path"] for x in gitlab.requests if "personal_access_tokens" not in x["path"]], [],
+         "the org's GitLab, first in the table, heard nothing of Gitea's run (only doctor's token check)")
 
     # --- a /fix on the same-repo PR #20: its own branch gets the commit ------------------
     st, _, a = post(s, comment("/fix on the PR", 20, is_pull=True), "d-2")
@@ -197,4 +205,5 @@ with Spur(orgs="orgs:\n  acme:\n    gitea:\n      token: env:T_GITEA_TOKEN\n",
          "spur check requires gitea.url and webhook_secret", err)
 
 fake.close()
+gitlab.close()
 t.done()
