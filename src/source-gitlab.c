@@ -806,6 +806,27 @@ gitlab_mr_path(const char *repo, long long iid)
 	return buf_take(&b);
 }
 
+/* GET /users?username=LOGIN: the user of that name, in a list of one (or none). */
+static void
+gitlab_user_id_request(const char *login, struct forge_request *r)
+{
+	struct buf	 b;
+
+	buf_init(&b, 0);
+	buf_adds(&b, "/users?username=");
+	buf_addq(&b, login);
+	r->method = "GET";
+	r->path = buf_take(&b);
+}
+
+static long long
+gitlab_user_id(int status, const json_t *res)
+{
+	json_int_t	id = json_integer_value(json_object_get(json_array_get(res, 0), "id"));
+
+	return status == 200 && id > 0 ? (long long)id : 0;
+}
+
 /* The strings of a list, as a new array (GitLab's labels are an array of names). */
 static json_t *
 gitlab_strings(const json_t *list)
@@ -830,10 +851,13 @@ gitlab_pr_request(enum forge_op op, const struct forge_pr *pr, struct forge_requ
 	r->method = "PUT";
 	switch (op) {
 	case FORGE_PR_INFO:
-	case FORGE_PR_REVIEWERS:
-		/* Reviewers are user ids at GitLab, not names: not asked (the answer says so). */
 		r->method = "GET";
 		r->path = gitlab_mr_path(pr->repo, pr->number);
+		break;
+	case FORGE_PR_REVIEWERS:
+		/* User ids (forge user_id_request): repo.c looked the logins up. */
+		r->path = gitlab_mr_path(pr->repo, pr->number);
+		body = json_pack("{s:O}", "reviewer_ids", pr->list);
 		break;
 	case FORGE_PR_CREATE:
 		r->method = "POST";
@@ -910,9 +934,6 @@ gitlab_pr_answer(enum forge_op op, const struct forge_pr *pr, int status, const 
 		a->ok = status == 200 && json_string_value(json_object_get(mr, "web_url")) != NULL;
 		a->body = gitlab_str(mr, "description");
 		break;
-	case FORGE_PR_REVIEWERS:
-		a->ok = 0;
-		return;
 	default:
 		a->ok = status / 100 == 2;
 		return;
@@ -946,6 +967,8 @@ static const struct forge gitlab_forge = {
 	.body_max = GITLAB_REPORT_MAX,
 	.event_pr = gitlab_event_pr,
 	.nested_names = 1,
+	.user_id_request = gitlab_user_id_request,
+	.user_id = gitlab_user_id,
 };
 
 /* --- spur doctor: the URL reachable, the token's scopes ------------------------------- */

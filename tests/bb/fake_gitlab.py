@@ -4,11 +4,12 @@ auth as oauth2 and the token), for tests/bb/test_gitlab.py.
 
 Every request is recorded, and every API request is checked against GitLab's published OpenAPI
 document (tests/fixtures/gitlab, trimmed to the operations spur calls) by tests/bb/swagger.py.
-The notes operations (list, create, edit a note of a merge request or an issue) are not in that
-document: those three are checked against NOTES below, written from GitLab's REST documentation
-(doc/api/notes.md of GitLab CE, MIT): the path's template and method, its required body
-parameters, and no query or body parameter the route does not name. A request that fails either
-check is answered 400 and kept in `invalid`.
+The notes operations (list, create, edit a note of a merge request or an issue) and the user
+lookup (GET /users?username=) are not in that document: those four are checked against HAND
+below, written from GitLab's REST documentation (doc/api/notes.md, users.md of GitLab CE, MIT):
+the path's template and method, its required body parameters, and no query or body parameter
+the route does not name. A request that fails either check is answered 400 and kept in
+`invalid`.
 """
 import base64
 import json
@@ -24,26 +25,29 @@ from fakeapis import git_http_backend
 from swagger import Spec
 
 SPEC = os.path.join(os.path.dirname(__file__), "..", "fixtures", "gitlab", "openapi-trimmed.json")
-NOTES = {   # method -> (query parameters, body parameters, required body parameters)
-    "GET": ({"sort", "order_by", "page", "per_page"}, set(), set()),
-    "POST": (set(), {"body"}, {"body"}),
-    "PUT": (set(), {"body"}, {"body"}),
-}
-NOTES_RX = re.compile(r"^/api/v4/projects/[^/]+/(merge_requests|issues)/\d+/notes(/\d+)?$")
+NOTES = r"^/api/v4/projects/[^/]+/(merge_requests|issues)/\d+/notes"
+HAND = [    # (method, path, query parameters, body parameters, required body parameters)
+    ("GET", NOTES + "$", {"sort", "order_by", "page", "per_page"}, set(), set()),
+    ("POST", NOTES + "$", set(), {"body"}, {"body"}),
+    ("PUT", NOTES + r"/\d+$", set(), {"body"}, {"body"}),
+    ("GET", r"^/api/v4/users$", {"username", "search", "active", "blocked", "page", "per_page"}, set(), set()),
+]
 
 
-def check_note(method, raw_path, raw_body):
-    """None when the request is a notes operation of GitLab's REST documentation, else why not;
-    False when it is no notes path at all."""
+def check_hand(method, raw_path, raw_body):
+    """None when the request is one of HAND's routes of GitLab's REST documentation, else why
+    not; False when it is none of their paths."""
     path, _, query = raw_path.partition("?")
-    m = NOTES_RX.match(path)
-    if m is None or (m.group(2) is None) != (method in ("GET", "POST")) or method not in NOTES:
+    hit = [x for x in HAND if re.match(x[1], path)]
+    if not hit:
         return False
-    qs, bs, req = NOTES[method]
+    if method not in [x[0] for x in hit]:
+        return "%s %s: no such method there" % (method, path)
+    _, _, qs, bs, req = [x for x in hit if x[0] == method][0]
     try:
         body = json.loads(raw_body) if raw_body else {}
     except ValueError:
-        return "notes: the body is not JSON"
+        return "%s %s: the body is not JSON" % (method, path)
     bad = ["unknown query parameter " + k for k in urllib.parse.parse_qs(query) if k not in qs]
     bad += ["unknown body parameter " + k for k in body if k not in bs]
     bad += ["body lacks required " + k for k in req if k not in body]
@@ -66,6 +70,7 @@ class FakeGitLab:
         self.notes = {}        # "project!iid" or "project#iid" -> [notes]
         self.awards = []       # (path, name)
         self.members = {}      # user id -> access level (absent: 404, not a member)
+        self.users = {}        # username -> user id (GET /users?username=)
         self.scopes = ["api", "write_repository"]   # the token's, as personal_access_tokens/self says
         self.before = None     # fn run before the next note post's answer (a crash between)
         fake = self
@@ -140,7 +145,7 @@ class FakeGitLab:
         tok = h.headers.get("PRIVATE-TOKEN") or (h.headers.get("Authorization") or "").replace("Bearer ", "", 1)
         if tok != self.token:
             return self.send(h, 401, {"message": "401 Unauthorized"})
-        why = check_note(h.command, h.path, rec["body"])
+        why = check_hand(h.command, h.path, rec["body"])
         if why is False:
             op, bad = self.spec.check(h.command, h.path, rec["body"])
             why = "; ".join(bad) if bad else None
@@ -156,6 +161,10 @@ class FakeGitLab:
         m = re.match(r"^/api/v4/projects/(.+?)/(merge_requests|issues)/(\d+)/notes(?:/(\d+))?(/award_emoji)?$", path)
         if m is not None:
             return self.note(h, m.group(1), m.group(2), int(m.group(3)), m.group(4), m.group(5), body)
+        if path == "/api/v4/users":
+            name = q.get("username", [""])[0]
+            return self.send(h, 200, [{"id": self.users[name], "username": name, "state": "active"}]
+                             if name in self.users else [])
         if path == "/api/v4/personal_access_tokens/self":
             return self.send(h, 200, {"id": 1, "name": "spur", "active": True, "revoked": False,
                                       "scopes": self.scopes})

@@ -26,6 +26,7 @@ add_ref(remote, "refs/heads/feature-x", {"marker.txt": "feature-x only\n"})
 fake.add_mr("acme/api", 5, "feature-x")
 sub_remote = make_remote(gitroot, "acme/team/api", {"README.md": "in a subgroup\n"})
 fake.members = {7: 30, 8: 20}      # ada a Developer, rita a Reporter, anyone else no member
+fake.users = {"ada": 7, "rita": 8}  # no ghost
 
 ORGS = ("orgs:\n  acme:\n    gitlab:\n      url: %s/\n      token: env:T_GL_TOKEN\n"
         "      webhook_secret: env:T_GL_SECRET\n" % fake.url)
@@ -39,6 +40,7 @@ agent: command
 command: [sh, -c, 'cat >/dev/null; cd /workspace; cat marker.txt > seen.txt 2>/dev/null || echo none > seen.txt; echo "Fixed the thing"']
 prompt: Fix it.
 proof: pull_request
+pull_request: {reviewers: [ada], labels: [spur-fix]}
 """
 SLOW = """\
 name: slow
@@ -62,6 +64,7 @@ agent: command
 command: [sh, -c, 'cat >/dev/null; cd /workspace; cat README.md > seen.txt; echo "Subgroup done"']
 prompt: Go.
 proof: pull_request
+pull_request: {reviewers: [ada, ghost]}
 report: {gitlab: acme/team/api!7}
 """
 CONFIG = ("public_url: http://spur.example:8080/\nreports:\n  progress: true\n"
@@ -177,6 +180,8 @@ try:
         t.ok(r["state"] == "completed", "the issue note's run completed", r)
         opened = [m for m in fake.mrs["acme/api"].values() if m["source_branch"] == "spur/" + run]
         t.ok(len(opened) == 1, "a merge request was opened for the run's branch spur/RUN", fake.mrs)
+        t.eq((opened[0].get("reviewers"), opened[0].get("labels")) if opened else None, ([{"id": 7}], ["spur-fix"]),
+             "pull_request.reviewers asked by user id (ada is 7), labels added")
         t.ok(opened and opened[0]["target_branch"] == "main" and "Fixed the thing" in
              (git_log(remote, "refs/heads/spur/" + run) or ""), "into main, with the agent's commit pushed")
         s.wait_reports_done(run=run)
@@ -201,6 +206,11 @@ try:
         t.ok([m for m in fake.mrs.get("acme/team/api", {}).values() if m["source_branch"] == "spur/" + sub_run],
              "and opened its merge request", fake.mrs.get("acme/team/api"))
         s.wait_reports_done(run=sub_run)
+        sub_mr = [m for m in fake.mrs.get("acme/team/api", {}).values() if m["source_branch"] == "spur/" + sub_run]
+        looked = [r["path"] for r in fake.api_requests() if r["path"].startswith("/api/v4/users?")]
+        t.ok(sub_mr and sub_mr[0].get("reviewers") == [{"id": 7}] and looked == [
+            "/api/v4/users?username=ada", "/api/v4/users?username=ghost"],
+             "ada's id came from the cache the second time; ghost, no user, was asked and left out", (looked, sub_mr))
         paths = set(r["path"].partition("?")[0] for r in fake.api_requests() if "team" in r["path"])
         t.ok({"/api/v4/projects/acme%2Fteam%2Fapi/merge_requests", "/api/v4/projects/acme%2Fteam%2Fapi/issues/2/notes",
               "/api/v4/projects/acme%2Fteam%2Fapi/merge_requests/7/notes"} <= paths,
