@@ -36,6 +36,10 @@ ORGS = ("orgs:\n  acme:\n    gitlab:\n      url: %s\n      token: env:T_GL_TOKEN
 AUTO = ("name: fix\non:\n  gitea:\n    events: [issue_comment.created]\n    text: '^/fix'\n"
         "agent: command\ncommand: [sh, -c, 'cat >/dev/null; cd /workspace; echo fixed >> fix.txt; "
         "echo \"Fixed the thing\"']\nprompt: Fix it.\nproof: pull_request\n")
+CI = ("name: ci\non:\n  gitea:\n    events: [workflow_run.completed]\n"
+      "    where:\n      workflow_run.conclusion: { in: [failure] }\nagent: command\n"
+      "command: [sh, -c, 'cat >/dev/null; echo looked at the failed run']\nprompt: Why did CI fail?\n"
+      "proof: report\n")
 REPORTS = "reports:\n  backoff: 200ms\n"
 OPS = ("name: ops\non:\n  gitea:\n    events: [issues.opened]\nagent: command\n"
        "command: [sh, -c, 'cat >/dev/null; echo looked at it']\nprompt: Look.\nproof: report\n"
@@ -74,7 +78,7 @@ def wait(pred, timeout=60):
     return pred()
 
 
-with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.yaml": OPS},
+with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.yaml": OPS, "ci.yaml": CI},
           env={"T_GITEA_TOKEN": TOKEN, "T_GITEA_SECRET": SECRET, "T_GL_TOKEN": "glpat-other-forge-9d8e",
                "T_GL_SECRET": "gitlab-secret-of-acme"}) as s:
     rc, out, err = s.c("check")
@@ -144,6 +148,35 @@ with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.y
     s.wait_reports_done()
     t.ok(any("Retrying as run" in c["body"] for c in fake.comments.get("acme/api#5", [])),
          "and answers in the issue with the new run's link", fake.comments.get("acme/api#5"))
+
+    # --- Gitea Actions: a failed workflow_run of PR #20 (Gitea's WorkflowRunPayload) --------
+    def workflow_run(action, conclusion, delivery):
+        base = json.loads(comment("x", 20, is_pull=True))
+        run = {"id": 55, "html_url": fake.url + "/acme/api/actions/runs/12", "display_title": "Fix the parser",
+               "event": "pull_request", "run_number": 12, "run_attempt": 1, "head_sha": "a" * 40,
+               "head_branch": "feature-x", "status": action if action != "requested" else "waiting"}
+        if conclusion:
+            run["conclusion"] = conclusion
+        p = {"action": action, "workflow": {"id": "ci.yml", "name": "CI", "path": ".gitea/workflows/ci.yml"},
+             "workflow_run": run, "pull_request": base["pull_request"], "repository": base["repository"],
+             "sender": base["sender"]}
+        return post(s, json.dumps(p).encode(), delivery, event="workflow_run")
+    st, _, a = workflow_run("completed", "success", "d-w1")
+    t.ok(st == 200 and a.get("runs") == [], "a successful workflow_run starts nothing (where: conclusion)", a)
+    st, _, a = workflow_run("completed", "failure", "d-w2")
+    t.ok(st == 200 and len(a.get("runs", [])) == 1, "a failed workflow_run.completed starts the ci automation", a)
+    if a.get("runs"):
+        ev = json.loads(s.query("SELECT json FROM events WHERE id = ?", a["event"])[0]["json"])
+        t.eq((ev["type"], ev["thread"], ev["meta"].get("conclusion"), ev["meta"].get("workflow"),
+              ev["meta"].get("ref")), ("workflow_run.completed", "gitea:acme/api#20", "failure", "CI", "feature-x"),
+             "its event: the run's PR thread, conclusion, workflow and branch")
+        s.wait_run(a["runs"][0])
+        s.wait_reports_done(run=a["runs"][0])
+        prompt = s.query("SELECT prompt FROM runs WHERE id = ?", a["runs"][0])[0]["prompt"]
+        t.ok("\nconclusion: failure\n" in prompt and "\nworkflow run: %s/acme/api/actions/runs/12\n" % fake.url
+             in prompt, "the prompt's fence has the conclusion and the workflow run's page", prompt[-600:])
+        t.ok(any("looked at the failed run" in c["body"] for c in fake.comments.get("acme/api#20", [])),
+             "its report is a comment on the pull request", fake.comments.get("acme/api#20"))
 
     # --- an opened issue, its report sent to the destination acme/ops#30 -------------------
     issue = json.loads(comment("x", 31))
