@@ -47,7 +47,7 @@ int		 map_check(struct aload *, const struct ynode *m, const char *what,
 		     const char *const *keys);
 /* Repositories are OWNER/REPO. */
 int		 valid_repository(const char *);
-/* A group, its subgroups and a project's name (GitLab's 20 levels of subgroups). */
+/* A group, 20 levels of subgroups (a forge's nesting at most) and a repository's name. */
 #define REPO_NAMES_MAX	22
 /* OWNER/REPO, or GROUP/SUB/.../REPO (REPO_NAMES_MAX names at most): what a forge may hold. */
 int		 valid_repository_nested(const char *);
