@@ -129,7 +129,8 @@ parse_repo_pairs(struct aload *l, const struct ynode *m, const char *what,
 			yerrs_node(l->errs, l->file, k, bad, k->value);
 			ok = 0;
 		}
-		if (v->type != YNODE_SCALAR || ynode_is_null(v) || !valid_repository_nested(v->value)) {
+		if (v->type != YNODE_SCALAR || ynode_is_null(v) ||
+		    !valid_repository_nested(v->value)) {
 			yerrs_node(l->errs, l->file, v, "\"%s.%s\" must be OWNER/REPO, not %s%s%s",
 			    what, k->value, v->type == YNODE_SCALAR ? "\"" : "",
 			    v->type == YNODE_SCALAR ? v->value : ynode_type_name(v),

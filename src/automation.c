@@ -1011,7 +1011,8 @@ parse_repository_map(struct aload *l, const struct ynode *m)
 	if ((v = ymap_get(m, "text")) != NULL && (b = get_bool(l, v, "repository.text")) >= 0)
 		json_object_set_new(map, "text", json_boolean(b));
 	if ((v = ymap_get(m, "default")) != NULL) {
-		if (v->type != YNODE_SCALAR || ynode_is_null(v) || !valid_repository_nested(v->value))
+		if (v->type != YNODE_SCALAR || ynode_is_null(v) ||
+		    !valid_repository_nested(v->value))
 			yerrs_node(l->errs, l->file, v, "\"repository.default\" must be "
 			    "OWNER/REPO, not %s%s%s", v->type == YNODE_SCALAR ? "\"" : "",
 			    v->type == YNODE_SCALAR ? v->value : ynode_type_name(v),
