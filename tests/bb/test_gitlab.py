@@ -63,6 +63,7 @@ on:
 agent: command
 command: [sh, -c, 'cat >/dev/null; cd /workspace; cat README.md > seen.txt; echo "Subgroup done"']
 prompt: Go.
+repository: acme/team/api
 proof: pull_request
 pull_request: {reviewers: [ada, ghost]}
 report: {gitlab: acme/team/api!7}
