@@ -1502,8 +1502,6 @@ dispatch_start(struct dispatch *d, const char *id)
 	}
 	store_run_update(e->store, id, "session", r->session);
 	store_tx_commit(e->store, NULL);
-	/* The thread's status message says it runs (reports.progress). */
-	report_status(e, id);
 	rundir = xprintf("%s/runs/%s", e->conf->data_dir, id);
 	r->artifacts = path_join(rundir, "artifacts");
 	/* 0750 and 0640 less the umask: the spur group reads runs' output (data_dir_mode). */
@@ -1533,6 +1531,12 @@ dispatch_start(struct dispatch *d, const char *id)
 		free(cause);
 	} else if (rc == 0)
 		drun_launch(r);
+	/*
+	 * The thread's status message says it runs (reports.progress), once its
+	 * sandbox is on its way: its post (a synced outbox row) is not in the start's
+	 * path. A run that has ended already by now has no status to tell.
+	 */
+	report_status(e, id);
 	return 1;
 fail:
 	run_row_free(j);
