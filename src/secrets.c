@@ -482,7 +482,7 @@ secrets_scrub_extra(const struct secret **out, size_t max)
 	return i;
 }
 
-/* The row of org/name of that kind unsealed: 0, 1 when there is none, -1 and cause. */
+/* The row of org/name of that kind (NULL: any) unsealed: 0, 1 when there is none, -1 and cause. */
 static int
 secrets_unseal(struct engine *e, const char *org, const char *name, const char *kind,
     struct store_secret *r, char **value, size_t *len, char **cause)
@@ -495,7 +495,7 @@ secrets_unseal(struct engine *e, const char *org, const char *name, const char *
 			*cause = xprintf("sealed secret %s: the store cannot be read", name);
 		return rc;
 	}
-	if (strcmp(r->kind, kind) != 0) {
+	if (kind != NULL && strcmp(r->kind, kind) != 0) {
 		store_secret_clear(r);
 		return 1;
 	}
@@ -523,6 +523,28 @@ secrets_env_value(struct engine *e, const char *org, const char *name, char **va
 	int			 rc;
 
 	if ((rc = secrets_unseal(e, org, name, "env", &r, value, len, cause)) != 0)
+		return rc;
+	store_secret_clear(&r);
+	return 0;
+}
+
+int
+secrets_value(struct engine *e, const char *org, const char *name, char **value,
+    size_t *len, char **cause)
+{
+	const struct org	*o = config_org(e->conf, org);
+	const struct secret	*s;
+	struct store_secret	 r;
+	int			 rc;
+
+	if (o != NULL && (s = org_secret(o, name)) != NULL && s->value != NULL) {
+		*value = xmalloc(s->len + 1);
+		memcpy(*value, s->value, s->len);
+		(*value)[s->len] = '\0';
+		*len = s->len;
+		return 0;
+	}
+	if ((rc = secrets_unseal(e, org, name, NULL, &r, value, len, cause)) != 0)
 		return rc;
 	store_secret_clear(&r);
 	return 0;

@@ -52,6 +52,14 @@ void	 header_secrets_free(struct header_secret *, size_t);
 int	 secrets_env_value(struct engine *, const char *org, const char *name,
 	     char **value, size_t *len, char **cause);
 
+/*
+ * The value of org/name, configured (orgs.NAME.secrets) or sealed of either
+ * kind, to free with freezero: what a connection's header carries (the run's
+ * proxy adds it, connections.c). 1 when there is none, -1 and cause.
+ */
+int	 secrets_value(struct engine *, const char *org, const char *name, char **value,
+	     size_t *len, char **cause);
+
 /* The sealing itself (pure, for the unit tests). */
 
 /* secrets.key's text: exactly 64 hex digits (a final newline is already cut). */

@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import (require_sandboxes, Spur, Tap, SECRETS, NODE_MODULES, github_headers, github_comment,
-                      tempdir)
+                      tempdir, wait_for)
 import fakeapis
 import fakemodel
 
@@ -117,16 +117,6 @@ def anthropic_step(self, j):
 
 
 fakemodel.Handler.anthropic_step = anthropic_step
-
-
-def wait_for(cond, timeout=120, every=0.02):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(every)
-    return None
 
 
 def keys_create(s):
