@@ -44,6 +44,8 @@ conn_url_parse(const char *url, char **host, int *port)
 	end = a + strcspn(a, "/?#");
 	if (memchr(a, '@', end - a) != NULL)
 		return "must hold no user or password (a header secret carries credentials)";
+	if (*a == '[')
+		return "must name a host (a DNS name or an IPv4 address), not an IPv6 one";
 	if ((colon = memchr(a, ':', end - a)) != NULL) {
 		errno = 0;
 		p = strtol(colon + 1, &ep, 10);
@@ -167,8 +169,8 @@ conn_stdio_error(const json_t *c, const char **field)
 	return NULL;
 }
 
-char *
-connection_error(const json_t *c, connection_known_fn known, void *arg, const char **field)
+static char *
+conn_check(const json_t *c, connection_known_fn known, void *arg, const char **field)
 {
 	static const char *const keys[] = { "name", "url", "headers", "command", "args", NULL };
 	const char	*k, *name, *why;
@@ -214,6 +216,16 @@ connection_error(const json_t *c, connection_known_fn known, void *arg, const ch
 	if ((v = json_object_get(c, "headers")) == NULL)
 		return NULL;
 	return conn_headers_error(v, known, arg);
+}
+
+char *
+connection_error(const json_t *c, connection_known_fn known, void *arg, const char **field)
+{
+	char	*why = conn_check(c, known, arg, field);
+
+	if (why == NULL)
+		*field = NULL;
+	return why;
 }
 
 char *

@@ -30,7 +30,7 @@ char	*connection_error(const json_t *, connection_known_fn, void *,
 char	*connections_error(const json_t *, connection_known_fn, void *);
 /*
  * A header's value: a secret's name (the header is the value) or "SCHEME
- * {NAME}" (e.g. "Bearer {LINEAR_KEY}"): 0 with the name and the FORMAT
+ * {NAME}" (e.g. "Bearer {TRACKER_KEY}"): 0 with the name and the FORMAT
  * ("{value}", "Bearer {value}"), -1 when it is neither.
  */
 int	 connection_header_parse(const char *, char **secret, char **format);
