@@ -268,7 +268,10 @@ with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}) as 
              "a URL that is not https is refused"),
             (HEAD + "connections:\n  - name: Tracker!\n    url: %s\n" % URL,
              "12:11", "connections[0].name: must be 1 to 32 of a-z",
-             "a name of other characters is refused")):
+             "a name of other characters is refused"),
+            (HEAD.replace("agent: claude", "agent: codex") + "connections:\n  - name: local\n    command: python3\n",
+             "12:3", '"connections" are configured into Claude Code only (agent: claude); codex takes none yet',
+             "connections on an agent that takes none are refused")):
         with open(bad, "w") as f:
             f.write("name: bad\n" + text)
         rc, out, err = s.c("check")
@@ -307,6 +310,12 @@ with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}) as 
              "an API session's name given twice: 400")):
         st, r = api(s, k, "POST", "/o/acme/sessions", dict(body, connections=c))
         t.ok(st == 400 and want in (r or {}).get("detail", ""), name, (st, r))
+    # A stdio command the run's environment lacks: the run fails, saying which.
+    st, r = api(s, key, "POST", "/o/acme/sessions", dict(body, connections=[{"name": "gone", "command": "no-such-mcp-x"}]))
+    end = run_end(s, r["run"]["id"]) if st == 201 else None
+    t.ok(end and end["state"] == "failed" and
+         "connection gone: command no-such-mcp-x is not in the run's environment" in (end["reason"] or ""),
+         "a stdio connection whose command is not in the run's environment fails the run, saying which", (st, r, end))
     start_hits[0], start_reqs[0] = len(Mcp.hits), len(fake.requests)
     st, sess = api(s, key, "POST", "/o/acme/sessions", dict(body, connections=conns))
     t.ok(st == 201, "an API session with connections starts", (st, sess))
