@@ -460,12 +460,25 @@ struct api_known {
 	const struct org	*o;
 };
 
-static int
-api_conn_known(void *arg, const char *name)
+/* Configured, or sealed now and (a header secret) bound to host. */
+static const char *
+api_conn_known(void *arg, const char *name, const char *host)
 {
 	struct api_known	*k = arg;
+	struct store_secret	 r;
+	const char		*why;
+	char			**hosts = NULL;
+	int			 found;
 
-	return api_secret_known(k->e, k->o, name);
+	if (org_secret(k->o, name) != NULL)
+		return NULL;
+	found = store_secret_get(k->e->store, k->o->name, name, &r) == 0;
+	if (found)
+		hosts = secrets_row_hosts(&r);
+	store_secret_clear(&r);
+	why = connection_secret_why(found, hosts, host);
+	strv_free(hosts);
+	return why;
 }
 
 /*

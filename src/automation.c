@@ -1403,13 +1403,21 @@ list_extend(char ***to, char **list)
 	free(list);
 }
 
-/* Whether the automation's org has that secret (unchecked without a config). */
-static int
-conn_known(void *arg, const char *name)
+/* Whether the automation's org has that secret for host (unchecked without a config). */
+static const char *
+conn_known(void *arg, const char *name, const char *host)
 {
 	struct aload	*l = arg;
+	size_t		 i;
 
-	return l->org == NULL || org_secret_known(l->org, name);
+	if (l->org == NULL || org_secret(l->org, name) != NULL)
+		return NULL;
+	for (i = 0; i < l->org->nsealed; i++) {
+		if (strcmp(l->org->sealed[i].name, name) == 0)
+			return connection_secret_why(1, l->org->sealed_hosts != NULL ?
+			    l->org->sealed_hosts[i] : NULL, host);
+	}
+	return connection_secret_why(0, NULL, host);
 }
 
 /* One connection's YAML as connections.c reads it: scalars, headers a mapping, args a list. */

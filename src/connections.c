@@ -106,13 +106,28 @@ conn_header_name_ok(const char *s)
 	return 1;
 }
 
-static char *
-conn_headers_error(const json_t *h, connection_known_fn known, void *arg)
+const char *
+connection_secret_why(int found, char *const *hosts, const char *host)
 {
-	const char	*k;
+	size_t	i;
+
+	if (!found)
+		return "no secret of that name in the org (orgs.NAME.secrets, or sealed: spur "
+		    "secrets set); a header's value is a secret's name, never the secret itself";
+	for (i = 0; hosts != NULL && hosts[i] != NULL; i++) {
+		if (strcasecmp(hosts[i], host) == 0)
+			return NULL;
+	}
+	return hosts == NULL ? NULL : "a header secret bound to other hosts (spur secrets set "
+	    "--host): it goes to those only";
+}
+
+static char *
+conn_headers_error(const json_t *h, const char *host, connection_known_fn known, void *arg)
+{
+	const char	*k, *why;
 	json_t		*v;
 	char		*secret, *format;
-	int		 ok;
 
 	if (!json_is_object(h))
 		return xstrdup("must be a mapping of header names to secret references");
@@ -125,15 +140,11 @@ conn_headers_error(const json_t *h, connection_known_fn known, void *arg)
 		    &format) != 0)
 			return xprintf("%s: must be a secret's name (NAME, or SCHEME {NAME} as in "
 			    "Bearer {NAME}), never the secret itself", k);
-		ok = known == NULL || known(arg, secret);
+		why = known != NULL ? known(arg, secret, host) : NULL;
 		free(format);
-		if (!ok) {
-			free(secret);
-			return xprintf("%s: no secret of that name in the org (orgs.NAME.secrets, "
-			    "or sealed: spur secrets set); a header's value is a secret's name, "
-			    "never the secret itself", k);
-		}
 		free(secret);
+		if (why != NULL)
+			return xprintf("%s: %s", k, why);
 	}
 	return NULL;
 }
@@ -175,7 +186,7 @@ conn_check(const json_t *c, connection_known_fn known, void *arg, const char **f
 	static const char *const keys[] = { "name", "url", "headers", "command", "args", NULL };
 	const char	*k, *name, *why;
 	json_t		*v;
-	char		*host;
+	char		*host, *out;
 	size_t		 i;
 	int		 port;
 
@@ -207,15 +218,16 @@ conn_check(const json_t *c, connection_known_fn known, void *arg, const char **f
 	if ((why = conn_url_parse(json_string_value(json_object_get(c, "url")), &host,
 	    &port)) != NULL)
 		return xstrdup(why);
-	free(host);
 	if (json_object_get(c, "args") != NULL) {
+		free(host);
 		*field = "args";
 		return xstrdup("is only for a stdio connection (command)");
 	}
 	*field = "headers";
-	if ((v = json_object_get(c, "headers")) == NULL)
-		return NULL;
-	return conn_headers_error(v, known, arg);
+	out = (v = json_object_get(c, "headers")) != NULL ? conn_headers_error(v, host, known,
+	    arg) : NULL;
+	free(host);
+	return out;
 }
 
 char *
@@ -320,8 +332,7 @@ static int
 conn_header_secret(struct engine *e, const char *org, const char *host, const char *header,
     const char *ref, struct header_secret *h, char **cause)
 {
-	unsigned char	 rnd[16];
-	char		 hex[33], *secret, *format;
+	char		*secret, *format;
 	size_t		 len;
 	int		 rc;
 
@@ -329,7 +340,7 @@ conn_header_secret(struct engine *e, const char *org, const char *host, const ch
 		*cause = xprintf("header %s: not a secret reference", header);
 		return -1;
 	}
-	if ((rc = secrets_value(e, org, secret, &h->value, &len, cause)) != 0) {
+	if ((rc = secrets_value(e, org, secret, host, &h->value, &len, cause)) != 0) {
 		if (rc > 0)
 			*cause = xprintf("secret %s is no longer configured", secret);
 		free(secret);
@@ -337,9 +348,7 @@ conn_header_secret(struct engine *e, const char *org, const char *host, const ch
 		return -1;
 	}
 	h->name = secret;
-	random_bytes(rnd, sizeof rnd);
-	hex_encode(rnd, sizeof rnd, hex);
-	h->placeholder = xprintf("%s%s", SECRETS_PLACEHOLDER, hex);
+	h->placeholder = secrets_placeholder();
 	h->hosts = xcalloc(2, sizeof *h->hosts);
 	h->hosts[0] = xstrdup(host);
 	h->header_name = xstrdup(header);

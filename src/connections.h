@@ -14,10 +14,13 @@ struct header_secret;
 #define CONNECTION_NAME_MAX	32
 
 /*
- * What a secret reference names: known(arg, NAME) is whether the org has a
- * secret of that name (orgs.NAME.secrets or sealed).
+ * What a secret reference names: known(arg, NAME, HOST) is NULL when the org
+ * has a secret of that name (orgs.NAME.secrets or sealed) that may go to HOST
+ * (a sealed header secret goes to its own hosts only), else why.
  */
-typedef int (*connection_known_fn)(void *arg, const char *name);
+typedef const char *(*connection_known_fn)(void *arg, const char *name, const char *host);
+/* For known: a secret found (or not) and its hosts when a header secret (NULL: any). */
+const char *connection_secret_why(int found, char *const *hosts, const char *host);
 
 /*
  * One connection as JSON: {name, url, headers?} (remote, Streamable HTTP) or

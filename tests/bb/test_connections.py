@@ -247,7 +247,10 @@ def check_run(s, run, what):
 start_hits, start_reqs = [0], [0]
 with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}) as s:
     rc, _, err = s.c("secrets", "set", "--org", "acme", "MCP_TOKEN", stdin=VALUE.encode())
-    t.ok(rc == 0, "an org secret sealed (spur secrets set)", err)
+    rc2, _, err2 = s.c("secrets", "set", "--org", "acme", "BOUND_TOKEN", "--host", "elsewhere.example",
+                       stdin=b"bound-value-1")
+    t.ok(rc == 0 and rc2 == 0, "an org secret sealed, and a header secret bound to another host (spur secrets set)",
+         err + err2)
 
     # --- spur check: the good file passes, each bad one fails at its line ---
     rc, out, err = s.c("check")
@@ -260,6 +263,9 @@ with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}) as 
             (HEAD + "connections:\n  - name: tracker\n    url: %s\n    headers:\n      Authorization: NO_SUCH\n" % URL,
              "15:22", "connections[0].headers: Authorization: no secret of that name in the org",
              "a header naming no secret of the org is refused"),
+            (HEAD + "connections:\n  - name: tracker\n    url: %s\n    headers:\n      X-Key: BOUND_TOKEN\n" % URL,
+             "15:14", "connections[0].headers: X-Key: a header secret bound to other hosts (spur secrets set --host)",
+             "a header secret bound to other hosts is refused for this one"),
             (HEAD + "connections:\n  - name: tracker\n    url: %s\n  - name: tracker\n    command: python3\n" % URL,
              "14:11", 'connections[1].name: "tracker" is already the name of connections[0]',
              "a name given twice is refused"),

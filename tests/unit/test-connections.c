@@ -7,10 +7,15 @@
 
 #include "tap.h"
 
-static int
-known(void *arg, const char *name)
+/* TOKEN goes anywhere; BOUND, a header secret, to bound.example.com only. */
+static const char *
+known(void *arg, const char *name, const char *host)
 {
-	return strcmp(name, "TOKEN") == 0;
+	char	*bound[] = { "bound.example.com", NULL };
+
+	if (strcmp(name, "BOUND") == 0)
+		return connection_secret_why(1, bound, host);
+	return connection_secret_why(strcmp(name, "TOKEN") == 0, NULL, host);
 }
 
 /* The error of one connection written as JSON ("" when none), and the key at fault (to free). */
@@ -89,6 +94,11 @@ main(void)
 	    "\"Bearer abc\"}}", "headers", "never the secret itself", "literal header");
 	check_one("{\"name\":\"t\",\"url\":\"https://h\",\"headers\":{\"Authorization\":"
 	    "\"OTHER\"}}", "headers", "no secret of that name", "a secret the org lacks");
+	check_one("{\"name\":\"t\",\"url\":\"https://Bound.example.com/\",\"headers\":"
+	    "{\"X-Key\":\"BOUND\"}}", NULL, "", "a header secret on its own host");
+	check_one("{\"name\":\"t\",\"url\":\"https://other.example.com/\",\"headers\":"
+	    "{\"X-Key\":\"BOUND\"}}", "headers", "X-Key: a header secret bound to other hosts",
+	    "a header secret on another host");
 	check_one("{\"name\":\"t\",\"url\":\"https://h\",\"headers\":{\"Host\":\"TOKEN\"}}",
 	    "headers", "no header a connection may set", "Host header");
 	check_one("{\"name\":\"t\",\"url\":\"https://h\",\"args\":[]}", "args", "stdio",
