@@ -153,11 +153,17 @@ for line in sys.stdin:
 class Model(fakemodel.Fake):
     """The remote connection's tool, then the stdio one's, then a dump of what the sandbox sees."""
 
+    times = []     # per run: when the request holding N tool results first came
+
     def step(self, j):
         names = [x.get("name") for x in j.get("tools") or []]
         if not names:
             return ("text", "title")
         n = fakemodel.tool_results(j)
+        if n == 0:
+            self.times.append({})
+        if self.times:
+            self.times[-1].setdefault(n, time.time())
         if n == 0 and "mcp__tracker__lookup" in names:
             return ("tool", ("mcp__tracker__lookup", {"q": "ENG-7"}))
         if n == 1 and "mcp__local__echo" in names:
@@ -238,6 +244,11 @@ def check_run(s, run, what):
     j = json.loads(out) if rc == 0 else {}
     t.ok(any(c["host"] == HOST and c["verdict"] not in ("denied", "refused") for c in j.get("connections", [])),
          "%s: the proxy's verdict on each request to the connection's host is listed" % what, j.get("connections"))
+    ts = fake.times[-1] if fake.times else {}
+    if all(k in ts for k in (0, 1, 2)):
+        # From the model's answer asking for the tool to the next request carrying its result.
+        print("# %s: a remote connection's tool call (through the run's proxy, TLS both ways) %.0f ms; "
+              "a stdio one's %.0f ms" % (what, (ts[1] - ts[0]) * 1000, (ts[2] - ts[1]) * 1000))
     t.ok(any(h["host"] == HOST for h in j.get("connections", [])) and
          [c["name"] for c in (j.get("automation_config") or {}).get("connections", [])] == ["tracker", "local"],
          "%s: the run says which connections it had (its automation as run)" % what,
