@@ -339,4 +339,31 @@ with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}) as 
     if st == 201:
         check_run(s, sess["run"]["id"], "API session")
 
+    # --- MCP's create_session: the same body, the same checks ---
+    rc, out, err = s.c("keys", "create", "--json", "--org", "acme", "--scope", "mcp", "--scope", "sessions:read",
+                       "--scope", "sessions:write", "--scope", "secrets:use")
+    mkey = json.loads(out)["key"]
+    hdr = {"Authorization": "Bearer " + mkey, "Content-Type": "application/json",
+           "Accept": "application/json, text/event-stream"}
+    st, h, _ = s.request("POST", "/o/acme/mcp", json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}), hdr)
+    hdr.update({"Mcp-Session-Id": h.get("mcp-session-id", ""), "MCP-Protocol-Version": "2025-06-18"})
+
+    def create_session(conns):
+        st, _, data = s.request("POST", "/o/acme/mcp", json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+                "name": "create_session", "arguments": dict(body, connections=conns)}}), hdr, timeout=30)
+        return ((json.loads(data) if st == 200 else {}).get("result") or {})
+
+    r = create_session([dict(conns[0], headers={"Authorization": "sk-live-abc"})])
+    text = json.dumps(r.get("content"))
+    t.ok(r.get("isError") and "connections[0].headers: Authorization: must be a secret" in text,
+         "MCP create_session: a literal header value is a tool error saying why", r)
+    start_hits[0], start_reqs[0] = len(Mcp.hits), len(fake.requests)
+    r = create_session(conns)
+    made = r.get("structuredContent") or {}
+    t.ok(not r.get("isError") and (made.get("run") or {}).get("id"), "MCP create_session with connections starts a session", r)
+    if (made.get("run") or {}).get("id"):
+        check_run(s, made["run"]["id"], "MCP session")
+
 t.done()
