@@ -361,8 +361,7 @@ static int
 conn_remote(struct engine *e, const char *org, const json_t *c, struct header_secret **hs,
     size_t *nhs, json_t *entry, char **cause)
 {
-	const char	*k;
-	const char	*fmt, *at;
+	const char	*k, *fmt, *at;
 	json_t		*v, *headers = json_object();
 	char		*host, *ph;
 	int		 port;
