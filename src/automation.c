@@ -971,8 +971,8 @@ valid_repository_glob(const char *s)
 {
 	const char	*slash = strchr(s, '/');
 
-	if (slash == NULL || slash == s || slash[1] == '\0' || strchr(slash + 1, '/') != NULL ||
-	    strlen(s) > 256)
+	if (slash == NULL || slash == s || slash[1] == '\0' || strstr(s, "//") != NULL ||
+	    s[strlen(s) - 1] == '/' || strlen(s) > 256)
 		return "\"%s\" in \"repositories\" is not an OWNER/NAME pattern (e.g. acme/*)";
 	return NULL;
 }
@@ -1012,7 +1012,8 @@ parse_repository_map(struct aload *l, const struct ynode *m)
 	if ((v = ymap_get(m, "text")) != NULL && (b = get_bool(l, v, "repository.text")) >= 0)
 		json_object_set_new(map, "text", json_boolean(b));
 	if ((v = ymap_get(m, "default")) != NULL) {
-		if (v->type != YNODE_SCALAR || ynode_is_null(v) || !valid_repository(v->value))
+		if (v->type != YNODE_SCALAR || ynode_is_null(v) ||
+		    !valid_repository_nested(v->value))
 			yerrs_node(l->errs, l->file, v, "\"repository.default\" must be "
 			    "OWNER/REPO, not %s%s%s", v->type == YNODE_SCALAR ? "\"" : "",
 			    v->type == YNODE_SCALAR ? v->value : ynode_type_name(v),
@@ -1572,7 +1573,7 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 			buf_free(&kb);
 		}
 		else if ((a->repository = get_string(l, v, key)) != NULL &&
-		    !valid_repository(a->repository))
+		    !valid_repository_nested(a->repository))
 			yerrs_node(l->errs, l->file, v, "\"repository\" must be OWNER/REPO, "
 			    "not \"%s\"", a->repository);
 	} else if (strcmp(key, "proof") == 0) {

@@ -1434,6 +1434,7 @@ dispatch_start(struct dispatch *d, const char *id)
 	struct spur_event	*ev;
 	const json_t		*evj;
 	char			*cause = NULL, *logpath, *rundir, *reason;
+	const char		*dirs[3];
 	int			 rc;
 
 	/* The run's row and its event's head: the payload only if the prompt shows it. */
@@ -1540,10 +1541,11 @@ dispatch_start(struct dispatch *d, const char *id)
 	rundir = xprintf("%s/runs/%s", e->conf->data_dir, id);
 	r->artifacts = path_join(rundir, "artifacts");
 	/* 0750 and 0640 less the umask: the spur group reads runs' output (data_dir_mode). */
+	dirs[0] = r->workspace;
+	dirs[1] = r->home;
+	dirs[2] = r->artifacts;
 	if (mkdir_p(rundir, 0750) != 0 || drun_session_dir(r, &cause) != 0 ||
-	    sandbox_prepare_dir_as(r->workspace, &r->ident, &cause) != 0 ||
-	    sandbox_prepare_dir_as(r->home, &r->ident, &cause) != 0 ||
-	    sandbox_prepare_dir_as(r->artifacts, &r->ident, &cause) != 0) {
+	    sandbox_prepare_dirs_as(dirs, SPUR_ARRLEN(dirs), &r->ident, &cause) != 0) {
 		if (cause == NULL)
 			cause = xprintf("%s: %s", rundir, strerror(errno));
 		free(rundir);

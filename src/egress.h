@@ -189,13 +189,14 @@ struct gateway_local {
 	/* The per-run credential the agent is configured with. */
 	const char	*(*token)(const void *);
 	/*
-	 * One request: the status, and the JSON answer to send (NULL: none);
-	 * or 0: the answer comes later, by gateway_local_answer(call, ...),
+	 * One request (auth, version: its Authorization and MCP-Protocol-Version
+	 * headers, NULL: none): the status, and the JSON answer to send (NULL:
+	 * none); or 0: the answer comes later, by gateway_local_answer(call, ...),
 	 * unless cancel(call) comes first (the agent went away, the run ended).
 	 */
 	int		 (*handle)(void *, const char *method, const char *auth,
-			    const char *body, size_t len, json_t **answer,
-			    struct gateway_call *call);
+			    const char *version, const char *body, size_t len,
+			    json_t **answer, struct gateway_call *call);
 	void		 (*cancel)(void *, struct gateway_call *);
 	/*
 	 * A question of a run in a thread (thread_ask): whether one of

@@ -111,6 +111,9 @@ int		 sandbox_prepare_dir(const char *path, const char *user, char **cause);
 /* The same for an identity (sandbox_ident_get): owned by it when it drops. */
 int		 sandbox_prepare_dir_as(const char *path, const struct sandbox_ident *,
 		     char **cause);
+/* n of them; through the helper, in one round trip. */
+int		 sandbox_prepare_dirs_as(const char *const *paths, size_t n,
+		     const struct sandbox_ident *, char **cause);
 /*
  * The identity of a session whose uid (from sandbox.uids) is uid, or, with
  * uid 0, of user (sandbox.user). -1 and cause when spur is root and user is
