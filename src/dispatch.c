@@ -3,6 +3,7 @@
 #include "agent.h"
 #include "automation.h"
 #include "conf.h"
+#include "connections.h"
 #include "dispatch.h"
 #include "egress.h"
 #include "env.h"
@@ -62,6 +63,7 @@ struct drun {
 	/* Its header secrets until its egress takes them (secrets.h). */
 	struct header_secret	*hsecrets;
 	size_t			 nhsecrets;
+	json_t			*servers;	/* its connections, for the agent's config */
 	struct automation	*a;
 	const struct agent	*agent;
 	char			**argv;
@@ -124,6 +126,7 @@ drun_free(struct drun *r)
 		sandbox_free(r->sb);
 	env_job_free(r->envjob);
 	header_secrets_free(r->hsecrets, r->nhsecrets);
+	json_decref(r->servers);
 	if (r->repo != NULL)
 		repo_job_free(r->repo);
 	event_row_free(r->event);
@@ -1035,6 +1038,30 @@ drun_secret_env(struct drun *r, const struct org *org, const char *name, char **
 	return kv;
 }
 
+/*
+ * The automation's connections (SPEC 18): their header secrets join the
+ * run's (the proxy adds them on their hosts), the agent's MCP servers are
+ * made, and the run's history says which it has.
+ */
+static int
+drun_connections(struct drun *r, char **cause)
+{
+	struct engine	*e = r->d->engine;
+	char		*note;
+
+	if (r->a->connections == NULL)
+		return 0;
+	if (connections_for_run(e, r->org, r->a->connections, &r->hsecrets, &r->nhsecrets,
+	    &r->servers, cause) != 0)
+		return -1;
+	note = connections_note(r->a->connections);
+	store_run_note(e->store, r->id, note);
+	log_info("event=run.connections run=%s n=%zu", r->id,
+	    json_array_size(r->a->connections));
+	free(note);
+	return 0;
+}
+
 /* Builds the agent's argv and environment and starts the sandbox. */
 static void
 drun_launch(struct drun *r)
@@ -1082,6 +1109,9 @@ drun_launch(struct drun *r)
 			goto fail;
 		}
 	}
+	/* After the variables: a connection's secret is added by the proxy, never one of them. */
+	if (drun_connections(r, &cause) != 0)
+		goto fail;
 	r->spec.run_id = r->id;
 	r->spec.session_id = r->session;
 	r->spec.workspace = r->workspace;
@@ -1130,8 +1160,12 @@ drun_agent(struct drun *r, int phase)
 	if (r->spec.rootfs != NULL && r->argv[0] != NULL &&
 	    rootfs_command(r->spec.rootfs, r->argv[0], &cause) < 0)
 		goto fail;
+	/* So would a stdio connection's command: the run fails saying which. */
+	if (connections_commands(r->a->connections, r->spec.rootfs, &cause) != 0)
+		goto fail;
 	/* The run's network: proxy and model gateway, binds, env and a forwarder (egress.c). */
-	if (egress_attach(e, r->id, r->org, r->a, r->hsecrets, r->nhsecrets, r->home, &r->spec,
+	if (egress_attach(e, r->id, r->org, r->a, r->hsecrets, r->nhsecrets, r->servers, r->home,
+	    &r->spec,
 	    r->env, &n, DISPATCH_ENV_MAX, &r->argv, &r->egress, &cause) != 0)
 		goto fail;
 	/* The run's proxy holds its header secrets now (intercept.c): these copies go. */

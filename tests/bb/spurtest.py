@@ -67,6 +67,15 @@ def require_sandboxes(t):
         t.skip_all("bubblewrap cannot create sandboxes here: %s" % why)
 
 
+def require_claude(t):
+    """The Claude Code CLI pinned under tests/ (its path); skips the whole test file without it."""
+    claude = os.path.join(NODE_MODULES, ".bin", "claude")
+    if not os.path.exists(claude):
+        t.skip_all("%s is not installed (contrib/quickstart check installs it; by hand: cd tests && npm install)"
+                   % claude)
+    return claude
+
+
 class Tap:
     """Minimal TAP producer; the exit status says whether everything passed."""
 
