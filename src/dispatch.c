@@ -117,11 +117,22 @@ static void	drun_session_archive(struct drun *);
 static int	dispatch_elsewhere(struct dispatch *, struct drun *);
 static struct spur_event *drun_event(struct drun *);
 
+/* The gate's read end, once the sandbox has its own copy (or will never start). */
+static void
+drun_gate_close(struct drun *r)
+{
+	if (r->spec.gate_fd > 0) {
+		close(r->spec.gate_fd);
+		r->spec.gate_fd = 0;
+	}
+}
+
 static void
 drun_free(struct drun *r)
 {
 	size_t	 i;
 
+	drun_gate_close(r);
 	if (r->sb != NULL)
 		sandbox_free(r->sb);
 	env_job_free(r->envjob);
@@ -1175,8 +1186,9 @@ drun_agent(struct drun *r, int phase)
 	r->spec.argv = r->argv;
 	r->spec.env = r->env;
 	r->stream = agent_stream_create(r->agent);
-	if ((r->sb = sandbox_start(e->base, &r->spec, drun_output_cb, drun_exit_cb, r,
-	    &cause)) == NULL)
+	r->sb = sandbox_start(e->base, &r->spec, drun_output_cb, drun_exit_cb, r, &cause);
+	drun_gate_close(r);
+	if (r->sb == NULL)
 		goto fail;
 	log_info("event=run.started run=%s automation=%s agent=%s session=%s resume=%s "
 	    "pid=%ld", r->id, log_q(r->a->name), r->a->agent_name, r->session,
@@ -1425,6 +1437,37 @@ dispatch_org_budget(struct engine *e, const char *org)
 	return budget_org_spent(e->store, org, &b);
 }
 
+/*
+ * The gate of a run about to start in a bwrap sandbox: a pipe whose read end
+ * the sandbox gets (spec.gate_fd), whose write end dispatch_start_commit
+ * opens once the start is committed. -1: none (another backend, or no pipe):
+ * commit first.
+ */
+static int
+dispatch_start_gate(struct drun *r)
+{
+	int	p[2];
+
+	if (r->d->engine->conf->sandbox.backend != SANDBOX_BWRAP ||
+	    pipe2(p, O_CLOEXEC) != 0)
+		return -1;
+	r->spec.gate_fd = p[0];
+	return p[1];
+}
+
+/* The start's commit, then its gate opened: the sandbox's agent may run now. */
+static void
+dispatch_start_commit(struct engine *e, int gate)
+{
+	if (gate == -1)
+		return;
+	if (store_tx_commit(e->store, NULL) != 0)
+		log_error("event=dispatch.start_commit_failed");
+	if (write(gate, "", 1) != 1)
+		log_debug("event=dispatch.gate_unread");	/* the sandbox is gone */
+	close(gate);
+}
+
 static int
 dispatch_start(struct dispatch *d, const char *id)
 {
@@ -1435,7 +1478,7 @@ dispatch_start(struct dispatch *d, const char *id)
 	const json_t		*evj;
 	char			*cause = NULL, *logpath, *rundir, *reason;
 	const char		*dirs[3];
-	int			 rc;
+	int			 rc, gate = -1;
 
 	/* The run's row and its event's head: the payload only if the prompt shows it. */
 	if ((j = store_run_get(e->store, id, RUN_GET_EVENT)) == NULL)
@@ -1535,7 +1578,17 @@ dispatch_start(struct dispatch *d, const char *id)
 		goto fail;
 	}
 	store_run_update(e->store, id, "session", r->session);
-	store_tx_commit(e->store, NULL);
+	/*
+	 * In a bwrap sandbox the start's commit waits until the sandbox is on
+	 * its way: bwrap sets it up meanwhile and holds the agent (--block-fd)
+	 * until the commit is durable (dispatch_start_commit). Its fsync is no
+	 * longer part of the start's time; a crash before it kills the sandbox
+	 * with the engine (the helper's or bwrap's --die-with-parent) before its
+	 * agent ran a step, and the run is still queued.
+	 */
+	gate = dispatch_start_gate(r);
+	if (gate == -1)
+		store_tx_commit(e->store, NULL);
 	rundir = xprintf("%s/runs/%s", e->conf->data_dir, id);
 	r->artifacts = path_join(rundir, "artifacts");
 	/* 0750 and 0640 less the umask: the spur group reads runs' output (data_dir_mode). */
@@ -1565,6 +1618,7 @@ dispatch_start(struct dispatch *d, const char *id)
 		free(cause);
 	} else if (rc == 0)
 		drun_launch(r);
+	dispatch_start_commit(e, gate);
 	/*
 	 * The thread's status message says it runs (reports.progress), once its
 	 * sandbox is on its way: its post (a synced outbox row) is not in the start's
@@ -1576,6 +1630,7 @@ fail:
 	run_row_free(j);
 	drun_finish(r, RUN_FAILED, CAUSE_SANDBOX, cause != NULL ? cause : "could not start",
 	    NULL);
+	dispatch_start_commit(e, gate);
 	free(cause);
 	return 1;
 done:

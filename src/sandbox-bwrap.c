@@ -583,6 +583,13 @@ sandbox_build(struct sandbox_cmd *c, const struct sandbox_spec *spec, char **cau
 		goto fail;
 	sandbox_args(c, "--seccomp", sandbox_fd(c, fd, num, sizeof num), NULL);
 #endif
+	if (spec->gate_fd > 0) {
+		if ((fd = fcntl(spec->gate_fd, F_DUPFD_CLOEXEC, 3)) == -1) {
+			*cause = xprintf("gate: %s", strerror(errno));
+			goto fail;
+		}
+		sandbox_args(c, "--block-fd", sandbox_fd(c, fd, num, sizeof num), NULL);
+	}
 	if (pipe2(info, O_CLOEXEC) != 0) {
 		*cause = xprintf("pipe: %s", strerror(errno));
 		goto fail;

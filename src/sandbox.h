@@ -50,6 +50,8 @@ struct sandbox_spec {
 	const struct sandbox_bind *binds;	/* extra binds (agent installs, sockets) */
 	size_t			  nbinds;	/* at most SANDBOX_BINDS_MAX */
 	const char		 *rootfs;	/* host dir, read-only as / (bwrap); NULL: the host's /usr */
+	int			  gate_fd;	/* > 0: bwrap sets the sandbox up, then holds its
+						   command until a byte (or the end) comes on it */
 };
 
 #define SANDBOX_BINDS_MAX	24	/* the run's network's, its caches (ENV_CACHE_MAX) */
