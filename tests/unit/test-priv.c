@@ -705,7 +705,7 @@ test_calls(struct priv_helper *h)
 	priv_msg_clear(&oneans);
 	free(cause);
 	close(sv[0]);
-	priv_client_set(-1, NULL);
+	priv_client_set(-1, root);
 	waitpid(pid, &status, 0);
 	free(log_take());
 }
