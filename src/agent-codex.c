@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "agent.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /*
@@ -160,17 +161,33 @@ static const struct agent_api codex_api = {
 	.models = "/models",
 };
 
+/*
+ * The run's own MCP server (SPEC 18), Streamable HTTP: its credential in the
+ * environment (bearer_token_env_var), never in the file kept in HOME. A call
+ * may wait long (thread_ask): the run's timeout bounds it, not Codex's 60 s.
+ */
+#define CODEX_MCP	"\n[mcp_servers.spur]\nurl = \"%s\"\n" \
+	"bearer_token_env_var = \"SPUR_MCP_TOKEN\"\ntool_timeout_sec = 86400\n" \
+	"default_tools_approval_mode = \"approve\"\n"
+
 /* Its config lives with its sessions, in HOME, kept for resuming. */
 static void
 codex_setup(struct agent_setup *s)
 {
+	char	*mcp = NULL;
+
+	if (s->mcp_url != NULL && s->mcp_token != NULL) {
+		mcp = xprintf(CODEX_MCP, s->mcp_url);
+		agent_setup_env(s, "SPUR_MCP_TOKEN=%s", s->mcp_token);
+	}
 	s->place = AGENT_FILE_HOME;
 	s->file_dir = ".codex";
 	s->file_name = "config.toml";
 	s->file_text = xprintf("# Written by spur for each run: the model API is spur's gateway.\n"
 	    "model_provider = \"spur\"\n\n[model_providers.spur]\nname = \"spur\"\n"
 	    "base_url = \"%s/v1\"\nwire_api = \"responses\"\n"
-	    "env_key = \"SPUR_MODEL_KEY\"\n", s->base);
+	    "env_key = \"SPUR_MODEL_KEY\"\n%s", s->base, mcp != NULL ? mcp : "");
+	free(mcp);
 	agent_setup_env(s, "CODEX_HOME=%s/.codex", s->home);
 	agent_setup_env(s, "SPUR_MODEL_KEY=" AGENT_PLACEHOLDER_KEY);
 }
