@@ -13,6 +13,12 @@ that usage, in its API's own fields (tests of the gateway's usage accounting).
 Chat Completions (POST /v1/chat/completions) answers a final message, streamed
 with its usage only when stream_options.include_usage asks for it.
 
+Fake.mcp, a tool name (say "thread_read"), scripts an MCP call instead: a request
+whose last item is not a tool's result calls the tool whose name ends with it
+(Claude Code's mcp__spur__X, OpenCode's spur_X, Codex's in its namespace) with
+Fake.mcp_args; one whose last item is a tool's result gets the final message.
+The tools each request offered are kept in Fake.tools_seen.
+
 Run as a script it serves on a port (for bench/gateway): python3 fakemodel.py PORT
 """
 import http.server
@@ -51,6 +57,8 @@ class Fake(http.server.ThreadingHTTPServer):
         self.chunk_delay = chunk_delay
         self.bench_tokens = bench_tokens
         self.errors = {}    # API key -> status, answered to every request with that key
+        self.mcp = None     # a tool name: call it, then the final message
+        self.mcp_args = {}
         self.inflight = 0   # POSTs being answered now, and the most at once
         self.max_inflight = 0
         self.thread = None
@@ -170,6 +178,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
     # Anthropic Messages API.
     def anthropic_step(self, j):
         tools = [t.get("name") for t in j.get("tools") or []]
+        if self.server.mcp and tools:
+            self.server.tools_seen = tools
+            last = (j.get("messages") or [{}])[-1].get("content")
+            if isinstance(last, list) and any(isinstance(c, dict) and c.get("type") == "tool_result" for c in last):
+                return ("text", FINAL)
+            name = next((n for n in tools if n.endswith(self.server.mcp)), None)
+            return ("tool", (name, self.server.mcp_args)) if name else ("text", FINAL)
         results = 0
         for m in j.get("messages") or []:
             if isinstance(m.get("content"), list):
@@ -296,12 +311,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "model": j.get("model", "gpt-test"), "output": []}
         ev("response.created", {"response": base})
         shell = next((n for n in ("shell", "exec_command", "shell_command") if n in tools), None)
-        call = None
-        if outputs == 0 and shell is None and "exec" in tools:
+        cmd = (DUMP + "; printf '%s' > " + EDIT_PATH) % EDIT_TEXT.replace("\n", "\\n")
+        js = fn = None
+        if self.server.mcp:
+            js, fn = self.openai_mcp(j, items, tools)
+        elif outputs == 0 and shell is None and "exec" in tools:
             # Newer Codex: one custom "exec" tool running JavaScript that calls the others.
-            cmd = DUMP + "; printf '%s' > " + EDIT_PATH
-            cmd = cmd % EDIT_TEXT.replace("\n", "\\n")
             js = "const r = await tools.exec_command({cmd: %s});\ntext(JSON.stringify(r));\n" % json.dumps(cmd)
+        elif outputs == 0 and shell is not None:
+            fn = (shell, {"command": ["bash", "-lc", cmd]} if shell == "shell" else (
+                {"cmd": cmd} if shell == "exec_command" else {"command": cmd}))
+        if js is not None:
             call = {"type": "custom_tool_call", "id": "ctc_%s" % rid, "call_id": "call_%s" % rid,
                     "name": "exec", "input": js, "status": "completed"}
             ev("response.output_item.added", {"output_index": 0, "item": dict(call, input="", status="in_progress")})
@@ -309,13 +329,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             ev("response.custom_tool_call_input.done", {"item_id": call["id"], "output_index": 0, "input": js})
             ev("response.output_item.done", {"output_index": 0, "item": call})
             out = [call]
-        elif outputs == 0 and shell is not None:
-            cmd = DUMP + "; printf '%s' > " + EDIT_PATH
-            cmd = cmd % EDIT_TEXT.replace("\n", "\\n")
-            args = {"command": ["bash", "-lc", cmd]} if shell == "shell" else (
-                {"cmd": cmd} if shell == "exec_command" else {"command": cmd})
-            call = {"type": "function_call", "id": "fc_%s" % rid, "call_id": "call_%s" % rid, "name": shell,
-                    "arguments": json.dumps(args), "status": "completed"}
+        elif fn is not None:
+            call = {"type": "function_call", "id": "fc_%s" % rid, "call_id": "call_%s" % rid, "name": fn[0],
+                    "arguments": json.dumps(fn[1]), "status": "completed"}
             ev("response.output_item.added", {"output_index": 0, "item": dict(call, arguments="", status="in_progress")})
             ev("response.function_call_arguments.delta", {"item_id": call["id"], "output_index": 0, "delta": call["arguments"]})
             ev("response.function_call_arguments.done", {"item_id": call["id"], "output_index": 0, "arguments": call["arguments"]})
@@ -337,6 +353,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             out = [item]
         done = dict(base, status="completed", output=out, usage=usage)
         ev("response.completed", {"response": done})
+
+    def openai_mcp(self, j, items, tools):
+        """Fake.mcp on the Responses API: (JavaScript for Codex's exec tool, None) or (None,
+        (function, arguments)); (None, None): the final message. Codex 0.171 lists MCP tools
+        as deferred namespaces (mcp__spur), called from exec's JavaScript as tools.mcp__spur__X."""
+        last = items[-1] if items else None
+        if not isinstance(last, dict) or str(last.get("type", "")).endswith("_output"):
+            return None, None
+        name = next((n for n in tools if str(n).endswith(self.server.mcp)), None)
+        if name is not None:
+            return None, (name, self.server.mcp_args)
+        if "exec" in tools and "- mcp__spur:" in json.dumps(j):
+            return ("const r = await tools.mcp__spur__%s(%s);\ntext(JSON.stringify(r));\n" % (
+                self.server.mcp, json.dumps(self.server.mcp_args)), None)
+        return None, None
 
     # OpenAI Chat Completions: one final message.
     def chat(self, j):

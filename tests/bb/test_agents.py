@@ -1,7 +1,8 @@
-"""The real agent CLIs in spur's sandbox, their model API through the gateway to a scripted fake API (SPEC section 8)."""
+"""The real agent CLIs in spur's sandbox, their model API through the gateway to a scripted fake API (SPEC section 8), and the run's own MCP server in Codex and OpenCode (SPEC 18)."""
 import json
 import os
 import pwd
+import re
 import subprocess
 import sys
 import time
@@ -74,8 +75,58 @@ def agent_automation(agent, text, extra=""):
                 agent, text, agent, extra)
 
 
-def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs=""):
-    """One agent end to end: two events in one thread; returns nothing, reports TAP."""
+def tool_outputs(body):
+    """The text of each tool result a model request carries (Anthropic Messages or OpenAI Responses)."""
+    text = lambda c: c if isinstance(c, str) else "".join(
+        x.get("text", "") for x in c or [] if isinstance(x, dict))
+    out = [text(c.get("content")) for m in body.get("messages") or [] if isinstance(m.get("content"), list)
+           for c in m["content"] if isinstance(c, dict) and c.get("type") == "tool_result"]
+    return out + [text(i.get("output")) for i in body.get("input") or []
+                  if isinstance(i, dict) and str(i.get("type", "")).endswith("_output")]
+
+
+def mcp_turn(s, fake, agent):
+    """SPEC 18: the run's own MCP server configured into the agent. The stand-in calls
+    thread_read (its result, fenced with the run's nonce, reaches the next model request),
+    then, in another run, thread_post."""
+    fake.mcp = "thread_read"
+    before = len(fake.requests)
+    run = fire(s, "/go read the thread MCPTEXT-37", 1)
+    st = wait_done(s, run)
+    fake.mcp = None
+    later = [r for r in fake.requests[before:] if r["method"] == "POST"]
+    got = [o for r in later for o in tool_outputs(r["body"]) if "MCPTEXT-37" in o]
+    nonce = re.findall(r"<<<SPUR-DATA-([0-9a-f]{16})>>>", s.query("SELECT prompt FROM runs WHERE id = ?", run)[0]["prompt"])
+    fence, end = ["<<<%sSPUR-DATA-%s>>>" % (e, nonce[0] if nonce else "?") for e in ("", "END-")]
+    blocks = re.findall(re.escape(fence) + r"((?:(?!<<<END-SPUR-DATA-).)*)" + re.escape(end), got[-1] if got else "",
+                        re.S)
+    t.ok(st["state"] == "completed" and any("MCPTEXT-37" in b for b in blocks) and
+         any("/go write it" in b for b in blocks),
+         "%s: its MCP configuration has the run's server: thread_read's answer, the thread's events each "
+         "fenced with the run's nonce, is in its next model request" % agent,
+         (st, nonce, got[-1:] if got else [o[-300:] for r in later for o in tool_outputs(r["body"])][-2:],
+          getattr(fake, "tools_seen", None)))
+    hist = [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ? ORDER BY rowid", run)]
+    t.ok(any(h.startswith("tool thread_read: ok") for h in hist), "%s: the call is in the run's history" % agent, hist)
+    home = os.path.join(s.data_dir, "sessions", show(s, run).get("session") or "x", "home")
+    t.eq(grep_tree(home, "spur-run-"), [], "%s: no file kept in its HOME holds the run's MCP credential" % agent)
+
+    # A tool that is not read-only (thread_post): the agent calls it without asking anyone.
+    fake.mcp, fake.mcp_args = "thread_post", {"text": "NOTE-37 from %s" % agent}
+    before = len(fake.requests)
+    run = fire(s, "/go post a note", 1)
+    st = wait_done(s, run)
+    fake.mcp, fake.mcp_args = None, {}
+    got = [o for r in fake.requests[before:] if r["method"] == "POST" for o in tool_outputs(r["body"])
+           if "note 1 of this run" in o]
+    hist = [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ? ORDER BY rowid", run)]
+    t.ok(st["state"] == "completed" and got and any(h.startswith("tool thread_post: ok") for h in hist),
+         "%s: thread_post, a tool that writes, is called and its answer reaches the model" % agent, (st, hist))
+
+
+def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs="", mcp=False):
+    """One agent end to end: two events in one thread (a third calling the run's MCP
+    server with mcp); returns nothing, reports TAP."""
     fake = fakemodel.Fake().start()
     conf = "agents:\n  %s:\n    command: [%s]\n    api_url: http://127.0.0.1:%d%s\n%s" % (
         agent, binary, fake.port, needs, extra_conf)
@@ -146,6 +197,8 @@ def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs="
         t.ok(any("/go write it" in r["raw"] and "/go once more" in r["raw"] for r in later),
              "%s: and resumes the conversation: the API sees the earlier turns" % agent,
              [r["raw"][:300] for r in later])
+        if mcp:
+            mcp_turn(s, fake, agent)
     fake.stop()
     return fake
 
@@ -281,7 +334,7 @@ codex, why = cli_ok("codex", ["--version"])
 if codex is None or not os.path.exists(CODEX):
     t.skip("codex end to end", why if codex is None else "%s missing (not linux-x64?)" % CODEX)
 else:
-    run_agent("codex", CODEX, "", "      codex: { api_key: env:T_OPENAI_KEY }\n")
+    run_agent("codex", CODEX, "", "      codex: { api_key: env:T_OPENAI_KEY }\n", mcp=True)
     budget_run("codex", CODEX, "      codex: { api_key: env:T_OPENAI_KEY }\n", 20)
     dropped_run("codex", CODEX, "      codex: { api_key: env:T_OPENAI_KEY }\n")
 
@@ -290,6 +343,6 @@ oc, why = cli_ok("opencode", ["--version"])
 if oc is None or not os.path.exists(OPENCODE):
     t.skip("opencode end to end", why if oc is None else "%s missing (not linux-x64?)" % OPENCODE)
 else:
-    run_agent("opencode", OPENCODE, "", "      opencode: { api_key: env:T_ANTHROPIC_KEY }\n")
+    run_agent("opencode", OPENCODE, "", "      opencode: { api_key: env:T_ANTHROPIC_KEY }\n", mcp=True)
 
 t.done()
