@@ -454,6 +454,50 @@ test_transcript(void)
 	buf_free(&out);
 }
 
+static int
+str_eq(const char *a, const char *b)
+{
+	return a != NULL && strcmp(a, b) == 0;
+}
+
+/* SPEC 18: the run's own MCP server in Codex's config.toml and OpenCode's config. */
+static void
+test_setup_mcp(void)
+{
+	struct agent_setup	 s;
+	json_t			*j, *spur;
+
+	memset(&s, 0, sizeof s);
+	s.base = "http://127.0.0.1:9";
+	s.home = "/home/agent";
+	s.run_dir = "/run/spur";
+	s.mcp_url = "http://127.0.0.1:9/spur/mcp";
+	s.mcp_token = "spur-run-0123";
+	agent_find("codex")->setup(&s);
+	ok(strstr(s.file_text, "\n[mcp_servers.spur]\nurl = \"http://127.0.0.1:9/spur/mcp\"\n"
+	    "bearer_token_env_var = \"SPUR_MCP_TOKEN\"\n") != NULL &&
+	    strstr(s.file_text, "spur-run-0123") == NULL,
+	    "codex: config.toml names the run's MCP server, its credential not in the file");
+	ok(s.nenv == 3 && strcmp(s.env[0], "SPUR_MCP_TOKEN=spur-run-0123") == 0,
+	    "  but in its environment");
+	agent_setup_clear(&s);
+	s.base = "http://127.0.0.1:9";
+	s.run_dir = "/run/spur";
+	s.mcp_url = "http://127.0.0.1:9/spur/mcp";
+	s.mcp_token = "spur-run-0123";
+	agent_find("opencode")->setup(&s);
+	j = json_loads(s.file_text, 0, NULL);
+	spur = json_object_get(json_object_get(j, "mcp"), "spur");
+	ok(j != NULL && json_object_get(json_object_get(j, "provider"), "anthropic") != NULL &&
+	    str_eq(agent_json_str(spur, "type"), "remote") &&
+	    str_eq(agent_json_str(spur, "url"), "http://127.0.0.1:9/spur/mcp") &&
+	    str_eq(agent_json_str(json_object_get(spur, "headers"), "Authorization"),
+	    "Bearer spur-run-0123") && json_is_false(json_object_get(spur, "oauth")),
+	    "opencode: its config (JSON) has the run's MCP server, remote, with its credential");
+	json_decref(j);
+	agent_setup_clear(&s);
+}
+
 /* What each agent says it needs to reach its model: one table, read by egress.c. */
 static void
 test_table(void)
@@ -488,6 +532,7 @@ test_table(void)
 	ok(s.place == AGENT_FILE_RUN && strcmp(s.env[0], "OPENCODE_CONFIG=/run/spur/opencode.json") == 0,
 	    "opencode: its config beside the sockets, read-only");
 	agent_setup_clear(&s);
+	test_setup_mcp();
 	s.base = "http://127.0.0.1:9";
 	agent_find("claude")->setup(&s);
 	ok(s.place == AGENT_FILE_NONE && strcmp(s.env[0], "ANTHROPIC_BASE_URL=http://127.0.0.1:9") == 0,
