@@ -19,6 +19,9 @@ whose last item is not a tool's result calls the tool whose name ends with it
 Fake.mcp_args; one whose last item is a tool's result gets the final message.
 The tools each request offered are kept in Fake.tools_seen.
 
+Fake.hold_at = N holds the Nth model request (counted from the start) until
+Fake.gate is set, with Fake.held set meanwhile (a message sent to a working agent).
+
 Run as a script it serves on a port (for bench/gateway): python3 fakemodel.py PORT
 """
 import http.server
@@ -59,6 +62,9 @@ class Fake(http.server.ThreadingHTTPServer):
         self.errors = {}    # API key -> status, answered to every request with that key
         self.mcp = None     # a tool name: call it, then the final message
         self.mcp_args = {}
+        self.hold_at = 0    # the model request held until gate is set
+        self.held = threading.Event()
+        self.gate = threading.Event()
         self.inflight = 0   # POSTs being answered now, and the most at once
         self.max_inflight = 0
         self.thread = None
@@ -95,7 +101,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.requests.append({"method": self.command, "path": self.path,
                                          "headers": dict((k.lower(), v) for k, v in self.headers.items()),
-                                         "body": j, "raw": raw.decode("utf-8", "replace")})
+                                         "body": j, "raw": raw.decode("utf-8", "replace"), "at": time.time()})
 
     def do_GET(self):
         self.record(b"", {})
@@ -150,6 +156,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.server.max_inflight = max(self.server.max_inflight, self.server.inflight)
         try:
             self.post()
+        except (BrokenPipeError, ConnectionResetError):
+            pass    # the agent gave up a held request (a message came)
         finally:
             with self.server.lock:
                 self.server.inflight -= 1
@@ -157,6 +165,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def post(self):
         raw, j = self.body()
         self.record(raw, j)
+        if self.server.hold_at and len([r for r in self.server.requests if r["method"] == "POST"]) == self.server.hold_at:
+            self.server.held.set()
+            self.server.gate.wait(60)
         self.slow = j.get("spur_test_slow", 0) if isinstance(j, dict) else 0
         if self.error():
             return

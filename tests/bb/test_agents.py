@@ -5,6 +5,7 @@ import pwd
 import re
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -85,6 +86,16 @@ def tool_outputs(body):
                   if isinstance(i, dict) and str(i.get("type", "")).endswith("_output")]
 
 
+def agent_log_lines(s, run, word):
+    """Lines with word of the agent's own logs in its HOME (OpenCode's), and the engine's log of the run."""
+    home = os.path.join(s.data_dir, "sessions", show(s, run).get("session") or "x", "home")
+    lines = []
+    for d, _, fs in os.walk(os.path.join(home, ".local", "share", "opencode", "log")):
+        for f in fs:
+            lines += [ln[:300] for ln in open(os.path.join(d, f), errors="replace") if word in ln.lower()]
+    return lines[-20:] + [ln for ln in s.logs().splitlines() if run in ln and word in ln][-10:]
+
+
 def mcp_turn(s, fake, agent):
     """SPEC 18: the run's own MCP server configured into the agent. The stand-in calls
     thread_read (its result, fenced with the run's nonce, reaches the next model request),
@@ -105,7 +116,7 @@ def mcp_turn(s, fake, agent):
          "%s: its MCP configuration has the run's server: thread_read's answer, the thread's events each "
          "fenced with the run's nonce, is in its next model request" % agent,
          (st, nonce, got[-1:] if got else [o[-300:] for r in later for o in tool_outputs(r["body"])][-2:],
-          getattr(fake, "tools_seen", None)))
+          getattr(fake, "tools_seen", None), agent_log_lines(s, run, "mcp")))
     hist = [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ? ORDER BY rowid", run)]
     t.ok(any(h.startswith("tool thread_read: ok") for h in hist), "%s: the call is in the run's history" % agent, hist)
     home = os.path.join(s.data_dir, "sessions", show(s, run).get("session") or "x", "home")
@@ -122,6 +133,46 @@ def mcp_turn(s, fake, agent):
     hist = [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ? ORDER BY rowid", run)]
     t.ok(st["state"] == "completed" and got and any(h.startswith("tool thread_post: ok") for h in hist),
          "%s: thread_post, a tool that writes, is called and its answer reaches the model" % agent, (st, hist))
+
+
+def steer_turn(s, fake, agent):
+    """SPEC 18: a reply in the thread while the agent works is delivered into its turn
+    (Codex: turn/steer), fenced, and reaches its next model request."""
+    posts = lambda: [r for r in fake.requests if r["method"] == "POST"]
+    before = len(posts())
+    fake.hold_at, fake.gate, fake.held = before + 2, threading.Event(), threading.Event()
+    live = fire(s, "/go write it", 9)
+    t.ok(fake.held.wait(60), "%s: a new thread's run is at its second model request (held)" % agent)
+    t0 = time.time()
+    msg = fire(s, "/go STEER-37a: also say steered", 9)
+    mr = wait_done(s, msg, 30)
+    took = time.time() - t0
+    fake.gate.set()
+    st = wait_done(s, live)
+    fake.hold_at = 0
+    t.ok(mr["state"] == "completed" and "delivered into %s" % live in (mr["reason"] or ""),
+         "%s: a reply while it works is delivered into the live run (in %.2f s)" % (agent, took), mr)
+    t.ok(st["state"] == "completed", "%s: the live run ends completed" % agent, st)
+    later = posts()[before + 2:]
+    carried = [r["raw"] for r in later if "STEER-37a" in r["raw"]]
+    if carried:
+        # From the reply's webhook to the agent's next model request carrying it (held meanwhile:
+        # the stand-in's request in flight is dropped and sent again with the message).
+        print("# %s: a message's arrival to the next model request carrying it: %.0f ms" % (
+            agent, (next(r["at"] for r in later if "STEER-37a" in r["raw"]) - t0) * 1000))
+    prompt = s.query("SELECT prompt FROM runs WHERE id = ?", live)[0]["prompt"]
+    nonces = re.findall(r"<<<SPUR-DATA-([0-9a-f]{16})>>>", carried[0]) if carried else []
+    own = [n for n in nonces if n not in prompt]
+    t.ok(carried and own and carried[0].index("<<<SPUR-DATA-%s>>>" % own[0]) < carried[0].index("STEER-37a") <
+         carried[0].rindex("<<<END-SPUR-DATA-%s>>>" % own[0]),
+         "%s: its next model request carries the message, fenced with a nonce of its own" % agent,
+         [r["raw"][-600:] for r in later])
+    hist = [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ? ORDER BY rowid", live)]
+    t.ok(any(h.startswith("message delivered:") and msg in h for h in hist),
+         "%s: the live run's history records the message" % agent, hist)
+    rc, log, _ = s.c("logs", live)
+    t.ok(log.count("message read by the agent") == 2, "%s: spur logs shows the prompt and the message as "
+         "the agent read them" % agent, log[-1500:])
 
 
 def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs="", mcp=False):
@@ -199,6 +250,8 @@ def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs="
              [r["raw"][:300] for r in later])
         if mcp:
             mcp_turn(s, fake, agent)
+        if agent == "codex":
+            steer_turn(s, fake, agent)
     fake.stop()
     return fake
 
