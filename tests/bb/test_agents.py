@@ -92,20 +92,32 @@ def agent_log_lines(s, run, word):
     lines = []
     for d, _, fs in os.walk(os.path.join(home, ".local", "share", "opencode", "log")):
         for f in fs:
-            lines += [ln[:300] for ln in open(os.path.join(d, f), errors="replace") if word in ln.lower()]
+            lines += [ln[:300] for ln in open(os.path.join(d, f), errors="replace")
+                      if word in ln.lower() or "level=error" in ln.lower() or "level=warn" in ln.lower()]
     return lines[-20:] + [ln for ln in s.logs().splitlines() if run in ln and word in ln][-10:]
+
+
+def mcp_fire(s, fake, agent, tool, args, text):
+    """One run whose stand-in calls tool; returns (run, its end, the requests since). OpenCode
+    1.18.33 now and then starts a run without the MCP server's tools (2 of about 20 runs here,
+    on a loaded machine; its log says no MCP error): such a run is tried once more, and said so."""
+    for attempt in (1, 2):
+        fake.mcp, fake.mcp_args, fake.tools_seen = tool, args, None
+        before = len(fake.requests)
+        run = fire(s, text, 1)
+        st = wait_done(s, run)
+        fake.mcp, fake.mcp_args = None, {}
+        if agent != "opencode" or "spur_" + tool in (fake.tools_seen or []) or attempt == 2:
+            break
+        print("# %s: run %s started without the MCP server's tools; once more" % (agent, run))
+    return run, st, [r for r in fake.requests[before:] if r["method"] == "POST"]
 
 
 def mcp_turn(s, fake, agent):
     """SPEC 18: the run's own MCP server configured into the agent. The stand-in calls
     thread_read (its result, fenced with the run's nonce, reaches the next model request),
     then, in another run, thread_post."""
-    fake.mcp = "thread_read"
-    before = len(fake.requests)
-    run = fire(s, "/go read the thread MCPTEXT-37", 1)
-    st = wait_done(s, run)
-    fake.mcp = None
-    later = [r for r in fake.requests[before:] if r["method"] == "POST"]
+    run, st, later = mcp_fire(s, fake, agent, "thread_read", {}, "/go read the thread MCPTEXT-37")
     got = [o for r in later for o in tool_outputs(r["body"]) if "MCPTEXT-37" in o]
     nonce = re.findall(r"<<<SPUR-DATA-([0-9a-f]{16})>>>", s.query("SELECT prompt FROM runs WHERE id = ?", run)[0]["prompt"])
     fence, end = ["<<<%sSPUR-DATA-%s>>>" % (e, nonce[0] if nonce else "?") for e in ("", "END-")]
@@ -123,16 +135,12 @@ def mcp_turn(s, fake, agent):
     t.eq(grep_tree(home, "spur-run-"), [], "%s: no file kept in its HOME holds the run's MCP credential" % agent)
 
     # A tool that is not read-only (thread_post): the agent calls it without asking anyone.
-    fake.mcp, fake.mcp_args = "thread_post", {"text": "NOTE-37 from %s" % agent}
-    before = len(fake.requests)
-    run = fire(s, "/go post a note", 1)
-    st = wait_done(s, run)
-    fake.mcp, fake.mcp_args = None, {}
-    got = [o for r in fake.requests[before:] if r["method"] == "POST" for o in tool_outputs(r["body"])
-           if "note 1 of this run" in o]
+    run, st, later = mcp_fire(s, fake, agent, "thread_post", {"text": "NOTE-37 from %s" % agent}, "/go post a note")
+    got = [o for r in later for o in tool_outputs(r["body"]) if "note 1 of this run" in o]
     hist = [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ? ORDER BY rowid", run)]
     t.ok(st["state"] == "completed" and got and any(h.startswith("tool thread_post: ok") for h in hist),
-         "%s: thread_post, a tool that writes, is called and its answer reaches the model" % agent, (st, hist))
+         "%s: thread_post, a tool that writes, is called and its answer reaches the model" % agent,
+         (st, hist, getattr(fake, "tools_seen", None), agent_log_lines(s, run, "mcp")))
 
 
 def steer_turn(s, fake, agent):
