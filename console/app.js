@@ -801,6 +801,23 @@
 		return h('section', { class: 'card', id: id }, h('h2', null, head), kids);
 	}
 
+	/*
+	 * The MCP servers the run's agent was configured with (SPEC 18), from the
+	 * automation it ran with; each request to a remote one is in Connections
+	 * below, with the proxy's verdict.
+	 */
+	function mcpConnections(run) {
+		var list = run.automation_config && run.automation_config.connections;
+		if (!list || !list.length)
+			return null;
+		return section('MCP connections', 'mcp-connections', table(['name', 'server', 'headers'],
+		    list.map(function (c) {
+			var hdrs = Object.keys(c.headers || {}).map(function (k) { return k + ': secret ' + c.headers[k]; });
+			return h('tr', null, h('td', null, c.name), h('td', null, c.url ? c.url :
+			    'stdio: ' + [c.command].concat(c.args || []).join(' ')), h('td', null, hdrs.join(', ')));
+		})));
+	}
+
 	/* The change a run delivered (GET …/change: git's stat and patch), null when it kept none. */
 	async function runChange(org, id) {
 		var r = await fetch('/o/' + enc(org) + '/runs/' + enc(id) + '/change',
@@ -1549,6 +1566,7 @@
 					return h('tr', null, h('td', null, r.kind), h('td', null, badge(r.state)), h('td', { class: 'num' }, r.attempts),
 					    h('td', { class: 'error' }, r.error || ''), h('td', null, timeCell(r.created_at)), h('td', null, timeCell(r.sent_at)));
 				})) : h('p', { class: 'muted' }, 'None yet.')),
+			    mcpConnections(run),
 			    section('Connections', 'connections', (run.connections || []).length ? table(['at', 'host', 'port', 'in', 'out', 'verdict'],
 				run.connections.map(function (c) {
 					return h('tr', { class: cls('v-', c.verdict) }, h('td', null, when(c.at)), h('td', null, c.host || ''),

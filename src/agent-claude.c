@@ -202,7 +202,7 @@ static const struct agent_api claude_api = {
 static void
 claude_setup(struct agent_setup *s)
 {
-	json_t	*j;
+	json_t	*j, *servers;
 	char	*path;
 
 	agent_setup_env(s, "ANTHROPIC_BASE_URL=%s", s->base);
@@ -211,15 +211,22 @@ claude_setup(struct agent_setup *s)
 	agent_setup_env(s, "DISABLE_TELEMETRY=1");
 	agent_setup_env(s, "DISABLE_ERROR_REPORTING=1");
 	agent_setup_env(s, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1");
-	if (s->mcp_url == NULL || s->mcp_token == NULL)
+	if ((s->mcp_url == NULL || s->mcp_token == NULL) && s->connections == NULL)
 		return;
 	/* A handful of tools: listed to the model as they are, not found through ToolSearch. */
 	agent_setup_env(s, "ENABLE_TOOL_SEARCH=false");
-	/* The run's own MCP server, beside the run's sockets, where the run cannot change it. */
-	path = xprintf("Bearer %s", s->mcp_token);
-	j = json_pack("{s:{s:{s:s,s:s,s:{s:s}}}}", "mcpServers", "spur", "type", "http",
-	    "url", s->mcp_url, "headers", "Authorization", path);
-	freezero_str(path);
+	/*
+	 * The run's own MCP server and its connections (their header secrets as
+	 * placeholders), beside the run's sockets, where the run cannot change it.
+	 */
+	servers = s->connections != NULL ? json_deep_copy(s->connections) : json_object();
+	if (s->mcp_url != NULL && s->mcp_token != NULL) {
+		path = xprintf("Bearer %s", s->mcp_token);
+		json_object_set_new(servers, "spur", json_pack("{s:s,s:s,s:{s:s}}", "type", "http",
+		    "url", s->mcp_url, "headers", "Authorization", path));
+		freezero_str(path);
+	}
+	j = json_pack("{s:o}", "mcpServers", servers);
 	if (j == NULL || (s->file_text = json_dumps(j, JSON_COMPACT)) == NULL)
 		fatal("claude_setup: out of memory");
 	json_decref(j);
@@ -242,4 +249,5 @@ const struct agent agent_claude = {
 	.api = &claude_api,
 	.setup = claude_setup,
 	.input = claude_input,
+	.connections = 1,
 };

@@ -74,6 +74,12 @@ agent_takes_input(const struct agent *a)
 	return a->input != NULL || a->steer != NULL;
 }
 
+int
+agent_takes_connections(const struct agent *a)
+{
+	return a->connections;
+}
+
 char *
 agent_input(const struct agent *a, const char *text, size_t *len)
 {

@@ -77,6 +77,8 @@ struct agent_setup {
 	/* The run's own MCP server (SPEC 18): its URL and credential; NULL: none. */
 	const char		*mcp_url;
 	const char		*mcp_token;
+	/* The connections' MCP servers by name, as connections_for_run made them; NULL: none. */
+	const json_t		*connections;
 	char			*args[AGENT_SETUP_ARGS_MAX];	/* after the agent's own */
 	size_t			 nargs;
 	char			*env[AGENT_SETUP_ENV_MAX];
@@ -108,6 +110,8 @@ void			 agent_argv_free(char **);
  * session's next run.
  */
 int			 agent_takes_input(const struct agent *);
+/* Whether it is configured with an automation's connections (SPEC 18): Claude Code only yet. */
+int			 agent_takes_connections(const struct agent *);
 /* text as the bytes of one message on the agent's stdin (the first is the prompt). */
 char			*agent_input(const struct agent *, const char *text, size_t *len);
 /*
@@ -191,6 +195,7 @@ struct agent {
 	 */
 	char		*(*open)(const struct agent_request *);
 	void		 (*steer)(struct agent_stream *, const char *);
+	int		 connections;	/* its setup configures agent_setup's connections */
 };
 
 struct agent_stream {

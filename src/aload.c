@@ -70,20 +70,36 @@ map_check(struct aload *l, const struct ynode *m, const char *what, const char *
 	return 0;
 }
 
+/* Whether s is 2 to most names joined by slashes, each a valid_name. */
+static int
+valid_repository_names(const char *s, int most)
+{
+	const char	*slash;
+	char		*name;
+	int		 ok, n = 0;
+
+	do {
+		slash = strchr(s, '/');
+		name = slash != NULL ? xstrndup(s, slash - s) : xstrdup(s);
+		ok = valid_name(name);
+		free(name);
+		n++;
+		s = slash != NULL ? slash + 1 : s;
+	} while (ok && slash != NULL && n <= most);
+	return ok && slash == NULL && n >= 2 && n <= most;
+}
+
 /* Repositories are OWNER/REPO. */
 int
 valid_repository(const char *s)
 {
-	const char	*slash = strchr(s, '/');
-	char		*owner;
-	int		 ok;
+	return valid_repository_names(s, 2);
+}
 
-	if (slash == NULL || strchr(slash + 1, '/') != NULL)
-		return 0;
-	owner = xstrndup(s, slash - s);
-	ok = valid_name(owner) && valid_name(slash + 1);
-	free(owner);
-	return ok;
+int
+valid_repository_nested(const char *s)
+{
+	return valid_repository_names(s, REPO_NAMES_MAX);
 }
 
 /* KEY: OWNER/NAME pairs, keys checked by check (NULL: any); NULL with errors. */
@@ -113,7 +129,8 @@ parse_repo_pairs(struct aload *l, const struct ynode *m, const char *what,
 			yerrs_node(l->errs, l->file, k, bad, k->value);
 			ok = 0;
 		}
-		if (v->type != YNODE_SCALAR || ynode_is_null(v) || !valid_repository(v->value)) {
+		if (v->type != YNODE_SCALAR || ynode_is_null(v) ||
+		    !valid_repository_nested(v->value)) {
 			yerrs_node(l->errs, l->file, v, "\"%s.%s\" must be OWNER/REPO, not %s%s%s",
 			    what, k->value, v->type == YNODE_SCALAR ? "\"" : "",
 			    v->type == YNODE_SCALAR ? v->value : ynode_type_name(v),

@@ -47,6 +47,10 @@ int		 map_check(struct aload *, const struct ynode *m, const char *what,
 		     const char *const *keys);
 /* Repositories are OWNER/REPO. */
 int		 valid_repository(const char *);
+/* A group, 20 levels of subgroups (a forge's nesting at most) and a repository's name. */
+#define REPO_NAMES_MAX	22
+/* OWNER/REPO, or GROUP/SUB/.../REPO (REPO_NAMES_MAX names at most): what a forge may hold. */
+int		 valid_repository_nested(const char *);
 /* KEY: OWNER/NAME pairs, keys checked by check (NULL: any); NULL with errors. */
 json_t		*parse_repo_pairs(struct aload *, const struct ynode *m, const char *what,
 		     const char *(*check)(const char *));

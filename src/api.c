@@ -10,6 +10,7 @@
 #include "api.h"
 #include "automation.h"
 #include "budget.h"
+#include "connections.h"
 #include "conf.h"
 #include "console.h"
 #include "cron.h"
@@ -341,11 +342,11 @@ api_session_committed(enum ingest_status status, const struct spur_event *ev, js
 
 static const char *const api_create_fields[] = {
 	"input", "agent", "model", "repository", "proof", "timeout", "network", "secrets",
-	"budget", "automation", "metadata", "callback_url", NULL
+	"connections", "budget", "automation", "metadata", "callback_url", NULL
 };
 /* What an automation decides, refused beside it. */
 static const char *const api_automation_owns[] = {
-	"model", "repository", "proof", "timeout", "network", "secrets", NULL
+	"model", "repository", "proof", "timeout", "network", "secrets", "connections", NULL
 };
 
 static int
@@ -452,6 +453,68 @@ api_secret_known(struct engine *e, const struct org *o, const char *name)
 	found = store_secret_get(e->store, o->name, name, &r) == 0;
 	store_secret_clear(&r);
 	return found;
+}
+
+struct api_known {
+	struct engine		*e;
+	const struct org	*o;
+};
+
+/* Configured, or sealed now and (a header secret) bound to host. */
+static const char *
+api_conn_known(void *arg, const char *name, const char *host)
+{
+	struct api_known	*k = arg;
+	struct store_secret	 r;
+	const char		*why;
+	char			**hosts = NULL;
+	int			 found;
+
+	if (org_secret(k->o, name) != NULL)
+		return NULL;
+	found = store_secret_get(k->e->store, k->o->name, name, &r) == 0;
+	if (found)
+		hosts = secrets_row_hosts(&r);
+	store_secret_clear(&r);
+	why = connection_secret_why(found, hosts, host);
+	strv_free(hosts);
+	return why;
+}
+
+/*
+ * connections (SPEC 18): checked as spur check checks an automation's. A
+ * header secret goes to the URL the key holder names: naming one needs the
+ * secrets:use scope, as naming it in secrets does. -1 (answered) when bad.
+ */
+static int
+api_connections(struct api_ctx *c, const struct org *o, const json_t *v, const char *agent)
+{
+	struct api_known	 k = { c->e, o };
+	json_t			*it;
+	size_t			 i;
+	char			*why;
+
+	if (v == NULL)
+		return 0;
+	if (!agent_takes_connections(agent_find(agent))) {
+		api_bad(c, "connections: configured into Claude Code only (agent claude); %s "
+		    "takes none yet", agent);
+		return -1;
+	}
+	json_array_foreach(v, i, it) {
+		if (json_object_size(json_object_get(it, "headers")) > 0 &&
+		    (c->key.scopes & SCOPE_SECRETS_USE) == 0) {
+			api_bad(c, "connections[%zu].headers: naming the org's secrets needs a key "
+			    "with the secrets:use scope", i);
+			return -1;
+		}
+	}
+	if ((why = connections_error(v, api_conn_known, &k)) != NULL) {
+		api_bad(c, "%s", why);
+		free(why);
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -571,6 +634,10 @@ api_inline_automation(struct api_ctx *c, const struct org *o, json_t *body, json
 	json_object_set_new(a, "secrets", json_array());
 	for (i = 0; secrets != NULL && secrets[i] != NULL; i++)
 		json_array_append_new(json_object_get(a, "secrets"), json_string(secrets[i]));
+	if (api_connections(c, o, json_object_get(body, "connections"), agent) != 0)
+		goto out;
+	if (json_object_get(body, "connections") != NULL)
+		json_object_set(a, "connections", json_object_get(body, "connections"));
 	json_object_set_new(a, "timeout", json_integer(timeout));
 	json_object_set_new(a, "authors", json_string("any"));
 	if (o->environment != NULL && (v = env_to_json(o->environment)) != NULL)

@@ -5,6 +5,7 @@
 #include "automation.h"
 #include "budget.h"
 #include "conf.h"
+#include "connections.h"
 #include "cron.h"
 #include "egress.h"
 #include "env.h"
@@ -30,7 +31,7 @@ static const char *const top_keys[] = {
 	"name", "org", "on", "agent", "model", "command", "prompt", "repository", "proof",
 	"artifacts", "secrets", "network", "timeout", "concurrency", "report", "authors",
 	"bots", "retry", "repositories", "environment", "pull_request", "budget", "ask_timeout",
-	NULL
+	"connections", NULL
 };
 /*
  * repository as a mapping: what of the event chooses it: the systems with a
@@ -970,8 +971,8 @@ valid_repository_glob(const char *s)
 {
 	const char	*slash = strchr(s, '/');
 
-	if (slash == NULL || slash == s || slash[1] == '\0' || strchr(slash + 1, '/') != NULL ||
-	    strlen(s) > 256)
+	if (slash == NULL || slash == s || slash[1] == '\0' || strstr(s, "//") != NULL ||
+	    s[strlen(s) - 1] == '/' || strlen(s) > 256)
 		return "\"%s\" in \"repositories\" is not an OWNER/NAME pattern (e.g. acme/*)";
 	return NULL;
 }
@@ -1011,7 +1012,8 @@ parse_repository_map(struct aload *l, const struct ynode *m)
 	if ((v = ymap_get(m, "text")) != NULL && (b = get_bool(l, v, "repository.text")) >= 0)
 		json_object_set_new(map, "text", json_boolean(b));
 	if ((v = ymap_get(m, "default")) != NULL) {
-		if (v->type != YNODE_SCALAR || ynode_is_null(v) || !valid_repository(v->value))
+		if (v->type != YNODE_SCALAR || ynode_is_null(v) ||
+		    !valid_repository_nested(v->value))
 			yerrs_node(l->errs, l->file, v, "\"repository.default\" must be "
 			    "OWNER/REPO, not %s%s%s", v->type == YNODE_SCALAR ? "\"" : "",
 			    v->type == YNODE_SCALAR ? v->value : ynode_type_name(v),
@@ -1402,6 +1404,111 @@ list_extend(char ***to, char **list)
 	free(list);
 }
 
+/* Whether the automation's org has that secret for host (unchecked without a config). */
+static const char *
+conn_known(void *arg, const char *name, const char *host)
+{
+	struct aload	*l = arg;
+	size_t		 i;
+
+	if (l->org == NULL || org_secret(l->org, name) != NULL)
+		return NULL;
+	for (i = 0; i < l->org->nsealed; i++) {
+		if (strcmp(l->org->sealed[i].name, name) == 0)
+			return connection_secret_why(1, l->org->sealed_hosts != NULL ?
+			    l->org->sealed_hosts[i] : NULL, host);
+	}
+	return connection_secret_why(0, NULL, host);
+}
+
+/* One connection's YAML as connections.c reads it: scalars, headers a mapping, args a list. */
+static json_t *
+conn_json(const struct ynode *it)
+{
+	const struct ynode	*v;
+	json_t			*c = json_object(), *x;
+	size_t			 j, k;
+
+	for (j = 0; j < it->n; j++) {
+		v = ymap_value(it, j);
+		if (v->type == YNODE_SCALAR && !ynode_is_null(v))
+			x = json_string(v->value);
+		else if (v->type == YNODE_MAP) {
+			x = json_object();
+			for (k = 0; k < v->n; k++) {
+				if (ymap_value(v, k)->type == YNODE_SCALAR)
+					json_object_set_new(x, ymap_key(v, k),
+					    json_string(ymap_value(v, k)->value));
+				else
+					json_object_set_new(x, ymap_key(v, k), json_null());
+			}
+		} else if (v->type == YNODE_SEQ) {
+			x = json_array();
+			for (k = 0; k < v->n; k++)
+				json_array_append_new(x, v->items[k]->type == YNODE_SCALAR ?
+				    json_string(v->items[k]->value) : json_null());
+		} else
+			x = json_null();
+		json_object_set_new(c, ymap_key(it, j), x);
+	}
+	return c;
+}
+
+/* connections: a list of mappings, each checked by connections.c, its errors at their keys. */
+static void
+parse_connections(struct aload *l, const struct ynode *v)
+{
+	const struct ynode	*it, *at;
+	json_t			*list = json_array(), *c;
+	const char		*field;
+	char			*why;
+	size_t			 i, j, k, nerr = l->errs->nerrors;
+
+	if (v->type != YNODE_SEQ || v->n == 0 || v->n > CONNECTIONS_MAX) {
+		yerrs_node(l->errs, l->file, v, "\"connections\" must be a list of 1 to %d "
+		    "mappings ({name, url, headers} or {name, command, args})", CONNECTIONS_MAX);
+		json_decref(list);
+		return;
+	}
+	for (i = 0; i < v->n; i++) {
+		it = v->items[i];
+		if (it->type != YNODE_MAP) {
+			yerrs_node(l->errs, l->file, it, "connections[%zu] must be a mapping "
+			    "({name, url, headers} or {name, command, args})", i);
+			continue;
+		}
+		c = conn_json(it);
+		json_array_append_new(list, c);
+		if ((why = connection_error(c, conn_known, l, &field)) == NULL)
+			continue;
+		at = field != NULL && ymap_get(it, field) != NULL ? ymap_get(it, field) : it;
+		/* A header's error starts with its name: at its value. */
+		for (j = 0; field != NULL && strcmp(field, "headers") == 0 &&
+		    at->type == YNODE_MAP && j < at->n; j++) {
+			k = strlen(ymap_key(at, j));
+			if (strncmp(why, ymap_key(at, j), k) == 0 && why[k] == ':') {
+				at = ymap_value(at, j);
+				break;
+			}
+		}
+		yerrs_node(l->errs, l->file, at, "connections[%zu]%s%s: %s", i, field != NULL ?
+		    "." : "", field != NULL ? field : "", why);
+		free(why);
+	}
+	/* What is left to say of the whole list: a name given twice. */
+	if (l->errs->nerrors == nerr && (why = connections_error(list, conn_known, l)) != NULL) {
+		i = strtoul(why + strlen("connections["), NULL, 10);
+		yerrs_node(l->errs, l->file, i < v->n ? ymap_get(v->items[i], "name") : v,
+		    "%s", why);
+		free(why);
+	}
+	if (l->errs->nerrors != nerr) {
+		json_decref(list);
+		return;
+	}
+	l->a->connections = list;
+}
+
 /*
  * authors as a mapping: users (the ids or logins each system's events carry),
  * groups (a system's user group ids), teams (the team keys of the system whose
@@ -1466,7 +1573,7 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 			buf_free(&kb);
 		}
 		else if ((a->repository = get_string(l, v, key)) != NULL &&
-		    !valid_repository(a->repository))
+		    !valid_repository_nested(a->repository))
 			yerrs_node(l->errs, l->file, v, "\"repository\" must be OWNER/REPO, "
 			    "not \"%s\"", a->repository);
 	} else if (strcmp(key, "proof") == 0) {
@@ -1565,6 +1672,8 @@ parse_top_key(struct aload *l, const char *key, const struct ynode *v, int *seen
 		parse_environment(l, v, key, &a->env);
 	else if (strcmp(key, "budget") == 0)
 		parse_budget(l, v, a);
+	else if (strcmp(key, "connections") == 0)
+		parse_connections(l, v);
 }
 
 /* "a, b", the configured orgs, for a message about an org that is not one. */
@@ -1883,6 +1992,9 @@ automation_parse(struct aload *l, const char *path, const char *base)
 		yerrs_node(l->errs, l->file, agent_node, "agent: command needs \"command\" "
 		    "(the argv to run)");
 	budget_check(l, root);
+	if ((n = ymap_get(root, "connections")) != NULL && !agent_takes_connections(a->agent))
+		yerrs_node(l->errs, l->file, n, "\"connections\" are configured into Claude Code "
+		    "only (agent: claude); %s takes none yet", agent_name(a->agent));
 	if (agent_has_model(a->agent) && ymap_get(root, "prompt") == NULL)
 		yerrs_add(l->errs, l->file, 1, 1, "missing \"prompt\" (the saved prompt)");
 	if ((n = ymap_get(root, "pull_request")) != NULL && a->proof != PROOF_PULL_REQUEST)
@@ -2178,6 +2290,7 @@ automation_free(struct automation *a)
 	strv_free(a->artifacts);
 	strv_free(a->secrets);
 	strv_free(a->network_allow);
+	json_decref(a->connections);
 	strv_free(a->pull_request.reviewers);
 	strv_free(a->pull_request.labels);
 	env_conf_clear(&a->env);
@@ -2305,6 +2418,8 @@ automation_to_json(const struct automation *a)
 	json_object_set_new(j, "secrets", json_str_list(a->secrets));
 	json_object_set_new(j, "network", json_pack("{s:o}", "allow",
 	    json_str_list(a->network_allow)));
+	if (a->connections != NULL)
+		json_object_set(j, "connections", a->connections);
 	/* Only when it says something: snapshots of runs without it stay as they were. */
 	if (a->pull_request.draft || a->pull_request.reviewers != NULL ||
 	    a->pull_request.labels != NULL)
@@ -2456,6 +2571,7 @@ automation_from_json(const json_t *j)
 	static const char *const authors[] = { "members", "any", NULL };
 	struct automation	*a;
 	const json_t		*conc, *v;
+	char			*cause;
 	int			 bad = 0;
 
 	if (!json_is_object(j))
@@ -2487,6 +2603,13 @@ automation_from_json(const json_t *j)
 	a->artifacts = json_list_dup(json_object_get(j, "artifacts"), &bad);
 	a->secrets = json_list_dup(json_object_get(j, "secrets"), &bad);
 	a->network_allow = json_list_dup(json_path(j, "network.allow"), &bad);
+	/* Checked again (secrets unchecked: a run says which one is gone). */
+	if ((v = json_object_get(j, "connections")) != NULL) {
+		if ((cause = connections_error(v, NULL, NULL)) == NULL)
+			a->connections = json_deep_copy(v);
+		free(cause);
+		bad |= a->connections == NULL;
+	}
 	/* Snapshots from before pull_request existed say nothing: a plain PR. */
 	if ((v = json_object_get(j, "pull_request")) != NULL) {
 		a->pull_request.draft = json_is_true(json_object_get(v, "draft"));

@@ -3,6 +3,7 @@
 #include "agent.h"
 #include "automation.h"
 #include "conf.h"
+#include "connections.h"
 #include "dispatch.h"
 #include "egress.h"
 #include "env.h"
@@ -62,6 +63,7 @@ struct drun {
 	/* Its header secrets until its egress takes them (secrets.h). */
 	struct header_secret	*hsecrets;
 	size_t			 nhsecrets;
+	json_t			*servers;	/* its connections, for the agent's config */
 	struct automation	*a;
 	const struct agent	*agent;
 	char			**argv;
@@ -115,15 +117,27 @@ static void	drun_session_archive(struct drun *);
 static int	dispatch_elsewhere(struct dispatch *, struct drun *);
 static struct spur_event *drun_event(struct drun *);
 
+/* The gate's read end, once the sandbox has its own copy (or will never start). */
+static void
+drun_gate_close(struct drun *r)
+{
+	if (r->spec.gate_fd > 0) {
+		close(r->spec.gate_fd);
+		r->spec.gate_fd = 0;
+	}
+}
+
 static void
 drun_free(struct drun *r)
 {
 	size_t	 i;
 
+	drun_gate_close(r);
 	if (r->sb != NULL)
 		sandbox_free(r->sb);
 	env_job_free(r->envjob);
 	header_secrets_free(r->hsecrets, r->nhsecrets);
+	json_decref(r->servers);
 	if (r->repo != NULL)
 		repo_job_free(r->repo);
 	event_row_free(r->event);
@@ -1043,6 +1057,30 @@ drun_secret_env(struct drun *r, const struct org *org, const char *name, char **
 	return kv;
 }
 
+/*
+ * The automation's connections (SPEC 18): their header secrets join the
+ * run's (the proxy adds them on their hosts), the agent's MCP servers are
+ * made, and the run's history says which it has.
+ */
+static int
+drun_connections(struct drun *r, char **cause)
+{
+	struct engine	*e = r->d->engine;
+	char		*note;
+
+	if (r->a->connections == NULL)
+		return 0;
+	if (connections_for_run(e, r->org, r->a->connections, &r->hsecrets, &r->nhsecrets,
+	    &r->servers, cause) != 0)
+		return -1;
+	note = connections_note(r->a->connections);
+	store_run_note(e->store, r->id, note);
+	log_info("event=run.connections run=%s n=%zu", r->id,
+	    json_array_size(r->a->connections));
+	free(note);
+	return 0;
+}
+
 /* Builds the agent's argv and environment and starts the sandbox. */
 static void
 drun_launch(struct drun *r)
@@ -1090,6 +1128,9 @@ drun_launch(struct drun *r)
 			goto fail;
 		}
 	}
+	/* After the variables: a connection's secret is added by the proxy, never one of them. */
+	if (drun_connections(r, &cause) != 0)
+		goto fail;
 	r->spec.run_id = r->id;
 	r->spec.session_id = r->session;
 	r->spec.workspace = r->workspace;
@@ -1138,8 +1179,12 @@ drun_agent(struct drun *r, int phase)
 	if (r->spec.rootfs != NULL && r->argv[0] != NULL &&
 	    rootfs_command(r->spec.rootfs, r->argv[0], &cause) < 0)
 		goto fail;
+	/* So would a stdio connection's command: the run fails saying which. */
+	if (connections_commands(r->a->connections, r->spec.rootfs, &cause) != 0)
+		goto fail;
 	/* The run's network: proxy and model gateway, binds, env and a forwarder (egress.c). */
-	if (egress_attach(e, r->id, r->org, r->a, r->hsecrets, r->nhsecrets, r->home, &r->spec,
+	if (egress_attach(e, r->id, r->org, r->a, r->hsecrets, r->nhsecrets, r->servers, r->home,
+	    &r->spec,
 	    r->env, &n, DISPATCH_ENV_MAX, &r->argv, &r->egress, &cause) != 0)
 		goto fail;
 	/* The run's proxy holds its header secrets now (intercept.c): these copies go. */
@@ -1150,8 +1195,9 @@ drun_agent(struct drun *r, int phase)
 	r->spec.env = r->env;
 	r->stream = agent_stream_create(r->agent);
 	agent_stream_prompt(r->stream, r->prompt);
-	if ((r->sb = sandbox_start(e->base, &r->spec, drun_output_cb, drun_exit_cb, r,
-	    &cause)) == NULL)
+	r->sb = sandbox_start(e->base, &r->spec, drun_output_cb, drun_exit_cb, r, &cause);
+	drun_gate_close(r);
+	if (r->sb == NULL)
 		goto fail;
 	log_info("event=run.started run=%s automation=%s agent=%s session=%s resume=%s "
 	    "pid=%ld", r->id, log_q(r->a->name), r->a->agent_name, r->session,
@@ -1405,6 +1451,37 @@ dispatch_org_budget(struct engine *e, const char *org)
 	return budget_org_spent(e->store, org, &b);
 }
 
+/*
+ * The gate of a run about to start in a bwrap sandbox: a pipe whose read end
+ * the sandbox gets (spec.gate_fd), whose write end dispatch_start_commit
+ * opens once the start is committed. -1: none (another backend, or no pipe):
+ * commit first.
+ */
+static int
+dispatch_start_gate(struct drun *r)
+{
+	int	p[2];
+
+	if (r->d->engine->conf->sandbox.backend != SANDBOX_BWRAP ||
+	    pipe2(p, O_CLOEXEC) != 0)
+		return -1;
+	r->spec.gate_fd = p[0];
+	return p[1];
+}
+
+/* The start's commit, then its gate opened: the sandbox's agent may run now. */
+static void
+dispatch_start_commit(struct engine *e, int gate)
+{
+	if (gate == -1)
+		return;
+	if (store_tx_commit(e->store, NULL) != 0)
+		log_error("event=dispatch.start_commit_failed");
+	if (write(gate, "", 1) != 1)
+		log_debug("event=dispatch.gate_unread");	/* the sandbox is gone */
+	close(gate);
+}
+
 static int
 dispatch_start(struct dispatch *d, const char *id)
 {
@@ -1414,7 +1491,8 @@ dispatch_start(struct dispatch *d, const char *id)
 	struct spur_event	*ev;
 	const json_t		*evj;
 	char			*cause = NULL, *logpath, *rundir, *reason;
-	int			 rc;
+	const char		*dirs[3];
+	int			 rc, gate = -1;
 
 	/* The run's row and its event's head: the payload only if the prompt shows it. */
 	if ((j = store_run_get(e->store, id, RUN_GET_EVENT)) == NULL)
@@ -1514,16 +1592,25 @@ dispatch_start(struct dispatch *d, const char *id)
 		goto fail;
 	}
 	store_run_update(e->store, id, "session", r->session);
-	store_tx_commit(e->store, NULL);
-	/* The thread's status message says it runs (reports.progress). */
-	report_status(e, id);
+	/*
+	 * In a bwrap sandbox the start's commit waits until the sandbox is on
+	 * its way: bwrap sets it up meanwhile and holds the agent (--block-fd)
+	 * until the commit is durable (dispatch_start_commit). Its fsync is no
+	 * longer part of the start's time; a crash before it kills the sandbox
+	 * with the engine (the helper's or bwrap's --die-with-parent) before its
+	 * agent ran a step, and the run is still queued.
+	 */
+	gate = dispatch_start_gate(r);
+	if (gate == -1)
+		store_tx_commit(e->store, NULL);
 	rundir = xprintf("%s/runs/%s", e->conf->data_dir, id);
 	r->artifacts = path_join(rundir, "artifacts");
 	/* 0750 and 0640 less the umask: the spur group reads runs' output (data_dir_mode). */
+	dirs[0] = r->workspace;
+	dirs[1] = r->home;
+	dirs[2] = r->artifacts;
 	if (mkdir_p(rundir, 0750) != 0 || drun_session_dir(r, &cause) != 0 ||
-	    sandbox_prepare_dir_as(r->workspace, &r->ident, &cause) != 0 ||
-	    sandbox_prepare_dir_as(r->home, &r->ident, &cause) != 0 ||
-	    sandbox_prepare_dir_as(r->artifacts, &r->ident, &cause) != 0) {
+	    sandbox_prepare_dirs_as(dirs, SPUR_ARRLEN(dirs), &r->ident, &cause) != 0) {
 		if (cause == NULL)
 			cause = xprintf("%s: %s", rundir, strerror(errno));
 		free(rundir);
@@ -1545,11 +1632,19 @@ dispatch_start(struct dispatch *d, const char *id)
 		free(cause);
 	} else if (rc == 0)
 		drun_launch(r);
+	dispatch_start_commit(e, gate);
+	/*
+	 * The thread's status message says it runs (reports.progress), once its
+	 * sandbox is on its way: its post (a synced outbox row) is not in the start's
+	 * path. A run that has ended already by now has no status to tell.
+	 */
+	report_status(e, id);
 	return 1;
 fail:
 	run_row_free(j);
 	drun_finish(r, RUN_FAILED, CAUSE_SANDBOX, cause != NULL ? cause : "could not start",
 	    NULL);
+	dispatch_start_commit(e, gate);
 	free(cause);
 	return 1;
 done:

@@ -3,6 +3,7 @@
 #include "agent.h"
 #include "automation.h"
 #include "conf.h"
+#include "connections.h"
 #include "egress.h"
 #include "rootfs.h"
 #include "intercept.h"
@@ -202,8 +203,8 @@ egress_write(const char *path, const char *text, char **cause)
 /* The agent's own configuration and environment for the gateway at base (agent-*.c says which). */
 static int
 egress_agent_env(struct egress *eg, struct engine *e, const struct agent *ag, const char *base,
-    const char *home, const struct sandbox_ident *as, const char *inside_dir, char **env,
-    size_t *nenv, size_t max, char ***argv, char **cause)
+    const char *home, const struct sandbox_ident *as, const char *inside_dir,
+    const json_t *servers, char **env, size_t *nenv, size_t max, char ***argv, char **cause)
 {
 	struct agent_setup	 s;
 	char			*path, *mcp_url;
@@ -218,6 +219,7 @@ egress_agent_env(struct egress *eg, struct engine *e, const struct agent *ag, co
 	mcp_url = e->run_local != NULL ? xprintf("%s%s", base, e->run_local->path) : NULL;
 	s.mcp_url = mcp_url;
 	s.mcp_token = eg->gateway != NULL ? gateway_local_token(eg->gateway) : NULL;
+	s.connections = servers;
 	if (ag->setup != NULL)
 		ag->setup(&s);
 	free(mcp_url);
@@ -382,10 +384,12 @@ egress_intercept(struct egress *eg, struct engine *e, const char *run,
 	    cause);
 }
 
-int
-egress_attach(struct engine *e, const char *run, const char *org_name,
-    const struct automation *a, const struct header_secret *hs, size_t nhs, const char *home, struct sandbox_spec *spec, char **env,
-    size_t *nenv, size_t max, char ***argv, struct egress **out, char **cause)
+/* egress_attach, the allow list made. */
+static int
+egress_attach_net(struct engine *e, const char *run, const char *org_name,
+    const struct automation *a, char *const *allow, const struct header_secret *hs,
+    size_t nhs, const json_t *servers, const char *home, struct sandbox_spec *spec,
+    char **env, size_t *nenv, size_t max, char ***argv, struct egress **out, char **cause)
 {
 	const struct agent		*ag = egress_agent(a->agent_name);
 	const struct agent_conf		*ac = config_agent(e->conf, a->agent_name);
@@ -396,8 +400,7 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 	const struct sandbox_bind	*old_binds;
 	size_t				 old_nbinds;
 	char				*rundir, *path, *url;
-	int				 proxy = a->network_allow != NULL &&
-					     a->network_allow[0] != NULL;
+	int				 proxy = allow != NULL && allow[0] != NULL;
 	int				 bwrap = e->conf->sandbox.backend == SANDBOX_BWRAP;
 	int				 pport = 0, gport = 0, fd;
 	size_t				 i;
@@ -440,7 +443,7 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 
 	if (proxy) {
 		path = bwrap ? path_join(eg->dir, "proxy.sock") : NULL;
-		eg->proxy = proxy_create(e->base, egress_dns, e, run, a->network_allow,
+		eg->proxy = proxy_create(e->base, egress_dns, e, run, allow,
 		    path, &pport, cause);
 		free(path);
 		if (eg->proxy == NULL)
@@ -497,7 +500,7 @@ egress_attach(struct engine *e, const char *run, const char *org_name,
 			gport = EGRESS_GATEWAY_PORT;
 		url = xprintf("http://127.0.0.1:%d", gport);
 		if (egress_agent_env(eg, e, ag, url, home, spec->ident, bwrap ?
-		    EGRESS_INSIDE_DIR : eg->dir, env, nenv, max, argv, cause) != 0) {
+		    EGRESS_INSIDE_DIR : eg->dir, servers, env, nenv, max, argv, cause) != 0) {
 			free(url);
 			goto fail;
 		}
@@ -532,6 +535,22 @@ fail:
 	spec->nbinds = old_nbinds;
 	egress_free(eg);
 	return -1;
+}
+
+int
+egress_attach(struct engine *e, const char *run, const char *org_name,
+    const struct automation *a, const struct header_secret *hs, size_t nhs,
+    const json_t *servers, const char *home, struct sandbox_spec *spec, char **env,
+    size_t *nenv, size_t max, char ***argv, struct egress **out, char **cause)
+{
+	/* The remote connections' hosts join the allow list, for this run only. */
+	char	**conn = connections_allow(a->network_allow, a->connections);
+	int	  rc;
+
+	rc = egress_attach_net(e, run, org_name, a, conn != NULL ? conn : a->network_allow,
+	    hs, nhs, servers, home, spec, env, nenv, max, argv, out, cause);
+	strv_free(conn);
+	return rc;
 }
 
 enum egress_verdict

@@ -32,13 +32,15 @@ struct config;
  * Gives a run the network it may have: adds binds to spec, "K=V" strings to
  * env (at *nenv, at most max), and may wrap *argv (e.g. with the in-sandbox
  * forwarder). Its header secrets (hs, nhs; intercept.h) go into the requests
- * to their hosts, with the run's CA trusted inside. *out is what to free when
+ * to their hosts, with the run's CA trusted inside. The automation's remote
+ * connections' hosts join its allow list; servers (connections_for_run, or
+ * NULL) go into the agent's MCP configuration. *out is what to free when
  * the run ends (NULL: nothing opened). -1 and cause when the run cannot get
  * its network.
  */
 int	 egress_attach(struct engine *, const char *run, const char *org,
 	     const struct automation *, const struct header_secret *hs, size_t nhs,
-	     const char *home, struct sandbox_spec *,
+	     const json_t *servers, const char *home, struct sandbox_spec *,
 	     char **env, size_t *nenv, size_t max, char ***argv, struct egress **out,
 	     char **cause);
 void	 egress_free(struct egress *);
@@ -187,13 +189,14 @@ struct gateway_local {
 	/* The per-run credential the agent is configured with. */
 	const char	*(*token)(const void *);
 	/*
-	 * One request: the status, and the JSON answer to send (NULL: none);
-	 * or 0: the answer comes later, by gateway_local_answer(call, ...),
+	 * One request (auth, version: its Authorization and MCP-Protocol-Version
+	 * headers, NULL: none): the status, and the JSON answer to send (NULL:
+	 * none); or 0: the answer comes later, by gateway_local_answer(call, ...),
 	 * unless cancel(call) comes first (the agent went away, the run ended).
 	 */
 	int		 (*handle)(void *, const char *method, const char *auth,
-			    const char *body, size_t len, json_t **answer,
-			    struct gateway_call *call);
+			    const char *version, const char *body, size_t len,
+			    json_t **answer, struct gateway_call *call);
 	void		 (*cancel)(void *, struct gateway_call *);
 	/*
 	 * A question of a run in a thread (thread_ask): whether one of

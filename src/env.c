@@ -413,7 +413,7 @@ env_setup_start(struct env_job *job, const char *org, const struct sandbox_spec 
 	stub.agent_name = command;
 	stub.agent = agent_find(command);
 	stub.network_allow = job->setup->allow;
-	if (egress_attach(e, job->run, org, &stub, NULL, 0, agent->home, &job->spec, job->env, &n,
+	if (egress_attach(e, job->run, org, &stub, NULL, 0, NULL, agent->home, &job->spec, job->env, &n,
 	    job->env_own + ENV_SETUP_ENV_EXTRA, &job->argv, &job->egress, cause) != 0)
 		return -1;
 	job->spec.argv = job->argv;

@@ -30,7 +30,7 @@ struct forge_pr {
 	const char	*title;
 	const char	*body;
 	int		 draft;
-	const json_t	*list;		/* reviewers' logins, labels */
+	const json_t	*list;		/* reviewers' logins (or ids: user_id_request), labels */
 };
 
 /* The call: method, the path under the API's URL, the JSON body (NULL: none). */
@@ -79,6 +79,15 @@ struct forge {
 	 * repo's own, else 0: the run works on its branch.
 	 */
 	long long	 (*event_pr)(const json_t *event, const char *repo);
+	/* 1: a repository's name may be GROUP/SUB/.../NAME (nested groups), not only OWNER/NAME. */
+	int		 nested_names;
+	/*
+	 * NULL, or reviewers are asked by user id: repo.c asks this call of each
+	 * login (cached), user_id reads the id from its answer (status, JSON body;
+	 * 0: no such user), and FORGE_PR_REVIEWERS gets a list of integers.
+	 */
+	void		 (*user_id_request)(const char *login, struct forge_request *);
+	long long	 (*user_id)(int status, const json_t *);
 };
 
 void	forge_answer_clear(struct forge_answer *);

@@ -574,8 +574,9 @@ gconn_local(struct gconn *gc)
 	int		 status;
 
 	status = gc->g->local->handle(gc->g->local_arg, gc->head.method, http_head_get(&gc->head,
-	    "authorization"), len > 0 ? (const char *)evbuffer_pullup(gc->body, -1) : "", len,
-	    &answer, (struct gateway_call *)gc);
+	    "authorization"), http_head_get(&gc->head, "mcp-protocol-version"), len > 0 ?
+	    (const char *)evbuffer_pullup(gc->body, -1) : "", len, &answer,
+	    (struct gateway_call *)gc);
 	if (status == 0)
 		gc->deferred = 1;
 	else

@@ -707,6 +707,7 @@ const struct forge github_forge = {
 /* --- A run's MCP tools on its own repository and item (source.h source_tool) ---------- */
 
 #define GITHUB_LOG_TAIL		16384	/* bytes of a failed job's log returned: its end */
+#define GITHUB_PAGE_MAX		10000	/* a list's page asked for, at most (100 items each) */
 
 /* The run's repository and issue or pull request number, 0 when the event has none. */
 static long long
@@ -739,6 +740,10 @@ github_tool_check(const json_t *event, const json_t *args)
 		    strcmp(key, "repo") == 0)
 			return xprintf("refused: these tools take no %s; they act only on this "
 			    "run's %s#%lld", key, repo, n);
+		if (strcmp(key, "page") == 0 && (!json_is_integer(v) || json_integer_value(v) <
+		    1 || json_integer_value(v) > GITHUB_PAGE_MAX))
+			return xprintf("refused: page is a whole number from 1 to %d",
+			    GITHUB_PAGE_MAX);
 	}
 	return NULL;
 }
@@ -784,6 +789,33 @@ github_line(struct buf *out, const char *label, const json_t *j, const char *key
 		buf_addf(out, "%s: %lld\n", label, (long long)json_integer_value(v));
 }
 
+/* A list's path (per_page=100 in it) at the page args asked for (state's page). */
+static char *
+github_paged(const json_t *state, char *path)
+{
+	long long	 page = json_integer_value(json_object_get(state, "page"));
+	char		*p;
+
+	if (page <= 1 || strstr(path, "per_page=") == NULL)
+		return path;
+	p = xprintf("%s&page=%lld", path, page);
+	free(path);
+	return p;
+}
+
+/* After a list: when GitHub's Link says another page follows, how to ask for it. */
+static void
+github_more(const json_t *state, const struct http_response *res, struct buf *out)
+{
+	char	*link = http_response_header(res, "Link");
+
+	if (link != NULL && strstr(link, "rel=\"next\"") != NULL)
+		buf_addf(out, "--- more on the next page: call %s with page: %lld\n",
+		    json_string_value(json_object_get(state, "tool")),
+		    (long long)json_integer_value(json_object_get(state, "page")) + 1);
+	free(link);
+}
+
 /*
  * The step's path: at the first, the tool's first (of the run's repository and
  * number, which state keeps for the answers, with whether it is a pull request
@@ -792,7 +824,7 @@ github_line(struct buf *out, const char *label, const json_t *j, const char *key
  */
 static char *
 github_tool_request(const struct source_tool *tool, const json_t *event, const json_t *args,
-    json_t *state, size_t step)
+    json_t *state, size_t step, char **body)
 {
 	const char	*repo, *next = json_string_value(json_object_get(state, "next"));
 	long long	 n = github_item_of(event, &repo);
@@ -805,7 +837,11 @@ github_tool_request(const struct source_tool *tool, const json_t *event, const j
 		    "meta.is_pull_request"))));
 		json_object_set_new(state, "patch", json_boolean(json_is_true(json_object_get(
 		    args, "patch"))));
-		return xprintf(tool->first, repo, n);
+		json_object_set_new(state, "page", json_integer(json_is_integer(json_object_get(
+		    args, "page")) ? json_integer_value(json_object_get(args, "page")) : 1));
+		json_object_set_new(state, "tool", json_string(tool->name));
+		path = xprintf(tool->first, repo, n);
+		return github_paged(state, path);
 	}
 	path = next != NULL ? xstrdup(next) : NULL;
 	json_object_del(state, "next");
@@ -878,6 +914,7 @@ github_comments_answer(json_t *state, size_t step, const struct http_response *r
 {
 	json_t	*j = github_tool_json(res, why), *c;
 	size_t	 i;
+	char	*p;
 
 	if (j == NULL)
 		return -1;
@@ -891,8 +928,14 @@ github_comments_answer(json_t *state, size_t step, const struct http_response *r
 		github_line(out, "line", c, "line");
 		github_line(out, "text", c, "body");
 	}
-	if (step == 0 && json_is_true(json_object_get(state, "pr")))
-		github_then_n(state, "/repos/%s/pulls/%lld/comments?per_page=100");
+	github_more(state, res, out);
+	if (step == 0 && json_is_true(json_object_get(state, "pr"))) {
+		p = github_paged(state, xprintf("/repos/%s/pulls/%lld/comments?per_page=100",
+		    github_s(state, "repo"), (long long)json_integer_value(json_object_get(state,
+		    "n"))));
+		json_object_set_new(state, "next", json_string(p));
+		free(p);
+	}
 	json_decref(j);
 	return 0;
 }
@@ -917,6 +960,7 @@ github_files_answer(json_t *state, size_t step, const struct http_response *res,
 		    json_is_string(json_object_get(f, "patch")))
 			buf_addf(out, "%s\n", json_string_value(json_object_get(f, "patch")));
 	}
+	github_more(state, res, out);
 	json_decref(j);
 	return 0;
 }
@@ -998,20 +1042,23 @@ const struct source_tool github_tools[] = {
 	{ "github_item", "The issue or pull request of this run's event on GitHub: title, "
 	    "state, labels, body, and for a pull request its head and base branches. "
 	    GITHUB_TOOL_ITEM, "{}", "/repos/%s/issues/%lld", github_tool_check, github_tool_request,
-	    github_item_answer },
+	    github_item_answer, 0 },
 	{ "github_comments", "The comments of this run's issue or pull request on GitHub "
-	    "(for a pull request its review comments too). " GITHUB_TOOL_ITEM, "{}",
+	    "(for a pull request its review comments too), 100 of each a page (page: from 1). "
+	    GITHUB_TOOL_ITEM, "{\"page\":{\"type\":\"integer\",\"minimum\":1}}",
 	    "/repos/%s/issues/%lld/comments?per_page=100", github_tool_check,
-	    github_tool_request, github_comments_answer },
+	    github_tool_request, github_comments_answer, 0 },
 	{ "github_pr_files", "The files this run's pull request changes on GitHub, and with "
-	    "patch: true their diffs. " GITHUB_TOOL_ITEM, "{\"patch\":{\"type\":\"boolean\"}}",
+	    "patch: true their diffs, 100 a page (page: from 1). " GITHUB_TOOL_ITEM,
+	    "{\"patch\":{\"type\":\"boolean\"},\"page\":{\"type\":\"integer\","
+	    "\"minimum\":1}}",
 	    "/repos/%s/pulls/%lld/files?per_page=100", github_tool_check, github_tool_request,
-	    github_files_answer },
+	    github_files_answer, 0 },
 	{ "github_checks", "The check runs of this run's pull request's head commit on GitHub, "
 	    "and the end of the log of the first failed one (a GitHub Actions job). "
 	    GITHUB_TOOL_ITEM, "{}", "/repos/%s/pulls/%lld", github_tool_check,
-	    github_tool_request, github_checks_answer },
-	{ NULL, NULL, NULL, NULL, NULL, NULL, NULL },
+	    github_tool_request, github_checks_answer, 0 },
+	{ NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0 },
 };
 
 /* --- spur doctor: the token or the App at GitHub's API (doctor.h) ------------------- */

@@ -469,10 +469,10 @@ static const struct priv_opt {
 	{ "--disable-userns", 0, 1 }, { "--new-session", 0, 1 }, { "--die-with-parent", 0, 1 },
 	{ "--cap-drop", 1, 1 }, { "--hostname", 1, 0 }, { "--clearenv", 0, 1 },
 	{ "--ro-bind", 2, 0 }, { "--ro-bind-try", 2, 0 }, { "--bind", 2, 0 },
-	{ "--ro-bind-data", 2, 0 }, { "--symlink", 2, 0 }, { "--setenv", 2, 0 },
+	{ "--symlink", 2, 0 }, { "--setenv", 2, 0 },
 	{ "--proc", 1, 0 }, { "--dev", 1, 0 }, { "--tmpfs", 1, 0 }, { "--size", 1, 0 },
 	{ "--remount-ro", 1, 0 }, { "--chdir", 1, 0 }, { "--seccomp", 1, 0 },
-	{ "--info-fd", 1, 0 },
+	{ "--info-fd", 1, 0 }, { "--file", 2, 0 }, { "--perms", 1, 0 }, { "--block-fd", 1, 0 },
 };
 
 /* git's subcommands and options repo.c uses; any other option is refused. */

@@ -635,6 +635,36 @@ priv_dir_path(enum priv_type type, const char *path, uid_t uid, gid_t gid, int *
 }
 
 int
+priv_dirs_path(enum priv_type type, const char *const *paths, size_t n, uid_t uid,
+    gid_t gid, int *rc, char **cause)
+{
+	struct priv_msg	 req[PRIV_DIRS_MAX], ans[PRIV_DIRS_MAX];
+	char		*copy[PRIV_DIRS_MAX];
+	size_t		 i, k;
+
+	if (n == 0 || n > PRIV_DIRS_MAX)
+		return 0;
+	memset(req, 0, sizeof req);
+	for (i = 0; i < n; i++) {
+		if (!priv_path_dir(paths[i], &req[i].u.dir, &copy[i])) {
+			for (k = 0; k < i; k++)
+				free(copy[k]);
+			return 0;
+		}
+		req[i].hdr.type = type;
+		req[i].u.dir.uid = uid;
+		req[i].u.dir.gid = gid;
+	}
+	*rc = priv_client_calls(req, n, ans, cause);
+	for (i = 0; i < n; i++) {
+		if (*rc == 0)
+			priv_msg_clear(&ans[i]);
+		free(copy[i]);
+	}
+	return 1;
+}
+
+int
 priv_chown_path(const char *path, uid_t from, uid_t uid, gid_t gid, int *rc)
 {
 	struct priv_dir	 d;
@@ -789,48 +819,63 @@ priv_client_read(struct priv_msg *m, char **cause)
 	return 0;
 }
 
+/*
+ * n requests on the wire at once, then their n answers, in order: one round
+ * trip for all (the helper answers each in turn). answer[i] is req[i]'s; a
+ * refusal is -1 with the first one's cause, every answer still read.
+ */
 int
-priv_client_call(struct priv_msg *req, struct priv_msg *answer, char **cause)
+priv_client_calls(struct priv_msg *req, size_t n, struct priv_msg *answer, char **cause)
 {
-	int	r = -1;
+	size_t	i, got = 0;
+	int	r = -1, refused = 0;
 
 	pthread_mutex_lock(&priv_mu);
 	if (priv_fd == -1) {
 		*cause = xstrdup("no privileged helper");
 		goto out;
 	}
-	/* One request on the wire at a time: the answer is the next non-notice. */
+	/* Our requests alone on the wire: each answer is the next non-notice. */
 	while (priv_reading)
 		pthread_cond_wait(&priv_cv, &priv_mu);
-	req->hdr.id = ++priv_next_id;
-	if (priv_send(priv_fd, req) <= 0) {
-		*cause = xprintf("helper: %s", strerror(errno));
-		goto out;
-	}
-	for (;;) {
-		if (priv_client_read(answer, cause) != 0)
-			goto out;
-		if (answer->hdr.type == PRIV_EXIT)
-			continue;
-		if (answer->hdr.id != req->hdr.id) {
-			*cause = xprintf("helper answered %u, not %u", answer->hdr.id,
-			    req->hdr.id);
-			priv_msg_clear(answer);
+	for (i = 0; i < n; i++) {
+		req[i].hdr.id = ++priv_next_id;
+		if (priv_send(priv_fd, &req[i]) <= 0) {
+			*cause = xprintf("helper: %s", strerror(errno));
 			goto out;
 		}
-		break;
 	}
-	if (answer->hdr.type == PRIV_ERR) {
-		errno = answer->u.answer.value;
-		*cause = xstrdup(answer->u.answer.message != NULL ?
-		    answer->u.answer.message : "refused");
-		priv_msg_clear(answer);
-		goto out;
+	for (got = 0; got < n; got++) {
+		do {
+			if (priv_client_read(&answer[got], cause) != 0)
+				goto out;
+		} while (answer[got].hdr.type == PRIV_EXIT);
+		if (answer[got].hdr.id != req[got].hdr.id) {
+			*cause = xprintf("helper answered %u, not %u", answer[got].hdr.id,
+			    req[got].hdr.id);
+			priv_msg_clear(&answer[got]);
+			goto out;
+		}
+		if (answer[got].hdr.type == PRIV_ERR && !refused++) {
+			errno = answer[got].u.answer.value;
+			*cause = xstrdup(answer[got].u.answer.message != NULL ?
+			    answer[got].u.answer.message : "refused");
+		}
 	}
-	r = 0;
+	r = refused ? -1 : 0;
 out:
+	if (r != 0) {
+		for (i = 0; i < got; i++)
+			priv_msg_clear(&answer[i]);
+	}
 	pthread_mutex_unlock(&priv_mu);
 	return r;
+}
+
+int
+priv_client_call(struct priv_msg *req, struct priv_msg *answer, char **cause)
+{
+	return priv_client_calls(req, 1, answer, cause);
 }
 
 int

@@ -38,6 +38,7 @@ enum priv_type {
 };
 
 #define PRIV_BODY_MAX		(1024 * 1024)
+#define PRIV_DIRS_MAX		4		/* paths of one priv_dirs_path */
 #define PRIV_FDS_MAX		34		/* a SPAWN's cwd and PROC_KEEP_MAX kept */
 #define PRIV_STR_MAX		(256 * 1024)	/* one string of a body */
 #define PRIV_STRV_MAX		4096		/* strings in one list (argv, env) */
@@ -168,9 +169,14 @@ int		 priv_as_root(void);
  */
 int		 priv_dir_path(enum priv_type, const char *path, uid_t, gid_t, int *rc,
 		     char **cause);
+/* The same for up to PRIV_DIRS_MAX paths in one round trip; all or none for the helper. */
+int		 priv_dirs_path(enum priv_type, const char *const *paths, size_t n, uid_t,
+		     gid_t, int *rc, char **cause);
 void		 priv_client_attach(struct event_base *,
 		     void (*exit_cb)(pid_t, int status));
 int		 priv_client_call(struct priv_msg *req, struct priv_msg *answer,
+		     char **cause);
+int		 priv_client_calls(struct priv_msg *req, size_t n, struct priv_msg *answer,
 		     char **cause);
 /* Blocks until the helper says pid was reaped (a child proc_run waits for). */
 int		 priv_client_wait(pid_t, int *status);

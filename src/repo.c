@@ -6,6 +6,7 @@
 #include "git.h"
 #include "forge.h"
 #include "httpc.h"
+#include "people.h"
 #include "repo.h"
 #include "runfile.h"
 #include "report.h"
@@ -53,14 +54,16 @@ enum repo_step {
 	REPO_INIT, REPO_PR_INFO, REPO_LS_REMOTE, REPO_FETCH, REPO_CHECKOUT,
 	REPO_AGENT_INIT, REPO_AGENT_FETCH, REPO_AGENT_RESET, REPO_AGENT_REMOTE, REPO_PR_FILES,
 	REPO_TAKE, REPO_KEEP, REPO_COUNT, REPO_MOVE, REPO_ADD, REPO_DIFF, REPO_COMMIT, REPO_PUSH,
-	REPO_PR_CREATE, REPO_PR_FIND, REPO_PR_REVIEWERS, REPO_PR_LABELS, REPO_PR_UPDATE,
+	REPO_PR_CREATE, REPO_PR_FIND, REPO_PR_REVIEWER_IDS, REPO_PR_REVIEWERS, REPO_PR_LABELS,
+	REPO_PR_UPDATE,
 	REPO_CHANGE
 };
 
 static const char *repo_step_names[] = {
 	"init", "pr_info", "ls_remote", "fetch", "checkout", "agent_init", "agent_fetch",
 	"agent_reset", "agent_remote", "pr_files", "take", "keep", "count", "move", "add", "diff", "commit",
-	"push", "pr_create", "pr_find", "pr_reviewers", "pr_labels", "pr_update", "change"
+	"push", "pr_create", "pr_find", "pr_reviewer_ids", "pr_reviewers", "pr_labels", "pr_update",
+	"change"
 };
 
 struct repo_job {
@@ -69,6 +72,7 @@ struct repo_job {
 	enum repo_step		 step;
 	char			*run;
 	char			*org;
+	char			*forge;		/* repo.json's: the forge the repository came through */
 	char			*repo;		/* owner/name */
 	char			*dir;		/* the session directory */
 	char			*git_dir;
@@ -97,6 +101,8 @@ struct repo_job {
 	char			*link;		/* public_url/runs/RUN */
 	int			 draft;
 	json_t			*reviewers;	/* logins to request, NULL: none */
+	json_t			*reviewer_ids;	/* their user ids (forge user_id_request) */
+	size_t			 looked;	/* reviewers looked up so far */
 	json_t			*labels;
 	long long		 pr_number;	/* the delivered PR's number */
 	char			*token;
@@ -115,6 +121,7 @@ struct repo_job {
 
 static void	repo_next(struct repo_job *);
 static void	repo_pr_next(struct repo_job *, enum repo_step);
+static void	repo_pr_ids(struct repo_job *);
 
 void
 repo_job_free(struct repo_job *j)
@@ -127,6 +134,7 @@ repo_job_free(struct repo_job *j)
 	git_free(j->git);
 	free(j->run);
 	free(j->org);
+	free(j->forge);
 	free(j->repo);
 	free(j->dir);
 	free(j->git_dir);
@@ -145,6 +153,7 @@ repo_job_free(struct repo_job *j)
 	free(j->pr_line);
 	free(j->link);
 	json_decref(j->reviewers);
+	json_decref(j->reviewer_ids);
 	json_decref(j->labels);
 	free(j->sync_cause);
 	freezero_str(j->token);
@@ -157,11 +166,12 @@ repo_valid_name(const char *s)
 {
 	const char	*slash;
 
-	if (s == NULL || (slash = strchr(s, '/')) == NULL || strchr(slash + 1, '/') != NULL)
+	/* OWNER/NAME, or a forge's nested GROUP/SUB/NAME: each name neither empty nor hidden. */
+	if (s == NULL || (slash = strchr(s, '/')) == NULL)
 		return 0;
 	if (strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-/") !=
-	    strlen(s) || s[0] == '.' || s[0] == '-' || slash[1] == '.' || slash[1] == '\0' ||
-	    strstr(s, "..") != NULL)
+	    strlen(s) || s[0] == '.' || s[0] == '-' || strstr(s, "/.") != NULL ||
+	    strstr(s, "//") != NULL || s[strlen(s) - 1] == '/' || strstr(s, "..") != NULL)
 		return 0;
 	return 1;
 }
@@ -184,17 +194,80 @@ repo_valid_branch(const char *s)
 	return 1;
 }
 
-/* The forge of org: the first system of the table that is one and that org configures. */
+/*
+ * The forge of org: the system named want (the event's source, the one the
+ * session's repository came through) when it is a forge org configures, else
+ * the first system of the table that is one and that org configures.
+ */
 static const struct source *
-repo_forge(const struct config *conf, const char *org)
+repo_forge(const struct config *conf, const char *org, const char *want)
 {
 	const struct org	*o = org != NULL ? config_org(conf, org) : NULL;
-	const struct source	*src;
+	const struct source	*src, *first = NULL;
 
-	for (src = source_next(NULL); o != NULL && src != NULL; src = source_next(src))
-		if (src->forge != NULL && source_conf(o, src) != NULL)
+	for (src = source_next(NULL); o != NULL && src != NULL; src = source_next(src)) {
+		if (src->forge == NULL || source_conf(o, src) == NULL)
+			continue;
+		if (want != NULL && strcmp(src->name, want) == 0)
 			return src;
-	return NULL;
+		if (first == NULL)
+			first = src;
+	}
+	return first;
+}
+
+/*
+ * Forges' user ids of reviewers' logins (forge user_id_request), per org and
+ * forge, asked again after PEOPLE_TTL_MS as people.c's facts are; the loop's.
+ */
+#define REPO_UIDS	64
+static struct {
+	char		*key;		/* "org forge login" */
+	long long	 id;
+	int64_t		 at;
+} repo_uids[REPO_UIDS];
+
+static char *
+repo_uid_key(const struct repo_job *j, const char *login)
+{
+	return xprintf("%s %s %s", j->org, j->src->name, login);
+}
+
+/* login's id, 0: not known (or too old). */
+static long long
+repo_uid_cached(const struct repo_job *j, const char *login)
+{
+	char		*key = repo_uid_key(j, login);
+	long long	 id = 0;
+	size_t		 i;
+
+	for (i = 0; i < REPO_UIDS; i++)
+		if (repo_uids[i].key != NULL && strcmp(repo_uids[i].key, key) == 0 &&
+		    now_ms() - repo_uids[i].at < PEOPLE_TTL_MS)
+			id = repo_uids[i].id;
+	free(key);
+	return id;
+}
+
+/* Keeps login's id in place of the same key's, a free slot's or the oldest's. */
+static void
+repo_uid_keep(const struct repo_job *j, const char *login, long long id)
+{
+	char	*key = repo_uid_key(j, login);
+	size_t	 i, at = 0;
+
+	for (i = 0; i < REPO_UIDS; i++) {
+		if (repo_uids[i].key == NULL || strcmp(repo_uids[i].key, key) == 0) {
+			at = i;
+			break;
+		}
+		if (repo_uids[i].at < repo_uids[at].at)
+			at = i;
+	}
+	free(repo_uids[at].key);
+	repo_uids[at].key = key;
+	repo_uids[at].id = id;
+	repo_uids[at].at = now_ms();
 }
 
 /* The forges' names, for a refusal: "a" (or "a or b"). */
@@ -266,8 +339,8 @@ static int
 repo_state_save(struct repo_job *j)
 {
 	/* head_repo: the fork's name, for the PR that delivery opens in another job. */
-	json_t	*s = json_pack("{s:s,s:s,s:s?,s:s?,s:s?,s:I,s:b,s:s?,s:I}", "org", j->org,
-		    "repo", j->repo, "branch", j->branch, "base", j->base, "pr_url", j->pr_url,
+	json_t	*s = json_pack("{s:s,s:s?,s:s,s:s?,s:s?,s:s?,s:I,s:b,s:s?,s:I}", "org", j->org,
+		    "forge", j->src != NULL ? j->src->name : NULL, "repo", j->repo, "branch", j->branch, "base", j->base, "pr_url", j->pr_url,
 		    "number", (json_int_t)j->number, "fork", j->fork, "head_repo", j->head_repo,
 		    "installation", (json_int_t)j->installation);
 
@@ -351,6 +424,7 @@ repo_state_load(struct repo_job *j)
 	if (s == NULL)
 		return -1;
 	j->org = (v = json_string_value(json_object_get(s, "org"))) ? xstrdup(v) : NULL;
+	j->forge = (v = json_string_value(json_object_get(s, "forge"))) ? xstrdup(v) : NULL;
 	j->repo = (v = json_string_value(json_object_get(s, "repo"))) ? xstrdup(v) : NULL;
 	j->branch = (v = json_string_value(json_object_get(s, "branch"))) ? xstrdup(v) : NULL;
 	j->base = (v = json_string_value(json_object_get(s, "base"))) ? xstrdup(v) : NULL;
@@ -569,6 +643,21 @@ repo_token_cb(const char *token, const char *cause, int permanent, void *arg)
 	repo_next(j);
 }
 
+/* A reviewer's id, kept for the request and cached; one the forge does not know is said. */
+static void
+repo_pr_id_answer(struct repo_job *j, long long id, int status)
+{
+	const char	*login = json_string_value(json_array_get(j->reviewers, j->looked));
+
+	if (id > 0) {
+		json_array_append_new(j->reviewer_ids, json_integer(id));
+		repo_uid_keep(j, login, id);
+	} else
+		log_warn("event=repo.reviewer_unknown run=%s login=%s status=%d", j->run,
+		    log_q(login), status);
+	j->looked++;
+}
+
 /* The forge's answers about pull requests: the PR's branches, a new PR, an existing one. */
 static void
 repo_api_cb(const struct http_response *r, void *arg)
@@ -581,6 +670,11 @@ repo_api_cb(const struct http_response *r, void *arg)
 	int			 ours;
 
 	j->call = NULL;
+	if (j->step == REPO_PR_REVIEWER_IDS) {
+		repo_pr_id_answer(j, j->src->forge->user_id(r->status, res), r->status);
+		json_decref(res);
+		return repo_pr_ids(j);
+	}
 	memset(&a, 0, sizeof a);
 	memset(&pr, 0, sizeof pr);
 	pr.repo = j->repo;
@@ -685,22 +779,18 @@ repo_api_cb(const struct http_response *r, void *arg)
 	repo_next(j);
 }
 
-/* The forge's API call op about pr, answered in repo_api_cb. */
+/* The forge's API call fr (its path and body freed), answered in repo_api_cb. */
 static void
-repo_api(struct repo_job *j, enum forge_op op, const struct forge_pr *pr)
+repo_api_send(struct repo_job *j, struct forge_request *fr)
 {
 	const struct forge	*f = j->src->forge;
-	struct forge_request	 fr;
 	struct http_request	 req;
 	const char		*h[12];
 	char			*base, *url, *auth;
 	size_t			 n = 0, i;
 
-	memset(&fr, 0, sizeof fr);
-	j->op = op;
-	f->request(op, pr, &fr);
 	base = config_api_url(config_org(j->e->conf, j->org), j->src->name);
-	url = xprintf("%s%s", base, fr.path);
+	url = xprintf("%s%s", base, fr->path);
 	auth = xprintf("Authorization: Bearer %s", j->token);
 	h[n++] = auth;
 	for (i = 0; f->headers != NULL && f->headers[i] != NULL && n + 2 < SPUR_ARRLEN(h); i++)
@@ -708,17 +798,29 @@ repo_api(struct repo_job *j, enum forge_op op, const struct forge_pr *pr)
 	h[n++] = "Content-Type: application/json";
 	h[n] = NULL;
 	memset(&req, 0, sizeof req);
-	req.method = fr.method;
+	req.method = fr->method;
 	req.url = url;
 	req.headers = h;
-	req.body = fr.body;
-	req.body_len = fr.body != NULL ? strlen(fr.body) : 0;
+	req.body = fr->body;
+	req.body_len = fr->body != NULL ? strlen(fr->body) : 0;
 	j->call = httpc_request(j->e->http, &req, repo_api_cb, j);
 	freezero_str(auth);
 	free(base);
 	free(url);
-	free(fr.path);
-	free(fr.body);
+	free(fr->path);
+	free(fr->body);
+}
+
+/* The forge's API call op about pr. */
+static void
+repo_api(struct repo_job *j, enum forge_op op, const struct forge_pr *pr)
+{
+	struct forge_request	 fr;
+
+	memset(&fr, 0, sizeof fr);
+	j->op = op;
+	j->src->forge->request(op, pr, &fr);
+	repo_api_send(j, &fr);
 }
 
 /* The commit message: the agent's final message, its first line the subject. */
@@ -872,18 +974,20 @@ repo_pr_create(struct repo_job *j)
 	free(msg);
 }
 
-/* After a new PR: its reviewers, then its labels; after a follow-up: its description. */
+/* After a new PR: its reviewers (ids first), labels; after a follow-up: its description. */
 static void
 repo_pr_more(struct repo_job *j)
 {
 	struct forge_pr	 pr;
 	char		*text = NULL;
 
+	if (j->step == REPO_PR_REVIEWER_IDS)
+		return repo_pr_ids(j);
 	memset(&pr, 0, sizeof pr);
 	pr.repo = j->repo;
 	pr.number = j->pr_number;
 	if (j->step == REPO_PR_REVIEWERS) {
-		pr.list = j->reviewers;
+		pr.list = j->reviewer_ids != NULL ? j->reviewer_ids : j->reviewers;
 		repo_api(j, FORGE_PR_REVIEWERS, &pr);
 	} else if (j->step == REPO_PR_LABELS) {
 		pr.list = j->labels;
@@ -895,11 +999,42 @@ repo_pr_more(struct repo_job *j)
 	free(text);
 }
 
+/*
+ * The reviewers' user ids, each asked of the forge unless cached, then the
+ * request for those the forge knows (none known: no request).
+ */
+static void
+repo_pr_ids(struct repo_job *j)
+{
+	struct forge_request	 fr;
+	const char		*login;
+	long long		 id;
+
+	if (j->reviewer_ids == NULL)
+		j->reviewer_ids = json_array();
+	for (; j->looked < json_array_size(j->reviewers); j->looked++) {
+		login = json_string_value(json_array_get(j->reviewers, j->looked));
+		if ((id = repo_uid_cached(j, login)) > 0) {
+			json_array_append_new(j->reviewer_ids, json_integer(id));
+			continue;
+		}
+		memset(&fr, 0, sizeof fr);
+		j->src->forge->user_id_request(login, &fr);
+		return repo_api_send(j, &fr);
+	}
+	repo_pr_next(j, REPO_PR_REVIEWER_IDS);
+}
+
 /* The PR is there: what else a new one gets (reviewers, labels), or the end. */
 static void
 repo_pr_next(struct repo_job *j, enum repo_step after)
 {
-	if (after < REPO_PR_REVIEWERS && j->reviewers != NULL)
+	int	by_id = j->src->forge->user_id_request != NULL;
+
+	if (after < REPO_PR_REVIEWER_IDS && j->reviewers != NULL && by_id)
+		j->step = REPO_PR_REVIEWER_IDS;
+	else if (after < REPO_PR_REVIEWERS && j->reviewers != NULL &&
+	    (!by_id || json_array_size(j->reviewer_ids) > 0))
 		j->step = REPO_PR_REVIEWERS;
 	else if (after < REPO_PR_LABELS && j->labels != NULL)
 		j->step = REPO_PR_LABELS;
@@ -1037,6 +1172,7 @@ repo_next(struct repo_job *j)
 	case REPO_PR_CREATE:
 		repo_pr_create(j);
 		return;
+	case REPO_PR_REVIEWER_IDS:
 	case REPO_PR_REVIEWERS:
 	case REPO_PR_LABELS:
 	case REPO_PR_UPDATE:
@@ -1316,10 +1452,16 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 		repo_job_free(j);
 		return -1;
 	}
-	if ((j->src = repo_forge(e->conf, org)) == NULL) {
+	if ((j->src = repo_forge(e->conf, org, source)) == NULL) {
 		names = repo_forge_names();
 		xasprintf(cause, "%s is not configured for org %s", names, org != NULL ? org : "?");
 		free(names);
+		free(repo);
+		repo_job_free(j);
+		return -1;
+	}
+	if (strchr(strchr(repo, '/') + 1, '/') != NULL && !j->src->forge->nested_names) {
+		xasprintf(cause, "%s is no %s repository (OWNER/NAME)", repo, j->src->name);
 		free(repo);
 		repo_job_free(j);
 		return -1;
@@ -1379,7 +1521,7 @@ repo_deliver(struct engine *e, const char *run, const struct automation *a,
 		return -1;
 	}
 	/* NULL: told when a token is needed (a commit may have nothing to push). */
-	j->src = repo_forge(e->conf, j->org);
+	j->src = repo_forge(e->conf, j->org, j->forge);
 	j->deliver = 1;
 	j->dcb = cb;
 	j->arg = arg;

@@ -23,12 +23,14 @@ void		 runmcp_free(struct runmcp *);
 /* The credential the agent sends (Authorization: Bearer ...). */
 const char	*runmcp_token(const struct runmcp *);
 /*
- * One HTTP request to RUNMCP_PATH (Streamable HTTP, JSON answers): the
- * status, and in *answer the JSON to send (NULL: none, as for 202); 0: the
- * answer comes later on call (thread_ask), unless runmcp_cancel(call).
+ * One HTTP request to RUNMCP_PATH (Streamable HTTP, JSON answers; version:
+ * its MCP-Protocol-Version, NULL: none): the status, and in *answer the JSON
+ * to send (NULL: none, as for 202); 0: the answer comes later on call
+ * (thread_ask), unless runmcp_cancel(call).
  */
 int		 runmcp_handle(struct runmcp *, const char *method, const char *auth,
-		     const char *body, size_t len, json_t **answer, struct gateway_call *);
+		     const char *version, const char *body, size_t len, json_t **answer,
+		     struct gateway_call *);
 void		 runmcp_cancel(struct runmcp *, struct gateway_call *);
 /* The same as a gateway's local path (egress.h), for dispatch.c to register. */
 extern const struct gateway_local runmcp_local;

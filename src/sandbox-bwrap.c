@@ -99,6 +99,7 @@ static const char *sandbox_rootfs_etc_own[] = {
 };
 
 #define SANDBOX_ROOTFS_ETC_MAX	4096	/* entries of a rootfs's /etc */
+#define SANDBOX_ETC_COPY_MAX	(1024 * 1024)	/* a host /etc file copied, not bound */
 
 static void
 sandbox_arg(struct sandbox_cmd *c, const char *s)
@@ -158,17 +159,63 @@ sandbox_memfd(const char *name, const void *data, size_t len, char **cause)
 	return fd;
 }
 
-/* Adds a file made of text at dest, read-only. */
+/*
+ * A file of len bytes at dest. It is written into the sandbox's root, a tmpfs
+ * made read-only at the end (--remount-ro /), not bound: each bind costs bwrap
+ * two mounts and a read of its mount table, the most of a start's time.
+ */
 static int
-sandbox_data(struct sandbox_cmd *c, const char *dest, const char *text, char **cause)
+sandbox_file(struct sandbox_cmd *c, const char *dest, const void *data, size_t len,
+    char **cause)
 {
 	char	num[16];
 	int	fd;
 
-	if ((fd = sandbox_memfd("spur-etc", text, strlen(text), cause)) == -1)
+	if ((fd = sandbox_memfd("spur-etc", data, len, cause)) == -1)
 		return -1;
-	sandbox_args(c, "--ro-bind-data", sandbox_fd(c, fd, num, sizeof num), dest);
+	sandbox_args(c, "--perms", "0644", NULL);
+	sandbox_args(c, "--file", sandbox_fd(c, fd, num, sizeof num), dest);
 	return 0;
+}
+
+/* Adds a file made of text at dest, read-only. */
+static int
+sandbox_data(struct sandbox_cmd *c, const char *dest, const char *text, char **cause)
+{
+	return sandbox_file(c, dest, text, strlen(text), cause);
+}
+
+/*
+ * One of the host's /etc entries at the same path: a link into /usr as a
+ * link (/usr is bound), a small file as a copy (sandbox_file), anything else
+ * (a directory) bound read-only. Missing, it is left out.
+ */
+static int
+sandbox_host_etc(struct sandbox_cmd *c, const char *path, char **cause)
+{
+	struct stat	 st;
+	char		 link[PATH_MAX], *data;
+	ssize_t		 n;
+	size_t		 len;
+	int		 rc;
+
+	if ((n = readlink(path, link, sizeof link - 1)) > 0) {
+		link[n] = '\0';
+		if (strncmp(link, "/usr/", 5) == 0 && strstr(link, "/../") == NULL) {
+			sandbox_args(c, "--symlink", link, path);
+			return 0;
+		}
+	}
+	if (stat(path, &st) != 0)
+		return 0;
+	if (!S_ISREG(st.st_mode) ||
+	    read_file(path, SANDBOX_ETC_COPY_MAX, &data, &len, NULL) != 0) {
+		sandbox_args(c, "--ro-bind-try", path, path);
+		return 0;
+	}
+	rc = sandbox_file(c, path, data, len, cause);
+	free(data);
+	return rc;
 }
 
 /*
@@ -474,8 +521,10 @@ sandbox_build(struct sandbox_cmd *c, const struct sandbox_spec *spec, char **cau
 			sandbox_entry(c, "", "", "", sandbox_top[i]);
 		for (i = 0; i < SPUR_ARRLEN(sandbox_etc_ca); i++)
 			sandbox_args(c, "--ro-bind-try", sandbox_etc_ca[i], sandbox_etc_ca[i]);
-		for (i = 0; i < SPUR_ARRLEN(sandbox_etc); i++)
-			sandbox_args(c, "--ro-bind-try", sandbox_etc[i], sandbox_etc[i]);
+		for (i = 0; i < SPUR_ARRLEN(sandbox_etc); i++) {
+			if (sandbox_host_etc(c, sandbox_etc[i], cause) != 0)
+				goto fail;
+		}
 	}
 	text = xprintf("spur:x:%u:%u:spur:" SANDBOX_HOME ":/bin/sh\n"
 	    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
@@ -534,6 +583,13 @@ sandbox_build(struct sandbox_cmd *c, const struct sandbox_spec *spec, char **cau
 		goto fail;
 	sandbox_args(c, "--seccomp", sandbox_fd(c, fd, num, sizeof num), NULL);
 #endif
+	if (spec->gate_fd > 0) {
+		if ((fd = fcntl(spec->gate_fd, F_DUPFD_CLOEXEC, 3)) == -1) {
+			*cause = xprintf("gate: %s", strerror(errno));
+			goto fail;
+		}
+		sandbox_args(c, "--block-fd", sandbox_fd(c, fd, num, sizeof num), NULL);
+	}
 	if (pipe2(info, O_CLOEXEC) != 0) {
 		*cause = xprintf("pipe: %s", strerror(errno));
 		goto fail;
@@ -818,6 +874,24 @@ pid_t
 sandbox_pid(const struct sandbox *sb)
 {
 	return proc_pid(sb->proc);
+}
+
+/* Several of them, in one round trip to the helper when it makes them. */
+int
+sandbox_prepare_dirs_as(const char *const *paths, size_t n, const struct sandbox_ident *id,
+    char **cause)
+{
+	size_t	i;
+	int	rc;
+
+	if (id != NULL && id->drop && priv_dirs_path(PRIV_PREPARE_DIR, paths, n, id->uid,
+	    id->gid, &rc, cause))
+		return rc;
+	for (i = 0; i < n; i++) {
+		if (sandbox_prepare_dir_as(paths[i], id, cause) != 0)
+			return -1;
+	}
+	return 0;
 }
 
 int

@@ -50,6 +50,8 @@ struct sandbox_spec {
 	const struct sandbox_bind *binds;	/* extra binds (agent installs, sockets) */
 	size_t			  nbinds;	/* at most SANDBOX_BINDS_MAX */
 	const char		 *rootfs;	/* host dir, read-only as / (bwrap); NULL: the host's /usr */
+	int			  gate_fd;	/* > 0: bwrap sets the sandbox up, then holds its
+						   command until a byte (or the end) comes on it */
 };
 
 #define SANDBOX_BINDS_MAX	24	/* the run's network's, its caches (ENV_CACHE_MAX) */
@@ -111,6 +113,9 @@ int		 sandbox_prepare_dir(const char *path, const char *user, char **cause);
 /* The same for an identity (sandbox_ident_get): owned by it when it drops. */
 int		 sandbox_prepare_dir_as(const char *path, const struct sandbox_ident *,
 		     char **cause);
+/* n of them; through the helper, in one round trip. */
+int		 sandbox_prepare_dirs_as(const char *const *paths, size_t n,
+		     const struct sandbox_ident *, char **cause);
 /*
  * The identity of a session whose uid (from sandbox.uids) is uid, or, with
  * uid 0, of user (sandbox.user). -1 and cause when spur is root and user is

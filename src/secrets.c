@@ -482,7 +482,7 @@ secrets_scrub_extra(const struct secret **out, size_t max)
 	return i;
 }
 
-/* The row of org/name of that kind unsealed: 0, 1 when there is none, -1 and cause. */
+/* The row of org/name of that kind (NULL: any) unsealed: 0, 1 when there is none, -1 and cause. */
 static int
 secrets_unseal(struct engine *e, const char *org, const char *name, const char *kind,
     struct store_secret *r, char **value, size_t *len, char **cause)
@@ -495,7 +495,7 @@ secrets_unseal(struct engine *e, const char *org, const char *name, const char *
 			*cause = xprintf("sealed secret %s: the store cannot be read", name);
 		return rc;
 	}
-	if (strcmp(r->kind, kind) != 0) {
+	if (kind != NULL && strcmp(r->kind, kind) != 0) {
 		store_secret_clear(r);
 		return 1;
 	}
@@ -528,6 +528,62 @@ secrets_env_value(struct engine *e, const char *org, const char *name, char **va
 	return 0;
 }
 
+char **
+secrets_row_hosts(const struct store_secret *r)
+{
+	json_t	*hosts;
+	char	**out;
+	size_t	 i;
+	json_t	*v;
+
+	if (strcmp(r->kind, "header") != 0)
+		return NULL;
+	hosts = json_loads(r->hosts != NULL ? r->hosts : "[]", 0, NULL);
+	out = xcalloc(json_array_size(hosts) + 1, sizeof *out);
+	json_array_foreach(hosts, i, v)
+		out[i] = xstrdup(json_is_string(v) ? json_string_value(v) : "");
+	json_decref(hosts);
+	return out;
+}
+
+int
+secrets_value(struct engine *e, const char *org, const char *name, const char *host,
+    char **value, size_t *len, char **cause)
+{
+	const struct org	*o = config_org(e->conf, org);
+	const struct secret	*s;
+	struct store_secret	 r;
+	char			**hosts;
+	size_t			 i;
+	int			 rc;
+
+	if (o != NULL && (s = org_secret(o, name)) != NULL && s->value != NULL) {
+		*value = xmalloc(s->len + 1);
+		memcpy(*value, s->value, s->len);
+		(*value)[s->len] = '\0';
+		*len = s->len;
+		return 0;
+	}
+	if ((rc = secrets_unseal(e, org, name, NULL, &r, value, len, cause)) != 0)
+		return rc;
+	/* A header secret goes to its own hosts only. */
+	hosts = secrets_row_hosts(&r);
+	for (i = 0, rc = hosts != NULL ? -1 : 0; hosts != NULL && hosts[i] != NULL; i++) {
+		if (strcasecmp(hosts[i], host) == 0)
+			rc = 0;
+	}
+	strv_free(hosts);
+	if (rc != 0) {
+		*cause = xprintf("secret %s is a header secret bound to other hosts than %s", name,
+		    host);
+		explicit_bzero(*value, *len);
+		free(*value);
+		*value = NULL;
+	}
+	store_secret_clear(&r);
+	return rc;
+}
+
 void
 header_secrets_free(struct header_secret *hs, size_t n)
 {
@@ -546,26 +602,27 @@ header_secrets_free(struct header_secret *hs, size_t n)
 	free(hs);
 }
 
+char *
+secrets_placeholder(void)
+{
+	unsigned char	 rnd[16];
+	char		 hex[33];
+
+	random_bytes(rnd, sizeof rnd);
+	hex_encode(rnd, sizeof rnd, hex);
+	return xprintf("%s%s", SECRETS_PLACEHOLDER, hex);
+}
+
 /* One header secret of a run from its row and value (taken). */
 static void
 secrets_header_make(struct header_secret *h, const struct store_secret *r, char *value)
 {
-	unsigned char	 rnd[16];
-	char		 hex[33];
 	const char	*colon;
-	json_t		*hosts, *v;
-	size_t		 i;
 
 	h->name = xstrdup(r->name);
 	h->value = value;
-	random_bytes(rnd, sizeof rnd);
-	hex_encode(rnd, sizeof rnd, hex);
-	h->placeholder = xprintf("%s%s", SECRETS_PLACEHOLDER, hex);
-	hosts = json_loads(r->hosts != NULL ? r->hosts : "[]", 0, NULL);
-	h->hosts = xcalloc(json_array_size(hosts) + 1, sizeof *h->hosts);
-	json_array_foreach(hosts, i, v)
-		h->hosts[i] = xstrdup(json_string_value(v) != NULL ? json_string_value(v) : "");
-	json_decref(hosts);
+	h->placeholder = secrets_placeholder();
+	h->hosts = secrets_row_hosts(r);
 	colon = strchr(r->header != NULL ? r->header : SECRETS_HEADER_DEFAULT, ':');
 	h->header_name = xstrndup(r->header != NULL ? r->header : SECRETS_HEADER_DEFAULT,
 	    (size_t)(colon - (r->header != NULL ? r->header : SECRETS_HEADER_DEFAULT)));

@@ -42,6 +42,8 @@ struct header_secret {
 int	 secrets_for_run(struct engine *, const char *org, char *const *names,
 	     struct header_secret **out, size_t *n, char **cause);
 void	 header_secrets_free(struct header_secret *, size_t);
+/* A fresh placeholder: SECRETS_PLACEHOLDER and 32 random hex digits (to free). */
+char	*secrets_placeholder(void);
 
 /*
  * The value of the env-kind sealed secret org/name, unsealed (to free with
@@ -51,6 +53,19 @@ void	 header_secrets_free(struct header_secret *, size_t);
  */
 int	 secrets_env_value(struct engine *, const char *org, const char *name,
 	     char **value, size_t *len, char **cause);
+
+/*
+ * The value of org/name, configured (orgs.NAME.secrets) or sealed of either
+ * kind, to free with freezero: what a connection's header carries to host
+ * (the run's proxy adds it, connections.c). A sealed header secret goes to its
+ * own hosts only: -1 and cause for another. 1 when there is none, -1 and cause.
+ */
+int	 secrets_value(struct engine *, const char *org, const char *name, const char *host,
+	     char **value, size_t *len, char **cause);
+
+struct store_secret;
+/* A header secret's hosts, NULL-terminated (to strv_free); NULL for an env secret. */
+char	**secrets_row_hosts(const struct store_secret *);
 
 /* The sealing itself (pure, for the unit tests). */
 

@@ -47,6 +47,7 @@ static void	 gitea_conf_secrets(const void *, void (*)(void *, const struct secr
 		     void *);
 static const char *gitea_conf_api_url(const void *);
 static char	*gitea_event_check(const char *);
+static void	 gitea_prompt(struct buf *, const json_t *);
 static json_t	*gitea_report_dest(const char *, const char **);
 static int	 gitea_person_ready(const struct org *);
 static void	 gitea_doctor(struct doctor *, const struct org *);
@@ -82,7 +83,7 @@ const struct source source_gitea = {
 	.person_scope = "read:repository",
 	.person_ready = gitea_person_ready,
 	.outsider = "no collaborator of the repository",
-	.prompt = prompt_forge_fields,
+	.prompt = gitea_prompt,
 	.doctor = gitea_doctor,
 	.event_header = GITEA_EVENT_HEADER,
 	.events_warn = "every Gitea event type (pushes, releases, ...); list the events it is "
@@ -180,7 +181,12 @@ static const char *const gitea_keep[] = {
 	"action", "repository.full_name", "sender.id", "sender.login", "is_pull",
 	GITEA_ITEM_KEEP("issue"), GITEA_ITEM_KEEP("comment"), GITEA_ITEM_KEEP("pull_request"),
 	"pull_request.head.ref", "pull_request.base.ref", "pull_request.head.repo.full_name",
-	"pull_request.base.repo.full_name", "label.name",
+	"pull_request.base.repo.full_name", "label.name", "workflow.name", "workflow_run.id",
+	"workflow_run.html_url", "workflow_run.display_title", "workflow_run.event",
+	"workflow_run.head_branch", "workflow_run.head_sha", "workflow_run.status",
+	"workflow_run.conclusion", "workflow_run.run_number", "workflow_run.run_attempt",
+	"workflow_job.name", "workflow_job.status", "workflow_job.conclusion",
+	"workflow_job.html_url", "workflow_job.head_branch", "workflow_job.run_id",
 	NULL
 };
 
@@ -280,8 +286,36 @@ gitea_item(const json_t *payload, const json_t *item, int comment, struct spur_e
 }
 
 /*
- * issue_comment (on issues and pull requests alike), issues, pull_request: the
- * subject is the issue or pull request, the item the comment or the subject.
+ * A workflow_run (Gitea Actions, Gitea 1.24 and later): its workflow, status,
+ * conclusion (when completed), branch, commit and page; its title the text
+ * when no pull request is its subject.
+ */
+static void
+gitea_workflow_run(const json_t *payload, struct spur_event *ev)
+{
+	static const char *const keys[][2] = {
+		{ "workflow", "workflow.name" }, { "status", "workflow_run.status" },
+		{ "conclusion", "workflow_run.conclusion" }, { "ref", "workflow_run.head_branch" },
+		{ "sha", "workflow_run.head_sha" }, { "run_url", "workflow_run.html_url" },
+	};
+	const char	*s;
+	size_t		 i;
+
+	if (!json_is_object(json_object_get(payload, "workflow_run")))
+		return;
+	for (i = 0; i < SPUR_ARRLEN(keys); i++)
+		if ((s = json_path_str(payload, keys[i][1])) != NULL && *s != '\0')
+			json_object_set_new(ev->meta, keys[i][0], json_string(s));
+	if (ev->text == NULL && (s = json_path_str(payload, "workflow_run.display_title")) != NULL)
+		ev->text = xstrdup(s);
+	if (ev->url == NULL && (s = json_path_str(payload, "workflow_run.html_url")) != NULL)
+		ev->url = xstrdup(s);
+}
+
+/*
+ * issue_comment (on issues and pull requests alike), issues, pull_request,
+ * workflow_run: the subject is the issue or pull request, the item the
+ * comment or the subject.
  */
 static int
 gitea_normalize(const struct source_req *req, const char *name, const json_t *payload,
@@ -311,6 +345,7 @@ gitea_normalize(const struct source_req *req, const char *name, const json_t *pa
 	ev->repository = xstrdup(repo);
 	gitea_ids(req, repo, number, ev);
 	gitea_item(payload, item, comment, ev);
+	gitea_workflow_run(payload, ev);
 	if (number >= 0)
 		json_object_set_new(ev->meta, "number", json_integer(number));
 	if (subject == NULL)
@@ -391,6 +426,18 @@ gitea_command_text(const struct spur_event *ev, int *bare)
 	return strcmp(ev->type, "issue_comment.created") == 0 ? ev->text : NULL;
 }
 
+/* The forge's fields, and a workflow run's. */
+static void
+gitea_prompt(struct buf *b, const json_t *root)
+{
+	prompt_forge_fields(b, root);
+	prompt_field_path(b, "workflow", root, "meta.workflow");
+	prompt_field_path(b, "conclusion", root, "meta.conclusion");
+	prompt_field_path(b, "ref", root, "meta.ref");
+	prompt_field_path(b, "commit", root, "meta.sha");
+	prompt_field_path(b, "workflow run", root, "meta.run_url");
+}
+
 /* --- on.gitea: the events and their actions ------------------------------------------ */
 
 /* Gitea's webhook events (X-Gitea-Event) and the actions of their payloads. */
@@ -411,6 +458,8 @@ static const struct source_event_def gitea_events[] = {
 	{ "repository", "created deleted" },
 	{ "release", "published updated deleted" },
 	{ "wiki", "create edit delete rename" },
+	{ "workflow_run", "requested in_progress completed" },
+	{ "workflow_job", "queued waiting in_progress completed" },
 };
 
 /* Why s (EVENT or EVENT.ACTION) is no Gitea event, or NULL when it is one. */

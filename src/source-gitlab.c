@@ -806,35 +806,58 @@ gitlab_mr_path(const char *repo, long long iid)
 	return buf_take(&b);
 }
 
-/* "a,b,c" of a list of strings. */
-static char *
-gitlab_joined(const json_t *list)
+/* GET /users?username=LOGIN: the user of that name, in a list of one (or none). */
+static void
+gitlab_user_id_request(const char *login, struct forge_request *r)
 {
-	const json_t	*v;
 	struct buf	 b;
-	size_t		 i;
 
 	buf_init(&b, 0);
+	buf_adds(&b, "/users?username=");
+	buf_addq(&b, login);
+	r->method = "GET";
+	r->path = buf_take(&b);
+}
+
+static long long
+gitlab_user_id(int status, const json_t *res)
+{
+	json_int_t	id = json_integer_value(json_object_get(json_array_get(res, 0), "id"));
+
+	return status == 200 && id > 0 ? (long long)id : 0;
+}
+
+/* The strings of a list, as a new array (GitLab's labels are an array of names). */
+static json_t *
+gitlab_strings(const json_t *list)
+{
+	const json_t	*v;
+	json_t		*out = json_array();
+	size_t		 i;
+
 	json_array_foreach(list, i, v) {
 		if (json_is_string(v))
-			buf_addf(&b, "%s%s", b.len > 0 ? "," : "", json_string_value(v));
+			json_array_append_new(out, json_string(json_string_value(v)));
 	}
-	return buf_take(&b);
+	return out;
 }
 
 static void
 gitlab_pr_request(enum forge_op op, const struct forge_pr *pr, struct forge_request *r)
 {
 	json_t	*body = NULL;
-	char	*title, *list, *base;
+	char	*title, *base;
 
 	r->method = "PUT";
 	switch (op) {
 	case FORGE_PR_INFO:
-	case FORGE_PR_REVIEWERS:
-		/* Reviewers are user ids at GitLab, not names: not asked (the answer says so). */
 		r->method = "GET";
 		r->path = gitlab_mr_path(pr->repo, pr->number);
+		break;
+	case FORGE_PR_REVIEWERS:
+		/* User ids (forge user_id_request): repo.c looked the logins up. */
+		r->path = gitlab_mr_path(pr->repo, pr->number);
+		body = json_pack("{s:O}", "reviewer_ids", pr->list);
 		break;
 	case FORGE_PR_CREATE:
 		r->method = "POST";
@@ -852,9 +875,7 @@ gitlab_pr_request(enum forge_op op, const struct forge_pr *pr, struct forge_requ
 		break;
 	case FORGE_PR_LABELS:
 		r->path = gitlab_mr_path(pr->repo, pr->number);
-		list = gitlab_joined(pr->list);
-		body = json_pack("{s:s}", "add_labels", list);
-		free(list);
+		body = json_pack("{s:o}", "add_labels", gitlab_strings(pr->list));
 		break;
 	case FORGE_PR_UPDATE:
 		r->path = gitlab_mr_path(pr->repo, pr->number);
@@ -913,9 +934,6 @@ gitlab_pr_answer(enum forge_op op, const struct forge_pr *pr, int status, const 
 		a->ok = status == 200 && json_string_value(json_object_get(mr, "web_url")) != NULL;
 		a->body = gitlab_str(mr, "description");
 		break;
-	case FORGE_PR_REVIEWERS:
-		a->ok = 0;
-		return;
 	default:
 		a->ok = status / 100 == 2;
 		return;
@@ -948,6 +966,9 @@ static const struct forge gitlab_forge = {
 	.answer = gitlab_pr_answer,
 	.body_max = GITLAB_REPORT_MAX,
 	.event_pr = gitlab_event_pr,
+	.nested_names = 1,
+	.user_id_request = gitlab_user_id_request,
+	.user_id = gitlab_user_id,
 };
 
 /* --- spur doctor: the URL reachable, the token's scopes ------------------------------- */

@@ -248,14 +248,16 @@ struct source {
 /*
  * A tool of a run's MCP server (runmcp.c, SPEC 18) on the run's own item at
  * the system: its name, description and arguments (the JSON text of its
- * schema's properties). check: NULL when args name only the event's own
- * repository and item (event: the run's event JSON), else why it is refused.
- * request: the step-th GET from first (the system's own words for its first)
- * and what state holds (a path under the API's URL
- * sent with the org's credential, or a whole URL, a redirect's, sent without
- * one), NULL when the tool is done; answer: what that response adds to state
- * and to out (the text, fenced by runmcp.c as third-party data), or -1 with
- * why the tool failed.
+ * schema's properties), whether it changes something there (writes: no
+ * readOnlyHint). check: NULL when args name only the event's own repository,
+ * item, team, channel or thread (event: the run's event JSON), else why it is
+ * refused. request: the step-th request from first (the system's own words
+ * for its first) and what state holds (a path under the API's URL sent with
+ * the org's credential, or a whole URL, a redirect's, sent without one; a GET,
+ * or a POST of *body when it sets one), NULL when the tool is done; answer:
+ * what that response adds to state and to out (the text, fenced by runmcp.c
+ * as third-party data), or -1 with why the tool failed. The credential is the
+ * system's cred, or where it has none, its report backend's (report_request).
  */
 struct source_tool {
 	const char	*name;
@@ -264,9 +266,11 @@ struct source_tool {
 	const char	*first;
 	char		*(*check)(const struct json_t *event, const struct json_t *args);
 	char		*(*request)(const struct source_tool *, const struct json_t *event,
-			    const struct json_t *args, struct json_t *state, size_t step);
+			    const struct json_t *args, struct json_t *state, size_t step,
+			    char **body);
 	int		 (*answer)(struct json_t *state, size_t step,
 			    const struct http_response *, struct buf *out, char **why);
+	int		 writes;
 };
 
 /*

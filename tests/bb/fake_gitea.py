@@ -16,6 +16,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from fakeapis import git_http_backend
+from swagger import Spec
 
 SPEC = os.path.join(os.path.dirname(__file__), "..", "fixtures", "gitea", "swagger-trimmed.json")
 
@@ -24,77 +25,11 @@ def iso(t):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
-class Spec:
-    """The swagger document: finds a request's operation and says what is wrong with it."""
-
-    def __init__(self, path=SPEC):
-        with open(path) as f:
-            self.doc = json.load(f)
-        self.ops = []
-        for tmpl, methods in self.doc["paths"].items():
-            rx = "^" + re.sub(r"\\\{[^}]+\\\}", "([^/]+)", re.escape(tmpl)) + "$"
-            for m, op in methods.items():
-                self.ops.append((m.upper(), re.compile(rx), tmpl, op))
-
-    def schema(self, s):
-        while "$ref" in s:
-            s = self.doc["definitions"][s["$ref"].split("/")[-1]]
-        return s
-
-    def type_ok(self, s, v):
-        t = s.get("type")
-        return {"string": lambda: isinstance(v, str), "integer": lambda: isinstance(v, int) and not isinstance(v, bool),
-                "boolean": lambda: isinstance(v, bool), "object": lambda: isinstance(v, dict),
-                "array": lambda: isinstance(v, list) and all(self.type_ok(s.get("items", {}), x) for x in v),
-                }.get(t, lambda: True)()
-
-    def check(self, method, path, body):
-        """(operationId, problems) of a request under basePath; operationId None: no such operation."""
-        p, _, query = path.partition("?")
-        for m, rx, tmpl, op in self.ops:
-            if m != method or not rx.match(p):
-                continue
-            bad = []
-            params = op.get("parameters", [])
-            known_q = dict((x["name"], x) for x in params if x["in"] == "query")
-            for k, vs in urllib.parse.parse_qs(query, keep_blank_values=True).items():
-                if k not in known_q:
-                    bad.append("query parameter %s is not %s's" % (k, op["operationId"]))
-                elif "enum" in known_q[k] and any(v not in known_q[k]["enum"] for v in vs):
-                    bad.append("query %s=%s is none of %s" % (k, vs, known_q[k]["enum"]))
-            for seg, x in zip(rx.match(p).groups(), [x for x in params if x["in"] == "path"]):
-                if x["type"] == "integer" and not seg.isdigit():
-                    bad.append("path parameter %s=%s is no integer" % (x["name"], seg))
-            bp = [x for x in params if x["in"] == "body"]
-            if bp:
-                s = self.schema(bp[0]["schema"])
-                try:
-                    j = json.loads(body) if body else None
-                except ValueError:
-                    j = None
-                    bad.append("the body is not JSON")
-                if j is None and bp[0].get("required"):
-                    bad.append("the body is required")
-                if isinstance(j, dict):
-                    for k, v in j.items():
-                        if k not in s.get("properties", {}):
-                            bad.append("%s has no property %s" % (bp[0]["schema"]["$ref"], k))
-                        elif not self.type_ok(s["properties"][k], v):
-                            bad.append("%s.%s is no %s" % (bp[0]["schema"]["$ref"], k, s["properties"][k]["type"]))
-                    bad += ["%s is required" % k for k in s.get("required", []) if k not in j]
-                elif j is not None:
-                    bad.append("the body is no object")
-            elif body:
-                bad.append("%s takes no body" % op["operationId"])
-            return op["operationId"], bad
-        return None, ["no operation %s %s in Gitea's API" % (method, p)]
-
-
 class FakeGitea:
     def __init__(self, token, git_root):
         self.token = token
         self.git_root = git_root
-        self.spec = Spec()
+        self.spec = Spec(SPEC, "Gitea")
         self.requests = []
         self.lock = threading.Lock()
         self.comments = {}         # "owner/repo#N" -> comments, oldest first

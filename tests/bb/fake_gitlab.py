@@ -1,13 +1,15 @@
 """fake_gitlab: a local stand-in for GitLab's REST API v4 (notes, award emoji, merge requests,
-project members) and its git over smart HTTP (git's own http-backend, Basic auth as oauth2 and
-the token), for tests/bb/test_gitlab.py.
+project members, the token's scopes) and its git over smart HTTP (git's own http-backend, Basic
+auth as oauth2 and the token), for tests/bb/test_gitlab.py.
 
-Every request is recorded, and every API request is checked against the routes below, written
-from GitLab's REST API documentation (doc/api/notes.md, emoji_reactions.md, merge_requests.md,
-members.md of GitLab CE, MIT): the path's template and method, its required path, query and body
-parameters, and no query or body parameter the route does not name. A request that fails the
-check is answered 400 and kept in `invalid`. (GitLab's OpenAPI document, openapi_v2.yaml, was not
-trimmed into a fixture yet: see docs/sources.md.)
+Every request is recorded, and every API request is checked against GitLab's published OpenAPI
+document (tests/fixtures/gitlab, trimmed to the operations spur calls) by tests/bb/swagger.py.
+The notes operations (list, create, edit a note of a merge request or an issue) and the user
+lookup (GET /users?username=) are not in that document: those four are checked against HAND
+below, written from GitLab's REST documentation (doc/api/notes.md, users.md of GitLab CE, MIT):
+the path's template and method, its required body parameters, and no query or body parameter
+the route does not name. A request that fails either check is answered 400 and kept in
+`invalid`.
 """
 import base64
 import json
@@ -20,77 +22,36 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from fakeapis import git_http_backend
+from swagger import Spec
+
+SPEC = os.path.join(os.path.dirname(__file__), "..", "fixtures", "gitlab", "openapi-trimmed.json")
+NOTES = r"^/api/v4/projects/[^/]+/(merge_requests|issues)/\d+/notes"
+HAND = [    # (method, path, query parameters, body parameters, required body parameters)
+    ("GET", NOTES + "$", {"sort", "order_by", "page", "per_page"}, set(), set()),
+    ("POST", NOTES + "$", set(), {"body"}, {"body"}),
+    ("PUT", NOTES + r"/\d+$", set(), {"body"}, {"body"}),
+    ("GET", r"^/api/v4/users$", {"username", "search", "active", "blocked", "page", "per_page"}, set(), set()),
+]
 
 
-def _p(where, name, required=False):
-    return {"in": where, "name": name, "required": required}
-
-
-ID, IID = _p("path", "id", True), _p("path", "noteable_id", True)
-PAGING = [_p("query", "page"), _p("query", "per_page")]
-MR_FIELDS = ["title", "description", "target_branch", "state_event", "labels", "add_labels",
-             "remove_labels", "assignee_ids", "reviewer_ids", "milestone_id", "squash",
-             "remove_source_branch", "discussion_locked", "allow_collaboration"]
-ROUTES = {
-    "/api/v4/projects/{id}/{noteable}/{noteable_id}/notes": {
-        "get": {"parameters": [ID, IID, _p("query", "sort"), _p("query", "order_by")] + PAGING},
-        "post": {"parameters": [ID, IID, _p("body", "body", True)]}},
-    "/api/v4/projects/{id}/{noteable}/{noteable_id}/notes/{note_id}": {
-        "put": {"parameters": [ID, IID, _p("path", "note_id", True), _p("body", "body", True)]}},
-    "/api/v4/projects/{id}/{noteable}/{noteable_id}/notes/{note_id}/award_emoji": {
-        "post": {"parameters": [ID, IID, _p("path", "note_id", True), _p("body", "name", True)]}},
-    "/api/v4/personal_access_tokens/self": {"get": {"parameters": []}},
-    "/api/v4/projects/{id}/members/all/{user_id}": {
-        "get": {"parameters": [ID, _p("path", "user_id", True)]}},
-    "/api/v4/projects/{id}/merge_requests": {
-        "get": {"parameters": [ID, _p("query", "state"), _p("query", "source_branch"),
-                               _p("query", "target_branch")] + PAGING},
-        "post": {"parameters": [ID, _p("body", "source_branch", True), _p("body", "target_branch", True),
-                                _p("body", "title", True)] + [_p("body", f) for f in MR_FIELDS]}},
-    "/api/v4/projects/{id}/merge_requests/{merge_request_iid}": {
-        "get": {"parameters": [ID, _p("path", "merge_request_iid", True)]},
-        "put": {"parameters": [ID, _p("path", "merge_request_iid", True)] + [_p("body", f) for f in MR_FIELDS]}},
-}
-
-
-def load_description():
-    out = []
-    for tmpl, ops in ROUTES.items():
-        rx = "^" + re.sub(r"\\\{[a-z_]+\\\}", "([^/]+)", re.escape(tmpl)) + "$"
-        out.append((re.compile(rx), tmpl, ops))
-    return out
-
-
-def check(routes, method, raw_path, body):
-    """None when the request is one the description allows, else why not."""
+def check_hand(method, raw_path, raw_body):
+    """None when the request is one of HAND's routes of GitLab's REST documentation, else why
+    not; False when it is none of their paths."""
     path, _, query = raw_path.partition("?")
-    q = urllib.parse.parse_qs(query)
-    for rx, tmpl, ops in routes:
-        m = rx.match(path)
-        if m is None:
-            continue
-        # The noteable of the notes routes is one of two words.
-        if "{noteable}" in tmpl and m.group(2) not in ("merge_requests", "issues"):
-            continue
-        op = ops.get(method.lower())
-        if op is None:
-            return "%s %s: the description has no %s there" % (method, tmpl, method)
-        params = op.get("parameters", [])
-        names = set()
-        for p in params:
-            names.add(p["name"])
-            if p.get("required") and p["in"] == "query" and p["name"] not in q:
-                return "%s %s: query lacks required %s" % (method, tmpl, p["name"])
-            if p.get("required") and p["in"] == "body" and (not isinstance(body, dict) or p["name"] not in body):
-                return "%s %s: body lacks required %s" % (method, tmpl, p["name"])
-        for k in q:
-            if k not in names:
-                return "%s %s: unknown query parameter %s" % (method, tmpl, k)
-        for k in (body or {}):
-            if k not in names:
-                return "%s %s: unknown body parameter %s" % (method, tmpl, k)
-        return None
-    return "%s %s: no such route in the description" % (method, path)
+    hit = [x for x in HAND if re.match(x[1], path)]
+    if not hit:
+        return False
+    if method not in [x[0] for x in hit]:
+        return "%s %s: no such method there" % (method, path)
+    _, _, qs, bs, req = [x for x in hit if x[0] == method][0]
+    try:
+        body = json.loads(raw_body) if raw_body else {}
+    except ValueError:
+        return "%s %s: the body is not JSON" % (method, path)
+    bad = ["unknown query parameter " + k for k in urllib.parse.parse_qs(query) if k not in qs]
+    bad += ["unknown body parameter " + k for k in body if k not in bs]
+    bad += ["body lacks required " + k for k in req if k not in body]
+    return "%s %s: %s" % (method, path, "; ".join(bad)) if bad else None
 
 
 class FakeGitLab:
@@ -100,7 +61,7 @@ class FakeGitLab:
     def __init__(self, token, git_root):
         self.token = token
         self.git_root = git_root
-        self.routes = load_description()
+        self.spec = Spec(SPEC, "GitLab", lenient_path=("id",))
         self.requests = []
         self.invalid = []
         self.lock = threading.Lock()
@@ -109,6 +70,7 @@ class FakeGitLab:
         self.notes = {}        # "project!iid" or "project#iid" -> [notes]
         self.awards = []       # (path, name)
         self.members = {}      # user id -> access level (absent: 404, not a member)
+        self.users = {}        # username -> user id (GET /users?username=)
         self.scopes = ["api", "write_repository"]   # the token's, as personal_access_tokens/self says
         self.before = None     # fn run before the next note post's answer (a crash between)
         fake = self
@@ -183,15 +145,15 @@ class FakeGitLab:
         tok = h.headers.get("PRIVATE-TOKEN") or (h.headers.get("Authorization") or "").replace("Bearer ", "", 1)
         if tok != self.token:
             return self.send(h, 401, {"message": "401 Unauthorized"})
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = "not json"
-        why = check(self.routes, h.command, h.path, body)
+        why = check_hand(h.command, h.path, rec["body"])
+        if why is False:
+            op, bad = self.spec.check(h.command, h.path, rec["body"])
+            why = "; ".join(bad) if bad else None
         if why is not None:
             with self.lock:
                 self.invalid.append(why)
             return self.send(h, 400, {"error": why})
+        body = json.loads(raw) if raw else None
         return self.api(h, urllib.parse.unquote(h.path.partition("?")[0]), h.path.partition("?")[2], body)
 
     def api(self, h, path, query, body):
@@ -199,6 +161,10 @@ class FakeGitLab:
         m = re.match(r"^/api/v4/projects/(.+?)/(merge_requests|issues)/(\d+)/notes(?:/(\d+))?(/award_emoji)?$", path)
         if m is not None:
             return self.note(h, m.group(1), m.group(2), int(m.group(3)), m.group(4), m.group(5), body)
+        if path == "/api/v4/users":
+            name = q.get("username", [""])[0]
+            return self.send(h, 200, [{"id": self.users[name], "username": name, "state": "active"}]
+                             if name in self.users else [])
         if path == "/api/v4/personal_access_tokens/self":
             return self.send(h, 200, {"id": 1, "name": "spur", "active": True, "revoked": False,
                                       "scopes": self.scopes})
@@ -263,7 +229,9 @@ class FakeGitLab:
                 if "description" in body:
                     mrs[iid]["description"] = body["description"]
                 if "add_labels" in body:
-                    mrs[iid]["labels"] = body["add_labels"].split(",")
+                    mrs[iid]["labels"] = body["add_labels"]
+                if "reviewer_ids" in body:
+                    mrs[iid]["reviewers"] = [{"id": u} for u in body["reviewer_ids"]]
             return self.send(h, 200, mrs[iid])
 
     def git(self, h, body):

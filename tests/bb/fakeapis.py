@@ -68,6 +68,12 @@ class Fake:
         self.oauth_codes = {}
         self.user_tokens = {}
         self.linear_ids = {}
+        # Linear's issues (linear_issue), its teams' workflow states, the states issueUpdate set
+        # (issue id, state id), and each request the schema refused (its JSON, the answer).
+        self.linear_issues = {}
+        self.linear_teams = {}
+        self.linear_moves = []
+        self.linear_invalid = []
         # Who people are (authors): Slack users.info's user objects by id, user groups' members
         # (usergroups.users.list) by group id, and Linear users ({guest, teams: [keys]}) by id.
         # A user not listed is a full member of workspace T1 (Slack) or of no team (Linear);
@@ -286,10 +292,10 @@ class Fake:
         if h.headers.get("X-GitHub-Api-Version") != "2022-11-28" or int(query.get("per_page", ["30"])[0]) > 100:
             self.send(h, 422, {"message": "Validation Failed"})
             return True
-        self.github_item_answer(h, path)
+        self.github_item_answer(h, path, query)
         return True
 
-    def github_item_answer(self, h, path):
+    def github_item_answer(self, h, path, query):
         m = re.match(r"^/repos/([^/]+/[^/]+)/issues/(\d+)$", path)
         if m:
             with self.lock:
@@ -303,7 +309,12 @@ class Fake:
                                       "pull_request": {"url": "%s/repos/%s/pulls/%s" % ((self.url,) + m.groups())}})
         m = re.match(r"^/repos/([^/]+/[^/]+)/pulls/(\d+)/files$", path)
         if m:
-            return self.send(h, 200, self.pr_files.get("%s#%s" % m.groups(), []))
+            # per_page (30 by default) and page, the next page in Link as GitHub says it.
+            per, page = int(query.get("per_page", ["30"])[0]), max(1, int(query.get("page", ["1"])[0]))
+            files = self.pr_files.get("%s#%s" % m.groups(), [])
+            more = {"Link": '<%s%s?per_page=%d&page=%d>; rel="next"' % (self.url, path, per, page + 1)} \
+                if page * per < len(files) else {}
+            return self.send(h, 200, files[(page - 1) * per:page * per], more)
         m = re.match(r"^/repos/[^/]+/[^/]+/commits/([0-9a-f]{40})/check-runs$", path)
         if m:
             runs = self.check_runs.get(m.group(1), [])
@@ -812,7 +823,10 @@ class Fake:
                              {"x-oauth-scopes": self.slack_scopes, "x-accepted-oauth-scopes": ""})
         if path == "/api/conversations.replies" and h.command == "GET":
             q = dict((k, v[0]) for k, v in urllib.parse.parse_qs(qs).items())
-            if not q.get("channel") or not q.get("ts"):
+            # Slack's conversations.replies: channel and ts required, limit at most 1000, a cursor
+            # being what an earlier page's response_metadata.next_cursor gave.
+            if (not q.get("channel") or not q.get("ts") or not re.match(r"^\d{1,4}$", q.get("limit", "1"))
+                    or not 1 <= int(q.get("limit", "1")) <= 1000 or not re.match(r"^\d*$", q.get("cursor", ""))):
                 return self.send(h, 200, {"ok": False, "error": "invalid_arguments"})
             msgs = [dict(m) for m in self.posted("%s/%s" % (q["channel"], q["ts"]))
                     if float(m["ts"]) >= float(q.get("oldest") or 0)]
@@ -887,49 +901,114 @@ class Fake:
         return None
 
     def linear(self, h, body):
+        """Linear's GraphQL API: each request checked against Linear's published schema
+        (tests/fixtures/linear/schema.graphql, the part spur uses), then run against it with this
+        stand-in's issues, comments, teams and users as the data."""
         if h.headers.get("Authorization") != self.linear_key:
             return self.send(h, 400, {"errors": [{"message": "Authentication required, not authenticated",
                                                   "extensions": {"code": "AUTHENTICATION_ERROR"}}]})
-        j = json.loads(body)
-        if "user(id:" in j.get("query", ""):
-            uid = j.get("variables", {}).get("id")
-            u = self.linear_users.get(uid, {"guest": False, "teams": []})
-            if u is None:
-                return self.send(h, 200, {"data": None, "errors": [{"message": "Entity not found: User",
-                                                                   "extensions": {"code": "INVALID_INPUT"}}]})
-            return self.send(h, 200, {"data": {"user": {"id": uid, "guest": bool(u.get("guest")), "active": True,
-                                                        "teams": {"nodes": [{"key": k} for k in u.get("teams", [])]}}}})
-        if re.match(r"^\s*(query\s*)?\{\s*viewer\s*\{", j.get("query", "")):
-            return self.send(h, 200, {"data": {"viewer": {"id": "usr-spur", "name": "spur bot",
-                                                          "email": "spur@acme.example"}}})
-        if "issue(id:" in j.get("query", ""):
-            iid = j.get("variables", {}).get("id")
-            if not iid:
-                return self.send(h, 400, {"errors": [{"message": "bad query", "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"}}]})
-            nodes = [{"id": self.linear_id(iid, i), "body": b} for i, b in enumerate(self.posted(iid))][-50:]
-            if "id body" not in j["query"] and "id\n" not in j["query"]:
-                for n in nodes:
-                    n.pop("id")
-            return self.send(h, 200, {"data": {"issue": {"comments": {"nodes": nodes}}}})
-        inp = j.get("variables", {}).get("input", {})
-        if "commentUpdate(" in j.get("query", ""):
-            # commentUpdate(id: String!, input: CommentUpdateInput!): the comment's body replaced.
-            cid = j.get("variables", {}).get("id")
-            if not isinstance(cid, str) or not isinstance(inp.get("body"), str) or "issueId" in inp:
-                return self.send(h, 400, {"errors": [{"message": "bad query", "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"}}]})
+        try:
+            j = json.loads(body)
+        except ValueError:
+            j = None
+        status, out = linear_graphql(j, self.linear_root())
+        if status != 200:
             with self.lock:
-                where = self.linear_ids.get(cid)
+                self.linear_invalid.append((j, out))
+        return self.send(h, status, out)
+
+    def linear_root(self):
+        """The Query and Mutation fields the schema's resolvers read (each a function of its
+        arguments); an issue not added with linear_issue is a bare one of team ENG."""
+        def entity(what):
+            from graphql import GraphQLError
+            return GraphQLError("Entity not found: " + what, extensions={"code": "INVALID_INPUT"})
+
+        def user(info, id):
+            u = self.linear_users.get(id, {"guest": False, "teams": []})
+            if u is None:
+                raise entity("User")
+            return {"id": id, "guest": bool(u.get("guest")), "active": True,
+                    "teams": lambda info, **a: {"nodes": [{"key": k} for k in u.get("teams", [])]}}
+
+        def comment_create(info, input):
+            if not input.get("issueId") or not input.get("body"):
+                from graphql import GraphQLError
+                raise GraphQLError("Argument Validation Error", extensions={"code": "INVALID_INPUT"})
+            self.keep(input["issueId"], input["body"])
+            return {"success": True,
+                    "comment": {"id": self.linear_id(input["issueId"], len(self.posted(input["issueId"])) - 1)}}
+
+        def comment_update(info, id, input):
+            with self.lock:
+                where = self.linear_ids.get(id)
                 if where is not None:
-                    self.threads[where[0]][where[1]] = inp["body"]
+                    self.threads[where[0]][where[1]] = input["body"]
             if where is None:
-                return self.send(h, 200, {"data": None, "errors": [{"message": "Entity not found: Comment",
-                                                                   "extensions": {"code": "INVALID_INPUT"}}]})
-            return self.send(h, 200, {"data": {"commentUpdate": {"success": True, "comment": {"id": cid}}}})
-        if "commentCreate" not in j.get("query", "") or not inp.get("issueId") or not inp.get("body"):
-            return self.send(h, 400, {"errors": [{"message": "bad query", "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"}}]})
-        self.keep(inp["issueId"], inp["body"])
-        cid = self.linear_id(inp["issueId"], len(self.posted(inp["issueId"])) - 1)
-        return self.send(h, 200, {"data": {"commentCreate": {"success": True, "comment": {"id": cid}}}})
+                raise entity("Comment")
+            return {"success": True, "comment": {"id": id}}
+
+        def issue_update(info, id, input):
+            i = self.linear_issue_get(id)
+            if input.get("stateId") is not None:
+                if input["stateId"] not in [st["id"] for st in self.linear_states(i["team"])]:
+                    raise entity("WorkflowState")
+                with self.lock:
+                    i["stateId"] = input["stateId"]
+                    self.linear_moves.append((i["id"], input["stateId"]))
+            return {"success": True, "issue": self.linear_issue_obj(i)}
+
+        return {"viewer": {"id": "usr-spur", "name": "spur bot", "email": "spur@acme.example"},
+                "user": user, "issue": lambda info, id: self.linear_issue_obj(self.linear_issue_get(id)),
+                "commentCreate": comment_create, "commentUpdate": comment_update, "issueUpdate": issue_update}
+
+    def linear_issue(self, iid, identifier, team="ENG", title="", description="", state="Todo",
+                     assignee=None, labels=(), comments=()):
+        """An issue (its id, ENG-12, its team's key, state by name) and the comments people
+        wrote on it (author, text), oldest first."""
+        with self.lock:
+            self.linear_issues[iid] = {
+                "id": iid, "identifier": identifier, "team": team, "title": title, "description": description,
+                "stateId": next(st["id"] for st in self.linear_states(team) if st["name"] == state),
+                "assignee": assignee, "labels": list(labels),
+                "comments": [{"user": a, "body": b, "createdAt": iso(1.7e9 + n)} for n, (a, b) in enumerate(comments)]}
+        return self.linear_issues[iid]
+
+    def linear_states(self, team):
+        return self.linear_teams.setdefault(team, [
+            {"id": "%s-st-%d" % (team.lower(), n), "name": name, "type": kind} for n, (name, kind) in enumerate(
+                [("Backlog", "backlog"), ("Todo", "unstarted"), ("In Progress", "started"), ("In Review", "started"),
+                 ("Done", "completed"), ("Canceled", "canceled")])])
+
+    def linear_issue_get(self, iid):
+        with self.lock:
+            for i in self.linear_issues.values():
+                if iid in (i["id"], i["identifier"]):
+                    return i
+        return {"id": iid, "identifier": "ENG-0", "team": "ENG", "title": "", "description": "",
+                "stateId": self.linear_states("ENG")[1]["id"], "assignee": None, "labels": [], "comments": []}
+
+    def linear_issue_obj(self, i):
+        """An issue as the schema's resolvers read it: the people's comments, then spur's."""
+        states = self.linear_states(i["team"])
+        nodes = [dict(c, id="%s-p%d" % (i["id"], n), user={"name": c["user"]})
+                 for n, c in enumerate(i["comments"])]
+        nodes += [{"id": self.linear_id(i["id"], n), "body": b, "createdAt": iso(1.8e9 + n),
+                   "user": {"name": "spur bot"}} for n, b in enumerate(self.posted(i["id"]))]
+
+        def comments(info, first=None, after=None, last=None, **_):
+            start = int(after) if after else 0
+            page = nodes[-last:] if last else nodes[start:start + (first or 50)]
+            more = not last and start + len(page) < len(nodes)
+            return {"nodes": page, "pageInfo": {"hasNextPage": more, "endCursor": str(start + len(page))}}
+
+        return {"id": i["id"], "identifier": i["identifier"], "title": i["title"], "description": i["description"],
+                "url": "https://linear.app/acme/issue/%s" % i["identifier"],
+                "state": next((st for st in states if st["id"] == i["stateId"]), None),
+                "assignee": {"name": i["assignee"]} if i["assignee"] else None,
+                "labels": lambda info, **a: {"nodes": [{"name": n} for n in i["labels"]]},
+                "team": {"key": i["team"], "states": lambda info, **a: {"nodes": states}},
+                "comments": comments}
 
     def linear_id(self, iid, i):
         """The id of the i-th comment on a Linear issue (the comments are kept as bodies)."""
@@ -952,6 +1031,45 @@ class Fake:
             return
         path, _, query = h.path[len("/git"):].partition("?")
         git_http_backend(h, body, self.git_root, path, query, "x-access-token")
+
+
+LINEAR_SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "linear",
+                             "schema.graphql")
+_linear_schema = []
+
+
+def linear_graphql(j, root):
+    """A GraphQL request (its JSON) checked against Linear's schema and run with root: Linear's
+    status and answer (400 and GRAPHQL_VALIDATION_FAILED for a query or variables the schema
+    refuses). graphql-core checks it; without it every request fails, saying so."""
+    try:
+        import graphql
+    except ImportError:
+        return 500, {"errors": [{"message": "the stand-in cannot check GraphQL: graphql-core is not installed"}]}
+    if not _linear_schema:
+        with open(LINEAR_SCHEMA) as f:
+            _linear_schema.append(graphql.build_schema(f.read()))
+    schema = _linear_schema[0]
+    bad = lambda m: (400, {"errors": [{"message": m, "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"}}]})
+    if not isinstance(j, dict) or not isinstance(j.get("query"), str):
+        return bad("Must provide query string.")
+    if not isinstance(j.get("variables", {}), dict):
+        return bad("Variables must be an object.")
+    try:
+        doc = graphql.parse(j["query"])
+    except graphql.GraphQLError as e:
+        return bad(e.message)
+    errs = graphql.validate(schema, doc)
+    if errs:
+        return bad(errs[0].message)
+    r = graphql.execute(schema, doc, root_value=root, variable_values=j.get("variables") or {},
+                        operation_name=j.get("operationName"))
+    if r.errors and r.data is None and not any(e.path for e in r.errors):
+        return bad(r.errors[0].message)      # the variables' values, not the data
+    out = {"data": r.data}
+    if r.errors:
+        out["errors"] = [e.formatted for e in r.errors]
+    return 200, out
 
 
 def git_http_backend(h, body, root, path, query, user):

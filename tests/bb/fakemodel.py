@@ -46,6 +46,12 @@ ERRORS = {
 }
 
 
+def tool_results(j):
+    """How many tool results an Anthropic Messages request holds (where a script is)."""
+    return sum(1 for m in j.get("messages") or [] if isinstance(m.get("content"), list)
+               for c in m["content"] if isinstance(c, dict) and c.get("type") == "tool_result")
+
+
 def sse(event, data):
     return ("event: %s\ndata: %s\n\n" % (event, json.dumps(data))).encode()
 

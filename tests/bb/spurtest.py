@@ -67,6 +67,15 @@ def require_sandboxes(t):
         t.skip_all("bubblewrap cannot create sandboxes here: %s" % why)
 
 
+def require_claude(t):
+    """The Claude Code CLI pinned under tests/ (its path); skips the whole test file without it."""
+    claude = os.path.join(NODE_MODULES, ".bin", "claude")
+    if not os.path.exists(claude):
+        t.skip_all("%s is not installed (contrib/quickstart check installs it; by hand: cd tests && npm install)"
+                   % claude)
+    return claude
+
+
 class Tap:
     """Minimal TAP producer; the exit status says whether everything passed."""
 
@@ -368,6 +377,17 @@ def pg_sql(sql, args):
         i += 1
     # sqlite's total() is sum() that says 0 for no rows
     return re.sub(r"\btotal\(([^()]*)\)", r"COALESCE(sum(\1), 0)", "".join(out))
+
+
+def wait_for(cond, timeout=120, every=0.02):
+    """cond()'s first true value, polled every `every` s, or None after timeout s."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(every)
+    return None
 
 
 class Spur:

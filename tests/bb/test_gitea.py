@@ -1,7 +1,8 @@
 """Gitea and Forgejo (SPEC 19): a signed comment to a run, its branch pushed over smart HTTP with
 the org's token, the pull request opened or the PR's own branch updated, the status comment edited
 in place; bad signatures, replays and non-collaborators refused; every API call spur makes checked
-against Gitea's swagger document (fake_gitea.py)."""
+against Gitea's swagger document (fake_gitea.py). The org configures GitLab too, first in the
+table: Gitea's events are cloned, pushed and answered through Gitea all the same."""
 import hashlib
 import hmac
 import json
@@ -13,6 +14,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import tempdir, require_sandboxes, Spur, Tap, grep_secrets
 from fakeapis import make_remote, add_ref, git_show, git_parents
 from fake_gitea import FakeGitea
+from fake_gitlab import FakeGitLab
 
 t = Tap()
 require_sandboxes(t)
@@ -26,11 +28,18 @@ add_ref(remote, "refs/heads/feature-x", {"marker.txt": "feature-x only\n"})
 fake.add_pr("acme/api", 20, "feature-x", "acme/api")
 fake.collaborators["acme/api"] = {"alice"}
 
-ORGS = ("orgs:\n  acme:\n    gitea:\n      url: %s\n      token: env:T_GITEA_TOKEN\n"
-        "      webhook_secret: env:T_GITEA_SECRET\n" % fake.url)
+gitlab = FakeGitLab("glpat-other-forge-9d8e", tempdir("spur-gitea-gl-"))
+ORGS = ("orgs:\n  acme:\n    gitlab:\n      url: %s\n      token: env:T_GL_TOKEN\n"
+        "      webhook_secret: env:T_GL_SECRET\n"
+        "    gitea:\n      url: %s\n      token: env:T_GITEA_TOKEN\n"
+        "      webhook_secret: env:T_GITEA_SECRET\n" % (gitlab.url, fake.url))
 AUTO = ("name: fix\non:\n  gitea:\n    events: [issue_comment.created]\n    text: '^/fix'\n"
         "agent: command\ncommand: [sh, -c, 'cat >/dev/null; cd /workspace; echo fixed >> fix.txt; "
         "echo \"Fixed the thing\"']\nprompt: Fix it.\nproof: pull_request\n")
+CI = ("name: ci\non:\n  gitea:\n    events: [workflow_run.completed]\n"
+      "    where:\n      workflow_run.conclusion: { in: [failure] }\nagent: command\n"
+      "command: [sh, -c, 'cat >/dev/null; echo looked at the failed run']\nprompt: Why did CI fail?\n"
+      "proof: report\n")
 REPORTS = "reports:\n  backoff: 200ms\n"
 OPS = ("name: ops\non:\n  gitea:\n    events: [issues.opened]\nagent: command\n"
        "command: [sh, -c, 'cat >/dev/null; echo looked at it']\nprompt: Look.\nproof: report\n"
@@ -69,8 +78,9 @@ def wait(pred, timeout=60):
     return pred()
 
 
-with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.yaml": OPS},
-          env={"T_GITEA_TOKEN": TOKEN, "T_GITEA_SECRET": SECRET}) as s:
+with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.yaml": OPS, "ci.yaml": CI},
+          env={"T_GITEA_TOKEN": TOKEN, "T_GITEA_SECRET": SECRET, "T_GL_TOKEN": "glpat-other-forge-9d8e",
+               "T_GL_SECRET": "gitlab-secret-of-acme"}) as s:
     rc, out, err = s.c("check")
     t.eq(rc, 0, "spur check accepts orgs.acme.gitea: %s" % err)
     rc, out, err = s.c("doctor")
@@ -101,6 +111,8 @@ with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.y
          "one status comment, edited in place into the report with the PR and the run's link", posted)
     merges = [x for x in fake.requests if "/merge" in x["path"]]
     t.eq(merges, [], "nothing is merged")
+    t.eq([x["path"] for x in gitlab.requests if "personal_access_tokens" not in x["path"]], [],
+         "the org's GitLab, first in the table, heard nothing of Gitea's run (only doctor's token check)")
 
     # --- a /fix on the same-repo PR #20: its own branch gets the commit ------------------
     st, _, a = post(s, comment("/fix on the PR", 20, is_pull=True), "d-2")
@@ -136,6 +148,35 @@ with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.y
     s.wait_reports_done()
     t.ok(any("Retrying as run" in c["body"] for c in fake.comments.get("acme/api#5", [])),
          "and answers in the issue with the new run's link", fake.comments.get("acme/api#5"))
+
+    # --- Gitea Actions: a failed workflow_run of PR #20 (Gitea's WorkflowRunPayload) --------
+    def workflow_run(action, conclusion, delivery):
+        base = json.loads(comment("x", 20, is_pull=True))
+        run = {"id": 55, "html_url": fake.url + "/acme/api/actions/runs/12", "display_title": "Fix the parser",
+               "event": "pull_request", "run_number": 12, "run_attempt": 1, "head_sha": "a" * 40,
+               "head_branch": "feature-x", "status": action if action != "requested" else "waiting"}
+        if conclusion:
+            run["conclusion"] = conclusion
+        p = {"action": action, "workflow": {"id": "ci.yml", "name": "CI", "path": ".gitea/workflows/ci.yml"},
+             "workflow_run": run, "pull_request": base["pull_request"], "repository": base["repository"],
+             "sender": base["sender"]}
+        return post(s, json.dumps(p).encode(), delivery, event="workflow_run")
+    st, _, a = workflow_run("completed", "success", "d-w1")
+    t.ok(st == 200 and a.get("runs") == [], "a successful workflow_run starts nothing (where: conclusion)", a)
+    st, _, a = workflow_run("completed", "failure", "d-w2")
+    t.ok(st == 200 and len(a.get("runs", [])) == 1, "a failed workflow_run.completed starts the ci automation", a)
+    if a.get("runs"):
+        ev = json.loads(s.query("SELECT json FROM events WHERE id = ?", a["event"])[0]["json"])
+        t.eq((ev["type"], ev["thread"], ev["meta"].get("conclusion"), ev["meta"].get("workflow"),
+              ev["meta"].get("ref")), ("workflow_run.completed", "gitea:acme/api#20", "failure", "CI", "feature-x"),
+             "its event: the run's PR thread, conclusion, workflow and branch")
+        s.wait_run(a["runs"][0])
+        s.wait_reports_done(run=a["runs"][0])
+        prompt = s.query("SELECT prompt FROM runs WHERE id = ?", a["runs"][0])[0]["prompt"]
+        t.ok("\nconclusion: failure\n" in prompt and "\nworkflow run: %s/acme/api/actions/runs/12\n" % fake.url
+             in prompt, "the prompt's fence has the conclusion and the workflow run's page", prompt[-600:])
+        t.ok(any("looked at the failed run" in c["body"] for c in fake.comments.get("acme/api#20", [])),
+             "its report is a comment on the pull request", fake.comments.get("acme/api#20"))
 
     # --- an opened issue, its report sent to the destination acme/ops#30 -------------------
     issue = json.loads(comment("x", 31))
@@ -197,4 +238,5 @@ with Spur(orgs="orgs:\n  acme:\n    gitea:\n      token: env:T_GITEA_TOKEN\n",
          "spur check requires gitea.url and webhook_secret", err)
 
 fake.close()
+gitlab.close()
 t.done()

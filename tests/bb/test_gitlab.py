@@ -24,7 +24,9 @@ fake = FakeGitLab(TOKEN, gitroot)
 remote = make_remote(gitroot, "acme/api", {"README.md": "hello\n"})
 add_ref(remote, "refs/heads/feature-x", {"marker.txt": "feature-x only\n"})
 fake.add_mr("acme/api", 5, "feature-x")
+sub_remote = make_remote(gitroot, "acme/team/api", {"README.md": "in a subgroup\n"})
 fake.members = {7: 30, 8: 20}      # ada a Developer, rita a Reporter, anyone else no member
+fake.users = {"ada": 7, "rita": 8}  # no ghost
 
 ORGS = ("orgs:\n  acme:\n    gitlab:\n      url: %s/\n      token: env:T_GL_TOKEN\n"
         "      webhook_secret: env:T_GL_SECRET\n" % fake.url)
@@ -38,6 +40,7 @@ agent: command
 command: [sh, -c, 'cat >/dev/null; cd /workspace; cat marker.txt > seen.txt 2>/dev/null || echo none > seen.txt; echo "Fixed the thing"']
 prompt: Fix it.
 proof: pull_request
+pull_request: {reviewers: [ada], labels: [spur-fix]}
 """
 SLOW = """\
 name: slow
@@ -51,19 +54,34 @@ prompt: Take your time.
 proof: report
 report: {gitlab: acme/api!5}
 """
+SUB = """\
+name: sub
+on:
+  gitlab:
+    events: [note.issue]
+    text: '^/sub'
+agent: command
+command: [sh, -c, 'cat >/dev/null; cd /workspace; cat README.md > seen.txt; echo "Subgroup done"']
+prompt: Go.
+repository: acme/team/api
+proof: pull_request
+pull_request: {reviewers: [ada, ghost]}
+report: {gitlab: acme/team/api!7}
+"""
 CONFIG = ("public_url: http://spur.example:8080/\nreports:\n  progress: true\n"
           "git:\n  author_name: Spur Bot\n  author_email: bot@spur.example\n")
 
 
-def note(text, on="MergeRequest", iid=5, note_id=1244, user=("ada", 7)):
+def note(text, on="MergeRequest", iid=5, note_id=1244, user=("ada", 7), project="acme/api"):
     p = {"object_kind": "note", "event_type": "note",
          "user": {"id": user[1], "name": user[0].title(), "username": user[0]},
-         "project_id": fake.project_id("acme/api"),
-         "project": {"id": fake.project_id("acme/api"), "path_with_namespace": "acme/api",
-                     "web_url": fake.url + "/acme/api"},
+         "project_id": fake.project_id(project),
+         "project": {"id": fake.project_id(project), "path_with_namespace": project,
+                     "web_url": fake.url + "/" + project},
          "object_attributes": {"id": note_id, "note": text, "noteable_type": on,
-                               "url": "%s/acme/api/-/%s/%d#note_%d" % (
-                                   fake.url, "merge_requests" if on == "MergeRequest" else "issues", iid, note_id)}}
+                               "url": "%s/%s/-/%s/%d#note_%d" % (
+                                   fake.url, project, "merge_requests" if on == "MergeRequest" else "issues", iid,
+                                   note_id)}}
     if on == "MergeRequest":
         p["merge_request"] = {"iid": iid, "title": "Feature X", "source_branch": "feature-x",
                               "target_branch": "main", "source_project_id": p["project_id"],
@@ -93,7 +111,7 @@ def until(pred, timeout=60):
 
 
 try:
-    with Spur(CONFIG, orgs=ORGS, automations={"fix.yaml": FIX, "slow.yaml": SLOW}, env=ENV) as s:
+    with Spur(CONFIG, orgs=ORGS, automations={"fix.yaml": FIX, "slow.yaml": SLOW, "sub.yaml": SUB}, env=ENV) as s:
         s.start()
         # --- ingress: the secret token, the event header, deduplication -----------------
         body = note("/fix the flaky test")
@@ -163,6 +181,8 @@ try:
         t.ok(r["state"] == "completed", "the issue note's run completed", r)
         opened = [m for m in fake.mrs["acme/api"].values() if m["source_branch"] == "spur/" + run]
         t.ok(len(opened) == 1, "a merge request was opened for the run's branch spur/RUN", fake.mrs)
+        t.eq((opened[0].get("reviewers"), opened[0].get("labels")) if opened else None, ([{"id": 7}], ["spur-fix"]),
+             "pull_request.reviewers asked by user id (ada is 7), labels added")
         t.ok(opened and opened[0]["target_branch"] == "main" and "Fixed the thing" in
              (git_log(remote, "refs/heads/spur/" + run) or ""), "into main, with the agent's commit pushed")
         s.wait_reports_done(run=run)
@@ -171,6 +191,33 @@ try:
         t.ok(notes and notes[0].get("edits", 0) >= 1, "the status note was edited in place", notes)
         t.ok(notes and "http://spur.example:8080/runs/" + run in notes[0]["body"] and opened and
              opened[0]["web_url"] in notes[0]["body"], "its final text links the run's page and the MR", notes)
+
+        # --- a project in a subgroup (GROUP/SUB/PROJECT): cloned, pushed, its MR, a report there
+        st, _, a = s.post_json(HOOK, note("/sub please", on="Issue", iid=2, note_id=1700, project="acme/team/api"),
+                               headers(key="k-sub"))
+        t.ok(st == 200 and len(a.get("runs", [])) == 1, "a note in a subgroup's project starts a run", a)
+        sub_run = a["runs"][0]
+        ev = json.loads(s.query("SELECT json FROM events WHERE id = ?", a["event"])[0]["json"])
+        t.eq((ev["repository"], ev["thread"]), ("acme/team/api", "gitlab:acme/team/api#2"),
+             "its repository is GROUP/SUB/PROJECT, its thread gitlab:acme/team/api#2")
+        r = s.wait_run(sub_run, timeout=120)
+        t.ok(r["state"] == "completed", "the subgroup project's run completed", r)
+        t.eq(git_show(sub_remote, "refs/heads/spur/" + sub_run, "seen.txt"), "in a subgroup\n",
+             "it cloned acme/team/api.git and pushed its branch there")
+        t.ok([m for m in fake.mrs.get("acme/team/api", {}).values() if m["source_branch"] == "spur/" + sub_run],
+             "and opened its merge request", fake.mrs.get("acme/team/api"))
+        s.wait_reports_done(run=sub_run)
+        sub_mr = [m for m in fake.mrs.get("acme/team/api", {}).values() if m["source_branch"] == "spur/" + sub_run]
+        looked = [r["path"] for r in fake.api_requests() if r["path"].startswith("/api/v4/users?")]
+        t.ok(sub_mr and sub_mr[0].get("reviewers") == [{"id": 7}] and looked == [
+            "/api/v4/users?username=ada", "/api/v4/users?username=ghost"],
+             "ada's id came from the cache the second time; ghost, no user, was asked and left out", (looked, sub_mr))
+        paths = set(r["path"].partition("?")[0] for r in fake.api_requests() if "team" in r["path"])
+        t.ok({"/api/v4/projects/acme%2Fteam%2Fapi/merge_requests", "/api/v4/projects/acme%2Fteam%2Fapi/issues/2/notes",
+              "/api/v4/projects/acme%2Fteam%2Fapi/merge_requests/7/notes"} <= paths,
+             "the API heard the project as one URL-encoded id (acme%2Fteam%2Fapi)", paths)
+        t.ok([n for n in fake.notes.get("acme/team/api!7", []) if sub_run in n["body"]],
+             "report: {gitlab: acme/team/api!7} put the report on that merge request", fake.notes.get("acme/team/api!7"))
 
         # --- a crash after GitLab stored the status note, before spur heard: found, not reposted
         killed = threading.Event()
@@ -213,7 +260,13 @@ try:
         rc, out, err = s.c("doctor")
         t.ok([l for l in out.splitlines() if l.startswith("fail") and "gitlab.token" in l and
               "api, write_repository" in l], "and fails one that lacks them, naming them", out)
-        t.eq(fake.invalid, [], "every API request spur sent matched GitLab's documented routes")
+        t.eq(fake.invalid, [], "every API request spur sent matched GitLab's OpenAPI document (notes: its REST docs)")
+        ops = set(fake.spec.check(r["method"], r["path"], r["body"])[0] for r in fake.api_requests())
+        t.ok({"postApiV4ProjectsIdMergeRequests", "getApiV4ProjectsIdMembersAllUserId",
+              "postApiV4ProjectsIdMergeRequestsMergeRequestIidNotesNoteIdAwardEmoji"} <= ops,
+             "merge requests, members and award emoji were checked against the document", ops)
+        _, bad = fake.spec.check("PUT", "/api/v4/projects/acme%2Fapi/merge_requests/5", '{"add_labels": "a,b"}')
+        t.ok(bad, "and the check refuses what the document does not allow (labels as a string)", bad)
         t.eq([x for x in (TOKEN, SECRET) if x in s.logs()], [], "no log holds the token or the secret")
 finally:
     fake.close()

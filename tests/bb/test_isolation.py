@@ -104,8 +104,15 @@ WAITER = auto("waiter", "^/wait", ["sh", "-c", "cat >/dev/null; echo start >> /w
                                    "echo end >> /workspace/log; echo uid=$(id -u); cat /workspace/log"],
               "concurrency: {key: none}\n")
 # Two automations on the same event: each leaves a file in its workspace and HOME and lists both.
+# And what it finds in /etc: spur's own files (copied into its read-only root, not bound) and
+# the host's few it needs (small ones copied, a link into /usr kept a link).
 MINE = ["sh", "-c", "cat >/dev/null; touch /workspace/mine-$0 $HOME/home-$0; echo uid=$(id -u); "
-        "echo ws: $(ls /workspace); echo home: $(ls $HOME)"]
+        "echo ws: $(ls /workspace); echo home: $(ls $HOME); "
+        "echo etc: $(id -un) $(cat /etc/hostname) $(stat -c %a /etc/passwd /etc/hosts) "
+        "$(test -s /etc/ld.so.cache && echo ldcache) "
+        "$(test -e /etc/shadow || echo noshadow) link=$(readlink /etc/localtime); "
+        "(echo x >> /etc/passwd) 2>/dev/null && echo etc-writable; "
+        "(touch /etc/new) 2>/dev/null && echo etc-new-file"]
 ALPHA = auto("alpha", "^/both", [MINE[0], MINE[1], MINE[2], "alpha"])
 BETA = auto("beta", "^/both", [MINE[0], MINE[1], MINE[2], "beta"])
 # The hostile one: swaps a directory of its workspace with a link to the host's directory,
@@ -193,6 +200,12 @@ with Spur("limits:\n  runs: 4\n", automations=autos) as s:
         other = "beta" if "mine-alpha" in out else "alpha"
         t.ok("mine-%s" % other not in out and "home-%s" % other not in out,
              "%s sees neither the other's workspace nor its HOME" % names[run], out)
+    link = os.readlink("/etc/localtime") if os.path.islink("/etc/localtime") else ""
+    want = "etc: spur spur 644 644 ldcache noshadow link=%s" % (link if link.startswith("/usr/") else "")
+    for run, out in ((ra, oa), (rb, ob)):
+        t.ok(want in out and "etc-writable" not in out and "etc-new-file" not in out,
+             "%s's /etc: its own passwd and hostname, the host's ld.so.cache, no shadow, the "
+             "localtime link, all read-only" % names[run], (want, out))
     ua = re.search(r"uid=(\d+)", oa)
     ub = re.search(r"uid=(\d+)", ob)
     if ROOT:

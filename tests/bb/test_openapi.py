@@ -123,7 +123,7 @@ def contract():
     create = schemas["CreateSessionRequest"]
     t.ok(create.get("additionalProperties") is False and create.get("required") == ["input"] and
          set(create["properties"]) == {"input", "agent", "model", "repository", "proof", "timeout", "network",
-                                       "secrets", "budget", "automation", "metadata", "callback_url"},
+                                       "secrets", "connections", "budget", "automation", "metadata", "callback_url"},
          "CreateSessionRequest: the contract's fields, input required, no other field", create)
     run_fields = set(schemas["RunFields"]["properties"])
     t.eq(run_fields, {"id", "org", "automation", "event_id", "thread", "session", "state", "reason", "cause",

@@ -648,6 +648,68 @@ test_jobs(struct priv_helper *h)
 	}
 }
 
+/*
+ * priv_client_calls: three requests on the wire at once, the middle one
+ * refused; every answer is read (the stream stays in step: the next call
+ * works), the refusal's cause comes back, the others' directories are made.
+ */
+static void
+test_calls(struct priv_helper *h)
+{
+	struct priv_msg	 req[3], ans[3], one, oneans;
+	const char	*subs[] = { "a", "../b", "c" };
+	char		*cause = NULL, *p;
+	struct stat	 st;
+	int		 sv[2], status, rc;
+	pid_t		 pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		fatal("socketpair");
+	if ((pid = fork()) == 0) {
+		close(sv[0]);
+		struct priv_msg	 in, out;
+		char		*why = NULL;
+
+		/* The helper's loop, as priv_helper_loop serves the engine. */
+		while (priv_recv(sv[1], &in, &why) > 0) {
+			priv_helper_handle(h, &in, &out);
+			priv_msg_clear(&in);
+			(void)priv_send(sv[1], &out);
+			priv_msg_clear(&out);
+		}
+		_exit(0);
+	}
+	close(sv[1]);
+	priv_client_set(sv[0], root);
+	memset(req, 0, sizeof req);
+	for (int i = 0; i < 3; i++) {
+		req[i].hdr.type = PRIV_PREPARE_DIR;
+		req[i].u.dir.area = PRIV_AREA_SESSIONS;
+		req[i].u.dir.session = "s9";
+		req[i].u.dir.sub = (char *)subs[i];
+		req[i].u.dir.uid = req[i].u.dir.gid = UID_IN;
+	}
+	rc = priv_client_calls(req, 3, ans, &cause);
+	ok(rc == -1 && cause != NULL && strstr(cause, "not a path under the session") != NULL,
+	    "three requests at once, the second refused: -1, its cause (%s)", cause);
+	free(cause);
+	cause = NULL;
+	p = xprintf("%s/sessions/s9/c", root);
+	ok(stat(p, &st) == 0 && S_ISDIR(st.st_mode), "the third was still done");
+	free(p);
+	memset(&one, 0, sizeof one);
+	one = req[0];
+	one.u.dir.sub = "d";
+	ok(priv_client_call(&one, &oneans, &cause) == 0 && oneans.hdr.type == PRIV_OK,
+	    "the next call is answered its own answer: nothing was left on the wire");
+	priv_msg_clear(&oneans);
+	free(cause);
+	close(sv[0]);
+	priv_client_set(-1, root);
+	waitpid(pid, &status, 0);
+	free(log_take());
+}
+
 /* OPEN_FILE: only what the config named at start, a link in the automations never followed. */
 static void
 test_open_file(void)
@@ -744,6 +806,7 @@ main(void)
 	test_argv(h);
 	test_jobs(h);
 	test_open_file();
+	test_calls(h);
 	priv_helper_free(h);
 	dup2(saved, 2);
 	close(saved);
