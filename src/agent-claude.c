@@ -187,32 +187,8 @@ claude_render(struct transcript *t, const json_t *j)
 static char *
 claude_input(const char *text)
 {
-	struct buf	 b;
-	json_t		*j;
-	char		*s, *line;
-	size_t		 len = strlen(text), i = 0;
-	uint32_t	 cp;
-	int		 n;
-
-	buf_init(&b, 0);
-	while (i < len) {
-		if ((n = utf8_len((const unsigned char *)text + i, len - i, &cp)) <= 0) {
-			buf_adds(&b, "\xef\xbf\xbd");
-			i++;
-			continue;
-		}
-		buf_add(&b, text + i, (size_t)n);
-		i += (size_t)n;
-	}
-	j = json_pack("{s:s, s:{s:s, s:s%}}", "type", "user", "message", "role", "user",
-	    "content", b.data != NULL ? b.data : "", b.len);
-	buf_free(&b);
-	if (j == NULL || (s = json_dumps(j, JSON_COMPACT)) == NULL)
-		fatal("claude_input: out of memory");
-	json_decref(j);
-	line = xprintf("%s\n", s);
-	free(s);
-	return line;
+	return agent_json_line(json_pack("{s:s, s:{s:s, s:o}}", "type", "user", "message",
+	    "role", "user", "content", agent_json_text(text)));
 }
 
 static const struct agent_api claude_api = {

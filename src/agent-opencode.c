@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "agent.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /*
@@ -113,17 +114,32 @@ static const struct agent_api opencode_api = {
 	.models = "/v1/models",
 };
 
+/*
+ * The run's own MCP server (SPEC 18), a remote one with its placeholder
+ * credential, no OAuth. A call may wait long (thread_ask): the run's timeout
+ * bounds it, not OpenCode's 5 s.
+ */
+#define OPENCODE_MCP	",\n  \"mcp\": {\n    \"spur\": {\n      \"type\": \"remote\",\n" \
+	"      \"url\": \"%s\",\n      \"oauth\": false,\n      \"timeout\": 86400000,\n" \
+	"      \"headers\": { \"Authorization\": \"Bearer %s\" }\n    }\n  }"
+
 /* Read-only beside the sockets: the run cannot change where its model is. */
 static void
 opencode_setup(struct agent_setup *s)
 {
+	char	*mcp = NULL;
+
+	if (s->mcp_url != NULL && s->mcp_token != NULL)
+		mcp = xprintf(OPENCODE_MCP, s->mcp_url, s->mcp_token);
 	s->place = AGENT_FILE_RUN;
 	s->file_name = "opencode.json";
 	s->file_text = xprintf("{\n  \"$schema\": \"https://opencode.ai/config.json\",\n"
 	    "  \"autoupdate\": false,\n  \"share\": \"disabled\",\n"
 	    "  \"provider\": {\n    \"anthropic\": {\n      \"options\": {\n"
 	    "        \"baseURL\": \"%s/v1\",\n        \"apiKey\": \""
-	    AGENT_PLACEHOLDER_KEY "\"\n      }\n    }\n  }\n}\n", s->base);
+	    AGENT_PLACEHOLDER_KEY "\"\n      }\n    }\n  }%s\n}\n", s->base,
+	    mcp != NULL ? mcp : "");
+	freezero_str(mcp);
 	agent_setup_env(s, "OPENCODE_CONFIG=%s/opencode.json", s->run_dir);
 	agent_setup_env(s, "ANTHROPIC_API_KEY=" AGENT_PLACEHOLDER_KEY);
 	agent_setup_env(s, "OPENCODE_DISABLE_AUTOUPDATE=1");

@@ -71,7 +71,7 @@ agent_list(int models)
 int
 agent_takes_input(const struct agent *a)
 {
-	return a->input != NULL;
+	return a->input != NULL || a->steer != NULL;
 }
 
 int
@@ -243,6 +243,7 @@ agent_stream_create(const struct agent *a)
 	/* Twice the kept tail, so that keeping the last part moves memory seldom. */
 	buf_init(&s->tail, 0);
 	buf_init(&s->text, AGENT_MESSAGE_MAX + 1);
+	buf_init(&s->reply, 0);
 	return s;
 }
 
@@ -323,6 +324,95 @@ agent_stream_final(const struct agent_stream *s)
 	return s->final;
 }
 
+json_t *
+agent_json_text(const char *text)
+{
+	struct buf	 b;
+	json_t		*j;
+	size_t		 len = strlen(text), i = 0;
+	uint32_t	 cp;
+	int		 n;
+
+	buf_init(&b, 0);
+	while (i < len) {
+		if ((n = utf8_len((const unsigned char *)text + i, len - i, &cp)) <= 0) {
+			buf_adds(&b, "\xef\xbf\xbd");
+			i++;
+			continue;
+		}
+		buf_add(&b, text + i, (size_t)n);
+		i += (size_t)n;
+	}
+	j = json_stringn(b.data != NULL ? b.data : "", b.len);
+	buf_free(&b);
+	if (j == NULL)
+		fatal("agent_json_text: out of memory");
+	return j;
+}
+
+char *
+agent_json_line(json_t *j)
+{
+	char	*s, *line;
+
+	if (j == NULL || (s = json_dumps(j, JSON_COMPACT)) == NULL)
+		fatal("agent_json_line: out of memory");
+	json_decref(j);
+	line = xprintf("%s\n", s);
+	free(s);
+	return line;
+}
+
+char *
+agent_first_input(const struct agent *a, const struct agent_request *req, const char *prompt,
+    size_t *len)
+{
+	char	*s;
+
+	if (a->open == NULL)
+		return agent_input(a, prompt, len);
+	s = a->open(req);
+	*len = strlen(s);
+	return s;
+}
+
+void
+agent_stream_prompt(struct agent_stream *s, const char *prompt)
+{
+	free(s->prompt);
+	s->prompt = xstrdup(prompt);
+}
+
+int
+agent_stream_ready(const struct agent_stream *s)
+{
+	return s->agent->steer == NULL || (s->ready && !s->final);
+}
+
+char *
+agent_stream_input(struct agent_stream *s, const char *text, size_t *len)
+{
+	if (s->agent->steer == NULL)
+		return agent_input(s->agent, text, len);
+	s->agent->steer(s, text);
+	return agent_stream_reply(s, len);
+}
+
+char *
+agent_stream_reply(struct agent_stream *s, size_t *len)
+{
+	char	*out;
+
+	if (s->reply.len == 0)
+		return NULL;
+	*len = s->reply.len;
+	out = xmalloc(s->reply.len + 1);
+	memcpy(out, s->reply.data, s->reply.len);
+	out[s->reply.len] = '\0';
+	buf_reset(&s->reply);
+	return out;
+}
+
 void
 agent_stream_end(struct agent_stream *s, int exit_ok, struct agent_result *out)
 {
@@ -366,6 +456,9 @@ agent_stream_free(struct agent_stream *s)
 	buf_free(&s->line);
 	buf_free(&s->tail);
 	buf_free(&s->text);
+	buf_free(&s->reply);
+	free(s->prompt);
+	json_decref(s->state);
 	agent_result_clear(&s->r);
 	free(s);
 }

@@ -114,12 +114,27 @@ int			 agent_takes_input(const struct agent *);
 int			 agent_takes_connections(const struct agent *);
 /* text as the bytes of one message on the agent's stdin (the first is the prompt). */
 char			*agent_input(const struct agent *, const char *text, size_t *len);
+/*
+ * What its stdin gets first: the prompt as a message, or for an agent that
+ * speaks a protocol (Codex's app-server) the requests that open its session,
+ * the prompt following once it answers (agent_stream_prompt, _reply).
+ */
+char			*agent_first_input(const struct agent *, const struct agent_request *,
+			    const char *prompt, size_t *len);
 
 /* Reads the agent's stdout as it comes (any chunking), bounded. */
 struct agent_stream	*agent_stream_create(const struct agent *);
 void			 agent_stream_feed(struct agent_stream *, const char *, size_t);
 /* Whether the agent's turn is over (its final event was seen): it takes no more input. */
 int			 agent_stream_final(const struct agent_stream *);
+/* The prompt, kept for an agent that takes it once its session is open. */
+void			 agent_stream_prompt(struct agent_stream *, const char *);
+/* Whether a message can go in now (its turn has started and is not over). */
+int			 agent_stream_ready(const struct agent_stream *);
+/* A message while it works, as the bytes its stdin takes now. */
+char			*agent_stream_input(struct agent_stream *, const char *text, size_t *len);
+/* What the agent's answers call for on its stdin (moves it to the caller), NULL: nothing. */
+char			*agent_stream_reply(struct agent_stream *, size_t *len);
 /* At the end: exit_ok is a clean exit (status 0). Moves the result to *out. */
 void			 agent_stream_end(struct agent_stream *, int exit_ok,
 			    struct agent_result *out);
@@ -174,6 +189,12 @@ struct agent {
 	void		(*setup)(struct agent_setup *);
 	/* One message as its stdin takes it while it works; NULL: it takes none. */
 	char		*(*input)(const char *);
+	/*
+	 * Or a protocol on stdin: the requests opening its session, then a
+	 * message into its turn (into reply); NULL: none.
+	 */
+	char		*(*open)(const struct agent_request *);
+	void		 (*steer)(struct agent_stream *, const char *);
 	int		 connections;	/* its setup configures agent_setup's connections */
 };
 
@@ -185,12 +206,20 @@ struct agent_stream {
 	struct buf		 text;		/* text gathered for the final message */
 	struct agent_result	 r;
 	int			 final;		/* the agent's final event was seen */
+	char			*prompt;	/* agent_stream_prompt's */
+	struct buf		 reply;		/* for its stdin, agent_stream_reply's */
+	json_t			*state;		/* the protocol's own (ids, turn), NULL: none */
+	int			 ready;		/* steer: a turn is in flight */
 };
 
 void	agent_args_add(struct agent_args *, const char *);
 /* Replaces *field with a copy of s, cut at AGENT_MESSAGE_MAX. */
 void	agent_set(char **field, const char *s);
 const char *agent_json_str(const json_t *, const char *key);
+/* text as a JSON string, each byte that is no UTF-8 replaced (U+FFFD). */
+json_t	*agent_json_text(const char *);
+/* j (consumed) as one line of stdin: compact JSON and a newline. */
+char	*agent_json_line(json_t *);
 
 /* For the render functions: one part of the transcript each. */
 void	transcript_text(struct transcript *, const char *);	/* the assistant's words */

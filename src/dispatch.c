@@ -585,7 +585,8 @@ drun_output_cb(const char *data, size_t len, int fd, void *arg)
 {
 	struct drun	*r = arg;
 	const char	*p = data;
-	size_t		 left = len;
+	char		*reply;
+	size_t		 left = len, rlen;
 	ssize_t		 w;
 
 	while (r->logfd != -1 && left > 0) {
@@ -606,6 +607,13 @@ drun_output_cb(const char *data, size_t len, int fd, void *arg)
 	if (fd != 1)
 		return;
 	agent_stream_feed(r->stream, data, len);
+	/* What its answers call for (the prompt once its session is open). */
+	if (r->sb != NULL && sandbox_input_open(r->sb) &&
+	    (reply = agent_stream_reply(r->stream, &rlen)) != NULL) {
+		if (sandbox_input(r->sb, reply, rlen) != 0)
+			log_warn("event=run.input_failed run=%s bytes=%zu", r->id, rlen);
+		free(reply);
+	}
 	/* Its turn is over: what it was sent is read, and a later message waits for a run. */
 	if (r->sb != NULL && sandbox_input_open(r->sb) && agent_stream_final(r->stream)) {
 		sandbox_input_close(r->sb);
@@ -1130,7 +1138,7 @@ drun_launch(struct drun *r)
 	r->spec.home = r->home;
 	if (agent_takes_input(r->agent)) {
 		/* Its stdin stays open: messages reach it while it works (dispatch_deliver). */
-		r->input = agent_input(r->agent, r->prompt, &r->spec.stdin_len);
+		r->input = agent_first_input(r->agent, &req, r->prompt, &r->spec.stdin_len);
 		r->spec.stdin_data = r->input;
 		r->spec.stdin_keep = 1;
 	} else {
@@ -1186,6 +1194,7 @@ drun_agent(struct drun *r, int phase)
 	r->spec.argv = r->argv;
 	r->spec.env = r->env;
 	r->stream = agent_stream_create(r->agent);
+	agent_stream_prompt(r->stream, r->prompt);
 	r->sb = sandbox_start(e->base, &r->spec, drun_output_cb, drun_exit_cb, r, &cause);
 	drun_gate_close(r);
 	if (r->sb == NULL)
@@ -1310,13 +1319,18 @@ dispatch_deliver(struct dispatch *d, struct drun *live, const char *id, const js
 		    "the live run's agent has ended its turn");
 		return -1;
 	}
+	if (!agent_stream_ready(live->stream)) {
+		*why = xstrdup(agent_stream_final(live->stream) ? "the live run's agent has ended "
+		    "its turn" : "the live run's agent has not started its turn");
+		return -1;
+	}
 	if ((ev = spur_event_from_json(evj)) == NULL) {
 		*why = xstrdup("the message's event is unreadable");
 		return -1;
 	}
 	msg = prompt_build(DISPATCH_MESSAGE_INTRO, ev, NULL);
-	data = agent_input(live->agent, msg, &len);
-	rc = sandbox_input(live->sb, data, len);
+	data = agent_stream_input(live->stream, msg, &len);
+	rc = data != NULL ? sandbox_input(live->sb, data, len) : -1;
 	free(data);
 	free(msg);
 	if (rc != 0) {

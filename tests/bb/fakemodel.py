@@ -13,6 +13,15 @@ that usage, in its API's own fields (tests of the gateway's usage accounting).
 Chat Completions (POST /v1/chat/completions) answers a final message, streamed
 with its usage only when stream_options.include_usage asks for it.
 
+Fake.mcp, a tool name (say "thread_read"), scripts an MCP call instead: a request
+whose last item is not a tool's result calls the tool whose name ends with it
+(Claude Code's mcp__spur__X, OpenCode's spur_X, Codex's in its namespace) with
+Fake.mcp_args; one whose last item is a tool's result gets the final message.
+The tools each request offered are kept in Fake.tools_seen.
+
+Fake.hold_at = N holds the Nth model request (counted from the start) until
+Fake.gate is set, with Fake.held set meanwhile (a message sent to a working agent).
+
 Run as a script it serves on a port (for bench/gateway): python3 fakemodel.py PORT
 """
 import http.server
@@ -57,6 +66,11 @@ class Fake(http.server.ThreadingHTTPServer):
         self.chunk_delay = chunk_delay
         self.bench_tokens = bench_tokens
         self.errors = {}    # API key -> status, answered to every request with that key
+        self.mcp = None     # a tool name: call it, then the final message
+        self.mcp_args = {}
+        self.hold_at = 0    # the model request held until gate is set
+        self.held = threading.Event()
+        self.gate = threading.Event()
         self.inflight = 0   # POSTs being answered now, and the most at once
         self.max_inflight = 0
         self.thread = None
@@ -93,7 +107,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with self.server.lock:
             self.server.requests.append({"method": self.command, "path": self.path,
                                          "headers": dict((k.lower(), v) for k, v in self.headers.items()),
-                                         "body": j, "raw": raw.decode("utf-8", "replace")})
+                                         "body": j, "raw": raw.decode("utf-8", "replace"), "at": time.time()})
 
     def do_GET(self):
         self.record(b"", {})
@@ -148,6 +162,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.server.max_inflight = max(self.server.max_inflight, self.server.inflight)
         try:
             self.post()
+        except (BrokenPipeError, ConnectionResetError):
+            pass    # the agent gave up a held request (a message came)
         finally:
             with self.server.lock:
                 self.server.inflight -= 1
@@ -155,6 +171,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def post(self):
         raw, j = self.body()
         self.record(raw, j)
+        if self.server.hold_at and len([r for r in self.server.requests if r["method"] == "POST"]) == self.server.hold_at:
+            self.server.held.set()
+            self.server.gate.wait(60)
         self.slow = j.get("spur_test_slow", 0) if isinstance(j, dict) else 0
         if self.error():
             return
@@ -176,6 +195,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
     # Anthropic Messages API.
     def anthropic_step(self, j):
         tools = [t.get("name") for t in j.get("tools") or []]
+        if self.server.mcp and tools:
+            self.server.tools_seen = tools
+            last = (j.get("messages") or [{}])[-1].get("content")
+            if isinstance(last, list) and any(isinstance(c, dict) and c.get("type") == "tool_result" for c in last):
+                return ("text", FINAL)
+            name = next((n for n in tools if n.endswith(self.server.mcp)), None)
+            return ("tool", (name, self.server.mcp_args)) if name else ("text", FINAL)
         results = 0
         for m in j.get("messages") or []:
             if isinstance(m.get("content"), list):
@@ -302,12 +328,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "model": j.get("model", "gpt-test"), "output": []}
         ev("response.created", {"response": base})
         shell = next((n for n in ("shell", "exec_command", "shell_command") if n in tools), None)
-        call = None
-        if outputs == 0 and shell is None and "exec" in tools:
+        cmd = (DUMP + "; printf '%s' > " + EDIT_PATH) % EDIT_TEXT.replace("\n", "\\n")
+        js = fn = None
+        if self.server.mcp:
+            js, fn = self.openai_mcp(j, items, tools)
+        elif outputs == 0 and shell is None and "exec" in tools:
             # Newer Codex: one custom "exec" tool running JavaScript that calls the others.
-            cmd = DUMP + "; printf '%s' > " + EDIT_PATH
-            cmd = cmd % EDIT_TEXT.replace("\n", "\\n")
             js = "const r = await tools.exec_command({cmd: %s});\ntext(JSON.stringify(r));\n" % json.dumps(cmd)
+        elif outputs == 0 and shell is not None:
+            fn = (shell, {"command": ["bash", "-lc", cmd]} if shell == "shell" else (
+                {"cmd": cmd} if shell == "exec_command" else {"command": cmd}))
+        if js is not None:
             call = {"type": "custom_tool_call", "id": "ctc_%s" % rid, "call_id": "call_%s" % rid,
                     "name": "exec", "input": js, "status": "completed"}
             ev("response.output_item.added", {"output_index": 0, "item": dict(call, input="", status="in_progress")})
@@ -315,13 +346,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             ev("response.custom_tool_call_input.done", {"item_id": call["id"], "output_index": 0, "input": js})
             ev("response.output_item.done", {"output_index": 0, "item": call})
             out = [call]
-        elif outputs == 0 and shell is not None:
-            cmd = DUMP + "; printf '%s' > " + EDIT_PATH
-            cmd = cmd % EDIT_TEXT.replace("\n", "\\n")
-            args = {"command": ["bash", "-lc", cmd]} if shell == "shell" else (
-                {"cmd": cmd} if shell == "exec_command" else {"command": cmd})
-            call = {"type": "function_call", "id": "fc_%s" % rid, "call_id": "call_%s" % rid, "name": shell,
-                    "arguments": json.dumps(args), "status": "completed"}
+        elif fn is not None:
+            call = {"type": "function_call", "id": "fc_%s" % rid, "call_id": "call_%s" % rid, "name": fn[0],
+                    "arguments": json.dumps(fn[1]), "status": "completed"}
             ev("response.output_item.added", {"output_index": 0, "item": dict(call, arguments="", status="in_progress")})
             ev("response.function_call_arguments.delta", {"item_id": call["id"], "output_index": 0, "delta": call["arguments"]})
             ev("response.function_call_arguments.done", {"item_id": call["id"], "output_index": 0, "arguments": call["arguments"]})
@@ -343,6 +370,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             out = [item]
         done = dict(base, status="completed", output=out, usage=usage)
         ev("response.completed", {"response": done})
+
+    def openai_mcp(self, j, items, tools):
+        """Fake.mcp on the Responses API: (JavaScript for Codex's exec tool, None) or (None,
+        (function, arguments)); (None, None): the final message. Codex 0.171 lists MCP tools
+        as deferred namespaces (mcp__spur), called from exec's JavaScript as tools.mcp__spur__X."""
+        last = items[-1] if items else None
+        if not isinstance(last, dict) or str(last.get("type", "")).endswith("_output"):
+            return None, None
+        name = next((n for n in tools if str(n).endswith(self.server.mcp)), None)
+        if name is not None:
+            return None, (name, self.server.mcp_args)
+        if "exec" in tools and "- mcp__spur:" in json.dumps(j):
+            return ("const r = await tools.mcp__spur__%s(%s);\ntext(JSON.stringify(r));\n" % (
+                self.server.mcp, json.dumps(self.server.mcp_args)), None)
+        return None, None
 
     # OpenAI Chat Completions: one final message.
     def chat(self, j):

@@ -1,9 +1,11 @@
-"""The real agent CLIs in spur's sandbox, their model API through the gateway to a scripted fake API (SPEC section 8)."""
+"""The real agent CLIs in spur's sandbox, their model API through the gateway to a scripted fake API (SPEC section 8), and the run's own MCP server in Codex and OpenCode (SPEC 18)."""
 import json
 import os
 import pwd
+import re
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -74,8 +76,116 @@ def agent_automation(agent, text, extra=""):
                 agent, text, agent, extra)
 
 
-def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs=""):
-    """One agent end to end: two events in one thread; returns nothing, reports TAP."""
+def tool_outputs(body):
+    """The text of each tool result a model request carries (Anthropic Messages or OpenAI Responses)."""
+    text = lambda c: c if isinstance(c, str) else "".join(
+        x.get("text", "") for x in c or [] if isinstance(x, dict))
+    out = [text(c.get("content")) for m in body.get("messages") or [] if isinstance(m.get("content"), list)
+           for c in m["content"] if isinstance(c, dict) and c.get("type") == "tool_result"]
+    return out + [text(i.get("output")) for i in body.get("input") or []
+                  if isinstance(i, dict) and str(i.get("type", "")).endswith("_output")]
+
+
+def agent_log_lines(s, run, word):
+    """Lines with word of the agent's own logs in its HOME (OpenCode's), and the engine's log of the run."""
+    home = os.path.join(s.data_dir, "sessions", show(s, run).get("session") or "x", "home")
+    lines = []
+    for d, _, fs in os.walk(os.path.join(home, ".local", "share", "opencode", "log")):
+        for f in fs:
+            lines += [ln[:300] for ln in open(os.path.join(d, f), errors="replace")
+                      if word in ln.lower() or "level=error" in ln.lower() or "level=warn" in ln.lower()]
+    return lines[-20:] + [ln for ln in s.logs().splitlines() if run in ln and word in ln][-10:]
+
+
+def mcp_fire(s, fake, agent, tool, args, text):
+    """One run whose stand-in calls tool; returns (run, its end, the requests since). OpenCode
+    1.18.33 now and then starts a run without the MCP server's tools (2 of about 20 runs here,
+    on a loaded machine; its log says no MCP error): such a run is tried once more, and said so."""
+    for attempt in (1, 2):
+        fake.mcp, fake.mcp_args, fake.tools_seen = tool, args, None
+        before = len(fake.requests)
+        run = fire(s, text, 1)
+        st = wait_done(s, run)
+        fake.mcp, fake.mcp_args = None, {}
+        if agent != "opencode" or "spur_" + tool in (fake.tools_seen or []) or attempt == 2:
+            break
+        print("# %s: run %s started without the MCP server's tools; once more" % (agent, run))
+    return run, st, [r for r in fake.requests[before:] if r["method"] == "POST"]
+
+
+def mcp_turn(s, fake, agent):
+    """SPEC 18: the run's own MCP server configured into the agent. The stand-in calls
+    thread_read (its result, fenced with the run's nonce, reaches the next model request),
+    then, in another run, thread_post."""
+    run, st, later = mcp_fire(s, fake, agent, "thread_read", {}, "/go read the thread MCPTEXT-37")
+    got = [o for r in later for o in tool_outputs(r["body"]) if "MCPTEXT-37" in o]
+    nonce = re.findall(r"<<<SPUR-DATA-([0-9a-f]{16})>>>", s.query("SELECT prompt FROM runs WHERE id = ?", run)[0]["prompt"])
+    fence, end = ["<<<%sSPUR-DATA-%s>>>" % (e, nonce[0] if nonce else "?") for e in ("", "END-")]
+    blocks = re.findall(re.escape(fence) + r"((?:(?!<<<END-SPUR-DATA-).)*)" + re.escape(end), got[-1] if got else "",
+                        re.S)
+    t.ok(st["state"] == "completed" and any("MCPTEXT-37" in b for b in blocks) and
+         any("/go write it" in b for b in blocks),
+         "%s: its MCP configuration has the run's server: thread_read's answer, the thread's events each "
+         "fenced with the run's nonce, is in its next model request" % agent,
+         (st, nonce, got[-1:] if got else [o[-300:] for r in later for o in tool_outputs(r["body"])][-2:],
+          getattr(fake, "tools_seen", None), agent_log_lines(s, run, "mcp")))
+    hist = [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ? ORDER BY rowid", run)]
+    t.ok(any(h.startswith("tool thread_read: ok") for h in hist), "%s: the call is in the run's history" % agent, hist)
+    home = os.path.join(s.data_dir, "sessions", show(s, run).get("session") or "x", "home")
+    t.eq(grep_tree(home, "spur-run-"), [], "%s: no file kept in its HOME holds the run's MCP credential" % agent)
+
+    # A tool that is not read-only (thread_post): the agent calls it without asking anyone.
+    run, st, later = mcp_fire(s, fake, agent, "thread_post", {"text": "NOTE-37 from %s" % agent}, "/go post a note")
+    got = [o for r in later for o in tool_outputs(r["body"]) if "note 1 of this run" in o]
+    hist = [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ? ORDER BY rowid", run)]
+    t.ok(st["state"] == "completed" and got and any(h.startswith("tool thread_post: ok") for h in hist),
+         "%s: thread_post, a tool that writes, is called and its answer reaches the model" % agent,
+         (st, hist, getattr(fake, "tools_seen", None), agent_log_lines(s, run, "mcp")))
+
+
+def steer_turn(s, fake, agent):
+    """SPEC 18: a reply in the thread while the agent works is delivered into its turn
+    (Codex: turn/steer), fenced, and reaches its next model request."""
+    posts = lambda: [r for r in fake.requests if r["method"] == "POST"]
+    before = len(posts())
+    fake.hold_at, fake.gate, fake.held = before + 2, threading.Event(), threading.Event()
+    live = fire(s, "/go write it", 9)
+    t.ok(fake.held.wait(60), "%s: a new thread's run is at its second model request (held)" % agent)
+    t0 = time.time()
+    msg = fire(s, "/go STEER-37a: also say steered", 9)
+    mr = wait_done(s, msg, 30)
+    took = time.time() - t0
+    fake.gate.set()
+    st = wait_done(s, live)
+    fake.hold_at = 0
+    t.ok(mr["state"] == "completed" and "delivered into %s" % live in (mr["reason"] or ""),
+         "%s: a reply while it works is delivered into the live run (in %.2f s)" % (agent, took), mr)
+    t.ok(st["state"] == "completed", "%s: the live run ends completed" % agent, st)
+    later = posts()[before + 2:]
+    carried = [r["raw"] for r in later if "STEER-37a" in r["raw"]]
+    if carried:
+        # From the reply's webhook to the agent's next model request carrying it (held meanwhile:
+        # the stand-in's request in flight is dropped and sent again with the message).
+        print("# %s: a message's arrival to the next model request carrying it: %.0f ms" % (
+            agent, (next(r["at"] for r in later if "STEER-37a" in r["raw"]) - t0) * 1000))
+    prompt = s.query("SELECT prompt FROM runs WHERE id = ?", live)[0]["prompt"]
+    nonces = re.findall(r"<<<SPUR-DATA-([0-9a-f]{16})>>>", carried[0]) if carried else []
+    own = [n for n in nonces if n not in prompt]
+    t.ok(carried and own and carried[0].index("<<<SPUR-DATA-%s>>>" % own[0]) < carried[0].index("STEER-37a") <
+         carried[0].rindex("<<<END-SPUR-DATA-%s>>>" % own[0]),
+         "%s: its next model request carries the message, fenced with a nonce of its own" % agent,
+         [r["raw"][-600:] for r in later])
+    hist = [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ? ORDER BY rowid", live)]
+    t.ok(any(h.startswith("message delivered:") and msg in h for h in hist),
+         "%s: the live run's history records the message" % agent, hist)
+    rc, log, _ = s.c("logs", live)
+    t.ok(log.count("message read by the agent") == 2, "%s: spur logs shows the prompt and the message as "
+         "the agent read them" % agent, log[-1500:])
+
+
+def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs="", mcp=False):
+    """One agent end to end: two events in one thread (a third calling the run's MCP
+    server with mcp); returns nothing, reports TAP."""
     fake = fakemodel.Fake().start()
     conf = "agents:\n  %s:\n    command: [%s]\n    api_url: http://127.0.0.1:%d%s\n%s" % (
         agent, binary, fake.port, needs, extra_conf)
@@ -146,6 +256,10 @@ def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs="
         t.ok(any("/go write it" in r["raw"] and "/go once more" in r["raw"] for r in later),
              "%s: and resumes the conversation: the API sees the earlier turns" % agent,
              [r["raw"][:300] for r in later])
+        if mcp:
+            mcp_turn(s, fake, agent)
+        if agent == "codex":
+            steer_turn(s, fake, agent)
     fake.stop()
     return fake
 
@@ -281,7 +395,7 @@ codex, why = cli_ok("codex", ["--version"])
 if codex is None or not os.path.exists(CODEX):
     t.skip("codex end to end", why if codex is None else "%s missing (not linux-x64?)" % CODEX)
 else:
-    run_agent("codex", CODEX, "", "      codex: { api_key: env:T_OPENAI_KEY }\n")
+    run_agent("codex", CODEX, "", "      codex: { api_key: env:T_OPENAI_KEY }\n", mcp=True)
     budget_run("codex", CODEX, "      codex: { api_key: env:T_OPENAI_KEY }\n", 20)
     dropped_run("codex", CODEX, "      codex: { api_key: env:T_OPENAI_KEY }\n")
 
@@ -290,6 +404,6 @@ oc, why = cli_ok("opencode", ["--version"])
 if oc is None or not os.path.exists(OPENCODE):
     t.skip("opencode end to end", why if oc is None else "%s missing (not linux-x64?)" % OPENCODE)
 else:
-    run_agent("opencode", OPENCODE, "", "      opencode: { api_key: env:T_ANTHROPIC_KEY }\n")
+    run_agent("opencode", OPENCODE, "", "      opencode: { api_key: env:T_ANTHROPIC_KEY }\n", mcp=True)
 
 t.done()

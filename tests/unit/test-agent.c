@@ -120,13 +120,11 @@ test_argv(void)
 
 	req.model = NULL;
 	req.resume = NULL;
-	argv_is("codex", NULL, &req, "codex exec --json --skip-git-repo-check --sandbox "
-	    "danger-full-access -", "codex: default argv, prompt on stdin");
+	argv_is("codex", NULL, &req, "codex app-server", "codex: its app-server, spoken on stdio");
 	req.model = "gpt-5-codex";
 	req.resume = "0199a213-81c0-7800-8aa1-bbab2a035a53";
-	argv_is("codex", NULL, &req, "codex exec --json --skip-git-repo-check --sandbox "
-	    "danger-full-access -m gpt-5-codex resume 0199a213-81c0-7800-8aa1-bbab2a035a53 -",
-	    "codex: model and resume");
+	argv_is("codex", NULL, &req, "codex app-server",
+	    "codex: model and resume go in its requests, not its argv");
 
 	req.model = "anthropic/claude-sonnet-4-5";
 	req.resume = "ses_44f9562d4ffeQ3kZ1x7Yb2";
@@ -454,6 +452,50 @@ test_transcript(void)
 	buf_free(&out);
 }
 
+static int
+str_eq(const char *a, const char *b)
+{
+	return a != NULL && strcmp(a, b) == 0;
+}
+
+/* SPEC 18: the run's own MCP server in Codex's config.toml and OpenCode's config. */
+static void
+test_setup_mcp(void)
+{
+	struct agent_setup	 s;
+	json_t			*j, *spur;
+
+	memset(&s, 0, sizeof s);
+	s.base = "http://127.0.0.1:9";
+	s.home = "/home/agent";
+	s.run_dir = "/run/spur";
+	s.mcp_url = "http://127.0.0.1:9/spur/mcp";
+	s.mcp_token = "spur-run-0123";
+	agent_find("codex")->setup(&s);
+	ok(strstr(s.file_text, "\n[mcp_servers.spur]\nurl = \"http://127.0.0.1:9/spur/mcp\"\n"
+	    "bearer_token_env_var = \"SPUR_MCP_TOKEN\"\n") != NULL &&
+	    strstr(s.file_text, "spur-run-0123") == NULL,
+	    "codex: config.toml names the run's MCP server, its credential not in the file");
+	ok(s.nenv == 3 && strcmp(s.env[0], "SPUR_MCP_TOKEN=spur-run-0123") == 0,
+	    "  but in its environment");
+	agent_setup_clear(&s);
+	s.base = "http://127.0.0.1:9";
+	s.run_dir = "/run/spur";
+	s.mcp_url = "http://127.0.0.1:9/spur/mcp";
+	s.mcp_token = "spur-run-0123";
+	agent_find("opencode")->setup(&s);
+	j = json_loads(s.file_text, 0, NULL);
+	spur = json_object_get(json_object_get(j, "mcp"), "spur");
+	ok(j != NULL && json_object_get(json_object_get(j, "provider"), "anthropic") != NULL &&
+	    str_eq(agent_json_str(spur, "type"), "remote") &&
+	    str_eq(agent_json_str(spur, "url"), "http://127.0.0.1:9/spur/mcp") &&
+	    str_eq(agent_json_str(json_object_get(spur, "headers"), "Authorization"),
+	    "Bearer spur-run-0123") && json_is_false(json_object_get(spur, "oauth")),
+	    "opencode: its config (JSON) has the run's MCP server, remote, with its credential");
+	json_decref(j);
+	agent_setup_clear(&s);
+}
+
 /* What each agent says it needs to reach its model: one table, read by egress.c. */
 static void
 test_table(void)
@@ -488,11 +530,103 @@ test_table(void)
 	ok(s.place == AGENT_FILE_RUN && strcmp(s.env[0], "OPENCODE_CONFIG=/run/spur/opencode.json") == 0,
 	    "opencode: its config beside the sockets, read-only");
 	agent_setup_clear(&s);
+	test_setup_mcp();
 	s.base = "http://127.0.0.1:9";
 	agent_find("claude")->setup(&s);
 	ok(s.place == AGENT_FILE_NONE && strcmp(s.env[0], "ANTHROPIC_BASE_URL=http://127.0.0.1:9") == 0,
 	    "claude: the gateway through its environment");
 	agent_setup_clear(&s);
+}
+
+/* Feeds s one text and returns what it calls for on stdin ("" for nothing). */
+static char *
+feed_reply(struct agent_stream *s, const char *text)
+{
+	char	*out;
+	size_t	 len;
+
+	agent_stream_feed(s, text, strlen(text));
+	out = agent_stream_reply(s, &len);
+	return out != NULL ? out : xstrdup("");
+}
+
+/* Codex's app-server: the session opened, the prompt once the thread is there, steers. */
+static void
+test_codex_rpc(void)
+{
+	const struct agent	*a = agent_find("codex");
+	struct agent_request	 req;
+	struct agent_stream	*s;
+	struct agent_result	 r;
+	char			*in;
+	size_t			 len;
+
+	memset(&req, 0, sizeof req);
+	req.model = "gpt-5";
+	in = agent_first_input(a, &req, "PROMPT", &len);
+	ok(strstr(in, "\"method\":\"initialize\"") != NULL && strstr(in, "{\"method\":"
+	    "\"initialized\"}\n") != NULL && strstr(in, "\"method\":\"thread/start\"") != NULL &&
+	    strstr(in, "\"model\":\"gpt-5\"") != NULL && strstr(in, "danger-full-access") != NULL &&
+	    strstr(in, "PROMPT") == NULL && len == strlen(in),
+	    "codex: first initialize and thread/start, the prompt not yet");
+	free(in);
+	req.resume = "T0";
+	in = agent_first_input(a, &req, "PROMPT", &len);
+	ok(strstr(in, "\"method\":\"thread/resume\"") != NULL && strstr(in, "\"threadId\":"
+	    "\"T0\"") != NULL, "codex: a session's next run resumes its thread");
+	free(in);
+
+	s = agent_stream_create(a);
+	agent_stream_prompt(s, "PROMPT");
+	in = feed_reply(s, "{\"id\":1,\"result\":{}}\n{\"id\":2,\"result\":{\"thread\":"
+	    "{\"id\":\"T1\"}}}\n");
+	ok(strstr(in, "\"method\":\"turn/start\"") != NULL && strstr(in, "\"threadId\":\"T1\"")
+	    != NULL && strstr(in, "\"text\":\"PROMPT\"") != NULL && !agent_stream_ready(s),
+	    "codex: the prompt goes as a turn once the thread is open");
+	free(in);
+	in = feed_reply(s, "{\"method\":\"turn/started\",\"params\":{\"turn\":{\"id\":\"U1\"}}}\n");
+	ok(*in == '\0' && agent_stream_ready(s), "codex: its turn started, it takes messages");
+	free(in);
+	in = agent_stream_input(s, "MSG \xff", &len);
+	ok(in != NULL && strstr(in, "\"method\":\"turn/steer\"") != NULL &&
+	    strstr(in, "\"expectedTurnId\":\"U1\"") != NULL && strstr(in, "MSG \xef\xbf\xbd") != NULL,
+	    "codex: a message steers the turn in flight");
+	free(in);
+	in = feed_reply(s, "{\"method\":\"item/completed\",\"params\":{\"item\":{\"type\":"
+	    "\"agentMessage\",\"text\":\"done\"}}}\n{\"method\":\"turn/completed\",\"params\":"
+	    "{\"turn\":{\"id\":\"U1\",\"status\":\"completed\"}}}\n");
+	ok(*in == '\0' && !agent_stream_final(s), "codex: the turn ended with a steer unanswered: not over");
+	free(in);
+	in = feed_reply(s, "{\"id\":4,\"error\":{\"code\":-32600,\"message\":\"no active turn\"}}\n");
+	ok(strstr(in, "\"method\":\"turn/start\"") != NULL && strstr(in, "MSG") != NULL &&
+	    !agent_stream_final(s), "codex: a steer the turn did not take becomes a turn of its own");
+	free(in);
+	in = feed_reply(s, "{\"id\":\"q\",\"method\":\"item/commandExecution/requestApproval\","
+	    "\"params\":{}}\n");
+	ok(strstr(in, "\"id\":\"q\"") != NULL && strstr(in, "-32601") != NULL,
+	    "codex: a request of the server's is answered with an error");
+	free(in);
+	in = feed_reply(s, "{\"method\":\"turn/started\",\"params\":{\"turn\":{\"id\":\"U2\"}}}\n"
+	    "{\"method\":\"turn/completed\",\"params\":{\"turn\":{\"id\":\"U2\",\"status\":"
+	    "\"completed\"}}}\n");
+	ok(agent_stream_final(s) && !agent_stream_ready(s), "codex: that turn completed: over");
+	free(in);
+	agent_stream_end(s, 1, &r);
+	agent_stream_free(s);
+	ok(r.error == 0 && r.message != NULL && strcmp(r.message, "done") == 0 && r.session != NULL &&
+	    strcmp(r.session, "T1") == 0, "codex: its message and thread");
+	agent_result_clear(&r);
+
+	s = agent_stream_create(a);
+	in = feed_reply(s, "{\"id\":2,\"result\":{\"thread\":{\"id\":\"T1\"}}}\n"
+	    "{\"method\":\"error\",\"params\":{\"error\":{\"message\":\"quota\"}}}\n"
+	    "{\"method\":\"turn/completed\",\"params\":{\"turn\":{\"status\":\"failed\"}}}\n");
+	free(in);
+	agent_stream_end(s, 1, &r);
+	agent_stream_free(s);
+	ok(r.error == 1 && r.error_text != NULL && strcmp(r.error_text, "quota") == 0,
+	    "codex: a failed turn is an error, with the error it told");
+	agent_result_clear(&r);
 }
 
 /* SPEC 18: Claude Code takes messages on its stdin, one stream-json line each; the others none. */
@@ -503,16 +637,18 @@ test_input(void)
 	char			*in;
 	size_t			 len = 0;
 
-	ok(agent_takes_input(a), "claude takes input while it works");
-	ok(!agent_takes_input(agent_find("codex")) && !agent_takes_input(agent_find("opencode")) &&
-	    !agent_takes_input(agent_find("command")), "codex, opencode and command take none");
+	ok(agent_takes_input(a) && agent_takes_input(agent_find("codex")),
+	    "claude and codex take input while they work");
+	ok(!agent_takes_input(agent_find("opencode")) && !agent_takes_input(agent_find("command")),
+	    "opencode and command take none");
 	in = agent_input(a, "two\nlines \"quoted\" \xff end", &len);
 	is_str(in, "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":"
 	    "\"two\\nlines \\\"quoted\\\" \xef\xbf\xbd end\"}}\n",
 	    "claude: one JSON line, a byte that is no UTF-8 replaced");
 	is_int(len, strlen(in), "its length");
 	free(in);
-	ok(agent_input(agent_find("codex"), "x", &len) == NULL, "codex: no input");
+	ok(agent_input(agent_find("codex"), "x", &len) == NULL, "codex: no line of its own: a protocol");
+	test_codex_rpc();
 }
 
 int
