@@ -187,6 +187,7 @@ static const char *const gitea_keep[] = {
 	"workflow_run.conclusion", "workflow_run.run_number", "workflow_run.run_attempt",
 	"workflow_job.name", "workflow_job.status", "workflow_job.conclusion",
 	"workflow_job.html_url", "workflow_job.head_branch", "workflow_job.run_id",
+	"workflow_job.head_sha",
 	NULL
 };
 
@@ -286,10 +287,31 @@ gitea_item(const json_t *payload, const json_t *item, int comment, struct spur_e
 }
 
 /*
- * A workflow_run (Gitea Actions, Gitea 1.24 and later): its workflow, status,
- * conclusion (when completed), branch, commit and page; its title the text
- * when no pull request is its subject.
+ * Gitea Actions (Gitea 1.24 and later): the strings of payload's paths ks[i][1]
+ * into meta as ks[i][0]; the text (obj's text_key) and page (obj's html_url)
+ * when no pull request is the subject. -1 when payload has no obj.
  */
+static int
+gitea_actions(const json_t *payload, const char *obj, const char *const (*ks)[2], size_t n,
+    const char *text_key, struct spur_event *ev)
+{
+	const json_t	*o = json_object_get(payload, obj);
+	const char	*s;
+	size_t		 i;
+
+	if (!json_is_object(o))
+		return -1;
+	for (i = 0; i < n; i++)
+		if ((s = json_path_str(payload, ks[i][1])) != NULL && *s != '\0')
+			json_object_set_new(ev->meta, ks[i][0], json_string(s));
+	if (ev->text == NULL && (s = json_string_value(json_object_get(o, text_key))) != NULL)
+		ev->text = xstrdup(s);
+	if (ev->url == NULL && (s = json_string_value(json_object_get(o, "html_url"))) != NULL)
+		ev->url = xstrdup(s);
+	return 0;
+}
+
+/* A workflow_run: its workflow, status, conclusion (when completed), branch, commit and page. */
 static void
 gitea_workflow_run(const json_t *payload, struct spur_event *ev)
 {
@@ -298,23 +320,33 @@ gitea_workflow_run(const json_t *payload, struct spur_event *ev)
 		{ "conclusion", "workflow_run.conclusion" }, { "ref", "workflow_run.head_branch" },
 		{ "sha", "workflow_run.head_sha" }, { "run_url", "workflow_run.html_url" },
 	};
-	const char	*s;
-	size_t		 i;
 
-	if (!json_is_object(json_object_get(payload, "workflow_run")))
-		return;
-	for (i = 0; i < SPUR_ARRLEN(keys); i++)
-		if ((s = json_path_str(payload, keys[i][1])) != NULL && *s != '\0')
-			json_object_set_new(ev->meta, keys[i][0], json_string(s));
-	if (ev->text == NULL && (s = json_path_str(payload, "workflow_run.display_title")) != NULL)
-		ev->text = xstrdup(s);
-	if (ev->url == NULL && (s = json_path_str(payload, "workflow_run.html_url")) != NULL)
-		ev->url = xstrdup(s);
+	gitea_actions(payload, "workflow_run", keys, SPUR_ARRLEN(keys), "display_title", ev);
+}
+
+/*
+ * A workflow_job (Gitea's WorkflowJobPayload has no workflow object): the
+ * job's name, status, conclusion (when completed), branch, commit, page and
+ * its run's id.
+ */
+static void
+gitea_workflow_job(const json_t *payload, struct spur_event *ev)
+{
+	static const char *const keys[][2] = {
+		{ "job", "workflow_job.name" }, { "status", "workflow_job.status" },
+		{ "conclusion", "workflow_job.conclusion" }, { "ref", "workflow_job.head_branch" },
+		{ "sha", "workflow_job.head_sha" }, { "job_url", "workflow_job.html_url" },
+	};
+	json_t	*id = json_path(payload, "workflow_job.run_id");
+
+	if (gitea_actions(payload, "workflow_job", keys, SPUR_ARRLEN(keys), "name", ev) == 0 &&
+	    json_is_integer(id))
+		json_object_set(ev->meta, "run_id", id);
 }
 
 /*
  * issue_comment (on issues and pull requests alike), issues, pull_request,
- * workflow_run: the subject is the issue or pull request, the item the
+ * workflow_run, workflow_job: the subject is the issue or pull request, the item the
  * comment or the subject.
  */
 static int
@@ -346,6 +378,7 @@ gitea_normalize(const struct source_req *req, const char *name, const json_t *pa
 	gitea_ids(req, repo, number, ev);
 	gitea_item(payload, item, comment, ev);
 	gitea_workflow_run(payload, ev);
+	gitea_workflow_job(payload, ev);
 	if (number >= 0)
 		json_object_set_new(ev->meta, "number", json_integer(number));
 	if (subject == NULL)
@@ -426,16 +459,19 @@ gitea_command_text(const struct spur_event *ev, int *bare)
 	return strcmp(ev->type, "issue_comment.created") == 0 ? ev->text : NULL;
 }
 
-/* The forge's fields, and a workflow run's. */
+/* The forge's fields, and a workflow run's or job's. */
 static void
 gitea_prompt(struct buf *b, const json_t *root)
 {
 	prompt_forge_fields(b, root);
 	prompt_field_path(b, "workflow", root, "meta.workflow");
+	prompt_field_path(b, "job", root, "meta.job");
 	prompt_field_path(b, "conclusion", root, "meta.conclusion");
 	prompt_field_path(b, "ref", root, "meta.ref");
 	prompt_field_path(b, "commit", root, "meta.sha");
 	prompt_field_path(b, "workflow run", root, "meta.run_url");
+	prompt_field_path(b, "workflow run id", root, "meta.run_id");
+	prompt_field_path(b, "job page", root, "meta.job_url");
 }
 
 /* --- on.gitea: the events and their actions ------------------------------------------ */

@@ -13,9 +13,8 @@ import re
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from fakeapis import git_http_backend
+from fakeapis import ForgeWire, git_http_backend
 from swagger import Spec
 
 SPEC = os.path.join(os.path.dirname(__file__), "..", "fixtures", "gitea", "swagger-trimmed.json")
@@ -25,50 +24,20 @@ def iso(t):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
 
 
-class FakeGitea:
+class FakeGitea(ForgeWire):
+    content_type = "application/json;charset=utf-8"
+
     def __init__(self, token, git_root):
         self.token = token
         self.git_root = git_root
         self.spec = Spec(SPEC, "Gitea")
         self.requests = []
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()     # held by send too (its hooks)
         self.comments = {}         # "owner/repo#N" -> comments, oldest first
         self.prs = {}              # "owner/repo" -> pull requests
         self.collaborators = {}    # "owner/repo" -> logins
         self.next_id = 9000
-        self.failures = []         # {"re", "fn"}: run fn before the answer goes out
-        fake = self
-
-        class H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
-            def do_GET(self):
-                fake.handle(self)
-
-            do_POST = do_PATCH = do_GET
-
-        class Server(ThreadingHTTPServer):
-            def handle_error(self, request, client_address):
-                pass        # a client killed mid-request (the crash test) is no error of ours
-
-        self.server = Server(("127.0.0.1", 0), H)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self):
-        return "http://127.0.0.1:%d" % self.port
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-    def before_answer(self, pattern, fn):
-        self.failures.append({"re": re.compile(pattern), "fn": fn})
+        self.serve()
 
     def api(self, method=None, prefix=""):
         with self.lock:
@@ -97,21 +66,6 @@ class FakeGitea:
         return c
 
     # --- the request handler -------------------------------------------------------------
-    def send(self, h, status, obj=None):
-        data = json.dumps(obj).encode() if obj is not None else b""
-        for f in list(self.failures):
-            if f["re"].search(h.command + " " + h.path):
-                self.failures.remove(f)
-                f["fn"]()
-        try:
-            h.send_response(status)
-            h.send_header("Content-Type", "application/json;charset=utf-8")
-            h.send_header("Content-Length", str(len(data)))
-            h.end_headers()
-            h.wfile.write(data)
-        except OSError:
-            pass
-
     def handle(self, h):
         n = int(h.headers.get("Content-Length") or 0)
         body = h.rfile.read(n) if n else b""

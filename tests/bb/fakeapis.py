@@ -16,6 +16,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -1070,6 +1071,62 @@ def linear_graphql(j, root):
     if r.errors:
         out["errors"] = [e.formatted for e in r.errors]
     return 200, out
+
+
+class ForgeWire:
+    """The wire of the forge stand-ins (fake_gitlab, fake_gitea): their server, quiet about clients
+    killed mid-answer (the crash tests), JSON answers, and before_answer(pattern, fn): the next
+    request matching "METHOD /path" is handled as usual (a comment is stored) and fn runs before
+    its answer goes out, to kill the client between the forge's effect and its answer. Needs
+    self.lock (reentrant: send takes it), self.handle(h), and sets self.url; the answer's Content-Type is self.content_type."""
+
+    def serve(self):
+        fake = self
+
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                fake.handle(self)
+
+            do_POST = do_PUT = do_PATCH = do_GET
+
+        self.hooks = []
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.server.daemon_threads = True
+        quiet = self.server.handle_error
+        self.server.handle_error = lambda req, addr: None if isinstance(
+            sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)) else quiet(req, addr)
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def before_answer(self, pattern, fn):
+        with self.lock:
+            self.hooks.append((re.compile(pattern), fn))
+
+    def send(self, h, status, obj=None):
+        """Answers h; a hook of its request runs first (outside the lock), a client gone is no error."""
+        with self.lock:
+            hit = [x for x in self.hooks if x[0].search(h.command + " " + h.path)][:1]
+            self.hooks = [x for x in self.hooks if x not in hit]
+        for _, fn in hit:
+            fn()
+        data = json.dumps(obj).encode() if obj is not None else b""
+        try:
+            h.send_response(status)
+            h.send_header("Content-Type", self.content_type)
+            h.send_header("Content-Length", str(len(data)))
+            h.end_headers()
+            h.wfile.write(data)
+        except OSError:
+            pass
 
 
 def git_http_backend(h, body, root, path, query, user):

@@ -40,6 +40,10 @@ CI = ("name: ci\non:\n  gitea:\n    events: [workflow_run.completed]\n"
       "    where:\n      workflow_run.conclusion: { in: [failure] }\nagent: command\n"
       "command: [sh, -c, 'cat >/dev/null; echo looked at the failed run']\nprompt: Why did CI fail?\n"
       "proof: report\n")
+JOB = ("name: job\non:\n  gitea:\n    events: [workflow_job.completed]\n"
+       "    where:\n      workflow_job.conclusion: { in: [failure] }\nagent: command\n"
+       "command: [sh, -c, 'cat >/dev/null; echo looked at the failed job']\nprompt: Why did the job fail?\n"
+       "proof: report\n")
 REPORTS = "reports:\n  backoff: 200ms\n"
 OPS = ("name: ops\non:\n  gitea:\n    events: [issues.opened]\nagent: command\n"
        "command: [sh, -c, 'cat >/dev/null; echo looked at it']\nprompt: Look.\nproof: report\n"
@@ -78,7 +82,7 @@ def wait(pred, timeout=60):
     return pred()
 
 
-with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.yaml": OPS, "ci.yaml": CI},
+with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.yaml": OPS, "ci.yaml": CI, "job.yaml": JOB},
           env={"T_GITEA_TOKEN": TOKEN, "T_GITEA_SECRET": SECRET, "T_GL_TOKEN": "glpat-other-forge-9d8e",
                "T_GL_SECRET": "gitlab-secret-of-acme"}) as s:
     rc, out, err = s.c("check")
@@ -177,6 +181,31 @@ with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.y
              in prompt, "the prompt's fence has the conclusion and the workflow run's page", prompt[-600:])
         t.ok(any("looked at the failed run" in c["body"] for c in fake.comments.get("acme/api#20", [])),
              "its report is a comment on the pull request", fake.comments.get("acme/api#20"))
+
+    # --- a failed workflow_job of PR #20 (Gitea's WorkflowJobPayload: no workflow object) ----
+    base = json.loads(comment("x", 20, is_pull=True))
+    job = {"id": 81, "run_id": 12, "run_url": fake.url + "/api/v1/repos/acme/api/actions/runs/12",
+           "html_url": fake.url + "/acme/api/actions/runs/12/jobs/0", "name": "unit tests", "labels": ["ubuntu"],
+           "run_attempt": 1, "head_sha": "b" * 40, "head_branch": "feature-x", "status": "completed",
+           "conclusion": "failure", "steps": []}
+    st, _, a = post(s, json.dumps({"action": "completed", "workflow_job": job, "pull_request": base["pull_request"],
+                                   "repository": base["repository"], "sender": base["sender"]}).encode(),
+                    "d-j1", event="workflow_job")
+    t.ok(st == 200 and len(a.get("runs", [])) == 1, "a failed workflow_job.completed starts the job automation", a)
+    if a.get("runs"):
+        ev = json.loads(s.query("SELECT json FROM events WHERE id = ?", a["event"])[0]["json"])
+        m = ev["meta"]
+        t.eq((ev["thread"], m.get("job"), m.get("status"), m.get("conclusion"), m.get("run_id"), m.get("ref"),
+              m.get("sha"), m.get("job_url")), ("gitea:acme/api#20", "unit tests", "completed", "failure", 12,
+                                                "feature-x", "b" * 40, job["html_url"]),
+             "its event's meta: the job's name, status, conclusion, run id, branch, commit and page")
+        s.wait_run(a["runs"][0])
+        prompt = s.query("SELECT prompt FROM runs WHERE id = ?", a["runs"][0])[0]["prompt"]
+        fence = prompt[prompt.find("<<<SPUR-DATA-"):]
+        t.ok(all(x in fence for x in ("\njob: unit tests\n", "\nconclusion: failure\n", "\nref: feature-x\n",
+                                      "\ncommit: " + "b" * 40 + "\n", "\nworkflow run id: 12\n",
+                                      "\njob page: %s\n" % job["html_url"])),
+             "the prompt's fence has them too", fence)
 
     # --- an opened issue, its report sent to the destination acme/ops#30 -------------------
     issue = json.loads(comment("x", 31))

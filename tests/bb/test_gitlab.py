@@ -221,7 +221,7 @@ try:
 
         # --- a crash after GitLab stored the status note, before spur heard: found, not reposted
         killed = threading.Event()
-        fake.before = lambda: (s.proc.kill(), killed.set())
+        fake.before_answer(r"^POST /api/v4/projects/acme%2Fapi/issues/4/notes$", lambda: (s.proc.kill(), killed.set()))
         st, _, a = s.post_json(HOOK, note("/fix again", on="Issue", iid=4, note_id=1500), headers(key="k-5"))
         crashed = a["runs"][0]
         t.ok(killed.wait(60), "the engine was killed as GitLab stored its status note")
