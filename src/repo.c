@@ -1431,12 +1431,15 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 	j = repo_job_new(e, run, workspace, as);
 	/*
 	 * A follow-up continues the session's branch, as its workspace left it. The
-	 * session directory says whether this is one (repo.json, written by the
-	 * session's checkout), not followup alone: a run of an agent without a
-	 * session id of its own (command) joins its session all the same.
+	 * session directory says whether this is one (repo.json, written once the
+	 * session's checkout is done), not followup alone: a run of an agent
+	 * without a session id of its own (command) joins its session all the
+	 * same, and a git directory without it is a checkout cut short (the engine
+	 * died meanwhile): this run does it anew.
 	 */
+	(void)followup;
 	state = path_join(j->dir, "repo.json");
-	if ((followup && stat(j->git_dir, &sb) == 0) || stat(state, &sb) == 0) {
+	if (stat(state, &sb) == 0) {
 		/* The session's repository, whatever this event would have chosen. */
 		if (repo_state_load(j) == 0)
 			store_run_update(e->store, run, "repository", j->repo);

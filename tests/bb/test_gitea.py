@@ -247,6 +247,12 @@ with Spur(config_extra=REPORTS, orgs=ORGS, automations={"fix.yaml": AUTO, "ops.y
     run9 = a["runs"][0]
     s.wait_run(run9)
     s.wait_reports_done(run=run9)
+    cont = s.query("SELECT id FROM runs WHERE retry_of = ?", run9)
+    r2 = s.wait_run(cont[0]["id"], timeout=120) if cont else {"state": "none"}
+    t.ok(r2["state"] == "completed", "the run queued again after the crash checks its repository out anew "
+         "(its clone was cut short) and completes", (cont, r2))
+    if cont:
+        s.wait_reports_done(run=cont[0]["id"])
     ours = [c for c in fake.comments.get("acme/api#9", []) if run9 in c["body"]]
     looks = fake.api("GET", "/repos/acme/api/issues/9/comments?since=")
     t.ok(len(ours) == 1 and looks, "at restart the comment is found in the issue (since=), not posted twice",

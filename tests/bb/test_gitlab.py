@@ -239,6 +239,10 @@ try:
              (len(posted), len(looked)))
         t.eq(len([n for n in fake.notes.get("acme/api#4", []) if marker in n["body"] or crashed in n["body"]]), 1,
              "the issue holds one note of the run")
+        cont = s.query("SELECT id FROM runs WHERE retry_of = ?", crashed)
+        r2 = s.wait_run(cont[0]["id"], timeout=120) if cont else {"state": "none"}
+        t.ok(r2["state"] == "completed", "the run queued again after the crash checks its repository out "
+             "anew (its clone was cut short) and completes", (cont, r2))
 
         # --- thread commands in notes: /cancel --------------------------------------------
         st, _, a = s.post_json(HOOK, note("/slow down", on="Issue", iid=6, note_id=1600), headers(key="k-6"))
