@@ -1354,14 +1354,15 @@
 		paint();
 
 		/*
-		 * A message to the run's API session (SPEC 18): delivered into the run
-		 * while its agent works, else queued as the session's next run. Made
-		 * once, so a repaint keeps what is being typed.
+		 * A message to the run (SPEC 18), whatever its thread (an API session,
+		 * GitHub, Slack, Linear): delivered into it while its agent works, else
+		 * queued as its thread's next run. Made once, so a repaint keeps what
+		 * is being typed.
 		 */
 		function messageBox() {
-			var ses = /^api:(ses_[A-Za-z0-9_]+)$/.exec(run.thread || ''), text, note;
+			var text, note;
 
-			if (!ses || ENDED[run.state])
+			if (!run.thread || ENDED[run.state])
 				return null;
 			text = h('textarea', { id: 'message-input', rows: 3, 'aria-label': 'Message to the running agent' });
 			note = h('p', { class: 'muted', id: 'message-status', role: 'status' }, '');
@@ -1371,7 +1372,7 @@
 				if (!text.value.trim())
 					return;
 				b.disabled = true;
-				res = await api('POST', '/o/' + enc(org) + '/sessions/' + enc(ses[1]) + '/messages',
+				res = await api('POST', '/o/' + enc(org) + '/runs/' + enc(id) + '/messages',
 				    { input: text.value });
 				alive(gen);
 				b.disabled = false;
@@ -1382,7 +1383,7 @@
 				text.value = '';
 				note.textContent = res.body.delivery === 'delivered' ?
 				    'Delivered into ' + res.body.run.id + ' while its agent works.' :
-				    'Queued as ' + res.body.message_run + ': ' + (res.body.delivery_reason || 'the session\'s next run') + '.';
+				    'Queued as ' + res.body.message_run + ': ' + (res.body.delivery_reason || 'the thread\'s next run') + '.';
 				await reload();
 			}
 			return section('Message', 'message-card', [text,

@@ -281,13 +281,16 @@ api_message_answer(struct api_ctx *c, const char *run)
 
 	if (run != NULL && c->e->dispatch != NULL)
 		live = dispatch_offer(c->e->dispatch, run, &why);
-	if ((row = store_api_session(c->e->store, c->org, c->session)) == NULL) {
+	if (c->session == NULL)
+		s = json_object();	/* a run's thread, not a session's */
+	else if ((row = store_api_session(c->e->store, c->org, c->session)) == NULL) {
 		free(why);
 		api_unavailable(c, "store unavailable");
 		return;
+	} else {
+		s = api_session_json(c, row, 1);
+		json_decref(row);
 	}
-	s = api_session_json(c, row, 1);
-	json_decref(row);
 	json_object_set_new(s, "delivery", json_string(live != NULL ? "delivered" : "queued"));
 	json_object_set_new(s, "delivery_reason", why != NULL ? json_string(why) : json_null());
 	json_object_set_new(s, "message_run", json_str_or_null(run));
@@ -311,7 +314,7 @@ api_session_committed(enum ingest_status status, const struct spur_event *ev, js
 
 	switch (status) {
 	case INGEST_NEW:
-		if (strcmp(ev->type, "session.message") == 0)
+		if (strcmp(ev->type, "session.message") == 0 || strcmp(ev->type, "run.message") == 0)
 			api_message_answer(c, json_string_value(json_array_get(runs, 0)));
 		else
 			api_session_answer(c, c->session, json_string_value(json_array_get(runs,
@@ -673,9 +676,9 @@ api_prompt(const struct automation *a, int saved, struct spur_event *ev, const c
 	return p;
 }
 
-/* The event of a session's create or message, its run queued by ingest. */
+/* An event of the API's in thread (taken), its run queued by ingest. */
 static void
-api_session_submit(struct api_ctx *c, const char *type, const struct automation *a,
+api_event_submit(struct api_ctx *c, const char *type, char *thread, const struct automation *a,
     int saved, const char *input, json_t *meta, json_t *body)
 {
 	struct spur_event	*ev = spur_event_new(c->org, "api");
@@ -684,7 +687,7 @@ api_session_submit(struct api_ctx *c, const char *type, const struct automation 
 
 	ev->id = time_id("evt_");
 	ev->type = xstrdup(type);
-	ev->thread = xprintf("api:%s", c->session);
+	ev->thread = thread;
 	ev->delivery = xstrdup(ev->id);
 	ev->actor.id = xstrdup(c->key.id);
 	ev->actor.name = xstrdup(c->key.name[0] != '\0' ? c->key.name : c->key.id);
@@ -693,7 +696,6 @@ api_session_submit(struct api_ctx *c, const char *type, const struct automation 
 	ev->text = xstrdup(input);
 	if (c->idem != NULL)
 		ev->dedup = xprintf("idem:%s:%s", c->key.id, c->idem);
-	json_object_set_new(meta, "session", json_string(c->session));
 	json_object_set_new(meta, "key", json_string(c->key.id));
 	json_decref(ev->meta);
 	ev->meta = json_incref(meta);
@@ -703,6 +705,15 @@ api_session_submit(struct api_ctx *c, const char *type, const struct automation 
 	it = ingest_prepare_run(c->e->ingest, ev, a, prompt);
 	free(prompt);
 	ingest_submit(c->e->ingest, it, api_session_committed, c);
+}
+
+/* The event of a session's create or message. */
+static void
+api_session_submit(struct api_ctx *c, const char *type, const struct automation *a,
+    int saved, const char *input, json_t *meta, json_t *body)
+{
+	json_object_set_new(meta, "session", json_string(c->session));
+	api_event_submit(c, type, xprintf("api:%s", c->session), a, saved, input, meta, body);
 }
 
 /*
@@ -879,6 +890,54 @@ out:
 	run_row_free(first);
 	json_decref(runs);
 	json_decref(row);
+}
+
+/*
+ * A message to a run (SPEC 18): to its session's when it is an API session's;
+ * else an event of the API's in the run's thread, for its automation, which
+ * the dispatcher delivers into the thread's live run as it would a reply, or
+ * which waits as the thread's next run. Its author is the key's (the console's
+ * signed-in user).
+ */
+static void
+api_run_message(struct api_ctx *c, const char *id, json_t *body)
+{
+	struct run_row		*r = store_run_get(c->e->store, id, 0);
+	struct automation	*a = NULL;
+	json_t			*meta;
+	const char		*input, *bad;
+
+	if (r == NULL || r->automation_json == NULL) {
+		api_unavailable(c, "store unavailable");
+		goto out;
+	}
+	if (r->thread != NULL && strncmp(r->thread, "api:ses_", 8) == 0) {
+		api_session_message(c, r->thread + 4, body);
+		goto out;
+	}
+	if ((bad = api_unknown_field(body, (const char *const[]){ "input", NULL })) != NULL) {
+		api_bad(c, "%s: unknown field", bad);
+		goto out;
+	}
+	if ((input = api_input(c, body)) == NULL)
+		goto out;
+	if (r->thread == NULL) {
+		api_conflict(c, "the run has no thread to send a message in");
+		goto out;
+	}
+	if ((a = automation_from_text(r->automation_json)) == NULL) {
+		api_unavailable(c, "store unavailable");
+		goto out;
+	}
+	/* One answer per message: an Idempotency-Key is a session's only. */
+	free(c->idem);
+	c->idem = NULL;
+	meta = json_pack("{s:s}", "run", id);
+	api_event_submit(c, "run.message", xstrdup(r->thread), a, 1, input, meta, body);
+	json_decref(meta);
+out:
+	automation_free(a);
+	run_row_free(r);
 }
 
 /* Cancels each run of the list still queued or running (run.c decides). */
@@ -1786,6 +1845,7 @@ static const struct api_route api_routes[] = {
 	{ "GET", "/runs/*", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_get },
 	{ "POST", "/runs/*/cancel", SCOPE_RUNS_WRITE, OBJ_RUN, 2, api_run_cancel },
 	{ "POST", "/runs/*/retry", SCOPE_RUNS_WRITE, OBJ_RUN, 2, api_run_retry },
+	{ "POST", "/runs/*/messages", SCOPE_RUNS_WRITE, OBJ_RUN, 1, api_run_message },
 	{ "GET", "/runs/*/events", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_events },
 	{ "GET", "/runs/*/change", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_change },
 	{ "GET", "/runs/*/artifacts", SCOPE_RUNS_READ, OBJ_RUN, 0, api_run_artifacts },

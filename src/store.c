@@ -2764,19 +2764,21 @@ store_thread_runs(struct store *st, const char *org, const char *thread)
 	return list;
 }
 
-/* The heads of a thread's events, oldest first, at most limit. */
+/* The heads of a thread's events, oldest first, at most limit after skip. */
 json_t *
-store_thread_events(struct store *st, const char *org, const char *thread, int limit)
+store_thread_events(struct store *st, const char *org, const char *thread, int64_t skip,
+    int limit)
 {
 	struct db_stmt	*s;
 	json_t		*list = json_array(), *head;
 
 	if ((s = db_prepare(st->db, "SELECT json FROM events WHERE org = ?1 AND thread = ?2 "
-	    "ORDER BY rowid LIMIT ?3", 0)) == NULL)
+	    "ORDER BY rowid LIMIT ?3 OFFSET ?4", 0)) == NULL)
 		return list;
 	db_bind_text(s, 1, org);
 	db_bind_text(s, 2, thread);
 	db_bind_int64(s, 3, limit);
+	db_bind_int64(s, 4, skip);
 	while (db_step(s) == DB_ROW) {
 		if ((head = json_loads(db_column_text(s, 0), 0, NULL)) != NULL)
 			json_array_append_new(list, head);

@@ -474,9 +474,12 @@ int		 store_api_session_end(struct store *, const char *org, const char *id,
 		     const char *reason);
 /* A thread's runs, oldest first (list shape). */
 json_t		*store_thread_runs(struct store *, const char *org, const char *thread);
-/* The heads of a thread's events, whatever they started, oldest first, at most limit. */
+/*
+ * The heads of a thread's events, whatever they started, oldest first, at most
+ * limit after the first skip.
+ */
 json_t		*store_thread_events(struct store *, const char *org, const char *thread,
-		     int limit);
+		     int64_t skip, int limit);
 /*
  * The latest run of a thread (thread-cmd.c), NULL: none; or, with prefix, of
  * the threads under prefix that actor's events started (actor non-NULL) or

@@ -1450,9 +1450,9 @@ check_threads(void)
 	free(s);
 	is_ids(store_thread_runs(st, "acme", "github:acme/api#1"), "run_a1 run_a2",
 	    "store_thread_runs: a thread's runs, oldest first");
-	is_ids(store_thread_events(st, "acme", "github:acme/api#1", 50), "evt_a",
+	is_ids(store_thread_events(st, "acme", "github:acme/api#1", 0, 50), "evt_a",
 	    "store_thread_events: a thread's events, each once");
-	is_ids(store_thread_events(st, "other", "github:acme/api#1", 50), "",
+	is_ids(store_thread_events(st, "other", "github:acme/api#1", 0, 50), "",
 	    "  none of another org's thread of that name");
 
 	/* Pages, newest first in commit order: none skipped, none twice. */
@@ -1511,10 +1511,13 @@ check_threads(void)
 	d[2].type = "session.message";
 	d[2].dedup = "api:s1:m1";
 	ok(ingest(d, 3, ids, dup) == 0, "three API events");
-	is_ids(store_thread_events(st, "acme", "api:s1", 50), "evt_s1 evt_s1_msg",
+	is_ids(store_thread_events(st, "acme", "api:s1", 0, 50), "evt_s1 evt_s1_msg",
 	    "store_thread_events: a thread's events, oldest first, a message that started "
 	    "nothing too");
-	is_ids(store_thread_events(st, "acme", "api:s1", 1), "evt_s1", "  at most limit");
+	is_ids(store_thread_events(st, "acme", "api:s1", 0, 1), "evt_s1", "  at most limit");
+	is_ids(store_thread_events(st, "acme", "api:s1", 1, 1), "evt_s1_msg",
+	    "  after skip (thread_read's pages)");
+	is_ids(store_thread_events(st, "acme", "api:s1", 2, 1), "", "  none past the end");
 	free(ids[0]);
 	free(ids[1]);
 	free(ids[2]);

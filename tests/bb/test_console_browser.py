@@ -257,6 +257,19 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
     b.do("goto", url=base + "/runs/" + slow)
     r = b.try_("waitText", selector="#output", text="started", timeout=20000)
     t.ok(r is True and b.do("text", selector="#run-state") == "running", "a slow run is running, its output live", r)
+    # The Message box on a GitHub thread's running run: its agent (a command) takes no input, so it is queued.
+    b.do("fill", selector="#message-input", value="MSG-B1 from the browser")
+    b.do("click", selector="#message-send")
+    r = b.try_("waitText", selector="#message-status", text="Queued as run_", timeout=15000)
+    said = b.try_("text", selector="#message-status")
+    queued = s.query("SELECT r.id, r.state, e.json FROM runs r JOIN events e ON e.id = r.event "
+                     "WHERE e.type = 'run.message' AND e.json LIKE '%MSG-B1%'")
+    t.ok(r is True and "command takes no input while it works" in str(said) and queued and
+         queued[0]["id"] in str(said) and json.loads(queued[0]["json"])["actor"]["name"] == "link:acme",
+         "the Message box of a GitHub thread's run sends as the signed-in user: queued as the thread's next run, "
+         "saying why", (r, said, queued))
+    if queued:
+        s.c("cancel", queued[0]["id"])
     b.do("click", selector="#cancel")
     r = b.try_("waitText", selector="#run-state", text="cancelled", timeout=20000)
     row = s.query("SELECT state FROM runs WHERE id = ?", slow)

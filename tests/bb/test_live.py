@@ -106,6 +106,11 @@ class Live(fakemodel.Fake):
                 return ("tool", ("mcp__spur__github_comments", {"page": 2}))
             if n == 11:
                 return ("tool", ("mcp__spur__github_pr_files", {"page": 2}))
+            # thread_read a message a page: the first page says a second follows.
+            if n == 12:
+                return ("tool", ("mcp__spur__thread_read", {"limit": 1}))
+            if n == 13:
+                return ("tool", ("mcp__spur__thread_read", {"limit": 1, "page": 2}))
             return ("text", fakemodel.FINAL)
         if self.mode == "linear":
             # Linear's tools on the run's issue: it, its comments (two pages), another issue
@@ -184,6 +189,20 @@ def api(s, key, method, path, body=None):
         return st, json.loads(out) if out else None
     except ValueError:
         return st, out
+
+
+def console_as(s, org="acme"):
+    """A console session of org (a one-time link): the headers of its API calls."""
+    rc, url, err = s.c("console-link", "--org", org)
+    st, h, _ = s.request("GET", url.strip()[url.index("/console/link/"):])
+    ck = {"Cookie": "spur_console=" + (re.search(r"spur_console=([^;]*)", h.get("set-cookie", "")) or ["", ""])[1]}
+    st, _, me = s.request("GET", "/console/api/me", headers=ck)
+    return dict(ck, **{"X-CSRF-Token": json.loads(me)["csrf"], "Content-Type": "application/json"})
+
+
+def con(s, hd, path, body=None):
+    st, _, out = s.request("POST", path, json.dumps(body) if body is not None else None, hd, timeout=30)
+    return st, json.loads(out) if out else None
 
 
 def run_row(s, run):
@@ -289,6 +308,17 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
     st, a = fire(s, "/go write it", 40)
     first = a["runs"][0] if st == 200 and a.get("runs") else None
     t.ok(first and wait_for(lambda: fake.held.is_set()), "a thread's run is at its second step", (st, a))
+    # The console's Message box on a thread's run: POST /runs/{id}/messages as the signed-in user.
+    hd = console_as(s)
+    st, m = con(s, hd, "/o/acme/runs/%s/messages" % first, {"input": "CONSOLE-MSG-31 from the console"})
+    t.ok(st == 201 and m.get("delivery") == "delivered" and (m.get("run") or {}).get("id") == first and
+         m.get("delivery_reason") is None, "a console message to a GitHub thread's live run is delivered into it", (st, m))
+    cmrun = (m or {}).get("message_run")
+    t.ok(any(h.startswith("message delivered:") and "from link:acme" in h and str(cmrun) in h for h in hist2(s, first)),
+         "the live run's history says it came from the console's signed-in user", hist2(s, first))
+    st, m = api(s, key, "POST", "/o/acme/runs/%s/messages" % first, {"input": "NOPE-32"})
+    t.ok(st == 404 and not s.query("SELECT id FROM events WHERE json LIKE '%NOPE-32%'"),
+         "a key without runs:write is refused (404) and nothing is stored", (st, m))
     st, a = fire(s, "/go " + STEER, 40)
     second = a["runs"][0] if st == 200 and a.get("runs") else None
     done = wait_for(lambda: (lambda r: r if r.get("state") == "completed" else None)(run_row(s, second)), 60)
@@ -299,6 +329,30 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
     t.ok(end and end["state"] == "completed", "the thread's run ends completed", end)
     ws = os.path.join(s.data_dir, "sessions", end.get("session") or "x", "workspace")
     t.ok(os.path.exists(os.path.join(ws, "steered.txt")), "and the reply changed what its agent did")
+    got = [r["raw"] for r in fake.requests if r["method"] == "POST" and "CONSOLE-MSG-31" in r["raw"]]
+    t.ok(got and re.search(r"<<<SPUR-DATA-[0-9a-f]{16}>>>[^<]*link:acme[^<]*CONSOLE-MSG-31", got[0].replace("\\n", " ")),
+         "the agent got the console's message fenced as data, its author the signed-in user",
+         got[0][-800:] if got else None)
+
+    # A thread's run whose agent takes no input (agent: command): queued, then, once ended, queued as its next run.
+    st, a = fire(s, "/wait", 41)
+    wrun = a["runs"][0] if st == 200 and a.get("runs") else None
+    t.ok(wrun and wait_for(lambda: run_row(s, wrun).get("state") == "running"), "a command run of a thread runs", a)
+    st, m = con(s, hd, "/o/acme/runs/%s/messages" % wrun, {"input": "hello"})
+    t.ok(st == 201 and m.get("delivery") == "queued" and m["run"]["id"] == m.get("message_run") and
+         m["run"]["state"] == "queued" and m.get("delivery_reason") == "command takes no input while it works",
+         "a console message to it is queued as the thread's next run, saying why", (st, m))
+    if st == 201:
+        con(s, hd, "/o/acme/runs/%s/cancel" % m["message_run"])
+    con(s, hd, "/o/acme/runs/%s/cancel" % wrun)
+    wait_end(s, wrun, 30)
+    st, m = con(s, hd, "/o/acme/runs/%s/messages" % wrun, {"input": "again"})
+    # (or the dispatcher started it first: no longer queued)
+    t.ok(st == 201 and m.get("delivery") == "queued" and m.get("delivery_reason") in (
+         "no run of its session is live on this node", "the run is no longer queued"),
+         "a message to an ended thread run is queued: nothing is live", (st, m))
+    if st == 201:
+        con(s, hd, "/o/acme/runs/%s/cancel" % m["message_run"])
     bodies = [r["body"] or "" for r in s.query("SELECT body FROM reports WHERE run = ? AND kind = 'run_end'", second)]
     t.ok(any("delivered into" in b and first in b for b in bodies),
          "the thread is told, in a short reply, that the message was delivered into the live run",
@@ -443,6 +497,14 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
     t.ok("call github_pr_files with page: 2" in files and "gen/f098.c" in files and "gen/f099.c" not in files and
          len(res) > 11 and not res[11].get("is_error") and fence in files2 and "gen/f099.c (added, +1 -0)" in files2 and
          "src/x.c" not in files2, "github_pr_files pages its files the same way", (files[-200:], files2[-300:]))
+    page1, page2 = [text(res[i]) if len(res) > i else "" for i in (12, 13)]
+    t.ok("STRANGER-52" in page1 and "MCPTEXT-51" not in page1 and "call thread_read with page: 2" in page1 and
+         "MCPTEXT-51" in page2 and "STRANGER-52" not in page2 and "page: 3" not in page2 and fence in page2,
+         "thread_read pages: limit 1 gives the first message and says page 2 follows; page 2 the next, the last",
+         (page1[-300:], page2[-300:]))
+    tools = posts[0]["body"]["tools"] if posts else []
+    schema = next((x.get("input_schema") for x in tools if x.get("name") == "mcp__spur__thread_read"), {}) or {}
+    t.ok("page" in (schema.get("properties") or {}), "thread_read's input schema has page", schema)
     gaps = sorted(fake.mcp_times[k + 1] - fake.mcp_times[k] for k in range(4) if k + 1 in fake.mcp_times)
     if gaps:
         # From the model's answer asking for a tool to the request carrying its result:

@@ -29,6 +29,7 @@ ROUTES = {
     ("get", "/o/{org}/runs/{id}"): ("200", set()),
     ("post", "/o/{org}/runs/{id}/cancel"): ("200", {"409"}),
     ("post", "/o/{org}/runs/{id}/retry"): ("201", {"409"}),
+    ("post", "/o/{org}/runs/{id}/messages"): ("201", {"400", "409", "413"}),
     ("get", "/o/{org}/runs/{id}/events"): ("200", set()),
     ("get", "/o/{org}/runs/{id}/change"): ("200", set()),
     ("get", "/o/{org}/runs/{id}/artifacts"): ("200", set()),
