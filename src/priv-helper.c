@@ -473,6 +473,7 @@ static const struct priv_opt {
 	{ "--proc", 1, 0 }, { "--dev", 1, 0 }, { "--tmpfs", 1, 0 }, { "--size", 1, 0 },
 	{ "--remount-ro", 1, 0 }, { "--chdir", 1, 0 }, { "--seccomp", 1, 0 },
 	{ "--info-fd", 1, 0 }, { "--file", 2, 0 }, { "--perms", 1, 0 }, { "--block-fd", 1, 0 },
+	{ "--dir", 1, 0 },
 };
 
 /* git's subcommands and options repo.c uses; any other option is refused. */

@@ -100,6 +100,8 @@ static const char *sandbox_rootfs_etc_own[] = {
 
 #define SANDBOX_ROOTFS_ETC_MAX	4096	/* entries of a rootfs's /etc */
 #define SANDBOX_ETC_COPY_MAX	(1024 * 1024)	/* a host /etc file copied, not bound */
+#define SANDBOX_ETC_DIR_MAX	16	/* entries of a host /etc directory copied */
+#define SANDBOX_ETC_DIR_FILE_MAX (64 * 1024)	/* and the size of each of its files */
 
 static void
 sandbox_arg(struct sandbox_cmd *c, const char *s)
@@ -190,6 +192,83 @@ sandbox_data(struct sandbox_cmd *c, const char *dest, const char *text, char **c
  * link (/usr is bound), a small file as a copy (sandbox_file), anything else
  * (a directory) bound read-only. Missing, it is left out.
  */
+static int	sandbox_host_etc(struct sandbox_cmd *, const char *, char **);
+
+/* A link into /usr (bound read-only: the sandbox has its target too). */
+static int
+sandbox_link_usr(const char *path)
+{
+	char	link[PATH_MAX];
+	ssize_t	n;
+
+	if ((n = readlink(path, link, sizeof link - 1)) <= 0)
+		return 0;
+	link[n] = '\0';
+	return strncmp(link, "/usr/", 5) == 0 && strstr(link, "/../") == NULL;
+}
+
+/* An empty directory (its only entries . and ..). */
+static int
+sandbox_dir_empty(const char *path)
+{
+	struct dirent	*de;
+	DIR		*d;
+	int		 n = 0;
+
+	if ((d = opendir(path)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL)
+		n++;
+	closedir(d);
+	return n == 2;
+}
+
+/*
+ * A small directory of the host's /etc (at most SANDBOX_ETC_DIR_MAX entries,
+ * each a file of at most SANDBOX_ETC_DIR_FILE_MAX bytes, a link or an empty
+ * directory) made in the sandbox's root as sandbox_host_etc makes a file: no
+ * bind. 1 when it was, 0 when it is to be bound, -1 on error.
+ */
+static int
+sandbox_host_etc_dir(struct sandbox_cmd *c, const char *path, char **cause)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	char		*names[SANDBOX_ETC_DIR_MAX], *p;
+	size_t		 n = 0, i;
+	DIR		*d;
+	int		 small = 1, rc = 1;
+
+	if ((d = opendir(path)) == NULL)
+		return 0;
+	while (small && (de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		p = xprintf("%s/%s", path, de->d_name);
+		small = n < SANDBOX_ETC_DIR_MAX && lstat(p, &st) == 0 &&
+		    ((S_ISLNK(st.st_mode) && sandbox_link_usr(p)) || (S_ISREG(st.st_mode) &&
+		    st.st_size <= SANDBOX_ETC_DIR_FILE_MAX) ||
+		    (S_ISDIR(st.st_mode) && sandbox_dir_empty(p)));
+		if (small)
+			names[n++] = p;
+		else
+			free(p);
+	}
+	closedir(d);
+	if (small)
+		sandbox_args(c, "--dir", path, NULL);
+	for (i = 0; i < n; i++) {
+		if (small && rc == 1 && lstat(names[i], &st) == 0) {
+			if (S_ISDIR(st.st_mode))
+				sandbox_args(c, "--dir", names[i], NULL);
+			else if (sandbox_host_etc(c, names[i], cause) != 0)
+				rc = -1;
+		}
+		free(names[i]);
+	}
+	return small ? rc : 0;
+}
+
 static int
 sandbox_host_etc(struct sandbox_cmd *c, const char *path, char **cause)
 {
@@ -199,15 +278,15 @@ sandbox_host_etc(struct sandbox_cmd *c, const char *path, char **cause)
 	size_t		 len;
 	int		 rc;
 
-	if ((n = readlink(path, link, sizeof link - 1)) > 0) {
+	if (sandbox_link_usr(path) && (n = readlink(path, link, sizeof link - 1)) > 0) {
 		link[n] = '\0';
-		if (strncmp(link, "/usr/", 5) == 0 && strstr(link, "/../") == NULL) {
-			sandbox_args(c, "--symlink", link, path);
-			return 0;
-		}
+		sandbox_args(c, "--symlink", link, path);
+		return 0;
 	}
 	if (stat(path, &st) != 0)
 		return 0;
+	if (S_ISDIR(st.st_mode) && (rc = sandbox_host_etc_dir(c, path, cause)) != 0)
+		return rc == 1 ? 0 : -1;
 	if (!S_ISREG(st.st_mode) ||
 	    read_file(path, SANDBOX_ETC_COPY_MAX, &data, &len, NULL) != 0) {
 		sandbox_args(c, "--ro-bind-try", path, path);

@@ -1,5 +1,6 @@
 """Isolation between runs (SPEC section 8): a session per org, thread and automation with one live
 run and its own uid; the engine never walks, as root, what a sandbox can write."""
+import hashlib
 import json
 import os
 import re
@@ -45,7 +46,8 @@ ALLOWED = {
     ("proxy.c", "unlink"): "the proxy's socket in data_dir/runs/RUN/net (root's), when it is freed",
     ("relay.c", "unlink"): "a listener's socket (the proxy's) in data_dir/runs/RUN/net (root's)",
     ("relay.c", "chmod"): "a listener's socket (the proxy's) in data_dir/runs/RUN/net (root's)",
-    ("sandbox-bwrap.c", "opendir"): "/proc; a rootfs's /etc (data_dir/envs, read-only in every sandbox)",
+    ("sandbox-bwrap.c", "opendir"): "/proc; a rootfs's /etc (data_dir/envs, read-only in every sandbox); "
+                                    "the host's small /etc directories it copies (ld.so.conf.d)",
     ("serve.c", "unlink"): "data_dir/spur.pid",
     ("runfile.c", "unlink"): "its own NAME.tmp in data_dir/runs/RUN (the engine's; a sandbox sees only "
                              "RUN/artifacts below it), made with O_NOFOLLOW, when it could not be renamed",
@@ -110,7 +112,8 @@ MINE = ["sh", "-c", "cat >/dev/null; touch /workspace/mine-$0 $HOME/home-$0; ech
         "echo ws: $(ls /workspace); echo home: $(ls $HOME); "
         "echo etc: $(id -un) $(cat /etc/hostname) $(stat -c %a /etc/passwd /etc/hosts) "
         "$(test -s /etc/ld.so.cache && echo ldcache) "
-        "$(test -e /etc/shadow || echo noshadow) link=$(readlink /etc/localtime); "
+        "$(test -e /etc/shadow || echo noshadow) link=$(readlink /etc/localtime) "
+        "ldconf=$(cat /etc/ld.so.conf.d/* 2>/dev/null | md5sum | cut -c1-8); "
         "(echo x >> /etc/passwd) 2>/dev/null && echo etc-writable; "
         "(touch /etc/new) 2>/dev/null && echo etc-new-file"]
 ALPHA = auto("alpha", "^/both", [MINE[0], MINE[1], MINE[2], "alpha"])
@@ -201,7 +204,11 @@ with Spur("limits:\n  runs: 4\n", automations=autos) as s:
         t.ok("mine-%s" % other not in out and "home-%s" % other not in out,
              "%s sees neither the other's workspace nor its HOME" % names[run], out)
     link = os.readlink("/etc/localtime") if os.path.islink("/etc/localtime") else ""
-    want = "etc: spur spur 644 644 ldcache noshadow link=%s" % (link if link.startswith("/usr/") else "")
+    ldconf = hashlib.md5(b"".join(open(os.path.join("/etc/ld.so.conf.d", n), "rb").read()
+                                  for n in sorted(os.listdir("/etc/ld.so.conf.d")))).hexdigest()[:8] \
+        if os.path.isdir("/etc/ld.so.conf.d") else "d41d8cd9"
+    want = "etc: spur spur 644 644 ldcache noshadow link=%s ldconf=%s" % (
+        link if link.startswith("/usr/") else "", ldconf)
     for run, out in ((ra, oa), (rb, ob)):
         t.ok(want in out and "etc-writable" not in out and "etc-new-file" not in out,
              "%s's /etc: its own passwd and hostname, the host's ld.so.cache, no shadow, the "
