@@ -1410,6 +1410,23 @@ repo_wanted(const struct automation *a, const json_t *event)
 	return rc != 0;
 }
 
+/*
+ * A checkout cut short (the engine died in it): its git directory and the
+ * workspace hold what git left, locks included, and no agent has worked
+ * there. Both go, and the checkout is done from nothing.
+ */
+static int
+repo_checkout_anew(struct repo_job *j, const char *workspace, const struct sandbox_ident *as,
+    char **cause)
+{
+	log_info("event=repo.checkout_anew session_dir=%s", log_q(j->dir));
+	if (rm_rf(j->git_dir) != 0 || rm_rf(workspace) != 0) {
+		*cause = xprintf("%s: the checkout cut short cannot be removed", j->dir);
+		return -1;
+	}
+	return sandbox_prepare_dir_as(workspace, as, cause);
+}
+
 int
 repo_prepare(struct engine *e, const char *run, const struct automation *a,
     const json_t *event, const char *workspace, const struct sandbox_ident *as, int followup,
@@ -1439,6 +1456,14 @@ repo_prepare(struct engine *e, const char *run, const struct automation *a,
 	 */
 	(void)followup;
 	state = path_join(j->dir, "repo.json");
+	if (stat(state, &sb) != 0 && stat(j->git_dir, &sb) == 0 &&
+	    repo_checkout_anew(j, workspace, as, cause) != 0) {
+		free(state);
+		free(repo);
+		free(why);
+		repo_job_free(j);
+		return -1;
+	}
 	if (stat(state, &sb) == 0) {
 		/* The session's repository, whatever this event would have chosen. */
 		if (repo_state_load(j) == 0)

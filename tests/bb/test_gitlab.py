@@ -243,6 +243,20 @@ try:
         r2 = s.wait_run(cont[0]["id"], timeout=120) if cont else {"state": "none"}
         t.ok(r2["state"] == "completed", "the run queued again after the crash checks its repository out "
              "anew (its clone was cut short) and completes", (cont, r2))
+        # A checkout cut short, made so: no repo.json, git's locks left. The next run of the
+        # session does it from nothing (the run above may or may not have met one).
+        ses = s.query("SELECT s.workspace FROM runs r JOIN sessions s ON s.id = r.session WHERE r.id = ?",
+                      cont[0]["id"] if cont else crashed)
+        sdir = os.path.dirname(ses[0]["workspace"]) if ses else "/nonexistent"
+        os.unlink(os.path.join(sdir, "repo.json"))
+        for lock in (os.path.join(sdir, "git", "HEAD.lock"), os.path.join(sdir, "workspace", ".git", "HEAD.lock")):
+            if os.path.isdir(os.path.dirname(lock)):
+                open(lock, "w").close()
+        st, _, a = s.post_json(HOOK, note("/fix once more", on="Issue", iid=4, note_id=1501), headers(key="k-5b"))
+        r3 = s.wait_run(a["runs"][0], timeout=120)
+        t.ok(r3["state"] == "completed" and "event=repo.checkout_anew" in s.logs(),
+             "a session's checkout cut short (git's locks left, no repo.json) is done anew by its next run",
+             r3)
 
         # --- thread commands in notes: /cancel --------------------------------------------
         st, _, a = s.post_json(HOOK, note("/slow down", on="Issue", iid=6, note_id=1600), headers(key="k-6"))
