@@ -752,6 +752,7 @@ priv_do_spawn(struct priv_helper *h, const struct priv_msg *req, struct priv_msg
 	spec.stage_dst = s->stage_dst;
 	spec.stage_file = file;
 	spec.nstage = nstage;
+	spec.vfork = 1;		/* the helper has one thread */
 	pid = proc_spawn(&spec, fds, &cause);
 	if (args_fd != -1)
 		close(args_fd);		/* the child has its own */

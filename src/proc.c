@@ -253,7 +253,8 @@ proc_spawn(const struct proc_spec *spec, int fds[3], char **cause)
 		*cause = xprintf("pipe: %s", strerror(errno));
 		goto fail;
 	}
-	if ((pid = fork()) == -1) {
+	/* proc_child makes only async-signal-safe calls: it may share our memory. */
+	if ((pid = spec->vfork ? vfork() : fork()) == -1) {
 		*cause = xprintf("fork: %s", strerror(errno));
 		goto fail;
 	}

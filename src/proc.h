@@ -52,6 +52,10 @@ struct proc_spec {
 	 * its process group. SIGKILL after the grace always goes to the group.
 	 */
 	void			(*term)(struct proc *, void *);
+	int			  vfork;	/* the caller has one thread (the helper): the
+						   child shares its memory until its exec,
+						   no copy of the page tables (proc_child is
+						   async-signal-safe) */
 };
 
 struct proc_exit {
