@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -294,6 +295,127 @@ sandbox_host_etc(struct sandbox_cmd *c, const char *path, char **cause)
 	}
 	rc = sandbox_file(c, path, data, len, cause);
 	free(data);
+	return rc;
+}
+
+/*
+ * The host's /etc as sandboxes get it (sandbox_host_etc of each entry):
+ * worked out once, its files held in memfds, and again when the host's
+ * entries or a copied file change (sandbox_etc_sig). A start then costs a
+ * stat of each and an open of each memfd, not a walk of /etc.
+ */
+static struct {
+	pthread_mutex_t	 mu;
+	struct buf	 args;		/* built as sandbox_cmd's, --file naming keep */
+	int		 keep[PROC_KEEP_MAX];
+	size_t		 nkeep;
+	char		*sig;
+	int		 built;
+} sandbox_etc_cache = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+/* Each top entry's and each copied path's identity: what would change the args. */
+static char *
+sandbox_etc_sig(const struct buf *args)
+{
+	struct buf	 b;
+	struct stat	 st;
+	const char	*p, *end, *path;
+	size_t		 i;
+
+	buf_init(&b, 0);
+	for (i = 0; i < SPUR_ARRLEN(sandbox_etc_ca) + SPUR_ARRLEN(sandbox_etc); i++) {
+		path = i < SPUR_ARRLEN(sandbox_etc_ca) ? sandbox_etc_ca[i] :
+		    sandbox_etc[i - SPUR_ARRLEN(sandbox_etc_ca)];
+		if (lstat(path, &st) != 0)
+			buf_addf(&b, "-;");
+		else
+			buf_addf(&b, "%llu:%lld:%lld.%ld;", (unsigned long long)st.st_ino,
+			    (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+			    st.st_mtim.tv_nsec);
+	}
+	/* The files copied out of a directory: an edit in place moves no directory's time. */
+	for (p = args->data, end = p + args->len; args->len > 0 && p < end; p += strlen(p) + 1) {
+		if (strcmp(p, "--file") != 0 || p + strlen(p) + 1 >= end)
+			continue;
+		p += strlen(p) + 1;
+		p += strlen(p) + 1;
+		if (p < end && lstat(p, &st) == 0)
+			buf_addf(&b, "%llu:%lld:%lld.%ld;", (unsigned long long)st.st_ino,
+			    (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+			    st.st_mtim.tv_nsec);
+	}
+	return buf_take(&b);
+}
+
+/* Works the host's /etc out anew into the cache; -1 and cause on error. */
+static int
+sandbox_etc_build(char **cause)
+{
+	struct sandbox_cmd	*t = &(struct sandbox_cmd){ .info_rd = -1 };
+	size_t			 i;
+
+	buf_init(&t->args, SANDBOX_ARGS_MAX);
+	for (i = 0; i < SPUR_ARRLEN(sandbox_etc_ca); i++) {
+		if (sandbox_host_etc(t, sandbox_etc_ca[i], cause) != 0)
+			goto fail;
+	}
+	for (i = 0; i < SPUR_ARRLEN(sandbox_etc); i++) {
+		if (sandbox_host_etc(t, sandbox_etc[i], cause) != 0)
+			goto fail;
+	}
+	for (i = 0; i < sandbox_etc_cache.nkeep; i++)
+		close(sandbox_etc_cache.keep[i]);
+	buf_free(&sandbox_etc_cache.args);
+	sandbox_etc_cache.args = t->args;
+	memcpy(sandbox_etc_cache.keep, t->keep, sizeof t->keep);
+	sandbox_etc_cache.nkeep = t->nkeep;
+	free(sandbox_etc_cache.sig);
+	sandbox_etc_cache.sig = sandbox_etc_sig(&t->args);
+	sandbox_etc_cache.built = 1;
+	return 0;
+fail:
+	for (i = 0; i < t->nkeep; i++)
+		close(t->keep[i]);
+	buf_free(&t->args);
+	return -1;
+}
+
+/* The cached /etc into c: its args, each --file's memfd opened anew (an offset of its own). */
+static int
+sandbox_etc_add(struct sandbox_cmd *c, char **cause)
+{
+	const char	*p, *end;
+	char		 num[16], fdpath[64], *sig;
+	int		 fd, rc = -1;
+	size_t		 k;
+
+	pthread_mutex_lock(&sandbox_etc_cache.mu);
+	sig = sandbox_etc_cache.built ? sandbox_etc_sig(&sandbox_etc_cache.args) : NULL;
+	if ((sig == NULL || strcmp(sig, sandbox_etc_cache.sig) != 0) &&
+	    sandbox_etc_build(cause) != 0)
+		goto out;
+	p = sandbox_etc_cache.args.data;
+	end = p + sandbox_etc_cache.args.len;
+	for (; sandbox_etc_cache.args.len > 0 && p < end; p += strlen(p) + 1) {
+		sandbox_arg(c, p);
+		if (strcmp(p, "--file") != 0)
+			continue;
+		p += strlen(p) + 1;
+		if ((k = strtoul(p, NULL, 10) - 3) >= sandbox_etc_cache.nkeep) {
+			*cause = xstrdup("the sandbox's /etc: a file not cached");
+			goto out;
+		}
+		snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", sandbox_etc_cache.keep[k]);
+		if ((fd = open(fdpath, O_RDONLY | O_CLOEXEC)) == -1) {
+			*cause = xprintf("%s: %s", fdpath, strerror(errno));
+			goto out;
+		}
+		sandbox_arg(c, sandbox_fd(c, fd, num, sizeof num));
+	}
+	rc = 0;
+out:
+	pthread_mutex_unlock(&sandbox_etc_cache.mu);
+	free(sig);
 	return rc;
 }
 
@@ -598,12 +720,8 @@ sandbox_build(struct sandbox_cmd *c, const struct sandbox_spec *spec, char **cau
 		sandbox_args(c, "--ro-bind", "/usr", "/usr");
 		for (i = 0; i < SPUR_ARRLEN(sandbox_top); i++)
 			sandbox_entry(c, "", "", "", sandbox_top[i]);
-		for (i = 0; i < SPUR_ARRLEN(sandbox_etc_ca); i++)
-			sandbox_args(c, "--ro-bind-try", sandbox_etc_ca[i], sandbox_etc_ca[i]);
-		for (i = 0; i < SPUR_ARRLEN(sandbox_etc); i++) {
-			if (sandbox_host_etc(c, sandbox_etc[i], cause) != 0)
-				goto fail;
-		}
+		if (sandbox_etc_add(c, cause) != 0)
+			goto fail;
 	}
 	text = xprintf("spur:x:%u:%u:spur:" SANDBOX_HOME ":/bin/sh\n"
 	    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",

@@ -204,15 +204,37 @@ with Spur("limits:\n  runs: 4\n", automations=autos) as s:
         t.ok("mine-%s" % other not in out and "home-%s" % other not in out,
              "%s sees neither the other's workspace nor its HOME" % names[run], out)
     link = os.readlink("/etc/localtime") if os.path.islink("/etc/localtime") else ""
-    ldconf = hashlib.md5(b"".join(open(os.path.join("/etc/ld.so.conf.d", n), "rb").read()
-                                  for n in sorted(os.listdir("/etc/ld.so.conf.d")))).hexdigest()[:8] \
-        if os.path.isdir("/etc/ld.so.conf.d") else "d41d8cd9"
-    want = "etc: spur spur 644 644 ldcache noshadow link=%s ldconf=%s" % (
-        link if link.startswith("/usr/") else "", ldconf)
+
+    def etc_want():
+        ldconf = hashlib.md5(b"".join(open(os.path.join("/etc/ld.so.conf.d", n), "rb").read()
+                                      for n in sorted(os.listdir("/etc/ld.so.conf.d")))).hexdigest()[:8] \
+            if os.path.isdir("/etc/ld.so.conf.d") else "d41d8cd9"
+        return "etc: spur spur 644 644 ldcache noshadow link=%s ldconf=%s" % (
+            link if link.startswith("/usr/") else "", ldconf)
+    want = etc_want()
     for run, out in ((ra, oa), (rb, ob)):
         t.ok(want in out and "etc-writable" not in out and "etc-new-file" not in out,
              "%s's /etc: its own passwd and hostname, the host's ld.so.cache, no shadow, the "
              "localtime link, all read-only" % names[run], (want, out))
+    # The engine keeps the host's /etc worked out between starts: a change on the host shows
+    # in the next sandbox (a comment file in ld.so.conf.d, removed at once).
+    if ROOT and os.path.isdir("/etc/ld.so.conf.d"):
+        extra = "/etc/ld.so.conf.d/zz-spur-test-%d.conf" % os.getpid()
+        try:
+            with open(extra, "w") as f:
+                f.write("# spur's test_isolation: the sandbox's /etc follows the host's\n")
+            want2 = etc_want()
+            rc_, = [r for r in fire(s, "/both", 34) if
+                    s.query("SELECT automation FROM runs WHERE id = ?", r)[0]["automation"] == "alpha"]
+            wait_end(s, rc_)
+            out2 = output(s, rc_)
+        finally:
+            os.unlink(extra)
+        t.ok(want2 != want and want2 in out2, "a file added to the host's ld.so.conf.d is in the next "
+             "sandbox's copy (the engine's copy of /etc is made again)", (want2, out2))
+    else:
+        t.skip("a file added to the host's ld.so.conf.d is in the next sandbox's copy",
+               "not root: the host's /etc is not ours to change")
     ua = re.search(r"uid=(\d+)", oa)
     ub = re.search(r"uid=(\d+)", ob)
     if ROOT:
