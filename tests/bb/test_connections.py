@@ -274,6 +274,7 @@ def other_agent(s, key, body, agent, binary):
         return t.skip("%s with a connection" % agent, "%s missing (not linux-x64?)" % binary)
     hits, reqs = len(Mcp.hits), len(fake.requests)
     for attempt in (1, 2):
+        began = time.time()
         fake.mcp, fake.mcp_args, fake.mcp_server, fake.tools_seen = "lookup", {"q": "ENG-7"}, "tracker", None
         st, sess = api(s, key, "POST", "/o/acme/sessions", dict(body, agent=agent, connections=[conns[0]]))
         run = sess["run"]["id"] if st == 201 else None
@@ -283,6 +284,8 @@ def other_agent(s, key, body, agent, binary):
         if agent != "opencode" or "tracker_lookup" in (fake.tools_seen or []) or attempt == 2:
             break
         print("# opencode: run %s started without the connection's tools; once more" % run)
+    print("# %s: a session calling a remote connection's tool, from its request to its end: %.1f s" % (
+        agent, time.time() - began))
     t.ok(end and end["state"] == "completed", "%s: a session with a remote connection completes" % agent,
          (st, sess, end, fake.tools_seen))
     calls = [h for h in Mcp.hits[hits:] if h["method"] == "POST" and isinstance(h["body"], dict)
