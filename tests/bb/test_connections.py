@@ -267,34 +267,41 @@ def check_run(s, run, what):
          (j.get("automation_config") or {}).get("connections"))
 
 
-def other_agent(s, key, body, agent, binary):
-    """A session of Codex or OpenCode with the remote connection: the stand-in scripts a call of
-    its tool (fakemodel's Fake.mcp); its MCP configuration holds the header's placeholder."""
-    if not os.path.exists(binary):
-        return t.skip("%s with a connection" % agent, "%s missing (not linux-x64?)" % binary)
-    hits, reqs = len(Mcp.hits), len(fake.requests)
+def session_calling(s, key, body, agent, conn, tool, args):
+    """A session of agent with one connection whose tool the stand-in scripts a call of
+    (fakemodel's Fake.mcp): its run, its end, the model requests since, how long it took."""
+    reqs = len(fake.requests)
     for attempt in (1, 2):
         began = time.time()
-        fake.mcp, fake.mcp_args, fake.mcp_server, fake.tools_seen = "lookup", {"q": "ENG-7"}, "tracker", None
-        st, sess = api(s, key, "POST", "/o/acme/sessions", dict(body, agent=agent, connections=[conns[0]]))
+        fake.mcp, fake.mcp_args, fake.mcp_server, fake.tools_seen = tool, args, conn["name"], None
+        st, sess = api(s, key, "POST", "/o/acme/sessions", dict(body, agent=agent, connections=[conn]))
         run = sess["run"]["id"] if st == 201 else None
         end = run_end(s, run) if run else None
         fake.mcp, fake.mcp_args, fake.mcp_server = None, {}, "spur"
         # OpenCode now and then starts without an MCP server's tools (test_agents.py's mcp_fire).
-        if agent != "opencode" or "tracker_lookup" in (fake.tools_seen or []) or attempt == 2:
+        if agent != "opencode" or "%s_%s" % (conn["name"], tool) in (fake.tools_seen or []) or attempt == 2:
             break
         print("# opencode: run %s started without the connection's tools; once more" % run)
-    print("# %s: a session calling a remote connection's tool, from its request to its end: %.1f s" % (
-        agent, time.time() - began))
+    print("# %s: a session calling a %s connection's tool, from its request to its end: %.1f s" % (
+        agent, "remote" if "url" in conn else "stdio", time.time() - began))
+    return run, (end or {"state": (st, sess)}), [r["raw"] for r in fake.requests[reqs:] if r["method"] == "POST"]
+
+
+def other_agent(s, key, body, agent, binary):
+    """A session of Codex or OpenCode with the remote connection, one with the stdio one: each
+    tool called; its MCP configuration holds the header's placeholder."""
+    if not os.path.exists(binary):
+        return t.skip("%s with a connection" % agent, "%s missing (not linux-x64?)" % binary)
+    hits = len(Mcp.hits)
+    run, end, raws = session_calling(s, key, body, agent, conns[0], "lookup", {"q": "ENG-7"})
     t.ok(end and end["state"] == "completed", "%s: a session with a remote connection completes" % agent,
-         (st, sess, end, fake.tools_seen))
+         (end, fake.tools_seen))
     calls = [h for h in Mcp.hits[hits:] if h["method"] == "POST" and isinstance(h["body"], dict)
              and h["body"].get("method") == "tools/call"]
     t.ok(calls and calls[0]["auth"] == "Bearer " + VALUE,
          "%s: its call of the connection's tool reached the server with the secret's real value" % agent,
          [(h["method"], (h.get("body") or {}).get("method") if isinstance(h.get("body"), dict) else None,
            (h["auth"] or "")[:40]) for h in Mcp.hits[hits:]])
-    raws = [r["raw"] for r in fake.requests[reqs:] if r["method"] == "POST"]
     t.ok(any("TRACKER-RESULT for ENG-7" in r for r in raws), "%s: and its answer reached the model" % agent,
          (fake.tools_seen, [r[max(0, r.find("tracker") - 300):r.find("tracker") + 300] for r in raws if "tracker" in r][:2]))
     t.ok(not any(VALUE in r for r in raws), "%s: the secret's value is in no model request" % agent)
@@ -310,6 +317,10 @@ def other_agent(s, key, body, agent, binary):
             if agent == "codex" else '"Authorization": "Bearer spur-secret-')
     t.ok(want in text and VALUE not in text,
          "%s: its MCP configuration has the connection, its header a placeholder, never the value" % agent, text)
+    run, end, raws = session_calling(s, key, body, agent, conns[1], "echo", {"text": "hi"})
+    t.ok(end["state"] == "completed" and any("ECHO-hi" in r for r in raws),
+         "%s: a stdio connection's server runs in the sandbox and its tool answers the model" % agent,
+         (end, fake.tools_seen))
 
 
 start_hits, start_reqs = [0], [0]
