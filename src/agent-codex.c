@@ -444,24 +444,82 @@ static const struct agent_api codex_api = {
 	"bearer_token_env_var = \"SPUR_MCP_TOKEN\"\ntool_timeout_sec = 86400\n" \
 	"default_tools_approval_mode = \"approve\"\n"
 
+/* A TOML basic string: quotes, backslashes and control characters escaped. */
+static void
+codex_toml_str(struct buf *b, const char *s)
+{
+	(void)buf_addc(b, '"');
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			(void)buf_addf(b, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			(void)buf_addf(b, "\\u%04x", (unsigned char)*s);
+		else
+			(void)buf_addc(b, *s);
+	}
+	(void)buf_addc(b, '"');
+}
+
+/*
+ * The run's connections (SPEC 18), as connections_for_run made them: a table
+ * each (names and header names are bare keys by their check), a remote one's
+ * headers holding their placeholders, which the run's proxy replaces.
+ */
+static void
+codex_connections(struct buf *b, const json_t *servers)
+{
+	const char	*name, *k;
+	json_t		*c, *v;
+	size_t		 i;
+	int		 n;
+
+	json_object_foreach((json_t *)servers, name, c) {
+		(void)buf_addf(b, "\n[mcp_servers.%s]\n", name);
+		if ((v = json_object_get(c, "url")) != NULL) {
+			(void)buf_adds(b, "url = ");
+			codex_toml_str(b, json_string_value(v));
+			(void)buf_adds(b, "\nhttp_headers = {");
+			n = 0;
+			json_object_foreach(json_object_get(c, "headers"), k, v) {
+				(void)buf_addf(b, "%s %s = ", n++ > 0 ? "," : "", k);
+				codex_toml_str(b, json_string_value(v));
+			}
+			(void)buf_adds(b, " }\n");
+		} else {
+			(void)buf_adds(b, "command = ");
+			codex_toml_str(b, json_string_value(json_object_get(c, "command")));
+			(void)buf_adds(b, "\nargs = [");
+			json_array_foreach(json_object_get(c, "args"), i, v) {
+				(void)buf_adds(b, i > 0 ? ", " : "");
+				codex_toml_str(b, json_string_value(v));
+			}
+			(void)buf_adds(b, "]\n");
+		}
+		(void)buf_adds(b, "default_tools_approval_mode = \"approve\"\n");
+	}
+}
+
 /* Its config lives with its sessions, in HOME, kept for resuming. */
 static void
 codex_setup(struct agent_setup *s)
 {
-	char	*mcp = NULL;
+	struct buf	 mcp;
 
+	buf_init(&mcp, 0);
 	if (s->mcp_url != NULL && s->mcp_token != NULL) {
-		mcp = xprintf(CODEX_MCP, s->mcp_url);
+		(void)buf_addf(&mcp, CODEX_MCP, s->mcp_url);
 		agent_setup_env(s, "SPUR_MCP_TOKEN=%s", s->mcp_token);
 	}
+	if (s->connections != NULL)
+		codex_connections(&mcp, s->connections);
 	s->place = AGENT_FILE_HOME;
 	s->file_dir = ".codex";
 	s->file_name = "config.toml";
 	s->file_text = xprintf("# Written by spur for each run: the model API is spur's gateway.\n"
 	    "model_provider = \"spur\"\n\n[model_providers.spur]\nname = \"spur\"\n"
 	    "base_url = \"%s/v1\"\nwire_api = \"responses\"\n"
-	    "env_key = \"SPUR_MODEL_KEY\"\n%s", s->base, mcp != NULL ? mcp : "");
-	free(mcp);
+	    "env_key = \"SPUR_MODEL_KEY\"\n%s", s->base, buf_cstr(&mcp));
+	buf_free(&mcp);
 	agent_setup_env(s, "CODEX_HOME=%s/.codex", s->home);
 	agent_setup_env(s, "SPUR_MODEL_KEY=" AGENT_PLACEHOLDER_KEY);
 }
@@ -478,4 +536,5 @@ const struct agent agent_codex = {
 	.setup = codex_setup,
 	.open = codex_open,
 	.steer = codex_steer,
+	.connections = 1,
 };

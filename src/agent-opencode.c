@@ -115,31 +115,54 @@ static const struct agent_api opencode_api = {
 };
 
 /*
- * The run's own MCP server (SPEC 18), a remote one with its placeholder
- * credential, no OAuth. A call may wait long (thread_ask): the run's timeout
- * bounds it, not OpenCode's 5 s.
+ * Its MCP servers (SPEC 18): the run's own, a remote one with its placeholder
+ * credential, no OAuth; a call may wait long (thread_ask): the run's timeout
+ * bounds it, not OpenCode's 5 s. Then the run's connections as
+ * connections_for_run made them: remote with their headers' placeholders
+ * (the run's proxy replaces them), or local, the command and its arguments.
  */
-#define OPENCODE_MCP	",\n  \"mcp\": {\n    \"spur\": {\n      \"type\": \"remote\",\n" \
-	"      \"url\": \"%s\",\n      \"oauth\": false,\n      \"timeout\": 86400000,\n" \
-	"      \"headers\": { \"Authorization\": \"Bearer %s\" }\n    }\n  }"
+static json_t *
+opencode_mcp(const struct agent_setup *s)
+{
+	const char	*name;
+	json_t		*mcp = json_object(), *c, *cmd, *e;
+
+	if (s->mcp_url != NULL && s->mcp_token != NULL)
+		json_object_set_new(mcp, "spur", json_pack("{s:s, s:s, s:b, s:i, s:{s:s+}}",
+		    "type", "remote", "url", s->mcp_url, "oauth", 0, "timeout", 86400000,
+		    "headers", "Authorization", "Bearer ", s->mcp_token));
+	json_object_foreach((json_t *)s->connections, name, c) {
+		if (json_object_get(c, "url") != NULL)
+			e = json_pack("{s:s, s:O, s:b, s:O}", "type", "remote", "url",
+			    json_object_get(c, "url"), "oauth", 0, "headers",
+			    json_object_get(c, "headers"));
+		else {
+			cmd = json_pack("[O]", json_object_get(c, "command"));
+			json_array_extend(cmd, json_object_get(c, "args"));
+			e = json_pack("{s:s, s:o}", "type", "local", "command", cmd);
+		}
+		json_object_set_new(mcp, name, e);
+	}
+	return mcp;
+}
 
 /* Read-only beside the sockets: the run cannot change where its model is. */
 static void
 opencode_setup(struct agent_setup *s)
 {
-	char	*mcp = NULL;
+	json_t	*j;
+	char	*base = xprintf("%s/v1", s->base);
 
-	if (s->mcp_url != NULL && s->mcp_token != NULL)
-		mcp = xprintf(OPENCODE_MCP, s->mcp_url, s->mcp_token);
+	j = json_pack("{s:s, s:b, s:s, s:{s:{s:{s:s, s:s}}}, s:o}",
+	    "$schema", "https://opencode.ai/config.json", "autoupdate", 0, "share", "disabled",
+	    "provider", "anthropic", "options", "baseURL", base, "apiKey", AGENT_PLACEHOLDER_KEY,
+	    "mcp", opencode_mcp(s));
+	free(base);
+	if (j == NULL || (s->file_text = json_dumps(j, JSON_INDENT(2))) == NULL)
+		fatal("opencode_setup: out of memory");
+	json_decref(j);
 	s->place = AGENT_FILE_RUN;
 	s->file_name = "opencode.json";
-	s->file_text = xprintf("{\n  \"$schema\": \"https://opencode.ai/config.json\",\n"
-	    "  \"autoupdate\": false,\n  \"share\": \"disabled\",\n"
-	    "  \"provider\": {\n    \"anthropic\": {\n      \"options\": {\n"
-	    "        \"baseURL\": \"%s/v1\",\n        \"apiKey\": \""
-	    AGENT_PLACEHOLDER_KEY "\"\n      }\n    }\n  }%s\n}\n", s->base,
-	    mcp != NULL ? mcp : "");
-	freezero_str(mcp);
 	agent_setup_env(s, "OPENCODE_CONFIG=%s/opencode.json", s->run_dir);
 	agent_setup_env(s, "ANTHROPIC_API_KEY=" AGENT_PLACEHOLDER_KEY);
 	agent_setup_env(s, "OPENCODE_DISABLE_AUTOUPDATE=1");
@@ -156,4 +179,5 @@ const struct agent agent_opencode = {
 	.render = opencode_render,
 	.api = &opencode_api,
 	.setup = opencode_setup,
+	.connections = 1,
 };

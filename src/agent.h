@@ -110,7 +110,7 @@ void			 agent_argv_free(char **);
  * session's next run.
  */
 int			 agent_takes_input(const struct agent *);
-/* Whether it is configured with an automation's connections (SPEC 18): Claude Code only yet. */
+/* Whether it is configured with an automation's connections (SPEC 18): the model agents. */
 int			 agent_takes_connections(const struct agent *);
 /* text as the bytes of one message on the agent's stdin (the first is the prompt). */
 char			*agent_input(const struct agent *, const char *text, size_t *len);

@@ -500,8 +500,8 @@ api_connections(struct api_ctx *c, const struct org *o, const json_t *v, const c
 	if (v == NULL)
 		return 0;
 	if (!agent_takes_connections(agent_find(agent))) {
-		api_bad(c, "connections: configured into Claude Code only (agent claude); %s "
-		    "takes none yet", agent);
+		api_bad(c, "connections: configured into an agent with a model (%s); %s "
+		    "takes none", agent_list(1), agent);
 		return -1;
 	}
 	json_array_foreach(v, i, it) {

@@ -1993,8 +1993,8 @@ automation_parse(struct aload *l, const char *path, const char *base)
 		    "(the argv to run)");
 	budget_check(l, root);
 	if ((n = ymap_get(root, "connections")) != NULL && !agent_takes_connections(a->agent))
-		yerrs_node(l->errs, l->file, n, "\"connections\" are configured into Claude Code "
-		    "only (agent: claude); %s takes none yet", agent_name(a->agent));
+		yerrs_node(l->errs, l->file, n, "\"connections\" are configured into an agent "
+		    "with a model (%s); %s takes none", agent_list(1), agent_name(a->agent));
 	if (agent_has_model(a->agent) && ymap_get(root, "prompt") == NULL)
 		yerrs_add(l->errs, l->file, 1, 1, "missing \"prompt\" (the saved prompt)");
 	if ((n = ymap_get(root, "pull_request")) != NULL && a->proof != PROOF_PULL_REQUEST)

@@ -16,7 +16,8 @@ with its usage only when stream_options.include_usage asks for it.
 Fake.mcp, a tool name (say "thread_read"), scripts an MCP call instead: a request
 whose last item is not a tool's result calls the tool whose name ends with it
 (Claude Code's mcp__spur__X, OpenCode's spur_X, Codex's in its namespace) with
-Fake.mcp_args; one whose last item is a tool's result gets the final message.
+Fake.mcp_args (Codex: in the namespace of Fake.mcp_server, "spur" unless set);
+one whose last item is a tool's result gets the final message.
 The tools each request offered are kept in Fake.tools_seen.
 
 Fake.hold_at = N holds the Nth model request (counted from the start) until
@@ -68,6 +69,7 @@ class Fake(http.server.ThreadingHTTPServer):
         self.errors = {}    # API key -> status, answered to every request with that key
         self.mcp = None     # a tool name: call it, then the final message
         self.mcp_args = {}
+        self.mcp_server = "spur"    # Codex: the namespace (MCP server) of Fake.mcp
         self.hold_at = 0    # the model request held until gate is set
         self.held = threading.Event()
         self.gate = threading.Event()
@@ -374,16 +376,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def openai_mcp(self, j, items, tools):
         """Fake.mcp on the Responses API: (JavaScript for Codex's exec tool, None) or (None,
         (function, arguments)); (None, None): the final message. Codex 0.171 lists MCP tools
-        as deferred namespaces (mcp__spur), called from exec's JavaScript as tools.mcp__spur__X."""
+        as deferred namespaces (mcp__spur, or Fake.mcp_server's), called from exec's JavaScript as
+        tools.mcp__spur__X."""
         last = items[-1] if items else None
         if not isinstance(last, dict) or str(last.get("type", "")).endswith("_output"):
             return None, None
         name = next((n for n in tools if str(n).endswith(self.server.mcp)), None)
         if name is not None:
             return None, (name, self.server.mcp_args)
-        if "exec" in tools and "- mcp__spur:" in json.dumps(j):
-            return ("const r = await tools.mcp__spur__%s(%s);\ntext(JSON.stringify(r));\n" % (
-                self.server.mcp, json.dumps(self.server.mcp_args)), None)
+        # Listed as "- mcp__NAME: its instructions", or "- mcp__NAME" alone (a server without).
+        ns, listed = "mcp__" + self.server.mcp_server, json.dumps(j)
+        if "exec" in tools and ("- %s:" % ns in listed or "- %s\\n" % ns in listed):
+            return ("const r = await tools.%s__%s(%s);\ntext(JSON.stringify(r));\n" % (
+                ns, self.server.mcp, json.dumps(self.server.mcp_args)), None)
         return None, None
 
     # OpenAI Chat Completions: one final message.

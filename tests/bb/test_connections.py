@@ -6,7 +6,9 @@ server speaking Streamable HTTP over TLS, which stands in for a remote host) and
 one of a stdio connection (a small MCP server run in the sandbox). The remote
 one's Authorization header names an org secret: the stand-in receives its real
 value, added by the run's proxy outside the sandbox, while the sandbox's MCP
-configuration, files and environment hold a placeholder only. spur check refuses
+configuration, files and environment hold a placeholder only. The real Codex and
+OpenCode CLIs each call the remote connection's tool the same way, their own MCP
+configuration (Codex's config.toml, OpenCode's opencode.json) holding the placeholder. spur check refuses
 a literal header value, a name given twice and a URL that is not https; the API
 refuses the same, and header secrets without the secrets:use scope.
 """
@@ -21,8 +23,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import (require_sandboxes, require_claude, Spur, Tap, SECRETS, github_headers, github_comment,
-                      tempdir, wait_for)
+from spurtest import (require_sandboxes, require_claude, Spur, Tap, SECRETS, NODE_MODULES, github_headers,
+                      github_comment, tempdir, wait_for)
 import fakeapis
 import fakemodel
 
@@ -174,18 +176,28 @@ class Model(fakemodel.Fake):
         return ("text", fakemodel.FINAL if n >= 3 else "NO-CONNECTION-TOOLS %s" % names)
 
 
-fakemodel.Handler.anthropic_step = lambda self, j: self.server.step(j)
+# Fake.mcp set (the OpenCode run): fakemodel's own script calls that tool.
+anthropic_step = fakemodel.Handler.anthropic_step
+fakemodel.Handler.anthropic_step = lambda self, j: anthropic_step(self, j) if self.server.mcp else self.server.step(j)
+# Codex and OpenCode: their native binaries (the npm wrappers are node scripts that find them).
+CODEX = os.path.join(NODE_MODULES, "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex")
+OPENCODE = os.path.join(NODE_MODULES, "opencode-linux-x64", "bin", "opencode")
+OPENAI_KEY = "sk-openai-real-key-5eed"
 
 fake = Model().start()
 KEYFILE = os.path.join(WORK, "secrets.key")
 with open(KEYFILE, "w") as f:
     f.write(os.urandom(32).hex() + "\n")
 conf = ("agents:\n  claude:\n    command: [%s]\n    api_url: http://127.0.0.1:%d\n"
+        "  codex:\n    command: [%s]\n    api_url: http://127.0.0.1:%d\n"
+        "  opencode:\n    command: [%s]\n    api_url: http://127.0.0.1:%d\n"
         "egress:\n  ca_file: %s\nsecrets:\n  key: file:%s\n" %
-        (os.path.realpath(CLAUDE), fake.port, os.path.join(WORK, "ca.pem"), KEYFILE))
+        (os.path.realpath(CLAUDE), fake.port, CODEX, fake.port, OPENCODE, fake.port, os.path.join(WORK, "ca.pem"),
+         KEYFILE))
 gh = fakeapis.Fake(SECRETS["T_GH_TOKEN"], SECRETS["T_SLACK_TOKEN"], SECRETS["T_LINEAR_KEY"],
                    tempdir("spur-conn-git-")).any_repository()
-orgs = gh.orgs("    agents:\n      claude: { api_key: env:T_ANTHROPIC_KEY }\n")
+orgs = gh.orgs("    agents:\n      claude: { api_key: env:T_ANTHROPIC_KEY }\n      codex: { api_key: env:T_OPENAI_KEY }\n"
+               "      opencode: { api_key: env:T_ANTHROPIC_KEY }\n")
 
 HEAD = ("on:\n  github:\n    events: [issue_comment.created]\n    text: '^/conn'\n"
         "agent: claude\nprompt: |\n  Look the issue up.\nproof: report\ntimeout: 150s\n")
@@ -255,8 +267,64 @@ def check_run(s, run, what):
          (j.get("automation_config") or {}).get("connections"))
 
 
+def session_calling(s, key, body, agent, conn, tool, args):
+    """A session of agent with one connection whose tool the stand-in scripts a call of
+    (fakemodel's Fake.mcp): its run, its end, the model requests since, how long it took."""
+    reqs = len(fake.requests)
+    for attempt in (1, 2):
+        began = time.time()
+        fake.mcp, fake.mcp_args, fake.mcp_server, fake.tools_seen = tool, args, conn["name"], None
+        st, sess = api(s, key, "POST", "/o/acme/sessions", dict(body, agent=agent, connections=[conn]))
+        run = sess["run"]["id"] if st == 201 else None
+        end = run_end(s, run) if run else None
+        fake.mcp, fake.mcp_args, fake.mcp_server = None, {}, "spur"
+        # OpenCode now and then starts without an MCP server's tools (test_agents.py's mcp_fire).
+        if agent != "opencode" or "%s_%s" % (conn["name"], tool) in (fake.tools_seen or []) or attempt == 2:
+            break
+        print("# opencode: run %s started without the connection's tools; once more" % run)
+    print("# %s: a session calling a %s connection's tool, from its request to its end: %.1f s" % (
+        agent, "remote" if "url" in conn else "stdio", time.time() - began))
+    return run, (end or {"state": (st, sess)}), [r["raw"] for r in fake.requests[reqs:] if r["method"] == "POST"]
+
+
+def other_agent(s, key, body, agent, binary):
+    """A session of Codex or OpenCode with the remote connection, one with the stdio one: each
+    tool called; its MCP configuration holds the header's placeholder."""
+    if not os.path.exists(binary):
+        return t.skip("%s with a connection" % agent, "%s missing (not linux-x64?)" % binary)
+    hits = len(Mcp.hits)
+    run, end, raws = session_calling(s, key, body, agent, conns[0], "lookup", {"q": "ENG-7"})
+    t.ok(end and end["state"] == "completed", "%s: a session with a remote connection completes" % agent,
+         (end, fake.tools_seen))
+    calls = [h for h in Mcp.hits[hits:] if h["method"] == "POST" and isinstance(h["body"], dict)
+             and h["body"].get("method") == "tools/call"]
+    t.ok(calls and calls[0]["auth"] == "Bearer " + VALUE,
+         "%s: its call of the connection's tool reached the server with the secret's real value" % agent,
+         [(h["method"], (h.get("body") or {}).get("method") if isinstance(h.get("body"), dict) else None,
+           (h["auth"] or "")[:40]) for h in Mcp.hits[hits:]])
+    t.ok(any("TRACKER-RESULT for ENG-7" in r for r in raws), "%s: and its answer reached the model" % agent,
+         (fake.tools_seen, [r[max(0, r.find("tracker") - 300):r.find("tracker") + 300] for r in raws if "tracker" in r][:2]))
+    t.ok(not any(VALUE in r for r in raws), "%s: the secret's value is in no model request" % agent)
+    if run is None:
+        return
+    if agent == "codex":
+        ws = s.query("SELECT session FROM runs WHERE id = ?", run)[0]["session"]
+        path = os.path.join(s.data_dir, "sessions", ws, "home", ".codex", "config.toml")
+    else:
+        path = os.path.join(s.data_dir, "runs", run, "net", "opencode.json")
+    text = open(path, errors="replace").read() if os.path.exists(path) else ""
+    want = ('[mcp_servers.tracker]\nurl = "%s"\nhttp_headers = { Authorization = "Bearer spur-secret-' % URL
+            if agent == "codex" else '"Authorization": "Bearer spur-secret-')
+    t.ok(want in text and VALUE not in text,
+         "%s: its MCP configuration has the connection, its header a placeholder, never the value" % agent, text)
+    run, end, raws = session_calling(s, key, body, agent, conns[1], "echo", {"text": "hi"})
+    t.ok(end["state"] == "completed" and any("ECHO-hi" in r for r in raws),
+         "%s: a stdio connection's server runs in the sandbox and its tool answers the model" % agent,
+         (end, fake.tools_seen))
+
+
 start_hits, start_reqs = [0], [0]
-with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}) as s:
+with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}, env={"T_OPENAI_KEY": OPENAI_KEY}) as s:
     rc, _, err = s.c("secrets", "set", "--org", "acme", "MCP_TOKEN", stdin=VALUE.encode())
     rc2, _, err2 = s.c("secrets", "set", "--org", "acme", "BOUND_TOKEN", "--host", "elsewhere.example",
                        stdin=b"bound-value-1")
@@ -286,9 +354,9 @@ with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}) as 
             (HEAD + "connections:\n  - name: Tracker!\n    url: %s\n" % URL,
              "12:11", "connections[0].name: must be 1 to 32 of a-z",
              "a name of other characters is refused"),
-            (HEAD.replace("agent: claude", "agent: codex") + "connections:\n  - name: local\n    command: python3\n",
-             "12:3", '"connections" are configured into Claude Code only (agent: claude); codex takes none yet',
-             "connections on an agent that takes none are refused")):
+            (HEAD.replace("agent: claude", "agent: command") + "connections:\n  - name: local\n    command: python3\n"
+             "command: [true]\n", "12:3", '"connections" are configured into an agent with a model (claude, codex '
+             'or opencode); command takes none', "connections on agent: command, which takes none, are refused")):
         with open(bad, "w") as f:
             f.write("name: bad\n" + text)
         rc, out, err = s.c("check")
@@ -365,5 +433,9 @@ with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}) as 
     t.ok(not r.get("isError") and (made.get("run") or {}).get("id"), "MCP create_session with connections starts a session", r)
     if (made.get("run") or {}).get("id"):
         check_run(s, made["run"]["id"], "MCP session")
+
+    # --- Codex and OpenCode: the same remote connection ---
+    other_agent(s, key, body, "codex", CODEX)
+    other_agent(s, key, body, "opencode", OPENCODE)
 
 t.done()

@@ -458,6 +458,54 @@ str_eq(const char *a, const char *b)
 	return a != NULL && strcmp(a, b) == 0;
 }
 
+/* SPEC 18: the run's connections (as connections_for_run makes them) in Codex's and OpenCode's configs. */
+static void
+test_setup_connections(void)
+{
+	struct agent_setup	 s;
+	json_t			*conns, *j, *mcp;
+
+	conns = json_loads("{\"tracker\": {\"type\": \"http\", \"url\": \"https://mcp.example/a\\\"b\", "
+	    "\"headers\": {\"Authorization\": \"Bearer spur-secret-ph1\", \"X-Key\": \"spur-secret-ph2\"}}, "
+	    "\"local\": {\"type\": \"stdio\", \"command\": \"python3\", \"args\": [\"-c\", "
+	    "\"print(1)\\n\\u007f\\\\\"]}}", 0, NULL);
+	memset(&s, 0, sizeof s);
+	s.base = "http://127.0.0.1:9";
+	s.home = "/home/agent";
+	s.run_dir = "/run/spur";
+	s.connections = conns;
+	agent_find("codex")->setup(&s);
+	ok(strstr(s.file_text, "\n[mcp_servers.tracker]\nurl = \"https://mcp.example/a\\\"b\"\n"
+	    "http_headers = { Authorization = \"Bearer spur-secret-ph1\", X-Key = \"spur-secret-ph2\" }\n"
+	    "default_tools_approval_mode = \"approve\"\n") != NULL,
+	    "codex: a remote connection, its headers' placeholders in http_headers");
+	ok(strstr(s.file_text, "\n[mcp_servers.local]\ncommand = \"python3\"\n"
+	    "args = [\"-c\", \"print(1)\\u000a\\u007f\\\\\"]\n") != NULL &&
+	    strstr(s.file_text, "[mcp_servers.spur]") == NULL,
+	    "codex: a stdio one, command and args as TOML strings (control characters escaped)");
+	agent_setup_clear(&s);
+	s.base = "http://127.0.0.1:9";
+	s.run_dir = "/run/spur";
+	s.connections = conns;
+	agent_find("opencode")->setup(&s);
+	j = json_loads(s.file_text, 0, NULL);
+	mcp = json_object_get(j, "mcp");
+	ok(str_eq(agent_json_str(json_object_get(mcp, "tracker"), "type"), "remote") &&
+	    str_eq(agent_json_str(json_object_get(mcp, "tracker"), "url"), "https://mcp.example/a\"b") &&
+	    json_equal(json_object_get(json_object_get(mcp, "tracker"), "headers"),
+	    json_object_get(json_object_get(conns, "tracker"), "headers")) &&
+	    json_is_false(json_object_get(json_object_get(mcp, "tracker"), "oauth")),
+	    "opencode: a remote connection, its headers' placeholders");
+	ok(str_eq(agent_json_str(json_object_get(mcp, "local"), "type"), "local") &&
+	    json_array_size(json_object_get(json_object_get(mcp, "local"), "command")) == 3 &&
+	    str_eq(json_string_value(json_array_get(json_object_get(json_object_get(mcp, "local"),
+	    "command"), 0)), "python3") && json_object_get(mcp, "spur") == NULL,
+	    "opencode: a stdio one local, its command then its args");
+	json_decref(j);
+	agent_setup_clear(&s);
+	json_decref(conns);
+}
+
 /* SPEC 18: the run's own MCP server in Codex's config.toml and OpenCode's config. */
 static void
 test_setup_mcp(void)
@@ -494,6 +542,7 @@ test_setup_mcp(void)
 	    "opencode: its config (JSON) has the run's MCP server, remote, with its credential");
 	json_decref(j);
 	agent_setup_clear(&s);
+	test_setup_connections();
 }
 
 /* What each agent says it needs to reach its model: one table, read by egress.c. */
