@@ -104,12 +104,7 @@ doctor_http(struct doctor *d, const char *method, const char *url, const char *c
 	struct http_request	 req;
 
 	memset(a, 0, sizeof *a);
-	memset(&req, 0, sizeof req);
-	req.method = method;
-	req.url = url;
-	req.headers = headers;
-	req.body = body;
-	req.body_len = body != NULL ? strlen(body) : 0;
+	http_request_init(&req, method, url, headers, body);
 	req.timeout_ms = DOCTOR_TIMEOUT_MS;
 	(void)httpc_request(d->http, &req, doctor_http_done_cb, a);
 	while (!a->done)

@@ -107,6 +107,18 @@ http_opensocket_fn(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 	return socket(a->family, a->socktype, a->protocol);
 }
 
+void
+http_request_init(struct http_request *req, const char *method, const char *url,
+    const char *const *headers, const char *body)
+{
+	memset(req, 0, sizeof *req);
+	req->method = method != NULL ? method : body != NULL ? "POST" : "GET";
+	req->url = url;
+	req->headers = headers;
+	req->body = body;
+	req->body_len = body != NULL ? strlen(body) : 0;
+}
+
 struct http_call *
 httpc_request(struct httpc *hc, const struct http_request *req, http_done_cb cb, void *arg)
 {

@@ -51,6 +51,12 @@ struct httpc	*httpc_create(struct event_base *);
 /* Cancels the calls in flight (no callbacks). */
 void		 httpc_free(struct httpc *);
 /* Starts one HTTP request on the client's loop; no redirects, http(s) only. */
+/*
+ * req made a request of method (NULL: POST with a body, else GET) for url,
+ * headers and body (its length strlen's), every other field zero.
+ */
+void		 http_request_init(struct http_request *req, const char *method,
+		     const char *url, const char *const *headers, const char *body);
 struct http_call *httpc_request(struct httpc *, const struct http_request *, http_done_cb,
 		     void *);
 /* No callback after this; NULL does nothing. */

@@ -412,12 +412,7 @@ outbox_lookup(struct outbox_send *s)
 		outbox_send_free(s);
 		return;
 	}
-	memset(&req, 0, sizeof req);
-	req.method = body != NULL ? "POST" : "GET";
-	req.url = url;
-	req.headers = (const char *const *)headers;
-	req.body = body;
-	req.body_len = body != NULL ? strlen(body) : 0;
+	http_request_init(&req, NULL, url, (const char *const *)headers, body);
 	req.timeout_ms = outbox_request_ms(s->ob);
 	s->call = httpc_request(s->ob->engine->http, &req, outbox_lookup_cb, s);
 	free(url);
@@ -447,6 +442,7 @@ static void
 outbox_post(struct outbox_send *s)
 {
 	struct http_request	 req;
+	const char		*method;
 	json_t			*target = json_object_get(s->report, "target");
 	const char		*body = json_string_value(json_object_get(s->report, "body"));
 	char			*url = NULL, **headers = NULL, *cause = NULL;
@@ -475,14 +471,9 @@ outbox_post(struct outbox_send *s)
 		outbox_kick(ob);	/* an edit it held back may go now */
 		return;
 	}
-	memset(&req, 0, sizeof req);
-	req.method = json_string_value(json_object_get(target, "method"));
-	if (req.method == NULL)
-		req.method = "POST";
-	req.url = url;
-	req.headers = (const char *const *)headers;
-	req.body = body;
-	req.body_len = body != NULL ? strlen(body) : 0;
+	method = json_string_value(json_object_get(target, "method"));
+	http_request_init(&req, method != NULL ? method : "POST", url,
+	    (const char *const *)headers, body);
 	req.timeout_ms = outbox_request_ms(s->ob);
 	outbox_guard(s->ob, target, &req);
 	s->call = httpc_request(s->ob->engine->http, &req, outbox_done_cb, s);

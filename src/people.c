@@ -234,12 +234,8 @@ people_step(struct lookup *l)
 		people_done(l);
 		return;
 	}
-	memset(&req, 0, sizeof req);
-	req.method = json_string_value(json_object_get(target, "method"));
-	req.url = url;
-	req.headers = (const char *const *)headers;
-	req.body = body;
-	req.body_len = body != NULL ? strlen(body) : 0;
+	http_request_init(&req, json_string_value(json_object_get(target, "method")), url,
+	    (const char *const *)headers, body);
 	req.timeout_ms = 10000;
 	l->call = httpc_request(e->http, &req, people_answer_cb, l);
 	report_headers_free(headers);

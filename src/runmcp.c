@@ -546,12 +546,7 @@ runmcp_fetch_step(struct runmcp_fetch *f)
 		free(body);
 		return;
 	}
-	memset(&req, 0, sizeof req);
-	req.method = body != NULL ? "POST" : "GET";
-	req.url = url;
-	req.headers = (const char *const *)h;
-	req.body = body;
-	req.body_len = body != NULL ? strlen(body) : 0;
+	http_request_init(&req, NULL, url, (const char *const *)h, body);
 	f->http = httpc_request(f->m->engine->http, &req, runmcp_fetch_cb, f);
 	report_headers_free(h);
 	free(url);
