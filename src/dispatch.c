@@ -17,6 +17,7 @@
 #include "runmcp.h"
 #include "priv.h"
 #include "sandbox.h"
+#include "spare.h"
 #include "scrub.h"
 #include "secrets.h"
 #include "serve.h"
@@ -100,6 +101,7 @@ struct dispatch {
 	struct event		*usr1_ev;
 	struct event		*gc_ev;
 	struct event		*poll_ev;	/* several nodes: runs another node queued */
+	struct spare		*spare;		/* run and session directories made ahead */
 	LIST_HEAD(, drun)	 runs;
 	int			 running;
 	int			 stopping;
@@ -353,6 +355,7 @@ dispatch_create(struct engine *e, char **cause)
 	evsignal_add(d->usr1_ev, NULL);
 	d->gc_ev = event_new(e->base, -1, EV_PERSIST, dispatch_gc_cb, d);
 	evtimer_add(d->gc_ev, &tv);
+	d->spare = spare_create(e->base, e->conf->data_dir);
 	dispatch_gc_cb(-1, 0, d);
 	if (store_shared(e->store)) {
 		struct timeval	 poll = { 0, DISPATCH_POLL_MS * 1000 };
@@ -406,6 +409,7 @@ dispatch_free(struct dispatch *d)
 	event_free(d->kick_ev);
 	event_free(d->usr1_ev);
 	event_free(d->gc_ev);
+	spare_free(d->spare);
 	if (d->poll_ev != NULL)
 		event_free(d->poll_ev);
 	free(d);
@@ -991,7 +995,7 @@ drun_session_dir(struct drun *r, char **cause)
 	char	*dir = path_dirname(r->workspace);
 	int	 fd, rc = -1;
 
-	if (mkdir_p(dir, 0711) != 0 ||
+	if ((spare_take(r->d->spare, SPARE_SESSION, dir) != 0 && mkdir_p(dir, 0711) != 0) ||
 	    (fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
 		*cause = xprintf("%s: %s", dir, strerror(errno));
 		free(dir);
@@ -1609,7 +1613,8 @@ dispatch_start(struct dispatch *d, const char *id)
 	dirs[0] = r->workspace;
 	dirs[1] = r->home;
 	dirs[2] = r->artifacts;
-	if (mkdir_p(rundir, 0750) != 0 || drun_session_dir(r, &cause) != 0 ||
+	if ((spare_take(d->spare, SPARE_RUN, rundir) != 0 && mkdir_p(rundir, 0750) != 0) ||
+	    drun_session_dir(r, &cause) != 0 ||
 	    sandbox_prepare_dirs_as(dirs, SPUR_ARRLEN(dirs), &r->ident, &cause) != 0) {
 		if (cause == NULL)
 			cause = xprintf("%s: %s", rundir, strerror(errno));

@@ -101,7 +101,13 @@ with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO, "keep.
          "data_dir is the engine user's, 0700", (st.st_uid, oct(st.st_mode)))
     t.ok("event=serve.dropped user=%s" % USER in s.logs(), "the drop is logged", s.logs()[-2000:])
 
-    # A run: its sandbox starts as the session's uid, through the helper.
+    # A run: its sandbox starts as the session's uid, through the helper. Its directories are
+    # the ones made ahead (spare.c: the same inodes, renamed), given to that uid by the helper.
+    spares = {k: os.path.join(s.data_dir, k, ".spare-0") for k in ("runs", "sessions")}
+    deadline = time.time() + 10
+    while not all(os.path.isdir(p) for p in spares.values()) and time.time() < deadline:
+        time.sleep(0.02)
+    ino = {k: os.stat(p).st_ino if os.path.isdir(p) else None for k, p in spares.items()}
     b = json.dumps(github_comment("/who", number=3)).encode()
     code, _, answer = s.post_json(HOOK, b, github_headers(b))
     runs = answer.get("runs", []) if isinstance(answer, dict) else []
@@ -110,6 +116,19 @@ with Spur(config_extra="user: %s\n" % USER, automations={"who.yaml": WHO, "keep.
     uid = int(out.split("uid=")[1].split()[0]) if "uid=" in out else -1
     t.ok(r.get("state") == "completed" and UIDS[0] <= uid <= UIDS[1],
          "a run (its clone and its sandbox started by the helper) completes as a uid of sandbox.uids", (r, out, s.logs()[-3000:]))
+    ses = s.query("SELECT session FROM runs WHERE id = ?", runs[0])[0]["session"] if runs else "-"
+    made = {"runs": os.path.join(s.data_dir, "runs", runs[0] if runs else "-"),
+            "sessions": os.path.join(s.data_dir, "sessions", ses or "-")}
+    got = {k: os.stat(p).st_ino if os.path.exists(p) else None for k, p in made.items()}
+    t.ok(ino["runs"] is not None and got == ino,
+         "the run's and its session's directories are the spares made ahead, renamed into place",
+         (ino, got))
+    ws = [os.stat(os.path.join(made[k], d)) for k, d in (("sessions", "workspace"), ("sessions", "home"),
+                                                         ("runs", "artifacts")) if os.path.isdir(made[k])]
+    t.ok(len(ws) == 3 and all(st.st_uid == uid and st.st_mode & 0o777 == 0o700 for st in ws)
+         and "drwx------" in out,
+         "their workspace, home and artifacts are the session uid's, 0700 (the helper's chown)",
+         [(st.st_uid, oct(st.st_mode)) for st in ws])
     # Two sessions, two uids: the second takes the first's cache over, and its artifacts are found.
     outs = []
     for number in (11, 12):
