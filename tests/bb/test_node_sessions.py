@@ -10,6 +10,7 @@ and a message sent after that run ended is queued."""
 import json
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -34,7 +35,7 @@ if why is not None:
 # The API session's input names HOLD: the stand-in answers its agent's first request with a
 # shell step and holds the second until the test opens the gate (the message is sent meanwhile).
 HOLD = "HOLD-2b9e"
-REMOTE = "REMOTE-MSG-5c1"
+REMOTE, LATE = "REMOTE-MSG-5c1", "LATE-MSG-8d2"
 gate, held = threading.Event(), threading.Event()
 plain_step = fakemodel.Handler.anthropic_step
 
@@ -56,10 +57,13 @@ fake = fakemodel.Fake().start()
 # nodes.affinity (10 s in production): how long the follow-up waits for A, whose lease has not
 # lapsed yet, before B takes the session.
 AFFINITY = 1
-# limits.runs: 1: the node whose run gets the message takes it while at its limit.
+# limits.runs: 1: the node whose run gets a message takes it while at its limit.
+# nodes.message_wait (3 s in production): how long a message's answer waits for the node that
+# runs the session's live run, here while that node is stopped.
+MESSAGE_WAIT = 2
 CONF = ("store: %s\nagents:\n  claude:\n    command: [%s]\n    api_url: http://127.0.0.1:%d\n"
-        "nodes:\n  affinity: %ds\nlimits:\n  runs: 1\n"
-        % (pg.url, os.path.realpath(CLAUDE), fake.port, AFFINITY))
+        "nodes:\n  affinity: %ds\n  message_wait: %ds\nlimits:\n  runs: 1\n"
+        % (pg.url, os.path.realpath(CLAUDE), fake.port, AFFINITY, MESSAGE_WAIT))
 ORGS = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
         "      api_url: %(g)s/github\n      git_url: %(g)s/git\n"
         "    agents:\n      claude:\n        api_key: env:T_ANTHROPIC_KEY\n" % {"g": LOCAL_GITHUB})
@@ -101,7 +105,26 @@ def remote_message(a, b, node_a):
     live = sess["run"]["id"]
     t.ok(wait_for(held.is_set, 90), "its agent is at its second step (the stand-in holds it)")
     on = q("SELECT node FROM runs WHERE id = '%s'" % live)[0][0]
-    other = b if on == node_a else a
+    here, other = (a, b) if on == node_a else (b, a)
+    # Its node stopped (for far less than its lease): the other node's answer waits for it.
+    os.kill(here.proc.pid, signal.SIGSTOP)
+    try:
+        t0 = time.time()
+        st, m = api(other, key, "POST", "/o/acme/sessions/%s/messages" % sess["id"],
+                    {"input": LATE + " while its node is stopped"})
+        took = time.time() - t0
+    finally:
+        os.kill(here.proc.pid, signal.SIGCONT)
+    late = (m or {}).get("message_run")
+    t.ok(st == 201 and m.get("delivery") == "queued" and m["run"]["id"] == late and
+         m.get("delivery_reason") == "the node running %s did not take it within %d s" % (live, MESSAGE_WAIT)
+         and MESSAGE_WAIT <= took < MESSAGE_WAIT + 5,
+         "while the live run's node is stopped, a message to the other node is answered queued "
+         "after nodes.message_wait (%.2f s), saying why" % took, (st, m))
+    t.ok(wait_for(lambda: q("SELECT state, reason FROM runs WHERE id = '%s'" % late) ==
+                  [["completed", "delivered into %s, its session's live run" % live]], 30),
+         "the live run's node delivers it once it runs again",
+         q("SELECT state, reason FROM runs WHERE id = '%s'" % late))
     t0 = time.time()
     st, m = api(other, key, "POST", "/o/acme/sessions/%s/messages" % sess["id"],
                 {"input": REMOTE + " from the other node"})
@@ -114,10 +137,10 @@ def remote_message(a, b, node_a):
     end = wait_end(live)
     t.eq(end[0], "completed", "the live run ends completed")
     carried = [r["raw"] for r in fake.requests if r["method"] == "POST" and REMOTE in r["raw"]]
-    t.ok(carried and re.search(r"<<<SPUR-DATA-[0-9a-f]{16}>>>(?:(?!<<<END-SPUR).)*" + REMOTE,
-                               carried[0].replace("\\n", " ")),
-         "the agent's next model request carries the message, fenced as data",
-         carried[0][-600:] if carried else None)
+    t.ok(carried and all(re.search(r"<<<SPUR-DATA-[0-9a-f]{16}>>>(?:(?!<<<END-SPUR).)*" + x,
+                                   carried[0].replace("\\n", " ")) for x in (LATE, REMOTE)),
+         "the agent's next model request carries both messages, fenced as data",
+         carried[0][-900:] if carried else None)
     mrun = (m or {}).get("message_run")
     mr = q("SELECT state, reason FROM runs WHERE id = '%s'" % mrun)
     t.ok(mr and mr[0][0] == "completed" and "delivered into %s" % live in (mr[0][1] or ""),
