@@ -276,7 +276,7 @@ api_session_answer(struct api_ctx *c, const char *session, const char *run)
  * gets it.
  */
 static void
-api_message_offered(const char *live, const char *why, void *arg)
+api_message_offer_cb(const char *live, const char *why, void *arg)
 {
 	struct api_ctx	*c = arg;
 	const char	*run = c->message_run;
@@ -308,9 +308,9 @@ api_message_answer(struct api_ctx *c, const char *run)
 {
 	c->message_run = run != NULL ? xstrdup(run) : NULL;
 	if (run != NULL && c->e->dispatch != NULL)
-		dispatch_offer(c->e->dispatch, run, api_message_offered, c);
+		dispatch_offer(c->e->dispatch, run, api_message_offer_cb, c);
 	else
-		api_message_offered(NULL, NULL, c);
+		api_message_offer_cb(NULL, NULL, c);
 }
 
 /* ingest: the session's event is committed, a repeat, or refused. */

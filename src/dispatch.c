@@ -1415,7 +1415,11 @@ dispatch_deliver_row(struct dispatch *d, const struct run_row *r, char **why)
 	return live;
 }
 
-/* A message whose answer waits for the node that runs its session's live run. */
+/*
+ * A message whose answer waits for the node that runs its session's live run:
+ * one per API request waiting for its answer, each gone within
+ * nodes.message_wait (a minute at most).
+ */
 struct doffer {
 	struct dispatch		*d;
 	char			*id;		/* the message's run */
