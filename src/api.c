@@ -76,6 +76,7 @@ struct api_ctx {
 	void		*call_arg;
 	/* A session's create or message, waiting for its commit. */
 	char		*session;
+	char		*message_run;	/* a message's run, waiting for its fate */
 };
 
 static void
@@ -85,6 +86,7 @@ api_ctx_free(struct api_ctx *c)
 	free(c->query);
 	free(c->idem);
 	free(c->session);
+	free(c->message_run);
 	free(c);
 }
 
@@ -268,23 +270,21 @@ api_session_answer(struct api_ctx *c, const char *session, const char *run)
 }
 
 /*
- * A message's answer (SPEC 18): delivered into the session's live run when
- * its agent takes input, else queued as the session's next run; the run of
- * the answer is the one that gets it.
+ * A message's answer (SPEC 18), once dispatch_offer knows its fate:
+ * delivered into the session's live run when its agent takes input, else
+ * queued as the session's next run; the run of the answer is the one that
+ * gets it.
  */
 static void
-api_message_answer(struct api_ctx *c, const char *run)
+api_message_offer_cb(const char *live, const char *why, void *arg)
 {
-	const char	*live = NULL;
-	char		*why = NULL;
+	struct api_ctx	*c = arg;
+	const char	*run = c->message_run;
 	json_t		*row, *s;
 
-	if (run != NULL && c->e->dispatch != NULL)
-		live = dispatch_offer(c->e->dispatch, run, &why);
 	if (c->session == NULL)
 		s = json_object();	/* a run's thread, not a session's */
 	else if ((row = store_api_session(c->e->store, c->org, c->session)) == NULL) {
-		free(why);
 		api_unavailable(c, "store unavailable");
 		return;
 	} else {
@@ -299,8 +299,18 @@ api_message_answer(struct api_ctx *c, const char *run)
 	    json_null());
 	if (json_is_null(json_object_get(s, "run")))
 		json_object_set_new(s, "run", json_null());
-	free(why);
 	api_reply(c, 201, s, 0);
+}
+
+/* The message's run is committed: its answer waits for where it goes (another node's run). */
+static void
+api_message_answer(struct api_ctx *c, const char *run)
+{
+	c->message_run = run != NULL ? xstrdup(run) : NULL;
+	if (run != NULL && c->e->dispatch != NULL)
+		dispatch_offer(c->e->dispatch, run, api_message_offer_cb, c);
+	else
+		api_message_offer_cb(NULL, NULL, c);
 }
 
 /* ingest: the session's event is committed, a repeat, or refused. */

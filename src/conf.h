@@ -117,6 +117,7 @@ struct config {
 	long long		 node_beat_ms;		/* nodes.beat: how often a node renews its lease */
 	long long		 node_affinity_ms;	/* nodes.affinity: a follow-up waits for its session's node */
 	long long		 node_output_ms;	/* nodes.output_flush: a run's output to the store this often */
+	long long		 node_message_ms;	/* nodes.message_wait: a message's answer waits for another node */
 	char			*git_author_name;	/* of the commits spur makes */
 	char			*git_author_email;
 	char			*egress_ca_file;	/* trust for intercepted upstreams; NULL: system */

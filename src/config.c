@@ -133,7 +133,8 @@ static const char *const secrets_keys[] = { "key", NULL };
 static const char *const log_keys[] = { "format", NULL };
 static const char *const reports_keys[] = { "give_up", "progress", "edit_interval", "refresh",
 	"backoff", "lease", "note_interval", NULL };
-static const char *const nodes_keys[] = { "lease", "beat", "affinity", "output_flush", NULL };
+static const char *const nodes_keys[] = { "lease", "beat", "affinity", "output_flush",
+	"message_wait", NULL };
 
 /* host:port, [v6]:port or :port; the port is required. */
 static int
@@ -974,9 +975,10 @@ cfg_reports(struct cfgctx *c, struct config *cf, const struct ynode *m)
 }
 
 /*
- * nodes: {lease, beat, affinity, output_flush}: several nodes on one store (node.c). A beat
- * that fails is tried again before the lease can lapse only if beats come
- * at most a third of the lease apart (node.c derives its waits from the lease).
+ * nodes: {lease, beat, affinity, output_flush, message_wait}: several nodes on one
+ * store (node.c). A beat that fails is tried again before the lease can lapse
+ * only if beats come at most a third of the lease apart (node.c derives its
+ * waits from the lease).
  */
 static void
 cfg_nodes(struct cfgctx *c, struct config *cf, const struct ynode *m)
@@ -1002,6 +1004,9 @@ cfg_nodes(struct cfgctx *c, struct config *cf, const struct ynode *m)
 		else if (strcmp(k, "output_flush") == 0)
 			cfg_duration_ms(c, n, "nodes.output_flush", 10, 60 * 1000,
 			    &cf->node_output_ms);
+		else if (strcmp(k, "message_wait") == 0)
+			cfg_duration_ms(c, n, "nodes.message_wait", 0, 60 * 1000,
+			    &cf->node_message_ms);
 		else
 			cfg_unknown(c, m, i, "nodes", nodes_keys);
 	}
@@ -1122,6 +1127,7 @@ cfg_defaults(struct config *cf)
 	cf->node_beat_ms = NODE_BEAT_MS;
 	cf->node_affinity_ms = DISPATCH_AFFINITY_MS;
 	cf->node_output_ms = DISPATCH_OUTPUT_MS;
+	cf->node_message_ms = DISPATCH_MESSAGE_MS;
 	cf->store_notify = 1;
 	cf->store_prepare = 1;
 	cf->sandbox.backend = SANDBOX_BWRAP;

@@ -103,6 +103,7 @@ struct dispatch {
 	struct event		*poll_ev;	/* several nodes: runs another node queued */
 	struct spare		*spare;		/* run and session directories made ahead */
 	LIST_HEAD(, drun)	 runs;
+	LIST_HEAD(, doffer)	 offers;	/* messages whose answer waits for another node */
 	int			 running;
 	int			 stopping;
 	int			 draining;	/* SIGTERM: no new run starts, running ones finish */
@@ -117,6 +118,9 @@ static void	drun_agent(struct drun *, int);
 static void	drun_setup_cb(int, const char *, void *);
 static void	drun_session_archive(struct drun *);
 static int	dispatch_elsewhere(struct dispatch *, struct drun *);
+static void	dispatch_offers_check(struct dispatch *);
+static void	dispatch_offers_end(struct dispatch *);
+static void	dispatch_messages_here(struct dispatch *);
 static struct spur_event *drun_event(struct drun *);
 
 /* The gate's read end, once the sandbox has its own copy (or will never start). */
@@ -327,11 +331,15 @@ dispatch_usr1_cb(evutil_socket_t sig, short what, void *arg)
 	dispatch_kick(d);
 }
 
-/* Several nodes: cancels asked on another node (of runs running here), then the queue. */
+/*
+ * Several nodes: cancels asked on another node (of runs running here), the
+ * messages whose answer waits for another node, then the queue.
+ */
 static void
 dispatch_poll_cb(evutil_socket_t fd, short what, void *arg)
 {
 	dispatch_apply_cancels(arg);
+	dispatch_offers_check(arg);
 	dispatch_kick_cb(fd, what, arg);
 }
 
@@ -346,6 +354,7 @@ dispatch_create(struct engine *e, char **cause)
 	/* Each run's gateway serves the run's own MCP server (runmcp.c). */
 	e->run_local = &runmcp_local;
 	LIST_INIT(&d->runs);
+	LIST_INIT(&d->offers);
 	dispatch_recover(d);
 	dispatch_apply_cancels(d);
 	d->kick_ev = event_new(e->base, -1, 0, dispatch_kick_cb, d);
@@ -379,6 +388,7 @@ dispatch_shutdown(struct dispatch *d)
 	char		*id;
 
 	d->stopping = 1;
+	dispatch_offers_end(d);
 	while ((r = LIST_FIRST(&d->runs)) != NULL) {
 		LIST_REMOVE(r, entry);
 		d->running--;
@@ -430,10 +440,11 @@ dispatch_kick(struct dispatch *d)
 		evtimer_add(d->kick_ev, &now);
 }
 
-/* WAKE_DISPATCH: runs were queued, or one ended. */
+/* WAKE_DISPATCH: runs were queued, or one ended (here, or on another node: NOTIFY). */
 static void
 dispatch_wake_cb(void *arg)
 {
+	dispatch_offers_check(arg);
 	dispatch_kick(arg);
 }
 
@@ -1366,41 +1377,261 @@ dispatch_deliver(struct dispatch *d, struct drun *live, const char *id, const js
 	return 0;
 }
 
-const char *
-dispatch_offer(struct dispatch *d, const char *id, char **why)
+/* A queued run's session key, as dispatch_start makes it: org, thread, automation. */
+static char *
+dispatch_row_skey(const struct run_row *r)
+{
+	return xprintf("%s\n%s\n%s", r->org != NULL ? r->org : "", r->thread != NULL ?
+	    r->thread : r->id, r->automation != NULL ? r->automation : "");
+}
+
+/* The agent of a queued run's automation snapshot (NULL: unreadable). */
+static const struct agent *
+dispatch_row_agent(const struct run_row *r)
+{
+	const struct agent	*agent;
+	json_t			*a;
+	const char		*name;
+
+	a = r->automation_json != NULL ? json_loads(r->automation_json, 0, NULL) : NULL;
+	name = json_string_value(json_object_get(a, "agent"));
+	agent = a != NULL ? agent_find(name != NULL ? name : AGENT_DEFAULT) : NULL;
+	json_decref(a);
+	return agent;
+}
+
+/*
+ * A message's run delivered into its session's live run on this node: that
+ * run, or NULL (*why says why, NULL: no such run here).
+ */
+static struct drun *
+dispatch_deliver_row(struct dispatch *d, const struct run_row *r, char **why)
 {
 	struct drun	*live;
-	struct run_row	*r;
-	json_t		*a;
-	const char	*name;
-	char		*skey;
+	char		*skey = dispatch_row_skey(r);
 
 	*why = NULL;
-	if ((r = store_run_get(d->engine->store, id, RUN_GET_EVENT)) == NULL) {
-		*why = xstrdup("store unavailable");
-		return NULL;
-	}
-	/* The session's key, as dispatch_start makes it: org, thread, automation. */
-	a = r->automation_json != NULL ? json_loads(r->automation_json, 0, NULL) : NULL;
-	name = json_string_value(json_object_get(a, "name"));
-	skey = xprintf("%s\n%s\n%s", r->org != NULL ? r->org : "", r->thread != NULL ?
-	    r->thread : id, name != NULL ? name : "");
-	if (r->state != RUN_QUEUED) {
-		live = NULL;
-		*why = xstrdup("the run is no longer queued");
-	} else if ((live = dispatch_find_session(d, skey)) == NULL)
-		*why = xstrdup("no run of its session is live on this node");
-	else if (dispatch_deliver(d, live, id, r->event != NULL ? r->event->head : NULL,
-	    why) != 0)
-		live = NULL;
+	live = dispatch_find_session(d, skey);
 	free(skey);
-	json_decref(a);
+	if (live != NULL && dispatch_deliver(d, live, r->id, r->event != NULL ?
+	    r->event->head : NULL, why) != 0)
+		live = NULL;
+	return live;
+}
+
+/*
+ * A message whose answer waits for the node that runs its session's live run:
+ * one per API request waiting for its answer, each gone within
+ * nodes.message_wait (a minute at most).
+ */
+struct doffer {
+	struct dispatch		*d;
+	char			*id;		/* the message's run */
+	char			*live;		/* the live run, another node's */
+	char			*node;		/* ... that node */
+	int64_t			 since;
+	long long		 wait_ms;	/* nodes.message_wait when it came */
+	struct event		*timer;
+	dispatch_offer_cb	 cb;
+	void			*arg;
+	LIST_ENTRY(doffer)	 entry;
+};
+
+/* The offer's answer (live: delivered into it, else why), then it is gone. */
+static void
+doffer_end(struct doffer *o, const char *live, const char *why)
+{
+	LIST_REMOVE(o, entry);
+	if (live == NULL)
+		metrics_count(o->d->engine->metrics, "messages_queued", 1);
+	log_info("event=run.message_%s run=%s live=%s node=%s waited_ms=%lld why=%s",
+	    live != NULL ? "delivered_elsewhere" : "queued", o->id, o->live, o->node,
+	    (long long)(now_ms() - o->since), log_q(why));
+	o->cb(live, why, o->arg);
+	event_free(o->timer);
+	free(o->id);
+	free(o->live);
+	free(o->node);
+	free(o);
+}
+
+/* What the store says of the offer's run: answered when it left the queue; 0: still queued. */
+static int
+doffer_check(struct doffer *o)
+{
+	struct run_row	*r;
+	char		*why;
+
+	if ((r = store_run_get(o->d->engine->store, o->id, 0)) == NULL ||
+	    r->state == RUN_QUEUED) {
+		run_row_free(r);
+		return 0;
+	}
+	why = xprintf("delivered into %s", o->live);
+	if (r->state == RUN_COMPLETED && r->reason != NULL &&
+	    strncmp(r->reason, why, strlen(why)) == 0)
+		doffer_end(o, o->live, NULL);
+	else {
+		free(why);
+		why = xprintf("its session's live run %s ended before it took the message",
+		    o->live);
+		doffer_end(o, NULL, why);
+	}
+	free(why);
+	run_row_free(r);
+	return 1;
+}
+
+/* Another node delivered a message, or queued runs, or the poll: the waiting answers look. */
+static void
+dispatch_offers_check(struct dispatch *d)
+{
+	struct doffer	*o, *next;
+
+	for (o = LIST_FIRST(&d->offers); o != NULL; o = next) {
+		next = LIST_NEXT(o, entry);
+		doffer_check(o);
+	}
+}
+
+/* nodes.message_wait is over: the message stays queued, for the live run's node to take. */
+static void
+doffer_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct doffer	*o = arg;
+	char		*why;
+
+	if (doffer_check(o))
+		return;
+	if (o->wait_ms % 1000 == 0)
+		why = xprintf("the node running %s did not take it within %lld s", o->live,
+		    o->wait_ms / 1000);
+	else
+		why = xprintf("the node running %s did not take it within %.1f s", o->live,
+		    o->wait_ms / 1000.0);
+	doffer_end(o, NULL, why);
+	free(why);
+}
+
+/*
+ * Several nodes: the message's session has no live run here. NULL when its
+ * live run is another node's and may take it (*live and *node say which),
+ * else why it is queued.
+ */
+static char *
+dispatch_offer_where(struct dispatch *d, const struct run_row *r, char **live, char **node)
+{
+	struct engine		*e = d->engine;
+	const struct agent	*agent = dispatch_row_agent(r);
+	char			*why = NULL;
+
+	*live = *node = NULL;
+	if (!store_shared(e->store))
+		return xstrdup("no run of its session is live on this node");
+	*live = store_session_live(e->store, r->org, r->thread, r->automation, node);
+	if (*live == NULL)
+		why = xstrdup("no run of its session is live on any node");
+	else if (agent == NULL || !agent_takes_input(agent))
+		why = xprintf("%s takes no input while it works", agent != NULL ?
+		    agent_name(agent) : "its agent");
+	else if (*node == NULL || strcmp(*node, node_id(e->node)) == 0)
+		why = xstrdup("no run of its session is live on this node");
+	else if (d->stopping || e->conf->node_message_ms <= 0)
+		why = xprintf("its session's live run %s is on node %s", *live, *node);
+	if (why != NULL) {
+		free(*live);
+		free(*node);
+		*live = *node = NULL;
+	}
+	return why;
+}
+
+/* The answer waits for the live run's node (doffer_check, doffer_timeout_cb). */
+static void
+dispatch_offer_wait(struct dispatch *d, const char *id, char *live, char *node,
+    dispatch_offer_cb cb, void *arg)
+{
+	struct doffer	*o = xcalloc(1, sizeof *o);
+	struct timeval	 tv;
+
+	o->d = d;
+	o->id = xstrdup(id);
+	o->live = live;
+	o->node = node;
+	o->since = now_ms();
+	o->wait_ms = d->engine->conf->node_message_ms;
+	o->cb = cb;
+	o->arg = arg;
+	o->timer = evtimer_new(d->engine->base, doffer_timeout_cb, o);
+	tv.tv_sec = o->wait_ms / 1000;
+	tv.tv_usec = (o->wait_ms % 1000) * 1000;
+	evtimer_add(o->timer, &tv);
+	LIST_INSERT_HEAD(&d->offers, o, entry);
+	log_debug("event=run.message_offered run=%s live=%s node=%s", id, live, node);
+}
+
+void
+dispatch_offer(struct dispatch *d, const char *id, dispatch_offer_cb cb, void *arg)
+{
+	struct drun	*live = NULL;
+	struct run_row	*r;
+	char		*why, *there = NULL, *node = NULL;
+
+	if ((r = store_run_get(d->engine->store, id, RUN_GET_EVENT)) == NULL)
+		why = xstrdup("store unavailable");
+	else if (r->state != RUN_QUEUED)
+		why = xstrdup("the run is no longer queued");
+	else if ((live = dispatch_deliver_row(d, r, &why)) == NULL && why == NULL &&
+	    (why = dispatch_offer_where(d, r, &there, &node)) == NULL) {
+		run_row_free(r);
+		dispatch_offer_wait(d, id, there, node, cb, arg);
+		return;
+	}
 	run_row_free(r);
 	if (live == NULL) {
 		metrics_count(d->engine->metrics, "messages_queued", 1);
-		log_info("event=run.message_queued run=%s why=%s", id, log_q(*why));
+		log_info("event=run.message_queued run=%s why=%s", id, log_q(why));
 	}
-	return live != NULL ? live->id : NULL;
+	cb(live != NULL ? live->id : NULL, why, arg);
+	free(why);
+}
+
+/* The engine stops: the answers that wait say the message is queued. */
+static void
+dispatch_offers_end(struct dispatch *d)
+{
+	struct doffer	*o;
+
+	while ((o = LIST_FIRST(&d->offers)) != NULL)
+		doffer_end(o, NULL, "the engine is stopping");
+}
+
+/*
+ * Several nodes, at limits.runs (or draining): messages another node queued for this
+ * node's live runs are still delivered (nothing else starts); the node that
+ * waits to answer their sender hears it (NOTIFY).
+ */
+static void
+dispatch_messages_here(struct dispatch *d)
+{
+	struct engine	*e = d->engine;
+	struct run_row	*r;
+	char		**ids, *why = NULL;
+	size_t		 i;
+
+	if (!store_shared(e->store))
+		return;
+	ids = store_queued_for_node(e->store, node_id(e->node), DISPATCH_SCAN);
+	for (i = 0; ids != NULL && ids[i] != NULL; i++) {
+		if ((r = store_run_get(e->store, ids[i], RUN_GET_EVENT)) == NULL)
+			continue;
+		if (r->state == RUN_QUEUED && dispatch_deliver_row(d, r, &why) != NULL)
+			store_wake(e->store);
+		free(why);
+		why = NULL;
+		run_row_free(r);
+	}
+	strv_free(ids);
 }
 
 /*
@@ -1522,8 +1753,11 @@ dispatch_start(struct dispatch *d, const char *id)
 	r->skey = xprintf("%s\n%s\n%s", r->org, r->thread, r->a->name);
 	/* Its session's live run takes input while it works: the run is a message for it. */
 	if ((busy = dispatch_find_session(d, r->skey)) != NULL &&
-	    dispatch_deliver(d, busy, id, evj, &cause) == 0)
+	    dispatch_deliver(d, busy, id, evj, &cause) == 0) {
+		/* Another node may wait to answer its sender (dispatch_offer): it hears it now. */
+		store_wake(e->store);
 		goto done;
+	}
 	free(cause);
 	cause = NULL;
 	if (r->conc_key != NULL && (busy = dispatch_find_key(d, r->conc_key)) != NULL) {
@@ -1699,13 +1933,18 @@ dispatch_kick_cb(evutil_socket_t fd, short what, void *arg)
 	size_t		 i;
 	int64_t		 began = now_ms();
 
-	if (d->stopping || d->draining || d->running >= d->engine->conf->limit_runs ||
-	    !node_may_work(d->engine->node))
+	if (d->stopping || !node_may_work(d->engine->node))
 		return;
+	if (d->draining || d->running >= d->engine->conf->limit_runs) {
+		dispatch_messages_here(d);
+		return;
+	}
 	ids = store_queued(d->engine->store, DISPATCH_SCAN);
 	for (i = 0; ids != NULL && ids[i] != NULL; i++) {
-		if (d->running >= d->engine->conf->limit_runs)
+		if (d->running >= d->engine->conf->limit_runs) {
+			dispatch_messages_here(d);
 			break;
+		}
 		/*
 		 * A long queue of runs that end at once (say, their automation is
 		 * gone) is taken a slice at a time: requests, signals and the

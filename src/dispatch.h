@@ -11,18 +11,27 @@ struct dispatch;
 #define DISPATCH_OUTPUT_MS	1000
 /* ... and at once when this much waits. */
 #define DISPATCH_OUTPUT_CHUNK	(64 * 1024)
+/* nodes.message_wait by default: a message's answer waits this long for another node's live run. */
+#define DISPATCH_MESSAGE_MS	3000
 
 struct dispatch	*dispatch_create(struct engine *, char **cause);
 void		 dispatch_free(struct dispatch *);
 /* Something changed (new runs, a run ended, a reload): look at the queue again. */
 void		 dispatch_kick(struct dispatch *);
 /*
- * A message's run just queued (SPEC 18): delivered at once into its
- * session's live run when that run's agent takes input (the live run's id,
- * valid until the loop runs again), else NULL and *why: it waits as the
- * session's next run. The caller frees *why.
+ * A message's fate (SPEC 18): live, the run it was delivered into, or NULL
+ * and why it waits as the session's next run. Both valid during the call.
  */
-const char	*dispatch_offer(struct dispatch *, const char *run, char **why);
+typedef void (*dispatch_offer_cb)(const char *live, const char *why, void *arg);
+/*
+ * A message's run just queued: delivered at once into its session's live run
+ * here when that run's agent takes input. When that run is another node's
+ * (several nodes), that node delivers it at its next look at the queue (the
+ * commit's NOTIFY): cb waits for it, on the loop, up to nodes.message_wait.
+ * cb is called once, maybe before this returns.
+ */
+void		 dispatch_offer(struct dispatch *, const char *run, dispatch_offer_cb,
+		     void *arg);
 /* Cancels a run this engine is running; 0 if it was found. */
 int		 dispatch_cancel(struct dispatch *, const char *run, const char *reason);
 int		 dispatch_running(const struct dispatch *);

@@ -863,7 +863,6 @@ store_ingest_one(struct store *st, struct ingest_item *it)
 	return 0;
 }
 
-static void	store_wake(struct store *);
 static int	store_exec_bind(struct store *, const char *, const char **, size_t,
 		    const int64_t *, size_t);
 
@@ -1104,7 +1103,7 @@ store_listened(struct store *st)
 }
 
 /* Runs were queued in this transaction: the other nodes hear of it at its commit. */
-static void
+void
 store_wake(struct store *st)
 {
 	if (st->be != NULL)
@@ -2320,6 +2319,37 @@ store_session_busy(struct store *st, const char *org, const char *thread,
 	busy = db_step(s) == DB_ROW;
 	db_reset(s);
 	return busy;
+}
+
+char *
+store_session_live(struct store *st, const char *org, const char *thread,
+    const char *automation, char **node)
+{
+	struct db_stmt	*s;
+	char		*run = NULL;
+
+	*node = NULL;
+	if ((s = store_stmt(st, "SELECT id, node FROM runs WHERE org = ? AND thread = ? AND "
+	    "automation = ? AND state = 'running' LIMIT 1")) == NULL)
+		return NULL;
+	db_bind_text(s, 1, org);
+	db_bind_text(s, 2, thread);
+	db_bind_text(s, 3, automation);
+	if (db_step(s) == DB_ROW) {
+		run = col_dup(s, 0);
+		*node = col_dup(s, 1);
+	}
+	db_reset(s);
+	return run;
+}
+
+char **
+store_queued_for_node(struct store *st, const char *node, int n)
+{
+	return store_idv(st, "SELECT q.id FROM runs q JOIN runs l ON l.org = q.org AND "
+	    "l.thread = q.thread AND l.automation = q.automation AND l.state = 'running' AND "
+	    "l.node = ?1 WHERE q.state = 'queued' ORDER BY q.created_at LIMIT ?2", node,
+	    n > 0 ? n : 1000000);
 }
 
 int64_t

@@ -169,6 +169,11 @@ void		 store_horizon(struct store *, int64_t at);
 #define STORE_CHANNEL	"spur_runs"
 int		 store_listen(struct store *, char **cause);
 int		 store_listened(struct store *);
+/*
+ * The other nodes look again now: NOTIFY STORE_CHANNEL (at the commit inside
+ * a transaction, at once outside one); nothing on one node.
+ */
+void		 store_wake(struct store *);
 /* 1 when several nodes may share this store (PostgreSQL); 0: it is one node's (sqlite). */
 int		 store_shared(const struct store *);
 /*
@@ -398,6 +403,17 @@ char		*store_session_archive_get(struct store *, const char *id, size_t *len);
 /* 1 when a run of that session (org, thread, automation) is running, on any node. */
 int		 store_session_busy(struct store *, const char *org, const char *thread,
 		     const char *automation);
+/*
+ * That session's running run, on any node: its id, and in *node the node
+ * that runs it (NULL: none, or the store failed). The caller frees both.
+ */
+char		*store_session_live(struct store *, const char *org, const char *thread,
+		     const char *automation, char **node);
+/*
+ * Queued runs of the sessions whose running run is node's (messages for its
+ * live runs), oldest first, at most n: strv, NULL: none.
+ */
+char		**store_queued_for_node(struct store *, const char *node, int n);
 /* When run was queued (ms), or 0. */
 int64_t		 store_run_created_at(struct store *, const char *run);
 /* 1 when node's lease is current (sqlite: there is one node, always 1); -1 on error. */

@@ -571,7 +571,7 @@ check_transitions(void)
 {
 	long long	 causes[RUN_NCAUSES];
 	json_t		*j;
-	char		*cause = NULL;
+	char		*cause = NULL, *live, *node;
 
 	store_set_node(st, "node-a");
 	transition("run_a1", RUN_RUNNING, CAUSE_NONE, "started", NULL, "queued -> running");
@@ -587,6 +587,16 @@ check_transitions(void)
 	    "  another automation's are not");
 	is_int(store_session_busy(st, "acme", "github:acme/api#2", "fix"), 0,
 	    "  nor another thread's with only a queued run");
+	live = store_session_live(st, "acme", "github:acme/api#1", "fix", &node);
+	ok(live != NULL && strcmp(live, "run_a1") == 0 && node != NULL &&
+	    strcmp(node, "node-a") == 0, "store_session_live: the session's running run, and its node");
+	free(live);
+	free(node);
+	live = store_session_live(st, "acme", "github:acme/api#2", "fix", &node);
+	ok(live == NULL && node == NULL, "  none for a thread with only a queued run");
+	is_strv(store_queued_for_node(st, "node-a", 10), "run_a2",
+	    "store_queued_for_node: the queued run of a session whose running run is the node's");
+	is_strv(store_queued_for_node(st, "node-b", 10), "", "  none for another node");
 	j = store_run_json(st, "run_a1", STORE_RUN_ROW);
 	ok(jstr(j, "started_at") != NULL && jstr(j, "ended_at") == NULL &&
 	    json_is_integer(json_object_get(j, "duration_ms")),

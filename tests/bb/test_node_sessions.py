@@ -4,15 +4,20 @@ scripted stand-in (fakemodel.py). The first event of a pull request's thread run
 which commits to the pull request's branch; A is killed with kill -9; the next event of the
 thread, sent to node B, runs in the same session on B: its workspace made again from the branch
 the session pushed, and the agent's conversation resumed from what the store kept of it (the
-model sees the first turn)."""
+model sees the first turn). Before that, with both nodes up (SPEC 18 across nodes): an API
+session's run works on one node and a message sent to the other node is delivered into it,
+and a message sent after that run ended is queued."""
 import json
 import os
+import re
+import signal
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import require_sandboxes, Spur, Tap, SECRETS, LOCAL_GITHUB, NODE_MODULES, \
-    github_headers, github_comment
+    github_headers, github_comment, wait_for
 from pgserver import PgServer
 import fakemodel
 
@@ -27,13 +32,38 @@ why = pg.start()
 if why is not None:
     t.skip_all("no PostgreSQL server here: %s" % why)
 
+# The API session's input names HOLD: the stand-in answers its agent's first request with a
+# shell step and holds the second until the test opens the gate (the message is sent meanwhile).
+HOLD = "HOLD-2b9e"
+REMOTE, LATE = "REMOTE-MSG-5c1", "LATE-MSG-8d2"
+gate, held = threading.Event(), threading.Event()
+plain_step = fakemodel.Handler.anthropic_step
+
+
+def held_step(self, j):
+    if HOLD not in json.dumps(j) or not j.get("tools"):
+        return plain_step(self, j)
+    n = fakemodel.tool_results(j)
+    if n == 1:
+        held.set()
+        gate.wait(120)
+    if n < 2:
+        return ("tool", ("Bash", {"command": "echo step-%d" % n, "description": "step %d" % n}))
+    return ("text", fakemodel.FINAL)
+
+
+fakemodel.Handler.anthropic_step = held_step
 fake = fakemodel.Fake().start()
 # nodes.affinity (10 s in production): how long the follow-up waits for A, whose lease has not
 # lapsed yet, before B takes the session.
 AFFINITY = 1
+# limits.runs: 1: the node whose run gets a message takes it while at its limit.
+# nodes.message_wait (3 s in production): how long a message's answer waits for the node that
+# runs the session's live run, here while that node is stopped.
+MESSAGE_WAIT = 2
 CONF = ("store: %s\nagents:\n  claude:\n    command: [%s]\n    api_url: http://127.0.0.1:%d\n"
-        "nodes:\n  affinity: %ds\n"
-        % (pg.url, os.path.realpath(CLAUDE), fake.port, AFFINITY))
+        "nodes:\n  affinity: %ds\n  message_wait: %ds\nlimits:\n  runs: 1\n"
+        % (pg.url, os.path.realpath(CLAUDE), fake.port, AFFINITY, MESSAGE_WAIT))
 ORGS = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
         "      api_url: %(g)s/github\n      git_url: %(g)s/git\n"
         "    agents:\n      claude:\n        api_key: env:T_ANTHROPIC_KEY\n" % {"g": LOCAL_GITHUB})
@@ -54,6 +84,81 @@ def fire(s, text):
 
 def q(sql):
     return pg.query(sql)
+
+
+def api(s, key, method, path, body=None):
+    st, _, out = s.request(method, path, json.dumps(body) if body is not None else None,
+                           {"Authorization": "Bearer " + key, "Content-Type": "application/json"},
+                           timeout=30)
+    return st, json.loads(out) if out else None
+
+
+def remote_message(a, b, node_a):
+    """An API session's run on one node; messages sent to the other one."""
+    rc, out, err = a.c("keys", "create", "--json", "--org", "acme", "--scope", "sessions:read",
+                       "--scope", "sessions:write")
+    key = json.loads(out)["key"] if rc == 0 else ""
+    st, sess = api(a, key, "POST", "/o/acme/sessions", {"input": HOLD + ": say hello.",
+                                                         "agent": "claude", "proof": "report",
+                                                         "timeout": "120s"})
+    t.ok(st == 201, "an API session with Claude Code starts", (st, sess))
+    live = sess["run"]["id"]
+    t.ok(wait_for(held.is_set, 90), "its agent is at its second step (the stand-in holds it)")
+    on = q("SELECT node FROM runs WHERE id = '%s'" % live)[0][0]
+    here, other = (a, b) if on == node_a else (b, a)
+    # Its node stopped (for far less than its lease): the other node's answer waits for it.
+    os.kill(here.proc.pid, signal.SIGSTOP)
+    try:
+        t0 = time.time()
+        st, m = api(other, key, "POST", "/o/acme/sessions/%s/messages" % sess["id"],
+                    {"input": LATE + " while its node is stopped"})
+        took = time.time() - t0
+    finally:
+        os.kill(here.proc.pid, signal.SIGCONT)
+    late = (m or {}).get("message_run")
+    t.ok(st == 201 and m.get("delivery") == "queued" and m["run"]["id"] == late and
+         m.get("delivery_reason") == "the node running %s did not take it within %d s" % (live, MESSAGE_WAIT)
+         and MESSAGE_WAIT <= took < MESSAGE_WAIT + 5,
+         "while the live run's node is stopped, a message to the other node is answered queued "
+         "after nodes.message_wait (%.2f s), saying why" % took, (st, m))
+    t.ok(wait_for(lambda: q("SELECT state, reason FROM runs WHERE id = '%s'" % late) ==
+                  [["completed", "delivered into %s, its session's live run" % live]], 30),
+         "the live run's node delivers it once it runs again",
+         q("SELECT state, reason FROM runs WHERE id = '%s'" % late))
+    t0 = time.time()
+    st, m = api(other, key, "POST", "/o/acme/sessions/%s/messages" % sess["id"],
+                {"input": REMOTE + " from the other node"})
+    took = time.time() - t0
+    gate.set()
+    t.ok(st == 201 and m.get("delivery") == "delivered" and (m.get("run") or {}).get("id") == live
+         and m.get("delivery_reason") is None,
+         "a message sent to the node that does not run the session's live run is delivered into "
+         "it (answered in %.2f s)" % took, (st, m))
+    end = wait_end(live)
+    t.eq(end[0], "completed", "the live run ends completed")
+    carried = [r["raw"] for r in fake.requests if r["method"] == "POST" and REMOTE in r["raw"]]
+    t.ok(carried and all(re.search(r"<<<SPUR-DATA-[0-9a-f]{16}>>>(?:(?!<<<END-SPUR).)*" + x,
+                                   carried[0].replace("\\n", " ")) for x in (LATE, REMOTE)),
+         "the agent's next model request carries both messages, fenced as data",
+         carried[0][-900:] if carried else None)
+    mrun = (m or {}).get("message_run")
+    mr = q("SELECT state, reason FROM runs WHERE id = '%s'" % mrun)
+    t.ok(mr and mr[0][0] == "completed" and "delivered into %s" % live in (mr[0][1] or ""),
+         "the message's own run ends completed: delivered into the live run", mr)
+    said = re.search(r"event=run\.message_delivered_elsewhere run=%s live=%s node=%s waited_ms=(\d+)"
+                     % (mrun, live, on), other.logs())
+    t.ok(said, "the node that took the message waited for the live run's node to deliver it "
+         "(%s ms)" % (said.group(1) if said else "?"), other.logs()[-1500:])
+    hist = [h[0] or "" for h in q("SELECT reason FROM run_history WHERE run = '%s'" % live)]
+    t.ok(any(h.startswith("message delivered:") and str(mrun) in h for h in hist),
+         "the live run's history records the message", hist)
+    st, m = api(other, key, "POST", "/o/acme/sessions/%s/messages" % sess["id"], {"input": "after"})
+    t.ok(st == 201 and m.get("delivery") == "queued" and m["run"]["id"] == m.get("message_run") and
+         m.get("delivery_reason") == "no run of its session is live on any node",
+         "once that run has ended, a message is queued as the session's next run, saying why",
+         (st, m))
+    api(other, key, "POST", "/o/acme/sessions/%s/cancel" % sess["id"])
+    wait_end(m["message_run"]) if st == 201 else None
 
 
 def wait_end(run, timeout=150):
@@ -84,6 +189,7 @@ try:
          arch)
     branch = q("SELECT branch, node FROM sessions WHERE id = '%s'" % session)
     t.ok(branch and branch[0][0] and branch[0][1] == node_a, "the session pushed its branch, held by A", branch)
+    remote_message(a, b, node_a)
 
     a.proc.kill()
     a.proc.wait()
