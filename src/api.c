@@ -686,10 +686,39 @@ api_prompt(const struct automation *a, int saved, struct spur_event *ev, const c
 	return p;
 }
 
-/* An event of the API's in thread (taken), its run queued by ingest. */
+/*
+ * A message in a thread of an outside system (SPEC 18): its event is that
+ * system's, as a reply there would be, so its run's status, report and tools
+ * go to the thread. What it is about (repository, meta) is the thread's event's
+ * (in: its head); its type, author (the key, role api) and text are the
+ * message's, and meta's keys of the API's (run, key) are added on top.
+ */
+static void
+api_event_in_thread(struct spur_event *ev, const json_t *in)
+{
+	const char	*source = json_string_value(json_object_get(in, "source"));
+	const char	*repo = json_string_value(json_object_get(in, "repository"));
+	json_t		*meta;
+
+	if (source_system(source) == NULL)
+		return;
+	free(ev->source);
+	ev->source = xstrdup(source);
+	ev->repository = repo != NULL ? xstrdup(repo) : NULL;
+	meta = json_is_object(json_object_get(in, "meta")) ?
+	    json_deep_copy(json_object_get(in, "meta")) : json_object();
+	json_object_update(meta, ev->meta);
+	json_decref(ev->meta);
+	ev->meta = meta;
+}
+
+/*
+ * An event of the API's in thread (taken), its run queued by ingest; in:
+ * the head of the thread's event when it is another system's thread, or NULL.
+ */
 static void
 api_event_submit(struct api_ctx *c, const char *type, char *thread, const struct automation *a,
-    int saved, const char *input, json_t *meta, json_t *body)
+    int saved, const char *input, json_t *meta, json_t *body, const json_t *in)
 {
 	struct spur_event	*ev = spur_event_new(c->org, "api");
 	struct ingest_item	*it;
@@ -711,6 +740,8 @@ api_event_submit(struct api_ctx *c, const char *type, char *thread, const struct
 	ev->meta = json_incref(meta);
 	ev->payload_raw = json_dumps(body, JSON_COMPACT);
 	ev->payload_rawlen = strlen(ev->payload_raw);
+	if (in != NULL)
+		api_event_in_thread(ev, in);
 	prompt = api_prompt(a, saved, ev, input);
 	it = ingest_prepare_run(c->e->ingest, ev, a, prompt);
 	free(prompt);
@@ -723,7 +754,8 @@ api_session_submit(struct api_ctx *c, const char *type, const struct automation 
     int saved, const char *input, json_t *meta, json_t *body)
 {
 	json_object_set_new(meta, "session", json_string(c->session));
-	api_event_submit(c, type, xprintf("api:%s", c->session), a, saved, input, meta, body);
+	api_event_submit(c, type, xprintf("api:%s", c->session), a, saved, input, meta, body,
+	    NULL);
 }
 
 /*
@@ -904,15 +936,15 @@ out:
 
 /*
  * A message to a run (SPEC 18): to its session's when it is an API session's;
- * else an event of the API's in the run's thread, for its automation, which
- * the dispatcher delivers into the thread's live run as it would a reply, or
- * which waits as the thread's next run. Its author is the key's (the console's
- * signed-in user).
+ * else an event in the run's thread (of its system: api_event_in_thread), for
+ * its automation, which the dispatcher delivers into the thread's live run as
+ * it would a reply, or which waits as the thread's next run, reported in the
+ * thread. Its author is the key's (the console's signed-in user).
  */
 static void
 api_run_message(struct api_ctx *c, const char *id, json_t *body)
 {
-	struct run_row		*r = store_run_get(c->e->store, id, 0);
+	struct run_row		*r = store_run_get(c->e->store, id, RUN_GET_EVENT);
 	struct automation	*a = NULL;
 	json_t			*meta;
 	const char		*input, *bad;
@@ -943,7 +975,8 @@ api_run_message(struct api_ctx *c, const char *id, json_t *body)
 	free(c->idem);
 	c->idem = NULL;
 	meta = json_pack("{s:s}", "run", id);
-	api_event_submit(c, "run.message", xstrdup(r->thread), a, 1, input, meta, body);
+	api_event_submit(c, "run.message", xstrdup(r->thread), a, 1, input, meta, body,
+	    r->event != NULL ? r->event->head : NULL);
 	json_decref(meta);
 out:
 	automation_free(a);

@@ -17,7 +17,9 @@ Fake.mcp, a tool name (say "thread_read"), scripts an MCP call instead: a reques
 whose last item is not a tool's result calls the tool whose name ends with it
 (Claude Code's mcp__spur__X, OpenCode's spur_X, Codex's in its namespace) with
 Fake.mcp_args (Codex: in the namespace of Fake.mcp_server, "spur" unless set);
-one whose last item is a tool's result gets the final message.
+one whose last item is a tool's result gets the final message, unless Fake.mcp_more
+lists more calls ((tool, args) pairs): the Nth tool result of the turn (counted from its
+last user message) gets the Nth of them, and the final message after the last.
 The tools each request offered are kept in Fake.tools_seen.
 
 Fake.hold_at = N holds the Nth model request (counted from the start) until
@@ -69,6 +71,7 @@ class Fake(http.server.ThreadingHTTPServer):
         self.errors = {}    # API key -> status, answered to every request with that key
         self.mcp = None     # a tool name: call it, then the final message
         self.mcp_args = {}
+        self.mcp_more = []  # (tool, args): called one after each tool result, then the final message
         self.mcp_server = "spur"    # Codex: the namespace (MCP server) of Fake.mcp
         self.hold_at = 0    # the model request held until gate is set
         self.held = threading.Event()
@@ -199,11 +202,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         tools = [t.get("name") for t in j.get("tools") or []]
         if self.server.mcp and tools:
             self.server.tools_seen = tools
-            last = (j.get("messages") or [{}])[-1].get("content")
-            if isinstance(last, list) and any(isinstance(c, dict) and c.get("type") == "tool_result" for c in last):
-                return ("text", FINAL)
-            name = next((n for n in tools if n.endswith(self.server.mcp)), None)
-            return ("tool", (name, self.server.mcp_args)) if name else ("text", FINAL)
+            is_result = lambda m: isinstance(m.get("content"), list) and any(
+                isinstance(c, dict) and c.get("type") == "tool_result" for c in m["content"])
+            msgs = j.get("messages") or [{}]
+            start = max([k for k, m in enumerate(msgs) if m.get("role") == "user" and not is_result(m)] or [0])
+            want = self.mcp_want(sum(1 for m in msgs[start:] if is_result(m)))
+            name = next((n for n in tools if want and n.endswith(want[0])), None)
+            return ("tool", (name, want[1])) if name else ("text", FINAL)
         results = 0
         for m in j.get("messages") or []:
             if isinstance(m.get("content"), list):
@@ -219,6 +224,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return ("tool", (write, {"file_path" if write == "Write" else "filePath": EDIT_PATH,
                                      "content": EDIT_TEXT}))
         return ("text", FINAL)
+
+    def mcp_want(self, done):
+        """Fake.mcp's call after done tool results of the turn: (tool, args), or None (the final message)."""
+        calls = [(self.server.mcp, self.server.mcp_args)] + list(self.server.mcp_more)
+        return calls[done] if done < len(calls) else None
 
     def anthropic(self, j):
         kind, what = self.anthropic_step(j)
@@ -379,16 +389,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         as deferred namespaces (mcp__spur, or Fake.mcp_server's), called from exec's JavaScript as
         tools.mcp__spur__X."""
         last = items[-1] if items else None
-        if not isinstance(last, dict) or str(last.get("type", "")).endswith("_output"):
+        start = max([k for k, i in enumerate(items) if isinstance(i, dict) and i.get("role") == "user"] or [0])
+        want = self.mcp_want(sum(1 for i in items[start:] if isinstance(i, dict) and
+                                 str(i.get("type", "")).endswith("_output")))
+        if not isinstance(last, dict) or want is None:
             return None, None
-        name = next((n for n in tools if str(n).endswith(self.server.mcp)), None)
+        name = next((n for n in tools if str(n).endswith(want[0])), None)
         if name is not None:
-            return None, (name, self.server.mcp_args)
+            return None, (name, want[1])
         # Listed as "- mcp__NAME: its instructions", or "- mcp__NAME" alone (a server without).
         ns, listed = "mcp__" + self.server.mcp_server, json.dumps(j)
         if "exec" in tools and ("- %s:" % ns in listed or "- %s\\n" % ns in listed):
             return ("const r = await tools.%s__%s(%s);\ntext(JSON.stringify(r));\n" % (
-                ns, self.server.mcp, json.dumps(self.server.mcp_args)), None)
+                ns, want[0], json.dumps(want[1])), None)
         return None, None
 
     # OpenAI Chat Completions: one final message.

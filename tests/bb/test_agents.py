@@ -9,7 +9,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from spurtest import require_sandboxes, Spur, Tap, SECRETS, LOCAL_GITHUB, NODE_MODULES, github_headers, github_comment
+from spurtest import (require_sandboxes, Spur, Tap, SECRETS, LOCAL_GITHUB, NODE_MODULES, github_headers, github_comment,
+                      wait_for)
 import fakemodel
 
 t = Tap()
@@ -134,13 +135,56 @@ def mcp_turn(s, fake, agent):
     home = os.path.join(s.data_dir, "sessions", show(s, run).get("session") or "x", "home")
     t.eq(grep_tree(home, "spur-run-"), [], "%s: no file kept in its HOME holds the run's MCP credential" % agent)
 
-    # A tool that is not read-only (thread_post): the agent calls it without asking anyone.
-    run, st, later = mcp_fire(s, fake, agent, "thread_post", {"text": "NOTE-37 from %s" % agent}, "/go post a note")
-    got = [o for r in later for o in tool_outputs(r["body"]) if "note 1 of this run" in o]
-    hist = [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ? ORDER BY rowid", run)]
-    t.ok(st["state"] == "completed" and got and any(h.startswith("tool thread_post: ok") for h in hist),
+    post_ask_turn(s, fake, agent)
+
+
+def post_ask_turn(s, fake, agent):
+    """SPEC 18, one run: thread_post (a tool that writes: called without asking anyone), then
+    thread_ask, which waits for the thread: a permitted person's reply is the call's result,
+    fenced with the run's nonce, in the agent's next model request, and starts no run. OpenCode
+    started without the server's tools is tried once more, as in mcp_fire."""
+    hist = lambda run: [h["reason"] or "" for h in s.query(
+        "SELECT reason FROM run_history WHERE run = ? ORDER BY rowid", run)]
+    for attempt in (1, 2):
+        fake.mcp, fake.mcp_args, fake.tools_seen = "thread_post", {"text": "NOTE-37 from %s" % agent}, None
+        fake.mcp_more = [("thread_ask", {"question": "ASK-37: which branch, %s?" % agent})]
+        before = len(fake.requests)
+        run = fire(s, "/go post a note, then ask", 1)
+        asked = wait_for(lambda: [h for h in hist(run) if h.startswith("tool thread_ask: asked")] or
+                         s.query("SELECT state FROM runs WHERE id = ?", run)[0]["state"] not in ("queued", "running"), 90)
+        if agent != "opencode" or "spur_thread_post" in (fake.tools_seen or []) or attempt == 2:
+            break
+        print("# %s: run %s started without the MCP server's tools; once more" % (agent, run))
+    t0 = time.time()
+    b = json.dumps(github_comment("/go ANSWER-37 use main", number=1,
+                                  comment_id=int(time.time() * 1e6) % 10**9)).encode()
+    code, _, a = s.post_json(HOOK, b, github_headers(b))
+    st = wait_done(s, run)
+    fake.mcp, fake.mcp_args, fake.mcp_more = None, {}, []
+    later = [r for r in fake.requests[before:] if r["method"] == "POST"]
+    h = hist(run)
+    t.ok(st["state"] == "completed" and [o for r in later for o in tool_outputs(r["body"]) if "note 1 of this run" in o]
+         and any(x.startswith("tool thread_post: ok") for x in h),
          "%s: thread_post, a tool that writes, is called and its answer reaches the model" % agent,
-         (st, hist, getattr(fake, "tools_seen", None), agent_log_lines(s, run, "mcp")))
+         (st, h, getattr(fake, "tools_seen", None), agent_log_lines(s, run, "mcp")))
+    t.ok(asked is not None and any(x.startswith("tool thread_ask: asked") for x in h) and
+         [r for r in s.query("SELECT body FROM reports WHERE run = ? AND kind = 'ask:1'", run)
+          if "ASK-37: which branch" in (r["body"] or "")],
+         "%s: then, in the same run, thread_ask posts its question in the thread" % agent, (h, agent_log_lines(s, run, "mcp")))
+    t.ok(code == 200 and (a or {}).get("runs") == [] and any(x.startswith("tool thread_ask: ok: answered by alice") for x in h),
+         "%s: a permitted person's reply answers it and starts no run (it would have)" % agent, (code, a, h))
+    nonce = re.findall(r"<<<SPUR-DATA-([0-9a-f]{16})>>>", s.query("SELECT prompt FROM runs WHERE id = ?", run)[0]["prompt"])
+    fence, end = ["<<<%sSPUR-DATA-%s>>>" % (e, nonce[0] if nonce else "?") for e in ("", "END-")]
+    carried = [(r, o) for r in later for o in tool_outputs(r["body"]) if "ANSWER-37" in o]
+    out = carried[0][1] if carried else ""
+    t.ok(nonce and fence in out and out.index(fence) < out.index("ANSWER-37") < out.rindex(end) and
+         "author: alice" in out,
+         "%s: the reply is thread_ask's result, fenced with the run's nonce, in the next model request" % agent,
+         (out[-600:], [o[-300:] for r in later for o in tool_outputs(r["body"])][-3:]))
+    if carried:
+        # From the reply's webhook to the agent's next model request carrying it.
+        print("# %s: a thread_ask answer's webhook to the next model request carrying it: %.0f ms" % (
+            agent, (carried[0][0]["at"] - t0) * 1000))
 
 
 def steer_turn(s, fake, agent):

@@ -152,6 +152,8 @@ class Live(fakemodel.Fake):
             if n == 1:
                 return ("tool", ("mcp__spur__thread_ask", {"question": "ASK-2: anyone there?"}))
             return ("text", fakemodel.FINAL)
+        if self.mode == "plain":
+            return ("text", fakemodel.FINAL)
         if self.mode == "loop":
             if LOOP_STOP in raw:
                 return ("text", fakemodel.FINAL)
@@ -229,7 +231,7 @@ LINEAR = ("name: lin\non:\n  linear:\n    events: [Issue.update]\nagent: claude\
 SLACKY = ("name: slk\non:\n  slack:\n    events: [app_mention]\nagent: claude\nprompt: |\n  Read the thread.\n"
           "proof: report\ntimeout: 150s\n")
 WAITS = ("name: waits\non:\n  github:\n    events: [issue_comment.created]\n    text: '^/wait'\n"
-         "agent: command\ncommand: [sh, -c, 'head -n 1 >/dev/null; sleep 60; echo woke']\n"
+         "agent: command\ncommand: [sh, -c, 'if grep -q QUICK-; then echo quick; else sleep 60; echo woke; fi']\n"
          "prompt: |\n  Wait.\nproof: none\ntimeout: 120s\n")
 
 fake = Live().start()
@@ -346,13 +348,28 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
         con(s, hd, "/o/acme/runs/%s/cancel" % m["message_run"])
     con(s, hd, "/o/acme/runs/%s/cancel" % wrun)
     wait_end(s, wrun, 30)
-    st, m = con(s, hd, "/o/acme/runs/%s/messages" % wrun, {"input": "again"})
+    st, m = con(s, hd, "/o/acme/runs/%s/messages" % wrun, {"input": "QUICK-51 again"})
     # (or the dispatcher started it first: no longer queued)
     t.ok(st == 201 and m.get("delivery") == "queued" and m.get("delivery_reason") in (
          "no run of its session is live on this node", "the run is no longer queued"),
          "a message to an ended thread run is queued: nothing is live", (st, m))
-    if st == 201:
-        con(s, hd, "/o/acme/runs/%s/cancel" % m["message_run"])
+    # It runs as the pull request's next run (its command ends at once on QUICK-), reported in the pull request.
+    qrun = (m or {}).get("message_run") or "none"
+    qend = wait_end(s, qrun, 60)
+    said = [c["body"] for c in gh.posted("acme/api#41") if qrun in c["body"]] if qend else []
+    t.ok(qend and qend["state"] == "completed" and wait_for(lambda: [
+         c for c in gh.posted("acme/api#41") if qrun in c["body"] and "**completed**" in c["body"]], 30),
+         "the thread's next run, made by the console's message, posts its report in the pull request",
+         (qend, said, hist2(s, qrun)))
+    ev = s.query("SELECT e.json FROM runs r JOIN events e ON e.id = r.event WHERE r.id = ?", qrun)
+    ev = json.loads(ev[0]["json"]) if ev else {}
+    t.ok(ev.get("source") == "github" and ev.get("type") == "run.message" and
+         (ev.get("actor") or {}).get("name") == "link:acme" and (ev.get("actor") or {}).get("role") == "api" and
+         (ev.get("meta") or {}).get("number") == 41 and (ev.get("meta") or {}).get("run") == wrun,
+         "its event is the thread's system's, authored by the console's user (role api), naming the run", ev)
+    prompt = (s.query("SELECT prompt FROM runs WHERE id = ?", qrun) or [{}])[0].get("prompt") or ""
+    t.ok(re.search(r"<<<SPUR-DATA-[0-9a-f]{16}>>>[^<]*author: link:acme[^<]*QUICK-51", prompt),
+         "and the message is in its prompt fenced as third-party data", prompt[-600:])
     bodies = [r["body"] or "" for r in s.query("SELECT body FROM reports WHERE run = ? AND kind = 'run_end'", second)]
     t.ok(any("delivered into" in b and first in b for b in bodies),
          "the thread is told, in a short reply, that the message was delivered into the live run",
@@ -617,6 +634,15 @@ with Spur(conf, orgs=orgs, automations={"steered.yaml": STEERED, "waits.yaml": W
     t.ok(len(sq) == 3 and all(r["headers"].get("authorization") == "Bearer " + SECRETS["T_SLACK_TOKEN"] for r in sq),
          "the engine reads the thread (conversations.replies) with the org's bot token", [r["path"] for r in sq])
     p50("Slack")
+    # A console message to the Slack thread's ended run: the thread's next run, reported in the Slack thread.
+    fake.mode = "plain"
+    st, m = con(s, hd, "/o/acme/runs/%s/messages" % srun, {"input": "SLK-MSG-53 once more"})
+    qrun = (m or {}).get("message_run") or "none"
+    qend = wait_end(s, qrun, 90)
+    t.ok(st == 201 and m.get("delivery") == "queued" and qend and qend["state"] == "completed" and wait_for(lambda: [
+         x for x in gh.posted("C7L/" + root) if qrun in x["text"] and "completed" in x["text"]], 30),
+         "a console message queued for a Slack thread's next run: that run's report is posted in the Slack thread",
+         (st, m, qend, [x["text"][:200] for x in gh.posted("C7L/" + root) if x.get("bot_id")]))
 
     # --- thread_ask: a question in the thread, answered by a member (a non-member ignored), then a timeout ---
     fake.mode = "ask"
