@@ -221,6 +221,12 @@ def run_agent(agent, binary, extra_conf, org_agents, checks_resume=True, needs="
               getattr(fake, "tools_seen", None), [r["raw"][-1500:] for r in fake.requests[1:2]], log[-1500:]))
         t.ok(fakemodel.FINAL in (j.get("result") or ""), "%s: its final message is the run's report" % agent, j.get("result"))
         model = [r for r in fake.requests if r["method"] == "POST"]
+        steps = [next((r["at"] for r in model if fakemodel.tool_results(r["body"]) == n), None) for n in (1, 2)]
+        if None not in steps:
+            # The same step a message waits for in steer_turn, with none: from the request the
+            # stand-in answers with the write to the next one.
+            print("# %s: the write step, request to next request, no message: %.0f ms" % (
+                agent, (steps[1] - steps[0]) * 1000))
         creds = [r["headers"].get("x-api-key") or r["headers"].get("authorization", "") for r in model]
         t.ok(model and all(key in c for c in creds), "%s: the fake API got the org's real key on every request" % agent,
              creds)
