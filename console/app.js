@@ -1102,9 +1102,59 @@
 			d.classList.add('o-failed');
 	};
 
+	/* Streamed words (thinking: thoughts, folded) of one message, run on while nothing comes between. */
+	Output.prototype.chunk = function (thinking, id, text) {
+		var key = (thinking ? 't:' : 'm:') + (id || ''), s = this.streamed, node;
+
+		if (typeof text !== 'string' || text === '')
+			return;
+		if (s && s.key === key && this.box.lastChild === s.div) {
+			s.node.appendData(text);
+			this.grew(s.div, text.length);
+			return;
+		}
+		node = document.createTextNode(text);
+		s = { key: key, node: node, div: thinking ? h('details', { class: 'o-fold o-thinking' }, h('summary', null, 'thinking'),
+		    h('pre', null, node)) : h('div', { class: 'o-msg o-assistant' }, h('span', { class: 'o-who' }, icon('bot'), 'assistant'),
+		    h('div', { class: 'o-text' }, node)) };
+		this.put(s.div);
+		this.streamed = s;
+	};
+
+	/* OpenCode's acp (JSON-RPC): its words as they stream, tools by their updates, prompts answered, errors. */
+	Output.prototype.acp = function (j) {
+		var p = j.params || {}, u = p.update || {}, out = u.rawOutput || {};
+
+		if (j.method === 'session/update') {
+			if (u.sessionUpdate === 'agent_message_chunk' || u.sessionUpdate === 'agent_thought_chunk')
+				this.chunk(u.sessionUpdate === 'agent_thought_chunk', u.messageId, (u.content || {}).text);
+			else if (u.sessionUpdate === 'tool_call_update' && u.toolCallId) {
+				if (!this.tools[u.toolCallId] && u.rawInput && Object.keys(u.rawInput).length > 0)
+					this.call(u.toolCallId, u.kind === 'execute' ? 'bash' : u.title, u.rawInput);
+				if (u.status === 'completed' || u.status === 'failed')
+					this.result(u.toolCallId, out.output !== undefined ? out.output : out.error, u.status === 'failed');
+			}
+			return true;	/* usage, commands, plans: not shown */
+		}
+		if (j.method === 'session/request_permission') {
+			this.meta('permission asked (' + ((p.toolCall || {}).title || '') + '): refused');
+			return true;
+		}
+		if (j.method)
+			return false;
+		if (j.error)
+			this.meta('error: ' + (j.error.message || ''), 'error');
+		else if (j.result && j.result.stopReason)
+			this.meta('prompt answered: ' + j.result.stopReason + (j.result.usage ? ' · ' +
+			    tokens({ input: j.result.usage.inputTokens, output: j.result.usage.outputTokens }) : ''));
+		return true;
+	};
+
 	Output.prototype.json = function (j) {
 		var self = this, item = j.item || {}, part = j.part || {};
 
+		if (j.jsonrpc === '2.0' && j.type === undefined && (j.method === undefined || j.method.indexOf('session/') === 0))
+			return this.acp(j);
 		switch (j.type) {
 		/* Claude Code stream-json */
 		case 'system':

@@ -23,15 +23,6 @@ codex_args(struct agent_args *aa, const struct agent_request *req)
 #define CODEX_ID_THREAD	2
 #define CODEX_ID_TURN	3
 
-static void
-codex_send(struct agent_stream *s, json_t *j)
-{
-	char	*line = agent_json_line(j);
-
-	(void)buf_adds(&s->reply, line);
-	free(line);
-}
-
 /* The session: initialize, then thread/start or thread/resume (its id the session's). */
 static char *
 codex_open(const struct agent_request *req)
@@ -67,7 +58,7 @@ codex_turn(struct agent_stream *s, const char *text)
 	json_t	*st = s->state;
 	int	 id = (int)json_integer_value(json_object_get(st, "next"));
 
-	codex_send(s, json_pack("{s:i, s:s, s:{s:s, s:[{s:s, s:o}]}}", "id", id, "method",
+	agent_stream_send(s, json_pack("{s:i, s:s, s:{s:s, s:[{s:s, s:o}]}}", "id", id, "method",
 	    "turn/start", "params", "threadId", s->r.session, "input", "type", "text", "text",
 	    agent_json_text(text)));
 	json_object_set_new(st, "next", json_integer(id + 1));
@@ -82,8 +73,8 @@ codex_steer(struct agent_stream *s, const char *text)
 	int	 id = (int)json_integer_value(json_object_get(st, "next"));
 	char	 key[32];
 
-	codex_send(s, json_pack("{s:i, s:s, s:{s:s, s:s, s:[{s:s, s:o}]}}", "id", id, "method",
-	    "turn/steer", "params", "threadId", s->r.session, "expectedTurnId",
+	agent_stream_send(s, json_pack("{s:i, s:s, s:{s:s, s:s, s:[{s:s, s:o}]}}", "id", id,
+	    "method", "turn/steer", "params", "threadId", s->r.session, "expectedTurnId",
 	    agent_json_str(st, "turn"), "input", "type", "text", "text", agent_json_text(text)));
 	json_object_set_new(st, "next", json_integer(id + 1));
 	(void)snprintf(key, sizeof key, "%d", id);
@@ -201,8 +192,8 @@ codex_rpc(struct agent_stream *s, const json_t *j)
 	}
 	if (id != NULL) {
 		/* A request of the server's (an approval): nobody is there to answer it. */
-		codex_send(s, json_pack("{s:O, s:{s:i, s:s}}", "id", id, "error", "code", -32601,
-		    "message", "spur answers no requests"));
+		agent_stream_send(s, json_pack("{s:O, s:{s:i, s:s}}", "id", id, "error", "code",
+		    -32601, "message", "spur answers no requests"));
 		return;
 	}
 	codex_note(s, method, json_object_get(j, "params"));

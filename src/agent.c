@@ -377,10 +377,25 @@ agent_first_input(const struct agent *a, const struct agent_request *req, const 
 }
 
 void
-agent_stream_prompt(struct agent_stream *s, const char *prompt)
+agent_stream_prompt(struct agent_stream *s, const struct agent_request *req, const char *prompt)
 {
 	free(s->prompt);
+	free(s->model);
+	free(s->resume);
+	free(s->workdir);
 	s->prompt = xstrdup(prompt);
+	s->model = req->model != NULL ? xstrdup(req->model) : NULL;
+	s->resume = req->resume != NULL ? xstrdup(req->resume) : NULL;
+	s->workdir = req->workdir != NULL ? xstrdup(req->workdir) : NULL;
+}
+
+void
+agent_stream_send(struct agent_stream *s, json_t *j)
+{
+	char	*line = agent_json_line(j);
+
+	(void)buf_adds(&s->reply, line);
+	free(line);
 }
 
 int
@@ -458,6 +473,9 @@ agent_stream_free(struct agent_stream *s)
 	buf_free(&s->text);
 	buf_free(&s->reply);
 	free(s->prompt);
+	free(s->model);
+	free(s->resume);
+	free(s->workdir);
 	json_decref(s->state);
 	agent_result_clear(&s->r);
 	free(s);

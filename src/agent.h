@@ -18,6 +18,7 @@ struct agent_request {
 	const char	*model;		/* NULL: the agent's default */
 	const char	*resume;	/* the agent's session id from the session's last run */
 	char *const	*command;	/* agent: command: the automation's argv */
+	const char	*workdir;	/* its working directory as it sees it; NULL: unknown */
 };
 
 /* What the agent said, read from its stdout when it ended. */
@@ -127,8 +128,12 @@ struct agent_stream	*agent_stream_create(const struct agent *);
 void			 agent_stream_feed(struct agent_stream *, const char *, size_t);
 /* Whether the agent's turn is over (its final event was seen): it takes no more input. */
 int			 agent_stream_final(const struct agent_stream *);
-/* The prompt, kept for an agent that takes it once its session is open. */
-void			 agent_stream_prompt(struct agent_stream *, const char *);
+/*
+ * The prompt, kept for an agent that takes it once its session is open, with
+ * the request's model and session to resume (for its protocol's requests).
+ */
+void			 agent_stream_prompt(struct agent_stream *,
+			    const struct agent_request *, const char *prompt);
 /* Whether a message can go in now (its turn has started and is not over). */
 int			 agent_stream_ready(const struct agent_stream *);
 /* A message while it works, as the bytes its stdin takes now. */
@@ -207,6 +212,9 @@ struct agent_stream {
 	struct agent_result	 r;
 	int			 final;		/* the agent's final event was seen */
 	char			*prompt;	/* agent_stream_prompt's */
+	char			*model;		/* and the request's, NULL: none */
+	char			*resume;
+	char			*workdir;
 	struct buf		 reply;		/* for its stdin, agent_stream_reply's */
 	json_t			*state;		/* the protocol's own (ids, turn), NULL: none */
 	int			 ready;		/* steer: a turn is in flight */
@@ -220,9 +228,13 @@ const char *agent_json_str(const json_t *, const char *key);
 json_t	*agent_json_text(const char *);
 /* j (consumed) as one line of stdin: compact JSON and a newline. */
 char	*agent_json_line(json_t *);
+/* j (consumed) as one line for the agent's stdin, after what is waiting (agent_stream_reply). */
+void	 agent_stream_send(struct agent_stream *, json_t *);
 
 /* For the render functions: one part of the transcript each. */
 void	transcript_text(struct transcript *, const char *);	/* the assistant's words */
+/* Words as they stream (thinking: its thoughts), run on until another part; NULL: none. */
+void	transcript_chunk(struct transcript *, const char *, int thinking);
 void	transcript_thinking(struct transcript *, const char *);
 /* A tool call: its name and arguments (an object as "key: value, ...", or a string). */
 void	transcript_tool(struct transcript *, const char *name, const json_t *args);

@@ -1184,9 +1184,10 @@ fail:
 static void
 drun_agent(struct drun *r, int phase)
 {
-	struct engine	*e = r->d->engine;
-	char		*cause = NULL;
-	size_t		 n;
+	struct engine		*e = r->d->engine;
+	struct agent_request	 req;
+	char			*cause = NULL;
+	size_t			 n;
 
 	for (n = 0; r->env[n] != NULL; n++)
 		;
@@ -1209,7 +1210,12 @@ drun_agent(struct drun *r, int phase)
 	r->spec.argv = r->argv;
 	r->spec.env = r->env;
 	r->stream = agent_stream_create(r->agent);
-	agent_stream_prompt(r->stream, r->prompt);
+	/* What an agent speaking a protocol asks for in its requests (agent_stream_prompt). */
+	memset(&req, 0, sizeof req);
+	req.model = r->a->model;
+	req.resume = r->resume;
+	req.workdir = e->conf->sandbox.backend == SANDBOX_NONE ? r->workspace : "/workspace";
+	agent_stream_prompt(r->stream, &req, r->prompt);
 	r->sb = sandbox_start(e->base, &r->spec, drun_output_cb, drun_exit_cb, r, &cause);
 	drun_gate_close(r);
 	if (r->sb == NULL)

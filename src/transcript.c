@@ -20,6 +20,7 @@ struct transcript {
 	int			 skipping;	/* a line over AGENT_LINE_MAX, dropped to its end */
 	struct buf		*out;		/* where the parts go while a line renders */
 	char			*last_id;	/* transcript_same */
+	int			 open;		/* transcript_chunk's: 1 words, 2 thoughts */
 };
 
 struct transcript *
@@ -51,11 +52,38 @@ transcript_sgr(struct transcript *t, const char *sgr)
 		(void)buf_adds(t->out, sgr);
 }
 
+/* Ends the line streamed words are on, before another part. */
+static void
+transcript_break(struct transcript *t)
+{
+	if (t->open == 0)
+		return;
+	if (t->open == 2)
+		transcript_sgr(t, SGR_RESET);
+	(void)buf_addc(t->out, '\n');
+	t->open = 0;
+}
+
 /* Appends s, escaped; flags as term_escape's. */
 static void
 transcript_escaped(struct transcript *t, const char *s, size_t len, int flags)
 {
 	(void)term_escape(t->out, s, len, flags);
+}
+
+void
+transcript_chunk(struct transcript *t, const char *s, int thinking)
+{
+	if (s == NULL || *s == '\0')
+		return;
+	if (t->open != 0 && t->open != 1 + thinking)
+		transcript_break(t);
+	if (t->open == 0 && thinking) {
+		transcript_sgr(t, SGR_DIM);
+		(void)buf_adds(t->out, "thinking: ");
+	}
+	t->open = 1 + thinking;
+	transcript_escaped(t, s, strlen(s), TERM_KEEP_NL | TERM_KEEP_TAB);
 }
 
 /* The length of s cut to at most max bytes, not inside a UTF-8 sequence. */
@@ -84,6 +112,8 @@ void
 transcript_text(struct transcript *t, const char *s)
 {
 	size_t	len = strlen(s);
+
+	transcript_break(t);
 
 	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' '))
 		len--;
@@ -120,6 +150,7 @@ transcript_fold(struct transcript *t, const char *s)
 void
 transcript_thinking(struct transcript *t, const char *s)
 {
+	transcript_break(t);
 	transcript_sgr(t, SGR_DIM);
 	(void)buf_adds(t->out, "thinking: ");
 	transcript_fold(t, s);
@@ -156,6 +187,7 @@ transcript_tool(struct transcript *t, const char *name, const json_t *args)
 	char		*dump;
 	int		 first = 1;
 
+	transcript_break(t);
 	(void)buf_adds(t->out, "● ");
 	transcript_sgr(t, SGR_TOOL);
 	transcript_short(t, name != NULL ? name : "tool", strlen(name != NULL ? name : "tool"));
@@ -191,6 +223,7 @@ transcript_tool(struct transcript *t, const char *name, const json_t *args)
 void
 transcript_output(struct transcript *t, const char *s, int error)
 {
+	transcript_break(t);
 	(void)buf_adds(t->out, "  ⎿ ");
 	if (error) {
 		transcript_sgr(t, SGR_ERROR);
@@ -205,6 +238,7 @@ transcript_output(struct transcript *t, const char *s, int error)
 void
 transcript_error(struct transcript *t, const char *s)
 {
+	transcript_break(t);
 	transcript_sgr(t, SGR_ERROR);
 	(void)buf_adds(t->out, "✗ error: ");
 	transcript_escaped(t, s, strlen(s), TERM_KEEP_NL | TERM_KEEP_TAB);
@@ -221,6 +255,7 @@ transcript_note(struct transcript *t, const char *fmt, ...)
 	va_start(ap, fmt);
 	xvasprintf(&s, fmt, ap);
 	va_end(ap);
+	transcript_break(t);
 	transcript_sgr(t, SGR_DIM);
 	(void)buf_adds(t->out, "── ");
 	transcript_escaped(t, s, strlen(s), 0);
@@ -258,6 +293,7 @@ transcript_line(struct transcript *t, const char *p, size_t len)
 		}
 		json_decref(j);
 	}
+	transcript_break(t);
 	transcript_escaped(t, p, len, TERM_KEEP_TAB);
 	(void)buf_addc(t->out, '\n');
 }
@@ -300,6 +336,7 @@ transcript_end(struct transcript *t, struct buf *out)
 		    AGENT_LINE_MAX >> 20);
 	else if (t->line.len > 0)
 		transcript_line(t, t->line.data, t->line.len);
+	transcript_break(t);
 	t->skipping = 0;
 	buf_reset(&t->line);
 	t->out = NULL;

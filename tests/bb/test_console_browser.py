@@ -53,7 +53,19 @@ WORK_SCRIPT = (
     + "sleep 1; "
     + stream_json({"type": "user", "message": {"content": [
         {"type": "tool_result", "tool_use_id": "tu_1", "content": "PASS: 12 tests <b>not bold</b>"}]}})
-    + "echo 'a plain line, not JSON'; sleep 2; "
+    + "echo 'a plain line, not JSON'; "
+    # OpenCode's acp: words streamed in chunks, a tool by its updates, a prompt answered.
+    + stream_json(*[{"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "ses_1", "update": {
+        "sessionUpdate": "agent_message_chunk", "messageId": "msg_1", "content": {"type": "text", "text": w}}}}
+        for w in ("Streamed ", "in ", "chunks.")],
+                  {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "ses_1", "update": {
+                      "sessionUpdate": "tool_call_update", "toolCallId": "tc_1", "status": "in_progress",
+                      "kind": "execute", "title": "ls -la", "rawInput": {"command": "ls -la"}}}},
+                  {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "ses_1", "update": {
+                      "sessionUpdate": "tool_call_update", "toolCallId": "tc_1", "status": "completed",
+                      "rawOutput": {"output": "total 8"}}}},
+                  {"jsonrpc": "2.0", "id": 4, "result": {"stopReason": "end_turn"}})
+    + "sleep 2; "
     + stream_json({"type": "assistant", "message": {"content": [{"type": "text", "text": "All tests pass now."}]}},
                   {"type": "result", "subtype": "success", "is_error": False, "result": "Fixed the tests.",
                    "num_turns": 2, "session_id": "s-1"}))
@@ -179,9 +191,14 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
     tool = b.do("eval", js="""(() => { const d = [...document.querySelectorAll('#output details.o-tool')];
         return d.map(x => ({open: x.open, summary: x.querySelector('summary').textContent,
                             result: (x.querySelector('.o-result') || {}).textContent || null})); })()""")
-    t.ok(len(tool) == 1 and not tool[0]["open"] and "Bash" in tool[0]["summary"] and "make check" in tool[0]["summary"]
+    t.ok(len(tool) == 2 and not tool[0]["open"] and "Bash" in tool[0]["summary"] and "make check" in tool[0]["summary"]
          and "PASS: 12 tests <b>not bold</b>" in (tool[0]["result"] or ""),
          "the tool call is folded, with its result inside it, as text", tool)
+    msgs = b.do("eval", js="[...document.querySelectorAll('#output .o-msg')].map(m => m.textContent)")
+    t.ok('"jsonrpc"' not in out and len(tool) == 2 and "bash" in tool[1]["summary"] and "ls -la" in tool[1]["summary"]
+         and "total 8" in (tool[1]["result"] or "") and any(m.endswith("Streamed in chunks.") for m in msgs)
+         and "prompt answered: end_turn" in out,
+         "OpenCode's acp: its streamed words one message, its tool with its result, the prompt answered", (msgs, tool))
     t.eq(b.do("count", selector="#output b"), 0, "markup in a tool's result is not markup")
     hist = b.do("text", selector="#history")
     t.ok("queued" in hist and "running" in hist and "completed" in hist, "the state history is shown", hist)

@@ -4,6 +4,7 @@
 #include "agent.h"
 #include "tap.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 
 static char *
@@ -90,7 +91,7 @@ argv_is(const char *agent, const struct agent_conf *conf,
 static void
 test_argv(void)
 {
-	struct agent_request	 req = { NULL, NULL, NULL };
+	struct agent_request	 req = { NULL, NULL, NULL, NULL };
 	struct agent_conf	 conf = { NULL, NULL, NULL, NULL, 0 };
 	char			*cmd[] = { "/opt/claude/bin/claude", "--debug", NULL };
 	char			*script[] = { "./tools/agent.sh", "--fast", NULL };
@@ -128,9 +129,8 @@ test_argv(void)
 
 	req.model = "anthropic/claude-sonnet-4-5";
 	req.resume = "ses_44f9562d4ffeQ3kZ1x7Yb2";
-	argv_is("opencode", NULL, &req, "opencode run --format json --session "
-	    "ses_44f9562d4ffeQ3kZ1x7Yb2 -m anthropic/claude-sonnet-4-5",
-	    "opencode: session and provider/model");
+	argv_is("opencode", NULL, &req, "opencode acp",
+	    "opencode: its acp, spoken on stdio; session and model go in its requests");
 
 	req.model = NULL;
 	req.resume = NULL;
@@ -363,6 +363,7 @@ test_transcript(void)
 		{ "claude", "claude-tools.jsonl" },
 		{ "codex", "codex-success.jsonl" }, { "codex", "codex-failed.jsonl" },
 		{ "opencode", "opencode-success.jsonl" }, { "opencode", "opencode-error.jsonl" },
+		{ "opencode", "opencode-acp.jsonl" },
 	};
 	struct transcript	*t;
 	struct buf		 out;
@@ -436,6 +437,23 @@ test_transcript(void)
 	free(got);
 	got = render("opencode", "opencode-error.jsonl", 4096, 0);
 	is_str(got, "✗ error: Invalid API key\n", "opencode: its error");
+	free(got);
+	got = render("opencode", "opencode-acp.jsonl", 4096, 0);
+	is_str(got,
+	    "● bash(command: (env; echo; for f in /proc/[0-9]*/cmdline /proc/[0-9]*/environ; do "
+	    "tr '\\0' ' ' < $f 2>/dev/null; echo; done; grep -rs . $HOME /workspace /artifacts "
+	    "/ru...)\n"
+	    "  ⎿ dumped\n"
+	    "── permission asked (/workspace): refused\n"
+	    "● write(filePath: /workspace/hello.txt, content: edited through the gateway)\n"
+	    "  ⎿ Wrote file successfully.\n"
+	    "All done: hello.txt is written.\n"
+	    "── opencode prompt answered: end_turn\n"
+	    "── opencode prompt answered: end_turn\n"
+	    "✗ error: Internal error: Cannot connect to API: Unable to connect. Is the computer "
+	    "able to access the url?\n",
+	    "opencode acp: a tool told once with its input, its output; streamed words on one "
+	    "line; prompts answered; an error answer");
 	free(got);
 
 	/* The command agent's stdout is text, JSON or not; a last line without newline is shown. */
@@ -626,7 +644,7 @@ test_codex_rpc(void)
 	free(in);
 
 	s = agent_stream_create(a);
-	agent_stream_prompt(s, "PROMPT");
+	agent_stream_prompt(s, &req, "PROMPT");
 	in = feed_reply(s, "{\"id\":1,\"result\":{}}\n{\"id\":2,\"result\":{\"thread\":"
 	    "{\"id\":\"T1\"}}}\n");
 	ok(strstr(in, "\"method\":\"turn/start\"") != NULL && strstr(in, "\"threadId\":\"T1\"")
@@ -678,6 +696,90 @@ test_codex_rpc(void)
 	agent_result_clear(&r);
 }
 
+/* Whether the stream's answer to line (acp's JSON-RPC) holds every string given. */
+static int
+acp_says(struct agent_stream *s, const char *line, ...)
+{
+	va_list		 ap;
+	const char	*want;
+	char		*in = feed_reply(s, line);
+	int		 all = 1;
+
+	va_start(ap, line);
+	while ((want = va_arg(ap, const char *)) != NULL)
+		all = all && strstr(in, want) != NULL;
+	va_end(ap);
+	free(in);
+	return all;
+}
+
+#define ACP_ANSWER(id, result)	"{\"jsonrpc\":\"2.0\",\"id\":" id ",\"result\":" result "}\n"
+#define ACP_CHUNK(msg, text)	"{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":" \
+	"{\"update\":{\"sessionUpdate\":\"agent_message_chunk\",\"messageId\":\"" msg "\"," \
+	"\"content\":{\"type\":\"text\",\"text\":\"" text "\"}}}}\n"
+
+/* OpenCode's acp: initialize, the session, its model, the prompt; messages are prompts too. */
+static void
+test_opencode_acp(void)
+{
+	const struct agent	*a = agent_find("opencode");
+	struct agent_request	 req = { "anthropic/claude-haiku-4-5", "ses_1", NULL, "/workspace" };
+	struct agent_stream	*s;
+	struct agent_result	 r;
+	char			*in;
+	size_t			 len;
+
+	in = agent_first_input(a, &req, "PROMPT", &len);
+	ok(strstr(in, "\"method\":\"initialize\"") != NULL && strstr(in, "PROMPT") == NULL &&
+	    len == strlen(in), "opencode: first initialize, the prompt not yet");
+	free(in);
+	s = agent_stream_create(a);
+	agent_stream_prompt(s, &req, "PROMPT");
+	ok(acp_says(s, ACP_ANSWER("1", "{}"), "\"method\":\"session/resume\"",
+	    "\"sessionId\":\"ses_1\"", "\"cwd\":\"/workspace\"", NULL),
+	    "opencode: the session's next run resumes its session");
+	ok(acp_says(s, ACP_ANSWER("2", "{}"), "\"method\":\"session/set_config_option\"",
+	    "\"value\":\"anthropic/claude-haiku-4-5\"", NULL) && !agent_stream_ready(s),
+	    "opencode: then its model, and no message yet");
+	ok(acp_says(s, ACP_ANSWER("3", "{}"), "\"method\":\"session/prompt\"", "\"id\":4", "PROMPT",
+	    NULL) && agent_stream_ready(s), "opencode: then the prompt; now it takes messages");
+	in = agent_stream_input(s, "MSG \xff", &len);
+	ok(in != NULL && strstr(in, "\"method\":\"session/prompt\"") != NULL &&
+	    strstr(in, "\"id\":5") != NULL && strstr(in, "MSG \xef\xbf\xbd") != NULL,
+	    "opencode: a message is one more prompt");
+	free(in);
+	ok(acp_says(s, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"session/request_permission\","
+	    "\"params\":{\"options\":[{\"optionId\":\"once\",\"kind\":\"allow_once\"},"
+	    "{\"optionId\":\"no\",\"kind\":\"reject_once\"}]}}\n", "\"id\":0", "\"optionId\":\"no\"",
+	    NULL), "opencode: a permission it asks for is refused");
+	ok(acp_says(s, ACP_CHUNK("m1", "old") ACP_CHUNK("m2", "all ") ACP_CHUNK("m2", "done")
+	    ACP_ANSWER("4", "{\"stopReason\":\"end_turn\"}"), NULL) && !agent_stream_final(s),
+	    "opencode: a prompt unanswered: not over");
+	ok(acp_says(s, ACP_ANSWER("5", "{\"stopReason\":\"end_turn\"}"), NULL) &&
+	    agent_stream_final(s) && !agent_stream_ready(s), "opencode: every prompt answered: over");
+	agent_stream_end(s, 1, &r);
+	agent_stream_free(s);
+	ok(r.error == 0 && r.message != NULL && strcmp(r.message, "all done") == 0 &&
+	    r.session != NULL && strcmp(r.session, "ses_1") == 0,
+	    "opencode: its last message, its chunks joined, and the session resumed");
+	agent_result_clear(&r);
+
+	s = agent_stream_create(a);
+	req.model = req.resume = NULL;
+	agent_stream_prompt(s, &req, "PROMPT");
+	ok(acp_says(s, ACP_ANSWER("1", "{}") ACP_ANSWER("2", "{\"sessionId\":\"ses_2\"}"),
+	    "\"method\":\"session/new\"", "\"method\":\"session/prompt\"", "ses_2", NULL),
+	    "opencode: a new session, no model: the prompt at once");
+	ok(acp_says(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"error\":{\"code\":-32603,\"message\":"
+	    "\"Cannot connect to API\"}}\n", NULL), "opencode: an error answer asks for nothing");
+	agent_stream_end(s, 1, &r);
+	agent_stream_free(s);
+	ok(r.error == 1 && r.error_text != NULL && strcmp(r.error_text, "Cannot connect to "
+	    "API") == 0 && strcmp(r.session, "ses_2") == 0,
+	    "opencode: an error answer fails the run, with its text");
+	agent_result_clear(&r);
+}
+
 /* SPEC 18: Claude Code takes messages on its stdin, one stream-json line each; the others none. */
 static void
 test_input(void)
@@ -686,10 +788,10 @@ test_input(void)
 	char			*in;
 	size_t			 len = 0;
 
-	ok(agent_takes_input(a) && agent_takes_input(agent_find("codex")),
-	    "claude and codex take input while they work");
-	ok(!agent_takes_input(agent_find("opencode")) && !agent_takes_input(agent_find("command")),
-	    "opencode and command take none");
+	ok(agent_takes_input(a) && agent_takes_input(agent_find("codex")) &&
+	    agent_takes_input(agent_find("opencode")),
+	    "claude, codex and opencode take input while they work");
+	ok(!agent_takes_input(agent_find("command")), "command takes none");
 	in = agent_input(a, "two\nlines \"quoted\" \xff end", &len);
 	is_str(in, "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":"
 	    "\"two\\nlines \\\"quoted\\\" \xef\xbf\xbd end\"}}\n",
@@ -698,6 +800,7 @@ test_input(void)
 	free(in);
 	ok(agent_input(agent_find("codex"), "x", &len) == NULL, "codex: no line of its own: a protocol");
 	test_codex_rpc();
+	test_opencode_acp();
 }
 
 int
