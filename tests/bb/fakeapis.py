@@ -1051,10 +1051,10 @@ class GraphQLError(Exception):
 
 class LinearGraphQL:
     """Linear's GraphQL checked and run by graphql-js (linear_graphql.js, one node process started
-    on the first request, stopped by close()), the data and resolvers staying here: a request's
-    root goes as JSON, each callable in it (a field's resolver, called with (info, **args)) as a
-    handle that node calls back over the same pipe, what it returns sent the same way. One request
-    at a time. run(j, root): Linear's status and answer (400 and GRAPHQL_VALIDATION_FAILED for a
+    on the first request, stopped by close() or when this process ends), the data and resolvers
+    staying here: a request's root goes as JSON, each callable in it (a field's resolver, called
+    with (info, **args)) as a handle that node calls back over the same pipe, what it returns sent
+    the same way. One request at a time. run(j, root): Linear's status and answer (400 and GRAPHQL_VALIDATION_FAILED for a
     query or variables the schema refuses); without node or the graphql package every request
     fails, saying so."""
 
@@ -1072,7 +1072,7 @@ class LinearGraphQL:
             return "node is not installed (%s)" % e
         m = self.read()
         if m is None or not m.get("ready"):
-            self.close()
+            self.stop()
             return m["fatal"] if m else "linear_graphql.js ended before it was ready"
         return None
 
@@ -1091,7 +1091,7 @@ class LinearGraphQL:
             while True:
                 m = self.read()
                 if m is None:
-                    self.close()
+                    self.stop()
                     return 500, {"errors": [{"message": "the stand-in cannot check GraphQL: linear_graphql.js ended"}]}
                 if m.get("done"):
                     return m["status"], m["body"]
@@ -1122,6 +1122,10 @@ class LinearGraphQL:
         return v
 
     def close(self):
+        with self.lock:
+            self.stop()
+
+    def stop(self):
         if self.p is None:
             return
         try:
