@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -75,6 +76,7 @@ class Fake:
         self.linear_teams = {}
         self.linear_moves = []
         self.linear_invalid = []
+        self.linear_gql = LinearGraphQL()
         # Who people are (authors): Slack users.info's user objects by id, user groups' members
         # (usergroups.users.list) by group id, and Linear users ({guest, teams: [keys]}) by id.
         # A user not listed is a full member of workspace T1 (Slack) or of no team (Linear);
@@ -124,6 +126,7 @@ class Fake:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+        self.linear_gql.close()
 
     def orgs(self, extra=""):
         """spur.yaml's orgs: one org, acme, whose GitHub, Slack and Linear are this fake."""
@@ -912,7 +915,7 @@ class Fake:
             j = json.loads(body)
         except ValueError:
             j = None
-        status, out = linear_graphql(j, self.linear_root())
+        status, out = self.linear_gql.run(j, self.linear_root())
         if status != 200:
             with self.lock:
                 self.linear_invalid.append((j, out))
@@ -922,7 +925,6 @@ class Fake:
         """The Query and Mutation fields the schema's resolvers read (each a function of its
         arguments); an issue not added with linear_issue is a bare one of team ENG."""
         def entity(what):
-            from graphql import GraphQLError
             return GraphQLError("Entity not found: " + what, extensions={"code": "INVALID_INPUT"})
 
         def user(info, id):
@@ -934,7 +936,6 @@ class Fake:
 
         def comment_create(info, input):
             if not input.get("issueId") or not input.get("body"):
-                from graphql import GraphQLError
                 raise GraphQLError("Argument Validation Error", extensions={"code": "INVALID_INPUT"})
             self.keep(input["issueId"], input["body"])
             return {"success": True,
@@ -1036,41 +1037,105 @@ class Fake:
 
 LINEAR_SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "linear",
                              "schema.graphql")
-_linear_schema = []
+LINEAR_JS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "linear_graphql.js")
 
 
-def linear_graphql(j, root):
-    """A GraphQL request (its JSON) checked against Linear's schema and run with root: Linear's
-    status and answer (400 and GRAPHQL_VALIDATION_FAILED for a query or variables the schema
-    refuses). graphql-core checks it; without it every request fails, saying so."""
-    try:
-        import graphql
-    except ImportError:
-        return 500, {"errors": [{"message": "the stand-in cannot check GraphQL: graphql-core is not installed"}]}
-    if not _linear_schema:
-        with open(LINEAR_SCHEMA) as f:
-            _linear_schema.append(graphql.build_schema(f.read()))
-    schema = _linear_schema[0]
-    bad = lambda m: (400, {"errors": [{"message": m, "extensions": {"code": "GRAPHQL_VALIDATION_FAILED"}}]})
-    if not isinstance(j, dict) or not isinstance(j.get("query"), str):
-        return bad("Must provide query string.")
-    if not isinstance(j.get("variables", {}), dict):
-        return bad("Variables must be an object.")
-    try:
-        doc = graphql.parse(j["query"])
-    except graphql.GraphQLError as e:
-        return bad(e.message)
-    errs = graphql.validate(schema, doc)
-    if errs:
-        return bad(errs[0].message)
-    r = graphql.execute(schema, doc, root_value=root, variable_values=j.get("variables") or {},
-                        operation_name=j.get("operationName"))
-    if r.errors and r.data is None and not any(e.path for e in r.errors):
-        return bad(r.errors[0].message)      # the variables' values, not the data
-    out = {"data": r.data}
-    if r.errors:
-        out["errors"] = [e.formatted for e in r.errors]
-    return 200, out
+class GraphQLError(Exception):
+    """What a Linear resolver raises: its message and extensions are the answer's error."""
+
+    def __init__(self, message, extensions=None):
+        super().__init__(message)
+        self.message = message
+        self.extensions = extensions
+
+
+class LinearGraphQL:
+    """Linear's GraphQL checked and run by graphql-js (linear_graphql.js, one node process started
+    on the first request, stopped by close() or when this process ends), the data and resolvers
+    staying here: a request's root goes as JSON, each callable in it (a field's resolver, called
+    with (info, **args)) as a handle that node calls back over the same pipe, what it returns sent
+    the same way. One request at a time. run(j, root): Linear's status and answer (400 and GRAPHQL_VALIDATION_FAILED for a
+    query or variables the schema refuses); without node or the graphql package every request
+    fails, saying so."""
+
+    def __init__(self):
+        self.p = None
+        self.lock = threading.Lock()
+
+    def start(self):
+        """None when node is up, else why not."""
+        try:
+            self.p = subprocess.Popen(["node", LINEAR_JS, LINEAR_SCHEMA], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True, bufsize=1)
+        except OSError as e:
+            self.p = None
+            return "node is not installed (%s)" % e
+        m = self.read()
+        if m is None or not m.get("ready"):
+            self.stop()
+            return m["fatal"] if m else "linear_graphql.js ended before it was ready"
+        return None
+
+    def read(self):
+        line = self.p.stdout.readline()
+        return json.loads(line) if line else None
+
+    def run(self, j, root):
+        with self.lock:
+            why = self.start() if self.p is None or self.p.poll() is not None else None
+            if why:
+                return 500, {"errors": [{"message": "the stand-in cannot check GraphQL: " + why}]}
+            handles = []
+            self.p.stdin.write(json.dumps({"run": j, "root": self.encode(root, handles)}) + "\n")
+            self.p.stdin.flush()
+            while True:
+                m = self.read()
+                if m is None:
+                    self.stop()
+                    return 500, {"errors": [{"message": "the stand-in cannot check GraphQL: linear_graphql.js ended"}]}
+                if m.get("done"):
+                    return m["status"], m["body"]
+                self.p.stdin.write(json.dumps(self.call(handles, m)) + "\n")
+                self.p.stdin.flush()
+
+    def call(self, handles, m):
+        """node's call of a resolver: what it returns, or its error."""
+        try:
+            v = handles[m["handle"]](types.SimpleNamespace(field_name=m["field"]), **m["args"])
+            if isinstance(v, Exception):
+                raise v
+            return {"id": m["call"], "value": self.encode(v, handles)}
+        except GraphQLError as e:
+            return {"id": m["call"], "error": e.message, "extensions": e.extensions}
+        except Exception as e:      # as a GraphQL server does: the field's error, the request goes on
+            return {"id": m["call"], "error": str(e)}
+
+    def encode(self, v, handles):
+        """v as JSON, each callable in it a handle."""
+        if callable(v):
+            handles.append(v)
+            return {"$fn": len(handles) - 1}
+        if isinstance(v, dict):
+            return {k: self.encode(x, handles) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [self.encode(x, handles) for x in v]
+        return v
+
+    def close(self):
+        with self.lock:
+            self.stop()
+
+    def stop(self):
+        if self.p is None:
+            return
+        try:
+            self.p.stdin.close()
+            self.p.wait(10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.p.kill()
+            self.p.wait()
+        self.p.stdout.close()
+        self.p = None
 
 
 class ForgeWire:

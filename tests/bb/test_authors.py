@@ -8,6 +8,8 @@ import os
 import shutil
 import sys
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import tempdir, require_sandboxes, Spur, Tap, SECRETS, slack_headers, linear_sig
@@ -72,6 +74,17 @@ def issue(s, actor, team):
     st, _, a = s.post_json(HOOK + "linear", b, {"Content-Type": "application/json", "Linear-Delivery": "ld%d" % n[0],
                                                "Linear-Signature": linear_sig(SECRETS["T_LINEAR_SECRET"], b)})
     return st, a.get("runs") if isinstance(a, dict) else None
+
+
+def linear_post(j):
+    """A GraphQL request straight to the Linear stand-in: its status and answer."""
+    r = urllib.request.Request(fake.url + "/linear/graphql", json.dumps(j).encode(),
+                               {"Authorization": SECRETS["T_LINEAR_KEY"], "Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(r, timeout=30) as a:
+            return a.status, json.loads(a.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
 
 
 def lookups(path):
@@ -152,6 +165,15 @@ try:
         t.ok(runs and len(runs) == 1, "authors.teams: a member of OPS starts a run", runs)
         st, runs = issue(s, "leng", "OPS")
         t.eq(runs, [], "someone outside the team starts nothing")
+        t.eq(fake.linear_invalid, [], "every GraphQL request spur sent is valid against Linear's published schema")
+        # ... which the stand-in checks: a field the schema lacks, a variable of the wrong type.
+        for bad, what in (({"query": "query P($id: String!) { user(id: $id) { id guests } }", "variables": {"id": "leng"}},
+                           "guests"), ({"query": "query P($id: String!) { user(id: $id) { id } }", "variables": {"id": 5}},
+                                       "$id")):
+            st, a = linear_post(bad)
+            t.ok(st == 400 and a["errors"][0]["extensions"] == {"code": "GRAPHQL_VALIDATION_FAILED"} and
+                 what in a["errors"][0]["message"] and fake.linear_invalid[-1:] == [(bad, a)],
+                 "the Linear stand-in refuses a request its schema does not allow (%s)" % what, (st, a))
 
         # --- spur check ----------------------------------------------------------------------
         s.write_automation("bad.yaml", slack_auto("bad", "C9", "authors: {}\n"))
