@@ -15,6 +15,7 @@ refuses the same, and header secrets without the secrets:use scope.
 import http.server
 import json
 import os
+import shlex
 import socket
 import ssl
 import subprocess
@@ -72,13 +73,11 @@ class Mcp(http.server.BaseHTTPRequestHandler):
         pass
 
     def answer(self, status, obj=None):
+        # Head and body in one write (one TLS record), as a server that buffers its answer sends them.
         out = json.dumps(obj).encode() if obj is not None else b""
-        self.send_response(status)
-        if obj is not None:
-            self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+        self.wfile.write(("HTTP/1.1 %d %s\r\n%sContent-Length: %d\r\n\r\n" % (
+            status, self.responses.get(status, ("",))[0], "Content-Type: application/json\r\n" if obj is not None
+            else "", len(out))).encode() + out)
 
     def do_GET(self):
         Mcp.hits.append({"method": "GET", "path": self.path, "auth": self.headers.get("Authorization")})
@@ -107,6 +106,8 @@ class Mcp(http.server.BaseHTTPRequestHandler):
         elif m == "tools/list":
             res = {"tools": [{"name": "lookup", "description": "Looks an issue up.",
                               "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}]}
+        elif m == "tools/call" and (j.get("params") or {}).get("name") == "broken":
+            return self.answer(500, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "broken"}})
         elif m == "tools/call":
             res = {"content": [{"type": "text", "text": "TRACKER-RESULT for %s" %
                                 (j.get("params", {}).get("arguments") or {}).get("q")}], "isError": False}
@@ -151,6 +152,19 @@ for line in sys.stdin:
     sys.stdout.flush()
 '''
 
+# A call the stand-in answers with an error (HTTP 500, JSON-RPC -32603), made from the sandbox
+# through the run's proxy with the connection's configuration (its header's placeholder).
+BROKEN = r'''
+import json, urllib.request
+c = json.load(open("/run/spur/claude-mcp.json"))["mcpServers"]["tracker"]
+body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "broken"}}).encode()
+req = urllib.request.Request(c["url"], body, dict(c["headers"], **{"Content-Type": "application/json"}))
+try:
+    urllib.request.urlopen(req, timeout=20)
+except Exception as e:
+    print("broken:", e)
+'''
+
 
 class Model(fakemodel.Fake):
     """The remote connection's tool, then the stdio one's, then a dump of what the sandbox sees."""
@@ -171,7 +185,8 @@ class Model(fakemodel.Fake):
         if n == 1 and "mcp__local__echo" in names:
             return ("tool", ("mcp__local__echo", {"text": "hi"}))
         if n == 2:
-            return ("tool", ("Bash", {"command": fakemodel.DUMP + "; cat /run/spur/claude-mcp.json >> /workspace/dump.txt",
+            return ("tool", ("Bash", {"command": fakemodel.DUMP + "; cat /run/spur/claude-mcp.json >> /workspace/dump.txt; "
+                                      "python3 -c %s" % shlex.quote(BROKEN),
                                       "description": "dump"}))
         return ("text", fakemodel.FINAL if n >= 3 else "NO-CONNECTION-TOOLS %s" % names)
 
@@ -256,6 +271,16 @@ def check_run(s, run, what):
     j = json.loads(out) if rc == 0 else {}
     t.ok(any(c["host"] == HOST and c["verdict"] not in ("denied", "refused") for c in j.get("connections", [])),
          "%s: the proxy's verdict on each request to the connection's host is listed" % what, j.get("connections"))
+    calls = [(c["connection"], c["method"], c["tool"], c["status"], c["error_code"]) for c in j.get("mcp_calls") or []]
+    t.ok(("tracker", "initialize", None, 200, None) in calls and ("tracker", "tools/list", None, 200, None) in calls and
+         ("tracker", "tools/call", "lookup", 200, None) in calls,
+         "%s: each MCP call to the remote connection is listed with its method, tool and status (spur show)" % what, calls)
+    t.ok(("tracker", "tools/call", "broken", 500, -32603) in calls,
+         "%s: a call the server answered with an error shows its status and JSON-RPC error code" % what, calls)
+    if rkey[0]:
+        st, r = api(s, rkey[0], "GET", "/o/acme/runs/" + run)
+        t.ok(st == 200 and r.get("mcp_calls") == j.get("mcp_calls"), "%s: and over the API" % what,
+             (st, (r or {}).get("mcp_calls")))
     ts = fake.times[-1] if fake.times else {}
     if all(k in ts for k in (0, 1, 2)):
         # From the model's answer asking for the tool to the next request carrying its result.
@@ -323,7 +348,7 @@ def other_agent(s, key, body, agent, binary):
          (end, fake.tools_seen))
 
 
-start_hits, start_reqs = [0], [0]
+start_hits, start_reqs, rkey = [0], [0], [None]
 with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}, env={"T_OPENAI_KEY": OPENAI_KEY}) as s:
     rc, _, err = s.c("secrets", "set", "--org", "acme", "MCP_TOKEN", stdin=VALUE.encode())
     rc2, _, err2 = s.c("secrets", "set", "--org", "acme", "BOUND_TOKEN", "--host", "elsewhere.example",
@@ -379,8 +404,8 @@ with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}, env
                        "--scope", "sessions:write")
     plain = json.loads(out)["key"]
     rc, out, err = s.c("keys", "create", "--json", "--org", "acme", "--scope", "sessions:read",
-                       "--scope", "sessions:write", "--scope", "secrets:use")
-    key = json.loads(out)["key"]
+                       "--scope", "sessions:write", "--scope", "secrets:use", "--scope", "runs:read")
+    key = rkey[0] = json.loads(out)["key"]
     conns = [{"name": "tracker", "url": URL, "headers": {"Authorization": "Bearer {MCP_TOKEN}"}},
              {"name": "local", "command": "python3", "args": ["-c", STDIO]}]
     body = {"input": "Look ENG-7 up.", "agent": "claude", "proof": "report", "timeout": "150s",
