@@ -216,6 +216,7 @@ orgs = gh.orgs("    agents:\n      claude: { api_key: env:T_ANTHROPIC_KEY }\n   
 
 HEAD = ("on:\n  github:\n    events: [issue_comment.created]\n    text: '^/conn'\n"
         "agent: claude\nprompt: |\n  Look the issue up.\nproof: report\ntimeout: 150s\n")
+TINY = "environment:\n  rootfs: tiny\n"
 STDIO_CONN = "  - name: local\n    command: python3\n    args: [-c, %s]\n" % json.dumps(STDIO)
 GOOD = HEAD + ("network:\n  allow: ['%s']\n" % ALLOW) + ("connections:\n  - name: tracker\n    url: %s\n    headers:\n      Authorization: 'Bearer {MCP_TOKEN}'\n" % URL) + STDIO_CONN
 
@@ -357,6 +358,11 @@ with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}, env
          err + err2)
 
     # --- spur check: the good file passes, each bad one fails at its line ---
+    # A rootfs as spur env build leaves it (root/usr), holding one command only.
+    os.makedirs(os.path.join(s.data_dir, "envs", "tiny", "root", "usr", "bin"))
+    with open(os.path.join(s.data_dir, "envs", "tiny", "root", "usr", "bin", "tiny-mcp"), "w") as f:
+        f.write("#!/bin/sh\n")
+    os.chmod(os.path.join(s.data_dir, "envs", "tiny", "root", "usr", "bin", "tiny-mcp"), 0o755)
     rc, out, err = s.c("check")
     t.ok(rc == 0, "spur check passes an automation with a remote and a stdio connection", err)
     bad = os.path.join(s.auto_dir, "bad.yaml")
@@ -381,11 +387,28 @@ with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}, env
              "a name of other characters is refused"),
             (HEAD.replace("agent: claude", "agent: command") + "connections:\n  - name: local\n    command: python3\n"
              "command: [true]\n", "12:3", '"connections" are configured into an agent with a model (claude, codex '
-             'or opencode); command takes none', "connections on agent: command, which takes none, are refused")):
+             'or opencode); command takes none', "connections on agent: command, which takes none, are refused"),
+            (HEAD + "connections:\n  - name: gone\n    command: no-such-mcp-x\n", "13:14",
+             "connections[0].command: connection gone: command no-such-mcp-x is not in the run's environment",
+             "a stdio command the sandbox's PATH lacks is refused at its line, as the run's start says it"),
+            (HEAD + TINY + "connections:\n  - name: local\n    command: python3\n", "15:14",
+             "connections[0].command: connection local: command python3 is not in the run's environment: "
+             "python3 is not in the rootfs", "a stdio command the automation's rootfs lacks is refused (the host has it)")):
         with open(bad, "w") as f:
             f.write("name: bad\n" + text)
         rc, out, err = s.c("check")
         t.ok(rc == 1 and "bad.yaml:%s: error: %s" % (pos, want) in err, "spur check: " + name, err)
+    for text, want, name in (
+            (HEAD + TINY + "connections:\n  - name: local\n    command: tiny-mcp\n", None,
+             "a stdio command the automation's rootfs has passes"),
+            (HEAD + TINY.replace("tiny", "later") + "connections:\n  - name: local\n    command: python3\n",
+             'bad.yaml:15:14: warning: connections[0].command: not checked: rootfs "later" is not built yet '
+             '(spur env build later)', "a rootfs not built yet: the command is not checked, and a warning says so")):
+        with open(bad, "w") as f:
+            f.write("name: bad\n" + text)
+        rc, out, err = s.c("check")
+        t.ok(rc == 0 and (want is None or want in err) and "connections[0].command: connection" not in err,
+             "spur check: " + name, err)
     os.unlink(bad)
 
     if ADDR is None:
