@@ -176,7 +176,7 @@ try:
     nodes = [Node(pg.url) for _ in range(3)]
     opened = [n.first() for n in nodes]
     t.eq(opened, [{"open": True}] * 3, "three nodes open the empty database at once")
-    t.eq(pg.query("SELECT version FROM spur_schema"), [["8"]],
+    t.eq(pg.query("SELECT version FROM spur_schema"), [["9"]],
          "the schema is migrated once, to its last version (one version row)")
     answers = {}
     errors = []
