@@ -818,6 +818,24 @@
 		})));
 	}
 
+	/*
+	 * Each JSON-RPC message the run sent a remote connection, as its proxy read
+	 * it: the method (the tool of a tools/call), the answer's HTTP status and
+	 * JSON-RPC error code. Names only, never a call's text.
+	 */
+	function mcpCalls(run) {
+		if (!(run.mcp_calls || []).length)
+			return null;
+		return section('MCP calls', 'mcp-calls', table(['at', 'connection', 'method', 'tool', 'status', 'error'],
+		    run.mcp_calls.map(function (c) {
+			var bad = !c.status || c.status >= 400 || c.error_code !== null;
+			return h('tr', bad ? { class: 'v-refused' } : null, h('td', null, when(c.at)), h('td', null, c.connection),
+			    h('td', null, c.method || '(not read)'), h('td', null, c.tool || ''),
+			    h('td', { class: 'num' }, c.status ? String(c.status) : 'none'),
+			    h('td', { class: 'num' }, c.error_code !== null ? String(c.error_code) : ''));
+		})));
+	}
+
 	/* The change a run delivered (GET …/change: git's stat and patch), null when it kept none. */
 	async function runChange(org, id) {
 		var r = await fetch('/o/' + enc(org) + '/runs/' + enc(id) + '/change',
@@ -1624,6 +1642,7 @@
 					    h('td', { class: 'num' }, c.port), h('td', { class: 'num' }, bytes(c.bytes_in)),
 					    h('td', { class: 'num' }, bytes(c.bytes_out)), h('td', null, c.verdict || ''));
 				})) : h('p', { class: 'muted' }, 'None.')),
+			    mcpCalls(run),
 			    run.automation_config ? section('Automation as run', 'automation-config',
 				h('details', null, h('summary', null, run.automation || 'settings'), h('pre', { class: 'json' }, pretty(run.automation_config)))) : null);
 			if (pending() && poll === null) {

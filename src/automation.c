@@ -1510,6 +1510,46 @@ parse_connections(struct aload *l, const struct ynode *v)
 }
 
 /*
+ * Each stdio connection's command where the run's start will look for it
+ * (connections_commands): in the automation's rootfs, else the host's
+ * system directories. A rootfs not built yet is a warning: spur env build
+ * may come after the config.
+ */
+static void
+conn_commands_check(struct aload *l, const struct automation *a, const struct ynode *seq)
+{
+	const struct ynode	*at;
+	json_t			*c, *one;
+	char			*rootfs = NULL, *cause = NULL;
+	size_t			 i;
+
+	if (a->connections == NULL || seq == NULL || seq->type != YNODE_SEQ ||
+	    (a->env.rootfs != NULL && l->conf == NULL))
+		return;
+	if (a->env.rootfs != NULL)
+		rootfs = rootfs_path(l->conf->data_dir, a->env.rootfs);
+	json_array_foreach(a->connections, i, c) {
+		if (json_object_get(c, "command") == NULL || i >= seq->n)
+			continue;
+		at = ymap_get(seq->items[i], "command");
+		if (rootfs != NULL && !rootfs_built(l->conf->data_dir, a->env.rootfs)) {
+			yerrs_warn_node(l->errs, l->file, at, "connections[%zu].command: not "
+			    "checked: rootfs \"%s\" is not built yet (spur env build %s)", i,
+			    a->env.rootfs, a->env.rootfs);
+			continue;
+		}
+		one = json_pack("[O]", c);
+		if (connections_commands(one, rootfs, &cause) != 0) {
+			yerrs_node(l->errs, l->file, at, "connections[%zu].command: %s", i, cause);
+			free(cause);
+			cause = NULL;
+		}
+		json_decref(one);
+	}
+	free(rootfs);
+}
+
+/*
  * authors as a mapping: users (the ids or logins each system's events carry),
  * groups (a system's user group ids), teams (the team keys of the system whose
  * groups are teams, source.h person_teams).
@@ -2042,6 +2082,7 @@ automation_parse(struct aload *l, const char *path, const char *base)
 	/* The org's default environment, for each key the automation leaves out. */
 	if (l->org != NULL)
 		env_conf_merge(&a->env, l->org->environment);
+	conn_commands_check(l, a, ymap_get(root, "connections"));
 out:
 	ynode_free(root);
 	l->a = NULL;

@@ -270,6 +270,18 @@ connections_error(const json_t *list, connection_known_fn known, void *arg)
 	return NULL;
 }
 
+int
+connection_url(const json_t *c, char **host, int *port, char **path)
+{
+	const char	*url = json_string_value(json_object_get(c, "url")), *p;
+
+	if (url == NULL || conn_url_parse(url, host, port) != NULL)
+		return -1;
+	p = url + 8 + strcspn(url + 8, "/?#");
+	*path = *p == '/' ? xstrndup(p, strcspn(p, "?#")) : xstrdup("/");
+	return 0;
+}
+
 char **
 connections_allow(char *const *allow, const json_t *list)
 {

@@ -37,6 +37,8 @@ char	*connections_error(const json_t *, connection_known_fn, void *);
  * ("{value}", "Bearer {value}"), -1 when it is neither.
  */
 int	 connection_header_parse(const char *, char **secret, char **format);
+/* A remote connection's host, port (443 when absent) and path ("/" when absent); -1: not one. */
+int	 connection_url(const json_t *, char **host, int *port, char **path);
 /* The entries to add to the run's network.allow ("host" or "host:port"), NULL-terminated; NULL: none. */
 char	**connections_allow(char *const *allow, const json_t *list);
 /* What the run's history says was configured: "connections: NAME (URL), NAME (stdio: CMD)". */

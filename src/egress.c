@@ -72,6 +72,20 @@ egress_record(struct store *store, const char *run, const char *kind, const char
 		log_warn("event=egress.store_failed run=%s", run);
 }
 
+void
+egress_mcp_record(struct store *store, const char *run, const struct mcp_call_row *c)
+{
+	char	code[24] = "-";
+
+	if (c->has_error)
+		snprintf(code, sizeof code, "%ld", c->error_code);
+	log_info("event=egress.mcp_call run=%s connection=%s method=%s tool=%s status=%d "
+	    "error=%s", run, c->connection, log_q(c->method != NULL ? c->method : "-"),
+	    log_q(c->tool != NULL ? c->tool : "-"), c->status, code);
+	if (store != NULL && store_mcp_call_add(store, run, c) != 0)
+		log_warn("event=egress.store_failed run=%s", run);
+}
+
 /* The output is all written: the owner's event callback hears it as BEV_EVENT_WRITING. */
 static void
 egress_flushed_cb(struct bufferevent *bev, void *arg)
@@ -354,6 +368,25 @@ egress_forwarder(char **cause)
 	return NULL;
 }
 
+/* The run's remote connections: the requests to their URLs are read for their calls. */
+static void
+egress_mcp(struct intercept *ic, const json_t *list)
+{
+	json_t	*c;
+	size_t	 i;
+	char	*host, *path;
+	int	 port;
+
+	json_array_foreach(list, i, c) {
+		if (connection_url(c, &host, &port, &path) != 0)
+			continue;
+		intercept_add_mcp(ic, json_string_value(json_object_get(c, "name")), host, port,
+		    path);
+		free(host);
+		free(path);
+	}
+}
+
 /*
  * The run's header secrets: its CA made, written beside the sockets (the
  * certificate only) and trusted inside by every usual variable.
@@ -462,6 +495,8 @@ egress_attach_net(struct engine *e, const char *run, const char *org_name,
 		if (nhs > 0 && egress_intercept(eg, e, run, hs, nhs, bwrap ? EGRESS_INSIDE_DIR :
 		    eg->dir, env, nenv, max, cause) != 0)
 			goto fail;
+		if (eg->intercept != NULL)
+			egress_mcp(eg->intercept, a->connections);
 		/* Programs that read only the system's bundle (Go's, OpenSSL's default) too. */
 		if (eg->intercept != NULL && bwrap && spec->rootfs == NULL &&
 		    access(EGRESS_SYSTEM_BUNDLE, R_OK) == 0 &&

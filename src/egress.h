@@ -256,6 +256,9 @@ const char	*gateway_local_token(const struct gateway *);
 void		 egress_record(struct store *, const char *run, const char *kind,
 		     const char *host, int port, uint64_t in, uint64_t out,
 		     const char *verdict);
+/* One JSON-RPC message of the run to a remote connection (intercept_conn_calls): logged and stored. */
+struct mcp_call_row;
+void		 egress_mcp_record(struct store *, const char *run, const struct mcp_call_row *);
 /*
  * Closes a connection once its answer is out: stops reading, and calls done
  * once the output is written (what is BEV_EVENT_WRITING) or when it fails

@@ -744,6 +744,9 @@ github_tool_check(const json_t *event, const json_t *args)
 		    1 || json_integer_value(v) > GITHUB_PAGE_MAX))
 			return xprintf("refused: page is a whole number from 1 to %d",
 			    GITHUB_PAGE_MAX);
+		if (strcmp(key, "check_run") == 0 && !(json_is_integer(v) &&
+		    json_integer_value(v) > 0) && !(s != NULL && *s != '\0' && strlen(s) <= 200))
+			return xstrdup("refused: check_run is a check run's id (a number) or name");
 	}
 	return NULL;
 }
@@ -840,6 +843,8 @@ github_tool_request(const struct source_tool *tool, const json_t *event, const j
 		json_object_set_new(state, "page", json_integer(json_is_integer(json_object_get(
 		    args, "page")) ? json_integer_value(json_object_get(args, "page")) : 1));
 		json_object_set_new(state, "tool", json_string(tool->name));
+		if (json_object_get(args, "check_run") != NULL)
+			json_object_set(state, "check_run", json_object_get(args, "check_run"));
 		path = xprintf(tool->first, repo, n);
 		return github_paged(state, path);
 	}
@@ -965,11 +970,33 @@ github_files_answer(json_t *state, size_t step, const struct http_response *res,
 	return 0;
 }
 
-/* The check runs of the head commit: each in a line; the first failed one's job log next. */
-static void
-github_checks_list(json_t *state, const json_t *j, struct buf *out)
+/* Whether c is the check run the call names (check_run: its id, or its name), else the first failed. */
+static int
+github_check_chosen(const json_t *state, const json_t *c)
 {
-	const json_t	*c;
+	const json_t	*want = json_object_get(state, "check_run");
+	const char	*concl = json_string_value(json_object_get(c, "conclusion"));
+	long long	 id = (long long)json_integer_value(json_object_get(c, "id"));
+	char		 ids[32];
+
+	if (want == NULL)
+		return concl != NULL && (strcmp(concl, "failure") == 0 ||
+		    strcmp(concl, "timed_out") == 0);
+	if (json_is_integer(want))
+		return json_integer_value(want) == id;
+	snprintf(ids, sizeof ids, "%lld", id);
+	return strcmp(json_string_value(want), ids) == 0 ||
+	    strcmp(json_string_value(want), github_s(c, "name")) == 0;
+}
+
+/*
+ * The check runs of the head commit: each in a line; the chosen one's (or the
+ * first failed one's) job log next. A check_run none of them is: refused.
+ */
+static int
+github_checks_list(json_t *state, const json_t *j, struct buf *out, char **why)
+{
+	const json_t	*c, *want = json_object_get(state, "check_run");
 	const char	*concl;
 	char		 id[32];
 	size_t		 i;
@@ -981,14 +1008,22 @@ github_checks_list(json_t *state, const json_t *j, struct buf *out)
 		    "status"),
 		    concl != NULL ? ", " : "", concl != NULL ? concl : "",
 		    (long long)json_integer_value(json_object_get(c, "id")));
-		if (concl != NULL && (strcmp(concl, "failure") == 0 || strcmp(concl,
-		    "timed_out") == 0) && json_object_get(state, "next") == NULL) {
+		if (github_check_chosen(state, c) && json_object_get(state, "next") == NULL) {
 			snprintf(id, sizeof id, "%lld",
 			    (long long)json_integer_value(json_object_get(c, "id")));
 			github_then(state, "/repos/%s/actions/jobs/%s/logs", id);
 			json_object_set(state, "failed", json_object_get(c, "name"));
 		}
 	}
+	if (want == NULL || json_object_get(state, "next") != NULL)
+		return 0;
+	if (json_is_integer(want))
+		snprintf(id, sizeof id, "%lld", (long long)json_integer_value(want));
+	*why = xprintf("refused: check run %.200s is not one of this run's pull request's "
+	    "(%s#%lld) head commit %s", json_is_integer(want) ? id : json_string_value(want),
+	    github_s(state, "repo"), (long long)json_integer_value(json_object_get(state, "n")),
+	    github_s(state, "sha"));
+	return -1;
 }
 
 /* A log's text: its end, where a job says why it failed. */
@@ -999,8 +1034,8 @@ github_log(json_t *state, const struct http_response *res, struct buf *out)
 
 	while (skip < res->len && ((unsigned char)res->body[skip] & 0xc0) == 0x80)
 		skip++;
-	buf_addf(out, "\nlog of the failed check run %s%s:\n", github_s(state, "failed"),
-	    skip > 0 ? " (its end)" : "");
+	buf_addf(out, "\nlog of the %scheck run %s%s:\n", json_object_get(state, "check_run") ==
+	    NULL ? "failed " : "", github_s(state, "failed"), skip > 0 ? " (its end)" : "");
 	buf_add(out, res->body + skip, res->len - skip);
 }
 
@@ -1011,6 +1046,7 @@ github_checks_answer(json_t *state, size_t step, const struct http_response *res
 {
 	json_t	*j;
 	char	*loc;
+	int	 rc;
 
 	if (step == 2 && res->status == 302 &&
 	    (loc = http_response_header(res, "Location")) != NULL) {
@@ -1029,10 +1065,12 @@ github_checks_answer(json_t *state, size_t step, const struct http_response *res
 		if (json_is_string(json_object_get(state, "sha")))
 			github_then(state, "/repos/%s/commits/%s/check-runs?per_page=100",
 			    json_string_value(json_object_get(state, "sha")));
-	} else
-		github_checks_list(state, j, out);
+		json_decref(j);
+		return 0;
+	}
+	rc = github_checks_list(state, j, out, why);
 	json_decref(j);
-	return 0;
+	return rc;
 }
 
 #define GITHUB_TOOL_ITEM	"Acts only on this run's own repository and issue or pull " \
@@ -1055,8 +1093,11 @@ const struct source_tool github_tools[] = {
 	    "/repos/%s/pulls/%lld/files?per_page=100", github_tool_check, github_tool_request,
 	    github_files_answer, 0 },
 	{ "github_checks", "The check runs of this run's pull request's head commit on GitHub, "
-	    "and the end of the log of the first failed one (a GitHub Actions job). "
-	    GITHUB_TOOL_ITEM, "{}", "/repos/%s/pulls/%lld", github_tool_check,
+	    "and the end of the log of the first failed one (a GitHub Actions job), or with "
+	    "check_run (an id or a name this tool lists) that one's. " GITHUB_TOOL_ITEM,
+	    "{\"check_run\":{\"type\":[\"integer\",\"string\"],\"description\":"
+	    "\"a check run of this run's pull request's head commit: its id or name\"}}",
+	    "/repos/%s/pulls/%lld", github_tool_check,
 	    github_tool_request, github_checks_answer, 0 },
 	{ NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0 },
 };

@@ -2,6 +2,7 @@
 #include "spur.h"
 #include "egress.h"
 #include "intercept.h"
+#include "store.h"	/* struct mcp_call_row */
 
 #include <sys/stat.h>
 #include <arpa/inet.h>
@@ -46,14 +47,29 @@
 #define IC_PLACEHOLDER_MAX	96		/* bytes; the stream watch keeps one less */
 #define IC_HANDSHAKE_SECS	30
 #define IC_IDLE_SECS		900
+#define IC_MCP_MAX		16		/* remote connections of a run (CONNECTIONS_MAX) */
+#define IC_MCP_BODY_MAX		(16 * 1024)	/* of a request body, read for its calls */
+#define IC_MCP_ANSWER_MAX	4096		/* of an answer, read for its JSON-RPC error */
+#define IC_MCP_CALLS_MAX	16		/* rows of one batch */
+#define IC_MCP_NAME_MAX		128		/* a method's or tool's name kept */
 
 struct ic_leaf {
 	char	*host;
 	X509	*cert;
 };
 
+/* A remote MCP connection of the run (SPEC 18): the requests to its URL are read for their calls. */
+struct ic_mcp {
+	char	*name;
+	char	*host;
+	int	 port;
+	char	*path;
+};
+
 struct intercept {
 	char			*run;
+	struct ic_mcp		 mcp[IC_MCP_MAX];
+	size_t			 nmcp;
 	struct header_secret	*secrets;
 	size_t			 nsecrets;
 	EVP_PKEY		*ca_key;
@@ -574,6 +590,21 @@ fail:
 }
 
 void
+intercept_add_mcp(struct intercept *ic, const char *name, const char *host, int port,
+    const char *path)
+{
+	struct ic_mcp	*m;
+
+	if (ic->nmcp == IC_MCP_MAX)
+		return;
+	m = &ic->mcp[ic->nmcp++];
+	m->name = xstrdup(name);
+	m->host = xstrdup(host);
+	m->port = port;
+	m->path = xstrdup(path);
+}
+
+void
 intercept_free(struct intercept *ic)
 {
 	size_t	i, k;
@@ -592,6 +623,11 @@ intercept_free(struct intercept *ic)
 		free(ic->secrets[i].format);
 	}
 	free(ic->secrets);
+	for (i = 0; i < ic->nmcp; i++) {
+		free(ic->mcp[i].name);
+		free(ic->mcp[i].host);
+		free(ic->mcp[i].path);
+	}
 	for (i = 0; i < ic->nleaves; i++) {
 		free(ic->leaves[i].host);
 		X509_free(ic->leaves[i].cert);
@@ -706,6 +742,17 @@ struct intercept_conn {
 	void			(*done)(struct intercept_conn *, const char *, uint64_t,
 				    uint64_t, void *);
 	void			*arg;
+	/* A POST to a remote MCP connection's URL: its calls, read as they pass. */
+	const char		*mcp;		/* the connection's name; NULL: none */
+	int64_t			 at;
+	struct buf		 body;		/* its first IC_MCP_BODY_MAX bytes */
+	size_t			 body_len;	/* its Content-Length */
+	int			 status;	/* the answer's; 0: none yet */
+	int			 has_error;
+	long			 error_code;
+	json_t			*parsed;	/* the body, the rows' names point into it */
+	struct mcp_call_row	 calls[IC_MCP_CALLS_MAX];
+	size_t			 ncalls;
 };
 
 static const char *
@@ -825,6 +872,139 @@ ic_relay_done(struct relay *r, void *arg)
 	ic_close(c);
 }
 
+/*
+ * The calls to a remote MCP connection (SPEC 18): the JSON-RPC messages of a
+ * POST to its URL, read from the body's first IC_MCP_BODY_MAX bytes as they
+ * pass (a longer body, or one that is not JSON, is one row without a method),
+ * and the answer's status, with its JSON-RPC error when the answer came with
+ * its head. Names and statuses only: a call's text is never kept.
+ */
+
+/* A POST to a connection's URL: its body is kept (bounded) from here on. */
+static void
+ic_mcp_begin(struct intercept_conn *c, const char *text, size_t len)
+{
+	const struct ic_mcp	*m;
+	struct http_head	 h;
+	const char		*cl;
+	char			*end;
+	size_t			 i, plen;
+
+	if (c->ic->nmcp == 0 || http_head_parse(text, len, &h) != 0)
+		return;
+	plen = strcspn(h.target, "?");
+	for (i = 0; i < c->ic->nmcp && strcmp(h.method, "POST") == 0; i++) {
+		m = &c->ic->mcp[i];
+		if (m->port == c->port && ic_host_eq(m->host, c->host) &&
+		    strlen(m->path) == plen && strncmp(m->path, h.target, plen) == 0) {
+			c->mcp = m->name;
+			break;
+		}
+	}
+	if (c->mcp != NULL) {
+		c->at = now_ms();
+		if ((cl = http_head_get(&h, "content-length")) != NULL)
+			c->body_len = strtoull(cl, &end, 10);
+		buf_init(&c->body, IC_MCP_BODY_MAX);
+	}
+	http_head_clear(&h);
+}
+
+static void
+ic_mcp_body(struct intercept_conn *c, const void *data, size_t len)
+{
+	if (c->mcp != NULL && c->body.len < IC_MCP_BODY_MAX)
+		buf_add(&c->body, data, len < IC_MCP_BODY_MAX - c->body.len ? len :
+		    IC_MCP_BODY_MAX - c->body.len);
+}
+
+/* A header's value in an answer's head (NUL-terminated), to its line's end. */
+static const char *
+ic_field(const char *head, const char *name)
+{
+	const char	*p;
+	size_t		 n = strlen(name);
+
+	for (p = strstr(head, "\r\n"); p != NULL; p = strstr(p + 2, "\r\n")) {
+		if (strncasecmp(p + 2, name, n) == 0 && p[2 + n] == ':')
+			return p + 3 + n + strspn(p + 3 + n, " \t");
+	}
+	return NULL;
+}
+
+/* The answer's status, and its JSON-RPC error when what came with the head holds it. */
+static void
+ic_mcp_answer(struct intercept_conn *c, const char *head, struct evbuffer *in)
+{
+	const char	*ct, *data, *p, *end;
+	size_t		 have = evbuffer_get_length(in);
+	json_t		*j = NULL, *e;
+
+	if (c->mcp == NULL)
+		return;
+	if (have > IC_MCP_ANSWER_MAX)
+		have = IC_MCP_ANSWER_MAX;
+	c->status = atoi(head + 9);
+	if ((ct = ic_field(head, "content-type")) == NULL || have == 0)
+		return;
+	data = (const char *)evbuffer_pullup(in, have);
+	if (strncasecmp(ct, "application/json", 16) == 0)
+		j = json_loadb(data, have, 0, NULL);
+	else if (strncasecmp(ct, "text/event-stream", 17) == 0 &&
+	    (p = memmem(data, have, "data:", 5)) != NULL &&
+	    (end = memchr(p, '\n', have - (p - data))) != NULL)
+		j = json_loadb(p + 5, end - p - 5, 0, NULL);	/* the first event */
+	if (json_is_object(e = json_object_get(j, "error")) &&
+	    json_is_integer(json_object_get(e, "code"))) {
+		c->has_error = 1;
+		c->error_code = (long)json_integer_value(json_object_get(e, "code"));
+	}
+	json_decref(j);
+}
+
+/* A message of the body: a row when it is a request or a notification. */
+static void
+ic_mcp_row(struct intercept_conn *c, const json_t *m, int single)
+{
+	struct mcp_call_row	*r;
+	const char		*method = json_string_value(json_object_get(m, "method"));
+	json_t			*p = json_object_get(m, "params");
+
+	if (c->ncalls == IC_MCP_CALLS_MAX || (method == NULL && json_is_object(m)))
+		return;
+	r = &c->calls[c->ncalls++];
+	r->at = c->at;
+	r->connection = c->mcp;
+	r->method = method;
+	r->tool = method != NULL && strcmp(method, "tools/call") == 0 ?
+	    json_string_value(json_object_get(p, "name")) : NULL;
+	r->status = c->status;
+	r->has_error = single && c->has_error;
+	r->error_code = c->error_code;
+}
+
+const struct mcp_call_row *
+intercept_conn_calls(struct intercept_conn *c, size_t *n)
+{
+	json_t	*m;
+	size_t	 i;
+
+	if (c->mcp != NULL && c->parsed == NULL) {
+		if (c->body_len <= IC_MCP_BODY_MAX)
+			c->parsed = json_loadb(c->body.data != NULL ? c->body.data : "",
+			    c->body.len, 0, NULL);
+		if (c->parsed == NULL)
+			c->parsed = json_null();	/* not read: one row, no method */
+		if (json_is_array(c->parsed)) {
+			json_array_foreach(c->parsed, i, m)
+				ic_mcp_row(c, m, 0);
+		} else
+			ic_mcp_row(c, c->parsed, 1);
+	}
+	*n = c->ncalls;
+	return c->calls;
+}
+
 static void
 ic_cli_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -836,7 +1016,9 @@ ic_cli_read_cb(struct bufferevent *bev, void *arg)
 	int			 status, rc;
 
 	if (c->state == IC_RESPONSE) {
-		/* A body, while the answer's head is awaited. */
+		/* A body, while the answer's head is awaited (a read may bring none: TLS's own records). */
+		if (evbuffer_get_length(in) == 0)
+			return;
 		if ((name = intercept_watch_feed(c->watch, evbuffer_pullup(in, -1),
 		    evbuffer_get_length(in))) != NULL) {
 			evbuffer_drain(in, evbuffer_get_length(in));
@@ -844,6 +1026,7 @@ ic_cli_read_cb(struct bufferevent *bev, void *arg)
 			return;
 		}
 		c->out += evbuffer_get_length(in);
+		ic_mcp_body(c, evbuffer_pullup(in, -1), evbuffer_get_length(in));
 		evbuffer_add_buffer(bufferevent_get_output(c->up), in);
 		return;
 	}
@@ -864,6 +1047,7 @@ ic_cli_read_cb(struct bufferevent *bev, void *arg)
 		ic_answer(c, status, why, status == 403 ? "refused" : "bad-request");
 		return;
 	}
+	ic_mcp_begin(c, text, len);
 	free(text);
 	log_info("event=egress.intercept run=%s host=%s port=%d headers=%s", c->ic->run,
 	    log_q(c->host), c->port, log_q(applied));
@@ -913,6 +1097,7 @@ ic_up_read_cb(struct bufferevent *bev, void *arg)
 			continue;
 		}
 		text[len - 4] = '\0';
+		ic_mcp_answer(c, text, in);
 		for (line = text; line != NULL; line = next) {
 			if ((next = strstr(line, "\r\n")) != NULL) {
 				*next = '\0';
@@ -1075,6 +1260,9 @@ intercept_conn_free(struct intercept_conn *c)
 	if (c->linger != NULL)
 		event_free(c->linger);
 	intercept_watch_free(c->watch);
+	if (c->mcp != NULL)
+		buf_free(&c->body);
+	json_decref(c->parsed);
 	free(c->host);
 	free(c);
 }

@@ -31,6 +31,12 @@ void		 intercept_free(struct intercept *);
 int		 intercept_write_ca(const struct intercept *, const char *dir, char **cause);
 /* The CA certificate in PEM (for tests and the bundle). */
 char		*intercept_ca_pem(const struct intercept *);
+/*
+ * A remote MCP connection of the run (SPEC 18) on one of its hosts: the
+ * POSTs to its URL (host, port, path) are read for their JSON-RPC calls.
+ */
+void		 intercept_add_mcp(struct intercept *, const char *name, const char *host,
+		     int port, const char *path);
 /* Whether a header secret is bound to host: its connections are intercepted. */
 int		 intercept_bound(const struct intercept *, const char *host);
 /*
@@ -75,5 +81,12 @@ struct intercept_conn *intercept_conn_start(struct intercept *, struct buffereve
 		     void (*done)(struct intercept_conn *, const char *verdict, uint64_t in,
 		     uint64_t out, void *), void *);
 void		 intercept_conn_free(struct intercept_conn *);
+/*
+ * The JSON-RPC messages its request carried when it went to a remote MCP
+ * connection's URL (intercept_add_mcp), with the answer's status: names
+ * only, valid until it is freed; *n 0: none. Call it from done.
+ */
+struct mcp_call_row;
+const struct mcp_call_row *intercept_conn_calls(struct intercept_conn *, size_t *n);
 
 #endif

@@ -4,6 +4,7 @@
 #include "intercept.h"
 #include "scrub.h"
 #include "serve.h"
+#include "store.h"
 
 #include <sys/queue.h>
 #include <sys/stat.h>
@@ -340,9 +341,25 @@ static void
 pconn_intercept_done(struct intercept_conn *icc, const char *verdict, uint64_t in,
     uint64_t out, void *arg)
 {
-	struct pconn	*pc = arg;
+	struct pconn			*pc = arg;
+	const struct mcp_call_row	*calls;
+	struct mcp_call_row		 r;
+	size_t				 i, n;
+	char				*method, *tool;
 
 	pconn_record(pc, in, out, verdict);
+	/* Names the agent chose: a secret in them is cut out, as from a host. */
+	calls = intercept_conn_calls(icc, &n);
+	for (i = 0; i < n; i++) {
+		r = calls[i];
+		method = r.method != NULL ? scrub_for_engine(pc->p->engine, r.method) : NULL;
+		tool = r.tool != NULL ? scrub_for_engine(pc->p->engine, r.tool) : NULL;
+		r.method = method;
+		r.tool = tool;
+		egress_mcp_record(pc->p->engine->store, pc->p->run, &r);
+		free(method);
+		free(tool);
+	}
 	pconn_free(pc);
 }
 

@@ -451,8 +451,15 @@ runmcp_fetch_end(struct runmcp_fetch *f, const char *why)
 	json_t			*answer;
 
 	if (why != NULL) {
-		/* why may quote the system's answer: fenced too. */
-		runmcp_note(f->m, f->tool->name, "failed", why);
+		/*
+		 * why may quote the system's answer: fenced too. One that starts
+		 * "refused: " is a refusal the answer showed (a check run of
+		 * another commit): logged as one.
+		 */
+		if (strncmp(why, "refused: ", 9) == 0)
+			runmcp_note(f->m, f->tool->name, "refused", why + 9);
+		else
+			runmcp_note(f->m, f->tool->name, "failed", why);
 		what = runmcp_fence(f->m, why);
 		text = xprintf("%s failed:\n%s", f->tool->name, what);
 		free(what);

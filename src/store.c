@@ -293,6 +293,14 @@ static const char *store_migrations[] = {
 	 */
 	"CREATE TABLE run_files (run TEXT NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL,"
 	"  PRIMARY KEY (run, name));",
+	/*
+	 * 23: the JSON-RPC messages a run sent its remote connections (SPEC 18),
+	 * as the proxy read them: names and statuses, never their text
+	 */
+	"CREATE TABLE mcp_calls (run TEXT NOT NULL, at INTEGER NOT NULL,"
+	"  connection TEXT NOT NULL, method TEXT, tool TEXT, status INTEGER,"
+	"  error_code INTEGER);"
+	"CREATE INDEX mcp_calls_run ON mcp_calls(run);",
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
@@ -1461,6 +1469,16 @@ history_json(struct db_stmt *h)
 }
 
 static json_t *
+mcp_call_json(struct db_stmt *h)
+{
+	return json_pack("{s:o,s:o,s:o,s:o,s:o,s:o}", "at", col_time(h, 0), "connection",
+	    col_json_text(h, 1), "method", col_json_text(h, 2), "tool", col_json_text(h, 3),
+	    "status", db_column_null(h, 4) ? json_null() : json_integer(db_column_int64(h, 4)),
+	    "error_code", db_column_null(h, 5) ? json_null() :
+	    json_integer(db_column_int64(h, 5)));
+}
+
+static json_t *
 connection_row(struct db_stmt *h)
 {
 	return json_pack("{s:o,s:o,s:I,s:I,s:I,s:o}", "at", col_time(h, 0), "host",
@@ -1681,6 +1699,9 @@ run_row_json(struct store *st, const struct run_row *r, int full)
 		json_object_set_new(j, "connections", store_run_rows(st, "SELECT at, host, "
 		    "port, bytes_in, bytes_out, verdict FROM connections WHERE run = ? ORDER BY "
 		    "rowid", r->id, connection_row));
+		json_object_set_new(j, "mcp_calls", store_run_rows(st, "SELECT at, connection, "
+		    "method, tool, status, error_code FROM mcp_calls WHERE run = ? ORDER BY rowid",
+		    r->id, mcp_call_json));
 	}
 	a = r->automation_json != NULL ? json_loads(r->automation_json, 0, NULL) : NULL;
 	json_object_set_new(j, "automation_config", a != NULL ? a : json_null());
@@ -3299,6 +3320,33 @@ store_connection_add(struct store *st, const char *run, const char *host, int po
 	db_bind_int64(s, 5, (int64_t)bytes_in);
 	db_bind_int64(s, 6, (int64_t)bytes_out);
 	db_bind_text(s, 7, verdict);
+	rc = db_step(s) == DB_DONE ? 0 : -1;
+	db_finalize(s);
+	return rc;
+}
+
+int
+store_mcp_call_add(struct store *st, const char *run, const struct mcp_call_row *c)
+{
+	struct db_stmt	*s;
+	int		 rc;
+
+	if ((s = db_prepare(st->db, "INSERT INTO mcp_calls (run, at, connection, method, tool, "
+	    "status, error_code) VALUES (?, ?, ?, ?, ?, ?, ?)", 0)) == NULL)
+		return -1;
+	db_bind_text(s, 1, run);
+	db_bind_int64(s, 2, c->at);
+	db_bind_text(s, 3, c->connection);
+	db_bind_text(s, 4, c->method);
+	db_bind_text(s, 5, c->tool);
+	if (c->status > 0)
+		db_bind_int64(s, 6, c->status);
+	else
+		db_bind_null(s, 6);
+	if (c->has_error)
+		db_bind_int64(s, 7, c->error_code);
+	else
+		db_bind_null(s, 7);
 	rc = db_step(s) == DB_DONE ? 0 : -1;
 	db_finalize(s);
 	return rc;

@@ -629,6 +629,22 @@ int		 store_session_set_branch(struct store *, const char *id, const char *branc
 int		 store_connection_add(struct store *, const char *run, const char *host,
 		     int port, uint64_t bytes_in, uint64_t bytes_out, const char *verdict);
 
+/*
+ * intercept.c through egress.c: one JSON-RPC message a run sent a remote
+ * connection (SPEC 18), as the proxy read it: names and statuses, never the
+ * message's text.
+ */
+struct mcp_call_row {
+	int64_t		 at;		/* ms: when its request came */
+	const char	*connection;	/* the connection's name */
+	const char	*method;	/* NULL: the body was not read (too large, not JSON) */
+	const char	*tool;		/* tools/call's params.name; NULL for other methods */
+	int		 status;	/* the HTTP answer's; 0: none came */
+	int		 has_error;	/* the answer was a JSON-RPC error: */
+	long		 error_code;	/* its code */
+};
+int		 store_mcp_call_add(struct store *, const char *run, const struct mcp_call_row *);
+
 /* gateway.c: one model answer's usage, added to its run's, model's and UTC day's row. */
 struct store_usage {
 	const char		*run;

@@ -15,6 +15,7 @@ refuses the same, and header secrets without the secrets:use scope.
 import http.server
 import json
 import os
+import shlex
 import socket
 import ssl
 import subprocess
@@ -72,13 +73,11 @@ class Mcp(http.server.BaseHTTPRequestHandler):
         pass
 
     def answer(self, status, obj=None):
+        # Head and body in one write (one TLS record), as a server that buffers its answer sends them.
         out = json.dumps(obj).encode() if obj is not None else b""
-        self.send_response(status)
-        if obj is not None:
-            self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+        self.wfile.write(("HTTP/1.1 %d %s\r\n%sContent-Length: %d\r\n\r\n" % (
+            status, self.responses.get(status, ("",))[0], "Content-Type: application/json\r\n" if obj is not None
+            else "", len(out))).encode() + out)
 
     def do_GET(self):
         Mcp.hits.append({"method": "GET", "path": self.path, "auth": self.headers.get("Authorization")})
@@ -107,6 +106,8 @@ class Mcp(http.server.BaseHTTPRequestHandler):
         elif m == "tools/list":
             res = {"tools": [{"name": "lookup", "description": "Looks an issue up.",
                               "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}]}
+        elif m == "tools/call" and (j.get("params") or {}).get("name") == "broken":
+            return self.answer(500, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "broken"}})
         elif m == "tools/call":
             res = {"content": [{"type": "text", "text": "TRACKER-RESULT for %s" %
                                 (j.get("params", {}).get("arguments") or {}).get("q")}], "isError": False}
@@ -151,6 +152,19 @@ for line in sys.stdin:
     sys.stdout.flush()
 '''
 
+# A call the stand-in answers with an error (HTTP 500, JSON-RPC -32603), made from the sandbox
+# through the run's proxy with the connection's configuration (its header's placeholder).
+BROKEN = r'''
+import json, urllib.request
+c = json.load(open("/run/spur/claude-mcp.json"))["mcpServers"]["tracker"]
+body = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "broken"}}).encode()
+req = urllib.request.Request(c["url"], body, dict(c["headers"], **{"Content-Type": "application/json"}))
+try:
+    urllib.request.urlopen(req, timeout=20)
+except Exception as e:
+    print("broken:", e)
+'''
+
 
 class Model(fakemodel.Fake):
     """The remote connection's tool, then the stdio one's, then a dump of what the sandbox sees."""
@@ -171,7 +185,8 @@ class Model(fakemodel.Fake):
         if n == 1 and "mcp__local__echo" in names:
             return ("tool", ("mcp__local__echo", {"text": "hi"}))
         if n == 2:
-            return ("tool", ("Bash", {"command": fakemodel.DUMP + "; cat /run/spur/claude-mcp.json >> /workspace/dump.txt",
+            return ("tool", ("Bash", {"command": fakemodel.DUMP + "; cat /run/spur/claude-mcp.json >> /workspace/dump.txt; "
+                                      "python3 -c %s" % shlex.quote(BROKEN),
                                       "description": "dump"}))
         return ("text", fakemodel.FINAL if n >= 3 else "NO-CONNECTION-TOOLS %s" % names)
 
@@ -201,6 +216,7 @@ orgs = gh.orgs("    agents:\n      claude: { api_key: env:T_ANTHROPIC_KEY }\n   
 
 HEAD = ("on:\n  github:\n    events: [issue_comment.created]\n    text: '^/conn'\n"
         "agent: claude\nprompt: |\n  Look the issue up.\nproof: report\ntimeout: 150s\n")
+TINY = "environment:\n  rootfs: tiny\n"
 STDIO_CONN = "  - name: local\n    command: python3\n    args: [-c, %s]\n" % json.dumps(STDIO)
 GOOD = HEAD + ("network:\n  allow: ['%s']\n" % ALLOW) + ("connections:\n  - name: tracker\n    url: %s\n    headers:\n      Authorization: 'Bearer {MCP_TOKEN}'\n" % URL) + STDIO_CONN
 
@@ -256,6 +272,16 @@ def check_run(s, run, what):
     j = json.loads(out) if rc == 0 else {}
     t.ok(any(c["host"] == HOST and c["verdict"] not in ("denied", "refused") for c in j.get("connections", [])),
          "%s: the proxy's verdict on each request to the connection's host is listed" % what, j.get("connections"))
+    calls = [(c["connection"], c["method"], c["tool"], c["status"], c["error_code"]) for c in j.get("mcp_calls") or []]
+    t.ok(("tracker", "initialize", None, 200, None) in calls and ("tracker", "tools/list", None, 200, None) in calls and
+         ("tracker", "tools/call", "lookup", 200, None) in calls,
+         "%s: each MCP call to the remote connection is listed with its method, tool and status (spur show)" % what, calls)
+    t.ok(("tracker", "tools/call", "broken", 500, -32603) in calls,
+         "%s: a call the server answered with an error shows its status and JSON-RPC error code" % what, calls)
+    if rkey[0]:
+        st, r = api(s, rkey[0], "GET", "/o/acme/runs/" + run)
+        t.ok(st == 200 and r.get("mcp_calls") == j.get("mcp_calls"), "%s: and over the API" % what,
+             (st, (r or {}).get("mcp_calls")))
     ts = fake.times[-1] if fake.times else {}
     if all(k in ts for k in (0, 1, 2)):
         # From the model's answer asking for the tool to the next request carrying its result.
@@ -323,7 +349,7 @@ def other_agent(s, key, body, agent, binary):
          (end, fake.tools_seen))
 
 
-start_hits, start_reqs = [0], [0]
+start_hits, start_reqs, rkey = [0], [0], [None]
 with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}, env={"T_OPENAI_KEY": OPENAI_KEY}) as s:
     rc, _, err = s.c("secrets", "set", "--org", "acme", "MCP_TOKEN", stdin=VALUE.encode())
     rc2, _, err2 = s.c("secrets", "set", "--org", "acme", "BOUND_TOKEN", "--host", "elsewhere.example",
@@ -332,6 +358,11 @@ with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}, env
          err + err2)
 
     # --- spur check: the good file passes, each bad one fails at its line ---
+    # A rootfs as spur env build leaves it (root/usr), holding one command only.
+    os.makedirs(os.path.join(s.data_dir, "envs", "tiny", "root", "usr", "bin"))
+    with open(os.path.join(s.data_dir, "envs", "tiny", "root", "usr", "bin", "tiny-mcp"), "w") as f:
+        f.write("#!/bin/sh\n")
+    os.chmod(os.path.join(s.data_dir, "envs", "tiny", "root", "usr", "bin", "tiny-mcp"), 0o755)
     rc, out, err = s.c("check")
     t.ok(rc == 0, "spur check passes an automation with a remote and a stdio connection", err)
     bad = os.path.join(s.auto_dir, "bad.yaml")
@@ -356,11 +387,28 @@ with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}, env
              "a name of other characters is refused"),
             (HEAD.replace("agent: claude", "agent: command") + "connections:\n  - name: local\n    command: python3\n"
              "command: [true]\n", "12:3", '"connections" are configured into an agent with a model (claude, codex '
-             'or opencode); command takes none', "connections on agent: command, which takes none, are refused")):
+             'or opencode); command takes none', "connections on agent: command, which takes none, are refused"),
+            (HEAD + "connections:\n  - name: gone\n    command: no-such-mcp-x\n", "13:14",
+             "connections[0].command: connection gone: command no-such-mcp-x is not in the run's environment",
+             "a stdio command the sandbox's PATH lacks is refused at its line, as the run's start says it"),
+            (HEAD + TINY + "connections:\n  - name: local\n    command: python3\n", "15:14",
+             "connections[0].command: connection local: command python3 is not in the run's environment: "
+             "python3 is not in the rootfs", "a stdio command the automation's rootfs lacks is refused (the host has it)")):
         with open(bad, "w") as f:
             f.write("name: bad\n" + text)
         rc, out, err = s.c("check")
         t.ok(rc == 1 and "bad.yaml:%s: error: %s" % (pos, want) in err, "spur check: " + name, err)
+    for text, want, name in (
+            (HEAD + TINY + "connections:\n  - name: local\n    command: tiny-mcp\n", None,
+             "a stdio command the automation's rootfs has passes"),
+            (HEAD + TINY.replace("tiny", "later") + "connections:\n  - name: local\n    command: python3\n",
+             'bad.yaml:15:14: warning: connections[0].command: not checked: rootfs "later" is not built yet '
+             '(spur env build later)', "a rootfs not built yet: the command is not checked, and a warning says so")):
+        with open(bad, "w") as f:
+            f.write("name: bad\n" + text)
+        rc, out, err = s.c("check")
+        t.ok(rc == 0 and (want is None or want in err) and "connections[0].command: connection" not in err,
+             "spur check: " + name, err)
     os.unlink(bad)
 
     if ADDR is None:
@@ -379,8 +427,8 @@ with Spur(conf, orgs=orgs, automations={"conn.yaml": "name: conn\n" + GOOD}, env
                        "--scope", "sessions:write")
     plain = json.loads(out)["key"]
     rc, out, err = s.c("keys", "create", "--json", "--org", "acme", "--scope", "sessions:read",
-                       "--scope", "sessions:write", "--scope", "secrets:use")
-    key = json.loads(out)["key"]
+                       "--scope", "sessions:write", "--scope", "secrets:use", "--scope", "runs:read")
+    key = rkey[0] = json.loads(out)["key"]
     conns = [{"name": "tracker", "url": URL, "headers": {"Authorization": "Bearer {MCP_TOKEN}"}},
              {"name": "local", "command": "python3", "args": ["-c", STDIO]}]
     body = {"input": "Look ENG-7 up.", "agent": "claude", "proof": "report", "timeout": "150s",

@@ -259,6 +259,28 @@ with Spur("public_url: http://127.0.0.1:%d\nsandbox:\n  backend: none\nlimits:\n
     check_clean("the run page with its change")
     check_a11y(t, b, "a run page with its change")
 
+    # --- its calls to a remote MCP connection, as the run's proxy stores them (intercept.c) ---
+    t.eq(b.do("count", selector="#mcp-calls"), 0, "a run without MCP calls has no MCP calls section")
+    con = sqlite3.connect(os.path.join(s.data_dir, "spur.db"), timeout=10)
+    con.executemany("INSERT INTO mcp_calls (run, at, connection, method, tool, status, error_code) VALUES "
+                    "(?, ?, 'tracker', ?, ?, ?, ?)", [
+                        (run, int(time.time() * 1000), "tools/call", "lookup", 200, None),
+                        (run, int(time.time() * 1000), "tools/call", "<img src=x onerror=\"window.__pwned=7\">",
+                         500, -32603),
+                        (run, int(time.time() * 1000), None, None, None, None)])
+    con.commit()
+    con.close()
+    b.do("goto", url=base + "/runs/" + run)
+    r = b.try_("wait", selector="#mcp-calls tbody tr")
+    rows = b.do("eval", js="""[...document.querySelectorAll('#mcp-calls tbody tr')].map(r =>
+        [...r.cells].slice(1).map(c => c.textContent).concat([r.className]))""")
+    t.eq(rows, [["tracker", "tools/call", "lookup", "200", "", ""],
+                ["tracker", "tools/call", "<img src=x onerror=\"window.__pwned=7\">", "500", "-32603", "v-refused"],
+                ["tracker", "(not read)", "", "none", "", "v-refused"]],
+         "the MCP calls section: each call's connection, method, tool (as text), status and error code, "
+         "an error or a missing answer marked")
+    check_clean("the run page with its MCP calls")
+
     # --- the report's link: signed out, to sign-in, then back to the run ---
     b.do("fresh")
     b.do("goto", url=base + "/runs/" + run)

@@ -131,7 +131,7 @@ def contract():
                       "phase", "retry_of", "repository", "result", "proof", "created_at", "started_at",
                       "ended_at", "duration_ms", "usage"}, "Run: the fields of spur show --json")
     t.eq(set(schemas["RunFull"]["properties"]), {"prompt", "agent_session", "conc_key", "event", "history",
-                                                 "reports", "connections", "automation_config"},
+                                                 "reports", "connections", "mcp_calls", "automation_config"},
          "RunFull: and the fields only GET /runs/{id} has")
 
 
@@ -147,6 +147,8 @@ RUN_FULL = dict(RUN, prompt=None, agent_session=None, conc_key="acme/api", event
                 history=[{"state": "queued", "at": T0, "reason": "created through the API"}],
                 reports=[], connections=[{"at": T0, "host": "example.org", "port": 443, "bytes_in": 0,
                                           "bytes_out": 0, "verdict": "denied"}],
+                mcp_calls=[{"at": T0, "connection": "tracker", "method": "tools/call", "tool": "lookup",
+                            "status": 200, "error_code": None}],
                 automation_config=None)
 SUMMARY = {"id": "ses_01", "org": "acme", "automation": None, "agent": "claude", "model": None,
            "repository": "acme/api", "thread": "api:ses_01", "state": "active", "created_at": T0,
