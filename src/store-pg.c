@@ -237,6 +237,8 @@ static const char *store_pg_migrations[] = {
 	/* 8: sqlite's 22: what a run left for people to fetch (runfile.c), for any node */
 	"CREATE TABLE run_files (run TEXT NOT NULL, name TEXT NOT NULL, data BYTEA NOT NULL,"
 	"  PRIMARY KEY (run, name));",
+	/* 9: sqlite's 23: why a session's live run did not take a queued message */
+	"ALTER TABLE runs ADD COLUMN refused TEXT;",
 };
 
 /* Now in ms by the database's clock: the one every node's lease is measured on. */
