@@ -1315,10 +1315,17 @@ drun_repo_cb(int ok, const char *cause, void *arg)
  * and the queued run ends completed, "delivered"; both histories say so.
  * When it cannot: why (and *why in words); the run waits for the session, as before.
  */
+/*
+ * Why the live run cannot take a message now; REFUSED_NONE: it can. Before
+ * its launch (a clone, its setup) its agent is its automation's.
+ */
 static enum msg_refusal
 dispatch_deliver_refusal(const struct drun *live)
 {
-	if (live->agent == NULL || !agent_takes_input(live->agent))
+	const struct agent	*agent = live->agent != NULL ? live->agent :
+				    agent_find(live->a->agent_name);
+
+	if (agent == NULL || !agent_takes_input(agent))
 		return REFUSED_NO_INPUT;
 	if (live->sb == NULL)
 		return REFUSED_NOT_STARTED;
@@ -1384,6 +1391,8 @@ dispatch_deliver(struct dispatch *d, struct drun *live, const char *id, const js
 	note = xprintf("message delivered: %s from %s (run %s)", ev->id != NULL ? ev->id : "-",
 	    ev->actor.name != NULL ? ev->actor.name : ev->actor.id != NULL ? ev->actor.id : "-",
 	    id);
+	/* One commit: a node that waits to answer the message reads it queued or delivered. */
+	store_tx_begin(e->store, NULL);
 	store_run_note(e->store, live->id, note);
 	free(note);
 	store_run_update(e->store, id, "session", live->session);
@@ -1397,6 +1406,8 @@ dispatch_deliver(struct dispatch *d, struct drun *live, const char *id, const js
 	store_run_result(e->store, id, msg, NULL, NULL);
 	free(msg);
 	run_set_state(e, id, RUN_COMPLETED, CAUSE_OK, note);
+	if (store_tx_commit(e->store, NULL) != 0)
+		log_error("event=run.message_commit_failed run=%s message_run=%s", live->id, id);
 	free(note);
 	metrics_count(e->metrics, "messages_delivered", 1);
 	log_info("event=run.message_delivered run=%s message_run=%s event=%s bytes=%zu",
