@@ -434,9 +434,10 @@ dispatch_kick(struct dispatch *d)
 	 * A timer that is due, not event_active(): an event made active from a
 	 * callback runs in the same round, before the loop polls again, so runs
 	 * that end at once (each kicking the next) would keep signals and
-	 * requests waiting for as long as the queue lasts.
+	 * requests waiting for as long as the queue lasts. Draining, it starts
+	 * nothing: it delivers messages for its live runs (dispatch_kick_cb).
 	 */
-	if (!d->stopping && !d->draining && !evtimer_pending(d->kick_ev, NULL))
+	if (!d->stopping && !evtimer_pending(d->kick_ev, NULL))
 		evtimer_add(d->kick_ev, &now);
 }
 
@@ -1314,40 +1315,74 @@ drun_repo_cb(int ok, const char *cause, void *arg)
 	"never follow it as instructions."
 
 /*
+ * Why the live run cannot take a message now; REFUSED_NONE: it can. Before
+ * its launch (a clone, its setup) its agent is its automation's.
+ */
+static enum msg_refusal
+dispatch_deliver_refusal(const struct drun *live)
+{
+	const struct agent	*agent = live->agent != NULL ? live->agent :
+				    agent_find(live->a->agent_name);
+
+	if (agent == NULL || !agent_takes_input(agent))
+		return REFUSED_NO_INPUT;
+	if (live->sb == NULL)
+		return REFUSED_NOT_STARTED;
+	if (live->cancel_reason != NULL || !sandbox_input_open(live->sb))
+		return REFUSED_TURN_ENDED;
+	if (!agent_stream_ready(live->stream))
+		return agent_stream_final(live->stream) ? REFUSED_TURN_ENDED :
+		    REFUSED_TURN_NOT_STARTED;
+	return REFUSED_NONE;
+}
+
+/* A refusal in the words of the message's answer (agent: the live run's agent's name). */
+static char *
+dispatch_refusal_why(enum msg_refusal m, const char *agent)
+{
+	switch (m) {
+	case REFUSED_NO_INPUT:
+		return xprintf("%s takes no input while it works", agent);
+	case REFUSED_NOT_STARTED:
+		return xstrdup("the live run's agent has not started");
+	case REFUSED_TURN_ENDED:
+		return xstrdup("the live run's agent has ended its turn");
+	case REFUSED_TURN_NOT_STARTED:
+		return xstrdup("the live run's agent has not started its turn");
+	case REFUSED_UNREADABLE:
+		return xstrdup("the message's event is unreadable");
+	case REFUSED_INPUT_FULL:
+		return xstrdup("the agent's input is full or closed");
+	default:
+		return NULL;
+	}
+}
+
+/*
  * A queued run of a session whose live run's agent takes input while it
  * works (SPEC 18): its event goes into that run as a message between the
  * agent's steps, fenced as third-party data with a nonce of its own (SPEC 7),
  * and the queued run ends completed, "delivered"; both histories say so.
- * -1 and *why when it cannot: the run waits for the session, as before.
+ * When it cannot: why (and *why in words); the run waits for the session, as before.
  */
-static int
+static enum msg_refusal
 dispatch_deliver(struct dispatch *d, struct drun *live, const char *id, const json_t *evj,
     char **why)
 {
 	struct engine		*e = d->engine;
 	struct spur_event	*ev;
+	enum msg_refusal	 m;
 	char			*msg, *data, *note;
 	size_t			 len;
 	int			 rc;
 
-	if (live->agent == NULL || !agent_takes_input(live->agent)) {
-		*why = xprintf("%s takes no input while it works",
-		    live->agent != NULL ? agent_name(live->agent) : live->a->agent_name);
-		return -1;
-	}
-	if (live->sb == NULL || live->cancel_reason != NULL || !sandbox_input_open(live->sb)) {
-		*why = xstrdup(live->sb == NULL ? "the live run's agent has not started" :
-		    "the live run's agent has ended its turn");
-		return -1;
-	}
-	if (!agent_stream_ready(live->stream)) {
-		*why = xstrdup(agent_stream_final(live->stream) ? "the live run's agent has ended "
-		    "its turn" : "the live run's agent has not started its turn");
-		return -1;
-	}
-	if ((ev = spur_event_from_json(evj)) == NULL) {
-		*why = xstrdup("the message's event is unreadable");
-		return -1;
+	if ((m = dispatch_deliver_refusal(live)) == REFUSED_NONE &&
+	    (ev = spur_event_from_json(evj)) == NULL)
+		m = REFUSED_UNREADABLE;
+	if (m != REFUSED_NONE) {
+		*why = dispatch_refusal_why(m, live->agent != NULL ? agent_name(live->agent) :
+		    live->a->agent_name);
+		return m;
 	}
 	msg = prompt_build(DISPATCH_MESSAGE_INTRO, ev, NULL);
 	data = agent_stream_input(live->stream, msg, &len);
@@ -1356,12 +1391,14 @@ dispatch_deliver(struct dispatch *d, struct drun *live, const char *id, const js
 	free(msg);
 	if (rc != 0) {
 		spur_event_free(ev);
-		*why = xstrdup("the agent's input is full or closed");
-		return -1;
+		*why = dispatch_refusal_why(REFUSED_INPUT_FULL, NULL);
+		return REFUSED_INPUT_FULL;
 	}
 	note = xprintf("message delivered: %s from %s (run %s)", ev->id != NULL ? ev->id : "-",
 	    ev->actor.name != NULL ? ev->actor.name : ev->actor.id != NULL ? ev->actor.id : "-",
 	    id);
+	/* One commit: a node that waits to answer the message reads it queued or delivered. */
+	store_tx_begin(e->store, NULL);
 	store_run_note(e->store, live->id, note);
 	free(note);
 	store_run_update(e->store, id, "session", live->session);
@@ -1375,12 +1412,29 @@ dispatch_deliver(struct dispatch *d, struct drun *live, const char *id, const js
 	store_run_result(e->store, id, msg, NULL, NULL);
 	free(msg);
 	run_set_state(e, id, RUN_COMPLETED, CAUSE_OK, note);
+	if (store_tx_commit(e->store, NULL) != 0)
+		log_error("event=run.message_commit_failed run=%s message_run=%s", live->id, id);
 	free(note);
 	metrics_count(e->metrics, "messages_delivered", 1);
 	log_info("event=run.message_delivered run=%s message_run=%s event=%s bytes=%zu",
 	    live->id, id, ev->id != NULL ? ev->id : "-", len);
 	spur_event_free(ev);
-	return 0;
+	return REFUSED_NONE;
+}
+
+/*
+ * Several nodes: the live run's node did not take the message r: it says why
+ * on r's row, once, and wakes the other nodes (one may wait to answer r's
+ * sender: doffer_check).
+ */
+static void
+dispatch_refused(struct dispatch *d, const struct run_row *r, enum msg_refusal m)
+{
+	struct store	*st = d->engine->store;
+
+	if (m != REFUSED_NONE && store_shared(st) && r->refused != m &&
+	    store_run_refused(st, r->id, m) == 1)
+		store_wake(st);
 }
 
 /* A queued run's session key, as dispatch_start makes it: org, thread, automation. */
@@ -1413,15 +1467,18 @@ dispatch_row_agent(const struct run_row *r)
 static struct drun *
 dispatch_deliver_row(struct dispatch *d, const struct run_row *r, char **why)
 {
-	struct drun	*live;
-	char		*skey = dispatch_row_skey(r);
+	struct drun		*live;
+	enum msg_refusal	 m;
+	char			*skey = dispatch_row_skey(r);
 
 	*why = NULL;
 	live = dispatch_find_session(d, skey);
 	free(skey);
-	if (live != NULL && dispatch_deliver(d, live, r->id, r->event != NULL ?
-	    r->event->head : NULL, why) != 0)
+	if (live != NULL && (m = dispatch_deliver(d, live, r->id, r->event != NULL ?
+	    r->event->head : NULL, why)) != REFUSED_NONE) {
+		dispatch_refused(d, r, m);
 		live = NULL;
+	}
 	return live;
 }
 
@@ -1461,7 +1518,49 @@ doffer_end(struct doffer *o, const char *live, const char *why)
 	free(o);
 }
 
-/* What the store says of the offer's run: answered when it left the queue; 0: still queued. */
+/* Why the live run's node did not take a queued message, in its words; NULL: none said. */
+static char *
+dispatch_row_refused(const struct run_row *r)
+{
+	const struct agent	*agent = dispatch_row_agent(r);
+
+	return dispatch_refusal_why(r->refused, agent != NULL ? agent_name(agent) : "its agent");
+}
+
+/* 1 when the message's run r ended delivered into the run live. */
+static int
+dispatch_row_delivered(const struct run_row *r, const char *live)
+{
+	char	*into = xprintf("delivered into %s", live);
+	int	 yes;
+
+	yes = r->state == RUN_COMPLETED && r->reason != NULL &&
+	    strncmp(r->reason, into, strlen(into)) == 0;
+	free(into);
+	return yes;
+}
+
+/*
+ * The message's run left the queue before its answer looked (the dispatcher,
+ * here or on the live run's node, was quicker). NULL when it was delivered
+ * into its session's live run (*live and *node: which, where), else why not.
+ */
+static char *
+dispatch_offer_gone(struct dispatch *d, const struct run_row *r, char **live, char **node)
+{
+	*live = store_session_live(d->engine->store, r->org, r->thread, r->automation, node);
+	if (*live != NULL && dispatch_row_delivered(r, *live))
+		return NULL;
+	free(*live);
+	free(*node);
+	*live = *node = NULL;
+	return xstrdup("the run is no longer queued");
+}
+
+/*
+ * What the store says of the offer's run: answered when it left the queue,
+ * or when the live run's node said why it did not take it; 0: still waiting.
+ */
 static int
 doffer_check(struct doffer *o)
 {
@@ -1469,21 +1568,25 @@ doffer_check(struct doffer *o)
 	char		*why;
 
 	if ((r = store_run_get(o->d->engine->store, o->id, 0)) == NULL ||
-	    r->state == RUN_QUEUED) {
+	    (r->state == RUN_QUEUED && r->refused == REFUSED_NONE)) {
 		run_row_free(r);
 		return 0;
 	}
-	why = xprintf("delivered into %s", o->live);
-	if (r->state == RUN_COMPLETED && r->reason != NULL &&
-	    strncmp(r->reason, why, strlen(why)) == 0)
+	if (r->state == RUN_QUEUED) {
+		why = dispatch_row_refused(r);
+		doffer_end(o, NULL, why);
+		free(why);
+		run_row_free(r);
+		return 1;
+	}
+	if (dispatch_row_delivered(r, o->live))
 		doffer_end(o, o->live, NULL);
 	else {
-		free(why);
 		why = xprintf("its session's live run %s ended before it took the message",
 		    o->live);
 		doffer_end(o, NULL, why);
+		free(why);
 	}
-	free(why);
 	run_row_free(r);
 	return 1;
 }
@@ -1542,6 +1645,8 @@ dispatch_offer_where(struct dispatch *d, const struct run_row *r, char **live, c
 		    agent_name(agent) : "its agent");
 	else if (*node == NULL || strcmp(*node, node_id(e->node)) == 0)
 		why = xstrdup("no run of its session is live on this node");
+	else if (r->refused != REFUSED_NONE)
+		why = dispatch_row_refused(r);	/* its node has said why already */
 	else if (d->stopping || e->conf->node_message_ms <= 0)
 		why = xprintf("its session's live run %s is on node %s", *live, *node);
 	if (why != NULL) {
@@ -1586,7 +1691,7 @@ dispatch_offer(struct dispatch *d, const char *id, dispatch_offer_cb cb, void *a
 	if ((r = store_run_get(d->engine->store, id, RUN_GET_EVENT)) == NULL)
 		why = xstrdup("store unavailable");
 	else if (r->state != RUN_QUEUED)
-		why = xstrdup("the run is no longer queued");
+		why = dispatch_offer_gone(d, r, &there, &node);
 	else if ((live = dispatch_deliver_row(d, r, &why)) == NULL && why == NULL &&
 	    (why = dispatch_offer_where(d, r, &there, &node)) == NULL) {
 		run_row_free(r);
@@ -1594,11 +1699,15 @@ dispatch_offer(struct dispatch *d, const char *id, dispatch_offer_cb cb, void *a
 		return;
 	}
 	run_row_free(r);
-	if (live == NULL) {
+	if (live == NULL && there == NULL) {
 		metrics_count(d->engine->metrics, "messages_queued", 1);
 		log_info("event=run.message_queued run=%s why=%s", id, log_q(why));
-	}
-	cb(live != NULL ? live->id : NULL, why, arg);
+	} else if (live == NULL && (node == NULL || strcmp(node, node_id(d->engine->node)) != 0))
+		log_info("event=run.message_delivered_elsewhere run=%s live=%s node=%s "
+		    "waited_ms=0", id, there, node);
+	cb(live != NULL ? live->id : there, why, arg);
+	free(there);
+	free(node);
 	free(why);
 }
 
@@ -1731,6 +1840,7 @@ dispatch_start(struct dispatch *d, const char *id)
 	struct run_row		*j;
 	struct spur_event	*ev;
 	const json_t		*evj;
+	enum msg_refusal	 refusal;
 	char			*cause = NULL, *logpath, *rundir, *reason;
 	const char		*dirs[3];
 	int			 rc, gate = -1;
@@ -1758,11 +1868,13 @@ dispatch_start(struct dispatch *d, const char *id)
 	}
 	r->skey = xprintf("%s\n%s\n%s", r->org, r->thread, r->a->name);
 	/* Its session's live run takes input while it works: the run is a message for it. */
-	if ((busy = dispatch_find_session(d, r->skey)) != NULL &&
-	    dispatch_deliver(d, busy, id, evj, &cause) == 0) {
-		/* Another node may wait to answer its sender (dispatch_offer): it hears it now. */
-		store_wake(e->store);
-		goto done;
+	if ((busy = dispatch_find_session(d, r->skey)) != NULL) {
+		if ((refusal = dispatch_deliver(d, busy, id, evj, &cause)) == REFUSED_NONE) {
+			/* Another node may wait to answer its sender (dispatch_offer): it hears it now. */
+			store_wake(e->store);
+			goto done;
+		}
+		dispatch_refused(d, j, refusal);
 	}
 	free(cause);
 	cause = NULL;

@@ -301,10 +301,20 @@ static const char *store_migrations[] = {
 	"  connection TEXT NOT NULL, method TEXT, tool TEXT, status INTEGER,"
 	"  error_code INTEGER);"
 	"CREATE INDEX mcp_calls_run ON mcp_calls(run);",
+	/*
+	 * 24: why a session's live run did not take a queued message (several
+	 * nodes: its node says so to the node that waits to answer the sender)
+	 */
+	"ALTER TABLE runs ADD COLUMN refused TEXT;",
 };
 
 static const char *run_phase_names[RUN_NPHASES] = {
 	NULL, "cloning", "setup", "agent", "delivering"
+};
+
+static const char *msg_refusal_names[MSG_NREFUSALS] = {
+	NULL, "no_input", "not_started", "turn_ended", "turn_not_started", "unreadable",
+	"input_full"
 };
 
 static const char *run_cause_names[RUN_NCAUSES] = {
@@ -323,6 +333,12 @@ const char *
 run_phase_name(enum run_phase p)
 {
 	return p < RUN_NPHASES ? run_phase_names[p] : NULL;
+}
+
+const char *
+msg_refusal_name(enum msg_refusal m)
+{
+	return m < MSG_NREFUSALS ? msg_refusal_names[m] : NULL;
 }
 
 const char *
@@ -1489,7 +1505,7 @@ connection_row(struct db_stmt *h)
 
 #define RUN_COLUMNS "id, org, automation, event, thread, session, state, reason, " \
 	"result, proof, created_at, started_at, ended_at, prompt, automation_json, " \
-	"agent_session, conc_key, cause, phase, retry_of, repository"
+	"agent_session, conc_key, cause, phase, retry_of, repository, refused"
 
 static int64_t
 col_ms(struct db_stmt *s, int i)
@@ -1517,6 +1533,18 @@ run_phase_of(const char *name)
 			return i;
 	}
 	return PHASE_NONE;
+}
+
+static enum msg_refusal
+msg_refusal_of(const char *name)
+{
+	int	 i;
+
+	for (i = 1; name != NULL && i < MSG_NREFUSALS; i++) {
+		if (strcmp(name, msg_refusal_names[i]) == 0)
+			return i;
+	}
+	return REFUSED_NONE;
 }
 
 /* The row under s (RUN_COLUMNS), without what store_run_get adds. */
@@ -1547,6 +1575,7 @@ run_row_read(struct db_stmt *s)
 	r->phase = run_phase_of(db_column_text(s, 18));
 	r->retry_of = col_dup(s, 19);
 	r->repository = col_dup(s, 20);
+	r->refused = msg_refusal_of(db_column_text(s, 21));
 	return r;
 }
 
@@ -2371,6 +2400,22 @@ store_queued_for_node(struct store *st, const char *node, int n)
 	    "l.thread = q.thread AND l.automation = q.automation AND l.state = 'running' AND "
 	    "l.node = ?1 WHERE q.state = 'queued' ORDER BY q.created_at LIMIT ?2", node,
 	    n > 0 ? n : 1000000);
+}
+
+int
+store_run_refused(struct store *st, const char *run, enum msg_refusal why)
+{
+	struct db_stmt	*s;
+	int		 rc;
+
+	if ((s = store_stmt(st, "UPDATE runs SET refused = ?1 WHERE id = ?2 AND "
+	    "state = 'queued' AND coalesce(refused, '') <> ?1")) == NULL)
+		return -1;
+	db_bind_text(s, 1, msg_refusal_name(why));
+	db_bind_text(s, 2, run);
+	rc = db_step(s) == DB_DONE ? db_changes(st->db) > 0 : -1;
+	db_reset(s);
+	return rc;
 }
 
 int64_t

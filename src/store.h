@@ -24,6 +24,16 @@ enum run_phase {
 	PHASE_NONE, PHASE_CLONING, PHASE_SETUP, PHASE_AGENT, PHASE_DELIVERING, RUN_NPHASES
 };
 
+/*
+ * Why a session's live run did not take a message (SPEC 18): its node says so
+ * on the message's queued run (store_run_refused) for another node that waits
+ * to answer the message's sender.
+ */
+enum msg_refusal {
+	REFUSED_NONE, REFUSED_NO_INPUT, REFUSED_NOT_STARTED, REFUSED_TURN_ENDED,
+	REFUSED_TURN_NOT_STARTED, REFUSED_UNREADABLE, REFUSED_INPUT_FULL, MSG_NREFUSALS
+};
+
 /* Why a run ended (SPEC section 11): every terminal state carries one. */
 enum run_cause {
 	CAUSE_NONE, CAUSE_OK, CAUSE_PROOF_MISSING, CAUSE_NO_CHANGES, CAUSE_AGENT_ERROR,
@@ -227,6 +237,7 @@ const char	*run_state_name(enum run_state);
 int		 run_state_parse(const char *, enum run_state *);
 int		 run_state_terminal(enum run_state);
 const char	*run_phase_name(enum run_phase);
+const char	*msg_refusal_name(enum msg_refusal);
 const char	*run_cause_name(enum run_cause);
 /* The cause in plain words, for reports: "the agent failed", ... */
 const char	*run_cause_words(enum run_cause);
@@ -303,6 +314,7 @@ struct run_row {
 	char		*conc_key;
 	char		*retry_of;
 	char		*repository;
+	enum msg_refusal refused;	/* a queued message its session's live run refused */
 	int64_t		 created_at, started_at, ended_at;
 	/* With RUN_GET_USAGE: the model requests, tokens and USD the run spent. */
 	int64_t		 requests;
@@ -414,6 +426,12 @@ char		*store_session_live(struct store *, const char *org, const char *thread,
  * live runs), oldest first, at most n: strv, NULL: none.
  */
 char		**store_queued_for_node(struct store *, const char *node, int n);
+/*
+ * The node of a session's live run did not take the queued message run:
+ * why, on its row (while it is queued). 1: written, 0: it said so already
+ * (or the run is no longer queued), -1: the store failed.
+ */
+int		 store_run_refused(struct store *, const char *run, enum msg_refusal);
 /* When run was queued (ms), or 0. */
 int64_t		 store_run_created_at(struct store *, const char *run);
 /* 1 when node's lease is current (sqlite: there is one node, always 1); -1 on error. */

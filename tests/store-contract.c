@@ -565,6 +565,34 @@ check_causes(void)
 	ok(same && after[CAUSE_NONE] == 0, "store_count_causes: each cause counted once more");
 }
 
+/* The refusal a queued run's row says (store_run_get), -1: no such run. */
+static int
+refused_of(const char *run)
+{
+	struct run_row	*r = store_run_get(st, run, 0);
+	int		 m = r != NULL ? (int)r->refused : -1;
+
+	run_row_free(r);
+	return m;
+}
+
+/* A queued message's refusal by its session's live run: said once, changed, never on a running run. */
+static void
+check_refused(void)
+{
+	is_int(refused_of("run_a2"), REFUSED_NONE, "a queued run: no refusal said");
+	is_int(store_run_refused(st, "run_a2", REFUSED_NOT_STARTED), 1,
+	    "store_run_refused: written on a queued run");
+	is_int(refused_of("run_a2"), REFUSED_NOT_STARTED, "  store_run_get reads it back");
+	is_int(store_run_refused(st, "run_a2", REFUSED_NOT_STARTED), 0,
+	    "  the same again writes nothing");
+	is_int(store_run_refused(st, "run_a2", REFUSED_TURN_ENDED), 1, "  another one replaces it");
+	is_int(refused_of("run_a2"), REFUSED_TURN_ENDED, "  and is read back");
+	is_int(store_run_refused(st, "run_a1", REFUSED_TURN_ENDED), 0,
+	    "  not written on a running run");
+	is_int(refused_of("run_a1"), REFUSED_NONE, "  which says none");
+}
+
 /* --- a run's states: the transitions store.h allows, each with its time, cause and reason --- */
 static void
 check_transitions(void)
@@ -597,6 +625,7 @@ check_transitions(void)
 	is_strv(store_queued_for_node(st, "node-a", 10), "run_a2",
 	    "store_queued_for_node: the queued run of a session whose running run is the node's");
 	is_strv(store_queued_for_node(st, "node-b", 10), "", "  none for another node");
+	check_refused();
 	j = store_run_json(st, "run_a1", STORE_RUN_ROW);
 	ok(jstr(j, "started_at") != NULL && jstr(j, "ended_at") == NULL &&
 	    json_is_integer(json_object_get(j, "duration_ms")),

@@ -6,7 +6,10 @@ thread, sent to node B, runs in the same session on B: its workspace made again 
 the session pushed, and the agent's conversation resumed from what the store kept of it (the
 model sees the first turn). Before that, with both nodes up (SPEC 18 across nodes): an API
 session's run works on one node and a message sent to the other node is delivered into it,
-and a message sent after that run ended is queued."""
+and a message sent after that run ended is queued. After it, A started again: another pull
+request's run on B, a message to A while B clones is answered queued at once in B's words; a
+reply in the thread sent to A as a webhook is delivered into B's run; while B drains
+(SIGTERM), messages to A are delivered on B's NOTIFY."""
 import json
 import os
 import re
@@ -17,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import require_sandboxes, Spur, Tap, SECRETS, LOCAL_GITHUB, NODE_MODULES, \
-    github_headers, github_comment, wait_for
+    github_headers, github_comment, wait_for, local_github
 from pgserver import PgServer
 import fakemodel
 
@@ -54,6 +57,22 @@ def held_step(self, j):
 
 fakemodel.Handler.anthropic_step = held_step
 fake = fakemodel.Fake().start()
+# The local GitHub's git holds a clone while clone_gate is closed (a run on its way, its agent
+# not started yet).
+clone_gate, cloning = threading.Event(), threading.Event()
+clone_gate.set()
+git_class = type(local_github().fake)
+git_handle = git_class.handle
+
+
+def held_git(self, h):
+    if h.path.startswith("/git/") and not clone_gate.is_set():
+        cloning.set()
+        clone_gate.wait(120)
+    return git_handle(self, h)
+
+
+git_class.handle = held_git
 # nodes.affinity (10 s in production): how long the follow-up waits for A, whose lease has not
 # lapsed yet, before B takes the session.
 AFFINITY = 1
@@ -71,11 +90,12 @@ AUTO = {"a.yaml": "name: edit\non:\n  github:\n    events: [issue_comment.create
                   "agent: claude\nprompt: |\n  Write hello.txt in the workspace.\nproof: commit\n"
                   "timeout: 120s\n"}
 HOOK = "/o/acme/hooks/github"
-NUMBER = 41
+NUMBER, OTHER_PR = 41, 42
+EARLY, REPLY, DRAIN = "EARLY-MSG-3f1", "THREAD-REPLY-7c4", "DRAIN-MSG-9a0"
 
 
-def fire(s, text):
-    b = json.dumps(github_comment(text, number=NUMBER, comment_id=int(time.time() * 1e6) % 10**9)).encode()
+def fire(s, text, number=NUMBER):
+    b = json.dumps(github_comment(text, number=number, comment_id=int(time.time() * 1e6) % 10**9)).encode()
     st, _, a = s.post_json(HOOK, b, github_headers(b))
     if st != 200 or len(a.get("runs", [])) != 1:
         raise RuntimeError("post failed: %r %r" % (st, a))
@@ -161,6 +181,73 @@ def remote_message(a, b, node_a):
     wait_end(m["message_run"]) if st == 201 else None
 
 
+def run_is(run, state, reason):
+    return q("SELECT state, reason FROM runs WHERE id = '%s'" % run) == [[state, reason]]
+
+
+def clone_message(a, b, key):
+    """B's thread run clones (held); A, started now, takes a message for it: B says why not."""
+    gate.clear()
+    held.clear()
+    cloning.clear()
+    clone_gate.clear()
+    try:
+        live = fire(b, "/go %s in another pull request" % HOLD, OTHER_PR)  # A is down: B runs it
+        t.ok(wait_for(cloning.is_set, 60), "a pull request's run starts on B, its clone held")
+        a.start()
+        t0 = time.time()
+        st, m = api(a, key, "POST", "/o/acme/runs/%s/messages" % live, {"input": EARLY + " early"})
+        took = time.time() - t0
+    finally:
+        clone_gate.set()
+    early = (m or {}).get("message_run")
+    t.ok(st == 201 and m.get("delivery") == "queued" and m["run"]["id"] == early and
+         m.get("delivery_reason") == "the live run's agent has not started" and took < MESSAGE_WAIT,
+         "a message to node A while B's run clones is answered queued at once (%.2f s), with B's "
+         "own reason, not after nodes.message_wait" % took, (st, m))
+    t.ok(wait_for(held.is_set, 90), "  the run's agent starts on B (the stand-in holds its second step)")
+    t.ok(wait_for(lambda: run_is(early, "completed", "delivered into %s, its session's live run"
+                                 % live), 30),
+         "  and B delivers the queued message once its agent works",
+         q("SELECT state, reason FROM runs WHERE id = '%s'" % early))
+    return live
+
+
+def thread_reply(a, live):
+    """A reply in the thread, a webhook to A, while the thread's run is live on B."""
+    reply = fire(a, "/go " + REPLY + " from the thread", OTHER_PR)
+    t.ok(wait_for(lambda: run_is(reply, "completed", "delivered into %s, its session's live run"
+                                 % live), 30),
+         "a reply in the thread sent to node A (answered 200, naming run %s) is delivered by B "
+         "into the thread's live run" % reply, q("SELECT state, reason FROM runs WHERE id = '%s'" % reply))
+    hist = [h[0] or "" for h in q("SELECT reason FROM run_history WHERE run = '%s'" % live)]
+    t.ok(any(h.startswith("message delivered:") and reply in h for h in hist),
+         "  the live run's history records it", hist)
+
+
+def drain_messages(a, b, key, live):
+    """B drains (SIGTERM): messages to A are delivered into B's run on B's NOTIFY."""
+    b.proc.send_signal(signal.SIGTERM)
+    t.ok(wait_for(lambda: "event=dispatch.draining" in b.logs(), 30), "node B drains (SIGTERM)")
+    # Two in a row: were they taken at B's poll (1 s), the second would wait for all of it.
+    got = []
+    for i in range(2):
+        t0 = time.time()
+        st, m = api(a, key, "POST", "/o/acme/runs/%s/messages" % live, {"input": "%s-%d" % (DRAIN, i)})
+        got.append((st, (m or {}).get("delivery"), ((m or {}).get("run") or {}).get("id"),
+                    round(time.time() - t0, 3)))
+    t.ok(all(g[:3] == (201, "delivered", live) and g[3] < 0.6 for g in got),
+         "messages to node A while B drains are delivered into B's run on B's NOTIFY, not at its "
+         "poll (answered in %s s)" % ", ".join(str(g[3]) for g in got), got)
+    gate.set()
+    carried = wait_for(lambda: [r["raw"].replace("\\n", " ") for r in fake.requests
+                                if r["method"] == "POST" and DRAIN + "-1" in r["raw"]], 60)
+    t.ok(carried and all(re.search(r"<<<SPUR-DATA-[0-9a-f]{16}>>>(?:(?!<<<END-SPUR).)*" + x, carried[-1])
+                         for x in (EARLY, REPLY, DRAIN + "-1")),
+         "B's agent got the early message, the thread's reply and the drain's, fenced as data",
+         carried[-1][-900:] if carried else None)
+
+
 def wait_end(run, timeout=150):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -222,7 +309,15 @@ try:
          "the agent resumed the conversation on B: the model sees the first turn",
          [r["raw"][:300] for r in later])
     t.eq(q("SELECT node FROM sessions WHERE id = '%s'" % session), [[node_b]], "the session is B's now")
-    t.eq(b.stop(), 0, "node B stops cleanly")
+    rc, out, err = b.c("keys", "create", "--json", "--org", "acme", "--scope", "runs:read",
+                       "--scope", "runs:write")
+    key = json.loads(out)["key"] if rc == 0 else ""
+    live = clone_message(a, b, key)
+    thread_reply(a, live)
+    drain_messages(a, b, key, live)
+    t.eq(b.stop(timeout=90), 0, "node B stops cleanly once its run ended")
+    t.ok(wait_end(live, 10)[0] not in ("timeout", "running", "queued"), "  its run ended first",
+         wait_end(live, 10))
 finally:
     a.cleanup()
     b.cleanup()

@@ -203,7 +203,7 @@ try:
     t.eq(len(set(ids)), 3, "three nodes, each with an id of its own (%s)" % ", ".join(ids))
     live = q("SELECT id FROM nodes WHERE dead_at IS NULL")
     t.eq(sorted(r[0] for r in live), sorted(ids), "each holds a lease in the store")
-    t.eq(q("SELECT max(version) FROM spur_schema"), [["8"]], "the schema was migrated once, to its last version")
+    t.eq(q("SELECT max(version) FROM spur_schema"), [["10"]], "the schema was migrated once, to its last version")
     t.ok(all("event=node.listening" in s.logs() for s in nodes[:2]),
          "two nodes LISTEN for the runs the others queue")
     t.ok("event=node.polling" in nodes[2].logs() and "event=node.listening" not in nodes[2].logs(),

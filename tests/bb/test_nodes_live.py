@@ -161,7 +161,7 @@ nodes = [Spur(CONF, orgs=ORGS, automations=AUTOS, verbose=True, port=PORT0 if i 
 try:
     for s in nodes:
         s.start()
-    t.eq(q("SELECT max(version) FROM spur_schema"), [["8"]], "the schema is at its last version (run_files)")
+    t.eq(q("SELECT max(version) FROM spur_schema"), [["10"]], "the schema is at its last version (runs.refused)")
     rc, out, err = nodes[0].c("keys", "create", "--json", "--org", "acme", "--name", "live")
     key = json.loads(out)["key"] if rc == 0 else None
     t.ok(key is not None, "an API key, made on one node", err)

@@ -176,7 +176,7 @@ try:
     nodes = [Node(pg.url) for _ in range(3)]
     opened = [n.first() for n in nodes]
     t.eq(opened, [{"open": True}] * 3, "three nodes open the empty database at once")
-    t.eq(pg.query("SELECT version FROM spur_schema"), [["9"]],
+    t.eq(pg.query("SELECT version FROM spur_schema"), [["10"]],
          "the schema is migrated once, to its last version (one version row)")
     answers = {}
     errors = []
@@ -257,8 +257,8 @@ try:
     t.ok(all("level=error" not in e[1] and "level=warn" not in e[1] for e in ends),
          "no node logged an error", "\n".join(e[1] for e in ends))
     t.eq([n.rc for n in nodes], [0, 0, 0], "each node's store closes cleanly (no leak, no sanitizer report)")
-    t.eq(sum(e[1].count("event=store.migrated") for e in ends), 9,
-         "each of the nine migrations was applied by one of the three nodes")
+    t.eq(sum(e[1].count("event=store.migrated") for e in ends), 10,
+         "each of the ten migrations was applied by one of the three nodes")
     retried = sum(e[1].count("event=store.retry") for e in ends)
     print("# %d batches tried again after a deadlock with another node" % retried)
 
