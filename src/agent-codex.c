@@ -51,34 +51,89 @@ codex_open(const struct agent_request *req)
 	return out;
 }
 
-/* A turn of text: the prompt, or a message whose steer came too late for the turn. */
+/* The protocol's state: request ids, steers unanswered, messages held, the turn's. */
+static json_t *
+codex_state(struct agent_stream *s)
+{
+	if (s->state == NULL && (s->state = json_pack("{s:i, s:{}, s:b, s:[]}", "next",
+	    CODEX_ID_TURN, "steers", "done", 0, "held")) == NULL)
+		fatal("codex_state: out of memory");
+	return s->state;
+}
+
+/*
+ * A turn of text: the prompt, or a message whose steer came too late for the
+ * turn; the messages held until a turn began go in with it (SPEC 18).
+ */
 static void
 codex_turn(struct agent_stream *s, const char *text)
 {
-	json_t	*st = s->state;
+	json_t	*st = codex_state(s), *input, *held = json_object_get(st, "held"), *v;
 	int	 id = (int)json_integer_value(json_object_get(st, "next"));
+	size_t	 i;
 
-	agent_stream_send(s, json_pack("{s:i, s:s, s:{s:s, s:[{s:s, s:o}]}}", "id", id, "method",
-	    "turn/start", "params", "threadId", s->r.session, "input", "type", "text", "text",
-	    agent_json_text(text)));
+	input = json_pack("[{s:s, s:o}]", "type", "text", "text", agent_json_text(text));
+	json_array_foreach(held, i, v)
+		json_array_append_new(input, json_pack("{s:s, s:O}", "type", "text", "text", v));
+	json_array_clear(held);
+	s->held = 0;
+	agent_stream_send(s, json_pack("{s:i, s:s, s:{s:s, s:o}}", "id", id, "method",
+	    "turn/start", "params", "threadId", s->r.session, "input", input));
 	json_object_set_new(st, "next", json_integer(id + 1));
 	json_object_set_new(st, "done", json_false());
+	/* Until the app-server names the new turn, a message waits for it. */
+	json_object_del(st, "turn");
+	s->ready = 1;
 }
 
 /* A message into the turn in flight; kept until answered, in case the turn has ended. */
 static void
-codex_steer(struct agent_stream *s, const char *text)
+codex_steer_now(struct agent_stream *s, json_t *text)
 {
 	json_t	*st = s->state;
 	int	 id = (int)json_integer_value(json_object_get(st, "next"));
 	char	 key[32];
 
-	agent_stream_send(s, json_pack("{s:i, s:s, s:{s:s, s:s, s:[{s:s, s:o}]}}", "id", id,
+	agent_stream_send(s, json_pack("{s:i, s:s, s:{s:s, s:s, s:[{s:s, s:O}]}}", "id", id,
 	    "method", "turn/steer", "params", "threadId", s->r.session, "expectedTurnId",
-	    agent_json_str(st, "turn"), "input", "type", "text", "text", agent_json_text(text)));
+	    agent_json_str(st, "turn"), "input", "type", "text", "text", text));
 	json_object_set_new(st, "next", json_integer(id + 1));
 	(void)snprintf(key, sizeof key, "%d", id);
-	json_object_set_new(json_object_get(st, "steers"), key, agent_json_text(text));
+	json_object_set_new(json_object_get(st, "steers"), key, text);
+}
+
+/*
+ * A message while it works: a steer once its turn has an id; before that
+ * (the app-server still starting, or the turn not yet named) it is held, and
+ * goes into the turn's start or is steered in once the turn is named.
+ */
+static void
+codex_steer(struct agent_stream *s, const char *text)
+{
+	json_t	*st = codex_state(s);
+
+	if (agent_json_str(st, "turn") != NULL) {
+		codex_steer_now(s, agent_json_text(text));
+		return;
+	}
+	json_array_append_new(json_object_get(st, "held"), agent_json_text(text));
+	s->held++;
+}
+
+/* The app-server named the turn (turn/start's answer, turn/started): held messages steer it. */
+static void
+codex_turn_named(struct agent_stream *s, const char *turn)
+{
+	json_t	*st = codex_state(s), *held = json_object_get(st, "held"), *v;
+	size_t	 i;
+
+	if (agent_json_str(st, "turn") != NULL && strcmp(agent_json_str(st, "turn"), turn) == 0)
+		return;
+	json_object_set_new(st, "turn", json_string(turn));
+	json_array_foreach(held, i, v)
+		codex_steer_now(s, json_incref(v));
+	json_array_clear(held);
+	s->held = 0;
 }
 
 static void
@@ -133,7 +188,9 @@ codex_answer(struct agent_stream *s, json_int_t id, const json_t *result, const 
 		}
 		agent_set(&s->r.session, v);
 		codex_turn(s, s->prompt != NULL ? s->prompt : "");
-	}
+	} else if (id >= CODEX_ID_TURN && !s->final &&
+	    (v = agent_json_str(json_object_get(result, "turn"), "id")) != NULL)
+		codex_turn_named(s, v);	/* turn/start's answer */
 }
 
 /* A notification of the app-server's: the thread, the turn, its items, errors. */
@@ -145,10 +202,8 @@ codex_note(struct agent_stream *s, const char *method, const json_t *p)
 
 	if (strcmp(method, "turn/started") == 0) {
 		turn = json_object_get(p, "turn");
-		if ((v = agent_json_str(turn, "id")) != NULL) {
-			json_object_set_new(s->state, "turn", json_string(v));
-			s->ready = 1;
-		}
+		if ((v = agent_json_str(turn, "id")) != NULL)
+			codex_turn_named(s, v);
 	} else if (strcmp(method, "item/completed") == 0) {
 		item = json_object_get(p, "item");
 		v = agent_json_str(item, "type");
@@ -181,9 +236,7 @@ codex_rpc(struct agent_stream *s, const json_t *j)
 	const json_t	*id = json_object_get(j, "id");
 	const char	*method = agent_json_str(j, "method");
 
-	if (s->state == NULL && (s->state = json_pack("{s:i, s:{}, s:b}", "next", CODEX_ID_TURN,
-	    "steers", "done", 0)) == NULL)
-		fatal("codex_rpc: out of memory");
+	(void)codex_state(s);
 	if (method == NULL) {
 		if (json_is_integer(id))
 			codex_answer(s, json_integer_value(id), json_object_get(j, "result"),
@@ -527,5 +580,6 @@ const struct agent agent_codex = {
 	.setup = codex_setup,
 	.open = codex_open,
 	.steer = codex_steer,
+	.holds = 1,
 	.connections = 1,
 };

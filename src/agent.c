@@ -244,6 +244,8 @@ agent_stream_create(const struct agent *a)
 	buf_init(&s->tail, 0);
 	buf_init(&s->text, AGENT_MESSAGE_MAX + 1);
 	buf_init(&s->reply, 0);
+	/* An agent that holds messages takes one from its start, until its turn has begun. */
+	s->ready = a->holds;
 	return s;
 }
 
@@ -402,6 +404,12 @@ int
 agent_stream_ready(const struct agent_stream *s)
 {
 	return s->agent->steer == NULL || (s->ready && !s->final);
+}
+
+int
+agent_stream_held(const struct agent_stream *s)
+{
+	return s->held;
 }
 
 char *

@@ -134,9 +134,14 @@ int			 agent_stream_final(const struct agent_stream *);
  */
 void			 agent_stream_prompt(struct agent_stream *,
 			    const struct agent_request *, const char *prompt);
-/* Whether a message can go in now (its turn has started and is not over). */
+/*
+ * Whether a message can go in now: its turn has started and is not over (an
+ * agent that holds messages takes one from its start, held until its turn).
+ */
 int			 agent_stream_ready(const struct agent_stream *);
-/* A message while it works, as the bytes its stdin takes now. */
+/* How many messages it took are held still, not yet sent to the agent (lost if it ends). */
+int			 agent_stream_held(const struct agent_stream *);
+/* A message while it works, as the bytes its stdin takes now (NULL: none, or it is held). */
 char			*agent_stream_input(struct agent_stream *, const char *text, size_t *len);
 /* What the agent's answers call for on its stdin (moves it to the caller), NULL: nothing. */
 char			*agent_stream_reply(struct agent_stream *, size_t *len);
@@ -200,6 +205,8 @@ struct agent {
 	 */
 	char		*(*open)(const struct agent_request *);
 	void		 (*steer)(struct agent_stream *, const char *);
+	/* steer takes a message from the start, held until its turn has begun (Codex) */
+	int		 holds;
 	int		 connections;	/* its setup configures agent_setup's connections */
 };
 
@@ -217,7 +224,9 @@ struct agent_stream {
 	char			*workdir;
 	struct buf		 reply;		/* for its stdin, agent_stream_reply's */
 	json_t			*state;		/* the protocol's own (ids, turn), NULL: none */
-	int			 ready;		/* steer: a turn is in flight */
+	/* steer: it takes a message now (into its turn, or held: holds) */
+	int			 ready;
+	int			 held;		/* holds: messages held so, not yet sent */
 };
 
 void	agent_args_add(struct agent_args *, const char *);

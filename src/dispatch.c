@@ -92,6 +92,7 @@ struct drun {
 	struct spur_event	*ev;		/* ... as the prompt reads it (drun_event) */
 	struct env_job		*envjob;	/* its caches and setup (env.c) */
 	struct agent_result	 res;		/* what the agent said, once it ended */
+	char			**held;		/* messages' runs delivered before its turn began */
 	LIST_ENTRY(drun)	 entry;
 };
 
@@ -151,6 +152,7 @@ drun_free(struct drun *r)
 	if (r->egress != NULL)
 		egress_free(r->egress);
 	agent_result_clear(&r->res);
+	strv_free(r->held);
 	if (r->stream != NULL)
 		agent_stream_free(r->stream);
 	if (r->logfd != -1)
@@ -767,6 +769,36 @@ drun_failure_cause(struct drun *r)
 	}
 }
 
+/*
+ * Its agent ended holding messages it never sent (its turn never began):
+ * each message's run is queued again, as the session's next run (SPEC 18).
+ */
+static void
+drun_held_lost(struct drun *r)
+{
+	struct engine	*e = r->d->engine;
+	size_t		 n = strv_len(r->held), lost = (size_t)agent_stream_held(r->stream), i;
+	char		*id, *cause = NULL, *note;
+
+	for (i = n - (lost < n ? lost : n); i < n; i++) {
+		if ((id = store_run_retry(e->store, r->held[i], 0, &cause)) == NULL) {
+			log_warn("event=run.message_lost run=%s message_run=%s error=%s", r->id,
+			    r->held[i], log_q(cause));
+			free(cause);
+			cause = NULL;
+			continue;
+		}
+		note = xprintf("message of %s not sent: its agent ended before its turn began; "
+		    "queued again as %s", r->held[i], id);
+		store_run_note(e->store, r->id, note);
+		store_run_note(e->store, r->held[i], note);
+		free(note);
+		log_info("event=run.message_requeued run=%s message_run=%s as=%s", r->id,
+		    r->held[i], id);
+		free(id);
+	}
+}
+
 /* Decides the outcome of a run from how its sandbox ended and what its agent said. */
 static void
 drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
@@ -780,6 +812,7 @@ drun_exit_cb(struct sandbox *sb, const struct sandbox_exit *x, void *arg)
 				     !x->output_exceeded && !x->cancelled;
 
 	agent_stream_end(r->stream, clean, &r->res);
+	drun_held_lost(r);
 	if (x->cancelled) {
 		state = RUN_CANCELLED;
 		why = CAUSE_CANCELLED;
@@ -1374,7 +1407,7 @@ dispatch_deliver(struct dispatch *d, struct drun *live, const char *id, const js
 	enum msg_refusal	 m;
 	char			*msg, *data, *note;
 	size_t			 len;
-	int			 rc;
+	int			 rc, held;
 
 	if ((m = dispatch_deliver_refusal(live)) == REFUSED_NONE &&
 	    (ev = spur_event_from_json(evj)) == NULL)
@@ -1385,8 +1418,15 @@ dispatch_deliver(struct dispatch *d, struct drun *live, const char *id, const js
 		return m;
 	}
 	msg = prompt_build(DISPATCH_MESSAGE_INTRO, ev, NULL);
+	held = agent_stream_held(live->stream);
 	data = agent_stream_input(live->stream, msg, &len);
-	rc = data != NULL ? sandbox_input(live->sb, data, len) : -1;
+	/* Before its turn has begun, its agent holds it (drun_held_lost if never sent). */
+	held = agent_stream_held(live->stream) > held;
+	rc = data != NULL ? sandbox_input(live->sb, data, len) : held ? 0 : -1;
+	if (held) {
+		strv_add(&live->held, id);
+		len = strlen(msg);
+	}
 	free(data);
 	free(msg);
 	if (rc != 0) {
@@ -1394,9 +1434,9 @@ dispatch_deliver(struct dispatch *d, struct drun *live, const char *id, const js
 		*why = dispatch_refusal_why(REFUSED_INPUT_FULL, NULL);
 		return REFUSED_INPUT_FULL;
 	}
-	note = xprintf("message delivered: %s from %s (run %s)", ev->id != NULL ? ev->id : "-",
+	note = xprintf("message delivered: %s from %s (run %s)%s", ev->id != NULL ? ev->id : "-",
 	    ev->actor.name != NULL ? ev->actor.name : ev->actor.id != NULL ? ev->actor.id : "-",
-	    id);
+	    id, held ? ", held until the agent's turn begins" : "");
 	/* One commit: a node that waits to answer the message reads it queued or delivered. */
 	store_tx_begin(e->store, NULL);
 	store_run_note(e->store, live->id, note);

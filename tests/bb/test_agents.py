@@ -3,6 +3,7 @@ import json
 import os
 import pwd
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -10,7 +11,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from spurtest import (require_sandboxes, Spur, Tap, SECRETS, LOCAL_GITHUB, NODE_MODULES, github_headers, github_comment,
-                      wait_for)
+                      tempdir, wait_for)
 import fakemodel
 
 t = Tap()
@@ -439,6 +440,146 @@ def dropped_run(agent, binary, org_agents):
     fake.stop()
 
 
+def codex_gated(binary):
+    """Codex behind a gate: a package of its own (the binary linked, or copied across file
+    systems) whose command waits for a line on its FIFO, then is Codex. The sandbox's process
+    exists, Codex has read nothing yet: the test knows where it stands, with no sleep."""
+    pkg = tempdir("spur-test-codex-")
+    os.chmod(pkg, 0o755)
+    os.mkdir(os.path.join(pkg, "bin"), 0o755)
+    for name in os.listdir(os.path.dirname(os.path.realpath(binary))):
+        src, dst = os.path.join(os.path.dirname(os.path.realpath(binary)), name), os.path.join(pkg, "bin", name)
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+    gate = os.path.join(pkg, "bin", "gate")
+    os.mkfifo(gate, 0o666)
+    os.chmod(gate, 0o666)
+    held = os.path.join(pkg, "bin", "codex-held")
+    with open(held, "w") as f:
+        f.write('#!/bin/sh\nread _ < "${0%/*}/gate"\nexec "${0%/*}/codex" "$@"\n')
+    os.chmod(held, 0o755)
+    return held, gate
+
+
+def gate_reached(gate):
+    """The write end of the gate once the gated command waits at it (its sandbox exists), else None."""
+    try:
+        return os.open(gate, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+
+
+def gate_open(w):
+    """Lets the gated command that waits at the gate (its write end w, or None) go on: it is Codex now."""
+    if w is not None:
+        os.write(w, b"go\n")
+        os.close(w)
+
+
+def codex_before_turn(binary):
+    """Issue 37: a message to a Codex run before its turn/started is delivered (held, then
+    in the turn's input), fenced; and the time from a message to Codex's next model request
+    over several steers in one run (p50, p99)."""
+    held, gate = codex_gated(binary)
+    fake = fakemodel.Fake().start()
+    conf = "agents:\n  codex:\n    command: [%s]\n    api_url: http://127.0.0.1:%d/v1\n" % (held, fake.port)
+    orgs = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
+            "      api_url: %(g)s/github\n      git_url: %(g)s/git\n" % {"g": LOCAL_GITHUB} +
+            "    agents:\n      codex: { api_key: env:T_OPENAI_KEY }\n")
+    posts = lambda: [r for r in fake.requests if r["method"] == "POST"]
+    with Spur(conf, orgs=orgs, env={"T_OPENAI_KEY": OPENAI_KEY}) as s:
+        s.start()
+        rc, out, err = s.c("keys", "create", "--json", "--org", "acme", "--scope", "sessions:write",
+                           "--scope", "sessions:read")
+        auth = {"Authorization": "Bearer " + (json.loads(out)["key"] if rc == 0 else "none"),
+                "Content-Type": "application/json"}
+        api = lambda path, body: (lambda r: (r[0], json.loads(r[2] or b"null")))(
+            s.request("POST", path, json.dumps(body), auth, timeout=30))
+        st, sess = api("/o/acme/sessions", {"input": "Write hello.txt.", "agent": "codex", "proof": "report",
+                                            "timeout": "120s"})
+        live = (sess or {}).get("run", {}).get("id")
+        w = wait_for(lambda: gate_reached(gate), 60)
+        st, m = api("/o/acme/sessions/%s/messages" % sess["id"], {"input": "EARLY-37b: also say early"})
+        gate_open(w)
+        t.ok(st == 201 and m.get("delivery") == "delivered" and m["run"]["id"] == live,
+             "codex: a message before its turn has started is delivered into the live run", (st, m))
+        end = wait_done(s, live)
+        t.ok(end["state"] == "completed", "codex: that run ends completed", end)
+        first = posts()[0]["raw"] if posts() else ""
+        prompt = s.query("SELECT prompt FROM runs WHERE id = ?", live)[0]["prompt"]
+        own = [n for n in re.findall(r"<<<SPUR-DATA-([0-9a-f]{16})>>>", first) if n not in prompt]
+        t.ok(own and "Write hello.txt." in first and first.index("<<<SPUR-DATA-%s>>>" % own[0]) <
+             first.index("EARLY-37b") < first.rindex("<<<END-SPUR-DATA-%s>>>" % own[0]),
+             "codex: its first model request carries the prompt and the message, fenced with a nonce "
+             "of its own", first[-1500:])
+        hist = [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ? ORDER BY rowid",
+                                                   live)]
+        t.ok(any(h.startswith("message delivered:") and str(m.get("message_run")) in h and
+                 "held until the agent's turn begins" in h for h in hist),
+             "codex: the live run's history records the message where it arrived", (hist, m))
+
+        # Several messages into one run: the stand-in holds its model request (after the
+        # tool step, the one answered with the final message); a message comes, the held request
+        # is let go once the answer says delivered, and the next request carrying the message is
+        # held in turn. Codex 0.171 takes a steer between requests (it does not give up the one
+        # in flight), so this is the engine's part and Codex's own, with a model that answers at once.
+        before = len(posts())
+        fake.hold_at = before + 2
+        st, sess = api("/o/acme/sessions", {"input": "Write hello.txt.", "agent": "codex", "proof": "report",
+                                            "timeout": "120s"})
+        gate_open(wait_for(lambda: gate_reached(gate), 60))
+        took, answers = [], []
+        wait_for(lambda: len(posts()) >= before + 2, 60)
+        for i in range(20):
+            held, fake.gate = fake.gate, threading.Event()
+            fake.hold_at = len(posts()) + 1
+            marker = "STEER-P%02d" % i
+            t0 = time.time()
+            answers.append(api("/o/acme/sessions/%s/messages" % sess["id"], {"input": marker})[1].get("delivery"))
+            held.set()
+            carried = wait_for(lambda: [r for r in posts() if marker in r["raw"]], 30)
+            if not carried:
+                break
+            took.append((carried[0]["at"] - t0) * 1000)
+        fake.hold_at = 0
+        fake.gate.set()
+        end = wait_done(s, sess["run"]["id"])
+        t.ok(len(took) == 20 and answers == ["delivered"] * 20 and end["state"] == "completed",
+             "codex: 20 messages steered into one run each reach its next model request", (took, answers, end))
+        if took:
+            took.sort()
+            print("# codex: a message's arrival to its next model request, %d messages: p50 %.0f ms, p99 %.0f ms, "
+                  "max %.0f ms" % (len(took), took[len(took) // 2], took[min(len(took) - 1, int(len(took) * 0.99))],
+                                   took[-1]))
+
+        # A run that ends before its turn began (cancelled while Codex has not started): the
+        # message it held is not lost, it is queued again as the session's next run.
+        st, sess = api("/o/acme/sessions", {"input": "Write hello.txt.", "agent": "codex", "proof": "report",
+                                            "timeout": "120s"})
+        live = sess["run"]["id"]
+        w = wait_for(lambda: gate_reached(gate), 60)
+        st, m = api("/o/acme/sessions/%s/messages" % sess["id"], {"input": "LOST-37c: never lost"})
+        s.c("cancel", live)
+        end = wait_done(s, live)
+        if w is not None:
+            os.close(w)
+        again = s.query("SELECT r.id, r.thread FROM runs r JOIN run_history h ON h.run = r.id "
+                        "WHERE h.state = 'queued' AND h.reason = ?", "retry of %s" % m.get("message_run"))
+        hist = [h["reason"] or "" for h in s.query("SELECT reason FROM run_history WHERE run = ? ORDER BY rowid",
+                                                   live)]
+        t.ok(m.get("delivery") == "delivered" and end["state"] == "cancelled" and len(again) == 1 and
+             again[0]["thread"] == sess["thread"] and any("not sent" in h and again[0]["id"] in h for h in hist),
+             "codex: a message held by a run that ended before its turn began is queued again as the "
+             "session's next run", (m, end, again, hist))
+        gate_open(wait_for(lambda: gate_reached(gate), 60))
+        end = wait_done(s, again[0]["id"]) if again else {}
+        t.ok(end.get("state") == "completed" and any("LOST-37c" in r["raw"] for r in posts()),
+             "codex: and that run takes it to the model", end)
+    fake.stop()
+
+
 claude, why = cli_ok("claude", ["--version"])
 if claude is None:
     t.skip("claude end to end", why)
@@ -457,6 +598,7 @@ else:
     run_agent("codex", CODEX, "", "      codex: { api_key: env:T_OPENAI_KEY }\n", mcp=True)
     budget_run("codex", CODEX, "      codex: { api_key: env:T_OPENAI_KEY }\n", 20)
     dropped_run("codex", CODEX, "      codex: { api_key: env:T_OPENAI_KEY }\n")
+    codex_before_turn(CODEX)
 
 OPENCODE = os.path.join(NODE_MODULES, "opencode-linux-x64", "bin", "opencode")
 oc, why = cli_ok("opencode", ["--version"])

@@ -617,6 +617,56 @@ feed_reply(struct agent_stream *s, const char *text)
 	return out != NULL ? out : xstrdup("");
 }
 
+/*
+ * SPEC 18: a message to Codex before its turn has begun is held: folded into
+ * turn/start before the thread is open, steered in once the turn is named.
+ */
+static void
+test_codex_held(void)
+{
+	struct agent_stream	*s = agent_stream_create(agent_find("codex"));
+	struct agent_request	 req;
+	struct agent_result	 r;
+	char			*in;
+	size_t			 len;
+
+	memset(&req, 0, sizeof req);
+	agent_stream_prompt(s, &req, "PROMPT");
+	ok(agent_stream_ready(s), "codex: takes a message from its start");
+	in = agent_stream_input(s, "EARLY", &len);
+	ok(in == NULL && agent_stream_held(s) == 1, "codex: a message before its thread is held");
+	in = feed_reply(s, "{\"id\":1,\"result\":{}}\n{\"id\":2,\"result\":{\"thread\":"
+	    "{\"id\":\"T1\"}}}\n");
+	ok(strstr(in, "\"method\":\"turn/start\"") != NULL && strstr(in, "\"input\":[{\"type\":"
+	    "\"text\",\"text\":\"PROMPT\"},{\"type\":\"text\",\"text\":\"EARLY\"}]") != NULL &&
+	    agent_stream_held(s) == 0, "codex: and goes into the turn's start after the prompt");
+	free(in);
+	in = agent_stream_input(s, "MID", &len);
+	ok(in == NULL && agent_stream_held(s) == 1,
+	    "codex: a message before the turn is named is held");
+	in = feed_reply(s, "{\"id\":3,\"result\":{\"turn\":{\"id\":\"U1\"}}}\n");
+	ok(strstr(in, "\"method\":\"turn/steer\"") != NULL && strstr(in, "\"expectedTurnId\":"
+	    "\"U1\"") != NULL && strstr(in, "MID") != NULL && agent_stream_held(s) == 0,
+	    "codex: and steers the turn once turn/start's answer names it");
+	free(in);
+	in = feed_reply(s, "{\"method\":\"turn/started\",\"params\":{\"turn\":{\"id\":"
+	    "\"U1\"}}}\n");
+	ok(*in == '\0', "codex: turn/started of that turn sends nothing again");
+	free(in);
+	agent_stream_end(s, 1, &r);
+	agent_stream_free(s);
+	agent_result_clear(&r);
+
+	s = agent_stream_create(agent_find("codex"));
+	free(agent_stream_input(s, "LOST", &len));
+	free(feed_reply(s, "{\"id\":2,\"error\":{\"code\":-1,\"message\":\"no thread\"}}\n"));
+	ok(agent_stream_final(s) && agent_stream_held(s) == 1,
+	    "codex: ended before its turn: the held message is told as not sent");
+	agent_stream_end(s, 0, &r);
+	agent_stream_free(s);
+	agent_result_clear(&r);
+}
+
 /* Codex's app-server: the session opened, the prompt once the thread is there, steers. */
 static void
 test_codex_rpc(void)
@@ -648,7 +698,7 @@ test_codex_rpc(void)
 	in = feed_reply(s, "{\"id\":1,\"result\":{}}\n{\"id\":2,\"result\":{\"thread\":"
 	    "{\"id\":\"T1\"}}}\n");
 	ok(strstr(in, "\"method\":\"turn/start\"") != NULL && strstr(in, "\"threadId\":\"T1\"")
-	    != NULL && strstr(in, "\"text\":\"PROMPT\"") != NULL && !agent_stream_ready(s),
+	    != NULL && strstr(in, "\"text\":\"PROMPT\"") != NULL && agent_stream_ready(s),
 	    "codex: the prompt goes as a turn once the thread is open");
 	free(in);
 	in = feed_reply(s, "{\"method\":\"turn/started\",\"params\":{\"turn\":{\"id\":\"U1\"}}}\n");
@@ -694,6 +744,7 @@ test_codex_rpc(void)
 	ok(r.error == 1 && r.error_text != NULL && strcmp(r.error_text, "quota") == 0,
 	    "codex: a failed turn is an error, with the error it told");
 	agent_result_clear(&r);
+	test_codex_held();
 }
 
 /* Whether the stream's answer to line (acp's JSON-RPC) holds every string given. */
