@@ -212,8 +212,8 @@ def steer_turn(s, fake, agent, hold=2):
     later = posts()[before + 2:]
     carried = [r["raw"] for r in later if "STEER-37a" in r["raw"]]
     if carried:
-        # From the reply's webhook to the agent's next model request carrying it (held meanwhile:
-        # the stand-in's request in flight is dropped and sent again with the message).
+        # From the reply's webhook to the agent's next model request carrying it (the held
+        # request is let go once the message is delivered; Codex sends it in the next one).
         at = next(r["at"] for r in later if "STEER-37a" in r["raw"])
         print("# %s: a message's arrival to the next model request carrying it: %.0f ms "
               "(%.0f ms after the held request was let go)" % (agent, (at - t0) * 1000, (at - t1) * 1000))
