@@ -116,6 +116,7 @@ static void	dispatch_cancels_cb(void *);
 static void	drun_finish(struct drun *, enum run_state, enum run_cause, const char *,
 		    const char *);
 static void	drun_agent(struct drun *, int);
+static void	drun_held_lost(struct drun *);
 static void	drun_setup_cb(int, const char *, void *);
 static void	drun_session_archive(struct drun *);
 static int	dispatch_elsewhere(struct dispatch *, struct drun *);
@@ -396,6 +397,8 @@ dispatch_shutdown(struct dispatch *d)
 		d->running--;
 		/* Its sandbox and git go first: nothing of it runs once it is queued again. */
 		id = xstrdup(r->id);
+		if (r->stream != NULL)
+			drun_held_lost(r);
 		drun_free(r);
 		run_interrupt(d->engine, id, "interrupted: the engine stopped");
 		free(id);

@@ -484,7 +484,8 @@ def codex_before_turn(binary):
     over several steers in one run (p50, p99)."""
     held, gate = codex_gated(binary)
     fake = fakemodel.Fake().start()
-    conf = "agents:\n  codex:\n    command: [%s]\n    api_url: http://127.0.0.1:%d/v1\n" % (held, fake.port)
+    conf = "agents:\n  codex:\n    command: [%s]\n    api_url: http://127.0.0.1:%d/v1\nlimits:\n  drain: 0s\n" % (
+        held, fake.port)
     orgs = ("orgs:\n  acme:\n    github:\n      webhook_secret: env:T_GH_SECRET\n      token: env:T_GH_TOKEN\n"
             "      api_url: %(g)s/github\n      git_url: %(g)s/git\n" % {"g": LOCAL_GITHUB} +
             "    agents:\n      codex: { api_key: env:T_OPENAI_KEY }\n")
@@ -577,6 +578,19 @@ def codex_before_turn(binary):
         end = wait_done(s, again[0]["id"]) if again else {}
         t.ok(end.get("state") == "completed" and any("LOST-37c" in r["raw"] for r in posts()),
              "codex: and that run takes it to the model", end)
+
+        # The engine stopping (limits.drain: 0s) while Codex holds a message: queued again too.
+        st, sess = api("/o/acme/sessions", {"input": "Write hello.txt.", "agent": "codex", "proof": "report",
+                                            "timeout": "120s"})
+        w = wait_for(lambda: gate_reached(gate), 60)
+        st, m = api("/o/acme/sessions/%s/messages" % sess["id"], {"input": "LOST-37d: never lost"})
+        s.stop()
+        if w is not None:
+            os.close(w)
+        again = s.query("SELECT r.thread FROM runs r JOIN run_history h ON h.run = r.id "
+                        "WHERE h.state = 'queued' AND h.reason = ?", "retry of %s" % m.get("message_run"))
+        t.ok(m.get("delivery") == "delivered" and [a["thread"] for a in again] == [sess["thread"]],
+             "codex: and so is one held when the engine stops", (m, again))
     fake.stop()
 
 
