@@ -6,6 +6,7 @@
 #include "node.h"
 #include "run.h"
 #include "sandbox.h"
+#include "writer.h"
 
 #include <event2/event.h>
 #include <dirent.h>
@@ -231,7 +232,8 @@ node_tick_cb(evutil_socket_t fd, short what, void *arg)
 	rc = store_node_beat(n->e->store, n->id, n->hash, n->lease, &cause);
 	if (rc == 0)
 		n->renewed = sent;
-	store_horizon(n->e->store, n->renewed + NODE_HORIZON_MS(n->lease));
+	store_horizon(n->e->store, node_horizon(n));
+	writer_horizon(n->e->writer, node_horizon(n));
 	if (rc == 1) {
 		node_fence(n, "its lease had lapsed: the other nodes took its runs");
 		free(cause);
@@ -358,6 +360,12 @@ node_create(struct engine *e, char **cause)
 	n->tick = evtimer_new(e->base, node_tick_cb, n);
 	node_arm(n, n->renewed + n->beat - now_ms());
 	return n;
+}
+
+int64_t
+node_horizon(const struct node *n)
+{
+	return n != NULL && n->tick != NULL ? n->renewed + NODE_HORIZON_MS(n->lease) : 0;
 }
 
 void

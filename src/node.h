@@ -3,6 +3,7 @@
 #define SPUR_NODE_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 struct engine;
 struct node;
@@ -32,6 +33,12 @@ int		 node_fenced(const struct node *);
  * Their ids, NULL-terminated (strv_free); NULL: none.
  */
 char		**node_orphans(struct node *);
+/*
+ * When no store command may wait past (ms): the last renewal of the lease and
+ * the time it leaves (store_horizon); 0 on one node. The writer's connection
+ * is held to it from its start (writer_horizon), and again at each beat.
+ */
+int64_t		 node_horizon(const struct node *);
 /* The config was reloaded: its hash is told with the next beat. */
 void		 node_reload(struct node *);
 /* /metrics: the nodes' lease and config gauges. */

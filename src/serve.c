@@ -16,6 +16,7 @@
 #include "node.h"
 #include "notify.h"
 #include "store.h"
+#include "writer.h"
 #include "ytree.h"
 
 #include <sys/file.h>
@@ -686,6 +687,8 @@ cmd_serve(const struct cmd *c, int argc, char **argv)
 		goto out;
 	}
 	e.ingest = ingest_create(&e);
+	/* The writer's commits, like the loop's, wait no longer than the node's lease. */
+	writer_horizon(e.writer, node_horizon(e.node));
 	if ((e.server = server_create(&e, &cause)) == NULL) {
 		log_error("event=serve.listen_failed error=%s", log_q(cause));
 		goto out;

@@ -100,7 +100,8 @@ struct store_pg {
 	int	 retry;		/* the last failure lets its transaction be tried again */
 	int	 intx;		/* inside a transaction, as of the last answer */
 	int	 lost_tx;	/* the connection was lost inside a transaction not yet ended */
-	int64_t	 horizon;	/* no command waits past this (monotonic; 0: none) */
+	int64_t	 horizon;	/* no command waits past this (monotonic; 0: none): set
+				   from the loop for the writer's connection too, so atomic */
 };
 
 /*
@@ -335,15 +336,18 @@ static int64_t
 store_pg_until(struct store_pg *pg)
 {
 	int64_t	 until = store_pg_mono() + PG_ANSWER_MS;
+	int64_t	 horizon = __atomic_load_n(&pg->horizon, __ATOMIC_RELAXED);
 
-	return pg->horizon != 0 && pg->horizon < until ? pg->horizon : until;
+	return horizon != 0 && horizon < until ? horizon : until;
 }
 
 /* Past the horizon a command is not even sent: its caller has no time left to wait. */
 static int
 store_pg_late(struct store_pg *pg, char **cause)
 {
-	if (pg->horizon == 0 || store_pg_mono() < pg->horizon)
+	int64_t	 horizon = __atomic_load_n(&pg->horizon, __ATOMIC_RELAXED);
+
+	if (horizon == 0 || store_pg_mono() < horizon)
 		return 0;
 	if (cause != NULL && *cause == NULL)
 		xasprintf(cause, "%s: no time left to wait for the store (this node's lease)",
@@ -1077,7 +1081,8 @@ store_pg_horizon(void *impl, int64_t at)
 {
 	struct store_pg	*pg = impl;
 
-	pg->horizon = at != 0 ? store_pg_mono() + (at - now_ms()) : 0;
+	__atomic_store_n(&pg->horizon, at != 0 ? store_pg_mono() + (at - now_ms()) : 0,
+	    __ATOMIC_RELAXED);
 }
 
 const struct store_backend store_pg_backend = {

@@ -489,6 +489,14 @@ writer_free(struct writer *w)
 	free(w);
 }
 
+void
+writer_horizon(struct writer *w, int64_t at)
+{
+	/* The writer's thread reads it as it waits (store-pg.c keeps it atomic). */
+	if (w != NULL)
+		store_horizon(w->store, at);
+}
+
 int
 writer_logs(const struct writer *w)
 {

@@ -35,6 +35,12 @@ struct writer	*writer_create(struct event_base *, struct store *loop_store, cons
 		     writer_batch_cb batch_done, void *arg);
 /* Loop: commits what is pending, answers it, and stops the thread. */
 void		 writer_free(struct writer *);
+/*
+ * Loop: no commit of the writer's waits for the store past at (ms, the
+ * node's lease: store_horizon); 0: none. A node cut off from PostgreSQL
+ * stops within its lease, not after the writer's connection gives up.
+ */
+void		 writer_horizon(struct writer *, int64_t at);
 /* Any thread: whether deliveries get a payload log record (sqlite), or their payload is in the row. */
 int		 writer_logs(const struct writer *);
 /* Any thread: queues a delivery for the next commit; takes it; cb(arg) on the loop. */

@@ -363,6 +363,15 @@ try:
     t.ok("event=node.config_differs" not in cut.logs(), "  its config agrees with the others' (the store line is its own)")
     frozen_at = time.time()
     proxy.frozen.set()
+    # A delivery during the partition: the writer's commit of it waits no longer than the
+    # node's lease (writer_horizon), so it is answered 503 in time and the node stops in time.
+    late = {}
+
+    def deliver_cut_off():
+        late["answer"] = post(cut, "/nothing", 301, 7301, "nodes-cut-2")[0]
+        late["s"] = time.time() - frozen_at
+    late_thread = threading.Thread(target=deliver_cut_off, daemon=True)
+    late_thread.start()
     fenced = wait(lambda: "event=node.fenced node=%s" % cid in cut.logs(), 40)
     fence_s = time.time() - frozen_at
     age = re.search(r"event=node\.fenced node=%s .*renewed_ms_ago=(\d+)" % cid, cut.logs())
@@ -387,6 +396,11 @@ try:
          "  stopping, it cannot end its run itself, and says so (the run is the reaper's)",
          [l for l in cut.logs().splitlines() if "event=run." in l or "event=node." in l or "serve." in l][-30:])
     t.ok(rc == 1, "  it exits 1, %.1f s after the partition began" % exit_s, (rc, cut.logs()[-2500:]))
+    late_thread.join(30)
+    t.ok(late.get("answer") == 503 and late.get("s", 99) < LEASE,
+         "  a delivery it took during the partition is answered 503 within its %d s lease (%.1f s): "
+         "its commit waits no longer than the node may act" % (LEASE, late.get("s", -1)),
+         (late, [l for l in cut.logs().splitlines() if "ingest." in l or "store." in l][-10:]))
     ended = wait(lambda: q("SELECT state, cause FROM runs WHERE id = '%s'" % crun) == [["failed", "interrupted"]], 60)
     took = time.time() - frozen_at
     t.ok(ended and took < DEAD_BY, "another node ended its run interrupted, %.1f s after the partition began "
