@@ -1496,17 +1496,14 @@ parse_connections(struct aload *l, const struct ynode *v)
 		free(why);
 	}
 	/* What is left to say of the whole list: a name given twice. */
-	if (l->errs->nerrors == nerr && (why = connections_error(list, conn_known, l)) != NULL) {
+	if (l->errs->nerrors == nerr && (l->a->connections = connections_from_json(list,
+	    conn_known, l, &why)) == NULL) {
 		i = strtoul(why + strlen("connections["), NULL, 10);
 		yerrs_node(l->errs, l->file, i < v->n ? ymap_get(v->items[i], "name") : v,
 		    "%s", why);
 		free(why);
 	}
-	if (l->errs->nerrors != nerr) {
-		json_decref(list);
-		return;
-	}
-	l->a->connections = list;
+	json_decref(list);
 }
 
 /*
@@ -1519,7 +1516,6 @@ static void
 conn_commands_check(struct aload *l, const struct automation *a, const struct ynode *seq)
 {
 	const struct ynode	*at;
-	json_t			*c, *one;
 	char			*rootfs = NULL, *cause = NULL;
 	size_t			 i;
 
@@ -1528,8 +1524,8 @@ conn_commands_check(struct aload *l, const struct automation *a, const struct yn
 		return;
 	if (a->env.rootfs != NULL)
 		rootfs = rootfs_path(l->conf->data_dir, a->env.rootfs);
-	json_array_foreach(a->connections, i, c) {
-		if (json_object_get(c, "command") == NULL || i >= seq->n)
+	for (i = 0; i < a->connections->n && i < seq->n; i++) {
+		if (a->connections->v[i].command == NULL)
 			continue;
 		at = ymap_get(seq->items[i], "command");
 		if (rootfs != NULL && !rootfs_built(l->conf->data_dir, a->env.rootfs)) {
@@ -1538,13 +1534,11 @@ conn_commands_check(struct aload *l, const struct automation *a, const struct yn
 			    a->env.rootfs, a->env.rootfs);
 			continue;
 		}
-		one = json_pack("[O]", c);
-		if (connections_commands(one, rootfs, &cause) != 0) {
+		if (connection_command(&a->connections->v[i], rootfs, &cause) != 0) {
 			yerrs_node(l->errs, l->file, at, "connections[%zu].command: %s", i, cause);
 			free(cause);
 			cause = NULL;
 		}
-		json_decref(one);
 	}
 	free(rootfs);
 }
@@ -2331,7 +2325,7 @@ automation_free(struct automation *a)
 	strv_free(a->artifacts);
 	strv_free(a->secrets);
 	strv_free(a->network_allow);
-	json_decref(a->connections);
+	connections_free(a->connections);
 	strv_free(a->pull_request.reviewers);
 	strv_free(a->pull_request.labels);
 	env_conf_clear(&a->env);
@@ -2460,7 +2454,7 @@ automation_to_json(const struct automation *a)
 	json_object_set_new(j, "network", json_pack("{s:o}", "allow",
 	    json_str_list(a->network_allow)));
 	if (a->connections != NULL)
-		json_object_set(j, "connections", a->connections);
+		json_object_set_new(j, "connections", connections_json(a->connections));
 	/* Only when it says something: snapshots of runs without it stay as they were. */
 	if (a->pull_request.draft || a->pull_request.reviewers != NULL ||
 	    a->pull_request.labels != NULL)
@@ -2646,8 +2640,7 @@ automation_from_json(const json_t *j)
 	a->network_allow = json_list_dup(json_path(j, "network.allow"), &bad);
 	/* Checked again (secrets unchecked: a run says which one is gone). */
 	if ((v = json_object_get(j, "connections")) != NULL) {
-		if ((cause = connections_error(v, NULL, NULL)) == NULL)
-			a->connections = json_deep_copy(v);
+		a->connections = connections_from_json(v, NULL, NULL, &cause);
 		free(cause);
 		bad |= a->connections == NULL;
 	}

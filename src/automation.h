@@ -9,6 +9,7 @@
 
 struct agent;
 struct config;
+struct connections;
 struct spur_event;
 struct yerrs;
 struct ynode;
@@ -65,7 +66,7 @@ struct automation {
 	char		**artifacts;	/* NULL-terminated */
 	char		**secrets;	/* NULL-terminated */
 	char		**network_allow; /* NULL-terminated, NULL: none */
-	json_t		 *connections;	/* MCP servers (connections.h), checked; NULL: none */
+	struct connections *connections; /* MCP servers (connections.h), checked; NULL: none */
 	struct {
 		int	  draft;
 		char	**reviewers;	/* NULL-terminated logins, NULL: none */

@@ -270,70 +270,166 @@ connections_error(const json_t *list, connection_known_fn known, void *arg)
 	return NULL;
 }
 
-int
-connection_url(const json_t *c, char **host, int *port, char **path)
+/* One checked connection of the JSON: its strings copied, its URL and headers parsed. */
+static void
+conn_from_json(const json_t *j, struct connection *c)
 {
-	const char	*url = json_string_value(json_object_get(c, "url")), *p;
+	const json_t	*args = json_object_get(j, "args"), *v;
+	const char	*k, *url;
+	size_t		 i;
 
-	if (url == NULL || conn_url_parse(url, host, port) != NULL)
-		return -1;
-	p = url + 8 + strcspn(url + 8, "/?#");
-	*path = *p == '/' ? xstrndup(p, strcspn(p, "?#")) : xstrdup("/");
-	return 0;
+	c->name = xstrdup(json_string_value(json_object_get(j, "name")));
+	if ((url = json_string_value(json_object_get(j, "url"))) == NULL) {
+		c->command = xstrdup(json_string_value(json_object_get(j, "command")));
+		if (args != NULL) {
+			c->args = xcalloc(json_array_size(args) + 1, sizeof *c->args);
+			json_array_foreach(args, i, v)
+				c->args[i] = xstrdup(json_string_value(v));
+		}
+		return;
+	}
+	c->url = xstrdup(url);
+	(void)conn_url_parse(url, &c->host, &c->port);	/* checked */
+	url += 8 + strcspn(url + 8, "/?#");
+	c->path = *url == '/' ? xstrndup(url, strcspn(url, "?#")) : xstrdup("/");
+	c->headers = xcalloc(json_object_size(json_object_get(j, "headers")) + 1,
+	    sizeof *c->headers);
+	json_object_foreach(json_object_get(j, "headers"), k, v) {
+		c->headers[c->nheaders].name = xstrdup(k);
+		(void)connection_header_parse(json_string_value(v),	/* checked */
+		    &c->headers[c->nheaders].secret, &c->headers[c->nheaders].format);
+		c->nheaders++;
+	}
+}
+
+struct connections *
+connections_from_json(const json_t *list, connection_known_fn known, void *arg, char **why)
+{
+	struct connections	*cs;
+	size_t			 i;
+
+	if ((*why = connections_error(list, known, arg)) != NULL)
+		return NULL;
+	cs = xcalloc(1, sizeof *cs);
+	cs->v = xcalloc(json_array_size(list) + 1, sizeof *cs->v);
+	for (i = 0; i < json_array_size(list); i++)
+		conn_from_json(json_array_get(list, i), &cs->v[cs->n++]);
+	return cs;
+}
+
+/* A header's secret reference as written: NAME, or SCHEME {NAME}. */
+static char *
+conn_header_ref(const struct connection_header *h)
+{
+	const char	*at = strstr(h->format, "{value}");
+
+	if (strcmp(h->format, "{value}") == 0)
+		return xstrdup(h->secret);
+	return xprintf("%.*s{%s}%s", (int)(at - h->format), h->format, h->secret, at + 7);
+}
+
+json_t *
+connections_json(const struct connections *cs)
+{
+	const struct connection	*c;
+	json_t			*list = json_array(), *o, *x;
+	size_t			 i, k;
+	char			*ref;
+
+	for (i = 0; i < cs->n; i++) {
+		c = &cs->v[i];
+		o = json_pack("{s:s}", "name", c->name);
+		if (c->url != NULL) {
+			json_object_set_new(o, "url", json_string(c->url));
+			x = c->nheaders > 0 ? json_object() : NULL;
+			for (k = 0; k < c->nheaders; k++) {
+				ref = conn_header_ref(&c->headers[k]);
+				json_object_set_new(x, c->headers[k].name, json_string(ref));
+				free(ref);
+			}
+			if (x != NULL)
+				json_object_set_new(o, "headers", x);
+		} else {
+			json_object_set_new(o, "command", json_string(c->command));
+			x = c->args != NULL ? json_array() : NULL;
+			for (k = 0; c->args != NULL && c->args[k] != NULL; k++)
+				json_array_append_new(x, json_string(c->args[k]));
+			if (x != NULL)
+				json_object_set_new(o, "args", x);
+		}
+		json_array_append_new(list, o);
+	}
+	return list;
+}
+
+void
+connections_free(struct connections *cs)
+{
+	struct connection	*c;
+	size_t			 i, k;
+
+	if (cs == NULL)
+		return;
+	for (i = 0; i < cs->n; i++) {
+		c = &cs->v[i];
+		free(c->name);
+		free(c->url);
+		free(c->host);
+		free(c->path);
+		for (k = 0; k < c->nheaders; k++) {
+			free(c->headers[k].name);
+			free(c->headers[k].secret);
+			free(c->headers[k].format);
+		}
+		free(c->headers);
+		free(c->command);
+		strv_free(c->args);
+	}
+	free(cs->v);
+	free(cs);
 }
 
 char **
-connections_allow(char *const *allow, const json_t *list)
+connections_allow(char *const *allow, const struct connections *cs)
 {
-	const char	*url;
-	char		**out = NULL, *host;
-	size_t		 i, n = 0, k;
-	int		 port;
-	json_t		*c;
+	const struct connection	*c;
+	char			**out = NULL;
+	size_t			  i, n = 0, k;
 
-	json_array_foreach(list, i, c) {
-		if ((url = json_string_value(json_object_get(c, "url"))) == NULL ||
-		    conn_url_parse(url, &host, &port) != NULL)
+	for (i = 0; cs != NULL && i < cs->n; i++) {
+		if ((c = &cs->v[i])->url == NULL)
 			continue;
 		if (out == NULL) {
 			for (k = 0; allow != NULL && allow[k] != NULL; k++)
 				;
-			out = xcalloc(k + json_array_size(list) + 1, sizeof *out);
+			out = xcalloc(k + cs->n + 1, sizeof *out);
 			for (n = 0; n < k; n++)
 				out[n] = xstrdup(allow[n]);
 		}
-		out[n++] = port == 443 ? host : xprintf("%s:%d", host, port);
-		if (port != 443)
-			free(host);
+		out[n++] = c->port == 443 ? xstrdup(c->host) : xprintf("%s:%d", c->host, c->port);
 	}
 	return out;
 }
 
 char *
-connections_note(const json_t *list)
+connections_note(const struct connections *cs)
 {
-	struct buf	 b;
-	const char	*k;
-	json_t		*c, *v;
-	size_t		 i;
-	char		*secret, *format;
+	const struct connection	*c;
+	struct buf		 b;
+	size_t			 i, k;
 
 	buf_init(&b, 0);
 	buf_adds(&b, "connections:");
-	json_array_foreach(list, i, c) {
-		buf_addf(&b, "%s %s (", i > 0 ? "," : "",
-		    json_string_value(json_object_get(c, "name")));
-		if (json_object_get(c, "url") != NULL)
-			buf_adds(&b, json_string_value(json_object_get(c, "url")));
+	for (i = 0; i < cs->n; i++) {
+		c = &cs->v[i];
+		buf_addf(&b, "%s %s (", i > 0 ? "," : "", c->name);
+		if (c->url != NULL)
+			buf_adds(&b, c->url);
 		else
-			buf_addf(&b, "stdio: %s", json_string_value(json_object_get(c, "command")));
-		json_object_foreach(json_object_get(c, "headers"), k, v) {
-			if (connection_header_parse(json_string_value(v), &secret, &format) != 0)
-				continue;
-			buf_addf(&b, "; %s from secret %s", k, secret);
-			free(secret);
-			free(format);
-		}
+			buf_addf(&b, "stdio: %s", c->command);
+		for (k = 0; k < c->nheaders; k++)
+			buf_addf(&b, "; %s from secret %s", c->headers[k].name,
+			    c->headers[k].secret);
 		buf_adds(&b, ")");
 	}
 	return buf_take(&b);
@@ -341,90 +437,86 @@ connections_note(const json_t *list)
 
 /* One header secret of the run: its value, a fresh placeholder, bound to host. */
 static int
-conn_header_secret(struct engine *e, const char *org, const char *host, const char *header,
-    const char *ref, struct header_secret *h, char **cause)
+conn_header_secret(struct engine *e, const char *org, const char *host,
+    const struct connection_header *ch, struct header_secret *h, char **cause)
 {
-	char		*secret, *format;
-	size_t		 len;
-	int		 rc;
+	size_t	len;
+	int	rc;
 
-	if (connection_header_parse(ref, &secret, &format) != 0) {
-		*cause = xprintf("header %s: not a secret reference", header);
-		return -1;
-	}
-	if ((rc = secrets_value(e, org, secret, host, &h->value, &len, cause)) != 0) {
+	if ((rc = secrets_value(e, org, ch->secret, host, &h->value, &len, cause)) != 0) {
 		if (rc > 0)
-			*cause = xprintf("secret %s is no longer configured", secret);
-		free(secret);
-		free(format);
+			*cause = xprintf("secret %s is no longer configured", ch->secret);
 		return -1;
 	}
-	h->name = secret;
+	h->name = xstrdup(ch->secret);
 	h->placeholder = secrets_placeholder();
 	h->hosts = xcalloc(2, sizeof *h->hosts);
 	h->hosts[0] = xstrdup(host);
-	h->header_name = xstrdup(header);
-	h->format = format;
+	h->header_name = xstrdup(ch->name);
+	h->format = xstrdup(ch->format);
 	return 0;
 }
 
 /* A remote connection's entry: its headers' values are their placeholders. */
 static int
-conn_remote(struct engine *e, const char *org, const json_t *c, struct header_secret **hs,
-    size_t *nhs, json_t *entry, char **cause)
+conn_remote(struct engine *e, const char *org, const struct connection *c,
+    struct header_secret **hs, size_t *nhs, json_t *entry, char **cause)
 {
-	const char	*k, *fmt, *at;
-	json_t		*v, *headers = json_object();
-	char		*host, *ph;
-	int		 port;
+	const char	*fmt, *at;
+	json_t		*headers = json_object();
+	char		*ph;
+	size_t		 k;
 
 	json_object_set_new(entry, "type", json_string("http"));
-	json_object_set(entry, "url", json_object_get(c, "url"));
+	json_object_set_new(entry, "url", json_string(c->url));
 	json_object_set_new(entry, "headers", headers);
-	if (conn_url_parse(json_string_value(json_object_get(c, "url")), &host, &port) != NULL) {
-		*cause = xstrdup("a connection's URL is no longer valid");
-		return -1;
-	}
-	json_object_foreach(json_object_get(c, "headers"), k, v) {
+	for (k = 0; k < c->nheaders; k++) {
 		*hs = xreallocarray(*hs, *nhs + 1, sizeof **hs);
 		memset(&(*hs)[*nhs], 0, sizeof **hs);
-		if (conn_header_secret(e, org, host, k, json_string_value(v), &(*hs)[*nhs],
-		    cause) != 0) {
-			free(host);
+		if (conn_header_secret(e, org, c->host, &c->headers[k], &(*hs)[*nhs], cause) != 0)
 			return -1;
-		}
 		/* FORMAT always writes {value} (connection_header_parse). */
 		fmt = (*hs)[*nhs].format;
 		at = strstr(fmt, "{value}");
 		ph = xprintf("%.*s%s%s", (int)(at - fmt), fmt, (*hs)[*nhs].placeholder, at + 7);
-		json_object_set_new(headers, k, json_string(ph));
+		json_object_set_new(headers, c->headers[k].name, json_string(ph));
 		free(ph);
 		(*nhs)++;
 	}
-	free(host);
 	return 0;
 }
 
+/* A stdio connection's entry: {type: stdio, command, args}. */
+static void
+conn_stdio(const struct connection *c, json_t *entry)
+{
+	json_t	*args = json_array();
+	size_t	 k;
+
+	for (k = 0; c->args != NULL && c->args[k] != NULL; k++)
+		json_array_append_new(args, json_string(c->args[k]));
+	json_object_set_new(entry, "type", json_string("stdio"));
+	json_object_set_new(entry, "command", json_string(c->command));
+	json_object_set_new(entry, "args", args);
+}
+
 int
-connections_for_run(struct engine *e, const char *org, const json_t *list,
+connections_for_run(struct engine *e, const char *org, const struct connections *cs,
     struct header_secret **hs, size_t *nhs, json_t **servers, char **cause)
 {
-	json_t	*c, *entry;
+	json_t	*entry;
 	size_t	 i;
 
 	*servers = NULL;
-	if (json_array_size(list) == 0)
+	if (cs == NULL || cs->n == 0)
 		return 0;
 	*servers = json_object();
-	json_array_foreach(list, i, c) {
+	for (i = 0; i < cs->n; i++) {
 		entry = json_object();
-		json_object_set_new(*servers, json_string_value(json_object_get(c, "name")), entry);
-		if (json_object_get(c, "command") != NULL) {
-			json_object_set_new(entry, "type", json_string("stdio"));
-			json_object_set(entry, "command", json_object_get(c, "command"));
-			json_object_set_new(entry, "args", json_object_get(c, "args") != NULL ?
-			    json_deep_copy(json_object_get(c, "args")) : json_array());
-		} else if (conn_remote(e, org, c, hs, nhs, entry, cause) != 0) {
+		json_object_set_new(*servers, cs->v[i].name, entry);
+		if (cs->v[i].command != NULL)
+			conn_stdio(&cs->v[i], entry);
+		else if (conn_remote(e, org, &cs->v[i], hs, nhs, entry, cause) != 0) {
 			json_decref(*servers);
 			*servers = NULL;
 			return -1;
@@ -454,24 +546,27 @@ conn_host_command(const char *cmd)
 }
 
 int
-connections_commands(const json_t *list, const char *rootfs, char **cause)
+connection_command(const struct connection *c, const char *rootfs, char **cause)
 {
-	const char	*cmd;
-	json_t		*c;
-	size_t		 i;
-	char		*why = NULL;
+	char	*why = NULL;
 
-	json_array_foreach(list, i, c) {
-		if ((cmd = json_string_value(json_object_get(c, "command"))) == NULL)
-			continue;
-		if (rootfs != NULL ? rootfs_command(rootfs, cmd, &why) >= 0 :
-		    conn_host_command(cmd))
-			continue;
-		*cause = xprintf("connection %s: command %s is not in the run's environment%s%s",
-		    json_string_value(json_object_get(c, "name")), cmd, why != NULL ? ": " : "",
-		    why != NULL ? why : "");
-		free(why);
-		return -1;
+	if (c->command == NULL || (rootfs != NULL ? rootfs_command(rootfs, c->command, &why) >= 0 :
+	    conn_host_command(c->command)))
+		return 0;
+	*cause = xprintf("connection %s: command %s is not in the run's environment%s%s",
+	    c->name, c->command, why != NULL ? ": " : "", why != NULL ? why : "");
+	free(why);
+	return -1;
+}
+
+int
+connections_commands(const struct connections *cs, const char *rootfs, char **cause)
+{
+	size_t	i;
+
+	for (i = 0; cs != NULL && i < cs->n; i++) {
+		if (connection_command(&cs->v[i], rootfs, cause) != 0)
+			return -1;
 	}
 	return 0;
 }

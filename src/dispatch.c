@@ -1127,8 +1127,7 @@ drun_connections(struct drun *r, char **cause)
 		return -1;
 	note = connections_note(r->a->connections);
 	store_run_note(e->store, r->id, note);
-	log_info("event=run.connections run=%s n=%zu", r->id,
-	    json_array_size(r->a->connections));
+	log_info("event=run.connections run=%s n=%zu", r->id, r->a->connections->n);
 	free(note);
 	return 0;
 }

@@ -370,20 +370,14 @@ egress_forwarder(char **cause)
 
 /* The run's remote connections: the requests to their URLs are read for their calls. */
 static void
-egress_mcp(struct intercept *ic, const json_t *list)
+egress_mcp(struct intercept *ic, const struct connections *cs)
 {
-	json_t	*c;
-	size_t	 i;
-	char	*host, *path;
-	int	 port;
+	size_t	i;
 
-	json_array_foreach(list, i, c) {
-		if (connection_url(c, &host, &port, &path) != 0)
-			continue;
-		intercept_add_mcp(ic, json_string_value(json_object_get(c, "name")), host, port,
-		    path);
-		free(host);
-		free(path);
+	for (i = 0; cs != NULL && i < cs->n; i++) {
+		if (cs->v[i].url != NULL)
+			intercept_add_mcp(ic, cs->v[i].name, cs->v[i].host, cs->v[i].port,
+			    cs->v[i].path);
 	}
 }
 

@@ -70,9 +70,10 @@ check_headers(void)
 int
 main(void)
 {
-	json_t	*list;
-	char	**allow, *why, *note;
-	char	*base[] = { "api.example.com", NULL };
+	struct connections	*cs;
+	json_t			*list, *back;
+	char			**allow, *why, *note;
+	char			*base[] = { "api.example.com", NULL };
 
 	check_headers();
 	check_one("{\"name\":\"t\",\"url\":\"https://mcp.example.com/mcp\",\"headers\":"
@@ -112,26 +113,46 @@ main(void)
 	list = json_loads("[{\"name\":\"a\",\"url\":\"https://mcp.example.com/mcp\",\"headers\":"
 	    "{\"X-Key\":\"TOKEN\"}},{\"name\":\"b\",\"url\":\"https://10.0.0.1:8443/\"},"
 	    "{\"name\":\"c\",\"command\":\"x\"}]", 0, NULL);
-	why = connections_error(list, known, NULL);
-	ok(why == NULL, "a list of three: good (%s)", why != NULL ? why : "");
+	cs = connections_from_json(list, known, NULL, &why);
+	ok(cs != NULL && why == NULL, "a list of three: good (%s)", why != NULL ? why : "");
 	free(why);
-	allow = connections_allow(base, list);
+	ok(cs->n == 3 && strcmp(cs->v[0].host, "mcp.example.com") == 0 && cs->v[0].port == 443 &&
+	    strcmp(cs->v[0].path, "/mcp") == 0 && cs->v[0].nheaders == 1 &&
+	    strcmp(cs->v[0].headers[0].secret, "TOKEN") == 0 && cs->v[1].port == 8443 &&
+	    strcmp(cs->v[1].path, "/") == 0 && strcmp(cs->v[2].command, "x") == 0 &&
+	    cs->v[2].url == NULL, "typed: each one's host, port, path, headers, command");
+	back = connections_json(cs);
+	ok(json_equal(back, list), "as JSON again: the list as given");
+	json_decref(back);
+	allow = connections_allow(base, cs);
 	ok(allow != NULL && strcmp(allow[0], "api.example.com") == 0 &&
 	    strcmp(allow[1], "mcp.example.com") == 0 && strcmp(allow[2], "10.0.0.1:8443") == 0 &&
 	    allow[3] == NULL, "allow: network.allow, then each remote host (its port unless 443)");
 	strv_free(allow);
-	note = connections_note(list);
+	note = connections_note(cs);
 	is_str(note, "connections: a (https://mcp.example.com/mcp; X-Key from secret TOKEN), b "
 	    "(https://10.0.0.1:8443/), c (stdio: x)", "the history's row");
 	free(note);
+	connections_free(cs);
 	json_array_append_new(list, json_pack("{s:s,s:s}", "name", "b", "command", "y"));
-	why = connections_error(list, known, NULL);
+	cs = connections_from_json(list, known, NULL, &why);
+	ok(cs == NULL, "a name twice: no list");
 	is_str(why, "connections[3].name: \"b\" is already the name of connections[1]",
 	    "a name twice");
 	free(why);
 	json_decref(list);
-	list = json_loads("[{\"name\":\"c\",\"command\":\"x\"}]", 0, NULL);
-	ok(connections_allow(NULL, list) == NULL, "allow: none without a remote one");
+	list = json_loads("[{\"name\":\"c\",\"command\":\"x\",\"args\":[\"-v\"]},"
+	    "{\"name\":\"d\",\"url\":\"https://h.example.com/\",\"headers\":"
+	    "{\"Authorization\":\"Bearer {TOKEN}\"}}]", 0, NULL);
+	cs = connections_from_json(list, known, NULL, &why);
+	back = cs != NULL ? connections_json(cs) : NULL;
+	ok(back != NULL && json_equal(back, list), "as JSON again: args and SCHEME {NAME} as given");
+	json_decref(back);
+	connections_free(cs);
+	json_array_remove(list, 1);
+	cs = connections_from_json(list, known, NULL, &why);
+	ok(cs != NULL && connections_allow(NULL, cs) == NULL, "allow: none without a remote one");
+	connections_free(cs);
 	json_decref(list);
 	return tap_done();
 }
