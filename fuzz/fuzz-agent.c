@@ -27,7 +27,7 @@ static void
 fuzz_argv(const struct agent *agent, const char *id)
 {
 	char			*cmd[] = { "/bin/true", NULL };
-	struct agent_request	 areq = { id, id, cmd, NULL };
+	struct agent_request	 areq = { id, id, cmd, NULL, NULL };
 	char			**argv, *cause = NULL;
 
 	if ((argv = agent_argv(agent, NULL, &areq, &cause)) == NULL) {

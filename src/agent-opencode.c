@@ -110,8 +110,9 @@ opencode_answer(struct agent_stream *s, json_int_t id, const json_t *result, con
 			s->ready = 0;
 		}
 	} else if (id == OC_ID_INIT) {
-		json_t *p = json_pack("{s:s, s:[]}", "cwd", s->workdir != NULL ?
-		    s->workdir : "/workspace", "mcpServers");
+		json_t *p = json_pack("{s:s, s:o}", "cwd", s->workdir != NULL ?
+		    s->workdir : "/workspace", "mcpServers", s->mcp != NULL ?
+		    json_copy(s->mcp) : json_array());
 
 		if (s->resume != NULL)
 			json_object_set_new(p, "sessionId", json_string(s->resume));
@@ -331,35 +332,64 @@ static const struct agent_api opencode_api = {
 	.models = "/v1/models",
 };
 
+/* name: value headers as ACP's list of {name, value}. */
+static json_t *
+opencode_headers(const json_t *h)
+{
+	const char	*k;
+	json_t		*l = json_array(), *v;
+
+	json_object_foreach((json_t *)h, k, v)
+		json_array_append_new(l, json_pack("{s:s, s:O}", "name", k, "value", v));
+	return l;
+}
+
 /*
- * Its MCP servers (SPEC 18): the run's own, a remote one with its placeholder
- * credential, no OAuth; a call may wait long (thread_ask): the run's timeout
- * bounds it, not OpenCode's 5 s. Then the run's connections as
- * connections_for_run made them: remote with their headers' placeholders
- * (the run's proxy replaces them), or local, the command and its arguments.
+ * Its MCP servers (SPEC 18), given in acp's session/new (and session/resume),
+ * which answers once it has connected them and listed their tools (from its
+ * config file it connects them beside the session, and now and then its first
+ * model request went without them): the run's own, http with its placeholder
+ * credential; the run's connections as connections_for_run made them: http
+ * with their headers' placeholders (the run's proxy replaces them), or stdio,
+ * the command and its arguments.
+ */
+static json_t *
+opencode_session_mcp(const struct agent_setup *s)
+{
+	const char	*name;
+	json_t		*l = json_array(), *c, *h;
+
+	if (s->mcp_url != NULL && s->mcp_token != NULL)
+		json_array_append_new(l, json_pack("{s:s, s:s, s:s, s:[{s:s, s:s+}]}", "type", "http",
+		    "name", "spur", "url", s->mcp_url, "headers", "name", "Authorization", "value",
+		    "Bearer ", s->mcp_token));
+	json_object_foreach((json_t *)s->connections, name, c) {
+		if (json_object_get(c, "url") != NULL) {
+			h = opencode_headers(json_object_get(c, "headers"));
+			json_array_append_new(l, json_pack("{s:s, s:s, s:O, s:o}", "type", "http",
+			    "name", name, "url", json_object_get(c, "url"), "headers", h));
+		} else
+			json_array_append_new(l, json_pack("{s:s, s:O, s:O, s:[]}", "name", name,
+			    "command", json_object_get(c, "command"), "args",
+			    json_object_get(c, "args"), "env"));
+	}
+	return l;
+}
+
+/*
+ * What acp's servers cannot carry: a call of the run's own may wait long
+ * (thread_ask), so the run's timeout bounds it, not OpenCode's 5 s. OpenCode
+ * reads a server's timeout from its config's entry of that name, which stays
+ * disabled (its config would connect it once more), without the credential.
  */
 static json_t *
 opencode_mcp(const struct agent_setup *s)
 {
-	const char	*name;
-	json_t		*mcp = json_object(), *c, *cmd, *e;
+	json_t	*mcp = json_object();
 
 	if (s->mcp_url != NULL && s->mcp_token != NULL)
-		json_object_set_new(mcp, "spur", json_pack("{s:s, s:s, s:b, s:i, s:{s:s+}}",
-		    "type", "remote", "url", s->mcp_url, "oauth", 0, "timeout", 86400000,
-		    "headers", "Authorization", "Bearer ", s->mcp_token));
-	json_object_foreach((json_t *)s->connections, name, c) {
-		if (json_object_get(c, "url") != NULL)
-			e = json_pack("{s:s, s:O, s:b, s:O}", "type", "remote", "url",
-			    json_object_get(c, "url"), "oauth", 0, "headers",
-			    json_object_get(c, "headers"));
-		else {
-			cmd = json_pack("[O]", json_object_get(c, "command"));
-			json_array_extend(cmd, json_object_get(c, "args"));
-			e = json_pack("{s:s, s:o}", "type", "local", "command", cmd);
-		}
-		json_object_set_new(mcp, name, e);
-	}
+		json_object_set_new(mcp, "spur", json_pack("{s:s, s:s, s:b, s:b, s:i}", "type",
+		    "remote", "url", s->mcp_url, "enabled", 0, "oauth", 0, "timeout", 86400000));
 	return mcp;
 }
 
@@ -378,6 +408,7 @@ opencode_setup(struct agent_setup *s)
 	    "enabled_providers", "anthropic", "provider", "anthropic", "options", "baseURL", base,
 	    "apiKey", AGENT_PLACEHOLDER_KEY, "mcp", opencode_mcp(s));
 	free(base);
+	s->session_mcp = opencode_session_mcp(s);
 	if (j == NULL || (s->file_text = json_dumps(j, JSON_INDENT(2))) == NULL)
 		fatal("opencode_setup: out of memory");
 	json_decref(j);

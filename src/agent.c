@@ -122,6 +122,7 @@ agent_setup_clear(struct agent_setup *s)
 	for (i = 0; i < s->nargs; i++)
 		free(s->args[i]);
 	free(s->file_text);
+	json_decref(s->session_mcp);
 	memset(s, 0, sizeof *s);
 }
 
@@ -389,6 +390,8 @@ agent_stream_prompt(struct agent_stream *s, const struct agent_request *req, con
 	s->model = req->model != NULL ? xstrdup(req->model) : NULL;
 	s->resume = req->resume != NULL ? xstrdup(req->resume) : NULL;
 	s->workdir = req->workdir != NULL ? xstrdup(req->workdir) : NULL;
+	json_decref(s->mcp);
+	s->mcp = req->mcp != NULL ? json_incref((json_t *)req->mcp) : NULL;
 }
 
 void
@@ -484,6 +487,7 @@ agent_stream_free(struct agent_stream *s)
 	free(s->model);
 	free(s->resume);
 	free(s->workdir);
+	json_decref(s->mcp);
 	json_decref(s->state);
 	agent_result_clear(&s->r);
 	free(s);

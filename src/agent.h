@@ -19,6 +19,7 @@ struct agent_request {
 	const char	*resume;	/* the agent's session id from the session's last run */
 	char *const	*command;	/* agent: command: the automation's argv */
 	const char	*workdir;	/* its working directory as it sees it; NULL: unknown */
+	const json_t	*mcp;		/* agent_setup's session_mcp; NULL: none */
 };
 
 /* What the agent said, read from its stdout when it ended. */
@@ -88,6 +89,8 @@ struct agent_setup {
 	const char		*file_dir;	/* AGENT_FILE_HOME: its directory under HOME */
 	const char		*file_name;
 	char			*file_text;
+	/* Out: MCP servers its protocol's session is given (agent_request's mcp); NULL: none. */
+	json_t			*session_mcp;
 };
 
 /* For the setup functions: one more variable (NAME=value). */
@@ -222,6 +225,7 @@ struct agent_stream {
 	char			*model;		/* and the request's, NULL: none */
 	char			*resume;
 	char			*workdir;
+	json_t			*mcp;		/* agent_request's */
 	struct buf		 reply;		/* for its stdin, agent_stream_reply's */
 	json_t			*state;		/* the protocol's own (ids, turn), NULL: none */
 	/* steer: it takes a message now (into its turn, or held: holds) */

@@ -1251,6 +1251,7 @@ drun_agent(struct drun *r, int phase)
 	req.model = r->a->model;
 	req.resume = r->resume;
 	req.workdir = e->conf->sandbox.backend == SANDBOX_NONE ? r->workspace : "/workspace";
+	req.mcp = egress_session_mcp(r->egress);
 	agent_stream_prompt(r->stream, &req, r->prompt);
 	r->sb = sandbox_start(e->base, &r->spec, drun_output_cb, drun_exit_cb, r, &cause);
 	drun_gate_close(r);

@@ -52,6 +52,7 @@ struct egress {
 	char			*dir;
 	char			*forwarder;	/* spur-forward on the host */
 	char			*agent_dir;	/* the agent's install, bound where it is */
+	json_t			*session_mcp;	/* agent_setup's */
 	struct sandbox_bind	 binds[SANDBOX_BINDS_MAX];
 	int			 dns_ref;
 };
@@ -257,6 +258,8 @@ egress_agent_env(struct egress *eg, struct engine *e, const struct agent *ag, co
 		rc = egress_env(env, nenv, max, s.env[i], cause);
 		s.env[i] = NULL;	/* the run's now, or freed */
 	}
+	eg->session_mcp = s.session_mcp;
+	s.session_mcp = NULL;
 	agent_setup_clear(&s);
 	return rc;
 }
@@ -607,6 +610,12 @@ egress_budget_stopped(const struct egress *eg)
 	return eg != NULL && eg->gateway != NULL ? gateway_stopped(eg->gateway) : NULL;
 }
 
+const json_t *
+egress_session_mcp(const struct egress *eg)
+{
+	return eg != NULL ? eg->session_mcp : NULL;
+}
+
 void
 egress_free(struct egress *eg)
 {
@@ -623,6 +632,7 @@ egress_free(struct egress *eg)
 	free(eg->bundle);
 	free(eg->forwarder);
 	free(eg->agent_dir);
+	json_decref(eg->session_mcp);
 	free(eg);
 }
 

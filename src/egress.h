@@ -44,6 +44,8 @@ int	 egress_attach(struct engine *, const char *run, const char *org,
 	     char **env, size_t *nenv, size_t max, char ***argv, struct egress **out,
 	     char **cause);
 void	 egress_free(struct egress *);
+/* The MCP servers the agent's session is given in its protocol (agent_setup's); NULL: none. */
+const json_t	*egress_session_mcp(const struct egress *);
 /*
  * The in-sandbox forwarder (spur-forward) a networked run needs: beside this
  * spur's executable (the build tree), else in SPUR_PKGLIBEXECDIR. NULL and

@@ -91,7 +91,7 @@ argv_is(const char *agent, const struct agent_conf *conf,
 static void
 test_argv(void)
 {
-	struct agent_request	 req = { NULL, NULL, NULL, NULL };
+	struct agent_request	 req = { NULL, NULL, NULL, NULL, NULL };
 	struct agent_conf	 conf = { NULL, NULL, NULL, NULL, 0 };
 	char			*cmd[] = { "/opt/claude/bin/claude", "--debug", NULL };
 	char			*script[] = { "./tools/agent.sh", "--fast", NULL };
@@ -481,7 +481,7 @@ static void
 test_setup_connections(void)
 {
 	struct agent_setup	 s;
-	json_t			*conns, *j, *mcp;
+	json_t			*conns, *j, *mcp, *want;
 
 	conns = json_loads("{\"tracker\": {\"type\": \"http\", \"url\": \"https://mcp.example/a\\\"b\", "
 	    "\"headers\": {\"Authorization\": \"Bearer spur-secret-ph1\", \"X-Key\": \"spur-secret-ph2\"}}, "
@@ -507,18 +507,24 @@ test_setup_connections(void)
 	s.connections = conns;
 	agent_find("opencode")->setup(&s);
 	j = json_loads(s.file_text, 0, NULL);
-	mcp = json_object_get(j, "mcp");
-	ok(str_eq(agent_json_str(json_object_get(mcp, "tracker"), "type"), "remote") &&
-	    str_eq(agent_json_str(json_object_get(mcp, "tracker"), "url"), "https://mcp.example/a\"b") &&
-	    json_equal(json_object_get(json_object_get(mcp, "tracker"), "headers"),
-	    json_object_get(json_object_get(conns, "tracker"), "headers")) &&
-	    json_is_false(json_object_get(json_object_get(mcp, "tracker"), "oauth")),
-	    "opencode: a remote connection, its headers' placeholders");
-	ok(str_eq(agent_json_str(json_object_get(mcp, "local"), "type"), "local") &&
-	    json_array_size(json_object_get(json_object_get(mcp, "local"), "command")) == 3 &&
-	    str_eq(json_string_value(json_array_get(json_object_get(json_object_get(mcp, "local"),
-	    "command"), 0)), "python3") && json_object_get(mcp, "spur") == NULL,
-	    "opencode: a stdio one local, its command then its args");
+	ok(json_object_size(json_object_get(j, "mcp")) == 0 && json_array_size(s.session_mcp) == 2,
+	    "opencode: connections go in acp's session/new, not its config file");
+	mcp = json_array_get(s.session_mcp, 0);
+	if (!str_eq(agent_json_str(mcp, "name"), "tracker"))
+		mcp = json_array_get(s.session_mcp, 1);
+	want = json_pack("[{s:s, s:s}, {s:s, s:s}]", "name", "Authorization", "value",
+	    "Bearer spur-secret-ph1", "name", "X-Key", "value", "spur-secret-ph2");
+	ok(str_eq(agent_json_str(mcp, "type"), "http") &&
+	    str_eq(agent_json_str(mcp, "url"), "https://mcp.example/a\"b") &&
+	    json_equal(json_object_get(mcp, "headers"), want),
+	    "opencode: a remote connection http, its headers' placeholders as acp's name/value list");
+	json_decref(want);
+	mcp = json_array_get(s.session_mcp, mcp == json_array_get(s.session_mcp, 0) ? 1 : 0);
+	ok(str_eq(agent_json_str(mcp, "name"), "local") && json_object_get(mcp, "type") == NULL &&
+	    str_eq(agent_json_str(mcp, "command"), "python3") &&
+	    json_array_size(json_object_get(mcp, "args")) == 2 &&
+	    json_array_size(json_object_get(mcp, "env")) == 0,
+	    "opencode: a stdio one: its command, its args, no env");
 	json_decref(j);
 	agent_setup_clear(&s);
 	json_decref(conns);
@@ -553,11 +559,17 @@ test_setup_mcp(void)
 	j = json_loads(s.file_text, 0, NULL);
 	spur = json_object_get(json_object_get(j, "mcp"), "spur");
 	ok(j != NULL && json_object_get(json_object_get(j, "provider"), "anthropic") != NULL &&
-	    str_eq(agent_json_str(spur, "type"), "remote") &&
+	    json_is_false(json_object_get(spur, "enabled")) &&
+	    json_integer_value(json_object_get(spur, "timeout")) == 86400000 &&
+	    strstr(s.file_text, "spur-run-0123") == NULL,
+	    "opencode: its config keeps the run's MCP server's timeout, disabled, no credential");
+	spur = json_array_get(s.session_mcp, 0);
+	ok(json_array_size(s.session_mcp) == 1 && str_eq(agent_json_str(spur, "type"), "http") &&
+	    str_eq(agent_json_str(spur, "name"), "spur") &&
 	    str_eq(agent_json_str(spur, "url"), "http://127.0.0.1:9/spur/mcp") &&
-	    str_eq(agent_json_str(json_object_get(spur, "headers"), "Authorization"),
-	    "Bearer spur-run-0123") && json_is_false(json_object_get(spur, "oauth")),
-	    "opencode: its config (JSON) has the run's MCP server, remote, with its credential");
+	    str_eq(agent_json_str(json_array_get(json_object_get(spur, "headers"), 0), "value"),
+	    "Bearer spur-run-0123"),
+	    "opencode: acp's session/new gets it, http, with its credential");
 	json_decref(j);
 	agent_setup_clear(&s);
 	test_setup_connections();
@@ -774,12 +786,14 @@ static void
 test_opencode_acp(void)
 {
 	const struct agent	*a = agent_find("opencode");
-	struct agent_request	 req = { "anthropic/claude-haiku-4-5", "ses_1", NULL, "/workspace" };
+	struct agent_request	 req = { "anthropic/claude-haiku-4-5", "ses_1", NULL, "/workspace", NULL };
 	struct agent_stream	*s;
 	struct agent_result	 r;
+	json_t			*mcp = json_pack("[{s:s}]", "name", "spur");
 	char			*in;
 	size_t			 len;
 
+	req.mcp = mcp;
 	in = agent_first_input(a, &req, "PROMPT", &len);
 	ok(strstr(in, "\"method\":\"initialize\"") != NULL && strstr(in, "PROMPT") == NULL &&
 	    len == strlen(in), "opencode: first initialize, the prompt not yet");
@@ -787,8 +801,9 @@ test_opencode_acp(void)
 	s = agent_stream_create(a);
 	agent_stream_prompt(s, &req, "PROMPT");
 	ok(acp_says(s, ACP_ANSWER("1", "{}"), "\"method\":\"session/resume\"",
-	    "\"sessionId\":\"ses_1\"", "\"cwd\":\"/workspace\"", NULL),
-	    "opencode: the session's next run resumes its session");
+	    "\"sessionId\":\"ses_1\"", "\"cwd\":\"/workspace\"",
+	    "\"mcpServers\":[{\"name\":\"spur\"}]", NULL),
+	    "opencode: the session's next run resumes its session, given its MCP servers");
 	ok(acp_says(s, ACP_ANSWER("2", "{}"), "\"method\":\"session/set_config_option\"",
 	    "\"value\":\"anthropic/claude-haiku-4-5\"", NULL) && !agent_stream_ready(s),
 	    "opencode: then its model, and no message yet");
@@ -817,10 +832,12 @@ test_opencode_acp(void)
 
 	s = agent_stream_create(a);
 	req.model = req.resume = NULL;
+	req.mcp = NULL;
+	json_decref(mcp);
 	agent_stream_prompt(s, &req, "PROMPT");
 	ok(acp_says(s, ACP_ANSWER("1", "{}") ACP_ANSWER("2", "{\"sessionId\":\"ses_2\"}"),
-	    "\"method\":\"session/new\"", "\"method\":\"session/prompt\"", "ses_2", NULL),
-	    "opencode: a new session, no model: the prompt at once");
+	    "\"method\":\"session/new\"", "\"mcpServers\":[]", "\"method\":\"session/prompt\"",
+	    "ses_2", NULL), "opencode: a new session, no MCP servers, no model: the prompt at once");
 	ok(acp_says(s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"error\":{\"code\":-32603,\"message\":"
 	    "\"Cannot connect to API\"}}\n", NULL), "opencode: an error answer asks for nothing");
 	agent_stream_end(s, 1, &r);
