@@ -106,6 +106,8 @@ with Spur() as s:
              "a beat longer than a third of the lease is refused at the beat"),
             ("nodes:\n  affinity: 2h\n", "2:13", '"nodes.affinity" must be from 0s to 1h',
              "a session affinity over an hour is refused at its position"),
+            ("nodes:\n  message_wait: 2m\n", "2:17", '"nodes.message_wait" must be from 0s to 1m',
+             "a message's answer waiting over a minute for another node is refused at its position"),
             ("nodes:\n  leese: 3s\n", "2:3", 'unknown key "leese" in nodes (did you mean "lease"?)',
              "an unknown key in nodes: did you mean"),
             ("limits:\n  model_requests: 0\n", "2:19",
