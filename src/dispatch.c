@@ -1480,12 +1480,19 @@ dispatch_refused(struct dispatch *d, const struct run_row *r, enum msg_refusal m
 		store_wake(st);
 }
 
-/* A queued run's session key, as dispatch_start makes it: org, thread, automation. */
+/* A session's key: its org, thread and automation (dispatch_find_session). */
+static char *
+dispatch_skey(const char *org, const char *thread, const char *automation)
+{
+	return xprintf("%s\n%s\n%s", org != NULL ? org : "", thread,
+	    automation != NULL ? automation : "");
+}
+
+/* A queued run's session key, as dispatch_start makes it. */
 static char *
 dispatch_row_skey(const struct run_row *r)
 {
-	return xprintf("%s\n%s\n%s", r->org != NULL ? r->org : "", r->thread != NULL ?
-	    r->thread : r->id, r->automation != NULL ? r->automation : "");
+	return dispatch_skey(r->org, r->thread != NULL ? r->thread : r->id, r->automation);
 }
 
 /* The agent of a queued run's automation snapshot (NULL: unreadable). */
@@ -1909,7 +1916,7 @@ dispatch_start(struct dispatch *d, const char *id)
 		    "the run's automation snapshot is unreadable");
 		goto done;
 	}
-	r->skey = xprintf("%s\n%s\n%s", r->org, r->thread, r->a->name);
+	r->skey = dispatch_skey(r->org, r->thread, r->a->name);
 	/* Its session's live run takes input while it works: the run is a message for it. */
 	if ((busy = dispatch_find_session(d, r->skey)) != NULL) {
 		if ((refusal = dispatch_deliver(d, busy, id, evj, &cause)) == REFUSED_NONE) {
