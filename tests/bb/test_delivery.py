@@ -567,8 +567,13 @@ try:
         t.ok(rep and rep["state"] == "given_up" and rep["attempts"] >= 2 and len(tried) == rep["attempts"],
              "with reports.give_up 1s, a report answered 500 every time is retried, then given up "
              "(%d attempts)" % len(tried), rep)
-        t.ok(took < 20 and tried and tried[-1]["at"] - tried[0]["at"] < 1,
-             "within reports.give_up of its first attempt (%.1f s in all), not a day later" % took)
+        # The last retry is scheduled within give_up of the report's making (outbox.c); it
+        # reaches the stand-in when the outbox gets to it, on a loaded machine some 100 ms
+        # later (a clean CI run saw it reach 1 s, 1.4 s in all): half a second of slack.
+        span = tried[-1]["at"] - tried[0]["at"] if tried else None
+        t.ok(took < 20 and span is not None and span < 1.5,
+             "within reports.give_up of its first attempt (attempts over %.2f s, %.1f s in all), "
+             "not a day later" % (span if span is not None else -1, took))
         t.contains(s.logs(), "event=report.given_up run=%s kind=run_end" % rg, "the log says so")
         fake.failures.clear()
 finally:
